@@ -1,0 +1,37 @@
+// Package agent is kitsoki's agent contract: the Agent interface every
+// transport implements, the AskError kinds, the declarations read from a
+// story's agent_plugins: block, and the Registry that turns declarations into
+// agents. It knows nothing about stories or the orchestrator.
+package agent
+
+import (
+	"context"
+
+	"github.com/kitsoki/kitsoki/pkg/plugin"
+)
+
+// Wire types are defined once, in the public SDK.
+type (
+	AskRequest  = plugin.AskRequest
+	AskResponse = plugin.AskResponse
+	Event       = plugin.Event
+)
+
+// Agent answers agent calls. Ask returns a *AskError on failure. Close
+// releases whatever the agent holds (processes, connections); it is called
+// once, at the end of the session.
+type Agent interface {
+	Ask(ctx context.Context, req *AskRequest) (*AskResponse, error)
+	Close() error
+}
+
+// AgentFunc adapts a function to an Agent with a no-op Close.
+type AgentFunc func(ctx context.Context, req *AskRequest) (*AskResponse, error)
+
+// Ask calls f.
+func (f AgentFunc) Ask(ctx context.Context, req *AskRequest) (*AskResponse, error) {
+	return f(ctx, req)
+}
+
+// Close does nothing.
+func (AgentFunc) Close() error { return nil }

@@ -1,0 +1,10 @@
+// Package transports wires every transport this build has into a registry.
+// Adding a transport is one line here.
+package transports
+
+import "github.com/kitsoki/kitsoki/internal/agent"
+
+// Register installs the builder of every available transport.
+func Register(r *agent.Registry) {
+	_ = r
+}

@@ -1,0 +1,197 @@
+// Package story loads and validates app.yaml stories: YAML types, includes,
+// every load-time check, and source positions for error messages. It compiles
+// guards, templates, prompt files and schemas once, at load, so running a
+// story never compiles anything.
+package story
+
+import (
+	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/expr"
+	"github.com/kitsoki/kitsoki/internal/schema"
+)
+
+// Pos is a source position: file (relative to the story directory), line and
+// column (1-based).
+type Pos struct {
+	File string
+	Line int
+	Col  int
+}
+
+// Story is a loaded, validated story.
+type Story struct {
+	Dir  string // absolute story directory (the root file's directory)
+	File string // absolute path of the root file
+
+	App     App
+	Hosts   []string // union of all files' hosts:, in first-seen order
+	Agents  map[string]*Persona
+	Plugins map[string]agent.Declaration // includes the injected agent.claude
+	World   []*WorldVar                  // declaration order
+	Intents map[string]*Intent
+	Root    string
+	Exits   map[string]*Exit
+	States  map[string]*State
+
+	// Schemas holds every schema referenced by a literal with.schema path,
+	// compiled, keyed by the path as written (relative to Dir).
+	Schemas map[string]*schema.Schema
+	// Prompts holds every prompt file referenced by a literal with.prompt or
+	// with.prompt_path, compiled, keyed by the path as written.
+	Prompts map[string]*expr.Text
+	// SchemaCompiler compiles schemas named by templated paths at run time,
+	// rooted in Dir like the load-time ones.
+	SchemaCompiler *schema.Compiler
+
+	// Secrets are the values substituted from ${VAR} in agent_plugins; the
+	// trace writer redacts them.
+	Secrets []string
+	// Warnings are non-fatal findings (e.g. [later] keys that are ignored).
+	Warnings []Diagnostic
+}
+
+// App is the app: block.
+type App struct {
+	ID      string
+	Version string
+	Title   string
+	Author  string
+	License string
+}
+
+// Persona is an agents: entry, picked by with.agent on a host.agent.* invoke.
+type Persona struct {
+	Name         string
+	SystemPrompt string // system_prompt, or the contents of system_prompt_path
+	Model        string
+	Tools        []string
+	ToolsSet     bool // tools: was present ([] = none)
+}
+
+// WorldVar is one declared world key.
+type WorldVar struct {
+	Name       string
+	Type       string
+	Default    any
+	HasDefault bool
+	Values     []any
+}
+
+// Intent is an intents: entry (global or state-local).
+type Intent struct {
+	Name        string
+	Title       string
+	Description string
+	Examples    []string
+	Priority    int
+	Hidden      bool
+	Slots       map[string]*Slot
+	SlotOrder   []string
+}
+
+// Slot is one slot of an intent.
+type Slot struct {
+	Name        string
+	Type        string
+	Required    bool
+	Default     any
+	HasDefault  bool
+	Values      []any
+	Description string
+	Examples    []string
+	Prompt      string
+	FormatHint  string
+}
+
+// Exit is an exits: entry, the target of "@exit:<name>".
+type Exit struct {
+	Name        string
+	Description string
+	Requires    []string
+}
+
+// ExitStatePrefix prefixes the terminal state the loader adds for each exit.
+const ExitStatePrefix = "__exit__"
+
+// State is one state. Name is its full dotted path.
+type State struct {
+	Name          string
+	Parent        string // enclosing state path, "" at top level
+	Description   string
+	View          *expr.Text // nil when absent
+	OnEnter       []*Effect
+	On            map[string][]*Arm // intent name (or "*") -> arms, in order
+	Terminal      bool
+	Exit          string // for __exit__<name> states: the exit name
+	Intents       map[string]*Intent
+	RelevantWorld []string
+	Pos           Pos
+}
+
+// Arm is one transition of an on: list.
+type Arm struct {
+	// Target is the resolved target state path. Stay is true for ".": the
+	// machine stays and on_enter does not run. A target naming the current
+	// state re-enters it.
+	Target    string
+	Stay      bool
+	When      *expr.Guard // nil when absent
+	Default   bool
+	Effects   []*Effect
+	GuardHint string
+	Pos       Pos
+}
+
+// Effect is one effect item. At most one action (Set, Increment, Say,
+// Invoke) is set; EmitIntent may ride on any item or stand alone.
+type Effect struct {
+	When      *expr.Guard
+	Set       []SetItem // sorted by key
+	Increment []IncrementItem
+	Say       *expr.Text
+	Emit      *expr.Tree // emit: (later in the spec; kept for the trace)
+	Invoke    *Invoke
+	// EmitIntent is the intent name (possibly a template); nil when absent.
+	EmitIntent *expr.Value
+	EmitSlots  map[string]*expr.Tree
+	Pos        Pos
+}
+
+// SetItem is one key of a set: block.
+type SetItem struct {
+	Key   string
+	Value *expr.Tree
+}
+
+// IncrementItem is one key of an increment: block.
+type IncrementItem struct {
+	Key string
+	By  int64
+}
+
+// Invoke is an invoke: effect.
+type Invoke struct {
+	Name      string     // handler, e.g. host.agent.decide
+	With      *expr.Tree // nil when absent; renders to map[string]any
+	Bind      []Bind     // sorted by world key
+	OnError   string     // resolved target state path, "" when absent
+	Once      bool
+	ID        string
+	Agent     string // agent_plugins alias, "" for the built-in path
+	Selection map[string]any
+	Pos       Pos
+}
+
+// Bind is one bind: entry. Exactly one of Path and Template is set.
+type Bind struct {
+	Key      string
+	Path     string      // dotted path with [N] into the result data
+	Template *expr.Value // a source containing {{
+}
+
+// Diagnostic is a load error or warning with its position and key path.
+type Diagnostic struct {
+	Pos     Pos
+	Path    string // key path, e.g. states.merge.on.accept[0].target
+	Message string
+}

@@ -60,13 +60,8 @@ type App struct {
 }
 
 // Persona is an agents: entry, picked by with.agent on a host.agent.* invoke.
-type Persona struct {
-	Name         string
-	SystemPrompt string // system_prompt, or the contents of system_prompt_path
-	Model        string
-	Tools        []string
-	ToolsSet     bool // tools: was present ([] = none)
-}
+// The agent package owns the type because transports read it.
+type Persona = agent.Persona
 
 // WorldVar is one declared world key.
 type WorldVar struct {

@@ -1,22 +1,225 @@
 // Package schema compiles JSON Schemas rooted in a story directory and
 // validates agent submissions against them.
+//
+// A schema may $ref other files, but only inside the story's directory tree:
+// a reference that leaves it (../x.json, an absolute path, any URL) fails the
+// compile, naming the schema and the reference. Compiled schemas are cached,
+// so a story compiles each file once.
 package schema
 
-// Compiler compiles schema files found under one directory; $ref may not
-// leave that directory.
-type Compiler struct{ dir string }
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// Compiler compiles schema files found under one directory. It is safe for
+// concurrent use and caches every compiled schema by its cleaned path.
+type Compiler struct {
+	dir  string // absolute
+	root *os.Root
+
+	mu    sync.Mutex
+	cache map[string]*Schema
+}
 
 // NewCompiler returns a compiler rooted at dir.
-func NewCompiler(dir string) (*Compiler, error) { return &Compiler{dir: dir}, nil }
+func NewCompiler(dir string) (*Compiler, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("schema root %q: %w", dir, err)
+	}
+	root, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, fmt.Errorf("schema root %q: %w", dir, err)
+	}
+	return &Compiler{dir: abs, root: root, cache: map[string]*Schema{}}, nil
+}
+
+// Dir returns the absolute directory schemas are rooted in.
+func (c *Compiler) Dir() string { return c.dir }
+
+// Close releases the directory handle.
+func (c *Compiler) Close() error { return c.root.Close() }
 
 // Schema is a compiled schema.
 type Schema struct {
-	Path string // as given to Compile
-	Raw  []byte // the document bytes, sent as AskRequest.schema
+	Path string          // as given to Compile
+	Raw  json.RawMessage // the document bytes, sent as AskRequest.schema
+	Doc  any             // the parsed document
+	sch  *jsonschema.Schema
 }
 
-// Compile compiles the schema file at path (relative to the root).
-func (c *Compiler) Compile(path string) (*Schema, error) { return &Schema{Path: path}, nil }
+// Compile compiles the schema file at path, relative to the compiler's root
+// (an absolute path inside the root is accepted too).
+func (c *Compiler) Compile(path string) (*Schema, error) {
+	rel, err := c.relPath(path)
+	if err != nil {
+		return nil, fmt.Errorf("schema %q: %w", path, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s, ok := c.cache[rel]; ok {
+		return s, nil
+	}
+	raw, err := c.root.ReadFile(rel)
+	if err != nil {
+		return nil, fmt.Errorf("schema %q: %w", path, unwrapPathError(err))
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("schema %q: not valid JSON: %w", path, err)
+	}
+	if err := checkRefs(doc, rel); err != nil {
+		return nil, fmt.Errorf("schema %q: %w", path, err)
+	}
+	jc := jsonschema.NewCompiler()
+	jc.DefaultDraft(jsonschema.Draft2020)
+	jc.UseLoader(&rootedLoader{c: c})
+	abs := filepath.Join(c.dir, rel)
+	if err := jc.AddResource(abs, doc); err != nil {
+		return nil, fmt.Errorf("schema %q: %w", path, err)
+	}
+	sch, err := jc.Compile(abs)
+	if err != nil {
+		var re *refError
+		if errors.As(err, &re) {
+			return nil, fmt.Errorf("schema %q: %w", path, re)
+		}
+		return nil, fmt.Errorf("schema %q: %w", path, err)
+	}
+	s := &Schema{Path: path, Raw: json.RawMessage(raw), Doc: doc, sch: sch}
+	c.cache[rel] = s
+	return s, nil
+}
 
-// ValidateJSON parses a submission and validates it.
-func (s *Schema) ValidateJSON(b []byte) (any, error) { return nil, nil }
+// relPath turns path into a slash-separated path inside the root.
+func (c *Compiler) relPath(path string) (string, error) {
+	p := filepath.FromSlash(path)
+	if filepath.IsAbs(p) {
+		r, err := filepath.Rel(c.dir, p)
+		if err != nil || escapes(r) {
+			return "", fmt.Errorf("path is outside the story directory %s", c.dir)
+		}
+		p = r
+	}
+	p = filepath.Clean(p)
+	if escapes(p) {
+		return "", fmt.Errorf("path leaves the story directory")
+	}
+	return filepath.ToSlash(p), nil
+}
+
+func escapes(rel string) bool {
+	return rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel)
+}
+
+func unwrapPathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// refError is a $ref that leaves the story directory.
+type refError struct {
+	ref  string
+	file string
+	why  string
+}
+
+func (e *refError) Error() string {
+	return fmt.Sprintf("$ref %q in %s %s: references must stay inside the story directory", e.ref, e.file, e.why)
+}
+
+// checkRefs rejects, before anything is loaded, every $ref in doc (found in
+// file, relative to the root) that is a URL, an absolute path, or a relative
+// path climbing out of the root.
+func checkRefs(doc any, file string) error {
+	var first error
+	walk(doc, func(m map[string]any) {
+		ref, ok := m["$ref"].(string)
+		if !ok || first != nil {
+			return
+		}
+		if err := checkRef(ref, file); err != nil {
+			first = err
+		}
+	})
+	return first
+}
+
+func checkRef(ref, file string) error {
+	target, _, _ := strings.Cut(ref, "#")
+	if target == "" {
+		return nil
+	}
+	if i := strings.Index(target, ":"); i > 0 && !strings.ContainsAny(target[:i], "/\\.") {
+		return &refError{ref, file, "is a URL"}
+	}
+	if strings.HasPrefix(target, "/") || filepath.IsAbs(target) {
+		return &refError{ref, file, "is an absolute path"}
+	}
+	joined := filepath.Join(filepath.Dir(filepath.FromSlash(file)), filepath.FromSlash(target))
+	if escapes(joined) {
+		return &refError{ref, file, "leaves the story directory"}
+	}
+	return nil
+}
+
+// walk calls fn on every object in v, depth first.
+func walk(v any, fn func(map[string]any)) {
+	switch t := v.(type) {
+	case map[string]any:
+		fn(t)
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			walk(t[k], fn)
+		}
+	case []any:
+		for _, e := range t {
+			walk(e, fn)
+		}
+	}
+}
+
+// rootedLoader loads referenced schema files through the compiler's os.Root,
+// which also refuses symlinks that point outside the directory.
+type rootedLoader struct{ c *Compiler }
+
+func (l *rootedLoader) Load(u string) (any, error) {
+	const prefix = "file://"
+	if !strings.HasPrefix(u, prefix) {
+		return nil, &refError{u, "a schema", "is a URL"}
+	}
+	p := filepath.FromSlash(strings.TrimPrefix(u, prefix))
+	rel, err := filepath.Rel(l.c.dir, p)
+	if err != nil || escapes(rel) {
+		return nil, &refError{u, "a schema", "leaves the story directory"}
+	}
+	raw, err := l.c.root.ReadFile(rel)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", filepath.ToSlash(rel), unwrapPathError(err))
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("%s: not valid JSON: %w", filepath.ToSlash(rel), err)
+	}
+	if err := checkRefs(doc, filepath.ToSlash(rel)); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}

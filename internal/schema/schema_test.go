@@ -1,0 +1,98 @@
+package schema
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func newCompiler(t *testing.T) *Compiler {
+	t.Helper()
+	c, err := NewCompiler("testdata/story")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestCompileRefusesRefsLeavingTheStory(t *testing.T) {
+	c := newCompiler(t)
+	tests := []struct {
+		file string
+		want string
+	}{
+		{"schemas/escape.json", `schema "schemas/escape.json": $ref "../../outside/x.json" in schemas/escape.json leaves the story directory: references must stay inside the story directory`},
+		{"schemas/url.json", `schema "schemas/url.json": $ref "https://example.com/x.json" in schemas/url.json is a URL: references must stay inside the story directory`},
+		{"schemas/abs.json", `schema "schemas/abs.json": $ref "/etc/x.json" in schemas/abs.json is an absolute path: references must stay inside the story directory`},
+		{"schemas/indirect.json", `$ref "../../outside/x.json" in schemas/nested.json leaves the story directory`},
+		{"schemas/symlink.json", `schema "schemas/symlink.json": `},
+		{"../outside/x.json", `schema "../outside/x.json": path leaves the story directory`},
+		{"schemas/missing.json", `schema "schemas/missing.json": no such file or directory`},
+		{"schemas/broken.json", `schema "schemas/broken.json": not valid JSON`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			_, err := c.Compile(tt.file)
+			if err == nil {
+				t.Fatalf("Compile(%q) succeeded, want error containing %q", tt.file, tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Compile(%q) error:\n  %s\nwant it to contain:\n  %s", tt.file, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	c := newCompiler(t)
+	s, err := c.Compile("schemas/verdict.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := c.Compile("schemas/verdict.json"); again != s {
+		t.Error("second Compile of the same path did not hit the cache")
+	}
+	tests := []struct {
+		name string
+		in   string
+		want any    // decoded value on success
+		err  string // error text on failure
+	}{
+		{"valid", `{"decision":"approve","reason":"ok","confidence":0.5}`,
+			map[string]any{"decision": "approve", "reason": "ok", "confidence": 0.5}, ""},
+		{"integers stay integers", `{"decision":"reject","reason":"x","confidence":1}`,
+			map[string]any{"decision": "reject", "reason": "x", "confidence": int64(1)}, ""},
+		{"not json", `{"decision":`, nil, "submission is not valid JSON: unexpected EOF"},
+		{"trailing data", `{} {}`, nil, "submission is not valid JSON: unexpected data after the JSON value"},
+		{"several violations", `{"decision":"maybe","reason":"","confidence":2,"extra":1}`, nil,
+			"/: additionalProperties: additional properties 'extra' not allowed; " +
+				"/confidence: maximum: got 2, want 1; " +
+				"/decision: enum: value must be one of 'approve', 'reject', 'unsure'; " +
+				"/reason: minLength: got 0, want 1"},
+		{"missing required", `{"decision":"approve"}`, nil, "/: required: missing properties 'reason', 'confidence'"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := s.ValidateJSON([]byte(tt.in))
+			if tt.err != "" {
+				var ie *InvalidError
+				if !errors.As(err, &ie) {
+					t.Fatalf("error = %v, want *InvalidError", err)
+				}
+				if err.Error() != tt.err {
+					t.Errorf("error:\n  %s\nwant:\n  %s", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("decoded value (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -65,11 +65,12 @@ type Persona = agent.Persona
 
 // WorldVar is one declared world key.
 type WorldVar struct {
-	Name       string
-	Type       string
-	Default    any
-	HasDefault bool
-	Values     []any
+	Name        string
+	Type        string
+	Description string
+	Default     any
+	HasDefault  bool
+	Values      []any
 }
 
 // Intent is an intents: entry (global or state-local).

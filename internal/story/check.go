@@ -1,0 +1,241 @@
+package story
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// finish completes the story once every file is loaded: defaults are added,
+// and every check that needs the whole story runs.
+func (l *loader) finish() {
+	l.injectDefaultPlugin()
+	l.seedWorld()
+	l.addExitStates()
+	l.computeParents()
+	for _, t := range l.targets {
+		l.resolveTarget(t)
+	}
+	l.checkRoot()
+	for _, r := range l.effects {
+		l.checkEffect(r)
+	}
+	l.checkWorldRefs()
+	l.checkArmIntents()
+}
+
+// seededWorld are the world keys every story has (story-format.md §5),
+// added with these defaults when the story does not declare them.
+var seededWorld = []WorldVar{
+	{Name: "session_cost_usd", Type: "float", Default: 0.0, HasDefault: true},
+	{Name: "turn_cost_usd", Type: "float", Default: 0.0, HasDefault: true},
+	{Name: "last_error", Type: "string", Default: "", HasDefault: true},
+	{Name: "write_mode_scope", Type: "string", Default: "", HasDefault: true},
+}
+
+func (l *loader) seedWorld() {
+	for _, w := range seededWorld {
+		if l.worldVar(w.Name) == nil {
+			v := w
+			l.st.World = append(l.st.World, &v)
+		}
+	}
+}
+
+// addExitStates adds the terminal state __exit__<name> for every exit.
+func (l *loader) addExitStates() {
+	for _, x := range l.exitOrder {
+		name := ExitStatePrefix + x.x.Name
+		l.st.States[name] = &State{
+			Name: name, Description: x.x.Description, Terminal: true, Exit: x.x.Name,
+			On: map[string][]*Arm{}, Pos: l.pos(x.f, x.n),
+		}
+	}
+}
+
+// computeParents links each dotted state to its nearest declared ancestor:
+// a.b.c has parent a.b if declared, else a if declared, else none.
+func (l *loader) computeParents() {
+	for _, name := range l.stateOrder {
+		s := l.st.States[name]
+		for p := name; ; {
+			i := strings.LastIndexByte(p, '.')
+			if i < 0 {
+				break
+			}
+			p = p[:i]
+			if _, ok := l.st.States[p]; ok {
+				s.Parent = p
+				break
+			}
+		}
+	}
+}
+
+// userStates returns the declared state names, sorted, for suggestions.
+func (l *loader) userStates() []string {
+	names := slices.Clone(l.stateOrder)
+	sort.Strings(names)
+	return names
+}
+
+// unknownState formats the message for a state name that does not exist.
+func (l *loader) unknownState(raw, norm string) string {
+	msg := fmt.Sprintf("unknown state %q", raw)
+	if norm != raw {
+		msg += fmt.Sprintf(" (resolved: %q)", norm)
+	}
+	return msg + didYouMean(norm, l.userStates())
+}
+
+// resolveTarget resolves a transition or on_error target: "." stays, a
+// state path (dots, or slashes) names a state, "@exit:<name>" names an exit.
+func (l *loader) resolveTarget(t *targetRef) {
+	raw := strings.TrimSpace(t.raw)
+	switch {
+	case raw == "":
+		l.errAt(t.f, t.n, t.path, "target is empty (use \".\" to stay in the state)")
+	case raw == ".":
+		t.set(t.state.Name, true)
+	case strings.HasPrefix(raw, "@exit:"):
+		name := strings.TrimPrefix(raw, "@exit:")
+		if l.st.Exits[name] == nil {
+			l.errAt(t.f, t.n, t.path, "@exit:%s referenced but not declared in exits:", name)
+			return
+		}
+		t.set(ExitStatePrefix+name, false)
+	case isTemplated(raw):
+		l.errAt(t.f, t.n, t.path, "templated targets are not supported yet; name a state")
+	default:
+		norm := normStateName(raw)
+		if _, ok := l.st.States[norm]; !ok || strings.HasPrefix(norm, ExitStatePrefix) {
+			l.errAt(t.f, t.n, t.path, "%s", l.unknownState(raw, norm))
+			return
+		}
+		t.set(norm, false)
+	}
+}
+
+func (l *loader) checkRoot() {
+	if l.rootRef == nil {
+		if l.rootParsed {
+			l.diags = append(l.diags, Diagnostic{Pos: l.rootPos, Message: "root: is required (the name of the state the story starts in)"})
+		}
+		return
+	}
+	r := l.rootRef
+	norm := normStateName(r.value)
+	if _, ok := l.st.States[norm]; !ok || norm == "" || strings.HasPrefix(norm, ExitStatePrefix) {
+		l.errAt(r.f, r.n, r.path, "%s", l.unknownState(r.value, norm))
+		return
+	}
+	l.st.Root = norm
+}
+
+// checkEffect runs the whole-story checks of one effect: hosts allow-list,
+// with.agent persona, agent_plugins alias, and emit_intent arms.
+func (l *loader) checkEffect(r *effectRef) {
+	st := r.ctx.state
+	if in := r.e.Invoke; in != nil {
+		if len(l.st.Hosts) > 0 && in.Name != "" && !isTemplated(in.Name) && !slices.Contains(l.st.Hosts, in.Name) {
+			l.errAt(r.f, r.invokeNode, joinPath(r.path, "invoke"), "state %q: %s invoke %q is not declared in app hosts",
+				st.Name, r.ctx.where, in.Name)
+		}
+		if r.withAgent != "" && l.st.Agents[r.withAgent] == nil {
+			l.errAt(r.f, r.withAgentNode, joinPath(r.path, "with.agent"), "with.agent %q is not declared in agents", r.withAgent)
+		}
+		if in.Agent != "" && !isTemplated(in.Agent) {
+			if _, ok := l.st.Plugins[in.Agent]; !ok {
+				aliases := make([]string, 0, len(l.st.Plugins))
+				for a := range l.st.Plugins {
+					aliases = append(aliases, a)
+				}
+				sort.Strings(aliases)
+				l.errAt(r.f, r.agentNode, joinPath(r.path, "agent"), "agent %q is not declared in agent_plugins%s",
+					in.Agent, didYouMean(in.Agent, aliases))
+			}
+		}
+	}
+	if r.emitName != "" {
+		// An emit_intent fires on the state the machine is in after the
+		// chain: the declaring state for on_enter, the arm's target for an
+		// arm effect.
+		at := st
+		if a := r.ctx.arm; a != nil {
+			if a.Target == "" {
+				return // the target did not resolve; already reported
+			}
+			at = l.st.States[a.Target]
+		}
+		if !l.hasArms(at, r.emitName) {
+			l.errAt(r.f, r.emitNode, joinPath(r.path, "emit_intent"),
+				"emit_intent %q is not declared on state %q's on: arcs (nor any ancestor's)", r.emitName, at.Name)
+		}
+	}
+}
+
+// hasArms reports whether s or an ancestor has arms for intent (or "*").
+func (l *loader) hasArms(s *State, intent string) bool {
+	for s != nil {
+		if _, ok := s.On[intent]; ok {
+			return true
+		}
+		if _, ok := s.On["*"]; ok {
+			return true
+		}
+		if s.Parent == "" {
+			return false
+		}
+		s = l.st.States[s.Parent]
+	}
+	return false
+}
+
+// checkWorldRefs checks relevant_world and exits.requires name declared
+// world keys.
+func (l *loader) checkWorldRefs() {
+	var names []string
+	for _, w := range l.st.World {
+		names = append(names, w.Name)
+	}
+	for _, r := range l.worldRefs {
+		if l.worldVar(r.value) == nil {
+			l.errAt(r.f, r.n, r.path, "world key %q is not declared in world:%s", r.value, didYouMean(r.value, names))
+		}
+	}
+}
+
+// checkArmIntents warns about on: keys that name no declared intent (global,
+// or local to the state or an ancestor); they can still be reached through
+// emit_intent.
+func (l *loader) checkArmIntents() {
+	for _, r := range l.armKeys {
+		if l.intentDeclared(r.state, r.value) {
+			continue
+		}
+		names := make([]string, 0, len(l.st.Intents))
+		for n := range l.st.Intents {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		l.warnAt(r.f, r.n, r.path, "intent %q is not declared in intents:%s; only emit_intent can reach this arm",
+			r.value, didYouMean(r.value, names))
+	}
+}
+
+func (l *loader) intentDeclared(s *State, name string) bool {
+	if l.st.Intents[name] != nil {
+		return true
+	}
+	for s != nil {
+		if s.Intents[name] != nil {
+			return true
+		}
+		if s.Parent == "" {
+			break
+		}
+		s = l.st.States[s.Parent]
+	}
+	return false
+}

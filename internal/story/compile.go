@@ -1,0 +1,259 @@
+package story
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/kitsoki/kitsoki/internal/expr"
+	"go.yaml.in/yaml/v3"
+)
+
+// compileGuard compiles a when: expression at node n.
+func (l *loader) compileGuard(f *file, n *yaml.Node, path string) *expr.Guard {
+	d := deref(n)
+	if d == nil || d.Kind != yaml.ScalarNode || d.Tag == "!!null" {
+		l.errAt(f, d, path, "expected a guard expression, got %s", kindNameOrNull(d))
+		return nil
+	}
+	g, err := expr.CompileGuard(d.Value)
+	if err != nil {
+		l.compileErr(f, d, path, "invalid guard", err)
+		return nil
+	}
+	return g
+}
+
+// compileValue compiles a scalar at node n as a value template.
+func (l *loader) compileValue(f *file, n *yaml.Node, path string) *expr.Value {
+	d := deref(n)
+	v, err := expr.CompileValue(d.Value)
+	if err != nil {
+		l.compileErr(f, d, path, "invalid template", err)
+		return nil
+	}
+	return v
+}
+
+// compileText compiles a scalar at node n as a text template.
+func (l *loader) compileText(f *file, n *yaml.Node, path string) *expr.Text {
+	src, ok := l.str(f, n, path)
+	if !ok {
+		return nil
+	}
+	t, err := expr.CompileText(src)
+	if err != nil {
+		l.compileErr(f, deref(n), path, "invalid template", err)
+		return nil
+	}
+	return t
+}
+
+// compileTree compiles a YAML value whose strings are value templates. When
+// the tree fails, the failing string is located so the error points at it.
+func (l *loader) compileTree(f *file, n *yaml.Node, path string) *expr.Tree {
+	v, ok := l.value(f, n, path)
+	if !ok {
+		return nil
+	}
+	t, err := expr.CompileTree(v)
+	if err == nil {
+		return t
+	}
+	if !l.locateTreeErr(f, n, path) {
+		l.compileErr(f, deref(n), path, "invalid template", err)
+	}
+	return nil
+}
+
+// locateTreeErr compiles the strings under n one by one and reports the
+// first failing one. It returns false when none fails on its own.
+func (l *loader) locateTreeErr(f *file, n *yaml.Node, path string) bool {
+	d := deref(n)
+	if d == nil {
+		return false
+	}
+	switch d.Kind {
+	case yaml.ScalarNode:
+		if d.Tag != "!!str" {
+			return false
+		}
+		if _, err := expr.CompileValue(d.Value); err != nil {
+			l.compileErr(f, d, path, "invalid template", err)
+			return true
+		}
+	case yaml.SequenceNode:
+		for i, c := range d.Content {
+			if l.locateTreeErr(f, c, indexPath(path, i)) {
+				return true
+			}
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(d.Content); i += 2 {
+			if l.locateTreeErr(f, d.Content[i+1], joinPath(path, deref(d.Content[i]).Value)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func kindNameOrNull(n *yaml.Node) string {
+	if n == nil {
+		return "nothing"
+	}
+	return kindName(n)
+}
+
+// compileErr records a compile error at node n. When the error carries a
+// position inside the source and the scalar's text can be matched to the
+// file, the diagnostic points at the exact character.
+func (l *loader) compileErr(f *file, n *yaml.Node, path, what string, err error) {
+	var ce *expr.CompileError
+	if errors.As(err, &ce) && ce.Col > 0 {
+		if p, ok := scalarOffsetPos(f, n, max(ce.Line, 1), ce.Col); ok {
+			l.diags = append(l.diags, Diagnostic{Pos: p, Path: path, Message: what + ": " + ce.Msg})
+			return
+		}
+	}
+	l.errAt(f, n, path, "%s: %v", what, err)
+}
+
+// scalarOffsetPos maps a 1-based (line, col) inside scalar n's value to a
+// file position. It handles single-line plain and quoted scalars and literal
+// block scalars (|), and checks the mapping against the file text; other
+// styles (folded, multi-line flow scalars) report ok=false.
+func scalarOffsetPos(f *file, n *yaml.Node, line, col int) (Pos, bool) {
+	if n == nil || n.Kind != yaml.ScalarNode {
+		return Pos{}, false
+	}
+	srcLines := strings.Split(n.Value, "\n")
+	if line > len(srcLines) {
+		return Pos{}, false
+	}
+	style := n.Style &^ (yaml.TaggedStyle | yaml.FlowStyle)
+	switch {
+	case style == 0 || style == yaml.SingleQuotedStyle || style == yaml.DoubleQuotedStyle:
+		if len(srcLines) != 1 {
+			return Pos{}, false
+		}
+		q := 0
+		if style != 0 {
+			q = 1
+		}
+		raw := []rune(f.line(n.Line))
+		start := n.Column - 1 + q
+		if start < 0 || start > len(raw) || !strings.HasPrefix(string(raw[start:]), n.Value) {
+			return Pos{}, false
+		}
+		return Pos{File: f.rel, Line: n.Line, Col: n.Column + q + col - 1}, true
+	case style == yaml.LiteralStyle:
+		fl := n.Line + line
+		raw := f.line(fl)
+		text := strings.TrimLeft(raw, " ")
+		want := strings.TrimRight(srcLines[line-1], "\r")
+		if want == "" || !strings.HasPrefix(text, want) {
+			return Pos{}, false
+		}
+		indent := len([]rune(raw)) - len([]rune(text))
+		return Pos{File: f.rel, Line: fl, Col: indent + col}, true
+	}
+	return Pos{}, false
+}
+
+// agentWith handles the with: map of a host.agent.* invoke: it notes a
+// literal with.agent for the persona check, and compiles literal prompt files
+// and schemas once into the story.
+func (l *loader) agentWith(f *file, with *yaml.Node, path string, ref *effectRef) {
+	es, _ := l.entries(f, with, path)
+	for _, e := range es {
+		d := deref(e.val)
+		if d == nil || d.Kind != yaml.ScalarNode || d.Tag != "!!str" || d.Value == "" || isTemplated(d.Value) {
+			continue
+		}
+		p := joinPath(path, e.name)
+		switch e.name {
+		case "agent":
+			ref.withAgent, ref.withAgentNode = d.Value, d
+		case "prompt":
+			l.loadPrompt(f, d, p, false)
+		case "prompt_path":
+			l.loadPrompt(f, d, p, true)
+		case "schema":
+			l.loadSchema(f, d, p)
+		}
+	}
+}
+
+// pathLike matches a value that looks like a file name rather than prompt
+// text: no whitespace, and a file extension.
+var pathLike = regexp.MustCompile(`^[^\s]+\.[A-Za-z0-9]{1,8}$`)
+
+// loadPrompt compiles a literal with.prompt / with.prompt_path into
+// Story.Prompts, keyed by the value as written. A value naming a readable
+// file is the file's content; otherwise with.prompt is inline text and
+// with.prompt_path is an error.
+func (l *loader) loadPrompt(f *file, n *yaml.Node, path string, mustBeFile bool) {
+	raw := n.Value
+	if _, ok := l.st.Prompts[raw]; ok {
+		return
+	}
+	abs := l.resolve(raw)
+	st, statErr := os.Stat(abs)
+	if statErr == nil && st.Mode().IsRegular() {
+		b, err := os.ReadFile(abs)
+		if err != nil {
+			l.errAt(f, n, path, "cannot read prompt file %q: %v", raw, unwrapPathErr(err))
+			return
+		}
+		t, err := expr.CompileText(string(b))
+		if err != nil {
+			var ce *expr.CompileError
+			if errors.As(err, &ce) && ce.Col > 0 {
+				rel := raw
+				if r, err := filepath.Rel(l.dir, abs); err == nil {
+					rel = filepath.ToSlash(r)
+				}
+				l.diags = append(l.diags, Diagnostic{
+					Pos: Pos{File: rel, Line: max(ce.Line, 1), Col: ce.Col}, Path: path,
+					Message: "invalid template in prompt file: " + ce.Msg,
+				})
+				return
+			}
+			l.errAt(f, n, path, "invalid template in prompt file %q: %v", raw, err)
+			return
+		}
+		l.st.Prompts[raw] = t
+		return
+	}
+	if mustBeFile {
+		reason := "not a regular file"
+		if statErr != nil {
+			reason = unwrapPathErr(statErr).Error()
+		}
+		l.errAt(f, n, path, "cannot read prompt file %q: %s", raw, reason)
+		return
+	}
+	if pathLike.MatchString(raw) {
+		l.warnAt(f, n, path, "%q looks like a file name but no such file exists in the story directory; it is sent as inline prompt text", raw)
+	}
+	if t := l.compileText(f, n, path); t != nil {
+		l.st.Prompts[raw] = t
+	}
+}
+
+// loadSchema compiles a literal with.schema path into Story.Schemas.
+func (l *loader) loadSchema(f *file, n *yaml.Node, path string) {
+	raw := n.Value
+	if _, ok := l.st.Schemas[raw]; ok {
+		return
+	}
+	s, err := l.st.SchemaCompiler.Compile(raw)
+	if err != nil {
+		l.errAt(f, n, path, "%v", err)
+		return
+	}
+	l.st.Schemas[raw] = s
+}

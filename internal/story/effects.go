@@ -1,0 +1,273 @@
+package story
+
+import (
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/kitsoki/kitsoki/internal/expr"
+	"go.yaml.in/yaml/v3"
+)
+
+var effectKeys = &keySpec{
+	v1: []string{"when", "set", "increment", "say", "emit", "invoke", "with", "bind", "on_error", "once", "id",
+		"agent", "selection", "emit_intent", "slots", "target"},
+	later: []string{"background", "on_complete"},
+}
+
+// actionKeys are the effect actions in precedence order: when an item has
+// several, only the first runs.
+var actionKeys = []string{"set", "increment", "say", "invoke", "emit"}
+
+// invokeOnlyKeys are meaningful only next to invoke:.
+var invokeOnlyKeys = []string{"with", "bind", "on_error", "once", "id", "agent", "selection"}
+
+// effCtx says where an effect list sits.
+type effCtx struct {
+	state *State
+	where string // "on_enter" or "on.<intent>"
+	arm   *Arm   // nil for on_enter
+}
+
+// effectRef is an effect to check once every file is loaded.
+type effectRef struct {
+	f    *file
+	e    *Effect
+	path string
+	ctx  effCtx
+
+	invokeNode    *yaml.Node
+	withAgent     string // literal with.agent of a host.agent.* invoke
+	withAgentNode *yaml.Node
+	agentNode     *yaml.Node
+	emitName      string // literal emit_intent name
+	emitNode      *yaml.Node
+}
+
+func (l *loader) loadEffects(f *file, n *yaml.Node, base string, ctx effCtx) []*Effect {
+	items, ok := l.list(f, n, base)
+	if !ok {
+		return nil
+	}
+	out := make([]*Effect, 0, len(items))
+	for i, it := range items {
+		if e := l.loadEffect(f, it, indexPath(base, i), ctx); e != nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (l *loader) loadEffect(f *file, n *yaml.Node, path string, ctx effCtx) *Effect {
+	fs, unknown, ok := l.fieldsU(f, n, path, effectKeys)
+	if !ok {
+		return nil
+	}
+	e := &Effect{Pos: l.pos(f, deref(n))}
+	ref := &effectRef{f: f, e: e, path: path, ctx: ctx}
+	if w, ok := fs["when"]; ok {
+		e.When = l.compileGuard(f, w.val, joinPath(path, "when"))
+	}
+	var actions []string
+	for _, k := range actionKeys {
+		if _, ok := fs[k]; ok {
+			actions = append(actions, k)
+		}
+	}
+	if s, ok := fs["set"]; ok {
+		e.Set = l.loadSet(f, s.val, joinPath(path, "set"))
+	}
+	if s, ok := fs["increment"]; ok {
+		e.Increment = l.loadIncrement(f, s.val, joinPath(path, "increment"))
+	}
+	if s, ok := fs["say"]; ok {
+		e.Say = l.compileText(f, s.val, joinPath(path, "say"))
+	}
+	if s, ok := fs["emit"]; ok {
+		e.Emit = l.compileTree(f, s.val, joinPath(path, "emit"))
+	}
+	if s, ok := fs["invoke"]; ok {
+		e.Invoke = l.loadInvoke(f, s, fs, path, ref)
+	} else {
+		for _, k := range invokeOnlyKeys {
+			if x, ok := fs[k]; ok {
+				l.errAt(f, x.key, joinPath(path, k), "%s: is only valid on an invoke effect (add invoke: <handler>)", k)
+				unknown++ // already explains what is missing
+			}
+		}
+	}
+	ei, hasEmit := fs["emit_intent"]
+	if hasEmit {
+		p := joinPath(path, "emit_intent")
+		if name, ok := l.str(f, ei.val, p); ok {
+			e.EmitIntent = l.compileValue(f, ei.val, p)
+			if !isTemplated(name) && name != "" {
+				ref.emitName, ref.emitNode = name, deref(ei.val)
+			}
+		}
+	}
+	if sl, ok := fs["slots"]; ok {
+		if !hasEmit {
+			l.errAt(f, sl.key, joinPath(path, "slots"), "slots: is only valid with emit_intent:")
+		} else {
+			e.EmitSlots = l.loadTreeMap(f, sl.val, joinPath(path, "slots"))
+		}
+	}
+	if t, ok := fs["target"]; ok {
+		if hasEmit {
+			l.errAt(f, t.key, joinPath(path, "target"), "emit_intent cannot be combined with target: on the same effect")
+		} else {
+			l.warnAt(f, t.key, joinPath(path, "target"), "\"target\" is not supported yet and is ignored")
+		}
+	}
+	switch {
+	case len(actions) == 0 && !hasEmit && unknown == 0:
+		// (with unknown keys, the unknown-key error is the real problem)
+		l.errAt(f, deref(n), path, "effect has no action: use one of set, increment, say, emit, invoke or emit_intent")
+	case len(actions) > 1:
+		l.warnAt(f, deref(n), path, "effect has several actions (%s): only %s runs; put each in its own item",
+			strings.Join(actions, ", "), actions[0])
+		keepOnly(e, actions[0])
+	}
+	l.effects = append(l.effects, ref)
+	return e
+}
+
+// keepOnly clears every action of e except the one named.
+func keepOnly(e *Effect, action string) {
+	if action != "set" {
+		e.Set = nil
+	}
+	if action != "increment" {
+		e.Increment = nil
+	}
+	if action != "say" {
+		e.Say = nil
+	}
+	if action != "invoke" {
+		e.Invoke = nil
+	}
+	if action != "emit" {
+		e.Emit = nil
+	}
+}
+
+func isTemplated(s string) bool { return strings.Contains(s, "{{") }
+
+func (l *loader) loadSet(f *file, n *yaml.Node, path string) []SetItem {
+	es, _ := l.entries(f, n, path)
+	out := make([]SetItem, 0, len(es))
+	for _, e := range es {
+		out = append(out, SetItem{Key: e.name, Value: l.compileTree(f, e.val, joinPath(path, e.name))})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+func (l *loader) loadIncrement(f *file, n *yaml.Node, path string) []IncrementItem {
+	es, _ := l.entries(f, n, path)
+	out := make([]IncrementItem, 0, len(es))
+	for _, e := range es {
+		if by, ok := l.integer(f, e.val, joinPath(path, e.name)); ok {
+			out = append(out, IncrementItem{Key: e.name, By: by})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// loadTreeMap compiles each value of a mapping as a value-template tree.
+func (l *loader) loadTreeMap(f *file, n *yaml.Node, path string) map[string]*expr.Tree {
+	es, ok := l.entries(f, n, path)
+	if !ok {
+		return nil
+	}
+	out := make(map[string]*expr.Tree, len(es))
+	for _, e := range es {
+		out[e.name] = l.compileTree(f, e.val, joinPath(path, e.name))
+	}
+	return out
+}
+
+var bindPathRE = regexp.MustCompile(`^[^.\[\]\s{}]+(\[\d+\])*(\.[^.\[\]\s{}]+(\[\d+\])*)*$`)
+
+func (l *loader) loadInvoke(f *file, inv entry, fs map[string]entry, path string, ref *effectRef) *Invoke {
+	in := &Invoke{Pos: l.pos(f, deref(inv.val))}
+	p := joinPath(path, "invoke")
+	name, ok := l.str(f, inv.val, p)
+	if ok && strings.TrimSpace(name) == "" {
+		l.errAt(f, deref(inv.val), p, "invoke: needs a handler name (e.g. host.agent.decide)")
+	}
+	in.Name = name
+	ref.invokeNode = deref(inv.val)
+	if w, ok := fs["with"]; ok && !isNull(w.val) {
+		wp := joinPath(path, "with")
+		if d := deref(w.val); d.Kind != yaml.MappingNode {
+			l.errAt(f, d, wp, "expected a mapping of call arguments, got %s", kindName(d))
+		} else {
+			in.With = l.compileTree(f, d, wp)
+			if strings.HasPrefix(name, "host.agent.") {
+				l.agentWith(f, d, wp, ref)
+			}
+		}
+	}
+	if b, ok := fs["bind"]; ok {
+		in.Bind = l.loadBind(f, b.val, joinPath(path, "bind"))
+	}
+	if oe, ok := fs["on_error"]; ok {
+		op := joinPath(path, "on_error")
+		if raw, ok := l.str(f, oe.val, op); ok {
+			st := ref.ctx.state
+			l.targets = append(l.targets, &targetRef{
+				f: f, n: deref(oe.val), path: op, raw: raw, state: st,
+				set: func(target string, stay bool) { in.OnError = target },
+			})
+		}
+	}
+	boolField(l, f, fs, path, "once", &in.Once)
+	strField(l, f, fs, path, "id", &in.ID)
+	if a, ok := fs["agent"]; ok {
+		if s, ok := l.str(f, a.val, joinPath(path, "agent")); ok {
+			in.Agent = s
+			ref.agentNode = deref(a.val)
+		}
+	}
+	if s, ok := fs["selection"]; ok && !isNull(s.val) {
+		sp := joinPath(path, "selection")
+		if d := deref(s.val); d.Kind != yaml.MappingNode {
+			l.errAt(f, d, sp, "expected a mapping, got %s", kindName(d))
+		} else if v, ok := l.value(f, d, sp); ok {
+			in.Selection, _ = v.(map[string]any)
+		}
+	}
+	if in.Once && len(in.Bind) == 0 {
+		l.errAt(f, fs["once"].key, joinPath(path, "once"),
+			"once: true needs bind: (once skips the call when every bind target is already set)")
+	}
+	return in
+}
+
+func (l *loader) loadBind(f *file, n *yaml.Node, path string) []Bind {
+	es, _ := l.entries(f, n, path)
+	out := make([]Bind, 0, len(es))
+	for _, e := range es {
+		p := joinPath(path, e.name)
+		src, ok := l.str(f, e.val, p)
+		if !ok {
+			continue
+		}
+		b := Bind{Key: e.name}
+		switch {
+		case isTemplated(src):
+			b.Template = l.compileValue(f, e.val, p)
+		case bindPathRE.MatchString(src):
+			b.Path = src
+		default:
+			l.errAt(f, deref(e.val), p, "invalid bind source %q: write a dotted path such as submitted.items[0], or a {{ }} template", src)
+			continue
+		}
+		out = append(out, b)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}

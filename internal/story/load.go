@@ -1,0 +1,333 @@
+package story
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/expr"
+	"github.com/kitsoki/kitsoki/internal/schema"
+	"go.yaml.in/yaml/v3"
+)
+
+// Option configures Load.
+type Option func(*options)
+
+type options struct {
+	lookupEnv func(string) (string, bool)
+}
+
+// WithLookupEnv sets the function used to resolve ${VAR} references in
+// agent_plugins env: and headers: values (default os.LookupEnv).
+func WithLookupEnv(f func(string) (string, bool)) Option {
+	return func(o *options) { o.lookupEnv = f }
+}
+
+// Load reads the story whose root file is path, with its includes, checks
+// it, and compiles its guards, templates, prompt files and schemas. On
+// failure it returns a *LoadError listing every problem found.
+func Load(path string, opts ...Option) (*Story, error) {
+	o := options{lookupEnv: os.LookupEnv}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, &LoadError{Diagnostics: []Diagnostic{{Pos: Pos{File: path}, Message: err.Error()}}}
+	}
+	dir := filepath.Dir(abs)
+	l := &loader{
+		opts:      o,
+		dir:       dir,
+		fileOrder: map[string]int{},
+		loaded:    map[string]bool{},
+		declared:  map[string]bool{},
+		st: &Story{
+			Dir:     dir,
+			File:    abs,
+			Agents:  map[string]*Persona{},
+			Plugins: map[string]agent.Declaration{},
+			Intents: map[string]*Intent{},
+			Exits:   map[string]*Exit{},
+			States:  map[string]*State{},
+			Schemas: map[string]*schema.Schema{},
+			Prompts: map[string]*expr.Text{},
+		},
+	}
+	sc, err := schema.NewCompiler(dir)
+	if err != nil {
+		return nil, &LoadError{Diagnostics: []Diagnostic{{Pos: Pos{File: filepath.Base(abs)}, Message: err.Error()}}}
+	}
+	l.st.SchemaCompiler = sc
+	l.run(abs)
+	sortDiagnostics(l.diags, l.fileOrder)
+	sortDiagnostics(l.warns, l.fileOrder)
+	if len(l.diags) > 0 {
+		sc.Close()
+		return nil, &LoadError{Diagnostics: l.diags}
+	}
+	l.st.Warnings = l.warns
+	return l.st, nil
+}
+
+// Close releases what the story holds open (the schema directory handle).
+func (s *Story) Close() error {
+	if s == nil || s.SchemaCompiler == nil {
+		return nil
+	}
+	return s.SchemaCompiler.Close()
+}
+
+// loader holds the state of one Load call.
+type loader struct {
+	opts  options
+	dir   string
+	st    *Story
+	diags []Diagnostic
+	warns []Diagnostic
+
+	fileOrder map[string]int  // rel path -> load order, for sorting diagnostics
+	loaded    map[string]bool // abs paths already loaded
+	queue     []*file         // included files waiting to be loaded
+	declared  map[string]bool // "app", "root": declared once across files
+
+	stateOrder []string // declaration order of States keys
+	rootRef    *nodeRef
+	rootParsed bool // the root file parsed, so a missing root: is worth reporting
+	rootPos    Pos
+
+	targets   []*targetRef
+	effects   []*effectRef
+	armKeys   []*nodeRef // on: intent keys, for the undeclared-intent warning
+	worldRefs []*nodeRef // relevant_world and exits.requires entries
+	exitOrder []exitDecl // declaration order of exits, for the __exit__ states
+}
+
+// nodeRef is a value to check once every file is loaded.
+type nodeRef struct {
+	f     *file
+	n     *yaml.Node
+	path  string
+	value string
+	state *State
+	what  string
+}
+
+// exitDecl remembers where an exit was declared.
+type exitDecl struct {
+	x *Exit
+	f *file
+	n *yaml.Node
+}
+
+// run loads the root file and its includes, then runs the checks that need
+// the whole story.
+func (l *loader) run(abs string) {
+	l.loadFile(l.newFile(abs), true)
+	for len(l.queue) > 0 {
+		f := l.queue[0]
+		l.queue = l.queue[1:]
+		l.loadFile(f, false)
+	}
+	l.finish()
+}
+
+func (l *loader) newFile(abs string) *file {
+	rel, err := filepath.Rel(l.dir, abs)
+	if err != nil {
+		rel = abs
+	}
+	f := &file{rel: filepath.ToSlash(rel), abs: abs}
+	l.loaded[abs] = true
+	if _, ok := l.fileOrder[f.rel]; !ok {
+		l.fileOrder[f.rel] = len(l.fileOrder)
+	}
+	return f
+}
+
+var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// parse reads and parses one file into its top-level node (nil for an empty
+// file or on error, which is recorded).
+func (l *loader) parse(f *file) *yaml.Node {
+	data, err := os.ReadFile(f.abs)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		l.diags = append(l.diags, Diagnostic{Pos: Pos{File: f.rel}, Message: fmt.Sprintf("cannot read story file: %v", err)})
+		return nil
+	}
+	f.lines = strings.Split(string(data), "\n")
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		l.diags = append(l.diags, yamlDiag(f, err))
+		return nil
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		l.errAt(f, &extra, "", "a story file holds one YAML document; found a second one")
+	} else if !errors.Is(err, io.EOF) {
+		l.diags = append(l.diags, yamlDiag(f, err))
+	}
+	return deref(&doc)
+}
+
+// yamlDiag turns a YAML syntax error into a diagnostic carrying its line.
+func yamlDiag(f *file, err error) Diagnostic {
+	msg := err.Error()
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		msg = strings.Join(te.Errors, "; ")
+	}
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return Diagnostic{Pos: Pos{File: f.rel, Line: line, Col: 1}, Message: "YAML syntax error: " + m[2]}
+	}
+	return Diagnostic{Pos: Pos{File: f.rel}, Message: "YAML syntax error: " + strings.TrimPrefix(msg, "yaml: ")}
+}
+
+var topKeys = &keySpec{
+	v1: []string{"app", "hosts", "agents", "agent_plugins", "world", "intents", "root", "exits", "include", "states"},
+	later: []string{"host_interfaces", "imports", "exports", "phase_templates", "phases", "checkpoint_intents",
+		"proposals", "off_path", "meta_modes", "providers", "routing", "prompts", "decider"},
+}
+
+// loadFile reads one story file's top-level keys into the story.
+func (l *loader) loadFile(f *file, isRoot bool) {
+	doc := l.parse(f)
+	if doc == nil {
+		if isRoot && len(l.diags) == 0 {
+			l.diags = append(l.diags, Diagnostic{Pos: Pos{File: f.rel}, Message: "story file is empty"})
+		}
+		return
+	}
+	if isRoot {
+		l.rootParsed, l.rootPos = true, l.pos(f, doc)
+	}
+	top, ok := l.fields(f, doc, "", topKeys)
+	if !ok {
+		return
+	}
+	if e, ok := top["app"]; ok {
+		l.loadApp(f, e)
+	} else if isRoot {
+		l.errAt(f, doc, "", "app: is required (app: {id: my-story})")
+	}
+	if e, ok := top["hosts"]; ok {
+		l.loadHosts(f, e)
+	}
+	if e, ok := top["agents"]; ok {
+		l.loadAgents(f, e)
+	}
+	if e, ok := top["agent_plugins"]; ok {
+		l.loadPlugins(f, e)
+	}
+	if e, ok := top["world"]; ok {
+		l.loadWorld(f, e)
+	}
+	if e, ok := top["intents"]; ok {
+		l.loadIntents(f, e.val, "intents", l.st.Intents, true)
+	}
+	if e, ok := top["exits"]; ok {
+		l.loadExits(f, e)
+	}
+	if e, ok := top["root"]; ok {
+		l.loadRoot(f, e)
+	}
+	if e, ok := top["states"]; ok {
+		l.loadStates(f, e)
+	}
+	if e, ok := top["include"]; ok {
+		l.loadInclude(f, e)
+	}
+}
+
+// once records that a single-valued top-level key (app, root) is declared,
+// reporting a second declaration in another file.
+func (l *loader) once(f *file, e entry) bool {
+	if l.declared[e.name] {
+		l.errAt(f, e.key, e.name, "include: %s is already declared", e.name)
+		return false
+	}
+	l.declared[e.name] = true
+	return true
+}
+
+// dup reports a name declared twice across files; it returns true when the
+// name is new.
+func (l *loader) dup(f *file, e entry, path, kind string, exists bool) bool {
+	if exists {
+		l.errAt(f, e.key, path, "include: %s %q is already declared", kind, e.name)
+		return false
+	}
+	return true
+}
+
+// loadInclude queues the files matched by include: globs, relative to the
+// story directory. Each file is loaded once even if several globs match it.
+func (l *loader) loadInclude(f *file, e entry) {
+	var globs []string
+	var nodes []*yaml.Node
+	if d := deref(e.val); d != nil && d.Kind == yaml.ScalarNode && !isNull(d) {
+		globs, nodes = []string{d.Value}, []*yaml.Node{d}
+	} else {
+		items, ok := l.list(f, e.val, "include")
+		if !ok {
+			return
+		}
+		for i, it := range items {
+			s, ok := l.str(f, it, indexPath("include", i))
+			if !ok {
+				continue
+			}
+			globs, nodes = append(globs, s), append(nodes, it)
+		}
+	}
+	for i, g := range globs {
+		path := "include"
+		if len(nodes) > 1 || deref(e.val).Kind == yaml.SequenceNode {
+			path = indexPath("include", i)
+		}
+		if strings.TrimSpace(g) == "" {
+			l.errAt(f, nodes[i], path, "empty include pattern")
+			continue
+		}
+		pattern := filepath.FromSlash(g)
+		if !filepath.IsAbs(pattern) {
+			pattern = filepath.Join(l.dir, pattern)
+		}
+		matches, err := filepath.Glob(pattern)
+		if err != nil {
+			l.errAt(f, nodes[i], path, "bad include pattern %q: %v", g, err)
+			continue
+		}
+		var files []string
+		for _, m := range matches {
+			if st, err := os.Stat(m); err == nil && st.Mode().IsRegular() {
+				files = append(files, m)
+			}
+		}
+		if len(files) == 0 {
+			l.errAt(f, nodes[i], path, "include %q matches no file", g)
+			continue
+		}
+		for _, m := range files {
+			if !l.loaded[m] {
+				l.queue = append(l.queue, l.newFile(m))
+			}
+		}
+	}
+}

@@ -1,0 +1,169 @@
+package story
+
+import (
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+var stateKeys = &keySpec{
+	v1: []string{"description", "view", "on_enter", "on", "terminal", "intents", "relevant_world"},
+	later: []string{"type", "initial", "states", "mode", "timeout", "agent_off_ramp", "write_mode", "decider",
+		"footer", "theme"},
+}
+
+var armKeys = &keySpec{
+	v1:    []string{"target", "when", "default", "effects", "guard_hint"},
+	later: []string{"view", "emit", "push_history"},
+}
+
+// targetRef is a transition or on_error target, resolved once every state
+// is known.
+type targetRef struct {
+	f     *file
+	n     *yaml.Node
+	path  string
+	raw   string
+	state *State
+	set   func(target string, stay bool)
+}
+
+// normStateName turns a state path written with slashes into its dotted
+// form.
+func normStateName(s string) string {
+	s = strings.ReplaceAll(s, "/", ".")
+	return strings.Trim(s, ".")
+}
+
+func (l *loader) loadStates(f *file, e entry) {
+	es, _ := l.entries(f, e.val, "states")
+	for _, se := range es {
+		path := joinPath("states", se.name)
+		name := normStateName(se.name)
+		if name == "" || strings.HasPrefix(name, ExitStatePrefix) {
+			l.errAt(f, se.key, path, "invalid state name %q (empty, or using the reserved prefix %q)", se.name, ExitStatePrefix)
+			continue
+		}
+		if !l.dup(f, entry{name: name, key: se.key}, path, "state", l.st.States[name] != nil) {
+			continue
+		}
+		s := &State{Name: name, On: map[string][]*Arm{}, Pos: l.pos(f, se.key)}
+		l.st.States[name] = s
+		l.stateOrder = append(l.stateOrder, name)
+		l.loadState(f, se.val, path, s)
+	}
+}
+
+func (l *loader) loadState(f *file, n *yaml.Node, path string, s *State) {
+	fs, ok := l.fields(f, n, path, stateKeys)
+	if !ok {
+		return
+	}
+	strField(l, f, fs, path, "description", &s.Description)
+	boolField(l, f, fs, path, "terminal", &s.Terminal)
+	if v, ok := fs["view"]; ok {
+		if d := deref(v.val); d != nil && d.Kind == yaml.SequenceNode {
+			l.warnAt(f, v.key, joinPath(path, "view"), "a typed view element list is not supported yet and is ignored")
+		} else {
+			s.View = l.compileText(f, v.val, joinPath(path, "view"))
+		}
+	}
+	if oe, ok := fs["on_enter"]; ok {
+		s.OnEnter = l.loadEffects(f, oe.val, joinPath(path, "on_enter"), effCtx{state: s, where: "on_enter"})
+	}
+	if on, ok := fs["on"]; ok {
+		l.loadOn(f, on.val, joinPath(path, "on"), s)
+	}
+	if in, ok := fs["intents"]; ok {
+		s.Intents = map[string]*Intent{}
+		l.loadIntents(f, in.val, joinPath(path, "intents"), s.Intents, false)
+	}
+	if rw, ok := fs["relevant_world"]; ok {
+		items, _ := l.list(f, rw.val, joinPath(path, "relevant_world"))
+		for i, it := range items {
+			p := indexPath(joinPath(path, "relevant_world"), i)
+			if k, ok := l.str(f, it, p); ok {
+				s.RelevantWorld = append(s.RelevantWorld, k)
+				l.worldRefs = append(l.worldRefs, &nodeRef{f: f, n: it, path: p, value: k, state: s, what: "relevant_world"})
+			}
+		}
+	}
+}
+
+// loadOn reads on: intent -> arms. An intent may map to a list of arms or,
+// as a shorthand, to a single arm.
+func (l *loader) loadOn(f *file, n *yaml.Node, base string, s *State) {
+	es, _ := l.entries(f, n, base)
+	for _, ie := range es {
+		path := joinPath(base, ie.name)
+		if ie.name != "*" {
+			l.armKeys = append(l.armKeys, &nodeRef{f: f, n: ie.key, path: path, value: ie.name, state: s})
+		}
+		d := deref(ie.val)
+		var items []*yaml.Node
+		single := false
+		switch {
+		case isNull(d):
+			l.errAt(f, ie.key, path, "intent %q has no transitions; give it a list of arms", ie.name)
+			continue
+		case d.Kind == yaml.MappingNode:
+			items, single = []*yaml.Node{d}, true
+		default:
+			var ok bool
+			if items, ok = l.list(f, d, path); !ok {
+				continue
+			}
+		}
+		arms := make([]*Arm, 0, len(items))
+		alwaysAt := -1 // index of the first arm that always wins when reached
+		for i, it := range items {
+			ap := indexPath(path, i)
+			if single {
+				ap = path
+			}
+			a := l.loadArm(f, it, ap, s, ie.name)
+			if a == nil {
+				continue
+			}
+			if alwaysAt >= 0 {
+				l.warnAt(f, it, ap, "arm is never tried: arm [%d] before it always matches", alwaysAt)
+			} else if a.Default || a.When == nil {
+				alwaysAt = i
+			}
+			arms = append(arms, a)
+		}
+		s.On[ie.name] = arms
+	}
+}
+
+func (l *loader) loadArm(f *file, n *yaml.Node, path string, s *State, intent string) *Arm {
+	a := &Arm{Pos: l.pos(f, deref(n))}
+	fs, ok := l.fields(f, n, path, armKeys)
+	if !ok {
+		return nil
+	}
+	boolField(l, f, fs, path, "default", &a.Default)
+	strField(l, f, fs, path, "guard_hint", &a.GuardHint)
+	if w, ok := fs["when"]; ok {
+		a.When = l.compileGuard(f, w.val, joinPath(path, "when"))
+		if a.Default {
+			l.warnAt(f, w.key, joinPath(path, "when"), "when is ignored on a default: true arm")
+		}
+	}
+	if t, ok := fs["target"]; ok {
+		raw, ok := l.str(f, t.val, joinPath(path, "target"))
+		if ok {
+			l.targets = append(l.targets, &targetRef{
+				f: f, n: deref(t.val), path: joinPath(path, "target"), raw: raw, state: s,
+				set: func(target string, stay bool) { a.Target, a.Stay = target, stay },
+			})
+		}
+	} else {
+		a.Target, a.Stay = s.Name, true
+	}
+	if ef, ok := fs["effects"]; ok {
+		a.Effects = l.loadEffects(f, ef.val, joinPath(path, "effects"),
+			effCtx{state: s, where: "on." + intent, arm: a})
+	}
+	return a
+}

@@ -1,0 +1,379 @@
+package story
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+var appKeys = &keySpec{
+	v1:            []string{"id", "version", "title", "author", "license"},
+	laterPrefixes: []string{"context"},
+}
+
+func (l *loader) loadApp(f *file, e entry) {
+	if !l.once(f, e) {
+		return
+	}
+	fs, ok := l.fields(f, e.val, "app", appKeys)
+	if !ok {
+		return
+	}
+	a := &l.st.App
+	strField(l, f, fs, "app", "id", &a.ID)
+	strField(l, f, fs, "app", "version", &a.Version)
+	strField(l, f, fs, "app", "title", &a.Title)
+	strField(l, f, fs, "app", "author", &a.Author)
+	strField(l, f, fs, "app", "license", &a.License)
+	if strings.TrimSpace(a.ID) == "" {
+		at := e.val
+		if id, ok := fs["id"]; ok {
+			at = id.val
+		}
+		l.errAt(f, at, "app", "id: is required")
+	}
+}
+
+// strField reads fs[key] as a string into dst when present.
+func strField(l *loader, f *file, fs map[string]entry, path, key string, dst *string) {
+	if e, ok := fs[key]; ok {
+		if s, ok := l.str(f, e.val, joinPath(path, key)); ok {
+			*dst = s
+		}
+	}
+}
+
+// boolField reads fs[key] as a boolean into dst when present.
+func boolField(l *loader, f *file, fs map[string]entry, path, key string, dst *bool) {
+	if e, ok := fs[key]; ok {
+		if b, ok := l.boolean(f, e.val, joinPath(path, key)); ok {
+			*dst = b
+		}
+	}
+}
+
+// strListField reads fs[key] as a list of strings into dst when present.
+func strListField(l *loader, f *file, fs map[string]entry, path, key string, dst *[]string) bool {
+	if e, ok := fs[key]; ok {
+		if s, ok := l.strList(f, e.val, joinPath(path, key)); ok {
+			*dst = s
+			return true
+		}
+	}
+	return false
+}
+
+func (l *loader) loadHosts(f *file, e entry) {
+	hosts, _ := l.strList(f, e.val, "hosts")
+	for _, h := range hosts {
+		if h != "" && !slices.Contains(l.st.Hosts, h) {
+			l.st.Hosts = append(l.st.Hosts, h)
+		}
+	}
+}
+
+var personaKeys = &keySpec{
+	v1:    []string{"system_prompt", "system_prompt_path", "model", "tools"},
+	later: []string{"effort", "provider", "bash_profile", "cwd", "external_side_effect", "inherit_claude_default"},
+}
+
+func (l *loader) loadAgents(f *file, e entry) {
+	es, _ := l.entries(f, e.val, "agents")
+	for _, a := range es {
+		path := joinPath("agents", a.name)
+		if !l.dup(f, a, path, "agent", l.st.Agents[a.name] != nil) {
+			continue
+		}
+		p := &Persona{Name: a.name}
+		l.st.Agents[a.name] = p
+		fs, ok := l.fields(f, a.val, path, personaKeys)
+		if !ok {
+			continue
+		}
+		strField(l, f, fs, path, "model", &p.Model)
+		p.ToolsSet = strListField(l, f, fs, path, "tools", &p.Tools)
+		if p.ToolsSet && p.Tools == nil {
+			p.Tools = []string{}
+		}
+		_, hasSP := fs["system_prompt"]
+		spp, hasSPP := fs["system_prompt_path"]
+		switch {
+		case hasSP && hasSPP:
+			l.errAt(f, spp.key, path, "set only one of system_prompt and system_prompt_path")
+		case hasSP:
+			strField(l, f, fs, path, "system_prompt", &p.SystemPrompt)
+		case hasSPP:
+			var rel string
+			strField(l, f, fs, path, "system_prompt_path", &rel)
+			if rel == "" {
+				l.errAt(f, spp.val, joinPath(path, "system_prompt_path"), "must name a file")
+				break
+			}
+			b, err := os.ReadFile(l.resolve(rel))
+			if err != nil {
+				l.errAt(f, spp.val, joinPath(path, "system_prompt_path"), "cannot read system prompt file %q: %v", rel, unwrapPathErr(err))
+				break
+			}
+			p.SystemPrompt = string(b)
+		default:
+			l.errAt(f, a.key, path, "needs one of system_prompt or system_prompt_path")
+		}
+	}
+}
+
+// resolve returns the absolute path of a story-relative path.
+func (l *loader) resolve(rel string) string {
+	p := filepath.FromSlash(rel)
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(l.dir, p)
+}
+
+func unwrapPathErr(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
+}
+
+// worldTypes are the world types story-format.md §5 lists as in use.
+var worldTypes = []string{"string", "int", "float", "bool", "enum", "object", "map", "list", "array"}
+
+var worldKeys = &keySpec{v1: []string{"type", "default", "values", "description"}}
+
+// loadWorld reads world: declarations. A mapping with type, default or
+// values is a declaration; anything else is the default value itself.
+func (l *loader) loadWorld(f *file, e entry) {
+	es, _ := l.entries(f, e.val, "world")
+	for _, w := range es {
+		path := joinPath("world", w.name)
+		if !l.dup(f, w, path, "world", l.worldVar(w.name) != nil) {
+			continue
+		}
+		v := &WorldVar{Name: w.name}
+		l.st.World = append(l.st.World, v)
+		d := deref(w.val)
+		if !isDeclaration(d) {
+			if !isNull(d) {
+				v.Default, _ = l.value(f, d, path)
+				v.HasDefault = true
+			}
+			continue
+		}
+		fs, ok := l.fields(f, d, path, worldKeys)
+		if !ok {
+			continue
+		}
+		strField(l, f, fs, path, "type", &v.Type)
+		strField(l, f, fs, path, "description", &v.Description)
+		if t, ok := fs["type"]; ok && v.Type != "" && !slices.Contains(worldTypes, v.Type) {
+			l.warnAt(f, t.val, joinPath(path, "type"), "unknown world type %q%s: values of this key are not converted",
+				v.Type, didYouMean(v.Type, worldTypes))
+		}
+		if vs, ok := fs["values"]; ok {
+			if items, ok := l.list(f, vs.val, joinPath(path, "values")); ok {
+				for i, it := range items {
+					x, _ := l.value(f, it, indexPath(joinPath(path, "values"), i))
+					v.Values = append(v.Values, x)
+				}
+			}
+		}
+		if de, ok := fs["default"]; ok && !isNull(de.val) {
+			v.Default, _ = l.value(f, de.val, joinPath(path, "default"))
+			v.HasDefault = true
+			l.checkDefault(f, de.val, joinPath(path, "default"), v)
+		}
+	}
+}
+
+// isDeclaration reports whether a world value is a {type, default, values}
+// declaration rather than a literal default.
+func isDeclaration(n *yaml.Node) bool {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return false
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		switch deref(n.Content[i]).Value {
+		case "type", "default", "values":
+			return true
+		}
+	}
+	return false
+}
+
+// checkDefault converts an integer default of a float key to float64 and
+// warns about a default that does not fit its declared type.
+func (l *loader) checkDefault(f *file, n *yaml.Node, path string, v *WorldVar) {
+	fits := true
+	switch x := v.Default.(type) {
+	case int:
+		if v.Type == "float" {
+			v.Default = float64(x)
+		}
+		fits = v.Type != "string" && v.Type != "bool"
+	case int64, uint64:
+		fits = v.Type != "string" && v.Type != "bool"
+	case float64:
+		fits = v.Type != "string" && v.Type != "bool" && v.Type != "int"
+	case string:
+		fits = v.Type != "int" && v.Type != "float" && v.Type != "bool"
+	case bool:
+		fits = v.Type != "string" && v.Type != "int" && v.Type != "float"
+	case map[string]any:
+		fits = v.Type == "" || v.Type == "object" || v.Type == "map"
+	case []any:
+		fits = v.Type == "" || v.Type == "list" || v.Type == "array"
+	}
+	if !fits {
+		l.warnAt(f, n, path, "default %s does not match type %q", kindName(deref(n)), v.Type)
+	}
+	if v.Type == "enum" && len(v.Values) > 0 && !containsValue(v.Values, v.Default) {
+		l.warnAt(f, n, path, "default %s is not one of the enum values", kindName(deref(n)))
+	}
+}
+
+func containsValue(vs []any, x any) bool {
+	for _, v := range vs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *loader) worldVar(name string) *WorldVar {
+	for _, v := range l.st.World {
+		if v.Name == name {
+			return v
+		}
+	}
+	return nil
+}
+
+var intentKeys = &keySpec{
+	v1:    []string{"title", "description", "examples", "priority", "hidden", "slots"},
+	later: []string{"synonyms"},
+}
+
+var slotKeys = &keySpec{
+	v1:    []string{"type", "required", "default", "values", "description", "examples", "prompt", "format_hint"},
+	later: []string{"validator", "format", "synonyms"},
+}
+
+// slotTypes are the slot types story-format.md §6 names.
+var slotTypes = []string{"string", "int", "bool", "enum", "float", "text"}
+
+// loadIntents reads an intents: mapping into dst. global marks the top-level
+// block, whose names must be unique across files.
+func (l *loader) loadIntents(f *file, n *yaml.Node, base string, dst map[string]*Intent, global bool) {
+	es, _ := l.entries(f, n, base)
+	for _, ie := range es {
+		path := joinPath(base, ie.name)
+		if global && !l.dup(f, ie, path, "intent", dst[ie.name] != nil) {
+			continue
+		}
+		in := &Intent{Name: ie.name, Slots: map[string]*Slot{}}
+		dst[ie.name] = in
+		fs, ok := l.fields(f, ie.val, path, intentKeys)
+		if !ok {
+			continue
+		}
+		strField(l, f, fs, path, "title", &in.Title)
+		strField(l, f, fs, path, "description", &in.Description)
+		strListField(l, f, fs, path, "examples", &in.Examples)
+		boolField(l, f, fs, path, "hidden", &in.Hidden)
+		if p, ok := fs["priority"]; ok {
+			if i, ok := l.integer(f, p.val, joinPath(path, "priority")); ok {
+				in.Priority = int(i)
+			}
+		}
+		if s, ok := fs["slots"]; ok {
+			l.loadSlots(f, s.val, joinPath(path, "slots"), in)
+		}
+	}
+}
+
+func (l *loader) loadSlots(f *file, n *yaml.Node, base string, in *Intent) {
+	es, _ := l.entries(f, n, base)
+	for _, se := range es {
+		path := joinPath(base, se.name)
+		s := &Slot{Name: se.name}
+		in.Slots[se.name] = s
+		in.SlotOrder = append(in.SlotOrder, se.name)
+		fs, ok := l.fields(f, se.val, path, slotKeys)
+		if !ok {
+			continue
+		}
+		strField(l, f, fs, path, "type", &s.Type)
+		if t, ok := fs["type"]; ok && s.Type != "" && !slices.Contains(slotTypes, s.Type) {
+			l.warnAt(f, t.val, joinPath(path, "type"), "unknown slot type %q%s", s.Type, didYouMean(s.Type, slotTypes))
+		}
+		boolField(l, f, fs, path, "required", &s.Required)
+		strField(l, f, fs, path, "description", &s.Description)
+		strListField(l, f, fs, path, "examples", &s.Examples)
+		strField(l, f, fs, path, "prompt", &s.Prompt)
+		strField(l, f, fs, path, "format_hint", &s.FormatHint)
+		if d, ok := fs["default"]; ok && !isNull(d.val) {
+			s.Default, _ = l.value(f, d.val, joinPath(path, "default"))
+			s.HasDefault = true
+		}
+		if vs, ok := fs["values"]; ok {
+			if items, ok := l.list(f, vs.val, joinPath(path, "values")); ok {
+				for i, it := range items {
+					x, _ := l.value(f, it, indexPath(joinPath(path, "values"), i))
+					s.Values = append(s.Values, x)
+				}
+			}
+		}
+	}
+}
+
+var exitKeys = &keySpec{v1: []string{"description", "requires"}}
+
+func (l *loader) loadExits(f *file, e entry) {
+	es, _ := l.entries(f, e.val, "exits")
+	for _, xe := range es {
+		path := joinPath("exits", xe.name)
+		if !l.dup(f, xe, path, "exit", l.st.Exits[xe.name] != nil) {
+			continue
+		}
+		x := &Exit{Name: xe.name}
+		l.st.Exits[xe.name] = x
+		l.exitOrder = append(l.exitOrder, exitDecl{x: x, f: f, n: xe.key})
+		fs, ok := l.fields(f, xe.val, path, exitKeys)
+		if !ok {
+			continue
+		}
+		strField(l, f, fs, path, "description", &x.Description)
+		if r, ok := fs["requires"]; ok {
+			items, _ := l.list(f, r.val, joinPath(path, "requires"))
+			for i, it := range items {
+				p := indexPath(joinPath(path, "requires"), i)
+				if s, ok := l.str(f, it, p); ok {
+					x.Requires = append(x.Requires, s)
+					l.worldRefs = append(l.worldRefs, &nodeRef{f: f, n: it, path: p, value: s, what: "exit requirement"})
+				}
+			}
+		}
+	}
+}
+
+func (l *loader) loadRoot(f *file, e entry) {
+	if !l.once(f, e) {
+		return
+	}
+	d := deref(e.val)
+	if d != nil && d.Kind == yaml.MappingNode {
+		l.errAt(f, d, "root", "an inline root state is not supported yet; name a state declared under states:")
+		return
+	}
+	s, ok := l.str(f, e.val, "root")
+	if !ok {
+		return
+	}
+	l.rootRef = &nodeRef{f: f, n: d, path: "root", value: s}
+}

@@ -35,3 +35,10 @@ func (f AgentFunc) Ask(ctx context.Context, req *AskRequest) (*AskResponse, erro
 
 // Close does nothing.
 func (AgentFunc) Close() error { return nil }
+
+// FallbackEligible is implemented by transports whose answers, when the
+// host's schema validation rejects them, are retried once on agent.claude
+// (builtin.local_llm). Every other transport fails hard.
+type FallbackEligible interface {
+	FallbackEligible() bool
+}

@@ -1,0 +1,100 @@
+// Command kitsoki runs, validates and tests YAML stories: state machines
+// whose states call LLM agents.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes, documented in `kitsoki run --help`.
+const (
+	exitOK        = 0 // a terminal state or an exit was reached
+	exitFailure   = 1 // usage errors, I/O and trace failures
+	exitLoad      = 2 // the story did not load
+	exitRejected  = 3 // an intent was rejected (guard failed, unknown intent, bad slots)
+	exitAgent     = 4 // an agent or host call failed and no on_error handled it
+	exitMachine   = 5 // a turn aborted on an expression or effect fault
+	exitIncomplete = 6 // input ended before a terminal state
+)
+
+// exitError carries an exit code out of a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func exitWith(code int, err error) error { return &exitError{code: code, err: err} }
+
+// globals are the flags every command shares.
+type globals struct {
+	logLevel string
+}
+
+func (g *globals) logger(w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(strings.ToUpper(g.logLevel))); err != nil {
+		lvl = slog.LevelWarn
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl}))
+}
+
+func newRootCmd() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:           "kitsoki",
+		Short:         "Run, validate and test YAML stories whose states call LLM agents",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log level on stderr: debug, info, warn or error")
+	root.AddCommand(newValidateCmd(g), newRunCmd(g), newVersionCmd())
+	return root
+}
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the kitsoki version",
+		Args:  cobra.NoArgs,
+		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), "kitsoki", version) },
+	}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run executes the CLI and returns the process exit code.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil && ee.err.Error() != "" {
+			fmt.Fprintln(stderr, ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(stderr, "kitsoki:", err)
+	return exitFailure
+}

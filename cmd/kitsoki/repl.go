@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// scripted runs one intent per non-blank input line ("#" starts a comment)
+// and stops at the first rejection, fault, unhandled call failure or
+// terminal state.
+func (r *runner) scripted(ctx context.Context, in io.Reader) int {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if code, stop := r.turn(ctx, line); stop {
+			return code
+		}
+	}
+	if err := sc.Err(); err != nil {
+		fmt.Fprintln(r.errw, "kitsoki: reading input:", err)
+		return exitFailure
+	}
+	fmt.Fprintf(r.errw, "kitsoki: input ended in state %q, which is not terminal\n", r.sess.State())
+	return exitIncomplete
+}
+
+// turn parses and takes one typed line.
+func (r *runner) turn(ctx context.Context, line string) (int, bool) {
+	if err := ctx.Err(); err != nil {
+		fmt.Fprintln(r.errw, "kitsoki: interrupted")
+		return exitFailure, true
+	}
+	intent, slots, err := r.sess.ParseInput(line)
+	if err != nil {
+		fmt.Fprintln(r.errw, "kitsoki:", err)
+		return exitRejected, true
+	}
+	out, err := r.sess.Turn(ctx, intent, slots, line)
+	if err != nil {
+		fmt.Fprintln(r.errw, "kitsoki:", err)
+		return exitFailure, true
+	}
+	return r.report(out)
+}
+
+// interactive is the terminal loop: it shows where the story is and what it
+// accepts, and keeps going after rejections.
+func (r *runner) interactive(ctx context.Context, in io.Reader) int {
+	sc := bufio.NewScanner(in)
+	r.describe()
+	for {
+		fmt.Fprint(r.out, "> ")
+		if !sc.Scan() {
+			fmt.Fprintln(r.out)
+			return exitIncomplete
+		}
+		line := strings.TrimSpace(sc.Text())
+		switch line {
+		case "":
+			continue
+		case ":q", ":quit", ":exit":
+			return exitIncomplete
+		case ":help", "?":
+			fmt.Fprintln(r.out, `Type an intent and its slots: intent key=value key2="two words"
+:intents   what this state accepts     :world   the world as JSON
+:state     where the story is          :quit    leave`)
+			continue
+		case ":intents", ":state":
+			r.describe()
+			continue
+		case ":world":
+			b, _ := json.MarshalIndent(r.sess.World(), "", "  ")
+			fmt.Fprintln(r.out, string(b))
+			continue
+		}
+		code, stop := r.turn(ctx, line)
+		if ctx.Err() != nil {
+			return exitFailure
+		}
+		if stop && (code == exitOK || code == exitFailure) {
+			return code
+		}
+		r.describe()
+	}
+}
+
+// describe prints the state's description and the intents it accepts.
+func (r *runner) describe() {
+	st := r.sess.Story().States[r.sess.State()]
+	fmt.Fprintf(r.out, "\n[%s] %s\n", r.sess.State(), st.Description)
+	for _, name := range r.sess.AllowedIntents() {
+		def := r.sess.IntentDef(name)
+		if def != nil && def.Hidden {
+			continue
+		}
+		line := "  " + name
+		if def != nil {
+			var slots []string
+			for _, sn := range def.SlotOrder {
+				sl := def.Slots[sn]
+				s := sn + "=<" + orDefault(sl.Type, "string") + ">"
+				if len(sl.Values) > 0 {
+					vals := make([]string, len(sl.Values))
+					for i, v := range sl.Values {
+						vals[i] = fmt.Sprint(v)
+					}
+					sort.Strings(vals)
+					s = sn + "=" + strings.Join(vals, "|")
+				}
+				if !sl.Required {
+					s = "[" + s + "]"
+				}
+				slots = append(slots, s)
+			}
+			if len(slots) > 0 {
+				line += " " + strings.Join(slots, " ")
+			}
+			if def.Description != "" {
+				line += "  — " + def.Description
+			}
+		}
+		fmt.Fprintln(r.out, line)
+	}
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}

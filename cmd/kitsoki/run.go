@@ -1,0 +1,231 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/agent/transports"
+	"github.com/kitsoki/kitsoki/internal/demo"
+	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/trace"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+type runOpts struct {
+	trace     string
+	traceSync string
+	world     []string
+	root      string
+	intents   string
+	session   string
+	timeout   time.Duration
+}
+
+func newRunCmd(g *globals) *cobra.Command {
+	o := &runOpts{}
+	cmd := &cobra.Command{
+		Use:   "run <app.yaml>",
+		Short: "Run a story: interactively on a terminal, scripted otherwise",
+		Long: `Run a story.
+
+On a terminal, kitsoki shows the current state's description and the intents
+it accepts, and you type "intent key=value ..." (":help" lists the commands).
+Otherwise it reads one intent per line from stdin, or takes --intents.
+Every step is written to a JSONL trace (--trace, default
+.kitsoki/runs/<session>.jsonl).
+
+Exit codes:
+  0  a terminal state (or an @exit:) was reached
+  1  usage, I/O or trace failure
+  2  the story did not load
+  3  an intent was rejected (unknown intent, bad slots, no guard matched)
+  4  an agent or host call failed and no on_error handled it
+  5  a turn aborted on an expression or effect fault
+  6  the input ended before a terminal state`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runStory(cmd, g, o, args[0])
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.trace, "trace", "", "trace file (default .kitsoki/runs/<session>.jsonl)")
+	f.StringVar(&o.traceSync, "trace-sync", "turn", "when the trace is fsynced: turn (group commit) or event")
+	f.StringArrayVar(&o.world, "world", nil, "set a world value at start, key=value, typed by the world declaration (repeatable)")
+	f.StringVar(&o.root, "root", "", "start in this state instead of the story's root")
+	f.StringVar(&o.intents, "intents", "", "comma-separated intents to run instead of reading stdin, e.g. 'open,approve by=ann'")
+	f.StringVar(&o.session, "session", "", "session id (default: generated)")
+	f.DurationVar(&o.timeout, "agent-timeout", host.DefaultTimeout, "hard deadline of an agent call that sets no with.timeout")
+	return cmd
+}
+
+func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) error {
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	logger := g.logger(stderr)
+	st, err := story.Load(path)
+	if err != nil {
+		return exitWith(exitLoad, err)
+	}
+	for _, w := range st.Warnings {
+		fmt.Fprintf(stderr, "warning: %s\n", formatDiag(w))
+	}
+	world, err := parseWorldFlags(st, o.world)
+	if err != nil {
+		return exitWith(exitFailure, err)
+	}
+	if o.session == "" {
+		o.session = newSessionID()
+	}
+	if o.trace == "" {
+		o.trace = filepath.Join(".kitsoki", "runs", o.session+".jsonl")
+	}
+	topts := []trace.Option{trace.WithSecrets(st.Secrets), trace.WithLogger(logger)}
+	switch o.traceSync {
+	case "turn":
+	case "event":
+		topts = append(topts, trace.WithSyncPerEvent())
+	default:
+		return exitWith(exitFailure, fmt.Errorf("--trace-sync %q: want turn or event", o.traceSync))
+	}
+	w, err := trace.Create(o.trace, topts...)
+	if err != nil {
+		return exitWith(exitFailure, fmt.Errorf("trace %s: %w", o.trace, err))
+	}
+	defer w.Close()
+
+	reg := agent.NewRegistry(logger)
+	transports.Register(reg)
+	reg.Configure(st.Plugins)
+	demo.Register(reg)
+	defer reg.Close()
+
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	h := host.New(st, reg, w, host.WithLogger(logger), host.WithDefaultTimeout(o.timeout))
+	sopts := []orchestrator.Option{orchestrator.WithSessionID(o.session), orchestrator.WithWorld(world), orchestrator.WithLogger(logger)}
+	if o.root != "" {
+		sopts = append(sopts, orchestrator.WithRoot(o.root))
+	}
+	sess, err := orchestrator.New(st, h, w, sopts...)
+	if err != nil {
+		return exitWith(exitFailure, err)
+	}
+	fmt.Fprintf(stderr, "kitsoki: session %s, trace %s\n", o.session, o.trace)
+	out, err := sess.Start(ctx)
+	if err != nil {
+		return exitWith(exitFailure, err)
+	}
+	r := &runner{sess: sess, out: stdout, errw: stderr}
+	if code, stopNow := r.report(out); stopNow {
+		return exitCode(code)
+	}
+
+	switch {
+	case o.intents != "":
+		return exitCode(r.scripted(ctx, strings.NewReader(strings.ReplaceAll(o.intents, ",", "\n"))))
+	case isTerminal(cmd.InOrStdin()):
+		return exitCode(r.interactive(ctx, cmd.InOrStdin()))
+	default:
+		return exitCode(r.scripted(ctx, cmd.InOrStdin()))
+	}
+}
+
+func exitCode(code int) error {
+	if code == exitOK {
+		return nil
+	}
+	return exitWith(code, errors.New(""))
+}
+
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func newSessionID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// parseWorldFlags reads --world key=value flags, typed by the declaration.
+func parseWorldFlags(st *story.Story, flags []string) (map[string]any, error) {
+	decl := map[string]*story.WorldVar{}
+	for _, v := range st.World {
+		decl[v.Name] = v
+	}
+	out := map[string]any{}
+	for _, f := range flags {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--world %q: write key=value", f)
+		}
+		wv, ok := decl[k]
+		if !ok {
+			names := make([]string, 0, len(decl))
+			for n := range decl {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			return nil, fmt.Errorf("--world %s: %q is not declared in world: (declared: %s)", f, k, strings.Join(names, ", "))
+		}
+		out[k] = orchestrator.TypedValue(wv.Type, v)
+	}
+	return out, nil
+}
+
+// runner drives turns and prints what happens.
+type runner struct {
+	sess *orchestrator.Session
+	out  io.Writer
+	errw io.Writer
+}
+
+// report prints a turn's outcome and says whether the run must stop, with
+// which exit code.
+func (r *runner) report(out *orchestrator.Outcome) (code int, stop bool) {
+	for _, s := range out.Says {
+		fmt.Fprintln(r.out, s)
+	}
+	switch out.Outcome {
+	case orchestrator.OutcomeRejected:
+		fmt.Fprintln(r.errw, out.Rejection.Error())
+		if out.Rejection.GuardHint != "" {
+			fmt.Fprintln(r.errw, "hint:", out.Rejection.GuardHint)
+		}
+		return exitRejected, true
+	case orchestrator.OutcomeError:
+		fmt.Fprintln(r.errw, "error:", out.Err)
+		return exitMachine, true
+	}
+	if out.View != "" {
+		fmt.Fprintln(r.out, out.View)
+	}
+	for _, e := range out.HostErrors {
+		fmt.Fprintln(r.errw, "error:", e)
+	}
+	if out.Done {
+		if out.Exit != "" {
+			fmt.Fprintf(r.errw, "kitsoki: reached exit %q\n", out.Exit)
+		}
+		return exitOK, true
+	}
+	if len(out.HostErrors) > 0 {
+		return exitAgent, true
+	}
+	return exitOK, false
+}

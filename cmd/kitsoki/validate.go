@@ -1,0 +1,41 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/spf13/cobra"
+)
+
+func newValidateCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate <app.yaml>",
+		Short: "Load a story and report every error in it",
+		Long: `Load a story (with its includes, prompt files and schemas) and report every
+load error as file:line:col: key.path: message. Warnings are printed too.
+
+Exit codes: 0 the story loads, 2 it does not.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := story.Load(args[0])
+			if err != nil {
+				return exitWith(exitLoad, err)
+			}
+			for _, w := range st.Warnings {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", formatDiag(w))
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (%d states, %d intents, %d agent plugins)\n",
+				args[0], len(st.States), len(st.Intents), len(st.Plugins))
+			return nil
+		},
+	}
+}
+
+// formatDiag renders a diagnostic as file:line:col: path: message.
+func formatDiag(d story.Diagnostic) string {
+	s := fmt.Sprintf("%s:%d:%d: ", d.Pos.File, d.Pos.Line, d.Pos.Col)
+	if d.Path != "" {
+		s += d.Path + ": "
+	}
+	return s + d.Message
+}

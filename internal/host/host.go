@@ -1,0 +1,188 @@
+// Package host dispatches invoke effects to handlers: the host.agent.<verb>
+// family (render the prompt, route to an agent, enforce the deadline, check
+// sub-events, validate the submission) and whatever other handlers a run
+// registers (stubs, cassette episodes, other hosts).
+package host
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/clock"
+	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/pkg/plugin"
+)
+
+// Call is one invoke being dispatched.
+type Call struct {
+	Namespace string         // the invoke name, e.g. host.agent.decide
+	Args      map[string]any // the with: map as rendered for dispatch (incl. "call")
+	Invoke    *story.Invoke  // the effect; nil for calls made outside a story
+	SessionID string
+	Turn      int64
+	State     string
+	World     map[string]any // the world at dispatch; handlers must not modify it
+}
+
+// Result is a handler's answer. Data is what bind: reads. Err is a domain
+// error (an agent failure, a stub's scripted error): the run records it in
+// world.last_error and world.host_error, and binds still apply from Data.
+type Result struct {
+	Data map[string]any
+	Err  error
+}
+
+// Handler answers invokes. A returned error is an infrastructure failure
+// (no data at all); domain errors travel in Result.Err.
+type Handler interface {
+	Invoke(ctx context.Context, call *Call) (*Result, error)
+}
+
+// HandlerFunc adapts a function to a Handler.
+type HandlerFunc func(ctx context.Context, call *Call) (*Result, error)
+
+// Invoke calls f.
+func (f HandlerFunc) Invoke(ctx context.Context, call *Call) (*Result, error) { return f(ctx, call) }
+
+// Sink is the part of the trace the host writes to. The trace package's
+// Writer and MemSink implement it.
+type Sink interface {
+	Append(ev *plugin.Event) error
+	// NextSeq is the seq the next event of turn will get; agent call ids
+	// are derived from it.
+	NextSeq(turn int64) int
+	Now() time.Time
+}
+
+// DefaultTimeout is the hard deadline of an agent call whose with: sets no
+// timeout.
+const DefaultTimeout = 10 * time.Minute
+
+// Host routes invokes to handlers. It is safe for concurrent use once
+// configured.
+type Host struct {
+	story    *story.Story
+	registry *agent.Registry
+	sink     Sink
+	builtin  agent.Agent
+	clock    clock.Clock
+	logger   *slog.Logger
+	timeout  time.Duration
+
+	mu       sync.RWMutex
+	handlers map[string]Handler
+	prefixes map[string]Handler // handler for every name under "<prefix>."
+
+	prompts sync.Map // path -> *promptSource, for templated prompt paths
+}
+
+// Option configures a Host.
+type Option func(*Host)
+
+// WithBuiltin sets the agent that answers host.agent.* invokes that name no
+// agent: alias (the built-in claude path).
+func WithBuiltin(a agent.Agent) Option { return func(h *Host) { h.builtin = a } }
+
+// WithClock sets the clock used for durations and deadlines.
+func WithClock(c clock.Clock) Option { return func(h *Host) { h.clock = c } }
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(h *Host) { h.logger = l } }
+
+// WithDefaultTimeout sets the hard deadline of agent calls that set none.
+func WithDefaultTimeout(d time.Duration) Option { return func(h *Host) { h.timeout = d } }
+
+// New returns a host for st that routes agent calls through reg and writes
+// agent events to sink. The host.agent.<verb> handlers are registered.
+func New(st *story.Story, reg *agent.Registry, sink Sink, opts ...Option) *Host {
+	h := &Host{
+		story:    st,
+		registry: reg,
+		sink:     sink,
+		clock:    clock.System{},
+		logger:   slog.Default(),
+		timeout:  DefaultTimeout,
+		handlers: map[string]Handler{},
+		prefixes: map[string]Handler{},
+	}
+	for _, o := range opts {
+		o(h)
+	}
+	for _, verb := range []string{plugin.VerbAsk, plugin.VerbDecide, plugin.VerbExtract, plugin.VerbTask, plugin.VerbConverse} {
+		h.handlers[AgentNamespace+verb] = &agentHandler{h: h, verb: verb}
+	}
+	return h
+}
+
+// AgentNamespace prefixes the agent verbs' invoke names.
+const AgentNamespace = "host.agent."
+
+// Register installs a handler for an exact invoke name, replacing any.
+func (h *Host) Register(name string, hd Handler) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.handlers[name] = hd
+}
+
+// RegisterPrefix installs a handler for every invoke name that starts with
+// prefix + "." and has no exact handler.
+func (h *Host) RegisterPrefix(prefix string, hd Handler) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.prefixes[strings.TrimSuffix(prefix, ".")] = hd
+}
+
+// Handler returns the handler for name: an exact registration first, then
+// the longest registered prefix.
+func (h *Host) Handler(name string) (Handler, bool) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if hd, ok := h.handlers[name]; ok {
+		return hd, true
+	}
+	for p := name; ; {
+		i := strings.LastIndexByte(p, '.')
+		if i < 0 {
+			return nil, false
+		}
+		p = p[:i]
+		if hd, ok := h.prefixes[p]; ok {
+			return hd, true
+		}
+	}
+}
+
+// Names lists the exactly registered handler names, sorted.
+func (h *Host) Names() []string {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	out := make([]string, 0, len(h.handlers))
+	for n := range h.handlers {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Dispatch runs one call. An unknown invoke name is an infrastructure
+// failure naming what is registered.
+func (h *Host) Dispatch(ctx context.Context, call *Call) (*Result, error) {
+	hd, ok := h.Handler(call.Namespace)
+	if !ok {
+		return nil, fmt.Errorf("no handler for invoke %q (registered: %s)", call.Namespace, strings.Join(h.Names(), ", "))
+	}
+	return hd.Invoke(ctx, call)
+}
+
+// TraceError is a failure to write the trace. It stops the run: a turn whose
+// record cannot be kept must not go on.
+type TraceError struct{ Err error }
+
+func (e *TraceError) Error() string { return "trace: " + e.Err.Error() }
+func (e *TraceError) Unwrap() error { return e.Err }

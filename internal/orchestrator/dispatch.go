@@ -1,0 +1,295 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/trace"
+)
+
+// queued is an invoke waiting for dispatch.
+type queued struct {
+	inv  *story.Invoke
+	args map[string]any // as rendered when queued
+}
+
+// enqueue queues an invoke (or records a once-skip). with: renders now
+// against the world at the invoke's position.
+func (s *Session) enqueue(t *turnCtx, inv *story.Invoke, where string, i int) error {
+	if inv.Once && s.allBound(inv) {
+		return s.emit(t, trace.KindWorldUpdate, map[string]any{"namespace": inv.Name, "skipped": "cached"})
+	}
+	args, err := s.renderWith(t, inv)
+	if err != nil {
+		return fault("%s, effect %d: invoke %s: with: %w", where, i, inv.Name, err)
+	}
+	t.queue = append(t.queue, &queued{inv: inv, args: args})
+	return s.emit(t, trace.KindHarnessCalled, map[string]any{"namespace": inv.Name, "args": args, "background": false})
+}
+
+// renderWith renders an invoke's with: map and adds the reserved call key.
+func (s *Session) renderWith(t *turnCtx, inv *story.Invoke) (map[string]any, error) {
+	args := map[string]any{}
+	if inv.With != nil {
+		v, err := inv.With.Eval(s.env(t))
+		if err != nil {
+			return nil, err
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("rendered to %T, want a map", v)
+		}
+		args = m
+	}
+	if inv.ID != "" {
+		args["call"] = inv.ID
+	}
+	return args, nil
+}
+
+// allBound reports whether every bind target holds a value (not nil, "",
+// {} or []; 0 and false count as set).
+func (s *Session) allBound(inv *story.Invoke) bool {
+	for _, b := range inv.Bind {
+		switch v := s.world[b.Key].(type) {
+		case nil:
+			return false
+		case string:
+			if v == "" {
+				return false
+			}
+		case map[string]any:
+			if len(v) == 0 {
+				return false
+			}
+		case []any:
+			if len(v) == 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// dispatchAll dispatches the queued calls, then runs post-bind passes until
+// nothing new fires (step 7–8 of a turn).
+func (s *Session) dispatchAll(ctx context.Context, t *turnCtx) error {
+	for pass := 0; ; pass++ {
+		n, err := s.dispatchQueue(ctx, t)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		if pass >= MaxPostBindPass {
+			return s.emit(t, trace.KindHarnessError, map[string]any{
+				"phase": "post_bind_emit", "depth": pass, "max_depth": MaxPostBindPass,
+				"error": fmt.Sprintf("post-bind emit_intent passes exceeded %d; stopping in state %q", MaxPostBindPass, s.state)})
+		}
+		if err := s.postBind(t); err != nil {
+			return err
+		}
+		if len(t.queue) == 0 {
+			return nil
+		}
+	}
+}
+
+// dispatchQueue dispatches every queued call in order, binding results and
+// following on_error redirects. It returns how many calls it dispatched.
+func (s *Session) dispatchQueue(ctx context.Context, t *turnCtx) (int, error) {
+	n, depth := 0, 0
+	for len(t.queue) > 0 {
+		q := t.queue[0]
+		t.queue = t.queue[1:]
+		failed, err := s.dispatchOne(ctx, t, q)
+		if err != nil {
+			return n, err
+		}
+		n++
+		if !failed || q.inv.OnError == "" {
+			continue
+		}
+		t.queue = nil // the rest of the batch is dropped
+		target := q.inv.OnError
+		if target == s.state {
+			continue // a self-redirect is ignored
+		}
+		depth++
+		if depth > MaxOnErrorDepth {
+			return n, s.emit(t, trace.KindHarnessError, map[string]any{
+				"reason": "on_error.depth_cap_exceeded", "prior": s.state, "target": target, "depth": depth, "cap": MaxOnErrorDepth,
+				"message": fmt.Sprintf("on_error redirects chained more than %d times; staying in %q", MaxOnErrorDepth, s.state)})
+		}
+		if err := s.enterPath(t, s.state, target); err != nil {
+			return n, err
+		}
+		if err := s.fireEmits(t, 0); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// dispatchOne re-renders, dispatches and binds one call. failed reports a
+// host error (domain or infrastructure).
+func (s *Session) dispatchOne(ctx context.Context, t *turnCtx, q *queued) (failed bool, err error) {
+	args, rerr := s.renderWith(t, q.inv)
+	fellBack := rerr != nil
+	if fellBack {
+		args = q.args
+	}
+	if err := s.emit(t, trace.KindHarnessDispatched, map[string]any{
+		"namespace": q.inv.Name, "args": args, "rerender_fell_back": fellBack, "background": false}); err != nil {
+		return false, err
+	}
+	world := make(map[string]any, len(s.world))
+	for k, v := range s.world {
+		world[k] = v
+	}
+	res, derr := s.host.Dispatch(ctx, &host.Call{Namespace: q.inv.Name, Args: args, Invoke: q.inv,
+		SessionID: s.id, Turn: t.n, State: s.state, World: world})
+	var data map[string]any
+	var callErr error
+	switch {
+	case derr != nil:
+		if isTraceErr(derr) {
+			return false, derr
+		}
+		callErr = derr
+	case res != nil:
+		data, callErr = res.Data, res.Err
+	}
+	if data != nil {
+		if err := s.bind(t, q.inv, data); err != nil {
+			return false, err
+		}
+	}
+	returned := map[string]any{"namespace": q.inv.Name}
+	if data != nil {
+		returned["data"] = data
+	}
+	if callErr != nil {
+		if q.inv.OnError == "" {
+			t.errs = append(t.errs, fmt.Errorf("%s: %w", q.inv.Name, callErr))
+		}
+		he := map[string]any{"namespace": q.inv.Name, "message": callErr.Error()}
+		if data != nil {
+			he["data"] = data
+		}
+		s.world["last_error"] = callErr.Error()
+		s.world["host_error"] = he
+		if err := s.emit(t, trace.KindWorldUpdate, map[string]any{"set": map[string]any{"last_error": callErr.Error()}}); err != nil {
+			return true, err
+		}
+		if err := s.emit(t, trace.KindWorldUpdate, map[string]any{"set": map[string]any{"host_error": he}}); err != nil {
+			return true, err
+		}
+		returned["error"] = callErr.Error()
+	}
+	return callErr != nil, s.emit(t, trace.KindHarnessReturned, returned)
+}
+
+func isTraceErr(err error) bool {
+	var te *host.TraceError
+	return errors.As(err, &te)
+}
+
+// bind writes the result into the world, keys in sorted order. A path that
+// is missing writes nothing.
+func (s *Session) bind(t *turnCtx, inv *story.Invoke, data map[string]any) error {
+	for _, b := range inv.Bind {
+		var v any
+		if b.Template != nil {
+			env := s.env(t)
+			env["result"] = data
+			out, err := b.Template.Eval(env)
+			if err != nil {
+				return fault("invoke %s: bind %s: %w", inv.Name, b.Key, err)
+			}
+			v = out
+		} else {
+			out, ok := LookupPath(data, b.Path)
+			if !ok {
+				continue
+			}
+			v = out
+		}
+		s.world[b.Key] = v
+		if err := s.emit(t, trace.KindWorldUpdate, map[string]any{"set": map[string]any{b.Key: v}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// postBind re-checks every emit_intent of the settled state's on_enter
+// against the world the binds produced and fires the non-empty ones.
+func (s *Session) postBind(t *turnCtx) error {
+	st := s.story.States[s.state]
+	if st == nil {
+		return nil
+	}
+	for i, e := range st.OnEnter {
+		if e.EmitIntent == nil {
+			continue
+		}
+		if e.When != nil {
+			ok, err := e.When.Eval(s.env(t))
+			if err != nil {
+				if werr := s.emit(t, trace.KindHarnessError, map[string]any{"phase": "post_bind_emit",
+					"error": fmt.Sprintf("on_enter of %s, effect %d: when %q: %v", s.state, i, e.When.Source(), err)}); werr != nil {
+					return werr
+				}
+				continue
+			}
+			if !ok {
+				continue
+			}
+		}
+		if err := s.capture(t, e, "post-bind on_enter of "+s.state, i); err != nil {
+			return err
+		}
+	}
+	return s.fireEmits(t, 0)
+}
+
+// LookupPath reads a dotted path with [N] indexes ("submitted.items[0].id")
+// from a result's data.
+func LookupPath(data map[string]any, path string) (any, bool) {
+	var cur any = data
+	for _, part := range strings.Split(path, ".") {
+		name, idx := part, ""
+		if i := strings.IndexByte(part, '['); i >= 0 {
+			name, idx = part[:i], part[i:]
+		}
+		if name != "" {
+			m, ok := cur.(map[string]any)
+			if !ok {
+				return nil, false
+			}
+			if cur, ok = m[name]; !ok {
+				return nil, false
+			}
+		}
+		for idx != "" {
+			end := strings.IndexByte(idx, ']')
+			if idx[0] != '[' || end < 0 {
+				return nil, false
+			}
+			n, err := strconv.Atoi(idx[1:end])
+			l, ok := cur.([]any)
+			if err != nil || !ok || n < 0 || n >= len(l) {
+				return nil, false
+			}
+			cur, idx = l[n], idx[end+1:]
+		}
+	}
+	return cur, true
+}

@@ -1,0 +1,221 @@
+// Package orchestrator runs a story: one Session holds the world and the
+// current state, takes turns (an intent plus slots), picks transitions, runs
+// effects, queues and dispatches invokes through the host, binds their
+// results, and writes every step to the trace.
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+
+	"github.com/kitsoki/kitsoki/internal/clock"
+	"github.com/kitsoki/kitsoki/internal/expr"
+	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/trace"
+	"github.com/kitsoki/kitsoki/pkg/plugin"
+)
+
+// Sink is where a session writes its trace.
+type Sink interface {
+	host.Sink
+	// EndTurn marks a turn boundary (the file writer fsyncs here).
+	EndTurn() error
+}
+
+// Caps on loops the engine stops itself.
+const (
+	MaxEmitDepth     = 24 // nested emit_intent hops in one turn
+	MaxPostBindPass  = 4  // post-bind emit passes in one turn
+	MaxOnErrorDepth  = 4  // chained on_error redirects in one dispatch
+)
+
+// Session is one run of a story. It is not safe for concurrent use: turns
+// are sequential by nature.
+type Session struct {
+	story  *story.Story
+	host   *host.Host
+	sink   Sink
+	clock  clock.Clock
+	logger *slog.Logger
+
+	id    string
+	world map[string]any
+	state string
+	turn  int64
+	root  string
+
+	overrides map[string]any
+	started   bool
+}
+
+// Option configures a Session.
+type Option func(*Session)
+
+// WithSessionID sets the session id (AskRequest.session_id, run.id).
+func WithSessionID(id string) Option { return func(s *Session) { s.id = id } }
+
+// WithWorld overrides world values at start (after defaults).
+func WithWorld(kv map[string]any) Option { return func(s *Session) { s.overrides = kv } }
+
+// WithRoot starts the session in another state than the story's root.
+func WithRoot(state string) Option { return func(s *Session) { s.root = state } }
+
+// WithClock sets the clock.
+func WithClock(c clock.Clock) Option { return func(s *Session) { s.clock = c } }
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(s *Session) { s.logger = l } }
+
+// New returns a session for st that dispatches through h and traces to sink.
+// Call Start before the first Turn.
+func New(st *story.Story, h *host.Host, sink Sink, opts ...Option) (*Session, error) {
+	s := &Session{story: st, host: h, sink: sink, clock: clock.System{}, logger: slog.Default(), root: st.Root}
+	for _, o := range opts {
+		o(s)
+	}
+	if _, ok := st.States[s.root]; !ok {
+		return nil, fmt.Errorf("root state %q does not exist (states: %s)", s.root, strings.Join(sortedKeys(st.States), ", "))
+	}
+	s.world = InitialWorld(st)
+	for k, v := range s.overrides {
+		s.world[k] = v
+	}
+	return s, nil
+}
+
+// InitialWorld returns the world a session starts with: declared defaults
+// (deep-copied) plus the seeded keys.
+func InitialWorld(st *story.Story) map[string]any {
+	w := make(map[string]any, len(st.World)+4)
+	for _, v := range st.World {
+		if v.HasDefault {
+			w[v.Name] = deepCopy(v.Default)
+		}
+	}
+	seed := map[string]any{"session_cost_usd": 0.0, "turn_cost_usd": 0.0, "last_error": "", "write_mode_scope": ""}
+	for k, v := range seed {
+		if _, ok := w[k]; !ok {
+			w[k] = v
+		}
+	}
+	return w
+}
+
+// ID returns the session id.
+func (s *Session) ID() string { return s.id }
+
+// State returns the current state path.
+func (s *Session) State() string { return s.state }
+
+// Turn returns the number of the last turn taken (0 before any).
+func (s *Session) TurnNumber() int64 { return s.turn }
+
+// World returns the live world. Callers must not modify it.
+func (s *Session) World() map[string]any { return s.world }
+
+// Story returns the story the session runs.
+func (s *Session) Story() *story.Story { return s.story }
+
+// Done reports whether the session reached a terminal state, and the exit
+// name when that state is an @exit: target.
+func (s *Session) Done() (done bool, exit string) {
+	st := s.story.States[s.state]
+	if st == nil || !st.Terminal {
+		return false, ""
+	}
+	return true, st.Exit
+}
+
+// Start runs turn 0: the initial entry into the root state (its on_enter,
+// emits, calls and post-bind passes). Its outcome carries the view.
+func (s *Session) Start(ctx context.Context) (*Outcome, error) {
+	if s.started {
+		return nil, fmt.Errorf("session already started")
+	}
+	s.started = true
+	t := s.newTurn(0, "__seed__", nil)
+	if err := s.emit(t, trace.KindMachineTransition, map[string]any{"from": "", "to": s.root, "intent": "__seed__"}); err != nil {
+		return nil, err
+	}
+	for _, k := range sortedKeys(s.overrides) {
+		if err := s.emit(t, trace.KindWorldUpdate, map[string]any{"set": map[string]any{k: s.overrides[k]}}); err != nil {
+			return nil, err
+		}
+	}
+	out, err := s.runTurn(ctx, t, func() error {
+		return s.enterPath(t, "", s.root)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, s.sink.EndTurn()
+}
+
+// emit appends one event of the current turn at the current state.
+func (s *Session) emit(t *turnCtx, kind string, payload map[string]any) error {
+	if err := s.sink.Append(&plugin.Event{Turn: t.n, Kind: kind, StatePath: s.state, Payload: payload}); err != nil {
+		return &host.TraceError{Err: err}
+	}
+	return nil
+}
+
+// env builds the expression scope for the current turn.
+func (s *Session) env(t *turnCtx) expr.Env {
+	return expr.Env{
+		"world": s.world,
+		"slots": t.slots,
+		"event": map[string]any{"intent": t.intent, "slots": t.slots},
+		"run":   map[string]any{"id": s.id, "turn": t.n},
+	}
+}
+
+// stateEnv is the text-template scope (view, say): it adds the state.
+func (s *Session) stateEnv(t *turnCtx) expr.Env {
+	env := s.env(t)
+	desc := ""
+	if st := s.story.States[s.state]; st != nil {
+		desc = st.Description
+	}
+	env["state"] = map[string]any{"path": s.state, "description": desc}
+	return env
+}
+
+// View renders the current state's view ("" when it has none).
+func (s *Session) View() (string, error) {
+	st := s.story.States[s.state]
+	if st == nil || st.View == nil {
+		return "", nil
+	}
+	return st.View.Render(s.stateEnv(&turnCtx{n: s.turn}))
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func deepCopy(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(t))
+		for k, e := range t {
+			m[k] = deepCopy(e)
+		}
+		return m
+	case []any:
+		l := make([]any, len(t))
+		for i, e := range t {
+			l[i] = deepCopy(e)
+		}
+		return l
+	}
+	return v
+}

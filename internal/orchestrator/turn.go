@@ -1,0 +1,367 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/trace"
+)
+
+// turnCtx is the scratch state of one turn.
+type turnCtx struct {
+	n      int64
+	intent string
+	slots  map[string]any
+	queue  []*queued
+	emits  []emitCapture
+	says   []string
+	errs   []error
+}
+
+func (s *Session) newTurn(n int64, intent string, slots map[string]any) *turnCtx {
+	if slots == nil {
+		slots = map[string]any{}
+	}
+	return &turnCtx{n: n, intent: intent, slots: slots}
+}
+
+// faultError is an expression or effect fault that aborts a turn.
+type faultError struct{ err error }
+
+func (f *faultError) Error() string { return f.err.Error() }
+func (f *faultError) Unwrap() error { return f.err }
+
+func fault(format string, args ...any) error { return &faultError{fmt.Errorf(format, args...)} }
+
+// Turn takes one user turn: intent plus slots. input is the typed text, if
+// any ("" for a direct intent). Rejections and faults are outcomes, not
+// errors; an error means the trace could not be written.
+func (s *Session) Turn(ctx context.Context, intent string, slots map[string]any, input string) (*Outcome, error) {
+	if !s.started {
+		return nil, fmt.Errorf("session not started: call Start first")
+	}
+	s.turn++
+	t := s.newTurn(s.turn, intent, copySlots(slots))
+	if input == "" {
+		input = "[intent] " + intent
+	}
+	if err := s.emit(t, trace.KindTurnInput, map[string]any{"input": input, "intent": intent}); err != nil {
+		return nil, err
+	}
+	if err := s.emit(t, trace.KindTurnStart, map[string]any{"turn": t.n, "input": input, "direct": true}); err != nil {
+		return nil, err
+	}
+	if rej := s.validate(t); rej != nil {
+		return s.reject(t, rej)
+	}
+	arm, rej, err := s.pickArm(t, intent, s.env(t))
+	if err != nil {
+		out, werr := s.abort(t, err)
+		if werr != nil {
+			return nil, werr
+		}
+		return out, s.sink.EndTurn()
+	}
+	if rej != nil {
+		return s.reject(t, rej)
+	}
+	if err := s.emit(t, trace.KindMachineIntentAccepted, map[string]any{"intent": intent, "slots": t.slots}); err != nil {
+		return nil, err
+	}
+	out, err := s.runTurn(ctx, t, func() error { return s.take(t, arm, intent) })
+	if err != nil {
+		return nil, err
+	}
+	return out, s.sink.EndTurn()
+}
+
+func copySlots(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// runTurn runs a turn's chain (steps 3–6), dispatches its calls with the
+// post-bind passes (7–8), renders the view and writes turn.end (9).
+func (s *Session) runTurn(ctx context.Context, t *turnCtx, chain func() error) (*Outcome, error) {
+	from := s.state
+	if err := chain(); err != nil {
+		return s.abort(t, err)
+	}
+	if err := s.fireEmits(t, 0); err != nil {
+		return s.abort(t, err)
+	}
+	if err := s.dispatchAll(ctx, t); err != nil {
+		return s.abort(t, err)
+	}
+	view, err := s.View()
+	if err != nil {
+		return s.abort(t, fault("view of state %q: %w", s.state, err))
+	}
+	payload := map[string]any{"outcome": OutcomeTransitioned, "to": s.state}
+	if view != "" {
+		payload["view"] = stripANSI(view)
+	}
+	if t.n > 0 {
+		if err := s.emit(t, trace.KindTurnEnd, payload); err != nil {
+			return nil, err
+		}
+	}
+	done, exit := s.Done()
+	return &Outcome{Outcome: OutcomeTransitioned, From: from, State: s.state, View: view, Says: t.says, HostErrors: t.errs, Done: done, Exit: exit}, nil
+}
+
+// abort records a fault: machine.error then turn.end {outcome: error}. A
+// trace failure is returned as is.
+func (s *Session) abort(t *turnCtx, err error) (*Outcome, error) {
+	var f *faultError
+	if !errors.As(err, &f) {
+		return nil, err // not a fault: the trace itself failed
+	}
+	msg := err.Error()
+	if e := s.emit(t, trace.KindMachineError, map[string]any{"intent": t.intent, "slots": t.slots, "state": s.state, "error": msg}); e != nil {
+		return nil, e
+	}
+	if t.n > 0 {
+		if e := s.emit(t, trace.KindTurnEnd, map[string]any{"outcome": OutcomeError, "error": msg}); e != nil {
+			return nil, e
+		}
+	}
+	done, exit := s.Done()
+	return &Outcome{Outcome: OutcomeError, State: s.state, Err: err, Says: t.says, HostErrors: t.errs, Done: done, Exit: exit}, nil
+}
+
+// reject records a rejected intent; nothing else changes.
+func (s *Session) reject(t *turnCtx, rej *Rejection) (*Outcome, error) {
+	payload := map[string]any{"code": rej.Code, "message": rej.Message, "intent": t.intent, "state": s.state}
+	if rej.GuardHint != "" {
+		payload["guard_hint"] = rej.GuardHint
+	}
+	if err := s.emit(t, trace.KindMachineValidationFailed, payload); err != nil {
+		return nil, err
+	}
+	if err := s.emit(t, trace.KindTurnEnd, map[string]any{"outcome": OutcomeRejected, "code": rej.Code}); err != nil {
+		return nil, err
+	}
+	return &Outcome{Outcome: OutcomeRejected, From: s.state, State: s.state, Rejection: rej}, s.sink.EndTurn()
+}
+
+// ancestors returns the state and its ancestors, innermost first.
+func (s *Session) ancestors(path string) []*story.State {
+	var out []*story.State
+	for p := path; p != ""; {
+		st := s.story.States[p]
+		if st == nil {
+			break
+		}
+		out = append(out, st)
+		p = st.Parent
+	}
+	return out
+}
+
+// armsFor finds the arms that handle intent: at the first state (walking
+// up from the current one) with arms for it, else with "*" arms.
+func (s *Session) armsFor(intent string) ([]*story.Arm, *story.State) {
+	for _, st := range s.ancestors(s.state) {
+		if arms, ok := st.On[intent]; ok {
+			return arms, st
+		}
+		if arms, ok := st.On["*"]; ok {
+			return arms, st
+		}
+	}
+	return nil, nil
+}
+
+// pickArm chooses the transition for intent: a default arm wins when
+// reached, an arm without when wins, else the first true when. None is
+// GUARD_FAILED; a guard error aborts the turn.
+func (s *Session) pickArm(t *turnCtx, intent string, env map[string]any) (*story.Arm, *Rejection, error) {
+	arms, _ := s.armsFor(intent)
+	hint := ""
+	for i, a := range arms {
+		if a.Default || a.When == nil {
+			return a, nil, nil
+		}
+		ok, err := a.When.Eval(env)
+		if err != nil {
+			return nil, nil, fault("guard of %s arm %d (%q): %w", intent, i, a.When.Source(), err)
+		}
+		if ok {
+			return a, nil, nil
+		}
+		if hint == "" {
+			hint = a.GuardHint
+		}
+	}
+	return nil, &Rejection{Code: CodeGuardFailed, Message: fmt.Sprintf("no transition matched for intent %q in state %q", intent, s.state), GuardHint: hint}, nil
+}
+
+// validate checks an intent and its slots against the current state
+// (story-format.md §6) and fills slot defaults.
+func (s *Session) validate(t *turnCtx) *Rejection {
+	intent := t.intent
+	arms, _ := s.armsFor(intent)
+	def := s.intentDef(intent)
+	if arms == nil {
+		allowed := s.AllowedIntents()
+		if def == nil {
+			rej := &Rejection{Code: CodeUnknownIntent, Message: fmt.Sprintf("unknown intent %q", intent), AllowedIntents: allowed}
+			if sug := suggest(intent, s.knownIntents()); sug != "" {
+				rej.Suggestions = []string{sug}
+				rej.Message += fmt.Sprintf(" (did you mean %q?)", sug)
+			}
+			return rej
+		}
+		return &Rejection{Code: CodeIntentNotAllowed,
+			Message:        fmt.Sprintf("intent %q is not allowed in state %q (allowed: %s)", intent, s.state, strings.Join(allowed, ", ")),
+			AllowedIntents: allowed}
+	}
+	if def == nil {
+		return nil
+	}
+	var missing []string
+	for _, name := range def.SlotOrder {
+		sl := def.Slots[name]
+		v, present := t.slots[name]
+		if !present || v == nil {
+			if sl.Required {
+				missing = append(missing, name)
+				continue
+			}
+			if sl.HasDefault {
+				t.slots[name] = deepCopy(sl.Default)
+			}
+			continue
+		}
+		if len(sl.Values) > 0 && !containsString(sl.Values, fmt.Sprint(v)) {
+			return &Rejection{Code: CodeInvalidSlotValue,
+				Message: fmt.Sprintf("slot %q of intent %q: %q is not one of %s", name, intent, fmt.Sprint(v), joinValues(sl.Values))}
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return &Rejection{Code: CodeMissingSlots, Message: fmt.Sprintf("intent %q is missing required slots: %s", intent, strings.Join(missing, ", ")), MissingSlots: missing}
+	}
+	return nil
+}
+
+// intentDef returns the intent's definition: a state-local one (current
+// state or an ancestor) shadows the global one.
+func (s *Session) intentDef(name string) *story.Intent {
+	for _, st := range s.ancestors(s.state) {
+		if in, ok := st.Intents[name]; ok {
+			return in
+		}
+	}
+	return s.story.Intents[name]
+}
+
+// IntentDef returns the definition of an intent as seen from the current
+// state, or nil.
+func (s *Session) IntentDef(name string) *story.Intent { return s.intentDef(name) }
+
+// AllowedIntents lists the intents the current state (or an ancestor) has
+// arms for, sorted; "*" is left out.
+func (s *Session) AllowedIntents() []string {
+	seen := map[string]bool{}
+	for _, st := range s.ancestors(s.state) {
+		for k := range st.On {
+			if k != "*" {
+				seen[k] = true
+			}
+		}
+	}
+	return sortedKeys(seen)
+}
+
+func (s *Session) knownIntents() []string {
+	seen := map[string]bool{}
+	for k := range s.story.Intents {
+		seen[k] = true
+	}
+	for _, st := range s.story.States {
+		for k := range st.On {
+			if k != "*" {
+				seen[k] = true
+			}
+		}
+	}
+	return sortedKeys(seen)
+}
+
+func containsString(vals []any, s string) bool {
+	for _, v := range vals {
+		if fmt.Sprint(v) == s {
+			return true
+		}
+	}
+	return false
+}
+
+func joinValues(vals []any) string {
+	parts := make([]string, len(vals))
+	for i, v := range vals {
+		parts[i] = fmt.Sprint(v)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// suggest returns the closest candidate within a small edit distance.
+func suggest(word string, candidates []string) string {
+	best, bestD := "", len(word)/2+2
+	for _, c := range candidates {
+		if d := levenshtein(word, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+func levenshtein(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
+
+// stripANSI removes terminal escape sequences from a rendered view.
+func stripANSI(s string) string {
+	if !strings.Contains(s, "\x1b[") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0x1b && i+1 < len(s) && s[i+1] == '[' {
+			j := i + 2
+			for j < len(s) && (s[j] < 0x40 || s[j] > 0x7e) {
+				j++
+			}
+			i = j
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}

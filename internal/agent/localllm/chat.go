@@ -1,0 +1,104 @@
+package localllm
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+)
+
+// maxBody is the largest response body read from a server (16 MiB).
+const maxBody = 16 << 20
+
+// DefaultMaxTokens is the max_tokens sent on every request. A completion
+// endpoint without it may generate until the context fills; 1024 tokens is
+// ample for the small JSON answers this backend is for, and an answer cut
+// off by it fails as a transport_error rather than as truncated JSON.
+const DefaultMaxTokens = 1024
+
+type chatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type chatRequest struct {
+	Model          string          `json:"model,omitempty"`
+	Messages       []chatMessage   `json:"messages"`
+	MaxTokens      int             `json:"max_tokens"`
+	ResponseFormat *responseFormat `json:"response_format,omitempty"`
+}
+
+// responseFormat is the OpenAI json_schema response format. llama-server
+// reads json_schema.schema from it and turns it into a grammar; OpenAI-native
+// endpoints honour name and strict. One shape serves both.
+type responseFormat struct {
+	Type       string      `json:"type"`
+	JSONSchema *schemaSpec `json:"json_schema"`
+}
+
+type schemaSpec struct {
+	Name   string          `json:"name"`
+	Strict bool            `json:"strict"`
+	Schema json.RawMessage `json:"schema"`
+}
+
+func newResponseFormat(schema json.RawMessage) *responseFormat {
+	return &responseFormat{Type: "json_schema", JSONSchema: &schemaSpec{Name: "submission", Strict: true, Schema: schema}}
+}
+
+type chatResponse struct {
+	Model   string `json:"model"`
+	Choices []struct {
+		Message struct {
+			Content *string `json:"content"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+	} `json:"usage"`
+}
+
+// submissionFrom turns a model's answer text into a submission: trimmed,
+// without a ```json / ``` fence. Text that is not JSON is sent as a JSON
+// string when the call has no schema (a free-form ask), and as is otherwise,
+// so the host's validation reports it (and falls back).
+func submissionFrom(content string, hasSchema bool) json.RawMessage {
+	s := strings.TrimSpace(content)
+	if rest, ok := strings.CutPrefix(s, "```"); ok {
+		rest = strings.TrimPrefix(rest, "json")
+		s = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "```"))
+	}
+	b := []byte(s)
+	if json.Valid(b) {
+		return b
+	}
+	if !hasSchema {
+		q, _ := json.Marshal(s)
+		return q
+	}
+	return b
+}
+
+// isFailOpen reports whether an HTTP 4xx reply to a constrained request is
+// the server refusing the constraint itself (llama-server: "failed to parse
+// grammar", "JSON schema conversion failed"; OpenAI-compatible APIs:
+// "response_format ... not supported"), rather than the request as a whole.
+func isFailOpen(status int, body []byte) bool {
+	if status < 400 || status >= 500 {
+		return false
+	}
+	b := bytes.ToLower(body)
+	for _, w := range [][]byte{[]byte("grammar"), []byte("json_schema"), []byte("json schema"), []byte("response_format"), []byte("schema")} {
+		if bytes.Contains(b, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasSchema reports whether a request carries a schema document.
+func hasSchema(s json.RawMessage) bool {
+	t := bytes.TrimSpace(s)
+	return len(t) > 0 && !bytes.Equal(t, []byte("null"))
+}

@@ -1,0 +1,366 @@
+package localllm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Sidecar timings; a sidecarConfig may override them (tests do).
+const (
+	defaultHealthTimeout = 5 * time.Minute // a cold CPU load of a 1 GB GGUF can take a while
+	defaultStopGrace     = 5 * time.Second
+	healthPollMin        = 25 * time.Millisecond
+	healthPollMax        = 500 * time.Millisecond
+	lockPoll             = 50 * time.Millisecond
+	stderrTail           = 4096
+)
+
+// sidecarConfig says what to run. Two agents whose configs have the same key
+// share one process.
+type sidecarConfig struct {
+	opts          Options
+	serverBin     string // "" → the pinned release, fetched
+	model         string // model id, fetched from the pins
+	port          int    // 0 → a free port
+	parallel      int
+	extraArgs     []string
+	healthTimeout time.Duration
+	stopGrace     time.Duration
+	logger        *slog.Logger
+}
+
+func (c sidecarConfig) key() string {
+	return strings.Join([]string{c.opts.CacheDir, c.serverBin, c.model, strconv.Itoa(c.port), strconv.Itoa(c.parallel), strings.Join(c.extraArgs, " ")}, "\x00")
+}
+
+// Pool is the set of llama-server sidecars running for this process. A
+// sidecar is shared by every agent (across sessions) whose configuration
+// matches and lives while at least one of them is open: the last agent's
+// Close stops it. The zero value is not usable; use NewPool.
+type Pool struct {
+	mu       sync.Mutex
+	sidecars map[string]*sidecar
+}
+
+// NewPool returns an empty pool.
+func NewPool() *Pool { return &Pool{sidecars: map[string]*sidecar{}} }
+
+// processPool is the process's sidecar registry, created at start: the one
+// place sidecars are shared across sessions (each session has its own agent
+// registry and agents).
+var processPool = NewPool()
+
+// acquire returns the sidecar for cfg, creating it (not starting it), and
+// counts one more user.
+func (p *Pool) acquire(cfg sidecarConfig) *sidecar {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := cfg.key()
+	s, ok := p.sidecars[k]
+	if !ok {
+		s = &sidecar{cfg: cfg, sem: make(chan struct{}, 1)}
+		p.sidecars[k] = s
+	}
+	s.users++
+	return s
+}
+
+// release drops one user of s and stops it when none remain.
+func (p *Pool) release(s *sidecar) error {
+	p.mu.Lock()
+	s.users--
+	last := s.users <= 0
+	if last {
+		delete(p.sidecars, s.cfg.key())
+	}
+	p.mu.Unlock()
+	if !last {
+		return nil
+	}
+	return s.stop()
+}
+
+// sidecar is one llama-server process slot: started on demand, restarted
+// after it dies.
+type sidecar struct {
+	cfg   sidecarConfig
+	users int           // guarded by Pool.mu
+	sem   chan struct{} // held while starting or stopping
+	proc  *process      // guarded by sem; nil when not running
+}
+
+// process is one running llama-server.
+type process struct {
+	cmd     *exec.Cmd
+	baseURL string
+	done    chan struct{} // closed once the process has been reaped
+	waitErr error         // valid after done
+	tail    *tailBuffer
+}
+
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// exitReason describes how p ended, with the end of its output.
+func (p *process) exitReason() string {
+	msg := "exited"
+	if p.waitErr != nil {
+		msg = p.waitErr.Error()
+	}
+	if t := p.tail.last(); t != "" {
+		msg += "; last output: " + t
+	}
+	return msg
+}
+
+func (s *sidecar) lock(ctx context.Context) error {
+	select {
+	case s.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *sidecar) unlock() { <-s.sem }
+
+// endpoint returns the base URL of a healthy server, starting one if none
+// runs. When the previous process had died, it is restarted and restarted
+// describes the crash so the caller can record it.
+func (s *sidecar) endpoint(ctx context.Context) (p *process, restarted string, err error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, "", err
+	}
+	defer s.unlock()
+	if s.proc != nil && !s.proc.exited() {
+		return s.proc, "", nil
+	}
+	if s.proc != nil {
+		restarted = "llama-server had died (" + s.proc.exitReason() + "); restarted it"
+		s.cfg.logger.Warn("local_llm: sidecar died; restarting", "reason", s.proc.exitReason())
+		s.proc = nil
+	}
+	p, err = s.start(ctx)
+	if err != nil {
+		return nil, restarted, err
+	}
+	s.proc = p
+	return p, restarted, nil
+}
+
+// forget drops p after the caller has reported its crash, so the next call
+// restarts without reporting it a second time.
+func (s *sidecar) forget(p *process) {
+	s.sem <- struct{}{}
+	if s.proc == p {
+		s.proc = nil
+	}
+	<-s.sem
+}
+
+// startError marks a failure to fetch (transport) or to run (crash).
+type startError struct {
+	crash bool
+	err   error
+}
+
+func (e *startError) Error() string { return e.err.Error() }
+func (e *startError) Unwrap() error { return e.err }
+
+// start fetches what is missing, spawns llama-server and waits for it to
+// report healthy.
+func (s *sidecar) start(ctx context.Context) (*process, error) {
+	c := s.cfg
+	bin := c.serverBin
+	if bin == "" {
+		b, err := FetchServer(ctx, c.opts)
+		if err != nil {
+			return nil, &startError{err: err}
+		}
+		bin = b
+	}
+	model, err := FetchModel(ctx, c.model, c.opts)
+	if err != nil {
+		return nil, &startError{err: err}
+	}
+	port := c.port
+	if port == 0 {
+		if port, err = freePort(); err != nil {
+			return nil, &startError{crash: true, err: err}
+		}
+	}
+	args := append([]string{"-m", model, "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--parallel", strconv.Itoa(c.parallel)}, c.extraArgs...)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = os.Environ()
+	if lib := serverLibDir(bin); lib != "" {
+		cmd.Env = append(cmd.Env, "LD_LIBRARY_PATH="+joinPathList(lib, os.Getenv("LD_LIBRARY_PATH")))
+	}
+	tail := &tailBuffer{max: stderrTail}
+	cmd.Stdout, cmd.Stderr = tail, tail
+	if err := cmd.Start(); err != nil {
+		return nil, &startError{crash: true, err: fmt.Errorf("spawn %q: %w", bin, err)}
+	}
+	p := &process{cmd: cmd, baseURL: "http://127.0.0.1:" + strconv.Itoa(port), done: make(chan struct{}), tail: tail}
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.done)
+	}()
+	c.logger.Info("local_llm: started llama-server", "pid", cmd.Process.Pid, "port", port, "model", c.model, "parallel", c.parallel)
+	if err := s.waitHealthy(ctx, p); err != nil {
+		_ = s.terminate(p)
+		return nil, err
+	}
+	return p, nil
+}
+
+// waitHealthy polls GET /health until it answers 200 (llama-server answers
+// 503 while it loads the model), the process dies, the health timeout
+// passes or ctx ends.
+func (s *sidecar) waitHealthy(ctx context.Context, p *process) error {
+	timeout := time.NewTimer(s.cfg.healthTimeout)
+	defer timeout.Stop()
+	client := &http.Client{Timeout: 2 * time.Second}
+	wait := healthPollMin
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.baseURL+"/health", nil)
+		if err != nil {
+			return &startError{crash: true, err: err}
+		}
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-p.done:
+			return &startError{crash: true, err: fmt.Errorf("llama-server exited before becoming healthy: %s", p.exitReason())}
+		case <-timeout.C:
+			return &startError{crash: true, err: fmt.Errorf("llama-server did not report healthy on %s/health within %s; last output: %q", p.baseURL, s.cfg.healthTimeout, p.tail.last())}
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, healthPollMax)
+	}
+}
+
+// stop terminates the running process, if any.
+func (s *sidecar) stop() error {
+	s.sem <- struct{}{}
+	defer func() { <-s.sem }()
+	if s.proc == nil {
+		return nil
+	}
+	err := s.terminate(s.proc)
+	s.proc = nil
+	return err
+}
+
+// terminate sends SIGTERM, waits the grace period, then SIGKILLs, and
+// always reaps the process.
+func (s *sidecar) terminate(p *process) error {
+	if p.exited() {
+		return nil
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		s.cfg.logger.Warn("local_llm: SIGTERM failed", "err", err)
+	}
+	grace := time.NewTimer(s.cfg.stopGrace)
+	defer grace.Stop()
+	select {
+	case <-p.done:
+		return nil
+	case <-grace.C:
+	}
+	s.cfg.logger.Warn("local_llm: llama-server ignored SIGTERM; killing it", "pid", p.cmd.Process.Pid, "grace", s.cfg.stopGrace)
+	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("kill llama-server (pid %d): %w", p.cmd.Process.Pid, err)
+	}
+	<-p.done
+	return nil
+}
+
+// freePort asks the kernel for an unused loopback port. Another process
+// could take it before llama-server binds; the server then exits and the
+// health gate reports its output.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func joinPathList(first, rest string) string {
+	if rest == "" {
+		return first
+	}
+	return first + string(os.PathListSeparator) + rest
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tailBuffer) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, b...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(b), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+// quoteTail is how much of a dead server's output an error quotes.
+const quoteTail = 512
+
+// last returns the final quoteTail bytes written, trimmed: the lines that
+// usually say why llama-server stopped.
+func (t *tailBuffer) last() string {
+	s := strings.TrimSpace(t.String())
+	if len(s) > quoteTail {
+		s = "..." + s[len(s)-quoteTail:]
+	}
+	return s
+}

@@ -19,6 +19,9 @@ type CallInfo struct {
 	Validate func(submission []byte) error
 	// Provider names a providers: entry for the built-in claude path.
 	Provider string
+	// ProviderSpec is that entry, resolved by the host; nil when the call
+	// names no provider.
+	ProviderSpec *Provider
 }
 
 // Persona is the part of an agents: entry a transport needs.

@@ -15,12 +15,12 @@ import (
 
 // Exit codes, documented in `kitsoki run --help`.
 const (
-	exitOK        = 0 // a terminal state or an exit was reached
-	exitFailure   = 1 // usage errors, I/O and trace failures
-	exitLoad      = 2 // the story did not load
-	exitRejected  = 3 // an intent was rejected (guard failed, unknown intent, bad slots)
-	exitAgent     = 4 // an agent or host call failed and no on_error handled it
-	exitMachine   = 5 // a turn aborted on an expression or effect fault
+	exitOK         = 0 // a terminal state or an exit was reached
+	exitFailure    = 1 // usage errors, I/O and trace failures
+	exitLoad       = 2 // the story did not load
+	exitRejected   = 3 // an intent was rejected (guard failed, unknown intent, bad slots)
+	exitAgent      = 4 // an agent or host call failed and no on_error handled it
+	exitMachine    = 5 // a turn aborted on an expression or effect fault
 	exitIncomplete = 6 // input ended before a terminal state
 )
 

@@ -281,4 +281,3 @@ func asInt64(v any) int64 {
 	}
 	return 0
 }
-

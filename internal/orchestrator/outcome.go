@@ -4,13 +4,13 @@ import "fmt"
 
 // Rejection codes (story-format.md §6).
 const (
-	CodeUnknownIntent          = "UNKNOWN_INTENT"
-	CodeIntentNotAllowed       = "INTENT_NOT_ALLOWED_IN_STATE"
-	CodeMissingSlots           = "MISSING_SLOTS"
-	CodeInvalidSlotValue       = "INVALID_SLOT_VALUE"
-	CodeGuardFailed            = "GUARD_FAILED"
-	CodeAmbiguousIntent        = "AMBIGUOUS_INTENT"
-	CodeIntentUnknown          = "INTENT_UNKNOWN"
+	CodeUnknownIntent    = "UNKNOWN_INTENT"
+	CodeIntentNotAllowed = "INTENT_NOT_ALLOWED_IN_STATE"
+	CodeMissingSlots     = "MISSING_SLOTS"
+	CodeInvalidSlotValue = "INVALID_SLOT_VALUE"
+	CodeGuardFailed      = "GUARD_FAILED"
+	CodeAmbiguousIntent  = "AMBIGUOUS_INTENT"
+	CodeIntentUnknown    = "INTENT_UNKNOWN"
 )
 
 // Outcome kinds, as turn.end records them.

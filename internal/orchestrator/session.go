@@ -28,9 +28,9 @@ type Sink interface {
 
 // Caps on loops the engine stops itself.
 const (
-	MaxEmitDepth     = 24 // nested emit_intent hops in one turn
-	MaxPostBindPass  = 4  // post-bind emit passes in one turn
-	MaxOnErrorDepth  = 4  // chained on_error redirects in one dispatch
+	MaxEmitDepth    = 24 // nested emit_intent hops in one turn
+	MaxPostBindPass = 4  // post-bind emit passes in one turn
+	MaxOnErrorDepth = 4  // chained on_error redirects in one dispatch
 )
 
 // Session is one run of a story. It is not safe for concurrent use: turns

@@ -1,0 +1,101 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+
+	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/trace"
+)
+
+const benchSchema = `{
+  "type": "object",
+  "additionalProperties": false,
+  "required": ["decision", "reason", "confidence", "risk", "tags", "owner", "priority", "blocking", "summary", "score"],
+  "properties": {
+    "decision": {"enum": ["approve", "reject", "unsure"]},
+    "reason": {"type": "string", "minLength": 1},
+    "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+    "risk": {"enum": ["low", "medium", "high"]},
+    "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 8},
+    "owner": {"type": "string"},
+    "priority": {"type": "integer", "minimum": 1, "maximum": 5},
+    "blocking": {"type": "boolean"},
+    "summary": {"type": "string", "maxLength": 500},
+    "score": {"type": "number"}
+  }
+}`
+
+const benchSubmission = `{"decision":"approve","reason":"within policy","confidence":0.92,"risk":"low","tags":["travel","taxi"],"owner":"ann","priority":2,"blocking":false,"summary":"Taxi fare under the auto-approve limit.","score":7.5}`
+
+const benchStory = `
+app: {id: bench}
+agents:
+  auditor: {system_prompt: "Audit.", model: m}
+agent_plugins: {agent.fast: {plugin: builtin.inprocess}}
+world:
+  claim: {type: string, default: "taxi 40"}
+  amount: {type: int, default: 40}
+  verdict: {type: object, default: {}}
+intents: {go: {}}
+root: s
+states:
+  s:
+    on_enter:
+      - invoke: host.agent.decide
+        agent: agent.fast
+        id: audit
+        with:
+          agent: auditor
+          prompt: prompts/audit.md
+          schema: schemas/verdict.json
+          args: {claim: "{{ world.claim }}", amount: "{{ world.amount }}"}
+        bind: {verdict: submitted}
+`
+
+// BenchmarkDecideInProcess drives one full host.agent.decide: re-render the
+// with: map, render the prompt file, dispatch to an in-process agent,
+// validate against a 10-field schema, bind, and trace every step to a file.
+func BenchmarkDecideInProcess(b *testing.B) {
+	app := writeStory(b, files{
+		"app.yaml":             benchStory,
+		"prompts/audit.md":     "Audit this claim: {{ args.claim }} for {{ args.amount }}.\nAnswer with a verdict.",
+		"schemas/verdict.json": benchSchema,
+	})
+	st, err := story.Load(app)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := trace.Create(filepath.Join(b.TempDir(), "bench.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	reg := agent.NewRegistry(nil)
+	reg.Configure(st.Plugins)
+	sub := json.RawMessage(benchSubmission)
+	reg.Register("agent.fast", agent.AgentFunc(func(context.Context, *agent.AskRequest) (*agent.AskResponse, error) {
+		return &agent.AskResponse{Submission: sub}, nil
+	}))
+	s, err := New(st, host.New(st, reg, w), w, WithSessionID("bench"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.started, s.state, s.turn = true, "s", 1
+	t := s.newTurn(1, "go", nil)
+	inv := st.States["s"].OnEnter[0].Invoke
+	q := &queued{inv: inv}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		failed, err := s.dispatchOne(ctx, t, q)
+		if err != nil || failed {
+			b.Fatalf("dispatch: failed=%v err=%v errs=%v", failed, err, t.errs)
+		}
+	}
+}

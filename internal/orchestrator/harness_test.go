@@ -1,0 +1,174 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/clock"
+	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/trace"
+	"github.com/kitsoki/kitsoki/pkg/plugin"
+)
+
+// rig is a loaded story wired to in-memory trace and code-registered agents.
+type rig struct {
+	t     *testing.T
+	story *story.Story
+	reg   *agent.Registry
+	host  *host.Host
+	sink  *trace.MemSink
+	sess  *Session
+	start *Outcome
+}
+
+// files maps a path relative to the story dir to its content; "app.yaml"
+// is the root file.
+type files map[string]string
+
+func writeStory(t testing.TB, fs files) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range fs {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "app.yaml")
+}
+
+type rigOpt func(*rigConfig)
+
+type rigConfig struct {
+	agents    map[string]agent.Agent
+	world     map[string]any
+	hostOpts  []host.Option
+	storyOpts []story.Option
+}
+
+func withAgent(alias string, a agent.Agent) rigOpt {
+	return func(c *rigConfig) { c.agents[alias] = a }
+}
+
+func withHostOpts(o ...host.Option) rigOpt {
+	return func(c *rigConfig) { c.hostOpts = append(c.hostOpts, o...) }
+}
+
+func withStoryOpts(o ...story.Option) rigOpt {
+	return func(c *rigConfig) { c.storyOpts = append(c.storyOpts, o...) }
+}
+
+func newRig(t *testing.T, fs files, opts ...rigOpt) *rig {
+	t.Helper()
+	cfg := &rigConfig{agents: map[string]agent.Agent{}}
+	for _, o := range opts {
+		o(cfg)
+	}
+	st, err := story.Load(writeStory(t, fs), cfg.storyOpts...)
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	reg := agent.NewRegistry(nil)
+	reg.Configure(st.Plugins)
+	for alias, a := range cfg.agents {
+		reg.Register(alias, a)
+	}
+	t.Cleanup(func() { reg.Close() })
+	sink := trace.NewMemSink(trace.WithSecrets(st.Secrets), trace.WithClock(clock.System{}))
+	h := host.New(st, reg, sink, cfg.hostOpts...)
+	sess, err := New(st, h, sink, WithSessionID("s1"), WithWorld(cfg.world))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := sess.Start(context.Background())
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	return &rig{t: t, story: st, reg: reg, host: h, sink: sink, sess: sess, start: out}
+}
+
+// do takes a turn from a typed line and fails the test on a trace error.
+func (r *rig) do(line string) *Outcome {
+	r.t.Helper()
+	intent, slots, err := r.sess.ParseInput(line)
+	if err != nil {
+		r.t.Fatalf("parse %q: %v", line, err)
+	}
+	out, err := r.sess.Turn(context.Background(), intent, slots, "")
+	if err != nil {
+		r.t.Fatalf("turn %q: %v", line, err)
+	}
+	return out
+}
+
+// events returns the trace's events (header excluded) of the given kinds
+// (all when none given).
+func (r *rig) events(kinds ...string) []plugin.Event {
+	var out []plugin.Event
+	for _, ev := range r.sink.Events() {
+		if len(kinds) == 0 {
+			out = append(out, ev)
+			continue
+		}
+		for _, k := range kinds {
+			if ev.Kind == k {
+				out = append(out, ev)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// kinds lists the kinds of the events of turn n, in order.
+func (r *rig) kinds(n int64) []string {
+	var out []string
+	for _, ev := range r.sink.Events() {
+		if ev.Turn == n {
+			out = append(out, ev.Kind)
+		}
+	}
+	return out
+}
+
+// jsonOf renders v as compact JSON for comparisons of trace payloads.
+func jsonOf(t testing.TB, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// scripted is an in-process agent answering from a function.
+func scripted(f func(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error)) agent.Agent {
+	return agent.AgentFunc(f)
+}
+
+// answer returns an agent that always submits the given JSON.
+func answer(submission string) agent.Agent {
+	return scripted(func(context.Context, *agent.AskRequest) (*agent.AskResponse, error) {
+		return &agent.AskResponse{Submission: json.RawMessage(submission), Meta: map[string]any{"model": "test"}}, nil
+	})
+}
+
+// sleeper ignores its context and answers after d.
+func sleeper(d time.Duration) agent.Agent {
+	return scripted(func(context.Context, *agent.AskRequest) (*agent.AskResponse, error) {
+		time.Sleep(d)
+		return &agent.AskResponse{Submission: json.RawMessage(`{"late":true}`)}, nil
+	})
+}
+
+func indent(s string) string { return "    " + strings.ReplaceAll(s, "\n", "\n    ") }

@@ -1,0 +1,249 @@
+// Package subprocess is the subprocess agent transport: a plugin is a child
+// process speaking JSON-RPC 2.0 on its stdin/stdout, one JSON object per
+// line, method "agent.ask" (wire-protocols.md §4).
+//
+// The whole process lifecycle lives here, like hashicorp/go-plugin: the
+// child is spawned on the first Ask (never at story load), reused for the
+// session, respawned on the Ask after a crash, and on Close told to stop
+// (stdin closed, SIGTERM) then killed after a grace period. Children get a
+// process group of their own and, on Linux, die with kitsoki.
+package subprocess
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/pkg/plugin"
+)
+
+// Defaults for Options.
+const (
+	DefaultGracePeriod = 2 * time.Second
+	DefaultStderrTail  = 4 << 10
+)
+
+type options struct {
+	grace      time.Duration
+	stderrTail int
+	maxMessage int
+	logger     *slog.Logger
+}
+
+// Option adjusts an Agent.
+type Option func(*options)
+
+// WithGracePeriod sets how long Close waits after SIGTERM before SIGKILL.
+func WithGracePeriod(d time.Duration) Option { return func(o *options) { o.grace = d } }
+
+// WithLogger sets where plugin stderr lines and lifecycle events go.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// Agent is a subprocess plugin. It is safe for concurrent use: several Asks
+// may be in flight on one process, each matched to its response by id.
+type Agent struct {
+	decl   agent.Declaration
+	opts   options
+	nextID atomic.Uint64 // ids start at 1 and are never reused, across respawns
+
+	mu     sync.Mutex
+	proc   *process
+	closed bool
+}
+
+// Build is the registry's builder for plugin: subprocess. It never spawns.
+func Build(decl agent.Declaration, env agent.BuildEnv) (agent.Agent, error) {
+	return New(decl, WithLogger(env.Logger))
+}
+
+// New returns an agent for decl; nothing starts until the first Ask.
+func New(decl agent.Declaration, opts ...Option) (*Agent, error) {
+	if decl.Command == "" {
+		return nil, fmt.Errorf("agent_plugins.%s: subprocess plugin requires command:", decl.Alias)
+	}
+	a := &Agent{decl: decl, opts: options{
+		grace:      DefaultGracePeriod,
+		stderrTail: DefaultStderrTail,
+		maxMessage: plugin.MaxMessageBytes,
+	}}
+	for _, o := range opts {
+		o(&a.opts)
+	}
+	if a.opts.logger == nil {
+		a.opts.logger = slog.Default()
+	}
+	a.opts.logger = a.opts.logger.With("transport", agent.PluginSubprocess)
+	return a, nil
+}
+
+// Ask sends one agent.ask call and waits for its response, the context's
+// end, or the plugin's death, whichever comes first.
+func (a *Agent) Ask(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, agent.Errorf(agent.KindDeadlineExceeded, "subprocess agent: context done before the call: %w", err)
+	}
+	params, err := a.encode(req)
+	if err != nil {
+		return nil, err
+	}
+	defer params.release()
+	p, err := a.live()
+	if err != nil {
+		return nil, err
+	}
+	id := a.nextID.Add(1)
+	w, err := p.conn.DispatchCall(ctx, plugin.MethodAsk, json.RawMessage(params.Bytes()), jsonrpc2.PickID(jsonrpc2.ID{Num: id}))
+	if err != nil {
+		if !errors.Is(err, jsonrpc2.ErrClosed) {
+			p.fail(fmt.Errorf("write to stdin: %w", err))
+			p.conn.Close()
+		}
+		return nil, a.crashed(p)
+	}
+	var raw json.RawMessage
+	err = w.Wait(ctx, &raw)
+	switch {
+	case err == nil:
+		return decodeResult(raw)
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		// The call stays pending in the connection: a late answer is
+		// matched to it and dropped.
+		return nil, agent.Errorf(agent.KindDeadlineExceeded, "subprocess agent: context cancelled waiting for response: %w", err)
+	}
+	var rpcErr *jsonrpc2.Error
+	if errors.As(err, &rpcErr) {
+		return nil, &agent.AskError{Kind: agent.KindPluginCrash,
+			Detail: fmt.Sprintf("subprocess agent: rpc error %d: %s", rpcErr.Code, agent.Clip([]byte(rpcErr.Message))), Err: err}
+	}
+	return nil, a.crashed(p)
+}
+
+// crashed reports the end of p as a plugin_crash and logs it.
+func (a *Agent) crashed(p *process) error {
+	cause := "connection closed"
+	if c := p.causeErr(); c != nil {
+		cause = describe(c)
+	}
+	detail := p.crashDetail(cause)
+	a.opts.logger.Warn("plugin crashed", "pid", p.pid, "detail", detail)
+	return &agent.AskError{Kind: agent.KindPluginCrash, Detail: detail, Err: p.causeErr()}
+}
+
+// describe words a connection-ending error as wire-protocols.md §4 does.
+func describe(err error) string {
+	var fe *plugin.FrameError
+	var re *plugin.ReadError
+	switch {
+	case errors.As(err, &fe) && errors.Is(err, plugin.ErrMessageTooLarge):
+		return "response refused: " + fe.Error()
+	case errors.As(err, &fe) && errors.Is(err, plugin.ErrInvalidUTF8):
+		return "response refused: " + fe.Error()
+	case errors.As(err, &fe):
+		return "unmarshal response frame: " + fe.Error()
+	case errors.As(err, &re):
+		return "read response: " + re.Error()
+	case errors.Is(err, io.EOF):
+		return "read response: EOF (plugin closed stdout)"
+	}
+	return err.Error()
+}
+
+// decodeResult turns a JSON-RPC result into an AskResponse. A result that
+// is not an object is refused; the process is kept.
+func decodeResult(raw json.RawMessage) (*agent.AskResponse, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, agent.Errorf(agent.KindPluginCrash, "subprocess agent: unmarshal AskResponse: result is %s, want an object", agent.Clip(raw))
+	}
+	var resp agent.AskResponse
+	if err := json.Unmarshal(raw, &resp); err != nil {
+		return nil, agent.Errorf(agent.KindPluginCrash, "subprocess agent: unmarshal AskResponse: %w", err)
+	}
+	return &resp, nil
+}
+
+// live returns the running process, spawning one if there is none or the
+// last one is gone.
+func (a *Agent) live() (*process, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return nil, agent.Errorf(agent.KindPluginCrash, "subprocess agent: agent is closed")
+	}
+	if a.proc != nil && a.proc.alive() {
+		return a.proc, nil
+	}
+	p, err := spawn(a.decl, &a.opts)
+	if err != nil {
+		return nil, agent.Errorf(agent.KindPluginCrash, "subprocess agent: spawn %q: %w", a.decl.Command, err)
+	}
+	a.proc = p
+	return p, nil
+}
+
+// Close stops the plugin, if one runs: stdin closed, SIGTERM to its
+// process group, SIGKILL after the grace period. Calls in flight fail with
+// a plugin_crash saying the agent closed. Close is idempotent.
+func (a *Agent) Close() error {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return nil
+	}
+	a.closed = true
+	p := a.proc
+	a.proc = nil
+	a.mu.Unlock()
+	if p != nil {
+		p.stop(a.opts.grace)
+	}
+	return nil
+}
+
+// encodedParams is an AskRequest encoded once into a pooled buffer.
+type encodedParams struct{ *bytes.Buffer }
+
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func (e encodedParams) release() {
+	if e.Cap() <= 1<<20 {
+		e.Reset()
+		bufPool.Put(e.Buffer)
+	}
+}
+
+// encode checks and encodes the request once; it is refused before any
+// process is involved if it is not valid UTF-8 or too large.
+func (a *Agent) encode(req *agent.AskRequest) (encodedParams, error) {
+	buf := bufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	if err := json.NewEncoder(buf).Encode(req); err != nil {
+		bufPool.Put(buf)
+		return encodedParams{}, agent.Errorf(agent.KindTransportError, "subprocess agent: encode request: %w", err)
+	}
+	buf.Truncate(buf.Len() - 1) // Encode's newline
+	switch {
+	case !utf8.Valid(buf.Bytes()):
+		bufPool.Put(buf)
+		return encodedParams{}, agent.Errorf(agent.KindTransportError, "subprocess agent: request refused: %v", plugin.ErrInvalidUTF8)
+	case buf.Len()+requestOverhead > a.opts.maxMessage:
+		n := buf.Len()
+		bufPool.Put(buf)
+		return encodedParams{}, agent.Errorf(agent.KindTransportError, "subprocess agent: request refused: %d bytes of params: %v", n, plugin.ErrMessageTooLarge)
+	}
+	return encodedParams{buf}, nil
+}
+
+// requestOverhead bounds the envelope around the params.
+const requestOverhead = 64

@@ -1,0 +1,23 @@
+package subprocess
+
+import (
+	"os"
+	"syscall"
+)
+
+// sysProcAttr puts the plugin in a process group of its own, so signals
+// reach everything it started and a terminal's Ctrl-C reaches kitsoki only
+// (kitsoki then closes its agents), and asks the kernel to SIGKILL it if
+// kitsoki dies without closing them.
+//
+// Pdeathsig fires when the OS thread that started the child exits; the Go
+// runtime keeps its threads for the life of the process unless a goroutine
+// exits while locked to one, which kitsoki never does.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// signalGroup sends sig to the plugin's process group.
+func signalGroup(p *os.Process, sig syscall.Signal) error {
+	return syscall.Kill(-p.Pid, sig)
+}

@@ -1,0 +1,117 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// DefaultTool is the tool name kitsoki calls when a declaration sets none.
+const DefaultTool = "ask"
+
+// askInputSchema documents the tool's arguments (an AskRequest) for generic
+// MCP clients. It is descriptive, not enforced: kitsoki is the validator.
+const askInputSchema = `{
+  "type": "object",
+  "description": "A kitsoki AskRequest: one agent call.",
+  "properties": {
+    "session_id": {"type": "string"},
+    "turn": {"type": "integer"},
+    "state_path": {"type": "string"},
+    "verb": {"type": "string", "enum": ["ask", "decide", "extract", "task", "converse"]},
+    "prompt": {"type": "string"},
+    "schema": {"description": "JSON Schema the submission must satisfy"},
+    "with": {"type": "object"},
+    "world": {"type": "object", "properties": {"vars": {"type": "object"}}},
+    "deadline": {"type": "string", "description": "RFC3339 soft deadline"},
+    "call_id": {"type": "string"}
+  }
+}`
+
+type mcpConfig struct {
+	tool, name, version string
+	path                string
+	logger              *slog.Logger
+	serverOpts          []server.StreamableHTTPOption
+}
+
+// MCPOption configures MCPHandler.
+type MCPOption func(*mcpConfig)
+
+// WithToolName serves the agent under another tool name than "ask" (the
+// declaration's tool: must then name it).
+func WithToolName(name string) MCPOption { return func(c *mcpConfig) { c.tool = name } }
+
+// WithServerInfo sets the server name and version reported to clients.
+func WithServerInfo(name, version string) MCPOption {
+	return func(c *mcpConfig) { c.name, c.version = name, version }
+}
+
+// WithEndpointPath sets the URL path the handler answers on (default
+// "/mcp"); requests for other paths get 404.
+func WithEndpointPath(path string) MCPOption { return func(c *mcpConfig) { c.path = path } }
+
+// WithLogger sets the logger of the underlying MCP server.
+func WithLogger(l *slog.Logger) MCPOption { return func(c *mcpConfig) { c.logger = l } }
+
+// WithStreamableHTTPOptions passes options through to mcp-go's Streamable
+// HTTP server (for example server.WithHTTPContextFunc to read headers).
+func WithStreamableHTTPOptions(opts ...server.StreamableHTTPOption) MCPOption {
+	return func(c *mcpConfig) { c.serverOpts = append(c.serverOpts, opts...) }
+}
+
+// MCPHandler returns an http.Handler serving a as an MCP server over
+// Streamable HTTP, with one tool (default "ask") whose arguments are an
+// AskRequest. The result carries the AskResponse twice, as the MCP spec
+// recommends: as structuredContent and as JSON text. An error from Ask
+// becomes a tool result with isError: true and the error text, which
+// kitsoki reports as a transport_error.
+//
+// The handler speaks every protocol revision mcp-go does: the stateless
+// 2026-07-28 core and the session-based revisions before it.
+func MCPHandler(a Agent, opts ...MCPOption) http.Handler {
+	cfg := mcpConfig{tool: DefaultTool, name: "kitsoki-plugin", version: "1", path: "/mcp"}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	srv := server.NewMCPServer(cfg.name, cfg.version, server.WithToolCapabilities(false))
+	tool := mcp.NewToolWithRawSchema(cfg.tool, "Answer one kitsoki agent call. Arguments: an AskRequest. Result: an AskResponse.", json.RawMessage(askInputSchema))
+	srv.AddTool(tool, askTool(a))
+	hopts := []server.StreamableHTTPOption{server.WithEndpointPath(cfg.path)}
+	if cfg.logger != nil {
+		hopts = append(hopts, server.WithStreamableHTTPLogger(cfg.logger))
+	}
+	hopts = append(hopts, cfg.serverOpts...)
+	return server.NewStreamableHTTPServer(srv, hopts...)
+}
+
+// askTool adapts an Agent to an MCP tool handler.
+func askTool(a Agent) server.ToolHandlerFunc {
+	return func(ctx context.Context, call mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var req AskRequest
+		if err := call.BindArguments(&req); err != nil {
+			return mcp.NewToolResultError(fmt.Sprintf("arguments are not an AskRequest: %v", err)), nil
+		}
+		resp, err := a.Ask(ctx, &req)
+		if err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
+		if resp == nil {
+			resp = &AskResponse{}
+		}
+		b, err := json.Marshal(resp)
+		if err != nil {
+			return mcp.NewToolResultError(fmt.Sprintf("encode AskResponse: %v", err)), nil
+		}
+		return &mcp.CallToolResult{
+			Content:              []mcp.Content{mcp.TextContent{Type: mcp.ContentTypeText, Text: string(b)}},
+			StructuredContent:    json.RawMessage(b),
+			RawStructuredContent: b,
+		}, nil
+	}
+}

@@ -1,0 +1,55 @@
+package expr
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Guard is a compiled when: expression (story-format.md §10).
+type Guard struct {
+	src string
+	u   *unit
+}
+
+// CompileGuard compiles a guard expression. It fails with a *CompileError
+// (carrying the column inside src) on a syntax error, on a name that is not
+// one of Roots, on a function that is not one of Functions, on closures, map
+// literals and let, and when the result is known at compile time not to be a
+// bool.
+func CompileGuard(src string) (*Guard, error) {
+	u, err := compileExpr(src, 0, len(src), false, true)
+	if err != nil {
+		return nil, err
+	}
+	return &Guard{src: src, u: u}, nil
+}
+
+// Source returns the expression text.
+func (g *Guard) Source() string { return g.src }
+
+// Eval evaluates the guard against env. Any failure, including a result that
+// is not a bool (nil included), is an *EvalError.
+func (g *Guard) Eval(env Env) (bool, error) {
+	out, err := g.u.run(env)
+	if err != nil {
+		return false, err
+	}
+	b, ok := out.(bool)
+	if !ok {
+		return false, &EvalError{Msg: fmt.Sprintf("a guard must yield a bool, but this one produced %s", describe(out))}
+	}
+	return b, nil
+}
+
+// describe names the type of a non-bool guard result without printing the
+// value itself (world values may be sensitive).
+func describe(v any) string {
+	if v == nil {
+		return "nil"
+	}
+	t := typeName(v)
+	if strings.ContainsRune("aeiou", rune(t[0])) {
+		return "an " + t
+	}
+	return "a " + t
+}

@@ -1,0 +1,380 @@
+package expr
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/builtin"
+	"github.com/expr-lang/expr/checker"
+	"github.com/expr-lang/expr/compiler"
+	"github.com/expr-lang/expr/conf"
+	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/optimizer"
+	"github.com/expr-lang/expr/parser"
+	"github.com/expr-lang/expr/parser/lexer"
+	"github.com/expr-lang/expr/types"
+	"github.com/expr-lang/expr/vm"
+)
+
+// Roots are the only names an expression may start from (story-format.md §10).
+var Roots = []string{"world", "slots", "args", "event", "run", "result", "menu", "item"}
+
+// Functions are the only functions an expression may call (story-format.md §10).
+var Functions = []string{"len", "trim", "upper", "lower", "split", "join", "hasPrefix", "hasSuffix",
+	"now", "int", "float", "string", "abs", "round", "type", "get", "keys", "min", "max"}
+
+// dotName is the hidden variable a range body's "." is rewritten to. Authors
+// cannot write it themselves (compileExpr rejects sources that contain it).
+const dotName = "__kitsoki_dot__"
+
+var (
+	rootList = strings.Join(Roots, ", ")
+	funcList = strings.Join(Functions, ", ")
+
+	// Compile options, built once: plain expressions, and range bodies that
+	// also see dotName.
+	plainOpts = exprOptions(false)
+	rangeOpts = exprOptions(true)
+)
+
+func exprOptions(inRange bool) []expr.Option {
+	// Every root has type any: member access is resolved at run time, and
+	// the env is a map[string]any so lookups take expr-lang's fast path.
+	env := make(types.Map, len(Roots)+1)
+	for _, r := range Roots {
+		env[r] = types.Any
+	}
+	if inRange {
+		env[dotName] = types.Any
+	}
+	opts := []expr.Option{expr.Env(env), expr.DisableAllBuiltins()}
+	for _, f := range Functions {
+		if f != "len" {
+			opts = append(opts, expr.EnableBuiltin(f))
+		}
+	}
+	// len is replaced so that len(nil) is 0 instead of an error.
+	return append(opts, expr.Function("len", lenFunc, new(func(any) int)))
+}
+
+// lenFunc is the story language's len: characters of a string, elements of a
+// list or map, 0 for nil.
+func lenFunc(args ...any) (any, error) {
+	x := args[0]
+	switch v := x.(type) {
+	case nil:
+		return 0, nil
+	case string:
+		return utf8.RuneCountInString(v), nil
+	case []any:
+		return len(v), nil
+	case map[string]any:
+		return len(v), nil
+	}
+	rv := reflect.ValueOf(x)
+	switch rv.Kind() {
+	case reflect.Array, reflect.Slice, reflect.Map:
+		return rv.Len(), nil
+	case reflect.String:
+		return utf8.RuneCountInString(rv.String()), nil
+	case reflect.Pointer, reflect.Interface:
+		if rv.IsNil() {
+			return 0, nil
+		}
+	}
+	return nil, fmt.Errorf("len: cannot take the length of %s", describe(x))
+}
+
+// unit is one compiled expression together with what is needed to point
+// errors back into the source the author wrote.
+type unit struct {
+	prog *vm.Program
+	src  string  // the expression as compiled (after any rewriting)
+	tpl  string  // the whole source string it was taken from
+	off  int     // byte offset of src in tpl when m is nil
+	m    *mapped // set when src was rewritten; maps src bytes to tpl bytes
+}
+
+// compileExpr compiles tpl[start:end] as a story expression. inRange allows
+// the range-item shorthand (".", ".field"); asBool rejects an expression
+// whose type is known at compile time and is not bool.
+func compileExpr(tpl string, start, end int, inRange, asBool bool) (*unit, error) {
+	u := &unit{src: tpl[start:end], tpl: tpl, off: start}
+	if i := strings.Index(u.src, dotName); i >= 0 {
+		return nil, u.compileError(utf8.RuneCountInString(u.src[:i]), fmt.Sprintf("%q is a reserved name", dotName))
+	}
+	if err := u.rewriteDots(start, end, inRange); err != nil {
+		return nil, err
+	}
+	opts := plainOpts
+	if inRange {
+		opts = rangeOpts
+	}
+	// This is expr.Compile with the whitelist check added between parsing
+	// and type checking, so the source is parsed once.
+	config := conf.CreateNew()
+	for _, op := range opts {
+		op(config)
+	}
+	for name := range config.Disabled {
+		delete(config.Builtins, name)
+	}
+	config.Check()
+	tree, err := parser.ParseWithConfig(u.src, config)
+	if err != nil {
+		return nil, u.fromLibError(err)
+	}
+	if err := u.validate(tree.Node, inRange); err != nil {
+		return nil, err
+	}
+	t, err := checker.Check(tree, config)
+	if err != nil {
+		return nil, u.fromLibError(err)
+	}
+	if asBool && t != nil && t.Kind() != reflect.Bool && t.Kind() != reflect.Interface {
+		return nil, u.compileError(0, fmt.Sprintf("a guard must yield a bool, but this expression yields %s", kindName(t)))
+	}
+	if err := optimizer.Optimize(&tree.Node, config); err != nil {
+		return nil, u.fromLibError(err)
+	}
+	prog, err := compiler.Compile(tree, config)
+	if err != nil {
+		return nil, u.fromLibError(err)
+	}
+	u.prog = prog
+	return u, nil
+}
+
+// rewriteDots turns the range-item shorthand into the hidden variable:
+// ".name" becomes "__kitsoki_dot__.name" and a lone "." becomes
+// "__kitsoki_dot__". A dot is the shorthand when it does not follow
+// something it could be a member access of (a name, a literal or a closing
+// bracket).
+func (u *unit) rewriteDots(start, end int, inRange bool) error {
+	if !strings.Contains(u.src, ".") {
+		return nil
+	}
+	toks, err := lexer.Lex(file.NewSource(u.src))
+	if err != nil {
+		return nil // the parser reports lexing errors with their position
+	}
+	var m *mapped
+	pos := 0 // bytes of u.src already copied
+	for i, t := range toks {
+		if t.Kind != lexer.Operator || t.Value != "." || (i > 0 && endsOperand(toks[i-1])) {
+			continue
+		}
+		if !inRange {
+			return u.compileError(t.From, `"." refers to the current item and is only valid inside {{ range }}`)
+		}
+		if m == nil {
+			m = &mapped{}
+		}
+		at := runeToByte(u.src, t.From)
+		m.copy(u.tpl, start+pos, start+at)
+		m.insert(dotName, start+at)
+		if i+1 < len(toks) && toks[i+1].Kind == lexer.Identifier && toks[i+1].From == t.To {
+			pos = at // ".name": keep the dot, a member access on the item
+		} else {
+			pos = at + 1 // ".": the item itself
+		}
+	}
+	if m == nil {
+		return nil
+	}
+	m.copy(u.tpl, start+pos, end)
+	u.m = m
+	u.src = m.String()
+	return nil
+}
+
+// endsOperand reports whether t can end an operand, so that a following
+// "." is a member access.
+func endsOperand(t lexer.Token) bool {
+	switch t.Kind {
+	case lexer.Identifier, lexer.Number, lexer.String, lexer.Bytes:
+		return true
+	case lexer.Bracket:
+		return t.Value == ")" || t.Value == "]" || t.Value == "}"
+	}
+	return false
+}
+
+// validate enforces the whitelist: only Roots as names, only Functions as
+// calls, no closures, map literals, let or sequences. The violation nearest
+// the start of the expression is reported.
+func (u *unit) validate(root ast.Node, inRange bool) error {
+	v := &validator{inRange: inRange, callees: map[ast.Node]bool{}}
+	ast.Walk(&root, v)
+	// Identifiers are checked after the walk: the walk visits a call's
+	// callee before the call itself.
+	for _, id := range v.idents {
+		if v.callees[id] || (inRange && id.Value == dotName) || slices.Contains(Roots, id.Value) {
+			continue
+		}
+		hint := ""
+		if !strings.HasPrefix(id.Value, "$") {
+			hint = fmt.Sprintf(" (did you mean world.%s?)", id.Value)
+		}
+		v.add(id, fmt.Sprintf("unknown name %q: an expression must start from one of %s%s", id.Value, rootList, hint))
+	}
+	if v.first == nil {
+		return nil
+	}
+	return u.compileError(v.first.at, v.first.msg)
+}
+
+type violation struct {
+	at  int // rune offset in the expression
+	msg string
+}
+
+type validator struct {
+	inRange bool
+	idents  []*ast.IdentifierNode
+	callees map[ast.Node]bool
+	first   *violation
+}
+
+func (v *validator) add(n ast.Node, msg string) {
+	at := n.Location().From
+	if v.first == nil || at < v.first.at {
+		v.first = &violation{at: at, msg: msg}
+	}
+}
+
+func (v *validator) Visit(node *ast.Node) {
+	switch n := (*node).(type) {
+	case *ast.IdentifierNode:
+		v.idents = append(v.idents, n)
+	case *ast.CallNode:
+		id, ok := n.Callee.(*ast.IdentifierNode)
+		if !ok {
+			v.add(n, "calling methods is not allowed; use a function such as upper(x)")
+			return
+		}
+		v.callees[id] = true
+		v.checkFunc(id, id.Value)
+	case *ast.BuiltinNode:
+		v.checkFunc(n, n.Name)
+	case *ast.PredicateNode, *ast.PointerNode:
+		v.add(n, "closures (lambdas) are not allowed in story expressions")
+	case *ast.MapNode:
+		v.add(n, "map literals are not allowed in story expressions")
+	case *ast.VariableDeclaratorNode:
+		v.add(n, "let is not allowed in story expressions")
+	case *ast.SequenceNode:
+		v.add(n, "only one expression is allowed (found ';')")
+	}
+}
+
+func (v *validator) checkFunc(n ast.Node, name string) {
+	if slices.Contains(Functions, name) {
+		return
+	}
+	if _, known := builtin.Index[name]; known {
+		v.add(n, fmt.Sprintf("function %q is not allowed in story expressions; allowed functions: %s", name, funcList))
+		return
+	}
+	v.add(n, fmt.Sprintf("unknown function %q; allowed functions: %s", name, funcList))
+}
+
+// tplOffset maps a rune offset in u.src to a byte offset in u.tpl.
+func (u *unit) tplOffset(runeOff int) int {
+	b := runeToByte(u.src, runeOff)
+	if u.m != nil {
+		return u.m.sourceOffset(b)
+	}
+	return u.off + b
+}
+
+func (u *unit) compileError(runeOff int, msg string) *CompileError {
+	line, col := lineCol(u.tpl, u.tplOffset(runeOff))
+	return &CompileError{Line: line, Col: col, Msg: msg}
+}
+
+// fromLibError converts an expr-lang compile error.
+func (u *unit) fromLibError(err error) error {
+	var fe *file.Error
+	if errors.As(err, &fe) {
+		return u.compileError(fe.From, fe.Message)
+	}
+	return &CompileError{Line: 1, Col: 1, Msg: err.Error()}
+}
+
+var vmPool = sync.Pool{New: func() any { return new(vm.VM) }}
+
+// run evaluates the unit against env. env must be a plain map so expr-lang's
+// fast variable lookup applies; a nil map is fine (every root is nil).
+func (u *unit) run(env map[string]any) (any, error) {
+	m := vmPool.Get().(*vm.VM)
+	out, err := m.Run(u.prog, env)
+	vmPool.Put(m)
+	if err != nil {
+		return nil, u.evalError(err)
+	}
+	return out, nil
+}
+
+func (u *unit) evalError(err error) *EvalError {
+	var fe *file.Error
+	if errors.As(err, &fe) {
+		line, col := lineCol(u.tpl, u.tplOffset(fe.From))
+		return &EvalError{Line: line, Col: col, Msg: fe.Message, Err: err}
+	}
+	return &EvalError{Msg: err.Error(), Err: err}
+}
+
+// kindName names a static type the way typeName names a value's type.
+func kindName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an int"
+	case reflect.Float32, reflect.Float64:
+		return "a float"
+	case reflect.String:
+		return "a string"
+	case reflect.Map:
+		return "a map"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	}
+	return "a " + t.String()
+}
+
+// typeName names a value's type the way an author thinks of it.
+func typeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "nil"
+	case string:
+		return "string"
+	case bool:
+		return "bool"
+	case map[string]any:
+		return "map"
+	case []any:
+		return "list"
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "int"
+	case reflect.Float32, reflect.Float64:
+		return "float"
+	case reflect.Map:
+		return "map"
+	case reflect.Slice, reflect.Array:
+		return "list"
+	}
+	return fmt.Sprintf("%T", v)
+}

@@ -1,0 +1,324 @@
+package expr
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/flosch/pongo2/v6"
+)
+
+// Text is a compiled text template (view, say, prompt files): pongo2, i.e.
+// Django syntax, with autoescape off (story-format.md §11).
+type Text struct {
+	src string
+	tpl *pongo2.Template
+	m   *mapped // the source as handed to pongo2, for error positions
+}
+
+const (
+	showFunc  = "__kitsoki_show__" // as a function (any expression) and a filter (simple ones)
+	envKey    = "__k"              // short: pongo2 matches every context key against a regexp
+	scopeTag  = "__kitsoki_scope__"
+	scopeOpen = "{% " + scopeTag + " %}"
+	scopeEnd  = "{% end" + scopeTag + " %}"
+)
+
+var (
+	textOnce   sync.Once
+	textSetErr error
+	textSetV   *pongo2.TemplateSet
+	// textMu serialises parsing: pongo2's TemplateSet records state on every
+	// FromString call.
+	textMu sync.Mutex
+)
+
+// textSet returns the template set every text template is parsed in,
+// building it (and registering the filters, a process-wide pongo2 registry)
+// on first use.
+func textSet() (*pongo2.TemplateSet, error) {
+	textOnce.Do(func() {
+		if textSetErr = registerFilters(); textSetErr != nil {
+			return
+		}
+		if textSetErr = pongo2.RegisterTag(scopeTag, scopeParser); textSetErr != nil {
+			return
+		}
+		set := pongo2.NewSet("kitsoki", noLoader{})
+		// No file access from a story's templates: include/extends are not
+		// part of v1 and ssi reads arbitrary files.
+		for _, tag := range []string{"include", "extends", "import", "ssi"} {
+			if textSetErr = set.BanTag(tag); textSetErr != nil {
+				return
+			}
+		}
+		textSetV = set
+	})
+	return textSetV, textSetErr
+}
+
+// scopeNode wraps every text template. At render time it makes the caller's
+// Env the template's variables, turns autoescape off and provides the value
+// formatter.
+type scopeNode struct{ body *pongo2.NodeWrapper }
+
+func (n *scopeNode) Execute(ctx *pongo2.ExecutionContext, w pongo2.TemplateWriter) *pongo2.Error {
+	env, _ := ctx.Public[envKey].(Env)
+	ctx.Public = pongo2.Context(env)
+	ctx.Autoescape = false
+	ctx.Private[showFunc] = show
+	return n.body.Execute(ctx, w)
+}
+
+func scopeParser(doc *pongo2.Parser, _ *pongo2.Token, _ *pongo2.Parser) (pongo2.INodeTag, *pongo2.Error) {
+	body, _, err := doc.WrapUntilTag("end" + scopeTag)
+	if err != nil {
+		return nil, err
+	}
+	return &scopeNode{body: body}, nil
+}
+
+// noLoader refuses every template lookup.
+type noLoader struct{}
+
+func (noLoader) Abs(_, name string) string { return name }
+func (noLoader) Get(path string) (io.Reader, error) {
+	return nil, fmt.Errorf("text templates cannot load %q: include and extends are not supported", path)
+}
+
+// CompileText compiles a text template. Before pongo2 parses it, every
+// " ?? " inside {{ }} and {% %} becomes "|default:", and every {{ x }} is
+// routed through the same formatter value templates use (so maps and lists
+// print as JSON, floats without padding, bools as true/false, nil as "").
+// Errors are *CompileError values pointing into src.
+func CompileText(src string) (*Text, error) {
+	set, err := textSet()
+	if err != nil {
+		return nil, err
+	}
+	m := rewriteText(src)
+	textMu.Lock()
+	tpl, err := set.FromString(m.String())
+	textMu.Unlock()
+	if err != nil {
+		line, col, msg := m.locate(src, err)
+		return nil, &CompileError{Line: line, Col: col, Msg: msg}
+	}
+	return &Text{src: src, tpl: tpl, m: m}, nil
+}
+
+// Source returns the template text as written.
+func (t *Text) Source() string { return t.src }
+
+// Render renders the template against env. Missing values render empty.
+// Failures are *EvalError values pointing into the source.
+func (t *Text) Render(env Env) (string, error) {
+	// Only one key goes through pongo2's per-render context set-up (which
+	// copies the context and checks every key with a regexp); the scope tag
+	// wrapping the template swaps the whole Env in.
+	out, err := t.tpl.Execute(pongo2.Context{envKey: env})
+	if err != nil {
+		line, col, msg := t.m.locate(t.src, err)
+		return "", &EvalError{Line: line, Col: col, Msg: msg, Err: err}
+	}
+	return out, nil
+}
+
+// locate turns a pongo2 error, whose line and column refer to the rewritten
+// text, into a position in src and a message without pongo2's prefix.
+func (m *mapped) locate(src string, err error) (line, col int, msg string) {
+	var pe *pongo2.Error
+	if !errors.As(err, &pe) {
+		return 0, 0, err.Error()
+	}
+	line, col = pe.Line, pe.Column
+	if pe.OrigError != nil {
+		msg = pe.OrigError.Error()
+	} else {
+		msg = pe.Error()
+	}
+	// An error raised inside a function argument comes back flattened into
+	// the message ("[Error (where: …) | Line L Col C near '…'] msg"); the
+	// inner position is the more precise one.
+	for {
+		sm := nestedErr.FindStringSubmatch(msg)
+		if sm == nil {
+			break
+		}
+		if sm[1] != "" {
+			line, _ = strconv.Atoi(sm[1])
+			col, _ = strconv.Atoi(sm[2])
+		}
+		msg = sm[3]
+	}
+	if line <= 0 {
+		return 0, 0, msg
+	}
+	out := m.String()
+	off := 0
+	for l := 1; l < line; l++ {
+		i := strings.IndexByte(out[off:], '\n')
+		if i < 0 {
+			break
+		}
+		off += i + 1
+	}
+	off += max(col-1, 0)
+	line, col = lineCol(src, m.sourceOffset(off))
+	return line, col, msg
+}
+
+var nestedErr = regexp.MustCompile(`(?s)^\[Error[^|\]]*(?:\| Line (\d+) Col (\d+)[^\]]*)?\] (.*)$`)
+
+// filterChain matches a dotted name or literal followed by filters with simple
+// arguments: world.x, world.x|default:"none", .5|floatformat:2.
+var filterChain = regexp.MustCompile(`^[\w.]+(\|\w+(:("([^"\\]|\\.)*"|'([^'\\]|\\.)*'|-?[\w.]+))?)*$`)
+
+var verbatimEnd = regexp.MustCompile(`\{%-?\s*endverbatim\s*-?%\}`)
+
+// rewriteText prepares a text template for pongo2: the scope tag around the
+// whole template, ?? → |default: inside tags, and {{ x }} → {{ show(x) }}.
+func rewriteText(src string) *mapped {
+	m := &mapped{}
+	m.insert(scopeOpen, 0)
+	pos := 0
+	for pos < len(src) {
+		i := strings.IndexByte(src[pos:], '{')
+		if i < 0 || pos+i+1 >= len(src) {
+			break
+		}
+		open := pos + i
+		kind := src[open+1]
+		if kind != '{' && kind != '%' && kind != '#' {
+			m.copy(src, pos, open+1)
+			pos = open + 1
+			continue
+		}
+		m.copy(src, pos, open)
+		closer := map[byte]string{'{': "}}", '%': "%}", '#': "#}"}[kind]
+		end := tagEnd(src, open+2, closer)
+		if end < 0 { // unterminated: leave it for pongo2 to report
+			m.copy(src, open, len(src))
+			pos = len(src)
+			break
+		}
+		switch kind {
+		case '#':
+			m.copy(src, open, end)
+		case '%':
+			if isVerbatim(src[open+2 : end-2]) {
+				if loc := verbatimEnd.FindStringIndex(src[end:]); loc != nil {
+					m.copy(src, open, end+loc[1])
+					pos = end + loc[1]
+					continue
+				}
+			}
+			m.copy(src, open, open+2)
+			rewriteDefault(m, src, open+2, end-2)
+			m.copy(src, end-2, end)
+		case '{':
+			rewriteOutput(m, src, open, end)
+		}
+		pos = end
+	}
+	m.copy(src, pos, len(src))
+	m.insert(scopeEnd, len(src))
+	return m
+}
+
+func isVerbatim(body string) bool {
+	body = strings.Trim(body, "- \t\r\n")
+	return body == "verbatim" || strings.HasPrefix(body, "verbatim ")
+}
+
+// rewriteOutput rewrites one {{ … }} spanning src[open:end].
+func rewriteOutput(m *mapped, src string, open, end int) {
+	start, stop := open+2, end-2
+	if start < stop && src[start] == '-' { // {{- trims whitespace before
+		start++
+	}
+	if stop > start && src[stop-1] == '-' { // -}} trims whitespace after
+		stop--
+	}
+	exprStart, exprEnd := start, stop
+	for exprStart < exprEnd && isSpace(src[exprStart]) {
+		exprStart++
+	}
+	for exprEnd > exprStart && isSpace(src[exprEnd-1]) {
+		exprEnd--
+	}
+	if exprStart == exprEnd { // empty tag: let pongo2 report it
+		m.copy(src, open, end)
+		return
+	}
+	m.copy(src, open, exprStart)
+	// A variable or literal with filters takes the formatter as one more
+	// filter (a plain call); anything with operators is wrapped in a call to
+	// it as a function (pongo2 only allows filters after a variable).
+	var inner mapped
+	rewriteDefault(&inner, src, exprStart, exprEnd)
+	if filterChain.MatchString(inner.String()) {
+		m.append(&inner)
+		m.insert("|"+showFunc, exprEnd)
+	} else {
+		m.insert(showFunc+"(", exprStart)
+		m.append(&inner)
+		m.insert(")", exprEnd)
+	}
+	m.copy(src, exprEnd, end)
+}
+
+// rewriteDefault copies src[from:to], replacing each ?? outside string
+// literals (with the spaces around it) by |default:.
+func rewriteDefault(m *mapped, src string, from, to int) {
+	last := from
+	for i := from; i < to; i++ {
+		switch src[i] {
+		case '"', '\'':
+			if j := skipQuoted(src[:to], i); j > 0 {
+				i = j - 1
+			}
+		case '?':
+			if i+1 >= to || src[i+1] != '?' {
+				continue
+			}
+			ws := i
+			for ws > last && isSpace(src[ws-1]) {
+				ws--
+			}
+			m.copy(src, last, ws)
+			m.insert("|default:", i)
+			j := i + 2
+			for j < to && isSpace(src[j]) {
+				j++
+			}
+			last, i = j, j-1
+		}
+	}
+	m.copy(src, last, to)
+}
+
+// tagEnd returns the offset just past closer, searching from "from" and
+// skipping quoted strings; -1 when there is none.
+func tagEnd(src string, from int, closer string) int {
+	for i := from; i < len(src); i++ {
+		switch src[i] {
+		case '"', '\'':
+			if closer == "#}" {
+				continue
+			}
+			if j := skipQuoted(src, i); j > 0 {
+				i = j - 1
+			}
+		case closer[0]:
+			if strings.HasPrefix(src[i:], closer) {
+				return i + 2
+			}
+		}
+	}
+	return -1
+}

@@ -1,0 +1,173 @@
+package expr
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+)
+
+// Tree is a compiled YAML value (a with: block, emit slots, set values):
+// nested maps and lists whose every string is a value template. Map keys are
+// taken literally.
+type Tree struct {
+	root    tnode
+	literal bool
+}
+
+// tnode is one node of a compiled tree; exactly one field is used.
+type tnode struct {
+	tmpl   *Value   // a string containing {{
+	scalar any      // any other leaf (literal strings included)
+	keys   []string // a map: sorted keys ...
+	vals   []tnode  // ... and their values, or a list's elements
+	isMap  bool
+	isList bool
+}
+
+// CompileTree compiles every string inside v. Maps (map[string]any, or any
+// map, whose keys are then converted with %v) evaluate to map[string]any and
+// lists to []any. Errors name the path of the failing string, e.g.
+// `args.claim: col 4: unknown name "x" …`, and wrap the *CompileError.
+func CompileTree(v any) (*Tree, error) {
+	lit := true
+	root, err := compileNode(v, "", &lit)
+	if err != nil {
+		return nil, err
+	}
+	return &Tree{root: root, literal: lit}, nil
+}
+
+func compileNode(v any, path string, lit *bool) (tnode, error) {
+	switch x := v.(type) {
+	case string:
+		tv, err := CompileValue(x)
+		if err != nil {
+			if path == "" {
+				return tnode{}, err
+			}
+			return tnode{}, fmt.Errorf("%s: %w", path, err)
+		}
+		if tv.IsLiteral() {
+			return tnode{scalar: x}, nil
+		}
+		*lit = false
+		return tnode{tmpl: tv}, nil
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		n := tnode{isMap: true, keys: keys, vals: make([]tnode, len(keys))}
+		for i, k := range keys {
+			c, err := compileNode(x[k], join(path, k), lit)
+			if err != nil {
+				return tnode{}, err
+			}
+			n.vals[i] = c
+		}
+		return n, nil
+	case []any:
+		n := tnode{isList: true, vals: make([]tnode, len(x))}
+		for i, e := range x {
+			c, err := compileNode(e, path+"["+strconv.Itoa(i)+"]", lit)
+			if err != nil {
+				return tnode{}, err
+			}
+			n.vals[i] = c
+		}
+		return n, nil
+	case nil:
+		return tnode{}, nil
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Map:
+		m := make(map[string]any, rv.Len())
+		it := rv.MapRange()
+		for it.Next() {
+			m[fmt.Sprint(it.Key().Interface())] = it.Value().Interface()
+		}
+		return compileNode(m, path, lit)
+	case reflect.Slice, reflect.Array:
+		if _, isBytes := v.([]byte); isBytes {
+			break
+		}
+		l := make([]any, rv.Len())
+		for i := range l {
+			l[i] = rv.Index(i).Interface()
+		}
+		return compileNode(l, path, lit)
+	}
+	return tnode{scalar: v}, nil
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// IsLiteral reports whether no string in the tree contains {{.
+func (t *Tree) IsLiteral() bool { return t.literal }
+
+// Eval renders the tree into fresh maps and lists (the caller may modify the
+// result). Template strings follow Value.Eval, so "{{ world.n }}" keeps the
+// number's type. A failure is the template's *EvalError wrapped with the path
+// of the failing string (e.g. "args.claim: col 4: …").
+func (t *Tree) Eval(env Env) (any, error) {
+	return t.root.eval(env)
+}
+
+func (n *tnode) eval(env Env) (any, error) {
+	switch {
+	case n.tmpl != nil:
+		return n.tmpl.Eval(env)
+	case n.isMap:
+		m := make(map[string]any, len(n.keys))
+		for i, k := range n.keys {
+			v, err := n.vals[i].eval(env)
+			if err != nil {
+				return nil, prefixPath(k, err)
+			}
+			m[k] = v
+		}
+		return m, nil
+	case n.isList:
+		l := make([]any, len(n.vals))
+		for i := range n.vals {
+			v, err := n.vals[i].eval(env)
+			if err != nil {
+				return nil, prefixPath("["+strconv.Itoa(i)+"]", err)
+			}
+			l[i] = v
+		}
+		return l, nil
+	}
+	return n.scalar, nil
+}
+
+// pathError locates an evaluation error inside a tree.
+type pathError struct {
+	path string
+	err  error
+}
+
+func (e *pathError) Error() string { return e.path + ": " + e.err.Error() }
+func (e *pathError) Unwrap() error { return e.err }
+
+// prefixPath puts seg (a key or "[i]") in front of the path err carries.
+func prefixPath(seg string, err error) error {
+	pe, ok := err.(*pathError)
+	if !ok {
+		return &pathError{path: seg, err: err}
+	}
+	if pe.path[0] == '[' {
+		pe.path = seg + pe.path
+	} else {
+		pe.path = seg + "." + pe.path
+	}
+	return pe
+}

@@ -2,9 +2,12 @@
 // Adding a transport is one line here.
 package transports
 
-import "github.com/kitsoki/kitsoki/internal/agent"
+import (
+	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/agent/localllm"
+)
 
 // Register installs the builder of every available transport.
 func Register(r *agent.Registry) {
-	_ = r
+	r.RegisterTransport(agent.PluginLocalLLM, localllm.Builder)
 }

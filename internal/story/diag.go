@@ -37,6 +37,9 @@ func (p Pos) String() string {
 // every error found, in every file, not just the first.
 type LoadError struct {
 	Diagnostics []Diagnostic
+	// Warnings found along the way (not part of Error()), so a validator can
+	// show them next to the errors.
+	Warnings []Diagnostic
 }
 
 // Error prints one diagnostic per line.

@@ -8,8 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/expr"
@@ -71,7 +73,7 @@ func Load(path string, opts ...Option) (*Story, error) {
 	sortDiagnostics(l.warns, l.fileOrder)
 	if len(l.diags) > 0 {
 		sc.Close()
-		return nil, &LoadError{Diagnostics: l.diags}
+		return nil, &LoadError{Diagnostics: l.diags, Warnings: l.warns}
 	}
 	l.st.Warnings = l.warns
 	return l.st, nil
@@ -130,11 +132,18 @@ type exitDecl struct {
 // run loads the root file and its includes, then runs the checks that need
 // the whole story.
 func (l *loader) run(abs string) {
-	l.loadFile(l.newFile(abs), true)
+	root := l.newFile(abs)
+	parseAll([]*file{root})
+	l.loadFile(root, true)
+	// Included files are parsed a generation at a time, concurrently, then
+	// read in order (files included by included files form the next one).
 	for len(l.queue) > 0 {
-		f := l.queue[0]
-		l.queue = l.queue[1:]
-		l.loadFile(f, false)
+		batch := l.queue
+		l.queue = nil
+		parseAll(batch)
+		for _, f := range batch {
+			l.loadFile(f, false)
+		}
 	}
 	l.finish()
 }
@@ -154,35 +163,57 @@ func (l *loader) newFile(abs string) *file {
 
 var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-// parse reads and parses one file into its top-level node (nil for an empty
-// file or on error, which is recorded).
-func (l *loader) parse(f *file) *yaml.Node {
+// parseFile reads and parses one file into its top-level node (nil for an
+// empty file or on error) and the problems found. It touches nothing but f,
+// so files can be parsed concurrently.
+func parseFile(f *file) (*yaml.Node, []Diagnostic) {
 	data, err := os.ReadFile(f.abs)
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		l.diags = append(l.diags, Diagnostic{Pos: Pos{File: f.rel}, Message: fmt.Sprintf("cannot read story file: %v", err)})
-		return nil
+		return nil, []Diagnostic{{Pos: Pos{File: f.rel}, Message: fmt.Sprintf("cannot read story file: %v", err)}}
 	}
 	f.lines = strings.Split(string(data), "\n")
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil
+			return nil, nil
 		}
-		l.diags = append(l.diags, yamlDiag(f, err))
-		return nil
+		return nil, []Diagnostic{yamlDiag(f, err)}
 	}
+	var diags []Diagnostic
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
-		l.errAt(f, &extra, "", "a story file holds one YAML document; found a second one")
+		diags = append(diags, Diagnostic{Pos: Pos{File: f.rel, Line: extra.Line, Col: extra.Column},
+			Message: "a story file holds one YAML document; found a second one"})
 	} else if !errors.Is(err, io.EOF) {
-		l.diags = append(l.diags, yamlDiag(f, err))
+		diags = append(diags, yamlDiag(f, err))
 	}
-	return deref(&doc)
+	return deref(&doc), diags
+}
+
+// parseAll parses files concurrently (YAML parsing dominates the cost of
+// loading a large story's text), storing each result in its file.
+func parseAll(files []*file) {
+	if len(files) == 1 {
+		files[0].doc, files[0].parseDiags = parseFile(files[0])
+		return
+	}
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for _, f := range files {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			f.doc, f.parseDiags = parseFile(f)
+			<-sem
+		}()
+	}
+	wg.Wait()
 }
 
 // yamlDiag turns a YAML syntax error into a diagnostic carrying its line.
@@ -207,7 +238,8 @@ var topKeys = &keySpec{
 
 // loadFile reads one story file's top-level keys into the story.
 func (l *loader) loadFile(f *file, isRoot bool) {
-	doc := l.parse(f)
+	doc := f.doc
+	l.diags = append(l.diags, f.parseDiags...)
 	if doc == nil {
 		if isRoot && len(l.diags) == 0 {
 			l.diags = append(l.diags, Diagnostic{Pos: Pos{File: f.rel}, Message: "story file is empty"})

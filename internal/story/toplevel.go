@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -229,11 +230,19 @@ func (l *loader) checkDefault(f *file, n *yaml.Node, path string, v *WorldVar) {
 		fits = v.Type == "" || v.Type == "list" || v.Type == "array"
 	}
 	if !fits {
-		l.warnAt(f, n, path, "default %s does not match type %q", kindName(deref(n)), v.Type)
+		l.warnAt(f, n, path, "default %s does not match type %q", shortValue(deref(n)), v.Type)
 	}
 	if v.Type == "enum" && len(v.Values) > 0 && !containsValue(v.Values, v.Default) {
-		l.warnAt(f, n, path, "default %s is not one of the enum values", kindName(deref(n)))
+		l.warnAt(f, n, path, "default %s is not one of the enum values", shortValue(deref(n)))
 	}
+}
+
+// shortValue names a value for a message: a scalar quoted, else its kind.
+func shortValue(n *yaml.Node) string {
+	if n != nil && n.Kind == yaml.ScalarNode {
+		return strconv.Quote(n.Value)
+	}
+	return kindName(n)
 }
 
 func containsValue(vs []any, x any) bool {

@@ -14,6 +14,9 @@ type file struct {
 	rel   string // relative to the story directory, slash-separated
 	abs   string
 	lines []string // the file's lines, for mapping template error columns
+
+	doc        *yaml.Node   // parsed top-level node, nil if empty or broken
+	parseDiags []Diagnostic // read and syntax errors
 }
 
 // line returns line n (1-based) of the file, or "".

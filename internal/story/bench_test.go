@@ -1,0 +1,143 @@
+package story
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeLargeStory writes a story of nStates states spread over include files
+// (20 per file) that reference nSchemas schemas and 10 prompt files, each
+// state with a view, an agent invoke, a guarded arm and a set.
+func writeLargeStory(tb testing.TB, dir string, nStates, nSchemas int) string {
+	tb.Helper()
+	must := func(err error) {
+		if err != nil {
+			tb.Fatal(err)
+		}
+	}
+	for _, d := range []string{"rooms", "schemas", "prompts"} {
+		must(os.MkdirAll(filepath.Join(dir, d), 0o755))
+	}
+	must(os.WriteFile(filepath.Join(dir, "schemas", "common.json"),
+		[]byte(`{"$defs": {"reason": {"type": "string", "minLength": 1}}}`), 0o644))
+	for i := range nSchemas {
+		doc := fmt.Sprintf(`{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "type": "object",
+  "required": ["decision", "reason", "confidence"],
+  "properties": {
+    "decision": {"enum": ["approve", "reject", "unsure", "v%d"]},
+    "reason": {"$ref": "common.json#/$defs/reason"},
+    "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+    "tags": {"type": "array", "items": {"type": "string"}},
+    "score": {"type": "integer"}
+  },
+  "additionalProperties": false
+}`, i)
+		must(os.WriteFile(filepath.Join(dir, "schemas", fmt.Sprintf("s%02d.json", i)), []byte(doc), 0o644))
+	}
+	for i := range 10 {
+		p := fmt.Sprintf("Review item {{ args.item }} (round %d).\n{%% if args.notes %%}Notes: {{ args.notes }}{%% endif %%}\n", i)
+		must(os.WriteFile(filepath.Join(dir, "prompts", fmt.Sprintf("p%d.md", i)), []byte(p), 0o644))
+	}
+	var root strings.Builder
+	root.WriteString(`app: {id: large, version: 1.0.0, title: "Generated"}
+hosts: [host.agent.decide, host.tool.run]
+include: ["rooms/*.yaml"]
+agents:
+  judge: {system_prompt: "Judge carefully.", model: claude-sonnet-4-6, tools: []}
+agent_plugins:
+  agent.local: {plugin: builtin.local_llm, endpoint: "http://127.0.0.1:8080", model: qwen}
+world:
+  verdict: {type: object, default: {}}
+  count: {type: int, default: 0}
+  note: {type: string, default: ""}
+intents:
+  next: {description: "Move on.", slots: {reason: {type: string}}}
+  back: {description: "Go back."}
+  retry: {description: "Try again."}
+root: s000
+`)
+	must(os.WriteFile(filepath.Join(dir, "app.yaml"), []byte(root.String()), 0o644))
+	var room strings.Builder
+	for i := range nStates {
+		if i%20 == 0 {
+			room.Reset()
+			room.WriteString("states:\n")
+		}
+		next := fmt.Sprintf("s%03d", (i+1)%nStates)
+		prev := fmt.Sprintf("s%03d", (i+nStates-1)%nStates)
+		// Every guard and template differs from state to state, so no
+		// compile cache could make this cheaper than a real story.
+		fmt.Fprintf(&room, `  s%03[1]d:
+    description: "State %[1]d."
+    view: "State %[1]d: {{ world.note }} ({{ world.count }}) {{ world.verdict.decision ?? 'pending' }}"
+    relevant_world: [verdict, count]
+    on_enter:
+      - invoke: host.agent.decide
+        id: call%03[1]d
+        once: true
+        agent: agent.local
+        with:
+          agent: judge
+          prompt: prompts/p%[2]d.md
+          schema: schemas/s%02[3]d.json
+          args: {item: "{{ world.note + '-%[1]d' }}", notes: "{{ world.count + %[1]d }}"}
+        bind: {verdict: submitted, note: "{{ result.submitted.reason + ' (%[1]d)' }}"}
+        on_error: %[4]s
+      - when: "world.verdict?.decision == 'approve' && world.count < %[1]d"
+        emit_intent: next
+        slots: {reason: "{{ world.verdict.reason ?? 'r%[1]d' }}"}
+    on:
+      next:
+        - when: "world.count > %[1]d && world.verdict?.decision != 'reject'"
+          target: %[5]s
+          effects:
+            - set: {note: "{{ slots.reason ?? 'none-%[1]d' }}", count: 0}
+          guard_hint: "Needs more rounds."
+        - default: true
+          target: .
+          effects:
+            - increment: {count: 1}
+            - say: "Round {{ world.count }} of state %[1]d done."
+      back:
+        - target: %[4]s
+      retry:
+        - target: s%03[1]d
+`, i, i%10, i%nSchemas, prev, next)
+		if i%20 == 19 || i == nStates-1 {
+			must(os.WriteFile(filepath.Join(dir, "rooms", fmt.Sprintf("r%02d.yaml", i/20)), []byte(room.String()), 0o644))
+		}
+	}
+	return filepath.Join(dir, "app.yaml")
+}
+
+// TestLargeStoryLoads keeps the benchmark's story honest: it must load
+// cleanly and have what it claims.
+func TestLargeStoryLoads(t *testing.T) {
+	path := writeLargeStory(t, t.TempDir(), 200, 20)
+	s := load(t, path, nil)
+	if len(s.States) != 200 || len(s.Schemas) != 20 || len(s.Prompts) != 10 {
+		t.Fatalf("states=%d schemas=%d prompts=%d, want 200/20/10", len(s.States), len(s.Schemas), len(s.Prompts))
+	}
+	if len(s.Warnings) != 0 {
+		t.Errorf("warnings: %v", lines(s.Warnings))
+	}
+}
+
+// BenchmarkLoadLarge loads a generated story of 200 states and 20 schemas.
+// Target: under 50 ms per load.
+func BenchmarkLoadLarge(b *testing.B) {
+	path := writeLargeStory(b, b.TempDir(), 200, 20)
+	b.ReportAllocs()
+	for b.Loop() {
+		s, err := Load(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+	}
+}

@@ -60,7 +60,7 @@ type chatResponse struct {
 }
 
 // submissionFrom turns a model's answer text into a submission: trimmed,
-// without a ```json / ``` fence. Text that is not JSON is sent as a JSON
+// without a ```json / ``` fence, compacted when it is JSON. Text that is not JSON is sent as a JSON
 // string when the call has no schema (a free-form ask), and as is otherwise,
 // so the host's validation reports it (and falls back).
 func submissionFrom(content string, hasSchema bool) json.RawMessage {
@@ -70,8 +70,9 @@ func submissionFrom(content string, hasSchema bool) json.RawMessage {
 		s = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "```"))
 	}
 	b := []byte(s)
-	if json.Valid(b) {
-		return b
+	var compact bytes.Buffer
+	if json.Compact(&compact, b) == nil { // valid JSON, stored without the model's layout whitespace
+		return compact.Bytes()
 	}
 	if !hasSchema {
 		q, _ := json.Marshal(s)

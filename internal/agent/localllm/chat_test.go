@@ -286,6 +286,7 @@ func TestSubmissionFrom(t *testing.T) {
 	}{
 		{"  {\"a\":1}\n", true, `{"a":1}`},
 		{"```json\n{\"a\":1}\n```", true, `{"a":1}`},
+		{"{\n\t\"a\" :\n 1 }", true, `{"a":1}`},
 		{"```\n[1,2]\n```  ", true, `[1,2]`},
 		{"plain words", false, `"plain words"`},
 		{"plain words", true, `plain words`}, // left for validation to reject

@@ -1,0 +1,75 @@
+package localllm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kitsoki/kitsoki/internal/agent"
+)
+
+// BenchmarkLocalLLMAsk measures a decide through local_llm (grammar on, a
+// persona, a 1 KiB prompt) against an in-test server that answers a canned
+// body. The server handler's own time is measured and subtracted: the
+// "kitsoki-ns/op" metric is the transport's overhead, loopback HTTP
+// included. The raw_roundtrip sub-benchmark is the floor: the same POST
+// made with bare net/http, so ask minus raw_roundtrip is what kitsoki's
+// request building, reply parsing and checks cost on top of the socket.
+func BenchmarkLocalLLMAsk(b *testing.B) {
+	canned := []byte(`{"model":"m","choices":[{"finish_reason":"stop","message":{"content":"{\"verdict\":\"approve\"}"}}],"usage":{"prompt_tokens":300,"completion_tokens":6}}`)
+	var serverNs atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(canned)
+		serverNs.Add(int64(time.Since(start)))
+	}))
+	defer srv.Close()
+	a, err := New(agent.Declaration{Endpoint: srv.URL, Model: "m", Grammar: true}, Config{}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer a.Close()
+	ctx := agent.WithCallInfo(context.Background(), &agent.CallInfo{Persona: &agent.Persona{SystemPrompt: "You judge pull requests strictly."}})
+	req := &agent.AskRequest{Verb: "decide", Prompt: strings.Repeat("Decide whether this change is safe. ", 30), Schema: json.RawMessage(inSubsetSchema), CallID: "c"}
+
+	run := func(b *testing.B, op func() error) {
+		if err := op(); err != nil { // warm the connection
+			b.Fatal(err)
+		}
+		serverNs.Store(0)
+		b.ReportAllocs()
+		start := time.Now()
+		for b.Loop() {
+			if err := op(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(time.Since(start).Nanoseconds()-serverNs.Load())/float64(b.N), "kitsoki-ns/op")
+	}
+	b.Run("ask", func(b *testing.B) {
+		run(b, func() error { _, err := a.Ask(ctx, req); return err })
+	})
+	b.Run("raw_roundtrip", func(b *testing.B) {
+		body, _ := json.Marshal(chatRequest{Model: "m", MaxTokens: DefaultMaxTokens, Messages: []chatMessage{{Role: "user", Content: req.Prompt}}, ResponseFormat: newResponseFormat(req.Schema)})
+		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+		defer client.CloseIdleConnections()
+		run(b, func() error {
+			resp, err := client.Post(srv.URL+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+			if err != nil {
+				return err
+			}
+			_, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			return err
+		})
+	})
+}

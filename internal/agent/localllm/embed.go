@@ -115,6 +115,14 @@ func NewEmbedder(cfg EmbedderConfig, logger *slog.Logger) (*LocalEmbedder, error
 	return e, nil
 }
 
+// EmbedderFromDeclaration builds an embedder from an agent_plugins entry
+// (plugin: builtin.local_llm) used for embeddings: model: picks the
+// embedding model, endpoint: attaches to a running server, port: and
+// server_bin: configure a managed one.
+func EmbedderFromDeclaration(decl agent.Declaration, logger *slog.Logger) (*LocalEmbedder, error) {
+	return NewEmbedder(EmbedderConfig{Model: decl.Model, Endpoint: decl.Endpoint, Port: decl.Port, ServerBin: decl.ServerBin}, logger)
+}
+
 // prefixed applies the model's task prefix for role.
 func (e *LocalEmbedder) prefixed(text string, role Role) string {
 	if role == RoleQuery {

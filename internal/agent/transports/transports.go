@@ -4,10 +4,12 @@ package transports
 
 import (
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/agent/claudecli"
 	"github.com/kitsoki/kitsoki/internal/agent/localllm"
 )
 
 // Register installs the builder of every available transport.
 func Register(r *agent.Registry) {
+	r.RegisterTransport(agent.PluginClaudeCLI, claudecli.Build)
 	r.RegisterTransport(agent.PluginLocalLLM, localllm.Builder)
 }

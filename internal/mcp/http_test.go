@@ -289,7 +289,10 @@ func TestGuardRefusesToolsOutsideTheProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	called := false
-	h := s.guard(func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) { called = true; return nil, nil })
+	h := s.guard(func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		called = true
+		return nil, nil
+	})
 	res, err := h(context.Background(), callReq(ToolAskUser, nil))
 	if err != nil || !res.IsError || called {
 		t.Fatalf("res=%v err=%v called=%v", res, err, called)

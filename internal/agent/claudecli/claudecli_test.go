@@ -634,9 +634,14 @@ type liveRun struct {
 
 func (l *liveRun) World() map[string]any                               { return l.world }
 func (l *liveRun) AskOperator(context.Context, string) (string, error) { return "yes", nil }
-func (l *liveRun) AskParent(context.Context, string) (string, error)   { return "", errors.New("no parent") }
-func (l *liveRun) SetTitle(_ context.Context, t string) error          { l.titles = append(l.titles, t); return nil }
-func (l *liveRun) CompleteStep(context.Context, string) error          { return nil }
+func (l *liveRun) AskParent(context.Context, string) (string, error) {
+	return "", errors.New("no parent")
+}
+func (l *liveRun) SetTitle(_ context.Context, t string) error {
+	l.titles = append(l.titles, t)
+	return nil
+}
+func (l *liveRun) CompleteStep(context.Context, string) error { return nil }
 func (l *liveRun) EmitIntent(context.Context, string, map[string]any) error {
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -135,7 +136,7 @@ func (a *Agent) crashed(p *process) error {
 	if c := p.causeErr(); c != nil {
 		cause = describe(c)
 	}
-	detail := p.crashDetail(cause)
+	detail := redact(p.crashDetail(cause), a.decl.Secrets)
 	a.opts.logger.Warn("plugin crashed", "pid", p.pid, "detail", detail)
 	return &agent.AskError{Kind: agent.KindPluginCrash, Detail: detail, Err: p.causeErr()}
 }
@@ -209,6 +210,17 @@ func (a *Agent) Close() error {
 		p.stop(a.opts.grace)
 	}
 	return nil
+}
+
+// redact hides the declared secrets (values substituted from ${VAR} in
+// env:) that a plugin may have printed to stderr.
+func redact(s string, secrets []string) string {
+	for _, v := range secrets {
+		if len(v) >= 4 {
+			s = strings.ReplaceAll(s, v, "REDACTED")
+		}
+	}
+	return s
 }
 
 // encodedParams is an AskRequest encoded once into a pooled buffer.

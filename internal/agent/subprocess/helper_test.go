@@ -84,6 +84,10 @@ func runHelper(mode string) {
 		fmt.Fprintln(os.Stderr, "helper: about to crash")
 		fmt.Fprintln(os.Stderr, "panic: model exploded")
 		os.Exit(3)
+	case "leak-secret":
+		next()
+		fmt.Fprintln(os.Stderr, "token is", os.Getenv("KITSOKI_TEST_SECRET"))
+		os.Exit(2)
 	case "exit-after-one":
 		r := next()
 		reply(r.ID, `{"submission":{"n":1}}`)

@@ -83,7 +83,7 @@ func spawn(decl agent.Declaration, opts *options) (*process, error) {
 		logger: opts.logger.With("pid", cmd.Process.Pid),
 		exited: make(chan struct{}),
 	}
-	p.stderr = newStderrSink(p.logger, opts.stderrTail)
+	p.stderr = newStderrSink(p.logger, opts.stderrTail, decl.Secrets)
 	go p.stderr.run(stderrR)
 
 	stream := plugin.NewLineStream(stdoutR, stdinW, multiCloser{stdoutR, stdinW})

@@ -19,6 +19,7 @@ const stderrLineLimit = 4 << 10
 type stderrSink struct {
 	logger    *slog.Logger
 	tailLimit int
+	secrets   []string
 
 	mu      sync.Mutex
 	tail    []byte
@@ -27,8 +28,8 @@ type stderrSink struct {
 	done chan struct{} // closed at EOF
 }
 
-func newStderrSink(logger *slog.Logger, tailLimit int) *stderrSink {
-	return &stderrSink{logger: logger, tailLimit: tailLimit, done: make(chan struct{})}
+func newStderrSink(logger *slog.Logger, tailLimit int, secrets []string) *stderrSink {
+	return &stderrSink{logger: logger, tailLimit: tailLimit, secrets: secrets, done: make(chan struct{})}
 }
 
 // run consumes r; it returns at EOF or on a read error and closes r.
@@ -61,12 +62,12 @@ func (s *stderrSink) run(r io.ReadCloser) {
 }
 
 func (s *stderrSink) log(line []byte, truncated bool) {
-	line = bytes.TrimRight(line, "\r\n")
+	text := redact(string(bytes.TrimRight(line, "\r\n")), s.secrets)
 	if truncated {
-		s.logger.Info("plugin stderr", "line", string(line), "truncated", true)
+		s.logger.Info("plugin stderr", "line", text, "truncated", true)
 		return
 	}
-	s.logger.Info("plugin stderr", "line", string(line))
+	s.logger.Info("plugin stderr", "line", text)
 }
 
 // keep appends b to the tail, dropping old bytes beyond the limit.

@@ -122,6 +122,21 @@ func TestCrashMidCall(t *testing.T) {
 		`subprocess agent: read response: EOF (plugin closed stdout); plugin exit status 3; stderr tail: "helper: about to crash\npanic: model exploded\n"`)
 }
 
+func TestSecretsRedactedFromCrashDetailAndLog(t *testing.T) {
+	const secret = "hunter2-secret"
+	var logs syncBuffer
+	decl := helperDecl(t, "leak-secret")
+	decl.Env["KITSOKI_TEST_SECRET"] = secret
+	decl.Secrets = []string{secret}
+	a := newAgent(t, decl, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	_, err := ask(t, a, "x", nil)
+	wantAskError(t, err, agent.KindPluginCrash,
+		`subprocess agent: read response: EOF (plugin closed stdout); plugin exit status 2; stderr tail: "token is REDACTED\n"`)
+	if strings.Contains(logs.String(), secret) {
+		t.Errorf("the secret reached the log:\n%s", logs.String())
+	}
+}
+
 func TestCrashBetweenCallsThenRespawn(t *testing.T) {
 	a := newAgent(t, helperDecl(t, "exit-after-one"))
 	if _, err := ask(t, a, "one", nil); err != nil {

@@ -100,15 +100,27 @@ func CompileText(src string) (*Text, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := rewriteText(src)
-	textMu.Lock()
-	tpl, err := set.FromString(m.String())
-	textMu.Unlock()
+	m := rewriteText(src, true)
+	tpl, err := parseText(set, m)
 	if err != nil {
 		line, col, msg := m.locate(src, err)
+		if strings.Contains(msg, scopeTag) {
+			// An unclosed block swallowed the scope tag's end; parsing
+			// without the wrapper gives pongo2's own message for it.
+			bare := rewriteText(src, false)
+			if _, err := parseText(set, bare); err != nil {
+				line, col, msg = bare.locate(src, err)
+			}
+		}
 		return nil, &CompileError{Line: line, Col: col, Msg: msg}
 	}
 	return &Text{src: src, tpl: tpl, m: m}, nil
+}
+
+func parseText(set *pongo2.TemplateSet, m *mapped) (*pongo2.Template, error) {
+	textMu.Lock()
+	defer textMu.Unlock()
+	return set.FromString(m.String())
 }
 
 // Source returns the template text as written.
@@ -155,6 +167,9 @@ func (m *mapped) locate(src string, err error) (line, col int, msg string) {
 		}
 		msg = sm[3]
 	}
+	if sm := bannedTag.FindStringSubmatch(msg); sm != nil {
+		msg = fmt.Sprintf("the %q tag is not available in story text templates (no include, extends, import or ssi)", sm[1])
+	}
 	if line <= 0 {
 		return 0, 0, msg
 	}
@@ -178,13 +193,18 @@ var nestedErr = regexp.MustCompile(`(?s)^\[Error[^|\]]*(?:\| Line (\d+) Col (\d+
 // arguments: world.x, world.x|default:"none", .5|floatformat:2.
 var filterChain = regexp.MustCompile(`^[\w.]+(\|\w+(:("([^"\\]|\\.)*"|'([^'\\]|\\.)*'|-?[\w.]+))?)*$`)
 
+var bannedTag = regexp.MustCompile(`^Usage of tag '(\w+)' is not allowed`)
+
 var verbatimEnd = regexp.MustCompile(`\{%-?\s*endverbatim\s*-?%\}`)
 
 // rewriteText prepares a text template for pongo2: the scope tag around the
-// whole template, ?? → |default: inside tags, and {{ x }} → {{ show(x) }}.
-func rewriteText(src string) *mapped {
+// whole template (when wrap is set), ?? → |default: inside tags, and
+// {{ x }} → {{ x|show }} or {{ show(x) }}.
+func rewriteText(src string, wrap bool) *mapped {
 	m := &mapped{}
-	m.insert(scopeOpen, 0)
+	if wrap {
+		m.insert(scopeOpen, 0)
+	}
 	pos := 0
 	for pos < len(src) {
 		i := strings.IndexByte(src[pos:], '{')
@@ -199,8 +219,7 @@ func rewriteText(src string) *mapped {
 			continue
 		}
 		m.copy(src, pos, open)
-		closer := map[byte]string{'{': "}}", '%': "%}", '#': "#}"}[kind]
-		end := tagEnd(src, open+2, closer)
+		end := tagEnd(src, open+2, closerOf(kind))
 		if end < 0 { // unterminated: leave it for pongo2 to report
 			m.copy(src, open, len(src))
 			pos = len(src)
@@ -226,8 +245,20 @@ func rewriteText(src string) *mapped {
 		pos = end
 	}
 	m.copy(src, pos, len(src))
-	m.insert(scopeEnd, len(src))
+	if wrap {
+		m.insert(scopeEnd, len(src))
+	}
 	return m
+}
+
+func closerOf(kind byte) string {
+	switch kind {
+	case '{':
+		return "}}"
+	case '%':
+		return "%}"
+	}
+	return "#}"
 }
 
 func isVerbatim(body string) bool {

@@ -11,6 +11,7 @@ import (
 // which {{ expr }} splices the result of a guard-language expression.
 type Value struct {
 	src    string
+	lit    any     // src as an any, so a literal's Eval does not allocate
 	single *unit   // the whole string is one {{ expr }}: Eval keeps its type
 	nodes  []vnode // otherwise the parts, rendered to a string
 }
@@ -43,7 +44,7 @@ type branch struct {
 // and is returned unchanged by Eval. Errors are *CompileError values whose
 // Line and Col point into src.
 func CompileValue(src string) (*Value, error) {
-	v := &Value{src: src}
+	v := &Value{src: src, lit: src}
 	if !strings.Contains(src, "{{") {
 		return v, nil
 	}
@@ -86,7 +87,7 @@ func (v *Value) Eval(env Env) (any, error) {
 	case v.single != nil:
 		return v.single.run(env)
 	case v.nodes == nil:
-		return v.src, nil
+		return v.lit, nil
 	}
 	var b strings.Builder
 	b.Grow(len(v.src))

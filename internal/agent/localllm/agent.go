@@ -118,6 +118,17 @@ func New(decl agent.Declaration, cfg Config, logger *slog.Logger) (*Agent, error
 		a.chatURL = strings.TrimRight(decl.Endpoint, "/") + "/v1/chat/completions"
 	case decl.Model == "":
 		return nil, errors.New("builtin.local_llm plugin requires model: or endpoint:")
+	default:
+		// Managed mode: check the pins now (no I/O) so a typo fails at
+		// the first routing with a clear message, not deep in a fetch.
+		if _, err := cfg.pins().model(decl.Model); err != nil {
+			return nil, fmt.Errorf("builtin.local_llm: %w", err)
+		}
+		if decl.ServerBin == "" {
+			if _, err := cfg.pins().release(cfg.platform()); err != nil {
+				return nil, fmt.Errorf("builtin.local_llm: %w", err)
+			}
+		}
 	}
 	return a, nil
 }

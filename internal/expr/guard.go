@@ -13,7 +13,7 @@ type Guard struct {
 
 // CompileGuard compiles a guard expression. It fails with a *CompileError
 // (carrying the column inside src) on a syntax error, on a name that is not
-// one of Roots, on a function that is not one of Functions, on closures, map
+// one of roots, on a function that is not one of functions, on closures, map
 // literals and let, and when the result is known at compile time not to be a
 // bool.
 func CompileGuard(src string) (*Guard, error) {

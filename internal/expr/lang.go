@@ -23,11 +23,11 @@ import (
 	"github.com/expr-lang/expr/vm"
 )
 
-// Roots are the only names an expression may start from (story-format.md §10).
-var Roots = []string{"world", "slots", "args", "event", "run", "result", "menu", "item"}
+// roots are the only names an expression may start from (story-format.md §10).
+var roots = []string{"world", "slots", "args", "event", "run", "result", "menu", "item"}
 
-// Functions are the only functions an expression may call (story-format.md §10).
-var Functions = []string{"len", "trim", "upper", "lower", "split", "join", "hasPrefix", "hasSuffix",
+// functions are the only functions an expression may call (story-format.md §10).
+var functions = []string{"len", "trim", "upper", "lower", "split", "join", "hasPrefix", "hasSuffix",
 	"now", "int", "float", "string", "abs", "round", "type", "get", "keys", "min", "max"}
 
 // dotName is the hidden variable a range body's "." is rewritten to. Authors
@@ -35,8 +35,8 @@ var Functions = []string{"len", "trim", "upper", "lower", "split", "join", "hasP
 const dotName = "__kitsoki_dot__"
 
 var (
-	rootList = strings.Join(Roots, ", ")
-	funcList = strings.Join(Functions, ", ")
+	rootList = strings.Join(roots, ", ")
+	funcList = strings.Join(functions, ", ")
 
 	// Compile options, built once: plain expressions, and range bodies that
 	// also see dotName.
@@ -47,15 +47,15 @@ var (
 func exprOptions(inRange bool) []expr.Option {
 	// Every root has type any: member access is resolved at run time, and
 	// the env is a map[string]any so lookups take expr-lang's fast path.
-	env := make(types.Map, len(Roots)+1)
-	for _, r := range Roots {
+	env := make(types.Map, len(roots)+1)
+	for _, r := range roots {
 		env[r] = types.Any
 	}
 	if inRange {
 		env[dotName] = types.Any
 	}
 	opts := []expr.Option{expr.Env(env), expr.DisableAllBuiltins()}
-	for _, f := range Functions {
+	for _, f := range functions {
 		if f != "len" {
 			opts = append(opts, expr.EnableBuiltin(f))
 		}
@@ -207,7 +207,7 @@ func endsOperand(t lexer.Token) bool {
 	return false
 }
 
-// validate enforces the whitelist: only Roots as names, only Functions as
+// validate enforces the whitelist: only roots as names, only functions as
 // calls, no closures, map literals, let or sequences. The violation nearest
 // the start of the expression is reported.
 func (u *unit) validate(root ast.Node, inRange bool) error {
@@ -216,7 +216,7 @@ func (u *unit) validate(root ast.Node, inRange bool) error {
 	// Identifiers are checked after the walk: the walk visits a call's
 	// callee before the call itself.
 	for _, id := range v.idents {
-		if v.callees[id] || (inRange && id.Value == dotName) || slices.Contains(Roots, id.Value) {
+		if v.callees[id] || (inRange && id.Value == dotName) || slices.Contains(roots, id.Value) {
 			continue
 		}
 		hint := ""
@@ -276,7 +276,7 @@ func (v *validator) Visit(node *ast.Node) {
 }
 
 func (v *validator) checkFunc(n ast.Node, name string) {
-	if slices.Contains(Functions, name) {
+	if slices.Contains(functions, name) {
 		return
 	}
 	if _, known := builtin.Index[name]; known {
@@ -306,7 +306,10 @@ func (u *unit) fromLibError(err error) error {
 	if errors.As(err, &fe) {
 		return u.compileError(fe.From, fe.Message)
 	}
-	return &CompileError{Line: 1, Col: 1, Msg: err.Error()}
+	// Not a positioned error (expr-lang's compiler reports an internal panic
+	// this way, followed by a stack trace): keep the first line.
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	return &CompileError{Line: 1, Col: 1, Msg: msg}
 }
 
 var vmPool = sync.Pool{New: func() any { return new(vm.VM) }}

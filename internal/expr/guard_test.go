@@ -34,6 +34,8 @@ func TestGuardEval(t *testing.T) {
 		{"split(world.csv, ',')[1] == 'b' && join(world.tags, '+') == 'red+green'", true},
 		{"hasPrefix(args.claim, 'lu') && hasSuffix(args.claim, 'ch')", true},
 		{"int('7') == 7 && float('1.5') == 1.5 && string(world.n) == '3'", true},
+		{"int(world.f) == 0 && int(2.9) == 2 && float(world.n) == 3.0", true},
+		{"int(world.num) == 12 && float(world.num) == 12.5", true}, // json.Number
 		{"abs(world.neg) == 2.5 && round(world.f) == 1", true},
 		{"type(world.a) == 'string' && type(world.missing) == 'nil'", true},
 		{"get(world, 'a') == 'b' && get(world, 'nope') == nil", true},
@@ -42,6 +44,13 @@ func TestGuardEval(t *testing.T) {
 		{"now() != nil", true},
 		{"event.type == 'turn.start' && result.data.ok && menu[1] == 'two' && item.label == 'first'", true},
 		{"world.list[0].name == 'x'", true},
+		// expr-lang operators beyond §10's list are available too.
+		{"world.a contains 'b' && args.claim startsWith 'lu' && args.claim endsWith 'ch'", true},
+		{"args.claim matches '^l.n'", true},
+		{"world.n in 1..5 && 2 ** 3 == 8", true},
+		{"(world.tags | join('-')) == 'red-green'", true},
+		{"args.claim[1:3] == 'un'", true},
+		{"if world.n > 2 { true } else { false }", true},
 	}
 	env := testEnv()
 	for _, tt := range tests {
@@ -84,6 +93,9 @@ func TestGuardEvalErrors(t *testing.T) {
 		{src: "world.tags", wantErr: "produced a list"},
 		{src: "world.missing?.x ?? 'd'", wantErr: "produced a string"},
 		{src: "len(world.n) == 1", wantErr: "len: cannot take the length of an int"},
+		{src: "int(world.secret) == 1", env: Env{"world": map[string]any{"secret": "s3cr3t"}}, wantErr: "int: the string is not a whole number"},
+		{src: "float(world.secret) == 1", env: Env{"world": map[string]any{"secret": "s3cr3t"}}, wantErr: "float: the string is not a number"},
+		{src: "int(world.m) == 1", wantErr: "invalid operation: int(map[string]interface {})"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.src, func(t *testing.T) {
@@ -100,6 +112,9 @@ func TestGuardEvalErrors(t *testing.T) {
 				t.Errorf("Eval = true alongside an error")
 			}
 			checkErr(t, err, tt.wantErr)
+			if strings.Contains(errText(err), "s3cr3t") {
+				t.Errorf("error quotes a world value: %v", err)
+			}
 			var ee *EvalError
 			if !errors.As(err, &ee) {
 				t.Fatalf("error is %T, want *EvalError", err)

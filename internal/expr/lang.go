@@ -1,10 +1,12 @@
 package expr
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -56,12 +58,60 @@ func exprOptions(inRange bool) []expr.Option {
 	}
 	opts := []expr.Option{expr.Env(env), expr.DisableAllBuiltins()}
 	for _, f := range functions {
-		if f != "len" {
+		switch f {
+		case "len", "int", "float": // replaced below
+		default:
 			opts = append(opts, expr.EnableBuiltin(f))
 		}
 	}
-	// len is replaced so that len(nil) is 0 instead of an error.
-	return append(opts, expr.Function("len", lenFunc, new(func(any) int)))
+	return append(opts,
+		// len(nil) is 0 instead of an error.
+		expr.Function("len", lenFunc, new(func(any) int)),
+		// int and float accept JSON numbers, and never quote the string
+		// they fail to convert (it may be a secret from the world).
+		expr.Function("int", intFunc, new(func(any) int)),
+		expr.Function("float", floatFunc, new(func(any) float64)))
+}
+
+// intFunc is expr-lang's int, plus json.Number, with value-free errors.
+func intFunc(args ...any) (any, error) {
+	switch x := args[0].(type) {
+	case string:
+		i, err := strconv.Atoi(strings.TrimSpace(x))
+		if err != nil {
+			return nil, errors.New("int: the string is not a whole number")
+		}
+		return i, nil
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return int(i), nil
+		}
+		f, err := x.Float64()
+		if err != nil {
+			return nil, errors.New("int: the JSON number is out of range")
+		}
+		return int(f), nil
+	}
+	return builtin.Int(args[0]), nil // panics, naming the type, on a bad one
+}
+
+// floatFunc is expr-lang's float, plus json.Number, with value-free errors.
+func floatFunc(args ...any) (any, error) {
+	switch x := args[0].(type) {
+	case string:
+		f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+		if err != nil {
+			return nil, errors.New("float: the string is not a number")
+		}
+		return f, nil
+	case json.Number:
+		f, err := x.Float64()
+		if err != nil {
+			return nil, errors.New("float: the JSON number is out of range")
+		}
+		return f, nil
+	}
+	return builtin.Float(args[0]), nil // panics, naming the type, on a bad one
 }
 
 // lenFunc is the story language's len: characters of a string, elements of a

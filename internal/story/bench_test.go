@@ -126,6 +126,21 @@ func TestLargeStoryLoads(t *testing.T) {
 	if len(s.Warnings) != 0 {
 		t.Errorf("warnings: %v", lines(s.Warnings))
 	}
+	// Spot-check that compiled results landed where they belong.
+	st := s.States["s007"]
+	if st.View == nil || len(st.OnEnter) != 2 || st.OnEnter[1].When == nil || st.OnEnter[1].EmitSlots["reason"] == nil {
+		t.Fatalf("s007 not fully compiled: %+v", st)
+	}
+	in := st.OnEnter[0].Invoke
+	if in.With == nil || len(in.Bind) != 2 || in.Bind[0].Key != "note" || in.Bind[0].Template == nil ||
+		in.Bind[1].Key != "verdict" || in.Bind[1].Path != "submitted" || in.Bind[1].Template != nil {
+		t.Errorf("s007 invoke = %+v, binds %+v", in, in.Bind)
+	}
+	next := st.On["next"]
+	if len(next) != 2 || next[0].When == nil || next[0].Target != "s008" || len(next[0].Effects[0].Set) != 2 ||
+		next[0].Effects[0].Set[0].Key != "count" || next[0].Effects[0].Set[1].Value == nil || next[1].Effects[1].Say == nil {
+		t.Errorf("s007 next arms not fully compiled")
+	}
 }
 
 // BenchmarkLoadLarge loads a generated story of 200 states and 20 schemas.

@@ -2,102 +2,165 @@ package story
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/kitsoki/kitsoki/internal/expr"
 	"go.yaml.in/yaml/v3"
 )
 
+// job is one compilation deferred to the compile phase. run is pure (it
+// reads only its captured node and file, never the loader), so jobs run in
+// parallel; assign stores the result and runs afterwards, in job order, on
+// one goroutine.
+type job struct {
+	run    func() (any, *Diagnostic)
+	assign func(any)
+}
+
+// addJob defers a compilation.
+func (l *loader) addJob(run func() (any, *Diagnostic), assign func(any)) {
+	l.jobs = append(l.jobs, job{run: run, assign: assign})
+}
+
+// runJobs compiles every deferred guard, template and prompt, spreading the
+// work over GOMAXPROCS goroutines (compilation dominates the cost of loading
+// a large story), then assigns the results and records the errors.
+func (l *loader) runJobs() {
+	n := len(l.jobs)
+	vals := make([]any, n)
+	diags := make([]*Diagnostic, n)
+	workers := min(runtime.GOMAXPROCS(0), n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				vals[i], diags[i] = l.jobs[i].run()
+			}
+		}()
+	}
+	wg.Wait()
+	for i, j := range l.jobs {
+		if diags[i] != nil {
+			l.diags = append(l.diags, *diags[i])
+			continue
+		}
+		j.assign(vals[i])
+	}
+	l.jobs = nil
+	for _, fn := range l.finalizers {
+		fn()
+	}
+	l.finalizers = nil
+}
+
 // compileGuard compiles a when: expression at node n.
-func (l *loader) compileGuard(f *file, n *yaml.Node, path string) *expr.Guard {
+func (l *loader) compileGuard(f *file, n *yaml.Node, path string, assign func(*expr.Guard)) {
 	d := deref(n)
 	if d == nil || d.Kind != yaml.ScalarNode || d.Tag == "!!null" {
 		l.errAt(f, d, path, "expected a guard expression, got %s", kindNameOrNull(d))
-		return nil
+		return
 	}
-	g, err := expr.CompileGuard(d.Value)
-	if err != nil {
-		l.compileErr(f, d, path, "invalid guard", err)
-		return nil
-	}
-	return g
+	l.addJob(func() (any, *Diagnostic) {
+		g, err := expr.CompileGuard(d.Value)
+		if err != nil {
+			return nil, compileDiag(f, d, path, "invalid guard", err)
+		}
+		return g, nil
+	}, func(v any) { assign(v.(*expr.Guard)) })
 }
 
 // compileValue compiles a scalar at node n as a value template.
-func (l *loader) compileValue(f *file, n *yaml.Node, path string) *expr.Value {
+func (l *loader) compileValue(f *file, n *yaml.Node, path string, assign func(*expr.Value)) {
 	d := deref(n)
-	v, err := expr.CompileValue(d.Value)
-	if err != nil {
-		l.compileErr(f, d, path, "invalid template", err)
-		return nil
-	}
-	return v
+	l.addJob(func() (any, *Diagnostic) {
+		v, err := expr.CompileValue(d.Value)
+		if err != nil {
+			return nil, compileDiag(f, d, path, "invalid template", err)
+		}
+		return v, nil
+	}, func(v any) { assign(v.(*expr.Value)) })
 }
 
 // compileText compiles a scalar at node n as a text template.
-func (l *loader) compileText(f *file, n *yaml.Node, path string) *expr.Text {
+func (l *loader) compileText(f *file, n *yaml.Node, path string, assign func(*expr.Text)) {
 	src, ok := l.str(f, n, path)
 	if !ok {
-		return nil
+		return
 	}
-	t, err := expr.CompileText(src)
-	if err != nil {
-		l.compileErr(f, deref(n), path, "invalid template", err)
-		return nil
-	}
-	return t
+	d := deref(n)
+	l.addJob(func() (any, *Diagnostic) {
+		t, err := expr.CompileText(src)
+		if err != nil {
+			return nil, compileDiag(f, d, path, "invalid template", err)
+		}
+		return t, nil
+	}, func(v any) { assign(v.(*expr.Text)) })
 }
 
 // compileTree compiles a YAML value whose strings are value templates. When
 // the tree fails, the failing string is located so the error points at it.
-func (l *loader) compileTree(f *file, n *yaml.Node, path string) *expr.Tree {
-	v, ok := l.value(f, n, path)
-	if !ok {
-		return nil
-	}
-	t, err := expr.CompileTree(v)
-	if err == nil {
-		return t
-	}
-	if !l.locateTreeErr(f, n, path) {
-		l.compileErr(f, deref(n), path, "invalid template", err)
-	}
-	return nil
+func (l *loader) compileTree(f *file, n *yaml.Node, path string, assign func(*expr.Tree)) {
+	l.addJob(func() (any, *Diagnostic) {
+		var v any
+		if n != nil {
+			if err := n.Decode(&v); err != nil {
+				return nil, &Diagnostic{Pos: posOf(f, n), Path: path, Message: fmt.Sprintf("cannot decode value: %v", err)}
+			}
+		}
+		t, err := expr.CompileTree(v)
+		if err == nil {
+			return t, nil
+		}
+		if d := locateTreeErr(f, n, path); d != nil {
+			return nil, d
+		}
+		return nil, compileDiag(f, deref(n), path, "invalid template", err)
+	}, func(v any) { assign(v.(*expr.Tree)) })
 }
 
-// locateTreeErr compiles the strings under n one by one and reports the
-// first failing one. It returns false when none fails on its own.
-func (l *loader) locateTreeErr(f *file, n *yaml.Node, path string) bool {
+// locateTreeErr compiles the strings under n one by one and returns the
+// diagnostic of the first failing one, or nil when none fails on its own.
+func locateTreeErr(f *file, n *yaml.Node, path string) *Diagnostic {
 	d := deref(n)
 	if d == nil {
-		return false
+		return nil
 	}
 	switch d.Kind {
 	case yaml.ScalarNode:
 		if d.Tag != "!!str" {
-			return false
+			return nil
 		}
 		if _, err := expr.CompileValue(d.Value); err != nil {
-			l.compileErr(f, d, path, "invalid template", err)
-			return true
+			return compileDiag(f, d, path, "invalid template", err)
 		}
 	case yaml.SequenceNode:
 		for i, c := range d.Content {
-			if l.locateTreeErr(f, c, indexPath(path, i)) {
-				return true
+			if diag := locateTreeErr(f, c, indexPath(path, i)); diag != nil {
+				return diag
 			}
 		}
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(d.Content); i += 2 {
-			if l.locateTreeErr(f, d.Content[i+1], joinPath(path, deref(d.Content[i]).Value)) {
-				return true
+			if diag := locateTreeErr(f, d.Content[i+1], joinPath(path, deref(d.Content[i]).Value)); diag != nil {
+				return diag
 			}
 		}
 	}
-	return false
+	return nil
 }
 
 func kindNameOrNull(n *yaml.Node) string {
@@ -107,18 +170,24 @@ func kindNameOrNull(n *yaml.Node) string {
 	return kindName(n)
 }
 
-// compileErr records a compile error at node n. When the error carries a
+func posOf(f *file, n *yaml.Node) Pos {
+	if n == nil {
+		return Pos{File: f.rel}
+	}
+	return Pos{File: f.rel, Line: n.Line, Col: n.Column}
+}
+
+// compileDiag describes a compile error at node n. When the error carries a
 // position inside the source and the scalar's text can be matched to the
 // file, the diagnostic points at the exact character.
-func (l *loader) compileErr(f *file, n *yaml.Node, path, what string, err error) {
+func compileDiag(f *file, n *yaml.Node, path, what string, err error) *Diagnostic {
 	var ce *expr.CompileError
 	if errors.As(err, &ce) && ce.Col > 0 {
 		if p, ok := scalarOffsetPos(f, n, max(ce.Line, 1), ce.Col); ok {
-			l.diags = append(l.diags, Diagnostic{Pos: p, Path: path, Message: what + ": " + ce.Msg})
-			return
+			return &Diagnostic{Pos: p, Path: path, Message: what + ": " + ce.Msg}
 		}
 	}
-	l.errAt(f, n, path, "%s: %v", what, err)
+	return &Diagnostic{Pos: posOf(f, n), Path: path, Message: fmt.Sprintf("%s: %v", what, err)}
 }
 
 // scalarOffsetPos maps a 1-based (line, col) inside scalar n's value to a
@@ -197,9 +266,11 @@ var pathLike = regexp.MustCompile(`^[^\s]+\.[A-Za-z0-9]{1,8}$`)
 // with.prompt_path is an error.
 func (l *loader) loadPrompt(f *file, n *yaml.Node, path string, mustBeFile bool) {
 	raw := n.Value
-	if _, ok := l.st.Prompts[raw]; ok {
+	if l.promptSeen[raw] {
 		return
 	}
+	l.promptSeen[raw] = true
+	store := func(t *expr.Text) { l.st.Prompts[raw] = t }
 	abs := l.resolve(raw)
 	st, statErr := os.Stat(abs)
 	if statErr == nil && st.Mode().IsRegular() {
@@ -208,24 +279,23 @@ func (l *loader) loadPrompt(f *file, n *yaml.Node, path string, mustBeFile bool)
 			l.errAt(f, n, path, "cannot read prompt file %q: %v", raw, unwrapPathErr(err))
 			return
 		}
-		t, err := expr.CompileText(string(b))
-		if err != nil {
+		rel := raw
+		if r, err := filepath.Rel(l.dir, abs); err == nil {
+			rel = filepath.ToSlash(r)
+		}
+		l.addJob(func() (any, *Diagnostic) {
+			t, err := expr.CompileText(string(b))
+			if err == nil {
+				return t, nil
+			}
 			var ce *expr.CompileError
 			if errors.As(err, &ce) && ce.Col > 0 {
-				rel := raw
-				if r, err := filepath.Rel(l.dir, abs); err == nil {
-					rel = filepath.ToSlash(r)
-				}
-				l.diags = append(l.diags, Diagnostic{
-					Pos: Pos{File: rel, Line: max(ce.Line, 1), Col: ce.Col}, Path: path,
-					Message: "invalid template in prompt file: " + ce.Msg,
-				})
-				return
+				return nil, &Diagnostic{Pos: Pos{File: rel, Line: max(ce.Line, 1), Col: ce.Col}, Path: path,
+					Message: "invalid template in prompt file: " + ce.Msg}
 			}
-			l.errAt(f, n, path, "invalid template in prompt file %q: %v", raw, err)
-			return
-		}
-		l.st.Prompts[raw] = t
+			return nil, &Diagnostic{Pos: posOf(f, n), Path: path,
+				Message: fmt.Sprintf("invalid template in prompt file %q: %v", raw, err)}
+		}, func(v any) { store(v.(*expr.Text)) })
 		return
 	}
 	if mustBeFile {
@@ -239,9 +309,7 @@ func (l *loader) loadPrompt(f *file, n *yaml.Node, path string, mustBeFile bool)
 	if pathLike.MatchString(raw) {
 		l.warnAt(f, n, path, "%q looks like a file name but no such file exists in the story directory; it is sent as inline prompt text", raw)
 	}
-	if t := l.compileText(f, n, path); t != nil {
-		l.st.Prompts[raw] = t
-	}
+	l.compileText(f, n, path, store)
 }
 
 // loadSchema compiles a literal with.schema path into Story.Schemas.

@@ -51,13 +51,23 @@ func (e *LoadError) Error() string {
 	return strings.Join(lines, "\n")
 }
 
-// sortDiagnostics orders diagnostics by file load order, then line and
+// sortDiagnostics orders diagnostics by file load order (files that are
+// not story files, such as prompt files, come last, by name), then line and
 // column, keeping the discovery order of diagnostics at the same spot.
 func sortDiagnostics(ds []Diagnostic, fileOrder map[string]int) {
+	rank := func(file string) int {
+		if r, ok := fileOrder[file]; ok {
+			return r
+		}
+		return len(fileOrder)
+	}
 	sort.SliceStable(ds, func(i, j int) bool {
 		a, b := ds[i].Pos, ds[j].Pos
 		if a.File != b.File {
-			return fileOrder[a.File] < fileOrder[b.File]
+			if ra, rb := rank(a.File), rank(b.File); ra != rb {
+				return ra < rb
+			}
+			return a.File < b.File
 		}
 		if a.Line != b.Line {
 			return a.Line < b.Line

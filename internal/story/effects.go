@@ -66,7 +66,7 @@ func (l *loader) loadEffect(f *file, n *yaml.Node, path string, ctx effCtx) *Eff
 	e := &Effect{Pos: l.pos(f, deref(n))}
 	ref := &effectRef{f: f, e: e, path: path, ctx: ctx}
 	if w, ok := fs["when"]; ok {
-		e.When = l.compileGuard(f, w.val, joinPath(path, "when"))
+		l.compileGuard(f, w.val, joinPath(path, "when"), func(g *expr.Guard) { e.When = g })
 	}
 	var actions []string
 	for _, k := range actionKeys {
@@ -81,10 +81,10 @@ func (l *loader) loadEffect(f *file, n *yaml.Node, path string, ctx effCtx) *Eff
 		e.Increment = l.loadIncrement(f, s.val, joinPath(path, "increment"))
 	}
 	if s, ok := fs["say"]; ok {
-		e.Say = l.compileText(f, s.val, joinPath(path, "say"))
+		l.compileText(f, s.val, joinPath(path, "say"), func(t *expr.Text) { e.Say = t })
 	}
 	if s, ok := fs["emit"]; ok {
-		e.Emit = l.compileTree(f, s.val, joinPath(path, "emit"))
+		l.compileTree(f, s.val, joinPath(path, "emit"), func(t *expr.Tree) { e.Emit = t })
 	}
 	if s, ok := fs["invoke"]; ok {
 		e.Invoke = l.loadInvoke(f, s, fs, path, ref)
@@ -100,7 +100,7 @@ func (l *loader) loadEffect(f *file, n *yaml.Node, path string, ctx effCtx) *Eff
 	if hasEmit {
 		p := joinPath(path, "emit_intent")
 		if name, ok := l.str(f, ei.val, p); ok {
-			e.EmitIntent = l.compileValue(f, ei.val, p)
+			l.compileValue(f, ei.val, p, func(v *expr.Value) { e.EmitIntent = v })
 			if !isTemplated(name) && name != "" {
 				ref.emitName, ref.emitNode = name, deref(ei.val)
 			}
@@ -127,7 +127,10 @@ func (l *loader) loadEffect(f *file, n *yaml.Node, path string, ctx effCtx) *Eff
 	case len(actions) > 1:
 		l.warnAt(f, deref(n), path, "effect has several actions (%s): only %s runs; put each in its own item",
 			strings.Join(actions, ", "), actions[0])
-		keepOnly(e, actions[0])
+		// After the compiled results are assigned, so nothing re-fills
+		// a dropped action.
+		keep := actions[0]
+		l.finalizers = append(l.finalizers, func() { keepOnly(e, keep) })
 	}
 	l.effects = append(l.effects, ref)
 	return e
@@ -156,11 +159,13 @@ func isTemplated(s string) bool { return strings.Contains(s, "{{") }
 
 func (l *loader) loadSet(f *file, n *yaml.Node, path string) []SetItem {
 	es, _ := l.entries(f, n, path)
-	out := make([]SetItem, 0, len(es))
-	for _, e := range es {
-		out = append(out, SetItem{Key: e.name, Value: l.compileTree(f, e.val, joinPath(path, e.name))})
+	sort.SliceStable(es, func(i, j int) bool { return es[i].name < es[j].name })
+	out := make([]SetItem, len(es))
+	for i, e := range es {
+		out[i].Key = e.name
+		item := &out[i]
+		l.compileTree(f, e.val, joinPath(path, e.name), func(t *expr.Tree) { item.Value = t })
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out
 }
 
@@ -184,7 +189,8 @@ func (l *loader) loadTreeMap(f *file, n *yaml.Node, path string) map[string]*exp
 	}
 	out := make(map[string]*expr.Tree, len(es))
 	for _, e := range es {
-		out[e.name] = l.compileTree(f, e.val, joinPath(path, e.name))
+		name := e.name
+		l.compileTree(f, e.val, joinPath(path, name), func(t *expr.Tree) { out[name] = t })
 	}
 	return out
 }
@@ -205,7 +211,7 @@ func (l *loader) loadInvoke(f *file, inv entry, fs map[string]entry, path string
 		if d := deref(w.val); d.Kind != yaml.MappingNode {
 			l.errAt(f, d, wp, "expected a mapping of call arguments, got %s", kindName(d))
 		} else {
-			in.With = l.compileTree(f, d, wp)
+			l.compileTree(f, d, wp, func(t *expr.Tree) { in.With = t })
 			if strings.HasPrefix(name, "host.agent.") {
 				l.agentWith(f, d, wp, ref)
 			}
@@ -249,25 +255,30 @@ func (l *loader) loadInvoke(f *file, inv entry, fs map[string]entry, path string
 
 func (l *loader) loadBind(f *file, n *yaml.Node, path string) []Bind {
 	es, _ := l.entries(f, n, path)
+	sort.SliceStable(es, func(i, j int) bool { return es[i].name < es[j].name })
 	out := make([]Bind, 0, len(es))
+	var templates []entry // entries whose source is a template, in out order
+	var at []int
 	for _, e := range es {
 		p := joinPath(path, e.name)
 		src, ok := l.str(f, e.val, p)
 		if !ok {
 			continue
 		}
-		b := Bind{Key: e.name}
 		switch {
 		case isTemplated(src):
-			b.Template = l.compileValue(f, e.val, p)
+			templates, at = append(templates, e), append(at, len(out))
+			out = append(out, Bind{Key: e.name})
 		case bindPathRE.MatchString(src):
-			b.Path = src
+			out = append(out, Bind{Key: e.name, Path: src})
 		default:
 			l.errAt(f, deref(e.val), p, "invalid bind source %q: write a dotted path such as submitted.items[0], or a {{ }} template", src)
-			continue
 		}
-		out = append(out, b)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	// out is final now: pointers into it stay valid for the compile jobs.
+	for i, e := range templates {
+		b := &out[at[i]]
+		l.compileValue(f, e.val, joinPath(path, e.name), func(v *expr.Value) { b.Template = v })
+	}
 	return out
 }

@@ -248,6 +248,10 @@ func TestCompileErrors(t *testing.T) {
 		`compile.yaml:11:43: states.start.on_enter[1].set.bad.nested[1]: invalid template: `,
 		`compile.yaml:15:30: states.start.on_enter[2].bind.tmpl: invalid template: `,
 		`compile.yaml:16:19: states.start.on_enter[2].bind.broken: invalid bind source "result..x": write a dotted path such as submitted.items[0], or a {{ }} template`,
+		// A guard in a literal block: the column is found on the line.
+		`compile.yaml:23:21: states.other.on_enter[1].when: invalid guard: `,
+		// A prompt file's error points into the prompt file.
+		`prompts/bad.md:2:41: states.other.on_enter[0].with.prompt: invalid template in prompt file: `,
 	}
 	if len(got) != len(wantPrefixes) {
 		t.Fatalf("got %d diagnostics, want %d:\n%s", len(got), len(wantPrefixes), strings.Join(got, "\n"))

@@ -46,11 +46,12 @@ func Load(path string, opts ...Option) (*Story, error) {
 	}
 	dir := filepath.Dir(abs)
 	l := &loader{
-		opts:      o,
-		dir:       dir,
-		fileOrder: map[string]int{},
-		loaded:    map[string]bool{},
-		declared:  map[string]bool{},
+		opts:       o,
+		dir:        dir,
+		fileOrder:  map[string]int{},
+		loaded:     map[string]bool{},
+		declared:   map[string]bool{},
+		promptSeen: map[string]bool{},
 		st: &Story{
 			Dir:     dir,
 			File:    abs,
@@ -110,6 +111,10 @@ type loader struct {
 	armKeys   []*nodeRef // on: intent keys, for the undeclared-intent warning
 	worldRefs []*nodeRef // relevant_world and exits.requires entries
 	exitOrder []exitDecl // declaration order of exits, for the __exit__ states
+
+	jobs       []job           // deferred compilations, run by runJobs
+	finalizers []func()        // run after the compiled results are assigned
+	promptSeen map[string]bool // with.prompt values already handled
 }
 
 // nodeRef is a value to check once every file is loaded.
@@ -145,6 +150,7 @@ func (l *loader) run(abs string) {
 			l.loadFile(f, false)
 		}
 	}
+	l.runJobs()
 	l.finish()
 }
 

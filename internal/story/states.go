@@ -3,6 +3,7 @@ package story
 import (
 	"strings"
 
+	"github.com/kitsoki/kitsoki/internal/expr"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -65,7 +66,7 @@ func (l *loader) loadState(f *file, n *yaml.Node, path string, s *State) {
 		if d := deref(v.val); d != nil && d.Kind == yaml.SequenceNode {
 			l.warnAt(f, v.key, joinPath(path, "view"), "a typed view element list is not supported yet and is ignored")
 		} else {
-			s.View = l.compileText(f, v.val, joinPath(path, "view"))
+			l.compileText(f, v.val, joinPath(path, "view"), func(t *expr.Text) { s.View = t })
 		}
 	}
 	if oe, ok := fs["on_enter"]; ok {
@@ -121,13 +122,13 @@ func (l *loader) loadOn(f *file, n *yaml.Node, base string, s *State) {
 			if single {
 				ap = path
 			}
-			a := l.loadArm(f, it, ap, s, ie.name)
+			a, hasWhen := l.loadArm(f, it, ap, s, ie.name)
 			if a == nil {
 				continue
 			}
 			if alwaysAt >= 0 {
 				l.warnAt(f, it, ap, "arm is never tried: arm [%d] before it always matches", alwaysAt)
-			} else if a.Default || a.When == nil {
+			} else if a.Default || !hasWhen {
 				alwaysAt = i
 			}
 			arms = append(arms, a)
@@ -136,16 +137,18 @@ func (l *loader) loadOn(f *file, n *yaml.Node, base string, s *State) {
 	}
 }
 
-func (l *loader) loadArm(f *file, n *yaml.Node, path string, s *State, intent string) *Arm {
+// loadArm reads one arm; hasWhen reports whether it has a when: guard.
+func (l *loader) loadArm(f *file, n *yaml.Node, path string, s *State, intent string) (_ *Arm, hasWhen bool) {
 	a := &Arm{Pos: l.pos(f, deref(n))}
 	fs, ok := l.fields(f, n, path, armKeys)
 	if !ok {
-		return nil
+		return nil, false
 	}
 	boolField(l, f, fs, path, "default", &a.Default)
 	strField(l, f, fs, path, "guard_hint", &a.GuardHint)
-	if w, ok := fs["when"]; ok {
-		a.When = l.compileGuard(f, w.val, joinPath(path, "when"))
+	w, hasWhen := fs["when"]
+	if hasWhen {
+		l.compileGuard(f, w.val, joinPath(path, "when"), func(g *expr.Guard) { a.When = g })
 		if a.Default {
 			l.warnAt(f, w.key, joinPath(path, "when"), "when is ignored on a default: true arm")
 		}
@@ -165,5 +168,5 @@ func (l *loader) loadArm(f *file, n *yaml.Node, path string, s *State, intent st
 		a.Effects = l.loadEffects(f, ef.val, joinPath(path, "effects"),
 			effCtx{state: s, where: "on." + intent, arm: a})
 	}
-	return a
+	return a, hasWhen
 }

@@ -143,11 +143,13 @@ func (a *Agent) Ask(ctx context.Context, req *agent.AskRequest) (*agent.AskRespo
 	if err := ctx.Err(); err != nil {
 		return nil, agent.Errorf(agent.KindDeadlineExceeded, "local_llm agent: context already done: %w", err)
 	}
-	if d, err := time.Parse(time.RFC3339Nano, req.Deadline); err == nil {
-		if cur, ok := ctx.Deadline(); !ok || d.Before(cur) {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithDeadline(ctx, d)
-			defer cancel()
+	if req.Deadline != "" { // the request's own soft deadline bounds the call too
+		if d, err := time.Parse(time.RFC3339Nano, req.Deadline); err == nil {
+			if cur, ok := ctx.Deadline(); !ok || d.Before(cur) {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithDeadline(ctx, d)
+				defer cancel()
+			}
 		}
 	}
 	var key string
@@ -161,7 +163,7 @@ func (a *Agent) Ask(ctx context.Context, req *agent.AskRequest) (*agent.AskRespo
 
 	chatURL := a.chatURL
 	var proc *process
-	meta := map[string]any{}
+	meta := make(map[string]any, 8)
 	if chatURL == "" {
 		p, restarted, err := a.managedEndpoint(ctx)
 		if err != nil {
@@ -174,32 +176,14 @@ func (a *Agent) Ask(ctx context.Context, req *agent.AskRequest) (*agent.AskRespo
 		}
 	}
 
-	body := chatRequest{Model: a.decl.Model, MaxTokens: a.maxTokens}
-	if ci := agent.CallInfoFrom(ctx); ci != nil && ci.Persona != nil && ci.Persona.SystemPrompt != "" {
-		body.Messages = append(body.Messages, chatMessage{Role: "system", Content: ci.Persona.SystemPrompt})
-	}
-	body.Messages = append(body.Messages, chatMessage{Role: "user", Content: req.Prompt})
-	schema := hasSchema(req.Schema)
-	grammar, jsonSchema := false, false
-	switch {
-	case !schema:
-	case a.decl.JSONSchema:
-		body.ResponseFormat, jsonSchema = newResponseFormat(req.Schema), true
-	case a.decl.Grammar:
-		if vs := a.subsetViolations(req.Schema); len(vs) > 0 {
-			meta["grammar_skipped"] = vs[0].String() + " is outside the llama.cpp grammar subset"
-		} else {
-			body.ResponseFormat, grammar = newResponseFormat(req.Schema), true
-		}
-	}
-
+	body, c := a.buildRequest(ctx, req, meta)
 	status, raw, err := a.post(ctx, chatURL, key, &body)
 	if err == nil && body.ResponseFormat != nil && isFailOpen(status, raw) {
 		// The server could not apply the constraint: answer unconstrained,
 		// record it, and let validation be the guarantee.
-		a.logger.Warn("local_llm: server refused the schema constraint; retrying unconstrained", "status", status, "reply", agent.Clip(raw))
+		a.logger.Warn("local_llm: server refused the schema constraint; retrying unconstrained", "status", status, "reply", agent.Clip(a.scrub(raw, key)))
 		meta["fail_open"] = fmt.Sprintf("http %d: %s", status, agent.Clip(a.scrub(raw, key)))
-		body.ResponseFormat, grammar, jsonSchema = nil, false, false
+		body.ResponseFormat, c.grammar, c.jsonSchema = nil, false, false
 		status, raw, err = a.post(ctx, chatURL, key, &body)
 	}
 	if err != nil {
@@ -213,6 +197,41 @@ func (a *Agent) Ask(ctx context.Context, req *agent.AskRequest) (*agent.AskRespo
 	if status >= 400 {
 		return nil, agent.Errorf(agent.KindTransportError, "local_llm agent: http %d: %s", status, agent.Clip(a.scrub(raw, key)))
 	}
+	return a.parseReply(raw, c, meta)
+}
+
+// constraint is what a request asked of the server.
+type constraint struct {
+	hasSchema, grammar, jsonSchema bool
+}
+
+// buildRequest assembles the chat request: the persona's system prompt and
+// the prompt as messages, max_tokens, and response_format when the
+// declaration and the schema call for it.
+func (a *Agent) buildRequest(ctx context.Context, req *agent.AskRequest, meta map[string]any) (chatRequest, constraint) {
+	body := chatRequest{Model: a.decl.Model, MaxTokens: a.maxTokens, Messages: make([]chatMessage, 0, 2)}
+	if ci := agent.CallInfoFrom(ctx); ci != nil && ci.Persona != nil && ci.Persona.SystemPrompt != "" {
+		body.Messages = append(body.Messages, chatMessage{Role: "system", Content: ci.Persona.SystemPrompt})
+	}
+	body.Messages = append(body.Messages, chatMessage{Role: "user", Content: req.Prompt})
+	c := constraint{hasSchema: hasSchema(req.Schema)}
+	switch {
+	case !c.hasSchema:
+	case a.decl.JSONSchema:
+		body.ResponseFormat, c.jsonSchema = newResponseFormat(req.Schema), true
+	case a.decl.Grammar:
+		if vs := a.subsetViolations(req.Schema); len(vs) > 0 {
+			meta["grammar_skipped"] = vs[0].String() + " is outside the llama.cpp grammar subset"
+		} else {
+			body.ResponseFormat, c.grammar = newResponseFormat(req.Schema), true
+		}
+	}
+	return body, c
+}
+
+// parseReply turns a 2xx body into the response, or names what is wrong
+// with it.
+func (a *Agent) parseReply(raw []byte, c constraint, meta map[string]any) (*agent.AskResponse, error) {
 	var cr chatResponse
 	if err := json.Unmarshal(raw, &cr); err != nil {
 		return nil, agent.Errorf(agent.KindTransportError, "local_llm agent: unmarshal chat response: %w (raw: %s)", err, agent.Clip(raw))
@@ -234,9 +253,9 @@ func (a *Agent) Ask(ctx context.Context, req *agent.AskRequest) (*agent.AskRespo
 	meta["model"] = model
 	meta["prompt_tokens"] = cr.Usage.PromptTokens
 	meta["completion_tokens"] = cr.Usage.CompletionTokens
-	meta["grammar"] = grammar
-	meta["json_schema"] = jsonSchema
-	return &agent.AskResponse{Submission: submissionFrom(*first.Message.Content, schema), Meta: meta}, nil
+	meta["grammar"] = c.grammar
+	meta["json_schema"] = c.jsonSchema
+	return &agent.AskResponse{Submission: submissionFrom(*first.Message.Content, c.hasSchema), Meta: meta}, nil
 }
 
 // post sends one chat request and returns the status and the body (at most

@@ -21,7 +21,8 @@ import (
 // "kitsoki-ns/op" metric is the transport's overhead, loopback HTTP
 // included. The raw_roundtrip sub-benchmark is the floor: the same POST
 // made with bare net/http, so ask minus raw_roundtrip is what kitsoki's
-// request building, reply parsing and checks cost on top of the socket.
+// request building, reply parsing and checks cost on top of the socket;
+// codec measures that work alone.
 func BenchmarkLocalLLMAsk(b *testing.B) {
 	canned := []byte(`{"model":"m","choices":[{"finish_reason":"stop","message":{"content":"{\"verdict\":\"approve\"}"}}],"usage":{"prompt_tokens":300,"completion_tokens":6}}`)
 	var serverNs atomic.Int64
@@ -57,6 +58,21 @@ func BenchmarkLocalLLMAsk(b *testing.B) {
 	}
 	b.Run("ask", func(b *testing.B) {
 		run(b, func() error { _, err := a.Ask(ctx, req); return err })
+	})
+	// codec is kitsoki's own work per call with no socket at all: building
+	// and encoding the request, decoding and checking the reply.
+	b.Run("codec", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			meta := make(map[string]any, 8)
+			body, c := a.buildRequest(ctx, req, meta)
+			if _, err := json.Marshal(&body); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := a.parseReply(canned, c, meta); err != nil {
+				b.Fatal(err)
+			}
+		}
 	})
 	b.Run("raw_roundtrip", func(b *testing.B) {
 		body, _ := json.Marshal(chatRequest{Model: "m", MaxTokens: DefaultMaxTokens, Messages: []chatMessage{{Role: "user", Content: req.Prompt}}, ResponseFormat: newResponseFormat(req.Schema)})

@@ -140,6 +140,7 @@ func TestManagedEmbeddingSidecar(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = e.Close() })
 	if n := len(m.env.srv.hits); n != 0 {
 		t.Fatalf("NewEmbedder fetched %d artifacts", n)
 	}
@@ -155,7 +156,7 @@ func TestManagedEmbeddingSidecar(t *testing.T) {
 		t.Errorf("embedding sidecar args: %s", args)
 	}
 	// A chat agent on the same pool gets its own process, not this one.
-	chat, err := New(agent.Declaration{Model: "test-chat"}, m.cfg, nil)
+	chat, err := newManaged(t, agent.Declaration{Model: "test-chat"}, m.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

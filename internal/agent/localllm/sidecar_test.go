@@ -58,6 +58,17 @@ func askFake(t *testing.T, a agent.Agent, prompt string) (struct {
 	return out, resp
 }
 
+// newManaged builds a managed agent that is closed (its server stopped) when
+// the test ends, whatever happens.
+func newManaged(t *testing.T, decl agent.Declaration, cfg Config) (*Agent, error) {
+	t.Helper()
+	a, err := New(decl, cfg, nil)
+	if err == nil {
+		t.Cleanup(func() { _ = a.Close() })
+	}
+	return a, err
+}
+
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 
 func TestManagedLazy(t *testing.T) {
@@ -84,7 +95,7 @@ func TestManagedLazy(t *testing.T) {
 
 func TestManagedSpawnHealthParallelAndClose(t *testing.T) {
 	m := newManagedSetup(t, "FAKE_HEALTH_DELAY=400ms")
-	a, err := New(agent.Declaration{Model: "test-chat"}, m.cfg, nil)
+	a, err := newManaged(t, agent.Declaration{Model: "test-chat"}, m.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +148,7 @@ func TestManagedSpawnHealthParallelAndClose(t *testing.T) {
 
 func TestManagedSIGKILLAfterGrace(t *testing.T) {
 	m := newManagedSetup(t, "FAKE_IGNORE_TERM=1")
-	a, err := New(agent.Declaration{Model: "test-chat"}, m.cfg, nil)
+	a, err := newManaged(t, agent.Declaration{Model: "test-chat"}, m.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +173,7 @@ func TestManagedSharedAcrossAgents(t *testing.T) {
 	// Two sessions, each with its own registry, one pool.
 	var agents []agent.Agent
 	for range 2 {
-		a, err := New(agent.Declaration{Model: "test-chat"}, m.cfg, nil)
+		a, err := newManaged(t, agent.Declaration{Model: "test-chat"}, m.cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,7 +216,7 @@ func TestManagedSharedAcrossAgents(t *testing.T) {
 
 func TestManagedRestartAfterCrash(t *testing.T) {
 	m := newManagedSetup(t)
-	a, err := New(agent.Declaration{Model: "test-chat"}, m.cfg, nil)
+	a, err := newManaged(t, agent.Declaration{Model: "test-chat"}, m.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +259,7 @@ func TestManagedRestartAfterCrash(t *testing.T) {
 func TestManagedStartFailures(t *testing.T) {
 	t.Run("server exits at start", func(t *testing.T) {
 		m := newManagedSetup(t, "FAKE_FAIL_START=1")
-		a, _ := New(agent.Declaration{Model: "test-chat"}, m.cfg, nil)
+		a, _ := newManaged(t, agent.Declaration{Model: "test-chat"}, m.cfg)
 		defer a.Close()
 		_, err := a.Ask(context.Background(), &agent.AskRequest{Prompt: "x"})
 		model := filepath.Join(m.env.cache, "models", "test-chat.gguf")
@@ -257,7 +268,7 @@ func TestManagedStartFailures(t *testing.T) {
 	t.Run("health timeout", func(t *testing.T) {
 		m := newManagedSetup(t, "FAKE_HEALTH_DELAY=1h")
 		m.cfg.HealthTimeout = 300 * time.Millisecond
-		a, _ := New(agent.Declaration{Model: "test-chat"}, m.cfg, nil)
+		a, _ := newManaged(t, agent.Declaration{Model: "test-chat"}, m.cfg)
 		defer a.Close()
 		_, err := a.Ask(context.Background(), &agent.AskRequest{Prompt: "x"})
 		ae, ok := agent.AsAskError(err)
@@ -275,7 +286,7 @@ func TestManagedStartFailures(t *testing.T) {
 		mod := m.env.pins.Models["test-chat"]
 		mod.File.SHA256 = strings.Repeat("a", 64)
 		m.env.pins.Models["test-chat"] = mod
-		a, _ := New(agent.Declaration{Model: "test-chat"}, m.cfg, nil)
+		a, _ := newManaged(t, agent.Declaration{Model: "test-chat"}, m.cfg)
 		defer a.Close()
 		_, err := a.Ask(context.Background(), &agent.AskRequest{Prompt: "x"})
 		ae, ok := agent.AsAskError(err)
@@ -288,7 +299,7 @@ func TestManagedStartFailures(t *testing.T) {
 		m := newManagedSetup(t)
 		bin := fakeServerScript(t, t.TempDir(), "FAKE_STATE_DIR="+m.state)
 		port := freePortT(t)
-		a, _ := New(agent.Declaration{Model: "test-chat", ServerBin: bin, Port: port}, m.cfg, nil)
+		a, _ := newManaged(t, agent.Declaration{Model: "test-chat", ServerBin: bin, Port: port}, m.cfg)
 		defer a.Close()
 		got, _ := askFake(t, a, "x")
 		if got.Args[5] != strconv.Itoa(port) {

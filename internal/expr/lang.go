@@ -216,12 +216,23 @@ func (u *unit) rewriteDots(start, end int, inRange bool) error {
 		return nil // the parser reports lexing errors with their position
 	}
 	var m *mapped
-	pos := 0 // bytes of u.src already copied
+	pos := 0   // bytes of u.src already copied
+	depth := 0 // open brackets
 	for i, t := range toks {
+		if t.Kind == lexer.Bracket {
+			if strings.Contains("([{", t.Value) {
+				depth++
+			} else {
+				depth--
+			}
+		}
 		if t.Kind != lexer.Operator || t.Value != "." || (i > 0 && endsOperand(toks[i-1])) {
 			continue
 		}
 		if !inRange {
+			if depth > 0 {
+				continue // expr-lang's predicate shorthand: the validator rejects it
+			}
 			return u.compileError(t.From, `"." refers to the current item and is only valid inside {{ range }}`)
 		}
 		if m == nil {
@@ -313,6 +324,12 @@ func (v *validator) Visit(node *ast.Node) {
 		v.callees[id] = true
 		v.checkFunc(id, id.Value)
 	case *ast.BuiltinNode:
+		for _, a := range n.Arguments {
+			if _, isClosure := a.(*ast.PredicateNode); isClosure && !slices.Contains(functions, n.Name) {
+				v.add(n, fmt.Sprintf("function %q and closures ({…}) are not allowed in story expressions; allowed functions: %s", n.Name, funcList))
+				return
+			}
+		}
 		v.checkFunc(n, n.Name)
 	case *ast.PredicateNode, *ast.PointerNode:
 		v.add(n, "closures (lambdas) are not allowed in story expressions")

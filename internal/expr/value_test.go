@@ -122,7 +122,9 @@ func TestValueCompileErrors(t *testing.T) {
 		{"{{ range world.list }}{{ foo }}{{ end }}", `unknown name "foo"`, 1, 26},
 		{"{{ range world.list }}{{ .a + foo }}{{ end }}", `unknown name "foo"`, 1, 31},
 		{"{{ __kitsoki_dot__ }}", "reserved name", 1, 4},
-		{"{{ filter(world.tags, true) }}", `function "filter" is not allowed`, 1, 4},
+		{"{{ date(world.a) }}", `function "date" is not allowed`, 1, 4},
+		{"{{ range world.list }}{{ any(.tags, .x) }}{{ end }}", `function "any" and closures`, 1, 26},
+		{"{{ .tags }}", `"." refers to the current item`, 1, 4},
 		{"{{ {'a': 1} }}", "map literals are not allowed", 1, 4},
 	}
 	for _, tt := range tests {

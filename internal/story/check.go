@@ -18,8 +18,10 @@ func (l *loader) finish() {
 		l.resolveTarget(t)
 	}
 	l.checkRoot()
+	ids := map[string]Pos{}
 	for _, r := range l.effects {
 		l.checkEffect(r)
+		l.checkInvokeID(r, ids)
 	}
 	l.checkWorldRefs()
 	l.checkArmIntents()
@@ -173,6 +175,21 @@ func (l *loader) checkEffect(r *effectRef) {
 				"emit_intent %q is not declared on state %q's on: arcs (nor any ancestor's)", r.emitName, at.Name)
 		}
 	}
+}
+
+// checkInvokeID warns when two invokes share an id: eval tooling and flow
+// fixtures find a call site by its id, so a repeated one is ambiguous.
+func (l *loader) checkInvokeID(r *effectRef, seen map[string]Pos) {
+	in := r.e.Invoke
+	if in == nil || in.ID == "" {
+		return
+	}
+	if first, ok := seen[in.ID]; ok {
+		l.warnAt(r.f, r.idNode, joinPath(r.path, "id"), "invoke id %q is also used at %s; call sites are found by id, so keep ids unique",
+			in.ID, first)
+		return
+	}
+	seen[in.ID] = l.pos(r.f, r.idNode)
 }
 
 // hasArms reports whether s or an ancestor has arms for intent (or "*").

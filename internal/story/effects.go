@@ -40,6 +40,7 @@ type effectRef struct {
 	withAgent     string // literal with.agent of a host.agent.* invoke
 	withAgentNode *yaml.Node
 	agentNode     *yaml.Node
+	idNode        *yaml.Node
 	emitName      string // literal emit_intent name
 	emitNode      *yaml.Node
 }
@@ -232,6 +233,9 @@ func (l *loader) loadInvoke(f *file, inv entry, fs map[string]entry, path string
 	}
 	boolField(l, f, fs, path, "once", &in.Once)
 	strField(l, f, fs, path, "id", &in.ID)
+	if id, ok := fs["id"]; ok {
+		ref.idNode = deref(id.val)
+	}
 	if a, ok := fs["agent"]; ok {
 		if s, ok := l.str(f, a.val, joinPath(path, "agent")); ok {
 			in.Agent = s

@@ -426,6 +426,7 @@ func TestWarnings(t *testing.T) {
 			`warnings.yaml:18:7: states.start.on.og: intent "og" is not declared in intents: (did you mean "go"?); only emit_intent can reach this arm`,
 			`warnings.yaml:22:24: states.start.on_enter[0].with.prompt: "prompts/welcome.md" looks like a file name but no such file exists in the story directory; it is sent as inline prompt text`,
 			`warnings.yaml:23:9: states.start.on_enter[1]: effect has several actions (set, say): only set runs; put each in its own item`,
+			`warnings.yaml:30:13: states.other.on_enter[1].id: invoke id "fetch" is also used at warnings.yaml:28:13; call sites are found by id, so keep ids unique`,
 		}},
 	}
 	for _, tc := range tests {

@@ -86,8 +86,12 @@ func (l *loader) compileGuard(f *file, n *yaml.Node, path string, assign func(*e
 // compileValue compiles a scalar at node n as a value template.
 func (l *loader) compileValue(f *file, n *yaml.Node, path string, assign func(*expr.Value)) {
 	d := deref(n)
+	src := d.Value
+	if isNull(d) {
+		src = ""
+	}
 	l.addJob(func() (any, *Diagnostic) {
-		v, err := expr.CompileValue(d.Value)
+		v, err := expr.CompileValue(src)
 		if err != nil {
 			return nil, compileDiag(f, d, path, "invalid template", err)
 		}

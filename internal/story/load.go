@@ -40,9 +40,16 @@ func Load(path string, opts ...Option) (*Story, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if o.lookupEnv == nil {
+		o.lookupEnv = os.LookupEnv
+	}
 	abs, err := filepath.Abs(path)
+	if err == nil {
+		_, err = os.Stat(abs)
+	}
 	if err != nil {
-		return nil, &LoadError{Diagnostics: []Diagnostic{{Pos: Pos{File: path}, Message: err.Error()}}}
+		return nil, &LoadError{Diagnostics: []Diagnostic{{Pos: Pos{File: filepath.Base(path)},
+			Message: fmt.Sprintf("cannot read story file: %v", unwrapPathErr(err))}}}
 	}
 	dir := filepath.Dir(abs)
 	l := &loader{
@@ -124,7 +131,6 @@ type nodeRef struct {
 	path  string
 	value string
 	state *State
-	what  string
 }
 
 // exitDecl remembers where an exit was declared.
@@ -317,28 +323,26 @@ func (l *loader) dup(f *file, e entry, path, kind string, exists bool) bool {
 // loadInclude queues the files matched by include: globs, relative to the
 // story directory. Each file is loaded once even if several globs match it.
 func (l *loader) loadInclude(f *file, e entry) {
-	var globs []string
+	var globs, paths []string
 	var nodes []*yaml.Node
 	if d := deref(e.val); d != nil && d.Kind == yaml.ScalarNode && !isNull(d) {
-		globs, nodes = []string{d.Value}, []*yaml.Node{d}
+		globs, paths, nodes = []string{d.Value}, []string{"include"}, []*yaml.Node{d}
 	} else {
 		items, ok := l.list(f, e.val, "include")
 		if !ok {
 			return
 		}
 		for i, it := range items {
-			s, ok := l.str(f, it, indexPath("include", i))
+			p := indexPath("include", i)
+			s, ok := l.str(f, it, p)
 			if !ok {
 				continue
 			}
-			globs, nodes = append(globs, s), append(nodes, it)
+			globs, paths, nodes = append(globs, s), append(paths, p), append(nodes, it)
 		}
 	}
 	for i, g := range globs {
-		path := "include"
-		if len(nodes) > 1 || deref(e.val).Kind == yaml.SequenceNode {
-			path = indexPath("include", i)
-		}
+		path := paths[i]
 		if strings.TrimSpace(g) == "" {
 			l.errAt(f, nodes[i], path, "empty include pattern")
 			continue

@@ -85,7 +85,7 @@ func (l *loader) loadState(f *file, n *yaml.Node, path string, s *State) {
 			p := indexPath(joinPath(path, "relevant_world"), i)
 			if k, ok := l.str(f, it, p); ok {
 				s.RelevantWorld = append(s.RelevantWorld, k)
-				l.worldRefs = append(l.worldRefs, &nodeRef{f: f, n: it, path: p, value: k, state: s, what: "relevant_world"})
+				l.worldRefs = append(l.worldRefs, &nodeRef{f: f, n: it, path: p, value: k, state: s})
 			}
 		}
 	}

@@ -364,7 +364,7 @@ func (l *loader) loadExits(f *file, e entry) {
 				p := indexPath(joinPath(path, "requires"), i)
 				if s, ok := l.str(f, it, p); ok {
 					x.Requires = append(x.Requires, s)
-					l.worldRefs = append(l.worldRefs, &nodeRef{f: f, n: it, path: p, value: s, what: "exit requirement"})
+					l.worldRefs = append(l.worldRefs, &nodeRef{f: f, n: it, path: p, value: s})
 				}
 			}
 		}

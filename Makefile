@@ -3,7 +3,7 @@
 GO ?= go
 BIN := bin/kitsoki
 
-.PHONY: all build demo test vet race bench tidy clean
+.PHONY: all build demo test vet bench clean fetch-llama-server fetch-models test-llama-real
 
 all: build
 
@@ -24,6 +24,19 @@ test: vet
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Pre-warm the local-model cache (network; not part of make test).
+fetch-llama-server: build
+	$(BIN) fetch llama-server
+
+# make fetch-models: every pinned model; make fetch-models MODEL=<id>: one.
+fetch-models: build
+	$(BIN) fetch $(if $(MODEL),model $(MODEL),models)
+
+# Endpoint-mode tests against a real llama-server in a Debian sid chroot
+# (opt-in, root, network to Debian's mirrors; see docs/agents/local-llm.md).
+test-llama-real:
+	bash scripts/llama-real.sh
 
 clean:
 	rm -rf bin .kitsoki

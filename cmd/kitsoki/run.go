@@ -115,7 +115,8 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	h := host.New(st, reg, w, host.WithLogger(logger), host.WithDefaultTimeout(o.timeout))
+	h := newHost(st, reg, w, logger, o.timeout)
+	defer h.Close()
 	sopts := []orchestrator.Option{orchestrator.WithSessionID(o.session), orchestrator.WithWorld(world), orchestrator.WithLogger(logger)}
 	if o.root != "" {
 		sopts = append(sopts, orchestrator.WithRoot(o.root))

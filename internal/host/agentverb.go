@@ -140,6 +140,7 @@ func (h *Host) ask(ctx context.Context, verb string, call *Call, p *prepared) (*
 	seq := h.sink.NextSeq(call.Turn)
 	p.req.CallID = trace.CallID(h.story.App.ID, strconv.FormatInt(call.Turn, 10)+":"+call.State+":"+strconv.Itoa(seq))
 	p.req.Deadline = start.Add(p.timeout).UTC().Format(time.RFC3339Nano)
+	ep := h.selectEpisode(ctx, p)
 
 	startPayload := map[string]any{"verb": verb, "prompt": p.req.Prompt}
 	h.describe(startPayload, p)
@@ -150,7 +151,8 @@ func (h *Host) ask(ctx context.Context, verb string, call *Call, p *prepared) (*
 	} else if p.schema != nil {
 		startPayload["input"] = map[string]any{"schema_present": true}
 	}
-	if err := h.sink.Append(&plugin.Event{Turn: call.Turn, Kind: trace.KindAgentCallStart, StatePath: call.State, CallID: p.req.CallID, Payload: startPayload}); err != nil {
+	if err := h.sink.Append(&plugin.Event{Turn: call.Turn, Kind: trace.KindAgentCallStart, StatePath: call.State, CallID: p.req.CallID,
+		EpisodeID: ep.ID, MatchIdx: ep.MatchIdx, Payload: startPayload}); err != nil {
 		return nil, &TraceError{err}
 	}
 
@@ -215,6 +217,27 @@ func (h *Host) ask(ctx context.Context, verb string, call *Call, p *prepared) (*
 	return &Result{Data: map[string]any{
 		"submission": submission, "submitted": submission, "meta": metaOrNil(resp.Meta), "ok": true, "exit_code": 0,
 	}}, nil
+}
+
+// selectEpisode asks a replaying agent (the cassette transport) which
+// recorded episode will answer. A cassette-backed call takes its call_id
+// from the cassette key, and its agent.call.start carries episode_id and
+// match_idx. Other agents get the zero Episode and keep the live call_id.
+func (h *Host) selectEpisode(ctx context.Context, p *prepared) agent.Episode {
+	sel, ok := p.agent.(agent.EpisodeSelector)
+	if !ok {
+		return agent.Episode{}
+	}
+	ep, ok := sel.SelectEpisode(ctx, p.req)
+	if !ok {
+		return agent.Episode{}
+	}
+	app := ep.AppID
+	if app == "" {
+		app = h.story.App.ID
+	}
+	p.req.CallID = trace.CallID(app, trace.CassetteCallKey(ep.ID, ep.MatchIdx))
+	return ep
 }
 
 func metaOrNil(m map[string]any) any {

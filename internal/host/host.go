@@ -6,7 +6,9 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sort"
 	"strings"
@@ -79,7 +81,11 @@ type Host struct {
 	handlers map[string]Handler
 	prefixes map[string]Handler // handler for every name under "<prefix>."
 
-	prompts sync.Map // path -> *promptSource, for templated prompt paths
+	prompts sync.Map // path -> *expr.Text, for prompt paths not compiled at load
+
+	rankerFor RankerFor
+	rankers   map[string]Ranker // by alias, guarded by mu
+	closers   []io.Closer
 }
 
 // Option configures a Host.
@@ -178,6 +184,22 @@ func (h *Host) Dispatch(ctx context.Context, call *Call) (*Result, error) {
 		return nil, fmt.Errorf("no handler for invoke %q (registered: %s)", call.Namespace, strings.Join(h.Names(), ", "))
 	}
 	return hd.Invoke(ctx, call)
+}
+
+// Close releases what the host built for handlers (search rankers). Agents
+// belong to the registry, which the caller closes.
+func (h *Host) Close() error {
+	h.mu.Lock()
+	cs := h.closers
+	h.closers, h.rankers = nil, nil
+	h.mu.Unlock()
+	var errs []error
+	for _, c := range cs {
+		if err := c.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // TraceError is a failure to write the trace. It stops the run: a turn whose

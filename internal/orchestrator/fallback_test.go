@@ -104,4 +104,3 @@ func TestFallbackToClaude(t *testing.T) {
 		})
 	}
 }
-

@@ -57,6 +57,11 @@ func (e *FrameError) Error() string {
 
 func (e *FrameError) Unwrap() error { return e.Err }
 
+// frameError copies the head of line, which lives in a reused buffer.
+func frameError(err error, line []byte) *FrameError {
+	return &FrameError{Err: err, Line: append([]byte(nil), line[:min(len(line), clipLimit+1)]...)}
+}
+
 // clipLimit is how many bytes of a bad line an error quotes.
 const clipLimit = 256
 
@@ -107,30 +112,60 @@ func (s *LineStream) ReadObject(v any) error {
 	s.rmu.Lock()
 	defer s.rmu.Unlock()
 	for {
+		line, err := s.readMessage()
+		if err == nil {
+			err = decode(line, v)
+		}
+		if err == nil {
+			return nil
+		}
+		var fe *FrameError
+		if s.OnBadMessage == nil || !errors.As(err, &fe) {
+			return err
+		}
+		s.OnBadMessage(err)
+	}
+}
+
+// decode unmarshals a message. A value that decodes itself (jsonrpc2's
+// messages do) gets the bytes directly: it validates them anyway, and a
+// second validation pass over a large message is pure cost.
+func decode(line []byte, v any) error {
+	var err error
+	if u, ok := v.(json.Unmarshaler); ok {
+		err = u.UnmarshalJSON(line)
+	} else {
+		err = json.Unmarshal(line, v)
+	}
+	if err != nil {
+		return frameError(err, line)
+	}
+	return nil
+}
+
+// ReadLine returns the next message as raw bytes, valid until the next
+// read: a non-blank line within the size limit and valid UTF-8, not yet
+// decoded. A bad line is a *FrameError; in lenient mode (OnBadMessage set)
+// an over-long line has been skipped by then, so reading can go on.
+func (s *LineStream) ReadLine() ([]byte, error) {
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	return s.readMessage()
+}
+
+func (s *LineStream) readMessage() ([]byte, error) {
+	for {
 		line, err := s.readLine()
 		if err != nil {
-			var fe *FrameError
-			if s.OnBadMessage != nil && errors.As(err, &fe) {
-				s.OnBadMessage(err)
-				continue
-			}
-			return err
+			return nil, err
 		}
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
 		if !utf8.Valid(line) {
-			err = &FrameError{Err: ErrInvalidUTF8, Line: line}
-		} else if uerr := json.Unmarshal(line, v); uerr != nil {
-			err = &FrameError{Err: uerr, Line: line}
+			return nil, frameError(ErrInvalidUTF8, line)
 		}
-		if err == nil {
-			return nil
-		}
-		if s.OnBadMessage == nil {
-			return err
-		}
-		s.OnBadMessage(err)
+		return line, nil
 	}
 }
 

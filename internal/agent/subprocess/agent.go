@@ -104,7 +104,9 @@ func (a *Agent) Ask(ctx context.Context, req *agent.AskRequest) (*agent.AskRespo
 		return nil, err
 	}
 	id := a.nextID.Add(1)
-	w, err := p.conn.DispatchCall(ctx, plugin.MethodAsk, json.RawMessage(params.Bytes()), jsonrpc2.PickID(jsonrpc2.ID{Num: id}))
+	p.stream.stage(id, params.Bytes())
+	w, err := p.conn.DispatchCall(ctx, plugin.MethodAsk, nil, jsonrpc2.PickID(jsonrpc2.ID{Num: id}))
+	p.stream.unstage(id) // written by now, or never will be
 	if err != nil {
 		if !errors.Is(err, jsonrpc2.ErrClosed) {
 			p.fail(fmt.Errorf("write to stdin: %w", err))

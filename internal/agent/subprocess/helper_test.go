@@ -88,6 +88,17 @@ func runHelper(mode string) {
 		next()
 		fmt.Fprintln(os.Stderr, "token is", os.Getenv("KITSOKI_TEST_SECRET"))
 		os.Exit(2)
+	case "wire":
+		// Answers with the request line exactly as it arrived, then exits.
+		if !in.Scan() {
+			os.Exit(0)
+		}
+		line := in.Text()
+		var r rpcReq
+		json.Unmarshal([]byte(line), &r)
+		b, _ := json.Marshal(line)
+		reply(r.ID, fmt.Sprintf(`{"submission":%s}`, b))
+		os.Exit(0)
 	case "exit-after-one":
 		r := next()
 		reply(r.ID, `{"submission":{"n":1}}`)

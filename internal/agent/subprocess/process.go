@@ -33,6 +33,7 @@ type process struct {
 	pid    int
 	cmd    *exec.Cmd
 	conn   *jsonrpc2.Conn
+	stream *stream
 	stdin  *os.File
 	stderr *stderrSink
 	logger *slog.Logger
@@ -86,9 +87,10 @@ func spawn(decl agent.Declaration, opts *options) (*process, error) {
 	p.stderr = newStderrSink(p.logger, opts.stderrTail, decl.Secrets)
 	go p.stderr.run(stderrR)
 
-	stream := plugin.NewLineStream(stdoutR, stdinW, multiCloser{stdoutR, stdinW})
-	p.conn = jsonrpc2.NewConn(context.Background(), &recordingStream{stream, p},
+	p.stream = newStream(plugin.NewLineStream(stdoutR, stdinW, multiCloser{stdoutR, stdinW}), p)
+	p.conn = jsonrpc2.NewConn(context.Background(), p.stream,
 		jsonrpc2.HandlerWithError(p.handleIncoming),
+		jsonrpc2.OnSend(p.stream.onSend),
 		jsonrpc2.SetLogger(slogPrinter{p.logger}))
 	go p.reap()
 	go p.watch()
@@ -276,21 +278,6 @@ func (p *process) crashDetail(cause string) string {
 		b.WriteString("; no stderr output")
 	}
 	return b.String()
-}
-
-// recordingStream keeps the error that ended the connection: jsonrpc2 only
-// logs it.
-type recordingStream struct {
-	*plugin.LineStream
-	p *process
-}
-
-func (r *recordingStream) ReadObject(v any) error {
-	err := r.LineStream.ReadObject(v)
-	if err != nil {
-		r.p.fail(err)
-	}
-	return err
 }
 
 type multiCloser []io.Closer

@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
 func newAgent(t testing.TB, decl agent.Declaration, opts ...Option) *Agent {
@@ -90,6 +91,32 @@ func TestAskRoundTripSpawnsLazilyAndReuses(t *testing.T) {
 	}
 	if got := a.currentPID(); got != pid {
 		t.Errorf("second Ask ran in pid %d, want the first process %d", got, pid)
+	}
+}
+
+// TestWireRequest pins the request line byte for byte, and shows ids keep
+// growing across a respawn.
+func TestWireRequest(t *testing.T) {
+	a := newAgent(t, helperDecl(t, "wire"))
+	req := &agent.AskRequest{SessionID: "s", Turn: 2, StatePath: "review", Verb: "decide", Prompt: "a <b> & \"c\"",
+		Schema: json.RawMessage(`{"type": "object"}`), With: map[string]any{"k": 1},
+		World: plugin.World{Vars: map[string]any{"x": true}}, Deadline: "2026-01-01T00:00:00Z", CallID: "0123456789abcdef"}
+	for id := 1; id <= 2; id++ {
+		if id == 2 {
+			<-a.current().exited
+		}
+		resp, err := a.Ask(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var line string
+		if err := json.Unmarshal(resp.Submission, &line); err != nil {
+			t.Fatal(err)
+		}
+		want := `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"agent.ask","params":{"session_id":"s","turn":2,"state_path":"review","verb":"decide","prompt":"a \u003cb\u003e \u0026 \"c\"","schema":{"type":"object"},"with":{"k":1},"world":{"vars":{"x":true}},"deadline":"2026-01-01T00:00:00Z","call_id":"0123456789abcdef"}}`
+		if line != want {
+			t.Errorf("request %d on the wire (-want +got):\n%s", id, cmp.Diff(want, line))
+		}
 	}
 }
 

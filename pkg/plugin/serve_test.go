@@ -94,7 +94,7 @@ func TestServeConnAnswers(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			send, recv, stop := serve(t)
-			send("\n") // blank lines are skipped
+			send("\n")                                                        // blank lines are skipped
 			send(`{"jsonrpc":"2.0","method":"agent.ask","params":{}}` + "\n") // a notification: ignored
 			send(tc.in)
 			if diff := cmp.Diff(tc.want, recv()); diff != "" {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -17,6 +18,17 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/story"
 )
+
+// toolNameRE is the form mcp-surfaces.md requires of every exposed name.
+var toolNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+func TestValidToolName(t *testing.T) {
+	for _, name := range []string{"", "a", "submit_kitsoki", "kitsoki_agent-x_Y9", strings.Repeat("a", 64), strings.Repeat("a", 65), "a b", "a.b", "é", "a/b"} {
+		if got, want := validToolName(name), toolNameRE.MatchString(name); got != want {
+			t.Errorf("validToolName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
 
 var verdictSchema = json.RawMessage(`{"type":"object","properties":{"decision":{"enum":["approve","reject"]},"confidence":{"type":"number","minimum":0,"maximum":1}},"required":["decision"],"additionalProperties":false}`)
 
@@ -173,7 +185,7 @@ func TestEveryToolDeclaresAllAnnotations(t *testing.T) {
 			if a.ReadOnlyHint == nil || a.DestructiveHint == nil || a.IdempotentHint == nil || a.OpenWorldHint == nil {
 				t.Errorf("%s: tool %s lacks an annotation: %+v", p, tool.Name, a)
 			}
-			if !toolName.MatchString(tool.Name) || !strings.HasSuffix(tool.Name, "_kitsoki") {
+			if !toolNameRE.MatchString(tool.Name) || !strings.HasSuffix(tool.Name, "_kitsoki") {
 				t.Errorf("tool name %q", tool.Name)
 			}
 		}
@@ -202,6 +214,11 @@ func TestListChangedOncePerReplacement(t *testing.T) {
 		// autopilot turned on for a child run: the question groups swap
 		{mustProfile(t, KanbanTask, []Capability{ParentQuestion}), true,
 			[]string{ToolAskParent, ToolCompleteStep, ToolEmitIntent, ToolGetWorld, ToolSubmit}},
+		// back to a set whose definitions the server already holds
+		{mustProfile(t, KanbanTask, []Capability{UserQuestion}), true,
+			[]string{ToolAskUser, ToolCompleteStep, ToolEmitIntent, ToolGetWorld, ToolSubmit}},
+		{mustProfile(t, KanbanTask, []Capability{UserQuestion}), false,
+			[]string{ToolAskUser, ToolCompleteStep, ToolEmitIntent, ToolGetWorld, ToolSubmit}},
 	}
 	want := 0
 	for i, st := range steps {

@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 
@@ -165,6 +164,3 @@ func pluginTools(s *Session, p Profile) []Tool {
 	}
 	return s.cfg.PluginTools(p.Surface)
 }
-
-// toolName is the form every exposed tool name must have.
-var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)

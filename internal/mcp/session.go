@@ -87,13 +87,17 @@ type Session struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 
-	amu   sync.Mutex        // serialises assembly
-	cache map[string][]Tool // per-group tools of non-dynamic groups
-	key   string            // names and versions of the current set
+	amu      sync.Mutex
+	prepared map[string]preparedDef // by tool name
+	width    int                    // the largest set assembled so far        // serialises assembly
+	cache    map[string][]Tool      // per-group tools of non-dynamic groups
+	key      string                 // names and versions of the current set
 
 	mu         sync.RWMutex
 	profile    Profile
-	offered    map[string]bool
+	offered    map[string]bool              // what clients may list and call
+	installed  map[string]string            // name → version in the server's map
+	defs       map[string]server.ServerTool // every definition installed
 	submission json.RawMessage
 	events     []ToolEvent
 	closed     bool
@@ -118,7 +122,8 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 	if cfg.Profile.Surface.Live() && cfg.Live == nil {
 		return nil, fmt.Errorf("mcp session: surface %s needs a live call", cfg.Profile.Surface)
 	}
-	s := &Session{cfg: cfg, reg: cfg.Registry, cache: map[string][]Tool{}}
+	s := &Session{cfg: cfg, reg: cfg.Registry, cache: map[string][]Tool{},
+		installed: map[string]string{}, defs: map[string]server.ServerTool{}, prepared: map[string]preparedDef{}}
 	if err := s.prepareSubmit(); err != nil {
 		return nil, err
 	}
@@ -127,6 +132,7 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 		server.WithToolCapabilities(true),
 		server.WithRecovery(),
 		server.WithToolHandlerMiddleware(s.guard),
+		server.WithToolFilter(s.offer),
 		server.WithInstructions("kitsoki's tools for this agent call. Tools act on the call's own run."),
 	)
 	if _, err := s.SetProfile(cfg.Profile); err != nil {
@@ -153,7 +159,7 @@ func (s *Session) Profile() Profile {
 }
 
 // SetProfile assembles the tools profile p enables and, if the set of names
-// (and versions) differs from the current one, replaces the whole set at
+// (and versions) differs from the current one, replaces the offered set at
 // once, which sends exactly one tools/list_changed to every connected
 // client. It reports whether the set changed. A profile on another surface
 // kind (live versus not) than the session's is refused: the bound run does
@@ -178,7 +184,16 @@ func (s *Session) Refresh() bool {
 	return s.apply(s.Profile())
 }
 
-// apply assembles p and swaps the tool set if it changed. amu is held.
+// apply assembles p and, if the result differs from the offered set,
+// swaps it in. amu is held.
+//
+// The server's tool map holds every definition the session ever offered;
+// what clients may list and call is the offered set, enforced by a tool
+// filter on both tools/list and tools/call. A replacement that only
+// offers definitions the server already holds swaps the offered set and
+// sends one tools/list_changed; one that brings new or changed definitions
+// also installs them with the server's atomic SetTools, whose single
+// notification is then the only one sent.
 func (s *Session) apply(p Profile) bool {
 	tools, key := s.assemble(p)
 	s.mu.Lock()
@@ -187,54 +202,135 @@ func (s *Session) apply(p Profile) bool {
 		s.mu.Unlock()
 		return false
 	}
-	s.key = key
-	s.offered = make(map[string]bool, len(tools))
+	offered := make(map[string]bool, len(tools))
+	install := false
 	for _, t := range tools {
-		s.offered[t.Tool.Name] = true
+		offered[t.Def.Name] = true
+		if v, ok := s.installed[t.Def.Name]; !ok || v != t.Version {
+			install = true
+		}
+	}
+	s.key, s.offered = key, offered
+	var all []server.ServerTool
+	if install {
+		for _, t := range tools {
+			s.installed[t.Def.Name] = t.Version
+			s.defs[t.Def.Name] = server.ServerTool{Tool: t.Def, Handler: t.Handler}
+		}
+		all = make([]server.ServerTool, 0, len(s.defs))
+		for _, st := range s.defs {
+			all = append(all, st)
+		}
 	}
 	s.mu.Unlock()
-	s.srv.SetTools(tools...)
+	if install {
+		s.srv.SetTools(all...)
+	} else {
+		s.srv.SendNotificationToAllClients(mcp.MethodNotificationToolsListChanged, nil)
+	}
 	return true
 }
 
+// offer is the tool filter: it keeps the tools of the offered set.
+func (s *Session) offer(_ context.Context, tools []mcp.Tool) []mcp.Tool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := tools[:0:0]
+	for _, t := range tools {
+		if s.offered[t.Name] {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // assemble walks the registry and returns the enabled groups' tools and a
-// key naming them. amu is held.
-func (s *Session) assemble(p Profile) ([]server.ServerTool, string) {
+// key naming them (names and versions). amu is held.
+func (s *Session) assemble(p Profile) ([]*Tool, string) {
 	var (
-		out  []server.ServerTool
+		out  = make([]*Tool, 0, s.width)
 		key  strings.Builder
-		seen = map[string]string{}
+		seen = make(map[string]string, s.width)
 	)
+	key.Grow(s.width * 32)
 	for _, g := range s.reg.groups {
 		if !g.Enabled(p) {
 			continue
 		}
 		tools, ok := s.cache[g.Name]
 		if !ok || g.Dynamic {
-			tools = g.Register(s, p)
+			tools = s.prepare(g.Name, g.Register(s, p))
 			if !g.Dynamic {
 				s.cache[g.Name] = tools
 			}
 		}
-		for _, t := range tools {
+		for i := range tools {
+			t := &tools[i]
 			name := t.Def.Name
-			if !toolName.MatchString(name) {
-				s.cfg.Logger.Warn("mcp: skipping a tool with an invalid name", "group", g.Name, "tool", name)
-				continue
-			}
 			if other, dup := seen[name]; dup {
 				s.cfg.Logger.Warn("mcp: skipping a tool whose name is already taken", "group", g.Name, "tool", name, "taken_by", other)
 				continue
 			}
 			seen[name] = g.Name
-			out = append(out, server.ServerTool{Tool: t.Def, Handler: t.Handler})
+			out = append(out, t)
 			key.WriteString(name)
 			key.WriteByte('@')
 			key.WriteString(t.Version)
 			key.WriteByte(',')
 		}
 	}
+	s.width = max(s.width, len(out))
 	return out, key.String()
+}
+
+// prepare checks a group's freshly registered tools, dropping those with
+// an invalid name, and turns structured input schemas into their JSON
+// once: the server re-reads every schema it installs, and reading JSON is
+// far cheaper than marshalling the structure again. Definitions of dynamic
+// groups are kept by name and version, so a source that hands out the
+// same tools again costs no re-encoding (a source must change a tool's
+// Version when it changes its definition).
+func (s *Session) prepare(group string, tools []Tool) []Tool {
+	out := make([]Tool, 0, len(tools))
+	for _, t := range tools {
+		if !validToolName(t.Def.Name) {
+			s.cfg.Logger.Warn("mcp: skipping a tool with an invalid name", "group", group, "tool", t.Def.Name)
+			continue
+		}
+		if pd, ok := s.prepared[t.Def.Name]; ok && pd.version == t.Version {
+			t.Def = pd.def
+		} else {
+			if t.Def.RawInputSchema == nil && t.Def.InputSchema.Type != "" {
+				if b, err := json.Marshal(t.Def.InputSchema); err == nil {
+					t.Def.RawInputSchema, t.Def.InputSchema = b, mcp.ToolInputSchema{}
+				}
+			}
+			s.prepared[t.Def.Name] = preparedDef{t.Version, t.Def}
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// preparedDef is a prepared definition and the version it was prepared
+// for.
+type preparedDef struct {
+	version string
+	def     mcp.Tool
+}
+
+// validToolName reports whether name matches ^[a-zA-Z0-9_-]{1,64}$.
+func validToolName(name string) bool {
+	if name == "" || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // ToolNames lists the tools currently offered, sorted.

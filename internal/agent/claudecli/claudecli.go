@@ -105,7 +105,8 @@ type Agent struct {
 // AskRequest as any agent, and the persona, schema path, validator and
 // provider in agent.CallInfoFrom(ctx). Its AskResponse.Meta carries result,
 // session_id, usage, cost_usd, total_cost_usd, duration_ms, num_turns,
-// model and exit_code; BindData maps them to the route's bind keys.
+// model and exit_code, which the host maps to the route's bind keys
+// (story-format.md §9).
 func NewBuiltin(opts Options) *Agent {
 	return newAgent(opts, true)
 }

@@ -415,37 +415,6 @@ func TestNudgesThenSchemaInvalid(t *testing.T) {
 	})
 }
 
-func TestBuiltinBindKeys(t *testing.T) {
-	h := newHarness(t, fakeRun{Calls: []fakeCall{{Tool: "submit_kitsoki", Args: map[string]any{"decision": "approve", "reason": "fine"}}}, Result: "Approved: fine."})
-	a := h.builtin()
-	resp, err := a.Ask(withPersona(auditor), request("decide", verdictSchema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := BindData("decide", resp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]any{
-		"submitted": map[string]any{"decision": "approve", "reason": "fine"}, "rationale": "Approved: fine.",
-		"exit_code": 0, "ok": true, "claude_session_id": resp.Meta["session_id"],
-	}
-	if diff := cmp.Diff(want, data); diff != "" {
-		t.Errorf("decide bind data (-want +got):\n%s", diff)
-	}
-
-	h2 := newHarness(t, fakeRun{Result: "Forty is fine."})
-	resp, err = h2.builtin().Ask(context.Background(), request("ask", ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, _ = BindData("ask", resp)
-	want = map[string]any{"stdout": "Forty is fine.", "exit_code": 0, "ok": true, "claude_session_id": resp.Meta["session_id"]}
-	if diff := cmp.Diff(want, data); diff != "" {
-		t.Errorf("ask bind data (-want +got):\n%s", diff)
-	}
-}
-
 func TestSessionReuse(t *testing.T) {
 	h := newHarness(t, fakeRun{Result: "hello"})
 	a := h.builtin()

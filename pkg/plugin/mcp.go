@@ -14,24 +14,11 @@ import (
 // DefaultTool is the tool name kitsoki calls when a declaration sets none.
 const DefaultTool = "ask"
 
-// askInputSchema documents the tool's arguments (an AskRequest) for generic
-// MCP clients. It is descriptive, not enforced: kitsoki is the validator.
-const askInputSchema = `{
-  "type": "object",
-  "description": "A kitsoki AskRequest: one agent call.",
-  "properties": {
-    "session_id": {"type": "string"},
-    "turn": {"type": "integer"},
-    "state_path": {"type": "string"},
-    "verb": {"type": "string", "enum": ["ask", "decide", "extract", "task", "converse"]},
-    "prompt": {"type": "string"},
-    "schema": {"description": "JSON Schema the submission must satisfy"},
-    "with": {"type": "object"},
-    "world": {"type": "object", "properties": {"vars": {"type": "object"}}},
-    "deadline": {"type": "string", "description": "RFC3339 soft deadline"},
-    "call_id": {"type": "string"}
-  }
-}`
+// askInputSchema describes the tool's arguments for generic MCP clients.
+// It is deliberately small: mcp-go's server re-reads the input schema on
+// every call (to look for header-mapped parameters), and kitsoki is the
+// validator anyway. docs/plugins.md lists the fields.
+const askInputSchema = `{"type":"object","description":"A kitsoki AskRequest (session_id, turn, state_path, verb, prompt, schema, with, world, deadline, call_id)."}`
 
 type mcpConfig struct {
 	tool, name, version string

@@ -194,7 +194,7 @@ func hostRun(t *testing.T, a agent.Agent, args map[string]any) (*host.Result, []
 		with[k] = v
 	}
 	res, err := h.Dispatch(context.Background(), &host.Call{Namespace: "host.agent.decide", Args: with,
-		Invoke: &story.Invoke{Name: "host.agent.decide", Agent: "agent.echo", ID: "verdict"},
+		Invoke:    &story.Invoke{Name: "host.agent.decide", Agent: "agent.echo", ID: "verdict"},
 		SessionID: "s1", Turn: 1, State: "asked", World: map[string]any{"verdict": map[string]any{}}})
 	if err != nil {
 		t.Fatal(err)

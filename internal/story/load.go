@@ -60,15 +60,16 @@ func Load(path string, opts ...Option) (*Story, error) {
 		declared:   map[string]bool{},
 		promptSeen: map[string]bool{},
 		st: &Story{
-			Dir:     dir,
-			File:    abs,
-			Agents:  map[string]*Persona{},
-			Plugins: map[string]agent.Declaration{},
-			Intents: map[string]*Intent{},
-			Exits:   map[string]*Exit{},
-			States:  map[string]*State{},
-			Schemas: map[string]*schema.Schema{},
-			Prompts: map[string]*expr.Text{},
+			Dir:       dir,
+			File:      abs,
+			Agents:    map[string]*Persona{},
+			Plugins:   map[string]agent.Declaration{},
+			Providers: map[string]agent.Provider{},
+			Intents:   map[string]*Intent{},
+			Exits:     map[string]*Exit{},
+			States:    map[string]*State{},
+			Schemas:   map[string]*schema.Schema{},
+			Prompts:   map[string]*expr.Text{},
 		},
 	}
 	sc, err := schema.NewCompiler(dir)
@@ -243,9 +244,9 @@ func yamlDiag(f *file, err error) Diagnostic {
 }
 
 var topKeys = &keySpec{
-	v1: []string{"app", "hosts", "agents", "agent_plugins", "world", "intents", "root", "exits", "include", "states"},
+	v1: []string{"app", "hosts", "agents", "agent_plugins", "providers", "world", "intents", "root", "exits", "include", "states"},
 	later: []string{"host_interfaces", "imports", "exports", "phase_templates", "phases", "checkpoint_intents",
-		"proposals", "off_path", "meta_modes", "providers", "routing", "prompts", "decider"},
+		"proposals", "off_path", "meta_modes", "routing", "prompts", "decider"},
 }
 
 // loadFile reads one story file's top-level keys into the story.
@@ -278,6 +279,9 @@ func (l *loader) loadFile(f *file, isRoot bool) {
 	}
 	if e, ok := top["agent_plugins"]; ok {
 		l.loadPlugins(f, e)
+	}
+	if e, ok := top["providers"]; ok {
+		l.loadProviders(f, e)
 	}
 	if e, ok := top["world"]; ok {
 		l.loadWorld(f, e)

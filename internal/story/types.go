@@ -27,11 +27,14 @@ type Story struct {
 	Hosts   []string // union of all files' hosts:, in first-seen order
 	Agents  map[string]*Persona
 	Plugins map[string]agent.Declaration // includes the injected agent.claude
-	World   []*WorldVar                  // declaration order
-	Intents map[string]*Intent
-	Root    string
-	Exits   map[string]*Exit
-	States  map[string]*State
+	// Providers are the providers: entries (name → model and env for the
+	// built-in claude component), picked by with.provider on an invoke.
+	Providers map[string]agent.Provider
+	World     []*WorldVar // declaration order
+	Intents   map[string]*Intent
+	Root      string
+	Exits     map[string]*Exit
+	States    map[string]*State
 
 	// Schemas holds every schema referenced by a literal with.schema path,
 	// compiled, keyed by the path as written (relative to Dir).
@@ -43,8 +46,8 @@ type Story struct {
 	// rooted in Dir like the load-time ones.
 	SchemaCompiler *schema.Compiler
 
-	// Secrets are the values substituted from ${VAR} in agent_plugins; the
-	// trace writer redacts them.
+	// Secrets are the values substituted from ${VAR} in agent_plugins and
+	// providers; the trace writer redacts them.
 	Secrets []string
 	// Warnings are non-fatal findings (e.g. [later] keys that are ignored).
 	Warnings []Diagnostic

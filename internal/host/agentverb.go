@@ -164,6 +164,9 @@ func (h *Host) ask(ctx context.Context, verb string, call *Call, p *prepared) (*
 	}
 	if pv, ok := call.Args["provider"].(string); ok {
 		ci.Provider = pv
+		if spec, ok := h.story.Providers[pv]; ok {
+			ci.ProviderSpec = &spec
+		}
 	}
 	actx := agent.WithCallInfo(ctx, ci)
 

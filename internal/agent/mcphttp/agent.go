@@ -161,7 +161,7 @@ func (a *Agent) connect(ctx context.Context) (*connection, error) {
 		return nil, a.ctxError(ctx.Err())
 	}
 	got := rec.snapshot()
-	if got.rpcErr != nil || (got.status >= 400 && got.status < 500) || errors.Is(err, transport.ErrLegacySSEServer) {
+	if fallsBack(got, err) {
 		// No initialize: a server written for Kitsoki's single POST.
 		a.logger.Info("mcp_http server does not implement initialize; using single-POST mode",
 			"endpoint", a.decl.Endpoint, "initialize_error", a.redact(err.Error()))
@@ -173,6 +173,17 @@ func (a *Agent) connect(ctx context.Context) (*connection, error) {
 		return single, nil
 	}
 	return nil, a.callError(ctx, "initialize: ", err, rec)
+}
+
+// fallsBack reports whether a failed initialize means the server has no
+// initialize (a JSON-RPC error or a 4xx), rather than a failure to report:
+// 401 and 403 are about credentials, and falling back would only hide the
+// real problem behind the same refusal of tools/call.
+func fallsBack(got observed, err error) bool {
+	if got.status == http.StatusUnauthorized || got.status == http.StatusForbidden {
+		return false
+	}
+	return got.rpcErr != nil || (got.status >= 400 && got.status < 500) || errors.Is(err, transport.ErrLegacySSEServer)
 }
 
 func (a *Agent) newConnection(single bool) (*connection, error) {

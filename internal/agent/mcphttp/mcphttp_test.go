@@ -367,3 +367,16 @@ func TestCustomToolName(t *testing.T) {
 		t.Errorf("submission %s", got)
 	}
 }
+
+func TestUnauthorizedInitializeIsReportedNotFallenBackFrom(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "token expired", http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+	a := newAgent(t, decl(srv.URL+"/mcp"))
+	_, err := ask(t, a, nil)
+	wantAskError(t, err, agent.KindTransportError, "mcp_http agent: initialize: http 401: token expired")
+	if a.conn != nil {
+		t.Error("a refused initialize left a connection (single-POST fallback) behind")
+	}
+}

@@ -31,13 +31,17 @@ const errorBodyLimit = 64 << 10
 // with its code, and why a body was refused. It travels in the request's
 // context, so concurrent calls each have their own.
 type recorder struct {
-	mu       sync.Mutex
-	status   int
-	body     []byte
-	rpcErr   *mcp.JSONRPCErrorDetails
-	neither  bool // a response with neither result nor error
-	bodyErr  error
-	requests int
+	mu sync.Mutex
+	observed
+}
+
+// observed is what a recorder saw of the latest request.
+type observed struct {
+	status  int
+	body    []byte
+	rpcErr  *mcp.JSONRPCErrorDetails
+	neither bool // a response with neither result nor error
+	bodyErr error
 }
 
 type recorderKey struct{}
@@ -55,14 +59,13 @@ func recorderFrom(ctx context.Context) *recorder {
 func (r *recorder) startRequest() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.status, r.body, r.rpcErr, r.neither, r.bodyErr = 0, nil, nil, false, nil
-	r.requests++
+	r.observed = observed{}
 }
 
-func (r *recorder) snapshot() recorder {
+func (r *recorder) snapshot() observed {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return recorder{status: r.status, body: r.body, rpcErr: r.rpcErr, neither: r.neither, bodyErr: r.bodyErr, requests: r.requests}
+	return r.observed
 }
 
 // roundTripper adds the declared headers to every request (DELETE

@@ -590,3 +590,43 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestPythonExamplePlugin runs examples/plugins/echo-py, a plugin written
+// with the Python standard library only.
+func TestPythonExamplePlugin(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not found: skipping the Python example plugin")
+	}
+	script, _ := filepath.Abs("../../../examples/plugins/echo-py/echo_plugin.py")
+	a := newAgent(t, agent.Declaration{Alias: "agent.py", Command: py, Args: []string{script}})
+	resp, err := ask(t, a, "x", map[string]any{"answer": `{"decision":"approve","n":[1,2]}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(resp.Submission); got != `{"decision":"approve","n":[1,2]}` {
+		t.Errorf("submission %s", got)
+	}
+	_, err = ask(t, a, "x", map[string]any{"fail": "no model"})
+	wantAskError(t, err, agent.KindPluginCrash, "subprocess agent: rpc error -32000: no model")
+	// A slow call does not hold up a quick one.
+	var wg sync.WaitGroup
+	var slowDone time.Time
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if _, err := ask(t, a, "slow", map[string]any{"sleep_ms": 400}); err != nil {
+			t.Error(err)
+		}
+		slowDone = time.Now()
+	}()
+	time.Sleep(50 * time.Millisecond)
+	if _, err := ask(t, a, "quick", nil); err != nil {
+		t.Fatal(err)
+	}
+	quickDone := time.Now()
+	wg.Wait()
+	if !quickDone.Before(slowDone) {
+		t.Error("the quick call waited for the slow one")
+	}
+}

@@ -136,7 +136,8 @@ func (l *loader) checkRoot() {
 }
 
 // checkEffect runs the whole-story checks of one effect: hosts allow-list,
-// with.agent persona, agent_plugins alias, and emit_intent arms.
+// with.agent persona, with.provider, agent_plugins alias, and emit_intent
+// arms.
 func (l *loader) checkEffect(r *effectRef) {
 	st := r.ctx.state
 	if in := r.e.Invoke; in != nil {
@@ -146,6 +147,12 @@ func (l *loader) checkEffect(r *effectRef) {
 		}
 		if r.withAgent != "" && l.st.Agents[r.withAgent] == nil {
 			l.errAt(r.f, r.withAgentNode, joinPath(r.path, "with.agent"), "with.agent %q is not declared in agents", r.withAgent)
+		}
+		if r.withProvider != "" {
+			if _, ok := l.st.Providers[r.withProvider]; !ok {
+				l.errAt(r.f, r.withProviderNode, joinPath(r.path, "with.provider"), "with.provider %q is not declared in providers",
+					r.withProvider)
+			}
 		}
 		if in.Agent != "" && !isTemplated(in.Agent) {
 			if _, ok := l.st.Plugins[in.Agent]; !ok {

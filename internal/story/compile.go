@@ -237,7 +237,7 @@ func scalarOffsetPos(f *file, n *yaml.Node, line, col int) (Pos, bool) {
 }
 
 // agentWith handles the with: map of a host.agent.* invoke: it notes a
-// literal with.agent for the persona check, and compiles literal prompt files
+// literal with.agent and with.provider for the whole-story checks, and compiles literal prompt files
 // and schemas once into the story.
 func (l *loader) agentWith(f *file, with *yaml.Node, path string, ref *effectRef) {
 	es, _ := l.entries(f, with, path)
@@ -250,6 +250,8 @@ func (l *loader) agentWith(f *file, with *yaml.Node, path string, ref *effectRef
 		switch e.name {
 		case "agent":
 			ref.withAgent, ref.withAgentNode = d.Value, d
+		case "provider":
+			ref.withProvider, ref.withProviderNode = d.Value, d
 		case "prompt":
 			l.loadPrompt(f, d, p, false)
 		case "prompt_path":

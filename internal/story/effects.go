@@ -36,13 +36,15 @@ type effectRef struct {
 	path string
 	ctx  effCtx
 
-	invokeNode    *yaml.Node
-	withAgent     string // literal with.agent of a host.agent.* invoke
-	withAgentNode *yaml.Node
-	agentNode     *yaml.Node
-	idNode        *yaml.Node
-	emitName      string // literal emit_intent name
-	emitNode      *yaml.Node
+	invokeNode       *yaml.Node
+	withAgent        string // literal with.agent of a host.agent.* invoke
+	withAgentNode    *yaml.Node
+	withProvider     string // literal with.provider of a host.agent.* invoke
+	withProviderNode *yaml.Node
+	agentNode        *yaml.Node
+	idNode           *yaml.Node
+	emitName         string // literal emit_intent name
+	emitNode         *yaml.Node
 }
 
 func (l *loader) loadEffects(f *file, n *yaml.Node, base string, ctx effCtx) []*Effect {

@@ -79,6 +79,7 @@ func TestLoadErrors(t *testing.T) {
 			want: []string{
 				`agents.yaml:11:23: states.start.on_enter[0].with.agent: with.agent "auditr" is not declared in agents`,
 				`agents.yaml:15:16: states.start.on_enter[2].agent: agent "agent.fixr" is not declared in agent_plugins (did you mean "agent.fixer"?)`,
+				`agents.yaml:22:26: states.start.on_enter[5].with.provider: with.provider "glm" is not declared in providers`,
 			},
 		},
 		{

@@ -71,7 +71,6 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 	}
 	cfg := SessionConfig{
 		Profile:   p,
-		RunID:     "",
 		Root:      opts.Root,
 		LoadStory: opts.LoadStory,
 		StartRun:  opts.StartRun,

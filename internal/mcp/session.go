@@ -87,9 +87,9 @@ type Session struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 
-	amu      sync.Mutex
+	amu      sync.Mutex             // serialises assembly; guards the fields below
 	prepared map[string]preparedDef // by tool name
-	width    int                    // the largest set assembled so far        // serialises assembly
+	width    int                    // the largest set assembled so far
 	cache    map[string][]Tool      // per-group tools of non-dynamic groups
 	key      string                 // names and versions of the current set
 
@@ -133,7 +133,7 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 		server.WithRecovery(),
 		server.WithToolHandlerMiddleware(s.guard),
 		server.WithToolFilter(s.offer),
-		server.WithInstructions("kitsoki's tools for this agent call. Tools act on the call's own run."),
+		server.WithInstructions("kitsoki's tools. On a live agent call they act on that call's own run."),
 	)
 	if _, err := s.SetProfile(cfg.Profile); err != nil {
 		return nil, err

@@ -33,6 +33,8 @@ type runOpts struct {
 	intents   string
 	session   string
 	timeout   time.Duration
+	cassette  string
+	record    string
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -69,6 +71,8 @@ Exit codes:
 	f.StringVar(&o.intents, "intents", "", "comma-separated intents to run instead of reading stdin, e.g. 'open,approve by=ann'")
 	f.StringVar(&o.session, "session", "", "session id (default: generated)")
 	f.DurationVar(&o.timeout, "agent-timeout", host.DefaultTimeout, "hard deadline of an agent call that sets no with.timeout")
+	f.StringVar(&o.cassette, "cassette", "", "replay this cassette (.yaml or .yaml.zst) in place of the declared agents")
+	f.StringVar(&o.record, "record", "", "run the real agents and write every agent exchange and host call to this cassette")
 	return cmd
 }
 
@@ -111,11 +115,17 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) error {
 	reg.Configure(st.Plugins)
 	demo.Register(reg)
 	defer reg.Close()
+	as, err := setupAgents(o, st, reg)
+	if err != nil {
+		return exitWith(exitFailure, err)
+	}
+	defer as.finish(stderr)
 
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	h := newHost(st, reg, w, logger, o.timeout)
+	h := newHost(st, reg, w, logger, o.timeout, as.hostOptions()...)
+	as.install(h, w)
 	defer h.Close()
 	sopts := []orchestrator.Option{orchestrator.WithSessionID(o.session), orchestrator.WithWorld(world), orchestrator.WithLogger(logger)}
 	if o.root != "" {

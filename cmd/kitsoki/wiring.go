@@ -14,13 +14,14 @@ import (
 
 // newHost builds the host a run dispatches through, with every handler this
 // build has: the host.agent.* verbs, and host.agent.search backed by local
-// embedding servers.
-func newHost(st *story.Story, reg *agent.Registry, sink host.Sink, logger *slog.Logger, timeout time.Duration) *host.Host {
-	return host.New(st, reg, sink,
+// embedding servers. extra options come last (a cassette replay's built-in
+// agent).
+func newHost(st *story.Story, reg *agent.Registry, sink host.Sink, logger *slog.Logger, timeout time.Duration, extra ...host.Option) *host.Host {
+	return host.New(st, reg, sink, append([]host.Option{
 		host.WithLogger(logger),
 		host.WithDefaultTimeout(timeout),
 		host.WithRanker(localRanker(logger)),
-	)
+	}, extra...)...)
 }
 
 // localRanker builds host.agent.search rankers from builtin.local_llm

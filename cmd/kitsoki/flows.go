@@ -1,0 +1,145 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kitsoki/kitsoki/internal/testrunner"
+)
+
+// Exit codes of `kitsoki test flows` (cassettes-and-flows.md §6).
+const (
+	exitFlowsFailed = 1 // a flow failed
+	exitFlowsSetup  = 2 // setup error: the story, a fixture or a cassette did not load
+)
+
+func newTestCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "test",
+		Short: "Test a story",
+	}
+	cmd.AddCommand(newFlowsCmd(g))
+	return cmd
+}
+
+type flowsOpts struct {
+	flows    string
+	json     string
+	failFast bool
+	verbose  bool
+	traceOut string
+}
+
+func newFlowsCmd(g *globals) *cobra.Command {
+	o := &flowsOpts{}
+	cmd := &cobra.Command{
+		Use:   "flows <app.yaml>",
+		Short: "Run a story's flow fixtures: scripted turns with assertions, agents replayed from cassettes",
+		Long: `Run flow fixtures against a story.
+
+Each fixture submits intents turn by turn and asserts on the state, the world,
+the view and the host calls; agents and hosts answer from host_handlers stubs
+or a host_cassette. Fixtures are <app dir>/flows/*.yaml when that directory
+exists, else ./flows/*.yaml, else <app path without extension>-flows/*.yaml;
+--flows picks others.
+
+Exit codes:
+  0  every flow passed
+  1  a flow failed
+  2  setup error (the story, a fixture or a cassette did not load)`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runFlows(cmd, g, o, args[0])
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.flows, "flows", "", "glob of fixture files (default: see above)")
+	f.StringVar(&o.json, "json", "", "also write the report as JSON to this file")
+	f.BoolVar(&o.failFast, "fail-fast", false, "stop after the first failing flow")
+	f.BoolVar(&o.verbose, "v", false, "show every turn, not only failing ones")
+	f.StringVar(&o.traceOut, "trace-out", "", "write the run's JSONL trace here (with several flows: one file per flow, named <file>.<flow>.jsonl)")
+	return cmd
+}
+
+func setupErr(err error) error {
+	return exitWith(exitFlowsSetup, fmt.Errorf("kitsoki test flows: %w", err))
+}
+
+func runFlows(cmd *cobra.Command, g *globals, o *flowsOpts, app string) error {
+	stdout := cmd.OutOrStdout()
+	if _, err := os.Stat(app); err != nil {
+		return setupErr(err)
+	}
+	fixtures, err := testrunner.LoadFixtures(app, o.flows)
+	if err != nil {
+		return setupErr(err)
+	}
+	opts := []testrunner.FlowOption{testrunner.WithFlowLogger(g.logger(cmd.ErrOrStderr()))}
+	if o.json != "" {
+		opts = append(opts, testrunner.WithEvents())
+	}
+	if o.traceOut != "" {
+		opts = append(opts, testrunner.WithTrace())
+	}
+	r := testrunner.NewRunner(opts...)
+	defer r.Close()
+	rep, err := r.RunFixtures(cmd.Context(), fixtures, o.failFast, func(res *testrunner.FlowResult) {
+		testrunner.WriteResult(stdout, res, o.verbose)
+	})
+	if err != nil {
+		return setupErr(err)
+	}
+	rep.WriteSummary(stdout)
+	if o.json != "" {
+		if err := rep.WriteJSON(o.json); err != nil {
+			return setupErr(fmt.Errorf("--json: %w", err))
+		}
+	}
+	if o.traceOut != "" {
+		if err := writeFlowTraces(o.traceOut, rep); err != nil {
+			return setupErr(fmt.Errorf("--trace-out: %w", err))
+		}
+	}
+	if !rep.OK() {
+		return exitWith(exitFlowsFailed, errors.New(""))
+	}
+	return nil
+}
+
+// writeFlowTraces writes each flow's trace. One flow's trace goes to path
+// itself; with several, flow "x.yaml" (or "x.yaml#2") goes to
+// <path without .jsonl>.x.jsonl (or .x.2.jsonl), since one trace file holds
+// one session.
+func writeFlowTraces(path string, rep *testrunner.Report) error {
+	var ran []*testrunner.FlowResult
+	for _, res := range rep.Results {
+		if res.Trace != nil {
+			ran = append(ran, res)
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	if len(ran) == 1 {
+		return os.WriteFile(path, ran[0].Trace, 0o600)
+	}
+	base := strings.TrimSuffix(path, ".jsonl")
+	for _, res := range ran {
+		name := strings.TrimSuffix(filepath.Base(res.File), filepath.Ext(res.File))
+		if _, n, ok := strings.Cut(res.Name, "#"); ok {
+			if _, err := strconv.Atoi(n); err == nil {
+				name += "." + n
+			}
+		}
+		if err := os.WriteFile(base+"."+name+".jsonl", res.Trace, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kitsoki/kitsoki/internal/testrunner"
+	"github.com/kitsoki/kitsoki/internal/trace"
+)
+
+func newTraceCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "trace",
+		Short: "Work with run traces",
+	}
+	cmd.AddCommand(newToCassetteCmd())
+	return cmd
+}
+
+func newToCassetteCmd() *cobra.Command {
+	var out, appID string
+	cmd := &cobra.Command{
+		Use:   "to-cassette <TRACE.jsonl>",
+		Short: "Turn a run's trace into a cassette that replays it",
+		Long: `Turn a run's trace into a cassette: one episode per host call, in order.
+
+Agent calls become host.agent.<verb> episodes that carry the bound data and an
+agent: block describing the exchange; other host calls match on every
+argument. Replay it with kitsoki run --cassette, or use it as a flow's
+host_cassette. A user who hit a bug can hand the cassette over instead of
+their setup.
+
+The cassette goes to stdout, or to -o FILE (.yaml.zst compresses).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			evs, err := trace.ReadFile(args[0])
+			if err != nil {
+				return exitWith(exitFailure, fmt.Errorf("kitsoki trace to-cassette: %s: %w", args[0], err))
+			}
+			c, err := testrunner.FromTrace(evs, appID)
+			if err != nil {
+				return exitWith(exitFailure, fmt.Errorf("kitsoki trace to-cassette: %s: %w", args[0], err))
+			}
+			if out != "" {
+				if err := c.WriteFile(out); err != nil {
+					return exitWith(exitFailure, err)
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "kitsoki: wrote %d episode(s) to %s\n", len(c.Episodes), out)
+				return nil
+			}
+			b, err := c.Encode()
+			if err != nil {
+				return exitWith(exitFailure, err)
+			}
+			_, err = cmd.OutOrStdout().Write(b)
+			return err
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write the cassette to this file instead of stdout")
+	cmd.Flags().StringVar(&appID, "app-id", "", "the story's app id, used in the cassette's call_ids (the trace does not record it)")
+	return cmd
+}

@@ -1,0 +1,228 @@
+package testrunner
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kitsoki/kitsoki/internal/orchestrator"
+)
+
+// hostCall is one dispatched call as the trace recorded it.
+type hostCall struct {
+	Namespace string
+	Args      map[string]any
+}
+
+// jsonEqual is the fixtures' value equality: identical JSON encodings.
+func jsonEqual(a, b any) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && string(ja) == string(jb)
+}
+
+// showValue renders a value for a failure message: its JSON and Go type.
+func showValue(v any) string {
+	j, err := json.Marshal(v)
+	if err != nil {
+		j = []byte(fmt.Sprint(v))
+	}
+	return fmt.Sprintf("%s (%T)", clipValue(string(j)), v)
+}
+
+// checkKeys compares the listed keys of want against got. label names the
+// assertion (expect_world, expect_slots, ...). A mismatch adds one line per
+// key and, when diff is set, a go-cmp diff of the listed keys.
+func checkKeys(label string, want, got map[string]any, diff bool) []string {
+	var fails []string
+	for _, k := range sortedKeys(want) {
+		g := got[k]
+		if !jsonEqual(g, want[k]) {
+			fails = append(fails, fmt.Sprintf("%s[%q]: got %s, want %s", label, k, showValue(g), showValue(want[k])))
+		}
+	}
+	if len(fails) > 0 && diff {
+		sub := make(map[string]any, len(want))
+		for k := range want {
+			if v, ok := got[k]; ok {
+				sub[k] = v
+			}
+		}
+		fails = append(fails, worldDiff(label, want, sub))
+	}
+	return fails
+}
+
+// worldDiff is a readable go-cmp diff (-want +got) of two world maps, both
+// normalised through JSON so only differences a fixture can see show.
+func worldDiff(label string, want, got map[string]any) string {
+	w, _ := normalizeJSON(want)
+	g, _ := normalizeJSON(got)
+	return fmt.Sprintf("%s: world differs (-want +got):\n%s", label, strings.TrimRight(cmp.Diff(w, g), "\n"))
+}
+
+// checkWorldFull compares the whole world: the exact key set and values.
+func checkWorldFull(want, got map[string]any) []string {
+	var fails []string
+	for _, k := range sortedKeys(got) {
+		if _, ok := want[k]; !ok {
+			fails = append(fails, fmt.Sprintf("expect_world_full: unexpected key %q = %s", k, showValue(got[k])))
+		}
+	}
+	for _, k := range sortedKeys(want) {
+		if g, ok := got[k]; !ok {
+			fails = append(fails, fmt.Sprintf("expect_world_full: missing key %q (want %s)", k, showValue(want[k])))
+		} else if !jsonEqual(g, want[k]) {
+			fails = append(fails, fmt.Sprintf("expect_world_full[%q]: got %s, want %s", k, showValue(g), showValue(want[k])))
+		}
+	}
+	if len(fails) > 0 {
+		fails = append(fails, worldDiff("expect_world_full", want, got))
+	}
+	return fails
+}
+
+// subset reports whether every entry of want is in got (recursively for
+// maps; other values by JSON equality).
+func subset(want, got any) bool {
+	wm, ok := want.(map[string]any)
+	if !ok {
+		return jsonEqual(want, got)
+	}
+	gm, ok := got.(map[string]any)
+	if !ok {
+		return false
+	}
+	for k, wv := range wm {
+		gv, ok := gm[k]
+		if !ok || !subset(wv, gv) {
+			return false
+		}
+	}
+	return true
+}
+
+// underHandler reports whether an invoke name is handler or under it.
+func underHandler(ns, handler string) bool {
+	return ns == handler || strings.HasPrefix(ns, handler+".")
+}
+
+// checkHostCalls asserts expect_host_calls and expect_no_host_calls over
+// the calls dispatched in a turn (or a whole flow).
+func checkHostCalls(label string, exps []HostCallExpect, none bool, calls []hostCall) []string {
+	var fails []string
+	for i, e := range exps {
+		n := 0
+		for _, c := range calls {
+			if underHandler(c.Namespace, e.Handler) && (e.Args == nil || subset(e.Args, c.Args)) {
+				n++
+			}
+		}
+		what := e.Handler
+		if e.Args != nil {
+			j, _ := json.Marshal(e.Args)
+			what += " with args " + clipValue(string(j))
+		}
+		switch {
+		case e.HasTime && n != e.Times:
+			fails = append(fails, fmt.Sprintf("%s[%d]: %s called %d time(s), want %d", label, i, what, n, e.Times))
+		case !e.HasTime && n == 0:
+			fails = append(fails, fmt.Sprintf("%s[%d]: %s was not called, want at least once%s", label, i, what, calledList(calls)))
+		}
+	}
+	if none && len(calls) > 0 {
+		fails = append(fails, fmt.Sprintf("expect_no_host_calls: %d host call(s) dispatched:%s", len(calls), calledList(calls)))
+	}
+	return fails
+}
+
+func calledList(calls []hostCall) string {
+	if len(calls) == 0 {
+		return " (no host calls were dispatched)"
+	}
+	names := make([]string, len(calls))
+	for i, c := range calls {
+		names[i] = c.Namespace
+	}
+	return " [" + strings.Join(names, " ") + "]"
+}
+
+// turnView is what a turn's assertions look at.
+type turnView struct {
+	out   *orchestrator.Outcome
+	world map[string]any
+	slots map[string]any // as accepted (defaults filled); nil when not accepted
+	calls []hostCall
+}
+
+// checkTurn runs one turn's assertions and returns the failure messages.
+func checkTurn(ts *TurnSpec, tv turnView) []string {
+	var fails []string
+	out := tv.out
+	switch {
+	case out.Outcome == orchestrator.OutcomeRejected && ts.ExpectError == nil:
+		fails = append(fails, fmt.Sprintf("unexpected rejection: code=%s hint=%s", out.Rejection.Code, out.Rejection.GuardHint))
+	case out.Outcome == orchestrator.OutcomeError:
+		fails = append(fails, fmt.Sprintf("unexpected turn error: %v", out.Err))
+	}
+	if ee := ts.ExpectError; ee != nil {
+		switch {
+		case out.Outcome != orchestrator.OutcomeRejected:
+			fails = append(fails, fmt.Sprintf("expect_error: want code %s, got no rejection (the turn ended in %q)", ee.Code, out.State))
+		case ee.Code != "" && out.Rejection.Code != ee.Code:
+			fails = append(fails, fmt.Sprintf("expect_error: got code %s, want %s (%s)", out.Rejection.Code, ee.Code, out.Rejection.Message))
+		}
+		if out.Outcome == orchestrator.OutcomeRejected {
+			for _, want := range ee.AllowedContains {
+				if !contains(out.Rejection.AllowedIntents, want) {
+					fails = append(fails, fmt.Sprintf("expect_error.allowed_contains: %q is not among the allowed intents [%s]",
+						want, strings.Join(out.Rejection.AllowedIntents, " ")))
+				}
+			}
+		}
+	}
+	if ts.HasExpectState && out.State != ts.ExpectState {
+		fails = append(fails, fmt.Sprintf("expect_state: got %q, want %q", out.State, ts.ExpectState))
+	}
+	if ts.ExpectNotState != "" && out.State == ts.ExpectNotState {
+		fails = append(fails, fmt.Sprintf("expect_not_state: got %q, which the turn must not end in", out.State))
+	}
+	if len(ts.ExpectStateIn) > 0 && !contains(ts.ExpectStateIn, out.State) {
+		q := make([]string, len(ts.ExpectStateIn))
+		for i, s := range ts.ExpectStateIn {
+			q[i] = fmt.Sprintf("%q", s)
+		}
+		fails = append(fails, fmt.Sprintf("expect_state_in: got %q, want one of [%s]", out.State, strings.Join(q, ", ")))
+	}
+	if ts.ExpectWorld != nil {
+		fails = append(fails, checkKeys("expect_world", ts.ExpectWorld, tv.world, true)...)
+	}
+	if ts.HasWorldFull {
+		fails = append(fails, checkWorldFull(ts.ExpectWorldFull, tv.world)...)
+	}
+	if ts.ExpectSlots != nil {
+		if tv.slots == nil {
+			fails = append(fails, "expect_slots: the intent was not accepted, so it has no slots")
+		} else {
+			fails = append(fails, checkKeys("expect_slots", ts.ExpectSlots, tv.slots, false)...)
+		}
+	}
+	if re := ts.ExpectViewMatches; re != nil && !re.MatchString(out.View) {
+		fails = append(fails, fmt.Sprintf("expect_view_matches: view does not match /%s/: %q", re, clipValue(out.View)))
+	}
+	if ts.ExpectNoView && out.View != "" {
+		fails = append(fails, fmt.Sprintf("expect_no_view: got view %q", clipValue(out.View)))
+	}
+	return append(fails, checkHostCalls("expect_host_calls", ts.ExpectHostCalls, ts.ExpectNoHostCalls, tv.calls)...)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,172 @@
+package testrunner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/trace"
+	"github.com/kitsoki/kitsoki/pkg/plugin"
+)
+
+// Handler returns the host-handler role of the cassette for a registered
+// handler name: it answers the invokes routed to name (exactly, or by the
+// host's dotted-prefix fallback) from the episodes whose match.handler is
+// name. Episodes with an agent: block also write agent.call.* events to
+// sink; their call_ids use the cassette's app_id, or appID when it has
+// none.
+//
+// live is the handler the cassette replaces (nil if none). It answers
+// misses in new_episodes mode (the exchange is then appended), and, for a
+// host.agent.* name, the calls whose invoke names an agent alias that this
+// cassette replays in the agent role.
+func (c *Cassette) Handler(name string, sink host.Sink, appID string, live host.Handler) host.Handler {
+	return &cassetteHandler{c: c, name: name, sink: sink, appID: appID, live: live}
+}
+
+type cassetteHandler struct {
+	c     *Cassette
+	name  string
+	sink  host.Sink
+	appID string
+	live  host.Handler
+}
+
+// Invoke answers one call.
+func (h *cassetteHandler) Invoke(ctx context.Context, call *host.Call) (*host.Result, error) {
+	if h.live != nil && strings.HasPrefix(h.name, host.AgentNamespace) && call.Invoke != nil && call.Invoke.Agent != "" &&
+		h.c.hasHandler(call.Invoke.Agent) {
+		return h.live.Invoke(ctx, call)
+	}
+	k := newCallKey(h.name, h.c.phase(call.State), call.Args)
+	p, ok := h.c.pick(k)
+	if !ok {
+		if h.c.mode == ModeNewEpisodes && h.live != nil {
+			return h.recordMiss(ctx, call)
+		}
+		msg := h.c.missText(k)
+		h.c.addMiss(msg)
+		return nil, errors.New(msg)
+	}
+	if err := h.c.sleep(ctx, p.ep); err != nil {
+		return nil, err
+	}
+	r := p.ep.Response
+	if r.InfraError != "" {
+		return nil, errors.New(r.InfraError)
+	}
+	if p.ep.Agent != nil {
+		if err := h.writeAgentEvents(call, p); err != nil {
+			return nil, &host.TraceError{Err: err}
+		}
+	}
+	res := &host.Result{}
+	if r.HasData {
+		res.Data = deepCopyMap(r.Data)
+	}
+	if r.Error != "" {
+		res.Err = errors.New(r.Error)
+	}
+	return res, nil
+}
+
+// hasHandler reports whether some episode names handler.
+func (c *Cassette) hasHandler(handler string) bool {
+	for _, ep := range c.Episodes {
+		if h, _ := ep.Match["handler"].(string); h == handler {
+			return true
+		}
+	}
+	return false
+}
+
+// writeAgentEvents writes agent.call.start then agent.call.complete or
+// agent.call.error for an episode's agent: block (trace-format.md §6). The
+// block never changes what is bound.
+func (h *cassetteHandler) writeAgentEvents(call *host.Call, p picked) error {
+	ab := p.ep.Agent
+	app := h.c.AppID
+	if app == "" {
+		app = h.appID
+	}
+	callID := trace.CallID(app, trace.CassetteCallKey(p.ep.ID, p.idx))
+	verb := ab.Verb
+	if verb == "" {
+		verb = strings.TrimPrefix(call.Namespace, host.AgentNamespace)
+	}
+	start := map[string]any{"verb": verb}
+	putString(start, "agent", ab.Agent)
+	putString(start, "model", ab.Model)
+	if ab.Input != nil {
+		start["input"] = ab.Input
+	}
+	putString(start, "prompt", ab.Prompt)
+	if err := h.sink.Append(&plugin.Event{Turn: call.Turn, Kind: trace.KindAgentCallStart, StatePath: call.State,
+		CallID: callID, EpisodeID: p.ep.ID, MatchIdx: p.idx, Payload: start}); err != nil {
+		return err
+	}
+	if ab.Error != "" {
+		payload := map[string]any{"verb": verb, "duration_ms": ab.DurationMS, "error": ab.Error}
+		putString(payload, "agent", ab.Agent)
+		return h.sink.Append(&plugin.Event{Turn: call.Turn, Kind: trace.KindAgentCallError, StatePath: call.State, CallID: callID, Payload: payload})
+	}
+	payload := map[string]any{"verb": verb, "duration_ms": ab.DurationMS}
+	putString(payload, "agent", ab.Agent)
+	putString(payload, "model", ab.Model)
+	if ab.Response != "" {
+		payload["response"] = responseValue(ab.Response)
+	}
+	meta := map[string]any{}
+	if u := ab.usage(); u != nil {
+		meta["usage"] = u
+	}
+	if ab.CostUSD != 0 {
+		meta["cost_usd"] = ab.CostUSD
+	}
+	if len(meta) > 0 {
+		payload["meta"] = meta
+	}
+	return h.sink.Append(&plugin.Event{Turn: call.Turn, Kind: trace.KindAgentCallComplete, StatePath: call.State, CallID: callID, Payload: payload})
+}
+
+// responseValue is an agent response as a trace payload value: the JSON
+// itself when the text starts with { or [ (and parses), else the text.
+func responseValue(text string) any {
+	if startsJSON(text) && json.Valid([]byte(text)) {
+		return json.RawMessage(text)
+	}
+	return text
+}
+
+func putString(m map[string]any, k, v string) {
+	if v != "" {
+		m[k] = v
+	}
+}
+
+func deepCopyMap(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = deepCopy(v)
+	}
+	return out
+}
+
+func deepCopy(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		return deepCopyMap(t)
+	case []any:
+		l := make([]any, len(t))
+		for i, e := range t {
+			l[i] = deepCopy(e)
+		}
+		return l
+	}
+	return v
+}

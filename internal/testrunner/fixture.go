@@ -1,0 +1,447 @@
+package testrunner
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Fixture is one flow fixture (cassettes-and-flows.md §5): a file may hold
+// several, separated by ---.
+type Fixture struct {
+	File  string // the file it came from
+	Index int    // its document index in the file (0-based)
+	Name  string // report name: the file's base name, plus #N when the file holds several
+
+	TestKind     string
+	App          string // as written, relative to the fixture file
+	AppPath      string // resolved; the command's story when app: is absent
+	InitialState string
+	InitialWorld map[string]any
+	HostHandlers map[string]*Stub
+	HostCassette string // as written, relative to the fixture's directory
+	CassettePath string // resolved
+	Turns        []*TurnSpec
+
+	ExpectTerminal         bool
+	ExpectNoErrors         bool
+	ExpectWorldFinal       map[string]any
+	ExpectNoHostCalls      bool
+	StrictCassetteCoverage bool
+	// AdvanceClock is set when the fixture has clock fields ([later]); like
+	// host_handlers/host_cassette it turns host dispatch on.
+	AdvanceClock bool
+
+	// SkipReason is why the fixture is skipped ("" when it runs).
+	SkipReason string
+}
+
+// Stub is a host_handlers entry: a canned answer, optionally per call id
+// or per op.
+type Stub struct {
+	Envelope
+	Delay  time.Duration
+	ByCall map[string]Envelope
+	ByOp   map[string]Envelope
+}
+
+// Envelope is a stub answer: data and/or a domain error, or an
+// infrastructure failure.
+type Envelope struct {
+	Data       map[string]any
+	HasData    bool
+	Error      string
+	InfraError string
+}
+
+// TurnSpec is one turn of a fixture: the intent to submit and what to
+// assert afterwards.
+type TurnSpec struct {
+	Line   int
+	Intent string
+	Slots  map[string]any
+	Input  string // [later] free-text turn
+
+	ExpectState       string
+	HasExpectState    bool
+	ExpectNotState    string
+	ExpectStateIn     []string
+	ExpectWorld       map[string]any
+	ExpectWorldFull   map[string]any
+	HasWorldFull      bool
+	ExpectSlots       map[string]any
+	ExpectError       *ExpectError
+	ExpectViewMatches *regexp.Regexp
+	ExpectNoView      bool
+	ExpectHostCalls   []HostCallExpect
+	ExpectNoHostCalls bool
+}
+
+// ExpectError expects the turn to be rejected with Code; AllowedContains
+// lists intents the rejection's allowed_intents must include.
+type ExpectError struct {
+	Code            string
+	AllowedContains []string
+}
+
+// HostCallExpect expects calls to Handler (exactly or under it as a dotted
+// prefix) whose args include Args; Times is exact when set, else at least
+// once.
+type HostCallExpect struct {
+	Handler string
+	Args    map[string]any
+	Times   int
+	HasTime bool
+}
+
+var (
+	fixtureKeys = []string{"test_kind", "description", "app", "initial_state", "initial_world", "host_handlers", "host_cassette", "turns",
+		"expect_terminal", "expect_no_errors", "expect_world_final", "expect_no_host_calls", "strict_cassette_coverage",
+		// [later]: parsed and ignored
+		"recording", "mode", "host_bindings", "use_orchestrator", "starlark_*", "expect_files",
+		"expect_events_count_atleast", "expect_events_count_atmost", "advance_clock", "expect_inbox", "expect_jobs"}
+	turnKeys = []string{"intent", "expect_state", "expect_not_state", "expect_state_in", "expect_world", "expect_world_full",
+		"expect_slots", "expect_error", "expect_view_matches", "expect_no_view", "expect_host_calls", "expect_no_host_calls",
+		// [later]
+		"input", "world_override", "expect_events", "expect_events_exact"}
+	stubKeys     = []string{"data", "error", "infra_error", "delay", "by_call", "by_op"}
+	envelopeKeys = []string{"data", "error", "infra_error"}
+)
+
+// ParseFixtures reads every fixture in a file's bytes. defaultApp is the
+// story used when a fixture has no app:. Documents whose test_kind is not
+// "flow" (a cassette kept next to the flows, for instance) come back with a
+// SkipReason.
+func ParseFixtures(b []byte, file, defaultApp string) ([]*Fixture, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(trimBOM(b)))
+	var docs []*yaml.Node
+	for {
+		var n yaml.Node
+		err := dec.Decode(&n)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		if len(n.Content) == 0 {
+			continue
+		}
+		docs = append(docs, &n)
+	}
+	base := filepath.Base(file)
+	var out []*Fixture
+	for i, d := range docs {
+		fx, err := parseFixture(d.Content[0], file, defaultApp)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		fx.File, fx.Index, fx.Name = file, i, base
+		if len(docs) > 1 {
+			fx.Name = base + "#" + strconv.Itoa(i+1)
+		}
+		out = append(out, fx)
+	}
+	return out, nil
+}
+
+func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
+	fx := &Fixture{}
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == "test_kind" {
+				fx.TestKind = n.Content[i+1].Value
+			}
+		}
+	}
+	if fx.TestKind != "flow" {
+		fx.SkipReason = fmt.Sprintf("test_kind is %q, not flow", fx.TestKind)
+		return fx, nil
+	}
+	m, err := fields(n, "fixture", fixtureKeys...)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Dir(file)
+	if fx.App, err = str(m, "app", "fixture"); err != nil {
+		return nil, err
+	}
+	fx.AppPath = defaultApp
+	if fx.App != "" {
+		fx.AppPath = filepath.Join(dir, filepath.FromSlash(fx.App))
+	}
+	if fx.InitialState, err = str(m, "initial_state", "fixture"); err != nil {
+		return nil, err
+	}
+	if fx.InitialWorld, _, err = mapping(m, "initial_world", "fixture"); err != nil {
+		return nil, err
+	}
+	if fx.HostCassette, err = str(m, "host_cassette", "fixture"); err != nil {
+		return nil, err
+	}
+	if fx.HostCassette != "" {
+		fx.CassettePath = filepath.Join(dir, filepath.FromSlash(fx.HostCassette))
+	}
+	if hn, ok := m["host_handlers"]; ok && hn.Tag != "!!null" {
+		if fx.HostCassette != "" {
+			return nil, fmt.Errorf("line %d: host_cassette and host_handlers are mutually exclusive", hn.Line)
+		}
+		if fx.HostHandlers, err = parseStubs(hn); err != nil {
+			return nil, err
+		}
+	}
+	for key, dst := range map[string]*bool{"expect_terminal": &fx.ExpectTerminal, "expect_no_errors": &fx.ExpectNoErrors,
+		"expect_no_host_calls": &fx.ExpectNoHostCalls, "strict_cassette_coverage": &fx.StrictCassetteCoverage} {
+		if *dst, err = boolField(m, key, "fixture"); err != nil {
+			return nil, err
+		}
+	}
+	if fx.ExpectWorldFinal, _, err = mapping(m, "expect_world_final", "fixture"); err != nil {
+		return nil, err
+	}
+	_, fx.AdvanceClock = m["advance_clock"]
+	if _, ok := m["recording"]; ok {
+		fx.SkipReason = "uses recording:, which this version does not run yet"
+	}
+	tn, ok := m["turns"]
+	if ok && tn.Tag != "!!null" {
+		if tn.Kind != yaml.SequenceNode {
+			return nil, fmt.Errorf("line %d: turns must be a list, got %s", tn.Line, kindName(tn))
+		}
+		for i, t := range tn.Content {
+			ts, err := parseTurn(t, i)
+			if err != nil {
+				return nil, err
+			}
+			if ts.Input != "" && fx.SkipReason == "" {
+				fx.SkipReason = fmt.Sprintf("turn %d is a free-text input: turn, which this version does not route yet", i+1)
+			}
+			fx.Turns = append(fx.Turns, ts)
+		}
+	}
+	return fx, nil
+}
+
+func boolField(m map[string]*yaml.Node, key, where string) (bool, error) {
+	v, ok := m[key]
+	if !ok || v.Tag == "!!null" {
+		return false, nil
+	}
+	var b bool
+	if err := v.Decode(&b); err != nil {
+		return false, fmt.Errorf("line %d: %s.%s must be true or false, got %q", v.Line, where, key, v.Value)
+	}
+	return b, nil
+}
+
+func parseStubs(n *yaml.Node) (map[string]*Stub, error) {
+	m, err := fields(n, "host_handlers", "*")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*Stub{}
+	for name, sn := range m {
+		where := "host_handlers." + name
+		sm, err := fields(sn, where, stubKeys...)
+		if err != nil {
+			return nil, err
+		}
+		st := &Stub{}
+		if st.Envelope, err = parseEnvelope(sm, where); err != nil {
+			return nil, err
+		}
+		if d, ok := sm["delay"]; ok && d.Tag != "!!null" {
+			if st.Delay, err = parseDelay(d.Value); err != nil {
+				return nil, fmt.Errorf("line %d: %s.delay: %w", d.Line, where, err)
+			}
+		}
+		for key, dst := range map[string]*map[string]Envelope{"by_call": &st.ByCall, "by_op": &st.ByOp} {
+			bn, ok := sm[key]
+			if !ok || bn.Tag == "!!null" {
+				continue
+			}
+			bm, err := fields(bn, where+"."+key, "*")
+			if err != nil {
+				return nil, err
+			}
+			*dst = map[string]Envelope{}
+			for id, en := range bm {
+				em, err := fields(en, where+"."+key+"."+id, envelopeKeys...)
+				if err != nil {
+					return nil, err
+				}
+				if (*dst)[id], err = parseEnvelope(em, where+"."+key+"."+id); err != nil {
+					return nil, err
+				}
+			}
+		}
+		out[name] = st
+	}
+	return out, nil
+}
+
+func parseEnvelope(m map[string]*yaml.Node, where string) (Envelope, error) {
+	var e Envelope
+	var err error
+	if e.Data, e.HasData, err = mapping(m, "data", where); err != nil {
+		return e, err
+	}
+	if e.HasData {
+		v, err := normalizeJSON(e.Data)
+		if err != nil {
+			return e, fmt.Errorf("%s.data: %w", where, err)
+		}
+		e.Data, _ = v.(map[string]any)
+		if e.Data == nil {
+			e.Data = map[string]any{}
+		}
+	}
+	if e.Error, err = str(m, "error", where); err != nil {
+		return e, err
+	}
+	if e.InfraError, err = str(m, "infra_error", where); err != nil {
+		return e, err
+	}
+	if e.InfraError != "" && (e.HasData || e.Error != "") {
+		return e, fmt.Errorf("%s: infra_error cannot be combined with data or error", where)
+	}
+	return e, nil
+}
+
+func parseTurn(n *yaml.Node, i int) (*TurnSpec, error) {
+	where := fmt.Sprintf("turns[%d]", i)
+	m, err := fields(n, where, turnKeys...)
+	if err != nil {
+		return nil, err
+	}
+	ts := &TurnSpec{Line: n.Line}
+	if in, ok := m["intent"]; ok {
+		switch in.Kind {
+		case yaml.ScalarNode:
+			ts.Intent = in.Value
+		case yaml.MappingNode:
+			im, err := fields(in, where+".intent", "name", "slots")
+			if err != nil {
+				return nil, err
+			}
+			if ts.Intent, err = str(im, "name", where+".intent"); err != nil {
+				return nil, err
+			}
+			if ts.Slots, _, err = mapping(im, "slots", where+".intent"); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, fmt.Errorf("line %d: %s.intent must be {name, slots}, got %s", in.Line, where, kindName(in))
+		}
+	}
+	if ts.Input, err = str(m, "input", where); err != nil {
+		return nil, err
+	}
+	if ts.Intent == "" && ts.Input == "" {
+		return nil, fmt.Errorf("line %d: %s: intent: {name, slots} is required", n.Line, where)
+	}
+	if ts.ExpectState, err = str(m, "expect_state", where); err != nil {
+		return nil, err
+	}
+	_, ts.HasExpectState = m["expect_state"]
+	if ts.ExpectNotState, err = str(m, "expect_not_state", where); err != nil {
+		return nil, err
+	}
+	if sn, ok := m["expect_state_in"]; ok {
+		if err := sn.Decode(&ts.ExpectStateIn); err != nil {
+			return nil, fmt.Errorf("line %d: %s.expect_state_in must be a list of states", sn.Line, where)
+		}
+	}
+	if ts.ExpectWorld, _, err = mapping(m, "expect_world", where); err != nil {
+		return nil, err
+	}
+	if ts.ExpectWorldFull, ts.HasWorldFull, err = mapping(m, "expect_world_full", where); err != nil {
+		return nil, err
+	}
+	if ts.HasWorldFull && ts.ExpectWorldFull == nil {
+		ts.ExpectWorldFull = map[string]any{}
+	}
+	if ts.ExpectSlots, _, err = mapping(m, "expect_slots", where); err != nil {
+		return nil, err
+	}
+	if en, ok := m["expect_error"]; ok && en.Tag != "!!null" {
+		if ts.ExpectError, err = parseExpectError(en, where+".expect_error"); err != nil {
+			return nil, err
+		}
+	}
+	if rx, err := str(m, "expect_view_matches", where); err != nil {
+		return nil, err
+	} else if rx != "" {
+		if ts.ExpectViewMatches, err = regexp.Compile(rx); err != nil {
+			return nil, fmt.Errorf("line %d: %s.expect_view_matches: %w", m["expect_view_matches"].Line, where, err)
+		}
+	}
+	if ts.ExpectNoView, err = boolField(m, "expect_no_view", where); err != nil {
+		return nil, err
+	}
+	if ts.ExpectNoHostCalls, err = boolField(m, "expect_no_host_calls", where); err != nil {
+		return nil, err
+	}
+	if hn, ok := m["expect_host_calls"]; ok && hn.Tag != "!!null" {
+		if hn.Kind != yaml.SequenceNode {
+			return nil, fmt.Errorf("line %d: %s.expect_host_calls must be a list", hn.Line, where)
+		}
+		for j, cn := range hn.Content {
+			cw := fmt.Sprintf("%s.expect_host_calls[%d]", where, j)
+			cm, err := fields(cn, cw, "handler", "args", "times")
+			if err != nil {
+				return nil, err
+			}
+			var hc HostCallExpect
+			if hc.Handler, err = str(cm, "handler", cw); err != nil {
+				return nil, err
+			}
+			if hc.Handler == "" {
+				return nil, fmt.Errorf("line %d: %s: handler is required", cn.Line, cw)
+			}
+			if hc.Args, _, err = mapping(cm, "args", cw); err != nil {
+				return nil, err
+			}
+			if tn, ok := cm["times"]; ok && tn.Tag != "!!null" {
+				if err := tn.Decode(&hc.Times); err != nil || hc.Times < 0 {
+					return nil, fmt.Errorf("line %d: %s.times must be a whole number >= 0", tn.Line, cw)
+				}
+				hc.HasTime = true
+			}
+			ts.ExpectHostCalls = append(ts.ExpectHostCalls, hc)
+		}
+	}
+	return ts, nil
+}
+
+func parseExpectError(n *yaml.Node, where string) (*ExpectError, error) {
+	if n.Kind == yaml.ScalarNode { // expect_error: GUARD_FAILED
+		return &ExpectError{Code: n.Value}, nil
+	}
+	m, err := fields(n, where, "code", "allowed_contains")
+	if err != nil {
+		return nil, err
+	}
+	ee := &ExpectError{}
+	if ee.Code, err = str(m, "code", where); err != nil {
+		return nil, err
+	}
+	if an, ok := m["allowed_contains"]; ok && an.Tag != "!!null" {
+		switch an.Kind {
+		case yaml.ScalarNode:
+			ee.AllowedContains = []string{an.Value}
+		default:
+			if err := an.Decode(&ee.AllowedContains); err != nil {
+				return nil, fmt.Errorf("line %d: %s.allowed_contains must be an intent name or a list of them", an.Line, where)
+			}
+		}
+	}
+	return ee, nil
+}

@@ -1,0 +1,460 @@
+package testrunner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/clock"
+	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/trace"
+)
+
+// FlowResult is the outcome of one fixture. Exported field names are the
+// --json report's keys (cassettes-and-flows.md §6).
+type FlowResult struct {
+	File    string
+	Passed  bool
+	Turns   []TurnResult
+	Skipped bool
+
+	Name       string `json:"-"` // report name (base name, #N for multi-document files)
+	SkipReason string `json:"-"`
+	Trace      []byte `json:"-"` // the run's JSONL trace, with WithTrace
+}
+
+// TurnResult is the outcome of one turn. The session checks come last,
+// with TurnIndex -1.
+type TurnResult struct {
+	TurnIndex int // 0-based index into the fixture's turns; -1 = session checks
+	Passed    bool
+	Failures  []string
+	NewState  string
+	View      string
+	Events    []trace.Event // the turn's trace events, with WithEvents
+}
+
+// SessionIndex is the TurnIndex of the session checks.
+const SessionIndex = -1
+
+// FlowOption configures a Runner.
+type FlowOption func(*flowConfig)
+
+type flowConfig struct {
+	getenv     func(string) string
+	logger     *slog.Logger
+	keepEvents bool
+	keepTrace  bool
+	start      time.Time
+}
+
+// WithFlowGetenv sets how KITSOKI_CASSETTE_* are read (default os.Getenv).
+func WithFlowGetenv(f func(string) string) FlowOption {
+	return func(c *flowConfig) {
+		if f != nil {
+			c.getenv = f
+		}
+	}
+}
+
+// WithFlowLogger sets the logger of the sessions (default: discard).
+func WithFlowLogger(l *slog.Logger) FlowOption {
+	return func(c *flowConfig) {
+		if l != nil {
+			c.logger = l
+		}
+	}
+}
+
+// WithEvents keeps each turn's trace events in its TurnResult (the --json
+// report carries them).
+func WithEvents() FlowOption { return func(c *flowConfig) { c.keepEvents = true } }
+
+// WithTrace keeps each flow's JSONL trace in FlowResult.Trace.
+func WithTrace() FlowOption { return func(c *flowConfig) { c.keepTrace = true } }
+
+// FlowEpoch is where a flow's clock starts. Flows run on a fake clock, so
+// their traces are reproducible and cassette delays are instant.
+var FlowEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Runner prepares and runs flow fixtures, loading each story once.
+type Runner struct {
+	cfg     flowConfig
+	mu      sync.Mutex
+	stories map[string]*story.Story
+}
+
+// NewRunner returns a runner.
+func NewRunner(opts ...FlowOption) *Runner {
+	cfg := flowConfig{getenv: os.Getenv, logger: slog.New(slog.DiscardHandler), start: FlowEpoch}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return &Runner{cfg: cfg, stories: map[string]*story.Story{}}
+}
+
+// Close releases the loaded stories.
+func (r *Runner) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var errs []error
+	for _, st := range r.stories {
+		errs = append(errs, st.Close())
+	}
+	r.stories = map[string]*story.Story{}
+	return errors.Join(errs...)
+}
+
+func (r *Runner) story(path string) (*story.Story, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if st, ok := r.stories[abs]; ok {
+		return st, nil
+	}
+	st, err := story.Load(abs)
+	if err != nil {
+		return nil, err
+	}
+	r.stories[abs] = st
+	return st, nil
+}
+
+// Flow is a fixture ready to run once: its story loaded, its cassette
+// parsed, its clock set.
+type Flow struct {
+	Fixture  *Fixture
+	Story    *story.Story
+	Cassette *Cassette // nil without host_cassette
+
+	cfg flowConfig
+	clk *clock.Fake
+}
+
+// Prepare loads what a fixture needs and checks it against its story. An
+// error is a setup error: the fixture cannot run at all.
+func (r *Runner) Prepare(fx *Fixture) (*Flow, error) {
+	f := &Flow{Fixture: fx, cfg: r.cfg, clk: clock.NewFake(r.cfg.start)}
+	if fx.SkipReason != "" {
+		return f, nil
+	}
+	if fx.AppPath == "" {
+		return nil, fmt.Errorf("%s: app: is required (the story, relative to the fixture)", fx.Name)
+	}
+	st, err := r.story(fx.AppPath)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", fx.Name, err)
+	}
+	f.Story = st
+	if fx.InitialState != "" {
+		if _, ok := st.States[fx.InitialState]; !ok {
+			return nil, fmt.Errorf("%s: initial_state %q is not a state of %s (states: %s)",
+				fx.Name, fx.InitialState, st.App.ID, strings.Join(sortedKeys(st.States), ", "))
+		}
+	}
+	if fx.CassettePath != "" {
+		c, err := LoadCassette(fx.CassettePath, WithClock(f.clk), WithGetenv(r.cfg.getenv))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", fx.Name, err)
+		}
+		f.Cassette = c
+	}
+	return f, nil
+}
+
+// captureSink is the flow's trace: a MemSink that also keeps the events as
+// they are appended, so each turn's assertions read its own events without
+// decoding the trace.
+type captureSink struct {
+	*trace.MemSink
+	events []trace.Event
+}
+
+func (s *captureSink) Append(ev *trace.Event) error {
+	if err := s.MemSink.Append(ev); err != nil {
+		return err
+	}
+	s.events = append(s.events, *ev)
+	return nil
+}
+
+// Run runs the flow: seed, every turn with its assertions, then the session
+// checks. A Flow runs once.
+func (f *Flow) Run(ctx context.Context) *FlowResult {
+	fx := f.Fixture
+	res := &FlowResult{File: fx.File, Name: fx.Name}
+	if fx.SkipReason != "" {
+		res.Skipped, res.SkipReason = true, fx.SkipReason
+		return res
+	}
+	st, logger := f.Story, f.cfg.logger
+	mem := trace.NewMemSink(trace.WithSecrets(st.Secrets), trace.WithClock(f.clk))
+	sink := &captureSink{MemSink: mem}
+	reg := agent.NewRegistry(logger)
+	reg.Configure(st.Plugins)
+	defer reg.Close()
+
+	hopts := []host.Option{host.WithClock(f.clk), host.WithLogger(logger)}
+	if f.Cassette != nil {
+		hopts = append(hopts, host.WithBuiltin(f.Cassette.ReplayAgents(st, reg, nil)))
+	}
+	h := host.New(st, reg, sink, hopts...)
+	// Host calls are dispatched only when the fixture says how to answer
+	// them; otherwise they are dropped (answered with nothing), as Kitsoki
+	// does, so older fixtures keep passing.
+	dispatch := f.Cassette != nil || fx.HostHandlers != nil || fx.AdvanceClock
+	switch {
+	case f.Cassette != nil:
+		f.Cassette.ReplayHandlers(h, sink, st.App.ID)
+	case fx.HostHandlers != nil:
+		for _, name := range sortedKeys(fx.HostHandlers) {
+			hd := &stubHandler{stub: fx.HostHandlers[name], clk: f.clk, name: name}
+			h.Register(name, hd)
+			h.RegisterPrefix(name, hd)
+		}
+	}
+	if !dispatch {
+		drop := host.HandlerFunc(func(context.Context, *host.Call) (*host.Result, error) { return &host.Result{}, nil })
+		for _, name := range InvokeNames(st) {
+			h.Register(name, drop)
+		}
+	}
+
+	root := fx.InitialState
+	if root == "" {
+		root = st.Root
+	}
+	sess, err := orchestrator.New(st, h, sink, orchestrator.WithSessionID("flow"), orchestrator.WithRoot(root),
+		orchestrator.WithWorld(deepCopyMap(fx.InitialWorld)), orchestrator.WithClock(f.clk), orchestrator.WithLogger(logger))
+	if err == nil {
+		err = sess.Seed()
+	}
+	if err != nil {
+		res.Turns = append(res.Turns, TurnResult{TurnIndex: SessionIndex, Failures: []string{"seed: " + err.Error()}})
+		return f.finish(res, mem)
+	}
+
+	var rejected bool
+	var hostErrs []string
+	var allCalls []hostCall
+	for i, ts := range fx.Turns {
+		mark := len(sink.events)
+		out, err := sess.Turn(ctx, ts.Intent, deepCopyMap(ts.Slots), "")
+		if err != nil {
+			res.Turns = append(res.Turns, TurnResult{TurnIndex: i, NewState: sess.State(), Failures: []string{"trace: " + err.Error()}})
+			break
+		}
+		evs := sink.events[mark:]
+		tv := turnView{out: out, world: sess.World(), slots: acceptedSlots(evs)}
+		if dispatch {
+			tv.calls = dispatched(evs)
+			allCalls = append(allCalls, tv.calls...)
+		}
+		fails := checkTurn(ts, tv)
+		if f.Cassette != nil {
+			fails = append(fails, f.Cassette.TakeMisses()...)
+		}
+		if out.Outcome == orchestrator.OutcomeRejected {
+			rejected = true
+		}
+		for _, e := range out.HostErrors {
+			hostErrs = append(hostErrs, e.Error())
+		}
+		res.Turns = append(res.Turns, TurnResult{TurnIndex: i, Passed: len(fails) == 0, Failures: fails, NewState: out.State, View: out.View})
+	}
+
+	var sfails []string
+	if fx.ExpectTerminal {
+		if s := st.States[sess.State()]; s == nil || !s.Terminal {
+			sfails = append(sfails, fmt.Sprintf("expect_terminal: state %q is not terminal", sess.State()))
+		}
+	}
+	if fx.ExpectNoErrors {
+		if rejected {
+			sfails = append(sfails, "expect_no_errors: there were validation errors")
+		}
+		if len(hostErrs) > 0 {
+			sfails = append(sfails, fmt.Sprintf("expect_no_errors: there were host call errors: %s", clipValue(hostErrs[0])))
+		}
+	}
+	if fx.ExpectWorldFinal != nil {
+		sfails = append(sfails, checkKeys("expect_world_final", fx.ExpectWorldFinal, sess.World(), true)...)
+	}
+	sfails = append(sfails, checkHostCalls("expect_host_calls", nil, fx.ExpectNoHostCalls, allCalls)...)
+	if fx.StrictCassetteCoverage && f.Cassette != nil {
+		if rest := f.Cassette.Remaining(); len(rest) > 0 {
+			sfails = append(sfails, fmt.Sprintf("unexpected remaining episodes: [%s]", strings.Join(rest, " ")))
+		}
+	}
+	if len(sfails) > 0 || fx.hasSessionChecks() {
+		res.Turns = append(res.Turns, TurnResult{TurnIndex: SessionIndex, Passed: len(sfails) == 0, Failures: sfails, NewState: sess.State()})
+	}
+	return f.finish(res, mem)
+}
+
+func (fx *Fixture) hasSessionChecks() bool {
+	return fx.ExpectTerminal || fx.ExpectNoErrors || fx.ExpectWorldFinal != nil || fx.ExpectNoHostCalls || fx.StrictCassetteCoverage
+}
+
+// finish sets Passed and attaches events and the trace when asked.
+func (f *Flow) finish(res *FlowResult, mem *trace.MemSink) *FlowResult {
+	res.Passed = true
+	for _, t := range res.Turns {
+		if len(t.Failures) > 0 {
+			res.Passed = false
+		}
+	}
+	for i := range res.Turns {
+		res.Turns[i].Passed = len(res.Turns[i].Failures) == 0
+	}
+	if f.cfg.keepTrace {
+		res.Trace = mem.Bytes()
+	}
+	if f.cfg.keepEvents {
+		evs, err := trace.Read(bytes.NewReader(mem.Bytes()))
+		if err == nil {
+			byTurn := map[int64][]trace.Event{}
+			for _, ev := range evs {
+				byTurn[ev.Turn] = append(byTurn[ev.Turn], ev)
+			}
+			for i := range res.Turns {
+				if t := &res.Turns[i]; t.TurnIndex >= 0 {
+					t.Events = byTurn[int64(t.TurnIndex+1)]
+				}
+			}
+		}
+	}
+	return res
+}
+
+// acceptedSlots returns the slots of the turn's machine.intent_accepted
+// event (defaults filled), or nil when the intent was not accepted.
+func acceptedSlots(evs []trace.Event) map[string]any {
+	for _, ev := range evs {
+		if ev.Kind == trace.KindMachineIntentAccepted {
+			s, _ := ev.Payload["slots"].(map[string]any)
+			if s == nil {
+				s = map[string]any{}
+			}
+			return s
+		}
+	}
+	return nil
+}
+
+// dispatched lists the host calls of a turn from its harness.dispatched
+// events.
+func dispatched(evs []trace.Event) []hostCall {
+	var out []hostCall
+	for _, ev := range evs {
+		if ev.Kind == trace.KindHarnessDispatched {
+			ns, _ := ev.Payload["namespace"].(string)
+			args, _ := ev.Payload["args"].(map[string]any)
+			out = append(out, hostCall{Namespace: ns, Args: args})
+		}
+	}
+	return out
+}
+
+// stubHandler answers a host_handlers entry.
+type stubHandler struct {
+	name string
+	stub *Stub
+	clk  clock.Clock
+}
+
+// Invoke answers from by_call (args.call), else by_op (args.op), else the
+// stub's own envelope; an envelope replaces the whole answer.
+func (s *stubHandler) Invoke(ctx context.Context, call *host.Call) (*host.Result, error) {
+	env := s.envelope(call.Args)
+	if err := sleepOn(ctx, s.clk, s.stub.Delay, "host_handlers."+s.name); err != nil {
+		return nil, err
+	}
+	if env.InfraError != "" {
+		return nil, errors.New(env.InfraError)
+	}
+	res := &host.Result{}
+	if env.HasData {
+		res.Data = deepCopyMap(env.Data)
+	}
+	if env.Error != "" {
+		res.Err = errors.New(env.Error)
+	}
+	return res, nil
+}
+
+func (s *stubHandler) envelope(args map[string]any) Envelope {
+	if id, ok := args["call"]; ok && id != nil {
+		if e, ok := s.stub.ByCall[fmt.Sprint(id)]; ok {
+			return e
+		}
+	}
+	if op, ok := args["op"]; ok && op != nil {
+		if e, ok := s.stub.ByOp[fmt.Sprint(op)]; ok {
+			return e
+		}
+	}
+	return s.stub.Envelope
+}
+
+// DefaultFlowsGlob is where `kitsoki test flows` looks when --flows is not
+// given: <app dir>/flows/*.yaml if that directory exists, else
+// ./flows/*.yaml if that exists, else <app path without extension>-flows/*.yaml.
+func DefaultFlowsGlob(appPath string) string {
+	if d := filepath.Join(filepath.Dir(appPath), "flows"); isDir(d) {
+		return filepath.Join(d, "*.yaml")
+	}
+	if isDir("flows") {
+		return filepath.Join("flows", "*.yaml")
+	}
+	return strings.TrimSuffix(appPath, filepath.Ext(appPath)) + "-flows/*.yaml"
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+// LoadFixtures finds the fixture files matching glob ("" = the default for
+// appPath), sorted by name, and parses them; appPath is the story of the
+// fixtures that name no app:.
+func LoadFixtures(appPath, glob string) ([]*Fixture, error) {
+	if glob == "" {
+		glob = DefaultFlowsGlob(appPath)
+	}
+	files, err := filepath.Glob(glob)
+	if err != nil {
+		return nil, fmt.Errorf("--flows %q: %w", glob, err)
+	}
+	sort.Strings(files)
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no flow fixtures match %q", glob)
+	}
+	var out []*Fixture
+	for _, file := range files {
+		b, err := readFile(file)
+		if err != nil {
+			return nil, err
+		}
+		fxs, err := ParseFixtures(b, file, appPath)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, fxs...)
+	}
+	return out, nil
+}

@@ -1,0 +1,65 @@
+package testrunner
+
+import (
+	"strings"
+
+	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/story"
+)
+
+// isAgentHandler reports whether an episode handler names an agent alias
+// (agent role) rather than an invoke name (host-handler role).
+func isAgentHandler(name string) bool { return strings.HasPrefix(name, "agent.") }
+
+// ReplayAgents puts the cassette's agent role in place of every alias the
+// story declares (and every agent.* handler its episodes name), so no
+// declared agent is reached: a call with no matching episode is a cassette
+// miss. In new_episodes mode a miss goes to the agent the registry resolved
+// before, and the exchange is appended.
+//
+// It returns the agent for the built-in path (host.WithBuiltin): the
+// cassette under agent.claude, with liveBuiltin answering its misses in
+// new_episodes mode.
+func (c *Cassette) ReplayAgents(st *story.Story, reg *agent.Registry, liveBuiltin agent.Agent) agent.Agent {
+	aliases := map[string]bool{}
+	for a := range st.Plugins {
+		aliases[a] = true
+	}
+	for _, hd := range c.Handlers() {
+		if isAgentHandler(hd) {
+			aliases[hd] = true
+		}
+	}
+	record := c.mode == ModeNewEpisodes
+	for _, alias := range sortedKeys(aliases) {
+		var live agent.Agent
+		if record {
+			if a, err := reg.Get(alias); err == nil {
+				live = a
+			}
+		}
+		reg.Register(alias, c.Agent(alias, live))
+	}
+	if !record {
+		liveBuiltin = nil
+	}
+	return c.Agent(agent.DefaultAlias, liveBuiltin)
+}
+
+// ReplayHandlers installs the cassette's host-handler role for every
+// handler its episodes name that is not an agent alias, under the exact
+// name and as a dotted prefix (an episode for host.git also serves
+// host.git.open_pr). Episodes with an agent: block write their agent
+// events to sink, with call_ids from the cassette's app_id or appID.
+func (c *Cassette) ReplayHandlers(h *host.Host, sink host.Sink, appID string) {
+	for _, name := range c.Handlers() {
+		if isAgentHandler(name) {
+			continue
+		}
+		live, _ := h.Handler(name)
+		hd := c.Handler(name, sink, appID, live)
+		h.Register(name, hd)
+		h.RegisterPrefix(name, hd)
+	}
+}

@@ -1,0 +1,117 @@
+package testrunner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Report is the result of a `kitsoki test flows` run. Its exported fields
+// are the --json document: {"Results":[...],"Passed":n,"Failed":n}.
+type Report struct {
+	Results []*FlowResult
+	Passed  int
+	Failed  int
+}
+
+// OK reports whether no flow failed.
+func (r *Report) OK() bool { return r.Failed == 0 }
+
+// RunFixtures prepares every fixture first (any failure is a setup error,
+// returned before anything runs), then runs them in order. each, when not
+// nil, sees every result as soon as it is known. With failFast the run
+// stops after the first failing flow.
+func (r *Runner) RunFixtures(ctx context.Context, fixtures []*Fixture, failFast bool, each func(*FlowResult)) (*Report, error) {
+	flows := make([]*Flow, 0, len(fixtures))
+	for _, fx := range fixtures {
+		f, err := r.Prepare(fx)
+		if err != nil {
+			return nil, err
+		}
+		flows = append(flows, f)
+	}
+	rep := &Report{Results: []*FlowResult{}}
+	for _, f := range flows {
+		res := f.Run(ctx)
+		rep.Results = append(rep.Results, res)
+		switch {
+		case res.Skipped:
+		case res.Passed:
+			rep.Passed++
+		default:
+			rep.Failed++
+		}
+		if each != nil {
+			each(res)
+		}
+		if failFast && !res.Skipped && !res.Passed {
+			break
+		}
+	}
+	return rep, nil
+}
+
+// WriteResult prints one flow as the report does:
+//
+//	PASS|FAIL|SKIP  <file basename>
+//	  ok    turn N → <state>        (every turn with verbose, else failing ones)
+//	  FAIL  turn N → <state>
+//	  ✗ <message>
+//
+// The session checks show as "[session]".
+func WriteResult(w io.Writer, res *FlowResult, verbose bool) {
+	status := "PASS"
+	switch {
+	case res.Skipped:
+		status = "SKIP"
+	case !res.Passed:
+		status = "FAIL"
+	}
+	fmt.Fprintf(w, "%s  %s\n", status, res.Name)
+	if res.Skipped {
+		if verbose {
+			fmt.Fprintf(w, "  skipped: %s\n", res.SkipReason)
+		}
+		return
+	}
+	for _, t := range res.Turns {
+		if t.Passed && !verbose {
+			continue
+		}
+		mark := "ok  "
+		if !t.Passed {
+			mark = "FAIL"
+		}
+		if t.TurnIndex == SessionIndex {
+			fmt.Fprintf(w, "  %s  [session]\n", mark)
+		} else {
+			fmt.Fprintf(w, "  %s  turn %d → %s\n", mark, t.TurnIndex+1, t.NewState)
+		}
+		for _, f := range t.Failures {
+			fmt.Fprintf(w, "  ✗ %s\n", strings.ReplaceAll(f, "\n", "\n    "))
+		}
+	}
+}
+
+// WriteSummary prints the closing lines: a blank line, "Summary:
+// <passed>/<total> flows pass" (skipped flows not counted), then PASS or
+// FAIL.
+func (r *Report) WriteSummary(w io.Writer) {
+	verdict := "PASS"
+	if !r.OK() {
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(w, "\nSummary: %d/%d flows pass\n%s\n", r.Passed, r.Passed+r.Failed, verdict)
+}
+
+// WriteJSON writes the report as JSON to path.
+func (r *Report) WriteJSON(path string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}

@@ -1,0 +1,134 @@
+package testrunner
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// fields returns the key → value nodes of a mapping node, refusing keys not
+// in allowed (a key ending in "*" allows any key with that prefix). where
+// names the mapping in errors.
+func fields(n *yaml.Node, where string, allowed ...string) (map[string]*yaml.Node, error) {
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if n.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("line %d: %s must be a mapping, got %s", n.Line, where, kindName(n))
+	}
+	out := make(map[string]*yaml.Node, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if !keyAllowed(k.Value, allowed) {
+			return nil, fmt.Errorf("line %d: %s: unknown key %q (valid: %s)", k.Line, where, k.Value, strings.Join(allowed, ", "))
+		}
+		if _, dup := out[k.Value]; dup {
+			return nil, fmt.Errorf("line %d: %s: key %q appears twice", k.Line, where, k.Value)
+		}
+		out[k.Value] = v
+	}
+	return out, nil
+}
+
+func keyAllowed(k string, allowed []string) bool {
+	for _, a := range allowed {
+		if a == k || (strings.HasSuffix(a, "*") && strings.HasPrefix(k, strings.TrimSuffix(a, "*"))) {
+			return true
+		}
+	}
+	return false
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if n.Tag == "!!null" {
+			return "null"
+		}
+		return "a scalar"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.MappingNode:
+		return "a mapping"
+	}
+	return "an unexpected node"
+}
+
+// str decodes a scalar string field ("" when absent or null).
+func str(m map[string]*yaml.Node, key, where string) (string, error) {
+	v, ok := m[key]
+	if !ok || v.Tag == "!!null" {
+		return "", nil
+	}
+	if v.Kind != yaml.ScalarNode {
+		return "", fmt.Errorf("line %d: %s.%s must be a string, got %s", v.Line, where, key, kindName(v))
+	}
+	return v.Value, nil
+}
+
+// value decodes any node into plain Go values with string map keys.
+func value(v *yaml.Node) (any, error) {
+	var out any
+	if err := v.Decode(&out); err != nil {
+		return nil, fmt.Errorf("line %d: %w", v.Line, err)
+	}
+	return stringKeys(out), nil
+}
+
+// stringKeys turns map[any]any (YAML maps with non-string keys) into
+// map[string]any, recursively.
+func stringKeys(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			t[k] = stringKeys(e)
+		}
+		return t
+	case map[any]any:
+		m := make(map[string]any, len(t))
+		for k, e := range t {
+			m[fmt.Sprint(k)] = stringKeys(e)
+		}
+		return m
+	case []any:
+		for i, e := range t {
+			t[i] = stringKeys(e)
+		}
+		return t
+	}
+	return v
+}
+
+// mapping decodes a mapping field into map[string]any (nil when absent).
+func mapping(m map[string]*yaml.Node, key, where string) (map[string]any, bool, error) {
+	v, ok := m[key]
+	if !ok {
+		return nil, false, nil
+	}
+	if v.Tag == "!!null" {
+		return nil, true, nil
+	}
+	if v.Kind != yaml.MappingNode {
+		return nil, true, fmt.Errorf("line %d: %s.%s must be a mapping, got %s", v.Line, where, key, kindName(v))
+	}
+	out, err := value(v)
+	if err != nil {
+		return nil, true, err
+	}
+	mm, _ := out.(map[string]any)
+	if mm == nil {
+		mm = map[string]any{}
+	}
+	return mm, true, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

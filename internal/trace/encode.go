@@ -1,0 +1,315 @@
+package trace
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// sequencer remembers where the trace is so seq stays dense per turn and
+// turns never decrease. It only moves when a line has really been written.
+type sequencer struct {
+	started bool  // at least one event is in the trace
+	turn    int64 // turn of the last event
+	nextSeq int   // seq the next event of that turn gets
+}
+
+// next returns the seq an event of the given turn gets and whether the
+// event opens a new turn.
+func (s *sequencer) next(turn int64) (seq int, newTurn bool, err error) {
+	if !s.started || turn > s.turn {
+		return 0, true, nil
+	}
+	if turn < s.turn {
+		return 0, false, fmt.Errorf("trace: event for turn %d after turn %d: turns never decrease", turn, s.turn)
+	}
+	return s.nextSeq, false, nil
+}
+
+// peek returns the seq the next event of turn would get: 0 for a turn the
+// trace has not reached (and for a lower turn, which Append refuses).
+func (s *sequencer) peek(turn int64) int {
+	if !s.started || turn != s.turn {
+		return 0
+	}
+	return s.nextSeq
+}
+
+func (s *sequencer) commit(turn int64, seq int) {
+	s.started, s.turn, s.nextSeq = true, turn, seq+1
+}
+
+// lineEncoder turns events into trace lines. One buffer is reused for every
+// line; a steady-state Append allocates only the ts string handed back to
+// the caller and the small scratch the payload walk may need.
+type lineEncoder struct {
+	pay *payloadEncoder
+	seq sequencer
+	buf []byte
+}
+
+func newLineEncoder(secrets []string) *lineEncoder {
+	return &lineEncoder{pay: newPayloadEncoder(secrets)}
+}
+
+// pending is what an encoded but not yet written line will assign.
+type pending struct {
+	turn    int64
+	seq     int
+	ts      string
+	newTurn bool
+}
+
+// encode validates ev and encodes its line (with the trailing newline) into
+// the reused buffer. Nothing is assigned yet: call commit once the line is
+// stored. now is the sink's clock reading, used when ev.TS is empty.
+func (e *lineEncoder) encode(ev *Event, now time.Time) ([]byte, pending, error) {
+	var p pending
+	if err := checkEnvelope(ev); err != nil {
+		return nil, p, err
+	}
+	seq, newTurn, err := e.seq.next(ev.Turn)
+	if err != nil {
+		return nil, p, err
+	}
+	b := e.buf[:0]
+	b = append(b, `{"turn":`...)
+	b = strconv.AppendInt(b, ev.Turn, 10)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendInt(b, int64(seq), 10)
+	b = append(b, `,"ts":"`...)
+	tsStart := len(b)
+	if ev.TS == "" {
+		b = now.UTC().AppendFormat(b, time.RFC3339Nano)
+	} else {
+		t, err := time.Parse(time.RFC3339Nano, ev.TS)
+		if err != nil {
+			return nil, p, fmt.Errorf("trace: %s event: ts %q is not an RFC3339 timestamp", ev.Kind, ev.TS)
+		}
+		b = t.UTC().AppendFormat(b, time.RFC3339Nano)
+	}
+	ts := string(b[tsStart:])
+	b = append(b, `","kind":`...)
+	b = appendJSONString(b, ev.Kind)
+	if ev.StatePath != "" {
+		b = append(b, `,"state_path":`...)
+		b = appendJSONString(b, ev.StatePath)
+	}
+	if ev.ParentTurn != 0 {
+		b = append(b, `,"parent_turn":`...)
+		b = strconv.AppendInt(b, ev.ParentTurn, 10)
+	}
+	if ev.CallID != "" {
+		b = append(b, `,"call_id":`...)
+		b = appendJSONString(b, ev.CallID)
+	}
+	if ev.EpisodeID != "" {
+		b = append(b, `,"episode_id":`...)
+		b = appendJSONString(b, ev.EpisodeID)
+	}
+	if ev.MatchIdx != 0 {
+		b = append(b, `,"match_idx":`...)
+		b = strconv.AppendInt(b, int64(ev.MatchIdx), 10)
+	}
+	b = append(b, `,"payload":`...)
+	b, err = e.pay.encode(b, ev.Payload)
+	if err != nil {
+		return nil, p, fmt.Errorf("trace: %s event: %w", ev.Kind, err)
+	}
+	b = append(b, "}\n"...)
+	e.buf = b
+	p = pending{turn: ev.Turn, seq: seq, ts: ts, newTurn: newTurn}
+	return b, p, nil
+}
+
+// commit records that the encoded line is stored and tells the caller.
+func (e *lineEncoder) commit(ev *Event, p pending) {
+	e.seq.commit(p.turn, p.seq)
+	ev.Seq = p.seq
+	ev.TS = p.ts
+}
+
+// checkEnvelope applies the rules on envelope fields that the reader or the
+// format depends on.
+func checkEnvelope(ev *Event) error {
+	if ev == nil {
+		return fmt.Errorf("trace: nil event")
+	}
+	switch {
+	case ev.Kind == "":
+		return fmt.Errorf("trace: event has no kind")
+	case ev.Kind == KindSessionHeader:
+		return fmt.Errorf("trace: kind %q is reserved for line 1 of the file", KindSessionHeader)
+	case ev.Turn < 0:
+		return fmt.Errorf("trace: %s event: turn %d is negative", ev.Kind, ev.Turn)
+	case ev.ParentTurn < 0:
+		return fmt.Errorf("trace: %s event: parent_turn %d is negative", ev.Kind, ev.ParentTurn)
+	case ev.MatchIdx < 0:
+		return fmt.Errorf("trace: %s event: match_idx %d is negative", ev.Kind, ev.MatchIdx)
+	}
+	for _, f := range [...]struct{ name, v string }{
+		{"kind", ev.Kind}, {"state_path", ev.StatePath}, {"call_id", ev.CallID}, {"episode_id", ev.EpisodeID},
+	} {
+		if err := checkString(f.v); err != nil {
+			return fmt.Errorf("trace: event field %s: %w", f.name, err)
+		}
+	}
+	return nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// plainByte marks the ASCII bytes encoding/json copies into a string
+// unescaped (with HTML escaping on): printable, and not " \ < > &.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
+// appendJSONString appends s as a JSON string exactly as encoding/json
+// writes it with HTML escaping on: <, >, & and control characters as \u00XX
+// (except \b \f \n \r \t), U+2028/U+2029 escaped, invalid UTF-8 as \ufffd.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if plainByte[s[i]] {
+			i++
+			continue
+		}
+		if c := s[i]; c < utf8.RuneSelf {
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// appendFloat writes a float the way encoding/json does (ES6 number to
+// string: %f-like, exponent form below 1e-6 and from 1e21).
+func appendFloat(b []byte, f float64, bits int) ([]byte, error) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return nil, ErrNaNOrInf
+	}
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 {
+		if bits == 64 && (abs < 1e-6 || abs >= 1e21) || bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21) {
+			format = 'e'
+		}
+	}
+	b = strconv.AppendFloat(b, f, format, -1, bits)
+	if format == 'e' {
+		// e-09 -> e-9, as encoding/json does.
+		n := len(b)
+		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b, nil
+}
+
+// appendNumber writes a json.Number verbatim after checking it is a JSON
+// number; the empty Number is 0, as in encoding/json.
+func appendNumber(b []byte, n json.Number) ([]byte, error) {
+	s := string(n)
+	if s == "" {
+		return append(b, '0'), nil
+	}
+	if !isValidNumber(s) {
+		return nil, errors.New("payload holds a json.Number that is not a JSON number")
+	}
+	return append(b, s...), nil
+}
+
+// isValidNumber reports whether s follows the JSON number grammar.
+func isValidNumber(s string) bool {
+	if s != "" && s[0] == '-' {
+		s = s[1:]
+	}
+	digits := func() int {
+		n := 0
+		for n < len(s) && '0' <= s[n] && s[n] <= '9' {
+			n++
+		}
+		s = s[n:]
+		return n
+	}
+	switch {
+	case s == "":
+		return false
+	case s[0] == '0':
+		s = s[1:]
+	case '1' <= s[0] && s[0] <= '9':
+		digits()
+	default:
+		return false
+	}
+	if len(s) > 0 && s[0] == '.' {
+		s = s[1:]
+		if digits() == 0 {
+			return false
+		}
+	}
+	if len(s) > 0 && (s[0] == 'e' || s[0] == 'E') {
+		s = s[1:]
+		if len(s) > 0 && (s[0] == '+' || s[0] == '-') {
+			s = s[1:]
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return s == ""
+}
+
+// headerLine is line 1 of every trace file.
+func headerLine(now time.Time) []byte {
+	b := []byte(`{"kind":"session.header","schema_version":`)
+	b = strconv.AppendInt(b, SchemaVersion, 10)
+	b = append(b, `,"written_at":"`...)
+	b = now.UTC().AppendFormat(b, time.RFC3339Nano)
+	return append(b, "\"}\n"...)
+}

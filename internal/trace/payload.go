@@ -1,0 +1,405 @@
+package trace
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// Payload rejections. Append wraps them with the event kind and the location
+// inside the payload (never the offending text, which could be a secret), so
+// test for them with errors.Is.
+var (
+	ErrNULByte  = errors.New("payload contains NUL byte")
+	ErrNotNFC   = errors.New("payload string contains NFD-normalised unicode (must be NFC)")
+	ErrNaNOrInf = errors.New("payload contains a NaN or Inf number (JSON cannot encode it)")
+	ErrTooDeep  = errors.New("payload nested deeper than 1000 levels")
+)
+
+// maxDepth bounds payload nesting so a cyclic or absurd value fails cleanly
+// instead of exhausting the stack; Go's JSON decoder accepts 10000 levels, so
+// everything we write stays readable.
+const maxDepth = 1000
+
+// payloadEncoder checks, redacts and encodes a payload in one walk, producing
+// exactly the bytes encoding/json would produce for the redacted value
+// (sorted object keys, HTML-safe escaping, ES6 float formatting). The common
+// JSON-shaped Go types are handled directly; anything else (structs, typed
+// maps, Marshalers) is turned into its JSON form with encoding/json first and
+// then walked. The caller's values are never modified.
+type payloadEncoder struct {
+	// secrets are the distinct non-empty secret values, longest first.
+	secrets []string
+	// keys holds one reusable scratch slice per nesting depth for sorting
+	// object keys.
+	keys [][]mapEntry
+	// raw is scratch space for compacting embedded JSON.
+	raw bytes.Buffer
+}
+
+type mapEntry struct {
+	out string // key as written (redacted)
+	in  string // key in the caller's map
+	v   any
+}
+
+func newPayloadEncoder(secrets []string) *payloadEncoder {
+	var s []string
+	for _, v := range secrets {
+		if v != "" && !slices.Contains(s, v) {
+			s = append(s, v)
+		}
+	}
+	slices.SortStableFunc(s, func(a, b string) int { return len(b) - len(a) })
+	return &payloadEncoder{secrets: s}
+}
+
+// payloadError carries a rejection together with where it happened. The path
+// is collected innermost-first while the walk unwinds, so the success path
+// pays nothing for it.
+type payloadError struct {
+	err error
+	rev []string
+}
+
+func (e *payloadError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.err.Error())
+	b.WriteString(" at payload")
+	for i := len(e.rev) - 1; i >= 0; i-- {
+		b.WriteString(e.rev[i])
+	}
+	return b.String()
+}
+
+func (e *payloadError) Unwrap() error { return e.err }
+
+func withSeg(err error, seg string) error {
+	var pe *payloadError
+	if errors.As(err, &pe) {
+		pe.rev = append(pe.rev, seg)
+		return pe
+	}
+	return &payloadError{err: err, rev: []string{seg}}
+}
+
+// encode appends the payload object to b. A nil or empty payload is {}.
+func (e *payloadEncoder) encode(b []byte, p map[string]any) ([]byte, error) {
+	if len(p) == 0 {
+		return append(b, "{}"...), nil
+	}
+	b, err := e.object(b, p, 1)
+	if err != nil {
+		var pe *payloadError
+		if !errors.As(err, &pe) {
+			err = &payloadError{err: err}
+		}
+		return nil, err
+	}
+	return b, nil
+}
+
+func (e *payloadEncoder) value(b []byte, v any, depth int) ([]byte, error) {
+	if depth > maxDepth {
+		return nil, ErrTooDeep
+	}
+	switch x := v.(type) {
+	case nil:
+		return append(b, "null"...), nil
+	case string:
+		return e.str(b, x)
+	case bool:
+		return strconv.AppendBool(b, x), nil
+	case int:
+		return strconv.AppendInt(b, int64(x), 10), nil
+	case int64:
+		return strconv.AppendInt(b, x, 10), nil
+	case int32:
+		return strconv.AppendInt(b, int64(x), 10), nil
+	case int16:
+		return strconv.AppendInt(b, int64(x), 10), nil
+	case int8:
+		return strconv.AppendInt(b, int64(x), 10), nil
+	case uint:
+		return strconv.AppendUint(b, uint64(x), 10), nil
+	case uint64:
+		return strconv.AppendUint(b, x, 10), nil
+	case uint32:
+		return strconv.AppendUint(b, uint64(x), 10), nil
+	case uint16:
+		return strconv.AppendUint(b, uint64(x), 10), nil
+	case uint8:
+		return strconv.AppendUint(b, uint64(x), 10), nil
+	case uintptr:
+		return strconv.AppendUint(b, uint64(x), 10), nil
+	case float64:
+		return appendFloat(b, x, 64)
+	case float32:
+		return appendFloat(b, float64(x), 32)
+	case json.Number:
+		return appendNumber(b, x)
+	case map[string]any:
+		if x == nil {
+			return append(b, "null"...), nil
+		}
+		return e.object(b, x, depth)
+	case []any:
+		if x == nil {
+			return append(b, "null"...), nil
+		}
+		b = append(b, '[')
+		for i, el := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = e.value(b, el, depth+1); err != nil {
+				return nil, withSeg(err, indexSeg(i))
+			}
+		}
+		return append(b, ']'), nil
+	case []string:
+		if x == nil {
+			return append(b, "null"...), nil
+		}
+		b = append(b, '[')
+		for i, el := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = e.str(b, el); err != nil {
+				return nil, withSeg(err, indexSeg(i))
+			}
+		}
+		return append(b, ']'), nil
+	case map[string]string:
+		if x == nil {
+			return append(b, "null"...), nil
+		}
+		generic := make(map[string]any, len(x))
+		for k, s := range x {
+			generic[k] = s
+		}
+		return e.object(b, generic, depth)
+	case json.RawMessage:
+		return e.rawJSON(b, x, depth)
+	default:
+		return e.reflected(b, v, depth)
+	}
+}
+
+// object writes a JSON object with keys sorted like encoding/json does.
+// Keys are checked and redacted; sensitive header names get their value
+// replaced whatever it is.
+func (e *payloadEncoder) object(b []byte, m map[string]any, depth int) ([]byte, error) {
+	for len(e.keys) <= depth {
+		e.keys = append(e.keys, nil)
+	}
+	entries := e.keys[depth][:0]
+	for k, v := range m {
+		if err := checkString(k); err != nil {
+			// Named by position-free text, never by content: the key
+			// itself could be a secret.
+			return nil, withSeg(err, "{key}")
+		}
+		out, _ := e.redact(k)
+		entries = append(entries, mapEntry{out: out, in: k, v: v})
+	}
+	slices.SortFunc(entries, func(a, b mapEntry) int {
+		if c := strings.Compare(a.out, b.out); c != 0 {
+			return c
+		}
+		return strings.Compare(a.in, b.in)
+	})
+	e.keys[depth] = entries // keep the grown scratch for the next object
+	b = append(b, '{')
+	for i, en := range entries {
+		if i > 0 && en.out == entries[i-1].out {
+			continue // two keys redacted to the same text: keep one
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, en.out)
+		b = append(b, ':')
+		if isSensitiveHeader(en.in) {
+			b = append(b, `"`+Redacted+`"`...)
+			continue
+		}
+		var err error
+		if b, err = e.value(b, en.v, depth+1); err != nil {
+			return nil, withSeg(err, "."+en.out)
+		}
+	}
+	clear(entries) // drop references to the caller's values
+	return append(b, '}'), nil
+}
+
+func (e *payloadEncoder) str(b []byte, s string) ([]byte, error) {
+	if err := checkString(s); err != nil {
+		return nil, err
+	}
+	s, _ = e.redact(s)
+	return appendJSONString(b, s), nil
+}
+
+// rawJSON writes embedded JSON (e.g. an agent's submission). Pure-ASCII JSON
+// with no \u escapes cannot hold a NUL, a non-NFC string or a NaN, so without
+// secrets it is only compacted and HTML-escaped, as encoding/json does;
+// anything else is decoded and walked.
+func (e *payloadEncoder) rawJSON(b []byte, r json.RawMessage, depth int) ([]byte, error) {
+	if len(r) == 0 {
+		return append(b, "null"...), nil
+	}
+	if len(e.secrets) == 0 && isPlainASCII(r) && !bytes.Contains(r, []byte(`\u`)) {
+		e.raw.Reset()
+		if err := json.Compact(&e.raw, r); err != nil {
+			return nil, fmt.Errorf("payload holds invalid embedded JSON: %w", err)
+		}
+		for _, c := range e.raw.Bytes() {
+			switch c {
+			case '<', '>', '&':
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			default:
+				b = append(b, c)
+			}
+		}
+		return b, nil
+	}
+	generic, err := decodeGeneric(r)
+	if err != nil {
+		return nil, fmt.Errorf("payload holds invalid embedded JSON: %w", err)
+	}
+	return e.value(b, generic, depth)
+}
+
+// reflected handles any other Go value (structs, typed maps and slices,
+// http.Header, Marshalers) through the JSON encoding/json gives it.
+func (e *payloadEncoder) reflected(b []byte, v any, depth int) ([]byte, error) {
+	j, err := json.Marshal(v)
+	if err != nil {
+		var uve *json.UnsupportedValueError
+		if errors.As(err, &uve) && (uve.Str == "NaN" || strings.HasSuffix(uve.Str, "Inf")) {
+			return nil, ErrNaNOrInf
+		}
+		return nil, fmt.Errorf("payload value of type %T cannot be encoded as JSON: %w", v, err)
+	}
+	generic, err := decodeGeneric(j)
+	if err != nil {
+		return nil, fmt.Errorf("payload value of type %T cannot be encoded as JSON: %w", v, err)
+	}
+	return e.value(b, generic, depth)
+}
+
+// decodeGeneric decodes one JSON value, keeping numbers as json.Number.
+func decodeGeneric(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err == nil {
+		return nil, errors.New("more than one JSON value")
+	}
+	return v, nil
+}
+
+// checkString applies the string rules: no NUL byte, Unicode NFC. Invalid
+// UTF-8 is allowed; it is written as U+FFFD, like encoding/json does.
+func checkString(s string) error {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == 0 {
+			return ErrNULByte
+		}
+		if c >= utf8.RuneSelf {
+			if strings.IndexByte(s[i:], 0) >= 0 {
+				return ErrNULByte
+			}
+			// The byte before i is ASCII, hence a starter, so NFC
+			// normality of the text from there decides the whole.
+			if !norm.NFC.IsNormalString(s[max(i-1, 0):]) {
+				return ErrNotNFC
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+// redact replaces every occurrence of every secret in s with Redacted.
+// Overlapping occurrences merge into one marker so no byte of any occurrence
+// survives. Without secrets it costs one length check.
+func (e *payloadEncoder) redact(s string) (string, bool) {
+	if len(e.secrets) == 0 || s == "" {
+		return s, false
+	}
+	var spans [][2]int
+	for _, sec := range e.secrets {
+		for off := 0; off <= len(s)-len(sec); {
+			i := strings.Index(s[off:], sec)
+			if i < 0 {
+				break
+			}
+			start := off + i
+			spans = append(spans, [2]int{start, start + len(sec)})
+			off = start + 1
+		}
+	}
+	if spans == nil {
+		return s, false
+	}
+	slices.SortFunc(spans, func(a, b [2]int) int { return cmp.Compare(a[0], b[0]) })
+	var out strings.Builder
+	out.Grow(len(s))
+	pos := 0
+	for i := 0; i < len(spans); {
+		start, end := spans[i][0], spans[i][1]
+		for i++; i < len(spans) && spans[i][0] < end; i++ {
+			end = max(end, spans[i][1])
+		}
+		out.WriteString(s[pos:start])
+		out.WriteString(Redacted)
+		pos = end
+	}
+	out.WriteString(s[pos:])
+	return out.String(), true
+}
+
+// isSensitiveHeader reports whether a map key names a header whose value is
+// always redacted: Authorization, Cookie, Set-Cookie, Proxy-Authorization,
+// in any letter case.
+func isSensitiveHeader(k string) bool {
+	switch len(k) {
+	case len("cookie"):
+		return strings.EqualFold(k, "cookie")
+	case len("set-cookie"):
+		return strings.EqualFold(k, "set-cookie")
+	case len("authorization"):
+		return strings.EqualFold(k, "authorization")
+	case len("proxy-authorization"):
+		return strings.EqualFold(k, "proxy-authorization")
+	}
+	return false
+}
+
+func indexSeg(i int) string { return "[" + strconv.Itoa(i) + "]" }
+
+func isPlainASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf || c == 0 {
+			return false
+		}
+	}
+	return true
+}

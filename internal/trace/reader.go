@@ -1,0 +1,318 @@
+package trace
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+)
+
+// Header is line 1 of a trace file.
+type Header struct {
+	SchemaVersion int
+	WrittenAt     string
+}
+
+// FormatError is a trace file that breaks a read rule. Msg is the whole
+// message (the spec's wording); Line is the 1-based line it concerns, or 0
+// when the problem is the end of the file.
+type FormatError struct {
+	Line int
+	Msg  string
+}
+
+func (e *FormatError) Error() string { return e.Msg }
+
+func formatErr(line int, format string, args ...any) error {
+	return &FormatError{Line: line, Msg: fmt.Sprintf(format, args...)}
+}
+
+// msgMissingNewline is the read error for a file whose last line has no
+// newline: a torn write or a truncated copy.
+const msgMissingNewline = "trace corrupted: missing trailing newline at EOF"
+
+// ReadFile reads and checks a whole trace file and returns its events (the
+// header excluded), in file order.
+func ReadFile(path string) ([]Event, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read trace: %w", err)
+	}
+	defer f.Close()
+	evs, err := Read(f)
+	if err != nil {
+		return nil, fmt.Errorf("read trace %s: %w", path, err)
+	}
+	return evs, nil
+}
+
+// Read reads and checks a whole trace and returns its events.
+func Read(r io.Reader) ([]Event, error) {
+	_, evs, err := ReadAll(r)
+	return evs, err
+}
+
+// ReadAll reads and checks a whole trace and returns its header and events.
+//
+// Every read rule is enforced; the first violation ends the read with a
+// *FormatError. Unknown kinds, unknown payload keys and unknown envelope
+// fields are accepted (the last are dropped: the envelope is fixed). Payload
+// numbers are json.Number so they re-encode exactly as read.
+func ReadAll(r io.Reader) (Header, []Event, error) {
+	var evs []Event
+	h, err := scanTrace(r, func(line int, re *rawEvent) error {
+		payload, err := decodePayload(re.Payload)
+		if err != nil {
+			return formatErr(line, "trace corrupted: line %d: payload: %v", line, err)
+		}
+		evs = append(evs, Event{
+			Turn: re.Turn, Seq: re.Seq, TS: re.TS, Kind: re.Kind, StatePath: re.StatePath,
+			ParentTurn: re.ParentTurn, CallID: re.CallID, EpisodeID: re.EpisodeID, MatchIdx: re.MatchIdx,
+			Payload: payload,
+		})
+		return nil
+	})
+	if err != nil {
+		return Header{}, nil, err
+	}
+	return h, evs, nil
+}
+
+// position is where a trace ends: the writer resumes from it.
+type position struct {
+	any  bool // the trace holds at least one event
+	turn int64
+	seq  int
+}
+
+// scanPosition checks a trace with the same rules as ReadAll, without
+// materialising payloads, and reports its last (turn, seq).
+func scanPosition(r io.Reader) (position, error) {
+	var p position
+	_, err := scanTrace(r, func(line int, re *rawEvent) error {
+		if err := checkPayloadShape(re.Payload); err != nil {
+			return formatErr(line, "trace corrupted: line %d: payload: %v", line, err)
+		}
+		p = position{any: true, turn: re.Turn, seq: re.Seq}
+		return nil
+	})
+	return p, err
+}
+
+// rawEvent is an event line with its payload left undecoded.
+type rawEvent struct {
+	Turn       int64           `json:"turn"`
+	Seq        int             `json:"seq"`
+	TS         string          `json:"ts"`
+	Kind       string          `json:"kind"`
+	StatePath  string          `json:"state_path"`
+	ParentTurn int64           `json:"parent_turn"`
+	CallID     string          `json:"call_id"`
+	EpisodeID  string          `json:"episode_id"`
+	MatchIdx   int             `json:"match_idx"`
+	Payload    json.RawMessage `json:"payload"`
+}
+
+// scanTrace applies the file-level and ordering rules and hands each event
+// line, decoded but for its payload, to fn.
+func scanTrace(r io.Reader, fn func(line int, re *rawEvent) error) (Header, error) {
+	lr := lineReader{br: bufio.NewReaderSize(r, 64<<10)}
+	first, err := lr.next()
+	if errors.Is(err, io.EOF) {
+		return Header{}, formatErr(1, "trace missing session.header on line 1")
+	}
+	if err != nil {
+		return Header{}, err
+	}
+	h, err := decodeHeader(first)
+	if err != nil {
+		return Header{}, err
+	}
+	var ord orderChecker
+	for {
+		line, err := lr.next()
+		if errors.Is(err, io.EOF) {
+			return h, nil
+		}
+		if err != nil {
+			return Header{}, err
+		}
+		n := lr.n
+		if !startsObject(line) {
+			return Header{}, formatErr(n, "trace corrupted: line %d is not a JSON object", n)
+		}
+		var re rawEvent
+		if err := json.Unmarshal(line, &re); err != nil {
+			return Header{}, formatErr(n, "trace corrupted: line %d: %v", n, err)
+		}
+		switch re.Kind {
+		case "":
+			return Header{}, formatErr(n, "trace corrupted: line %d has no kind", n)
+		case KindSessionHeader:
+			return Header{}, formatErr(n, "duplicate session.header at line %d", n)
+		}
+		if err := ord.check(n, re.Turn, re.Seq); err != nil {
+			return Header{}, err
+		}
+		if err := fn(n, &re); err != nil {
+			return Header{}, err
+		}
+	}
+}
+
+func decodeHeader(line []byte) (Header, error) {
+	if bytes.HasPrefix(line, []byte("\xef\xbb\xbf")) {
+		return Header{}, formatErr(1, "trace corrupted: byte-order mark at start of file")
+	}
+	if !startsObject(line) {
+		return Header{}, formatErr(1, "trace missing session.header on line 1")
+	}
+	var raw struct {
+		Kind          string          `json:"kind"`
+		SchemaVersion json.RawMessage `json:"schema_version"`
+		WrittenAt     string          `json:"written_at"`
+	}
+	if err := json.Unmarshal(line, &raw); err != nil {
+		return Header{}, formatErr(1, "trace corrupted: line 1: %v", err)
+	}
+	if raw.Kind != KindSessionHeader {
+		return Header{}, formatErr(1, "trace missing session.header on line 1")
+	}
+	v, err := strconv.Atoi(string(raw.SchemaVersion))
+	if err != nil || v < 1 {
+		return Header{}, formatErr(1, "trace corrupted: session.header schema_version %s is not a positive integer", clipRaw(raw.SchemaVersion))
+	}
+	if v > SchemaVersion {
+		return Header{}, formatErr(1, "schema_version %d on disk exceeds highest supported %d", v, SchemaVersion)
+	}
+	return Header{SchemaVersion: v, WrittenAt: raw.WrittenAt}, nil
+}
+
+func clipRaw(b []byte) string {
+	if len(b) == 0 {
+		return "(missing)"
+	}
+	if len(b) > 32 {
+		return string(b[:32]) + "…"
+	}
+	return string(b)
+}
+
+func startsObject(line []byte) bool {
+	t := bytes.TrimLeft(line, " \t")
+	return len(t) > 0 && t[0] == '{'
+}
+
+// orderChecker enforces the (turn, seq) rules:
+//
+//	turn lower than the previous line's        -> out-of-order turn
+//	same turn, same seq                        -> duplicate (turn,seq)
+//	same turn, lower seq                       -> out-of-order (turn,seq)
+//	same turn, seq skips a number              -> gap in seq within turn T
+//	first line of a turn (or file), seq != 0   -> gap in seq within turn T
+type orderChecker struct {
+	started bool
+	turn    int64
+	seq     int
+}
+
+func (c *orderChecker) check(line int, turn int64, seq int) error {
+	switch {
+	case !c.started || turn > c.turn:
+		if seq != 0 {
+			return formatErr(line, "gap in seq within turn %d at line %d", turn, line)
+		}
+	case turn < c.turn:
+		return formatErr(line, "out-of-order turn at line %d", line)
+	case seq == c.seq:
+		return formatErr(line, "duplicate (turn,seq) at line %d", line)
+	case seq < c.seq:
+		return formatErr(line, "out-of-order (turn,seq) at line %d", line)
+	case seq > c.seq+1:
+		return formatErr(line, "gap in seq within turn %d at line %d", turn, line)
+	}
+	c.started, c.turn, c.seq = true, turn, seq
+	return nil
+}
+
+// checkPayloadShape accepts what decodePayload accepts: an object, null or
+// nothing. The envelope decode has already checked the JSON syntax.
+func checkPayloadShape(raw json.RawMessage) error {
+	if len(raw) == 0 || string(raw) == "null" || raw[0] == '{' {
+		return nil
+	}
+	return errors.New("not a JSON object")
+}
+
+// decodePayload decodes a payload object keeping numbers as json.Number.
+// A missing or null payload becomes an empty map.
+func decodePayload(raw json.RawMessage) (map[string]any, error) {
+	if err := checkPayloadShape(raw); err != nil {
+		return nil, err
+	}
+	p := map[string]any{}
+	if len(raw) == 0 || string(raw) == "null" {
+		return p, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// lineReader splits a trace into lines and applies the byte-level rules.
+type lineReader struct {
+	br  *bufio.Reader
+	acc []byte
+	n   int // number of the last line returned
+}
+
+// next returns the next line without its newline, or io.EOF at a clean end.
+// The slice is valid until the following call.
+func (lr *lineReader) next() ([]byte, error) {
+	lr.acc = lr.acc[:0]
+	for {
+		chunk, err := lr.br.ReadSlice('\n')
+		switch {
+		case err == nil:
+			lr.n++
+			line := chunk
+			if len(lr.acc) > 0 {
+				lr.acc = append(lr.acc, chunk...)
+				line = lr.acc
+			}
+			return checkLine(line[:len(line)-1], lr.n)
+		case errors.Is(err, bufio.ErrBufferFull):
+			lr.acc = append(lr.acc, chunk...)
+		case errors.Is(err, io.EOF):
+			if len(lr.acc)+len(chunk) > 0 {
+				return nil, formatErr(0, msgMissingNewline)
+			}
+			return nil, io.EOF
+		default:
+			return nil, fmt.Errorf("read trace: %w", err)
+		}
+	}
+}
+
+func checkLine(line []byte, n int) ([]byte, error) {
+	if len(line) > 0 && line[len(line)-1] == '\r' {
+		return nil, formatErr(n, "trace corrupted: CRLF line ending at line %d", n)
+	}
+	if bytes.IndexByte(line, '\r') >= 0 {
+		return nil, formatErr(n, "trace corrupted: carriage return in line %d", n)
+	}
+	if bytes.IndexByte(line, 0) >= 0 {
+		return nil, formatErr(n, "trace corrupted: NUL byte in line %d", n)
+	}
+	if len(line) == 0 {
+		return nil, formatErr(n, "trace corrupted: empty line %d", n)
+	}
+	return line, nil
+}

@@ -1,0 +1,103 @@
+package trace
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/kitsoki/kitsoki/internal/clock"
+)
+
+// Sink receives trace events. The orchestrator and the host write through
+// it; Writer (a file) and MemSink (memory) implement it with the same rules.
+//
+// Append assigns ev.Seq (dense per turn from 0, whatever the caller put
+// there) and, when ev.TS is empty, ev.TS from the sink's clock; a given TS is
+// normalised to UTC RFC3339Nano. Both are written back into *ev so the caller
+// learns the seq its event got (needed for a live call_id). A nil payload is
+// written as {}. The payload is checked and redacted before anything is
+// written; the caller's maps are never modified. Turns never decrease: an
+// Append with a lower turn than the previous one fails.
+//
+// Because Append writes TS back, an Event reused for a second Append keeps
+// the first one's TS unless the caller clears it.
+//
+// NextSeq tells which seq the next Append for a turn will assign, so the
+// host can derive a live call_id (turn:state_path:seq) and put it on the
+// agent.call.start line itself. It is exact only while nothing else appends
+// to that turn between NextSeq and Append; callers that append from several
+// goroutines in one turn must serialise the pair.
+//
+// EndTurn marks a turn boundary; the file writer fsyncs there (group
+// commit). Now is the sink's clock, for callers that need a ts before the
+// event is appended (agent.call.start carries the dispatch time).
+type Sink interface {
+	Append(ev *Event) error
+	NextSeq(turn int64) int
+	EndTurn() error
+	Close() error
+	Now() time.Time
+}
+
+// Errors returned by sinks. Messages are the spec's; use errors.Is.
+var (
+	ErrLocked   = errors.New("trace file is locked by another writer")
+	ErrReplaced = errors.New("trace file replaced under us")
+	ErrClosed   = errors.New("trace sink is closed")
+)
+
+// Option configures a Writer or MemSink.
+type Option func(*config)
+
+type config struct {
+	clock        clock.Clock
+	syncPerEvent bool
+	secrets      []string
+	logger       *slog.Logger
+}
+
+func newConfig(opts []Option) config {
+	c := config{clock: clock.System{}}
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.logger == nil {
+		c.logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// WithClock sets the clock used for ts values and the header's written_at.
+func WithClock(c clock.Clock) Option {
+	return func(cfg *config) {
+		if c != nil {
+			cfg.clock = c
+		}
+	}
+}
+
+// WithSyncPerEvent makes the Writer fsync after every line instead of at
+// EndTurn and Close (kitsoki run --trace-sync=event). MemSink ignores it.
+func WithSyncPerEvent() Option {
+	return func(cfg *config) { cfg.syncPerEvent = true }
+}
+
+// WithSecrets gives the resolved secret values to redact: every occurrence of
+// any of them inside any payload string (or map key), at any depth, is
+// replaced by "REDACTED" before the line is encoded. Empty values are
+// ignored. Short values (even one byte) are redacted too: a secret is never
+// written, at the price of redacting unrelated text that happens to contain
+// it. Successive calls add to the set.
+func WithSecrets(values []string) Option {
+	return func(cfg *config) { cfg.secrets = append(cfg.secrets, values...) }
+}
+
+// WithLogger sets where the Writer logs opens, resumes and write failures.
+// The default discards.
+func WithLogger(l *slog.Logger) Option {
+	return func(cfg *config) {
+		if l != nil {
+			cfg.logger = l
+		}
+	}
+}

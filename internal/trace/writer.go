@@ -1,0 +1,282 @@
+package trace
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/kitsoki/kitsoki/internal/clock"
+)
+
+// identityCheckInterval bounds how long a single long turn can go on writing
+// into a file that was replaced under us before Append notices.
+const identityCheckInterval = time.Second
+
+// Writer is the file Sink: one trace file, appended to by one process.
+//
+// Each line is written whole with a single write(2) on an O_APPEND
+// descriptor as soon as Append is called, so a killed process leaves only
+// whole lines behind. fsync runs at EndTurn and Close (group commit), or
+// after every line with WithSyncPerEvent. An exclusive flock keeps other
+// writers out. Whether the path still names the opened file is checked
+// before the first line of every turn, at EndTurn, and at most once a second
+// during a long turn; see docs/tracing/trace-format.md for why not per line.
+//
+// A Writer is safe for concurrent use.
+type Writer struct {
+	mu           sync.Mutex
+	path         string
+	f            *os.File
+	ident        os.FileInfo // the file as opened, for os.SameFile
+	clk          clock.Clock
+	log          *slog.Logger
+	syncPerEvent bool
+	enc          *lineEncoder
+	size         int64     // bytes of whole lines in the file
+	dirty        bool      // written since the last fsync
+	lastCheck    time.Time // clock reading at the last identity check
+	err          error     // sticky failure: every later call returns it
+	closed       bool
+}
+
+var _ Sink = (*Writer)(nil)
+
+// Create opens the trace at path for appending, creating it and its parent
+// directories if needed. A new or empty file gets the session.header line.
+// An existing non-empty file is read and checked first (every read rule),
+// and the writer resumes after its last event: seq continues densely and
+// the next turn may not be lower than the last one in the file.
+//
+// The file is created with mode 0600: traces hold prompts and responses.
+func Create(path string, opts ...Option) (*Writer, error) {
+	cfg := newConfig(opts)
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("trace: create %s: %w", path, err)
+		}
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("trace: open %s: %w", path, err)
+	}
+	w, err := open(path, f, cfg)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+func open(path string, f *os.File, cfg config) (*Writer, error) {
+	if err := lockFile(f); err != nil {
+		return nil, fmt.Errorf("trace: open %s: %w", path, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("trace: open %s: %w", path, err)
+	}
+	w := &Writer{
+		path:         path,
+		f:            f,
+		ident:        fi,
+		clk:          cfg.clock,
+		log:          cfg.logger,
+		syncPerEvent: cfg.syncPerEvent,
+		enc:          newLineEncoder(cfg.secrets),
+		size:         fi.Size(),
+	}
+	now := w.clk.Now()
+	w.lastCheck = now
+	if w.size == 0 {
+		if err := w.writeHeader(now); err != nil {
+			return nil, err
+		}
+		w.log.Debug("trace created", "path", path)
+		return w, nil
+	}
+	pos, err := scanPosition(io.NewSectionReader(f, 0, w.size))
+	if err != nil {
+		hint := ""
+		var fe *FormatError
+		if errors.As(err, &fe) && fe.Msg == msgMissingNewline {
+			hint = " (the last line is incomplete, most likely cut by a crash during a write;" +
+				" delete the bytes after the last newline to resume this trace)"
+		}
+		return nil, fmt.Errorf("trace: cannot append to %s: %w%s", path, err, hint)
+	}
+	if pos.any {
+		w.enc.seq.commit(pos.turn, pos.seq)
+	}
+	w.log.Info("trace resumed", "path", path, "bytes", w.size, "last_turn", pos.turn, "has_events", pos.any)
+	return w, nil
+}
+
+// writeHeader writes line 1 and makes it and the new directory entry
+// durable, so a crash right after Create still leaves a readable trace.
+func (w *Writer) writeHeader(now time.Time) error {
+	line := headerLine(now)
+	n, err := w.f.Write(line)
+	w.size += int64(n)
+	if err != nil {
+		return fmt.Errorf("trace: write header to %s: %w", w.path, err)
+	}
+	if err := w.f.Sync(); err != nil {
+		return fmt.Errorf("trace: sync %s: %w", w.path, err)
+	}
+	syncDir(filepath.Dir(w.path))
+	return nil
+}
+
+// syncDir fsyncs a directory so a new entry in it survives a crash. Some
+// file systems refuse fsync on directories; the file itself is already
+// synced, so failure here is not an error.
+func syncDir(dir string) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return
+	}
+	_ = d.Sync()
+	_ = d.Close()
+}
+
+// Path is the trace file's path.
+func (w *Writer) Path() string { return w.path }
+
+// Now reads the writer's clock.
+func (w *Writer) Now() time.Time { return w.clk.Now() }
+
+// LastTurn reports the turn of the last event in the trace (including events
+// found on resume); ok is false while the trace has no events.
+func (w *Writer) LastTurn() (turn int64, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.enc.seq.turn, w.enc.seq.started
+}
+
+// NextSeq returns the seq the next Append for turn will assign; see Sink.
+func (w *Writer) NextSeq(turn int64) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.enc.seq.peek(turn)
+}
+
+// Append writes one event; see Sink. A rejected event leaves the file
+// untouched. After a failed write or a detected replacement the writer is
+// broken and every later call returns the same error.
+func (w *Writer) Append(ev *Event) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.usable(); err != nil {
+		return err
+	}
+	now := w.clk.Now()
+	line, p, err := w.enc.encode(ev, now)
+	if err != nil {
+		return err
+	}
+	if p.newTurn || now.Sub(w.lastCheck) >= identityCheckInterval || now.Before(w.lastCheck) {
+		if err := w.checkIdentity(now); err != nil {
+			return err
+		}
+	}
+	n, err := w.f.Write(line)
+	if err != nil {
+		return w.writeFailed(n, err)
+	}
+	w.size += int64(n)
+	w.dirty = true
+	w.enc.commit(ev, p)
+	if w.syncPerEvent {
+		return w.sync()
+	}
+	return nil
+}
+
+// writeFailed handles a failed write(2). A short write would leave a torn
+// line, so the file is cut back to its last whole line; if even that fails
+// the writer stops for good.
+func (w *Writer) writeFailed(n int, err error) error {
+	err = fmt.Errorf("trace: write %s: %w", w.path, err)
+	if n > 0 {
+		if terr := w.f.Truncate(w.size); terr != nil {
+			w.err = errors.Join(err, fmt.Errorf("trace: cannot remove torn line from %s: %w", w.path, terr))
+			w.log.Error("trace broken", "path", w.path, "err", w.err)
+			return w.err
+		}
+	}
+	w.log.Warn("trace write failed", "path", w.path, "err", err)
+	return err
+}
+
+// EndTurn marks the end of a turn: the turn's lines are fsynced (unless they
+// already were, line by line) and the file's identity is checked.
+func (w *Writer) EndTurn() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.usable(); err != nil {
+		return err
+	}
+	if err := w.sync(); err != nil {
+		return err
+	}
+	return w.checkIdentity(w.clk.Now())
+}
+
+// Close fsyncs, releases the lock and closes the file. Closing twice is a
+// no-op.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	var syncErr error
+	if w.dirty {
+		if err := w.f.Sync(); err != nil {
+			syncErr = fmt.Errorf("trace: sync %s: %w", w.path, err)
+		}
+	}
+	if err := w.f.Close(); err != nil {
+		return errors.Join(syncErr, fmt.Errorf("trace: close %s: %w", w.path, err))
+	}
+	return syncErr
+}
+
+func (w *Writer) usable() error {
+	if w.closed {
+		return fmt.Errorf("trace: %s: %w", w.path, ErrClosed)
+	}
+	return w.err
+}
+
+func (w *Writer) sync() error {
+	if !w.dirty {
+		return nil
+	}
+	if err := w.f.Sync(); err != nil {
+		w.err = fmt.Errorf("trace: sync %s: %w", w.path, err)
+		w.log.Error("trace broken", "path", w.path, "err", w.err)
+		return w.err
+	}
+	w.dirty = false
+	return nil
+}
+
+// checkIdentity fails, for good, when the path no longer names the file we
+// opened (renamed, deleted or replaced).
+func (w *Writer) checkIdentity(now time.Time) error {
+	w.lastCheck = now
+	fi, err := os.Stat(w.path)
+	if err == nil && os.SameFile(w.ident, fi) {
+		return nil
+	}
+	w.err = fmt.Errorf("trace: %s: %w", w.path, ErrReplaced)
+	w.log.Error("trace broken", "path", w.path, "err", w.err)
+	return w.err
+}

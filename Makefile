@@ -13,6 +13,7 @@ build:
 # Runs the bundled example story end to end with its scripted demo agent:
 # no model, no network.
 demo: build
+	rm -f .kitsoki/runs/demo.jsonl
 	$(BIN) run stories/hello/app.yaml --trace .kitsoki/runs/demo.jsonl \
 		--intents 'greet name=Ada style=formal,bye'
 

@@ -58,7 +58,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log level on stderr: debug, info, warn or error")
 	root.AddCommand(newValidateCmd(g), newRunCmd(g), newVersionCmd())
-	root.AddCommand(newFetchCmd(g))
+	root.AddCommand(newFetchCmd(g), newMCPCmd(g))
 	root.AddCommand(newTestCmd(g), newTraceCmd())
 	return root
 }

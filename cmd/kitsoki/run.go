@@ -104,6 +104,9 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) error {
 	default:
 		return exitWith(exitFailure, fmt.Errorf("--trace-sync %q: want turn or event", o.traceSync))
 	}
+	if err := ensureNewTrace(o.trace); err != nil {
+		return exitWith(exitFailure, err)
+	}
 	w, err := trace.Create(o.trace, topts...)
 	if err != nil {
 		return exitWith(exitFailure, fmt.Errorf("trace %s: %w", o.trace, err))

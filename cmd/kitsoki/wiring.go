@@ -2,24 +2,34 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/agent/claudecli"
 	"github.com/kitsoki/kitsoki/internal/agent/localllm"
+	"github.com/kitsoki/kitsoki/internal/agent/transports"
+	"github.com/kitsoki/kitsoki/internal/demo"
 	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
 // newHost builds the host a run dispatches through, with every handler this
-// build has: the host.agent.* verbs, and host.agent.search backed by local
-// embedding servers. extra options come last (a cassette replay's built-in
-// agent).
+// build has: the host.agent.* verbs (an invoke without agent: runs the
+// Claude Code CLI), and host.agent.search backed by local embedding servers.
+// extra options come last (a cassette replay's built-in agent).
 func newHost(st *story.Story, reg *agent.Registry, sink host.Sink, logger *slog.Logger, timeout time.Duration, extra ...host.Option) *host.Host {
+	claude := st.Plugins[agent.DefaultAlias]
 	return host.New(st, reg, sink, append([]host.Option{
 		host.WithLogger(logger),
 		host.WithDefaultTimeout(timeout),
+		host.WithBuiltin(claudecli.NewBuiltin(claudecli.Options{
+			Command: claude.Command, Model: claude.Model, Dir: st.Dir, Secrets: st.Secrets, Logger: logger})),
 		host.WithRanker(localRanker(logger)),
 	}, extra...)...)
 }
@@ -48,4 +58,62 @@ func (r embedRanker) Rank(ctx context.Context, query string, docs []string) ([]h
 		out[i] = host.Ranked{Index: x.Index, Doc: x.Doc, Score: x.Score}
 	}
 	return out, nil
+}
+
+// runtimeConfig is what a session needs beyond its story.
+type runtimeConfig struct {
+	session   string
+	trace     string
+	syncEvent bool
+	world     map[string]any
+	root      string
+	timeout   time.Duration
+	logger    *slog.Logger
+}
+
+// runtime is one running session with everything it owns.
+type runtime struct {
+	reg   *agent.Registry
+	host  *host.Host
+	trace *trace.Writer
+	sess  *orchestrator.Session
+}
+
+// openRuntime wires a story to its agents, its host and a new trace file.
+func openRuntime(st *story.Story, c runtimeConfig) (*runtime, error) {
+	if c.timeout == 0 {
+		c.timeout = host.DefaultTimeout
+	}
+	if err := ensureNewTrace(c.trace); err != nil {
+		return nil, err
+	}
+	topts := []trace.Option{trace.WithSecrets(st.Secrets), trace.WithLogger(c.logger)}
+	if c.syncEvent {
+		topts = append(topts, trace.WithSyncPerEvent())
+	}
+	w, err := trace.Create(c.trace, topts...)
+	if err != nil {
+		return nil, fmt.Errorf("trace %s: %w", c.trace, err)
+	}
+	reg := agent.NewRegistry(c.logger)
+	transports.Register(reg)
+	reg.Configure(st.Plugins)
+	demo.Register(reg)
+	h := newHost(st, reg, w, c.logger, c.timeout)
+	opts := []orchestrator.Option{orchestrator.WithSessionID(c.session), orchestrator.WithWorld(c.world), orchestrator.WithLogger(c.logger)}
+	if c.root != "" {
+		opts = append(opts, orchestrator.WithRoot(c.root))
+	}
+	sess, err := orchestrator.New(st, h, w, opts...)
+	rt := &runtime{reg: reg, host: h, trace: w, sess: sess}
+	if err != nil {
+		rt.Close()
+		return nil, err
+	}
+	return rt, nil
+}
+
+// Close stops the agents, then closes the host and the trace.
+func (r *runtime) Close() error {
+	return errors.Join(r.reg.Close(), r.host.Close(), r.trace.Close())
 }

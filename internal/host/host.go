@@ -83,6 +83,8 @@ type Host struct {
 
 	prompts sync.Map // path -> *expr.Text, for prompt paths not compiled at load
 
+	routes map[*story.Invoke]*Route // per-invoke routes (pins, eval candidates)
+
 	rankerFor RankerFor
 	rankers   map[string]Ranker // by alias, guarded by mu
 	closers   []io.Closer
@@ -186,14 +188,21 @@ func (h *Host) Dispatch(ctx context.Context, call *Call) (*Result, error) {
 	return hd.Invoke(ctx, call)
 }
 
-// Close releases what the host built for handlers (search rankers). Agents
-// belong to the registry, which the caller closes.
+// Close releases what the host holds besides the registry's agents: the
+// built-in agent and the search rankers. The caller closes the registry.
 func (h *Host) Close() error {
 	h.mu.Lock()
 	cs := h.closers
 	h.closers, h.rankers = nil, nil
+	b := h.builtin
+	h.builtin = nil
 	h.mu.Unlock()
 	var errs []error
+	if b != nil {
+		if err := b.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for _, c := range cs {
 		if err := c.Close(); err != nil {
 			errs = append(errs, err)

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/kitsoki/kitsoki/internal/mcp"
+	"github.com/kitsoki/kitsoki/internal/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/spf13/cobra"
+)
+
+func newMCPCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "mcp", Short: "kitsoki's MCP server for outside clients"}
+	var o mcp.ServeOptions
+	serve := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the configuration or external surface over stdio or HTTP",
+		Long: `Serve kitsoki's MCP tools to an outside MCP client.
+
+--surface configuration (default) inspects and validates stories, plugin
+declarations and schemas under --root; --surface external adds starting a
+run. Live-call surfaces (kanban-task, office-task) exist only inside an agent
+call and are refused here.
+
+--stdio speaks newline-delimited JSON-RPC on stdin/stdout; otherwise
+Streamable HTTP is served on --http (a loopback address, default
+127.0.0.1:0) and a bearer token is printed on stderr.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger := g.logger(cmd.ErrOrStderr())
+			o.Stdin, o.Stdout, o.Stderr, o.Logger = cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), logger
+			o.LoadStory = func(_ context.Context, path string) (*story.Story, error) { return story.Load(path) }
+			o.StartRun = startRun(g, cmd)
+			return mcp.Serve(cmd.Context(), o)
+		},
+	}
+	f := serve.Flags()
+	f.StringVar(&o.Surface, "surface", "configuration", "configuration or external")
+	f.BoolVar(&o.Stdio, "stdio", false, "serve on stdin/stdout")
+	f.StringVar(&o.HTTPAddr, "http", "", "serve Streamable HTTP on this loopback address (default 127.0.0.1:0)")
+	f.StringVar(&o.Token, "token", "", "bearer token HTTP clients must send (default: random)")
+	f.StringVar(&o.Root, "root", "", "directory the tools may read (default: the working directory)")
+	cmd.AddCommand(serve)
+	return cmd
+}
+
+// startRun runs a story to the end of the given intents, as `kitsoki run
+// --intents` would, and reports where it stopped. It backs the external
+// surface's run-starting tool.
+func startRun(g *globals, cmd *cobra.Command) mcp.RunStarter {
+	return func(ctx context.Context, req mcp.StartRunRequest) (*mcp.StartRunResult, error) {
+		st, err := story.Load(req.Story)
+		if err != nil {
+			return nil, err
+		}
+		id := newSessionID()
+		path := filepath.Join(".kitsoki", "runs", id+".jsonl")
+		rt, err := openRuntime(st, runtimeConfig{session: id, trace: path, world: req.World, logger: g.logger(cmd.ErrOrStderr())})
+		if err != nil {
+			return nil, err
+		}
+		defer rt.Close()
+		out, err := rt.sess.Start(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, line := range req.Intents {
+			if out.Done || out.Outcome != orchestrator.OutcomeTransitioned {
+				break
+			}
+			intent, slots, err := rt.sess.ParseInput(line)
+			if err != nil {
+				return nil, fmt.Errorf("intent %q: %w", line, err)
+			}
+			if out, err = rt.sess.Turn(ctx, intent, slots, line); err != nil {
+				return nil, err
+			}
+			if out.Rejection != nil {
+				return nil, fmt.Errorf("intent %q rejected: %s", line, out.Rejection.Error())
+			}
+			if out.Err != nil {
+				return nil, fmt.Errorf("intent %q: %w", line, out.Err)
+			}
+		}
+		abs, _ := filepath.Abs(path)
+		return &mcp.StartRunResult{RunID: id, State: rt.sess.State(), Terminal: out.Done, Trace: abs}, nil
+	}
+}
+
+// ensureNewTrace refuses to append a new session to a trace that already
+// holds one: a trace file is one session.
+func ensureNewTrace(path string) error {
+	fi, err := os.Stat(path)
+	if err == nil && fi.Size() > 0 {
+		return fmt.Errorf("trace %s already holds a session; pass another --trace path (or remove the file)", path)
+	}
+	return nil
+}
+

@@ -99,4 +99,3 @@ func ensureNewTrace(path string) error {
 	}
 	return nil
 }
-

@@ -10,12 +10,14 @@ all: build
 build:
 	$(GO) build -o $(BIN) ./cmd/kitsoki
 
-# Runs the bundled example story end to end with its scripted demo agent:
-# no model, no network.
+# Runs the bundled example story end to end, its agent replayed from the
+# cassette recorded with `kitsoki run --record` (the real replay path): no
+# model, no network.
 demo: build
 	rm -f .kitsoki/runs/demo.jsonl
-	$(BIN) run stories/hello/app.yaml --trace .kitsoki/runs/demo.jsonl \
-		--intents 'greet name=Ada style=formal,bye'
+	$(BIN) run stories/hello/app.yaml --cassette stories/hello/cassettes/demo.yaml \
+		--trace .kitsoki/runs/demo.jsonl \
+		--intents 'greet name=Ada style=formal,again,greet name=Grace,bye'
 
 vet:
 	$(GO) vet ./...

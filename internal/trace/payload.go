@@ -252,15 +252,15 @@ func (e *payloadEncoder) str(b []byte, s string) ([]byte, error) {
 	return appendJSONString(b, s), nil
 }
 
-// rawJSON writes embedded JSON (e.g. an agent's submission). Pure-ASCII JSON
-// with no \u escapes cannot hold a NUL, a non-NFC string or a NaN, so without
-// secrets it is only compacted and HTML-escaped, as encoding/json does;
-// anything else is decoded and walked.
+// rawJSON writes embedded JSON (e.g. an agent's submission). When a look
+// at the bytes proves there is nothing to check or redact, it is only
+// compacted and HTML-escaped, as encoding/json does; otherwise it is decoded
+// and walked like any other value.
 func (e *payloadEncoder) rawJSON(b []byte, r json.RawMessage, depth int) ([]byte, error) {
 	if len(r) == 0 {
 		return append(b, "null"...), nil
 	}
-	if len(e.secrets) == 0 && isPlainASCII(r) && !bytes.Contains(r, []byte(`\u`)) {
+	if e.rawIsInert(r) {
 		e.raw.Reset()
 		if err := json.Compact(&e.raw, r); err != nil {
 			return nil, fmt.Errorf("payload holds invalid embedded JSON: %w", err)
@@ -280,6 +280,43 @@ func (e *payloadEncoder) rawJSON(b []byte, r json.RawMessage, depth int) ([]byte
 		return nil, fmt.Errorf("payload holds invalid embedded JSON: %w", err)
 	}
 	return e.value(b, generic, depth)
+}
+
+// rawIsInert reports whether embedded JSON certainly needs no change: plain
+// ASCII without backslashes cannot hold a NUL, a non-NFC string or a NaN,
+// and every string in it appears literally in the bytes, so if no secret and
+// no sensitive header name occurs in the bytes, none occurs in any string.
+func (e *payloadEncoder) rawIsInert(r []byte) bool {
+	if !isPlainASCII(r) || bytes.IndexByte(r, '\\') >= 0 {
+		return false
+	}
+	if containsFoldASCII(r, "cookie") || containsFoldASCII(r, "authorization") {
+		return false
+	}
+	for _, sec := range e.secrets {
+		if bytes.Contains(r, []byte(sec)) {
+			return false
+		}
+	}
+	return true
+}
+
+// containsFoldASCII reports whether b contains the lowercase ASCII word w in
+// any letter case.
+func containsFoldASCII(b []byte, w string) bool {
+	for i := 0; i+len(w) <= len(b); i++ {
+		if b[i]|0x20 != w[0] {
+			continue
+		}
+		j := 1
+		for j < len(w) && b[i+j]|0x20 == w[j] {
+			j++
+		}
+		if j == len(w) {
+			return true
+		}
+	}
+	return false
 }
 
 // reflected handles any other Go value (structs, typed maps and slices,

@@ -110,6 +110,8 @@ func TestRedaction(t *testing.T) {
 		{"map key", map[string]any{"p4ss": 1}, map[string]any{"REDACTED": json.Number("1")}},
 		{"embedded JSON", map[string]any{"r": json.RawMessage(`{"t":"p4ss","n":1}`)}, map[string]any{"r": map[string]any{"t": "REDACTED", "n": json.Number("1")}}},
 		{"embedded JSON escaped", map[string]any{"r": json.RawMessage(`"\u0070\u0034ss"`)}, map[string]any{"r": "REDACTED"}},
+		{"embedded JSON without secrets", map[string]any{"r": json.RawMessage(`{"t":"plain <text>","n":[1]}`)}, map[string]any{"r": map[string]any{"t": "plain <text>", "n": []any{json.Number("1")}}}},
+		{"embedded JSON header", map[string]any{"r": json.RawMessage(`{"h":{"AUTHORIZATION":"x","Set-cookie":["a"]}}`)}, map[string]any{"r": map[string]any{"h": map[string]any{"AUTHORIZATION": "REDACTED", "Set-cookie": "REDACTED"}}}},
 		{"struct", map[string]any{"c": creds{User: "u", Token: "p4ss"}}, map[string]any{"c": map[string]any{"user": "u", "token": "REDACTED", "hdr": nil}}},
 		{"numbers untouched", map[string]any{"n": 1234}, map[string]any{"n": json.Number("1234")}},
 		{"headers any case", map[string]any{"headers": map[string]any{
@@ -140,6 +142,7 @@ func TestHeaderRedactionWithoutSecrets(t *testing.T) {
 	s := NewMemSink()
 	mustAppend(t, s, &Event{Turn: 1, Kind: "k", Payload: map[string]any{
 		"request": map[string]any{"headers": map[string]string{"Authorization": "Bearer t0ken"}},
+		"raw":     json.RawMessage(`{"headers":{"cookie":"t0ken"}}`),
 	}})
 	if strings.Contains(string(s.Bytes()), "t0ken") {
 		t.Errorf("authorization header value written: %s", s.Bytes())

@@ -64,18 +64,7 @@ func Read(r io.Reader) ([]Event, error) {
 // numbers are json.Number so they re-encode exactly as read.
 func ReadAll(r io.Reader) (Header, []Event, error) {
 	var evs []Event
-	h, err := scanTrace(r, func(line int, re *rawEvent) error {
-		payload, err := decodePayload(re.Payload)
-		if err != nil {
-			return formatErr(line, "trace corrupted: line %d: payload: %v", line, err)
-		}
-		evs = append(evs, Event{
-			Turn: re.Turn, Seq: re.Seq, TS: re.TS, Kind: re.Kind, StatePath: re.StatePath,
-			ParentTurn: re.ParentTurn, CallID: re.CallID, EpisodeID: re.EpisodeID, MatchIdx: re.MatchIdx,
-			Payload: payload,
-		})
-		return nil
-	})
+	h, err := scanTrace(r, true, func(ev *Event) { evs = append(evs, *ev) })
 	if err != nil {
 		return Header{}, nil, err
 	}
@@ -93,33 +82,16 @@ type position struct {
 // materialising payloads, and reports its last (turn, seq).
 func scanPosition(r io.Reader) (position, error) {
 	var p position
-	_, err := scanTrace(r, func(line int, re *rawEvent) error {
-		if err := checkPayloadShape(re.Payload); err != nil {
-			return formatErr(line, "trace corrupted: line %d: payload: %v", line, err)
-		}
-		p = position{any: true, turn: re.Turn, seq: re.Seq}
-		return nil
+	_, err := scanTrace(r, false, func(ev *Event) {
+		p = position{any: true, turn: ev.Turn, seq: ev.Seq}
 	})
 	return p, err
 }
 
-// rawEvent is an event line with its payload left undecoded.
-type rawEvent struct {
-	Turn       int64           `json:"turn"`
-	Seq        int             `json:"seq"`
-	TS         string          `json:"ts"`
-	Kind       string          `json:"kind"`
-	StatePath  string          `json:"state_path"`
-	ParentTurn int64           `json:"parent_turn"`
-	CallID     string          `json:"call_id"`
-	EpisodeID  string          `json:"episode_id"`
-	MatchIdx   int             `json:"match_idx"`
-	Payload    json.RawMessage `json:"payload"`
-}
-
-// scanTrace applies the file-level and ordering rules and hands each event
-// line, decoded but for its payload, to fn.
-func scanTrace(r io.Reader, fn func(line int, re *rawEvent) error) (Header, error) {
+// scanTrace applies every read rule and hands each event to fn in file
+// order. With full unset, events carry only turn, seq and kind and their
+// payloads are checked but not decoded.
+func scanTrace(r io.Reader, full bool, fn func(ev *Event)) (Header, error) {
 	lr := lineReader{br: bufio.NewReaderSize(r, 64<<10)}
 	first, err := lr.next()
 	if errors.Is(err, io.EOF) {
@@ -145,23 +117,72 @@ func scanTrace(r io.Reader, fn func(line int, re *rawEvent) error) (Header, erro
 		if !startsObject(line) {
 			return Header{}, formatErr(n, "trace corrupted: line %d is not a JSON object", n)
 		}
-		var re rawEvent
-		if err := json.Unmarshal(line, &re); err != nil {
+		ev, err := decodeEvent(line, full)
+		if err != nil {
 			return Header{}, formatErr(n, "trace corrupted: line %d: %v", n, err)
 		}
-		switch re.Kind {
+		switch ev.Kind {
 		case "":
 			return Header{}, formatErr(n, "trace corrupted: line %d has no kind", n)
 		case KindSessionHeader:
 			return Header{}, formatErr(n, "duplicate session.header at line %d", n)
 		}
-		if err := ord.check(n, re.Turn, re.Seq); err != nil {
+		if err := ord.check(n, ev.Turn, ev.Seq); err != nil {
 			return Header{}, err
 		}
-		if err := fn(n, &re); err != nil {
-			return Header{}, err
-		}
+		fn(&ev)
 	}
+}
+
+var errPayloadShape = errors.New("payload is not a JSON object")
+
+// decodeEvent decodes one event line. Both modes accept and refuse the same
+// lines: any JSON object whose envelope fields have the right types and
+// whose payload is an object, null or absent. Unknown fields are ignored.
+func decodeEvent(line []byte, full bool) (Event, error) {
+	if !full {
+		// Every envelope field is declared so a mistyped one fails
+		// here exactly as it does in the full decode.
+		var re struct {
+			Turn    int64           `json:"turn"`
+			Seq     int             `json:"seq"`
+			TS      string          `json:"ts"`
+			Kind    string          `json:"kind"`
+			State   string          `json:"state_path"`
+			Parent  int64           `json:"parent_turn"`
+			CallID  string          `json:"call_id"`
+			Episode string          `json:"episode_id"`
+			Match   int             `json:"match_idx"`
+			Payload json.RawMessage `json:"payload"`
+		}
+		if err := json.Unmarshal(line, &re); err != nil {
+			return Event{}, err
+		}
+		if p := re.Payload; len(p) > 0 && string(p) != "null" && p[0] != '{' {
+			return Event{}, errPayloadShape
+		}
+		return Event{Turn: re.Turn, Seq: re.Seq, Kind: re.Kind}, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.UseNumber() // payload numbers round-trip exactly
+	var ev Event
+	if err := dec.Decode(&ev); err != nil {
+		var ute *json.UnmarshalTypeError
+		if errors.As(err, &ute) && ute.Field == "payload" {
+			return Event{}, errPayloadShape
+		}
+		return Event{}, err
+	}
+	if tok, err := dec.Token(); !errors.Is(err, io.EOF) {
+		if err == nil {
+			err = fmt.Errorf("unexpected %v after the JSON object", tok)
+		}
+		return Event{}, err
+	}
+	if ev.Payload == nil {
+		ev.Payload = map[string]any{}
+	}
+	return ev, nil
 }
 
 func decodeHeader(line []byte) (Header, error) {
@@ -237,33 +258,6 @@ func (c *orderChecker) check(line int, turn int64, seq int) error {
 	}
 	c.started, c.turn, c.seq = true, turn, seq
 	return nil
-}
-
-// checkPayloadShape accepts what decodePayload accepts: an object, null or
-// nothing. The envelope decode has already checked the JSON syntax.
-func checkPayloadShape(raw json.RawMessage) error {
-	if len(raw) == 0 || string(raw) == "null" || raw[0] == '{' {
-		return nil
-	}
-	return errors.New("not a JSON object")
-}
-
-// decodePayload decodes a payload object keeping numbers as json.Number.
-// A missing or null payload becomes an empty map.
-func decodePayload(raw json.RawMessage) (map[string]any, error) {
-	if err := checkPayloadShape(raw); err != nil {
-		return nil, err
-	}
-	p := map[string]any{}
-	if len(raw) == 0 || string(raw) == "null" {
-		return p, nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&p); err != nil {
-		return nil, err
-	}
-	return p, nil
 }
 
 // lineReader splits a trace into lines and applies the byte-level rules.

@@ -56,7 +56,7 @@ func TestReadRules(t *testing.T) {
 		{"trailing data", hdr + `{"kind":"k","payload":{}} x` + "\n", "trace corrupted: line 2:", 2},
 		{"no kind", hdr + `{"turn":1,"seq":0,"payload":{}}` + "\n", "trace corrupted: line 2 has no kind", 2},
 		{"turn not a number", hdr + `{"turn":"1","seq":0,"kind":"k"}` + "\n", "trace corrupted: line 2: json: cannot unmarshal string", 2},
-		{"payload not an object", hdr + `{"turn":1,"seq":0,"kind":"k","payload":"x"}` + "\n", "trace corrupted: line 2: payload: not a JSON object", 2},
+		{"payload not an object", hdr + `{"turn":1,"seq":0,"kind":"k","payload":"x"}` + "\n", "trace corrupted: line 2: payload is not a JSON object", 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -57,12 +57,12 @@ func Create(path string, opts ...Option) (*Writer, error) {
 	cfg := newConfig(opts)
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("trace: create %s: %w", path, err)
+			return nil, fmt.Errorf("trace: %w", err) // names the directory
 		}
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("trace: open %s: %w", path, err)
+		return nil, fmt.Errorf("trace: %w", err) // names the path
 	}
 	w, err := open(path, f, cfg)
 	if err != nil {

@@ -137,7 +137,7 @@ func TestResumeRefusesCorruptTrace(t *testing.T) {
 		{"torn last line", hdr + `{"turn":1,"seq":0,"ts":"x","kind":"a","payload":{}}` + "\n" + `{"turn":1,"se`,
 			"trace corrupted: missing trailing newline at EOF (the last line is incomplete, most likely cut by a crash during a write; delete the bytes after the last newline to resume this trace)"},
 		{"no header", `{"turn":1,"seq":0,"ts":"x","kind":"a","payload":{}}` + "\n", "trace missing session.header on line 1"},
-		{"payload not object", hdr + `{"turn":1,"seq":0,"kind":"a","payload":[1]}` + "\n", "trace corrupted: line 2: payload: not a JSON object"},
+		{"payload not object", hdr + `{"turn":1,"seq":0,"kind":"a","payload":[1]}` + "\n", "trace corrupted: line 2: payload is not a JSON object"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -360,5 +360,19 @@ func TestWrittenTraceContainsNoSecrets(t *testing.T) {
 	}
 	if _, err := ReadFile(path); err != nil {
 		t.Errorf("redacted trace unreadable: %v", err)
+	}
+}
+
+func TestCreateErrors(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Create(dir); err == nil || !strings.Contains(err.Error(), dir) {
+		t.Errorf("Create(directory) = %v, want an error naming %s", err, dir)
+	}
+	file := filepath.Join(dir, "plain")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Create(filepath.Join(file, "t.jsonl")); err == nil || !strings.Contains(err.Error(), file) {
+		t.Errorf("Create under a file = %v", err)
 	}
 }

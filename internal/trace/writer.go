@@ -166,8 +166,10 @@ func (w *Writer) NextSeq(turn int64) int {
 }
 
 // Append writes one event; see Sink. A rejected event leaves the file
-// untouched. After a failed write or a detected replacement the writer is
-// broken and every later call returns the same error.
+// untouched. After a failed fsync, a detected replacement, or a failed write
+// whose partial line could not be cut off again, the writer is broken and
+// every later call returns the same error. With WithSyncPerEvent, an fsync
+// failure is reported after the line was written (ev.Seq is then set).
 func (w *Writer) Append(ev *Event) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -22,6 +22,13 @@ type CallInfo struct {
 	// ProviderSpec is that entry, resolved by the host; nil when the call
 	// names no provider.
 	ProviderSpec *Provider
+	// Model, when set, is the model the call was routed to (a pin or an
+	// eval candidate); it takes precedence over the persona's and the
+	// declaration's model.
+	Model string
+	// Effort is the reasoning effort the call was routed to ("" for the
+	// transport's default).
+	Effort string
 }
 
 // Persona is the part of an agents: entry a transport needs.

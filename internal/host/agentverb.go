@@ -28,6 +28,7 @@ type prepared struct {
 	schema  *schema.Schema
 	req     *agent.AskRequest
 	timeout time.Duration
+	route   *Route // nil unless a pin or an eval routes the invoke
 }
 
 func (ah *agentHandler) Invoke(ctx context.Context, call *Call) (*Result, error) {
@@ -45,8 +46,9 @@ func (ah *agentHandler) prepare(call *Call) (*prepared, error) {
 	name := AgentNamespace + verb
 	p := &prepared{timeout: h.timeout}
 
-	if call.Invoke != nil && call.Invoke.Agent != "" {
-		p.alias = call.Invoke.Agent
+	p.route = h.routeFor(call)
+	if alias := p.route.alias(call.Invoke); alias != "" {
+		p.alias = alias
 		a, err := h.registry.Get(p.alias)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
@@ -66,6 +68,7 @@ func (ah *agentHandler) prepare(call *Call) (*prepared, error) {
 		}
 		p.persona = persona
 	}
+	p.persona = p.route.persona(p.persona)
 
 	if sp, ok := call.Args["schema"].(string); ok && sp != "" {
 		s, err := h.schema(sp)
@@ -144,6 +147,7 @@ func (h *Host) ask(ctx context.Context, verb string, call *Call, p *prepared) (*
 
 	startPayload := map[string]any{"verb": verb, "prompt": p.req.Prompt}
 	h.describe(startPayload, p)
+	p.route.describeStart(startPayload)
 	if p.alias == "" {
 		if p.schema != nil {
 			startPayload["input"] = map[string]any{"schema_path": p.schema.Path}
@@ -168,6 +172,7 @@ func (h *Host) ask(ctx context.Context, verb string, call *Call, p *prepared) (*
 			ci.ProviderSpec = &spec
 		}
 	}
+	p.route.callInfo(ci, h.story)
 	actx := agent.WithCallInfo(ctx, ci)
 
 	resp, submission, askErr := h.askOnce(actx, p.alias, p.agent, p, call)
@@ -262,7 +267,7 @@ func (h *Host) describe(payload map[string]any, p *prepared) {
 			model = d.Model
 		}
 	}
-	if model != "" {
+	if model = p.route.model(model); model != "" {
 		payload["model"] = model
 	}
 }

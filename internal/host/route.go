@@ -1,0 +1,136 @@
+package host
+
+import (
+	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/story"
+)
+
+// ProfileClaude is the profile name of the built-in claude path: an agent
+// call with no agent_plugins alias, answered by the agent set WithBuiltin.
+const ProfileClaude = "claude"
+
+// Route overrides where one invoke's agent calls go and with which model
+// and effort. Pins (an invoke's selection: backed by eval evidence) and
+// eval runs (one route per candidate) produce routes; an invoke with no
+// route goes where its agent: field says.
+//
+// A profile is either an agent_plugins alias (Alias set) or the built-in
+// claude path (Alias empty), optionally through a providers: entry
+// (Provider set).
+type Route struct {
+	// Profile is the profile name recorded in agent.call.start.
+	Profile string
+	// Alias is the agent_plugins alias to call; "" is the built-in path.
+	Alias string
+	// Provider is a providers: entry for the built-in path ("" for none).
+	Provider string
+	// Model, when set, replaces the persona's (and the provider's) model;
+	// transports read it from CallInfo.Model.
+	Model string
+	// Effort is handed to the transport in CallInfo.Effort.
+	Effort string
+	// Pin says whether a selection: pin applied; nil for routes that are
+	// not pins (eval candidates).
+	Pin *PinState
+}
+
+// PinState records what became of an invoke's selection: pin.
+type PinState struct {
+	// Applied is true when the pin's evidence held and the call goes to
+	// the pinned profile.
+	Applied bool
+	// Evidence is the report the pin cites.
+	Evidence string
+	// Reason says why a pin did not apply (missing, stale, failing, ...).
+	Reason string
+}
+
+// WithRoutes installs per-invoke routes. The map is read, never modified.
+func WithRoutes(routes map[*story.Invoke]*Route) Option {
+	return func(h *Host) { h.routes = routes }
+}
+
+// routeFor returns the route of the call's invoke, or nil.
+func (h *Host) routeFor(call *Call) *Route {
+	if call.Invoke == nil || h.routes == nil {
+		return nil
+	}
+	return h.routes[call.Invoke]
+}
+
+// alias is the agent_plugins alias the call goes to ("" = built-in path).
+func (r *Route) alias(inv *story.Invoke) string {
+	if r != nil {
+		return r.Alias
+	}
+	if inv != nil {
+		return inv.Agent
+	}
+	return ""
+}
+
+// persona returns the persona the call runs as: a copy carrying the
+// route's model when it sets one, so transports that take the model from
+// the persona (the claude CLI) use it.
+func (r *Route) persona(p *agent.Persona) *agent.Persona {
+	if r == nil || r.Model == "" || p == nil {
+		return p
+	}
+	cp := *p
+	cp.Model = r.Model
+	return &cp
+}
+
+// model is the model recorded in agent events: the route's, else def.
+func (r *Route) model(def string) string {
+	if r != nil && r.Model != "" {
+		return r.Model
+	}
+	return def
+}
+
+// callInfo hands the route's provider, model and effort to the transport.
+func (r *Route) callInfo(ci *agent.CallInfo, st *story.Story) {
+	if r == nil {
+		return
+	}
+	if r.Provider != "" {
+		ci.Provider = r.Provider
+		ci.ProviderSpec = nil
+		if spec, ok := st.Providers[r.Provider]; ok {
+			ci.ProviderSpec = &spec
+		}
+	}
+	if r.Model != "" {
+		ci.Model = r.Model
+		if ci.ProviderSpec != nil {
+			spec := *ci.ProviderSpec
+			spec.Model = r.Model
+			ci.ProviderSpec = &spec
+		}
+	}
+	ci.Effort = r.Effort
+}
+
+// describeStart records the profile, effort and pin outcome in an
+// agent.call.start payload (the model is recorded by describe).
+func (r *Route) describeStart(payload map[string]any) {
+	if r == nil {
+		return
+	}
+	if r.Profile != "" {
+		payload["profile"] = r.Profile
+	}
+	if r.Effort != "" {
+		payload["effort"] = r.Effort
+	}
+	if r.Pin != nil {
+		payload["pinned"] = r.Pin.Applied
+		if r.Pin.Evidence != "" {
+			payload["pin_evidence"] = r.Pin.Evidence
+		}
+		if r.Pin.Reason != "" {
+			payload["pin_reason"] = r.Pin.Reason
+		}
+	}
+}

@@ -323,11 +323,7 @@ func parseAgentBlock(n *yaml.Node, where string) (*AgentBlock, error) {
 		return nil, fmt.Errorf("line %d: %s: %w", n.Line, where, err)
 	}
 	if resp != nil {
-		v, err := value(resp)
-		if err != nil {
-			return nil, err
-		}
-		j, err := json.Marshal(v)
+		j, err := nodeJSON(resp)
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %s.response: %w", resp.Line, where, err)
 		}

@@ -264,8 +264,17 @@ func (r *Recorder) Encode() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.Encode()
+	doc, err := c.node()
+	if err != nil {
+		return nil, err
+	}
+	doc.HeadComment = recordedComment
+	return encodeNode(doc)
 }
+
+// recordedComment heads a recording.
+const recordedComment = "Recorded by `kitsoki run --record`. Replay it with `kitsoki run <app.yaml> --cassette <this file>`\n" +
+	"or name it as a flow's host_cassette. Re-recording the same run gives the same bytes."
 
 // WriteFile writes the recording to path (.yaml.zst compresses).
 func (r *Recorder) WriteFile(path string) error {
@@ -446,6 +455,9 @@ func (c *Cassette) appendToFile(ep *Episode) error {
 		doc, err := c.node()
 		if err != nil {
 			return err
+		}
+		if seq := doc.Content[0].Content[len(doc.Content[0].Content)-1]; !c.appended && len(seq.Content) > 0 {
+			seq.Content[len(seq.Content)-1].HeadComment = appendedComment
 		}
 		c.doc = doc
 	} else {

@@ -1,6 +1,8 @@
 package testrunner
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -131,4 +133,60 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// nodeJSON renders a YAML node as compact JSON, keeping mapping keys in the
+// order they are written (an included .json file keeps its own order).
+func nodeJSON(n *yaml.Node) ([]byte, error) {
+	var buf bytes.Buffer
+	var walk func(n *yaml.Node) error
+	walk = func(n *yaml.Node) error {
+		switch n.Kind {
+		case yaml.AliasNode:
+			return walk(n.Alias)
+		case yaml.MappingNode:
+			buf.WriteByte('{')
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if i > 0 {
+					buf.WriteByte(',')
+				}
+				k, err := json.Marshal(n.Content[i].Value)
+				if err != nil {
+					return err
+				}
+				buf.Write(k)
+				buf.WriteByte(':')
+				if err := walk(n.Content[i+1]); err != nil {
+					return err
+				}
+			}
+			buf.WriteByte('}')
+		case yaml.SequenceNode:
+			buf.WriteByte('[')
+			for i, c := range n.Content {
+				if i > 0 {
+					buf.WriteByte(',')
+				}
+				if err := walk(c); err != nil {
+					return err
+				}
+			}
+			buf.WriteByte(']')
+		default:
+			v, err := value(n)
+			if err != nil {
+				return err
+			}
+			b, err := json.Marshal(v)
+			if err != nil {
+				return err
+			}
+			buf.Write(b)
+		}
+		return nil
+	}
+	if err := walk(n); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }

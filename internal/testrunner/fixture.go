@@ -175,7 +175,10 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 	}
 	fx.AppPath = defaultApp
 	if fx.App != "" {
-		fx.AppPath = filepath.Join(dir, filepath.FromSlash(fx.App))
+		fx.AppPath = filepath.FromSlash(fx.App)
+		if !filepath.IsAbs(fx.AppPath) {
+			fx.AppPath = filepath.Join(dir, fx.AppPath)
+		}
 	}
 	if fx.InitialState, err = str(m, "initial_state", "fixture"); err != nil {
 		return nil, err
@@ -187,7 +190,10 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 		return nil, err
 	}
 	if fx.HostCassette != "" {
-		fx.CassettePath = filepath.Join(dir, filepath.FromSlash(fx.HostCassette))
+		fx.CassettePath = filepath.FromSlash(fx.HostCassette)
+		if !filepath.IsAbs(fx.CassettePath) {
+			fx.CassettePath = filepath.Join(dir, fx.CassettePath)
+		}
 	}
 	if hn, ok := m["host_handlers"]; ok && hn.Tag != "!!null" {
 		if fx.HostCassette != "" {

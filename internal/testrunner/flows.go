@@ -157,7 +157,7 @@ func (r *Runner) Prepare(fx *Fixture) (*Flow, error) {
 	}
 	st, err := r.story(fx.AppPath)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", fx.Name, err)
+		return nil, fmt.Errorf("%s: story %s: %w", fx.Name, fx.AppPath, err)
 	}
 	f.Story = st
 	if fx.InitialState != "" {

@@ -1,0 +1,405 @@
+package testrunner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kitsoki/kitsoki/internal/trace"
+)
+
+const shopApp = "testdata/shop/app.yaml"
+
+// runFile runs the fixtures of one file and returns the results.
+func runFile(t *testing.T, file string, opts ...FlowOption) []*FlowResult {
+	t.Helper()
+	fxs, err := LoadFixtures(shopApp, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRunner(append([]FlowOption{WithFlowGetenv(noEnv)}, opts...)...)
+	t.Cleanup(func() { r.Close() })
+	rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep.Results
+}
+
+// report renders results as `kitsoki test flows` prints them.
+func report(results []*FlowResult, verbose bool) string {
+	var b bytes.Buffer
+	for _, r := range results {
+		WriteResult(&b, r, verbose)
+	}
+	return b.String()
+}
+
+// Every failing assertion kind, with its exact message and report layout.
+func TestFlowFailureMessages(t *testing.T) {
+	tests := []struct{ file, want string }{
+		{"state.yaml", `FAIL  state.yaml
+  FAIL  turn 1 → cart
+  ✗ expect_state: got "cart", want "paying"
+  ✗ expect_not_state: got "cart", which the turn must not end in
+  ✗ expect_state_in: got "cart", want one of ["paying", "finished"]
+`},
+		{"world.yaml", `FAIL  world.yaml
+  FAIL  turn 1 → cart
+  ✗ expect_world["extra"]: got null (<nil>), want [1] ([]interface {})
+  ✗ expect_world["items"]: got 1 (int64), want 2 (int)
+  ✗ expect_world: world differs (-want +got):
+      map[string]any{
+    - 	"extra":   []any{int64(1)},
+    + 	"extra":   nil,
+    - 	"items":   int64(2),
+    + 	"items":   int64(1),
+      	"missing": nil,
+      	"note":    string("gift"),
+      }
+  ✗ expect_world_full: unexpected key "last_error" = "" (string)
+  ✗ expect_world_full: unexpected key "receipt" = "" (string)
+  ✗ expect_world_full: unexpected key "session_cost_usd" = 0 (float64)
+  ✗ expect_world_full: unexpected key "turn_cost_usd" = 0 (float64)
+  ✗ expect_world_full: unexpected key "write_mode_scope" = "" (string)
+  ✗ expect_world_full: missing key "bogus" (want true (bool))
+  ✗ expect_world_full: world differs (-want +got):
+      map[string]any{
+    - 	"bogus":            bool(true),
+      	"items":            int64(1),
+    + 	"last_error":       string(""),
+      	"note":             string("gift"),
+    + 	"receipt":          string(""),
+    + 	"session_cost_usd": int64(0),
+    + 	"turn_cost_usd":    int64(0),
+    + 	"write_mode_scope": string(""),
+      }
+  ✗ expect_slots["n"]: got 1 (int), want 2 (int)
+`},
+		{"rejection.yaml", `FAIL  rejection.yaml
+  FAIL  turn 1 → cart
+  ✗ unexpected rejection: code=GUARD_FAILED hint=Add something first.
+  FAIL  turn 2 → cart
+  ✗ expect_error: got code GUARD_FAILED, want MISSING_SLOTS (no transition matched for intent "pay" in state "cart")
+  ✗ expect_error.allowed_contains: "done" is not among the allowed intents []
+  FAIL  turn 3 → cart
+  ✗ expect_error: want code GUARD_FAILED, got no rejection (the turn ended in "cart")
+  FAIL  turn 4 → cart
+  ✗ expect_slots: the intent was not accepted, so it has no slots
+`},
+		{"view.yaml", `FAIL  view.yaml
+  FAIL  turn 1 → cart
+  ✗ expect_view_matches: view does not match /^Items: 2$/: "Items: 1"
+  ✗ expect_no_view: got view "Items: 1"
+`},
+		{"hostcalls.yaml", `FAIL  hostcalls.yaml
+  FAIL  turn 1 → cart
+  ✗ expect_host_calls[0]: host.pay was not called, want at least once (no host calls were dispatched)
+  FAIL  turn 2 → paying
+  ✗ expect_host_calls[0]: host.pay called 1 time(s), want 2
+  ✗ expect_host_calls[1]: host.pay with args {"amount":5} was not called, want at least once [host.pay.charge]
+  ✗ expect_no_host_calls: 1 host call(s) dispatched: [host.pay.charge]
+  FAIL  [session]
+  ✗ expect_no_host_calls: 1 host call(s) dispatched: [host.pay.charge]
+`},
+		{"session.yaml", `FAIL  session.yaml
+  FAIL  turn 5 → cart
+  ✗ cassette miss: no episode matched handler="host.pay" args={"amount":3,"call":"charge","op":"charge"}; available episodes: [charge_ok charge_two]; nearest: "charge_ok" differs on amount (episode wants 1, call has 3); "charge_two" differs on amount (episode wants 2, call has 3)
+  FAIL  [session]
+  ✗ expect_terminal: state "cart" is not terminal
+  ✗ expect_no_errors: there were validation errors
+  ✗ expect_world_final["items"]: got 3 (int64), want 2 (int)
+  ✗ expect_world_final: world differs (-want +got):
+      map[string]any{
+    - 	"items": int64(2),
+    + 	"items": int64(3),
+      }
+  ✗ unexpected remaining episodes: [charge_ok charge_two]
+`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			res := runFile(t, "testdata/shop/failing/"+tt.file)
+			if len(res) != 1 || res[0].Passed {
+				t.Fatalf("results = %+v", res)
+			}
+			got := report(res, false)
+			// go-cmp randomises its diff spacing between runs (it uses
+			// U+00A0 or a space); compare with either.
+			got = strings.ReplaceAll(got, "\u00a0", " ")
+			if got != tt.want {
+				t.Errorf("report:\n%s\nwant:\n%s", got, tt.want)
+			}
+		})
+	}
+}
+
+// The passing fixtures: every assertion kind holds; a multi-document file
+// gives one result per document (name#N); a non-flow document is skipped.
+func TestFlowPassing(t *testing.T) {
+	res := runFile(t, "testdata/shop/flows/passing.yaml")
+	got := report(res, true)
+	want := `PASS  passing.yaml#1
+  ok    turn 1 → cart
+  ok    turn 2 → paying
+  ok    turn 3 → paying
+  ok    turn 4 → finished
+  ok    [session]
+PASS  passing.yaml#2
+  ok    turn 1 → cart
+  ok    turn 2 → paying
+  ok    [session]
+SKIP  passing.yaml#3
+  skipped: test_kind is "", not flow
+`
+	if got != want {
+		t.Errorf("report:\n%s\nwant:\n%s", got, want)
+	}
+	if quiet := report(res, false); quiet != "PASS  passing.yaml#1\nPASS  passing.yaml#2\nSKIP  passing.yaml#3\n" {
+		t.Errorf("non-verbose report:\n%s", quiet)
+	}
+}
+
+// Seeding writes turn-0 events (the __seed__ transition, one world.update
+// per initial_world key) and does not run the initial state's on_enter.
+func TestFlowSeed(t *testing.T) {
+	res := runFile(t, "testdata/shop/flows/passing.yaml", WithTrace())
+	evs, err := trace.Read(bytes.NewReader(res[1].Trace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type ev struct {
+		Kind    string
+		Payload string
+	}
+	var turn0 []ev
+	for _, e := range evs {
+		if e.Turn == 0 {
+			p, _ := json.Marshal(e.Payload)
+			turn0 = append(turn0, ev{e.Kind, string(p)})
+		}
+	}
+	want := []ev{
+		{trace.KindMachineTransition, `{"from":"","intent":"__seed__","to":"paying"}`},
+		{trace.KindWorldUpdate, `{"set":{"items":2}}`},
+		{trace.KindWorldUpdate, `{"set":{"note":"seeded"}}`},
+	}
+	if d := cmp.Diff(want, turn0); d != "" {
+		t.Errorf("turn 0 (-want +got):\n%s", d)
+	}
+}
+
+// Without host_handlers or host_cassette, host calls are dropped: nothing
+// is bound, nothing fails, and they do not count as host calls.
+func TestFlowDropsHostCallsWithoutHandlers(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"f.yaml": `test_kind: flow
+app: ` + mustAbs(t, shopApp) + `
+turns:
+  - intent: {name: add}
+  - intent: {name: pay}
+    expect_state: paying
+    expect_world: {receipt: "", last_error: ""}
+    expect_no_host_calls: true
+expect_no_errors: true
+expect_no_host_calls: true
+`})
+	res := runFile(t, filepath.Join(dir, "f.yaml"))
+	if !res[0].Passed {
+		t.Errorf("report:\n%s", report(res, true))
+	}
+}
+
+func mustAbs(t *testing.T, p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return abs
+}
+
+// An expected rejection still counts for expect_no_errors; an unhandled
+// host error does too; a fault aborting the turn fails it.
+func TestFlowErrorsAndFaults(t *testing.T) {
+	story := `app: {id: faulty}
+world: {x: {type: object, default: {}}}
+intents: {boom: {}, call: {}}
+root: a
+states:
+  a:
+    on:
+      boom: [{target: ".", effects: [{set: {x: "{{ world.nope.deeper }}"}}]}]
+      call: [{target: ".", effects: [{invoke: host.thing, bind: {x: v}}]}]
+`
+	dir := writeFiles(t, map[string]string{"app.yaml": story, "f.yaml": `test_kind: flow
+app: app.yaml
+host_handlers:
+  host.thing: {infra_error: thing is down}
+turns:
+  - intent: {name: call}
+  - intent: {name: boom}
+expect_no_errors: true
+`})
+	fxs, err := LoadFixtures(filepath.Join(dir, "app.yaml"), filepath.Join(dir, "f.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRunner()
+	defer r.Close()
+	rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := report(rep.Results, false)
+	for _, want := range []string{
+		"  FAIL  turn 2 → a\n  ✗ unexpected turn error: arm boom, effect 0: set x: ",
+		"  ✗ expect_no_errors: there were host call errors: host.thing: thing is down\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+// Setup errors: the fixture or what it names cannot be used at all.
+func TestFlowSetupErrors(t *testing.T) {
+	app := mustAbs(t, shopApp)
+	tests := []struct{ name, fixture, want string }{
+		{"exclusive", "test_kind: flow\napp: " + app + "\nhost_cassette: c.yaml\nhost_handlers: {h: {data: {}}}\n",
+			"line 4: host_cassette and host_handlers are mutually exclusive"},
+		{"unknown key", "test_kind: flow\napp: " + app + "\nturn: []\n", `line 3: fixture: unknown key "turn"`},
+		{"unknown turn key", "test_kind: flow\napp: " + app + "\nturns: [{intent: add, expect_sate: cart}]\n", `turns[0]: unknown key "expect_sate"`},
+		{"turn without intent", "test_kind: flow\napp: " + app + "\nturns: [{expect_state: cart}]\n", "line 3: turns[0]: intent: {name, slots} is required"},
+		{"bad regex", "test_kind: flow\napp: " + app + "\nturns: [{intent: add, expect_view_matches: '('}]\n", "expect_view_matches: error parsing regexp"},
+		{"initial state", "test_kind: flow\napp: " + app + "\ninitial_state: nowhere\n", `f.yaml: initial_state "nowhere" is not a state of shop (states: cart, finished, paying)`},
+		{"missing cassette", "test_kind: flow\napp: " + app + "\nhost_cassette: nope.yaml\n", "nope.yaml"},
+		{"missing app", "test_kind: flow\napp: nope/app.yaml\n", "nope/app.yaml"},
+		{"stub infra with data", "test_kind: flow\napp: " + app + "\nhost_handlers: {h: {data: {}, infra_error: x}}\n", "host_handlers.h: infra_error cannot be combined with data or error"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := writeFiles(t, map[string]string{"f.yaml": tt.fixture})
+			fxs, err := LoadFixtures(app, filepath.Join(dir, "f.yaml"))
+			if err == nil {
+				r := NewRunner()
+				defer r.Close()
+				_, err = r.RunFixtures(context.Background(), fxs, false, nil)
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+	t.Run("strict env", func(t *testing.T) {
+		dir := writeFiles(t, map[string]string{"f.yaml": "test_kind: flow\napp: " + app + "\nhost_cassette: c.yaml\n",
+			"c.yaml": "kind: host_cassette\nrecord_mode: new_episodes\n"})
+		fxs, err := LoadFixtures(app, filepath.Join(dir, "f.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := NewRunner(WithFlowGetenv(func(k string) string { return map[string]string{EnvStrict: "1"}[k] }))
+		defer r.Close()
+		_, err = r.RunFixtures(context.Background(), fxs, false, nil)
+		if err == nil || !strings.Contains(err.Error(), `KITSOKI_CASSETTE_STRICT=1 but cassette record mode is "new_episodes"`) {
+			t.Errorf("error = %v", err)
+		}
+	})
+	t.Run("no fixtures", func(t *testing.T) {
+		_, err := LoadFixtures(app, filepath.Join(t.TempDir(), "*.yaml"))
+		if err == nil || !strings.Contains(err.Error(), "no flow fixtures match") {
+			t.Errorf("error = %v", err)
+		}
+	})
+}
+
+// --fail-fast stops after the first failing flow.
+func TestRunFixturesFailFast(t *testing.T) {
+	fxs, err := LoadFixtures(shopApp, "testdata/shop/failing/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRunner(WithFlowGetenv(noEnv))
+	defer r.Close()
+	var seen int
+	rep, err := r.RunFixtures(context.Background(), fxs, true, func(*FlowResult) { seen++ })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != 1 || seen != 1 || rep.Failed != 1 {
+		t.Errorf("fail-fast ran %d flows (saw %d), failed %d", len(rep.Results), seen, rep.Failed)
+	}
+	rep, _ = NewRunner(WithFlowGetenv(noEnv)).RunFixtures(context.Background(), fxs, false, nil)
+	if len(rep.Results) != 6 || rep.Failed != 6 {
+		t.Errorf("without fail-fast: %d results, %d failed", len(rep.Results), rep.Failed)
+	}
+	var b bytes.Buffer
+	rep.WriteSummary(&b)
+	if b.String() != "\nSummary: 0/6 flows pass\nFAIL\n" {
+		t.Errorf("summary = %q", b.String())
+	}
+}
+
+// The --json document has Kitsoki's untagged field names.
+func TestReportJSONShape(t *testing.T) {
+	fxs, err := LoadFixtures(shopApp, "testdata/shop/flows/passing.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRunner(WithFlowGetenv(noEnv), WithEvents())
+	defer r.Close()
+	rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "r.json")
+	if err := rep.WriteJSON(path); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	keys := func(m map[string]any) []string { return sortedKeys(m) }
+	if d := cmp.Diff([]string{"Failed", "Passed", "Results"}, keys(doc)); d != "" {
+		t.Errorf("top keys: %s", d)
+	}
+	results := doc["Results"].([]any)
+	first := results[0].(map[string]any)
+	if d := cmp.Diff([]string{"File", "Passed", "Skipped", "Turns"}, keys(first)); d != "" {
+		t.Errorf("result keys: %s", d)
+	}
+	turn := first["Turns"].([]any)[0].(map[string]any)
+	if d := cmp.Diff([]string{"Events", "Failures", "NewState", "Passed", "TurnIndex", "View"}, keys(turn)); d != "" {
+		t.Errorf("turn keys: %s", d)
+	}
+	if turn["TurnIndex"] != 0.0 || turn["NewState"] != "cart" || turn["View"] != "Items: 1" || doc["Passed"] != 2.0 || doc["Failed"] != 0.0 {
+		t.Errorf("turn = %v", turn)
+	}
+	evs := turn["Events"].([]any)
+	if len(evs) == 0 || evs[0].(map[string]any)["kind"] != trace.KindTurnInput || evs[0].(map[string]any)["turn"] != 1.0 {
+		t.Errorf("events = %v", evs)
+	}
+	last := first["Turns"].([]any)[4].(map[string]any)
+	if last["TurnIndex"] != -1.0 {
+		t.Errorf("session entry = %v", last)
+	}
+	if results[2].(map[string]any)["Skipped"] != true {
+		t.Errorf("third result = %v", results[2])
+	}
+}
+
+func TestDefaultFlowsGlob(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"a/app.yaml": "", "a/flows/x.yaml": "", "b/app.yaml": ""})
+	if got := DefaultFlowsGlob(filepath.Join(dir, "a", "app.yaml")); got != filepath.Join(dir, "a", "flows", "*.yaml") {
+		t.Errorf("with flows dir: %s", got)
+	}
+	if got := DefaultFlowsGlob(filepath.Join(dir, "b", "app.yaml")); got != filepath.Join(dir, "b", "app")+"-flows/*.yaml" {
+		t.Errorf("without: %s", got)
+	}
+}

@@ -41,6 +41,6 @@ func runInteractive(t *testing.T, input string) (int, string, string) {
 		t.Fatal(err)
 	}
 	r.report(start)
-	code := r.interactive(context.Background(), strings.NewReader(input))
+	code := r.interactive(context.Background(), newLines(strings.NewReader(input)))
 	return code, out.String(), errb.String()
 }

@@ -54,16 +54,19 @@ func (r *runner) turn(ctx context.Context, line string) (int, bool) {
 
 // interactive is the terminal loop: it shows where the story is and what it
 // accepts, and keeps going after rejections.
-func (r *runner) interactive(ctx context.Context, in io.Reader) int {
-	sc := bufio.NewScanner(in)
+func (r *runner) interactive(ctx context.Context, in *lines) int {
 	r.describe()
 	for {
 		fmt.Fprint(r.out, "> ")
-		if !sc.Scan() {
+		raw, ok, err := in.next(ctx)
+		if err != nil {
+			return exitFailure
+		}
+		if !ok {
 			fmt.Fprintln(r.out)
 			return exitIncomplete
 		}
-		line := strings.TrimSpace(sc.Text())
+		line := strings.TrimSpace(raw)
 		switch line {
 		case "":
 			continue
@@ -137,4 +140,47 @@ func orDefault(s, d string) string {
 		return d
 	}
 	return s
+}
+
+// lines reads input lines on one goroutine and hands them out in order, to
+// the prompt loop or to an agent's question, whichever asks; a reader that
+// gives up (its context ended) leaves the line for the next one.
+type lines struct{ ch chan string }
+
+func newLines(in io.Reader) *lines {
+	l := &lines{ch: make(chan string)}
+	go func() {
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 64*1024), 1<<20)
+		for sc.Scan() {
+			l.ch <- sc.Text()
+		}
+		close(l.ch)
+	}()
+	return l
+}
+
+// next returns the next line; ok is false at the end of the input.
+func (l *lines) next(ctx context.Context) (line string, ok bool, err error) {
+	select {
+	case line, ok = <-l.ch:
+		return line, ok, nil
+	case <-ctx.Done():
+		return "", false, ctx.Err()
+	}
+}
+
+// terminalOperator asks the person at the terminal, between prompts.
+func terminalOperator(in *lines, out io.Writer) func(ctx context.Context, question string) (string, error) {
+	return func(ctx context.Context, question string) (string, error) {
+		fmt.Fprintf(out, "\n[agent asks] %s\nanswer> ", question)
+		a, ok, err := in.next(ctx)
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			return "", fmt.Errorf("the operator closed the input")
+		}
+		return strings.TrimSpace(a), nil
+	}
 }

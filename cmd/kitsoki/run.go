@@ -127,14 +127,21 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	h := newHost(st, reg, w, logger, o.timeout, as.hostOptions()...)
+	var sess *orchestrator.Session
+	h := newHost(st, reg, w, logger, o.timeout, append(as.hostOptions(), liveCalls(st, &sess))...)
 	as.install(h, w)
 	defer h.Close()
 	sopts := []orchestrator.Option{orchestrator.WithSessionID(o.session), orchestrator.WithWorld(world), orchestrator.WithLogger(logger)}
 	if o.root != "" {
 		sopts = append(sopts, orchestrator.WithRoot(o.root))
 	}
-	sess, err := orchestrator.New(st, h, w, sopts...)
+	interactive := o.intents == "" && isTerminal(cmd.InOrStdin())
+	var in *lines
+	if interactive {
+		in = newLines(cmd.InOrStdin())
+		sopts = append(sopts, orchestrator.WithOperator(terminalOperator(in, stdout)))
+	}
+	sess, err = orchestrator.New(st, h, w, sopts...)
 	if err != nil {
 		return exitWith(exitFailure, err)
 	}
@@ -151,8 +158,8 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) error {
 	switch {
 	case o.intents != "":
 		return exitCode(r.scripted(ctx, strings.NewReader(strings.ReplaceAll(o.intents, ",", "\n"))))
-	case isTerminal(cmd.InOrStdin()):
-		return exitCode(r.interactive(ctx, cmd.InOrStdin()))
+	case interactive:
+		return exitCode(r.interactive(ctx, in))
 	default:
 		return exitCode(r.scripted(ctx, cmd.InOrStdin()))
 	}

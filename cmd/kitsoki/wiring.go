@@ -14,6 +14,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agent/transports"
 	"github.com/kitsoki/kitsoki/internal/demo"
 	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/mcp"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/trace"
@@ -99,12 +100,13 @@ func openRuntime(st *story.Story, c runtimeConfig) (*runtime, error) {
 	transports.Register(reg)
 	reg.Configure(st.Plugins)
 	demo.Register(reg)
-	h := newHost(st, reg, w, c.logger, c.timeout)
+	var sess *orchestrator.Session
+	h := newHost(st, reg, w, c.logger, c.timeout, liveCalls(st, &sess))
 	opts := []orchestrator.Option{orchestrator.WithSessionID(c.session), orchestrator.WithWorld(c.world), orchestrator.WithLogger(c.logger)}
 	if c.root != "" {
 		opts = append(opts, orchestrator.WithRoot(c.root))
 	}
-	sess, err := orchestrator.New(st, h, w, opts...)
+	sess, err = orchestrator.New(st, h, w, opts...)
 	rt := &runtime{reg: reg, host: h, trace: w, sess: sess}
 	if err != nil {
 		rt.Close()
@@ -116,4 +118,21 @@ func openRuntime(st *story.Story, c runtimeConfig) (*runtime, error) {
 // Close stops the agents, then closes the host and the trace.
 func (r *runtime) Close() error {
 	return errors.Join(r.reg.Close(), r.host.Close(), r.trace.Close())
+}
+
+// liveCalls attaches each agent call's run to the call's context, so the
+// tools kitsoki's MCP server offers the agent (ask the operator, set the
+// title, emit an intent…) act on this session. *sess is set once the
+// session exists; calls only happen after that.
+func liveCalls(st *story.Story, sess **orchestrator.Session) host.Option {
+	return host.WithCallContext(func(ctx context.Context, call *host.Call) context.Context {
+		s := *sess
+		if s == nil {
+			return ctx
+		}
+		return mcp.WithCallContext(ctx, &mcp.CallContext{
+			RunID: call.SessionID, WorkspaceID: st.App.ID, StoryDir: st.Dir,
+			TitleOwned: s.Title() == "", Live: s.LiveCall(call),
+		})
+	})
 }

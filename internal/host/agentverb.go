@@ -174,6 +174,9 @@ func (h *Host) ask(ctx context.Context, verb string, call *Call, p *prepared) (*
 	}
 	p.route.callInfo(ci, h.story)
 	actx := agent.WithCallInfo(ctx, ci)
+	if h.callContext != nil {
+		actx = h.callContext(actx, call)
+	}
 
 	resp, submission, askErr := h.askOnce(actx, p.alias, p.agent, p, call)
 	var subst map[string]any

@@ -85,6 +85,8 @@ type Host struct {
 
 	routes map[*story.Invoke]*Route // per-invoke routes (pins, eval candidates)
 
+	callContext func(context.Context, *Call) context.Context
+
 	rankerFor RankerFor
 	rankers   map[string]Ranker // by alias, guarded by mu
 	closers   []io.Closer
@@ -96,6 +98,12 @@ type Option func(*Host)
 // WithBuiltin sets the agent that answers host.agent.* invokes that name no
 // agent: alias (the built-in claude path).
 func WithBuiltin(a agent.Agent) Option { return func(h *Host) { h.builtin = a } }
+
+// WithCallContext installs a hook that decorates the context of every agent
+// call, e.g. to attach what the call's MCP tools act on (its run).
+func WithCallContext(f func(ctx context.Context, call *Call) context.Context) Option {
+	return func(h *Host) { h.callContext = f }
+}
 
 // WithClock sets the clock used for durations and deadlines.
 func WithClock(c clock.Clock) Option { return func(h *Host) { h.clock = c } }

@@ -193,7 +193,10 @@ func (s *Session) dispatchOne(ctx context.Context, t *turnCtx, q *queued) (faile
 		}
 		returned["error"] = callErr.Error()
 	}
-	return callErr != nil, s.emit(t, trace.KindHarnessReturned, returned)
+	if err := s.emit(t, trace.KindHarnessReturned, returned); err != nil {
+		return callErr != nil, err
+	}
+	return callErr != nil, s.takePending(t)
 }
 
 func isTraceErr(err error) bool {

@@ -50,6 +50,9 @@ type Session struct {
 
 	overrides map[string]any
 	started   bool
+
+	operator Operator
+	live     liveState
 }
 
 // Option configures a Session.

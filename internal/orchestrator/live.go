@@ -1,0 +1,117 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/kitsoki/kitsoki/internal/host"
+)
+
+// Operator answers questions an agent asks the person running the story
+// (kitsoki run prompts on its terminal).
+type Operator func(ctx context.Context, question string) (string, error)
+
+// WithOperator sets who answers agents' questions. Without one, questions
+// fail with ErrNoOperator.
+func WithOperator(op Operator) Option { return func(s *Session) { s.operator = op } }
+
+// Errors a live call's actions can return.
+var (
+	ErrNoOperator = errors.New("no operator can answer: this run is not interactive")
+	ErrNoParent   = errors.New("this run has no parent run")
+)
+
+// Live is what one in-flight agent call may do to its run, through the
+// tools of kitsoki's MCP server. Actions run on the tool's goroutine while
+// the session waits for the call, so they only touch state guarded here;
+// queued intents fire once the call has settled.
+type Live struct {
+	s     *Session
+	world map[string]any
+}
+
+// LiveCall returns the run actions for an agent call being dispatched. It
+// implements mcp.LiveCall.
+func (s *Session) LiveCall(call *host.Call) *Live { return &Live{s: s, world: call.World} }
+
+// liveState is the part of a session live calls write to.
+type liveState struct {
+	mu      sync.Mutex
+	title   string
+	steps   []string
+	pending []emitCapture
+}
+
+func (l *Live) World() map[string]any { return l.world }
+
+func (l *Live) AskOperator(ctx context.Context, question string) (string, error) {
+	if l.s.operator == nil {
+		return "", ErrNoOperator
+	}
+	return l.s.operator(ctx, question)
+}
+
+func (l *Live) AskParent(context.Context, string) (string, error) { return "", ErrNoParent }
+
+func (l *Live) SetTitle(_ context.Context, title string) error {
+	title = strings.TrimSpace(title)
+	if title == "" {
+		return errors.New("the title is empty")
+	}
+	l.s.live.mu.Lock()
+	l.s.live.title = title
+	l.s.live.mu.Unlock()
+	return nil
+}
+
+func (l *Live) CompleteStep(_ context.Context, summary string) error {
+	l.s.live.mu.Lock()
+	l.s.live.steps = append(l.s.live.steps, summary)
+	l.s.live.mu.Unlock()
+	return nil
+}
+
+func (l *Live) EmitIntent(_ context.Context, name string, slots map[string]any) error {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return errors.New("the intent name is empty")
+	}
+	l.s.live.mu.Lock()
+	defer l.s.live.mu.Unlock()
+	l.s.live.pending = append(l.s.live.pending, emitCapture{intent: name, slots: copySlots(slots)})
+	return nil
+}
+
+// Title returns the run's title as an agent set it ("" when unset).
+func (s *Session) Title() string {
+	s.live.mu.Lock()
+	defer s.live.mu.Unlock()
+	return s.live.title
+}
+
+// Steps returns the step summaries agents reported, in order.
+func (s *Session) Steps() []string {
+	s.live.mu.Lock()
+	defer s.live.mu.Unlock()
+	return append([]string(nil), s.live.steps...)
+}
+
+// takePending moves intents agents emitted during a call into the turn, to
+// fire as internal intents once the call has settled.
+func (s *Session) takePending(t *turnCtx) error {
+	s.live.mu.Lock()
+	p := s.live.pending
+	s.live.pending = nil
+	s.live.mu.Unlock()
+	if len(p) == 0 {
+		return nil
+	}
+	t.emits = append(t.emits, p...)
+	if err := s.fireEmits(t, 0); err != nil {
+		return fmt.Errorf("intent emitted by an agent: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,265 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kitsoki/kitsoki/internal/trace"
+)
+
+const shopApp = "../../internal/testrunner/testdata/shop/app.yaml"
+
+func TestFlowsHelloPass(t *testing.T) {
+	code, out, errs := runCLI(t, "", "test", "flows", hello)
+	want := "PASS  agent_error.yaml\nPASS  guard_failure.yaml\nPASS  happy_path.yaml\n\nSummary: 3/3 flows pass\nPASS\n"
+	if code != 0 || out != want {
+		t.Errorf("exit %d\nstdout:\n%s\nwant:\n%s\nstderr:\n%s", code, out, want, errs)
+	}
+}
+
+func TestFlowsExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("test_kind: flow\nturns: [{intent: add, expect_stat: x}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout []string
+		stderr string
+	}{
+		{"failing flows", []string{"test", "flows", shopApp, "--flows", "../../internal/testrunner/testdata/shop/failing/*.yaml"}, 1,
+			[]string{"FAIL  state.yaml\n  FAIL  turn 1 → cart\n  ✗ expect_state: got \"cart\", want \"paying\"\n", "\nSummary: 0/6 flows pass\nFAIL\n"}, ""},
+		{"verbose passing", []string{"test", "flows", shopApp, "--v"}, 0,
+			[]string{"PASS  passing.yaml#1\n  ok    turn 1 → cart\n", "SKIP  passing.yaml#3\n  skipped: test_kind is \"\", not flow\n", "Summary: 2/2 flows pass\nPASS\n"}, ""},
+		{"fail fast", []string{"test", "flows", shopApp, "--flows", "../../internal/testrunner/testdata/shop/failing/*.yaml", "--fail-fast"}, 1,
+			[]string{"FAIL  hostcalls.yaml\n", "\nSummary: 0/1 flows pass\nFAIL\n"}, ""},
+		{"bad fixture", []string{"test", "flows", shopApp, "--flows", bad}, 2, nil,
+			`kitsoki test flows: ` + bad + `: line 2: turns[0]: unknown key "expect_stat"`},
+		{"no fixtures", []string{"test", "flows", shopApp, "--flows", filepath.Join(dir, "none", "*.yaml")}, 2, nil,
+			"kitsoki test flows: no flow fixtures match"},
+		{"missing story", []string{"test", "flows", filepath.Join(dir, "nope.yaml")}, 2, nil, "kitsoki test flows: stat "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errs := runCLI(t, "", tt.args...)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.code, out, errs)
+			}
+			for _, w := range tt.stdout {
+				if !strings.Contains(out, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, out)
+				}
+			}
+			if tt.stderr != "" && !strings.Contains(errs, tt.stderr) {
+				t.Errorf("stderr lacks %q:\n%s", tt.stderr, errs)
+			}
+			if tt.code == 2 && out != "" {
+				t.Errorf("a setup error prints no report:\n%s", out)
+			}
+		})
+	}
+}
+
+func TestFlowsJSONAndTraceOut(t *testing.T) {
+	dir := t.TempDir()
+	js, tr := filepath.Join(dir, "r.json"), filepath.Join(dir, "traces", "run.jsonl")
+	code, out, errs := runCLI(t, "", "test", "flows", hello, "--json", js, "--trace-out", tr)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Results []struct {
+			File    string
+			Passed  bool
+			Skipped bool
+			Turns   []struct {
+				TurnIndex int
+				Passed    bool
+				Failures  []string
+				NewState  string
+				View      string
+				Events    []map[string]any
+			}
+		}
+		Passed, Failed int
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Passed != 3 || rep.Failed != 0 || len(rep.Results) != 3 || rep.Results[2].File != "../../stories/hello/flows/happy_path.yaml" {
+		t.Fatalf("report = %+v", rep)
+	}
+	happy := rep.Results[2]
+	if happy.Turns[0].NewState != "greeted" || happy.Turns[0].View != "Ada was greeted (formal)." || len(happy.Turns[0].Events) == 0 {
+		t.Errorf("turn 1 = %+v", happy.Turns[0])
+	}
+	for _, name := range []string{"run.agent_error.jsonl", "run.guard_failure.jsonl", "run.happy_path.jsonl"} {
+		evs, err := trace.ReadFile(filepath.Join(dir, "traces", name))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if len(evs) == 0 || evs[0].Kind != trace.KindMachineTransition || evs[0].Payload["intent"] != "__seed__" {
+			t.Errorf("%s starts with %+v", name, evs[0])
+		}
+	}
+	one := filepath.Join(dir, "one.jsonl")
+	if code, out, errs := runCLI(t, "", "test", "flows", hello, "--flows", "../../stories/hello/flows/happy_path.yaml", "--trace-out", one); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	if _, err := trace.ReadFile(one); err != nil {
+		t.Errorf("single flow trace: %v", err)
+	}
+}
+
+// Re-recording the demo run gives the committed cassette byte for byte.
+func TestRecordHelloIsDeterministic(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "demo.yaml")
+	code, out, errs := runCLI(t, "", "run", hello, "--record", path, "--trace", filepath.Join(t.TempDir(), "t.jsonl"),
+		"--intents", "greet name=Ada style=formal,again,greet name=Grace,bye")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	if !strings.Contains(errs, "kitsoki: recorded 2 episode(s) to "+path) {
+		t.Errorf("stderr: %s", errs)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile("../../stories/hello/cassettes/demo.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("re-recording differs from stories/hello/cassettes/demo.yaml:\n%s", got)
+	}
+}
+
+// make demo's command: the story replays its cassette, and the output is
+// the live run's.
+func TestRunFromCassette(t *testing.T) {
+	intents := "greet name=Ada style=formal,again,greet name=Grace,bye"
+	_, live, _ := runCLI(t, "", "run", hello, "--trace", filepath.Join(t.TempDir(), "a.jsonl"), "--intents", intents)
+	tr := filepath.Join(t.TempDir(), "b.jsonl")
+	code, out, errs := runCLI(t, "", "run", hello, "--cassette", "../../stories/hello/cassettes/demo.yaml", "--trace", tr, "--intents", intents)
+	if code != 0 || out != live {
+		t.Fatalf("exit %d\nstdout:\n%s\nlive:\n%s\nstderr:\n%s", code, out, live, errs)
+	}
+	evs, err := trace.ReadFile(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var eps []string
+	for _, ev := range evs {
+		if ev.Kind == trace.KindAgentCallStart {
+			eps = append(eps, fmt.Sprintf("%s/%s", ev.EpisodeID, ev.CallID))
+		}
+	}
+	want := []string{"recorded_agent.demo_greeting/" + trace.CallID("hello", "recorded_agent.demo_greeting:0"),
+		"recorded_agent.demo_greeting_2/" + trace.CallID("hello", "recorded_agent.demo_greeting_2:0")}
+	if strings.Join(eps, " ") != strings.Join(want, " ") {
+		t.Errorf("agent.call.start episodes = %v, want %v", eps, want)
+	}
+}
+
+func TestRunCassetteErrors(t *testing.T) {
+	dir := t.TempDir()
+	ne := filepath.Join(dir, "ne.yaml")
+	if err := os.WriteFile(ne, []byte("kind: host_cassette\nrecord_mode: new_episodes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	trf := func() string { return filepath.Join(t.TempDir(), "t.jsonl") }
+	code, _, errs := runCLI(t, "", "run", hello, "--cassette", ne, "--record", filepath.Join(dir, "x.yaml"), "--trace", trf())
+	if code != exitFailure || !strings.Contains(errs, "--cassette and --record cannot be combined") {
+		t.Errorf("both flags: exit %d stderr %s", code, errs)
+	}
+	code, _, errs = runCLI(t, "", "run", hello, "--cassette", filepath.Join(dir, "missing.yaml"), "--trace", trf())
+	if code != exitFailure || !strings.Contains(errs, `cassette: "`+filepath.Join(dir, "missing.yaml")+`": open `) {
+		t.Errorf("missing cassette: exit %d stderr %s", code, errs)
+	}
+	t.Setenv("KITSOKI_CASSETTE_STRICT", "1")
+	code, _, errs = runCLI(t, "", "run", hello, "--cassette", ne, "--trace", trf())
+	if code != exitFailure || !strings.Contains(errs, `KITSOKI_CASSETTE_STRICT=1 but cassette record mode is "new_episodes"`) {
+		t.Errorf("strict: exit %d stderr %s", code, errs)
+	}
+}
+
+// With KITSOKI_CASSETTE_RECORD=new_episodes, a miss runs the real agent and
+// the exchange is appended to the cassette file.
+func TestRunCassetteNewEpisodes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte("kind: host_cassette\napp_id: hello\nepisodes: []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KITSOKI_CASSETTE_RECORD", "new_episodes")
+	code, out, errs := runCLI(t, "", "run", hello, "--cassette", path, "--trace", filepath.Join(t.TempDir(), "t.jsonl"),
+		"--intents", "greet name=Ada,bye")
+	if code != 0 || !strings.Contains(out, "Hey Ada, good to see you!") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	b, _ := os.ReadFile(path)
+	if !strings.Contains(string(b), "# appended by KITSOKI_CASSETTE_RECORD\n  - id: recorded_agent.demo_greeting\n") {
+		t.Errorf("cassette:\n%s", b)
+	}
+}
+
+func TestTraceToCassette(t *testing.T) {
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "run.jsonl")
+	intents := "greet name=Ada style=formal,again,greet name=Grace,bye"
+	if code, out, errs := runCLI(t, "", "run", hello, "--trace", tr, "--intents", intents); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	code, yml, errs := runCLI(t, "", "trace", "to-cassette", tr, "--app-id", "hello")
+	if code != 0 || !strings.HasPrefix(yml, "kind: host_cassette\napp_id: hello\n") || !strings.Contains(yml, "id: recorded_host.agent.decide_greeting_2\n") {
+		t.Fatalf("exit %d\n%s\n%s", code, yml, errs)
+	}
+	cas := filepath.Join(dir, "bug.yaml.zst")
+	if code, _, errs := runCLI(t, "", "trace", "to-cassette", tr, "-o", cas); code != 0 || !strings.Contains(errs, "wrote 2 episode(s)") {
+		t.Fatalf("exit %d %s", code, errs)
+	}
+	code, out, errs := runCLI(t, "", "run", hello, "--cassette", cas, "--trace", filepath.Join(dir, "replay.jsonl"), "--intents", intents)
+	if code != 0 || !strings.Contains(out, "Hey Grace, good to see you!") {
+		t.Errorf("replay of the converted trace: exit %d\n%s\n%s", code, out, errs)
+	}
+	broken := filepath.Join(dir, "broken.jsonl")
+	if err := os.WriteFile(broken, []byte("not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs = runCLI(t, "", "trace", "to-cassette", broken)
+	if code != exitFailure || !strings.Contains(errs, "kitsoki trace to-cassette: "+broken+": ") {
+		t.Errorf("broken trace: exit %d stderr %s", code, errs)
+	}
+}
+
+// In a live run an invoke with no handler fails with an error naming it.
+func TestRunUnknownHostIsNamed(t *testing.T) {
+	dir := t.TempDir()
+	app := filepath.Join(dir, "app.yaml")
+	if err := os.WriteFile(app, []byte(`app: {id: x}
+intents: {go: {}}
+root: a
+states:
+  a: {on: {go: [{target: b}]}}
+  b: {on_enter: [{invoke: host.nothing.here}]}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runCLI(t, "", "run", app, "--trace", filepath.Join(dir, "t.jsonl"), "--intents", "go")
+	if code != exitAgent || !strings.Contains(errs, `no handler for invoke "host.nothing.here"`) {
+		t.Errorf("exit %d stderr %s", code, errs)
+	}
+}

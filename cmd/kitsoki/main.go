@@ -60,6 +60,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newValidateCmd(g), newRunCmd(g), newVersionCmd())
 	root.AddCommand(newFetchCmd(g), newMCPCmd(g))
 	root.AddCommand(newTestCmd(g), newTraceCmd())
+	root.AddCommand(newEvalCmd(g))
 	return root
 }
 

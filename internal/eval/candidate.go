@@ -1,0 +1,161 @@
+package eval
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/story"
+)
+
+// ProfileRoute resolves a profile name in a story to a host route:
+//
+//   - "claude" is the built-in claude path (an invoke with no agent:);
+//   - an agent_plugins alias ("agent.local", or "local" for short) routes
+//     the call to that plugin;
+//   - a providers: entry routes the call to the built-in claude path
+//     through that provider.
+//
+// backend names what answers: the plugin type, or builtin.claude for the
+// built-in path.
+func ProfileRoute(st *story.Story, profile string) (route *host.Route, backend string, err error) {
+	switch {
+	case profile == "":
+		return nil, "", fmt.Errorf("profile is empty")
+	case profile == host.ProfileClaude:
+		return &host.Route{Profile: profile}, backendBuiltin, nil
+	}
+	for _, alias := range []string{profile, "agent." + profile} {
+		if d, ok := st.Plugins[alias]; ok {
+			return &host.Route{Profile: profile, Alias: alias}, d.Plugin, nil
+		}
+	}
+	if _, ok := st.Providers[profile]; ok {
+		return &host.Route{Profile: profile, Provider: profile}, backendBuiltin, nil
+	}
+	return nil, "", fmt.Errorf("profile %q is neither %q (the built-in claude path), an agent_plugins alias (%s) nor a providers: entry (%s)",
+		profile, host.ProfileClaude, listOrNone(sortedKeys(st.Plugins)), listOrNone(sortedKeys(st.Providers)))
+}
+
+// backendBuiltin is the backend of the built-in claude path.
+const backendBuiltin = "builtin.claude"
+
+func listOrNone(s []string) string {
+	if len(s) == 0 {
+		return "none declared"
+	}
+	return strings.Join(s, ", ")
+}
+
+// candidate is one cell of the matrix: what the report shows and the
+// route its calls take.
+type candidate struct {
+	Candidate
+	route *host.Route
+}
+
+// key identifies the candidate in cassettes: profile[@model][#effort].
+func (c *candidate) key() string {
+	k := c.Profile
+	if c.route.Model != "" {
+		k += "@" + c.route.Model
+	}
+	if c.Effort != "" {
+		k += "#" + c.Effort
+	}
+	return k
+}
+
+// expandMatrix lists the candidates of a matrix in order: profiles as
+// listed, each with its models (or its default model), each with every
+// effort level (or the default effort).
+func expandMatrix(st *story.Story, site *CallSite, m Matrix) ([]*candidate, error) {
+	var out []*candidate
+	var errs []string
+	seen := map[string]bool{}
+	for _, p := range m.Profiles {
+		base, backend, err := ProfileRoute(st, p)
+		if err != nil {
+			errs = append(errs, "matrix.profiles: "+err.Error())
+			continue
+		}
+		models := m.Models[p]
+		if len(models) == 0 {
+			models = []string{""}
+		}
+		efforts := m.Effort
+		if len(efforts) == 0 {
+			efforts = []string{""}
+		}
+		for _, model := range models {
+			for _, effort := range efforts {
+				r := *base
+				r.Model, r.Effort = model, effort
+				c := &candidate{route: &r, Candidate: Candidate{
+					Profile: p, Backend: backend, Provider: r.Provider,
+					Model: labelModel(st, site, &r), Effort: effort,
+				}}
+				if k := c.key(); seen[k] {
+					errs = append(errs, fmt.Sprintf("matrix lists candidate %s twice", c.Label()))
+					continue
+				} else {
+					seen[k] = true
+				}
+				out = append(out, c)
+			}
+		}
+	}
+	for p := range m.Models {
+		if !contains(m.Profiles, p) {
+			errs = append(errs, fmt.Sprintf("matrix.models names profile %q, which is not in matrix.profiles", p))
+		}
+	}
+	if len(errs) > 0 {
+		sort.Strings(errs)
+		return nil, fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return out, nil
+}
+
+// labelModel is the model a candidate reports: the matrix's, else the
+// model the call would use by default (the provider's, the persona's, the
+// declaration's), else "".
+func labelModel(st *story.Story, site *CallSite, r *host.Route) string {
+	if r.Model != "" {
+		return r.Model
+	}
+	if r.Provider != "" {
+		if p, ok := st.Providers[r.Provider]; ok && p.Model != "" {
+			return p.Model
+		}
+	}
+	if p := st.Agents[site.Agent]; p != nil && p.Model != "" {
+		return p.Model
+	}
+	if r.Alias != "" {
+		if d, ok := st.Plugins[r.Alias]; ok {
+			return d.Model
+		}
+	}
+	return ""
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// routeAlias is the registry alias a route's primary call goes to;
+// agent.DefaultAlias stands for the built-in path in cassette handlers.
+func routeAlias(r *host.Route) string {
+	if r.Alias != "" {
+		return r.Alias
+	}
+	return agent.DefaultAlias
+}

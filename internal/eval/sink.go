@@ -1,0 +1,51 @@
+package eval
+
+import (
+	"sync"
+	"time"
+
+	"github.com/kitsoki/kitsoki/internal/clock"
+	"github.com/kitsoki/kitsoki/pkg/plugin"
+)
+
+// callSink is the trace sink of an eval run's hosts. Each eval call runs as
+// its own turn, so the events of one call are the events of one turn; the
+// runner takes them when the call is done to learn what the host saw
+// (duration, substitution). Nothing is written to disk.
+type callSink struct {
+	clock clock.Clock
+
+	mu     sync.Mutex
+	events map[int64][]plugin.Event
+}
+
+func newCallSink(c clock.Clock) *callSink {
+	return &callSink{clock: c, events: map[int64][]plugin.Event{}}
+}
+
+// Append keeps a copy of the event under its turn.
+func (s *callSink) Append(ev *plugin.Event) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.events[ev.Turn] = append(s.events[ev.Turn], *ev)
+	return nil
+}
+
+// NextSeq is the number of events the turn has so far.
+func (s *callSink) NextSeq(turn int64) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.events[turn])
+}
+
+// Now reads the run's clock.
+func (s *callSink) Now() time.Time { return s.clock.Now() }
+
+// take removes and returns the events of a turn.
+func (s *callSink) take(turn int64) []plugin.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	evs := s.events[turn]
+	delete(s.events, turn)
+	return evs
+}

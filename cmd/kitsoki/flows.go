@@ -62,7 +62,7 @@ Exit codes:
 	f.StringVar(&o.flows, "flows", "", "glob of fixture files (default: see above)")
 	f.StringVar(&o.json, "json", "", "also write the report as JSON to this file")
 	f.BoolVar(&o.failFast, "fail-fast", false, "stop after the first failing flow")
-	f.BoolVar(&o.verbose, "v", false, "show every turn, not only failing ones")
+	f.BoolVarP(&o.verbose, "v", "v", false, "show every turn, not only failing ones")
 	f.StringVar(&o.traceOut, "trace-out", "", "write the run's JSONL trace here (with several flows: one file per flow, named <file>.<flow>.jsonl)")
 	return cmd
 }

@@ -475,6 +475,8 @@ func (c *Cassette) Mode() string { return c.mode }
 // Handlers lists the distinct match.handler values of the episodes, in
 // first-seen order.
 func (c *Cassette) Handlers() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	seen := map[string]bool{}
 	var out []string
 	for _, ep := range c.Episodes {

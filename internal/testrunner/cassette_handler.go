@@ -74,6 +74,8 @@ func (h *cassetteHandler) Invoke(ctx context.Context, call *host.Call) (*host.Re
 
 // hasHandler reports whether some episode names handler.
 func (c *Cassette) hasHandler(handler string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for _, ep := range c.Episodes {
 		if h, _ := ep.Match["handler"].(string); h == handler {
 			return true

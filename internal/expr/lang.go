@@ -152,6 +152,26 @@ type unit struct {
 	m    *mapped // set when src was rewritten; maps src bytes to tpl bytes
 }
 
+// The compiler configurations are built once: setting one up costs as much
+// as compiling a short expression, and parsing, checking, optimising and
+// compiling only read it.
+var (
+	plainConfig = sync.OnceValue(func() *conf.Config { return newConfig(plainOpts) })
+	rangeConfig = sync.OnceValue(func() *conf.Config { return newConfig(rangeOpts) })
+)
+
+func newConfig(opts []expr.Option) *conf.Config {
+	config := conf.CreateNew()
+	for _, op := range opts {
+		op(config)
+	}
+	for name := range config.Disabled {
+		delete(config.Builtins, name)
+	}
+	config.Check()
+	return config
+}
+
 // compileExpr compiles tpl[start:end] as a story expression. inRange allows
 // the range-item shorthand (".", ".field"); asBool rejects an expression
 // whose type is known at compile time and is not bool.
@@ -163,20 +183,12 @@ func compileExpr(tpl string, start, end int, inRange, asBool bool) (*unit, error
 	if err := u.rewriteDots(start, end, inRange); err != nil {
 		return nil, err
 	}
-	opts := plainOpts
+	config := plainConfig()
 	if inRange {
-		opts = rangeOpts
+		config = rangeConfig()
 	}
 	// This is expr.Compile with the whitelist check added between parsing
 	// and type checking, so the source is parsed once.
-	config := conf.CreateNew()
-	for _, op := range opts {
-		op(config)
-	}
-	for name := range config.Disabled {
-		delete(config.Builtins, name)
-	}
-	config.Check()
 	tree, err := parser.ParseWithConfig(u.src, config)
 	if err != nil {
 		return nil, u.fromLibError(err)

@@ -35,6 +35,8 @@ type runOpts struct {
 	timeout   time.Duration
 	cassette  string
 	record    string
+	// strictPins makes an unhonoured selection: pin a load error.
+	strictPins bool
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -73,6 +75,7 @@ Exit codes:
 	f.DurationVar(&o.timeout, "agent-timeout", host.DefaultTimeout, "hard deadline of an agent call that sets no with.timeout")
 	f.StringVar(&o.cassette, "cassette", "", "replay this cassette (.yaml or .yaml.zst) in place of the declared agents")
 	f.StringVar(&o.record, "record", "", "run the real agents and write every agent exchange and host call to this cassette")
+	f.BoolVar(&o.strictPins, "strict-pins", false, "fail to load when a selection: pin's evidence is missing, stale or failing")
 	return cmd
 }
 
@@ -85,6 +88,10 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) error {
 	}
 	for _, w := range st.Warnings {
 		fmt.Fprintf(stderr, "warning: %s\n", formatDiag(w))
+	}
+	routes, err := applyPins(st, stderr, o.strictPins)
+	if err != nil {
+		return exitWith(exitLoad, err)
 	}
 	world, err := parseWorldFlags(st, o.world)
 	if err != nil {
@@ -128,7 +135,7 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) error {
 	defer stop()
 
 	var sess *orchestrator.Session
-	h := newHost(st, reg, w, logger, o.timeout, append(as.hostOptions(), liveCalls(st, &sess))...)
+	h := newHost(st, reg, w, logger, o.timeout, append(as.hostOptions(), liveCalls(st, &sess), host.WithRoutes(routes))...)
 	as.install(h, w)
 	defer h.Close()
 	sopts := []orchestrator.Option{orchestrator.WithSessionID(o.session), orchestrator.WithWorld(world), orchestrator.WithLogger(logger)}

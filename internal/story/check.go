@@ -22,6 +22,7 @@ func (l *loader) finish() {
 	for _, r := range l.effects {
 		l.checkEffect(r)
 		l.checkInvokeID(r, ids)
+		l.checkGrammarSubset(r)
 	}
 	l.checkWorldRefs()
 	l.checkArmIntents()

@@ -257,6 +257,7 @@ func (l *loader) agentWith(f *file, with *yaml.Node, path string, ref *effectRef
 		case "prompt_path":
 			l.loadPrompt(f, d, p, true)
 		case "schema":
+			ref.withSchema, ref.withSchemaNode = d.Value, d
 			l.loadSchema(f, d, p)
 		}
 	}

@@ -41,6 +41,8 @@ type effectRef struct {
 	withAgentNode    *yaml.Node
 	withProvider     string // literal with.provider of a host.agent.* invoke
 	withProviderNode *yaml.Node
+	withSchema       string // literal with.schema of a host.agent.* invoke
+	withSchemaNode   *yaml.Node
 	agentNode        *yaml.Node
 	idNode           *yaml.Node
 	emitName         string // literal emit_intent name

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	schemapkg "github.com/kitsoki/kitsoki/internal/schema"
 	"io"
 	"log/slog"
 	"net/http"
@@ -304,13 +305,13 @@ func (a *Agent) scrub(b []byte, key string) []byte {
 }
 
 // subsetViolations caches the grammar-subset check per schema text.
-func (a *Agent) subsetViolations(schema json.RawMessage) []Violation {
+func (a *Agent) subsetViolations(schema json.RawMessage) []schemapkg.Violation {
 	if v, ok := a.subset.Load(string(schema)); ok {
-		return v.([]Violation)
+		return v.([]schemapkg.Violation)
 	}
-	vs, err := GrammarSubsetViolations(schema)
+	vs, err := schemapkg.GrammarSubsetViolations(schema)
 	if err != nil {
-		vs = []Violation{{Construct: "invalid JSON", Pointer: ""}}
+		vs = []schemapkg.Violation{{Construct: "invalid JSON", Pointer: ""}}
 	}
 	a.subset.Store(string(schema), vs)
 	return vs

@@ -13,7 +13,7 @@
 //     is actually routed to the agent.
 //
 // The package also carries the pieces around the transport: the load-time
-// grammar-subset check (GrammarSubsetViolations), the fetch functions behind
+// grammar-subset check (schema.GrammarSubsetViolations), the fetch functions behind
 // `kitsoki fetch` (FetchServer, FetchModel), and the embedding sidecar with
 // its LocalEmbedder and cosine ranking (Rank) used by host.agent.search.
 package localllm

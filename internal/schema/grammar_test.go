@@ -1,4 +1,4 @@
-package localllm
+package schema
 
 import (
 	"os"

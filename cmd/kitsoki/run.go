@@ -87,7 +87,7 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) error {
 		return exitWith(exitLoad, err)
 	}
 	for _, w := range st.Warnings {
-		fmt.Fprintf(stderr, "warning: %s\n", formatDiag(w))
+		fmt.Fprintf(stderr, "warning: %s\n", w.String())
 	}
 	routes, err := applyPins(st, stderr, o.strictPins)
 	if err != nil {

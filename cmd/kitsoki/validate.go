@@ -27,7 +27,7 @@ Exit codes: 0 the story loads, 2 it does not.`,
 				return exitWith(exitLoad, err)
 			}
 			for _, w := range st.Warnings {
-				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", formatDiag(w))
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w.String())
 			}
 			if _, err := applyPins(st, cmd.ErrOrStderr(), strictPins); err != nil {
 				return exitWith(exitLoad, err)
@@ -39,13 +39,4 @@ Exit codes: 0 the story loads, 2 it does not.`,
 	}
 	cmd.Flags().BoolVar(&strictPins, "strict-pins", false, "fail when a selection: pin's evidence is missing, stale or failing")
 	return cmd
-}
-
-// formatDiag renders a diagnostic as file:line:col: path: message.
-func formatDiag(d story.Diagnostic) string {
-	s := fmt.Sprintf("%s:%d:%d: ", d.Pos.File, d.Pos.Line, d.Pos.Col)
-	if d.Path != "" {
-		s += d.Path + ": "
-	}
-	return s + d.Message
 }

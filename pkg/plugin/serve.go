@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -50,10 +51,11 @@ func ServeConn(ctx context.Context, r io.Reader, w io.Writer, a Agent) error {
 	}
 	s := &stdioServer{agent: a, stream: NewLineStream(r, w, closer)}
 	s.stream.OnBadMessage = s.refuse // turns on skipping over-long lines
-	done := make(chan error, 1)
-	go func() { done <- s.readLoop(ctx) }()
+	s.done = make(chan error, 1)
+	s.wg.Add(1)
+	go s.worker(ctx)
 	select {
-	case err := <-done:
+	case err := <-s.done:
 		s.wg.Wait()
 		return err
 	case <-ctx.Done():
@@ -62,10 +64,85 @@ func ServeConn(ctx context.Context, r io.Reader, w io.Writer, a Agent) error {
 	}
 }
 
+// maxIdleWorkers bounds the workers kept waiting to read after a burst of
+// concurrent calls.
+const maxIdleWorkers = 4
+
 type stdioServer struct {
 	agent  Agent
 	stream *LineStream
-	wg     sync.WaitGroup
+	wg     sync.WaitGroup // running workers
+
+	readMu  sync.Mutex   // one worker reads at a time
+	waiting atomic.Int32 // workers queued on readMu
+
+	doneOnce sync.Once
+	done     chan error // why reading stopped
+}
+
+// worker takes turns reading: it reads one request, lets the next worker
+// read while it answers, then queues to read again. The answer is computed
+// and written on the goroutine that read the request, so it never waits
+// for another thread, calls still run concurrently, and workers (with
+// their grown stacks) are reused rather than started per call.
+func (s *stdioServer) worker(ctx context.Context) {
+	defer s.wg.Done()
+	for {
+		req, ok := s.read()
+		if !ok {
+			return
+		}
+		if s.waiting.Load() == 0 {
+			s.wg.Add(1)
+			go s.worker(ctx) // keep reading while this one answers
+		}
+		resp, err := s.call(ctx, req)
+		s.reply(req.ID, resp, err)
+		if s.waiting.Load() >= maxIdleWorkers {
+			return
+		}
+	}
+}
+
+// read returns the next request, answering bad lines on the way; false
+// once the input is over (the reason is on s.done).
+func (s *stdioServer) read() (*request, bool) {
+	s.waiting.Add(1)
+	s.readMu.Lock()
+	s.waiting.Add(-1)
+	defer s.readMu.Unlock()
+	for {
+		line, err := s.stream.ReadLine()
+		var fe *FrameError
+		switch {
+		case errors.As(err, &fe):
+			s.refuse(err)
+			continue
+		case errors.Is(err, io.EOF), errors.Is(err, os.ErrClosed), errors.Is(err, io.ErrClosedPipe):
+			s.finish(nil)
+			return nil, false
+		case err != nil:
+			s.finish(fmt.Errorf("kitsoki plugin: read request: %w", err))
+			return nil, false
+		}
+		req, err := parseRequest(line)
+		if err != nil {
+			s.refuse(frameError(err, line))
+			continue
+		}
+		if isNull(req.ID) {
+			continue // a notification: the protocol has none to act on
+		}
+		if req.Method == "" {
+			s.reply(req.ID, nil, &Error{Code: CodeInvalidRequest, Message: "not a JSON-RPC request: method is missing"})
+			continue
+		}
+		return req, true
+	}
+}
+
+func (s *stdioServer) finish(err error) {
+	s.doneOnce.Do(func() { s.done <- err })
 }
 
 // request is one incoming message, decoded in a single pass with the
@@ -92,40 +169,6 @@ func parseRequest(line []byte) (*request, error) {
 		return nil, err
 	}
 	return &req, nil
-}
-
-func (s *stdioServer) readLoop(ctx context.Context) error {
-	for {
-		line, err := s.stream.ReadLine()
-		var fe *FrameError
-		switch {
-		case errors.As(err, &fe):
-			s.refuse(err)
-			continue
-		case errors.Is(err, io.EOF), errors.Is(err, os.ErrClosed), errors.Is(err, io.ErrClosedPipe):
-			return nil
-		case err != nil:
-			return fmt.Errorf("kitsoki plugin: read request: %w", err)
-		}
-		req, err := parseRequest(line)
-		if err != nil {
-			s.refuse(frameError(err, line))
-			continue
-		}
-		if isNull(req.ID) {
-			continue // a notification: the protocol has none to act on
-		}
-		if req.Method == "" {
-			s.reply(req.ID, nil, &Error{Code: CodeInvalidRequest, Message: "not a JSON-RPC request: method is missing"})
-			continue
-		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			resp, err := s.call(ctx, req)
-			s.reply(req.ID, resp, err)
-		}()
-	}
 }
 
 func isNull(raw json.RawMessage) bool {

@@ -110,7 +110,7 @@ func (localLike) FallbackEligible() bool { return true }
 //	agent.local  schema-invalid, fallback-eligible; agent.claude answers right
 //	agent.retry  right; reports one nudge on amounts above 100
 //	agent.slow   never answers before the deadline
-func testAgents(t *testing.T, st *story.Story) *agent.Registry {
+func testAgents(t testing.TB, st *story.Story) *agent.Registry {
 	t.Helper()
 	reg := agent.NewRegistry(nil)
 	reg.Configure(st.Plugins)

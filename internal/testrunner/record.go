@@ -49,7 +49,7 @@ func uniqueID(id string, taken func(string) bool) string {
 // and phase; the answer lives in the agent: block (agent episodes store no
 // data), so a replay hands the host the same raw submission and the host
 // validates it again.
-func agentEpisode(alias, phase string, req *agent.AskRequest, ci *agent.CallInfo, resp *agent.AskResponse, err error) *Episode {
+func agentEpisode(ctx context.Context, alias, phase string, req *agent.AskRequest, ci *agent.CallInfo, resp *agent.AskResponse, err error) *Episode {
 	ab := &AgentBlock{Verb: req.Verb, Turn: int64(req.Turn), Prompt: req.Prompt}
 	if ci != nil && ci.Persona != nil {
 		ab.Agent = ci.Persona.Name
@@ -60,7 +60,7 @@ func agentEpisode(alias, phase string, req *agent.AskRequest, ci *agent.CallInfo
 	}
 	switch {
 	case err != nil:
-		ab.Error = askErrorText(err)
+		ab.Error = askErrorText(ctx, err)
 	case resp != nil:
 		ab.Response = responseText(resp.Submission)
 	}
@@ -68,12 +68,18 @@ func agentEpisode(alias, phase string, req *agent.AskRequest, ci *agent.CallInfo
 		Match: map[string]any{"handler": alias, "phase": phase}, Agent: ab}
 }
 
-// askErrorText is the text the host would record for an Ask error.
-func askErrorText(err error) string {
+// askErrorText is the error as the host classifies it: an AskError as
+// is; a plain error returned once the call's context ended is
+// deadline_exceeded, any other plain error plugin_crash.
+func askErrorText(ctx context.Context, err error) string {
 	if ae, ok := agent.AsAskError(err); ok {
 		return ae.Error()
 	}
-	return (&agent.AskError{Kind: agent.KindPluginCrash, Detail: err.Error()}).Error()
+	kind := agent.KindPluginCrash
+	if ctx.Err() != nil {
+		kind = agent.KindDeadlineExceeded
+	}
+	return (&agent.AskError{Kind: kind, Detail: err.Error()}).Error()
 }
 
 // responseText is a submission as an agent: response: the text of a JSON
@@ -359,7 +365,7 @@ type recordingAgent struct {
 
 func (a *recordingAgent) Ask(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
 	resp, err := a.live.Ask(ctx, req)
-	a.add(agentEpisode(a.alias, firstSegment(req.StatePath), req, agent.CallInfoFrom(ctx), resp, err))
+	a.add(agentEpisode(ctx, a.alias, firstSegment(req.StatePath), req, agent.CallInfoFrom(ctx), resp, err))
 	return resp, err
 }
 
@@ -389,7 +395,7 @@ func (h *recordingHandler) Invoke(ctx context.Context, call *host.Call) (*host.R
 // the exchange.
 func (a *cassetteAgent) recordMiss(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
 	resp, err := a.live.Ask(ctx, req)
-	a.c.appendEpisode(agentEpisode(a.alias, a.c.phase(req.StatePath), req, agent.CallInfoFrom(ctx), resp, err))
+	a.c.appendEpisode(agentEpisode(ctx, a.alias, a.c.phase(req.StatePath), req, agent.CallInfoFrom(ctx), resp, err))
 	return resp, err
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -242,5 +243,32 @@ func TestNoneModeNeverCallsLive(t *testing.T) {
 	}, nil)
 	if out := r.do("greet", map[string]any{"name": "Ada"}); out.State != "lobby" || calls.Load() != 0 {
 		t.Errorf("state %q live calls %d", out.State, calls.Load())
+	}
+}
+
+// A live agent's plain error is recorded as the host classifies it:
+// deadline_exceeded once the call's context ended, plugin_crash otherwise.
+func TestRecordClassifiesPlainErrors(t *testing.T) {
+	rec := NewRecorder("a", "")
+	a := rec.Agent("agent.x", agent.AgentFunc(func(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
+		if req.Verb == "task" {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("exit status 2")
+	}))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	_, _ = a.Ask(ctx, &agent.AskRequest{Verb: "task", StatePath: "s"})
+	_, _ = a.Ask(context.Background(), &agent.AskRequest{Verb: "ask", StatePath: "s"})
+	c, err := rec.Cassette(WithGetenv(noEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Episodes[0].Agent.Error; got != "agent: deadline_exceeded: context deadline exceeded" {
+		t.Errorf("overrun recorded as %q", got)
+	}
+	if got := c.Episodes[1].Agent.Error; got != "agent: plugin_crash: exit status 2" {
+		t.Errorf("plain error recorded as %q", got)
 	}
 }

@@ -372,6 +372,9 @@ func (p *plan) call(ctx context.Context, h *host.Host, sink *callSink, j job, o 
 		r.latencyMS, _ = toInt64(meta["duration_ms"])
 	}
 
+	if err == nil && res == nil {
+		err = errors.New("the host returned no result")
+	}
 	switch {
 	case err != nil:
 		r.errKind = "dispatch_error"

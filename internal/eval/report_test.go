@@ -89,9 +89,11 @@ func TestCheckedStatus(t *testing.T) {
 	r := &Report{Kind: KindReport, Eval: "audit", App: "../app.yaml", Call: "audit", GeneratedAt: "2026-07-01T00:00:00Z",
 		DatasetHash: h.Dataset, PromptHash: h.Prompt, SchemaHash: h.Schema, ToolboxHash: h.Toolbox,
 		AdherenceBar: AdherenceBar{MinPassRate: 0.8}, Candidates: []Candidate{{Profile: "agent.good", Model: "m", Pass: true}}}
-	if _, err := WriteReport(c.Dataset.ReportsDir(), r); err != nil {
+	written, err := WriteReport(c.Dataset.ReportsDir(), r)
+	if err != nil {
 		t.Fatal(err)
 	}
+	validateReportFile(t, written)
 	if s, _ := c.Status(); s != StatusPassing {
 		t.Fatalf("status = %s, want passing", s)
 	}

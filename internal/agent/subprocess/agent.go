@@ -114,16 +114,21 @@ func (a *Agent) Ask(ctx context.Context, req *agent.AskRequest) (*agent.AskRespo
 		}
 		return nil, a.crashed(p)
 	}
-	var raw json.RawMessage
-	err = w.Wait(ctx, &raw)
+	err = w.Wait(ctx, nil)
 	switch {
 	case err == nil:
+		raw, ok := p.stream.result(id)
+		if !ok {
+			return nil, agent.Errorf(agent.KindPluginCrash, "subprocess agent: unmarshal AskResponse: response has no result")
+		}
 		return decodeResult(raw)
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		// The call stays pending in the connection: a late answer is
 		// matched to it and dropped.
+		p.stream.abandon(id)
 		return nil, agent.Errorf(agent.KindDeadlineExceeded, "subprocess agent: context cancelled waiting for response: %w", err)
 	}
+	p.stream.abandon(id)
 	var rpcErr *jsonrpc2.Error
 	if errors.As(err, &rpcErr) {
 		return nil, &agent.AskError{Kind: agent.KindPluginCrash,

@@ -33,17 +33,45 @@ type stream struct {
 	params  map[uint64][]byte // staged params by request id
 	sending *jsonrpc2.Request // set by onSend, consumed by WriteObject
 	buf     bytes.Buffer
+
+	// Results of calls still waited for, by id: the response handed to
+	// jsonrpc2 carries a placeholder result, and the caller takes the
+	// real bytes from here (see ReadObject).
+	waiting map[uint64]bool
+	results map[uint64][]byte
 }
 
 func newStream(ls *plugin.LineStream, p *process) *stream {
-	return &stream{LineStream: ls, p: p, params: map[uint64][]byte{}}
+	return &stream{LineStream: ls, p: p, params: map[uint64][]byte{},
+		waiting: map[uint64]bool{}, results: map[uint64][]byte{}}
 }
 
-// stage records the encoded params of the request that will carry id.
+// stage records the encoded params of the request that will carry id,
+// and that its result is waited for.
 func (s *stream) stage(id uint64, params []byte) {
 	s.mu.Lock()
 	s.params[id] = params
+	s.waiting[id] = true
 	s.mu.Unlock()
+}
+
+// result takes the result bytes of call id once jsonrpc2 completed it, and
+// stops waiting for it; ok is false if the response carried no result.
+func (s *stream) result(id uint64) (raw []byte, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	raw, ok = s.results[id]
+	delete(s.results, id)
+	delete(s.waiting, id)
+	return raw, ok
+}
+
+// abandon stops waiting for call id: its late answer is dropped.
+func (s *stream) abandon(id uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.results, id)
+	delete(s.waiting, id)
 }
 
 // unstage forgets params that were never sent.
@@ -109,10 +137,57 @@ func requestOf(obj any) *jsonrpc2.Request {
 
 // ReadObject reads a message and keeps the error that ended the
 // connection: jsonrpc2 only logs it.
+//
+// A success response to a call still waited for takes a shortcut: its
+// result bytes are kept for the caller, and jsonrpc2 is handed the same
+// response with a placeholder result. jsonrpc2 would otherwise decode the
+// result three times, once into generic maps.
 func (s *stream) ReadObject(v any) error {
-	err := s.LineStream.ReadObject(v)
+	line, err := s.LineStream.ReadLine()
+	if err == nil {
+		if short := s.shortcut(line); short != nil {
+			line = short
+		}
+		if u, ok := v.(json.Unmarshaler); ok {
+			err = u.UnmarshalJSON(line)
+		} else {
+			err = json.Unmarshal(line, v)
+		}
+		if err != nil {
+			err = &plugin.FrameError{Err: err, Line: append([]byte(nil), line[:min(len(line), 257)]...)}
+		}
+	}
 	if err != nil {
 		s.p.fail(err)
 	}
 	return err
+}
+
+// envelope is a response as the shortcut reads it.
+type envelope struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  json.RawMessage `json:"method"`
+	Result  json.RawMessage `json:"result"`
+	Error   json.RawMessage `json:"error"`
+}
+
+// shortcut returns the placeholder form of line, or nil to decode it as
+// it is.
+func (s *stream) shortcut(line []byte) []byte {
+	var env envelope
+	if json.Unmarshal(line, &env) != nil || env.Method != nil || env.Error != nil || len(env.Result) == 0 {
+		return nil
+	}
+	id, err := strconv.ParseUint(string(env.ID), 10, 64)
+	if err != nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.waiting[id] {
+		return nil
+	}
+	s.results[id] = env.Result
+	return []byte(`{"jsonrpc":"2.0","id":` + strconv.FormatUint(id, 10) + `,"result":true}`)
 }

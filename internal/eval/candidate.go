@@ -2,10 +2,10 @@ package eval
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
-	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/story"
 )
@@ -142,20 +142,4 @@ func labelModel(st *story.Story, site *CallSite, r *host.Route) string {
 	return ""
 }
 
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
-// routeAlias is the registry alias a route's primary call goes to;
-// agent.DefaultAlias stands for the built-in path in cassette handlers.
-func routeAlias(r *host.Route) string {
-	if r.Alias != "" {
-		return r.Alias
-	}
-	return agent.DefaultAlias
-}
+func contains(s []string, v string) bool { return slices.Contains(s, v) }

@@ -20,7 +20,9 @@ func isAgentHandler(name string) bool { return strings.HasPrefix(name, "agent.")
 //
 // It returns the agent for the built-in path (host.WithBuiltin): the
 // cassette under agent.claude, with liveBuiltin answering its misses in
-// new_episodes mode.
+// new_episodes mode. In new_episodes mode without a liveBuiltin it returns
+// nil: keep the host's live built-in agent, and the host.agent.* handlers
+// ReplayHandlers installs replay and record the built-in path.
 func (c *Cassette) ReplayAgents(st *story.Story, reg *agent.Registry, liveBuiltin agent.Agent) agent.Agent {
 	aliases := map[string]bool{}
 	for a := range st.Plugins {
@@ -41,10 +43,13 @@ func (c *Cassette) ReplayAgents(st *story.Story, reg *agent.Registry, liveBuilti
 		}
 		reg.Register(alias, c.Agent(alias, live))
 	}
-	if !record {
-		liveBuiltin = nil
+	switch {
+	case !record:
+		return c.Agent(agent.DefaultAlias, nil)
+	case liveBuiltin != nil:
+		return c.Agent(agent.DefaultAlias, liveBuiltin)
 	}
-	return c.Agent(agent.DefaultAlias, liveBuiltin)
+	return nil
 }
 
 // ReplayHandlers installs the cassette's host-handler role for every
@@ -52,11 +57,24 @@ func (c *Cassette) ReplayAgents(st *story.Story, reg *agent.Registry, liveBuilti
 // name and as a dotted prefix (an episode for host.git also serves
 // host.git.open_pr). Episodes with an agent: block write their agent
 // events to sink, with call_ids from the cassette's app_id or appID.
+//
+// In new_episodes mode every host.agent.<verb> gets such a handler too, in
+// front of the live one, so a built-in path call (an invoke with no agent:)
+// that misses is answered live and appended as a host.agent.<verb>
+// episode; calls to an alias are recorded by its agent role.
 func (c *Cassette) ReplayHandlers(h *host.Host, sink host.Sink, appID string) {
-	for _, name := range c.Handlers() {
-		if isAgentHandler(name) {
+	names := c.Handlers()
+	if c.mode == ModeNewEpisodes {
+		for _, verb := range agentVerbs {
+			names = append(names, host.AgentNamespace+verb)
+		}
+	}
+	seen := map[string]bool{}
+	for _, name := range names {
+		if isAgentHandler(name) || seen[name] {
 			continue
 		}
+		seen[name] = true
 		live, _ := h.Handler(name)
 		hd := c.Handler(name, sink, appID, live)
 		h.Register(name, hd)

@@ -402,6 +402,9 @@ func (a *cassetteAgent) recordMiss(ctx context.Context, req *agent.AskRequest) (
 // recordMiss answers a new_episodes miss with the live handler and appends
 // the call.
 func (h *cassetteHandler) recordMiss(ctx context.Context, call *host.Call) (*host.Result, error) {
+	if strings.HasPrefix(h.name, host.AgentNamespace) && call.Invoke != nil && call.Invoke.Agent != "" {
+		return h.live.Invoke(ctx, call) // the alias's agent role records it
+	}
 	res, err := h.live.Invoke(ctx, call)
 	var te *host.TraceError
 	if errors.As(err, &te) {

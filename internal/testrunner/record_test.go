@@ -272,3 +272,41 @@ func TestRecordClassifiesPlainErrors(t *testing.T) {
 		t.Errorf("plain error recorded as %q", got)
 	}
 }
+
+// In new_episodes mode a built-in path call (no agent:) that misses is
+// answered by the live built-in agent and appended as a host.agent.decide
+// episode with its data, which a later run replays.
+func TestNewEpisodesBuiltinPath(t *testing.T) {
+	files := greetFiles()
+	files["app.yaml"] = strings.Replace(greetStory, "        agent: agent.g\n", "", 1)
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte("kind: host_cassette\napp_id: greet-test\nrecord_mode: new_episodes\nepisodes: []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	run := func(mode string) string {
+		c, err := LoadCassette(path, WithGetenv(func(k string) string { return map[string]string{EnvRecord: mode}[k] }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := newRig(t, files, func(r *rig) []host.Option {
+			if b := c.ReplayAgents(r.st, r.reg, nil); b != nil {
+				return []host.Option{host.WithBuiltin(b)}
+			}
+			return []host.Option{host.WithBuiltin(liveGreeter(&calls))}
+		}, func(r *rig) { c.ReplayHandlers(r.h, r.sink, r.st.App.ID) })
+		return r.do("greet", map[string]any{"name": "Ada"}).View
+	}
+	if v := run("new_episodes"); v != "Hello Ada" || calls.Load() != 1 {
+		t.Fatalf("recording run: view %q, live calls %d", v, calls.Load())
+	}
+	b, _ := os.ReadFile(path)
+	for _, want := range []string{"id: recorded_host.agent.decide_greeting\n", "handler: host.agent.decide\n", "submitted:\n          text: Hello Ada\n"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("cassette lacks %q:\n%s", want, b)
+		}
+	}
+	if v := run("none"); v != "Hello Ada" || calls.Load() != 1 {
+		t.Errorf("replay run: view %q, live calls %d", v, calls.Load())
+	}
+}

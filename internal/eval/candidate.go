@@ -97,12 +97,11 @@ func expandMatrix(st *story.Story, site *CallSite, m Matrix) ([]*candidate, erro
 					Profile: p, Backend: backend, Provider: r.Provider,
 					Model: labelModel(st, site, &r), Effort: effort,
 				}}
-				if k := c.key(); seen[k] {
+				if seen[c.key()] {
 					errs = append(errs, fmt.Sprintf("matrix lists candidate %s twice", c.Label()))
 					continue
-				} else {
-					seen[k] = true
 				}
+				seen[c.key()] = true
 				out = append(out, c)
 			}
 		}

@@ -76,6 +76,9 @@ func (a *Agent) args(c *call, first bool) []string {
 	if c.model != "" {
 		args = append(args, "--model", c.model)
 	}
+	if c.effort != "" {
+		args = append(args, "--effort", c.effort)
+	}
 	args = append(args, "--disallowedTools", disallowedTools)
 	var allowed []string
 	if c.info.Persona != nil {

@@ -19,6 +19,7 @@ type call struct {
 	info     *agent.CallInfo
 	bin      string
 	model    string
+	effort   string // --effort, "" for the CLI default
 	mode     string
 	env      []string
 	secrets  []string
@@ -153,6 +154,12 @@ func (a *Agent) prepare(ctx context.Context, req *agent.AskRequest) (*call, erro
 	case info.Provider != "":
 		return nil, agent.Errorf(agent.KindTransportError, "claude CLI: provider %q was named but not resolved; declare it under providers: with model: and env:", info.Provider)
 	}
+	// A routed call (an eval pin or candidate) names its model and effort
+	// explicitly; they win over persona, provider and declaration.
+	if info.Model != "" {
+		c.model = info.Model
+	}
+	c.effort = info.Effort
 
 	if c.mode, err = a.permissionMode(req.Verb); err != nil {
 		return nil, err

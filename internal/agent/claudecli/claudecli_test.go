@@ -683,3 +683,22 @@ func TestMCPConfigFileIsRemoved(t *testing.T) {
 		t.Errorf("MCP config %s still exists (%v)", path, err)
 	}
 }
+
+func TestRoutedModelAndEffortWin(t *testing.T) {
+	// An eval pin or candidate routes the call to a model and effort; they
+	// override the persona's and the declaration's.
+	h := newHarness(t, fakeRun{Result: "ok"})
+	a, _ := Build(agent.Declaration{Alias: "agent.router", Plugin: agent.PluginClaudeCLI, Command: h.bin, Model: "claude-haiku-4-5"}, agent.BuildEnv{})
+	a.(*Agent).opts.Environ = h.environ()
+	defer a.Close()
+	ctx := agent.WithCallInfo(context.Background(), &agent.CallInfo{
+		Alias: "agent.router", Persona: &agent.Persona{Name: "p", Model: "persona-model"},
+		Model: "claude-opus-4-1", Effort: "low"})
+	if _, err := a.Ask(ctx, request("ask", "")); err != nil {
+		t.Fatal(err)
+	}
+	l := h.logs()[0]
+	if l.Flags["--model"] != "claude-opus-4-1" || l.Flags["--effort"] != "low" {
+		t.Errorf("--model %q --effort %q, want the routed ones", l.Flags["--model"], l.Flags["--effort"])
+	}
+}

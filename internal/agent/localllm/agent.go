@@ -211,7 +211,13 @@ type constraint struct {
 // declaration and the schema call for it.
 func (a *Agent) buildRequest(ctx context.Context, req *agent.AskRequest, meta map[string]any) (chatRequest, constraint) {
 	body := chatRequest{Model: a.decl.Model, MaxTokens: a.maxTokens, Messages: make([]chatMessage, 0, 2)}
-	if ci := agent.CallInfoFrom(ctx); ci != nil && ci.Persona != nil && ci.Persona.SystemPrompt != "" {
+	ci := agent.CallInfoFrom(ctx)
+	// A routed call (an eval pin or candidate) names the model an endpoint
+	// should use; a managed sidecar serves its one pinned model.
+	if ci != nil && ci.Model != "" && a.decl.Endpoint != "" {
+		body.Model = ci.Model
+	}
+	if ci != nil && ci.Persona != nil && ci.Persona.SystemPrompt != "" {
 		body.Messages = append(body.Messages, chatMessage{Role: "system", Content: ci.Persona.SystemPrompt})
 	}
 	body.Messages = append(body.Messages, chatMessage{Role: "user", Content: req.Prompt})

@@ -364,3 +364,20 @@ func TestFallbackEligible(t *testing.T) {
 		t.Error("a local_llm agent must report itself fallback-eligible")
 	}
 }
+
+func TestRoutedModelReachesTheEndpoint(t *testing.T) {
+	cs := newChatServer(t, nil)
+	a := newEndpointAgent(t, agent.Declaration{Alias: "agent.local", Endpoint: cs.URL, Model: "declared"}, Config{})
+	req := &agent.AskRequest{Verb: "ask", Prompt: "hi"}
+	if _, err := a.Ask(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	ctx := agent.WithCallInfo(context.Background(), &agent.CallInfo{Model: "pinned-small"})
+	if _, err := a.Ask(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	rs := cs.requests()
+	if rs[0].Body["model"] != "declared" || rs[1].Body["model"] != "pinned-small" {
+		t.Errorf("models sent: %v, %v", rs[0].Body["model"], rs[1].Body["model"])
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -236,6 +237,7 @@ func (a *Agent) callError(ctx context.Context, prefix string, err error, rec *re
 	got := rec.snapshot()
 	var detail string
 	var urlErr *url.Error
+	var syntaxErr *json.SyntaxError
 	switch {
 	case got.bodyErr != nil:
 		detail = "response refused: " + got.bodyErr.Error()
@@ -247,6 +249,10 @@ func (a *Agent) callError(ctx context.Context, prefix string, err error, rec *re
 		detail = "response has neither result nor error"
 	case errors.As(err, &urlErr):
 		detail = "http do: " + urlErr.Error()
+	case errors.As(err, &syntaxErr):
+		detail = "unmarshal rpc response: " + syntaxErr.Error()
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		detail = "unmarshal rpc response: " + io.ErrUnexpectedEOF.Error()
 	default:
 		detail = err.Error()
 	}

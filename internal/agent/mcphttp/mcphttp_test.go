@@ -241,6 +241,9 @@ func TestToolResults(t *testing.T) {
 		{"json-rpc error", func(w http.ResponseWriter, r *http.Request, msg rpcMessage) {
 			writeRaw(w, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":"unknown tool \"ask\""}}`, msg.ID))
 		}, `mcp_http agent: rpc error -32602: unknown tool "ask"`, agent.KindTransportError},
+		{"unparseable body", func(w http.ResponseWriter, r *http.Request, msg rpcMessage) {
+			writeRaw(w, `{"jsonrpc":"2.0",`)
+		}, "mcp_http agent: unmarshal rpc response: unexpected EOF", agent.KindTransportError},
 		{"http 500", func(w http.ResponseWriter, r *http.Request, msg rpcMessage) {
 			http.Error(w, "internal kaboom", http.StatusInternalServerError)
 		}, "mcp_http agent: http 500: internal kaboom", agent.KindTransportError},

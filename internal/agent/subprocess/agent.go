@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,6 +62,7 @@ type Agent struct {
 	mu     sync.Mutex
 	proc   *process
 	closed bool
+	spawns chan func() // the spawning thread's work, once started
 }
 
 // Build is the registry's builder for plugin: subprocess. It never spawns.
@@ -192,7 +194,9 @@ func (a *Agent) live() (*process, error) {
 	if a.proc != nil && a.proc.alive() {
 		return a.proc, nil
 	}
-	p, err := spawn(a.decl, &a.opts)
+	var p *process
+	var err error
+	a.onSpawnThread(func() { p, err = spawn(a.decl, &a.opts) })
 	if err != nil {
 		return nil, agent.Errorf(agent.KindPluginCrash, "subprocess agent: spawn %q: %w", a.decl.Command, err)
 	}
@@ -216,7 +220,31 @@ func (a *Agent) Close() error {
 	if p != nil {
 		p.stop(a.opts.grace)
 	}
+	if a.spawns != nil {
+		close(a.spawns) // the spawning thread exits; its children are gone
+	}
 	return nil
+}
+
+// onSpawnThread runs f on the agent's spawning thread, starting it on
+// first use; a.mu must be held. Every plugin of an agent is started from
+// this one OS thread, kept until Close: Linux delivers the parent-death
+// signal when the thread that started a child exits, so a child started
+// from an ordinary Go thread could be killed whenever the runtime retires
+// that thread.
+func (a *Agent) onSpawnThread(f func()) {
+	if a.spawns == nil {
+		a.spawns = make(chan func())
+		go func(work <-chan func()) {
+			runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+			for f := range work {
+				f()
+			}
+		}(a.spawns)
+	}
+	done := make(chan struct{})
+	a.spawns <- func() { f(); close(done) }
+	<-done
 }
 
 // redact hides the declared secrets (values substituted from ${VAR} in

@@ -10,9 +10,9 @@ import (
 // (kitsoki then closes its agents), and asks the kernel to SIGKILL it if
 // kitsoki dies without closing them.
 //
-// Pdeathsig fires when the OS thread that started the child exits; the Go
-// runtime keeps its threads for the life of the process unless a goroutine
-// exits while locked to one, which kitsoki never does.
+// Pdeathsig fires when the OS thread that started the child exits, which is
+// why an agent starts its plugins from a thread of its own, kept until
+// Close (see Agent.onSpawnThread).
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }

@@ -99,6 +99,19 @@ func runHelper(mode string) {
 		b, _ := json.Marshal(line)
 		reply(r.ID, fmt.Sprintf(`{"submission":%s}`, b))
 		os.Exit(0)
+	case "big":
+		// Single-threaded: answers every call with 2 MiB, writing while
+		// kitsoki may still be writing the next (large) request.
+		// The first two answers go out back to back, before the third
+		// request is read.
+		big := strings.Repeat("z", 2<<20)
+		first, second := next(), next()
+		reply(first.ID, `{"submission":"`+big+`"}`)
+		reply(second.ID, `{"submission":"`+big+`"}`)
+		for {
+			r := next()
+			reply(r.ID, `{"submission":"`+big+`"}`)
+		}
 	case "exit-after-one":
 		r := next()
 		reply(r.ID, `{"submission":{"n":1}}`)

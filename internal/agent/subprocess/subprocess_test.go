@@ -283,6 +283,39 @@ func TestOutOfOrderAnswers(t *testing.T) {
 	}
 }
 
+// TestLargeMessagesBothWaysDoNotDeadlock has a single-threaded plugin
+// write a large answer while kitsoki writes a large request: kitsoki must
+// keep reading while it writes.
+func TestLargeMessagesBothWaysDoNotDeadlock(t *testing.T) {
+	a := newAgent(t, helperDecl(t, "big"))
+	if _, err := a.live(); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i, prompt := range []string{"one", "two", strings.Repeat("p", 2<<20)} {
+		wg.Add(1)
+		time.Sleep(time.Duration(i) * 20 * time.Millisecond) // send in order
+		go func() {
+			defer wg.Done()
+			resp, err := ask(t, a, prompt, nil)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if len(resp.Submission) != 2<<20+2 {
+				t.Errorf("submission of %d bytes", len(resp.Submission))
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("deadlock: kitsoki stopped reading while writing a request")
+	}
+}
+
 func TestOversizedResponseRefused(t *testing.T) {
 	a := newAgent(t, helperDecl(t, "huge"))
 	_, err := ask(t, a, "x", nil)

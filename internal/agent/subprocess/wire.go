@@ -32,7 +32,9 @@ type stream struct {
 	mu      sync.Mutex
 	params  map[uint64][]byte // staged params by request id
 	sending *jsonrpc2.Request // set by onSend, consumed by WriteObject
-	buf     bytes.Buffer
+
+	wmu sync.Mutex   // guards buf
+	buf bytes.Buffer // the request line being written
 
 	// Results of calls still waited for, by id: the response handed to
 	// jsonrpc2 carries a placeholder result, and the caller takes the
@@ -100,11 +102,12 @@ func (s *stream) WriteObject(obj any) error {
 		params, staged = s.params[req.ID.Num]
 		delete(s.params, req.ID.Num)
 	}
+	s.mu.Unlock() // never held while writing: the reader needs it meanwhile
 	if !staged {
-		s.mu.Unlock()
 		return s.LineStream.WriteObject(obj)
 	}
-	defer s.mu.Unlock()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	s.buf.Reset()
 	s.buf.WriteString(`{"jsonrpc":"2.0","id":`)
 	s.buf.WriteString(strconv.FormatUint(req.ID.Num, 10))

@@ -3,7 +3,7 @@
 GO ?= go
 BIN := bin/kitsoki
 
-.PHONY: all build demo test vet bench clean fetch-llama-server fetch-models test-llama-real
+.PHONY: all build demo test vet bench evals clean fetch-llama-server fetch-models test-llama-real
 
 all: build
 
@@ -24,6 +24,10 @@ vet:
 
 test: vet
 	$(GO) test -race -count=1 ./...
+
+# The eval status of every story that has datasets (see evals/README.md).
+evals: build
+	@for d in stories/*/; do [ -d "$$d/evals" ] && $(BIN) eval list "$$d" || true; done
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -93,21 +93,35 @@ func New(decl agent.Declaration, opts ...Option) (*Agent, error) {
 // Ask sends one agent.ask call and waits for its response, the context's
 // end, or the plugin's death, whichever comes first.
 func (a *Agent) Ask(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, agent.Errorf(agent.KindDeadlineExceeded, "subprocess agent: context done before the call: %w", err)
-	}
-	params, err := a.encode(req)
+	raw, err := a.Call(ctx, plugin.MethodAsk, req)
 	if err != nil {
 		return nil, err
 	}
-	defer params.release()
+	return decodeResult(raw)
+}
+
+// Call sends one JSON-RPC request to the plugin, starting it if none runs,
+// and returns the raw result. Ask is Call of agent.ask; other features
+// built on the same process (agent tools) use it for their own methods.
+// Failures are *agent.AskError as for Ask. A JSON-RPC error response is a
+// plugin_crash whose Err is the *jsonrpc2.Error, so errors.As recovers its
+// code (for example -32601, method not found).
+func (a *Agent) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, agent.Errorf(agent.KindDeadlineExceeded, "subprocess agent: context done before the call: %w", err)
+	}
+	encoded, err := a.encode(params)
+	if err != nil {
+		return nil, err
+	}
+	defer encoded.release()
 	p, err := a.live()
 	if err != nil {
 		return nil, err
 	}
 	id := a.nextID.Add(1)
-	p.stream.stage(id, params.Bytes())
-	w, err := p.conn.DispatchCall(ctx, plugin.MethodAsk, nil, jsonrpc2.PickID(jsonrpc2.ID{Num: id}))
+	p.stream.stage(id, encoded.Bytes())
+	w, err := p.conn.DispatchCall(ctx, method, nil, jsonrpc2.PickID(jsonrpc2.ID{Num: id}))
 	p.stream.unstage(id) // written by now, or never will be
 	if err != nil {
 		if !errors.Is(err, jsonrpc2.ErrClosed) {
@@ -121,9 +135,9 @@ func (a *Agent) Ask(ctx context.Context, req *agent.AskRequest) (*agent.AskRespo
 	case err == nil:
 		raw, ok := p.stream.result(id)
 		if !ok {
-			return nil, agent.Errorf(agent.KindPluginCrash, "subprocess agent: unmarshal AskResponse: response has no result")
+			return nil, agent.Errorf(agent.KindPluginCrash, "subprocess agent: response to %s has no result", method)
 		}
-		return decodeResult(raw)
+		return raw, nil
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		// The call stays pending in the connection: a late answer is
 		// matched to it and dropped.
@@ -270,9 +284,9 @@ func (e encodedParams) release() {
 	}
 }
 
-// encode checks and encodes the request once; it is refused before any
-// process is involved if it is not valid UTF-8 or too large.
-func (a *Agent) encode(req *agent.AskRequest) (encodedParams, error) {
+// encode checks and encodes the params once; they are refused before any
+// process is involved if they are not valid UTF-8 or too large.
+func (a *Agent) encode(req any) (encodedParams, error) {
 	buf := bufPool.Get().(*bytes.Buffer)
 	buf.Reset()
 	if err := json.NewEncoder(buf).Encode(req); err != nil {

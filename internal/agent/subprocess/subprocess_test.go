@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
@@ -661,5 +662,19 @@ func TestPythonExamplePlugin(t *testing.T) {
 	wg.Wait()
 	if !quickDone.Before(slowDone) {
 		t.Error("the quick call waited for the slow one")
+	}
+}
+
+func TestCallOtherMethod(t *testing.T) {
+	a := newAgent(t, helperDecl(t, "echo"))
+	_, err := a.Call(context.Background(), "agent_tool.invoke", map[string]any{"name": "x"})
+	wantAskError(t, err, agent.KindPluginCrash, `subprocess agent: rpc error -32601: method "agent_tool.invoke" not found (this plugin answers agent.ask)`)
+	var rpcErr *jsonrpc2.Error
+	if !errors.As(err, &rpcErr) || rpcErr.Code != plugin.CodeMethodNotFound {
+		t.Errorf("the JSON-RPC error is not recoverable from %v", err)
+	}
+	raw, err := a.Call(context.Background(), plugin.MethodAsk, &agent.AskRequest{With: map[string]any{"answer": 7}})
+	if err != nil || string(raw) != `{"submission":7,"meta":{"agent":"echo","prompt_bytes":0}}` {
+		t.Errorf("Call(agent.ask) = %s, %v", raw, err)
 	}
 }

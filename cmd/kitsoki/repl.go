@@ -76,6 +76,7 @@ func (r *runner) interactive(ctx context.Context, in *lines) int {
 			fmt.Fprintln(r.out, `Type an intent and its slots: intent key=value key2="two words"
 :intents   what this state accepts     :world   the world as JSON
 :state     where the story is          :quit    leave`)
+			fmt.Fprintln(r.out, pluginHelp)
 			continue
 		case ":intents", ":state":
 			r.describe()
@@ -83,6 +84,9 @@ func (r *runner) interactive(ctx context.Context, in *lines) int {
 		case ":world":
 			b, _ := json.MarshalIndent(r.sess.World(), "", "  ")
 			fmt.Fprintln(r.out, string(b))
+			continue
+		}
+		if r.plugins.command(ctx, line, r.out, r.errw) {
 			continue
 		}
 		code, stop := r.turn(ctx, line)

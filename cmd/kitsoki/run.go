@@ -37,6 +37,8 @@ type runOpts struct {
 	record    string
 	// strictPins makes an unhonoured selection: pin a load error.
 	strictPins bool
+	// controlMCP serves the plugin controls on this loopback address.
+	controlMCP string
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -76,6 +78,7 @@ Exit codes:
 	f.StringVar(&o.cassette, "cassette", "", "replay this cassette (.yaml or .yaml.zst) in place of the declared agents")
 	f.StringVar(&o.record, "record", "", "run the real agents and write every agent exchange and host call to this cassette")
 	f.BoolVar(&o.strictPins, "strict-pins", false, "fail to load when a selection: pin's evidence is missing, stale or failing")
+	f.StringVar(&o.controlMCP, "control-mcp", "", "serve MCP plugin controls (configuration surface) on this loopback address, e.g. 127.0.0.1:0")
 	return cmd
 }
 
@@ -130,12 +133,17 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) error {
 		return exitWith(exitFailure, err)
 	}
 	defer as.finish(stderr)
+	plugins, err := startPlugins(st, reg, o.session, o.controlMCP, logger, stderr)
+	if err != nil {
+		return exitWith(exitFailure, err)
+	}
+	defer plugins.Close()
 
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
 	var sess *orchestrator.Session
-	h := newHost(st, reg, w, logger, o.timeout, append(as.hostOptions(), liveCalls(st, &sess), host.WithRoutes(routes))...)
+	h := newHost(st, reg, w, logger, o.timeout, append(as.hostOptions(), liveCalls(st, &sess, plugins.catalog()), host.WithRoutes(routes))...)
 	as.install(h, w)
 	defer h.Close()
 	sopts := []orchestrator.Option{orchestrator.WithSessionID(o.session), orchestrator.WithWorld(world), orchestrator.WithLogger(logger)}
@@ -157,7 +165,7 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) error {
 	if err != nil {
 		return exitWith(exitFailure, err)
 	}
-	r := &runner{sess: sess, out: stdout, errw: stderr}
+	r := &runner{sess: sess, out: stdout, errw: stderr, plugins: plugins}
 	if code, stopNow := r.report(out); stopNow {
 		return exitCode(code)
 	}
@@ -218,9 +226,10 @@ func parseWorldFlags(st *story.Story, flags []string) (map[string]any, error) {
 
 // runner drives turns and prints what happens.
 type runner struct {
-	sess *orchestrator.Session
-	out  io.Writer
-	errw io.Writer
+	sess    *orchestrator.Session
+	out     io.Writer
+	errw    io.Writer
+	plugins *pluginRuntime // nil: no plugin commands
 }
 
 // report prints a turn's outcome and says whether the run must stop, with

@@ -101,7 +101,7 @@ func openRuntime(st *story.Story, c runtimeConfig) (*runtime, error) {
 	reg.Configure(st.Plugins)
 	demo.Register(reg)
 	var sess *orchestrator.Session
-	h := newHost(st, reg, w, c.logger, c.timeout, liveCalls(st, &sess))
+	h := newHost(st, reg, w, c.logger, c.timeout, liveCalls(st, &sess, nil))
 	opts := []orchestrator.Option{orchestrator.WithSessionID(c.session), orchestrator.WithWorld(c.world), orchestrator.WithLogger(c.logger)}
 	if c.root != "" {
 		opts = append(opts, orchestrator.WithRoot(c.root))
@@ -123,8 +123,9 @@ func (r *runtime) Close() error {
 // liveCalls attaches each agent call's run to the call's context, so the
 // tools kitsoki's MCP server offers the agent (ask the operator, set the
 // title, emit an intent…) act on this session. *sess is set once the
-// session exists; calls only happen after that.
-func liveCalls(st *story.Story, sess **orchestrator.Session) host.Option {
+// session exists; calls only happen after that. cat, if set, is the
+// plugin-tool catalog the calls' MCP sessions attach to.
+func liveCalls(st *story.Story, sess **orchestrator.Session, cat *mcp.Catalog) host.Option {
 	return host.WithCallContext(func(ctx context.Context, call *host.Call) context.Context {
 		s := *sess
 		if s == nil {
@@ -132,7 +133,7 @@ func liveCalls(st *story.Story, sess **orchestrator.Session) host.Option {
 		}
 		return mcp.WithCallContext(ctx, &mcp.CallContext{
 			RunID: call.SessionID, WorkspaceID: st.App.ID, StoryDir: st.Dir,
-			TitleOwned: s.Title() == "", Live: s.LiveCall(call),
+			TitleOwned: s.Title() == "", Live: s.LiveCall(call), Catalog: cat,
 		})
 	})
 }

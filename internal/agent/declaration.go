@@ -43,6 +43,12 @@ type Declaration struct {
 	// Secrets are the values substituted from ${VAR} references; they must
 	// never be written to a trace.
 	Secrets []string
+	// AgentTools are the tools a subprocess plugin contributes to agents
+	// through kitsoki's MCP server, from agent_tools: or the manifest.
+	AgentTools []ToolDeclaration
+	// Manifest is the absolute path of the manifest the tools were read
+	// from, "" when they were declared inline (or not at all).
+	Manifest string
 }
 
 // BuildEnv is what a transport builder gets besides the declaration.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"sort"
 	"sync"
 )
@@ -58,6 +59,42 @@ func (r *Registry) Configure(decls map[string]Declaration) {
 		d.Alias = alias
 		r.decls[alias] = d
 	}
+}
+
+// Reconfigure installs the declarations of a reloaded story, like
+// Configure, and closes the agents built from declarations that changed
+// (in anything but Enabled) or disappeared, so their next use builds from
+// the new declaration: a changed plugin gets a new process. Agents
+// registered from code are kept. It returns the aliases whose agents were
+// closed, sorted.
+func (r *Registry) Reconfigure(decls map[string]Declaration) []string {
+	r.mu.Lock()
+	old := r.decls
+	r.decls = make(map[string]Declaration, len(decls))
+	for alias, d := range decls {
+		d.Alias = alias
+		r.decls[alias] = d
+	}
+	var stale []Agent
+	var aliases []string
+	for alias, a := range r.built {
+		prev, next := old[alias], r.decls[alias]
+		prev.Enabled, next.Enabled = true, true
+		if _, still := r.decls[alias]; still && reflect.DeepEqual(prev, next) {
+			continue
+		}
+		stale = append(stale, a)
+		aliases = append(aliases, alias)
+		delete(r.built, alias)
+	}
+	r.mu.Unlock()
+	for _, a := range stale {
+		if err := a.Close(); err != nil {
+			r.logger.Warn("closing a reconfigured agent failed", "err", err)
+		}
+	}
+	sort.Strings(aliases)
+	return aliases
 }
 
 // Declaration returns the declaration for alias, if any.

@@ -55,6 +55,9 @@ type CallContext struct {
 	Live LiveCall
 	// PluginTools supplies plugin-contributed tools; nil means none.
 	PluginTools ToolSource
+	// Catalog pushes plugin-tool snapshots to the call's session; it
+	// takes precedence over PluginTools.
+	Catalog *Catalog
 }
 
 type callContextKey struct{}

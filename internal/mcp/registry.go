@@ -156,11 +156,15 @@ func builtinGroups() []Group {
 	}
 }
 
-// pluginTools is the catalog seam: the session's ToolSource, filtered for
-// its surface.
+// pluginTools is the catalog seam: the catalog snapshot the session
+// applied (or, before any snapshot, its ToolSource), filtered for its
+// surface. It runs during assembly, with amu held.
 func pluginTools(s *Session, p Profile) []Tool {
-	if s.cfg.PluginTools == nil {
-		return nil
+	switch {
+	case s.applied != nil:
+		return s.applied.For(p.Surface)
+	case s.cfg.PluginTools != nil:
+		return s.cfg.PluginTools(p.Surface)
 	}
-	return s.cfg.PluginTools(p.Surface)
+	return nil
 }

@@ -55,8 +55,15 @@ type SessionConfig struct {
 	// LoadStory and StartRun back the configuration and external tools.
 	LoadStory StoryLoader
 	StartRun  RunStarter
-	// PluginTools supplies plugin-contributed tools (issue 6's catalog).
+	// PluginTools supplies plugin-contributed tools through a pull seam;
+	// Catalog, when set, takes precedence.
 	PluginTools ToolSource
+	// Catalog, if set, pushes plugin-tool snapshots to the session: it
+	// starts from the current snapshot and applies every newer one.
+	Catalog *Catalog
+	// Plugins, if set, adds the live plugin controls (status, enable,
+	// disable) to the configuration tools.
+	Plugins PluginControl
 
 	// OnToolCall, if set, is called after every tool call.
 	OnToolCall func(ToolEvent)
@@ -92,6 +99,7 @@ type Session struct {
 	width    int                    // the largest set assembled so far
 	cache    map[string][]Tool      // per-group tools of non-dynamic groups
 	key      string                 // names and versions of the current set
+	applied  *CatalogSnapshot       // the plugin-tool snapshot in force
 
 	mu         sync.RWMutex
 	profile    Profile
@@ -128,6 +136,9 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 		return nil, err
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if cfg.Catalog != nil {
+		s.applied = cfg.Catalog.attach(s)
+	}
 	s.srv = server.NewMCPServer(ServerName, Version,
 		server.WithToolCapabilities(true),
 		server.WithRecovery(),
@@ -136,6 +147,7 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 		server.WithInstructions("kitsoki's tools. On a live agent call they act on that call's own run."),
 	)
 	if _, err := s.SetProfile(cfg.Profile); err != nil {
+		s.Close()
 		return nil, err
 	}
 	return s, nil
@@ -382,6 +394,9 @@ func (s *Session) Close() {
 	onClose := s.onClose
 	s.mu.Unlock()
 	s.cancel()
+	if s.cfg.Catalog != nil {
+		s.cfg.Catalog.detach(s)
+	}
 	if onClose != nil {
 		onClose()
 	}
@@ -409,7 +424,7 @@ func (s *Session) guard(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 		case !offered:
 			res, outcome = mcp.NewToolResultError(fmt.Sprintf("tool %s is not offered in this session's profile (%s)", name, s.Profile())), "refused"
 		default:
-			cctx, cancel := context.WithCancel(ctx)
+			cctx, cancel := context.WithCancel(context.WithValue(ctx, sessionKey{}, s))
 			stop := context.AfterFunc(s.ctx, cancel)
 			res, err = next(cctx, req)
 			stop()
@@ -431,6 +446,34 @@ func (s *Session) guard(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 		}
 		return res, err
 	}
+}
+
+type sessionKey struct{}
+
+// SessionFrom returns the session whose tool call ctx belongs to, or nil.
+// Tool handlers shared by several sessions (plugin tools) read the ids the
+// session binds through it, never from the call's arguments.
+func SessionFrom(ctx context.Context) *Session {
+	s, _ := ctx.Value(sessionKey{}).(*Session)
+	return s
+}
+
+// RunID is the run (task) the session is bound to.
+func (s *Session) RunID() string { return s.cfg.RunID }
+
+// SessionID is the agent call's session id.
+func (s *Session) SessionID() string { return s.cfg.SessionID }
+
+// WorkspaceID is the story's app id.
+func (s *Session) WorkspaceID() string { return s.cfg.WorkspaceID }
+
+// Closed reports whether the session was closed.
+func (s *Session) Closed() bool { return s.isClosed() }
+
+func (s *Session) isClosed() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.closed
 }
 
 // jsonResult answers with v as structured content and the same JSON as

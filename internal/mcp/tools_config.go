@@ -88,7 +88,8 @@ func configurationTools(s *Session, _ Profile) []Tool {
 		mcp.WithString("path", mcp.Required(), mcp.Description("The schema file, relative to the served directory.")),
 		mcp.WithAny("instance", mcp.Description("A JSON value to validate against the schema.")))
 	annotate(&sch, true, false, true, false)
-	return append(out, Tool{Def: sch, Handler: s.handleValidateSchema})
+	out = append(out, Tool{Def: sch, Handler: s.handleValidateSchema})
+	return append(out, pluginControlTools(s)...)
 }
 
 // externalTools: start a run.

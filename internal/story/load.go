@@ -123,6 +123,8 @@ type loader struct {
 	jobs       []job           // deferred compilations, run by runJobs
 	finalizers []func()        // run after the compiled results are assigned
 	promptSeen map[string]bool // with.prompt values already handled
+
+	toolNames map[string]string // exposed plugin tool name → where it was declared
 }
 
 // nodeRef is a value to check once every file is loaded.

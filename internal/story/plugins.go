@@ -11,7 +11,7 @@ import (
 
 var pluginKeys = &keySpec{v1: []string{
 	"plugin", "command", "args", "env", "endpoint", "tool", "headers", "model", "grammar", "port",
-	"server_bin", "api_key_env", "json_schema", "enabled",
+	"server_bin", "api_key_env", "json_schema", "enabled", "agent_tools", "manifest",
 }}
 
 // loadPlugins reads agent_plugins: as wire-protocols.md §1 says. ${VAR}
@@ -67,6 +67,7 @@ func (l *loader) loadPlugins(f *file, e entry) {
 			d.Headers = l.interpolateMap(f, h.val, path, "headers", &d.Secrets)
 		}
 		l.checkPluginType(f, pe, fs, path, &d)
+		l.loadAgentTools(f, fs, path, &d)
 		for _, s := range d.Secrets {
 			if !slices.Contains(l.st.Secrets, s) {
 				l.st.Secrets = append(l.st.Secrets, s)

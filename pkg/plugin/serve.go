@@ -78,6 +78,9 @@ type stdioServer struct {
 
 	doneOnce sync.Once
 	done     chan error // why reading stopped
+
+	callsMu sync.Mutex
+	calls   map[string]context.CancelFunc // cancellable calls in flight, by raw id
 }
 
 // worker takes turns reading: it reads one request, lets the next worker
@@ -88,7 +91,7 @@ type stdioServer struct {
 func (s *stdioServer) worker(ctx context.Context) {
 	defer s.wg.Done()
 	for {
-		req, ok := s.read()
+		req, ok := s.read(ctx)
 		if !ok {
 			return
 		}
@@ -98,6 +101,7 @@ func (s *stdioServer) worker(ctx context.Context) {
 		}
 		resp, err := s.call(ctx, req)
 		s.reply(req.ID, resp, err)
+		s.settle(req)
 		if s.waiting.Load() >= maxIdleWorkers {
 			return
 		}
@@ -105,8 +109,11 @@ func (s *stdioServer) worker(ctx context.Context) {
 }
 
 // read returns the next request, answering bad lines on the way; false
-// once the input is over (the reason is on s.done).
-func (s *stdioServer) read() (*request, bool) {
+// once the input is over (the reason is on s.done). A $/cancelRequest
+// notification cancels its call here, and a cancellable call is
+// registered before the next line is read, so a cancellation can never
+// overtake the call it names.
+func (s *stdioServer) read(ctx context.Context) (*request, bool) {
 	s.waiting.Add(1)
 	s.readMu.Lock()
 	s.waiting.Add(-1)
@@ -131,11 +138,17 @@ func (s *stdioServer) read() (*request, bool) {
 			continue
 		}
 		if isNull(req.ID) {
-			continue // a notification: the protocol has none to act on
+			if req.Method == MethodCancelRequest {
+				s.cancelCall(line)
+			}
+			continue // other notifications: the protocol has none to act on
 		}
 		if req.Method == "" {
 			s.reply(req.ID, nil, &Error{Code: CodeInvalidRequest, Message: "not a JSON-RPC request: method is missing"})
 			continue
+		}
+		if req.Method == MethodAgentToolInvoke {
+			s.prepareTool(ctx, req, line)
 		}
 		return req, true
 	}
@@ -146,13 +159,21 @@ func (s *stdioServer) finish(err error) {
 }
 
 // request is one incoming message, decoded in a single pass with the
-// params already an AskRequest (the only method there is).
+// params already an AskRequest (agent.ask is the hot path); an
+// agent_tool.invoke request decodes its params again as a tool request.
 type request struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
 	Params *AskRequest     `json:"params"`
 	// paramsErr is why params did not decode as an AskRequest.
 	paramsErr error
+
+	// tool is an agent_tool.invoke call's params, with the context it
+	// runs under (cancelled by $/cancelRequest) and its cancel key.
+	tool    *AgentToolRequest
+	toolCtx context.Context
+	cancel  context.CancelFunc
+	key     string
 }
 
 // parseRequest decodes line. A syntax error is returned; params of the
@@ -176,11 +197,20 @@ func isNull(raw json.RawMessage) bool {
 	return len(raw) == 0 || string(raw) == "null"
 }
 
-// call runs one request; a panicking agent becomes an error response.
-func (s *stdioServer) call(ctx context.Context, req *request) (resp *AskResponse, err error) {
-	if req.Method != MethodAsk {
-		return nil, &Error{Code: CodeMethodNotFound, Message: fmt.Sprintf("method %q not found (this plugin answers %s)", req.Method, MethodAsk)}
+// call runs one request.
+func (s *stdioServer) call(ctx context.Context, req *request) (any, error) {
+	switch req.Method {
+	case MethodAsk:
+		return s.ask(ctx, req)
+	case MethodAgentToolInvoke:
+		return s.invokeTool(req)
 	}
+	return nil, &Error{Code: CodeMethodNotFound, Message: fmt.Sprintf("method %q not found (this plugin answers %s)", req.Method, MethodAsk)}
+}
+
+// ask runs one agent.ask call; a panicking agent becomes an error
+// response.
+func (s *stdioServer) ask(ctx context.Context, req *request) (resp *AskResponse, err error) {
 	if req.paramsErr != nil {
 		return nil, &Error{Code: CodeInvalidParams, Message: fmt.Sprintf("agent.ask: params are not an AskRequest: %v", req.paramsErr)}
 	}
@@ -203,7 +233,7 @@ func (s *stdioServer) call(ctx context.Context, req *request) (resp *AskResponse
 var replyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // reply writes one response line: the result, or err as a JSON-RPC error.
-func (s *stdioServer) reply(id json.RawMessage, resp *AskResponse, err error) {
+func (s *stdioServer) reply(id json.RawMessage, resp any, err error) {
 	buf := replyPool.Get().(*bytes.Buffer)
 	defer func() {
 		if buf.Cap() <= 1<<20 {
@@ -218,7 +248,11 @@ func (s *stdioServer) reply(id json.RawMessage, resp *AskResponse, err error) {
 		buf.WriteString(`,"result":`)
 		if encErr := json.NewEncoder(buf).Encode(resp); encErr != nil {
 			buf.Truncate(len(`{"jsonrpc":"2.0","id":`) + len(id))
-			err = &Error{Code: CodeAgentError, Message: fmt.Sprintf("encode AskResponse: %v", encErr)}
+			what := "AskResponse"
+			if _, ok := resp.(*AgentToolResult); ok {
+				what = "AgentToolResult"
+			}
+			err = &Error{Code: CodeAgentError, Message: fmt.Sprintf("encode %s: %v", what, encErr)}
 		} else {
 			buf.Truncate(buf.Len() - 1) // Encode's newline
 		}

@@ -16,6 +16,9 @@
 //	sub_events:  a list of events returned as the response's sub_events.
 //
 // Without answer it submits {"verb", "prompt", "call_id"} echoed back.
+//
+// The agent also serves one agent tool, echo (tool.go), which stories
+// declare under agent_tools: to hand it to their agents.
 package echo
 
 import (

@@ -185,7 +185,7 @@ func (a *Agent) prepare(ctx context.Context, req *agent.AskRequest) (*call, erro
 		if cc.RunID != "" {
 			cfg.RunID = cc.RunID
 		}
-		cfg.WorkspaceID, cfg.StoryDir, cfg.PluginTools = cc.WorkspaceID, cc.StoryDir, cc.PluginTools
+		cfg.WorkspaceID, cfg.StoryDir, cfg.PluginTools, cfg.Catalog = cc.WorkspaceID, cc.StoryDir, cc.PluginTools, cc.Catalog
 		if cc.Live != nil {
 			cfg.Live = cc.Live
 		}

@@ -63,6 +63,8 @@ type Agent struct {
 	proc   *process
 	closed bool
 	spawns chan func() // the spawning thread's work, once started
+
+	watch watchers // observers of process starts and crashes (tools.go)
 }
 
 // Build is the registry's builder for plugin: subprocess. It never spawns.
@@ -107,6 +109,13 @@ func (a *Agent) Ask(ctx context.Context, req *agent.AskRequest) (*agent.AskRespo
 // plugin_crash whose Err is the *jsonrpc2.Error, so errors.As recovers its
 // code (for example -32601, method not found).
 func (a *Agent) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	return a.call(ctx, method, params, false)
+}
+
+// call is Call; with notify, a call the caller stops waiting for is also
+// cancelled in the plugin with a $/cancelRequest notification naming its
+// id.
+func (a *Agent) call(ctx context.Context, method string, params any, notify bool) (json.RawMessage, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, agent.Errorf(agent.KindDeadlineExceeded, "subprocess agent: context done before the call: %w", err)
 	}
@@ -142,6 +151,9 @@ func (a *Agent) Call(ctx context.Context, method string, params any) (json.RawMe
 		// The call stays pending in the connection: a late answer is
 		// matched to it and dropped.
 		p.stream.abandon(id)
+		if notify {
+			cancelInPlugin(p, id)
+		}
 		return nil, agent.Errorf(agent.KindDeadlineExceeded, "subprocess agent: context cancelled waiting for response: %w", err)
 	}
 	p.stream.abandon(id)
@@ -211,10 +223,14 @@ func (a *Agent) live() (*process, error) {
 	var p *process
 	var err error
 	a.onSpawnThread(func() { p, err = spawn(a.decl, &a.opts) })
+	seq := a.watch.spawned()
 	if err != nil {
-		return nil, agent.Errorf(agent.KindPluginCrash, "subprocess agent: spawn %q: %w", a.decl.Command, err)
+		ae := agent.Errorf(agent.KindPluginCrash, "subprocess agent: spawn %q: %w", a.decl.Command, err)
+		go a.watch.emit(ProcessEvent{Kind: ProcessSpawnFailed, Seq: seq, Detail: ae.Detail})
+		return nil, ae
 	}
 	a.proc = p
+	go a.follow(p, seq)
 	return p, nil
 }
 

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/mcp"
+	"github.com/kitsoki/kitsoki/internal/plugintools"
+	"github.com/kitsoki/kitsoki/internal/story"
+)
+
+// pluginRuntime is what a run owns for plugin-contributed agent tools: the
+// service that keeps the plugins' lifecycle and the catalog, and, with
+// --control-mcp, the configuration-surface MCP session that can enable
+// and disable them.
+type pluginRuntime struct {
+	svc  *plugintools.Service
+	path string // the story file, re-read by :reload
+	ctl  *mcp.HTTPServer
+}
+
+// startPlugins starts the plugin-tool service of run session. With
+// controlAddr it also serves the configuration surface, whose plugin
+// controls act on this run, and prints its URL and token on stderr.
+func startPlugins(st *story.Story, reg *agent.Registry, session, controlAddr string, logger *slog.Logger, stderr io.Writer) (*pluginRuntime, error) {
+	svc, err := plugintools.New(st.Plugins, plugintools.Options{
+		Registry: reg,
+		RunLive:  func(id string) bool { return id == session },
+		Logger:   logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	pr := &pluginRuntime{svc: svc, path: st.File}
+	if controlAddr == "" {
+		return pr, nil
+	}
+	p, _ := mcp.ParseMode(string(mcp.Configuration))
+	h, err := mcp.ListenHTTP(controlAddr, logger)
+	if err != nil {
+		svc.Close()
+		return nil, fmt.Errorf("--control-mcp: %w", err)
+	}
+	s, err := h.Open(mcp.SessionConfig{
+		Profile:   p,
+		Root:      st.Dir,
+		LoadStory: func(_ context.Context, path string) (*story.Story, error) { return story.Load(path) },
+		Plugins:   svc,
+		Logger:    logger,
+	})
+	if err != nil {
+		h.Close()
+		svc.Close()
+		return nil, fmt.Errorf("--control-mcp: %w", err)
+	}
+	pr.ctl = h
+	fmt.Fprintf(stderr, "kitsoki: plugin controls (MCP, configuration surface) at %s\nkitsoki: send the header \"Authorization: Bearer %s\"\n", s.URL(), s.Token())
+	return pr, nil
+}
+
+// catalog is the plugin-tool catalog live agent calls attach to.
+func (p *pluginRuntime) catalog() *mcp.Catalog {
+	if p == nil {
+		return nil
+	}
+	return p.svc.Catalog()
+}
+
+// Close stops the control server and the service (the registry closes the
+// plugins themselves).
+func (p *pluginRuntime) Close() error {
+	if p == nil {
+		return nil
+	}
+	var err error
+	if p.ctl != nil {
+		err = p.ctl.Close()
+	}
+	return errors.Join(err, p.svc.Close())
+}
+
+// pluginHelp documents the prompt's plugin commands.
+const pluginHelp = `:plugins   agent plugins with tools      :enable <alias> / :disable <alias>
+:reload    re-read the story's plugins`
+
+// command runs one of the prompt's plugin commands and reports whether
+// line was one.
+func (p *pluginRuntime) command(ctx context.Context, line string, out, errw io.Writer) bool {
+	fields := strings.Fields(line)
+	if len(fields) == 0 {
+		return false
+	}
+	switch fields[0] {
+	case ":plugins":
+		p.printStatus(out)
+	case ":enable", ":disable":
+		if len(fields) != 2 {
+			fmt.Fprintf(errw, "kitsoki: write %s <alias>, e.g. %s agent.tagger\n", fields[0], fields[0])
+			return true
+		}
+		if p == nil {
+			fmt.Fprintln(errw, "kitsoki: no plugin contributes agent tools in this run")
+			return true
+		}
+		st, err := p.svc.SetPluginEnabled(ctx, fields[1], fields[0] == ":enable")
+		if err != nil {
+			fmt.Fprintln(errw, "kitsoki:", err)
+			return true
+		}
+		fmt.Fprintf(out, "%s is %s\n", st.Alias, st.State)
+	case ":reload":
+		p.reload(out, errw)
+	default:
+		return false
+	}
+	return true
+}
+
+func (p *pluginRuntime) printStatus(out io.Writer) {
+	var status []mcp.PluginStatus
+	if p != nil {
+		status = p.svc.PluginStatus()
+	}
+	if len(status) == 0 {
+		fmt.Fprintln(out, "no plugin contributes agent tools in this run")
+		return
+	}
+	for _, st := range status {
+		line := fmt.Sprintf("  %-20s %-9s %s", st.Alias, st.State, strings.Join(st.Tools, ", "))
+		if st.Detail != "" {
+			line += "\n      " + st.Detail
+		}
+		fmt.Fprintln(out, line)
+	}
+}
+
+// reload re-reads the story file and applies its plugin declarations. A
+// story that no longer loads, or whose tool declarations are invalid,
+// changes nothing. The states of the running story are not replaced.
+func (p *pluginRuntime) reload(out, errw io.Writer) {
+	if p == nil {
+		fmt.Fprintln(errw, "kitsoki: no plugin contributes agent tools in this run")
+		return
+	}
+	st, err := story.Load(p.path)
+	if err != nil {
+		fmt.Fprintf(errw, "kitsoki: reload failed; the previous plugins and tools stay in force:\n%v\n", err)
+		return
+	}
+	defer st.Close()
+	if err := p.svc.Reload(st.Plugins); err != nil {
+		fmt.Fprintf(errw, "kitsoki: %v\n", err)
+		return
+	}
+	fmt.Fprintf(out, "reloaded the plugins of %s\n", p.path)
+	p.printStatus(out)
+}

@@ -7,8 +7,12 @@ BIN := bin/kitsoki
 
 all: build
 
+# kitsoki and the example plugins the plugin stories use (bin/echo-go,
+# bin/echo-mcp).
 build:
 	$(GO) build -o $(BIN) ./cmd/kitsoki
+	$(GO) build -o bin/echo-go ./examples/plugins/echo-go
+	$(GO) build -o bin/echo-mcp ./examples/plugins/echo-mcp
 
 # Runs the bundled example story end to end, its agent replayed from the
 # cassette recorded with `kitsoki run --record` (the real replay path): no

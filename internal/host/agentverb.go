@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"maps"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -185,10 +186,15 @@ func (h *Host) ask(ctx context.Context, verb string, call *Call, p *prepared) (*
 			subst = map[string]any{"reason": string(agent.KindSchemaInvalid), "original_plugin": p.alias, "fallback_plugin": agent.DefaultAlias}
 			resp, submission, askErr = h.fallback(actx, p, call)
 			if askErr == nil {
-				if resp.Meta == nil {
-					resp.Meta = map[string]any{}
+				// The agent's response may be shared (a cassette replays
+				// the same one): annotate a copy.
+				r := *resp
+				r.Meta = maps.Clone(resp.Meta)
+				if r.Meta == nil {
+					r.Meta = map[string]any{}
 				}
-				resp.Meta["fallback_of"] = p.alias
+				r.Meta["fallback_of"] = p.alias
+				resp = &r
 			}
 		}
 	}

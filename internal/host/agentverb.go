@@ -2,10 +2,10 @@ package host
 
 import (
 	"context"
-	"maps"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 

@@ -235,8 +235,8 @@ func renderWith(st *story.Story, site *CallSite) (map[string]any, bool, error) {
 // the example's args (as with.args when the call site has an args block,
 // else merged at the top level, where the prompt reads them).
 func (p *plan) args(ex *Example) map[string]any {
-	out := deepCopy(p.with).(map[string]any)
-	exArgs, _ := deepCopy(ex.Args).(map[string]any)
+	out := orchestrator.DeepCopy(p.with).(map[string]any)
+	exArgs, _ := orchestrator.DeepCopy(ex.Args).(map[string]any)
 	if exArgs == nil {
 		exArgs = map[string]any{}
 	}
@@ -250,23 +250,6 @@ func (p *plan) args(ex *Example) map[string]any {
 	return out
 }
 
-func deepCopy(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(t))
-		for k, e := range t {
-			m[k] = deepCopy(e)
-		}
-		return m
-	case []any:
-		l := make([]any, len(t))
-		for i, e := range t {
-			l[i] = deepCopy(e)
-		}
-		return l
-	}
-	return v
-}
 
 // execute runs every job, at most o.Parallel at a time, and returns the
 // results in job order.

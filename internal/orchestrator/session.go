@@ -96,7 +96,7 @@ func InitialWorld(st *story.Story) map[string]any {
 	w := make(map[string]any, len(st.World)+4)
 	for _, v := range st.World {
 		if v.HasDefault {
-			w[v.Name] = deepCopy(v.Default)
+			w[v.Name] = DeepCopy(v.Default)
 		}
 	}
 	seed := map[string]any{"session_cost_usd": 0.0, "turn_cost_usd": 0.0, "last_error": "", "write_mode_scope": ""}
@@ -205,18 +205,20 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-func deepCopy(v any) any {
+// DeepCopy copies maps and lists recursively, so a world value can be handed
+// out or seeded without sharing its insides.
+func DeepCopy(v any) any {
 	switch t := v.(type) {
 	case map[string]any:
 		m := make(map[string]any, len(t))
 		for k, e := range t {
-			m[k] = deepCopy(e)
+			m[k] = DeepCopy(e)
 		}
 		return m
 	case []any:
 		l := make([]any, len(t))
 		for i, e := range t {
-			l[i] = deepCopy(e)
+			l[i] = DeepCopy(e)
 		}
 		return l
 	}

@@ -237,7 +237,7 @@ func (s *Session) validate(t *turnCtx) *Rejection {
 				continue
 			}
 			if sl.HasDefault {
-				t.slots[name] = deepCopy(sl.Default)
+				t.slots[name] = DeepCopy(sl.Default)
 			}
 			continue
 		}

@@ -250,7 +250,6 @@ func (p *plan) args(ex *Example) map[string]any {
 	return out
 }
 
-
 // execute runs every job, at most o.Parallel at a time, and returns the
 // results in job order.
 func (p *plan) execute(ctx context.Context, o *Options) ([]*callResult, error) {

@@ -13,10 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/agent/claudecli"
-	"github.com/kitsoki/kitsoki/internal/agent/transports"
-	"github.com/kitsoki/kitsoki/internal/demo"
 	"github.com/kitsoki/kitsoki/internal/eval"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/story"
@@ -304,12 +300,9 @@ func runEval(cmd *cobra.Command, g *globals, o *evalRunOpts, path string) error 
 		}
 		ro.Replay = rp
 	} else {
-		reg := agent.NewRegistry(logger)
-		transports.Register(reg)
-		reg.Configure(c.Story.Plugins)
-		demo.Register(reg)
+		reg := newRegistry(c.Story, logger)
 		defer reg.Close()
-		builtin := claudecli.NewBuiltin(claudecli.Options{Logger: logger})
+		builtin := newBuiltin(c.Story, logger)
 		defer builtin.Close()
 		ro.Registry, ro.Builtin = reg, builtin
 		if o.record != "" {

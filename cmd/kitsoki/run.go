@@ -14,9 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/agent/transports"
-	"github.com/kitsoki/kitsoki/internal/demo"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/story"
@@ -123,10 +120,7 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) error {
 	}
 	defer w.Close()
 
-	reg := agent.NewRegistry(logger)
-	transports.Register(reg)
-	reg.Configure(st.Plugins)
-	demo.Register(reg)
+	reg := newRegistry(st, logger)
 	defer reg.Close()
 	as, err := setupAgents(o, st, reg)
 	if err != nil {

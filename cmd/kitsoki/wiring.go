@@ -25,14 +25,31 @@ import (
 // Claude Code CLI), and host.agent.search backed by local embedding servers.
 // extra options come last (a cassette replay's built-in agent).
 func newHost(st *story.Story, reg *agent.Registry, sink host.Sink, logger *slog.Logger, timeout time.Duration, extra ...host.Option) *host.Host {
-	claude := st.Plugins[agent.DefaultAlias]
 	return host.New(st, reg, sink, append([]host.Option{
 		host.WithLogger(logger),
 		host.WithDefaultTimeout(timeout),
-		host.WithBuiltin(claudecli.NewBuiltin(claudecli.Options{
-			Command: claude.Command, Model: claude.Model, Dir: st.Dir, Secrets: st.Secrets, Logger: logger})),
+		host.WithBuiltin(newBuiltin(st, logger)),
 		host.WithRanker(localRanker(logger)),
 	}, extra...)...)
+}
+
+// newRegistry returns the agent registry of a run of st: every transport
+// this build has, the story's declarations, and the demo agent when the
+// story declares it.
+func newRegistry(st *story.Story, logger *slog.Logger) *agent.Registry {
+	reg := agent.NewRegistry(logger)
+	transports.Register(reg)
+	reg.Configure(st.Plugins)
+	demo.Register(reg)
+	return reg
+}
+
+// newBuiltin returns the agent of the built-in claude path (invokes with no
+// agent:), configured from the story's agent.claude declaration.
+func newBuiltin(st *story.Story, logger *slog.Logger) *claudecli.Agent {
+	claude := st.Plugins[agent.DefaultAlias]
+	return claudecli.NewBuiltin(claudecli.Options{
+		Command: claude.Command, Model: claude.Model, Dir: st.Dir, Secrets: st.Secrets, Logger: logger})
 }
 
 // localRanker builds host.agent.search rankers from builtin.local_llm
@@ -96,10 +113,7 @@ func openRuntime(st *story.Story, c runtimeConfig) (*runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("trace %s: %w", c.trace, err)
 	}
-	reg := agent.NewRegistry(c.logger)
-	transports.Register(reg)
-	reg.Configure(st.Plugins)
-	demo.Register(reg)
+	reg := newRegistry(st, c.logger)
 	var sess *orchestrator.Session
 	h := newHost(st, reg, w, c.logger, c.timeout, liveCalls(st, &sess, nil))
 	opts := []orchestrator.Option{orchestrator.WithSessionID(c.session), orchestrator.WithWorld(c.world), orchestrator.WithLogger(c.logger)}

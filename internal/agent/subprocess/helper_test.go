@@ -128,6 +128,12 @@ func runHelper(mode string) {
 		for {
 			next()
 		}
+	case "log-lines":
+		// Logs every line it reads to stderr, never answering: tests see
+		// what kitsoki wrote (a $/cancelRequest, say) in the plugin log.
+		for in.Scan() {
+			fmt.Fprintln(os.Stderr, "got:", in.Text())
+		}
 	case "late":
 		// Answers each call after with.sleep_ms, so the late answer to a
 		// timed-out call arrives while the next call waits.

@@ -267,12 +267,16 @@ func runEval(cmd *cobra.Command, g *globals, o *evalRunOpts, path string) error 
 		return exitWith(exitFailure, err)
 	}
 	defer c.Close()
-	if !c.OK() {
-		printFindings(out, c)
-		return exitWith(exitFailure, errEvalInvalid)
-	}
+	// Warnings go to stderr: run's stdout is the ERROR lines on failure
+	// and the OK lines (or the report) on success (eval-format.md §7).
 	for _, w := range c.Warnings {
 		fmt.Fprintln(stderr, "WARN:", w)
+	}
+	if !c.OK() {
+		for _, e := range c.Errors {
+			fmt.Fprintln(out, "ERROR:", e)
+		}
+		return exitWith(exitFailure, errEvalInvalid)
 	}
 	if o.cassette != "" && o.record != "" {
 		return exitWith(exitFailure, errors.New("--cassette and --record cannot be combined: record a live run, then replay it"))

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kitsoki/kitsoki/internal/schema"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
@@ -125,8 +126,13 @@ func TestEvalInvalid(t *testing.T) {
 	if code != exitFailure || !strings.HasSuffix(out, "status: invalid\n"+wantLines) || strings.TrimSpace(errs) != "eval validation failed" {
 		t.Errorf("show: exit %d\nstdout:\n%s\nstderr: %s", code, out, errs)
 	}
+	// run prints only the ERROR lines on stdout (§7); the warning goes to
+	// stderr, before the failure.
 	code, out, errs = runCLI(t, "", "eval", "run", p)
-	if code != exitFailure || out != wantLines || strings.TrimSpace(errs) != "eval validation failed" {
+	wantRun := "ERROR: at least one example is required\n" +
+		"ERROR: call site \"nope\" not found; add id: nope to the target host.agent.* invoke\n"
+	wantErr := "WARN: judge comparator requires passing evidence for the judge call site before promotion\neval validation failed"
+	if code != exitFailure || out != wantRun || strings.TrimSpace(errs) != wantErr {
 		t.Errorf("run: exit %d\nstdout:\n%s\nstderr: %s", code, out, errs)
 	}
 }
@@ -140,6 +146,28 @@ func TestEvalRunOffline(t *testing.T) {
 	code, out, _ = runCLI(t, "", "eval", "run", helloEval, "--json")
 	if code != exitOK || !strings.HasPrefix(out, "{\n  \"ok\": true,\n  \"mode\": \"offline\",\n  \"call\": {\n    \"call\": \"compose\",") {
 		t.Errorf("--json: %s", out)
+	}
+}
+
+// validateEvalReport checks a report the CLI wrote against
+// schemas/eval-report.schema.json.
+func validateEvalReport(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := schema.NewCompiler("../../schemas")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sch, err := c.Compile("eval-report.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sch.ValidateJSON(b); err != nil {
+		t.Errorf("%s does not match schemas/eval-report.schema.json: %v", path, err)
 	}
 }
 
@@ -160,9 +188,7 @@ func TestEvalRunLive(t *testing.T) {
 	if !strings.Contains(errs, "[15/15] agent.demo/scripted-demo") {
 		t.Errorf("no plain progress lines on a non-terminal stderr:\n%s", errs)
 	}
-	if _, err := os.Stat(filepath.Join(reports, "latest.json")); err != nil {
-		t.Error(err)
-	}
+	validateEvalReport(t, filepath.Join(reports, "latest.json"))
 
 	dir := copyHello(t)
 	rec := filepath.Join(t.TempDir(), "rec.yaml")
@@ -170,6 +196,7 @@ func TestEvalRunLive(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "**Decision** (`cheapest_passing`): `agent.demo/scripted-demo`") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
+	validateEvalReport(t, filepath.Join(dir, "evals", "reports", "compose", "latest.json"))
 	if b, err := os.ReadFile(rec); err != nil || !strings.Contains(string(b), "handler: agent.demo@scripted-demo") {
 		t.Errorf("recorded cassette: %v\n%s", err, b)
 	}

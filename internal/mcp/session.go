@@ -55,8 +55,8 @@ type SessionConfig struct {
 	// LoadStory and StartRun back the configuration and external tools.
 	LoadStory StoryLoader
 	StartRun  RunStarter
-	// PluginTools supplies plugin-contributed tools through a pull seam;
-	// Catalog, when set, takes precedence.
+	// PluginTools supplies plugin-contributed tools through a pull seam,
+	// until a catalog snapshot is applied (which then takes precedence).
 	PluginTools ToolSource
 	// Catalog, if set, pushes plugin-tool snapshots to the session: it
 	// starts from the current snapshot and applies every newer one.

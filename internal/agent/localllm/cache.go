@@ -205,15 +205,7 @@ func FetchModel(ctx context.Context, id string, opts Options) (string, error) {
 
 // ModelIDs lists the model ids with a sha256 pin, for `kitsoki fetch`'s help
 // and errors.
-func ModelIDs(opts Options) []string {
-	var ids []string
-	for _, id := range sortedKeys(opts.pins().Models) {
-		if opts.pins().Models[id].File.SHA256 != "" {
-			ids = append(ids, id)
-		}
-	}
-	return ids
-}
+func ModelIDs(opts Options) []string { return opts.pins().pinnedModels() }
 
 // serverLibDir returns the directory to put on LD_LIBRARY_PATH for a server
 // binary that came from a release extraction ("" for a server_bin:).

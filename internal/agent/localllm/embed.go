@@ -100,7 +100,7 @@ func NewEmbedder(cfg EmbedderConfig, logger *slog.Logger) (*LocalEmbedder, error
 		logger.Warn("local_llm embed: unknown embedding model: no task prefixes or truncation applied", "model", cfg.Model)
 	}
 	// Reuse New's defaults for the shared knobs.
-	a, err := New(agent.Declaration{Model: cfg.Model, Endpoint: cfg.Endpoint}, cfg.Config, logger)
+	a, err := New(agent.Declaration{Model: cfg.Model, Endpoint: cfg.Endpoint, ServerBin: cfg.ServerBin}, cfg.Config, logger)
 	if err != nil {
 		return nil, fmt.Errorf("local embedder: %w", err)
 	}

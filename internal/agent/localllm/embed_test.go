@@ -171,3 +171,23 @@ func TestManagedEmbeddingSidecar(t *testing.T) {
 		t.Error("embedding sidecar survived Close")
 	}
 }
+
+// server_bin: skips the release pin for an embedder as for a chat agent, so
+// managed embeddings work on a platform without a pinned build.
+func TestEmbedderServerBinOnUnpinnedPlatform(t *testing.T) {
+	m := newManagedSetup(t)
+	bin := fakeServerScript(t, t.TempDir(), "FAKE_STATE_DIR="+m.state)
+	cfg := m.cfg
+	cfg.Platform = "plan9/386"
+	e, err := NewEmbedder(EmbedderConfig{Model: "test-embed", ServerBin: bin, Config: cfg}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	if _, err := e.Embed(context.Background(), []string{"x"}, RoleDocument); err != nil {
+		t.Fatal(err)
+	}
+	if n := m.env.srv.hitCount("/rel/llama-t1.tar.gz"); n != 0 {
+		t.Errorf("release fetched %d times despite server_bin", n)
+	}
+}

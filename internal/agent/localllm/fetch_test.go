@@ -291,7 +291,7 @@ func TestFetchResumesAfterPartialFile(t *testing.T) {
 func TestFetchRefusals(t *testing.T) {
 	e := newTestEnv(t, "")
 	_, err := FetchModel(context.Background(), "nope", e.opts())
-	if want := `unknown model "nope" (pinned models: test-chat, test-embed, unpinned); to use another model run llama-server yourself and use endpoint: mode`; err == nil || err.Error() != want {
+	if want := `unknown model "nope" (pinned models: test-chat, test-embed); to use another model run llama-server yourself and use endpoint: mode`; err == nil || err.Error() != want {
 		t.Errorf("unknown: %v", err)
 	}
 	_, err = FetchModel(context.Background(), "unpinned", e.opts())

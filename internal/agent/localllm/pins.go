@@ -142,12 +142,24 @@ func (p Pins) release(platform string) (Release, error) {
 func (p Pins) model(id string) (Model, error) {
 	m, ok := p.Models[id]
 	if !ok {
-		return Model{}, fmt.Errorf("unknown model %q (pinned models: %s); to use another model run llama-server yourself and use endpoint: mode", id, strings.Join(sortedKeys(p.Models), ", "))
+		return Model{}, fmt.Errorf("unknown model %q (pinned models: %s); to use another model run llama-server yourself and use endpoint: mode", id, strings.Join(p.pinnedModels(), ", "))
 	}
 	if m.File.SHA256 == "" {
 		return Model{}, fmt.Errorf("model %q has no sha256 pin, so managed mode refuses to fetch it; run llama-server with it yourself and use endpoint: mode", id)
 	}
 	return m, nil
+}
+
+// pinnedModels lists, sorted, the model ids managed mode can fetch: those
+// with a sha256 pin.
+func (p Pins) pinnedModels() []string {
+	var ids []string
+	for _, id := range sortedKeys(p.Models) {
+		if p.Models[id].File.SHA256 != "" {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -40,14 +40,15 @@ bench:
 fetch-llama-server: build
 	$(BIN) fetch llama-server
 
-# make fetch-models: every pinned model; make fetch-models MODEL=<id>: one.
+# make fetch-models: the default chat model; make fetch-models MODEL=<id>:
+# that model (`kitsoki fetch models` fetches every pinned one).
 fetch-models: build
-	$(BIN) fetch $(if $(MODEL),model $(MODEL),models)
+	$(BIN) fetch model $(MODEL)
 
 # Endpoint-mode tests against a real llama-server in a Debian sid chroot
 # (opt-in, root, network to Debian's mirrors; see docs/agents/local-llm.md).
 test-llama-real:
-	bash scripts/llama-real.sh
+	GO=$(GO) bash scripts/llama-real.sh
 
 clean:
 	rm -rf bin .kitsoki

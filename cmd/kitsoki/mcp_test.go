@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kitsoki/kitsoki/internal/mcp"
+	"github.com/kitsoki/kitsoki/internal/trace"
 	"github.com/spf13/cobra"
 )
 
@@ -42,5 +43,57 @@ func TestRunRefusesAnExistingTrace(t *testing.T) {
 	code, _, errs := runCLI(t, "", "run", hello, "--trace", tr, "--intents", "greet name=A,bye")
 	if code != exitFailure || !strings.Contains(errs, "already holds a session; pass another --trace path") {
 		t.Errorf("second run on the same trace: exit %d: %s", code, errs)
+	}
+}
+
+// The external surface's run-starting tool honours selection: pins as
+// kitsoki run does: a pin whose evidence holds routes the call (pinned on
+// agent.call.start); one whose evidence is missing takes the default route
+// and the run still completes.
+func TestStartRunHonoursPins(t *testing.T) {
+	dir := copyHello(t)
+	app := filepath.Join(dir, "app.yaml")
+	orig, err := os.ReadFile(app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir()) // the run's trace goes under ./.kitsoki/runs
+	start := startRun(&globals{logLevel: "error"}, &cobra.Command{})
+	for _, tt := range []struct {
+		evidence string
+		pinned   bool
+	}{
+		{"evals/reports/compose/latest.json", true},
+		{"evals/reports/compose/missing.json", false},
+	} {
+		s := strings.Replace(string(orig), "        on_error: lobby\n",
+			"        on_error: lobby\n        selection: {profile: agent.demo, model: scripted-demo, evidence: "+tt.evidence+"}\n", 1)
+		if s == string(orig) {
+			t.Fatal("hello app.yaml changed shape; update the test")
+		}
+		if err := os.WriteFile(app, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res, err := start(context.Background(), mcp.StartRunRequest{Story: app, Intents: []string{"greet name=Ada", "bye"}})
+		if err != nil {
+			t.Fatalf("%s: %v", tt.evidence, err)
+		}
+		evs, err := trace.ReadFile(res.Trace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, ev := range evs {
+			if ev.Kind != trace.KindAgentCallStart {
+				continue
+			}
+			n++
+			if ev.Payload["pinned"] != tt.pinned || ev.Payload["profile"] != "agent.demo" {
+				t.Errorf("%s: agent.call.start = %v, want pinned %v", tt.evidence, ev.Payload, tt.pinned)
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s: no agent.call.start in %s", tt.evidence, res.Trace)
+		}
 	}
 }

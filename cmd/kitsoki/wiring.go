@@ -13,6 +13,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agent/localllm"
 	"github.com/kitsoki/kitsoki/internal/agent/transports"
 	"github.com/kitsoki/kitsoki/internal/demo"
+	"github.com/kitsoki/kitsoki/internal/eval"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/mcp"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
@@ -114,8 +115,14 @@ func openRuntime(st *story.Story, c runtimeConfig) (*runtime, error) {
 		return nil, fmt.Errorf("trace %s: %w", c.trace, err)
 	}
 	reg := newRegistry(st, c.logger)
+	// selection: pins are honoured here as in kitsoki run; one that cannot
+	// be is logged and the call takes its fallback route.
+	pins := eval.ResolvePins(st)
+	for _, warning := range pins.Warnings {
+		c.logger.Warn("selection pin not honoured", "detail", warning)
+	}
 	var sess *orchestrator.Session
-	h := newHost(st, reg, w, c.logger, c.timeout, liveCalls(st, &sess, nil))
+	h := newHost(st, reg, w, c.logger, c.timeout, liveCalls(st, &sess, nil), host.WithRoutes(pins.Routes))
 	opts := []orchestrator.Option{orchestrator.WithSessionID(c.session), orchestrator.WithWorld(c.world), orchestrator.WithLogger(c.logger)}
 	if c.root != "" {
 		opts = append(opts, orchestrator.WithRoot(c.root))

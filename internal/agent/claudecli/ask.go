@@ -316,12 +316,14 @@ func (a *Agent) response(c *call, runs []*result, nudges int) *agent.AskResponse
 	if sessionID == "" {
 		sessionID = c.sessionID
 	}
+	// The model the CLI reports (its init event, else the envelope's
+	// modelUsage) wins over the one requested, which may be an alias.
 	model := last.model
 	if model == "" {
-		model = c.model
+		model = last.usageModel()
 	}
 	if model == "" {
-		model = last.usageModel()
+		model = c.model
 	}
 	meta := map[string]any{
 		"result":          redact(text, c.secrets),

@@ -56,7 +56,8 @@ func TestBuiltinRouteThroughTheHost(t *testing.T) {
 	defer st.Close()
 	h := newHarness(t,
 		fakeRun{Calls: []fakeCall{{Tool: "submit_kitsoki", Args: map[string]any{"decision": "approve", "reason": "business travel"}}}, Result: "Approved: business travel."},
-		fakeRun{Result: "No, 40 is modest."})
+		fakeRun{Result: "No, 40 is modest."},
+		fakeRun{Calls: []fakeCall{{Tool: "submit_kitsoki", Args: map[string]any{"decision": "reject", "reason": "no receipt"}}}, Result: "Rejected."})
 	sink := &recordSink{}
 	hs := host.New(st, agent.NewRegistry(nil), sink, host.WithBuiltin(h.builtin()))
 
@@ -93,6 +94,18 @@ func TestBuiltinRouteThroughTheHost(t *testing.T) {
 	if ask["stdout"] != "No, 40 is modest." || ask["exit_code"] != 0 || ask["ok"] != true {
 		t.Errorf("ask bind data = %v", ask)
 	}
+	// ask with a schema binds the submission as submitted, beside stdout.
+	judged := dispatch(2, map[string]any{"prompt": "Judge it.", "schema": "schemas/verdict.json"})
+	if diff := cmp.Diff(map[string]any{"decision": "reject", "reason": "no receipt"}, judged["submitted"]); diff != "" {
+		t.Errorf("ask with schema: submitted (-want +got):\n%s", diff)
+	}
+	if judged["stdout"] != "Rejected." || judged["ok"] != true || judged["exit_code"] != 0 {
+		t.Errorf("ask with schema: bind data = %v", judged)
+	}
+	if _, ok := judged["rationale"]; ok {
+		t.Errorf("ask has decide's rationale key: %v", judged)
+	}
+
 	logs := h.logs()
 	if logs[1].Env["ANTHROPIC_AUTH_TOKEN"] != secret || logs[1].Flags["--model"] != "glm-4.6" {
 		t.Errorf("provider not applied: env %v flags %v", logs[1].Env, logs[1].Flags)
@@ -102,7 +115,8 @@ func TestBuiltinRouteThroughTheHost(t *testing.T) {
 	for _, ev := range sink.events {
 		kinds = append(kinds, ev.Kind)
 	}
-	want := []string{"agent.call.start", "agent.claude.mcp.submit_kitsoki", "agent.call.complete", "agent.call.start", "agent.call.complete"}
+	want := []string{"agent.call.start", "agent.claude.mcp.submit_kitsoki", "agent.call.complete", "agent.call.start", "agent.call.complete",
+		"agent.call.start", "agent.claude.mcp.submit_kitsoki", "agent.call.complete"}
 	if diff := cmp.Diff(want, kinds); diff != "" {
 		t.Errorf("trace kinds (-want +got):\n%s", diff)
 	}

@@ -702,3 +702,60 @@ func TestRoutedModelAndEffortWin(t *testing.T) {
 		t.Errorf("--model %q --effort %q, want the routed ones", l.Flags["--model"], l.Flags["--effort"])
 	}
 }
+
+func TestMetaModelIsTheOneTheCLIReports(t *testing.T) {
+	// With --output-format json there is no init event: the model comes
+	// from the envelope's modelUsage, which names the resolved model even
+	// when an alias was requested.
+	h := newHarness(t, fakeRun{Result: "ok", UsageModel: "claude-sonnet-4-6-20260101"})
+	a, _ := Build(agent.Declaration{Alias: "agent.claude", Plugin: agent.PluginClaudeCLI, Command: h.bin, Model: "sonnet"}, agent.BuildEnv{})
+	a.(*Agent).opts.Environ = h.environ()
+	defer a.Close()
+	resp, err := a.Ask(context.Background(), request("ask", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.logs()[0].Flags["--model"]; got != "sonnet" {
+		t.Errorf("--model %q, want the declaration's alias", got)
+	}
+	if resp.Meta["model"] != "claude-sonnet-4-6-20260101" {
+		t.Errorf("meta model = %v, want the model the CLI reported", resp.Meta["model"])
+	}
+}
+
+func TestTaskSessionReuse(t *testing.T) {
+	// task, like converse, keeps one claude session per kitsoki session and
+	// persona; a different persona starts its own.
+	h := newHarness(t, fakeRun{Result: "done"})
+	a := h.builtin()
+	ctx := withPersona(auditor)
+	r1, err := a.Ask(ctx, request("task", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := a.Ask(ctx, request("task", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r3, err := a.Ask(withPersona(&agent.Persona{Name: "fixer", SystemPrompt: "Fix it."}), request("task", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := h.logs()
+	id := logs[0].Flags["--session-id"]
+	if id == "" || logs[0].Flags["--resume"] != "" {
+		t.Fatalf("first task call: %v", logs[0].Flags)
+	}
+	if logs[1].Flags["--resume"] != id || logs[1].Flags["--session-id"] != "" {
+		t.Errorf("second task call did not resume %s: %v", id, logs[1].Flags)
+	}
+	if logs[2].Flags["--session-id"] == "" || logs[2].Flags["--session-id"] == id {
+		t.Errorf("another persona reused the claude session: %v", logs[2].Flags)
+	}
+	if r1.Meta["session_resumed"] != false || r2.Meta["session_resumed"] != true || r3.Meta["session_resumed"] != false {
+		t.Errorf("session_resumed: %v %v %v", r1.Meta["session_resumed"], r2.Meta["session_resumed"], r3.Meta["session_resumed"])
+	}
+	if r2.Meta["session_id"] != id {
+		t.Errorf("meta session_id %v, want %s", r2.Meta["session_id"], id)
+	}
+}

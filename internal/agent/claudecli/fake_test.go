@@ -40,6 +40,9 @@ type fakeRun struct {
 	Stderr         string     `json:"stderr,omitempty"`
 	SleepMS        int        `json:"sleep_ms,omitempty"`
 	NoEnvelope     bool       `json:"no_envelope,omitempty"`
+	// UsageModel names the model in the envelope's modelUsage (default:
+	// the --model flag), as the CLI reports a resolved alias.
+	UsageModel string `json:"usage_model,omitempty"`
 }
 
 type fakeCall struct {
@@ -155,6 +158,10 @@ func fakeClaude() int {
 	if model == "" {
 		model = "claude-fake-default"
 	}
+	usageModel := model
+	if run.UsageModel != "" {
+		usageModel = run.UsageModel
+	}
 	subtype := run.Subtype
 	if subtype == "" {
 		subtype = "success"
@@ -163,7 +170,7 @@ func fakeClaude() int {
 		"type": "result", "subtype": subtype, "is_error": run.IsError, "session_id": session,
 		"total_cost_usd": 0.25, "duration_ms": 1200, "num_turns": 2,
 		"usage":              map[string]any{"input_tokens": 10, "output_tokens": 5, "server_tool_use": map[string]any{"web_search_requests": 0}},
-		"modelUsage":         map[string]any{model: map[string]any{"outputTokens": 5}},
+		"modelUsage":         map[string]any{usageModel: map[string]any{"outputTokens": 5}},
 		"permission_denials": append([]any{}, denials...),
 	}
 	if !run.NoResult {

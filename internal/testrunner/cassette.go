@@ -104,7 +104,14 @@ type AgentBlock struct {
 	Input          any     `yaml:"input,omitempty"`
 	// Response is the agent's answer: JSON text or plain text.
 	Response string `yaml:"response,omitempty"`
-	Error    string `yaml:"error,omitempty"`
+	// Submission, when set, is the exact submission the agent role hands
+	// the host, in place of Response's JSON-or-string rule. The recorder
+	// writes it only for a submission that rule cannot reproduce byte for
+	// byte (a JSON number, boolean or null, a JSON string whose text starts
+	// with { or [, a string escaped differently from Go's encoder), so
+	// record then replay stays exact.
+	Submission string `yaml:"submission,omitempty"`
+	Error      string `yaml:"error,omitempty"`
 	// CallID is advisory: the call_id is always recomputed.
 	CallID     string `yaml:"call_id,omitempty"`
 	Transcript any    `yaml:"transcript,omitempty"`

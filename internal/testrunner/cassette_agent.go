@@ -101,6 +101,8 @@ func answer(p picked, callID string) (*agent.AskResponse, error) {
 	}
 	resp := &agent.AskResponse{Meta: agentMeta(p, callID)}
 	switch {
+	case ep.Agent != nil && ep.Agent.Submission != "":
+		resp.Submission = json.RawMessage(ep.Agent.Submission)
 	case ep.Agent != nil:
 		resp.Submission = submissionOf(ep.Agent.Response)
 	case r.HasData:

@@ -49,7 +49,7 @@ func TestCassetteLoadErrors(t *testing.T) {
 		{"match not a map", "kind: host_cassette\nepisodes:\n  - {id: a, match: [h], response: {data: {}}}\n", nil,
 			`line 3: episode "a".match must be a mapping, got a list`},
 		{"unknown agent key", "kind: host_cassette\nepisodes:\n  - {id: a, agent: {verb: ask, tokens: 3}}\n", nil,
-			`line 3: episode "a".agent: unknown key "tokens" (valid: verb, agent, model, turn, duration_ms, prompt_tokens, response_tokens, cost_usd, system_prompt, prompt, input, response, error, call_id, transcript)`},
+			`line 3: episode "a".agent: unknown key "tokens" (valid: verb, agent, model, turn, duration_ms, prompt_tokens, response_tokens, cost_usd, system_prompt, prompt, input, response, submission, error, call_id, transcript)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -68,7 +68,7 @@ var (
 	episodeKeys  = []string{"id", "match", "response", "delay", "replay", "agent"}
 	responseKeys = []string{"data", "error", "infra_error", "delay", "replay"}
 	agentKeys    = []string{"verb", "agent", "model", "turn", "duration_ms", "prompt_tokens", "response_tokens", "cost_usd",
-		"system_prompt", "prompt", "input", "response", "error", "call_id", "transcript"}
+		"system_prompt", "prompt", "input", "response", "submission", "error", "call_id", "transcript"}
 )
 
 func parseEpisode(n *yaml.Node, i int) (*Episode, error) {

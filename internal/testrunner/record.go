@@ -1,6 +1,7 @@
 package testrunner
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -61,6 +62,9 @@ func agentEpisode(ctx context.Context, alias, phase string, req *agent.AskReques
 		ab.Error = askErrorText(ctx, err)
 	case resp != nil:
 		ab.Response = responseText(resp.Submission)
+		if !bytes.Equal(submissionOf(ab.Response), resp.Submission) {
+			ab.Submission = string(resp.Submission) // response alone would replay other bytes
+		}
 	}
 	return &Episode{ID: episodeID(alias, req.StatePath),
 		Match: map[string]any{"handler": alias, "phase": phase}, Agent: ab}

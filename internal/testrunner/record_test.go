@@ -310,3 +310,62 @@ func TestNewEpisodesBuiltinPath(t *testing.T) {
 		t.Errorf("replay run: view %q, live calls %d", v, calls.Load())
 	}
 }
+
+// Record then replay hands the host the very bytes the live agent
+// submitted, also for submissions the response text rule cannot express
+// (scalars, strings that start with { or [, other escapes); those get a
+// submission: key, the others are written as the spec's response alone.
+func TestRecordReplaySubmissionBytes(t *testing.T) {
+	tests := []struct {
+		sub      string
+		extraKey bool // the recording needs submission:
+	}{
+		{`{"a":"<b>"}`, false},
+		{"{ \"a\" : 1 }\n", false},
+		{`[1, 2]`, false},
+		{`"plain words"`, false},
+		{`"\u003cb\u003e \u0026 é"`, false}, // as Go's encoder writes it
+		{``, false},
+		{`"<b> & é"`, true}, // as e.g. Python writes it
+		{`"[note] hi"`, true},
+		{`"{x"`, true},
+		{`"  [x]"`, true},
+		{`"a\/b"`, true},
+		{`null`, true},
+		{`true`, true},
+		{`3`, true},
+		{`-0.5e3`, true},
+		{`tru`, true}, // malformed, replayed as malformed
+	}
+	for _, tt := range tests {
+		t.Run(tt.sub, func(t *testing.T) {
+			live := agent.AgentFunc(func(context.Context, *agent.AskRequest) (*agent.AskResponse, error) {
+				return &agent.AskResponse{Submission: json.RawMessage(tt.sub)}, nil
+			})
+			req := &agent.AskRequest{Verb: "ask", StatePath: "s"}
+			rec := NewRecorder("x", "")
+			got, err := rec.Agent("agent.a", live).Ask(context.Background(), req)
+			if err != nil || string(got.Submission) != tt.sub {
+				t.Fatalf("the recorder changed the live answer: %q, %v", got.Submission, err)
+			}
+			b, err := rec.Encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if has := strings.Contains(string(b), "\n      submission: "); has != tt.extraKey {
+				t.Errorf("submission: key written = %v, want %v:\n%s", has, tt.extraKey, b)
+			}
+			c, err := ParseCassette(b, "c.yaml", WithGetenv(noEnv))
+			if err != nil {
+				t.Fatalf("%v\n%s", err, b)
+			}
+			resp, err := NewCassetteAgent(c, "agent.a").Ask(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(resp.Submission) != tt.sub {
+				t.Errorf("live submitted %q, replay %q\n%s", tt.sub, resp.Submission, b)
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -401,5 +402,74 @@ func TestDefaultFlowsGlob(t *testing.T) {
 	}
 	if got := DefaultFlowsGlob(filepath.Join(dir, "b", "app.yaml")); got != filepath.Join(dir, "b", "app")+"-flows/*.yaml" {
 		t.Errorf("without: %s", got)
+	}
+}
+
+// A stub's by_call envelope (the invoke's id) wins over its by_op one,
+// which wins over its own data; a stub or episode delay is slept on the
+// flow's fake clock, so it moves the trace's time, not the test's.
+func TestFlowStubPrecedenceAndDelays(t *testing.T) {
+	app := mustAbs(t, shopApp)
+	dir := writeFiles(t, map[string]string{
+		"stub.yaml": `test_kind: flow
+app: ` + app + `
+host_handlers:
+  host.pay:
+    data: {receipt: top-level}
+    delay: 3d
+    by_op: {charge: {data: {receipt: by-op}}}
+    by_call: {charge: {data: {receipt: by-call}}}
+turns:
+  - intent: {name: add}
+  - intent: {name: pay}
+    expect_world: {receipt: by-call}
+`,
+		"cassette.yaml": `test_kind: flow
+app: ` + app + `
+host_cassette: c.yaml
+turns:
+  - intent: {name: add}
+  - intent: {name: pay}
+    expect_world: {receipt: R-1}
+`,
+		"c.yaml": "kind: host_cassette\nepisodes:\n  - {id: slow, match: {handler: host.pay}, delay: 1d12h, response: {data: {receipt: R-1}}}\n",
+	})
+	for file, wantAfter := range map[string]time.Duration{"stub.yaml": 72 * time.Hour, "cassette.yaml": 36 * time.Hour} {
+		t.Run(file, func(t *testing.T) {
+			res := runFile(t, filepath.Join(dir, file), WithTrace())
+			if !res[0].Passed {
+				t.Fatalf("report:\n%s", report(res, true))
+			}
+			evs, err := trace.Read(bytes.NewReader(res[0].Trace))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var dispatched, returned time.Time
+			for _, ev := range evs {
+				ts, err := time.Parse(time.RFC3339Nano, ev.TS)
+				if err != nil {
+					t.Fatal(err)
+				}
+				switch ev.Kind {
+				case trace.KindHarnessDispatched:
+					dispatched = ts
+				case trace.KindHarnessReturned:
+					returned = ts
+				}
+			}
+			if !dispatched.Equal(FlowEpoch) || returned.Sub(dispatched) != wantAfter {
+				t.Errorf("dispatched at %v, returned at %v: want the clock to move by %v", dispatched, returned, wantAfter)
+			}
+		})
+	}
+}
+
+// Without <app dir>/flows, fixtures are looked for in ./flows, then next
+// to the story as <app>-flows.
+func TestDefaultFlowsGlobWorkingDir(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"stories/app.yaml": "", "flows/x.yaml": ""})
+	t.Chdir(dir)
+	if got := DefaultFlowsGlob(filepath.Join("stories", "app.yaml")); got != filepath.Join("flows", "*.yaml") {
+		t.Errorf("with ./flows: %s", got)
 	}
 }

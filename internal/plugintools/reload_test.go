@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -104,5 +105,24 @@ func TestReloadReplacesTools(t *testing.T) {
 	tc.expectChanged(t, 1)
 	if got := tc.pluginToolNames(t); len(got) != 0 {
 		t.Errorf("after dropping the plugin: %v", got)
+	}
+}
+
+// TestReloadKeepsAnErroredPluginErrored: an unchanged declaration keeps
+// its agent, so a plugin whose process is down stays errored.
+func TestReloadKeepsAnErroredPluginErrored(t *testing.T) {
+	needPlugins(t)
+	d := subprocessDecl("agent.gone", t.TempDir()+"/no-such-plugin", nil, decl("record", kanbanOnly, anyObject, ""))
+	decls := map[string]agent.Declaration{"agent.gone": d}
+	e := newEnv(t, decls, Options{RespawnDelay: time.Hour})
+	tc := connect(t, e.session(t, mcp.KanbanTask, "call-1"), true)
+	tc.call(t, "kitsoki_agent_gone_record", nil) // the spawn fails: errored
+	tc.expectChanged(t, 1)
+	if err := e.svc.Reload(decls); err != nil {
+		t.Fatal(err)
+	}
+	tc.expectChanged(t, 0)
+	if st := e.svc.PluginStatus()[0]; st.State != StateErrored {
+		t.Errorf("after reload the plugin is %s, want errored", st.State)
 	}
 }

@@ -269,10 +269,20 @@ func (s *Service) Reload(decls map[string]agent.Declaration) error {
 	for alias, ts := range tools {
 		d := decls[alias]
 		enabled := d.Enabled
-		if prev, ok := old[alias]; ok && prev.decl.Enabled == d.Enabled {
+		prev, had := old[alias]
+		if had && prev.decl.Enabled == d.Enabled {
 			enabled = prev.enabled
 		}
-		s.plugins[alias] = s.newState(d, ts, enabled)
+		p := s.newState(d, ts, enabled)
+		if had && prev.proc != nil && prev.proc == p.proc {
+			// The same agent and process: an errored plugin stays errored
+			// (and keeps being restarted) until its process runs again.
+			p.crashed, p.detail, p.seq, p.backoff = prev.crashed, prev.detail, prev.seq, prev.backoff
+			if p.crashed && p.enabled {
+				s.scheduleRespawn(p, p.backoff)
+			}
+		}
+		s.plugins[alias] = p
 	}
 	s.mu.Unlock()
 	for _, p := range old {

@@ -58,7 +58,7 @@ func startRun(g *globals, cmd *cobra.Command) mcp.RunStarter {
 		}
 		id := newSessionID()
 		path := filepath.Join(".kitsoki", "runs", id+".jsonl")
-		rt, err := openRuntime(st, runtimeConfig{session: id, trace: path, world: req.World, logger: g.logger(cmd.ErrOrStderr())})
+		rt, err := openRuntime(st, runtimeConfig{session: id, trace: path, world: req.World, title: req.Title, logger: g.logger(cmd.ErrOrStderr())})
 		if err != nil {
 			return nil, err
 		}

@@ -46,11 +46,14 @@ func newRegistry(st *story.Story, logger *slog.Logger) *agent.Registry {
 }
 
 // newBuiltin returns the agent of the built-in claude path (invokes with no
-// agent:), configured from the story's agent.claude declaration.
+// agent:), configured from the story's agent.claude declaration: its
+// command:, model:, args: and env: apply to every claude call, whichever
+// route it takes.
 func newBuiltin(st *story.Story, logger *slog.Logger) *claudecli.Agent {
 	claude := st.Plugins[agent.DefaultAlias]
 	return claudecli.NewBuiltin(claudecli.Options{
-		Command: claude.Command, Model: claude.Model, Dir: st.Dir, Secrets: st.Secrets, Logger: logger})
+		Command: claude.Command, Model: claude.Model, Args: claude.Args, Env: claude.Env,
+		Dir: st.Dir, Secrets: st.Secrets, Logger: logger})
 }
 
 // localRanker builds host.agent.search rankers from builtin.local_llm
@@ -86,8 +89,10 @@ type runtimeConfig struct {
 	syncEvent bool
 	world     map[string]any
 	root      string
-	timeout   time.Duration
-	logger    *slog.Logger
+	// title is the run's title from whoever started it ("" for none).
+	title   string
+	timeout time.Duration
+	logger  *slog.Logger
 }
 
 // runtime is one running session with everything it owns.
@@ -127,6 +132,9 @@ func openRuntime(st *story.Story, c runtimeConfig) (*runtime, error) {
 	if c.root != "" {
 		opts = append(opts, orchestrator.WithRoot(c.root))
 	}
+	if c.title != "" {
+		opts = append(opts, orchestrator.WithTitle(c.title))
+	}
 	sess, err = orchestrator.New(st, h, w, opts...)
 	rt := &runtime{reg: reg, host: h, trace: w, sess: sess}
 	if err != nil {
@@ -154,7 +162,7 @@ func liveCalls(st *story.Story, sess **orchestrator.Session, cat *mcp.Catalog) h
 		}
 		return mcp.WithCallContext(ctx, &mcp.CallContext{
 			RunID: call.SessionID, WorkspaceID: st.App.ID, StoryDir: st.Dir,
-			TitleOwned: s.Title() == "", Live: s.LiveCall(call), Catalog: cat,
+			TitleOwned: s.TitleOwned(), Live: s.LiveCall(call), Catalog: cat,
 		})
 	})
 }

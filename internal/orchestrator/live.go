@@ -18,10 +18,23 @@ type Operator func(ctx context.Context, question string) (string, error)
 // fail with ErrNoOperator.
 func WithOperator(op Operator) Option { return func(s *Session) { s.operator = op } }
 
+// WithTitle gives the run a title from whoever started it (an operator, or
+// the caller of create_task_kitsoki). Such a title is not agent-owned:
+// agents are no longer offered the title tool (see TitleOwned). A blank
+// title leaves the run untitled.
+func WithTitle(title string) Option {
+	return func(s *Session) {
+		if t := strings.TrimSpace(title); t != "" {
+			s.live.title, s.live.titleFixed = t, true
+		}
+	}
+}
+
 // Errors a live call's actions can return.
 var (
 	ErrNoOperator = errors.New("no operator can answer: this run is not interactive")
 	ErrNoParent   = errors.New("this run has no parent run")
+	ErrTitleFixed = errors.New("this run's title was given by whoever started it; agents may not change it")
 )
 
 // Live is what one in-flight agent call may do to its run, through the
@@ -39,10 +52,13 @@ func (s *Session) LiveCall(call *host.Call) *Live { return &Live{s: s, world: ca
 
 // liveState is the part of a session live calls write to.
 type liveState struct {
-	mu      sync.Mutex
-	title   string
-	steps   []string
-	pending []emitCapture
+	mu    sync.Mutex
+	title string
+	// titleFixed is set when the title came from whoever started the
+	// run rather than from an agent.
+	titleFixed bool
+	steps      []string
+	pending    []emitCapture
 }
 
 func (l *Live) World() map[string]any { return l.world }
@@ -62,8 +78,11 @@ func (l *Live) SetTitle(_ context.Context, title string) error {
 		return errors.New("the title is empty")
 	}
 	l.s.live.mu.Lock()
+	defer l.s.live.mu.Unlock()
+	if l.s.live.titleFixed {
+		return ErrTitleFixed
+	}
 	l.s.live.title = title
-	l.s.live.mu.Unlock()
 	return nil
 }
 
@@ -85,11 +104,21 @@ func (l *Live) EmitIntent(_ context.Context, name string, slots map[string]any) 
 	return nil
 }
 
-// Title returns the run's title as an agent set it ("" when unset).
+// Title returns the run's title ("" when unset).
 func (s *Session) Title() string {
 	s.live.mu.Lock()
 	defer s.live.mu.Unlock()
 	return s.live.title
+}
+
+// TitleOwned reports whether agents may set the run's title: while it is
+// unset or was set by an agent, not once whoever started the run gave it
+// one (WithTitle). It decides the task-title capability of the run's agent
+// calls.
+func (s *Session) TitleOwned() bool {
+	s.live.mu.Lock()
+	defer s.live.mu.Unlock()
+	return !s.live.titleFixed
 }
 
 // Steps returns the step summaries agents reported, in order.

@@ -99,3 +99,38 @@ func TestLiveCallWithoutOperator(t *testing.T) {
 		t.Errorf("host errors = %v, want ErrNoOperator", out.HostErrors)
 	}
 }
+
+// TestTitleOwnership: an untitled run's title stays agent-owned after an
+// agent sets it (the title tool remains offered); a title given by whoever
+// started the run is not, and agents cannot change it.
+func TestTitleOwnership(t *testing.T) {
+	ctx := context.Background()
+	untitled := &Session{}
+	if !untitled.TitleOwned() {
+		t.Error("an untitled run is not agent-owned")
+	}
+	if err := untitled.LiveCall(&host.Call{}).SetTitle(ctx, "Taxi claim"); err != nil {
+		t.Fatal(err)
+	}
+	if untitled.Title() != "Taxi claim" || !untitled.TitleOwned() {
+		t.Errorf("after an agent set it: title %q, owned %v", untitled.Title(), untitled.TitleOwned())
+	}
+	if err := untitled.LiveCall(&host.Call{}).SetTitle(ctx, "Taxi claim, approved"); err != nil || untitled.Title() != "Taxi claim, approved" {
+		t.Errorf("an agent could not retitle its own title: %v %q", err, untitled.Title())
+	}
+
+	given := &Session{}
+	WithTitle("  Q3 audit ")(given)
+	if given.Title() != "Q3 audit" || given.TitleOwned() {
+		t.Errorf("given title: %q, owned %v", given.Title(), given.TitleOwned())
+	}
+	if err := given.LiveCall(&host.Call{}).SetTitle(ctx, "Mine now"); !errors.Is(err, ErrTitleFixed) || given.Title() != "Q3 audit" {
+		t.Errorf("an agent changed a given title: err %v, title %q", err, given.Title())
+	}
+
+	blank := &Session{}
+	WithTitle("  ")(blank)
+	if blank.Title() != "" || !blank.TitleOwned() {
+		t.Errorf("a blank given title: %q, owned %v", blank.Title(), blank.TitleOwned())
+	}
+}

@@ -1,0 +1,49 @@
+package claudecli
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/kitsoki/kitsoki/internal/mcp"
+)
+
+// TestCallContextCatalogReachesTheSession: the plugin-tool catalog the host
+// attaches to a call is the one the call's MCP session offers and calls.
+func TestCallContextCatalogReachesTheSession(t *testing.T) {
+	cat := mcp.NewCatalog(nil)
+	def := mcpgo.NewTool("kitsoki_agent_tagger_add_tag", mcpgo.WithDescription("Add a tag."))
+	called := make(chan string, 1)
+	_, err := cat.Publish([]mcp.CatalogTool{{
+		Tool: mcp.Tool{Def: def, Version: "1", Handler: func(ctx context.Context, _ mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			called <- mcp.SessionFrom(ctx).RunID()
+			return mcpgo.NewToolResultText("tagged"), nil
+		}},
+		Plugin: "agent.tagger", Surfaces: []mcp.Surface{mcp.KanbanTask},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := mcp.WithCallContext(withPersona(nil), &mcp.CallContext{RunID: "run-9", Live: &liveRun{}, Catalog: cat})
+	h := newHarness(t, fakeRun{Calls: []fakeCall{{Tool: "kitsoki_agent_tagger_add_tag"}}, Result: "done"})
+	if _, err := h.builtin().Ask(ctx, request("task", "")); err != nil {
+		t.Fatal(err)
+	}
+	l := h.logs()[0]
+	if !slices.Contains(l.Listed, "kitsoki_agent_tagger_add_tag") || len(l.Results) != 1 || l.Results[0].IsError {
+		t.Errorf("listed %v, results %+v, denied %v", l.Listed, l.Results, l.Denied)
+	}
+	select {
+	case run := <-called:
+		if run != "run-9" {
+			t.Errorf("the tool ran for run %q, want run-9", run)
+		}
+	default:
+		t.Error("the plugin tool's handler never ran")
+	}
+	if cat.Sessions() != 0 {
+		t.Errorf("%d sessions still attached after the call", cat.Sessions())
+	}
+}

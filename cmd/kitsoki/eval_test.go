@@ -144,8 +144,24 @@ func TestEvalRunOffline(t *testing.T) {
 		t.Errorf("exit %d: %q", code, out)
 	}
 	code, out, _ = runCLI(t, "", "eval", "run", helloEval, "--json")
-	if code != exitOK || !strings.HasPrefix(out, "{\n  \"ok\": true,\n  \"mode\": \"offline\",\n  \"call\": {\n    \"call\": \"compose\",") {
-		t.Errorf("--json: %s", out)
+	want = `{
+  "ok": true,
+  "mode": "offline",
+  "call": {
+    "call": "compose",
+    "handler": "host.agent.decide",
+    "agent": "greeter",
+    "prompt_path": "prompts/greet.md",
+    "schema_path": "schemas/greeting.json",
+    "schema_name": "greeting.json",
+    "effect_index": 0,
+    "state_path": "greeting",
+    "selection_ref": ""
+  }
+}
+`
+	if code != exitOK || out != want {
+		t.Errorf("--json (-want +got):\n%s", cmp.Diff(want, out))
 	}
 }
 

@@ -24,8 +24,9 @@ type CallSite struct {
 	StatePath    string `json:"state_path"`
 	SelectionRef string `json:"selection_ref"`
 	// Plugin is the invoke's agent: alias ("" for the built-in claude
-	// path). It is ours, not Kitsoki's.
-	Plugin string `json:"plugin,omitempty"`
+	// path). It is ours, not Kitsoki's, so it stays out of the JSON, whose
+	// shape is the spec's (eval-format.md §3, §7).
+	Plugin string `json:"-"`
 
 	// Invoke is the effect's invoke in the loaded story.
 	Invoke *story.Invoke `json:"-"`

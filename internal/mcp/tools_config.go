@@ -230,6 +230,8 @@ func listPlugins(path string, st *story.Story, err error) (any, error) {
 		Model      string   `json:"model,omitempty"`
 		EnvKeys    []string `json:"env_keys,omitempty"`
 		HeaderKeys []string `json:"header_keys,omitempty"`
+		// AgentTools are the exposed names of the declared agent tools.
+		AgentTools []string `json:"agent_tools,omitempty"`
 	}
 	var out []pluginView
 	for _, alias := range sortedKeys(st.Plugins) {
@@ -238,6 +240,7 @@ func listPlugins(path string, st *story.Story, err error) (any, error) {
 			Alias: alias, Plugin: d.Plugin, Enabled: d.Enabled, Command: d.Command, Args: d.Args,
 			Endpoint: d.Endpoint, Tool: d.Tool, Model: d.Model,
 			EnvKeys: sortedKeys(d.Env), HeaderKeys: sortedKeys(d.Headers),
+			AgentTools: exposedTools(alias, d.AgentTools),
 		})
 	}
 	return map[string]any{"path": path, "plugins": out}, nil

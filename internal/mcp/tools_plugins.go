@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/kitsoki/kitsoki/internal/agent"
 )
 
 // PluginControl is the live plugin lifecycle a configuration session may
@@ -74,4 +76,13 @@ func pluginControlTools(s *Session) []Tool {
 			return jsonResult(st), nil
 		}},
 	}
+}
+
+// exposedTools lists the names agents see for a plugin's declared tools.
+func exposedTools(alias string, tools []agent.ToolDeclaration) []string {
+	var out []string
+	for _, t := range tools {
+		out = append(out, agent.ExposedToolName(alias, t.Name))
+	}
+	return out
 }

@@ -136,3 +136,35 @@ func TestInteractiveLoop(t *testing.T) {
 		t.Errorf("a hidden intent was listed:\n%s", out)
 	}
 }
+
+func TestRunUnhandledFailureWinsOverTerminal(t *testing.T) {
+	dir := t.TempDir()
+	app := filepath.Join(dir, "app.yaml")
+	files := map[string]string{
+		app: `app: {id: failing}
+agent_plugins: {agent.demo: {plugin: builtin.inprocess}}
+intents: {go: {}}
+root: s
+states:
+  s:
+    on:
+      go:
+        - target: done
+          effects:
+            - invoke: host.agent.decide
+              agent: agent.demo
+              with: {prompt: "hi", schema: strict.json, args: {name: x}}
+  done: {terminal: true}
+`,
+		filepath.Join(dir, "strict.json"): `{"type": "object", "required": ["nope"]}`,
+	}
+	for p, body := range files {
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, _, errs := runCLI(t, "", "run", app, "--trace", filepath.Join(dir, "t.jsonl"), "--intents", "go")
+	if code != exitAgent || !strings.Contains(errs, "agent: schema_invalid: /: required: missing properties 'nope'") {
+		t.Errorf("exit %d, want %d (the decide failed with no on_error even though the run ended):\n%s", code, exitAgent, errs)
+	}
+}

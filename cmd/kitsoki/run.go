@@ -249,14 +249,14 @@ func (r *runner) report(out *orchestrator.Outcome) (code int, stop bool) {
 	for _, e := range out.HostErrors {
 		fmt.Fprintln(r.errw, "error:", e)
 	}
+	if len(out.HostErrors) > 0 {
+		return exitAgent, true // an unhandled failure wins, terminal or not
+	}
 	if out.Done {
 		if out.Exit != "" {
 			fmt.Fprintf(r.errw, "kitsoki: reached exit %q\n", out.Exit)
 		}
 		return exitOK, true
-	}
-	if len(out.HostErrors) > 0 {
-		return exitAgent, true
 	}
 	return exitOK, false
 }

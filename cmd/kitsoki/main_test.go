@@ -164,7 +164,7 @@ states:
 		}
 	}
 	code, _, errs := runCLI(t, "", "run", app, "--trace", filepath.Join(dir, "t.jsonl"), "--intents", "go")
-	if code != exitAgent || !strings.Contains(errs, "agent: schema_invalid: /: required: missing properties 'nope'") {
+	if code != exitAgent || !strings.Contains(errs, "agent: schema_invalid: /: required: missing property 'nope'") {
 		t.Errorf("exit %d, want %d (the decide failed with no on_error even though the run ended):\n%s", code, exitAgent, errs)
 	}
 }

@@ -429,3 +429,21 @@ func TestProgressLines(t *testing.T) {
 		t.Errorf("bar: %q", out.String())
 	}
 }
+
+// Without a Content-Length and off a terminal, progress is a line at most
+// every lineEvery, never one per write.
+func TestProgressLinesUnknownSize(t *testing.T) {
+	var out bytes.Buffer
+	clk := clock.NewFake(time.Unix(0, 0))
+	p := newProgress(&out, clk, "model m", 0, -1)
+	_, _ = p.Write(make([]byte, 2048))
+	clk.Advance(lineEvery - time.Second)
+	_, _ = p.Write(make([]byte, 2048))
+	clk.Advance(time.Second)
+	_, _ = p.Write(make([]byte, 1024))
+	_, _ = p.Write(make([]byte, 1024))
+	p.finish()
+	if want := "  model m: 5.0 KiB\n"; out.String() != want {
+		t.Errorf("progress = %q, want %q", out.String(), want)
+	}
+}

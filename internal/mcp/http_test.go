@@ -293,6 +293,11 @@ func TestStaleClientCallingRemovedToolIsRefused(t *testing.T) {
 			if len(live.asked) != 0 {
 				t.Errorf("the operator was asked: %v", live.asked)
 			}
+			// The refused call is in the record that becomes the trace.
+			evs := s.ToolEvents()
+			if len(evs) == 0 || evs[len(evs)-1].Tool != ToolAskUser || evs[len(evs)-1].Outcome != "refused" {
+				t.Errorf("tool events = %+v, want the refused %s call last", evs, ToolAskUser)
+			}
 		})
 	}
 }

@@ -139,9 +139,12 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 	if cfg.Catalog != nil {
 		s.applied = cfg.Catalog.attach(s)
 	}
+	hooks := &server.Hooks{}
+	hooks.AddOnError(s.refusedCall)
 	s.srv = server.NewMCPServer(ServerName, Version,
 		server.WithToolCapabilities(true),
 		server.WithRecovery(),
+		server.WithHooks(hooks),
 		server.WithToolHandlerMiddleware(s.guard),
 		server.WithToolFilter(s.offer),
 		server.WithInstructions("kitsoki's tools. On a live agent call they act on that call's own run."),
@@ -436,16 +439,36 @@ func (s *Session) guard(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 				outcome = "tool_error"
 			}
 		}
-		ev := ToolEvent{Tool: name, Outcome: outcome, At: start, Duration: s.cfg.Clock.Now().Sub(start)}
-		s.mu.Lock()
-		s.events = append(s.events, ev)
-		s.mu.Unlock()
-		s.cfg.Logger.Debug("mcp tool call", "tool", name, "outcome", outcome, "run", s.cfg.RunID, "duration", ev.Duration)
-		if s.cfg.OnToolCall != nil {
-			s.cfg.OnToolCall(ev)
-		}
+		s.record(ToolEvent{Tool: name, Outcome: outcome, At: start, Duration: s.cfg.Clock.Now().Sub(start)})
 		return res, err
 	}
+}
+
+// record keeps a tool call for the trace and tells OnToolCall.
+func (s *Session) record(ev ToolEvent) {
+	s.mu.Lock()
+	s.events = append(s.events, ev)
+	s.mu.Unlock()
+	s.cfg.Logger.Debug("mcp tool call", "tool", ev.Tool, "outcome", ev.Outcome, "run", s.cfg.RunID, "duration", ev.Duration)
+	if s.cfg.OnToolCall != nil {
+		s.cfg.OnToolCall(ev)
+	}
+}
+
+// refusedCall records a tools/call the server refused before any handler
+// ran: a stale client calling a tool the profile no longer offers is
+// answered "not found" by the tool filter, and that call belongs in the
+// trace like any other.
+func (s *Session) refusedCall(_ context.Context, _ any, method mcp.MCPMethod, message any, err error) {
+	if method != mcp.MethodToolsCall || !errors.Is(err, server.ErrToolNotFound) {
+		return
+	}
+	req, ok := message.(*mcp.CallToolRequest)
+	if !ok || req == nil {
+		return
+	}
+	now := s.cfg.Clock.Now()
+	s.record(ToolEvent{Tool: req.Params.Name, Outcome: "refused", At: now})
 }
 
 type sessionKey struct{}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/mcp"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/trace"
@@ -36,6 +37,9 @@ type runOpts struct {
 	strictPins bool
 	// controlMCP serves the plugin controls on this loopback address.
 	controlMCP string
+	// autopilot and toolProviders shape the MCP tools agents get.
+	autopilot     bool
+	toolProviders []string
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -72,6 +76,8 @@ Exit codes:
 	f.StringVar(&o.intents, "intents", "", "comma-separated intents to run instead of reading stdin, e.g. 'open,approve by=ann'")
 	f.StringVar(&o.session, "session", "", "session id (default: generated)")
 	f.DurationVar(&o.timeout, "agent-timeout", host.DefaultTimeout, "hard deadline of an agent call that sets no with.timeout")
+	f.BoolVar(&o.autopilot, "autopilot", false, "run unattended: agents are not offered the tool that asks the operator")
+	f.StringArrayVar(&o.toolProviders, "tool-provider", nil, "attach a tool provider's MCP tools to every agent call, e.g. story-files (repeatable)")
 	f.StringVar(&o.cassette, "cassette", "", "replay this cassette (.yaml or .yaml.zst) in place of the declared agents")
 	f.StringVar(&o.record, "record", "", "run the real agents and write every agent exchange and host call to this cassette")
 	f.BoolVar(&o.strictPins, "strict-pins", false, "fail to load when a selection: pin's evidence is missing, stale or failing")
@@ -88,6 +94,11 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) error {
 	}
 	for _, w := range st.Warnings {
 		fmt.Fprintf(stderr, "warning: %s\n", w.String())
+	}
+	for _, p := range o.toolProviders {
+		if p != mcp.StoryFilesProvider {
+			return exitWith(exitFailure, fmt.Errorf("--tool-provider %q: unknown tool provider (known: %s)", p, mcp.StoryFilesProvider))
+		}
 	}
 	routes, err := applyPins(st, stderr, o.strictPins)
 	if err != nil {
@@ -137,7 +148,7 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) error {
 	defer stop()
 
 	var sess *orchestrator.Session
-	h := newHost(st, reg, w, logger, o.timeout, append(as.hostOptions(), liveCalls(st, &sess, plugins.catalog()), host.WithRoutes(routes))...)
+	h := newHost(st, reg, w, logger, o.timeout, append(as.hostOptions(), liveCalls(st, &sess, plugins.catalog(), runFacts{autopilot: o.autopilot, providers: o.toolProviders}), host.WithRoutes(routes))...)
 	as.install(h, w)
 	defer h.Close()
 	sopts := []orchestrator.Option{orchestrator.WithSessionID(o.session), orchestrator.WithWorld(world), orchestrator.WithLogger(logger)}

@@ -127,7 +127,7 @@ func openRuntime(st *story.Story, c runtimeConfig) (*runtime, error) {
 		c.logger.Warn("selection pin not honoured", "detail", warning)
 	}
 	var sess *orchestrator.Session
-	h := newHost(st, reg, w, c.logger, c.timeout, liveCalls(st, &sess, nil), host.WithRoutes(pins.Routes))
+	h := newHost(st, reg, w, c.logger, c.timeout, liveCalls(st, &sess, nil, runFacts{}), host.WithRoutes(pins.Routes))
 	opts := []orchestrator.Option{orchestrator.WithSessionID(c.session), orchestrator.WithWorld(c.world), orchestrator.WithLogger(c.logger)}
 	if c.root != "" {
 		opts = append(opts, orchestrator.WithRoot(c.root))
@@ -149,12 +149,20 @@ func (r *runtime) Close() error {
 	return errors.Join(r.reg.Close(), r.host.Close(), r.trace.Close())
 }
 
+// runFacts are what a run's agent calls resolve their MCP tool profile
+// from, besides the verb and the title: whether the run is on autopilot (no
+// operator to ask) and which tool providers are attached.
+type runFacts struct {
+	autopilot bool
+	providers []string
+}
+
 // liveCalls attaches each agent call's run to the call's context, so the
 // tools kitsoki's MCP server offers the agent (ask the operator, set the
 // title, emit an intent…) act on this session. *sess is set once the
-// session exists; calls only happen after that. cat, if set, is the
-// plugin-tool catalog the calls' MCP sessions attach to.
-func liveCalls(st *story.Story, sess **orchestrator.Session, cat *mcp.Catalog) host.Option {
+// session exists; calls only happen after that. No run of this build is
+// started by another run, so HasParent is always false.
+func liveCalls(st *story.Story, sess **orchestrator.Session, cat *mcp.Catalog, facts runFacts) host.Option {
 	return host.WithCallContext(func(ctx context.Context, call *host.Call) context.Context {
 		s := *sess
 		if s == nil {
@@ -162,6 +170,7 @@ func liveCalls(st *story.Story, sess **orchestrator.Session, cat *mcp.Catalog) h
 		}
 		return mcp.WithCallContext(ctx, &mcp.CallContext{
 			RunID: call.SessionID, WorkspaceID: st.App.ID, StoryDir: st.Dir,
+			Autopilot: facts.autopilot, ToolProviders: facts.providers,
 			TitleOwned: s.TitleOwned(), Live: s.LiveCall(call), Catalog: cat,
 		})
 	})

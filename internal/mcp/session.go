@@ -367,6 +367,10 @@ func (s *Session) Submission() (json.RawMessage, bool) {
 	return s.submission, s.submission != nil
 }
 
+// HasCatalog reports whether the session takes plugin tools from a catalog,
+// so its tool set can grow while an agent is connected.
+func (s *Session) HasCatalog() bool { return s.cfg.Catalog != nil }
+
 // ToolEvents returns the tool calls recorded so far, in order.
 func (s *Session) ToolEvents() []ToolEvent {
 	s.mu.RLock()

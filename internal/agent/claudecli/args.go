@@ -87,6 +87,12 @@ func (a *Agent) args(c *call, first bool) []string {
 	for _, name := range c.sess.ToolNames() {
 		allowed = append(allowed, "mcp__"+mcp.ServerName+"__"+name)
 	}
+	if c.sess.HasCatalog() {
+		// Plugin tools can be enabled while the CLI runs; print mode denies
+		// a tool --allowedTools does not name, so kitsoki's server as a
+		// whole is approved too (it offers only what the profile allows).
+		allowed = append(allowed, "mcp__"+mcp.ServerName)
+	}
 	if len(allowed) > 0 {
 		args = append(args, "--allowedTools", strings.Join(allowed, ","))
 	}

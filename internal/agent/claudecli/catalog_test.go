@@ -3,6 +3,7 @@ package claudecli
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -34,6 +35,11 @@ func TestCallContextCatalogReachesTheSession(t *testing.T) {
 	l := h.logs()[0]
 	if !slices.Contains(l.Listed, "kitsoki_agent_tagger_add_tag") || len(l.Results) != 1 || l.Results[0].IsError {
 		t.Errorf("listed %v, results %+v, denied %v", l.Listed, l.Results, l.Denied)
+	}
+	// A plugin tool enabled after launch must not be denied in print mode:
+	// with a catalog, kitsoki's whole server is approved.
+	if !slices.Contains(strings.Split(l.Flags["--allowedTools"], ","), "mcp__kitsoki") {
+		t.Errorf("--allowedTools = %q, want the server-wide mcp__kitsoki rule", l.Flags["--allowedTools"])
 	}
 	select {
 	case run := <-called:

@@ -241,7 +241,7 @@ func fakeMCP(flags map[string]string, calls []fakeCall, entry *fakeLog) error {
 	}
 	allowed := strings.Split(flags["--allowedTools"], ",")
 	for _, call := range calls {
-		if deferred || !slices.Contains(entry.Listed, call.Tool) || !slices.Contains(allowed, "mcp__kitsoki__"+call.Tool) {
+		if deferred || !slices.Contains(entry.Listed, call.Tool) || !(slices.Contains(allowed, "mcp__kitsoki__"+call.Tool) || slices.Contains(allowed, "mcp__kitsoki")) {
 			entry.Denied = append(entry.Denied, call.Tool)
 			continue
 		}

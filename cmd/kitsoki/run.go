@@ -86,12 +86,14 @@ Exit codes:
 }
 
 func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) error {
-	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	logger := g.logger(stderr)
 	st, err := story.Load(path)
 	if err != nil {
 		return exitWith(exitLoad, err)
 	}
+	// Nothing the run prints, logs included (a plugin's stderr is logged),
+	// shows a secret resolved from ${VAR}.
+	stdout, stderr := redacting(cmd.OutOrStdout(), st.Secrets), redacting(cmd.ErrOrStderr(), st.Secrets)
+	logger := g.logger(stderr)
 	for _, w := range st.Warnings {
 		fmt.Fprintf(stderr, "warning: %s\n", w.String())
 	}

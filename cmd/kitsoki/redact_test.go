@@ -14,11 +14,7 @@ func TestRunNeverPrintsSecrets(t *testing.T) {
 	const secret = "sk-live-0123456789abcdef"
 	t.Setenv("LEAKY_TOKEN", secret)
 	dir := t.TempDir()
-	write := func(name, body string, mode os.FileMode) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), mode); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := fileWriter(t, dir)
 	write("leaky.sh", "#!/bin/sh\necho \"my token is $API_KEY\" >&2\nread line\nexit 3\n", 0o755)
 	write("app.yaml", `app: {id: leaky}
 agent_plugins:
@@ -65,11 +61,7 @@ func TestRunNeverPrintsSecretsFromAnswers(t *testing.T) {
 	const secret = "sk-live-fedcba9876543210"
 	t.Setenv("LEAKY_TOKEN", secret)
 	dir := t.TempDir()
-	write := func(name, body string, mode os.FileMode) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), mode); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := fileWriter(t, dir)
 	write("answer.sh", "#!/bin/sh\nread line\nprintf '{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"submission\":\"%s\"}}\\n' \"$API_KEY\"\nread line\n", 0o755)
 	write("app.yaml", `app: {id: leaky}
 agent_plugins:
@@ -99,5 +91,15 @@ states:
 	}
 	if strings.Contains(out+errs, secret) || !strings.Contains(out, "got REDACTED") {
 		t.Errorf("stdout:\n%s\nstderr:\n%s", out, errs)
+	}
+}
+
+// fileWriter returns a function writing files into dir.
+func fileWriter(t *testing.T, dir string) func(name, body string, mode os.FileMode) {
+	return func(name, body string, mode os.FileMode) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), mode); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -168,3 +168,26 @@ states:
 		t.Errorf("exit %d, want %d (the decide failed with no on_error even though the run ended):\n%s", code, exitAgent, errs)
 	}
 }
+
+func TestValidateReportsEveryErrorAndWarnings(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	body := "app: {id: x}\nroot: a\nintents: {go: {}}\nstates:\n  a:\n    on:\n      go: [{target: bb}, {target: a}]\n  b: {descripton: \"x\"}\n"
+	if err := os.WriteFile(bad, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runCLI(t, "", "validate", bad)
+	if code != exitLoad {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		`bad.yaml:7:21: states.a.on.go[0].target: unknown state "bb" (did you mean "b"?)`,
+		`bad.yaml:8:7: states.b.descripton: unknown key "descripton" (did you mean "description"?)`,
+		"2 errors",
+		"warning: bad.yaml:7:",
+	} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs)
+		}
+	}
+}

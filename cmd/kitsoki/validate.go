@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/kitsoki/kitsoki/internal/story"
@@ -24,6 +25,15 @@ Exit codes: 0 the story loads, 2 it does not.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := story.Load(args[0])
 			if err != nil {
+				var le *story.LoadError
+				if errors.As(err, &le) {
+					for _, w := range le.Warnings {
+						fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w.String())
+					}
+					if n := len(le.Diagnostics); n > 1 {
+						err = fmt.Errorf("%w\n%d errors", err, n)
+					}
+				}
 				return exitWith(exitLoad, err)
 			}
 			for _, w := range st.Warnings {

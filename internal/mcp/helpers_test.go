@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"sort"
 	"sync"
@@ -12,6 +11,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/kitsoki/kitsoki/internal/mcptest"
 )
 
 // fakeLive records what the tools asked of the run.
@@ -222,46 +223,7 @@ func (tc *testClient) mustCall(t testing.TB, name string, args map[string]any) (
 	if err != nil {
 		t.Fatalf("call %s: %v", name, err)
 	}
-	return resultText(res), structured(t, res), res.IsError
-}
-
-func resultText(res *mcp.CallToolResult) string {
-	for _, c := range res.Content {
-		if tc, ok := mcp.AsTextContent(c); ok {
-			return tc.Text
-		}
-	}
-	return ""
-}
-
-func structured(t testing.TB, res *mcp.CallToolResult) map[string]any {
-	t.Helper()
-	if res.RawStructuredContent == nil {
-		return nil
-	}
-	var m map[string]any
-	if err := json.Unmarshal(res.RawStructuredContent, &m); err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
-// waitChanged waits for n list_changed notifications, then checks that no
-// further one arrives within a settling period.
-func (tc *testClient) expectChanged(t testing.TB, n int) {
-	t.Helper()
-	for i := 0; i < n; i++ {
-		select {
-		case <-tc.changed:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("got %d tools/list_changed, want %d", i, n)
-		}
-	}
-	select {
-	case <-tc.changed:
-		t.Fatalf("got more than %d tools/list_changed", n)
-	case <-time.After(200 * time.Millisecond):
-	}
+	return mcptest.Text(res), mcptest.Structured(t, res), res.IsError
 }
 
 func callReq(name string, args map[string]any) mcp.CallToolRequest {

@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/mcptest"
 	"github.com/kitsoki/kitsoki/internal/story"
 )
 
@@ -239,7 +240,7 @@ func TestListChangedOncePerReplacement(t *testing.T) {
 		}
 	}
 	for gen, c := range clients {
-		t.Run(string(gen), func(t *testing.T) { c.expectChanged(t, want) })
+		t.Run(string(gen), func(t *testing.T) { mcptest.ExpectChanged(t, c.changed, want) })
 	}
 }
 
@@ -268,7 +269,7 @@ func TestRefreshNotifiesOnlyOnCatalogChange(t *testing.T) {
 	if !s.Refresh() {
 		t.Error("Refresh after a catalog change reported none")
 	}
-	c.expectChanged(t, 1)
+	mcptest.ExpectChanged(t, c.changed, 1)
 }
 
 // TestStaleClientCallingRemovedToolIsRefused: a client that listed a tool
@@ -288,7 +289,7 @@ func TestStaleClientCallingRemovedToolIsRefused(t *testing.T) {
 			}
 			res, err := c.call(t, ToolAskUser, map[string]any{"question": "may I?"})
 			if err == nil && !res.IsError {
-				t.Fatalf("stale call succeeded: %s", resultText(res))
+				t.Fatalf("stale call succeeded: %s", mcptest.Text(res))
 			}
 			if len(live.asked) != 0 {
 				t.Errorf("the operator was asked: %v", live.asked)
@@ -319,12 +320,12 @@ func TestGuardRefusesToolsOutsideTheProfile(t *testing.T) {
 	if err != nil || !res.IsError || called {
 		t.Fatalf("res=%v err=%v called=%v", res, err, called)
 	}
-	if got := resultText(res); !strings.Contains(got, "not offered in this session's profile (office-task)") {
+	if got := mcptest.Text(res); !strings.Contains(got, "not offered in this session's profile (office-task)") {
 		t.Errorf("text = %q", got)
 	}
 	s.Close()
 	res, _ = s.guard(okHandler)(context.Background(), callReq(ToolGetWorld, nil))
-	if got := resultText(res); !res.IsError || !strings.Contains(got, "this agent call has ended") {
+	if got := mcptest.Text(res); !res.IsError || !strings.Contains(got, "this agent call has ended") {
 		t.Errorf("after close: %q", got)
 	}
 	evs := s.ToolEvents()

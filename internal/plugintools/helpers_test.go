@@ -24,6 +24,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/agent/transports"
 	"github.com/kitsoki/kitsoki/internal/mcp"
+	"github.com/kitsoki/kitsoki/internal/mcptest"
 )
 
 // The plugins the tests run, built once into a temporary directory: the
@@ -373,53 +374,14 @@ func (tc *testClient) refused(t testing.TB, name string, args map[string]any, wa
 	}
 }
 
-// expectChanged waits for n tools/list_changed, then checks no further one
-// arrives within a settling period.
-func (tc *testClient) expectChanged(t testing.TB, n int) {
-	t.Helper()
-	for i := 0; i < n; i++ {
-		select {
-		case <-tc.changed:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("got %d tools/list_changed, want %d", i, n)
-		}
-	}
-	select {
-	case <-tc.changed:
-		t.Fatalf("got more than %d tools/list_changed", n)
-	case <-time.After(200 * time.Millisecond):
-	}
-}
-
-func text(res *mcpgo.CallToolResult) string {
-	for _, c := range res.Content {
-		if tc, ok := mcpgo.AsTextContent(c); ok {
-			return tc.Text
-		}
-	}
-	return ""
-}
-
-func structured(t testing.TB, res *mcpgo.CallToolResult) map[string]any {
-	t.Helper()
-	if res.RawStructuredContent == nil {
-		return nil
-	}
-	var m map[string]any
-	if err := json.Unmarshal(res.RawStructuredContent, &m); err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
 // mustFail checks that res is a tool error whose text contains want.
 func mustFail(t testing.TB, res *mcpgo.CallToolResult, want string) {
 	t.Helper()
 	if !res.IsError {
-		t.Fatalf("call succeeded (%q), want a tool error containing %q", text(res), want)
+		t.Fatalf("call succeeded (%q), want a tool error containing %q", mcptest.Text(res), want)
 	}
-	if !strings.Contains(text(res), want) {
-		t.Fatalf("tool error:\n  %s\nwant it to contain:\n  %s", text(res), want)
+	if !strings.Contains(mcptest.Text(res), want) {
+		t.Fatalf("tool error:\n  %s\nwant it to contain:\n  %s", mcptest.Text(res), want)
 	}
 }
 

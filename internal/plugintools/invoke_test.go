@@ -10,6 +10,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/mcp"
+	"github.com/kitsoki/kitsoki/internal/mcptest"
 )
 
 func TestPluginWithoutToolMethodAnswersToolError(t *testing.T) {
@@ -51,15 +52,15 @@ func TestResultChecks(t *testing.T) {
 		"plugin agent.t returned an invalid result for record: structured_content does not match the output schema: /: required: missing property 'count'")
 
 	atLimit := tc.call(t, "kitsoki_agent_t_big", map[string]any{"bytes": agent.MaxToolResultBytes})
-	if atLimit.IsError || len(text(atLimit)) != agent.MaxToolResultBytes {
-		t.Errorf("a 1 MiB result: isError=%v, %d bytes of text", atLimit.IsError, len(text(atLimit)))
+	if atLimit.IsError || len(mcptest.Text(atLimit)) != agent.MaxToolResultBytes {
+		t.Errorf("a 1 MiB result: isError=%v, %d bytes of text", atLimit.IsError, len(mcptest.Text(atLimit)))
 	}
 	mustFail(t, tc.call(t, "kitsoki_agent_t_big", map[string]any{"bytes": agent.MaxToolResultBytes + 1}),
 		"plugin agent.t returned an invalid result for big: text and structured content are 1048577 bytes; the limit is 1048576 (1 MiB)")
 
 	res := tc.call(t, "kitsoki_agent_t_fail", nil)
-	if !res.IsError || text(res) != "the tag does not exist" {
-		t.Errorf("an is_error answer reaches the agent as it is: isError=%v text=%q", res.IsError, text(res))
+	if !res.IsError || mcptest.Text(res) != "the tag does not exist" {
+		t.Errorf("an is_error answer reaches the agent as it is: isError=%v text=%q", res.IsError, mcptest.Text(res))
 	}
 	outcomes := map[string]int{}
 	for _, r := range e.logs.records("plugin tool call") {
@@ -84,7 +85,7 @@ func waitCall(t *testing.T, tc *testClient, log string) <-chan string {
 		case err != nil:
 			done <- "protocol error: " + err.Error()
 		default:
-			done <- text(res)
+			done <- mcptest.Text(res)
 		}
 	}()
 	eventually(t, "the plugin has the call", func() bool { return len(eventsOf(pluginEvents(t, log), "invoke")) == 1 })
@@ -140,9 +141,9 @@ func TestCallLogs(t *testing.T) {
 	tc := connect(t, e.session(t, mcp.KanbanTask, "call-1"), false)
 	res := tc.call(t, "kitsoki_agent_tagger_record", map[string]any{"note": "ARGUMENT-MARKER-91"})
 	if res.IsError {
-		t.Fatal(text(res))
+		t.Fatal(mcptest.Text(res))
 	}
-	id := structured(t, res)["invocation_id"]
+	id := mcptest.Structured(t, res)["invocation_id"]
 	recs := e.logs.records("plugin tool call")
 	if len(recs) != 1 {
 		t.Fatalf("logged %d call lines, want 1", len(recs))
@@ -204,7 +205,7 @@ func TestSpawnFailureErrorsThePlugin(t *testing.T) {
 	e := newEnv(t, map[string]agent.Declaration{"agent.gone": d}, Options{RespawnDelay: time.Hour})
 	tc := connect(t, e.session(t, mcp.KanbanTask, "call-1"), true)
 	mustFail(t, tc.call(t, "kitsoki_agent_gone_record", nil), "plugin agent.gone failed during record and the call is not retried: subprocess agent: spawn")
-	tc.expectChanged(t, 1)
+	mcptest.ExpectChanged(t, tc.changed, 1)
 	st := e.svc.PluginStatus()[0]
 	if st.State != StateErrored || !strings.Contains(st.Detail, "no-such-plugin") {
 		t.Errorf("status %+v, want errored with the spawn error", st)

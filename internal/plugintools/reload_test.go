@@ -10,6 +10,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/mcp"
+	"github.com/kitsoki/kitsoki/internal/mcptest"
 )
 
 // TestReloadRefusedKeepsPreviousTools reloads declarations that are
@@ -52,12 +53,12 @@ func TestReloadRefusedKeepsPreviousTools(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "reload refused, the previous plugins and tools stay in force") || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("Reload error:\n  %v\nwant one containing:\n  %s", err, c.want)
 			}
-			tc.expectChanged(t, 0)
+			mcptest.ExpectChanged(t, tc.changed, 0)
 			if got := e.svc.Catalog().Current().Revision; got != rev {
 				t.Errorf("revision %d after a refused reload, want %d", got, rev)
 			}
 			if res := tc.call(t, "kitsoki_agent_tagger_record", nil); res.IsError {
-				t.Errorf("the previous tool stopped working: %s", text(res))
+				t.Errorf("the previous tool stopped working: %s", mcptest.Text(res))
 			}
 		})
 	}
@@ -69,21 +70,21 @@ func TestReloadReplacesTools(t *testing.T) {
 	e := newEnv(t, map[string]agent.Declaration{"agent.tagger": d, "agent.echo": echo}, Options{})
 	tc := connect(t, e.session(t, mcp.KanbanTask, "call-1"), true)
 	if res := tc.call(t, "kitsoki_agent_tagger_record", nil); res.IsError {
-		t.Fatal(text(res))
+		t.Fatal(mcptest.Text(res))
 	}
 	// Disabled live; the reload keeps that, since the declared enabled:
 	// did not change.
 	if _, err := e.svc.SetPluginEnabled(t.Context(), "agent.echo", false); err != nil {
 		t.Fatal(err)
 	}
-	tc.expectChanged(t, 1)
+	mcptest.ExpectChanged(t, tc.changed, 1)
 
 	nd := d
 	nd.AgentTools = []agent.ToolDeclaration{decl("record", kanbanOnly, anyObject, ""), decl("fail", kanbanOnly, anyObject, "")}
 	if err := e.svc.Reload(map[string]agent.Declaration{"agent.tagger": nd, "agent.echo": echo}); err != nil {
 		t.Fatal(err)
 	}
-	tc.expectChanged(t, 1)
+	mcptest.ExpectChanged(t, tc.changed, 1)
 	if diff := cmp.Diff([]string{"kitsoki_agent_tagger_fail", "kitsoki_agent_tagger_record"}, tc.pluginToolNames(t)); diff != "" {
 		t.Errorf("after reload (-want +got):\n%s", diff)
 	}
@@ -93,7 +94,7 @@ func TestReloadReplacesTools(t *testing.T) {
 	// The changed plugin runs a new process: its log shows a second
 	// process answering (the first was stopped by the reload).
 	if res := tc.call(t, "kitsoki_agent_tagger_record", nil); res.IsError {
-		t.Errorf("after reload: %s", text(res))
+		t.Errorf("after reload: %s", mcptest.Text(res))
 	}
 	if n := len(eventsOf(pluginEvents(t, log), "invoke")); n != 2 {
 		t.Errorf("the plugin got %d calls, want 2", n)
@@ -102,7 +103,7 @@ func TestReloadReplacesTools(t *testing.T) {
 	if err := e.svc.Reload(map[string]agent.Declaration{"agent.echo": echo}); err != nil {
 		t.Fatal(err)
 	}
-	tc.expectChanged(t, 1)
+	mcptest.ExpectChanged(t, tc.changed, 1)
 	if got := tc.pluginToolNames(t); len(got) != 0 {
 		t.Errorf("after dropping the plugin: %v", got)
 	}
@@ -117,11 +118,11 @@ func TestReloadKeepsAnErroredPluginErrored(t *testing.T) {
 	e := newEnv(t, decls, Options{RespawnDelay: time.Hour})
 	tc := connect(t, e.session(t, mcp.KanbanTask, "call-1"), true)
 	tc.call(t, "kitsoki_agent_gone_record", nil) // the spawn fails: errored
-	tc.expectChanged(t, 1)
+	mcptest.ExpectChanged(t, tc.changed, 1)
 	if err := e.svc.Reload(decls); err != nil {
 		t.Fatal(err)
 	}
-	tc.expectChanged(t, 0)
+	mcptest.ExpectChanged(t, tc.changed, 0)
 	if st := e.svc.PluginStatus()[0]; st.State != StateErrored {
 		t.Errorf("after reload the plugin is %s, want errored", st.State)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/mcp"
+	"github.com/kitsoki/kitsoki/internal/mcptest"
 )
 
 // The echo tool as stories declare it for the example plugin.
@@ -133,12 +134,12 @@ func TestScenarioEnablingPluginNotifiesOnce(t *testing.T) {
 	operator := connect(t, e.open(t, mcp.SessionConfig{Profile: profile(t, mcp.Configuration), Root: t.TempDir(), Plugins: e.svc}), false)
 	res := operator.call(t, mcp.ToolSetPluginEnabled, map[string]any{"alias": "agent.echo", "enabled": true})
 	if res.IsError {
-		t.Fatalf("enable: %s", text(res))
+		t.Fatalf("enable: %s", mcptest.Text(res))
 	}
-	if diff := cmp.Diff(map[string]any{"alias": "agent.echo", "state": "active", "tools": []any{echoName}}, structured(t, res)); diff != "" {
+	if diff := cmp.Diff(map[string]any{"alias": "agent.echo", "state": "active", "tools": []any{echoName}}, mcptest.Structured(t, res)); diff != "" {
 		t.Errorf("enable answered (-want +got):\n%s", diff)
 	}
-	tc.expectChanged(t, 1)
+	mcptest.ExpectChanged(t, tc.changed, 1)
 	if got := tc.pluginToolNames(t); !cmp.Equal(got, []string{echoName}) {
 		t.Errorf("after enabling, tools/list has %v", got)
 	}
@@ -150,10 +151,10 @@ func TestScenarioEnablingPluginNotifiesOnce(t *testing.T) {
 	}
 	// The same connection calls it.
 	if res := tc.call(t, echoName, map[string]any{"message": "hi"}); res.IsError {
-		t.Errorf("call after enabling: %s", text(res))
+		t.Errorf("call after enabling: %s", mcptest.Text(res))
 	}
 	status := operator.call(t, mcp.ToolPluginStatus, nil)
-	if diff := cmp.Diff(map[string]any{"plugins": []any{map[string]any{"alias": "agent.echo", "state": "active", "tools": []any{echoName}}}}, structured(t, status)); diff != "" {
+	if diff := cmp.Diff(map[string]any{"plugins": []any{map[string]any{"alias": "agent.echo", "state": "active", "tools": []any{echoName}}}}, mcptest.Structured(t, status)); diff != "" {
 		t.Errorf("status (-want +got):\n%s", diff)
 	}
 	mustFail(t, operator.call(t, mcp.ToolSetPluginEnabled, map[string]any{"alias": "agent.nope", "enabled": true}),
@@ -182,7 +183,7 @@ func TestScenarioDisabledBeforeInvocation(t *testing.T) {
 	if _, err := e.svc.SetPluginEnabled(t.Context(), "agent.tagger", false); err != nil {
 		t.Fatal(err)
 	}
-	tc.expectChanged(t, 1)
+	mcptest.ExpectChanged(t, tc.changed, 1)
 	tc.refused(t, name, map[string]any{}, name)
 	mustFail(t, sc.call(t, name, map[string]any{}), "plugin agent.tagger is disabled; its tool record is not available")
 	if evs := pluginEvents(t, log); len(evs) != 0 {
@@ -213,15 +214,15 @@ func TestScenarioValidCall(t *testing.T) {
 			args := map[string]any{"tag_id": "urgent", "weight": 2.5, "labels": []any{"a", map[string]any{"nested": true}}}
 			res := tc.call(t, "kitsoki_agent_tagger_record", args)
 			if res.IsError {
-				t.Fatalf("call failed: %s", text(res))
+				t.Fatalf("call failed: %s", mcptest.Text(res))
 			}
-			sc := structured(t, res)
+			sc := mcptest.Structured(t, res)
 			id, _ := sc["invocation_id"].(string)
 			if !regexp.MustCompile(`^[0-9a-f]{16}$`).MatchString(id) {
 				t.Errorf("invocation id %q, want 16 hex digits", id)
 			}
-			if text(res) != "recorded "+id {
-				t.Errorf("text = %q, want the plugin's fallback text", text(res))
+			if mcptest.Text(res) != "recorded "+id {
+				t.Errorf("text = %q, want the plugin's fallback text", mcptest.Text(res))
 			}
 			want := map[string]any{"arguments": args, "invocation_id": id, "task_id": testRun, "session_id": callID,
 				"workspace_id": testWorkspace, "surface": string(surface)}
@@ -246,12 +247,12 @@ func TestScenarioValidCall(t *testing.T) {
 		tc := connect(t, e.session(t, mcp.KanbanTask, "call-echo"), false)
 		res := tc.call(t, echoName, map[string]any{"message": "hello", "shout": true})
 		if res.IsError {
-			t.Fatalf("echo failed: %s", text(res))
+			t.Fatalf("echo failed: %s", mcptest.Text(res))
 		}
-		if want := "echo: HELLO (run " + testRun + ", session call-echo, kanban-task)"; text(res) != want {
-			t.Errorf("text = %q, want %q", text(res), want)
+		if want := "echo: HELLO (run " + testRun + ", session call-echo, kanban-task)"; mcptest.Text(res) != want {
+			t.Errorf("text = %q, want %q", mcptest.Text(res), want)
 		}
-		sc := structured(t, res)
+		sc := mcptest.Structured(t, res)
 		delete(sc, "invocation_id")
 		want := map[string]any{"message": "HELLO", "task_id": testRun, "session_id": "call-echo", "workspace_id": testWorkspace, "surface": "kanban-task"}
 		if diff := cmp.Diff(want, sc); diff != "" {
@@ -273,7 +274,7 @@ func TestScenarioArgumentsCannotReplaceContext(t *testing.T) {
 	}
 	res := tc.call(t, "kitsoki_agent_tagger_record", args)
 	if res.IsError {
-		t.Fatal(text(res))
+		t.Fatal(mcptest.Text(res))
 	}
 	evs := eventsOf(pluginEvents(t, log), "invoke")
 	if len(evs) != 1 {
@@ -339,9 +340,9 @@ func TestScenarioTimeoutOrCrashIsOneErrorNoRetry(t *testing.T) {
 		}
 		// The process is kept: the next call is answered.
 		if res := tc.call(t, "kitsoki_agent_tagger_record", nil); res.IsError {
-			t.Errorf("after a timeout: %s", text(res))
+			t.Errorf("after a timeout: %s", mcptest.Text(res))
 		}
-		tc.expectChanged(t, 0)
+		mcptest.ExpectChanged(t, tc.changed, 0)
 	})
 
 	t.Run("crash", func(t *testing.T) {
@@ -352,12 +353,12 @@ func TestScenarioTimeoutOrCrashIsOneErrorNoRetry(t *testing.T) {
 			t.Errorf("the plugin was called %d times for one crash call, want once", n)
 		}
 		// Errored until respawned: the tools leave, then come back.
-		tc.expectChanged(t, 2)
+		mcptest.ExpectChanged(t, tc.changed, 2)
 		if got := tc.pluginToolNames(t); len(got) != 3 {
 			t.Errorf("after recovery the list has %v", got)
 		}
 		if res := tc.call(t, "kitsoki_agent_tagger_record", nil); res.IsError {
-			t.Errorf("after recovery: %s", text(res))
+			t.Errorf("after recovery: %s", mcptest.Text(res))
 		}
 	})
 }
@@ -386,7 +387,7 @@ func TestScenarioOutOfOrderSnapshots(t *testing.T) {
 	if s.ApplyCatalog(older) {
 		t.Error("the older snapshot was applied after the newer one")
 	}
-	tc.expectChanged(t, 0)
+	mcptest.ExpectChanged(t, tc.changed, 0)
 	if got := tc.pluginToolNames(t); len(got) != 0 {
 		t.Errorf("the older snapshot restored %v", got)
 	}
@@ -397,7 +398,7 @@ func TestScenarioOutOfOrderSnapshots(t *testing.T) {
 	if attached.ApplyCatalog(older) {
 		t.Error("an attached session applied an older snapshot")
 	}
-	ac.expectChanged(t, 0)
+	mcptest.ExpectChanged(t, ac.changed, 0)
 	if got := ac.pluginToolNames(t); len(got) != 0 {
 		t.Errorf("attached session restored %v", got)
 	}
@@ -429,6 +430,6 @@ func TestScenarioClientIgnoringListChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	if res := deaf.call(t, echoName, map[string]any{"message": "hi"}); res.IsError {
-		t.Errorf("the same client calls the re-enabled tool: %s", text(res))
+		t.Errorf("the same client calls the re-enabled tool: %s", mcptest.Text(res))
 	}
 }

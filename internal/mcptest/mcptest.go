@@ -1,0 +1,53 @@
+// Package mcptest holds helpers for tests that drive kitsoki's MCP server
+// with an mcp-go client: reading tool results and counting
+// tools/list_changed notifications.
+package mcptest
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Text returns the first text content of a tool result ("" when none).
+func Text(res *mcp.CallToolResult) string {
+	for _, c := range res.Content {
+		if tc, ok := mcp.AsTextContent(c); ok {
+			return tc.Text
+		}
+	}
+	return ""
+}
+
+// Structured decodes a tool result's structured content (nil when none).
+func Structured(t testing.TB, res *mcp.CallToolResult) map[string]any {
+	t.Helper()
+	if res.RawStructuredContent == nil {
+		return nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(res.RawStructuredContent, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// ExpectChanged waits for exactly n tools/list_changed notifications on
+// changed: each within 5 s, then none more within a settling period.
+func ExpectChanged(t testing.TB, changed <-chan struct{}, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		select {
+		case <-changed:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("got %d tools/list_changed, want %d", i, n)
+		}
+	}
+	select {
+	case <-changed:
+		t.Fatalf("got more than %d tools/list_changed", n)
+	case <-time.After(200 * time.Millisecond):
+	}
+}

@@ -55,10 +55,10 @@ func (h *Host) askWithDeadline(ctx context.Context, a agent.Agent, p *prepared) 
 		err  error
 	}
 	ch := make(chan answer, 1)
-	go func() {
+	h.calls.do(func() {
 		r, err := a.Ask(cctx, p.req)
 		ch <- answer{r, err}
-	}()
+	})
 	var ans answer
 	select {
 	case ans = <-ch:

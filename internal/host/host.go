@@ -90,6 +90,8 @@ type Host struct {
 	rankerFor RankerFor
 	rankers   map[string]Ranker // by alias, guarded by mu
 	closers   []io.Closer
+
+	calls *runner // goroutines agent calls run on
 }
 
 // Option configures a Host.
@@ -126,6 +128,7 @@ func New(st *story.Story, reg *agent.Registry, sink Sink, opts ...Option) *Host 
 		timeout:  DefaultTimeout,
 		handlers: map[string]Handler{},
 		prefixes: map[string]Handler{},
+		calls:    newRunner(),
 	}
 	for _, o := range opts {
 		o(h)
@@ -205,6 +208,7 @@ func (h *Host) Close() error {
 	b := h.builtin
 	h.builtin = nil
 	h.mu.Unlock()
+	h.calls.close()
 	var errs []error
 	if b != nil {
 		if err := b.Close(); err != nil {

@@ -73,7 +73,8 @@ type Agent struct {
 	sidecar *sidecar // managed mode, acquired on first Ask
 	closed  bool
 
-	subset sync.Map // schema text → []Violation (grammar gate cache)
+	subset  sync.Map // schema text → []Violation (grammar gate cache)
+	compact sync.Map // schema text → the schema compacted, as sent
 }
 
 // New validates decl and returns an agent that does nothing until asked.
@@ -225,12 +226,12 @@ func (a *Agent) buildRequest(ctx context.Context, req *agent.AskRequest, meta ma
 	switch {
 	case !c.hasSchema:
 	case a.decl.JSONSchema:
-		body.ResponseFormat, c.jsonSchema = newResponseFormat(req.Schema), true
+		body.ResponseFormat, c.jsonSchema = newResponseFormat(a.compacted(req.Schema)), true
 	case a.decl.Grammar:
 		if vs := a.subsetViolations(req.Schema); len(vs) > 0 {
 			meta["grammar_skipped"] = vs[0].String() + " is outside the llama.cpp grammar subset"
 		} else {
-			body.ResponseFormat, c.grammar = newResponseFormat(req.Schema), true
+			body.ResponseFormat, c.grammar = newResponseFormat(a.compacted(req.Schema)), true
 		}
 	}
 	return body, c
@@ -268,10 +269,7 @@ func (a *Agent) parseReply(raw []byte, c constraint, meta map[string]any) (*agen
 // post sends one chat request and returns the status and the body (at most
 // maxBody bytes). Only transport failures are errors.
 func (a *Agent) post(ctx context.Context, u, key string, body *chatRequest) (int, []byte, error) {
-	buf, err := json.Marshal(body)
-	if err != nil {
-		return 0, nil, agent.Errorf(agent.KindTransportError, "local_llm agent: marshal request: %w", err)
-	}
+	buf := body.encode()
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(buf))
 	if err != nil {
 		return 0, nil, agent.Errorf(agent.KindTransportError, "local_llm agent: build request: %w", err)
@@ -321,6 +319,16 @@ func (a *Agent) subsetViolations(schema json.RawMessage) []schemapkg.Violation {
 	}
 	a.subset.Store(string(schema), vs)
 	return vs
+}
+
+// compacted caches the compacted form of each schema text sent.
+func (a *Agent) compacted(schema json.RawMessage) json.RawMessage {
+	if v, ok := a.compact.Load(string(schema)); ok {
+		return v.(json.RawMessage)
+	}
+	c := compactSchema(schema)
+	a.compact.Store(string(schema), c)
+	return c
 }
 
 // managedEndpoint acquires (once) and starts (when needed) the sidecar.

@@ -66,9 +66,7 @@ func BenchmarkLocalLLMAsk(b *testing.B) {
 		for b.Loop() {
 			meta := make(map[string]any, 8)
 			body, c := a.buildRequest(ctx, req, meta)
-			if _, err := json.Marshal(&body); err != nil {
-				b.Fatal(err)
-			}
+			_ = body.encode()
 			if _, err := a.parseReply(canned, c, meta); err != nil {
 				b.Fatal(err)
 			}

@@ -3,6 +3,7 @@ package localllm
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 )
 
@@ -43,6 +44,74 @@ type schemaSpec struct {
 
 func newResponseFormat(schema json.RawMessage) *responseFormat {
 	return &responseFormat{Type: "json_schema", JSONSchema: &schemaSpec{Name: "submission", Strict: true, Schema: schema}}
+}
+
+// encode returns the request body: the JSON json.Marshal would give for r
+// (up to the layout of the schema, which must already be compact, valid
+// JSON). The schema document is copied in as it is rather than re-scanned
+// and re-compacted on every call, which for a typical schema cost more than
+// the rest of the request.
+func (r *chatRequest) encode() []byte {
+	size := 128 + len(r.Model)
+	for _, m := range r.Messages {
+		size += len(m.Content) + 32
+	}
+	if r.ResponseFormat != nil {
+		size += len(r.ResponseFormat.JSONSchema.Schema) + 96
+	}
+	b := make([]byte, 0, size)
+	b = append(b, '{')
+	if r.Model != "" {
+		b = append(b, `"model":`...)
+		b = appendString(b, r.Model)
+		b = append(b, ',')
+	}
+	b = append(b, `"messages":[`...)
+	for i, m := range r.Messages {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"role":`...)
+		b = appendString(b, m.Role)
+		b = append(b, `,"content":`...)
+		b = appendString(b, m.Content)
+		b = append(b, '}')
+	}
+	b = append(b, `],"max_tokens":`...)
+	b = strconv.AppendInt(b, int64(r.MaxTokens), 10)
+	if rf := r.ResponseFormat; rf != nil {
+		s := rf.JSONSchema
+		b = append(b, `,"response_format":{"type":`...)
+		b = appendString(b, rf.Type)
+		b = append(b, `,"json_schema":{"name":`...)
+		b = appendString(b, s.Name)
+		b = append(b, `,"strict":`...)
+		b = strconv.AppendBool(b, s.Strict)
+		b = append(b, `,"schema":`...)
+		if len(s.Schema) == 0 {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, s.Schema...)
+		}
+		b = append(b, "}}"...)
+	}
+	return append(b, '}')
+}
+
+// appendString appends s as a JSON string, encoded by encoding/json.
+func appendString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s) // a string always encodes
+	return append(b, q...)
+}
+
+// compactSchema returns schema without layout whitespace, or as it is when
+// it is not valid JSON (the server then reports it).
+func compactSchema(schema json.RawMessage) json.RawMessage {
+	var buf bytes.Buffer
+	if json.Compact(&buf, schema) != nil {
+		return schema
+	}
+	return buf.Bytes()
 }
 
 type chatResponse struct {

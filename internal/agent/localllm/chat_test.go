@@ -381,3 +381,37 @@ func TestRoutedModelReachesTheEndpoint(t *testing.T) {
 		t.Errorf("models sent: %v, %v", rs[0].Body["model"], rs[1].Body["model"])
 	}
 }
+
+// TestChatRequestEncode: the hand-assembled body is the bytes json.Marshal
+// gives for the same request once the schema is compact.
+func TestChatRequestEncode(t *testing.T) {
+	schema := compactSchema(json.RawMessage("{\n  \"type\": \"object\",\n  \"properties\": {\"v\": {\"enum\": [\"a\", \"b\"]}}\n}"))
+	if string(schema) != `{"type":"object","properties":{"v":{"enum":["a","b"]}}}` {
+		t.Fatalf("compactSchema = %s", schema)
+	}
+	if got := string(compactSchema(json.RawMessage(`{not json`))); got != `{not json` {
+		t.Errorf("compactSchema(invalid) = %s, want it unchanged", got)
+	}
+	tests := []struct {
+		name string
+		req  chatRequest
+	}{
+		{"user only", chatRequest{Messages: []chatMessage{{Role: "user", Content: "hi"}}, MaxTokens: 8}},
+		{"model and persona", chatRequest{Model: "qwen", MaxTokens: DefaultMaxTokens, Messages: []chatMessage{
+			{Role: "system", Content: "Be <strict> & \"fair\"\n\ttabbed \u2028 é"}, {Role: "user", Content: "Decide."}}}},
+		{"schema", chatRequest{Model: "m", MaxTokens: 64, Messages: []chatMessage{{Role: "user", Content: "x"}},
+			ResponseFormat: newResponseFormat(schema)}},
+		{"no messages", chatRequest{MaxTokens: 1, Messages: []chatMessage{}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			want, err := json.Marshal(&tc.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(string(want), string(tc.req.encode())); diff != "" {
+				t.Errorf("encode differs from json.Marshal (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

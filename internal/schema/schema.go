@@ -23,12 +23,21 @@ import (
 
 // Compiler compiles schema files found under one directory. It is safe for
 // concurrent use and caches every compiled schema by its cleaned path.
+//
+// One jsonschema compiler serves every schema of the directory, so a file
+// that several schemas $ref (a common.json) is read, checked against the
+// metaschema and compiled once. That compiler is not safe for concurrent use:
+// jcMu guards it, and only it, so reading and parsing schema files, and the
+// cache, stay concurrent.
 type Compiler struct {
 	dir  string // absolute
 	root *os.Root
 
-	mu    sync.Mutex
+	mu    sync.Mutex // guards cache
 	cache map[string]*Schema
+
+	jcMu sync.Mutex // guards jc
+	jc   *jsonschema.Compiler
 }
 
 // NewCompiler returns a compiler rooted at dir.
@@ -41,7 +50,10 @@ func NewCompiler(dir string) (*Compiler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schema root %q: %w", dir, err)
 	}
-	return &Compiler{dir: abs, root: root, cache: map[string]*Schema{}}, nil
+	c := &Compiler{dir: abs, root: root, cache: map[string]*Schema{}, jc: jsonschema.NewCompiler()}
+	c.jc.DefaultDraft(jsonschema.Draft2020)
+	c.jc.UseLoader(&rootedLoader{c: c})
+	return c, nil
 }
 
 // Dir returns the absolute directory schemas are rooted in.
@@ -66,8 +78,9 @@ func (c *Compiler) Compile(path string) (*Schema, error) {
 		return nil, fmt.Errorf("schema %q: %w", path, err)
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if s, ok := c.cache[rel]; ok {
+	s, ok := c.cache[rel]
+	c.mu.Unlock()
+	if ok {
 		return s, nil
 	}
 	raw, err := c.root.ReadFile(rel)
@@ -81,14 +94,7 @@ func (c *Compiler) Compile(path string) (*Schema, error) {
 	if err := checkRefs(doc, rel); err != nil {
 		return nil, fmt.Errorf("schema %q: %w", path, err)
 	}
-	jc := jsonschema.NewCompiler()
-	jc.DefaultDraft(jsonschema.Draft2020)
-	jc.UseLoader(&rootedLoader{c: c})
-	abs := filepath.Join(c.dir, rel)
-	if err := jc.AddResource(abs, doc); err != nil {
-		return nil, fmt.Errorf("schema %q: %w", path, err)
-	}
-	sch, err := jc.Compile(abs)
+	sch, err := c.compile(filepath.Join(c.dir, rel), doc)
 	if err != nil {
 		var re *refError
 		if errors.As(err, &re) {
@@ -96,9 +102,30 @@ func (c *Compiler) Compile(path string) (*Schema, error) {
 		}
 		return nil, fmt.Errorf("schema %q: %w", path, err)
 	}
-	s := &Schema{Path: path, Raw: json.RawMessage(raw), Doc: doc, sch: sch}
+	s = &Schema{Path: path, Raw: json.RawMessage(raw), Doc: doc, sch: sch}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if prev, ok := c.cache[rel]; ok {
+		return prev, nil // compiled concurrently by another caller: keep one
+	}
 	c.cache[rel] = s
 	return s, nil
+}
+
+// compile compiles doc, read from the file abs, with the shared jsonschema
+// compiler. The file may already be known to it, loaded as the target of
+// another schema's $ref (or added by an earlier attempt that failed): that
+// copy, read from the same file and checked the same way, is the one used.
+func (c *Compiler) compile(abs string, doc any) (*jsonschema.Schema, error) {
+	c.jcMu.Lock()
+	defer c.jcMu.Unlock()
+	if err := c.jc.AddResource(abs, doc); err != nil {
+		var exists *jsonschema.ResourceExistsError
+		if !errors.As(err, &exists) {
+			return nil, err
+		}
+	}
+	return c.jc.Compile(abs)
 }
 
 // relPath turns path into a slash-separated path inside the root.

@@ -3,6 +3,7 @@ package schema
 import (
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -94,5 +95,50 @@ func TestValidate(t *testing.T) {
 				t.Errorf("decoded value (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestCompileSharesOneCompiler covers what sharing one jsonschema compiler
+// across a story's schemas must not change: a file first loaded as the
+// target of a $ref compiles on its own too, a failing schema fails the same
+// way every time, and concurrent compiles of one path agree on the result.
+func TestCompileSharesOneCompiler(t *testing.T) {
+	c := newCompiler(t)
+	if _, err := c.Compile("schemas/verdict.json"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Compile("schemas/common.json"); err != nil {
+		t.Errorf("common.json, already loaded through verdict.json's $ref: %v", err)
+	}
+	_, first := c.Compile("schemas/indirect.json")
+	_, again := c.Compile("schemas/indirect.json")
+	if first == nil || again == nil || first.Error() != again.Error() {
+		t.Errorf("indirect.json compiled twice: errors %v and %v, want the same error", first, again)
+	}
+
+	c = newCompiler(t)
+	const n = 8
+	got := make([]*Schema, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			// Half start from the $ref target, half from the schema using it.
+			if i%2 == 0 {
+				_, errs[i] = c.Compile("schemas/common.json")
+			}
+			if errs[i] == nil {
+				got[i], errs[i] = c.Compile("schemas/verdict.json")
+			}
+		})
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("compile %d: %v", i, errs[i])
+		}
+		if got[i] != got[0] {
+			t.Errorf("compile %d returned a different *Schema than compile 0", i)
+		}
 	}
 }

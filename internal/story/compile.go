@@ -6,65 +6,121 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/kitsoki/kitsoki/internal/expr"
+	"github.com/kitsoki/kitsoki/internal/schema"
 	"go.yaml.in/yaml/v3"
 )
 
-// job is one compilation deferred to the compile phase. run is pure (it
-// reads only its captured node and file, never the loader), so jobs run in
-// parallel; assign stores the result and runs afterwards, in job order, on
-// one goroutine.
+// job is one compilation deferred to the workers. run is pure (it reads
+// only its captured node and file, never the loader), so jobs run in
+// parallel with each other and with the loader; assign stores the result
+// and runs afterwards, in job order, on the loader's goroutine.
 type job struct {
 	run    func() (any, *Diagnostic)
 	assign func(any)
+
+	val  any // run's results
+	diag *Diagnostic
 }
 
-// addJob defers a compilation.
+// addJob defers a compilation; flushJobs hands it to the workers.
 func (l *loader) addJob(run func() (any, *Diagnostic), assign func(any)) {
-	l.jobs = append(l.jobs, job{run: run, assign: assign})
+	l.jobs = append(l.jobs, &job{run: run, assign: assign})
 }
 
-// runJobs compiles every deferred guard, template and prompt, spreading the
-// work over GOMAXPROCS goroutines (compilation dominates the cost of loading
-// a large story), then assigns the results and records the errors.
+// flushJobs hands the jobs added since the last call to the workers.
+func (l *loader) flushJobs() {
+	l.work.submit(l.jobs[l.submitted:]...)
+	l.submitted = len(l.jobs)
+}
+
+// runJobs waits for every deferred guard, template, prompt and schema to be
+// compiled (helping with what is left), then assigns the results and
+// records the errors in job order.
 func (l *loader) runJobs() {
-	n := len(l.jobs)
-	vals := make([]any, n)
-	diags := make([]*Diagnostic, n)
-	workers := min(runtime.GOMAXPROCS(0), n)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				vals[i], diags[i] = l.jobs[i].run()
-			}
-		}()
-	}
-	wg.Wait()
-	for i, j := range l.jobs {
-		if diags[i] != nil {
-			l.diags = append(l.diags, *diags[i])
+	l.flushJobs()
+	l.work.finish()
+	for _, j := range l.jobs {
+		if j.diag != nil {
+			l.diags = append(l.diags, *j.diag)
 			continue
 		}
-		j.assign(vals[i])
+		j.assign(j.val)
 	}
-	l.jobs = nil
+	l.jobs, l.submitted = nil, 0
 	for _, fn := range l.finalizers {
 		fn()
 	}
 	l.finalizers = nil
+}
+
+// workers runs jobs, in the order submitted, on a fixed set of goroutines.
+// A job's results are stored in it.
+type workers struct {
+	mu     sync.Mutex
+	cond   sync.Cond // signalled when jobs are added or closed is set
+	tasks  []*job
+	next   int // tasks[next:] are waiting to run
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// startWorkers starts n (at least one) goroutines waiting for jobs.
+func startWorkers(n int) *workers {
+	w := &workers{}
+	w.cond.L = &w.mu
+	for range max(n, 1) {
+		w.wg.Go(w.drain)
+	}
+	return w
+}
+
+// submit queues jobs.
+func (w *workers) submit(tasks ...*job) {
+	if len(tasks) == 0 {
+		return
+	}
+	w.mu.Lock()
+	w.tasks = append(w.tasks, tasks...)
+	w.mu.Unlock()
+	if len(tasks) == 1 {
+		w.cond.Signal()
+	} else {
+		w.cond.Broadcast()
+	}
+}
+
+// drain runs jobs until the queue is closed and empty.
+func (w *workers) drain() {
+	for {
+		w.mu.Lock()
+		for w.next == len(w.tasks) && !w.closed {
+			w.cond.Wait()
+		}
+		if w.next == len(w.tasks) {
+			w.mu.Unlock()
+			return
+		}
+		t := w.tasks[w.next]
+		w.tasks[w.next] = nil
+		w.next++
+		w.mu.Unlock()
+		t.val, t.diag = t.run()
+	}
+}
+
+// finish closes the queue, runs jobs on the calling goroutine too until
+// none is left, and waits for the running ones to end.
+func (w *workers) finish() {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	w.cond.Broadcast()
+	w.drain()
+	w.wg.Wait()
 }
 
 // compileGuard compiles a when: expression at node n.
@@ -319,16 +375,40 @@ func (l *loader) loadPrompt(f *file, n *yaml.Node, path string, mustBeFile bool)
 	l.compileText(f, n, path, store)
 }
 
-// loadSchema compiles a literal with.schema path into Story.Schemas.
+// loadSchema compiles a literal with.schema path into Story.Schemas. Each
+// path is compiled once, by a job; when it fails, every place naming it
+// gets the error.
 func (l *loader) loadSchema(f *file, n *yaml.Node, path string) {
 	raw := n.Value
-	if _, ok := l.st.Schemas[raw]; ok {
+	use := schemaUse{f: f, n: n, path: path}
+	if uses, ok := l.schemaUses[raw]; ok {
+		*uses = append(*uses, use)
 		return
 	}
-	s, err := l.st.SchemaCompiler.Compile(raw)
-	if err != nil {
-		l.errAt(f, n, path, "%v", err)
-		return
-	}
-	l.st.Schemas[raw] = s
+	uses := &[]schemaUse{use}
+	l.schemaUses[raw] = uses
+	sc := l.st.SchemaCompiler
+	l.addJob(func() (any, *Diagnostic) {
+		s, err := sc.Compile(raw)
+		if err != nil {
+			return err, nil
+		}
+		return s, nil
+	}, func(v any) {
+		switch v := v.(type) {
+		case *schema.Schema:
+			l.st.Schemas[raw] = v
+		case error:
+			for _, u := range *uses {
+				l.errAt(u.f, u.n, u.path, "%v", v)
+			}
+		}
+	})
+}
+
+// schemaUse is a place naming a with.schema path.
+type schemaUse struct {
+	f    *file
+	n    *yaml.Node
+	path string
 }

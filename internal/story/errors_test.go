@@ -185,6 +185,8 @@ func TestLoadErrors(t *testing.T) {
 				`schemas.yaml:13:24: states.start.on_enter[3].with.schema: schema "schemas/url_ref.json": $ref "https://example.com/evil.json" in schemas/url_ref.json is a URL: references must stay inside the story directory`,
 				`schemas.yaml:15:24: states.start.on_enter[4].with.schema: schema "schemas/missing.json": no such file or directory`,
 				`schemas.yaml:19:29: states.start.on_enter[6].with.prompt_path: cannot read prompt file "prompts/missing.md": no such file or directory`,
+				// A failing schema is reported wherever it is named.
+				`schemas.yaml:23:24: states.start.on_enter[8].with.schema: schema "schemas/missing.json": no such file or directory`,
 			},
 		},
 		{

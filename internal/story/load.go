@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/expr"
@@ -59,6 +58,7 @@ func Load(path string, opts ...Option) (*Story, error) {
 		loaded:     map[string]bool{},
 		declared:   map[string]bool{},
 		promptSeen: map[string]bool{},
+		schemaUses: map[string]*[]schemaUse{},
 		st: &Story{
 			Dir:       dir,
 			File:      abs,
@@ -120,9 +120,12 @@ type loader struct {
 	worldRefs []*nodeRef // relevant_world and exits.requires entries
 	exitOrder []exitDecl // declaration order of exits, for the __exit__ states
 
-	jobs       []job           // deferred compilations, run by runJobs
-	finalizers []func()        // run after the compiled results are assigned
-	promptSeen map[string]bool // with.prompt values already handled
+	work       *workers                // runs parses and jobs while files are read
+	jobs       []*job                  // deferred compilations, in the order added
+	submitted  int                     // jobs handed to work so far
+	finalizers []func()                // run after the compiled results are assigned
+	promptSeen map[string]bool         // with.prompt values already handled
+	schemaUses map[string]*[]schemaUse // with.schema paths → where they are named
 
 	toolNames map[string]string // exposed plugin tool name → where it was declared
 }
@@ -145,18 +148,29 @@ type exitDecl struct {
 
 // run loads the root file and its includes, then runs the checks that need
 // the whole story.
+//
+// The work is pipelined over GOMAXPROCS workers: an included file starts
+// parsing as soon as the include: naming it is read, the loader reads each
+// file as soon as it is parsed, and the compilations a file defers (guards,
+// templates, prompt files, schemas) start as soon as the file is read, while
+// later files are still being parsed and read. Files are still read one at a
+// time, in the order they were found, so diagnostics and declaration order
+// do not depend on the scheduling.
 func (l *loader) run(abs string) {
+	l.work = startWorkers(runtime.GOMAXPROCS(0))
 	root := l.newFile(abs)
-	parseAll([]*file{root})
+	root.parse()
 	l.loadFile(root, true)
-	// Included files are parsed a generation at a time, concurrently, then
-	// read in order (files included by included files form the next one).
+	l.flushJobs()
+	// Included files are read a generation at a time, in order (files
+	// included by included files form the next one).
 	for len(l.queue) > 0 {
 		batch := l.queue
 		l.queue = nil
-		parseAll(batch)
 		for _, f := range batch {
+			f.parse()
 			l.loadFile(f, false)
+			l.flushJobs()
 		}
 	}
 	l.runJobs()
@@ -210,25 +224,17 @@ func parseFile(f *file) (*yaml.Node, []Diagnostic) {
 	return deref(&doc), diags
 }
 
-// parseAll parses files concurrently (YAML parsing dominates the cost of
-// loading a large story's text), storing each result in its file.
-func parseAll(files []*file) {
-	if len(files) == 1 {
-		files[0].doc, files[0].parseDiags = parseFile(files[0])
-		return
-	}
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	var wg sync.WaitGroup
-	for _, f := range files {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			f.doc, f.parseDiags = parseFile(f)
-			<-sem
-		}()
-	}
-	wg.Wait()
+// parseJob is parse as a job for the workers.
+func (f *file) parseJob() (any, *Diagnostic) {
+	f.parse()
+	return nil, nil
+}
+
+// parse parses the file once, storing the result in it. Whichever of the
+// worker it was queued on and the loader needing it comes first does the
+// work; the other waits for it.
+func (f *file) parse() {
+	f.parseOnce.Do(func() { f.doc, f.parseDiags = parseFile(f) })
 }
 
 // yamlDiag turns a YAML syntax error into a diagnostic carrying its line.
@@ -374,7 +380,9 @@ func (l *loader) loadInclude(f *file, e entry) {
 		}
 		for _, m := range files {
 			if !l.loaded[m] {
-				l.queue = append(l.queue, l.newFile(m))
+				nf := l.newFile(m)
+				l.queue = append(l.queue, nf)
+				l.work.submit(&job{run: nf.parseJob})
 			}
 		}
 	}

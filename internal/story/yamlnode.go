@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -15,6 +16,7 @@ type file struct {
 	abs   string
 	lines []string // the file's lines, for mapping template error columns
 
+	parseOnce  sync.Once
 	doc        *yaml.Node   // parsed top-level node, nil if empty or broken
 	parseDiags []Diagnostic // read and syntax errors
 }

@@ -108,3 +108,71 @@ func BenchmarkDecideInProcess(b *testing.B) {
 	slices.Sort(times)
 	b.ReportMetric(float64(times[len(times)/2].Nanoseconds()), "median-ns/op")
 }
+
+// BenchmarkDecideFloor is the part of BenchmarkDecideInProcess that no
+// implementation can skip: the five trace lines trace-format.md §5 requires
+// of a decide (harness.dispatched, agent.call.start, agent.call.complete,
+// world.update, harness.returned), each encoded and written with its own
+// write(2) as §3 requires, and the submission parsed and validated against
+// the 10-field schema by the schema library. The payloads are the ones a
+// real dispatch produces. Rendering, routing, the agent call and binding
+// come on top of this.
+func BenchmarkDecideFloor(b *testing.B) {
+	app := writeStory(b, files{
+		"app.yaml":             benchStory,
+		"prompts/audit.md":     "Audit this claim: {{ args.claim }} for {{ args.amount }}.\nAnswer with a verdict.",
+		"schemas/verdict.json": benchSchema,
+	})
+	st, err := story.Load(app)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mem := trace.NewMemSink()
+	reg := agent.NewRegistry(nil)
+	reg.Configure(st.Plugins)
+	sub := json.RawMessage(benchSubmission)
+	reg.Register("agent.fast", agent.AgentFunc(func(context.Context, *agent.AskRequest) (*agent.AskResponse, error) {
+		return &agent.AskResponse{Submission: sub}, nil
+	}))
+	s, err := New(st, host.New(st, reg, mem), mem, WithSessionID("bench"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.started, s.state, s.turn = true, "s", 1
+	if failed, err := s.dispatchOne(context.Background(), s.newTurn(1, "go", nil), &queued{inv: st.States["s"].OnEnter[0].Invoke}); err != nil || failed {
+		b.Fatalf("dispatch: failed=%v err=%v", failed, err)
+	}
+	evs := mem.Events()
+	if len(evs) != 5 {
+		b.Fatalf("a decide wrote %d events, want 5", len(evs))
+	}
+	sch := st.Schemas["schemas/verdict.json"]
+	if sch == nil {
+		b.Fatalf("schema not compiled at load (have %d)", len(st.Schemas))
+	}
+	w, err := trace.Create(filepath.Join(b.TempDir(), "floor.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	times := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		if _, err := sch.ValidateJSON(sub); err != nil {
+			b.Fatal(err)
+		}
+		for j := range evs {
+			ev := evs[j]
+			ev.TS = ""
+			if err := w.Append(&ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+		times = append(times, time.Since(start))
+	}
+	b.StopTimer()
+	slices.Sort(times)
+	b.ReportMetric(float64(times[len(times)/2].Nanoseconds()), "median-ns/op")
+}

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net"
@@ -30,42 +31,8 @@ import (
 // per decide, its HTTP client and the kernel's loopback transit included.
 // "server-ns/op" is what was subtracted.
 func BenchmarkDecideLocalLLM(b *testing.B) {
-	reply := `{"model":"m","choices":[{"finish_reason":"stop","message":{"content":` + jsonString(benchSubmission) + `}}],"usage":{"prompt_tokens":300,"completion_tokens":60}}`
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, reply)
-	}))
-	clk := &serverClock{}
-	srv.Listener = clk.wrap(srv.Listener)
-	srv.Start()
-	defer srv.Close()
-	app := writeStory(b, files{
-		"app.yaml": strings.Replace(benchStory, "agent.fast: {plugin: builtin.inprocess}",
-			`agent.fast: {plugin: builtin.local_llm, endpoint: "`+srv.URL+`", model: m, grammar: true}`, 1),
-		"prompts/audit.md":     "Audit this claim: {{ args.claim }} for {{ args.amount }}.\nAnswer with a verdict.",
-		"schemas/verdict.json": benchSchema,
-	})
-	st, err := story.Load(app)
-	if err != nil {
-		b.Fatal(err)
-	}
-	w, err := trace.Create(filepath.Join(b.TempDir(), "bench.jsonl"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer w.Close()
-	reg := agent.NewRegistry(nil)
-	reg.RegisterTransport(agent.PluginLocalLLM, localllm.Builder)
-	reg.Configure(st.Plugins)
-	defer reg.Close()
-	s, err := New(st, host.New(st, reg, w), w, WithSessionID("bench"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	s.started, s.state, s.turn = true, "s", 1
-	t := s.newTurn(1, "go", nil)
-	q := &queued{inv: st.States["s"].OnEnter[0].Invoke}
+	srv, clk := newChatServer(b)
+	s, t, q := localLLMSession(b, srv.URL)
 	ctx := context.Background()
 	dispatch := func() {
 		if failed, err := s.dispatchOne(ctx, t, q); err != nil || failed {
@@ -79,10 +46,88 @@ func BenchmarkDecideLocalLLM(b *testing.B) {
 	for b.Loop() {
 		dispatch()
 	}
-	total := time.Since(start)
-	server := clk.total()
-	b.ReportMetric(float64(total-server)/float64(b.N), "kitsoki-ns/op")
-	b.ReportMetric(float64(server)/float64(b.N), "server-ns/op")
+	clk.report(b, time.Since(start))
+}
+
+// BenchmarkLocalLLMExchange is the HTTP floor under BenchmarkDecideLocalLLM:
+// the very request body the local_llm transport sends, POSTed with a bare
+// net/http client to the same server and measured the same way. Its
+// "kitsoki-ns/op" is what any client pays on its side of the exchange
+// (net/http and the kernel's loopback), before kitsoki does anything.
+func BenchmarkLocalLLMExchange(b *testing.B) {
+	srv, clk := newChatServer(b)
+	s, t, q := localLLMSession(b, srv.URL)
+	if failed, err := s.dispatchOne(context.Background(), t, q); err != nil || failed {
+		b.Fatalf("dispatch: failed=%v err=%v errs=%v", failed, err, t.errs)
+	}
+	body := clk.lastBody()
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	post := func() {
+		resp, err := client.Post(srv.URL+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			b.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	post() // open the connection
+	clk.reset()
+	b.ReportAllocs()
+	start := time.Now()
+	for b.Loop() {
+		post()
+	}
+	clk.report(b, time.Since(start))
+}
+
+// newChatServer starts an in-test OpenAI-compatible server answering every
+// chat request with the benchmark's submission, timed by a serverClock.
+func newChatServer(b *testing.B) (*httptest.Server, *serverClock) {
+	reply := `{"model":"m","choices":[{"finish_reason":"stop","message":{"content":` + jsonString(benchSubmission) + `}}],"usage":{"prompt_tokens":300,"completion_tokens":60}}`
+	clk := &serverClock{}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		clk.keepBody(body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, reply)
+	}))
+	srv.Listener = clk.wrap(srv.Listener)
+	srv.Start()
+	b.Cleanup(srv.Close)
+	return srv, clk
+}
+
+// localLLMSession loads the benchmark story with agent.fast routed to a
+// grammar-constrained local_llm endpoint at url, tracing to a file.
+func localLLMSession(b *testing.B, url string) (*Session, *turnCtx, *queued) {
+	app := writeStory(b, files{
+		"app.yaml": strings.Replace(benchStory, "agent.fast: {plugin: builtin.inprocess}",
+			`agent.fast: {plugin: builtin.local_llm, endpoint: "`+url+`", model: m, grammar: true}`, 1),
+		"prompts/audit.md":     "Audit this claim: {{ args.claim }} for {{ args.amount }}.\nAnswer with a verdict.",
+		"schemas/verdict.json": benchSchema,
+	})
+	st, err := story.Load(app)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := trace.Create(filepath.Join(b.TempDir(), "bench.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { w.Close() })
+	reg := agent.NewRegistry(nil)
+	reg.RegisterTransport(agent.PluginLocalLLM, localllm.Builder)
+	reg.Configure(st.Plugins)
+	b.Cleanup(func() { reg.Close() })
+	s, err := New(st, host.New(st, reg, w), w, WithSessionID("bench"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.started, s.state, s.turn = true, "s", 1
+	return s, s.newTurn(1, "go", nil), &queued{inv: st.States["s"].OnEnter[0].Invoke}
 }
 
 // serverClock measures a server's own time per request on its side of the
@@ -94,6 +139,27 @@ type serverClock struct {
 	mu     sync.Mutex
 	sum    time.Duration
 	ledger map[*timedConn]bool
+	body   []byte // the last request body the handler read
+}
+
+func (c *serverClock) keepBody(b []byte) {
+	c.mu.Lock()
+	c.body = b
+	c.mu.Unlock()
+}
+
+func (c *serverClock) lastBody() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.body
+}
+
+// report subtracts the server's time from elapsed, the wall time of b.N
+// operations.
+func (c *serverClock) report(b *testing.B, elapsed time.Duration) {
+	server := c.total()
+	b.ReportMetric(float64(elapsed-server)/float64(b.N), "kitsoki-ns/op")
+	b.ReportMetric(float64(server)/float64(b.N), "server-ns/op")
 }
 
 func (c *serverClock) wrap(l net.Listener) net.Listener { return &timedListener{Listener: l, clk: c} }

@@ -220,7 +220,7 @@ func compileExpr(tpl string, start, end int, inRange, asBool bool) (*unit, error
 // something it could be a member access of (a name, a literal or a closing
 // bracket).
 func (u *unit) rewriteDots(start, end int, inRange bool) error {
-	if !strings.Contains(u.src, ".") {
+	if !strings.Contains(u.src, ".") || noItemDots(u.src) {
 		return nil
 	}
 	toks, err := lexer.Lex(file.NewSource(u.src))

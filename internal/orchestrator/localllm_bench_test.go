@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/agent/localllm"
 	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/servertime"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
@@ -27,7 +27,7 @@ import (
 // server on loopback.
 //
 // The server's own time is measured on its side of each connection (see
-// serverClock) and subtracted: "kitsoki-ns/op" is everything kitsoki does
+// internal/servertime) and subtracted: "kitsoki-ns/op" is everything kitsoki does
 // per decide, its HTTP client and the kernel's loopback transit included.
 // "server-ns/op" is what was subtracted.
 func BenchmarkDecideLocalLLM(b *testing.B) {
@@ -40,13 +40,13 @@ func BenchmarkDecideLocalLLM(b *testing.B) {
 		}
 	}
 	dispatch() // build the agent, open the connection
-	clk.reset()
+	clk.Reset()
 	b.ReportAllocs()
 	start := time.Now()
 	for b.Loop() {
 		dispatch()
 	}
-	clk.report(b, time.Since(start))
+	clk.Report(b, time.Since(start))
 }
 
 // BenchmarkLocalLLMExchange is the HTTP floor under BenchmarkDecideLocalLLM:
@@ -60,7 +60,7 @@ func BenchmarkLocalLLMExchange(b *testing.B) {
 	if failed, err := s.dispatchOne(context.Background(), t, q); err != nil || failed {
 		b.Fatalf("dispatch: failed=%v err=%v errs=%v", failed, err, t.errs)
 	}
-	body := clk.lastBody()
+	body := srv.lastBody()
 	client := &http.Client{Transport: &http.Transport{}}
 	defer client.CloseIdleConnections()
 	post := func() {
@@ -74,30 +74,46 @@ func BenchmarkLocalLLMExchange(b *testing.B) {
 		resp.Body.Close()
 	}
 	post() // open the connection
-	clk.reset()
+	clk.Reset()
 	b.ReportAllocs()
 	start := time.Now()
 	for b.Loop() {
 		post()
 	}
-	clk.report(b, time.Since(start))
+	clk.Report(b, time.Since(start))
 }
 
 // newChatServer starts an in-test OpenAI-compatible server answering every
-// chat request with the benchmark's submission, timed by a serverClock.
-func newChatServer(b *testing.B) (*httptest.Server, *serverClock) {
+// chat request with the benchmark's submission, timed by a servertime.Clock.
+func newChatServer(b *testing.B) (*chatServer, *servertime.Clock) {
 	reply := `{"model":"m","choices":[{"finish_reason":"stop","message":{"content":` + jsonString(benchSubmission) + `}}],"usage":{"prompt_tokens":300,"completion_tokens":60}}`
-	clk := &serverClock{}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	clk := &servertime.Clock{}
+	cs := &chatServer{}
+	cs.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		clk.keepBody(body)
+		cs.mu.Lock()
+		cs.body = body
+		cs.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, reply)
 	}))
-	srv.Listener = clk.wrap(srv.Listener)
-	srv.Start()
-	b.Cleanup(srv.Close)
-	return srv, clk
+	cs.Listener = clk.Wrap(cs.Listener)
+	cs.Start()
+	b.Cleanup(cs.Close)
+	return cs, clk
+}
+
+// chatServer is the in-test server; it keeps the last request body.
+type chatServer struct {
+	*httptest.Server
+	mu   sync.Mutex
+	body []byte
+}
+
+func (cs *chatServer) lastBody() []byte {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.body
 }
 
 // localLLMSession loads the benchmark story with agent.fast routed to a
@@ -128,136 +144,6 @@ func localLLMSession(b *testing.B, url string) (*Session, *turnCtx, *queued) {
 	}
 	s.started, s.state, s.turn = true, "s", 1
 	return s, s.newTurn(1, "go", nil), &queued{inv: st.States["s"].OnEnter[0].Invoke}
-}
-
-// serverClock measures a server's own time per request on its side of the
-// connection: from the moment a request's first bytes are read to the
-// moment the last write of its response returns. That covers the server's
-// HTTP parsing, its handler and its response writes, and none of the
-// client's work or the kernel's transit to and from it.
-type serverClock struct {
-	mu     sync.Mutex
-	sum    time.Duration
-	ledger map[*timedConn]bool
-	body   []byte // the last request body the handler read
-}
-
-func (c *serverClock) keepBody(b []byte) {
-	c.mu.Lock()
-	c.body = b
-	c.mu.Unlock()
-}
-
-func (c *serverClock) lastBody() []byte {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.body
-}
-
-// report subtracts the server's time from elapsed, the wall time of b.N
-// operations.
-func (c *serverClock) report(b *testing.B, elapsed time.Duration) {
-	server := c.total()
-	b.ReportMetric(float64(elapsed-server)/float64(b.N), "kitsoki-ns/op")
-	b.ReportMetric(float64(server)/float64(b.N), "server-ns/op")
-}
-
-func (c *serverClock) wrap(l net.Listener) net.Listener { return &timedListener{Listener: l, clk: c} }
-
-func (c *serverClock) reset() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for tc := range c.ledger {
-		tc.settle()
-	}
-	c.sum = 0
-}
-
-// total is the server time accumulated since reset, the request in flight
-// on each connection included once its response is written.
-func (c *serverClock) total() time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for tc := range c.ledger {
-		c.sum += tc.settle()
-	}
-	return c.sum
-}
-
-type timedListener struct {
-	net.Listener
-	clk *serverClock
-}
-
-func (l *timedListener) Accept() (net.Conn, error) {
-	conn, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	tc := &timedConn{Conn: conn, clk: l.clk}
-	l.clk.mu.Lock()
-	if l.clk.ledger == nil {
-		l.clk.ledger = map[*timedConn]bool{}
-	}
-	l.clk.ledger[tc] = true
-	l.clk.mu.Unlock()
-	return tc, nil
-}
-
-// timedConn tracks one server connection: a request starts when bytes are
-// read while no request is open, and ends with the last response write
-// before the next request's bytes arrive.
-type timedConn struct {
-	net.Conn
-	clk *serverClock
-
-	mu        sync.Mutex
-	open      bool
-	start     time.Time
-	lastWrite time.Time
-}
-
-func (c *timedConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	if n > 0 {
-		now := time.Now()
-		c.mu.Lock()
-		var done time.Duration
-		if c.open && !c.lastWrite.IsZero() { // the previous request was answered
-			done = c.lastWrite.Sub(c.start)
-			c.open = false
-		}
-		if !c.open {
-			c.open, c.start, c.lastWrite = true, now, time.Time{}
-		}
-		c.mu.Unlock()
-		if done > 0 {
-			c.clk.mu.Lock()
-			c.clk.sum += done
-			c.clk.mu.Unlock()
-		}
-	}
-	return n, err
-}
-
-func (c *timedConn) Write(p []byte) (int, error) {
-	n, err := c.Conn.Write(p)
-	c.mu.Lock()
-	c.lastWrite = time.Now()
-	c.mu.Unlock()
-	return n, err
-}
-
-// settle closes the answered request in flight, returning its time.
-func (c *timedConn) settle() time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.open || c.lastWrite.IsZero() {
-		return 0
-	}
-	d := c.lastWrite.Sub(c.start)
-	c.open, c.lastWrite = false, time.Time{}
-	return d
 }
 
 func jsonString(s string) string {

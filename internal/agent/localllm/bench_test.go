@@ -8,31 +8,32 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/servertime"
 )
 
-// BenchmarkLocalLLMAsk measures a decide through local_llm (grammar on, a
-// persona, a 1 KiB prompt) against an in-test server that answers a canned
-// body. The server handler's own time is measured and subtracted: the
-// "kitsoki-ns/op" metric is the transport's overhead, loopback HTTP
-// included. The raw_roundtrip sub-benchmark is the floor: the same POST
-// made with bare net/http, so ask minus raw_roundtrip is what kitsoki's
-// request building, reply parsing and checks cost on top of the socket;
-// codec measures that work alone.
+// BenchmarkLocalLLMAsk measures a decide through the local_llm transport
+// (grammar on, a persona, a 1 KiB prompt, a schema) against an in-test
+// server that answers a canned body. The server's own time, measured on its
+// side of the connection (internal/servertime), is subtracted: the
+// "kitsoki-ns/op" metric is the transport's overhead, its HTTP client and
+// the kernel's loopback transit included. The raw_roundtrip sub-benchmark
+// is the floor: the same POST made with bare net/http, so ask minus
+// raw_roundtrip is what kitsoki's request building, reply parsing and
+// checks cost on top of the socket; codec measures that work alone.
 func BenchmarkLocalLLMAsk(b *testing.B) {
 	canned := []byte(`{"model":"m","choices":[{"finish_reason":"stop","message":{"content":"{\"verdict\":\"approve\"}"}}],"usage":{"prompt_tokens":300,"completion_tokens":6}}`)
-	var serverNs atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
+	var clk servertime.Clock
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(canned)
-		serverNs.Add(int64(time.Since(start)))
 	}))
+	srv.Listener = clk.Wrap(srv.Listener)
+	srv.Start()
 	defer srv.Close()
 	a, err := New(agent.Declaration{Endpoint: srv.URL, Model: "m", Grammar: true}, Config{}, nil)
 	if err != nil {
@@ -46,7 +47,7 @@ func BenchmarkLocalLLMAsk(b *testing.B) {
 		if err := op(); err != nil { // warm the connection
 			b.Fatal(err)
 		}
-		serverNs.Store(0)
+		clk.Reset()
 		b.ReportAllocs()
 		start := time.Now()
 		for b.Loop() {
@@ -54,7 +55,7 @@ func BenchmarkLocalLLMAsk(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		b.ReportMetric(float64(time.Since(start).Nanoseconds()-serverNs.Load())/float64(b.N), "kitsoki-ns/op")
+		clk.Report(b, time.Since(start))
 	}
 	b.Run("ask", func(b *testing.B) {
 		run(b, func() error { _, err := a.Ask(ctx, req); return err })

@@ -142,3 +142,33 @@ func TestCompileSharesOneCompiler(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeNumberTypes: integral numbers become int64 when they fit,
+// every other number float64, so the world sees the same types whichever
+// transport answered.
+func TestDecodeNumberTypes(t *testing.T) {
+	tests := []struct {
+		in   string
+		want any
+	}{
+		{`2`, int64(2)},
+		{`-7`, int64(-7)},
+		{`0.92`, 0.92},
+		{`7.5`, 7.5},
+		{`2.0`, 2.0},
+		{`1e3`, 1000.0},
+		{`1E-2`, 0.01},
+		{`9223372036854775807`, int64(9223372036854775807)},
+		{`9223372036854775808`, 9223372036854775808.0},
+		{`{"a":[1,1.5]}`, map[string]any{"a": []any{int64(1), 1.5}}},
+	}
+	for _, tc := range tests {
+		got, err := Decode([]byte(tc.in))
+		if err != nil {
+			t.Fatalf("Decode(%s): %v", tc.in, err)
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("Decode(%s) (-want +got):\n%s", tc.in, diff)
+		}
+	}
+}

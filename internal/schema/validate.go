@@ -64,8 +64,10 @@ func normalize(v any) any {
 		}
 		return t
 	case json.Number:
-		if i, err := t.Int64(); err == nil {
-			return i
+		if !strings.ContainsAny(string(t), ".eE") { // not integral: skip the failing (allocating) parse
+			if i, err := t.Int64(); err == nil {
+				return i
+			}
 		}
 		f, err := t.Float64()
 		if err != nil || math.IsInf(f, 0) {

@@ -2,6 +2,7 @@ package expr
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"unicode/utf8"
 )
@@ -83,47 +84,80 @@ func runeToByte(s string, runeOff int) int {
 
 // mapped is text produced by rewriting a source, remembering for every
 // output byte which source byte it came from, so errors reported against the
-// rewritten text can point into the source the author wrote.
+// rewritten text can point into the source the author wrote. The origins are
+// kept as runs: a copied run maps byte by byte, an inserted one maps every
+// byte to the one source offset it was attributed to.
 type mapped struct {
-	b      strings.Builder
-	origin []int
+	b    strings.Builder
+	runs []run
+}
+
+// run is a stretch of output starting at out whose bytes come from src
+// onwards (copied) or are all attributed to src (inserted).
+type run struct {
+	out, src int
+	copied   bool
 }
 
 // copy appends src[from:to] unchanged.
 func (m *mapped) copy(src string, from, to int) {
-	m.b.WriteString(src[from:to])
-	for i := from; i < to; i++ {
-		m.origin = append(m.origin, i)
+	if from >= to {
+		return
 	}
+	if n := len(m.runs); n > 0 {
+		if last := m.runs[n-1]; last.copied && last.src+m.b.Len()-last.out == from {
+			m.b.WriteString(src[from:to]) // continues the last run
+			return
+		}
+	}
+	m.runs = append(m.runs, run{out: m.b.Len(), src: from, copied: true})
+	m.b.WriteString(src[from:to])
 }
 
 // insert appends generated text, attributed to source offset at.
 func (m *mapped) insert(s string, at int) {
-	m.b.WriteString(s)
-	for range len(s) {
-		m.origin = append(m.origin, at)
+	if s == "" {
+		return
 	}
+	m.runs = append(m.runs, run{out: m.b.Len(), src: at})
+	m.b.WriteString(s)
 }
 
 // append appends another mapped text (whose origins already refer to the
 // same source).
 func (m *mapped) append(o *mapped) {
+	base := m.b.Len()
+	for _, r := range o.runs {
+		r.out += base
+		m.runs = append(m.runs, r)
+	}
 	m.b.WriteString(o.String())
-	m.origin = append(m.origin, o.origin...)
 }
 
 func (m *mapped) String() string { return m.b.String() }
 
+// origin returns the source offset output byte off (0 <= off < length) came
+// from.
+func (m *mapped) origin(off int) int {
+	i := sort.Search(len(m.runs), func(i int) bool { return m.runs[i].out > off }) - 1
+	r := m.runs[i]
+	if r.copied {
+		return r.src + off - r.out
+	}
+	return r.src
+}
+
 // sourceOffset maps a byte offset in the rewritten text back to the source.
 func (m *mapped) sourceOffset(off int) int {
+	n := m.b.Len()
 	switch {
-	case len(m.origin) == 0:
+	case n == 0:
 		return 0
 	case off < 0:
-		return m.origin[0]
-	case off >= len(m.origin):
-		return m.origin[len(m.origin)-1] + 1
+		return m.origin(0)
+	case off >= n:
+		return m.origin(n-1) + 1
 	default:
-		return m.origin[off]
+		return m.origin(off)
 	}
 }

@@ -29,36 +29,40 @@ const (
 )
 
 var (
-	textOnce   sync.Once
-	textSetErr error
-	textSetV   *pongo2.TemplateSet
-	// textMu serialises parsing: pongo2's TemplateSet records state on every
-	// FromString call.
-	textMu sync.Mutex
+	textOnce sync.Once
+	textErr  error
+	// textSets holds the template sets text templates are parsed in. A set
+	// parses one template at a time (pongo2 records state in it on every
+	// FromString), so each parse takes one from the pool, and concurrent
+	// parses use different, identically configured sets.
+	textSets sync.Pool
 )
 
-// textSet returns the template set every text template is parsed in,
-// building it (and registering the filters, a process-wide pongo2 registry)
-// on first use.
+// textSet returns a template set to parse one text template in; the caller
+// puts it back in textSets. On first use it registers the filters and the
+// scope tag (a process-wide pongo2 registry).
 func textSet() (*pongo2.TemplateSet, error) {
 	textOnce.Do(func() {
-		if textSetErr = registerFilters(); textSetErr != nil {
+		if textErr = registerFilters(); textErr != nil {
 			return
 		}
-		if textSetErr = pongo2.RegisterTag(scopeTag, scopeParser); textSetErr != nil {
-			return
-		}
-		set := pongo2.NewSet("kitsoki", noLoader{})
-		// No file access from a story's templates: include/extends are not
-		// part of v1 and ssi reads arbitrary files.
-		for _, tag := range []string{"include", "extends", "import", "ssi"} {
-			if textSetErr = set.BanTag(tag); textSetErr != nil {
-				return
-			}
-		}
-		textSetV = set
+		textErr = pongo2.RegisterTag(scopeTag, scopeParser)
 	})
-	return textSetV, textSetErr
+	if textErr != nil {
+		return nil, textErr
+	}
+	if set, ok := textSets.Get().(*pongo2.TemplateSet); ok {
+		return set, nil
+	}
+	set := pongo2.NewSet("kitsoki", noLoader{})
+	// No file access from a story's templates: include/extends are not
+	// part of v1 and ssi reads arbitrary files.
+	for _, tag := range []string{"include", "extends", "import", "ssi"} {
+		if err := set.BanTag(tag); err != nil {
+			return nil, err
+		}
+	}
+	return set, nil
 }
 
 // scopeNode wraps every text template. At render time it makes the caller's
@@ -100,6 +104,7 @@ func CompileText(src string) (*Text, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer textSets.Put(set)
 	m := rewriteText(src, true)
 	tpl, err := parseText(set, m)
 	if err != nil {
@@ -118,8 +123,6 @@ func CompileText(src string) (*Text, error) {
 }
 
 func parseText(set *pongo2.TemplateSet, m *mapped) (*pongo2.Template, error) {
-	textMu.Lock()
-	defer textMu.Unlock()
 	return set.FromString(m.String())
 }
 
@@ -202,6 +205,7 @@ var verbatimEnd = regexp.MustCompile(`\{%-?\s*endverbatim\s*-?%\}`)
 // {{ x }} → {{ x|show }} or {{ show(x) }}.
 func rewriteText(src string, wrap bool) *mapped {
 	m := &mapped{}
+	m.b.Grow(len(src) + len(scopeOpen) + len(scopeEnd) + 32)
 	if wrap {
 		m.insert(scopeOpen, 0)
 	}

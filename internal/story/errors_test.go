@@ -137,6 +137,13 @@ func TestLoadErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "duplicate key in a large mapping",
+			file: "errors/dupkeys.yaml",
+			want: []string{
+				`dupkeys.yaml:22:3: intents.i03: duplicate key "i03"`,
+			},
+		},
+		{
 			name: "YAML syntax",
 			file: "errors/syntax.yaml",
 			want: []string{`syntax.yaml:3:1: YAML syntax error: did not find expected ',' or ']'`},

@@ -204,7 +204,7 @@ func parseFile(f *file) (*yaml.Node, []Diagnostic) {
 		}
 		return nil, []Diagnostic{{Pos: Pos{File: f.rel}, Message: fmt.Sprintf("cannot read story file: %v", err)}}
 	}
-	f.lines = strings.Split(string(data), "\n")
+	f.data = data
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {

@@ -12,17 +12,23 @@ import (
 
 // file is one YAML file of the story.
 type file struct {
-	rel   string // relative to the story directory, slash-separated
-	abs   string
-	lines []string // the file's lines, for mapping template error columns
+	rel  string // relative to the story directory, slash-separated
+	abs  string
+	data []byte // the file's content
+
+	linesOnce sync.Once
+	lines     []string // data split into lines on first use, by line
 
 	parseOnce  sync.Once
 	doc        *yaml.Node   // parsed top-level node, nil if empty or broken
 	parseDiags []Diagnostic // read and syntax errors
 }
 
-// line returns line n (1-based) of the file, or "".
+// line returns line n (1-based) of the file, or "". Only error reporting
+// needs the lines (to map template error columns), so they are split on
+// first use; compile jobs may ask concurrently.
 func (f *file) line(n int) string {
+	f.linesOnce.Do(func() { f.lines = strings.Split(string(f.data), "\n") })
 	if n < 1 || n > len(f.lines) {
 		return ""
 	}
@@ -122,7 +128,11 @@ func (l *loader) entries(f *file, n *yaml.Node, path string) (out []entry, ok bo
 		l.errAt(f, n, path, "expected a mapping, got %s", kindName(n))
 		return nil, false
 	}
-	seen := map[string]bool{}
+	out = make([]entry, 0, len(n.Content)/2)
+	var seen map[string]bool // names in out, for large mappings only
+	if len(n.Content)/2 > smallMapping {
+		seen = make(map[string]bool, len(n.Content)/2)
+	}
 	var merged []entry
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
@@ -136,20 +146,43 @@ func (l *loader) entries(f *file, n *yaml.Node, path string) (out []entry, ok bo
 			continue
 		}
 		name := kd.Value
-		if seen[name] {
+		if hasEntry(out, seen, name) {
 			l.errAt(f, k, joinPath(path, name), "duplicate key %q", name)
 			continue
 		}
-		seen[name] = true
-		out = append(out, entry{name: name, key: k, val: v})
+		out = addEntry(out, seen, entry{name: name, key: k, val: v})
 	}
 	for _, e := range merged {
-		if !seen[e.name] {
-			seen[e.name] = true
-			out = append(out, e)
+		if !hasEntry(out, seen, e.name) {
+			out = addEntry(out, seen, e)
 		}
 	}
 	return out, true
+}
+
+// smallMapping is the size up to which entries finds a name by scanning
+// rather than through a map (cheaper for the few keys most mappings have).
+const smallMapping = 16
+
+// hasEntry reports whether out holds name; seen, when not nil, indexes out.
+func hasEntry(out []entry, seen map[string]bool, name string) bool {
+	if seen != nil {
+		return seen[name]
+	}
+	for i := range out {
+		if out[i].name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// addEntry appends e to out, indexing it in seen when there is one.
+func addEntry(out []entry, seen map[string]bool, e entry) []entry {
+	if seen != nil {
+		seen[e.name] = true
+	}
+	return append(out, e)
 }
 
 // mergeEntries returns the pairs merged in by a "<<" key (a mapping or a

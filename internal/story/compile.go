@@ -177,7 +177,8 @@ func (l *loader) compileTree(f *file, n *yaml.Node, path string, assign func(*ex
 	l.addJob(func() (any, *Diagnostic) {
 		var v any
 		if n != nil {
-			if err := n.Decode(&v); err != nil {
+			var err error
+			if v, err = decodeValue(n); err != nil {
 				return nil, &Diagnostic{Pos: posOf(f, n), Path: path, Message: fmt.Sprintf("cannot decode value: %v", err)}
 			}
 		}

@@ -26,9 +26,9 @@ var (
 // beside its binary holding the same list, into d.AgentTools. Every limit
 // of the plugin-agent-tools design is checked here, and each exposed name
 // (kitsoki_<slug>_<name>) must be unique across the story.
-func (l *loader) loadAgentTools(f *file, fs map[string]entry, path string, d *agent.Declaration) {
-	at, hasTools := fs["agent_tools"]
-	mf, hasManifest := fs["manifest"]
+func (l *loader) loadAgentTools(f *file, fs fieldSet, path string, d *agent.Declaration) {
+	at, hasTools := fs.get("agent_tools")
+	mf, hasManifest := fs.get("manifest")
 	if !hasTools && !hasManifest {
 		return
 	}
@@ -121,7 +121,7 @@ func (l *loader) manifest(f *file, mf entry, path string, d *agent.Declaration) 
 	if !ok {
 		return nil, nil, "", false
 	}
-	list, ok := mfs["agent_tools"]
+	list, ok := mfs.get("agent_tools")
 	if !ok {
 		l.errAt(m, doc, "", "a plugin manifest must hold agent_tools:")
 		return nil, nil, "", false
@@ -182,7 +182,7 @@ func (l *loader) readAgentTool(f *file, n *yaml.Node, path string) (agent.ToolDe
 		return t, false
 	}
 	at := deref(n)
-	if e, ok := fs["name"]; !ok {
+	if e, ok := fs.get("name"); !ok {
 		l.errAt(f, at, path, "name: is required")
 	} else if s, ok := l.str(f, e.val, joinPath(path, "name")); ok {
 		t.Name = s
@@ -190,7 +190,7 @@ func (l *loader) readAgentTool(f *file, n *yaml.Node, path string) (agent.ToolDe
 			l.errAt(f, e.val, joinPath(path, "name"), "tool name %q must match ^[a-z0-9][a-z0-9_]{0,31}$ (lowercase letters, digits and _, at most 32 characters, not starting with _)", s)
 		}
 	}
-	if e, ok := fs["description"]; !ok {
+	if e, ok := fs.get("description"); !ok {
 		l.errAt(f, at, path, "description: is required (it tells the agent what the tool does)")
 	} else if s, ok := l.str(f, e.val, joinPath(path, "description")); ok {
 		t.Description = s
@@ -202,23 +202,23 @@ func (l *loader) readAgentTool(f *file, n *yaml.Node, path string) (agent.ToolDe
 		}
 	}
 	l.readSurfaces(f, fs, at, path, &t)
-	if e, ok := fs["input_schema"]; !ok || isNull(e.val) {
+	if e, ok := fs.get("input_schema"); !ok || isNull(e.val) {
 		l.errAt(f, at, path, "input_schema: is required (a JSON Schema with type: object)")
 	} else {
 		t.InputSchema = l.toolSchema(f, e, joinPath(path, "input_schema"))
 	}
-	if e, ok := fs["output_schema"]; ok && !isNull(e.val) {
+	if e, ok := fs.get("output_schema"); ok && !isNull(e.val) {
 		t.OutputSchema = l.toolSchema(f, e, joinPath(path, "output_schema"))
 	}
-	if e, ok := fs["annotations"]; ok {
+	if e, ok := fs.get("annotations"); ok {
 		l.readAnnotations(f, e, joinPath(path, "annotations"), &t.Annotations)
 	}
 	return t, len(l.diags) == before
 }
 
 // readSurfaces reads surfaces: one or both task surfaces, no duplicates.
-func (l *loader) readSurfaces(f *file, fs map[string]entry, at *yaml.Node, path string, t *agent.ToolDeclaration) {
-	e, ok := fs["surfaces"]
+func (l *loader) readSurfaces(f *file, fs fieldSet, at *yaml.Node, path string, t *agent.ToolDeclaration) {
+	e, ok := fs.get("surfaces")
 	if !ok {
 		l.errAt(f, at, path, "surfaces: is required (%s, or both)", strings.Join(agent.ToolSurfaces, ", "))
 		return

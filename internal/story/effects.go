@@ -70,38 +70,38 @@ func (l *loader) loadEffect(f *file, n *yaml.Node, path string, ctx effCtx) *Eff
 	}
 	e := &Effect{Pos: l.pos(f, deref(n))}
 	ref := &effectRef{f: f, e: e, path: path, ctx: ctx}
-	if w, ok := fs["when"]; ok {
+	if w, ok := fs.get("when"); ok {
 		l.compileGuard(f, w.val, joinPath(path, "when"), func(g *expr.Guard) { e.When = g })
 	}
 	var actions []string
 	for _, k := range actionKeys {
-		if _, ok := fs[k]; ok {
+		if _, ok := fs.get(k); ok {
 			actions = append(actions, k)
 		}
 	}
-	if s, ok := fs["set"]; ok {
+	if s, ok := fs.get("set"); ok {
 		e.Set = l.loadSet(f, s.val, joinPath(path, "set"))
 	}
-	if s, ok := fs["increment"]; ok {
+	if s, ok := fs.get("increment"); ok {
 		e.Increment = l.loadIncrement(f, s.val, joinPath(path, "increment"))
 	}
-	if s, ok := fs["say"]; ok {
+	if s, ok := fs.get("say"); ok {
 		l.compileText(f, s.val, joinPath(path, "say"), func(t *expr.Text) { e.Say = t })
 	}
-	if s, ok := fs["emit"]; ok {
+	if s, ok := fs.get("emit"); ok {
 		l.compileTree(f, s.val, joinPath(path, "emit"), func(t *expr.Tree) { e.Emit = t })
 	}
-	if s, ok := fs["invoke"]; ok {
+	if s, ok := fs.get("invoke"); ok {
 		e.Invoke = l.loadInvoke(f, s, fs, path, ref)
 	} else {
 		for _, k := range invokeOnlyKeys {
-			if x, ok := fs[k]; ok {
+			if x, ok := fs.get(k); ok {
 				l.errAt(f, x.key, joinPath(path, k), "%s: is only valid on an invoke effect (add invoke: <handler>)", k)
 				unknown++ // already explains what is missing
 			}
 		}
 	}
-	ei, hasEmit := fs["emit_intent"]
+	ei, hasEmit := fs.get("emit_intent")
 	if hasEmit {
 		p := joinPath(path, "emit_intent")
 		if name, ok := l.str(f, ei.val, p); ok {
@@ -111,14 +111,14 @@ func (l *loader) loadEffect(f *file, n *yaml.Node, path string, ctx effCtx) *Eff
 			}
 		}
 	}
-	if sl, ok := fs["slots"]; ok {
+	if sl, ok := fs.get("slots"); ok {
 		if !hasEmit {
 			l.errAt(f, sl.key, joinPath(path, "slots"), "slots: is only valid with emit_intent:")
 		} else {
 			e.EmitSlots = l.loadTreeMap(f, sl.val, joinPath(path, "slots"))
 		}
 	}
-	if t, ok := fs["target"]; ok {
+	if t, ok := fs.get("target"); ok {
 		if hasEmit {
 			l.errAt(f, t.key, joinPath(path, "target"), "emit_intent cannot be combined with target: on the same effect")
 		} else {
@@ -202,7 +202,7 @@ func (l *loader) loadTreeMap(f *file, n *yaml.Node, path string) map[string]*exp
 
 var bindPathRE = regexp.MustCompile(`^[^.\[\]\s{}]+(\[\d+\])*(\.[^.\[\]\s{}]+(\[\d+\])*)*$`)
 
-func (l *loader) loadInvoke(f *file, inv entry, fs map[string]entry, path string, ref *effectRef) *Invoke {
+func (l *loader) loadInvoke(f *file, inv entry, fs fieldSet, path string, ref *effectRef) *Invoke {
 	in := &Invoke{Pos: l.pos(f, deref(inv.val))}
 	p := joinPath(path, "invoke")
 	name, ok := l.str(f, inv.val, p)
@@ -211,7 +211,7 @@ func (l *loader) loadInvoke(f *file, inv entry, fs map[string]entry, path string
 	}
 	in.Name = name
 	ref.invokeNode = deref(inv.val)
-	if w, ok := fs["with"]; ok && !isNull(w.val) {
+	if w, ok := fs.get("with"); ok && !isNull(w.val) {
 		wp := joinPath(path, "with")
 		if d := deref(w.val); d.Kind != yaml.MappingNode {
 			l.errAt(f, d, wp, "expected a mapping of call arguments, got %s", kindName(d))
@@ -222,10 +222,10 @@ func (l *loader) loadInvoke(f *file, inv entry, fs map[string]entry, path string
 			}
 		}
 	}
-	if b, ok := fs["bind"]; ok {
+	if b, ok := fs.get("bind"); ok {
 		in.Bind = l.loadBind(f, b.val, joinPath(path, "bind"))
 	}
-	if oe, ok := fs["on_error"]; ok {
+	if oe, ok := fs.get("on_error"); ok {
 		op := joinPath(path, "on_error")
 		if raw, ok := l.str(f, oe.val, op); ok {
 			st := ref.ctx.state
@@ -237,16 +237,16 @@ func (l *loader) loadInvoke(f *file, inv entry, fs map[string]entry, path string
 	}
 	boolField(l, f, fs, path, "once", &in.Once)
 	strField(l, f, fs, path, "id", &in.ID)
-	if id, ok := fs["id"]; ok {
+	if id, ok := fs.get("id"); ok {
 		ref.idNode = deref(id.val)
 	}
-	if a, ok := fs["agent"]; ok {
+	if a, ok := fs.get("agent"); ok {
 		if s, ok := l.str(f, a.val, joinPath(path, "agent")); ok {
 			in.Agent = s
 			ref.agentNode = deref(a.val)
 		}
 	}
-	if s, ok := fs["selection"]; ok && !isNull(s.val) {
+	if s, ok := fs.get("selection"); ok && !isNull(s.val) {
 		sp := joinPath(path, "selection")
 		if d := deref(s.val); d.Kind != yaml.MappingNode {
 			l.errAt(f, d, sp, "expected a mapping, got %s", kindName(d))
@@ -255,7 +255,7 @@ func (l *loader) loadInvoke(f *file, inv entry, fs map[string]entry, path string
 		}
 	}
 	if in.Once && len(in.Bind) == 0 {
-		l.errAt(f, fs["once"].key, joinPath(path, "once"),
+		l.errAt(f, fs.at("once").key, joinPath(path, "once"),
 			"once: true needs bind: (once skips the call when every bind target is already set)")
 	}
 	return in

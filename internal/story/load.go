@@ -274,39 +274,39 @@ func (l *loader) loadFile(f *file, isRoot bool) {
 	if !ok {
 		return
 	}
-	if e, ok := top["app"]; ok {
+	if e, ok := top.get("app"); ok {
 		l.loadApp(f, e)
 	} else if isRoot {
 		l.errAt(f, doc, "", "app: is required (app: {id: my-story})")
 	}
-	if e, ok := top["hosts"]; ok {
+	if e, ok := top.get("hosts"); ok {
 		l.loadHosts(f, e)
 	}
-	if e, ok := top["agents"]; ok {
+	if e, ok := top.get("agents"); ok {
 		l.loadAgents(f, e)
 	}
-	if e, ok := top["agent_plugins"]; ok {
+	if e, ok := top.get("agent_plugins"); ok {
 		l.loadPlugins(f, e)
 	}
-	if e, ok := top["providers"]; ok {
+	if e, ok := top.get("providers"); ok {
 		l.loadProviders(f, e)
 	}
-	if e, ok := top["world"]; ok {
+	if e, ok := top.get("world"); ok {
 		l.loadWorld(f, e)
 	}
-	if e, ok := top["intents"]; ok {
+	if e, ok := top.get("intents"); ok {
 		l.loadIntents(f, e.val, "intents", l.st.Intents, true)
 	}
-	if e, ok := top["exits"]; ok {
+	if e, ok := top.get("exits"); ok {
 		l.loadExits(f, e)
 	}
-	if e, ok := top["root"]; ok {
+	if e, ok := top.get("root"); ok {
 		l.loadRoot(f, e)
 	}
-	if e, ok := top["states"]; ok {
+	if e, ok := top.get("states"); ok {
 		l.loadStates(f, e)
 	}
-	if e, ok := top["include"]; ok {
+	if e, ok := top.get("include"); ok {
 		l.loadInclude(f, e)
 	}
 }

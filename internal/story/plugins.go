@@ -49,7 +49,7 @@ func (l *loader) loadPlugins(f *file, e entry) {
 		strField(l, f, fs, path, "api_key_env", &d.APIKeyEnv)
 		boolField(l, f, fs, path, "json_schema", &d.JSONSchema)
 		boolField(l, f, fs, path, "enabled", &d.Enabled)
-		if p, ok := fs["port"]; ok {
+		if p, ok := fs.get("port"); ok {
 			if i, ok := l.integer(f, p.val, joinPath(path, "port")); ok {
 				if i < 0 || i > 65535 {
 					l.errAt(f, p.val, joinPath(path, "port"), "port %d is out of range 0-65535", i)
@@ -60,10 +60,10 @@ func (l *loader) loadPlugins(f *file, e entry) {
 		if d.Tool == "" {
 			d.Tool = "ask"
 		}
-		if env, ok := fs["env"]; ok {
+		if env, ok := fs.get("env"); ok {
 			d.Env = l.interpolateMap(f, env.val, path, "env", &d.Secrets)
 		}
-		if h, ok := fs["headers"]; ok {
+		if h, ok := fs.get("headers"); ok {
 			d.Headers = l.interpolateMap(f, h.val, path, "headers", &d.Secrets)
 		}
 		l.checkPluginType(f, pe, fs, path, &d)
@@ -78,8 +78,8 @@ func (l *loader) loadPlugins(f *file, e entry) {
 }
 
 // checkPluginType checks plugin: and the fields its type requires.
-func (l *loader) checkPluginType(f *file, pe entry, fs map[string]entry, path string, d *agent.Declaration) {
-	pl, ok := fs["plugin"]
+func (l *loader) checkPluginType(f *file, pe entry, fs fieldSet, path string, d *agent.Declaration) {
+	pl, ok := fs.get("plugin")
 	if !ok || d.Plugin == "" {
 		at := pe.key
 		if ok {

@@ -32,7 +32,7 @@ func (l *loader) loadProviders(f *file, e entry) {
 		}
 		p := agent.Provider{Name: pe.name}
 		strField(l, f, fs, path, "model", &p.Model)
-		if env, ok := fs["env"]; ok {
+		if env, ok := fs.get("env"); ok {
 			p.Env = l.interpolateMap(f, env.val, path, "env", &p.Secrets)
 		}
 		for _, s := range p.Secrets {

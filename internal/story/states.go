@@ -62,24 +62,24 @@ func (l *loader) loadState(f *file, n *yaml.Node, path string, s *State) {
 	}
 	strField(l, f, fs, path, "description", &s.Description)
 	boolField(l, f, fs, path, "terminal", &s.Terminal)
-	if v, ok := fs["view"]; ok {
+	if v, ok := fs.get("view"); ok {
 		if d := deref(v.val); d != nil && d.Kind == yaml.SequenceNode {
 			l.warnAt(f, v.key, joinPath(path, "view"), "a typed view element list is not supported yet and is ignored")
 		} else {
 			l.compileText(f, v.val, joinPath(path, "view"), func(t *expr.Text) { s.View = t })
 		}
 	}
-	if oe, ok := fs["on_enter"]; ok {
+	if oe, ok := fs.get("on_enter"); ok {
 		s.OnEnter = l.loadEffects(f, oe.val, joinPath(path, "on_enter"), effCtx{state: s, where: "on_enter"})
 	}
-	if on, ok := fs["on"]; ok {
+	if on, ok := fs.get("on"); ok {
 		l.loadOn(f, on.val, joinPath(path, "on"), s)
 	}
-	if in, ok := fs["intents"]; ok {
+	if in, ok := fs.get("intents"); ok {
 		s.Intents = map[string]*Intent{}
 		l.loadIntents(f, in.val, joinPath(path, "intents"), s.Intents, false)
 	}
-	if rw, ok := fs["relevant_world"]; ok {
+	if rw, ok := fs.get("relevant_world"); ok {
 		items, _ := l.list(f, rw.val, joinPath(path, "relevant_world"))
 		for i, it := range items {
 			p := indexPath(joinPath(path, "relevant_world"), i)
@@ -146,14 +146,14 @@ func (l *loader) loadArm(f *file, n *yaml.Node, path string, s *State, intent st
 	}
 	boolField(l, f, fs, path, "default", &a.Default)
 	strField(l, f, fs, path, "guard_hint", &a.GuardHint)
-	w, hasWhen := fs["when"]
+	w, hasWhen := fs.get("when")
 	if hasWhen {
 		l.compileGuard(f, w.val, joinPath(path, "when"), func(g *expr.Guard) { a.When = g })
 		if a.Default {
 			l.warnAt(f, w.key, joinPath(path, "when"), "when is ignored on a default: true arm")
 		}
 	}
-	if t, ok := fs["target"]; ok {
+	if t, ok := fs.get("target"); ok {
 		raw, ok := l.str(f, t.val, joinPath(path, "target"))
 		if ok {
 			l.targets = append(l.targets, &targetRef{
@@ -164,7 +164,7 @@ func (l *loader) loadArm(f *file, n *yaml.Node, path string, s *State, intent st
 	} else {
 		a.Target, a.Stay = s.Name, true
 	}
-	if ef, ok := fs["effects"]; ok {
+	if ef, ok := fs.get("effects"); ok {
 		a.Effects = l.loadEffects(f, ef.val, joinPath(path, "effects"),
 			effCtx{state: s, where: "on." + intent, arm: a})
 	}

@@ -31,34 +31,34 @@ func (l *loader) loadApp(f *file, e entry) {
 	strField(l, f, fs, "app", "license", &a.License)
 	if strings.TrimSpace(a.ID) == "" {
 		at := e.val
-		if id, ok := fs["id"]; ok {
+		if id, ok := fs.get("id"); ok {
 			at = id.val
 		}
 		l.errAt(f, at, "app", "id: is required")
 	}
 }
 
-// strField reads fs[key] as a string into dst when present.
-func strField(l *loader, f *file, fs map[string]entry, path, key string, dst *string) {
-	if e, ok := fs[key]; ok {
+// strField reads fs.get(key) as a string into dst when present.
+func strField(l *loader, f *file, fs fieldSet, path, key string, dst *string) {
+	if e, ok := fs.get(key); ok {
 		if s, ok := l.str(f, e.val, joinPath(path, key)); ok {
 			*dst = s
 		}
 	}
 }
 
-// boolField reads fs[key] as a boolean into dst when present.
-func boolField(l *loader, f *file, fs map[string]entry, path, key string, dst *bool) {
-	if e, ok := fs[key]; ok {
+// boolField reads fs.get(key) as a boolean into dst when present.
+func boolField(l *loader, f *file, fs fieldSet, path, key string, dst *bool) {
+	if e, ok := fs.get(key); ok {
 		if b, ok := l.boolean(f, e.val, joinPath(path, key)); ok {
 			*dst = b
 		}
 	}
 }
 
-// strListField reads fs[key] as a list of strings into dst when present.
-func strListField(l *loader, f *file, fs map[string]entry, path, key string, dst *[]string) bool {
-	if e, ok := fs[key]; ok {
+// strListField reads fs.get(key) as a list of strings into dst when present.
+func strListField(l *loader, f *file, fs fieldSet, path, key string, dst *[]string) bool {
+	if e, ok := fs.get(key); ok {
 		if s, ok := l.strList(f, e.val, joinPath(path, key)); ok {
 			*dst = s
 			return true
@@ -99,8 +99,8 @@ func (l *loader) loadAgents(f *file, e entry) {
 		if p.ToolsSet && p.Tools == nil {
 			p.Tools = []string{}
 		}
-		_, hasSP := fs["system_prompt"]
-		spp, hasSPP := fs["system_prompt_path"]
+		_, hasSP := fs.get("system_prompt")
+		spp, hasSPP := fs.get("system_prompt_path")
 		switch {
 		case hasSP && hasSPP:
 			l.errAt(f, spp.key, path, "set only one of system_prompt and system_prompt_path")
@@ -171,11 +171,11 @@ func (l *loader) loadWorld(f *file, e entry) {
 		}
 		strField(l, f, fs, path, "type", &v.Type)
 		strField(l, f, fs, path, "description", &v.Description)
-		if t, ok := fs["type"]; ok && v.Type != "" && !slices.Contains(worldTypes, v.Type) {
+		if t, ok := fs.get("type"); ok && v.Type != "" && !slices.Contains(worldTypes, v.Type) {
 			l.warnAt(f, t.val, joinPath(path, "type"), "unknown world type %q%s: values of this key are not converted",
 				v.Type, didYouMean(v.Type, worldTypes))
 		}
-		if vs, ok := fs["values"]; ok {
+		if vs, ok := fs.get("values"); ok {
 			if items, ok := l.list(f, vs.val, joinPath(path, "values")); ok {
 				for i, it := range items {
 					x, _ := l.value(f, it, indexPath(joinPath(path, "values"), i))
@@ -183,7 +183,7 @@ func (l *loader) loadWorld(f *file, e entry) {
 				}
 			}
 		}
-		if de, ok := fs["default"]; ok && !isNull(de.val) {
+		if de, ok := fs.get("default"); ok && !isNull(de.val) {
 			v.Default, _ = l.value(f, de.val, joinPath(path, "default"))
 			v.HasDefault = true
 			l.checkDefault(f, de.val, joinPath(path, "default"), v)
@@ -295,12 +295,12 @@ func (l *loader) loadIntents(f *file, n *yaml.Node, base string, dst map[string]
 		strField(l, f, fs, path, "description", &in.Description)
 		strListField(l, f, fs, path, "examples", &in.Examples)
 		boolField(l, f, fs, path, "hidden", &in.Hidden)
-		if p, ok := fs["priority"]; ok {
+		if p, ok := fs.get("priority"); ok {
 			if i, ok := l.integer(f, p.val, joinPath(path, "priority")); ok {
 				in.Priority = int(i)
 			}
 		}
-		if s, ok := fs["slots"]; ok {
+		if s, ok := fs.get("slots"); ok {
 			l.loadSlots(f, s.val, joinPath(path, "slots"), in)
 		}
 	}
@@ -318,7 +318,7 @@ func (l *loader) loadSlots(f *file, n *yaml.Node, base string, in *Intent) {
 			continue
 		}
 		strField(l, f, fs, path, "type", &s.Type)
-		if t, ok := fs["type"]; ok && s.Type != "" && !slices.Contains(slotTypes, s.Type) {
+		if t, ok := fs.get("type"); ok && s.Type != "" && !slices.Contains(slotTypes, s.Type) {
 			l.warnAt(f, t.val, joinPath(path, "type"), "unknown slot type %q%s", s.Type, didYouMean(s.Type, slotTypes))
 		}
 		boolField(l, f, fs, path, "required", &s.Required)
@@ -326,11 +326,11 @@ func (l *loader) loadSlots(f *file, n *yaml.Node, base string, in *Intent) {
 		strListField(l, f, fs, path, "examples", &s.Examples)
 		strField(l, f, fs, path, "prompt", &s.Prompt)
 		strField(l, f, fs, path, "format_hint", &s.FormatHint)
-		if d, ok := fs["default"]; ok && !isNull(d.val) {
+		if d, ok := fs.get("default"); ok && !isNull(d.val) {
 			s.Default, _ = l.value(f, d.val, joinPath(path, "default"))
 			s.HasDefault = true
 		}
-		if vs, ok := fs["values"]; ok {
+		if vs, ok := fs.get("values"); ok {
 			if items, ok := l.list(f, vs.val, joinPath(path, "values")); ok {
 				for i, it := range items {
 					x, _ := l.value(f, it, indexPath(joinPath(path, "values"), i))
@@ -358,7 +358,7 @@ func (l *loader) loadExits(f *file, e entry) {
 			continue
 		}
 		strField(l, f, fs, path, "description", &x.Description)
-		if r, ok := fs["requires"]; ok {
+		if r, ok := fs.get("requires"); ok {
 			items, _ := l.list(f, r.val, joinPath(path, "requires"))
 			for i, it := range items {
 				p := indexPath(joinPath(path, "requires"), i)

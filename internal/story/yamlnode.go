@@ -213,24 +213,43 @@ func (l *loader) mergeEntries(f *file, v *yaml.Node, path string) []entry {
 	return out
 }
 
-// fields checks the keys of mapping n against spec and returns the v1 ones
-// by name. Unknown keys are errors with a suggestion; later keys warnings.
-func (l *loader) fields(f *file, n *yaml.Node, path string, spec *keySpec) (map[string]entry, bool) {
+// fieldSet is the v1 keys of a mapping, in document order.
+type fieldSet []entry
+
+// get returns the entry for key name.
+func (fs fieldSet) get(name string) (entry, bool) {
+	for _, e := range fs {
+		if e.name == name {
+			return e, true
+		}
+	}
+	return entry{}, false
+}
+
+// at returns the entry for key name, or a zero entry.
+func (fs fieldSet) at(name string) entry {
+	e, _ := fs.get(name)
+	return e
+}
+
+// fields checks the keys of mapping n against spec and returns the v1 ones.
+// Unknown keys are errors with a suggestion; later keys warnings.
+func (l *loader) fields(f *file, n *yaml.Node, path string, spec *keySpec) (fieldSet, bool) {
 	fs, _, ok := l.fieldsU(f, n, path, spec)
 	return fs, ok
 }
 
 // fieldsU is fields that also returns how many unknown keys were reported.
-func (l *loader) fieldsU(f *file, n *yaml.Node, path string, spec *keySpec) (_ map[string]entry, unknown int, _ bool) {
+func (l *loader) fieldsU(f *file, n *yaml.Node, path string, spec *keySpec) (_ fieldSet, unknown int, _ bool) {
 	es, ok := l.entries(f, n, path)
 	if !ok {
 		return nil, 0, false
 	}
-	out := make(map[string]entry, len(es))
+	out := es[:0] // es is ours: keep the v1 entries in place
 	for _, e := range es {
 		switch {
 		case slices.Contains(spec.v1, e.name):
-			out[e.name] = e
+			out = append(out, e)
 		case slices.Contains(spec.later, e.name) || hasAnyPrefix(e.name, spec.laterPrefixes):
 			l.warnAt(f, e.key, joinPath(path, e.name), "%q is not supported yet and is ignored", e.name)
 		default:
@@ -239,7 +258,7 @@ func (l *loader) fieldsU(f *file, n *yaml.Node, path string, spec *keySpec) (_ m
 			unknown++
 		}
 	}
-	return out, unknown, true
+	return fieldSet(out), unknown, true
 }
 
 func hasAnyPrefix(s string, prefixes []string) bool {

@@ -55,7 +55,7 @@ var direct = map[string]bool{
 	`!!str true`: true, `12`: true, `-7`: true, `0`: true, `123456789012345678`: true, `true`: true, `false`: true,
 	`-0`: true, `yes`: true, `on`: true, `~`: true, `null`: true, `Null`: true, `!!null ""`: true,
 	`{a: 1, b: "{{ world.x }}", c: [x, 2, null, true], d: {e: f}}`: true,
-	`[&x a, *x]`: false,
+	`[&x a, *x]`:     false,
 	`{k: &anchor v}`: true,
 	`{args: {item: "{{ world.note + '-1' }}", notes: "{{ world.count + 1 }}"}, prompt: prompts/p1.md}`: true,
 }

@@ -284,7 +284,7 @@ func endsOperand(t lexer.Token) bool {
 // calls, no closures, map literals, let or sequences. The violation nearest
 // the start of the expression is reported.
 func (u *unit) validate(root ast.Node, inRange bool) error {
-	v := &validator{inRange: inRange, callees: map[ast.Node]bool{}}
+	v := &validator{inRange: inRange}
 	ast.Walk(&root, v)
 	// Identifiers are checked after the walk: the walk visits a call's
 	// callee before the call itself.
@@ -312,7 +312,7 @@ type violation struct {
 type validator struct {
 	inRange bool
 	idents  []*ast.IdentifierNode
-	callees map[ast.Node]bool
+	callees map[ast.Node]bool // made on the first call: most expressions have none
 	first   *violation
 }
 
@@ -332,6 +332,9 @@ func (v *validator) Visit(node *ast.Node) {
 		if !ok {
 			v.add(n, "calling methods is not allowed; use a function such as upper(x)")
 			return
+		}
+		if v.callees == nil {
+			v.callees = map[ast.Node]bool{}
 		}
 		v.callees[id] = true
 		v.checkFunc(id, id.Value)

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Tree is a compiled YAML value (a with: block, emit slots, set values):
@@ -41,6 +42,9 @@ func CompileTree(v any) (*Tree, error) {
 func compileNode(v any, path string, lit *bool) (tnode, error) {
 	switch x := v.(type) {
 	case string:
+		if !strings.Contains(x, "{{") {
+			return tnode{scalar: x}, nil // a literal, as CompileValue would find
+		}
 		tv, err := CompileValue(x)
 		if err != nil {
 			if path == "" {

@@ -26,10 +26,19 @@ type job struct {
 	diag *Diagnostic
 }
 
-// addJob defers a compilation; flushJobs hands it to the workers.
+// addJob defers a compilation; flushJobs hands it to the workers. Jobs are
+// carved out of blocks of jobBlock, one allocation per block.
 func (l *loader) addJob(run func() (any, *Diagnostic), assign func(any)) {
-	l.jobs = append(l.jobs, &job{run: run, assign: assign})
+	if len(l.jobFree) == 0 {
+		l.jobFree = make([]job, jobBlock)
+	}
+	j := &l.jobFree[0]
+	l.jobFree = l.jobFree[1:]
+	j.run, j.assign = run, assign
+	l.jobs = append(l.jobs, j)
 }
+
+const jobBlock = 64
 
 // flushJobs hands the jobs added since the last call to the workers.
 func (l *loader) flushJobs() {

@@ -73,7 +73,7 @@ func (l *loader) loadEffect(f *file, n *yaml.Node, path string, ctx effCtx) *Eff
 	if w, ok := fs.get("when"); ok {
 		l.compileGuard(f, w.val, joinPath(path, "when"), func(g *expr.Guard) { e.When = g })
 	}
-	var actions []string
+	actions := make([]string, 0, len(actionKeys))
 	for _, k := range actionKeys {
 		if _, ok := fs.get(k); ok {
 			actions = append(actions, k)

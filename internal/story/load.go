@@ -122,6 +122,7 @@ type loader struct {
 
 	work       *workers                // runs parses and jobs while files are read
 	jobs       []*job                  // deferred compilations, in the order added
+	jobFree    []job                   // where addJob takes the next job from
 	submitted  int                     // jobs handed to work so far
 	finalizers []func()                // run after the compiled results are assigned
 	promptSeen map[string]bool         // with.prompt values already handled

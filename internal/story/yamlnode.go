@@ -291,6 +291,9 @@ func (l *loader) boolean(f *file, n *yaml.Node, path string) (bool, bool) {
 		return false, true
 	}
 	if d.Kind == yaml.ScalarNode && d.Tag == "!!bool" {
+		if v, ok := plainScalar(d); ok {
+			return v.(bool), true
+		}
 		var b bool
 		if err := d.Decode(&b); err == nil {
 			return b, true
@@ -304,6 +307,9 @@ func (l *loader) boolean(f *file, n *yaml.Node, path string) (bool, bool) {
 func (l *loader) integer(f *file, n *yaml.Node, path string) (int64, bool) {
 	d := deref(n)
 	if d != nil && d.Kind == yaml.ScalarNode && d.Tag == "!!int" {
+		if v, ok := plainScalar(d); ok {
+			return int64(v.(int)), true
+		}
 		var i int64
 		if err := d.Decode(&i); err == nil {
 			return i, true

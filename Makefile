@@ -3,7 +3,7 @@
 GO ?= go
 BIN := bin/kitsoki
 
-.PHONY: all build demo test vet bench evals clean fetch-llama-server fetch-models test-llama-real
+.PHONY: all build demo test vet bench bench-targets evals clean fetch-llama-server fetch-models test-llama-real
 
 all: build
 
@@ -35,6 +35,18 @@ evals: build
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# The benchmarks the issues set speed targets on, with their floors, five
+# runs each (docs/performance.md says how to read them).
+bench-targets:
+	$(GO) test -run '^$$' -bench 'BenchmarkDecideInProcess$$|BenchmarkDecideFloor|BenchmarkDecideLocalLLM|BenchmarkLocalLLMExchange' -benchmem -count 5 ./internal/orchestrator
+	$(GO) test -run '^$$' -bench 'BenchmarkLoadLarge' -benchmem -count 5 ./internal/story
+	$(GO) test -run '^$$' -bench 'BenchmarkLocalLLMAsk' -benchmem -count 5 ./internal/agent/localllm
+	$(GO) test -run '^$$' -bench 'BenchmarkSubprocessAsk' -benchmem -count 5 ./internal/agent/subprocess
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./internal/agent/mcphttp
+	$(GO) test -run '^$$' -bench 'BenchmarkProfileAssembly' -benchmem -count 5 ./internal/mcp
+	$(GO) test -run '^$$' -bench 'BenchmarkPluginToolCall' -benchmem -count 5 ./internal/plugintools
+	$(GO) test -run '^$$' -bench 'BenchmarkTestFlows1000Turns' -benchmem -count 3 ./cmd/kitsoki
 
 # Pre-warm the local-model cache (network; not part of make test).
 fetch-llama-server: build

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"fmt"
+	"log/slog"
 	"testing"
 )
 
@@ -29,7 +30,13 @@ func BenchmarkProfileAssembly(b *testing.B) {
 	if n := len(s.ToolNames()); n != 40 {
 		b.Fatalf("%d tools, want 40", n)
 	}
-	h := listen(b)
+	// The client stops reading at the end while thousands of list_changed
+	// notifications are still queued; the server's drain errors are noise.
+	h, err := ListenHTTP("", slog.New(slog.DiscardHandler))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = h.Close() }) // after the client's cleanup, as listen does
 	hs, err := h.Open(SessionConfig{Profile: full, Live: newFakeLive(), StoryDir: testRoot(b), PluginTools: catalog})
 	if err != nil {
 		b.Fatal(err)

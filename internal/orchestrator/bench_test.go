@@ -59,10 +59,10 @@ states:
         bind: {verdict: submitted}
 `
 
-// BenchmarkDecideInProcess drives one full host.agent.decide: re-render the
-// with: map, render the prompt file, dispatch to an in-process agent,
-// validate against a 10-field schema, bind, and trace every step to a file.
-func BenchmarkDecideInProcess(b *testing.B) {
+// benchDecide loads the benchmark story with agent.fast answering
+// benchSubmission in process, and returns its session (tracing to sink),
+// started in state s, with a turn and the state's decide queued.
+func benchDecide(b *testing.B, sink trace.Sink) (*Session, *story.Story, *turnCtx, *queued) {
 	app := writeStory(b, files{
 		"app.yaml":             benchStory,
 		"prompts/audit.md":     "Audit this claim: {{ args.claim }} for {{ args.amount }}.\nAnswer with a verdict.",
@@ -72,25 +72,30 @@ func BenchmarkDecideInProcess(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	w, err := trace.Create(filepath.Join(b.TempDir(), "bench.jsonl"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer w.Close()
 	reg := agent.NewRegistry(nil)
 	reg.Configure(st.Plugins)
 	sub := json.RawMessage(benchSubmission)
 	reg.Register("agent.fast", agent.AgentFunc(func(context.Context, *agent.AskRequest) (*agent.AskResponse, error) {
 		return &agent.AskResponse{Submission: sub}, nil
 	}))
-	s, err := New(st, host.New(st, reg, w), w, WithSessionID("bench"))
+	s, err := New(st, host.New(st, reg, sink), sink, WithSessionID("bench"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	s.started, s.state, s.turn = true, "s", 1
-	t := s.newTurn(1, "go", nil)
-	inv := st.States["s"].OnEnter[0].Invoke
-	q := &queued{inv: inv}
+	return s, st, s.newTurn(1, "go", nil), &queued{inv: st.States["s"].OnEnter[0].Invoke}
+}
+
+// BenchmarkDecideInProcess drives one full host.agent.decide: re-render the
+// with: map, render the prompt file, dispatch to an in-process agent,
+// validate against a 10-field schema, bind, and trace every step to a file.
+func BenchmarkDecideInProcess(b *testing.B) {
+	w, err := trace.Create(filepath.Join(b.TempDir(), "bench.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	s, _, t, q := benchDecide(b, w)
 	ctx := context.Background()
 	times := make([]time.Duration, 0, b.N)
 	b.ReportAllocs()
@@ -118,28 +123,9 @@ func BenchmarkDecideInProcess(b *testing.B) {
 // real dispatch produces. Rendering, routing, the agent call and binding
 // come on top of this.
 func BenchmarkDecideFloor(b *testing.B) {
-	app := writeStory(b, files{
-		"app.yaml":             benchStory,
-		"prompts/audit.md":     "Audit this claim: {{ args.claim }} for {{ args.amount }}.\nAnswer with a verdict.",
-		"schemas/verdict.json": benchSchema,
-	})
-	st, err := story.Load(app)
-	if err != nil {
-		b.Fatal(err)
-	}
 	mem := trace.NewMemSink()
-	reg := agent.NewRegistry(nil)
-	reg.Configure(st.Plugins)
-	sub := json.RawMessage(benchSubmission)
-	reg.Register("agent.fast", agent.AgentFunc(func(context.Context, *agent.AskRequest) (*agent.AskResponse, error) {
-		return &agent.AskResponse{Submission: sub}, nil
-	}))
-	s, err := New(st, host.New(st, reg, mem), mem, WithSessionID("bench"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	s.started, s.state, s.turn = true, "s", 1
-	if failed, err := s.dispatchOne(context.Background(), s.newTurn(1, "go", nil), &queued{inv: st.States["s"].OnEnter[0].Invoke}); err != nil || failed {
+	s, st, t, q := benchDecide(b, mem)
+	if failed, err := s.dispatchOne(context.Background(), t, q); err != nil || failed {
 		b.Fatalf("dispatch: failed=%v err=%v", failed, err)
 	}
 	evs := mem.Events()
@@ -155,6 +141,7 @@ func BenchmarkDecideFloor(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer w.Close()
+	sub := json.RawMessage(benchSubmission)
 	times := make([]time.Duration, 0, b.N)
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -46,11 +46,11 @@ func newResponseFormat(schema json.RawMessage) *responseFormat {
 	return &responseFormat{Type: "json_schema", JSONSchema: &schemaSpec{Name: "submission", Strict: true, Schema: schema}}
 }
 
-// encode returns the request body: the JSON json.Marshal would give for r
-// (up to the layout of the schema, which must already be compact, valid
-// JSON). The schema document is copied in as it is rather than re-scanned
-// and re-compacted on every call, which for a typical schema cost more than
-// the rest of the request.
+// encode returns the request body: the JSON json.Marshal gives for r, except
+// that the schema (compact, valid JSON already) is copied in as it is,
+// where json.Marshal would re-scan and re-compact it on every call and
+// escape any <, > or & in it. For a typical schema that re-scan cost more
+// than the rest of the request.
 func (r *chatRequest) encode() []byte {
 	size := 128 + len(r.Model)
 	for _, m := range r.Messages {

@@ -12,16 +12,23 @@ import (
 
 // scripted runs one intent per non-blank input line ("#" starts a comment)
 // and stops at the first rejection, fault, unhandled call failure or
-// terminal state.
+// terminal state. A line that stops the run is named by its number.
 func (r *runner) scripted(ctx context.Context, in io.Reader) int {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	for sc.Scan() {
+	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
+		if strings.HasPrefix(line, ":") {
+			fmt.Fprintf(r.errw, "kitsoki: input line %d: %q is a terminal command; scripted input takes one intent per line (run kitsoki on a terminal for :help, :intents, :world)\n", n, line)
+			return exitFailure
+		}
 		if code, stop := r.turn(ctx, line); stop {
+			if code != exitOK {
+				fmt.Fprintf(r.errw, "kitsoki: stopped at input line %d: %s\n", n, line)
+			}
 			return code
 		}
 	}

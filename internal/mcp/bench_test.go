@@ -48,7 +48,7 @@ func BenchmarkProfileAssembly(b *testing.B) {
 	go func() {
 		for {
 			select {
-			case <-c.changed:
+			case <-c.Changed:
 			case <-stop:
 				return
 			}

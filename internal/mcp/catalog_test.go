@@ -81,8 +81,8 @@ func TestCatalogReachesLiveSessionsFilteredBySurface(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			mcptest.ExpectChanged(t, kc.changed, 1)
-			mcptest.ExpectChanged(t, oc.changed, 0) // the office set did not change
+			mcptest.ExpectChanged(t, kc.Changed, 1)
+			mcptest.ExpectChanged(t, oc.Changed, 0) // the office set did not change
 			if diff := cmp.Diff([]string{"kitsoki_p_both", "kitsoki_p_kanban"}, pluginNames(kc.toolNames(t))); diff != "" {
 				t.Errorf("kanban session (-want +got):\n%s", diff)
 			}
@@ -96,7 +96,7 @@ func TestCatalogReachesLiveSessionsFilteredBySurface(t *testing.T) {
 			if _, err := c.Publish([]CatalogTool{catalogTool("kitsoki_p_both", "1", KanbanTask, OfficeTask)}); err != nil {
 				t.Fatal(err)
 			}
-			mcptest.ExpectChanged(t, kc.changed, 1)
+			mcptest.ExpectChanged(t, kc.Changed, 1)
 		})
 	}
 	if got := pluginNames(config.ToolNames()); got != nil {
@@ -118,11 +118,11 @@ func TestCatalogIgnoresOlderSnapshot(t *testing.T) {
 	if !s.ApplyCatalog(without) {
 		t.Fatal("revision 2 was not applied")
 	}
-	mcptest.ExpectChanged(t, tc.changed, 0) // nothing changed: the session had no plugin tools
+	mcptest.ExpectChanged(t, tc.Changed, 0) // nothing changed: the session had no plugin tools
 	if s.ApplyCatalog(withTool) {
 		t.Error("revision 1 was applied after revision 2")
 	}
-	mcptest.ExpectChanged(t, tc.changed, 0)
+	mcptest.ExpectChanged(t, tc.Changed, 0)
 	if got := pluginNames(tc.toolNames(t)); got != nil {
 		t.Errorf("the stale snapshot restored %v", got)
 	}
@@ -133,7 +133,7 @@ func TestCatalogIgnoresOlderSnapshot(t *testing.T) {
 	if !s.ApplyCatalog(&CatalogSnapshot{Generation: "gen-2", Revision: 1, Tools: withTool.Tools}) {
 		t.Error("a snapshot of a new generation was refused")
 	}
-	mcptest.ExpectChanged(t, tc.changed, 1)
+	mcptest.ExpectChanged(t, tc.Changed, 1)
 	if diff := cmp.Diff([]string{"kitsoki_p_tag"}, pluginNames(tc.toolNames(t))); diff != "" {
 		t.Errorf("after the new generation (-want +got):\n%s", diff)
 	}

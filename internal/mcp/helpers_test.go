@@ -2,14 +2,11 @@ package mcp
 
 import (
 	"context"
-	"net/http"
 	"sort"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/kitsoki/kitsoki/internal/mcptest"
@@ -94,99 +91,23 @@ func open(t testing.TB, h *HTTPServer, cfg SessionConfig) *Session {
 }
 
 // generation is an MCP protocol generation a test client speaks.
-type generation string
+type generation = mcptest.Generation
 
 const (
-	modern generation = "2026-07-28"
-	legacy generation = "2025-11-25"
+	modern = mcptest.Modern
+	legacy = mcptest.Legacy
 )
 
 var generations = []generation{modern, legacy}
 
 // testClient is an mcp-go client that counts tools/list_changed.
-type testClient struct {
-	*client.Client
-	changed chan struct{}
-}
-
-// getSignal is a RoundTripper that reports when a GET stream's response
-// headers arrived: by then the server has registered the stream.
-type getSignal struct {
-	next http.RoundTripper
-	once sync.Once
-	up   chan struct{}
-}
-
-func (g *getSignal) RoundTrip(r *http.Request) (*http.Response, error) {
-	res, err := g.next.RoundTrip(r)
-	if err == nil && r.Method == http.MethodGet && res.StatusCode == http.StatusOK {
-		g.once.Do(func() { close(g.up) })
-	}
-	return res, err
-}
+type testClient struct{ *mcptest.Client }
 
 // connect opens a client of generation gen on a session and waits until it
 // can receive notifications.
 func connect(t testing.TB, url, token string, gen generation) *testClient {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	sig := &getSignal{next: http.DefaultTransport, up: make(chan struct{})}
-	opts := []transport.StreamableHTTPCOption{
-		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}),
-		transport.WithHTTPBasicClient(&http.Client{Transport: sig}),
-	}
-	var copts []client.ClientOption
-	if gen == legacy {
-		opts = append(opts, transport.WithContinuousListening())
-		copts = append(copts, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
-	}
-	tr, err := transport.NewStreamableHTTP(url, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc := &testClient{Client: client.NewClient(tr, copts...), changed: make(chan struct{}, 16)}
-	acked := make(chan struct{}, 1)
-	tc.OnNotification(func(n mcp.JSONRPCNotification) {
-		switch n.Method {
-		case string(mcp.MethodNotificationToolsListChanged):
-			tc.changed <- struct{}{}
-		case "notifications/subscriptions/acknowledged":
-			select {
-			case acked <- struct{}{}:
-			default:
-			}
-		}
-	})
-	if err := tc.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tc.Close() })
-	if _, err := tc.Initialize(ctx, mcp.InitializeRequest{}); err != nil {
-		t.Fatalf("initialize (%s): %v", gen, err)
-	}
-	if got := tc.ProtocolVersion(); got != string(gen) {
-		t.Fatalf("negotiated protocol %s, want %s", got, gen)
-	}
-	if gen == modern {
-		stop, err := tc.ListenAsync(context.Background(), mcp.SubscriptionFilter{ToolsListChanged: true}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(stop)
-		select {
-		case <-acked:
-		case <-ctx.Done():
-			t.Fatal("subscription was not acknowledged")
-		}
-	} else {
-		select {
-		case <-sig.up:
-		case <-ctx.Done():
-			t.Fatal("GET stream did not open")
-		}
-	}
-	return tc
+	return &testClient{mcptest.Connect(t, url, token, gen, true)}
 }
 
 func (tc *testClient) toolNames(t testing.TB) []string {

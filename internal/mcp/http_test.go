@@ -240,7 +240,7 @@ func TestListChangedOncePerReplacement(t *testing.T) {
 		}
 	}
 	for gen, c := range clients {
-		t.Run(string(gen), func(t *testing.T) { mcptest.ExpectChanged(t, c.changed, want) })
+		t.Run(string(gen), func(t *testing.T) { mcptest.ExpectChanged(t, c.Changed, want) })
 	}
 }
 
@@ -269,7 +269,7 @@ func TestRefreshNotifiesOnlyOnCatalogChange(t *testing.T) {
 	if !s.Refresh() {
 		t.Error("Refresh after a catalog change reported none")
 	}
-	mcptest.ExpectChanged(t, c.changed, 1)
+	mcptest.ExpectChanged(t, c.Changed, 1)
 }
 
 // TestStaleClientCallingRemovedToolIsRefused: a client that listed a tool

@@ -1,5 +1,5 @@
 // Package mcptest holds helpers for tests that drive kitsoki's MCP server
-// with an mcp-go client: reading tool results and counting
+// with an mcp-go client: connecting one, reading tool results and counting
 // tools/list_changed notifications.
 package mcptest
 

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
@@ -256,57 +253,14 @@ func eventually(t testing.TB, what string, cond func() bool) {
 
 // testClient is a real mcp-go client of a session that counts
 // tools/list_changed.
-type testClient struct {
-	*client.Client
-	changed chan struct{}
-}
+type testClient struct{ *mcptest.Client }
 
 // connect opens a client speaking the current (stateless) protocol. With
 // listen it subscribes to tools/list_changed and waits for the
 // acknowledgement; without, it is a client that ignores the notification.
 func connect(t testing.TB, s *mcp.Session, listen bool) *testClient {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	tr, err := transport.NewStreamableHTTP(s.URL(),
-		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + s.Token()}),
-		transport.WithHTTPBasicClient(&http.Client{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc := &testClient{Client: client.NewClient(tr), changed: make(chan struct{}, 16)}
-	acked := make(chan struct{}, 1)
-	tc.OnNotification(func(n mcpgo.JSONRPCNotification) {
-		switch n.Method {
-		case string(mcpgo.MethodNotificationToolsListChanged):
-			tc.changed <- struct{}{}
-		case "notifications/subscriptions/acknowledged":
-			select {
-			case acked <- struct{}{}:
-			default:
-			}
-		}
-	})
-	if err := tc.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tc.Close() })
-	if _, err := tc.Initialize(ctx, mcpgo.InitializeRequest{}); err != nil {
-		t.Fatalf("initialize: %v", err)
-	}
-	if listen {
-		stop, err := tc.ListenAsync(context.Background(), mcpgo.SubscriptionFilter{ToolsListChanged: true}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(stop)
-		select {
-		case <-acked:
-		case <-ctx.Done():
-			t.Fatal("subscription was not acknowledged")
-		}
-	}
-	return tc
+	return &testClient{mcptest.Connect(t, s.URL(), s.Token(), mcptest.Modern, listen)}
 }
 
 // tools lists the session's tools by name.

@@ -205,7 +205,7 @@ func TestSpawnFailureErrorsThePlugin(t *testing.T) {
 	e := newEnv(t, map[string]agent.Declaration{"agent.gone": d}, Options{RespawnDelay: time.Hour})
 	tc := connect(t, e.session(t, mcp.KanbanTask, "call-1"), true)
 	mustFail(t, tc.call(t, "kitsoki_agent_gone_record", nil), "plugin agent.gone failed during record and the call is not retried: subprocess agent: spawn")
-	mcptest.ExpectChanged(t, tc.changed, 1)
+	mcptest.ExpectChanged(t, tc.Changed, 1)
 	st := e.svc.PluginStatus()[0]
 	if st.State != StateErrored || !strings.Contains(st.Detail, "no-such-plugin") {
 		t.Errorf("status %+v, want errored with the spawn error", st)

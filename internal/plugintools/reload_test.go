@@ -53,7 +53,7 @@ func TestReloadRefusedKeepsPreviousTools(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "reload refused, the previous plugins and tools stay in force") || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("Reload error:\n  %v\nwant one containing:\n  %s", err, c.want)
 			}
-			mcptest.ExpectChanged(t, tc.changed, 0)
+			mcptest.ExpectChanged(t, tc.Changed, 0)
 			if got := e.svc.Catalog().Current().Revision; got != rev {
 				t.Errorf("revision %d after a refused reload, want %d", got, rev)
 			}
@@ -77,14 +77,14 @@ func TestReloadReplacesTools(t *testing.T) {
 	if _, err := e.svc.SetPluginEnabled(t.Context(), "agent.echo", false); err != nil {
 		t.Fatal(err)
 	}
-	mcptest.ExpectChanged(t, tc.changed, 1)
+	mcptest.ExpectChanged(t, tc.Changed, 1)
 
 	nd := d
 	nd.AgentTools = []agent.ToolDeclaration{decl("record", kanbanOnly, anyObject, ""), decl("fail", kanbanOnly, anyObject, "")}
 	if err := e.svc.Reload(map[string]agent.Declaration{"agent.tagger": nd, "agent.echo": echo}); err != nil {
 		t.Fatal(err)
 	}
-	mcptest.ExpectChanged(t, tc.changed, 1)
+	mcptest.ExpectChanged(t, tc.Changed, 1)
 	if diff := cmp.Diff([]string{"kitsoki_agent_tagger_fail", "kitsoki_agent_tagger_record"}, tc.pluginToolNames(t)); diff != "" {
 		t.Errorf("after reload (-want +got):\n%s", diff)
 	}
@@ -103,7 +103,7 @@ func TestReloadReplacesTools(t *testing.T) {
 	if err := e.svc.Reload(map[string]agent.Declaration{"agent.echo": echo}); err != nil {
 		t.Fatal(err)
 	}
-	mcptest.ExpectChanged(t, tc.changed, 1)
+	mcptest.ExpectChanged(t, tc.Changed, 1)
 	if got := tc.pluginToolNames(t); len(got) != 0 {
 		t.Errorf("after dropping the plugin: %v", got)
 	}
@@ -118,11 +118,11 @@ func TestReloadKeepsAnErroredPluginErrored(t *testing.T) {
 	e := newEnv(t, decls, Options{RespawnDelay: time.Hour})
 	tc := connect(t, e.session(t, mcp.KanbanTask, "call-1"), true)
 	tc.call(t, "kitsoki_agent_gone_record", nil) // the spawn fails: errored
-	mcptest.ExpectChanged(t, tc.changed, 1)
+	mcptest.ExpectChanged(t, tc.Changed, 1)
 	if err := e.svc.Reload(decls); err != nil {
 		t.Fatal(err)
 	}
-	mcptest.ExpectChanged(t, tc.changed, 0)
+	mcptest.ExpectChanged(t, tc.Changed, 0)
 	if st := e.svc.PluginStatus()[0]; st.State != StateErrored {
 		t.Errorf("after reload the plugin is %s, want errored", st.State)
 	}

@@ -139,7 +139,7 @@ func TestScenarioEnablingPluginNotifiesOnce(t *testing.T) {
 	if diff := cmp.Diff(map[string]any{"alias": "agent.echo", "state": "active", "tools": []any{echoName}}, mcptest.Structured(t, res)); diff != "" {
 		t.Errorf("enable answered (-want +got):\n%s", diff)
 	}
-	mcptest.ExpectChanged(t, tc.changed, 1)
+	mcptest.ExpectChanged(t, tc.Changed, 1)
 	if got := tc.pluginToolNames(t); !cmp.Equal(got, []string{echoName}) {
 		t.Errorf("after enabling, tools/list has %v", got)
 	}
@@ -183,7 +183,7 @@ func TestScenarioDisabledBeforeInvocation(t *testing.T) {
 	if _, err := e.svc.SetPluginEnabled(t.Context(), "agent.tagger", false); err != nil {
 		t.Fatal(err)
 	}
-	mcptest.ExpectChanged(t, tc.changed, 1)
+	mcptest.ExpectChanged(t, tc.Changed, 1)
 	tc.refused(t, name, map[string]any{}, name)
 	mustFail(t, sc.call(t, name, map[string]any{}), "plugin agent.tagger is disabled; its tool record is not available")
 	if evs := pluginEvents(t, log); len(evs) != 0 {
@@ -342,7 +342,7 @@ func TestScenarioTimeoutOrCrashIsOneErrorNoRetry(t *testing.T) {
 		if res := tc.call(t, "kitsoki_agent_tagger_record", nil); res.IsError {
 			t.Errorf("after a timeout: %s", mcptest.Text(res))
 		}
-		mcptest.ExpectChanged(t, tc.changed, 0)
+		mcptest.ExpectChanged(t, tc.Changed, 0)
 	})
 
 	t.Run("crash", func(t *testing.T) {
@@ -353,7 +353,7 @@ func TestScenarioTimeoutOrCrashIsOneErrorNoRetry(t *testing.T) {
 			t.Errorf("the plugin was called %d times for one crash call, want once", n)
 		}
 		// Errored until respawned: the tools leave, then come back.
-		mcptest.ExpectChanged(t, tc.changed, 2)
+		mcptest.ExpectChanged(t, tc.Changed, 2)
 		if got := tc.pluginToolNames(t); len(got) != 3 {
 			t.Errorf("after recovery the list has %v", got)
 		}
@@ -387,7 +387,7 @@ func TestScenarioOutOfOrderSnapshots(t *testing.T) {
 	if s.ApplyCatalog(older) {
 		t.Error("the older snapshot was applied after the newer one")
 	}
-	mcptest.ExpectChanged(t, tc.changed, 0)
+	mcptest.ExpectChanged(t, tc.Changed, 0)
 	if got := tc.pluginToolNames(t); len(got) != 0 {
 		t.Errorf("the older snapshot restored %v", got)
 	}
@@ -398,7 +398,7 @@ func TestScenarioOutOfOrderSnapshots(t *testing.T) {
 	if attached.ApplyCatalog(older) {
 		t.Error("an attached session applied an older snapshot")
 	}
-	mcptest.ExpectChanged(t, ac.changed, 0)
+	mcptest.ExpectChanged(t, ac.Changed, 0)
 	if got := ac.pluginToolNames(t); len(got) != 0 {
 		t.Errorf("attached session restored %v", got)
 	}

@@ -54,26 +54,10 @@ func (cs *chatStub) requests() []map[string]any {
 	return append([]map[string]any(nil), cs.bodies...)
 }
 
-const localFallbackStory = `
-app: {id: fallback}
-agent_plugins:
-  agent.local: {plugin: builtin.local_llm, endpoint: "ENDPOINT", model: tiny, grammar: true}
-world:
-  verdict: {type: object, default: {}}
-  meta: {type: object, default: {}}
-intents: {go: {}}
-root: s
-states:
-  s:
-    on:
-      go:
-        - target: "."
-          effects:
-            - invoke: host.agent.decide
-              agent: agent.local
-              with: {prompt: "judge", schema: schemas/verdict.json}
-              bind: {verdict: submitted, meta: meta}
-`
+// localFallbackStory is fallbackStory with agent.local a real local_llm
+// endpoint (ENDPOINT is replaced by the in-test server's URL).
+var localFallbackStory = strings.Replace(fallbackStory, "agent.local: {plugin: builtin.inprocess}",
+	`agent.local: {plugin: builtin.local_llm, endpoint: "ENDPOINT", model: tiny, grammar: true}`, 1)
 
 // TestFallbackFromLocalLLM runs the real builtin.local_llm transport (the
 // registry builds it from the story's declaration) against an in-test

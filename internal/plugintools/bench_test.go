@@ -2,12 +2,12 @@ package plugintools
 
 import (
 	"context"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/mcp"
+	"github.com/kitsoki/kitsoki/internal/median"
 )
 
 // BenchmarkPluginToolCall is one plugin tool call end to end on loopback:
@@ -37,8 +37,5 @@ func BenchmarkPluginToolCall(b *testing.B) {
 		times = append(times, time.Since(start))
 	}
 	b.StopTimer()
-	if len(times) > 0 {
-		slices.Sort(times)
-		b.ReportMetric(float64(times[len(times)/2].Nanoseconds()), "median-ns/op")
-	}
+	median.Report(b, times)
 }

@@ -7,13 +7,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kitsoki/kitsoki/examples/plugins/echo"
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/median"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
@@ -51,14 +51,7 @@ func benchAsks(b *testing.B, url string) {
 		times = append(times, time.Since(start))
 	}
 	b.StopTimer()
-	reportMedian(b, times)
-}
-
-func reportMedian(b *testing.B, times []time.Duration) {
-	if len(times) > 0 {
-		slices.Sort(times)
-		b.ReportMetric(float64(times[len(times)/2].Nanoseconds()), "median-ns/op")
-	}
+	median.Report(b, times)
 }
 
 // BenchmarkMCPHTTPAsk is one tools/call round trip with a 1 KB prompt on
@@ -129,5 +122,5 @@ func BenchmarkHTTPRoundTrip(b *testing.B) {
 		resp.Body.Close()
 		times = append(times, time.Since(start))
 	}
-	reportMedian(b, times)
+	median.Report(b, times)
 }

@@ -4,12 +4,12 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/median"
 )
 
 // buildExample compiles an example plugin into a temporary directory, so
@@ -57,13 +57,5 @@ func BenchmarkSubprocessAsk(b *testing.B) {
 		times = append(times, time.Since(start))
 	}
 	b.StopTimer()
-	reportMedian(b, times)
-}
-
-func reportMedian(b *testing.B, times []time.Duration) {
-	if len(times) == 0 {
-		return
-	}
-	slices.Sort(times)
-	b.ReportMetric(float64(times[len(times)/2].Nanoseconds()), "median-ns/op")
+	median.Report(b, times)
 }

@@ -260,13 +260,17 @@ Progress goes to stderr: a bar on a terminal, one line per call otherwise.`,
 	return cmd
 }
 
-func runEval(cmd *cobra.Command, g *globals, o *evalRunOpts, path string) error {
+func runEval(cmd *cobra.Command, g *globals, o *evalRunOpts, path string) (err error) {
 	out, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	c, err := eval.Check(path)
 	if err != nil {
 		return exitWith(exitFailure, err)
 	}
 	defer c.Close()
+	if c.Story != nil { // what the run prints, logs and errors included, is masked
+		out, stderr = redacting(out, c.Story.Secrets), redacting(stderr, c.Story.Secrets)
+		defer func() { err = maskedExit(c.Story.Secrets, err) }()
+	}
 	// Warnings go to stderr: run's stdout is the ERROR lines on failure
 	// and the OK lines (or the report) on success (eval-format.md §7).
 	for _, w := range c.Warnings {

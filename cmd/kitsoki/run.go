@@ -85,11 +85,12 @@ Exit codes:
 	return cmd
 }
 
-func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) error {
+func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err error) {
 	st, err := story.Load(path)
 	if err != nil {
 		return exitWith(exitLoad, err)
 	}
+	defer func() { err = maskedExit(st.Secrets, err) }()
 	// Nothing the run prints, logs included (a plugin's stderr is logged),
 	// shows a secret resolved from ${VAR}.
 	stdout, stderr := redacting(cmd.OutOrStdout(), st.Secrets), redacting(cmd.ErrOrStderr(), st.Secrets)

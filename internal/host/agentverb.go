@@ -199,7 +199,9 @@ func (h *Host) ask(ctx context.Context, verb string, call *Call, p *prepared) (*
 	durMS := h.clock.Now().Sub(start).Milliseconds()
 
 	if askErr != nil {
-		payload := map[string]any{"verb": verb, "duration_ms": durMS, "error": askErr.Error()}
+		// error_kind carries the kind on its own, so no masking of the
+		// error text can change it.
+		payload := map[string]any{"verb": verb, "duration_ms": durMS, "error": askErr.Error(), "error_kind": string(askErr.Kind)}
 		h.describe(payload, p)
 		if subst != nil {
 			payload["substitution"] = subst

@@ -7,9 +7,10 @@
 //   - a value of MinSubstring (8) bytes or more is masked wherever it
 //     occurs as a substring, in string values, object keys and text;
 //   - a shorter value is masked only where a whole string value equals it
-//     (a JSON string, a YAML scalar), or, in plain text, where it stands as
-//     a whole word (no letter, digit or '_' right before or after it);
-//     it is never masked inside an object key;
+//     (a JSON string, a YAML scalar), or, in plain text, where a whole line
+//     (surrounding spaces aside) equals it; it is never masked inside an
+//     object key or inside a longer text, so short settings such as
+//     DEBUG=1 or MODE=crash never garble a message;
 //   - the agent error kinds (plugin_crash, schema_invalid, ...) are never
 //     rewritten: an occurrence of a value that lies inside one of them is
 //     left alone.
@@ -133,8 +134,8 @@ func (m *Masker) Key(s string) string {
 }
 
 // Text masks free text (a log line, an error message, a line on stderr):
-// long secrets wherever they occur, short ones where they stand as a whole
-// word.
+// long secrets wherever they occur, a short one where a whole line
+// (surrounding spaces aside) equals it.
 func (m *Masker) Text(s string) string {
 	if m.Empty() || s == "" {
 		return s
@@ -143,33 +144,38 @@ func (m *Masker) Text(s string) string {
 }
 
 // replace masks the occurrences in s: every occurrence of a long secret,
-// and, with words set, every whole-word occurrence of a short one.
-// Occurrences inside a kept word are left alone; overlapping ones merge.
-func (m *Masker) replace(s string, words bool) string {
+// and, with lines set, every line that is a short one. Occurrences inside
+// a kept word are left alone; overlapping ones merge.
+func (m *Masker) replace(s string, lines bool) string {
 	var spans [][2]int
-	add := func(v string, wholeWord bool) {
+	for _, v := range m.long {
 		for off := 0; off <= len(s)-len(v); {
 			i := strings.Index(s[off:], v)
 			if i < 0 {
-				return
+				break
 			}
 			start, end := off+i, off+i+len(v)
 			off = start + 1
-			if wholeWord && (start > 0 && isWordByte(s[start-1]) || end < len(s) && isWordByte(s[end])) {
-				continue
+			if !insideKept(s, start, end) {
+				spans = append(spans, [2]int{start, end})
 			}
-			if insideKept(s, start, end) {
-				continue
-			}
-			spans = append(spans, [2]int{start, end})
 		}
 	}
-	for _, v := range m.long {
-		add(v, false)
-	}
-	if words {
-		for _, v := range m.short {
-			add(v, true)
+	if lines && len(m.short) > 0 {
+		for start := 0; start < len(s); {
+			end := strings.IndexByte(s[start:], '\n')
+			if end < 0 {
+				end = len(s)
+			} else {
+				end += start
+			}
+			line := s[start:end]
+			trimmed := strings.TrimSpace(line)
+			if trimmed != "" && slices.Contains(m.short, trimmed) {
+				at := start + strings.Index(line, trimmed)
+				spans = append(spans, [2]int{at, at + len(trimmed)})
+			}
+			start = end + 1
 		}
 	}
 	if spans == nil {
@@ -190,10 +196,6 @@ func (m *Masker) replace(s string, words bool) string {
 	}
 	out.WriteString(s[pos:])
 	return out.String()
-}
-
-func isWordByte(c byte) bool {
-	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 func isKept(s string) bool { return slices.Contains(keptWords[:], s) }

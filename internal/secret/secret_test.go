@@ -38,14 +38,14 @@ func TestString(t *testing.T) {
 }
 
 func TestText(t *testing.T) {
-	m := secret.New([]string{long, "crash", "x1"})
+	m := secret.New([]string{long, "crash", "1"})
 	for _, tc := range []struct{ in, want string }{
-		{"JUDGE_MODE=crash\n", "JUDGE_MODE=REDACTED\n"},                  // a whole word
-		{"agent: plugin_crash: crashed", "agent: plugin_crash: crashed"}, // never inside a word
 		{"crash", "REDACTED"},
-		{"mode crash.", "mode REDACTED."},
-		{"ax1 x1 x1b", "ax1 REDACTED x1b"},
-		{"key=" + long + "x", "key=REDACTEDx"},
+		{"got:\n  crash \nend\n", "got:\n  REDACTED \nend\n"},                        // a whole line
+		{"JUDGE_MODE=crash\n", "JUDGE_MODE=crash\n"},                                 // short: never inside a line
+		{"agent: plugin_crash: exit status 1", "agent: plugin_crash: exit status 1"}, // DEBUG=1 garbles nothing
+		{"key=" + long + "x\n", "key=REDACTEDx\n"},
+		{"a " + long + "\n" + long, "a REDACTED\nREDACTED"},
 	} {
 		if got := m.Text(tc.in); got != tc.want {
 			t.Errorf("Text(%q) = %q, want %q", tc.in, got, tc.want)
@@ -152,7 +152,7 @@ func TestWriterAndError(t *testing.T) {
 	if err != nil || n != len(line) {
 		t.Fatalf("Write = %d, %v", n, err)
 	}
-	if want := "error: agent: plugin_crash: stderr said REDACTED (mode REDACTED)\n"; buf.String() != want {
+	if want := "error: agent: plugin_crash: stderr said REDACTED (mode crash)\n"; buf.String() != want {
 		t.Errorf("wrote %q, want %q", buf.String(), want)
 	}
 

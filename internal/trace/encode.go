@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/kitsoki/kitsoki/internal/secret"
 )
 
 // sequencer remembers where the trace is so seq stays dense per turn and
@@ -52,8 +54,8 @@ type lineEncoder struct {
 	buf []byte
 }
 
-func newLineEncoder(secrets []string) *lineEncoder {
-	return &lineEncoder{pay: newPayloadEncoder(secrets)}
+func newLineEncoder(mask *secret.Masker) *lineEncoder {
+	return &lineEncoder{pay: newPayloadEncoder(mask)}
 }
 
 // pending is what an encoded but not yet written line will assign.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/clock"
+	"github.com/kitsoki/kitsoki/internal/secret"
 )
 
 // MemSink is a Sink that keeps the trace in memory: the same seq, ts,
@@ -16,7 +17,7 @@ import (
 //
 // It stores the encoded lines, so Events returns exactly what ReadFile
 // would return for the same appends written to a file (payload numbers as
-// json.Number, typed Go values as their JSON form, secrets redacted).
+// json.Number, typed Go values as their JSON form, secrets masked).
 // A MemSink is safe for concurrent use.
 type MemSink struct {
 	mu  sync.Mutex
@@ -38,7 +39,7 @@ func NewMemSink(opts ...Option) *MemSink {
 	cfg := newConfig(opts)
 	return &MemSink{
 		clk:    cfg.clock,
-		enc:    newLineEncoder(cfg.secrets),
+		enc:    newLineEncoder(secret.New(cfg.secrets)),
 		chunks: [][]byte{headerLine(cfg.clock.Now())},
 	}
 }

@@ -2,7 +2,6 @@ package trace
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/kitsoki/kitsoki/internal/secret"
 )
 
 // Payload rejections. Append wraps them with the event kind and the location
@@ -36,8 +37,8 @@ const maxDepth = 1000
 // maps, Marshalers) is turned into its JSON form with encoding/json first and
 // then walked. The caller's values are never modified.
 type payloadEncoder struct {
-	// secrets are the distinct non-empty secret values, longest first.
-	secrets []string
+	// mask masks secret values (nil: nothing to mask).
+	mask *secret.Masker
 	// keys holds one reusable scratch slice per nesting depth for sorting
 	// object keys.
 	keys [][]mapEntry
@@ -46,20 +47,16 @@ type payloadEncoder struct {
 }
 
 type mapEntry struct {
-	out string // key as written (redacted)
+	out string // key as written (masked)
 	in  string // key in the caller's map
 	v   any
 }
 
-func newPayloadEncoder(secrets []string) *payloadEncoder {
-	var s []string
-	for _, v := range secrets {
-		if v != "" && !slices.Contains(s, v) {
-			s = append(s, v)
-		}
+func newPayloadEncoder(mask *secret.Masker) *payloadEncoder {
+	if mask.Empty() {
+		mask = nil
 	}
-	slices.SortStableFunc(s, func(a, b string) int { return len(b) - len(a) })
-	return &payloadEncoder{secrets: s}
+	return &payloadEncoder{mask: mask}
 }
 
 // payloadError carries a rejection together with where it happened. The path
@@ -198,8 +195,8 @@ func (e *payloadEncoder) value(b []byte, v any, depth int) ([]byte, error) {
 }
 
 // object writes a JSON object with keys sorted like encoding/json does.
-// Keys are checked and redacted; sensitive header names get their value
-// replaced whatever it is.
+// Keys are checked and masked (Masker.Key: long secrets only); sensitive
+// header names get their value replaced whatever it is.
 func (e *payloadEncoder) object(b []byte, m map[string]any, depth int) ([]byte, error) {
 	for len(e.keys) <= depth {
 		e.keys = append(e.keys, nil)
@@ -211,8 +208,7 @@ func (e *payloadEncoder) object(b []byte, m map[string]any, depth int) ([]byte, 
 			// itself could be a secret.
 			return nil, withSeg(err, "{key}")
 		}
-		out, _ := e.redact(k)
-		entries = append(entries, mapEntry{out: out, in: k, v: v})
+		entries = append(entries, mapEntry{out: e.mask.Key(k), in: k, v: v})
 	}
 	slices.SortFunc(entries, func(a, b mapEntry) int {
 		if c := strings.Compare(a.out, b.out); c != 0 {
@@ -224,7 +220,7 @@ func (e *payloadEncoder) object(b []byte, m map[string]any, depth int) ([]byte, 
 	b = append(b, '{')
 	for i, en := range entries {
 		if i > 0 && en.out == entries[i-1].out {
-			continue // two keys redacted to the same text: keep one
+			continue // two keys masked to the same text: keep one
 		}
 		if i > 0 {
 			b = append(b, ',')
@@ -248,8 +244,7 @@ func (e *payloadEncoder) str(b []byte, s string) ([]byte, error) {
 	if err := checkString(s); err != nil {
 		return nil, err
 	}
-	s, _ = e.redact(s)
-	return appendJSONString(b, s), nil
+	return appendJSONString(b, e.mask.String(s)), nil
 }
 
 // rawJSON writes embedded JSON (e.g. an agent's submission). When a look
@@ -293,12 +288,7 @@ func (e *payloadEncoder) rawIsInert(r []byte) bool {
 	if containsFoldASCII(r, "cookie") || containsFoldASCII(r, "authorization") {
 		return false
 	}
-	for _, sec := range e.secrets {
-		if bytes.Contains(r, []byte(sec)) {
-			return false
-		}
-	}
-	return true
+	return !e.mask.MayOccur(r)
 }
 
 // containsFoldASCII reports whether b contains the lowercase ASCII word w in
@@ -372,45 +362,6 @@ func checkString(s string) error {
 		}
 	}
 	return nil
-}
-
-// redact replaces every occurrence of every secret in s with Redacted.
-// Overlapping occurrences merge into one marker so no byte of any occurrence
-// survives. Without secrets it costs one length check.
-func (e *payloadEncoder) redact(s string) (string, bool) {
-	if len(e.secrets) == 0 || s == "" {
-		return s, false
-	}
-	var spans [][2]int
-	for _, sec := range e.secrets {
-		for off := 0; off <= len(s)-len(sec); {
-			i := strings.Index(s[off:], sec)
-			if i < 0 {
-				break
-			}
-			start := off + i
-			spans = append(spans, [2]int{start, start + len(sec)})
-			off = start + 1
-		}
-	}
-	if spans == nil {
-		return s, false
-	}
-	slices.SortFunc(spans, func(a, b [2]int) int { return cmp.Compare(a[0], b[0]) })
-	var out strings.Builder
-	out.Grow(len(s))
-	pos := 0
-	for i := 0; i < len(spans); {
-		start, end := spans[i][0], spans[i][1]
-		for i++; i < len(spans) && spans[i][0] < end; i++ {
-			end = max(end, spans[i][1])
-		}
-		out.WriteString(s[pos:start])
-		out.WriteString(Redacted)
-		pos = end
-	}
-	out.WriteString(s[pos:])
-	return out.String(), true
 }
 
 // isSensitiveHeader reports whether a map key names a header whose value is

@@ -82,12 +82,12 @@ func WithSyncPerEvent() Option {
 	return func(cfg *config) { cfg.syncPerEvent = true }
 }
 
-// WithSecrets gives the resolved secret values to redact: every occurrence of
-// any of them inside any payload string (or map key), at any depth, is
-// replaced by "REDACTED" before the line is encoded. Empty values are
-// ignored. Short values (even one byte) are redacted too: a secret is never
-// written, at the price of redacting unrelated text that happens to contain
-// it. Successive calls add to the set.
+// WithSecrets gives the resolved secret values to mask in payloads, by the
+// rule of internal/secret: a value of 8 bytes or more wherever it occurs in
+// a payload string or map key, a shorter one only where a whole payload
+// string equals it; the AskError kinds are never rewritten and the
+// envelope (kind, state_path, call_id, episode_id) is never masked. Empty
+// values are ignored. Successive calls add to the set.
 func WithSecrets(values []string) Option {
 	return func(cfg *config) { cfg.secrets = append(cfg.secrets, values...) }
 }

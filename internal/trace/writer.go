@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/clock"
+	"github.com/kitsoki/kitsoki/internal/secret"
 )
 
 // identityCheckInterval bounds how long a single long turn can go on writing
@@ -87,7 +88,7 @@ func open(path string, f *os.File, cfg config) (*Writer, error) {
 		clk:          cfg.clock,
 		log:          cfg.logger,
 		syncPerEvent: cfg.syncPerEvent,
-		enc:          newLineEncoder(cfg.secrets),
+		enc:          newLineEncoder(secret.New(cfg.secrets)),
 		size:         fi.Size(),
 	}
 	now := w.clk.Now()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/mcp"
+	"github.com/kitsoki/kitsoki/internal/secret"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
@@ -193,14 +194,10 @@ func removeFile(path string) {
 	}
 }
 
-// redact replaces every secret value in s.
+// redact masks the secret values in s as text, by the one masking rule
+// (internal/secret).
 func redact(s string, secrets []string) string {
-	for _, v := range secrets {
-		if len(v) >= 4 {
-			s = strings.ReplaceAll(s, v, "REDACTED")
-		}
-	}
-	return s
+	return secret.New(secrets).Text(s)
 }
 
 // clipString cuts a message quoted in an error detail.

@@ -22,7 +22,6 @@ import (
 	"net/http"
 	"net/url"
 	"runtime/debug"
-	"strings"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -30,6 +29,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/secret"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
@@ -305,12 +305,7 @@ func firstText(res *mcp.CallToolResult) (string, bool) {
 // redact hides header values and other declared secrets a server might
 // echo back in an error body.
 func (a *Agent) redact(s string) string {
-	for _, v := range a.secrets {
-		if len(v) >= 4 {
-			s = strings.ReplaceAll(s, v, "REDACTED")
-		}
-	}
-	return s
+	return secret.New(a.secrets).Text(s)
 }
 
 // Close ends the session (a DELETE for session-based servers, best effort)

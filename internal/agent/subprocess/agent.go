@@ -18,7 +18,6 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +26,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/secret"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
@@ -278,14 +278,10 @@ func (a *Agent) onSpawnThread(f func()) {
 }
 
 // redact hides the declared secrets (values substituted from ${VAR} in
-// env:) that a plugin may have printed to stderr.
+// env:) that a plugin may have printed to stderr, by the one masking rule
+// (internal/secret): it never rewrites a short value inside a message.
 func redact(s string, secrets []string) string {
-	for _, v := range secrets {
-		if len(v) >= 4 {
-			s = strings.ReplaceAll(s, v, "REDACTED")
-		}
-	}
-	return s
+	return secret.New(secrets).Text(s)
 }
 
 // encodedParams is an AskRequest encoded once into a pooled buffer.

@@ -30,14 +30,14 @@ func setupAgents(o *runOpts, st *story.Story, reg *agent.Registry) (*agentSetup,
 	case o.cassette != "" && o.record != "":
 		return nil, fmt.Errorf("--cassette and --record cannot be combined (to add missing episodes to a cassette, set record_mode: new_episodes or %s=new_episodes)", testrunner.EnvRecord)
 	case o.cassette != "":
-		c, err := testrunner.LoadCassette(o.cassette)
+		c, err := testrunner.LoadCassette(o.cassette, testrunner.WithSecrets(st.Secrets))
 		if err != nil {
 			return nil, err
 		}
 		s.cassette = c
 		s.builtin = c.ReplayAgents(st, reg, nil)
 	case o.record != "":
-		s.recorder = testrunner.NewRecorder(st.App.ID, st.App.Version)
+		s.recorder = testrunner.NewRecorder(st.App.ID, st.App.Version, testrunner.WithSecrets(st.Secrets))
 	}
 	return s, nil
 }

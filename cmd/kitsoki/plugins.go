@@ -51,6 +51,7 @@ func startPlugins(st *story.Story, reg *agent.Registry, session, controlAddr str
 		Root:      st.Dir,
 		LoadStory: func(_ context.Context, path string) (*story.Story, error) { return story.Load(path) },
 		Plugins:   svc,
+		Secrets:   st.Secrets,
 		Logger:    logger,
 	})
 	if err != nil {

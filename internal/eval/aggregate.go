@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sort"
 	"time"
+
+	"github.com/kitsoki/kitsoki/internal/secret"
 )
 
 // MaxSamplesPerCandidate caps the failure samples a report keeps for one
@@ -166,6 +168,7 @@ func barFailures(c *Candidate, bar AdherenceBar, strict bool) []string {
 // choice does not depend on which repeat happened to fail.
 func (p *plan) samples(c *candidate, fails []*callResult) []FailureSample {
 	d := p.c.Dataset
+	mask := secret.New(p.c.Story.Secrets)
 	type keyed struct {
 		ex     int
 		reason string
@@ -186,9 +189,12 @@ func (p *plan) samples(c *candidate, fails []*callResult) []FailureSample {
 			continue
 		}
 		seen[k] = true
+		// A report is committed evidence: the story's secrets are masked
+		// in what the agent said (internal/secret's rule).
+		expect, _ := mask.Value(ex.Expect).(map[string]any)
 		ks = append(ks, keyed{ex: r.ex, reason: r.outcome.Reason, actual: actualJSON, s: FailureSample{
 			Example: ex.Name, Profile: c.Profile, Model: c.Model, Effort: c.Effort,
-			Reason: r.outcome.Reason, Expect: ex.Expect, Actual: r.submission,
+			Reason: mask.Text(r.outcome.Reason), Expect: expect, Actual: mask.Value(r.submission),
 		}})
 	}
 	sort.SliceStable(ks, func(i, j int) bool {

@@ -160,7 +160,7 @@ func (r *Recording) Cassette(st *story.Story) (*testrunner.Cassette, error) {
 		eps = append(eps, r.calls[t].exchanges...)
 	}
 	r.mu.Unlock()
-	c, err := testrunner.NewCassette(st.App.ID, eps, testrunner.WithGetenv(func(string) string { return "" }))
+	c, err := testrunner.NewCassette(st.App.ID, eps, testrunner.WithGetenv(func(string) string { return "" }), testrunner.WithSecrets(st.Secrets))
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/kitsoki/kitsoki/internal/clock"
+	"github.com/kitsoki/kitsoki/internal/secret"
 )
 
 // ServerName is the MCP server name kitsoki gives its sessions; agents see
@@ -65,6 +66,10 @@ type SessionConfig struct {
 	// disable) to the configuration tools.
 	Plugins PluginControl
 
+	// Secrets are the resolved ${VAR} values of the story the session
+	// serves; every tool result is masked for them (internal/secret).
+	Secrets []string
+
 	// OnToolCall, if set, is called after every tool call.
 	OnToolCall func(ToolEvent)
 	Clock      clock.Clock
@@ -90,7 +95,8 @@ type Session struct {
 	reg      *Registry
 	srv      *server.MCPServer
 	validate func([]byte) error
-	wrapped  bool // the call's schema is not an object: submit takes {"value": ...}
+	mask     *secret.Masker // Secrets: masked in every tool result
+	wrapped  bool           // the call's schema is not an object: submit takes {"value": ...}
 	ctx      context.Context
 	cancel   context.CancelFunc
 
@@ -130,7 +136,7 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 	if cfg.Profile.Surface.Live() && cfg.Live == nil {
 		return nil, fmt.Errorf("mcp session: surface %s needs a live call", cfg.Profile.Surface)
 	}
-	s := &Session{cfg: cfg, reg: cfg.Registry, cache: map[string][]Tool{},
+	s := &Session{cfg: cfg, reg: cfg.Registry, mask: secret.New(cfg.Secrets), cache: map[string][]Tool{},
 		installed: map[string]string{}, defs: map[string]server.ServerTool{}, prepared: map[string]preparedDef{}}
 	if err := s.prepareSubmit(); err != nil {
 		return nil, err
@@ -444,7 +450,7 @@ func (s *Session) guard(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 			}
 		}
 		s.record(ToolEvent{Tool: name, Outcome: outcome, At: start, Duration: s.cfg.Clock.Now().Sub(start)})
-		return res, err
+		return maskResult(s.mask, res), s.mask.Error(err)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/kitsoki/kitsoki/internal/schema"
+	"github.com/kitsoki/kitsoki/internal/secret"
 	"github.com/kitsoki/kitsoki/internal/story"
 )
 
@@ -141,10 +142,15 @@ func (s *Session) storyHandler(fn func(path string, st *story.Story, err error) 
 		}
 		st, loadErr := s.cfg.LoadStory(ctx, path)
 		out, err := fn(s.rel(path), st, loadErr)
-		if err != nil {
-			return toolErr("%v", err), nil
+		// The story's own secrets are masked in what the tool says of it.
+		var mask *secret.Masker
+		if st != nil {
+			mask = secret.New(st.Secrets)
 		}
-		return jsonResult(out), nil
+		if err != nil {
+			return maskResult(mask, toolErr("%v", err)), nil
+		}
+		return maskResult(mask, jsonResult(out)), nil
 	}
 }
 

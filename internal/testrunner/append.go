@@ -95,6 +95,7 @@ func (c *Cassette) appendToFile(ep *Episode) error {
 		if err != nil {
 			return err
 		}
+		maskNode(c.mask, n)
 		if !c.appended {
 			n.HeadComment = appendedComment
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/schema"
+	"github.com/kitsoki/kitsoki/internal/secret"
 )
 
 // CassetteKind is the required value of a cassette's kind: field.
@@ -52,7 +53,8 @@ type Cassette struct {
 	mode    string // effective record mode (after KITSOKI_CASSETTE_RECORD)
 	phaseRe *regexp.Regexp
 	clock   clock.Clock
-	doc     *yaml.Node // the file as parsed, includes unexpanded: appends edit it
+	doc     *yaml.Node     // the file as parsed, includes unexpanded: appends edit it
+	mask    *secret.Masker // what every written cassette masks (WithSecrets)
 
 	mu       sync.Mutex
 	plays    []int                        // per episode
@@ -121,8 +123,9 @@ type AgentBlock struct {
 type LoadOption func(*loadOptions)
 
 type loadOptions struct {
-	clock  clock.Clock
-	getenv func(string) string
+	clock   clock.Clock
+	getenv  func(string) string
+	secrets []string
 }
 
 // WithClock sets the clock episode delays are slept on. A clock with an
@@ -192,6 +195,7 @@ func NewCassette(appID string, episodes []*Episode, opts ...LoadOption) (*Casset
 // matching needs.
 func (c *Cassette) prepare(o loadOptions) error {
 	c.clock = o.clock
+	c.mask = secret.New(o.secrets)
 	if c.Kind == "" {
 		c.Kind = CassetteKind
 	}

@@ -167,7 +167,7 @@ func (r *Runner) Prepare(fx *Fixture) (*Flow, error) {
 		}
 	}
 	if fx.CassettePath != "" {
-		c, err := LoadCassette(fx.CassettePath, WithClock(f.clk), WithGetenv(r.cfg.getenv))
+		c, err := LoadCassette(fx.CassettePath, WithClock(f.clk), WithGetenv(r.cfg.getenv), WithSecrets(st.Secrets))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", fx.Name, err)
 		}

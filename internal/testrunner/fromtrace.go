@@ -19,7 +19,9 @@ import (
 //
 // Calls are paired by namespace in order, so traces whose agent events
 // precede turn.input (as Kitsoki writes them) convert the same way.
-func FromTrace(events []trace.Event, appID string) (*Cassette, error) {
+//
+// opts are passed to the cassette (WithSecrets masks what it writes).
+func FromTrace(events []trace.Event, appID string, opts ...LoadOption) (*Cassette, error) {
 	type call struct {
 		ns    string
 		args  map[string]any
@@ -91,7 +93,7 @@ func FromTrace(events []trace.Event, appID string) (*Cassette, error) {
 			}
 		}
 	}
-	return NewCassette(appID, eps, WithGetenv(func(string) string { return "" }))
+	return NewCassette(appID, eps, append([]LoadOption{WithGetenv(func(string) string { return "" })}, opts...)...)
 }
 
 type plainError string

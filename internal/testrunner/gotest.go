@@ -97,7 +97,7 @@ func Replay(t testing.TB, appPath, cassettePath string) *Replayed {
 	}
 	t.Cleanup(func() { st.Close() })
 	clk := clock.NewFake(FlowEpoch)
-	c, err := LoadCassette(cassettePath, WithClock(clk))
+	c, err := LoadCassette(cassettePath, WithClock(clk), WithSecrets(st.Secrets))
 	if err != nil {
 		t.Fatal(err)
 	}

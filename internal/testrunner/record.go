@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -227,13 +228,15 @@ type Recorder struct {
 	mu         sync.Mutex
 	appID      string
 	appVersion string
+	opts       []LoadOption // WithSecrets: what the recording masks
 	episodes   []*Episode
 	ids        map[string]bool
 }
 
-// NewRecorder returns an empty recorder for a story.
-func NewRecorder(appID, appVersion string) *Recorder {
-	return &Recorder{appID: appID, appVersion: appVersion, ids: map[string]bool{}}
+// NewRecorder returns an empty recorder for a story. Pass WithSecrets with
+// the story's secrets so the recording masks them.
+func NewRecorder(appID, appVersion string, opts ...LoadOption) *Recorder {
+	return &Recorder{appID: appID, appVersion: appVersion, opts: opts, ids: map[string]bool{}}
 }
 
 func (r *Recorder) add(ep *Episode) {
@@ -257,7 +260,7 @@ func (r *Recorder) Cassette(opts ...LoadOption) (*Cassette, error) {
 	r.mu.Lock()
 	eps := append([]*Episode(nil), r.episodes...)
 	r.mu.Unlock()
-	c, err := NewCassette(r.appID, eps, opts...)
+	c, err := NewCassette(r.appID, eps, append(slices.Clip(r.opts), opts...)...)
 	if err != nil {
 		return nil, err
 	}

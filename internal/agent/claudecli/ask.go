@@ -178,6 +178,7 @@ func (a *Agent) prepare(ctx context.Context, req *agent.AskRequest) (*call, erro
 		Schema:    req.Schema,
 		Validate:  info.Validate,
 		Live:      mcp.Detached(req.World.Vars),
+		Secrets:   c.secrets,
 		Clock:     a.opts.Clock,
 		Logger:    a.opts.Logger,
 	}

@@ -28,6 +28,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Mask replaces every masked occurrence of a secret.
@@ -320,7 +321,8 @@ func (m *Masker) JSON(b []byte) ([]byte, error) {
 // Writer returns a writer that masks what is written to w as Text. The
 // text of each Write is masked on its own, so a secret split across two
 // writes is not found: kitsoki writes whole lines (and slog whole records)
-// in single calls. With nothing to mask it returns w.
+// in single calls. Writes are serialised, since a logger's goroutines and
+// the command share the writer. With nothing to mask it returns w.
 func (m *Masker) Writer(w io.Writer) io.Writer {
 	if m.Empty() {
 		return w
@@ -329,13 +331,17 @@ func (m *Masker) Writer(w io.Writer) io.Writer {
 }
 
 type maskWriter struct {
-	w io.Writer
-	m *Masker
+	mu sync.Mutex
+	w  io.Writer
+	m  *Masker
 }
 
 // Write masks p and reports len(p) written when the masked text was.
 func (mw *maskWriter) Write(p []byte) (int, error) {
-	if _, err := io.WriteString(mw.w, mw.m.Text(string(p))); err != nil {
+	text := mw.m.Text(string(p))
+	mw.mu.Lock()
+	defer mw.mu.Unlock()
+	if _, err := io.WriteString(mw.w, text); err != nil {
 		return 0, err
 	}
 	return len(p), nil

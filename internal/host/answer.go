@@ -9,6 +9,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/schema"
+	"github.com/kitsoki/kitsoki/internal/secret"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
@@ -27,7 +28,7 @@ func (h *Host) askOnce(ctx context.Context, alias string, a agent.Agent, p *prep
 	if ns == "" {
 		ns = agent.DefaultAlias
 	}
-	if err := checkSubEvents(resp.SubEvents, ns, p.req.CallID); err != nil {
+	if err := checkSubEvents(resp.SubEvents, ns, p.req.CallID, h.mask); err != nil {
 		return resp, nil, err
 	}
 	for i := range resp.SubEvents {
@@ -97,9 +98,16 @@ func (h *Host) fallback(ctx context.Context, p *prepared, call *Call) (*agent.As
 }
 
 // checkSubEvents enforces the sub-event contract before any of them lands.
-func checkSubEvents(evs []plugin.Event, alias, callID string) *agent.AskError {
+// Event kinds are never masked (masking must not change what an event
+// is), so a kind that holds one of the story's secrets cannot be written:
+// it breaks the namespace contract like a kind outside the namespace.
+func checkSubEvents(evs []plugin.Event, alias, callID string, mask *secret.Masker) *agent.AskError {
 	prefix := alias + "."
 	for i := range evs {
+		if mask.Key(evs[i].Kind) != evs[i].Kind {
+			return &agent.AskError{Kind: agent.KindSubEventNamespaceViolation,
+				Detail: fmt.Sprintf("sub_event[%d]: Kind holds a secret value; event kinds are never masked, so it cannot be written", i)}
+		}
 		if len(evs[i].Kind) < len(prefix) || evs[i].Kind[:len(prefix)] != prefix {
 			return &agent.AskError{Kind: agent.KindSubEventNamespaceViolation,
 				Detail: fmt.Sprintf("sub_event[%d]: Kind %q does not start with required namespace prefix %q", i, evs[i].Kind, prefix)}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/clock"
+	"github.com/kitsoki/kitsoki/internal/secret"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
@@ -76,6 +77,7 @@ type Host struct {
 	clock    clock.Clock
 	logger   *slog.Logger
 	timeout  time.Duration
+	mask     *secret.Masker // the story's secrets: refused in sub-event kinds
 
 	mu       sync.RWMutex
 	handlers map[string]Handler
@@ -123,6 +125,7 @@ func New(st *story.Story, reg *agent.Registry, sink Sink, opts ...Option) *Host 
 		story:    st,
 		registry: reg,
 		sink:     sink,
+		mask:     secret.New(st.Secrets),
 		clock:    clock.System{},
 		logger:   slog.Default(),
 		timeout:  DefaultTimeout,

@@ -240,7 +240,7 @@ func TestAgentErrors(t *testing.T) {
 			if len(starts) != 1 || len(errs) != 1 || len(r.events(trace.KindAgentCallComplete)) != 0 {
 				t.Fatalf("agent events: %d start, %d error, want 1 and 1 and no complete", len(starts), len(errs))
 			}
-			if errs[0].CallID != starts[0].CallID || errs[0].Payload["error"] != ae.Error() {
+			if errs[0].CallID != starts[0].CallID || errs[0].Payload["error"] != ae.Error() || errs[0].Payload["error_kind"] != string(ae.Kind) {
 				t.Errorf("agent.call.error = %v", errs[0])
 			}
 			for _, ev := range r.events() {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/mcp"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/secret"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/spf13/cobra"
 )
@@ -51,14 +52,18 @@ Streamable HTTP is served on --http (a loopback address, default
 // --intents` would, and reports where it stopped. It backs the external
 // surface's run-starting tool.
 func startRun(g *globals, cmd *cobra.Command) mcp.RunStarter {
-	return func(ctx context.Context, req mcp.StartRunRequest) (*mcp.StartRunResult, error) {
+	return func(ctx context.Context, req mcp.StartRunRequest) (_ *mcp.StartRunResult, err error) {
 		st, err := story.Load(req.Story)
 		if err != nil {
 			return nil, err
 		}
+		// The run's logs (a plugin's stderr is logged) and the error the
+		// tool answers with are masked for the story's secrets.
+		defer func() { err = secret.New(st.Secrets).Error(err) }()
 		id := newSessionID()
 		path := filepath.Join(".kitsoki", "runs", id+".jsonl")
-		rt, err := openRuntime(st, runtimeConfig{session: id, trace: path, world: req.World, title: req.Title, logger: g.logger(cmd.ErrOrStderr())})
+		logger := g.logger(redacting(cmd.ErrOrStderr(), st.Secrets))
+		rt, err := openRuntime(st, runtimeConfig{session: id, trace: path, world: req.World, title: req.Title, logger: logger})
 		if err != nil {
 			return nil, err
 		}

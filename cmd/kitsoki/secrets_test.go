@@ -293,3 +293,15 @@ func TestTraceSchemaRequiresErrorKind(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorARunEndsWithIsMasked: the error a run ends with is printed by
+// main, outside the run's masked writers; it is masked too.
+func TestErrorARunEndsWithIsMasked(t *testing.T) {
+	t.Setenv("LEAKY_TOKEN", leakySecret)
+	dir := copyFixture(t, "leaky")
+	code, _, errs := runCLI(t, "", "run", filepath.Join(dir, "app.yaml"), "--trace", filepath.Join(dir, "t.jsonl"),
+		"--root", leakySecret, "--intents", "done")
+	if code != exitFailure || strings.Contains(errs, leakySecret) || !strings.Contains(errs, `root state "REDACTED" does not exist`) {
+		t.Errorf("exit %d, stderr:\n%s", code, errs)
+	}
+}

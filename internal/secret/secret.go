@@ -134,6 +134,17 @@ func (m *Masker) Key(s string) string {
 	return m.replace(s, false)
 }
 
+// Number masks the text of a number (a JSON number, a YAML integer or
+// float): it becomes Mask when a long secret occurs in it. A short value
+// never masks a number, so DEBUG=1 leaves "turn: 1" alone. The second
+// result reports whether it was masked.
+func (m *Masker) Number(s string) (string, bool) {
+	if m.Empty() || len(m.long) == 0 || m.replace(s, false) == s {
+		return s, false
+	}
+	return Mask, true
+}
+
 // Text masks free text (a log line, an error message, a line on stderr):
 // long secrets wherever they occur, a short one where a whole line
 // (surrounding spaces aside) equals it.
@@ -229,10 +240,10 @@ func insideKept(s string, start, end int) bool {
 }
 
 // Value returns a masked copy of a JSON-shaped value: strings as String,
-// object keys as Key, recursively through map[string]any, []any,
-// []string and map[string]string; json.RawMessage is decoded, masked and
-// re-encoded when a secret may occur in it. Other values are returned as
-// they are. The argument is never modified.
+// object keys as Key, json.Number as Number, recursively through
+// map[string]any, []any, []string and map[string]string; json.RawMessage
+// is decoded, masked and re-encoded when a secret may occur in it. Other
+// values are returned as they are. The argument is never modified.
 func (m *Masker) Value(v any) any {
 	if m.Empty() {
 		return v
@@ -287,6 +298,11 @@ func (m *Masker) value(v any, depth int) any {
 			out[m.Key(k)] = m.String(el)
 		}
 		return out
+	case json.Number:
+		if masked, ok := m.Number(string(x)); ok {
+			return masked
+		}
+		return x
 	case json.RawMessage:
 		b, err := m.JSON(x)
 		if err != nil {

@@ -91,12 +91,12 @@ func TestKeptWordsAreTheAskErrorKinds(t *testing.T) {
 }
 
 func TestValue(t *testing.T) {
-	m := secret.New([]string{long, "crash"})
+	m := secret.New([]string{long, "crash", "12", "12345678"})
 	in := map[string]any{
 		"error_kind": "plugin_crash",
 		"mode":       "crash",
 		"crash":      "kept key",
-		"list":       []any{"crash", "a " + long, json.Number("12")},
+		"list":       []any{"crash", "a " + long, json.Number("12"), json.Number("99123456789")},
 		"strs":       []string{long},
 		"hdr":        map[string]string{"h": "crash"},
 		"raw":        json.RawMessage(`{"answer":"` + long + `","n":1}`),
@@ -107,7 +107,7 @@ func TestValue(t *testing.T) {
 		"error_kind": "plugin_crash",
 		"mode":       "REDACTED",
 		"crash":      "kept key",
-		"list":       []any{"REDACTED", "a REDACTED", json.Number("12")},
+		"list":       []any{"REDACTED", "a REDACTED", json.Number("12"), "REDACTED"},
 		"strs":       []string{"REDACTED"},
 		"hdr":        map[string]string{"h": "REDACTED"},
 		"raw":        json.RawMessage(`{"answer":"REDACTED","n":1}`),

@@ -15,8 +15,10 @@ func WithSecrets(values []string) LoadOption {
 	return func(o *loadOptions) { o.secrets = append(o.secrets, values...) }
 }
 
-// maskNode masks the secrets in a YAML tree in place. A scalar that
-// changes becomes a plain string (a masked number is no longer one).
+// maskNode masks the secrets in a YAML tree in place: string scalars as
+// whole string values, other scalars (numbers) as numbers, mapping keys as
+// keys. A scalar that changes becomes a plain string (a masked number is no
+// longer one).
 func maskNode(m *secret.Masker, n *yaml.Node) {
 	if m.Empty() || n == nil {
 		return
@@ -36,6 +38,12 @@ func maskNode(m *secret.Masker, n *yaml.Node) {
 			maskNode(m, n.Content[i+1])
 		}
 	case yaml.ScalarNode:
+		if n.ShortTag() != "!!str" { // numbers, booleans, null
+			if v, ok := m.Number(n.Value); ok {
+				n.Value, n.Tag, n.Style = v, "!!str", 0
+			}
+			return
+		}
 		if v := m.String(n.Value); v != n.Value {
 			n.Value, n.Tag = v, "!!str"
 		}

@@ -6,9 +6,10 @@ import (
 )
 
 // TestCassetteMasksSecrets: a cassette written with WithSecrets masks a
-// long secret wherever it occurs (a number's text included) and a short
-// one only where a whole scalar equals it; keys and the AskError kind are
-// never rewritten.
+// long secret wherever it occurs (a number's digits included) and a short
+// one only where a whole string scalar equals it (never a number: "1" as
+// a secret leaves turn: 1 alone); keys and the AskError kind are never
+// rewritten.
 func TestCassetteMasksSecrets(t *testing.T) {
 	eps := []*Episode{{
 		ID:    "e1",
@@ -16,9 +17,9 @@ func TestCassetteMasksSecrets(t *testing.T) {
 		Response: Response{HasData: true, Data: map[string]any{
 			"pin": 12345678, "crash": "kept key", "note": "pin is 12345678!",
 		}},
-		Agent: &AgentBlock{Verb: "ask", Model: "crash", Error: "agent: plugin_crash: crash mode"},
+		Agent: &AgentBlock{Verb: "ask", Model: "crash", Turn: 1, Error: "agent: plugin_crash: crash mode"},
 	}}
-	c, err := NewCassette("app", eps, WithGetenv(func(string) string { return "" }), WithSecrets([]string{"12345678", "crash"}))
+	c, err := NewCassette("app", eps, WithGetenv(func(string) string { return "" }), WithSecrets([]string{"12345678", "crash", "1"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +30,7 @@ func TestCassetteMasksSecrets(t *testing.T) {
 	got := string(b)
 	for _, want := range []string{
 		"mode: REDACTED", "pin: REDACTED", "crash: kept key", "note: pin is REDACTED!",
-		"model: REDACTED", "error: 'agent: plugin_crash: crash mode'",
+		"model: REDACTED", "turn: 1", "error: 'agent: plugin_crash: crash mode'",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("cassette lacks %q:\n%s", want, got)

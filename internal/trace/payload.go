@@ -141,7 +141,10 @@ func (e *payloadEncoder) value(b []byte, v any, depth int) ([]byte, error) {
 		return appendFloat(b, x, 64)
 	case float32:
 		return appendFloat(b, float64(x), 32)
-	case json.Number:
+	case json.Number: // a plugin's number: masked when a long secret is in it
+		if masked, ok := e.mask.Number(string(x)); ok {
+			return appendJSONString(b, masked), nil
+		}
 		return appendNumber(b, x)
 	case map[string]any:
 		if x == nil {

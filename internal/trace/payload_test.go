@@ -95,7 +95,7 @@ func TestRedaction(t *testing.T) {
 	}
 	// Long values (8 bytes or more) are masked as substrings, short ones
 	// only where a whole string equals them.
-	secrets := []string{"sk-ant-0123456789", "p4ss", "qz", "overlapAB", "ABcdefgh", "crash"}
+	secrets := []string{"sk-ant-0123456789", "p4ss", "qz", "overlapAB", "ABcdefgh", "crash", "7", "34567890"}
 	tests := []struct {
 		name    string
 		payload map[string]any
@@ -121,6 +121,8 @@ func TestRedaction(t *testing.T) {
 		{"embedded JSON header", map[string]any{"r": json.RawMessage(`{"h":{"AUTHORIZATION":"x","Set-cookie":["a"]}}`)}, map[string]any{"r": map[string]any{"h": map[string]any{"AUTHORIZATION": "REDACTED", "Set-cookie": "REDACTED"}}}},
 		{"struct", map[string]any{"c": creds{User: "u", Token: "p4ss"}}, map[string]any{"c": map[string]any{"user": "u", "token": "REDACTED", "hdr": nil}}},
 		{"numbers untouched", map[string]any{"n": 1234}, map[string]any{"n": json.Number("1234")}},
+		{"a short value never masks a number", map[string]any{"r": json.RawMessage(`{"n":7,"qz":"qz"}`)}, map[string]any{"r": map[string]any{"n": json.Number("7"), "qz": "REDACTED"}}},
+		{"a plugin's number holding a long secret", map[string]any{"r": json.RawMessage(`{"pin":123456789012}`)}, map[string]any{"r": map[string]any{"pin": "REDACTED"}}},
 		{"headers any case", map[string]any{"headers": map[string]any{
 			"authorization": "Bearer abc", "COOKIE": "a=b", "Set-Cookie": []any{"x", "y"},
 			"Proxy-Authorization": "Basic zz", "Accept": "text/plain",

@@ -11,9 +11,9 @@
 //     (surrounding spaces aside) equals it; it is never masked inside an
 //     object key or inside a longer text, so short settings such as
 //     DEBUG=1 or MODE=crash never garble a message;
-//   - the agent error kinds (plugin_crash, schema_invalid, ...) are never
-//     rewritten: an occurrence of a value that lies inside one of them is
-//     left alone.
+//   - the agent error kinds (plugin_crash, schema_invalid, ...) and the
+//     agent verbs (ask, decide, ...) are never rewritten: an occurrence of
+//     a value that lies inside one of them is left alone.
 //
 // Each masked occurrence becomes Mask ("REDACTED"); overlapping
 // occurrences become one. Kitsoki's envelope fields (event kinds, call
@@ -38,10 +38,12 @@ const Mask = "REDACTED"
 // occurs as a substring.
 const MinSubstring = 8
 
-// KeptWords are never rewritten by masking: the error kinds of the agent
-// contract (internal/agent's AskError kinds; a test there keeps the two
-// lists in step). The AskError text "agent: <kind>: <detail>" keeps its
-// kind whatever the secrets are.
+// keptWords are never rewritten by masking: the error kinds of the agent
+// contract (internal/agent's AskError kinds), so the AskError text
+// "agent: <kind>: <detail>" keeps its kind whatever the secrets are, and
+// the agent verbs, so a short setting such as MODE=ask never turns an
+// event's "verb" into REDACTED. A test keeps the list in step with
+// internal/agent and pkg/plugin.
 var keptWords = [...]string{
 	"schema_invalid",
 	"plugin_crash",
@@ -49,6 +51,11 @@ var keptWords = [...]string{
 	"transport_error",
 	"sub_event_namespace_violation",
 	"sub_event_call_id_mismatch",
+	"ask",
+	"decide",
+	"extract",
+	"task",
+	"converse",
 }
 
 // KeptWords returns the words masking never rewrites.
@@ -183,7 +190,7 @@ func (m *Masker) replace(s string, lines bool) string {
 			}
 			line := s[start:end]
 			trimmed := strings.TrimSpace(line)
-			if trimmed != "" && slices.Contains(m.short, trimmed) {
+			if trimmed != "" && slices.Contains(m.short, trimmed) && !isKept(trimmed) {
 				at := start + strings.Index(line, trimmed)
 				spans = append(spans, [2]int{at, at + len(trimmed)})
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/secret"
+	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
 const long = "sk-live-0123456789" // 18 bytes: masked as a substring
@@ -66,26 +67,32 @@ func TestKey(t *testing.T) {
 	}
 }
 
-// TestKeptWordsAreTheAskErrorKinds: the words masking never rewrites are
-// exactly the agent contract's error kinds.
-func TestKeptWordsAreTheAskErrorKinds(t *testing.T) {
-	kinds := []string{}
+// TestKeptWords: the words masking never rewrites are exactly the agent
+// contract's error kinds and the agent verbs, and each survives a secret
+// equal to it or to a part of it.
+func TestKeptWords(t *testing.T) {
+	kept := []string{}
 	for _, k := range []agent.ErrorKind{agent.KindSchemaInvalid, agent.KindPluginCrash, agent.KindDeadlineExceeded,
 		agent.KindTransportError, agent.KindSubEventNamespaceViolation, agent.KindSubEventCallIDMismatch} {
-		kinds = append(kinds, string(k))
+		kept = append(kept, string(k))
 	}
-	if d := cmp.Diff(kinds, secret.KeptWords()); d != "" {
-		t.Errorf("kept words differ from the AskError kinds (-kinds +kept):\n%s", d)
+	kept = append(kept, plugin.VerbAsk, plugin.VerbDecide, plugin.VerbExtract, plugin.VerbTask, plugin.VerbConverse)
+	if d := cmp.Diff(kept, secret.KeptWords()); d != "" {
+		t.Errorf("kept words differ from the AskError kinds and verbs (-want +kept):\n%s", d)
 	}
-	// Every kind survives a secret equal to it or to a part of it.
-	for _, k := range kinds {
-		m := secret.New([]string{k, k[:secret.MinSubstring]})
-		msg := "agent: " + k + ": detail"
-		if got := m.String(msg); got != msg {
-			t.Errorf("String(%q) = %q", msg, got)
+	for _, k := range kept {
+		vals := []string{k}
+		if len(k) >= secret.MinSubstring {
+			vals = append(vals, k[:secret.MinSubstring])
 		}
-		if got := m.String(k); got != k {
-			t.Errorf("String(%q) = %q", k, got)
+		m := secret.New(vals)
+		for _, s := range []string{k, "agent: " + k + ": detail"} {
+			if got := m.String(s); got != s {
+				t.Errorf("String(%q) = %q", s, got)
+			}
+			if got := m.Text(s); got != s {
+				t.Errorf("Text(%q) = %q", s, got)
+			}
 		}
 	}
 }

@@ -85,9 +85,10 @@ func WithSyncPerEvent() Option {
 // WithSecrets gives the resolved secret values to mask in payloads, by the
 // rule of internal/secret: a value of 8 bytes or more wherever it occurs in
 // a payload string or map key, a shorter one only where a whole payload
-// string equals it; the AskError kinds are never rewritten and the
-// envelope (kind, state_path, call_id, episode_id) is never masked. Empty
-// values are ignored. Successive calls add to the set.
+// string equals it; the words that rule keeps (AskError kinds, agent
+// verbs) are never rewritten, and the envelope (kind, state_path, call_id,
+// episode_id) is never masked. Empty values are ignored. Successive calls
+// add to the set.
 func WithSecrets(values []string) Option {
 	return func(cfg *config) { cfg.secrets = append(cfg.secrets, values...) }
 }

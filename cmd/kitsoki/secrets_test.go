@@ -305,3 +305,48 @@ func TestErrorARunEndsWithIsMasked(t *testing.T) {
 		t.Errorf("exit %d, stderr:\n%s", code, errs)
 	}
 }
+
+// TestFlowReportsMaskSecrets: a flow whose cassette (written by hand, secret
+// and all) answers with the secret fails on its view; the failure line on
+// stdout, the --json report and the --trace-out trace show REDACTED.
+func TestFlowReportsMaskSecrets(t *testing.T) {
+	t.Setenv("LEAKY_TOKEN", leakySecret)
+	dir := copyFixture(t, "leaky")
+	write := fileWriter(t, dir)
+	write("leak-cassette.yaml", `kind: host_cassette
+episodes:
+  - id: a
+    match: {handler: agent.answer}
+    agent: {verb: decide, response: '{"text":"the key is `+leakySecret+`"}'}
+`, 0o644)
+	if err := os.MkdirAll(filepath.Join(dir, "flows"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write("flows/leak.yaml", `test_kind: flow
+app: ../app.yaml
+host_cassette: ../leak-cassette.yaml
+turns:
+  - intent: {name: answer}
+    expect_view_matches: "^nothing$"
+`, 0o644)
+	rep, tr := filepath.Join(dir, "rep.json"), filepath.Join(dir, "flow.jsonl")
+	code, out, errs := runCLI(t, "", "test", "flows", filepath.Join(dir, "app.yaml"), "--json", rep, "--trace-out", tr)
+	if code != exitFlowsFailed {
+		t.Fatalf("exit %d, want %d\n%s\n%s", code, exitFlowsFailed, out, errs)
+	}
+	for _, a := range []artifact{
+		{"flows stdout", out, []string{`view does not match /^nothing$/: "leak: the key is REDACTED"`}},
+		{"flows stderr", errs, nil},
+		{"--json report", readArtifact(t, rep), []string{`the key is REDACTED`}},
+		{"--trace-out", readArtifact(t, tr), []string{`"the key is REDACTED"`}},
+	} {
+		if strings.Contains(a.text, leakySecret) {
+			t.Errorf("%s shows the secret:\n%s", a.name, a.text)
+		}
+		for _, w := range a.want {
+			if !strings.Contains(a.text, w) {
+				t.Errorf("%s lacks %q:\n%s", a.name, w, a.text)
+			}
+		}
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/kitsoki/kitsoki/internal/secret"
 )
 
 // Report is the result of a `kitsoki test flows` run. Its exported fields
@@ -36,6 +38,9 @@ func (r *Runner) RunFixtures(ctx context.Context, fixtures []*Fixture, failFast 
 	rep := &Report{Results: []*FlowResult{}}
 	for _, f := range flows {
 		res := f.Run(ctx)
+		if f.Story != nil {
+			maskFlowResult(secret.New(f.Story.Secrets), res)
+		}
 		rep.Results = append(rep.Results, res)
 		switch {
 		case res.Skipped:

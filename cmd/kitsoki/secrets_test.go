@@ -128,8 +128,10 @@ func TestSecretsStayOutOfEveryArtifact(t *testing.T) {
 	reports, ecas := filepath.Join(dir, "reports"), filepath.Join(dir, "ecas.yaml")
 	code, out, errs = runCLI(t, "", "eval", "run", filepath.Join(dir, "evals", "answer.yaml"), "--live", "--json",
 		"--record", ecas, "--report-dir", reports)
-	if code != exitOK && code != exitFailure { // no candidate passes; the exit code for that is the cli part's
-		t.Fatalf("eval run --live: exit %d\n%s", code, errs)
+	// No candidate passes the bar; which exit code says so is not this
+	// test's business, only that the run wrote its report.
+	if _, err := os.Stat(filepath.Join(reports, "latest.json")); err != nil {
+		t.Fatalf("eval run --live: exit %d, no report (%v)\n%s", code, err, errs)
 	}
 	arts = append(arts,
 		artifact{"eval stdout (report)", out, []string{`"text": "the key is REDACTED"`}},

@@ -161,7 +161,7 @@ func checkTurn(ts *TurnSpec, tv turnView) []string {
 	out := tv.out
 	switch {
 	case out.Outcome == orchestrator.OutcomeRejected && ts.ExpectError == nil:
-		fails = append(fails, fmt.Sprintf("unexpected rejection: code=%s hint=%s", out.Rejection.Code, out.Rejection.GuardHint))
+		fails = append(fails, rejectionText(out.Rejection))
 	case out.Outcome == orchestrator.OutcomeError:
 		fails = append(fails, fmt.Sprintf("unexpected turn error: %v", out.Err))
 	}
@@ -214,6 +214,21 @@ func checkTurn(ts *TurnSpec, tv turnView) []string {
 		fails = append(fails, fmt.Sprintf("expect_no_view: got view %q", clipValue(out.View)))
 	}
 	return append(fails, checkHostCalls("expect_host_calls", ts.ExpectHostCalls, ts.ExpectNoHostCalls, tv.calls)...)
+}
+
+// rejectionText is the failure line of a rejection no expect_error
+// expected: its code, its message, and its guard hint when it has one
+// ("unexpected rejection: code=C: message; hint=H").
+func rejectionText(r *orchestrator.Rejection) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "unexpected rejection: code=%s", r.Code)
+	if r.Message != "" {
+		fmt.Fprintf(&b, ": %s", r.Message)
+	}
+	if r.GuardHint != "" {
+		fmt.Fprintf(&b, "; hint=%s", r.GuardHint)
+	}
+	return b.String()
 }
 
 func contains(list []string, s string) bool {

@@ -47,6 +47,7 @@ type Fixture struct {
 // or per op.
 type Stub struct {
 	Envelope
+	Line, Col int // position of the stub's key in the fixture file
 	Delay  time.Duration
 	ByCall map[string]Envelope
 	ByOp   map[string]Envelope
@@ -252,6 +253,10 @@ func parseStubs(n *yaml.Node) (map[string]*Stub, error) {
 	if err != nil {
 		return nil, err
 	}
+	keyPos := map[string][2]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		keyPos[n.Content[i].Value] = [2]int{n.Content[i].Line, n.Content[i].Column}
+	}
 	out := map[string]*Stub{}
 	for name, sn := range m {
 		where := "host_handlers." + name
@@ -259,7 +264,7 @@ func parseStubs(n *yaml.Node) (map[string]*Stub, error) {
 		if err != nil {
 			return nil, err
 		}
-		st := &Stub{}
+		st := &Stub{Line: keyPos[name][0], Col: keyPos[name][1]}
 		if st.Envelope, err = parseEnvelope(sm, where); err != nil {
 			return nil, err
 		}

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
@@ -28,6 +29,9 @@ type FlowResult struct {
 	Passed  bool
 	Turns   []TurnResult
 	Skipped bool
+	// DroppedHostCalls counts the host calls answered with nothing because
+	// the fixture has no host_handlers, host_cassette or clock fields.
+	DroppedHostCalls int `json:",omitempty"`
 
 	Name       string `json:"-"` // report name (base name, #N for multi-document files)
 	SkipReason string `json:"-"`
@@ -166,6 +170,9 @@ func (r *Runner) Prepare(fx *Fixture) (*Flow, error) {
 				fx.Name, fx.InitialState, st.App.ID, strings.Join(sortedKeys(st.States), ", "))
 		}
 	}
+	if err := checkStubNames(fx, st); err != nil {
+		return nil, err
+	}
 	if fx.CassettePath != "" {
 		c, err := LoadCassette(fx.CassettePath, WithClock(f.clk), WithGetenv(r.cfg.getenv))
 		if err != nil {
@@ -174,6 +181,54 @@ func (r *Runner) Prepare(fx *Fixture) (*Flow, error) {
 		f.Cassette = c
 	}
 	return f, nil
+}
+
+// checkStubNames refuses a host_handlers entry keyed by an agent alias:
+// stubs answer invoke names, so such an entry would never answer anything
+// and the call would go on to the (unavailable) agent.
+func checkStubNames(fx *Fixture, st *story.Story) error {
+	for _, name := range sortedKeys(fx.HostHandlers) {
+		_, declared := st.Plugins[name]
+		if !declared && !isAgentHandler(name) {
+			continue
+		}
+		stub := fx.HostHandlers[name]
+		invokes := invokesVia(st, name)
+		how := "its invoke name (host.agent.<verb>)"
+		if len(invokes) > 0 {
+			q := make([]string, len(invokes))
+			for i, n := range invokes {
+				q[i] = fmt.Sprintf("%q", n)
+			}
+			how = "its invoke name (" + strings.Join(q, ", ") + ")"
+		}
+		return fmt.Errorf("%s:%d:%d: host_handlers[%q]: %q is an agent alias, not a host handler, so this stub would answer nothing; "+
+			"key the stub by %s, or answer the agent from a host_cassette whose episodes have match.handler: %s",
+			fx.File, stub.Line, stub.Col, name, name, how, name)
+	}
+	return nil
+}
+
+// invokesVia lists, sorted, the invoke names of the effects that route to
+// an agent alias (agent: <alias>).
+func invokesVia(st *story.Story, alias string) []string {
+	seen := map[string]bool{}
+	add := func(effs []*story.Effect) {
+		for _, e := range effs {
+			if e.Invoke != nil && e.Invoke.Agent == alias {
+				seen[e.Invoke.Name] = true
+			}
+		}
+	}
+	for _, s := range st.States {
+		add(s.OnEnter)
+		for _, arms := range s.On {
+			for _, a := range arms {
+				add(a.Effects)
+			}
+		}
+	}
+	return sortedKeys(seen)
 }
 
 // captureSink is the flow's trace: a MemSink that also keeps the events as
@@ -227,8 +282,12 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 			h.RegisterPrefix(name, hd)
 		}
 	}
+	var dropped atomic.Int64
 	if !dispatch {
-		drop := host.HandlerFunc(func(context.Context, *host.Call) (*host.Result, error) { return &host.Result{}, nil })
+		drop := host.HandlerFunc(func(context.Context, *host.Call) (*host.Result, error) {
+			dropped.Add(1)
+			return &host.Result{}, nil
+		})
 		for _, name := range InvokeNames(st) {
 			h.Register(name, drop)
 		}
@@ -303,6 +362,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 	if len(sfails) > 0 || fx.hasSessionChecks() {
 		res.Turns = append(res.Turns, TurnResult{TurnIndex: SessionIndex, Passed: len(sfails) == 0, Failures: sfails, NewState: sess.State()})
 	}
+	res.DroppedHostCalls = int(dropped.Load())
 	return f.finish(res, mem)
 }
 

@@ -85,7 +85,7 @@ func TestFlowFailureMessages(t *testing.T) {
 `},
 		{"rejection.yaml", `FAIL  rejection.yaml
   FAIL  turn 1 → cart
-  ✗ unexpected rejection: code=GUARD_FAILED hint=Add something first.
+  ✗ unexpected rejection: code=GUARD_FAILED: no transition matched for intent "pay" in state "cart"; hint=Add something first.
   FAIL  turn 2 → cart
   ✗ expect_error: got code GUARD_FAILED, want MISSING_SLOTS (no transition matched for intent "pay" in state "cart")
   ✗ expect_error.allowed_contains: "done" is not among the allowed intents []
@@ -93,6 +93,8 @@ func TestFlowFailureMessages(t *testing.T) {
   ✗ expect_error: want code GUARD_FAILED, got no rejection (the turn ended in "cart")
   FAIL  turn 4 → cart
   ✗ expect_slots: the intent was not accepted, so it has no slots
+  FAIL  turn 5 → cart
+  ✗ unexpected rejection: code=UNKNOWN_INTENT: unknown intent "bogus"
 `},
 		{"view.yaml", `FAIL  view.yaml
   FAIL  turn 1 → cart
@@ -197,22 +199,102 @@ func TestFlowSeed(t *testing.T) {
 }
 
 // Without host_handlers or host_cassette, host calls are dropped: nothing
-// is bound, nothing fails, and they do not count as host calls.
+// is bound, nothing fails, and they do not count as host calls; the report
+// says how many were dropped.
 func TestFlowDropsHostCallsWithoutHandlers(t *testing.T) {
-	dir := writeFiles(t, map[string]string{"f.yaml": `test_kind: flow
+	tests := []struct {
+		name, turns, want string
+		n                 int
+	}{
+		{"one", "  - intent: {name: pay}\n    expect_state: paying\n", "PASS  f.yaml (1 host call dropped: no stubs)\n", 1},
+		{"three", "  - intent: {name: pay}\n  - intent: {name: cancel}\n  - intent: {name: pay}\n  - intent: {name: cancel}\n  - intent: {name: pay}\n",
+			"PASS  f.yaml (3 host calls dropped: no stubs)\n", 3},
+		{"none", "  - intent: {name: add}\n", "PASS  f.yaml\n", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := writeFiles(t, map[string]string{"f.yaml": `test_kind: flow
 app: ` + mustAbs(t, shopApp) + `
 turns:
   - intent: {name: add}
-  - intent: {name: pay}
-    expect_state: paying
-    expect_world: {receipt: "", last_error: ""}
+` + tt.turns + `    expect_world: {receipt: "", last_error: ""}
     expect_no_host_calls: true
 expect_no_errors: true
 expect_no_host_calls: true
 `})
-	res := runFile(t, filepath.Join(dir, "f.yaml"))
-	if !res[0].Passed {
-		t.Errorf("report:\n%s", report(res, true))
+			res := runFile(t, filepath.Join(dir, "f.yaml"))
+			if !res[0].Passed {
+				t.Errorf("report:\n%s", report(res, true))
+			}
+			if got := report(res, false); got != tt.want || res[0].DroppedHostCalls != tt.n {
+				t.Errorf("report = %q (DroppedHostCalls %d), want %q (%d)", got, res[0].DroppedHostCalls, tt.want, tt.n)
+			}
+		})
+	}
+}
+
+// A host_handlers entry keyed by an agent alias would answer nothing (stubs
+// answer invoke names), so it is a setup error that says what to key it by.
+func TestFlowStubKeyedByAgentAlias(t *testing.T) {
+	files := greetFiles()
+	files["f.yaml"] = `test_kind: flow
+app: app.yaml
+host_handlers:
+  host.other: {data: {}}
+  agent.g:
+    data: {submitted: {text: hi}}
+turns:
+  - intent: {name: greet, slots: {name: Ada}}
+`
+	files["g.yaml"] = `test_kind: flow
+app: app.yaml
+host_handlers:
+  agent.nobody: {data: {}}
+turns:
+  - intent: {name: greet, slots: {name: Ada}}
+`
+	dir := writeFiles(t, files)
+	tests := []struct{ file, want string }{
+		{"f.yaml", filepath.Join(dir, "f.yaml") + `:5:3: host_handlers["agent.g"]: "agent.g" is an agent alias, not a host handler, so this stub would answer nothing; ` +
+			`key the stub by its invoke name ("host.agent.decide"), or answer the agent from a host_cassette whose episodes have match.handler: agent.g`},
+		{"g.yaml", filepath.Join(dir, "g.yaml") + `:4:3: host_handlers["agent.nobody"]: "agent.nobody" is an agent alias, not a host handler, so this stub would answer nothing; ` +
+			`key the stub by its invoke name (host.agent.<verb>), or answer the agent from a host_cassette whose episodes have match.handler: agent.nobody`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			fxs, err := LoadFixtures(filepath.Join(dir, "app.yaml"), filepath.Join(dir, tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := NewRunner(WithFlowGetenv(noEnv))
+			defer r.Close()
+			_, err = r.RunFixtures(context.Background(), fxs, false, nil)
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("error:\n%v\nwant:\n%s", err, tt.want)
+			}
+		})
+	}
+	// Keyed by the invoke name, the same stub answers the call.
+	files["ok.yaml"] = `test_kind: flow
+app: app.yaml
+host_handlers:
+  host.agent.decide:
+    data: {submitted: {text: hi}}
+turns:
+  - intent: {name: greet, slots: {name: Ada}}
+    expect_state: greeting
+    expect_world: {greeting: {text: hi}}
+`
+	dir = writeFiles(t, files)
+	fxs, err := LoadFixtures(filepath.Join(dir, "app.yaml"), filepath.Join(dir, "ok.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRunner(WithFlowGetenv(noEnv))
+	defer r.Close()
+	rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
+	if err != nil || !rep.OK() {
+		t.Fatalf("err %v, report:\n%s", err, report(rep.Results, true))
 	}
 }
 

@@ -48,9 +48,9 @@ type Fixture struct {
 type Stub struct {
 	Envelope
 	Line, Col int // position of the stub's key in the fixture file
-	Delay  time.Duration
-	ByCall map[string]Envelope
-	ByOp   map[string]Envelope
+	Delay     time.Duration
+	ByCall    map[string]Envelope
+	ByOp      map[string]Envelope
 }
 
 // Envelope is a stub answer: data and/or a domain error, or an

@@ -83,6 +83,19 @@ type TurnSpec struct {
 	ExpectNoView      bool
 	ExpectHostCalls   []HostCallExpect
 	ExpectNoHostCalls bool
+	ExpectEvents      []EventExpect
+}
+
+// EventExpect is one expect_events entry: a trace event of Kind (with
+// StatePath when HasStatePath) whose payload includes Payload (maps
+// compared by their listed keys, recursively; other values by JSON
+// encoding). The entries of a turn are found in order among its events.
+type EventExpect struct {
+	Line         int
+	Kind         string
+	StatePath    string
+	HasStatePath bool
+	Payload      map[string]any // nil: any payload
 }
 
 // ExpectError expects the turn to be rejected with Code; AllowedContains
@@ -110,8 +123,9 @@ var (
 		"expect_events_count_atleast", "expect_events_count_atmost", "advance_clock", "expect_inbox", "expect_jobs"}
 	turnKeys = []string{"intent", "expect_state", "expect_not_state", "expect_state_in", "expect_world", "expect_world_full",
 		"expect_slots", "expect_error", "expect_view_matches", "expect_no_view", "expect_host_calls", "expect_no_host_calls",
+		"expect_events",
 		// [later]
-		"input", "world_override", "expect_events", "expect_events_exact"}
+		"input", "world_override", "expect_events_exact"}
 	stubKeys     = []string{"data", "error", "infra_error", "delay", "by_call", "by_op"}
 	envelopeKeys = []string{"data", "error", "infra_error"}
 )
@@ -429,7 +443,85 @@ func parseTurn(n *yaml.Node, i int) (*TurnSpec, error) {
 			ts.ExpectHostCalls = append(ts.ExpectHostCalls, hc)
 		}
 	}
+	if en, ok := m["expect_events"]; ok && en.Tag != "!!null" {
+		if ts.ExpectEvents, err = parseExpectEvents(en, where+".expect_events"); err != nil {
+			return nil, err
+		}
+	}
 	return ts, nil
+}
+
+// parseExpectEvents reads an expect_events list. An entry is kind: (and
+// optionally state_path:) plus what its payload must include: payload:
+// (or effect:, as Kitsoki's fixtures write it) and/or payload keys written
+// beside kind (from: foyer, to: cloakroom).
+func parseExpectEvents(n *yaml.Node, where string) ([]EventExpect, error) {
+	if n.Kind != yaml.SequenceNode {
+		return nil, fmt.Errorf("line %d: %s must be a list of {kind, payload keys}, got %s", n.Line, where, kindName(n))
+	}
+	var out []EventExpect
+	for i, en := range n.Content {
+		ew := fmt.Sprintf("%s[%d]", where, i)
+		em, err := fields(en, ew, "*")
+		if err != nil {
+			return nil, err
+		}
+		e := EventExpect{Line: en.Line}
+		if e.Kind, err = str(em, "kind", ew); err != nil {
+			return nil, err
+		}
+		if e.Kind == "" {
+			return nil, fmt.Errorf("line %d: %s: kind is required (a trace event kind, e.g. machine.transition)", en.Line, ew)
+		}
+		if e.StatePath, err = str(em, "state_path", ew); err != nil {
+			return nil, err
+		}
+		_, e.HasStatePath = em["state_path"]
+		payloadKey := ""
+		for _, k := range []string{"payload", "effect"} {
+			pm, ok, err := mapping(em, k, ew)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+			if payloadKey != "" {
+				return nil, fmt.Errorf("line %d: %s: payload and effect are the same thing (the event's payload); write one", em[k].Line, ew)
+			}
+			payloadKey = k
+			e.Payload = pm
+			if e.Payload == nil {
+				e.Payload = map[string]any{}
+			}
+		}
+		for _, k := range sortedKeys(em) {
+			switch k {
+			case "kind", "state_path", "payload", "effect":
+				continue
+			}
+			if _, dup := e.Payload[k]; dup {
+				return nil, fmt.Errorf("line %d: %s: %q is given both beside kind and in %s", em[k].Line, ew, k, payloadKey)
+			}
+			v, err := value(em[k])
+			if err != nil {
+				return nil, fmt.Errorf("%s.%s: %w", ew, k, err)
+			}
+			if e.Payload == nil {
+				e.Payload = map[string]any{}
+			}
+			e.Payload[k] = v
+		}
+		if e.Payload != nil {
+			v, err := normalizeJSON(e.Payload)
+			if err != nil {
+				return nil, fmt.Errorf("line %d: %s: %w", en.Line, ew, err)
+			}
+			e.Payload, _ = v.(map[string]any)
+		}
+		out = append(out, e)
+	}
+	return out, nil
 }
 
 func parseExpectError(n *yaml.Node, where string) (*ExpectError, error) {

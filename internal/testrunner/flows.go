@@ -318,7 +318,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 			break
 		}
 		evs := sink.events[mark:]
-		tv := turnView{out: out, world: sess.World(), slots: acceptedSlots(evs)}
+		tv := turnView{out: out, world: sess.World(), slots: acceptedSlots(evs), evs: evs}
 		if dispatch {
 			tv.calls = dispatched(evs)
 			allCalls = append(allCalls, tv.calls...)

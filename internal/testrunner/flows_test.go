@@ -101,6 +101,16 @@ func TestFlowFailureMessages(t *testing.T) {
   ✗ expect_view_matches: view does not match /^Items: 2$/: "Items: 1"
   ✗ expect_no_view: got view "Items: 1"
 `},
+		{"events.yaml", `FAIL  events.yaml
+  FAIL  turn 1 → cart
+  ✗ expect_events[0]: no world.update event with payload including {"set":{"note":"wrapped"}}; the turn's world.update events: [4: {"increment":{"items":1}}, 5: {"set":{"note":"gift"}}]
+  FAIL  turn 2 → cart
+  ✗ expect_events[1]: no world.update event with payload including {"increment":{"items":1}} after expect_events[0], which matched event 5; event 4 matches but comes earlier (entries are matched in order); the turn's world.update events: [4: {"increment":{"items":1}}, 5: {"set":{"note":""}}]
+  FAIL  turn 3 → paying
+  ✗ expect_events[1]: no agent.call.start event after expect_events[0], which matched event 2; the turn has none (its events: [turn.input turn.start machine.intent_accepted machine.transition machine.state_exited machine.state_entered harness.called harness.dispatched world.update harness.returned turn.end])
+  FAIL  turn 4 → cart
+  ✗ expect_events[0]: no machine.transition event in state "cart" with payload including {"to":"cart"}; the turn's machine.transition events: [3: in "paying" {"from":"paying","intent":"cancel","slots":{},"to":"cart"}]
+`},
 		{"hostcalls.yaml", `FAIL  hostcalls.yaml
   FAIL  turn 1 → cart
   ✗ expect_host_calls[0]: host.pay was not called, want at least once (no host calls were dispatched)
@@ -362,6 +372,14 @@ func TestFlowSetupErrors(t *testing.T) {
 		{"initial state", "test_kind: flow\napp: " + app + "\ninitial_state: nowhere\n", `f.yaml: initial_state "nowhere" is not a state of shop (states: cart, finished, paying)`},
 		{"missing cassette", "test_kind: flow\napp: " + app + "\nhost_cassette: nope.yaml\n", "nope.yaml"},
 		{"missing app", "test_kind: flow\napp: nope/app.yaml\n", "nope/app.yaml"},
+		{"expect_events not a list", "test_kind: flow\napp: " + app + "\nturns:\n  - intent: add\n    expect_events: {kind: x}\n",
+			"line 5: turns[0].expect_events must be a list of {kind, payload keys}, got a mapping"},
+		{"expect_events without kind", "test_kind: flow\napp: " + app + "\nturns:\n  - intent: add\n    expect_events: [{to: cart}]\n",
+			"line 5: turns[0].expect_events[0]: kind is required (a trace event kind, e.g. machine.transition)"},
+		{"expect_events payload and effect", "test_kind: flow\napp: " + app + "\nturns:\n  - intent: add\n    expect_events: [{kind: x, payload: {}, effect: {}}]\n",
+			"line 5: turns[0].expect_events[0]: payload and effect are the same thing (the event's payload); write one"},
+		{"expect_events key twice", "test_kind: flow\napp: " + app + "\nturns:\n  - intent: add\n    expect_events: [{kind: x, to: a, payload: {to: b}}]\n",
+			`line 5: turns[0].expect_events[0]: "to" is given both beside kind and in payload`},
 		{"stub infra with data", "test_kind: flow\napp: " + app + "\nhost_handlers: {h: {data: {}, infra_error: x}}\n", "host_handlers.h: infra_error cannot be combined with data or error"},
 	}
 	for _, tt := range tests {
@@ -417,12 +435,12 @@ func TestRunFixturesFailFast(t *testing.T) {
 		t.Errorf("fail-fast ran %d flows (saw %d), failed %d", len(rep.Results), seen, rep.Failed)
 	}
 	rep, _ = NewRunner(WithFlowGetenv(noEnv)).RunFixtures(context.Background(), fxs, false, nil)
-	if len(rep.Results) != 6 || rep.Failed != 6 {
+	if len(rep.Results) != 7 || rep.Failed != 7 {
 		t.Errorf("without fail-fast: %d results, %d failed", len(rep.Results), rep.Failed)
 	}
 	var b bytes.Buffer
 	rep.WriteSummary(&b)
-	if b.String() != "\nSummary: 0/6 flows pass\nFAIL\n" {
+	if b.String() != "\nSummary: 0/7 flows pass\nFAIL\n" {
 		t.Errorf("summary = %q", b.String())
 	}
 }

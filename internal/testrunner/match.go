@@ -6,6 +6,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // callKey is what an episode is matched against: the handler name (the
@@ -210,10 +211,16 @@ func (k *callKey) describeDiff(ep *Episode, name string) string {
 }
 
 // clipValue shortens a JSON value quoted in a message.
-func clipValue(s string) string {
-	const max = 80
+func clipValue(s string) string { return clipTo(s, 80) }
+
+// clipTo shortens s to max bytes (not splitting a UTF-8 sequence), marking
+// the cut with "...".
+func clipTo(s string, max int) string {
 	if len(s) <= max {
 		return s
+	}
+	for max > 0 && !utf8.RuneStart(s[max]) {
+		max--
 	}
 	return s[:max] + "..."
 }

@@ -32,6 +32,10 @@ type FlowResult struct {
 	// DroppedHostCalls counts the host calls answered with nothing because
 	// the fixture has no host_handlers, host_cassette or clock fields.
 	DroppedHostCalls int `json:",omitempty"`
+	// Warnings are the cassette's replay warnings (an episode answered a
+	// request other than the one it was recorded for), each prefixed with
+	// its turn: "turn 2: cassette episode 1 ...".
+	Warnings []string `json:",omitempty"`
 
 	Name       string `json:"-"` // report name (base name, #N for multi-document files)
 	SkipReason string `json:"-"`
@@ -60,6 +64,7 @@ type flowConfig struct {
 	logger     *slog.Logger
 	keepEvents bool
 	keepTrace  bool
+	strict     bool
 	start      time.Time
 }
 
@@ -84,6 +89,11 @@ func WithFlowLogger(l *slog.Logger) FlowOption {
 // WithEvents keeps each turn's trace events in its TurnResult (the --json
 // report carries them).
 func WithEvents() FlowOption { return func(c *flowConfig) { c.keepEvents = true } }
+
+// WithCassetteStrict makes every host_cassette strict about request
+// hashes (WithStrictRequests, `--cassette-strict`): an episode recorded for
+// another request does not answer, so the call misses and the turn fails.
+func WithCassetteStrict(strict bool) FlowOption { return func(c *flowConfig) { c.strict = strict } }
 
 // WithTrace keeps each flow's JSONL trace in FlowResult.Trace.
 func WithTrace() FlowOption { return func(c *flowConfig) { c.keepTrace = true } }
@@ -174,7 +184,7 @@ func (r *Runner) Prepare(fx *Fixture) (*Flow, error) {
 		return nil, err
 	}
 	if fx.CassettePath != "" {
-		c, err := LoadCassette(fx.CassettePath, WithClock(f.clk), WithGetenv(r.cfg.getenv))
+		c, err := LoadCassette(fx.CassettePath, WithClock(f.clk), WithGetenv(r.cfg.getenv), WithStrictRequests(r.cfg.strict))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", fx.Name, err)
 		}
@@ -326,6 +336,9 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 		fails := checkTurn(ts, tv)
 		if f.Cassette != nil {
 			fails = append(fails, f.Cassette.TakeMisses()...)
+			for _, w := range f.Cassette.TakeWarnings() {
+				res.Warnings = append(res.Warnings, fmt.Sprintf("turn %d: %s", i+1, w))
+			}
 		}
 		if out.Outcome == orchestrator.OutcomeRejected {
 			rejected = true

@@ -71,6 +71,9 @@ func WriteResult(w io.Writer, res *FlowResult, verbose bool) {
 		status = "FAIL"
 	}
 	fmt.Fprintf(w, "%s  %s%s\n", status, res.Name, droppedNote(res.DroppedHostCalls))
+	for _, warn := range res.Warnings {
+		fmt.Fprintf(w, "  warning: %s\n", warn)
+	}
 	if res.Skipped {
 		if verbose {
 			fmt.Fprintf(w, "  skipped: %s\n", res.SkipReason)

@@ -317,6 +317,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 		return f.finish(res, mem)
 	}
 
+	seeded := len(sink.events)
 	var rejected bool
 	var hostErrs []string
 	var allCalls []hostCall
@@ -367,6 +368,12 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 		sfails = append(sfails, checkKeys("expect_world_final", fx.ExpectWorldFinal, sess.World(), true)...)
 	}
 	sfails = append(sfails, checkHostCalls("expect_host_calls", nil, fx.ExpectNoHostCalls, allCalls)...)
+	if n, lo := len(sink.events)-seeded, fx.ExpectEventsAtLeast; lo != nil && n < *lo {
+		sfails = append(sfails, fmt.Sprintf("expect_events_count_atleast: the flow's turns wrote %d trace event(s), want at least %d", n, *lo))
+	}
+	if n, hi := len(sink.events)-seeded, fx.ExpectEventsAtMost; hi != nil && n > *hi {
+		sfails = append(sfails, fmt.Sprintf("expect_events_count_atmost: the flow's turns wrote %d trace event(s), want at most %d", n, *hi))
+	}
 	if fx.StrictCassetteCoverage && f.Cassette != nil {
 		if rest := f.Cassette.Remaining(); len(rest) > 0 {
 			sfails = append(sfails, fmt.Sprintf("unexpected remaining episodes: [%s]", strings.Join(rest, " ")))
@@ -380,7 +387,8 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 }
 
 func (fx *Fixture) hasSessionChecks() bool {
-	return fx.ExpectTerminal || fx.ExpectNoErrors || fx.ExpectWorldFinal != nil || fx.ExpectNoHostCalls || fx.StrictCassetteCoverage
+	return fx.ExpectTerminal || fx.ExpectNoErrors || fx.ExpectWorldFinal != nil || fx.ExpectNoHostCalls || fx.StrictCassetteCoverage ||
+		fx.ExpectEventsAtLeast != nil || fx.ExpectEventsAtMost != nil
 }
 
 // finish sets Passed and attaches events and the trace when asked.

@@ -380,6 +380,10 @@ func TestFlowSetupErrors(t *testing.T) {
 			"line 5: turns[0].expect_events[0]: payload and effect are the same thing (the event's payload); write one"},
 		{"expect_events key twice", "test_kind: flow\napp: " + app + "\nturns:\n  - intent: add\n    expect_events: [{kind: x, to: a, payload: {to: b}}]\n",
 			`line 5: turns[0].expect_events[0]: "to" is given both beside kind and in payload`},
+		{"expect_events_exact", "test_kind: flow\napp: " + app + "\nturns:\n  - intent: add\n    expect_events_exact: []\n",
+			"line 5: turns[0].expect_events_exact is not supported: write expect_events, whose entries are found in order among the turn's events (kind, and what the payload must include)"},
+		{"event count", "test_kind: flow\napp: " + app + "\nexpect_events_count_atmost: -1\n",
+			`line 3: fixture.expect_events_count_atmost must be a whole number >= 0, got "-1"`},
 		{"stub infra with data", "test_kind: flow\napp: " + app + "\nhost_handlers: {h: {data: {}, infra_error: x}}\n", "host_handlers.h: infra_error cannot be combined with data or error"},
 	}
 	for _, tt := range tests {
@@ -571,5 +575,24 @@ func TestDefaultFlowsGlobWorkingDir(t *testing.T) {
 	t.Chdir(dir)
 	if got := DefaultFlowsGlob(filepath.Join("stories", "app.yaml")); got != filepath.Join("flows", "*.yaml") {
 		t.Errorf("with ./flows: %s", got)
+	}
+}
+
+// expect_events_count_atleast / _atmost bound the events the flow's turns
+// write (the turn-0 seed is not counted).
+func TestFlowEventCounts(t *testing.T) {
+	app := mustAbs(t, shopApp)
+	tests := []struct{ bounds, want string }{
+		{"expect_events_count_atleast: 7\nexpect_events_count_atmost: 7\n", "PASS  f.yaml\n"},
+		{"expect_events_count_atleast: 8\n", "FAIL  f.yaml\n  FAIL  [session]\n  ✗ expect_events_count_atleast: the flow's turns wrote 7 trace event(s), want at least 8\n"},
+		{"expect_events_count_atmost: 6\n", "FAIL  f.yaml\n  FAIL  [session]\n  ✗ expect_events_count_atmost: the flow's turns wrote 7 trace event(s), want at most 6\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.bounds, func(t *testing.T) {
+			dir := writeFiles(t, map[string]string{"f.yaml": "test_kind: flow\napp: " + app + "\ninitial_world: {note: x}\nturns: [{intent: add}]\n" + tt.bounds})
+			if got := report(runFile(t, filepath.Join(dir, "f.yaml")), false); got != tt.want {
+				t.Errorf("report:\n%s\nwant:\n%s", got, tt.want)
+			}
+		})
 	}
 }

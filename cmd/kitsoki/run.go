@@ -33,6 +33,8 @@ type runOpts struct {
 	timeout   time.Duration
 	cassette  string
 	record    string
+	// cassetteStrict refuses episodes recorded for another request.
+	cassetteStrict bool
 	// strictPins makes an unhonoured selection: pin a load error.
 	strictPins bool
 	// controlMCP serves the plugin controls on this loopback address.
@@ -60,7 +62,8 @@ Exit codes:
   1  usage, I/O or trace failure
   2  the story did not load
   3  an intent was rejected (unknown intent, bad slots, no guard matched)
-  4  an agent or host call failed and no on_error handled it
+  4  an agent or host call failed and no on_error handled it, or a
+     --cassette replay missed (no episode matched a call)
   5  a turn aborted on an expression or effect fault
   6  the input ended before a terminal state`,
 		Args: cobra.ExactArgs(1),
@@ -79,6 +82,7 @@ Exit codes:
 	f.BoolVar(&o.autopilot, "autopilot", false, "run unattended: agents are not offered the tool that asks the operator")
 	f.StringArrayVar(&o.toolProviders, "tool-provider", nil, "attach a tool provider's MCP tools to every agent call, e.g. story-files (repeatable)")
 	f.StringVar(&o.cassette, "cassette", "", "replay this cassette (.yaml or .yaml.zst) in place of the declared agents")
+	f.BoolVar(&o.cassetteStrict, "cassette-strict", false, "with --cassette: fail a call whose episode was recorded for a different request (default: answer it and warn)")
 	f.StringVar(&o.record, "record", "", "run the real agents and write every agent exchange and host call to this cassette")
 	f.BoolVar(&o.strictPins, "strict-pins", false, "fail to load when a selection: pin's evidence is missing, stale or failing")
 	f.StringVar(&o.controlMCP, "control-mcp", "", "serve MCP plugin controls (configuration surface) on this loopback address, e.g. 127.0.0.1:0")
@@ -172,8 +176,8 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) error {
 	if err != nil {
 		return exitWith(exitFailure, err)
 	}
-	r := &runner{sess: sess, out: stdout, errw: stderr, plugins: plugins}
-	if code, stopNow := r.report(out); stopNow {
+	r := &runner{sess: sess, out: stdout, errw: stderr, plugins: plugins, replay: as.replayCheck}
+	if code, stopNow := r.afterReplay(r.report(out)); stopNow {
 		return exitCode(code)
 	}
 
@@ -237,6 +241,9 @@ type runner struct {
 	out     io.Writer
 	errw    io.Writer
 	plugins *pluginRuntime // nil: no plugin commands
+	// replay, with --cassette, prints the turn's replay warnings and misses
+	// and says whether it missed.
+	replay func(io.Writer) bool
 }
 
 // report prints a turn's outcome and says whether the run must stop, with

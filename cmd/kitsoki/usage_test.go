@@ -45,6 +45,8 @@ func TestUsageErrors(t *testing.T) {
 			"kitsoki validate: unknown flag: --zzzzzz\nRun 'kitsoki validate --help' for usage.\n"},
 		{"flag value of the wrong type", []string{"run", "--agent-timeout", "soon", hello},
 			"kitsoki run: invalid argument \"soon\" for \"--agent-timeout\" flag: time: invalid duration \"soon\"\nRun 'kitsoki run --help' for usage.\n"},
+		{"MCP body limit that is not positive", []string{"mcp", "serve", "--max-body-bytes", "0"},
+			"kitsoki mcp serve: --max-body-bytes 0: must be a positive number of bytes (default 4194304)\nRun 'kitsoki mcp serve --help' for usage.\n"},
 		{"missing argument", []string{"run"},
 			"kitsoki run: accepts 1 arg(s), received 0\nRun 'kitsoki run --help' for usage.\n"},
 	}

@@ -54,12 +54,13 @@ On a terminal, kitsoki shows the current state's description and the intents
 it accepts, and you type "intent key=value ..." (":help" lists the commands).
 Otherwise it reads one intent per line from stdin, or takes --intents.
 Every step is written to a JSONL trace (--trace, default
-.kitsoki/runs/<session>.jsonl).
+.kitsoki/runs/<session>.jsonl). A call failure that an on_error handles is
+printed on stderr as one line ("agent error: … — on_error → <state>").
 
 Exit codes:
   0  a terminal state (or an @exit:) was reached
-  1  usage, I/O or trace failure
-  2  the story did not load
+  1  I/O or trace failure, or a flag value kitsoki refuses
+  2  the story did not load, or the command line is wrong (unknown flag…)
   3  an intent was rejected (unknown intent, bad slots, no guard matched)
   4  an agent or host call failed and no on_error handled it
   5  a turn aborted on an expression or effect fault

@@ -53,7 +53,8 @@ exists, else ./flows/*.yaml, else <app path without extension>-flows/*.yaml;
 Exit codes:
   0  every flow passed
   1  a flow failed
-  2  setup error (the story, a fixture or a cassette did not load)`,
+  2  setup error (the story, a fixture or a cassette did not load), or a
+     usage error (unknown flag, wrong arguments)`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runFlows(cmd, g, o, args[0])

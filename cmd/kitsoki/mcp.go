@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/kitsoki/kitsoki/internal/mcp"
+	"github.com/kitsoki/kitsoki/internal/mcpguard"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/spf13/cobra"
@@ -27,9 +28,14 @@ call and are refused here.
 
 --stdio speaks newline-delimited JSON-RPC on stdin/stdout; otherwise
 Streamable HTTP is served on --http (a loopback address, default
-127.0.0.1:0) and a bearer token is printed on stderr.`,
+127.0.0.1:0) and a bearer token is printed on stderr. An HTTP request body
+over --max-body-bytes is answered 413 without being read past the limit;
+an unknown or deleted Mcp-Session-Id is answered 404.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.MaxBodyBytes <= 0 {
+				return usageErr(cmd, fmt.Sprintf("kitsoki mcp serve: --max-body-bytes %d: must be a positive number of bytes (default %d)", o.MaxBodyBytes, mcpguard.DefaultMaxBody))
+			}
 			logger := g.logger(cmd.ErrOrStderr())
 			o.Stdin, o.Stdout, o.Stderr, o.Logger = cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), logger
 			o.LoadStory = func(_ context.Context, path string) (*story.Story, error) { return story.Load(path) }
@@ -43,6 +49,7 @@ Streamable HTTP is served on --http (a loopback address, default
 	f.StringVar(&o.HTTPAddr, "http", "", "serve Streamable HTTP on this loopback address (default 127.0.0.1:0)")
 	f.StringVar(&o.Token, "token", "", "bearer token HTTP clients must send (default: random)")
 	f.StringVar(&o.Root, "root", "", "directory the tools may read (default: the working directory)")
+	f.Int64Var(&o.MaxBodyBytes, "max-body-bytes", mcpguard.DefaultMaxBody, "largest HTTP request body accepted, in bytes (larger: 413)")
 	cmd.AddCommand(serve)
 	return cmd
 }

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/mcp"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
@@ -55,12 +56,13 @@ On a terminal, kitsoki shows the current state's description and the intents
 it accepts, and you type "intent key=value ..." (":help" lists the commands).
 Otherwise it reads one intent per line from stdin, or takes --intents.
 Every step is written to a JSONL trace (--trace, default
-.kitsoki/runs/<session>.jsonl).
+.kitsoki/runs/<session>.jsonl). A call failure that an on_error handles is
+printed on stderr as one line ("agent error: … — on_error → <state>").
 
 Exit codes:
   0  a terminal state (or an @exit:) was reached
-  1  usage, I/O or trace failure
-  2  the story did not load
+  1  I/O or trace failure, or a flag value kitsoki refuses
+  2  the story did not load, or the command line is wrong (unknown flag…)
   3  an intent was rejected (unknown intent, bad slots, no guard matched)
   4  an agent or host call failed and no on_error handled it, or a
      --cassette replay missed (no episode matched a call)
@@ -252,6 +254,9 @@ func (r *runner) report(out *orchestrator.Outcome) (code int, stop bool) {
 	for _, s := range out.Says {
 		fmt.Fprintln(r.out, s)
 	}
+	for i := range out.Handled {
+		fmt.Fprintln(r.errw, handledLine(&out.Handled[i]))
+	}
 	switch out.Outcome {
 	case orchestrator.OutcomeRejected:
 		fmt.Fprintln(r.errw, out.Rejection.Error())
@@ -279,4 +284,59 @@ func (r *runner) report(out *orchestrator.Outcome) (code int, stop bool) {
 		return exitOK, true
 	}
 	return exitOK, false
+}
+
+// handledLine is the one stderr line of a call failure an on_error
+// handled: the call, the error kind and message, and where the run went,
+// e.g.
+//
+//	agent error: host.agent.decide (call audit, call_id 80305ae2a61c54af) transport_error: claude CLI "claude" not found … — on_error → intake
+func handledLine(h *orchestrator.HandledError) string {
+	var b strings.Builder
+	// A handler's own error often starts with the invoke's name already.
+	what, msg := "host error", strings.TrimPrefix(h.Err.Error(), h.Namespace+": ")
+	ae, isAgent := agent.AsAskError(h.Err)
+	if isAgent {
+		what = "agent error"
+		msg = string(ae.Kind)
+		if d := askDetail(ae); d != "" {
+			msg += ": " + d
+		}
+	}
+	b.WriteString(what + ": " + h.Namespace)
+	var ids []string
+	if h.Call != "" {
+		ids = append(ids, "call "+h.Call)
+	}
+	if h.CallID != "" {
+		ids = append(ids, "call_id "+h.CallID)
+	}
+	if len(ids) > 0 {
+		b.WriteString(" (" + strings.Join(ids, ", ") + ")")
+	}
+	if isAgent {
+		b.WriteString(" " + msg)
+	} else {
+		b.WriteString(": " + msg)
+	}
+	b.WriteString(" — on_error → " + h.OnError)
+	switch h.Redirect {
+	case orchestrator.RedirectIgnored:
+		b.WriteString(" (already there: nothing to redirect)")
+	case orchestrator.RedirectCapped:
+		b.WriteString(fmt.Sprintf(" not followed: more than %d chained on_error redirects", orchestrator.MaxOnErrorDepth))
+	}
+	// One line: a multi-line message (a plugin's stderr tail) is folded.
+	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(b.String())
+}
+
+// askDetail is an AskError's message without the "agent: <kind>: " prefix.
+func askDetail(ae *agent.AskError) string {
+	switch {
+	case ae.Detail != "":
+		return ae.Detail
+	case ae.Err != nil:
+		return ae.Err.Error()
+	}
+	return ""
 }

@@ -26,9 +26,11 @@ type ServeOptions struct {
 	Token string
 	// Root is the directory the tools may read (default: the working
 	// directory).
-	Root      string
-	LoadStory StoryLoader
-	StartRun  RunStarter
+	Root string
+	// MaxBodyBytes is the HTTP request-body limit; 0 means 4 MiB.
+	MaxBodyBytes int64
+	LoadStory    StoryLoader
+	StartRun     RunStarter
 
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
@@ -51,6 +53,9 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 	}
 	if p.Surface.Live() {
 		return fmt.Errorf("surface %s acts on a live agent call; kitsoki mcp serve offers %s or %s", p.Surface, Configuration, External)
+	}
+	if opts.MaxBodyBytes < 0 {
+		return fmt.Errorf("mcp serve: MaxBodyBytes %d: must be positive (0 means the default, 4 MiB)", opts.MaxBodyBytes)
 	}
 	if opts.Stdin == nil {
 		opts.Stdin = os.Stdin
@@ -93,7 +98,7 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 		}
 		return err
 	}
-	h, err := ListenHTTP(opts.HTTPAddr, opts.Logger)
+	h, err := ListenHTTP(opts.HTTPAddr, opts.Logger, WithMaxBodyBytes(opts.MaxBodyBytes))
 	if err != nil {
 		return err
 	}

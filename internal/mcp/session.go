@@ -15,14 +15,12 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/kitsoki/kitsoki/internal/clock"
+	"github.com/kitsoki/kitsoki/internal/version"
 )
 
 // ServerName is the MCP server name kitsoki gives its sessions; agents see
 // its tools as mcp__kitsoki__<tool>.
 const ServerName = "kitsoki"
-
-// Version is reported to MCP clients.
-const Version = "0.1.0"
 
 // SessionConfig describes one MCP session: its profile, the run it is bound
 // to, and the seams its tools call.
@@ -141,7 +139,7 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 	}
 	hooks := &server.Hooks{}
 	hooks.AddOnError(s.refusedCall)
-	s.srv = server.NewMCPServer(ServerName, Version,
+	s.srv = server.NewMCPServer(ServerName, version.String(),
 		server.WithToolCapabilities(true),
 		server.WithRecovery(),
 		server.WithHooks(hooks),

@@ -38,6 +38,10 @@ type Outcome struct {
 	// no on_error handled (the turn itself still completed).
 	HostErrors []error
 
+	// Handled are the failures of calls dispatched during the turn that an
+	// on_error redirect handled, in dispatch order.
+	Handled []HandledError
+
 	// Done is true when the session is in a terminal state; Exit names the
 	// exit when that state is an @exit: target.
 	Done bool
@@ -57,3 +61,23 @@ type Rejection struct {
 
 // Error renders the text form "CODE: message".
 func (r *Rejection) Error() string { return fmt.Sprintf("%s: %s", r.Code, r.Message) }
+
+// HandledError is a failed call that its invoke's on_error handled.
+type HandledError struct {
+	Namespace string // the invoke, e.g. host.agent.decide
+	Call      string // the invoke's id:, "" when it has none
+	CallID    string // the agent call's call_id, "" for other handlers
+	Err       error  // the failure; an *agent.AskError for a failed agent call
+	OnError   string // the invoke's on_error target
+	// Redirect is what became of the redirect: RedirectEntered,
+	// RedirectIgnored (the run was already in the target) or
+	// RedirectCapped (too many chained redirects; the run stayed).
+	Redirect string
+}
+
+// What became of an on_error redirect.
+const (
+	RedirectEntered = "entered"
+	RedirectIgnored = "ignored"
+	RedirectCapped  = "capped"
+)

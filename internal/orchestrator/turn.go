@@ -13,13 +13,14 @@ import (
 
 // turnCtx is the scratch state of one turn.
 type turnCtx struct {
-	n      int64
-	intent string
-	slots  map[string]any
-	queue  []*queued
-	emits  []emitCapture
-	says   []string
-	errs   []error
+	n       int64
+	intent  string
+	slots   map[string]any
+	queue   []*queued
+	emits   []emitCapture
+	says    []string
+	errs    []error
+	handled []HandledError
 }
 
 func (s *Session) newTurn(n int64, intent string, slots map[string]any) *turnCtx {
@@ -114,7 +115,7 @@ func (s *Session) runTurn(ctx context.Context, t *turnCtx, chain func() error) (
 		}
 	}
 	done, exit := s.Done()
-	return &Outcome{Outcome: OutcomeTransitioned, From: from, State: s.state, View: view, Says: t.says, HostErrors: t.errs, Done: done, Exit: exit}, nil
+	return &Outcome{Outcome: OutcomeTransitioned, From: from, State: s.state, View: view, Says: t.says, HostErrors: t.errs, Handled: t.handled, Done: done, Exit: exit}, nil
 }
 
 // abort records a fault: machine.error then turn.end {outcome: error}. A
@@ -134,7 +135,7 @@ func (s *Session) abort(t *turnCtx, err error) (*Outcome, error) {
 		}
 	}
 	done, exit := s.Done()
-	return &Outcome{Outcome: OutcomeError, State: s.state, Err: err, Says: t.says, HostErrors: t.errs, Done: done, Exit: exit}, nil
+	return &Outcome{Outcome: OutcomeError, State: s.state, Err: err, Says: t.says, HostErrors: t.errs, Handled: t.handled, Done: done, Exit: exit}, nil
 }
 
 // reject records a rejected intent; nothing else changes.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -227,6 +229,9 @@ func (s *Session) validate(t *turnCtx) *Rejection {
 	if def == nil {
 		return nil
 	}
+	if rej := unknownSlot(def, t.slots); rej != nil {
+		return rej
+	}
 	var missing []string
 	for _, name := range def.SlotOrder {
 		sl := def.Slots[name]
@@ -251,6 +256,34 @@ func (s *Session) validate(t *turnCtx) *Rejection {
 		return &Rejection{Code: CodeMissingSlots, Message: fmt.Sprintf("intent %q is missing required slots: %s", intent, strings.Join(missing, ", ")), MissingSlots: missing}
 	}
 	return nil
+}
+
+// unknownSlot rejects the first slot (in name order) the intent does not
+// declare, suggesting the closest declared one or listing them all.
+func unknownSlot(def *story.Intent, slots map[string]any) *Rejection {
+	names := make([]string, 0, len(slots))
+	for k := range slots {
+		if def.Slots[k] == nil {
+			names = append(names, k)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	sort.Strings(names)
+	name := names[0]
+	declared := slices.Sorted(maps.Keys(def.Slots))
+	rej := &Rejection{Code: CodeUnknownSlot, Message: fmt.Sprintf("unknown slot %q for intent %s", name, def.Name)}
+	switch sug := suggest(name, declared); {
+	case sug != "":
+		rej.Suggestions = []string{sug}
+		rej.Message += fmt.Sprintf("; did you mean %q?", sug)
+	case len(declared) == 0:
+		rej.Message += "; it declares no slots"
+	default:
+		rej.Message += "; declared slots: " + strings.Join(declared, ", ")
+	}
+	return rej
 }
 
 // intentDef returns the intent's definition: a state-local one (current

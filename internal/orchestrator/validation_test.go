@@ -51,7 +51,7 @@ func TestIntentValidation(t *testing.T) {
 		{"order size=small qty=1 sise=large", &Rejection{Code: CodeUnknownSlot, Message: `unknown slot "sise" for intent order; did you mean "size"?`, Suggestions: []string{"size"}}},
 		{"order size=small qty=1 colour=red", &Rejection{Code: CodeUnknownSlot, Message: `unknown slot "colour" for intent order; declared slots: note, qty, size`}},
 		{"order zeta=1 colour=red", &Rejection{Code: CodeUnknownSlot, Message: `unknown slot "colour" for intent order; declared slots: note, qty, size`}}, // first by name, before missing slots
-		{"cancel reason=late extra=1", &Rejection{Code: CodeUnknownSlot, Message: `unknown slot "extra" for intent cancel; declared slots: reason`}}, // the state-local declaration
+		{"cancel reason=late extra=1", &Rejection{Code: CodeUnknownSlot, Message: `unknown slot "extra" for intent cancel; declared slots: reason`}},       // the state-local declaration
 		{"ping who=me", &Rejection{Code: CodeUnknownSlot, Message: `unknown slot "who" for intent ping; it declares no slots`}},
 	}
 	for _, tt := range tests {

@@ -186,7 +186,7 @@ func (s *Session) armsFor(intent string) ([]*story.Arm, *story.State) {
 // reached, an arm without when wins, else the first true when. None is
 // GUARD_FAILED; a guard error aborts the turn.
 func (s *Session) pickArm(t *turnCtx, intent string, env map[string]any) (*story.Arm, *Rejection, error) {
-	arms, _ := s.armsFor(intent)
+	arms, st := s.armsFor(intent)
 	hint := ""
 	for i, a := range arms {
 		if a.Default || a.When == nil {
@@ -194,7 +194,11 @@ func (s *Session) pickArm(t *turnCtx, intent string, env map[string]any) (*story
 		}
 		ok, err := a.When.Eval(env)
 		if err != nil {
-			return nil, nil, fault("guard of %s arm %d (%q): %w", intent, i, a.When.Source(), err)
+			key := intent
+			if _, ok := st.On[intent]; !ok {
+				key = "*"
+			}
+			return nil, nil, fault("guard error in state %s, arm %d of on.%s (%s): when %q: %w", st.Name, i, key, a.WhenPos, a.When.Source(), err)
 		}
 		if ok {
 			return a, nil, nil

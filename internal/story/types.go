@@ -146,7 +146,7 @@ type Arm struct {
 // Invoke) is set; EmitIntent may ride on any item or stand alone.
 type Effect struct {
 	When      *expr.Guard
-	WhenPos   Pos // where the when: expression is
+	WhenPos   Pos       // where the when: expression is
 	Set       []SetItem // sorted by key
 	Increment []IncrementItem
 	Say       *expr.Text

@@ -121,3 +121,21 @@ func TestUnknownSlotShown(t *testing.T) {
 		}
 	}
 }
+
+// A guard that reads an undeclared world key is a warning at validate, and
+// an error (exit 2) with --strict.
+func TestValidateGuardReadsUndeclaredWorldKey(t *testing.T) {
+	const app = "testdata/guardreads/app.yaml"
+	const diag = `app.yaml:12:24: states.start.on.go[0].when: the guard reads world key "verdikt", which is not declared in world: (did you mean "verdict"?)`
+	code, out, errs := runCLI(t, "", "validate", app)
+	if code != exitOK || errs != "warning: "+diag+"\n" || !strings.Contains(out, ": ok (") {
+		t.Errorf("validate: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	code, out, errs = runCLI(t, "", "validate", "--strict", app)
+	if want := diag + "\n1 warning, which is an error with --strict\n"; code != 2 || errs != want || out != "" {
+		t.Errorf("validate --strict: exit %d\nstdout:\n%s\nstderr:\n%s\nwant exit 2, stderr:\n%s", code, out, errs, want)
+	}
+	if code, _, errs := runCLI(t, "", "validate", "--strict", hello); code != exitOK {
+		t.Errorf("validate --strict of the bundled story: exit %d\n%s", code, errs)
+	}
+}

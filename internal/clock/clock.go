@@ -106,17 +106,24 @@ type Timers interface {
 // Err then being context.DeadlineExceeded; ctx.Deadline does not report
 // that time (it is not wall-clock time): use Remaining.
 func WithTimeout(parent context.Context, c Clock, d time.Duration) (context.Context, context.CancelFunc) {
+	return WithTimeoutCause(parent, c, d, context.DeadlineExceeded)
+}
+
+// WithTimeoutCause is context.WithTimeoutCause with the timeout measured on
+// c, as WithTimeout: once the deadline passes, Err is
+// context.DeadlineExceeded and context.Cause is cause.
+func WithTimeoutCause(parent context.Context, c Clock, d time.Duration, cause error) (context.Context, context.CancelFunc) {
 	t, ok := c.(Timers)
 	if !ok {
-		return context.WithTimeout(parent, d)
+		return context.WithTimeoutCause(parent, d, cause)
 	}
 	at := t.Now().Add(d)
 	if pd, ok := parent.Value(deadlineKey{}).(*clockDeadline); ok && pd.c == c && pd.at.Before(at) {
 		at = pd.at
 	}
 	cctx, cancel := context.WithCancelCause(parent)
-	stop := t.AfterFunc(d, func() { cancel(context.DeadlineExceeded) })
-	ctx := &deadlineCtx{Context: cctx, dl: &clockDeadline{c: c, at: at}}
+	stop := t.AfterFunc(d, func() { cancel(cause) })
+	ctx := &deadlineCtx{Context: cctx, dl: &clockDeadline{c: c, at: at}, cause: cause}
 	return ctx, func() {
 		stop()
 		cancel(context.Canceled)
@@ -150,12 +157,13 @@ type clockDeadline struct {
 // DeadlineExceeded when the timer fired, as a context.WithTimeout would.
 type deadlineCtx struct {
 	context.Context
-	dl *clockDeadline
+	dl    *clockDeadline
+	cause error // what the timer cancels with
 }
 
 func (c *deadlineCtx) Err() error {
 	err := c.Context.Err()
-	if err != nil && context.Cause(c.Context) == context.DeadlineExceeded {
+	if err != nil && context.Cause(c.Context) == c.cause {
 		return context.DeadlineExceeded
 	}
 	return err

@@ -99,3 +99,24 @@ func TestWithTimeoutOnSystem(t *testing.T) {
 		t.Error("Remaining of a context without a deadline is ok")
 	}
 }
+
+// WithTimeoutCause: Err says DeadlineExceeded, Cause the given cause, and a
+// parent's cancellation is not mistaken for the deadline.
+func TestWithTimeoutCauseOnFake(t *testing.T) {
+	errLate := errors.New("too late")
+	f := NewFake(t0)
+	ctx, cancel := WithTimeoutCause(context.Background(), f, time.Second, errLate)
+	defer cancel()
+	f.Advance(time.Second)
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) || !errors.Is(context.Cause(ctx), errLate) {
+		t.Errorf("Err = %v, Cause = %v", ctx.Err(), context.Cause(ctx))
+	}
+
+	parent, stop := context.WithCancel(context.Background())
+	ctx2, cancel2 := WithTimeoutCause(parent, f, time.Second, errLate)
+	defer cancel2()
+	stop()
+	if !errors.Is(ctx2.Err(), context.Canceled) || errors.Is(context.Cause(ctx2), errLate) {
+		t.Errorf("parent cancelled: Err = %v, Cause = %v", ctx2.Err(), context.Cause(ctx2))
+	}
+}

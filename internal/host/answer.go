@@ -63,6 +63,9 @@ func (h *Host) askWithDeadline(ctx context.Context, a agent.Agent, p *prepared) 
 	var ans answer
 	select {
 	case ans = <-ch:
+		if ans.err == nil && cctx.Err() != nil { // an answer that came with the deadline is late
+			return nil, deadlineError(ctx, p.timeout)
+		}
 	case <-cctx.Done():
 		return nil, deadlineError(ctx, p.timeout)
 	}

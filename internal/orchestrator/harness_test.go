@@ -173,9 +173,11 @@ func answer(submission string) agent.Agent {
 }
 
 // sleeper ignores its context and answers after d.
-func sleeper(d time.Duration) agent.Agent {
+// lateAnswer answers only after moving clk by d: past a hard deadline of d
+// measured on clk, whatever the machine's load.
+func lateAnswer(clk *clock.Fake, d time.Duration) agent.Agent {
 	return scripted(func(context.Context, *agent.AskRequest) (*agent.AskResponse, error) {
-		time.Sleep(d)
+		clk.Advance(d)
 		return &agent.AskResponse{Submission: json.RawMessage(`{"late":true}`)}, nil
 	})
 }

@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/kitsoki/kitsoki/internal/mcp"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
@@ -137,5 +139,27 @@ func TestValidateGuardReadsUndeclaredWorldKey(t *testing.T) {
 	}
 	if code, _, errs := runCLI(t, "", "validate", "--strict", hello); code != exitOK {
 		t.Errorf("validate --strict of the bundled story: exit %d\n%s", code, errs)
+	}
+}
+
+// The run-starting MCP tool checks its world against the declared types
+// before it makes a trace.
+func TestStartRunChecksWorldTypes(t *testing.T) {
+	app, err := filepath.Abs(hello)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	start := startRun(&globals{}, newRootCmd())
+	_, err = start(t.Context(), mcp.StartRunRequest{Story: app, World: map[string]any{"greetings": "three"}})
+	if want := `world key "greetings" is declared int; the initial value "three" is not an int`; err == nil || err.Error() != want {
+		t.Errorf("error = %v, want %q", err, want)
+	}
+	if _, err := os.Stat(".kitsoki"); !os.IsNotExist(err) {
+		t.Errorf("a refused run left files: %v", err)
+	}
+	res, err := start(t.Context(), mcp.StartRunRequest{Story: app, World: map[string]any{"greetings": 2.0}, Intents: []string{"bye"}})
+	if err != nil || !res.Terminal {
+		t.Errorf("a JSON number for an int key: %+v, %v", res, err)
 	}
 }

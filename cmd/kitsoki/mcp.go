@@ -63,6 +63,9 @@ func startRun(g *globals, cmd *cobra.Command) mcp.RunStarter {
 		if err != nil {
 			return nil, err
 		}
+		if err := orchestrator.CheckWorld(st, req.World); err != nil {
+			return nil, err // before a trace is made for a run that cannot start
+		}
 		id := newSessionID()
 		path := filepath.Join(".kitsoki", "runs", id+".jsonl")
 		rt, err := openRuntime(st, runtimeConfig{session: id, trace: path, world: req.World, title: req.Title, logger: g.logger(cmd.ErrOrStderr())})

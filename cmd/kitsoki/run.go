@@ -114,7 +114,7 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) error {
 	}
 	world, err := parseWorldFlags(st, o.world)
 	if err != nil {
-		return exitWith(exitFailure, err)
+		return exitWith(exitUsage, err) // malformed, undeclared or mistyped --world value
 	}
 	if o.session == "" {
 		o.session = newSessionID()
@@ -211,7 +211,9 @@ func newSessionID() string {
 	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
 }
 
-// parseWorldFlags reads --world key=value flags, typed by the declaration.
+
+// parseWorldFlags reads --world key=value flags, typed by the declaration
+// and checked against it.
 func parseWorldFlags(st *story.Story, flags []string) (map[string]any, error) {
 	decl := map[string]*story.WorldVar{}
 	for _, v := range st.World {
@@ -232,7 +234,11 @@ func parseWorldFlags(st *story.Story, flags []string) (map[string]any, error) {
 			sort.Strings(names)
 			return nil, fmt.Errorf("--world %s: %q is not declared in world: (declared: %s)", f, k, strings.Join(names, ", "))
 		}
-		out[k] = orchestrator.TypedValue(wv.Type, v)
+		x := orchestrator.TypedValue(wv.Type, v)
+		if !wv.Fits(x) {
+			return nil, fmt.Errorf("--world %s: world key %q is declared %s; %q is not %s", f, k, wv.Type, v, wv.Takes())
+		}
+		out[k] = x
 	}
 	return out, nil
 }

@@ -254,7 +254,7 @@ func (s *Session) postBind(t *turnCtx) error {
 			ok, err := e.When.Eval(s.env(t))
 			if err != nil {
 				if werr := s.emit(t, trace.KindHarnessError, map[string]any{"phase": "post_bind_emit",
-					"error": fmt.Sprintf("on_enter of %s, effect %d: when %q: %v", s.state, i, e.When.Source(), err)}); werr != nil {
+					"error": fmt.Sprintf("guard error in on_enter of %s, effect %d (%s): when %q: %v", s.state, i, e.WhenPos, e.When.Source(), err)}); werr != nil {
 					return werr
 				}
 				continue

@@ -2,11 +2,12 @@ package orchestrator
 
 import "fmt"
 
-// Rejection codes (story-format.md §6).
+// Rejection codes (story-format.md §6, plus UNKNOWN_SLOT).
 const (
 	CodeUnknownIntent    = "UNKNOWN_INTENT"
 	CodeIntentNotAllowed = "INTENT_NOT_ALLOWED_IN_STATE"
 	CodeMissingSlots     = "MISSING_SLOTS"
+	CodeUnknownSlot      = "UNKNOWN_SLOT" // kitsoki's addition: a slot the intent does not declare
 	CodeInvalidSlotValue = "INVALID_SLOT_VALUE"
 	CodeGuardFailed      = "GUARD_FAILED"
 	CodeAmbiguousIntent  = "AMBIGUOUS_INTENT"

@@ -145,7 +145,22 @@ func (l *loader) compileGuard(f *file, n *yaml.Node, path string, assign func(*e
 			return nil, compileDiag(f, d, path, "invalid guard", err)
 		}
 		return g, nil
-	}, func(v any) { assign(v.(*expr.Guard)) })
+	}, func(v any) {
+		g := v.(*expr.Guard)
+		assign(g)
+		if len(g.WorldReads()) > 0 {
+			l.guards = append(l.guards, guardRef{f: f, n: d, path: path, g: g})
+		}
+	})
+}
+
+// guardRef is a compiled guard that reads world keys, to check once every
+// file is loaded.
+type guardRef struct {
+	f    *file
+	n    *yaml.Node
+	path string
+	g    *expr.Guard
 }
 
 // compileValue compiles a scalar at node n as a value template.
@@ -293,10 +308,13 @@ func scalarOffsetPos(f *file, n *yaml.Node, line, col int) (Pos, bool) {
 		raw := f.line(fl)
 		text := strings.TrimLeft(raw, " ")
 		want := strings.TrimRight(srcLines[line-1], "\r")
-		if want == "" || !strings.HasPrefix(text, want) {
+		// A line may be indented past the block's indentation; that
+		// indentation is part of the value (and of col).
+		wantText := strings.TrimLeft(want, " ")
+		if wantText == "" || !strings.HasPrefix(text, wantText) {
 			return Pos{}, false
 		}
-		indent := len([]rune(raw)) - len([]rune(text))
+		indent := len([]rune(raw)) - len([]rune(text)) - (len(want) - len(wantText))
 		return Pos{File: f.rel, Line: fl, Col: indent + col}, true
 	}
 	return Pos{}, false

@@ -118,6 +118,7 @@ type loader struct {
 	effects   []*effectRef
 	armKeys   []*nodeRef // on: intent keys, for the undeclared-intent warning
 	worldRefs []*nodeRef // relevant_world and exits.requires entries
+	guards    []guardRef // compiled guards that read world keys by name
 	exitOrder []exitDecl // declaration order of exits, for the __exit__ states
 
 	work       *workers                // runs parses and jobs while files are read

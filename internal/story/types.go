@@ -135,6 +135,7 @@ type Arm struct {
 	Target    string
 	Stay      bool
 	When      *expr.Guard // nil when absent
+	WhenPos   Pos         // where the when: expression is
 	Default   bool
 	Effects   []*Effect
 	GuardHint string
@@ -145,6 +146,7 @@ type Arm struct {
 // Invoke) is set; EmitIntent may ride on any item or stand alone.
 type Effect struct {
 	When      *expr.Guard
+	WhenPos   Pos       // where the when: expression is
 	Set       []SetItem // sorted by key
 	Increment []IncrementItem
 	Say       *expr.Text

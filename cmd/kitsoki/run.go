@@ -211,7 +211,6 @@ func newSessionID() string {
 	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
 }
 
-
 // parseWorldFlags reads --world key=value flags, typed by the declaration
 // and checked against it.
 func parseWorldFlags(st *story.Story, flags []string) (map[string]any, error) {

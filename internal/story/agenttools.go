@@ -14,6 +14,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/schema"
+	"github.com/kitsoki/kitsoki/internal/workspace"
 )
 
 var (
@@ -103,6 +104,19 @@ func (l *loader) manifest(f *file, mf entry, path string, d *agent.Declaration) 
 		abs = filepath.Join(filepath.Dir(bin), abs)
 	}
 	abs = filepath.Clean(abs)
+	// The manifest sits beside the plugin's binary (an installed plugin's
+	// directory) or inside the story's workspace; nowhere else is read.
+	if _, err := l.ws.Resolve(l.dir, abs); err != nil {
+		beside, berr := workspace.New(filepath.Dir(bin))
+		if berr != nil {
+			l.errAt(f, mf.val, p, "manifest %q: %v", name, err)
+			return nil, nil, "", false
+		}
+		if _, err2 := beside.Resolve(filepath.Dir(bin), name); err2 != nil {
+			l.errAt(f, mf.val, p, "manifest %q must be beside the plugin's binary (in %s) or inside the workspace %s", name, beside.Dir(), l.ws.Dir())
+			return nil, nil, "", false
+		}
+	}
 	if _, err := os.Stat(abs); err != nil {
 		l.errAt(f, mf.val, p, "cannot read manifest %s: %v", l.relPath(abs), unwrapPathErr(err))
 		return nil, nil, "", false

@@ -424,7 +424,7 @@ func (l *loader) loadInclude(f *file, e entry) {
 			if g == l.relPath(outside[0]) || literalPrefix(pattern) == pattern {
 				l.errAt(f, nodes[i], path, "%v", renamed(firstOut, g))
 			} else {
-				l.errAt(f, nodes[i], path, "include %q matches %v%s", g, firstOut, more)
+				l.errAt(f, nodes[i], path, "include %q: %v%s", g, firstOut, more)
 			}
 			continue
 		}

@@ -20,6 +20,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // MaxFileSize is the largest story file (root file, include, prompt file,
@@ -184,10 +185,7 @@ func evalExisting(p string) (string, error) {
 
 // isNotDir reports ENOTDIR: a path through a regular file, which cannot
 // exist either.
-func isNotDir(err error) bool {
-	var pe *fs.PathError
-	return errors.As(err, &pe) && pe.Err.Error() == "not a directory"
-}
+func isNotDir(err error) bool { return errors.Is(err, syscall.ENOTDIR) }
 
 // ErrNotRegular is reading something that is not a regular file (a
 // directory, a device, a pipe).

@@ -63,6 +63,7 @@ Exit codes:
 	f.StringVar(&o.json, "json", "", "also write the report as JSON to this file")
 	f.BoolVar(&o.failFast, "fail-fast", false, "stop after the first failing flow")
 	f.BoolVarP(&o.verbose, "v", "v", false, "show every turn, not only failing ones")
+	addWorkspaceFlag(cmd, g)
 	f.StringVar(&o.traceOut, "trace-out", "", "write the run's JSONL trace here (with several flows: one file per flow, named <file>.<flow>.jsonl)")
 	return cmd
 }
@@ -80,7 +81,7 @@ func runFlows(cmd *cobra.Command, g *globals, o *flowsOpts, app string) error {
 	if err != nil {
 		return setupErr(err)
 	}
-	opts := []testrunner.FlowOption{testrunner.WithFlowLogger(g.logger(cmd.ErrOrStderr()))}
+	opts := []testrunner.FlowOption{testrunner.WithFlowLogger(g.logger(cmd.ErrOrStderr())), testrunner.WithFlowWorkspace(g.workspace)}
 	if o.json != "" {
 		opts = append(opts, testrunner.WithEvents())
 	}

@@ -32,7 +32,7 @@ Streamable HTTP is served on --http (a loopback address, default
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger := g.logger(cmd.ErrOrStderr())
 			o.Stdin, o.Stdout, o.Stderr, o.Logger = cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), logger
-			o.LoadStory = func(_ context.Context, path string) (*story.Story, error) { return story.Load(path) }
+			o.LoadStory = loadStoryIn
 			o.StartRun = startRun(g, cmd)
 			return mcp.Serve(cmd.Context(), o)
 		},
@@ -43,6 +43,7 @@ Streamable HTTP is served on --http (a loopback address, default
 	f.StringVar(&o.HTTPAddr, "http", "", "serve Streamable HTTP on this loopback address (default 127.0.0.1:0)")
 	f.StringVar(&o.Token, "token", "", "bearer token HTTP clients must send (default: random)")
 	f.StringVar(&o.Root, "root", "", "directory the tools may read (default: the working directory)")
+	f.StringVar(&o.Workspace, "workspace", "", "directory every file of a story the tools load must stay inside (default: --root)")
 	cmd.AddCommand(serve)
 	return cmd
 }
@@ -52,7 +53,7 @@ Streamable HTTP is served on --http (a loopback address, default
 // surface's run-starting tool.
 func startRun(g *globals, cmd *cobra.Command) mcp.RunStarter {
 	return func(ctx context.Context, req mcp.StartRunRequest) (*mcp.StartRunResult, error) {
-		st, err := story.Load(req.Story)
+		st, err := story.Load(req.Story, story.WithWorkspace(req.Workspace))
 		if err != nil {
 			return nil, err
 		}

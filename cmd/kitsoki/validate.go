@@ -23,7 +23,7 @@ a load error.
 Exit codes: 0 the story loads, 2 it does not.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := story.Load(args[0])
+			st, err := story.Load(args[0], story.WithWorkspace(g.workspace))
 			if err != nil {
 				var le *story.LoadError
 				if errors.As(err, &le) {
@@ -48,5 +48,6 @@ Exit codes: 0 the story loads, 2 it does not.`,
 		},
 	}
 	cmd.Flags().BoolVar(&strictPins, "strict-pins", false, "fail when a selection: pin's evidence is missing, stale or failing")
+	addWorkspaceFlag(cmd, g)
 	return cmd
 }

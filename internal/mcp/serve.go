@@ -26,7 +26,10 @@ type ServeOptions struct {
 	Token string
 	// Root is the directory the tools may read (default: the working
 	// directory).
-	Root      string
+	Root string
+	// Workspace is the directory every file of a story loaded by a tool
+	// must stay inside (--workspace; default: Root).
+	Workspace string
 	LoadStory StoryLoader
 	StartRun  RunStarter
 
@@ -72,6 +75,7 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 	cfg := SessionConfig{
 		Profile:   p,
 		Root:      opts.Root,
+		Workspace: opts.Workspace,
 		LoadStory: opts.LoadStory,
 		StartRun:  opts.StartRun,
 		Logger:    opts.Logger,

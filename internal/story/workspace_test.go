@@ -205,7 +205,17 @@ func TestWorkspaceConfinesStoryFiles(t *testing.T) {
 				"ws/stories/a/app.yaml": appWith("", "agent_plugins:\n  agent.p:\n    plugin: subprocess\n    command: ./bin/p\n    manifest: ../../../../outside/m.yaml\n"),
 				"ws/stories/a/bin/p":    "#!/bin/sh\n",
 			},
-			want: []string{`app.yaml:9:15: agent_plugins.agent.p.manifest: manifest "../../../../outside/m.yaml" must be beside the plugin's binary (in {WS}/stories/a/bin) or inside the workspace {WS}`},
+			want: []string{`app.yaml:9:15: agent_plugins.agent.p.manifest: manifest "../../../../outside/m.yaml" is outside the workspace {WS}` + hint +
+				`; a manifest must be inside the workspace, or beside a plugin binary found in PATH`},
+		},
+		{
+			name: "manifest beside a command path outside the workspace",
+			files: map[string]string{
+				"ws/stories/a/app.yaml": appWith("", "agent_plugins:\n  agent.p:\n    plugin: subprocess\n    command: {TMP}/outside/p\n    manifest: secret.yaml\n"),
+				"outside/p":             "#!/bin/sh\n",
+			},
+			want: []string{`app.yaml:9:15: agent_plugins.agent.p.manifest: manifest "secret.yaml" is outside the workspace {WS}` + hint +
+				`; a manifest must be inside the workspace, or beside a plugin binary found in PATH`},
 		},
 		{
 			name: "sibling files in the same work tree",
@@ -319,27 +329,53 @@ func TestWorkspaceFlagWidens(t *testing.T) {
 // over 16 MiB are refused, naming the file and the limit.
 func TestStoryFileSizeLimit(t *testing.T) {
 	tmp, ws := wsTree(t, map[string]string{
-		"ws/a/app.yaml": appWith("prompt_path: big.md", "include: big.yaml\n"),
+		"ws/a/app.yaml": appWith("prompt_path: big.md, schema: big.json", "include: big.yaml\nagents:\n  auditor: {system_prompt_path: sp.md}\n"),
+		"ws/a/big.json": "",
+		"ws/a/sp.md":    "",
 		"ws/b/app.yaml": "",
 		"ws/a/big.yaml": "",
 		"ws/a/big.md":   "",
 	})
-	for _, name := range []string{"ws/a/big.yaml", "ws/a/big.md", "ws/b/app.yaml"} {
+	for _, name := range []string{"ws/a/big.yaml", "ws/a/big.md", "ws/a/big.json", "ws/a/sp.md", "ws/b/app.yaml"} {
 		if err := os.Truncate(filepath.Join(tmp, filepath.FromSlash(name)), workspace.MaxFileSize+1); err != nil {
 			t.Fatal(err)
 		}
 	}
+	const limit = " is 16777217 bytes; a story file may be at most 16 MiB (16777216 bytes)"
 	want := []string{
-		`big.yaml: big.yaml is 16777217 bytes; a story file may be at most 16 MiB (16777216 bytes)`,
-		`app.yaml:7:29: states.start.on_enter[0].with.prompt_path: prompt file big.md is 16777217 bytes; a story file may be at most 16 MiB (16777216 bytes)`,
+		`app.yaml:7:29: states.start.on_enter[0].with.prompt_path: prompt file big.md` + limit,
+		`app.yaml:7:45: states.start.on_enter[0].with.schema: schema "big.json": big.json` + limit,
+		`app.yaml:10:33: agents.auditor.system_prompt_path: system prompt file sp.md` + limit,
+		`big.yaml: big.yaml` + limit,
 	}
-	got := loadDiags(t, filepath.Join(ws, "a", "app.yaml"))
-	// The size errors are in two files; sort order puts story files first.
-	if diff := cmp.Diff([]string{want[1], want[0]}, got); diff != "" {
-		t.Errorf("include and prompt (-want +got):\n%s", diff)
+	if diff := cmp.Diff(want, loadDiags(t, filepath.Join(ws, "a", "app.yaml"))); diff != "" {
+		t.Errorf("include, prompt, schema, system prompt (-want +got):\n%s", diff)
 	}
 	want = []string{`app.yaml: app.yaml is 16777217 bytes; a story file may be at most 16 MiB (16777216 bytes)`}
 	if diff := cmp.Diff(want, loadDiags(t, filepath.Join(ws, "b", "app.yaml"))); diff != "" {
 		t.Errorf("root file (-want +got):\n%s", diff)
+	}
+}
+
+// A plugin found through PATH may keep its manifest beside its binary,
+// outside the workspace, but not anywhere else.
+func TestManifestBesideAPathBinary(t *testing.T) {
+	tmp, ws := wsTree(t, map[string]string{
+		"pathbin/kitsoki-ws-plugin": "#!/bin/sh\n",
+		"pathbin/tools.yaml":        "agent_tools: []\n",
+		"ws/stories/a/app.yaml":     appWith("", "agent_plugins:\n  agent.p:\n    plugin: subprocess\n    command: kitsoki-ws-plugin\n    manifest: tools.yaml\n"),
+		"ws/stories/b/app.yaml":     appWith("", "agent_plugins:\n  agent.p:\n    plugin: subprocess\n    command: kitsoki-ws-plugin\n    manifest: ../outside/m.yaml\n"),
+	})
+	if err := os.Chmod(filepath.Join(tmp, "pathbin", "kitsoki-ws-plugin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", filepath.Join(tmp, "pathbin"))
+	if got := loadDiags(t, filepath.Join(ws, "stories", "a", "app.yaml")); got != nil {
+		t.Errorf("manifest beside a PATH binary: %v, want the story to load", got)
+	}
+	want := []string{`app.yaml:9:15: agent_plugins.agent.p.manifest: manifest "../outside/m.yaml" must be beside the plugin's binary ` +
+		filepath.Join(tmp, "pathbin", "kitsoki-ws-plugin") + ` (or inside the workspace ` + ws + `)`}
+	if diff := cmp.Diff(want, loadDiags(t, filepath.Join(ws, "stories", "b", "app.yaml"))); diff != "" {
+		t.Errorf("manifest climbing out of a PATH binary's directory (-want +got):\n%s", diff)
 	}
 }

@@ -108,7 +108,15 @@ func CheckDataset(d *Dataset, opts ...CheckOption) *Checked {
 // loadSchema reads the call site's schema relative to the story directory
 // and compiles it with the story's rooted compiler.
 func loadSchema(st *story.Story, p string) (*schema.Schema, error) {
-	if _, err := os.Stat(inWorkspace(st, p)); err != nil {
+	real := storyPath(st.Dir, p)
+	if !st.Workspace.IsZero() {
+		r, err := st.Workspace.Resolve(st.Dir, p)
+		if err != nil {
+			return nil, err
+		}
+		real = r
+	}
+	if _, err := os.Stat(real); err != nil {
 		return nil, err
 	}
 	if s, ok := st.Schemas[p]; ok {

@@ -59,11 +59,11 @@ Exit codes:
 		},
 	}
 	f := cmd.Flags()
+	addWorkspaceFlag(cmd, g)
 	f.StringVar(&o.flows, "flows", "", "glob of fixture files (default: see above)")
 	f.StringVar(&o.json, "json", "", "also write the report as JSON to this file")
 	f.BoolVar(&o.failFast, "fail-fast", false, "stop after the first failing flow")
 	f.BoolVarP(&o.verbose, "v", "v", false, "show every turn, not only failing ones")
-	addWorkspaceFlag(cmd, g)
 	f.StringVar(&o.traceOut, "trace-out", "", "write the run's JSONL trace here (with several flows: one file per flow, named <file>.<flow>.jsonl)")
 	return cmd
 }
@@ -81,13 +81,14 @@ func runFlows(cmd *cobra.Command, g *globals, o *flowsOpts, app string) error {
 	if err != nil {
 		return setupErr(err)
 	}
-	opts := []testrunner.FlowOption{testrunner.WithFlowLogger(g.logger(cmd.ErrOrStderr())), testrunner.WithFlowWorkspace(g.workspace)}
+	opts := []testrunner.FlowOption{testrunner.WithFlowLogger(g.logger(cmd.ErrOrStderr()))}
 	if o.json != "" {
 		opts = append(opts, testrunner.WithEvents())
 	}
 	if o.traceOut != "" {
 		opts = append(opts, testrunner.WithTrace())
 	}
+	opts = append(opts, testrunner.WithFlowWorkspace(g.workspace))
 	r := testrunner.NewRunner(opts...)
 	defer r.Close()
 	rep, err := r.RunFixtures(cmd.Context(), fixtures, o.failFast, func(res *testrunner.FlowResult) {

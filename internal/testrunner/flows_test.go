@@ -287,9 +287,7 @@ func TestFlowSetupErrors(t *testing.T) {
 			dir := writeFiles(t, map[string]string{"f.yaml": tt.fixture})
 			fxs, err := LoadFixtures(app, filepath.Join(dir, "f.yaml"))
 			if err == nil {
-				// The fixtures live in a temp dir, the story in testdata:
-				// the workspace is widened to hold both.
-				r := NewRunner(WithFlowWorkspace("/"))
+				r := NewRunner()
 				defer r.Close()
 				_, err = r.RunFixtures(context.Background(), fxs, false, nil)
 			}
@@ -305,7 +303,7 @@ func TestFlowSetupErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := NewRunner(WithFlowWorkspace("/"), WithFlowGetenv(func(k string) string { return map[string]string{EnvStrict: "1"}[k] }))
+		r := NewRunner(WithFlowGetenv(func(k string) string { return map[string]string{EnvStrict: "1"}[k] }))
 		defer r.Close()
 		_, err = r.RunFixtures(context.Background(), fxs, false, nil)
 		if err == nil || !strings.Contains(err.Error(), `KITSOKI_CASSETTE_STRICT=1 but cassette record mode is "new_episodes"`) {
@@ -438,7 +436,7 @@ turns:
 	})
 	for file, wantAfter := range map[string]time.Duration{"stub.yaml": 72 * time.Hour, "cassette.yaml": 36 * time.Hour} {
 		t.Run(file, func(t *testing.T) {
-			res := runFile(t, filepath.Join(dir, file), WithTrace(), WithFlowWorkspace("/")) // fixture in a temp dir, story in testdata
+			res := runFile(t, filepath.Join(dir, file), WithTrace())
 			if !res[0].Passed {
 				t.Fatalf("report:\n%s", report(res, true))
 			}

@@ -15,7 +15,9 @@ import (
 // the fixtures were loaded for (LoadFixtures' appPath): the git work tree
 // enclosing it, else its directory; for a fixture loaded without one, that
 // of the fixture file. Never that of the app: the fixture names, which is
-// what is being checked.
+// what is being checked. A fixture may also name files under its own
+// directory: the fixture file is the one the caller pointed at, and files
+// beside it are as much the caller's choice.
 func WithFlowWorkspace(dir string) FlowOption {
 	return func(c *flowConfig) { c.workspace = dir }
 }
@@ -39,7 +41,9 @@ func (a yamlAt) where(file string) string {
 }
 
 // confine checks that the fixture's story and cassette are inside the
-// workspace and returns the workspace directory the story loads with.
+// workspace (or under the fixture's directory) and returns the workspace
+// directory the story loads with ("" for its own default, when the story
+// sits beside the fixture outside the workspace).
 func (r *Runner) confine(fx *Fixture) (string, error) {
 	anchor := fx.defaultApp
 	if anchor == "" {
@@ -49,17 +53,31 @@ func (r *Runner) confine(fx *Fixture) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", fx.Name, err)
 	}
+	own, ownErr := workspace.New(filepath.Dir(absPath(fx.File)))
+	check := func(p string) error {
+		_, err := ws.Resolve("", absPath(p))
+		if err != nil && ownErr == nil {
+			if _, err2 := own.Resolve("", absPath(p)); err2 == nil {
+				return nil
+			}
+		}
+		return err
+	}
+	storyWS := ws.Dir()
 	if fx.App != "" {
-		if _, err := ws.Resolve("", absPath(fx.AppPath)); err != nil {
+		if err := check(fx.AppPath); err != nil {
 			return "", fmt.Errorf("%s: app: %w", fx.appAt.where(fx.File), renamed(err, fx.App))
+		}
+		if _, err := ws.Resolve("", absPath(fx.AppPath)); err != nil {
+			storyWS = "" // beside the fixture: the story's own workspace
 		}
 	}
 	if fx.CassettePath != "" {
-		if _, err := ws.Resolve("", absPath(fx.CassettePath)); err != nil {
+		if err := check(fx.CassettePath); err != nil {
 			return "", fmt.Errorf("%s: host_cassette: %w", fx.cassetteAt.where(fx.File), renamed(err, fx.HostCassette))
 		}
 	}
-	return ws.Dir(), nil
+	return storyWS, nil
 }
 
 // renamed names the path in a workspace.OutsideError as the fixture wrote

@@ -154,3 +154,43 @@ func TestFlowWorkspaceWidens(t *testing.T) {
 		t.Errorf("--workspace proj/b:\n  %s\nwant:\n  %s", got, want)
 	}
 }
+
+// A fixture the caller points at outside the story's workspace may name
+// files under its own directory: a cassette beside it, or a story beside it
+// (which then loads in its own workspace).
+func TestFlowFixtureNamesFilesBesideItself(t *testing.T) {
+	tmp := flowTree(t, map[string]string{
+		"proj/app.yaml":          wsStory,
+		"elsewhere/f.yaml":       "test_kind: flow\nhost_cassette: c.yaml\n",
+		"elsewhere/c.yaml":       "kind: host_cassette\nepisodes: []\n",
+		"elsewhere/g.yaml":       "test_kind: flow\napp: own/app.yaml\n",
+		"elsewhere/own/app.yaml": wsStory,
+		"elsewhere/h.yaml":       "test_kind: flow\nhost_cassette: ../outside.yaml\n",
+		"outside.yaml":           "TOPSECRET\n",
+	})
+	app := filepath.Join(tmp, "proj", "app.yaml")
+	run := func(name string) string {
+		t.Helper()
+		fxs, err := LoadFixtures(app, filepath.Join(tmp, "elsewhere", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := NewRunner(WithFlowGetenv(noEnv))
+		defer r.Close()
+		if _, err := r.RunFixtures(context.Background(), fxs, false, nil); err != nil {
+			return err.Error()
+		}
+		return ""
+	}
+	if got := run("f.yaml"); got != "" {
+		t.Errorf("cassette beside the fixture: %s", got)
+	}
+	if got := run("g.yaml"); got != "" {
+		t.Errorf("story beside the fixture: %s", got)
+	}
+	want := filepath.Join(tmp, "elsewhere", "h.yaml") + `:2:16: host_cassette: "../outside.yaml" is outside the workspace ` +
+		filepath.Join(tmp, "proj") + " (widen the workspace with --workspace DIR)"
+	if got := run("h.yaml"); got != want {
+		t.Errorf("cassette above the fixture:\n  %s\nwant:\n  %s", got, want)
+	}
+}

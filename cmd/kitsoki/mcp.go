@@ -41,9 +41,9 @@ Streamable HTTP is served on --http (a loopback address, default
 	f.StringVar(&o.Surface, "surface", "configuration", "configuration or external")
 	f.BoolVar(&o.Stdio, "stdio", false, "serve on stdin/stdout")
 	f.StringVar(&o.HTTPAddr, "http", "", "serve Streamable HTTP on this loopback address (default 127.0.0.1:0)")
+	f.StringVar(&o.Workspace, "workspace", "", "directory every file of a story the tools load must stay inside (default: --root)")
 	f.StringVar(&o.Token, "token", "", "bearer token HTTP clients must send (default: random)")
 	f.StringVar(&o.Root, "root", "", "directory the tools may read (default: the working directory)")
-	f.StringVar(&o.Workspace, "workspace", "", "directory every file of a story the tools load must stay inside (default: --root)")
 	cmd.AddCommand(serve)
 	return cmd
 }

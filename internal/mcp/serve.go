@@ -26,10 +26,7 @@ type ServeOptions struct {
 	Token string
 	// Root is the directory the tools may read (default: the working
 	// directory).
-	Root string
-	// Workspace is the directory every file of a story loaded by a tool
-	// must stay inside (--workspace; default: Root).
-	Workspace string
+	Root      string
 	LoadStory StoryLoader
 	StartRun  RunStarter
 
@@ -39,6 +36,10 @@ type ServeOptions struct {
 	// Ready, if set, is called once the server accepts requests, with the
 	// endpoint URL and token (both "" on stdio).
 	Ready func(url, token string)
+
+	// Workspace is the directory every file of a story loaded by a tool
+	// must stay inside (--workspace; default: Root).
+	Workspace string
 }
 
 // Serve runs kitsoki's MCP server for an outside client until ctx ends (or,

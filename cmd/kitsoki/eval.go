@@ -36,11 +36,12 @@ against a dataset of examples (<story>/evals/*.yaml, kind: agent_eval), and
 write reports under <story>/evals/reports/<call>/ that an invoke's
 selection: pin cites as evidence. See docs/evals.md.`,
 	}
-	cmd.AddCommand(newEvalListCmd(), newEvalShowCmd(), newEvalRunCmd(g))
+	cmd.PersistentFlags().StringVar(&g.workspace, "workspace", "", workspaceUsage)
+	cmd.AddCommand(newEvalListCmd(g), newEvalShowCmd(g), newEvalRunCmd(g))
 	return cmd
 }
 
-func newEvalListCmd() *cobra.Command {
+func newEvalListCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "list <story-dir|eval.yaml>",
@@ -63,7 +64,7 @@ comparator, pin (profile/model) and path, separated by tabs.`,
 			}
 			rows := []row{}
 			for _, p := range paths {
-				c, err := eval.Check(p)
+				c, err := eval.Check(p, eval.WithWorkspace(g.workspace))
 				if err != nil {
 					return exitWith(exitFailure, err)
 				}
@@ -104,7 +105,7 @@ func datasetPaths(arg string) ([]string, error) {
 	return paths, nil
 }
 
-func newEvalShowCmd() *cobra.Command {
+func newEvalShowCmd(g *globals) *cobra.Command {
 	var asJSON, md bool
 	cmd := &cobra.Command{
 		Use:   "show <eval.yaml|report.json>",
@@ -115,7 +116,7 @@ func newEvalShowCmd() *cobra.Command {
 			if strings.HasSuffix(args[0], ".json") {
 				return showReport(out, args[0], asJSON, md)
 			}
-			return showDataset(out, args[0], asJSON)
+			return showDataset(out, args[0], asJSON, g.workspace)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -158,8 +159,8 @@ func candidateLine(c *eval.Candidate) string {
 		c.Profile, c.Model, c.Effort, verdict, c.ComparatorPassRate, c.AvgCostUSD, c.P95LatencyMS)
 }
 
-func showDataset(out io.Writer, path string, asJSON bool) error {
-	c, err := eval.Check(path)
+func showDataset(out io.Writer, path string, asJSON bool, ws string) error {
+	c, err := eval.Check(path, eval.WithWorkspace(ws))
 	if err != nil {
 		return exitWith(exitFailure, err)
 	}
@@ -272,7 +273,7 @@ Progress goes to stderr: a bar on a terminal, one line per call otherwise.`,
 
 func runEval(cmd *cobra.Command, g *globals, o *evalRunOpts, path string) error {
 	out, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	c, err := eval.Check(path)
+	c, err := eval.Check(path, eval.WithWorkspace(g.workspace))
 	if err != nil {
 		return exitWith(exitFailure, err)
 	}

@@ -61,6 +61,7 @@ Exit codes:
 		},
 	}
 	f := cmd.Flags()
+	addWorkspaceFlag(cmd, g)
 	f.StringVar(&o.flows, "flows", "", "glob of fixture files (default: see above)")
 	f.StringVar(&o.json, "json", "", "also write the report as JSON to this file")
 	f.BoolVar(&o.failFast, "fail-fast", false, "stop after the first failing flow")
@@ -90,6 +91,7 @@ func runFlows(cmd *cobra.Command, g *globals, o *flowsOpts, app string) error {
 	if o.traceOut != "" {
 		opts = append(opts, testrunner.WithTrace())
 	}
+	opts = append(opts, testrunner.WithFlowWorkspace(g.workspace))
 	r := testrunner.NewRunner(opts...)
 	defer r.Close()
 	rep, err := r.RunFixtures(cmd.Context(), fixtures, o.failFast, func(res *testrunner.FlowResult) {

@@ -40,7 +40,8 @@ func exitWith(code int, err error) error { return &exitError{code: code, err: er
 
 // globals are the flags every command shares.
 type globals struct {
-	logLevel string
+	logLevel  string
+	workspace string // --workspace, on the commands that load stories
 }
 
 func (g *globals) logger(w io.Writer) *slog.Logger {

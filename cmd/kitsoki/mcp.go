@@ -38,7 +38,7 @@ an unknown or deleted Mcp-Session-Id is answered 404.`,
 			}
 			logger := g.logger(cmd.ErrOrStderr())
 			o.Stdin, o.Stdout, o.Stderr, o.Logger = cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), logger
-			o.LoadStory = func(_ context.Context, path string) (*story.Story, error) { return story.Load(path) }
+			o.LoadStory = loadStoryIn
 			o.StartRun = startRun(g, cmd)
 			return mcp.Serve(cmd.Context(), o)
 		},
@@ -47,6 +47,7 @@ an unknown or deleted Mcp-Session-Id is answered 404.`,
 	f.StringVar(&o.Surface, "surface", "configuration", "configuration or external")
 	f.BoolVar(&o.Stdio, "stdio", false, "serve on stdin/stdout")
 	f.StringVar(&o.HTTPAddr, "http", "", "serve Streamable HTTP on this loopback address (default 127.0.0.1:0)")
+	f.StringVar(&o.Workspace, "workspace", "", "directory every file of a story the tools load must stay inside (default: --root)")
 	f.StringVar(&o.Token, "token", "", "bearer token HTTP clients must send (default: random)")
 	f.StringVar(&o.Root, "root", "", "directory the tools may read (default: the working directory)")
 	f.Int64Var(&o.MaxBodyBytes, "max-body-bytes", mcpguard.DefaultMaxBody, "largest HTTP request body accepted, in bytes (larger: 413)")
@@ -59,7 +60,7 @@ an unknown or deleted Mcp-Session-Id is answered 404.`,
 // surface's run-starting tool.
 func startRun(g *globals, cmd *cobra.Command) mcp.RunStarter {
 	return func(ctx context.Context, req mcp.StartRunRequest) (*mcp.StartRunResult, error) {
-		st, err := story.Load(req.Story)
+		st, err := story.Load(req.Story, story.WithWorkspace(req.Workspace))
 		if err != nil {
 			return nil, err
 		}

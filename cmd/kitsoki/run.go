@@ -87,12 +87,13 @@ Exit codes:
 	f.BoolVar(&o.cassetteStrict, "cassette-strict", false, "with --cassette: fail a call whose episode was recorded for a different request (default: answer it and warn)")
 	f.StringVar(&o.record, "record", "", "run the real agents and write every agent exchange and host call to this cassette")
 	f.BoolVar(&o.strictPins, "strict-pins", false, "fail to load when a selection: pin's evidence is missing, stale or failing")
+	addWorkspaceFlag(cmd, g)
 	f.StringVar(&o.controlMCP, "control-mcp", "", "serve MCP plugin controls (configuration surface) on this loopback address, e.g. 127.0.0.1:0")
 	return cmd
 }
 
 func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) error {
-	st, err := story.Load(path)
+	st, err := story.Load(path, story.WithWorkspace(g.workspace))
 	if err != nil {
 		return exitWith(exitLoad, err)
 	}

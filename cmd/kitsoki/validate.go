@@ -27,7 +27,7 @@ world: does not declare, an arm that is never tried, an unknown world type...
 Exit codes: 0 the story loads, 2 it does not (or, with --strict, has warnings).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := story.Load(args[0])
+			st, err := story.Load(args[0], story.WithWorkspace(g.workspace))
 			if err != nil {
 				var le *story.LoadError
 				if errors.As(err, &le) {
@@ -57,6 +57,7 @@ Exit codes: 0 the story loads, 2 it does not (or, with --strict, has warnings).`
 	}
 	cmd.Flags().BoolVar(&strictPins, "strict-pins", false, "fail when a selection: pin's evidence is missing, stale or failing")
 	cmd.Flags().BoolVar(&strict, "strict", false, "fail when the story has warnings (a guard reading an undeclared world key, ...)")
+	addWorkspaceFlag(cmd, g)
 	return cmd
 }
 

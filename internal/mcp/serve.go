@@ -38,6 +38,10 @@ type ServeOptions struct {
 	// Ready, if set, is called once the server accepts requests, with the
 	// endpoint URL and token (both "" on stdio).
 	Ready func(url, token string)
+
+	// Workspace is the directory every file of a story loaded by a tool
+	// must stay inside (--workspace; default: Root).
+	Workspace string
 }
 
 // Serve runs kitsoki's MCP server for an outside client until ctx ends (or,
@@ -77,6 +81,7 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 	cfg := SessionConfig{
 		Profile:   p,
 		Root:      opts.Root,
+		Workspace: opts.Workspace,
 		LoadStory: opts.LoadStory,
 		StartRun:  opts.StartRun,
 		Logger:    opts.Logger,

@@ -50,6 +50,9 @@ type SessionConfig struct {
 	// Root is the directory configuration tools may read; paths outside it
 	// are refused.
 	Root string
+	// Workspace is the directory every file a story loaded by a tool reads
+	// must stay inside ("" = Root).
+	Workspace string
 	// LoadStory and StartRun back the configuration and external tools.
 	LoadStory StoryLoader
 	StartRun  RunStarter

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/expr"
 	"github.com/kitsoki/kitsoki/internal/schema"
+	"github.com/kitsoki/kitsoki/internal/workspace"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -363,11 +364,29 @@ func (l *loader) loadPrompt(f *file, n *yaml.Node, path string, mustBeFile bool)
 	l.promptSeen[raw] = true
 	store := func(t *expr.Text) { l.st.Prompts[raw] = t }
 	abs := l.resolve(raw)
-	st, statErr := os.Stat(abs)
+	real, wsErr := l.ws.Resolve(l.dir, raw)
+	if wsErr != nil {
+		// A path outside the workspace is never read. with.prompt_path
+		// always names a file; with.prompt names one when a file is there.
+		var oe *workspace.OutsideError
+		if !errors.As(wsErr, &oe) {
+			real = abs
+		} else if st, err := os.Stat(abs); mustBeFile || (err == nil && st.Mode().IsRegular()) {
+			l.errAt(f, n, path, "%v", wsErr)
+			return
+		} else {
+			real = ""
+		}
+	}
+	var st os.FileInfo
+	statErr := errors.New("outside the workspace")
+	if real != "" {
+		st, statErr = os.Stat(real)
+	}
 	if statErr == nil && st.Mode().IsRegular() {
-		b, err := os.ReadFile(abs)
+		b, err := workspace.ReadFile(real, raw)
 		if err != nil {
-			l.errAt(f, n, path, "cannot read prompt file %q: %v", raw, unwrapPathErr(err))
+			l.errAt(f, n, path, "%s", fileErr("prompt file", raw, err))
 			return
 		}
 		rel := raw

@@ -45,6 +45,12 @@ type Fixture struct {
 
 	// SkipReason is why the fixture is skipped ("" when it runs).
 	SkipReason string
+
+	// appAt and cassetteAt are where app: and host_cassette: are written,
+	// for the workspace check's messages; defaultApp is the command's
+	// story, whose workspace holds what the fixture names.
+	appAt, cassetteAt yamlAt
+	defaultApp        string
 }
 
 // Stub is a host_handlers entry: a canned answer, optionally per call id
@@ -193,7 +199,8 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 	if fx.App, err = str(m, "app", "fixture"); err != nil {
 		return nil, err
 	}
-	fx.AppPath = defaultApp
+	fx.AppPath, fx.defaultApp = defaultApp, defaultApp
+	fx.appAt = at(m["app"])
 	if fx.App != "" {
 		fx.AppPath = filepath.FromSlash(fx.App)
 		if !filepath.IsAbs(fx.AppPath) {
@@ -210,6 +217,7 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 		return nil, err
 	}
 	if fx.HostCassette != "" {
+		fx.cassetteAt = at(m["host_cassette"])
 		fx.CassettePath = filepath.FromSlash(fx.HostCassette)
 		if !filepath.IsAbs(fx.CassettePath) {
 			fx.CassettePath = filepath.Join(dir, fx.CassettePath)

@@ -61,6 +61,7 @@ type FlowOption func(*flowConfig)
 
 type flowConfig struct {
 	getenv     func(string) string
+	workspace  string // --workspace; "" = the workspace of each fixture's story
 	logger     *slog.Logger
 	keepEvents bool
 	keepTrace  bool
@@ -130,7 +131,7 @@ func (r *Runner) Close() error {
 	return errors.Join(errs...)
 }
 
-func (r *Runner) story(path string) (*story.Story, error) {
+func (r *Runner) story(path, ws string) (*story.Story, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
@@ -140,7 +141,7 @@ func (r *Runner) story(path string) (*story.Story, error) {
 	if st, ok := r.stories[abs]; ok {
 		return st, nil
 	}
-	st, err := story.Load(abs)
+	st, err := story.Load(abs, story.WithWorkspace(ws))
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +170,11 @@ func (r *Runner) Prepare(fx *Fixture) (*Flow, error) {
 	if fx.AppPath == "" {
 		return nil, fmt.Errorf("%s: app: is required (the story, relative to the fixture)", fx.Name)
 	}
-	st, err := r.story(fx.AppPath)
+	ws, err := r.confine(fx)
+	if err != nil {
+		return nil, err
+	}
+	st, err := r.story(fx.AppPath, ws)
 	if err != nil {
 		return nil, fmt.Errorf("%s: story %s: %w", fx.Name, fx.AppPath, err)
 	}

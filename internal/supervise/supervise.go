@@ -90,10 +90,13 @@ func (e Exit) Code() int {
 
 // String words the end as os/exec does: "exit status 3", "signal: killed".
 func (e Exit) String() string {
-	if e.State == nil {
+	switch {
+	case e.State != nil:
+		return e.State.String()
+	case e.Err != nil:
 		return "wait: " + e.Err.Error()
 	}
-	return e.State.String()
+	return "not ended"
 }
 
 // Process is one started child. Its methods are safe for concurrent use.

@@ -39,7 +39,7 @@ type process struct {
 
 	mu       sync.Mutex
 	cause    error // why the connection ended first
-	killed   bool  // kitsoki killed it (protocol violation, stuck, Close)
+	killed   bool  // kitsoki SIGKILLed it (protocol violation, stuck, Close)
 	stopping bool  // Close is stopping it
 }
 
@@ -95,7 +95,7 @@ func (p *process) reap() {
 	exit, _ := p.sup.Exit()
 	p.mu.Lock()
 	p.state = exit.State
-	p.killed = p.killed || exit.Killed
+	p.killed = exit.Killed
 	p.mu.Unlock()
 	close(p.exited)
 	// Output the child wrote before exiting is still read; if a

@@ -311,9 +311,6 @@ func (p *Process) signal(sig syscall.Signal) bool {
 	if p.exited {
 		return false
 	}
-	if sig == syscall.SIGKILL {
-		p.killed = true
-	}
 	if err := p.signalGroup(sig); err != nil {
 		if errors.Is(err, errNoSIGTERM) {
 			p.killed = true

@@ -29,8 +29,10 @@ func setupAgents(o *runOpts, st *story.Story, reg *agent.Registry) (*agentSetup,
 	switch {
 	case o.cassette != "" && o.record != "":
 		return nil, fmt.Errorf("--cassette and --record cannot be combined (to add missing episodes to a cassette, set record_mode: new_episodes or %s=new_episodes)", testrunner.EnvRecord)
+	case o.cassetteStrict && o.cassette == "":
+		return nil, fmt.Errorf("--cassette-strict applies to a replay: give --cassette FILE too")
 	case o.cassette != "":
-		c, err := testrunner.LoadCassette(o.cassette, testrunner.WithSecrets(st.Secrets))
+		c, err := testrunner.LoadCassette(o.cassette, testrunner.WithSecrets(st.Secrets), testrunner.WithStrictRequests(o.cassetteStrict))
 		if err != nil {
 			return nil, err
 		}
@@ -59,6 +61,34 @@ func (s *agentSetup) install(h *host.Host, sink host.Sink) {
 	case s.recorder != nil:
 		s.recorder.Install(s.st, s.reg, h)
 	}
+}
+
+// replayCheck prints, after a turn, the cassette's warnings (an episode
+// answered a request other than the one it was recorded for) and its
+// misses, and reports whether a call missed. It does nothing without
+// --cassette.
+func (s *agentSetup) replayCheck(w io.Writer) bool {
+	if s.cassette == nil {
+		return false
+	}
+	for _, warn := range s.cassette.TakeWarnings() {
+		fmt.Fprintf(w, "warning: %s\n", warn)
+	}
+	misses := s.cassette.TakeMisses()
+	for _, m := range misses {
+		fmt.Fprintf(w, "kitsoki: --cassette %s: %s\n", s.cassette.Path, m)
+	}
+	return len(misses) > 0
+}
+
+// afterReplay applies the replay's verdict to a turn's report: a cassette
+// miss stops the run with exitAgent, even when on_error handled the failed
+// call (a replay that left the recording is not the run it claims to be).
+func (r *runner) afterReplay(code int, stop bool) (int, bool) {
+	if r.replay != nil && r.replay(r.errw) && code == exitOK {
+		return exitAgent, true
+	}
+	return code, stop
 }
 
 // finish writes the recording and reports a failure to append recorded

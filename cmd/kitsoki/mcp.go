@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/kitsoki/kitsoki/internal/mcp"
+	"github.com/kitsoki/kitsoki/internal/mcpguard"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/secret"
 	"github.com/kitsoki/kitsoki/internal/story"
@@ -28,12 +29,17 @@ call and are refused here.
 
 --stdio speaks newline-delimited JSON-RPC on stdin/stdout; otherwise
 Streamable HTTP is served on --http (a loopback address, default
-127.0.0.1:0) and a bearer token is printed on stderr.`,
+127.0.0.1:0) and a bearer token is printed on stderr. An HTTP request body
+over --max-body-bytes is answered 413 without being read past the limit;
+an unknown or deleted Mcp-Session-Id is answered 404.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.MaxBodyBytes <= 0 {
+				return usageErr(cmd, fmt.Sprintf("kitsoki mcp serve: --max-body-bytes %d: must be a positive number of bytes (default %d)", o.MaxBodyBytes, mcpguard.DefaultMaxBody))
+			}
 			logger := g.logger(cmd.ErrOrStderr())
 			o.Stdin, o.Stdout, o.Stderr, o.Logger = cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), logger
-			o.LoadStory = func(_ context.Context, path string) (*story.Story, error) { return story.Load(path) }
+			o.LoadStory = loadStoryIn
 			o.StartRun = startRun(g, cmd)
 			return mcp.Serve(cmd.Context(), o)
 		},
@@ -42,8 +48,10 @@ Streamable HTTP is served on --http (a loopback address, default
 	f.StringVar(&o.Surface, "surface", "configuration", "configuration or external")
 	f.BoolVar(&o.Stdio, "stdio", false, "serve on stdin/stdout")
 	f.StringVar(&o.HTTPAddr, "http", "", "serve Streamable HTTP on this loopback address (default 127.0.0.1:0)")
+	f.StringVar(&o.Workspace, "workspace", "", "directory every file of a story the tools load must stay inside (default: --root)")
 	f.StringVar(&o.Token, "token", "", "bearer token HTTP clients must send (default: random)")
 	f.StringVar(&o.Root, "root", "", "directory the tools may read (default: the working directory)")
+	f.Int64Var(&o.MaxBodyBytes, "max-body-bytes", mcpguard.DefaultMaxBody, "largest HTTP request body accepted, in bytes (larger: 413)")
 	cmd.AddCommand(serve)
 	return cmd
 }
@@ -53,13 +61,16 @@ Streamable HTTP is served on --http (a loopback address, default
 // surface's run-starting tool.
 func startRun(g *globals, cmd *cobra.Command) mcp.RunStarter {
 	return func(ctx context.Context, req mcp.StartRunRequest) (_ *mcp.StartRunResult, err error) {
-		st, err := story.Load(req.Story)
+		st, err := story.Load(req.Story, story.WithWorkspace(req.Workspace))
 		if err != nil {
 			return nil, err
 		}
 		// The run's logs (a plugin's stderr is logged) and the error the
 		// tool answers with are masked for the story's secrets.
 		defer func() { err = secret.New(st.Secrets).Error(err) }()
+		if err := orchestrator.CheckWorld(st, req.World); err != nil {
+			return nil, err // before a trace is made for a run that cannot start
+		}
 		id := newSessionID()
 		path := filepath.Join(".kitsoki", "runs", id+".jsonl")
 		logger := g.logger(redacting(cmd.ErrOrStderr(), st.Secrets))

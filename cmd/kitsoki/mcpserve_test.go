@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,6 +39,12 @@ func TestMCPServeStdio(t *testing.T) {
 		if id, ok := m["id"].(float64); ok {
 			replies[id] = m
 		}
+	}
+	// The server reports the version `kitsoki version` prints.
+	_, vout, _ := runCLI(t, "", "version")
+	info, _ := replies[1]["result"].(map[string]any)["serverInfo"].(map[string]any)
+	if got := "kitsoki " + fmt.Sprint(info["version"]) + "\n"; got != vout || info["name"] != "kitsoki" {
+		t.Errorf("initialize serverInfo = %v; kitsoki version prints %q", info, vout)
 	}
 	tools, _ := replies[2]["result"].(map[string]any)["tools"].([]any)
 	var names []string

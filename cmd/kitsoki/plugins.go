@@ -21,6 +21,7 @@ import (
 type pluginRuntime struct {
 	svc  *plugintools.Service
 	path string // the story file, re-read by :reload
+	ws   string // its workspace, the same on reload
 	ctl  *mcp.HTTPServer
 }
 
@@ -36,7 +37,7 @@ func startPlugins(st *story.Story, reg *agent.Registry, session, controlAddr str
 	if err != nil {
 		return nil, err
 	}
-	pr := &pluginRuntime{svc: svc, path: st.File}
+	pr := &pluginRuntime{svc: svc, path: st.File, ws: st.Workspace.Dir()}
 	if controlAddr == "" {
 		return pr, nil
 	}
@@ -49,7 +50,8 @@ func startPlugins(st *story.Story, reg *agent.Registry, session, controlAddr str
 	s, err := h.Open(mcp.SessionConfig{
 		Profile:   p,
 		Root:      st.Dir,
-		LoadStory: func(_ context.Context, path string) (*story.Story, error) { return story.Load(path) },
+		Workspace: st.Workspace.Dir(),
+		LoadStory: loadStoryIn,
 		Plugins:   svc,
 		Secrets:   st.Secrets,
 		Logger:    logger,
@@ -148,7 +150,7 @@ func (p *pluginRuntime) reload(out, errw io.Writer) {
 		fmt.Fprintln(errw, "kitsoki: no plugin contributes agent tools in this run")
 		return
 	}
-	st, err := story.Load(p.path)
+	st, err := story.Load(p.path, story.WithWorkspace(p.ws))
 	if err != nil {
 		fmt.Fprintf(errw, "kitsoki: reload failed; the previous plugins and tools stay in force:\n%v\n", err)
 		return

@@ -234,9 +234,32 @@ func hostRun(t *testing.T, a agent.Agent, args map[string]any) (*host.Result, []
 	for k, v := range args {
 		with[k] = v
 	}
+	// The host measures the call's deadline on its clock: in a case that
+	// sets a timeout, move the fake clock on while the call is in flight so
+	// that the deadline can pass (the overrunning agent sleeps seconds of
+	// real time, far longer than this takes to reach the timeout). Other
+	// cases keep the clock still, so their traces compare byte for byte.
+	done := make(chan struct{})
+	ticked := make(chan struct{})
+	go func() {
+		defer close(ticked)
+		if _, ok := args["timeout"]; !ok {
+			return
+		}
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(5 * time.Millisecond):
+				clk.Advance(50 * time.Millisecond)
+			}
+		}
+	}()
 	res, err := h.Dispatch(context.Background(), &host.Call{Namespace: "host.agent.decide", Args: with,
 		Invoke:    &story.Invoke{Name: "host.agent.decide", Agent: "agent.echo", ID: "verdict"},
 		SessionID: "s1", Turn: 1, State: "asked", World: map[string]any{"verdict": map[string]any{}}})
+	close(done)
+	<-ticked
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kitsoki/kitsoki/internal/workspace"
 )
 
 // KindDataset is the kind: of an eval dataset file.
@@ -144,7 +145,7 @@ func (d *Dataset) ReportsDir() string {
 // is an error; a file that is not valid YAML for the dataset shape returns
 // the error too, so callers can report it as a validation failure.
 func ReadDataset(path string) (*Dataset, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := workspace.ReadFile(path, path)
 	if err != nil {
 		return nil, fmt.Errorf("read dataset: %w", err)
 	}

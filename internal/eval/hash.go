@@ -51,8 +51,8 @@ func HashToolbox(tools []string) string {
 // directory; an inline prompt is not a file and hashes to "".
 func SiteHashes(st *story.Story, cs *CallSite) Hashes {
 	var h Hashes
-	h.Prompt = HashFile(storyPath(st.Dir, cs.PromptPath))
-	h.Schema = HashFile(storyPath(st.Dir, cs.SchemaPath))
+	h.Prompt = HashFile(inWorkspace(st, cs.PromptPath))
+	h.Schema = HashFile(inWorkspace(st, cs.SchemaPath))
 	var tools []string
 	if p := st.Agents[cs.Agent]; p != nil {
 		tools = p.Tools

@@ -109,7 +109,9 @@ func (localLike) FallbackEligible() bool { return true }
 //	agent.crash  fails with plugin_crash
 //	agent.local  schema-invalid, fallback-eligible; agent.claude answers right
 //	agent.retry  right; reports one nudge on amounts above 100
-//	agent.slow   never answers before the deadline
+//	agent.slow   never answers: it waits for the deadline (which, on a fake
+//	             clock, only Advance brings; tests that use it register
+//	             their own)
 func testAgents(t testing.TB, st *story.Story) *agent.Registry {
 	t.Helper()
 	reg := agent.NewRegistry(nil)

@@ -137,6 +137,9 @@ func honour(st *story.Story, src *sourceCache, r siteRef, sel *Pin) (*host.Route
 	if sel.Evidence == "" {
 		return nil, "it cites no evidence report (set selection.evidence to the call's latest.json)"
 	}
+	if _, err := st.Workspace.Resolve(st.Dir, sel.Evidence); err != nil && !st.Workspace.IsZero() {
+		return nil, fmt.Sprintf("evidence %v", err)
+	}
 	path := storyPath(st.Dir, sel.Evidence)
 	rep, err := ReadReport(path)
 	switch {

@@ -329,7 +329,7 @@ func (p *plan) call(ctx context.Context, h *host.Host, sink *callSink, j job, o 
 	if o.Record != nil {
 		o.Record.expect(j.turn, p.episodeID(j), p.matchKeys(ex, args))
 	}
-	cctx, cancel := context.WithTimeout(ctx, o.CallDeadline)
+	cctx, cancel := clock.WithTimeout(ctx, o.Clock, o.CallDeadline)
 	start := o.Clock.Now()
 	res, err := h.Dispatch(cctx, &host.Call{Namespace: p.c.Site.Handler, Args: args, Invoke: p.c.Site.Invoke,
 		SessionID: "eval-" + d.Name(), Turn: j.turn, State: p.c.Site.StatePath, World: world})

@@ -213,7 +213,7 @@ func (h *Host) ask(ctx context.Context, verb string, call *Call, p *prepared) (*
 		if resp != nil && resp.Meta != nil {
 			data["meta"] = resp.Meta
 		}
-		return &Result{Data: data, Err: askErr}, nil
+		return &Result{Data: data, Err: askErr, CallID: p.req.CallID}, nil
 	}
 
 	payload := map[string]any{"verb": verb, "duration_ms": durMS,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/schema"
 	"github.com/kitsoki/kitsoki/internal/secret"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
@@ -49,7 +50,7 @@ func (h *Host) askOnce(ctx context.Context, alias string, a agent.Agent, p *prep
 // askWithDeadline runs Ask under the call's hard deadline. An agent that
 // overruns it is abandoned: its late answer is discarded when it arrives.
 func (h *Host) askWithDeadline(ctx context.Context, a agent.Agent, p *prepared) (*agent.AskResponse, *agent.AskError) {
-	cctx, cancel := context.WithTimeout(ctx, p.timeout)
+	cctx, cancel := clock.WithTimeout(ctx, h.clock, p.timeout)
 	defer cancel()
 	type answer struct {
 		resp *agent.AskResponse
@@ -63,6 +64,9 @@ func (h *Host) askWithDeadline(ctx context.Context, a agent.Agent, p *prepared) 
 	var ans answer
 	select {
 	case ans = <-ch:
+		if ans.err == nil && cctx.Err() != nil { // an answer that came with the deadline is late
+			return nil, deadlineError(ctx, p.timeout)
+		}
 	case <-cctx.Done():
 		return nil, deadlineError(ctx, p.timeout)
 	}

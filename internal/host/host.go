@@ -39,6 +39,9 @@ type Call struct {
 type Result struct {
 	Data map[string]any
 	Err  error
+	// CallID is the call_id of the agent call that failed with Err ("" for
+	// other handlers), so the failure can be shown next to its trace lines.
+	CallID string
 }
 
 // Handler answers invokes. A returned error is an infrastructure failure

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/kitsoki/kitsoki/internal/mcpguard"
 )
 
 // EndpointPath is the path of kitsoki's MCP endpoint.
@@ -27,11 +29,17 @@ const EndpointPath = "/mcp"
 // are served: session-based clients (2025-06-18, 2025-11-25) get
 // notifications on their GET stream, stateless (2026-07-28) clients through
 // subscriptions/listen.
+//
+// Past the token, a request body over the limit (WithMaxBodyBytes, default
+// 4 MiB) is answered 413 without being read past the limit, and an
+// Mcp-Session-Id the session did not mint, or whose client deleted it, is
+// answered 404.
 type HTTPServer struct {
-	ln     net.Listener
-	srv    *http.Server
-	url    string
-	logger *slog.Logger
+	ln      net.Listener
+	srv     *http.Server
+	url     string
+	logger  *slog.Logger
+	maxBody int64
 
 	mu       sync.RWMutex
 	sessions map[[sha256.Size]byte]*httpSession
@@ -41,11 +49,25 @@ type HTTPServer struct {
 type httpSession struct {
 	s       *Session
 	handler *server.StreamableHTTPServer
+	guarded http.Handler // handler behind the body limit and session check
+}
+
+// HTTPOption configures an HTTPServer.
+type HTTPOption func(*HTTPServer)
+
+// WithMaxBodyBytes sets the request-body limit; n <= 0 means the default,
+// mcpguard.DefaultMaxBody (4 MiB).
+func WithMaxBodyBytes(n int64) HTTPOption {
+	return func(h *HTTPServer) {
+		if n > 0 {
+			h.maxBody = n
+		}
+	}
 }
 
 // ListenHTTP starts an HTTPServer on addr, which must be a loopback
 // address ("" means 127.0.0.1 on a free port).
-func ListenHTTP(addr string, logger *slog.Logger) (*HTTPServer, error) {
+func ListenHTTP(addr string, logger *slog.Logger, opts ...HTTPOption) (*HTTPServer, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -67,7 +89,11 @@ func ListenHTTP(addr string, logger *slog.Logger) (*HTTPServer, error) {
 		ln:       ln,
 		url:      "http://" + ln.Addr().String() + EndpointPath,
 		logger:   logger,
+		maxBody:  mcpguard.DefaultMaxBody,
 		sessions: map[[sha256.Size]byte]*httpSession{},
+	}
+	for _, o := range opts {
+		o(h)
 	}
 	h.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
@@ -104,8 +130,10 @@ func (h *HTTPServer) Open(cfg SessionConfig) (*Session, error) {
 
 // attach routes token to s.
 func (h *HTTPServer) attach(s *Session, token string) error {
-	hs := &httpSession{s: s, handler: server.NewStreamableHTTPServer(s.srv,
-		server.WithStreamableHTTPLogger(h.logger))}
+	ids := mcpguard.NewSessions()
+	handler := server.NewStreamableHTTPServer(s.srv,
+		server.WithStreamableHTTPLogger(h.logger), server.WithSessionIdManager(ids))
+	hs := &httpSession{s: s, handler: handler, guarded: mcpguard.Guard(handler, h.maxBody, ids)}
 	key := sha256.Sum256([]byte(token))
 	h.mu.Lock()
 	if h.closed {
@@ -156,8 +184,11 @@ func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unauthorized: a valid bearer token for a live kitsoki MCP session is required", http.StatusUnauthorized)
 		return
 	}
-	hs.handler.ServeHTTP(w, r)
+	hs.guarded.ServeHTTP(w, r)
 }
+
+// MaxBodyBytes is the request-body limit.
+func (h *HTTPServer) MaxBodyBytes() int64 { return h.maxBody }
 
 func bearer(h string) (string, bool) {
 	scheme, token, ok := strings.Cut(h, " ")

@@ -44,7 +44,7 @@ func testRoot(t testing.TB) string {
 
 // fakeLoader loads good/app.yaml as a small story and fails anything else
 // with two diagnostics.
-func fakeLoader(_ context.Context, path string) (*story.Story, error) {
+func fakeLoader(_ context.Context, path, _ string) (*story.Story, error) {
 	if filepath.Base(filepath.Dir(path)) != "good" {
 		return nil, errors.New("app.yaml:3:1: states: unknown state \"mrege\"\napp.yaml:9:5: root: is required")
 	}

@@ -42,8 +42,8 @@ func TestToolResultsAreMasked(t *testing.T) {
 // TestStoryToolsMaskTheLoadedStorysSecrets: inspect_story masks the
 // secrets of the story it loaded, even on a server configured with none.
 func TestStoryToolsMaskTheLoadedStorysSecrets(t *testing.T) {
-	loader := func(ctx context.Context, path string) (*story.Story, error) {
-		st, err := fakeLoader(ctx, path)
+	loader := func(ctx context.Context, path, workspace string) (*story.Story, error) {
+		st, err := fakeLoader(ctx, path, workspace)
 		if err != nil {
 			return nil, err
 		}

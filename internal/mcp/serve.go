@@ -26,9 +26,11 @@ type ServeOptions struct {
 	Token string
 	// Root is the directory the tools may read (default: the working
 	// directory).
-	Root      string
-	LoadStory StoryLoader
-	StartRun  RunStarter
+	Root string
+	// MaxBodyBytes is the HTTP request-body limit; 0 means 4 MiB.
+	MaxBodyBytes int64
+	LoadStory    StoryLoader
+	StartRun     RunStarter
 
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
@@ -36,6 +38,10 @@ type ServeOptions struct {
 	// Ready, if set, is called once the server accepts requests, with the
 	// endpoint URL and token (both "" on stdio).
 	Ready func(url, token string)
+
+	// Workspace is the directory every file of a story loaded by a tool
+	// must stay inside (--workspace; default: Root).
+	Workspace string
 }
 
 // Serve runs kitsoki's MCP server for an outside client until ctx ends (or,
@@ -51,6 +57,9 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 	}
 	if p.Surface.Live() {
 		return fmt.Errorf("surface %s acts on a live agent call; kitsoki mcp serve offers %s or %s", p.Surface, Configuration, External)
+	}
+	if opts.MaxBodyBytes < 0 {
+		return fmt.Errorf("mcp serve: MaxBodyBytes %d: must be positive (0 means the default, 4 MiB)", opts.MaxBodyBytes)
 	}
 	if opts.Stdin == nil {
 		opts.Stdin = os.Stdin
@@ -72,6 +81,7 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 	cfg := SessionConfig{
 		Profile:   p,
 		Root:      opts.Root,
+		Workspace: opts.Workspace,
 		LoadStory: opts.LoadStory,
 		StartRun:  opts.StartRun,
 		Logger:    opts.Logger,
@@ -93,7 +103,7 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 		}
 		return err
 	}
-	h, err := ListenHTTP(opts.HTTPAddr, opts.Logger)
+	h, err := ListenHTTP(opts.HTTPAddr, opts.Logger, WithMaxBodyBytes(opts.MaxBodyBytes))
 	if err != nil {
 		return err
 	}

@@ -16,14 +16,12 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/secret"
+	"github.com/kitsoki/kitsoki/internal/version"
 )
 
 // ServerName is the MCP server name kitsoki gives its sessions; agents see
 // its tools as mcp__kitsoki__<tool>.
 const ServerName = "kitsoki"
-
-// Version is reported to MCP clients.
-const Version = "0.1.0"
 
 // SessionConfig describes one MCP session: its profile, the run it is bound
 // to, and the seams its tools call.
@@ -53,6 +51,9 @@ type SessionConfig struct {
 	// Root is the directory configuration tools may read; paths outside it
 	// are refused.
 	Root string
+	// Workspace is the directory every file a story loaded by a tool reads
+	// must stay inside ("" = Root).
+	Workspace string
 	// LoadStory and StartRun back the configuration and external tools.
 	LoadStory StoryLoader
 	StartRun  RunStarter
@@ -147,7 +148,7 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 	}
 	hooks := &server.Hooks{}
 	hooks.AddOnError(s.refusedCall)
-	s.srv = server.NewMCPServer(ServerName, Version,
+	s.srv = server.NewMCPServer(ServerName, version.String(),
 		server.WithToolCapabilities(true),
 		server.WithRecovery(),
 		server.WithHooks(hooks),

@@ -16,16 +16,21 @@ import (
 	"github.com/kitsoki/kitsoki/internal/schema"
 	"github.com/kitsoki/kitsoki/internal/secret"
 	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/workspace"
 )
 
 // StoryLoader loads and validates the story whose root file is path
-// (absolute). A failed load's error text lists one diagnostic per line.
-type StoryLoader func(ctx context.Context, path string) (*story.Story, error)
+// (absolute), every file it reads confined to the workspace directory. A
+// failed load's error text lists one diagnostic per line.
+type StoryLoader func(ctx context.Context, path, workspace string) (*story.Story, error)
 
 // StartRunRequest asks for a new run of a story.
 type StartRunRequest struct {
 	// Story is the absolute path of the story's root file.
 	Story string
+	// Workspace is the directory every file the story reads must stay
+	// inside.
+	Workspace string
 	// Intents are fed to the run in order, each "intent key=value ...".
 	Intents []string
 	// World seeds world variables.
@@ -120,7 +125,7 @@ func externalTools(s *Session, _ Profile) []Tool {
 		if err != nil {
 			return toolErr("story: %v", err), nil
 		}
-		res, err := s.cfg.StartRun(ctx, StartRunRequest{Story: path, Intents: args.Intents, World: args.World, Title: args.Title})
+		res, err := s.cfg.StartRun(ctx, StartRunRequest{Story: path, Workspace: s.workspace(), Intents: args.Intents, World: args.World, Title: args.Title})
 		if err != nil {
 			return toolErr("could not start the run: %v", err), nil
 		}
@@ -140,7 +145,7 @@ func (s *Session) storyHandler(fn func(path string, st *story.Story, err error) 
 		if err != nil {
 			return toolErr("path: %v", err), nil
 		}
-		st, loadErr := s.cfg.LoadStory(ctx, path)
+		st, loadErr := s.cfg.LoadStory(ctx, path, s.workspace())
 		out, err := fn(s.rel(path), st, loadErr)
 		// The story's own secrets are masked in what the tool says of it.
 		var mask *secret.Masker
@@ -300,6 +305,15 @@ func (s *Session) root() string {
 	return "."
 }
 
+// workspace is the directory stories loaded by the tools are confined to:
+// the configured workspace, else the served directory.
+func (s *Session) workspace() string {
+	if s.cfg.Workspace != "" {
+		return s.cfg.Workspace
+	}
+	return s.root()
+}
+
 // inRoot resolves p (relative to the root, or absolute) to an absolute path
 // that stays inside the root, symlinks included.
 func (s *Session) inRoot(p string) (string, error) {
@@ -341,30 +355,28 @@ func confine(root, p string) (string, error) {
 		path = filepath.Join(absRoot, path)
 	}
 	path = filepath.Clean(path)
-	if !inside(absRoot, path) {
-		return "", fmt.Errorf("%s is outside the served directory %s", p, absRoot)
-	}
-	realRoot, err := filepath.EvalSymlinks(absRoot)
+	ws, err := workspace.New(absRoot)
 	if err != nil {
 		return "", err
 	}
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil {
+	real, err := ws.Resolve(absRoot, path)
+	var oe *workspace.OutsideError
+	switch {
+	case errors.As(err, &oe) && oe.Resolved != "":
+		return "", fmt.Errorf("%s leads outside the served directory %s", p, absRoot)
+	case errors.As(err, &oe):
+		return "", fmt.Errorf("%s is outside the served directory %s", p, absRoot)
+	case err != nil:
+		return "", err
+	}
+	if _, err := os.Stat(real); err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {
 			return "", fmt.Errorf("%s: %v", p, pe.Err)
 		}
 		return "", err
 	}
-	if !inside(realRoot, real) {
-		return "", fmt.Errorf("%s leads outside the served directory %s", p, absRoot)
-	}
 	return path, nil
-}
-
-func inside(root, path string) bool {
-	r, err := filepath.Rel(root, path)
-	return err == nil && r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator)) && !filepath.IsAbs(r)
 }
 
 func diagString(d story.Diagnostic) string {

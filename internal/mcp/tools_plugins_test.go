@@ -14,7 +14,9 @@ func TestListPluginsShowsExposedToolNames(t *testing.T) {
 	h := listen(t)
 	root, _ := filepath.Abs("../story/testdata/agenttools")
 	s := open(t, h, SessionConfig{Profile: mustProfile(t, Configuration, nil), Root: root,
-		LoadStory: func(_ context.Context, path string) (*story.Story, error) { return story.Load(path) }})
+		LoadStory: func(_ context.Context, path, ws string) (*story.Story, error) {
+			return story.Load(path, story.WithWorkspace(ws))
+		}})
 	tc := connect(t, s.URL(), s.Token(), modern)
 	text, sc, isErr := tc.mustCall(t, ToolListPlugins, map[string]any{"path": "."})
 	if isErr {

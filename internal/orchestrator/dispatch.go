@@ -118,15 +118,19 @@ func (s *Session) dispatchQueue(ctx context.Context, t *turnCtx) (int, error) {
 		}
 		t.queue = nil // the rest of the batch is dropped
 		target := q.inv.OnError
+		h := &t.handled[len(t.handled)-1]
 		if target == s.state {
+			h.Redirect = RedirectIgnored
 			continue // a self-redirect is ignored
 		}
 		depth++
 		if depth > MaxOnErrorDepth {
+			h.Redirect = RedirectCapped
 			return n, s.emit(t, trace.KindHarnessError, map[string]any{
 				"reason": "on_error.depth_cap_exceeded", "prior": s.state, "target": target, "depth": depth, "cap": MaxOnErrorDepth,
 				"message": fmt.Sprintf("on_error redirects chained more than %d times; staying in %q", MaxOnErrorDepth, s.state)})
 		}
+		h.Redirect = RedirectEntered
 		if err := s.enterPath(t, s.state, target); err != nil {
 			return n, err
 		}
@@ -157,6 +161,7 @@ func (s *Session) dispatchOne(ctx context.Context, t *turnCtx, q *queued) (faile
 		SessionID: s.id, Turn: t.n, State: s.state, World: world})
 	var data map[string]any
 	var callErr error
+	var callID string
 	switch {
 	case derr != nil:
 		if isTraceErr(derr) {
@@ -164,7 +169,7 @@ func (s *Session) dispatchOne(ctx context.Context, t *turnCtx, q *queued) (faile
 		}
 		callErr = derr
 	case res != nil:
-		data, callErr = res.Data, res.Err
+		data, callErr, callID = res.Data, res.Err, res.CallID
 	}
 	if data != nil {
 		if err := s.bind(t, q.inv, data); err != nil {
@@ -178,6 +183,8 @@ func (s *Session) dispatchOne(ctx context.Context, t *turnCtx, q *queued) (faile
 	if callErr != nil {
 		if q.inv.OnError == "" {
 			t.errs = append(t.errs, fmt.Errorf("%s: %w", q.inv.Name, callErr))
+		} else {
+			t.handled = append(t.handled, HandledError{Namespace: q.inv.Name, Call: q.inv.ID, CallID: callID, Err: callErr, OnError: q.inv.OnError})
 		}
 		he := map[string]any{"namespace": q.inv.Name, "message": callErr.Error()}
 		if data != nil {
@@ -247,7 +254,7 @@ func (s *Session) postBind(t *turnCtx) error {
 			ok, err := e.When.Eval(s.env(t))
 			if err != nil {
 				if werr := s.emit(t, trace.KindHarnessError, map[string]any{"phase": "post_bind_emit",
-					"error": fmt.Sprintf("on_enter of %s, effect %d: when %q: %v", s.state, i, e.When.Source(), err)}); werr != nil {
+					"error": fmt.Sprintf("guard error in on_enter of %s, effect %d (%s): when %q: %v", s.state, i, e.WhenPos, e.When.Source(), err)}); werr != nil {
 					return werr
 				}
 				continue

@@ -91,7 +91,7 @@ func (s *Session) runEffects(t *turnCtx, effects []*story.Effect, where string) 
 				if e.EmitIntent != nil && e.Set == nil && e.Increment == nil && e.Say == nil && e.Invoke == nil {
 					continue
 				}
-				return fault("%s, effect %d: when %q: %w", where, i, e.When.Source(), err)
+				return fault("guard error in %s, effect %d (%s): when %q: %w", where, i, e.WhenPos, e.When.Source(), err)
 			}
 			if !ok {
 				continue

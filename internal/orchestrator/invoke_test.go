@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/trace"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
@@ -196,6 +197,7 @@ func TestAskRequestShape(t *testing.T) {
 
 func TestAgentErrors(t *testing.T) {
 	okVerdict := `{"decision":"approve","confidence":0.5}`
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	tests := []struct {
 		name  string
 		agent agent.Agent
@@ -215,7 +217,7 @@ func TestAgentErrors(t *testing.T) {
 		{"sub-event call_id mismatch", scripted(func(_ context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
 			return &agent.AskResponse{Submission: json.RawMessage(okVerdict), SubEvents: []plugin.Event{{Kind: "agent.judge.tool", CallID: "nope"}}}, nil
 		}), nil, `agent: sub_event_call_id_mismatch: sub_event[0]: CallID "nope" does not match parent call_id "`},
-		{"sleeps past the deadline", sleeper(2 * time.Second), []rigOpt{withHostOpts(host.WithDefaultTimeout(50 * time.Millisecond))},
+		{"answers past the deadline", lateAnswer(clk, 50*time.Millisecond), []rigOpt{withHostOpts(host.WithClock(clk), host.WithDefaultTimeout(50*time.Millisecond))},
 			"agent: deadline_exceeded: no answer within the hard deadline of 50ms; a late answer is discarded"},
 		{"plain error", scripted(func(context.Context, *agent.AskRequest) (*agent.AskResponse, error) {
 			return nil, errString("boom")

@@ -6,9 +6,13 @@ package orchestrator
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/clock"
@@ -83,11 +87,42 @@ func New(st *story.Story, h *host.Host, sink Sink, opts ...Option) (*Session, er
 	if _, ok := st.States[s.root]; !ok {
 		return nil, fmt.Errorf("root state %q does not exist (states: %s)", s.root, strings.Join(sortedKeys(st.States), ", "))
 	}
+	if err := CheckWorld(st, s.overrides); err != nil {
+		return nil, err
+	}
 	s.world = InitialWorld(st)
 	for k, v := range s.overrides {
 		s.world[k] = v
 	}
 	return s, nil
+}
+
+// CheckWorld checks initial world values (WithWorld: a flow's initial_world,
+// the world an MCP client starts a session with) against the declared
+// types, and names the first, by key, that does not fit. Undeclared keys are
+// left to the caller.
+func CheckWorld(st *story.Story, kv map[string]any) error {
+	for _, k := range slices.Sorted(maps.Keys(kv)) {
+		for _, wv := range st.World {
+			if wv.Name == k && !wv.Fits(kv[k]) {
+				return fmt.Errorf("world key %q is declared %s; the initial value %s is not %s", k, wv.Type, showValue(kv[k]), wv.Takes())
+			}
+		}
+	}
+	return nil
+}
+
+// showValue renders a value for a message: strings quoted, the rest as
+// compact JSON.
+func showValue(v any) string {
+	if s, ok := v.(string); ok {
+		return strconv.Quote(s)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
 }
 
 // InitialWorld returns the world a session starts with: declared defaults

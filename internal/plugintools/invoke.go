@@ -15,6 +15,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/mcp"
 	"github.com/kitsoki/kitsoki/internal/schema"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
@@ -168,7 +169,7 @@ func arguments(req mcpgo.CallToolRequest) (map[string]any, []byte, error) {
 // so that disabling the plugin cancels it. Errors are worded for the
 // agent and set c.outcome.
 func (s *Service) send(ctx context.Context, c *call, proc Process, req *plugin.AgentToolRequest) (json.RawMessage, error) {
-	ctx, cancelTimeout := context.WithTimeoutCause(ctx, s.opts.Timeout, errTimeout)
+	ctx, cancelTimeout := clock.WithTimeoutCause(ctx, s.opts.Clock, s.opts.Timeout, errTimeout)
 	defer cancelTimeout()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

@@ -7,6 +7,7 @@ package plugintools
 import (
 	"encoding/json"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/mcp"
 	"github.com/kitsoki/kitsoki/internal/mcptest"
 )
@@ -327,13 +329,20 @@ func TestScenarioInvalidArgumentsNeverReachPlugin(t *testing.T) {
 // does not retry the call.
 func TestScenarioTimeoutOrCrashIsOneErrorNoRetry(t *testing.T) {
 	d, log := toolPlugin(t, "agent.tagger", "", decl("wait", kanbanOnly, anyObject, ""), decl("crash", kanbanOnly, anyObject, ""), decl("record", kanbanOnly, anyObject, ""))
-	e := newEnv(t, map[string]agent.Declaration{"agent.tagger": d}, Options{Timeout: 300 * time.Millisecond, RespawnDelay: 50 * time.Millisecond})
+	// The call deadline is measured on a fake clock: the wait call times out
+	// when the test moves the clock, and the other calls, however slowly a
+	// loaded machine runs the plugin, never reach it.
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	e := newEnv(t, map[string]agent.Declaration{"agent.tagger": d}, Options{Timeout: 300 * time.Millisecond, RespawnDelay: 50 * time.Millisecond, Clock: clk})
 	s := e.session(t, mcp.KanbanTask, "call-1")
 	tc := connect(t, s, true)
 
 	t.Run("timeout", func(t *testing.T) {
-		mustFail(t, tc.call(t, "kitsoki_agent_tagger_wait", nil),
-			"plugin agent.tagger did not answer wait within 300ms; the call was cancelled and is not retried")
+		done := waitCall(t, tc, log)
+		clk.Advance(300 * time.Millisecond)
+		if got, want := <-done, "plugin agent.tagger did not answer wait within 300ms; the call was cancelled and is not retried"; !strings.Contains(got, want) {
+			t.Errorf("wait: %q, want it to contain %q", got, want)
+		}
 		eventually(t, "the plugin sees the cancellation", func() bool { return len(eventsOf(pluginEvents(t, log), "cancelled")) == 1 })
 		if n := len(eventsOf(pluginEvents(t, log), "invoke")); n != 1 {
 			t.Errorf("the plugin was called %d times, want once", n)

@@ -3,8 +3,11 @@
 //
 // A schema may $ref other files, but only inside the story's directory tree:
 // a reference that leaves it (../x.json, an absolute path, any URL) fails the
-// compile, naming the schema and the reference. Compiled schemas are cached,
-// so a story compiles each file once.
+// compile, naming the schema and the reference. Schemas are thus confined
+// more tightly than the other files of a story (its workspace, see
+// internal/workspace), with the same containment check. A schema file over
+// workspace.MaxFileSize is refused. Compiled schemas are cached, so a story
+// compiles each file once.
 package schema
 
 import (
@@ -19,6 +22,8 @@ import (
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/kitsoki/kitsoki/internal/workspace"
 )
 
 // Compiler compiles schema files found under one directory. It is safe for
@@ -31,6 +36,7 @@ import (
 // cache, stay concurrent.
 type Compiler struct {
 	dir  string // absolute
+	ws   workspace.Root
 	root *os.Root
 
 	mu    sync.Mutex // guards cache
@@ -46,11 +52,15 @@ func NewCompiler(dir string) (*Compiler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schema root %q: %w", dir, err)
 	}
+	ws, err := workspace.New(abs)
+	if err != nil {
+		return nil, fmt.Errorf("schema root %q: %w", dir, err)
+	}
 	root, err := os.OpenRoot(abs)
 	if err != nil {
 		return nil, fmt.Errorf("schema root %q: %w", dir, err)
 	}
-	c := &Compiler{dir: abs, root: root, cache: map[string]*Schema{}, jc: jsonschema.NewCompiler()}
+	c := &Compiler{dir: abs, ws: ws, root: root, cache: map[string]*Schema{}, jc: jsonschema.NewCompiler()}
 	c.jc.DefaultDraft(jsonschema.Draft2020)
 	c.jc.UseLoader(&rootedLoader{c: c})
 	return c, nil
@@ -83,7 +93,7 @@ func (c *Compiler) Compile(path string) (*Schema, error) {
 	if ok {
 		return s, nil
 	}
-	raw, err := c.root.ReadFile(rel)
+	raw, err := workspace.ReadFS(c.root.FS(), rel, path)
 	if err != nil {
 		return nil, fmt.Errorf("schema %q: %w", path, unwrapPathError(err))
 	}
@@ -132,10 +142,10 @@ func (c *Compiler) compile(abs string, doc any) (*jsonschema.Schema, error) {
 func (c *Compiler) relPath(path string) (string, error) {
 	p := filepath.FromSlash(path)
 	if filepath.IsAbs(p) {
-		r, err := filepath.Rel(c.dir, p)
-		if err != nil || escapes(r) {
+		if !c.inside(p) {
 			return "", fmt.Errorf("path is outside the story directory %s", c.dir)
 		}
+		r, _ := filepath.Rel(c.dir, p)
 		p = r
 	}
 	p = filepath.Clean(p)
@@ -145,8 +155,19 @@ func (c *Compiler) relPath(path string) (string, error) {
 	return filepath.ToSlash(p), nil
 }
 
+// inside reports whether the absolute path p lies in the compiler's
+// directory, as written or with the directory's symlinks resolved.
+func (c *Compiler) inside(p string) bool {
+	p = filepath.Clean(p)
+	if r, err := filepath.Rel(c.dir, p); err == nil && (r == "." || filepath.IsLocal(r)) {
+		return true
+	}
+	return c.ws.Contains(p)
+}
+
+// escapes reports whether rel, a path relative to the root, leaves it.
 func escapes(rel string) bool {
-	return rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel)
+	return filepath.IsAbs(rel) || !(rel == "." || filepath.IsLocal(rel))
 }
 
 func unwrapPathError(err error) error {
@@ -233,11 +254,11 @@ func (l *rootedLoader) Load(u string) (any, error) {
 		return nil, &refError{u, "a schema", "is a URL"}
 	}
 	p := filepath.FromSlash(strings.TrimPrefix(u, prefix))
-	rel, err := filepath.Rel(l.c.dir, p)
-	if err != nil || escapes(rel) {
+	if !l.c.inside(p) {
 		return nil, &refError{u, "a schema", "leaves the story directory"}
 	}
-	raw, err := l.c.root.ReadFile(rel)
+	rel, _ := filepath.Rel(l.c.dir, p)
+	raw, err := workspace.ReadFS(l.c.root.FS(), filepath.ToSlash(rel), filepath.ToSlash(rel))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", filepath.ToSlash(rel), unwrapPathError(err))
 	}

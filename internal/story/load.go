@@ -15,6 +15,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/expr"
 	"github.com/kitsoki/kitsoki/internal/schema"
+	"github.com/kitsoki/kitsoki/internal/workspace"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -23,6 +24,15 @@ type Option func(*options)
 
 type options struct {
 	lookupEnv func(string) (string, bool)
+	workspace string
+}
+
+// WithWorkspace sets the workspace every file the story reads must stay
+// inside (the --workspace flag). Without it the workspace is the git work
+// tree enclosing the root file, else the root file's directory (see
+// internal/workspace).
+func WithWorkspace(dir string) Option {
+	return func(o *options) { o.workspace = dir }
 }
 
 // WithLookupEnv sets the function used to resolve ${VAR} references in
@@ -51,9 +61,21 @@ func Load(path string, opts ...Option) (*Story, error) {
 			Message: fmt.Sprintf("cannot read story file: %v", unwrapPathErr(err))}}}
 	}
 	dir := filepath.Dir(abs)
+	ws, err := workspace.For(abs, o.workspace)
+	if err != nil {
+		return nil, &LoadError{Diagnostics: []Diagnostic{{Pos: Pos{File: filepath.Base(abs)}, Message: err.Error()}}}
+	}
+	if _, err := ws.Resolve(dir, abs); err != nil {
+		var oe *workspace.OutsideError
+		if errors.As(err, &oe) {
+			oe.Name = path
+		}
+		return nil, &LoadError{Diagnostics: []Diagnostic{{Pos: Pos{File: filepath.Base(abs)}, Message: "story file " + err.Error()}}}
+	}
 	l := &loader{
 		opts:       o,
 		dir:        dir,
+		ws:         ws,
 		fileOrder:  map[string]int{},
 		loaded:     map[string]bool{},
 		declared:   map[string]bool{},
@@ -62,6 +84,7 @@ func Load(path string, opts ...Option) (*Story, error) {
 		st: &Story{
 			Dir:       dir,
 			File:      abs,
+			Workspace: ws,
 			Agents:    map[string]*Persona{},
 			Plugins:   map[string]agent.Declaration{},
 			Providers: map[string]agent.Provider{},
@@ -100,6 +123,7 @@ func (s *Story) Close() error {
 type loader struct {
 	opts  options
 	dir   string
+	ws    workspace.Root // every file read must stay inside it
 	st    *Story
 	diags []Diagnostic
 	warns []Diagnostic
@@ -118,6 +142,7 @@ type loader struct {
 	effects   []*effectRef
 	armKeys   []*nodeRef // on: intent keys, for the undeclared-intent warning
 	worldRefs []*nodeRef // relevant_world and exits.requires entries
+	guards    []guardRef // compiled guards that read world keys by name
 	exitOrder []exitDecl // declaration order of exits, for the __exit__ states
 
 	work       *workers                // runs parses and jobs while files are read
@@ -197,13 +222,13 @@ var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // empty file or on error) and the problems found. It touches nothing but f,
 // so files can be parsed concurrently.
 func parseFile(f *file) (*yaml.Node, []Diagnostic) {
-	data, err := os.ReadFile(f.abs)
+	data, err := workspace.ReadFile(f.abs, f.rel)
 	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
+		var tl *workspace.TooLargeError
+		if errors.As(err, &tl) {
+			return nil, []Diagnostic{{Pos: Pos{File: f.rel}, Message: err.Error()}}
 		}
-		return nil, []Diagnostic{{Pos: Pos{File: f.rel}, Message: fmt.Sprintf("cannot read story file: %v", err)}}
+		return nil, []Diagnostic{{Pos: Pos{File: f.rel}, Message: fmt.Sprintf("cannot read story file: %v", unwrapPathErr(err))}}
 	}
 	f.data = data
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -364,16 +389,45 @@ func (l *loader) loadInclude(f *file, e entry) {
 		if !filepath.IsAbs(pattern) {
 			pattern = filepath.Join(l.dir, pattern)
 		}
+		// The directory the pattern's literal part names must be inside
+		// the workspace before anything is listed; then each match (a
+		// symlink can lead anywhere).
+		if _, err := l.ws.Resolve(l.dir, literalPrefix(pattern)); err != nil {
+			l.errAt(f, nodes[i], path, "%v", renamed(err, g))
+			continue
+		}
 		matches, err := filepath.Glob(pattern)
 		if err != nil {
 			l.errAt(f, nodes[i], path, "bad include pattern %q: %v", g, err)
 			continue
 		}
-		var files []string
+		var files, outside []string
+		var firstOut error
 		for _, m := range matches {
-			if st, err := os.Stat(m); err == nil && st.Mode().IsRegular() {
-				files = append(files, m)
+			st, err := os.Stat(m)
+			if err != nil || !st.Mode().IsRegular() {
+				continue
 			}
+			if _, err := l.ws.Resolve(l.dir, m); err != nil {
+				if firstOut == nil {
+					firstOut = renamed(err, l.relPath(m))
+				}
+				outside = append(outside, m)
+				continue
+			}
+			files = append(files, m)
+		}
+		if firstOut != nil {
+			more := ""
+			if n := len(outside) - 1; n > 0 {
+				more = fmt.Sprintf(" (and %d more)", n)
+			}
+			if g == l.relPath(outside[0]) || literalPrefix(pattern) == pattern {
+				l.errAt(f, nodes[i], path, "%v", renamed(firstOut, g))
+			} else {
+				l.errAt(f, nodes[i], path, "include %q: %v%s", g, firstOut, more)
+			}
+			continue
 		}
 		if len(files) == 0 {
 			l.errAt(f, nodes[i], path, "include %q matches no file", g)
@@ -387,4 +441,32 @@ func (l *loader) loadInclude(f *file, e entry) {
 			}
 		}
 	}
+}
+
+// literalPrefix is the part of a glob pattern before its first
+// metacharacter, cut back to a whole path element: the directory the
+// pattern lists (the pattern itself when it has no metacharacter).
+func literalPrefix(pattern string) string {
+	i := strings.IndexAny(pattern, `*?[`)
+	if runtime.GOOS != "windows" {
+		if j := strings.IndexByte(pattern, '\\'); j >= 0 && (i < 0 || j < i) {
+			i = j
+		}
+	}
+	if i < 0 {
+		return pattern
+	}
+	return filepath.Dir(pattern[:i+1])
+}
+
+// renamed returns err with the path it names replaced by name (the form
+// the story wrote), when err is a workspace.OutsideError.
+func renamed(err error, name string) error {
+	var oe *workspace.OutsideError
+	if errors.As(err, &oe) {
+		c := *oe
+		c.Name = name
+		return &c
+	}
+	return err
 }

@@ -40,7 +40,9 @@ func (a *cassetteAgent) key(req *agent.AskRequest) *callKey {
 		args[k] = v
 	}
 	args["verb"] = req.Verb
-	return newCallKey(a.alias, a.c.phase(req.StatePath), args)
+	k := newCallKey(a.alias, a.c.phase(req.StatePath), args)
+	k.hash = agentRequestHash(req)
+	return k
 }
 
 // SelectEpisode picks the episode that will answer req and reserves it for
@@ -71,7 +73,7 @@ func (a *cassetteAgent) Ask(ctx context.Context, req *agent.AskRequest) (*agent.
 			if a.c.mode == ModeNewEpisodes && a.live != nil {
 				return a.recordMiss(ctx, req)
 			}
-			msg := a.c.missText(k)
+			msg := a.c.missMessage(k)
 			a.c.addMiss(msg)
 			return nil, agent.Errorf(agent.KindTransportError, "cassette agent %q: %s", a.alias, msg)
 		}

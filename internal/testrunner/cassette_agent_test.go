@@ -217,7 +217,7 @@ episodes:
 	if time.Since(begin) > 5*time.Second {
 		t.Errorf("a fake-clock delay took real time")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	ctx, cancel := clock.WithTimeout(context.Background(), clk, time.Second) // measured on the cassette's clock
 	defer cancel()
 	_, err := a.Ask(ctx, &agent.AskRequest{Verb: "ask", With: map[string]any{"call": "late"}})
 	ae, ok := agent.AsAskError(err)

@@ -41,12 +41,13 @@ func (h *cassetteHandler) Invoke(ctx context.Context, call *host.Call) (*host.Re
 		return h.live.Invoke(ctx, call)
 	}
 	k := newCallKey(h.name, h.c.phase(call.State), call.Args)
+	k.hash = hostRequestHash(call)
 	p, ok := h.c.pick(k)
 	if !ok {
 		if h.c.mode == ModeNewEpisodes && h.live != nil {
 			return h.recordMiss(ctx, call)
 		}
-		msg := h.c.missText(k)
+		msg := h.c.missMessage(k)
 		h.c.addMiss(msg)
 		return nil, errors.New(msg)
 	}

@@ -91,6 +91,7 @@ func episodeNode(ep *Episode) (*yaml.Node, error) {
 			return nil, fmt.Errorf("episode %q: match: %w", ep.ID, err)
 		}
 	}
+	addStrOpt(m, "request_hash", ep.RequestHash)
 	r := ep.Response
 	if r.HasData || r.Error != "" || r.InfraError != "" {
 		rm := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}

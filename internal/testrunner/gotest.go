@@ -58,6 +58,12 @@ func runFixtures(t *testing.T, fixtures []*Fixture, opts []FlowOption) {
 			if res.Skipped {
 				t.Skip(res.SkipReason)
 			}
+			for _, w := range res.Warnings {
+				t.Logf("warning: %s", w)
+			}
+			if n := res.DroppedHostCalls; n > 0 {
+				t.Logf("%d host call(s) dropped: the fixture has no stubs", n)
+			}
 			for _, tr := range res.Turns {
 				where := "[session]"
 				if tr.TurnIndex != SessionIndex {
@@ -129,6 +135,9 @@ func (r *Replayed) Do(line string) *orchestrator.Outcome {
 	out, err := r.Turn(context.Background(), intent, slots, "")
 	if err != nil {
 		r.t.Fatalf("%q: %v", line, err)
+	}
+	for _, w := range r.Cassette.TakeWarnings() {
+		r.t.Logf("%q: warning: %s", line, w)
 	}
 	return out
 }

@@ -68,7 +68,7 @@ func agentEpisode(ctx context.Context, alias, phase string, req *agent.AskReques
 		}
 	}
 	return &Episode{ID: episodeID(alias, req.StatePath),
-		Match: map[string]any{"handler": alias, "phase": phase}, Agent: ab}
+		Match: map[string]any{"handler": alias, "phase": phase}, RequestHash: agentRequestHash(req), Agent: ab}
 }
 
 // askErrorText is the error as the host classifies it: an AskError as
@@ -165,7 +165,8 @@ func toFloat(v any) (float64, bool) {
 // handler and phase and keep the bound data, with an agent: block that
 // describes the exchange.
 func hostEpisode(name, phase string, call *host.Call, res *host.Result, err error) *Episode {
-	ep := &Episode{ID: episodeID(name, call.State), Match: map[string]any{"handler": name, "phase": phase}}
+	ep := &Episode{ID: episodeID(name, call.State), Match: map[string]any{"handler": name, "phase": phase},
+		RequestHash: hostRequestHash(call)}
 	isAgent := strings.HasPrefix(name, host.AgentNamespace)
 	if !isAgent {
 		for k, v := range call.Args {

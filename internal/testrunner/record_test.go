@@ -3,6 +3,8 @@ package testrunner
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -155,6 +157,7 @@ episodes:
       handler: host.git.open_pr
       phase: opening
       title: Fix
+    request_hash: 12d98462b905fe52
     response:
       data:
         url: https://pr/1
@@ -165,6 +168,7 @@ episodes:
       handler: host.git.open_pr
       phase: opening
       title: Again
+    request_hash: e41028a6f5b2d93a
     response:
       infra_error: github unreachable
 `
@@ -174,6 +178,12 @@ episodes:
 	}
 	if got != want {
 		t.Errorf("recording:\n%s\nwant:\n%s", got, want)
+	}
+	// The hash is the documented one: SHA-256 over the canonical JSON of
+	// {args, invoke}, first 16 hex characters.
+	sum := sha256.Sum256([]byte(`{"args":{"call":"pr","draft":false,"title":"Fix"},"invoke":"host.git.open_pr"}`))
+	if h := hex.EncodeToString(sum[:])[:16]; h != "12d98462b905fe52" {
+		t.Errorf("documented hash of the first call = %s, recorded 12d98462b905fe52", h)
 	}
 }
 

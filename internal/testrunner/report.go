@@ -75,7 +75,10 @@ func WriteResult(w io.Writer, res *FlowResult, verbose bool) {
 	case !res.Passed:
 		status = "FAIL"
 	}
-	fmt.Fprintf(w, "%s  %s\n", status, res.Name)
+	fmt.Fprintf(w, "%s  %s%s\n", status, res.Name, droppedNote(res.DroppedHostCalls))
+	for _, warn := range res.Warnings {
+		fmt.Fprintf(w, "  warning: %s\n", warn)
+	}
 	if res.Skipped {
 		if verbose {
 			fmt.Fprintf(w, "  skipped: %s\n", res.SkipReason)
@@ -119,4 +122,16 @@ func (r *Report) WriteJSON(path string) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// droppedNote is the report's note on host calls a fixture without stubs
+// dropped: " (3 host calls dropped: no stubs)", "" when none were.
+func droppedNote(n int) string {
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return " (1 host call dropped: no stubs)"
+	}
+	return fmt.Sprintf(" (%d host calls dropped: no stubs)", n)
 }

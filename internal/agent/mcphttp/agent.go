@@ -21,7 +21,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"runtime/debug"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -30,6 +29,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/secret"
+	"github.com/kitsoki/kitsoki/internal/version"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
@@ -205,10 +205,10 @@ func (a *Agent) newConnection(single bool) (*connection, error) {
 	return &connection{client: c, tr: tr, single: single}, nil
 }
 
-func (a *Agent) initRequest(version string) mcp.InitializeRequest {
+func (a *Agent) initRequest(protocol string) mcp.InitializeRequest {
 	var req mcp.InitializeRequest
-	req.Params.ProtocolVersion = version
-	req.Params.ClientInfo = mcp.Implementation{Name: "kitsoki", Version: kitsokiVersion()}
+	req.Params.ProtocolVersion = protocol
+	req.Params.ClientInfo = mcp.Implementation{Name: "kitsoki", Version: version.String()}
 	return req
 }
 
@@ -325,11 +325,4 @@ func (a *Agent) Close() error {
 	}
 	a.httpc.CloseIdleConnections()
 	return nil
-}
-
-func kitsokiVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "dev"
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/eval"
 	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/spf13/cobra"
 )
@@ -319,9 +320,9 @@ func runEval(cmd *cobra.Command, g *globals, o *evalRunOpts, path string) (err e
 		}
 		ro.Replay = rp
 	} else {
-		reg := newRegistry(c.Story, logger)
+		reg := runtime.LiveRegistry(c.Story, logger)
 		defer reg.Close()
-		builtin := newBuiltin(c.Story, logger)
+		builtin := runtime.LiveBuiltin(c.Story, logger)
 		defer builtin.Close()
 		ro.Registry, ro.Builtin = reg, builtin
 		if o.record != "" {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
@@ -82,7 +83,7 @@ func TestInteractiveShowsHandledErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	reg := newRegistry(st, nil)
+	reg := runtime.LiveRegistry(st, nil)
 	defer reg.Close()
 	sess, err := orchestrator.New(st, host.New(st, reg, w), w, orchestrator.WithSessionID("s1"))
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/kitsoki/kitsoki/internal/mcp"
@@ -79,7 +78,8 @@ func startRun(g *globals, cmd *cobra.Command) mcp.RunStarter {
 			return nil, err
 		}
 		defer rt.Close()
-		out, err := rt.sess.Start(ctx)
+		sess := rt.Session()
+		out, err := sess.Start(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -87,11 +87,11 @@ func startRun(g *globals, cmd *cobra.Command) mcp.RunStarter {
 			if out.Done || out.Outcome != orchestrator.OutcomeTransitioned {
 				break
 			}
-			intent, slots, err := rt.sess.ParseInput(line)
+			intent, slots, err := sess.ParseInput(line)
 			if err != nil {
 				return nil, fmt.Errorf("intent %q: %w", line, err)
 			}
-			if out, err = rt.sess.Turn(ctx, intent, slots, line); err != nil {
+			if out, err = sess.Turn(ctx, intent, slots, line); err != nil {
 				return nil, err
 			}
 			if out.Rejection != nil {
@@ -102,16 +102,6 @@ func startRun(g *globals, cmd *cobra.Command) mcp.RunStarter {
 			}
 		}
 		abs, _ := filepath.Abs(path)
-		return &mcp.StartRunResult{RunID: id, State: rt.sess.State(), Terminal: out.Done, Trace: abs}, nil
+		return &mcp.StartRunResult{RunID: id, State: sess.State(), Terminal: out.Done, Trace: abs}, nil
 	}
-}
-
-// ensureNewTrace refuses to append a new session to a trace that already
-// holds one: a trace file is one session.
-func ensureNewTrace(path string) error {
-	fi, err := os.Stat(path)
-	if err == nil && fi.Size() > 0 {
-		return fmt.Errorf("trace %s already holds a session; pass another --trace path (or remove the file)", path)
-	}
-	return nil
 }

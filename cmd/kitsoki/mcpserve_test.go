@@ -9,11 +9,9 @@ import (
 	"testing"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/mcp"
-	"github.com/kitsoki/kitsoki/internal/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
-	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
 // TestMCPServeStdio drives `kitsoki mcp serve --stdio` as an outside MCP
@@ -70,19 +68,21 @@ func TestRunFactsReachTheCallContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := trace.NewMemSink()
-	reg := agent.NewRegistry(nil)
-	reg.Configure(st.Plugins)
 	var got *mcp.CallContext
-	reg.RegisterInProcess("agent.demo", agent.AgentFunc(func(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
+	demo := agent.AgentFunc(func(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
 		got = mcp.CallContextFrom(ctx)
 		return &agent.AskResponse{Submission: json.RawMessage(`{"text":"hi","tone":"casual","done":true}`)}, nil
-	}))
-	var sess *orchestrator.Session
-	h := host.New(st, reg, w, liveCalls(st, &sess, nil, runFacts{autopilot: true, providers: []string{mcp.StoryFilesProvider}}))
-	if sess, err = orchestrator.New(st, h, w); err != nil {
+	})
+	rt, err := runtime.Open(st, runtime.Config{
+		Agents:  runtime.Agents{Override: map[string]agent.Agent{"agent.demo": demo}},
+		Session: &runtime.Session{ID: "s"},
+		Tools:   runtime.Tools{Autopilot: true, Providers: []string{mcp.StoryFilesProvider}},
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
+	defer rt.Close()
+	sess := rt.Session()
 	if _, err := sess.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"strings"
 
-	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/mcp"
 	"github.com/kitsoki/kitsoki/internal/plugintools"
 	"github.com/kitsoki/kitsoki/internal/story"
@@ -25,18 +23,11 @@ type pluginRuntime struct {
 	ctl  *mcp.HTTPServer
 }
 
-// startPlugins starts the plugin-tool service of run session. With
-// controlAddr it also serves the configuration surface, whose plugin
-// controls act on this run, and prints its URL and token on stderr.
-func startPlugins(st *story.Story, reg *agent.Registry, session, controlAddr string, logger *slog.Logger, stderr io.Writer) (*pluginRuntime, error) {
-	svc, err := plugintools.New(st.Plugins, plugintools.Options{
-		Registry: reg,
-		RunLive:  func(id string) bool { return id == session },
-		Logger:   logger,
-	})
-	if err != nil {
-		return nil, err
-	}
+// startPlugins wraps the plugin-tool service of a run (runtime.Open with
+// Tools.Plugins started it). With controlAddr it also serves the
+// configuration surface, whose plugin controls act on this run, and prints
+// its URL and token on stderr.
+func startPlugins(st *story.Story, svc *plugintools.Service, controlAddr string, logger *slog.Logger, stderr io.Writer) (*pluginRuntime, error) {
 	pr := &pluginRuntime{svc: svc, path: st.File, ws: st.Workspace.Dir()}
 	if controlAddr == "" {
 		return pr, nil
@@ -44,7 +35,6 @@ func startPlugins(st *story.Story, reg *agent.Registry, session, controlAddr str
 	p, _ := mcp.ParseMode(string(mcp.Configuration))
 	h, err := mcp.ListenHTTP(controlAddr, logger)
 	if err != nil {
-		svc.Close()
 		return nil, fmt.Errorf("--control-mcp: %w", err)
 	}
 	s, err := h.Open(mcp.SessionConfig{
@@ -58,7 +48,6 @@ func startPlugins(st *story.Story, reg *agent.Registry, session, controlAddr str
 	})
 	if err != nil {
 		h.Close()
-		svc.Close()
 		return nil, fmt.Errorf("--control-mcp: %w", err)
 	}
 	pr.ctl = h
@@ -66,25 +55,13 @@ func startPlugins(st *story.Story, reg *agent.Registry, session, controlAddr str
 	return pr, nil
 }
 
-// catalog is the plugin-tool catalog live agent calls attach to.
-func (p *pluginRuntime) catalog() *mcp.Catalog {
-	if p == nil {
-		return nil
-	}
-	return p.svc.Catalog()
-}
-
-// Close stops the control server and the service (the registry closes the
-// plugins themselves).
+// Close stops the control server (the runtime closes the service, and the
+// registry the plugins themselves).
 func (p *pluginRuntime) Close() error {
-	if p == nil {
+	if p == nil || p.ctl == nil {
 		return nil
 	}
-	var err error
-	if p.ctl != nil {
-		err = p.ctl.Close()
-	}
-	return errors.Join(err, p.svc.Close())
+	return p.ctl.Close()
 }
 
 // pluginHelp documents the prompt's plugin commands.

@@ -10,25 +10,14 @@ import (
 	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/routes"
 	"github.com/kitsoki/kitsoki/internal/story"
 )
 
-// Pins is what became of a story's selection: pins: the route of every
-// pinned invoke (honoured or not), and one warning per pin that was not
-// honoured.
-type Pins struct {
-	Routes   map[*story.Invoke]*host.Route
-	Warnings []string
-}
+// Pins is what became of a story's selection: pins (routes.Pins).
+type Pins = routes.Pins
 
-// Err is nil when every pin was honoured, else an error listing the
-// warnings: what `--strict-pins` turns them into.
-func (p *Pins) Err() error {
-	if len(p.Warnings) == 0 {
-		return nil
-	}
-	return fmt.Errorf("pins not honoured (--strict-pins):\n  %s", strings.Join(p.Warnings, "\n  "))
-}
+var _ routes.Resolver = ResolvePins
 
 // ResolvePins acts on the selection: block of every host.agent.* invoke
 // of a loaded story (eval-format.md §6). A pin (a selection naming a

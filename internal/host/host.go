@@ -31,6 +31,30 @@ type Call struct {
 	Turn      int64
 	State     string
 	World     map[string]any // the world at dispatch; handlers must not modify it
+	// Run is what the session dispatching the call lends it for this call
+	// (the zero value outside a session, e.g. an eval's calls).
+	Run RunEnv
+}
+
+// RunEnv is what a session hands each call it dispatches: the actions the
+// call's agent may take on the run (through kitsoki's MCP tools), and
+// whether agents own the run's title. A session builds it per dispatch, so
+// nothing that wires a run needs a reference to the session.
+type RunEnv struct {
+	Live       LiveActions // nil outside a session
+	TitleOwned bool
+}
+
+// LiveActions is what one in-flight agent call may do to its run. It has
+// the method set of mcp.LiveCall, so a session's actions pass to the MCP
+// tools unchanged; every method acts on the dispatching run only.
+type LiveActions interface {
+	World() map[string]any
+	AskOperator(ctx context.Context, question string) (string, error)
+	AskParent(ctx context.Context, question string) (string, error)
+	SetTitle(ctx context.Context, title string) error
+	CompleteStep(ctx context.Context, summary string) error
+	EmitIntent(ctx context.Context, name string, slots map[string]any) error
 }
 
 // Result is a handler's answer. Data is what bind: reads. Err is a domain

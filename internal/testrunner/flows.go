@@ -14,10 +14,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
@@ -274,23 +274,27 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 	st, logger := f.Story, f.cfg.logger
 	mem := trace.NewMemSink(trace.WithSecrets(st.Secrets), trace.WithClock(f.clk))
 	sink := &captureSink{MemSink: mem}
-	reg := agent.NewRegistry(logger)
-	reg.Configure(st.Plugins)
-	defer reg.Close()
-
-	hopts := []host.Option{host.WithClock(f.clk), host.WithLogger(logger)}
-	if f.Cassette != nil {
-		hopts = append(hopts, host.WithBuiltin(f.Cassette.ReplayAgents(st, reg, nil)))
+	root := fx.InitialState
+	if root == "" {
+		root = st.Root
 	}
-	h := host.New(st, reg, sink, hopts...)
+	cfg := runtime.Config{Logger: logger, Clock: f.clk, Trace: runtime.Trace{Sink: sink},
+		Session: &runtime.Session{ID: "flow", Root: root, World: deepCopyMap(fx.InitialWorld)}}
+	if f.Cassette != nil {
+		cfg.Cassette = f.Cassette
+	}
+	rt, err := runtime.Open(st, cfg)
+	if err != nil {
+		res.Turns = append(res.Turns, TurnResult{TurnIndex: SessionIndex, Failures: []string{"seed: " + err.Error()}})
+		return f.finish(res, mem)
+	}
+	defer rt.Close()
+	h, sess := rt.Host(), rt.Session()
 	// Host calls are dispatched only when the fixture says how to answer
 	// them; otherwise they are dropped (answered with nothing), as Kitsoki
 	// does, so older fixtures keep passing.
 	dispatch := f.Cassette != nil || fx.HostHandlers != nil || fx.AdvanceClock
-	switch {
-	case f.Cassette != nil:
-		f.Cassette.ReplayHandlers(h, sink, st.App.ID)
-	case fx.HostHandlers != nil:
+	if f.Cassette == nil && fx.HostHandlers != nil {
 		for _, name := range sortedKeys(fx.HostHandlers) {
 			hd := &stubHandler{stub: fx.HostHandlers[name], clk: f.clk, name: name}
 			h.Register(name, hd)
@@ -307,17 +311,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 			h.Register(name, drop)
 		}
 	}
-
-	root := fx.InitialState
-	if root == "" {
-		root = st.Root
-	}
-	sess, err := orchestrator.New(st, h, sink, orchestrator.WithSessionID("flow"), orchestrator.WithRoot(root),
-		orchestrator.WithWorld(deepCopyMap(fx.InitialWorld)), orchestrator.WithClock(f.clk), orchestrator.WithLogger(logger))
-	if err == nil {
-		err = sess.Seed()
-	}
-	if err != nil {
+	if err := sess.Seed(); err != nil {
 		res.Turns = append(res.Turns, TurnResult{TurnIndex: SessionIndex, Failures: []string{"seed: " + err.Error()}})
 		return f.finish(res, mem)
 	}

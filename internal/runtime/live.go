@@ -34,13 +34,24 @@ func liveBuiltin(st *story.Story, logger *slog.Logger) *claudecli.Agent {
 // st's declarations and the demo agent, as Agents.Live builds it, for a
 // caller that shares one registry between runtimes (Agents.Registry).
 func LiveRegistry(st *story.Story, logger *slog.Logger) *agent.Registry {
+	return newRegistry(st, logger, true)
+}
+
+// newRegistry is the one place a run's agent registry is built: the
+// story's declarations, and with live every transport this build has and
+// the demo agent (when the story declares it).
+func newRegistry(st *story.Story, logger *slog.Logger, live bool) *agent.Registry {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	reg := agent.NewRegistry(logger)
-	transports.Register(reg)
+	if live {
+		transports.Register(reg)
+	}
 	reg.Configure(st.Plugins)
-	demo.Register(reg) // when the story declares it
+	if live {
+		demo.Register(reg)
+	}
 	return reg
 }
 

@@ -319,13 +319,7 @@ func (rt *Runtime) buildRegistry(cfg Config) {
 	if cfg.Agents.Registry != nil {
 		rt.reg = cfg.Agents.Registry
 	} else {
-		rt.ownReg = true
-		if cfg.Agents.Live {
-			rt.reg = LiveRegistry(rt.story, cfg.Logger)
-		} else {
-			rt.reg = agent.NewRegistry(cfg.Logger)
-			rt.reg.Configure(rt.story.Plugins)
-		}
+		rt.reg, rt.ownReg = newRegistry(rt.story, cfg.Logger, cfg.Agents.Live), true
 	}
 	for _, alias := range slices.Sorted(maps.Keys(cfg.Agents.Override)) {
 		rt.reg.Register(alias, cfg.Agents.Override[alias])

@@ -157,8 +157,8 @@ type Runtime struct {
 	ownReg   bool
 	host     *host.Host
 	sink     orchestrator.Sink
-	file     *trace.Writer   // the trace file Open created, nil otherwise
-	mem      *trace.MemSink  // the memory trace, nil otherwise
+	file     *trace.Writer  // the trace file Open created, nil otherwise
+	mem      *trace.MemSink // the memory trace, nil otherwise
 	plugins  *plugintools.Service
 	sess     *orchestrator.Session
 	warnings []string

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/eval"
 	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/routes"
 	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/spf13/cobra"
@@ -403,7 +404,7 @@ func stderrFile(cmd *cobra.Command) io.Reader {
 // that are not honoured are printed as warnings, or with strict returned
 // as a load error.
 func applyPins(st *story.Story, stderr io.Writer, strict bool) (map[*story.Invoke]*host.Route, error) {
-	pins := eval.ResolvePins(st)
+	pins := routes.Resolve(st)
 	if strict {
 		if err := pins.Err(); err != nil {
 			return nil, err

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/eval"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/mcp"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
@@ -146,7 +145,6 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 		Trace:      tr,
 		Agents:     runtime.Agents{Live: true},
 		Timeout:    o.timeout,
-		Pins:       eval.ResolvePins,
 		StrictPins: o.strictPins,
 		PinWarning: pinWarnings(stderr),
 		Session:    session,

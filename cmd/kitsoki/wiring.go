@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/kitsoki/kitsoki/internal/eval"
 	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
 )
@@ -32,7 +31,6 @@ func openRuntime(st *story.Story, c runtimeConfig) (*runtime.Runtime, error) {
 		Trace:   runtime.Trace{Path: c.trace},
 		Agents:  runtime.Agents{Live: true},
 		Timeout: c.timeout,
-		Pins:    eval.ResolvePins,
 		Session: &runtime.Session{ID: c.session, World: c.world, Title: c.title},
 	})
 }

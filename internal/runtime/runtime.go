@@ -50,9 +50,6 @@ type Config struct {
 	// Recorder, when set, wraps the live agents and host handlers so every
 	// exchange is recorded (kitsoki run --record).
 	Recorder Recorder
-	// Pins resolves the story's selection: pins (eval.ResolvePins); nil
-	// resolves none, so every invoke takes its own route.
-	Pins routes.Resolver
 	// StrictPins makes a selection: pin that cannot be honoured an error
 	// of Open (a *PinsError), instead of a warning.
 	StrictPins bool
@@ -60,7 +57,8 @@ type Config struct {
 	// its fallback route); nil logs it as a warning.
 	PinWarning func(warning string)
 	// Routes, when non-nil, are the per-invoke routes instead of the ones
-	// the story's pins resolve to (an eval candidate's route).
+	// the story's selection: pins resolve to (routes.Resolve): an eval
+	// candidate's route.
 	Routes map[*story.Invoke]*host.Route
 	// Session describes the session; nil builds no session (a host that
 	// is dispatched to directly, as an eval does).
@@ -254,10 +252,7 @@ func Open(st *story.Story, cfg Config) (_ *Runtime, err error) {
 // pins resolves the story's selection: pins into routes, reporting the
 // ones that are not honoured, or refusing them with StrictPins.
 func (rt *Runtime) pins(cfg Config) (map[*story.Invoke]*host.Route, error) {
-	if cfg.Pins == nil {
-		return nil, nil
-	}
-	pins := cfg.Pins(rt.story)
+	pins := routes.Resolve(rt.story)
 	if cfg.StrictPins {
 		if err := pins.Err(); err != nil {
 			return nil, &PinsError{Err: err}

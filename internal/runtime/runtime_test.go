@@ -15,7 +15,6 @@ import (
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/mcp"
-	"github.com/kitsoki/kitsoki/internal/routes"
 	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/testrunner"
@@ -198,40 +197,33 @@ func TestCassetteReplay(t *testing.T) {
 	}
 }
 
-// TestPins checks that pins are resolved by Config.Pins, reported through
-// PinWarning (or refused with StrictPins, before any trace file exists),
-// and that Config.Routes replaces them.
+// TestPins checks that the story's selection: pins are resolved for every
+// run, reported through PinWarning (or refused with StrictPins, before any
+// trace file exists), and that Config.Routes replaces them.
 func TestPins(t *testing.T) {
-	const warning = `pin for call "compose" not applied: evidence evals/reports/compose/latest.json is missing; using the default route (agent.demo)`
-	var resolved int
-	resolver := func(st *story.Story) *routes.Pins {
-		resolved++
-		return &routes.Pins{Routes: map[*story.Invoke]*host.Route{}, Warnings: []string{warning}}
-	}
+	const warning = `pin for call "verdict" not applied: evidence evals/reports/verdict/latest.json is missing (run kitsoki eval run --live to produce it); using the default route (agent.demo)`
 	for _, tc := range []struct {
 		name         string
 		strict       bool
 		routes       map[*story.Invoke]*host.Route
 		wantErr      string
 		wantWarnings []string
-		wantResolved int
 	}{
-		{name: "warned", wantWarnings: []string{warning}, wantResolved: 1},
-		{name: "strict refuses", strict: true, wantResolved: 1,
-			wantErr: "pins not honoured (--strict-pins):\n  " + warning},
+		{name: "warned", wantWarnings: []string{warning}},
+		{name: "strict refuses", strict: true, wantErr: "pins not honoured (--strict-pins):\n  " + warning},
 		{name: "routes replace the pins", routes: map[*story.Invoke]*host.Route{}, strict: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			resolved = 0
-			st := loadHello(t)
+			st, err := story.Load(filepath.Join("testdata", "pinned", "app.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
 			path := filepath.Join(t.TempDir(), "t.jsonl")
 			var warned []string
-			rt, err := runtime.Open(st, runtime.Config{Pins: resolver, StrictPins: tc.strict, Routes: tc.routes,
+			rt, err := runtime.Open(st, runtime.Config{StrictPins: tc.strict, Routes: tc.routes,
 				PinWarning: func(w string) { warned = append(warned, w) },
 				Trace:      runtime.Trace{Path: path}, Session: &runtime.Session{ID: "s"}})
-			if resolved != tc.wantResolved {
-				t.Errorf("the resolver ran %d times, want %d", resolved, tc.wantResolved)
-			}
 			if tc.wantErr != "" {
 				var pe *runtime.PinsError
 				if !errors.As(err, &pe) || err.Error() != tc.wantErr {

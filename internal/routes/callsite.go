@@ -1,17 +1,20 @@
-package eval
+package routes
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/story"
 	"go.yaml.in/yaml/v3"
 )
 
-// CallSite is a host.agent.* invoke that an eval can target (eval-format.md
+// CallSite is a host.agent.* invoke that an eval can target and a pin can
+// route (eval-format.md
 // §3). The JSON form is what `kitsoki eval run --json` prints.
 type CallSite struct {
 	Call         string `json:"call"`
@@ -40,6 +43,32 @@ type siteRef struct {
 	state string
 	index int
 	eff   *story.Effect
+}
+
+// walkAllInvokes lists every invoke, agent or not, in call-site order.
+func walkAllInvokes(st *story.Story) []siteRef {
+	var out []siteRef
+	add := func(state string, effs []*story.Effect) {
+		for i, e := range effs {
+			if e.Invoke != nil {
+				out = append(out, siteRef{state: state, index: i, eff: e})
+			}
+		}
+	}
+	for _, n := range sortedKeys(st.States) {
+		s := st.States[n]
+		add(n, s.OnEnter)
+		for _, in := range sortedKeys(s.On) {
+			for _, arm := range s.On[in] {
+				add(n, arm.Effects)
+			}
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
 }
 
 // walkAgentInvokes lists every host.agent.* invoke in the order of §3:

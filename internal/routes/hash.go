@@ -1,4 +1,4 @@
-package eval
+package routes
 
 import (
 	"crypto/sha256"
@@ -61,10 +61,26 @@ func SiteHashes(st *story.Story, cs *CallSite) Hashes {
 	return h
 }
 
-// storyPath joins a story-relative path to the story directory; "" stays
+// inWorkspace resolves a story-relative path inside the story's workspace;
+// "" for "" and for a path outside it (never read).
+func inWorkspace(st *story.Story, p string) string {
+	if p == "" {
+		return ""
+	}
+	if st.Workspace.IsZero() {
+		return StoryPath(st.Dir, p)
+	}
+	real, err := st.Workspace.Resolve(st.Dir, p)
+	if err != nil {
+		return ""
+	}
+	return real
+}
+
+// StoryPath joins a story-relative path to the story directory; "" stays
 // "", and text that cannot be a path (an inline prompt) yields a path that
 // does not exist.
-func storyPath(dir, p string) string {
+func StoryPath(dir, p string) string {
 	if p == "" {
 		return ""
 	}

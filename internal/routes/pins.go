@@ -1,4 +1,4 @@
-package eval
+package routes
 
 import (
 	"errors"
@@ -6,20 +6,31 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/host"
-	"github.com/kitsoki/kitsoki/internal/routes"
 	"github.com/kitsoki/kitsoki/internal/story"
 )
 
-// Pins is what became of a story's selection: pins (routes.Pins).
-type Pins = routes.Pins
+// Pins is what became of a story's selection: pins: the route of every
+// pinned invoke (honoured or not), and one warning per pin that was not
+// honoured.
+type Pins struct {
+	Routes   map[*story.Invoke]*host.Route
+	Warnings []string
+}
 
-var _ routes.Resolver = ResolvePins
+// Err is nil when every pin was honoured, else an error listing the
+// warnings: what `--strict-pins` turns them into.
+func (p *Pins) Err() error {
+	if len(p.Warnings) == 0 {
+		return nil
+	}
+	return fmt.Errorf("pins not honoured (--strict-pins):\n  %s", strings.Join(p.Warnings, "\n  "))
+}
 
-// ResolvePins acts on the selection: block of every host.agent.* invoke
+// Resolve acts on the selection: block of every host.agent.* invoke
 // of a loaded story (eval-format.md §6). A pin (a selection naming a
 // profile, model or effort) is honoured when its evidence report exists,
 // matches the call site's current hashes, and its candidate for the pinned
@@ -27,7 +38,7 @@ var _ routes.Resolver = ResolvePins
 // the call goes to selection.fallback_profile, or where its agent: field
 // says, and a warning names the call, the report and why. A selection with
 // only evidence: is metadata and routes nothing.
-func ResolvePins(st *story.Story) *Pins {
+func Resolve(st *story.Story) *Pins {
 	out := &Pins{Routes: map[*story.Invoke]*host.Route{}}
 	src := newSourceCache(st.Dir)
 	for _, r := range walkAllInvokes(st) {
@@ -57,33 +68,6 @@ func ResolvePins(st *story.Story) *Pins {
 		route.Pin = &host.PinState{Evidence: sel.Evidence, Reason: reason}
 		out.Routes[inv] = route
 		out.Warnings = append(out.Warnings, fmt.Sprintf("pin for call %s not applied: %s; %s", name, reason, using))
-	}
-	return out
-}
-
-// walkAllInvokes lists every invoke, agent or not, in call-site order.
-func walkAllInvokes(st *story.Story) []siteRef {
-	names := make([]string, 0, len(st.States))
-	for n := range st.States {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var out []siteRef
-	add := func(state string, effs []*story.Effect) {
-		for i, e := range effs {
-			if e.Invoke != nil {
-				out = append(out, siteRef{state: state, index: i, eff: e})
-			}
-		}
-	}
-	for _, n := range names {
-		s := st.States[n]
-		add(n, s.OnEnter)
-		for _, in := range sortedKeys(s.On) {
-			for _, arm := range s.On[in] {
-				add(n, arm.Effects)
-			}
-		}
 	}
 	return out
 }
@@ -129,8 +113,8 @@ func honour(st *story.Story, src *sourceCache, r siteRef, sel *Pin) (*host.Route
 	if _, err := st.Workspace.Resolve(st.Dir, sel.Evidence); err != nil && !st.Workspace.IsZero() {
 		return nil, fmt.Sprintf("evidence %v", err)
 	}
-	path := storyPath(st.Dir, sel.Evidence)
-	rep, err := ReadReport(path)
+	path := StoryPath(st.Dir, sel.Evidence)
+	rep, err := readEvidence(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Sprintf("evidence %s is missing (run kitsoki eval run --live to produce it)", sel.Evidence)
@@ -158,7 +142,7 @@ func honour(st *story.Story, src *sourceCache, r siteRef, sel *Pin) (*host.Route
 	if sel.Effort != "" {
 		label += " effort=" + sel.Effort
 	}
-	i := matchCandidate(rep.Candidates, want)
+	i := slices.IndexFunc(rep.Candidates, func(c evidenceCandidate) bool { return want.Matches(c.Profile, c.Model, c.Effort) })
 	if i < 0 {
 		return nil, fmt.Sprintf("evidence %s is failing: it measured no candidate %s", sel.Evidence, label)
 	}
@@ -177,7 +161,7 @@ func honour(st *story.Story, src *sourceCache, r siteRef, sel *Pin) (*host.Route
 // datasetOf finds the dataset a report was produced from: reports live in
 // <dataset dir>/reports/<call>/, and the report's eval is the dataset's
 // file name. "" when it is not there.
-func datasetOf(reportPath string, rep *Report) string {
+func datasetOf(reportPath string, rep *evidence) string {
 	dir := filepath.Dir(filepath.Dir(filepath.Dir(reportPath)))
 	for _, ext := range []string{".yaml", ".yml"} {
 		p := filepath.Join(dir, rep.Eval+ext)

@@ -1,4 +1,4 @@
-package eval
+package routes
 
 import (
 	"path/filepath"

@@ -56,6 +56,10 @@ type Config struct {
 	// PinWarning receives each pin that is not honoured (the call takes
 	// its fallback route); nil logs it as a warning.
 	PinWarning func(warning string)
+	// IgnorePins routes every invoke as its own agent: field says, without
+	// reading the story's selection: pins: flows and go-test replays play
+	// cassettes recorded against those routes.
+	IgnorePins bool
 	// Routes, when non-nil, are the per-invoke routes instead of the ones
 	// the story's selection: pins resolve to (routes.Resolve): an eval
 	// candidate's route.
@@ -183,7 +187,7 @@ func Open(st *story.Story, cfg Config) (_ *Runtime, err error) {
 	// Pins first: a strict-pins refusal is a load error, before anything
 	// (a trace file) exists.
 	routeMap := cfg.Routes
-	if routeMap == nil {
+	if routeMap == nil && !cfg.IgnorePins {
 		if routeMap, err = rt.pins(cfg); err != nil {
 			return nil, err
 		}

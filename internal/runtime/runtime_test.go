@@ -206,12 +206,14 @@ func TestPins(t *testing.T) {
 		name         string
 		strict       bool
 		routes       map[*story.Invoke]*host.Route
+		ignore       bool
 		wantErr      string
 		wantWarnings []string
 	}{
 		{name: "warned", wantWarnings: []string{warning}},
 		{name: "strict refuses", strict: true, wantErr: "pins not honoured (--strict-pins):\n  " + warning},
 		{name: "routes replace the pins", routes: map[*story.Invoke]*host.Route{}, strict: true},
+		{name: "ignored", ignore: true, strict: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st, err := story.Load(filepath.Join("testdata", "pinned", "app.yaml"))
@@ -221,7 +223,7 @@ func TestPins(t *testing.T) {
 			defer st.Close()
 			path := filepath.Join(t.TempDir(), "t.jsonl")
 			var warned []string
-			rt, err := runtime.Open(st, runtime.Config{StrictPins: tc.strict, Routes: tc.routes,
+			rt, err := runtime.Open(st, runtime.Config{StrictPins: tc.strict, Routes: tc.routes, IgnorePins: tc.ignore,
 				PinWarning: func(w string) { warned = append(warned, w) },
 				Trace:      runtime.Trace{Path: path}, Session: &runtime.Session{ID: "s"}})
 			if tc.wantErr != "" {

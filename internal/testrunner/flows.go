@@ -278,7 +278,9 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 	if root == "" {
 		root = st.Root
 	}
-	cfg := runtime.Config{Logger: logger, Clock: f.clk, Trace: runtime.Trace{Sink: sink},
+	// Flows replay cassettes recorded against the story's own routes, so
+	// pins do not apply.
+	cfg := runtime.Config{Logger: logger, Clock: f.clk, Trace: runtime.Trace{Sink: sink}, IgnorePins: true,
 		Session: &runtime.Session{ID: "flow", Root: root, World: deepCopyMap(fx.InitialWorld)}}
 	if f.Cassette != nil {
 		cfg.Cassette = f.Cassette

@@ -106,7 +106,7 @@ func Replay(t testing.TB, appPath, cassettePath string) *Replayed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := runtime.Open(st, runtime.Config{Clock: clk, Cassette: c, Session: &runtime.Session{ID: "replay"}})
+	rt, err := runtime.Open(st, runtime.Config{Clock: clk, Cassette: c, IgnorePins: true, Session: &runtime.Session{ID: "replay"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,13 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/demo"
-	"github.com/kitsoki/kitsoki/internal/host"
-	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
-	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
 // toolStory is a story whose plugin declares agent tools. The plugin is
@@ -183,19 +178,13 @@ func runInteractiveWith(t *testing.T, pr *pluginRuntime, input string) (int, str
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := trace.Create(filepath.Join(t.TempDir(), "t.jsonl"))
+	rt, err := runtime.Open(st, runtime.Config{Agents: runtime.Agents{Live: true}, Session: &runtime.Session{ID: "s"},
+		Trace: runtime.Trace{Path: filepath.Join(t.TempDir(), "t.jsonl")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close()
-	reg := agent.NewRegistry(nil)
-	reg.Configure(st.Plugins)
-	demo.Register(reg)
-	defer reg.Close()
-	sess, err := orchestrator.New(st, host.New(st, reg, w), w)
-	if err != nil {
-		t.Fatal(err)
-	}
+	defer rt.Close()
+	sess := rt.Session()
 	var out, errb bytes.Buffer
 	r := &runner{sess: sess, out: &out, errw: &errb, plugins: pr}
 	start, err := sess.Start(context.Background())

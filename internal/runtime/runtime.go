@@ -164,6 +164,7 @@ type Runtime struct {
 	plugins  *plugintools.Service
 	sess     *orchestrator.Session
 	warnings []string
+	closed   bool
 }
 
 // Open wires a run of st as cfg says. On error everything built so far is
@@ -397,8 +398,13 @@ func (rt *Runtime) PinWarnings() []string { return rt.warnings }
 
 // Close stops the host (its in-flight calls and built-in agent), the
 // plugin-tool service, the agents (when the registry is the runtime's
-// own), then closes the trace file Open created.
+// own), then closes the trace file Open created. Only the first Close
+// does anything.
 func (rt *Runtime) Close() error {
+	if rt.closed {
+		return nil
+	}
+	rt.closed = true
 	var errs []error
 	if rt.host != nil {
 		errs = append(errs, rt.host.Close())

@@ -271,7 +271,8 @@ func TestCloseReleasesAgents(t *testing.T) {
 				defer reg.Close()
 				agents.Registry = reg
 			}
-			rt, err := runtime.Open(st, runtime.Config{Agents: agents, Session: &runtime.Session{ID: "s"}})
+			rt, err := runtime.Open(st, runtime.Config{Agents: agents, Session: &runtime.Session{ID: "s"},
+				Trace: runtime.Trace{Path: filepath.Join(t.TempDir(), "t.jsonl")}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -283,9 +283,6 @@ func TestCloseReleasesAgents(t *testing.T) {
 			if a.closed != tc.wantClosed {
 				t.Errorf("agent closed = %v, want %v", a.closed, tc.wantClosed)
 			}
-			if err := rt.Close(); err != nil {
-				t.Errorf("a second Close: %v", err)
-			}
 		})
 	}
 }

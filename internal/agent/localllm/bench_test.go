@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/servertime"
+	"github.com/kitsoki/kitsoki/internal/testsupport/servertime"
 )
 
 // BenchmarkLocalLLMAsk measures a decide through the local_llm transport

@@ -1,4 +1,4 @@
-package mcp
+package toolserver
 
 import (
 	"context"
@@ -48,24 +48,12 @@ type SessionConfig struct {
 
 	// StoryDir is the root of the story-files provider's tools.
 	StoryDir string
-	// Root is the directory configuration tools may read; paths outside it
-	// are refused.
-	Root string
-	// Workspace is the directory every file a story loaded by a tool reads
-	// must stay inside ("" = Root).
-	Workspace string
-	// LoadStory and StartRun back the configuration and external tools.
-	LoadStory StoryLoader
-	StartRun  RunStarter
 	// PluginTools supplies plugin-contributed tools through a pull seam,
 	// until a catalog snapshot is applied (which then takes precedence).
 	PluginTools ToolSource
 	// Catalog, if set, pushes plugin-tool snapshots to the session: it
 	// starts from the current snapshot and applies every newer one.
 	Catalog *Catalog
-	// Plugins, if set, adds the live plugin controls (status, enable,
-	// disable) to the configuration tools.
-	Plugins PluginControl
 
 	// Secrets are the resolved ${VAR} values of the story the session
 	// serves; every tool result is masked for them (internal/secret).
@@ -451,7 +439,7 @@ func (s *Session) guard(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 			}
 		}
 		s.record(ToolEvent{Tool: name, Outcome: outcome, At: start, Duration: s.cfg.Clock.Now().Sub(start)})
-		return maskResult(s.mask, res), s.mask.Error(err)
+		return MaskResult(s.mask, res), s.mask.Error(err)
 	}
 }
 
@@ -510,9 +498,9 @@ func (s *Session) isClosed() bool {
 	return s.closed
 }
 
-// jsonResult answers with v as structured content and the same JSON as
+// JSONResult answers with v as structured content and the same JSON as
 // text.
-func jsonResult(v any) *mcp.CallToolResult {
+func JSONResult(v any) *mcp.CallToolResult {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return mcp.NewToolResultError("encode result: " + err.Error())
@@ -520,8 +508,8 @@ func jsonResult(v any) *mcp.CallToolResult {
 	return mcp.NewToolResultStructured(v, string(b))
 }
 
-// toolErr answers with a tool error the model can read and act on.
-func toolErr(format string, args ...any) *mcp.CallToolResult {
+// ToolError answers with a tool error the model can read and act on.
+func ToolError(format string, args ...any) *mcp.CallToolResult {
 	return mcp.NewToolResultError(fmt.Sprintf(format, args...))
 }
 
@@ -533,8 +521,8 @@ func errText(err error) string {
 	return err.Error()
 }
 
-// annotate sets all four MCP annotations explicitly.
-func annotate(t *mcp.Tool, readOnly, destructive, idempotent, openWorld bool) {
+// Annotate sets all four MCP annotations explicitly.
+func Annotate(t *mcp.Tool, readOnly, destructive, idempotent, openWorld bool) {
 	t.Annotations.ReadOnlyHint = mcp.ToBoolPtr(readOnly)
 	t.Annotations.DestructiveHint = mcp.ToBoolPtr(destructive)
 	t.Annotations.IdempotentHint = mcp.ToBoolPtr(idempotent)

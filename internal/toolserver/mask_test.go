@@ -1,7 +1,6 @@
-package mcp
+package toolserver
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -9,7 +8,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/kitsoki/kitsoki/internal/secret"
-	"github.com/kitsoki/kitsoki/internal/story"
 )
 
 const leaked = "sk-live-0123456789abcdef"
@@ -39,27 +37,6 @@ func TestToolResultsAreMasked(t *testing.T) {
 	}
 }
 
-// TestStoryToolsMaskTheLoadedStorysSecrets: inspect_story masks the
-// secrets of the story it loaded, even on a server configured with none.
-func TestStoryToolsMaskTheLoadedStorysSecrets(t *testing.T) {
-	loader := func(ctx context.Context, path, workspace string) (*story.Story, error) {
-		st, err := fakeLoader(ctx, path, workspace)
-		if err != nil {
-			return nil, err
-		}
-		st.States["intake"].Description = "Waiting for " + leaked
-		st.Secrets = []string{leaked}
-		return st, nil
-	}
-	h := listen(t)
-	s := open(t, h, SessionConfig{Profile: mustProfile(t, Configuration, nil), Root: testRoot(t), LoadStory: loader})
-	c := connect(t, s.URL(), s.Token(), modern)
-	text, _, isErr := c.mustCall(t, ToolInspectStory, map[string]any{"path": "good/app.yaml"})
-	if isErr || strings.Contains(text, leaked) || !strings.Contains(text, "Waiting for REDACTED") {
-		t.Errorf("inspect_story: %s", text)
-	}
-}
-
 func TestMaskResult(t *testing.T) {
 	m := secret.New([]string{leaked, "crash"})
 	for _, tc := range []struct {
@@ -71,7 +48,7 @@ func TestMaskResult(t *testing.T) {
 		{"json text", mcp.NewToolResultText(`{"mode":"crash","k":"agent: plugin_crash: x"}`), []string{`{"k":"agent: plugin_crash: x","mode":"REDACTED"}`}},
 		{"nothing to mask", mcp.NewToolResultText(`{"b":1, "a":2}`), []string{`{"b":1, "a":2}`}},
 	} {
-		got := maskResult(m, tc.in)
+		got := MaskResult(m, tc.in)
 		var texts []string
 		for _, c := range got.Content {
 			texts = append(texts, c.(mcp.TextContent).Text)
@@ -83,7 +60,7 @@ func TestMaskResult(t *testing.T) {
 			t.Errorf("%s: IsError changed", tc.name)
 		}
 	}
-	if maskResult(nil, nil) != nil {
+	if MaskResult(nil, nil) != nil {
 		t.Error("nil result")
 	}
 }

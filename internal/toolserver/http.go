@@ -1,4 +1,4 @@
-package mcp
+package toolserver
 
 import (
 	"context"
@@ -119,17 +119,20 @@ func (h *HTTPServer) Open(cfg SessionConfig) (*Session, error) {
 		return nil, err
 	}
 	token, err := NewToken()
-	if err != nil {
-		return nil, err
+	if err == nil {
+		err = h.Attach(s, token)
 	}
-	if err := h.attach(s, token); err != nil {
+	if err != nil {
+		s.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-// attach routes token to s.
-func (h *HTTPServer) attach(s *Session, token string) error {
+// Attach starts routing requests carrying token to s, a session built with
+// NewSession and not yet attached anywhere. Closing the session revokes the
+// token. Open is NewSession, a fresh token and Attach.
+func (h *HTTPServer) Attach(s *Session, token string) error {
 	ids := mcpguard.NewSessions()
 	handler := server.NewStreamableHTTPServer(s.srv,
 		server.WithStreamableHTTPLogger(h.logger), server.WithSessionIdManager(ids))

@@ -1,4 +1,4 @@
-package mcp
+package mcpserve
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/schema"
 	"github.com/kitsoki/kitsoki/internal/secret"
 	"github.com/kitsoki/kitsoki/internal/story"
-	"github.com/kitsoki/kitsoki/internal/workspace"
+	"github.com/kitsoki/kitsoki/internal/toolserver"
 )
 
 // StoryLoader loads and validates the story whose root file is path
@@ -66,26 +66,26 @@ const DefaultStoryFile = "app.yaml"
 // configurationTools inspect and validate stories, plugin declarations and
 // schemas under the session's Root. Story tools need a StoryLoader and are
 // left out without one.
-func configurationTools(s *Session, _ Profile) []Tool {
+func (s *surface) configurationTools(*toolserver.Session, toolserver.Profile) []toolserver.Tool {
 	pathArg := mcp.WithString("path", mcp.Required(), mcp.Description("The story's app.yaml (or its directory), relative to the served directory."))
-	var out []Tool
+	var out []toolserver.Tool
 	if s.cfg.LoadStory != nil {
 		validate := mcp.NewTool(ToolValidateStory,
 			mcp.WithDescription("Load a story and report every load error (file:line:col: key.path: message) and warning."),
 			mcp.WithTitleAnnotation("Validate story"), pathArg)
-		annotate(&validate, true, false, true, false)
+		toolserver.Annotate(&validate, true, false, true, false)
 		inspect := mcp.NewTool(ToolInspectStory,
 			mcp.WithDescription("Summarise a story: app, root state, states with the intents they accept, intents with their slots, agents, hosts."),
 			mcp.WithTitleAnnotation("Inspect story"), pathArg)
-		annotate(&inspect, true, false, true, false)
+		toolserver.Annotate(&inspect, true, false, true, false)
 		plugins := mcp.NewTool(ToolListPlugins,
 			mcp.WithDescription("List a story's agent_plugins declarations (after validation). Environment and header values are never shown, only their names."),
 			mcp.WithTitleAnnotation("List agent plugins"), pathArg)
-		annotate(&plugins, true, false, true, false)
+		toolserver.Annotate(&plugins, true, false, true, false)
 		out = append(out,
-			Tool{Def: validate, Handler: s.storyHandler(validateStory)},
-			Tool{Def: inspect, Handler: s.storyHandler(inspectStory)},
-			Tool{Def: plugins, Handler: s.storyHandler(listPlugins)},
+			toolserver.Tool{Def: validate, Handler: s.storyHandler(validateStory)},
+			toolserver.Tool{Def: inspect, Handler: s.storyHandler(inspectStory)},
+			toolserver.Tool{Def: plugins, Handler: s.storyHandler(listPlugins)},
 		)
 	}
 	sch := mcp.NewTool(ToolValidateSchema,
@@ -93,13 +93,13 @@ func configurationTools(s *Session, _ Profile) []Tool {
 		mcp.WithTitleAnnotation("Validate schema"),
 		mcp.WithString("path", mcp.Required(), mcp.Description("The schema file, relative to the served directory.")),
 		mcp.WithAny("instance", mcp.Description("A JSON value to validate against the schema.")))
-	annotate(&sch, true, false, true, false)
-	out = append(out, Tool{Def: sch, Handler: s.handleValidateSchema})
-	return append(out, pluginControlTools(s)...)
+	toolserver.Annotate(&sch, true, false, true, false)
+	out = append(out, toolserver.Tool{Def: sch, Handler: s.handleValidateSchema})
+	return append(out, s.pluginControlTools()...)
 }
 
 // externalTools: start a run.
-func externalTools(s *Session, _ Profile) []Tool {
+func (s *surface) externalTools(*toolserver.Session, toolserver.Profile) []toolserver.Tool {
 	if s.cfg.StartRun == nil {
 		return nil
 	}
@@ -110,8 +110,8 @@ func externalTools(s *Session, _ Profile) []Tool {
 		mcp.WithArray("intents", mcp.Description("Intents to feed, in order."), mcp.WithStringItems()),
 		mcp.WithObject("world", mcp.Description("World variables to seed.")),
 		mcp.WithString("title", mcp.Description("The run's title.")))
-	annotate(&t, false, false, false, true)
-	return []Tool{{Def: t, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	toolserver.Annotate(&t, false, false, false, true)
+	return []toolserver.Tool{{Def: t, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var args struct {
 			Story   string         `json:"story"`
 			Intents []string       `json:"intents"`
@@ -119,31 +119,31 @@ func externalTools(s *Session, _ Profile) []Tool {
 			Title   string         `json:"title"`
 		}
 		if err := req.BindArguments(&args); err != nil {
-			return toolErr("arguments: %v", err), nil
+			return toolserver.ToolError("arguments: %v", err), nil
 		}
 		path, err := s.storyPath(args.Story)
 		if err != nil {
-			return toolErr("story: %v", err), nil
+			return toolserver.ToolError("story: %v", err), nil
 		}
 		res, err := s.cfg.StartRun(ctx, StartRunRequest{Story: path, Workspace: s.workspace(), Intents: args.Intents, World: args.World, Title: args.Title})
 		if err != nil {
-			return toolErr("could not start the run: %v", err), nil
+			return toolserver.ToolError("could not start the run: %v", err), nil
 		}
-		return jsonResult(res), nil
+		return toolserver.JSONResult(res), nil
 	}}}
 }
 
 // storyHandler loads the story named by the "path" argument and answers
 // with fn's view of it.
-func (s *Session) storyHandler(fn func(path string, st *story.Story, err error) (any, error)) func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *surface) storyHandler(fn func(path string, st *story.Story, err error) (any, error)) func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		p, err := req.RequireString("path")
 		if err != nil {
-			return toolErr("%v", err), nil
+			return toolserver.ToolError("%v", err), nil
 		}
 		path, err := s.storyPath(p)
 		if err != nil {
-			return toolErr("path: %v", err), nil
+			return toolserver.ToolError("path: %v", err), nil
 		}
 		st, loadErr := s.cfg.LoadStory(ctx, path, s.workspace())
 		out, err := fn(s.rel(path), st, loadErr)
@@ -153,9 +153,9 @@ func (s *Session) storyHandler(fn func(path string, st *story.Story, err error) 
 			mask = secret.New(st.Secrets)
 		}
 		if err != nil {
-			return maskResult(mask, toolErr("%v", err)), nil
+			return toolserver.MaskResult(mask, toolserver.ToolError("%v", err)), nil
 		}
-		return maskResult(mask, jsonResult(out)), nil
+		return toolserver.MaskResult(mask, toolserver.JSONResult(out)), nil
 	}
 }
 
@@ -257,29 +257,29 @@ func listPlugins(path string, st *story.Story, err error) (any, error) {
 	return map[string]any{"path": path, "plugins": out}, nil
 }
 
-func (s *Session) handleValidateSchema(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *surface) handleValidateSchema(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	p, err := req.RequireString("path")
 	if err != nil {
-		return toolErr("%v", err), nil
+		return toolserver.ToolError("%v", err), nil
 	}
 	path, err := s.inRoot(p)
 	if err != nil {
-		return toolErr("path: %v", err), nil
+		return toolserver.ToolError("path: %v", err), nil
 	}
 	c, err := schema.NewCompiler(s.root())
 	if err != nil {
-		return toolErr("%v", err), nil
+		return toolserver.ToolError("%v", err), nil
 	}
 	defer c.Close()
 	sch, err := c.Compile(path)
 	if err != nil {
-		return jsonResult(map[string]any{"path": s.rel(path), "compiles": false, "error": err.Error()}), nil
+		return toolserver.JSONResult(map[string]any{"path": s.rel(path), "compiles": false, "error": err.Error()}), nil
 	}
 	res := map[string]any{"path": s.rel(path), "compiles": true}
 	if inst, ok := req.GetArguments()["instance"]; ok {
 		b, err := json.Marshal(inst)
 		if err != nil {
-			return toolErr("instance: %v", err), nil
+			return toolserver.ToolError("instance: %v", err), nil
 		}
 		_, verr := sch.ValidateJSON(b)
 		res["valid"] = verr == nil
@@ -291,11 +291,11 @@ func (s *Session) handleValidateSchema(_ context.Context, req mcp.CallToolReques
 			res["violations"] = []string{verr.Error()}
 		}
 	}
-	return jsonResult(res), nil
+	return toolserver.JSONResult(res), nil
 }
 
 // root is the directory configuration tools are confined to.
-func (s *Session) root() string {
+func (s *surface) root() string {
 	if s.cfg.Root != "" {
 		return s.cfg.Root
 	}
@@ -307,7 +307,7 @@ func (s *Session) root() string {
 
 // workspace is the directory stories loaded by the tools are confined to:
 // the configured workspace, else the served directory.
-func (s *Session) workspace() string {
+func (s *surface) workspace() string {
 	if s.cfg.Workspace != "" {
 		return s.cfg.Workspace
 	}
@@ -316,12 +316,12 @@ func (s *Session) workspace() string {
 
 // inRoot resolves p (relative to the root, or absolute) to an absolute path
 // that stays inside the root, symlinks included.
-func (s *Session) inRoot(p string) (string, error) {
-	return confine(s.root(), p)
+func (s *surface) inRoot(p string) (string, error) {
+	return toolserver.Confine(s.root(), p)
 }
 
 // storyPath resolves a story argument to its root file.
-func (s *Session) storyPath(p string) (string, error) {
+func (s *surface) storyPath(p string) (string, error) {
 	path, err := s.inRoot(p)
 	if err != nil {
 		return "", err
@@ -333,50 +333,11 @@ func (s *Session) storyPath(p string) (string, error) {
 }
 
 // rel renders an absolute path inside the root relative to it.
-func (s *Session) rel(path string) string {
+func (s *surface) rel(path string) string {
 	if r, err := filepath.Rel(s.root(), path); err == nil {
 		return filepath.ToSlash(r)
 	}
 	return path
-}
-
-// confine resolves p against root and refuses anything that leaves root,
-// directly or through a symlink.
-func confine(root, p string) (string, error) {
-	if strings.TrimSpace(p) == "" {
-		return "", errors.New("a path is required")
-	}
-	absRoot, err := filepath.Abs(root)
-	if err != nil {
-		return "", err
-	}
-	path := filepath.FromSlash(p)
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(absRoot, path)
-	}
-	path = filepath.Clean(path)
-	ws, err := workspace.New(absRoot)
-	if err != nil {
-		return "", err
-	}
-	real, err := ws.Resolve(absRoot, path)
-	var oe *workspace.OutsideError
-	switch {
-	case errors.As(err, &oe) && oe.Resolved != "":
-		return "", fmt.Errorf("%s leads outside the served directory %s", p, absRoot)
-	case errors.As(err, &oe):
-		return "", fmt.Errorf("%s is outside the served directory %s", p, absRoot)
-	case err != nil:
-		return "", err
-	}
-	if _, err := os.Stat(real); err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			return "", fmt.Errorf("%s: %v", p, pe.Err)
-		}
-		return "", err
-	}
-	return path, nil
 }
 
 func diagString(d story.Diagnostic) string {

@@ -1,4 +1,4 @@
-package mcp
+package toolserver
 
 import (
 	"fmt"
@@ -122,8 +122,6 @@ const (
 	GroupUserQuestion   = "user-question"
 	GroupParentQuestion = "parent-question"
 	GroupTaskTitle      = "task-title"
-	GroupConfiguration  = "configuration"
-	GroupExternal       = "external"
 	GroupPluginTools    = "plugin-tools"
 )
 
@@ -131,8 +129,11 @@ const (
 // the files of the run's story directory.
 const StoryFilesProvider = "story-files"
 
-// DefaultRegistry returns the registry of kitsoki's built-in groups. It is
-// built once.
+// DefaultRegistry returns the registry of kitsoki's built-in groups: the
+// tools of the live surfaces, the story-files provider and the plugin
+// tools. The configuration and external surfaces' tools are not here; they
+// belong to the outside surface (internal/mcpserve), which builds its own
+// registry. It is built once.
 var DefaultRegistry = sync.OnceValue(func() *Registry {
 	r, err := NewRegistry(builtinGroups()...)
 	if err != nil {
@@ -149,8 +150,6 @@ func builtinGroups() []Group {
 		{Name: GroupUserQuestion, Enabled: func(p Profile) bool { return p.Has(UserQuestion) }, Register: userQuestionTools},
 		{Name: GroupParentQuestion, Enabled: func(p Profile) bool { return p.Has(ParentQuestion) }, Register: parentQuestionTools},
 		{Name: GroupTaskTitle, Enabled: func(p Profile) bool { return p.Has(TaskTitle) }, Register: taskTitleTools},
-		{Name: GroupConfiguration, Enabled: func(p Profile) bool { return p.Surface == Configuration || p.Surface == External }, Register: configurationTools},
-		{Name: GroupExternal, Enabled: func(p Profile) bool { return p.Surface == External }, Register: externalTools},
 		ProviderGroup(StoryFilesProvider, storyFilesTools),
 		{Name: GroupPluginTools, Enabled: live, Register: pluginTools, Dynamic: true},
 	}

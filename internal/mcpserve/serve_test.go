@@ -1,9 +1,10 @@
-package mcp
+package mcpserve
 
 import (
 	"bytes"
 	"context"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -103,6 +104,50 @@ func TestServeRefusesLiveSurfaces(t *testing.T) {
 	}
 	if err := Serve(context.Background(), ServeOptions{HTTPAddr: "8.8.8.8:80"}); err == nil || !strings.Contains(err.Error(), "not a loopback address") {
 		t.Errorf("public address: %v", err)
+	}
+}
+
+// `kitsoki mcp serve --max-body-bytes N` reaches the HTTP server.
+func TestServeMaxBodyBytes(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(ctx, ServeOptions{Token: "tok", MaxBodyBytes: 100, Stderr: io.Discard, Root: testRoot(t),
+			LoadStory: fakeLoader, Ready: func(url, _ string) { ready <- url }})
+	}()
+	var url string
+	select {
+	case url = <-ready:
+	case err := <-done:
+		t.Fatalf("Serve returned %v", err)
+	}
+	post := func(body string) int {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+		req.Header.Set("Authorization", "Bearer tok")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if got := post(strings.Repeat(" ", 101)); got != http.StatusRequestEntityTooLarge {
+		t.Errorf("101 bytes: status %d, want 413", got)
+	}
+	if got := post(`{"jsonrpc":"2.0","id":1,"method":"ping"}`); got == http.StatusRequestEntityTooLarge {
+		t.Errorf("a small body was refused")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Serve returned %v", err)
+	}
+	if err := Serve(context.Background(), ServeOptions{MaxBodyBytes: -1, Stderr: io.Discard}); err == nil || !strings.Contains(err.Error(), "MaxBodyBytes -1: must be positive") {
+		t.Errorf("negative limit: err = %v", err)
 	}
 }
 

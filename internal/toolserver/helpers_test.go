@@ -1,4 +1,4 @@
-package mcp
+package toolserver
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/kitsoki/kitsoki/internal/mcptest"
+	"github.com/kitsoki/kitsoki/internal/testsupport/mcptest"
 )
 
 // fakeLive records what the tools asked of the run.
@@ -162,6 +162,6 @@ func okHandler(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error
 // will produce it.
 func pluginTool(name string) mcp.Tool {
 	t := mcp.NewTool(name, mcp.WithDescription("A plugin tool."), mcp.WithString("tag", mcp.Required()))
-	annotate(&t, false, false, true, false)
+	Annotate(&t, false, false, true, false)
 	return t
 }

@@ -1,12 +1,10 @@
-package mcp
+package toolserver
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -15,9 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/mcptest"
-	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/testsupport/mcptest"
 )
 
 // toolNameRE is the form mcp-surfaces.md requires of every exposed name.
@@ -42,35 +38,9 @@ func testRoot(t testing.TB) string {
 	return abs
 }
 
-// fakeLoader loads good/app.yaml as a small story and fails anything else
-// with two diagnostics.
-func fakeLoader(_ context.Context, path, _ string) (*story.Story, error) {
-	if filepath.Base(filepath.Dir(path)) != "good" {
-		return nil, errors.New("app.yaml:3:1: states: unknown state \"mrege\"\napp.yaml:9:5: root: is required")
-	}
-	return &story.Story{
-		App:  story.App{ID: "good", Version: "1.0"},
-		Root: "intake",
-		States: map[string]*story.State{
-			"intake":   {Description: "Waiting.", On: map[string][]*story.Arm{"submit": nil}},
-			"approved": {Terminal: true},
-		},
-		Intents: map[string]*story.Intent{"submit": {Description: "File a claim.", SlotOrder: []string{"text", "amount"}}},
-		Agents:  map[string]*story.Persona{"auditor": {Model: "claude-sonnet-4-6"}},
-		Plugins: map[string]agent.Declaration{
-			"agent.claude": {Plugin: "builtin.claude_cli", Enabled: true},
-			"agent.fixer":  {Plugin: "subprocess", Command: "/bin/fixer", Enabled: true, Env: map[string]string{"API_KEY": "s3cret-value"}},
-		},
-		Warnings: []story.Diagnostic{{Pos: story.Pos{File: "app.yaml", Line: 2, Col: 1}, Path: "providers", Message: "ignored"}},
-	}, nil
-}
-
-func fakeStartRun(_ context.Context, req StartRunRequest) (*StartRunResult, error) {
-	return &StartRunResult{RunID: "run-1", State: "intake:" + strings.Join(req.Intents, ","), Terminal: false}, nil
-}
-
-// TestSurfacesOverHTTP lists and calls tools on every surface with a client
-// of each protocol generation.
+// TestSurfacesOverHTTP lists and calls tools on both live surfaces with a
+// client of each protocol generation. The outside surfaces' tools are
+// internal/mcpserve's.
 func TestSurfacesOverHTTP(t *testing.T) {
 	root := testRoot(t)
 	cases := []struct {
@@ -112,42 +82,13 @@ func TestSurfacesOverHTTP(t *testing.T) {
 				}
 			},
 		},
-		{
-			name:    "configuration",
-			profile: mustProfile(t, Configuration, nil),
-			tools:   []string{ToolInspectStory, ToolListPlugins, ToolValidateSchema, ToolValidateStory},
-			call:    ToolValidateStory, args: map[string]any{"path": "good"},
-			check: func(t *testing.T, _ *fakeLive, _ string, sc map[string]any) {
-				want := map[string]any{"path": "good/app.yaml", "ok": true, "errors": []any{}, "warnings": []any{"app.yaml:2:1: providers: ignored"}}
-				if diff := cmp.Diff(want, sc); diff != "" {
-					t.Error(diff)
-				}
-			},
-		},
-		{
-			name:    "external",
-			profile: mustProfile(t, External, nil),
-			tools:   []string{ToolCreateTask, ToolInspectStory, ToolListPlugins, ToolValidateSchema, ToolValidateStory},
-			call:    ToolCreateTask, args: map[string]any{"story": "good/app.yaml", "intents": []any{"submit text=x amount=3"}},
-			check: func(t *testing.T, _ *fakeLive, _ string, sc map[string]any) {
-				want := map[string]any{"run_id": "run-1", "state": "intake:submit text=x amount=3", "terminal": false}
-				if diff := cmp.Diff(want, sc); diff != "" {
-					t.Error(diff)
-				}
-			},
-		},
 	}
 	h := listen(t)
 	for _, tc := range cases {
 		for _, gen := range generations {
 			t.Run(tc.name+"/"+string(gen), func(t *testing.T) {
 				live := newFakeLive()
-				cfg := SessionConfig{Profile: tc.profile, RunID: "run-7", Root: root, StoryDir: root,
-					LoadStory: fakeLoader, StartRun: fakeStartRun}
-				if tc.profile.Surface.Live() {
-					cfg.Live = live
-				}
-				s := open(t, h, cfg)
+				s := open(t, h, SessionConfig{Profile: tc.profile, RunID: "run-7", StoryDir: root, Live: live})
 				c := connect(t, s.URL(), s.Token(), gen)
 				if diff := cmp.Diff(tc.tools, c.toolNames(t)); diff != "" {
 					t.Fatalf("tools (-want +got):\n%s", diff)
@@ -169,13 +110,8 @@ func TestEveryToolDeclaresAllAnnotations(t *testing.T) {
 	for _, p := range []Profile{
 		mustProfile(t, KanbanTask, []Capability{UserQuestion, TaskTitle}, StoryFilesProvider),
 		mustProfile(t, OfficeTask, []Capability{ParentQuestion}),
-		mustProfile(t, External, nil),
 	} {
-		cfg := SessionConfig{Profile: p, Root: testRoot(t), StoryDir: testRoot(t), LoadStory: fakeLoader, StartRun: fakeStartRun}
-		if p.Surface.Live() {
-			cfg.Live = newFakeLive()
-		}
-		s := open(t, h, cfg)
+		s := open(t, h, SessionConfig{Profile: p, StoryDir: testRoot(t), Live: newFakeLive()})
 		c := connect(t, s.URL(), s.Token(), modern)
 		res, err := c.ListTools(context.Background(), mcp.ListToolsRequest{})
 		if err != nil {
@@ -337,7 +273,7 @@ func TestGuardRefusesToolsOutsideTheProfile(t *testing.T) {
 func TestTokens(t *testing.T) {
 	h := listen(t)
 	a := open(t, h, SessionConfig{Profile: mustProfile(t, OfficeTask, nil), Live: newFakeLive()})
-	b := open(t, h, SessionConfig{Profile: mustProfile(t, Configuration, nil), Root: testRoot(t)})
+	b := open(t, h, SessionConfig{Profile: mustProfile(t, Configuration, nil)})
 	if a.Token() == b.Token() || len(a.Token()) < 40 {
 		t.Fatalf("tokens are not fresh: %q %q", a.Token(), b.Token())
 	}
@@ -505,79 +441,6 @@ func TestDetachedCallRefusesRunActions(t *testing.T) {
 	if _, sc, _ := c.mustCall(t, ToolGetWorld, nil); !cmp.Equal(sc["vars"], map[string]any{"x": float64(1)}) {
 		t.Errorf("world = %v", sc)
 	}
-}
-
-func TestConfigurationTools(t *testing.T) {
-	root := testRoot(t)
-	h := listen(t)
-	s := open(t, h, SessionConfig{Profile: mustProfile(t, Configuration, nil), Root: root, LoadStory: fakeLoader})
-	c := connect(t, s.URL(), s.Token(), modern)
-
-	t.Run("load errors", func(t *testing.T) {
-		if err := os.MkdirAll(filepath.Join(t.TempDir(), "x"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		_, sc, _ := c.mustCall(t, ToolValidateStory, map[string]any{"path": "schemas/verdict.json"})
-		want := []any{`app.yaml:3:1: states: unknown state "mrege"`, "app.yaml:9:5: root: is required"}
-		if sc["ok"] != false || !cmp.Equal(sc["errors"], want) {
-			t.Errorf("validate = %v", sc)
-		}
-	})
-	t.Run("inspect", func(t *testing.T) {
-		_, sc, isErr := c.mustCall(t, ToolInspectStory, map[string]any{"path": "good"})
-		if isErr {
-			t.Fatal(sc)
-		}
-		if sc["root"] != "intake" || !cmp.Equal(sc["plugins"], []any{"agent.claude", "agent.fixer"}) {
-			t.Errorf("inspect = %v", sc)
-		}
-		states := sc["states"].([]any)
-		if !cmp.Equal(states[1], map[string]any{"name": "intake", "description": "Waiting.", "intents": []any{"submit"}}) {
-			t.Errorf("states = %v", states)
-		}
-	})
-	t.Run("plugins never show env values", func(t *testing.T) {
-		text, sc, _ := c.mustCall(t, ToolListPlugins, map[string]any{"path": "good/app.yaml"})
-		if strings.Contains(text, "s3cret-value") {
-			t.Fatalf("secret value listed: %s", text)
-		}
-		fixer := sc["plugins"].([]any)[1].(map[string]any)
-		if !cmp.Equal(fixer["env_keys"], []any{"API_KEY"}) {
-			t.Errorf("fixer = %v", fixer)
-		}
-	})
-	t.Run("schema", func(t *testing.T) {
-		_, sc, _ := c.mustCall(t, ToolValidateSchema, map[string]any{"path": "schemas/verdict.json", "instance": map[string]any{"decision": "maybe"}})
-		if sc["compiles"] != true || sc["valid"] != false {
-			t.Fatalf("schema = %v", sc)
-		}
-		if v := sc["violations"].([]any); len(v) != 1 || !strings.HasPrefix(v[0].(string), "/decision: ") {
-			t.Errorf("violations = %v", v)
-		}
-		_, sc, _ = c.mustCall(t, ToolValidateSchema, map[string]any{"path": "prompts/audit.md"})
-		if sc["compiles"] != false || !strings.Contains(sc["error"].(string), "not valid JSON") {
-			t.Errorf("non-schema = %v", sc)
-		}
-	})
-	t.Run("paths stay inside the root", func(t *testing.T) {
-		outside := t.TempDir()
-		link := filepath.Join(root, "escape-link")
-		if err := os.Symlink(outside, link); err != nil {
-			t.Fatal(err)
-		}
-		defer os.Remove(link)
-		for path, want := range map[string]string{
-			"../http_test.go":  "is outside the served directory",
-			"/etc/passwd":      "is outside the served directory",
-			"escape-link":      "leads outside the served directory",
-			"no/such/file.yml": "no such file or directory",
-		} {
-			text, _, isErr := c.mustCall(t, ToolValidateStory, map[string]any{"path": path})
-			if !isErr || !strings.Contains(text, want) {
-				t.Errorf("%s: %q, want %q", path, text, want)
-			}
-		}
-	})
 }
 
 func TestStoryFilesProvider(t *testing.T) {

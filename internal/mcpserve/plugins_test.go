@@ -1,4 +1,4 @@
-package mcp
+package mcpserve
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 func TestListPluginsShowsExposedToolNames(t *testing.T) {
 	h := listen(t)
 	root, _ := filepath.Abs("../story/testdata/agenttools")
-	s := open(t, h, SessionConfig{Profile: mustProfile(t, Configuration, nil), Root: root,
+	s := open(t, h, Config{Profile: mustProfile(t, configuration), Root: root,
 		LoadStory: func(_ context.Context, path, ws string) (*story.Story, error) {
 			return story.Load(path, story.WithWorkspace(ws))
 		}})

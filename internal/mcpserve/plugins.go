@@ -1,4 +1,4 @@
-package mcp
+package mcpserve
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/toolserver"
 )
 
 // PluginControl is the live plugin lifecycle a configuration session may
@@ -41,7 +42,7 @@ const (
 // pluginControlTools are the configuration tools acting on the serving
 // process's live plugins; they are offered only when the session has a
 // PluginControl.
-func pluginControlTools(s *Session) []Tool {
+func (s *surface) pluginControlTools() []toolserver.Tool {
 	pc := s.cfg.Plugins
 	if pc == nil {
 		return nil
@@ -49,31 +50,31 @@ func pluginControlTools(s *Session) []Tool {
 	status := mcp.NewTool(ToolPluginStatus,
 		mcp.WithDescription("List the live run's agent plugins that contribute tools: each plugin's state (active, disabled, errored) and the tools it declares."),
 		mcp.WithTitleAnnotation("Agent plugin status"))
-	annotate(&status, true, false, true, false)
+	toolserver.Annotate(&status, true, false, true, false)
 	set := mcp.NewTool(ToolSetPluginEnabled,
 		mcp.WithDescription("Enable or disable an agent plugin of the live run. Its tools appear in, or disappear from, every running agent's tool list at once; calls in flight to a disabled plugin are cancelled."),
 		mcp.WithTitleAnnotation("Enable or disable an agent plugin"),
 		mcp.WithString("alias", mcp.Required(), mcp.Description("The plugin alias, e.g. agent.tagger.")),
 		mcp.WithBoolean("enabled", mcp.Required(), mcp.Description("true to enable, false to disable.")))
-	annotate(&set, false, false, true, false)
-	return []Tool{
+	toolserver.Annotate(&set, false, false, true, false)
+	return []toolserver.Tool{
 		{Def: status, Handler: func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return jsonResult(map[string]any{"plugins": pc.PluginStatus()}), nil
+			return toolserver.JSONResult(map[string]any{"plugins": pc.PluginStatus()}), nil
 		}},
 		{Def: set, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			alias, err := req.RequireString("alias")
 			if err != nil {
-				return toolErr("%v", err), nil
+				return toolserver.ToolError("%v", err), nil
 			}
 			enabled, err := req.RequireBool("enabled")
 			if err != nil {
-				return toolErr("%v", err), nil
+				return toolserver.ToolError("%v", err), nil
 			}
 			st, err := pc.SetPluginEnabled(ctx, alias, enabled)
 			if err != nil {
-				return toolErr("%v", err), nil
+				return toolserver.ToolError("%v", err), nil
 			}
-			return jsonResult(st), nil
+			return toolserver.JSONResult(st), nil
 		}},
 	}
 }

@@ -1,7 +1,6 @@
-package mcp
+package toolserver
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -44,7 +43,7 @@ func TestHTTPBodyLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = h.Close() })
-	s := open(t, h, SessionConfig{Profile: mustProfile(t, Configuration, nil), Root: testRoot(t)})
+	s := open(t, h, SessionConfig{Profile: mustProfile(t, Configuration, nil)})
 	tests := []struct {
 		name          string
 		contentLength int64 // -1: chunked
@@ -84,7 +83,7 @@ func TestHTTPBodyLimitDefault(t *testing.T) {
 	if h.MaxBodyBytes() != 4<<20 || mcpguard.DefaultMaxBody != 4<<20 {
 		t.Fatalf("default limit = %d, want 4 MiB", h.MaxBodyBytes())
 	}
-	s := open(t, h, SessionConfig{Profile: mustProfile(t, Configuration, nil), Root: testRoot(t)})
+	s := open(t, h, SessionConfig{Profile: mustProfile(t, Configuration, nil)})
 	req := mcpRequest(http.MethodPost, h.URL(), s.Token(), "")
 	req.Body, req.ContentLength = io.NopCloser(&endless{}), 4<<20+1
 	rec := httptest.NewRecorder()
@@ -99,7 +98,7 @@ func TestHTTPBodyLimitDefault(t *testing.T) {
 // session); a live one is served.
 func TestHTTPUnknownSession404(t *testing.T) {
 	h := listen(t)
-	s := open(t, h, SessionConfig{Profile: mustProfile(t, Configuration, nil), Root: testRoot(t)})
+	s := open(t, h, SessionConfig{Profile: mustProfile(t, Configuration, nil)})
 	do := func(method, session, body string) (*http.Response, string) {
 		t.Helper()
 		req, err := http.NewRequest(method, h.URL(), strings.NewReader(body))
@@ -146,45 +145,4 @@ func TestHTTPUnknownSession404(t *testing.T) {
 		t.Fatalf("DELETE live session: status %d: %s", res.StatusCode, body)
 	}
 	check("deleted", live)
-}
-
-// `kitsoki mcp serve --max-body-bytes N` reaches the HTTP server.
-func TestServeMaxBodyBytes(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- Serve(ctx, ServeOptions{Token: "tok", MaxBodyBytes: 100, Stderr: io.Discard, Root: testRoot(t),
-			LoadStory: fakeLoader, Ready: func(url, _ string) { ready <- url }})
-	}()
-	var url string
-	select {
-	case url = <-ready:
-	case err := <-done:
-		t.Fatalf("Serve returned %v", err)
-	}
-	post := func(body string) int {
-		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-		req.Header = mcpRequest(http.MethodPost, url, "tok", "").Header
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		return res.StatusCode
-	}
-	if got := post(strings.Repeat(" ", 101)); got != http.StatusRequestEntityTooLarge {
-		t.Errorf("101 bytes: status %d, want 413", got)
-	}
-	if got := post(`{"jsonrpc":"2.0","id":1,"method":"ping"}`); got == http.StatusRequestEntityTooLarge {
-		t.Errorf("a small body was refused")
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("Serve returned %v", err)
-	}
-	if err := Serve(context.Background(), ServeOptions{MaxBodyBytes: -1, Stderr: io.Discard}); err == nil || !strings.Contains(err.Error(), "MaxBodyBytes -1: must be positive") {
-		t.Errorf("negative limit: err = %v", err)
-	}
 }

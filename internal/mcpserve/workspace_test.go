@@ -1,4 +1,4 @@
-package mcp
+package mcpserve
 
 import (
 	"context"
@@ -54,7 +54,7 @@ func TestValidateStoryStaysInTheWorkspace(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := open(t, h, SessionConfig{Profile: mustProfile(t, Configuration, nil), Root: srv, Workspace: tt.workspace, LoadStory: loader})
+			s := open(t, h, Config{Profile: mustProfile(t, configuration), Root: srv, Workspace: tt.workspace, LoadStory: loader})
 			tc := connect(t, s.URL(), s.Token(), modern)
 			text, sc, isErr := tc.mustCall(t, ToolValidateStory, map[string]any{"path": tt.path})
 			if isErr {

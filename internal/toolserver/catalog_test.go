@@ -1,4 +1,4 @@
-package mcp
+package toolserver
 
 import (
 	"slices"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kitsoki/kitsoki/internal/mcptest"
+	"github.com/kitsoki/kitsoki/internal/testsupport/mcptest"
 )
 
 // catalogTool is a plugin tool targeting surfaces, at a version.

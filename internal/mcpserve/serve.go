@@ -1,4 +1,4 @@
-package mcp
+package mcpserve
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"os"
 
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/kitsoki/kitsoki/internal/toolserver"
 )
 
 // ServeOptions configures `kitsoki mcp serve`.
@@ -49,14 +51,14 @@ type ServeOptions struct {
 // [--surface S] [--stdio|--http ADDR]` runs.
 func Serve(ctx context.Context, opts ServeOptions) error {
 	if opts.Surface == "" {
-		opts.Surface = string(Configuration)
+		opts.Surface = string(toolserver.Configuration)
 	}
-	p, err := ParseMode(opts.Surface)
+	p, err := toolserver.ParseMode(opts.Surface)
 	if err != nil {
 		return err
 	}
 	if p.Surface.Live() {
-		return fmt.Errorf("surface %s acts on a live agent call; kitsoki mcp serve offers %s or %s", p.Surface, Configuration, External)
+		return fmt.Errorf("surface %s acts on a live agent call; kitsoki mcp serve offers %s or %s", p.Surface, toolserver.Configuration, toolserver.External)
 	}
 	if opts.MaxBodyBytes < 0 {
 		return fmt.Errorf("mcp serve: MaxBodyBytes %d: must be positive (0 means the default, 4 MiB)", opts.MaxBodyBytes)
@@ -78,7 +80,7 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 			return err
 		}
 	}
-	cfg := SessionConfig{
+	cfg := Config{
 		Profile:   p,
 		Root:      opts.Root,
 		Workspace: opts.Workspace,
@@ -95,7 +97,7 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 		if opts.Ready != nil {
 			opts.Ready("", "")
 		}
-		stdio := server.NewStdioServer(s.srv)
+		stdio := server.NewStdioServer(s.MCPServer())
 		stdio.SetErrorLogger(slog.NewLogLogger(opts.Logger.Handler(), slog.LevelError))
 		err = stdio.Listen(ctx, opts.Stdin, opts.Stdout)
 		if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
@@ -103,7 +105,7 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 		}
 		return err
 	}
-	h, err := ListenHTTP(opts.HTTPAddr, opts.Logger, WithMaxBodyBytes(opts.MaxBodyBytes))
+	h, err := toolserver.ListenHTTP(opts.HTTPAddr, opts.Logger, toolserver.WithMaxBodyBytes(opts.MaxBodyBytes))
 	if err != nil {
 		return err
 	}
@@ -112,16 +114,17 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 	if err != nil {
 		return err
 	}
+	defer s.Close()
 	token := opts.Token
 	if token == "" {
-		if token, err = NewToken(); err != nil {
+		if token, err = toolserver.NewToken(); err != nil {
 			return err
 		}
 		fmt.Fprintf(opts.Stderr, "kitsoki mcp: serving the %s surface at %s\nkitsoki mcp: send the header \"Authorization: Bearer %s\"\n", p.Surface, h.URL(), token)
 	} else {
 		fmt.Fprintf(opts.Stderr, "kitsoki mcp: serving the %s surface at %s (bearer token as configured)\n", p.Surface, h.URL())
 	}
-	if err := h.attach(s, token); err != nil {
+	if err := h.Attach(s, token); err != nil {
 		return err
 	}
 	if opts.Ready != nil {

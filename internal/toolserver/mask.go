@@ -1,4 +1,4 @@
-package mcp
+package toolserver
 
 import (
 	"encoding/json"
@@ -8,11 +8,11 @@ import (
 	"github.com/kitsoki/kitsoki/internal/secret"
 )
 
-// maskResult masks secrets in a tool result by the rule of
-// internal/secret: text that is JSON (what jsonResult writes) as JSON
+// MaskResult masks secrets in a tool result by the rule of
+// internal/secret: text that is JSON (what JSONResult writes) as JSON
 // values, other text as text, and the structured content as JSON values.
 // A result with nothing to mask is returned as it is.
-func maskResult(m *secret.Masker, res *mcp.CallToolResult) *mcp.CallToolResult {
+func MaskResult(m *secret.Masker, res *mcp.CallToolResult) *mcp.CallToolResult {
 	if m.Empty() || res == nil {
 		return res
 	}

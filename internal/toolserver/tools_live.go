@@ -1,4 +1,4 @@
-package mcp
+package toolserver
 
 import (
 	"context"
@@ -73,12 +73,12 @@ func sessionTools(s *Session, _ Profile) []Tool {
 	submit := rawTool(ToolSubmit, "Submit result",
 		"Submit this call's structured result. The arguments must match the call's schema; if they do not, the violations come back as a tool error: fix them and call again. The first valid submission is the answer; later ones are ignored.",
 		s.submitSchema())
-	annotate(&submit, false, false, true, false)
+	Annotate(&submit, false, false, true, false)
 
 	world := mcp.NewTool(ToolGetWorld,
 		mcp.WithDescription("Read the run's world: the variables of the story run this call belongs to."),
 		mcp.WithTitleAnnotation("Read the world"))
-	annotate(&world, true, false, true, false)
+	Annotate(&world, true, false, true, false)
 
 	return []Tool{
 		{Def: submit, Handler: s.handleSubmit},
@@ -87,7 +87,7 @@ func sessionTools(s *Session, _ Profile) []Tool {
 			if vars == nil {
 				vars = map[string]any{}
 			}
-			return jsonResult(map[string]any{"run_id": s.cfg.RunID, "vars": vars}), nil
+			return JSONResult(map[string]any{"run_id": s.cfg.RunID, "vars": vars}), nil
 		}},
 	}
 }
@@ -98,7 +98,7 @@ func (s *Session) handleSubmit(_ context.Context, req mcp.CallToolRequest) (*mcp
 	if s.wrapped {
 		v, ok := args[submitWrapProperty]
 		if !ok {
-			return toolErr("submission rejected: put the result under %q", submitWrapProperty), nil
+			return ToolError("submission rejected: put the result under %q", submitWrapProperty), nil
 		}
 		payload = v
 	}
@@ -107,11 +107,11 @@ func (s *Session) handleSubmit(_ context.Context, req mcp.CallToolRequest) (*mcp
 	}
 	b, err := json.Marshal(payload)
 	if err != nil {
-		return toolErr("submission rejected: %v", err), nil
+		return ToolError("submission rejected: %v", err), nil
 	}
 	if s.validate != nil {
 		if err := s.validate(b); err != nil {
-			return toolErr("submission rejected, it does not match the schema: %v. Fix these and call %s again.", err, ToolSubmit), nil
+			return ToolError("submission rejected, it does not match the schema: %v. Fix these and call %s again.", err, ToolSubmit), nil
 		}
 	}
 	s.mu.Lock()
@@ -121,9 +121,9 @@ func (s *Session) handleSubmit(_ context.Context, req mcp.CallToolRequest) (*mcp
 	}
 	s.mu.Unlock()
 	if !first {
-		return jsonResult(map[string]any{"accepted": false, "reason": "an earlier valid submission was already accepted; this one is ignored"}), nil
+		return JSONResult(map[string]any{"accepted": false, "reason": "an earlier valid submission was already accepted; this one is ignored"}), nil
 	}
-	return jsonResult(map[string]any{"accepted": true}), nil
+	return JSONResult(map[string]any{"accepted": true}), nil
 }
 
 // kanbanTools: step completion and emitting an intent, for kanban-task.
@@ -132,46 +132,46 @@ func kanbanTools(s *Session, _ Profile) []Tool {
 		mcp.WithDescription("Mark the current step of the run as done, with a short summary of what was done."),
 		mcp.WithTitleAnnotation("Complete step"),
 		mcp.WithString("summary", mcp.Required(), mcp.Description("What was done, in a sentence or two."), mcp.MaxLength(maxSummaryLength)))
-	annotate(&step, false, false, false, false)
+	Annotate(&step, false, false, false, false)
 
 	emit := mcp.NewTool(ToolEmitIntent,
 		mcp.WithDescription("Emit an intent on the run (with its slots). It fires when this agent call has finished, like a user's intent."),
 		mcp.WithTitleAnnotation("Emit intent"),
 		mcp.WithString("intent", mcp.Required(), mcp.Description("The intent's name.")),
 		mcp.WithObject("slots", mcp.Description("The intent's slots.")))
-	annotate(&emit, false, false, false, false)
+	Annotate(&emit, false, false, false, false)
 
 	return []Tool{
 		{Def: step, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			summary, err := req.RequireString("summary")
 			if err != nil {
-				return toolErr("%v", err), nil
+				return ToolError("%v", err), nil
 			}
 			if len(summary) > maxSummaryLength {
-				return toolErr("summary is longer than %d bytes", maxSummaryLength), nil
+				return ToolError("summary is longer than %d bytes", maxSummaryLength), nil
 			}
 			if err := s.cfg.Live.CompleteStep(ctx, summary); err != nil {
-				return toolErr("could not complete the step: %s", errText(err)), nil
+				return ToolError("could not complete the step: %s", errText(err)), nil
 			}
-			return jsonResult(map[string]any{"completed": true}), nil
+			return JSONResult(map[string]any{"completed": true}), nil
 		}},
 		{Def: emit, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			name, err := req.RequireString("intent")
 			if err != nil || strings.TrimSpace(name) == "" {
-				return toolErr("intent: a non-empty intent name is required"), nil
+				return ToolError("intent: a non-empty intent name is required"), nil
 			}
 			var slots map[string]any
 			if raw, ok := req.GetArguments()["slots"]; ok && raw != nil {
 				m, ok := raw.(map[string]any)
 				if !ok {
-					return toolErr("slots: must be an object"), nil
+					return ToolError("slots: must be an object"), nil
 				}
 				slots = m
 			}
 			if err := s.cfg.Live.EmitIntent(ctx, name, slots); err != nil {
-				return toolErr("could not emit intent %q: %s", name, errText(err)), nil
+				return ToolError("could not emit intent %q: %s", name, errText(err)), nil
 			}
-			return jsonResult(map[string]any{"emitted": name}), nil
+			return JSONResult(map[string]any{"emitted": name}), nil
 		}},
 	}
 }
@@ -188,16 +188,16 @@ func askHandler(ask func(context.Context, string) (string, error), who string) f
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		q, err := req.RequireString("question")
 		if err != nil || strings.TrimSpace(q) == "" {
-			return toolErr("question: a non-empty question is required"), nil
+			return ToolError("question: a non-empty question is required"), nil
 		}
 		if len(q) > maxQuestionLength {
-			return toolErr("question is longer than %d bytes", maxQuestionLength), nil
+			return ToolError("question is longer than %d bytes", maxQuestionLength), nil
 		}
 		answer, err := ask(ctx, q)
 		if err != nil {
-			return toolErr("could not ask the %s: %s", who, errText(err)), nil
+			return ToolError("could not ask the %s: %s", who, errText(err)), nil
 		}
-		return jsonResult(map[string]any{"answer": answer}), nil
+		return JSONResult(map[string]any{"answer": answer}), nil
 	}
 }
 
@@ -205,7 +205,7 @@ func askHandler(ask func(context.Context, string) (string, error), who string) f
 func userQuestionTools(s *Session, _ Profile) []Tool {
 	t := questionTool(ToolAskUser, "Ask the operator",
 		"Ask the human operator of this run a question and wait for the answer. Use it only when you cannot proceed without their input.")
-	annotate(&t, false, false, false, true)
+	Annotate(&t, false, false, false, true)
 	return []Tool{{Def: t, Handler: askHandler(s.cfg.Live.AskOperator, "operator")}}
 }
 
@@ -213,7 +213,7 @@ func userQuestionTools(s *Session, _ Profile) []Tool {
 func parentQuestionTools(s *Session, _ Profile) []Tool {
 	t := questionTool(ToolAskParent, "Ask the parent run",
 		"Ask the run that started this one a question and wait for its answer. Use it only when you cannot proceed without it.")
-	annotate(&t, false, false, false, false)
+	Annotate(&t, false, false, false, false)
 	return []Tool{{Def: t, Handler: askHandler(s.cfg.Live.AskParent, "parent run")}}
 }
 
@@ -223,19 +223,19 @@ func taskTitleTools(s *Session, _ Profile) []Tool {
 		mcp.WithDescription("Set this run's title: a short, specific name for what the run is about."),
 		mcp.WithTitleAnnotation("Set run title"),
 		mcp.WithString("title", mcp.Required(), mcp.Description("The title, one line."), mcp.MaxLength(maxTitleLength)))
-	annotate(&t, false, false, true, false)
+	Annotate(&t, false, false, true, false)
 	return []Tool{{Def: t, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		title, err := req.RequireString("title")
 		title = strings.TrimSpace(title)
 		switch {
 		case err != nil || title == "":
-			return toolErr("title: a non-empty title is required"), nil
+			return ToolError("title: a non-empty title is required"), nil
 		case len(title) > maxTitleLength || strings.ContainsAny(title, "\r\n"):
-			return toolErr("title: one line of at most %d bytes", maxTitleLength), nil
+			return ToolError("title: one line of at most %d bytes", maxTitleLength), nil
 		}
 		if err := s.cfg.Live.SetTitle(ctx, title); err != nil {
-			return toolErr("could not set the title: %s", errText(err)), nil
+			return ToolError("could not set the title: %s", errText(err)), nil
 		}
-		return jsonResult(map[string]any{"title": title}), nil
+		return JSONResult(map[string]any{"title": title}), nil
 	}}}
 }

@@ -1,6 +1,11 @@
-// Package mcp is kitsoki's own MCP server: the one it hands to the agents it
-// launches (one session per agent call, bound to that call's run) and serves
-// to outside MCP clients with `kitsoki mcp serve`.
+// Package toolserver is kitsoki's MCP tool server: the machinery every
+// kitsoki MCP session runs on (typed profiles, tool groups, sessions, the
+// loopback Streamable HTTP endpoint, the plugin-tool catalog) and the tools
+// of the live surfaces, which the claude CLI transport hands to each agent
+// it launches (one session per agent call, bound to that call's run). It
+// does not load stories: the outside surface (`kitsoki mcp serve`, the
+// configuration and external tools) is internal/mcpserve, built on this
+// package. Here `mcp` is always mark3labs' mcp-go.
 //
 // The tools a session offers are decided by a typed Profile: a base Surface,
 // additive capability groups and attached tool providers. kitsoki resolves
@@ -10,7 +15,7 @@
 // enabled groups and swaps its whole tool set at once, so every change sends
 // exactly one notifications/tools/list_changed and an unchanged set sends
 // none.
-package mcp
+package toolserver
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package mcp
+package toolserver
 
 import (
 	"bytes"
@@ -31,12 +31,12 @@ func storyFilesTools(s *Session, _ Profile) []Tool {
 		mcp.WithDescription("List the files of this run's story directory (relative paths), optionally under a subdirectory."),
 		mcp.WithTitleAnnotation("List story files"),
 		mcp.WithString("dir", mcp.Description("A subdirectory of the story, e.g. prompts. Default: the whole story.")))
-	annotate(&list, true, false, true, false)
+	Annotate(&list, true, false, true, false)
 	read := mcp.NewTool(ToolReadStoryFile,
 		mcp.WithDescription("Read a text file of this run's story directory (at most 256 KiB)."),
 		mcp.WithTitleAnnotation("Read story file"),
 		mcp.WithString("path", mcp.Required(), mcp.Description("The file, relative to the story directory.")))
-	annotate(&read, true, false, true, false)
+	Annotate(&read, true, false, true, false)
 	return []Tool{
 		{Def: list, Handler: s.handleListStoryFiles},
 		{Def: read, Handler: s.handleReadStoryFile},
@@ -45,9 +45,9 @@ func storyFilesTools(s *Session, _ Profile) []Tool {
 
 func (s *Session) handleListStoryFiles(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	dir := req.GetString("dir", ".")
-	start, err := confine(s.cfg.StoryDir, dir)
+	start, err := Confine(s.cfg.StoryDir, dir)
 	if err != nil {
-		return toolErr("dir: %v", err), nil
+		return ToolError("dir: %v", err), nil
 	}
 	base, _ := filepath.Abs(s.cfg.StoryDir)
 	var files []string
@@ -77,38 +77,38 @@ func (s *Session) handleListStoryFiles(ctx context.Context, req mcp.CallToolRequ
 		return nil
 	})
 	if err != nil {
-		return toolErr("dir: %v", err), nil
+		return ToolError("dir: %v", err), nil
 	}
 	if files == nil {
 		files = []string{}
 	}
-	return jsonResult(map[string]any{"files": files, "truncated": truncated}), nil
+	return JSONResult(map[string]any{"files": files, "truncated": truncated}), nil
 }
 
 func (s *Session) handleReadStoryFile(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	p, err := req.RequireString("path")
 	if err != nil {
-		return toolErr("%v", err), nil
+		return ToolError("%v", err), nil
 	}
-	path, err := confine(s.cfg.StoryDir, p)
+	path, err := Confine(s.cfg.StoryDir, p)
 	if err != nil {
-		return toolErr("path: %v", err), nil
+		return ToolError("path: %v", err), nil
 	}
 	fi, err := os.Stat(path)
 	switch {
 	case err != nil:
-		return toolErr("path: %v", err), nil
+		return ToolError("path: %v", err), nil
 	case fi.IsDir():
-		return toolErr("path: %s is a directory; use %s", p, ToolListStoryFiles), nil
+		return ToolError("path: %s is a directory; use %s", p, ToolListStoryFiles), nil
 	case fi.Size() > maxReadBytes:
-		return toolErr("path: %s is %d bytes, more than the %d this tool reads", p, fi.Size(), maxReadBytes), nil
+		return ToolError("path: %s is %d bytes, more than the %d this tool reads", p, fi.Size(), maxReadBytes), nil
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return toolErr("path: %v", err), nil
+		return ToolError("path: %v", err), nil
 	}
 	if bytes.IndexByte(b, 0) >= 0 {
-		return toolErr("path: %s is not a text file", p), nil
+		return ToolError("path: %s is not a text file", p), nil
 	}
 	return mcp.NewToolResultText(string(b)), nil
 }

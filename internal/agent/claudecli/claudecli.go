@@ -1,11 +1,11 @@
 // Package claudecli is the Claude Code CLI transport. It runs `claude -p`
 // non-interactively for each agent call, with the prompt on stdin, and
-// hands the CLI a per-call session of kitsoki's own MCP server
-// (internal/mcp) through --mcp-config. Structured results come back through
-// that server's submit tool, which validates each submit against the call's
-// schema and returns violations to the model so it can correct itself; a run
-// that ends without a valid submit is resumed with a nudge a bounded number
-// of times before the call fails schema_invalid.
+// hands the CLI a per-call session of kitsoki's own MCP tool server
+// (internal/toolserver) through --mcp-config. Structured results come back
+// through that server's submit tool, which validates each submit against
+// the call's schema and returns violations to the model so it can correct
+// itself; a run that ends without a valid submit is resumed with a nudge a
+// bounded number of times before the call fails schema_invalid.
 //
 // Both routes of wire-protocols.md §6 use it: NewBuiltin builds the agent
 // the host calls for host.agent.* invokes that name no agent: alias (6a),

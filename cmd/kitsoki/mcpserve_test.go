@@ -10,9 +10,9 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/host"
-	"github.com/kitsoki/kitsoki/internal/mcp"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/toolserver"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
@@ -73,13 +73,13 @@ func TestRunFactsReachTheCallContext(t *testing.T) {
 	w := trace.NewMemSink()
 	reg := agent.NewRegistry(nil)
 	reg.Configure(st.Plugins)
-	var got *mcp.CallContext
+	var got *toolserver.CallContext
 	reg.RegisterInProcess("agent.demo", agent.AgentFunc(func(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
-		got = mcp.CallContextFrom(ctx)
+		got = toolserver.CallContextFrom(ctx)
 		return &agent.AskResponse{Submission: json.RawMessage(`{"text":"hi","tone":"casual","done":true}`)}, nil
 	}))
 	var sess *orchestrator.Session
-	h := host.New(st, reg, w, liveCalls(st, &sess, nil, runFacts{autopilot: true, providers: []string{mcp.StoryFilesProvider}}))
+	h := host.New(st, reg, w, liveCalls(st, &sess, nil, runFacts{autopilot: true, providers: []string{toolserver.StoryFilesProvider}}))
 	if sess, err = orchestrator.New(st, h, w); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestRunFactsReachTheCallContext(t *testing.T) {
 	if got == nil || !got.Autopilot || got.HasParent || len(got.ToolProviders) != 1 || got.Live == nil || got.StoryDir != st.Dir {
 		t.Fatalf("call context = %+v", got)
 	}
-	p, err := mcp.ResolveProfile("decide", got)
+	p, err := toolserver.ResolveProfile("decide", got)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,9 +9,10 @@ import (
 	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/mcp"
+	"github.com/kitsoki/kitsoki/internal/mcpserve"
 	"github.com/kitsoki/kitsoki/internal/plugintools"
 	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/toolserver"
 )
 
 // pluginRuntime is what a run owns for plugin-contributed agent tools: the
@@ -22,7 +23,7 @@ type pluginRuntime struct {
 	svc  *plugintools.Service
 	path string // the story file, re-read by :reload
 	ws   string // its workspace, the same on reload
-	ctl  *mcp.HTTPServer
+	ctl  *toolserver.HTTPServer
 }
 
 // startPlugins starts the plugin-tool service of run session. With
@@ -41,13 +42,13 @@ func startPlugins(st *story.Story, reg *agent.Registry, session, controlAddr str
 	if controlAddr == "" {
 		return pr, nil
 	}
-	p, _ := mcp.ParseMode(string(mcp.Configuration))
-	h, err := mcp.ListenHTTP(controlAddr, logger)
+	p, _ := toolserver.ParseMode(string(toolserver.Configuration))
+	h, err := toolserver.ListenHTTP(controlAddr, logger)
 	if err != nil {
 		svc.Close()
 		return nil, fmt.Errorf("--control-mcp: %w", err)
 	}
-	s, err := h.Open(mcp.SessionConfig{
+	s, err := mcpserve.Open(h, mcpserve.Config{
 		Profile:   p,
 		Root:      st.Dir,
 		Workspace: st.Workspace.Dir(),
@@ -67,7 +68,7 @@ func startPlugins(st *story.Story, reg *agent.Registry, session, controlAddr str
 }
 
 // catalog is the plugin-tool catalog live agent calls attach to.
-func (p *pluginRuntime) catalog() *mcp.Catalog {
+func (p *pluginRuntime) catalog() *toolserver.Catalog {
 	if p == nil {
 		return nil
 	}
@@ -125,7 +126,7 @@ func (p *pluginRuntime) command(ctx context.Context, line string, out, errw io.W
 }
 
 func (p *pluginRuntime) printStatus(out io.Writer) {
-	var status []mcp.PluginStatus
+	var status []mcpserve.PluginStatus
 	if p != nil {
 		status = p.svc.PluginStatus()
 	}

@@ -15,9 +15,9 @@ import (
 	"github.com/kitsoki/kitsoki/internal/demo"
 	"github.com/kitsoki/kitsoki/internal/eval"
 	"github.com/kitsoki/kitsoki/internal/host"
-	"github.com/kitsoki/kitsoki/internal/mcp"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/toolserver"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
@@ -162,13 +162,13 @@ type runFacts struct {
 // title, emit an intent…) act on this session. *sess is set once the
 // session exists; calls only happen after that. No run of this build is
 // started by another run, so HasParent is always false.
-func liveCalls(st *story.Story, sess **orchestrator.Session, cat *mcp.Catalog, facts runFacts) host.Option {
+func liveCalls(st *story.Story, sess **orchestrator.Session, cat *toolserver.Catalog, facts runFacts) host.Option {
 	return host.WithCallContext(func(ctx context.Context, call *host.Call) context.Context {
 		s := *sess
 		if s == nil {
 			return ctx
 		}
-		return mcp.WithCallContext(ctx, &mcp.CallContext{
+		return toolserver.WithCallContext(ctx, &toolserver.CallContext{
 			RunID: call.SessionID, WorkspaceID: st.App.ID, StoryDir: st.Dir,
 			Autopilot: facts.autopilot, ToolProviders: facts.providers,
 			TitleOwned: s.TitleOwned(), Live: s.LiveCall(call), Catalog: cat,

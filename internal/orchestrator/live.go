@@ -47,7 +47,7 @@ type Live struct {
 }
 
 // LiveCall returns the run actions for an agent call being dispatched. It
-// implements mcp.LiveCall.
+// implements toolserver.LiveCall.
 func (s *Session) LiveCall(call *host.Call) *Live { return &Live{s: s, world: call.World} }
 
 // liveState is the part of a session live calls write to.

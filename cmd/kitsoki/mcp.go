@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/kitsoki/kitsoki/internal/mcp"
 	"github.com/kitsoki/kitsoki/internal/mcpguard"
+	"github.com/kitsoki/kitsoki/internal/mcpserve"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/secret"
 	"github.com/kitsoki/kitsoki/internal/story"
@@ -15,7 +15,7 @@ import (
 
 func newMCPCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "mcp", Short: "kitsoki's MCP server for outside clients"}
-	var o mcp.ServeOptions
+	var o mcpserve.ServeOptions
 	serve := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the configuration or external surface over stdio or HTTP",
@@ -40,7 +40,7 @@ an unknown or deleted Mcp-Session-Id is answered 404.`,
 			o.Stdin, o.Stdout, o.Stderr, o.Logger = cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), logger
 			o.LoadStory = loadStoryIn
 			o.StartRun = startRun(g, cmd)
-			return mcp.Serve(cmd.Context(), o)
+			return mcpserve.Serve(cmd.Context(), o)
 		},
 	}
 	f := serve.Flags()
@@ -58,8 +58,8 @@ an unknown or deleted Mcp-Session-Id is answered 404.`,
 // startRun runs a story to the end of the given intents, as `kitsoki run
 // --intents` would, and reports where it stopped. It backs the external
 // surface's run-starting tool.
-func startRun(g *globals, cmd *cobra.Command) mcp.RunStarter {
-	return func(ctx context.Context, req mcp.StartRunRequest) (_ *mcp.StartRunResult, err error) {
+func startRun(g *globals, cmd *cobra.Command) mcpserve.RunStarter {
+	return func(ctx context.Context, req mcpserve.StartRunRequest) (_ *mcpserve.StartRunResult, err error) {
 		st, err := story.Load(req.Story, story.WithWorkspace(req.Workspace))
 		if err != nil {
 			return nil, err
@@ -102,6 +102,6 @@ func startRun(g *globals, cmd *cobra.Command) mcp.RunStarter {
 			}
 		}
 		abs, _ := filepath.Abs(path)
-		return &mcp.StartRunResult{RunID: id, State: sess.State(), Terminal: out.Done, Trace: abs}, nil
+		return &mcpserve.StartRunResult{RunID: id, State: sess.State(), Terminal: out.Done, Trace: abs}, nil
 	}
 }

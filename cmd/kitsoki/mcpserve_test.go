@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/mcp"
 	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/toolserver"
 )
 
 // TestMCPServeStdio drives `kitsoki mcp serve --stdio` as an outside MCP
@@ -68,15 +68,15 @@ func TestRunFactsReachTheCallContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got *mcp.CallContext
+	var got *toolserver.CallContext
 	demo := agent.AgentFunc(func(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
-		got = mcp.CallContextFrom(ctx)
+		got = toolserver.CallContextFrom(ctx)
 		return &agent.AskResponse{Submission: json.RawMessage(`{"text":"hi","tone":"casual","done":true}`)}, nil
 	})
 	rt, err := runtime.Open(st, runtime.Config{
 		Agents:  runtime.Agents{Override: map[string]agent.Agent{"agent.demo": demo}},
 		Session: &runtime.Session{ID: "s"},
-		Tools:   runtime.Tools{Autopilot: true, Providers: []string{mcp.StoryFilesProvider}},
+		Tools:   runtime.Tools{Autopilot: true, Providers: []string{toolserver.StoryFilesProvider}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +92,7 @@ func TestRunFactsReachTheCallContext(t *testing.T) {
 	if got == nil || !got.Autopilot || got.HasParent || len(got.ToolProviders) != 1 || got.Live == nil || got.StoryDir != st.Dir {
 		t.Fatalf("call context = %+v", got)
 	}
-	p, err := mcp.ResolveProfile("decide", got)
+	p, err := toolserver.ResolveProfile("decide", got)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,9 +7,10 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/kitsoki/kitsoki/internal/mcp"
+	"github.com/kitsoki/kitsoki/internal/mcpserve"
 	"github.com/kitsoki/kitsoki/internal/plugintools"
 	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/toolserver"
 )
 
 // pluginRuntime is what a run owns for plugin-contributed agent tools: the
@@ -20,7 +21,7 @@ type pluginRuntime struct {
 	svc  *plugintools.Service
 	path string // the story file, re-read by :reload
 	ws   string // its workspace, the same on reload
-	ctl  *mcp.HTTPServer
+	ctl  *toolserver.HTTPServer
 }
 
 // startPlugins wraps the plugin-tool service of a run (runtime.Open with
@@ -32,12 +33,12 @@ func startPlugins(st *story.Story, svc *plugintools.Service, controlAddr string,
 	if controlAddr == "" {
 		return pr, nil
 	}
-	p, _ := mcp.ParseMode(string(mcp.Configuration))
-	h, err := mcp.ListenHTTP(controlAddr, logger)
+	p, _ := toolserver.ParseMode(string(toolserver.Configuration))
+	h, err := toolserver.ListenHTTP(controlAddr, logger)
 	if err != nil {
 		return nil, fmt.Errorf("--control-mcp: %w", err)
 	}
-	s, err := h.Open(mcp.SessionConfig{
+	s, err := mcpserve.Open(h, mcpserve.Config{
 		Profile:   p,
 		Root:      st.Dir,
 		Workspace: st.Workspace.Dir(),
@@ -102,7 +103,7 @@ func (p *pluginRuntime) command(ctx context.Context, line string, out, errw io.W
 }
 
 func (p *pluginRuntime) printStatus(out io.Writer) {
-	var status []mcp.PluginStatus
+	var status []mcpserve.PluginStatus
 	if p != nil {
 		status = p.svc.PluginStatus()
 	}

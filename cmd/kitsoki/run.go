@@ -16,10 +16,10 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/host"
-	"github.com/kitsoki/kitsoki/internal/mcp"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/toolserver"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -106,8 +106,8 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 		fmt.Fprintf(stderr, "warning: %s\n", w.String())
 	}
 	for _, p := range o.toolProviders {
-		if p != mcp.StoryFilesProvider {
-			return exitWith(exitFailure, fmt.Errorf("--tool-provider %q: unknown tool provider (known: %s)", p, mcp.StoryFilesProvider))
+		if p != toolserver.StoryFilesProvider {
+			return exitWith(exitFailure, fmt.Errorf("--tool-provider %q: unknown tool provider (known: %s)", p, toolserver.StoryFilesProvider))
 		}
 	}
 	world, err := parseWorldFlags(st, o.world)

@@ -47,7 +47,7 @@ type Live struct {
 }
 
 // LiveCall returns the run actions for an agent call being dispatched. It
-// implements mcp.LiveCall (and host.LiveActions). The session hands one to
+// implements toolserver.LiveCall (and host.LiveActions). The session hands one to
 // every call it dispatches (host.Call.Run).
 func (s *Session) LiveCall(call *host.Call) *Live { return s.liveFor(call.World) }
 

@@ -19,11 +19,11 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/host"
-	"github.com/kitsoki/kitsoki/internal/mcp"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/plugintools"
 	"github.com/kitsoki/kitsoki/internal/routes"
 	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/toolserver"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
@@ -123,7 +123,7 @@ type Tools struct {
 	// Runtime.Plugins (kitsoki run's :plugins, --control-mcp).
 	Plugins bool
 	// Providers are tool providers attached to every agent call
-	// (mcp.StoryFilesProvider).
+	// (toolserver.StoryFilesProvider).
 	Providers []string
 	// Autopilot means no operator is there to ask: agents are not offered
 	// the tool that asks one.
@@ -180,8 +180,8 @@ func Open(st *story.Story, cfg Config) (_ *Runtime, err error) {
 		cfg.Timeout = host.DefaultTimeout
 	}
 	for _, p := range cfg.Tools.Providers {
-		if p != mcp.StoryFilesProvider {
-			return nil, fmt.Errorf("tool provider %q: unknown tool provider (known: %s)", p, mcp.StoryFilesProvider)
+		if p != toolserver.StoryFilesProvider {
+			return nil, fmt.Errorf("tool provider %q: unknown tool provider (known: %s)", p, toolserver.StoryFilesProvider)
 		}
 	}
 	rt := &Runtime{story: st}
@@ -346,7 +346,7 @@ func (rt *Runtime) newHost(cfg Config, builtin agent.Agent, routeMap map[*story.
 	return host.New(st, rt.reg, rt.sink, opts...)
 }
 
-func (rt *Runtime) catalog() *mcp.Catalog {
+func (rt *Runtime) catalog() *toolserver.Catalog {
 	if rt.plugins == nil {
 		return nil
 	}
@@ -358,12 +358,12 @@ func (rt *Runtime) catalog() *mcp.Catalog {
 // title, emit an intent…) act on the run that dispatched the call: the
 // session hands its actions over in the call (host.Call.Run). No run of
 // this build is started by another run, so HasParent is always false.
-func liveCalls(st *story.Story, cat *mcp.Catalog, tools Tools) host.Option {
+func liveCalls(st *story.Story, cat *toolserver.Catalog, tools Tools) host.Option {
 	return host.WithCallContext(func(ctx context.Context, call *host.Call) context.Context {
 		if call.Run.Live == nil {
 			return ctx
 		}
-		return mcp.WithCallContext(ctx, &mcp.CallContext{
+		return toolserver.WithCallContext(ctx, &toolserver.CallContext{
 			RunID: call.SessionID, WorkspaceID: st.App.ID, StoryDir: st.Dir,
 			Autopilot: tools.Autopilot, ToolProviders: tools.Providers,
 			TitleOwned: call.Run.TitleOwned, Live: call.Run.Live, Catalog: cat,

@@ -14,10 +14,10 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/host"
-	"github.com/kitsoki/kitsoki/internal/mcp"
 	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/testrunner"
+	"github.com/kitsoki/kitsoki/internal/toolserver"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
@@ -37,13 +37,13 @@ func loadHello(t *testing.T) *story.Story {
 // saw and whether it was closed.
 type scripted struct {
 	calls  int
-	cc     *mcp.CallContext
+	cc     *toolserver.CallContext
 	closed bool
 }
 
 func (s *scripted) Ask(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
 	s.calls++
-	s.cc = mcp.CallContextFrom(ctx)
+	s.cc = toolserver.CallContextFrom(ctx)
 	return &agent.AskResponse{Submission: json.RawMessage(`{"text":"Hi Ada","tone":"casual","done":true}`)}, nil
 }
 
@@ -304,7 +304,7 @@ func TestRunEnvironment(t *testing.T) {
 			rt, err := runtime.Open(st, runtime.Config{
 				Agents:  runtime.Agents{Override: map[string]agent.Agent{"agent.demo": a}},
 				Session: &runtime.Session{ID: "run-7", Title: tc.title},
-				Tools:   runtime.Tools{Autopilot: true, Providers: []string{mcp.StoryFilesProvider}},
+				Tools:   runtime.Tools{Autopilot: true, Providers: []string{toolserver.StoryFilesProvider}},
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -316,7 +316,7 @@ func TestRunEnvironment(t *testing.T) {
 				t.Fatalf("call context = %+v: want the session's live actions", cc)
 			}
 			if cc.RunID != "run-7" || cc.WorkspaceID != "hello" || cc.StoryDir != st.Dir || !cc.Autopilot ||
-				cc.TitleOwned != tc.wantOwned || !cmp.Equal(cc.ToolProviders, []string{mcp.StoryFilesProvider}) {
+				cc.TitleOwned != tc.wantOwned || !cmp.Equal(cc.ToolProviders, []string{toolserver.StoryFilesProvider}) {
 				t.Errorf("call context = %+v", cc)
 			}
 			if w := cc.Live.World(); w["name"] != "Ada" {

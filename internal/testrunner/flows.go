@@ -18,6 +18,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/runtime"
+	"github.com/kitsoki/kitsoki/internal/secret"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
@@ -271,7 +272,10 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 		res.Skipped, res.SkipReason = true, fx.SkipReason
 		return res
 	}
-	st, logger := f.Story, f.cfg.logger
+	st := f.Story
+	// A plugin's stderr is logged: the flow's logger masks the secrets of
+	// the story it runs, which the logger's maker could not know.
+	logger := slog.New(secret.New(st.Secrets).Handler(f.cfg.logger.Handler()))
 	mem := trace.NewMemSink(trace.WithSecrets(st.Secrets), trace.WithClock(f.clk))
 	sink := &captureSink{MemSink: mem}
 	root := fx.InitialState

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/mcp"
+	"github.com/kitsoki/kitsoki/internal/toolserver"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
@@ -24,7 +24,7 @@ type call struct {
 	env      []string
 	secrets  []string
 	provider string
-	sess     *mcp.Session
+	sess     *toolserver.Session
 	mcpFile  string
 	// reuseKey is non-empty for converse and task, whose claude session is
 	// kept across the calls of one kitsoki session.
@@ -113,7 +113,7 @@ const nudgeText = "You finished without calling the " + submitToolRef + " tool, 
 	"Call " + submitToolRef + " now with your answer as its arguments; they must match its input schema. " +
 	"If it returns an error, correct the arguments and call it again. A text reply alone is not recorded."
 
-const submitToolRef = "mcp__" + mcp.ServerName + "__" + mcp.ToolSubmit
+const submitToolRef = "mcp__" + toolserver.ServerName + "__" + toolserver.ToolSubmit
 
 // submitInstructions are added to the system prompt of calls with a
 // schema.
@@ -166,18 +166,18 @@ func (a *Agent) prepare(ctx context.Context, req *agent.AskRequest) (*call, erro
 	}
 	c.env = a.environ(req, providerEnv)
 
-	cc := mcp.CallContextFrom(ctx)
-	profile, err := mcp.ResolveProfile(req.Verb, cc)
+	cc := toolserver.CallContextFrom(ctx)
+	profile, err := toolserver.ResolveProfile(req.Verb, cc)
 	if err != nil {
 		return nil, agent.Errorf(agent.KindTransportError, "claude CLI: %w", err)
 	}
-	cfg := mcp.SessionConfig{
+	cfg := toolserver.SessionConfig{
 		Profile:   profile,
 		RunID:     req.SessionID,
 		SessionID: req.CallID,
 		Schema:    req.Schema,
 		Validate:  info.Validate,
-		Live:      mcp.Detached(req.World.Vars),
+		Live:      toolserver.Detached(req.World.Vars),
 		Secrets:   c.secrets,
 		Clock:     a.opts.Clock,
 		Logger:    a.opts.Logger,

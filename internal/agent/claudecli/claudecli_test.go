@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/mcp"
+	"github.com/kitsoki/kitsoki/internal/toolserver"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
@@ -617,7 +617,7 @@ func (l *liveRun) EmitIntent(context.Context, string, map[string]any) error {
 
 func TestCallContextReachesTheTools(t *testing.T) {
 	live := &liveRun{world: map[string]any{"amount": 40}}
-	ctx := mcp.WithCallContext(withPersona(nil), &mcp.CallContext{RunID: "run-9", TitleOwned: true, Live: live})
+	ctx := toolserver.WithCallContext(withPersona(nil), &toolserver.CallContext{RunID: "run-9", TitleOwned: true, Live: live})
 	h := newHarness(t, fakeRun{Calls: []fakeCall{
 		{Tool: "set_task_title_kitsoki", Args: map[string]any{"title": "Taxi claim"}},
 		{Tool: "ask_user_question_kitsoki", Args: map[string]any{"question": "Receipt?"}},

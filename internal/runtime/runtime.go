@@ -19,6 +19,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/hosts/hostplugin"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/plugintools"
 	"github.com/kitsoki/kitsoki/internal/routes"
@@ -165,6 +166,8 @@ type Runtime struct {
 	sess     *orchestrator.Session
 	warnings []string
 	closed   bool
+
+	hostPlugins *hostplugin.Plugins // the story's host_plugins:, nil unless Agents.Live
 }
 
 // Open wires a run of st as cfg says. On error everything built so far is
@@ -227,6 +230,11 @@ func Open(st *story.Story, cfg Config) (_ *Runtime, err error) {
 		rt.plugins = svc
 	}
 	rt.host = rt.newHost(cfg, builtin, routeMap)
+	if cfg.Agents.Live { // the story's host_plugins:, before a cassette or recorder wraps them
+		if rt.hostPlugins, err = hostplugin.Register(rt.host, st, hostplugin.Options{Sink: rt.sink, Clock: cfg.Clock, Logger: cfg.Logger}); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case cfg.Cassette != nil:
 		cfg.Cassette.ReplayHandlers(rt.host, rt.sink, st.App.ID)
@@ -411,6 +419,9 @@ func (rt *Runtime) Close() error {
 	}
 	if rt.plugins != nil {
 		errs = append(errs, rt.plugins.Close())
+	}
+	if rt.hostPlugins != nil {
+		errs = append(errs, rt.hostPlugins.Close())
 	}
 	if rt.reg != nil && rt.ownReg {
 		errs = append(errs, rt.reg.Close())

@@ -82,17 +82,18 @@ func Load(path string, opts ...Option) (*Story, error) {
 		promptSeen: map[string]bool{},
 		schemaUses: map[string]*[]schemaUse{},
 		st: &Story{
-			Dir:       dir,
-			File:      abs,
-			Workspace: ws,
-			Agents:    map[string]*Persona{},
-			Plugins:   map[string]agent.Declaration{},
-			Providers: map[string]agent.Provider{},
-			Intents:   map[string]*Intent{},
-			Exits:     map[string]*Exit{},
-			States:    map[string]*State{},
-			Schemas:   map[string]*schema.Schema{},
-			Prompts:   map[string]*expr.Text{},
+			Dir:         dir,
+			File:        abs,
+			Workspace:   ws,
+			Agents:      map[string]*Persona{},
+			Plugins:     map[string]agent.Declaration{},
+			HostPlugins: map[string]*HostPlugin{},
+			Providers:   map[string]agent.Provider{},
+			Intents:     map[string]*Intent{},
+			Exits:       map[string]*Exit{},
+			States:      map[string]*State{},
+			Schemas:     map[string]*schema.Schema{},
+			Prompts:     map[string]*expr.Text{},
 		},
 	}
 	sc, err := schema.NewCompiler(dir)
@@ -278,7 +279,7 @@ func yamlDiag(f *file, err error) Diagnostic {
 }
 
 var topKeys = &keySpec{
-	v1: []string{"app", "hosts", "agents", "agent_plugins", "providers", "world", "intents", "root", "exits", "include", "states"},
+	v1: []string{"app", "hosts", "agents", "agent_plugins", "host_plugins", "providers", "world", "intents", "root", "exits", "include", "states"},
 	later: []string{"host_interfaces", "imports", "exports", "phase_templates", "phases", "checkpoint_intents",
 		"proposals", "off_path", "meta_modes", "routing", "prompts", "decider"},
 }
@@ -313,6 +314,9 @@ func (l *loader) loadFile(f *file, isRoot bool) {
 	}
 	if e, ok := top.get("agent_plugins"); ok {
 		l.loadPlugins(f, e)
+	}
+	if e, ok := top.get("host_plugins"); ok {
+		l.loadHostPlugins(f, e)
 	}
 	if e, ok := top.get("providers"); ok {
 		l.loadProviders(f, e)

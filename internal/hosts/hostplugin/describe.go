@@ -81,7 +81,7 @@ func describe(ctx context.Context, decl *story.HostPlugin, appID string, opts Op
 		if errors.As(err, &rpcErr) && rpcErr.Code == plugin.CodeMethodNotFound {
 			return nil, false, nil
 		}
-		return nil, false, hd.callError("", err)
+		return nil, false, hd.callError(err)
 	}
 	var res plugin.HostDescribeResult
 	if err := json.Unmarshal(raw, &res); err != nil {

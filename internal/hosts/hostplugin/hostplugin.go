@@ -135,11 +135,11 @@ func (hd *Handler) Invoke(ctx context.Context, call *host.Call) (*host.Result, e
 	defer cancel()
 	raw, err := hd.conn.Call(ctx, plugin.MethodHostInvoke, req)
 	if err != nil {
-		return &host.Result{Err: hd.callError(req.Op, err)}, nil
+		return &host.Result{Err: hd.callError(err)}, nil
 	}
 	data, err := decodeData(raw)
 	if err != nil {
-		return &host.Result{Err: hd.wrap(req.Op, err)}, nil
+		return &host.Result{Err: hd.wrap(err)}, nil
 	}
 	return &host.Result{Data: data}, nil
 }
@@ -168,36 +168,50 @@ func (hd *Handler) request(call *host.Call) *plugin.HostInvokeRequest {
 	}
 }
 
-// callError rewords a transport failure for the handler: a JSON-RPC error
-// is the plugin's own answer ("host plugin host.tickets: create: error
-// -32000: no such ticket"), everything else keeps the transport's detail
-// (crash, bad line, deadline) after the handler's name.
-func (hd *Handler) callError(op string, err error) error {
+// KindPluginError is the kind of a call the plugin answered with a
+// JSON-RPC error: its own failure, not the transport's.
+const KindPluginError = "plugin_error"
+
+// CallError is a failed host plugin call: what the invoke's on_error
+// handles and world.last_error holds. Kind is KindPluginError or the
+// transport's agent.ErrorKind (plugin_crash, deadline_exceeded,
+// transport_error); Detail is the transport's detail for the latter.
+type CallError struct {
+	Handler string
+	Kind    string
+	Detail  string
+	Err     error // the cause: a *jsonrpc2.Error, a frame or read error...
+}
+
+// Error reads "host plugin host.tickets: plugin_crash: read response: ...".
+func (e *CallError) Error() string {
+	return "host plugin " + e.Handler + ": " + e.Kind + ": " + e.Detail
+}
+
+// Unwrap returns the cause.
+func (e *CallError) Unwrap() error { return e.Err }
+
+// callError turns a transport failure into a CallError: a JSON-RPC error
+// is the plugin's own answer ("plugin_error: code -32000: no such
+// ticket"); anything else keeps the transport's kind and detail (crash,
+// bad line, deadline), the handler named in place of the transport.
+func (hd *Handler) callError(err error) error {
 	var rpcErr *jsonrpc2.Error
 	if errors.As(err, &rpcErr) {
-		return &agent.AskError{Kind: agent.KindPluginCrash, Err: err,
-			Detail: fmt.Sprintf("%s: error %d: %s", hd.label(op), rpcErr.Code, agent.Clip([]byte(rpcErr.Message)))}
+		return &CallError{Handler: hd.decl.Name, Kind: KindPluginError, Err: rpcErr,
+			Detail: fmt.Sprintf("code %d: %s", rpcErr.Code, agent.Clip([]byte(rpcErr.Message)))}
 	}
-	return hd.wrap(op, err)
+	return hd.wrap(err)
 }
 
-// wrap puts the handler's name in front of an AskError's detail, in place
-// of the transport's.
-func (hd *Handler) wrap(op string, err error) error {
+// wrap makes an AskError of the transport a CallError.
+func (hd *Handler) wrap(err error) error {
 	ae, ok := agent.AsAskError(err)
 	if !ok {
-		return fmt.Errorf("%s: %w", hd.label(op), err)
+		return fmt.Errorf("host plugin %s: %w", hd.decl.Name, err)
 	}
-	return &agent.AskError{Kind: ae.Kind, Err: ae.Err,
-		Detail: hd.label(op) + ": " + strings.TrimPrefix(ae.Detail, "subprocess agent: ")}
-}
-
-// label names the call in errors: "host plugin host.tickets op create".
-func (hd *Handler) label(op string) string {
-	if op == "" {
-		return "host plugin " + hd.decl.Name
-	}
-	return "host plugin " + hd.decl.Name + " op " + op
+	return &CallError{Handler: hd.decl.Name, Kind: string(ae.Kind), Err: ae.Err,
+		Detail: strings.TrimPrefix(ae.Detail, "subprocess agent: ")}
 }
 
 // decodeData reads a host.invoke result: {"data": {...}}. A result that is

@@ -21,8 +21,12 @@ var testHostOps = map[string]HostOp{
 			return map[string]any{"id": "T-1", "title": req.Args["title"], "call_id": req.Context.CallID, "turn": req.Context.Turn}, nil
 		},
 	},
-	"fail":  {Run: func(context.Context, *HostInvokeRequest) (map[string]any, error) { return nil, errors.New("tracker down") }},
-	"coded": {Run: func(context.Context, *HostInvokeRequest) (map[string]any, error) { return nil, &Error{Code: -32042, Message: "quota"} }},
+	"fail": {Run: func(context.Context, *HostInvokeRequest) (map[string]any, error) {
+		return nil, errors.New("tracker down")
+	}},
+	"coded": {Run: func(context.Context, *HostInvokeRequest) (map[string]any, error) {
+		return nil, &Error{Code: -32042, Message: "quota"}
+	}},
 	"panic": {Run: func(context.Context, *HostInvokeRequest) (map[string]any, error) { panic("boom") }},
 	"nil":   {Run: func(context.Context, *HostInvokeRequest) (map[string]any, error) { return nil, nil }},
 	"wait": {Run: func(ctx context.Context, _ *HostInvokeRequest) (map[string]any, error) {

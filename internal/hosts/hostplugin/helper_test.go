@@ -99,8 +99,10 @@ func runHelper(mode string) {
 		os.Stdout.WriteString(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"data":{"x":"` + strings.Repeat("x", plugin.MaxMessageBytes) + "\"}}}\n")
 		time.Sleep(time.Minute)
 	case "never":
-		for {
-			next()
+		// Never answers; logs every line it reads, so a test sees the
+		// $/cancelRequest kitsoki sends at the deadline.
+		for in.Scan() {
+			fmt.Fprintln(os.Stderr, "got:", in.Text())
 		}
 	case "bad-data":
 		for {

@@ -133,7 +133,7 @@ func (hd *Handler) Invoke(ctx context.Context, call *host.Call) (*host.Result, e
 	req := hd.request(call)
 	ctx, cancel := clock.WithTimeout(ctx, hd.clock, hd.timeout)
 	defer cancel()
-	raw, err := hd.conn.Call(ctx, plugin.MethodHostInvoke, req)
+	raw, err := hd.conn.CallCancellable(ctx, plugin.MethodHostInvoke, req)
 	if err != nil {
 		return &host.Result{Err: hd.callError(err)}, nil
 	}

@@ -117,6 +117,7 @@ func TestBadInput(t *testing.T) {
 		want           string // the whole error, or its prefix when wantSuffix is set
 		wantSuffix     string
 		log            string // a line the plugin log must hold
+		after          string // a line the plugin log must come to hold after the call
 	}{
 		{name: "crash", mode: "crash", op: "create", kind: "plugin_crash",
 			want: `host plugin host.tickets: plugin_crash: read response: EOF (plugin closed stdout); plugin exit status 3; stderr tail: "tickets: exploding\n"`},
@@ -134,8 +135,9 @@ func TestBadInput(t *testing.T) {
 		{name: "wrong id, then the deadline", mode: "wrong-id", op: "create", kind: "deadline_exceeded",
 			want: `host plugin host.tickets: deadline_exceeded: context cancelled waiting for response: context deadline exceeded`,
 			log:  "ignoring response #424242 with no corresponding request"},
-		{name: "deadline", mode: "never", op: "create", kind: "deadline_exceeded",
-			want: `host plugin host.tickets: deadline_exceeded: context cancelled waiting for response: context deadline exceeded`},
+		{name: "deadline, then $/cancelRequest", mode: "never", op: "create", kind: "deadline_exceeded",
+			want: `host plugin host.tickets: deadline_exceeded: context cancelled waiting for response: context deadline exceeded`,
+			after: `got: {\"jsonrpc\":\"2.0\",\"method\":\"$/cancelRequest\",\"params\":{\"id\":1}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -186,6 +188,17 @@ func TestBadInput(t *testing.T) {
 			}
 			if tt.log != "" && !strings.Contains(logs.String(), tt.log) {
 				t.Errorf("log lacks %q:\n%s", tt.log, logs.String())
+			}
+			if tt.after != "" {
+				// The plugin's stderr is logged as it arrives: wait for
+				// the line; the bound only turns a missing line into a
+				// failure instead of a hang.
+				for i := 0; !strings.Contains(logs.String(), tt.after); i++ {
+					if i == 1000 {
+						t.Fatalf("log lacks %q:\n%s", tt.after, logs.String())
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
 			}
 		})
 	}

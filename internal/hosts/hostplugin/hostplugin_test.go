@@ -136,7 +136,7 @@ func TestBadInput(t *testing.T) {
 			want: `host plugin host.tickets: deadline_exceeded: context cancelled waiting for response: context deadline exceeded`,
 			log:  "ignoring response #424242 with no corresponding request"},
 		{name: "deadline, then $/cancelRequest", mode: "never", op: "create", kind: "deadline_exceeded",
-			want: `host plugin host.tickets: deadline_exceeded: context cancelled waiting for response: context deadline exceeded`,
+			want:  `host plugin host.tickets: deadline_exceeded: context cancelled waiting for response: context deadline exceeded`,
 			after: `got: {\"jsonrpc\":\"2.0\",\"method\":\"$/cancelRequest\",\"params\":{\"id\":1}}`},
 	}
 	for _, tt := range tests {

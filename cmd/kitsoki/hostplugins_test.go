@@ -131,8 +131,14 @@ func TestRunPythonHostPlugin(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 not found: skipping the Python example host plugin")
 	}
+	const app = "../../stories/host-plugin-py/app.yaml"
+	// validate asks the Python plugin host.describe: the story's calls are
+	// ops it lists.
+	if code, out, errs := runCLI(t, "", "validate", app); code != exitOK {
+		t.Fatalf("validate: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
 	tr := filepath.Join(t.TempDir(), "t.jsonl")
-	code, out, errs := runCLI(t, "", "run", "../../stories/host-plugin-py/app.yaml", "--trace", tr, "--intents", "file title=printer,crash,done")
+	code, out, errs := runCLI(t, "", "run", app, "--trace", tr, "--intents", "file title=printer,crash,done")
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}

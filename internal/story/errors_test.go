@@ -309,7 +309,8 @@ func TestHostPluginErrors(t *testing.T) {
 		`hostplugins.yaml:10:49: host_plugins.host.keys.comand: unknown key "comand" (did you mean "command"?)`,
 		`hostplugins.yaml:11:58: host_plugins.host.slow.timeout: timeout "soon" is not a positive duration (write e.g. 30s or 2m)`,
 		`hostplugins.yaml:11:73: host_plugins.host.slow: env var UNSET_VAR referenced in env.K not set`,
-		`hostplugins.yaml:16:17: states.start.on_enter[0].invoke: state "start": on_enter invoke "host.other.create" is not declared in app hosts`,
+		`hostplugins.yaml:12:3: host_plugins.host.noplugin: plugin: is required (plugin: subprocess)`,
+		`hostplugins.yaml:17:17: states.start.on_enter[0].invoke: state "start": on_enter invoke "host.other.create" is not declared in app hosts`,
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("diagnostics (-want +got):\n%s", d)

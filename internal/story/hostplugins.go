@@ -40,6 +40,9 @@ var hostPluginKeys = &keySpec{v1: []string{"plugin", "command", "args", "env", "
 // story directory when it is a path and must stay inside the workspace.
 func (l *loader) loadHostPlugins(f *file, e entry) {
 	es, _ := l.entries(f, e.val, "host_plugins")
+	if l.st.HostPlugins == nil {
+		l.st.HostPlugins = map[string]*HostPlugin{}
+	}
 	for _, pe := range es {
 		path := joinPath("host_plugins", pe.name)
 		switch {

@@ -31,7 +31,8 @@ type Story struct {
 	Hosts   []string // union of all files' hosts:, in first-seen order
 	Agents  map[string]*Persona
 	Plugins map[string]agent.Declaration // includes the injected agent.claude
-	// HostPlugins are the host_plugins: entries by handler name.
+	// HostPlugins are the host_plugins: entries by handler name (nil
+	// when there are none).
 	HostPlugins map[string]*HostPlugin
 	// Providers are the providers: entries (name → model and env for the
 	// built-in claude component), picked by with.provider on an invoke.

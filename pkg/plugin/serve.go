@@ -74,10 +74,11 @@ func serveConn(ctx context.Context, r io.Reader, w io.Writer, a Agent, hostOps m
 const maxIdleWorkers = 4
 
 type stdioServer struct {
-	agent   Agent
+	agent  Agent
+	stream *LineStream
+	wg     sync.WaitGroup // running workers
+
 	hostOps map[string]HostOp // a host plugin's ops; nil when serving an agent
-	stream  *LineStream
-	wg      sync.WaitGroup // running workers
 
 	readMu  sync.Mutex   // one worker reads at a time
 	waiting atomic.Int32 // workers queued on readMu

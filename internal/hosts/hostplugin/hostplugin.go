@@ -43,7 +43,7 @@ type Options struct {
 	// Sink is the run's trace sink: a call's call_id is derived from the
 	// seq of its harness.dispatched line. Nil derives it from the turn and
 	// state only.
-	Sink host.Sink
+	Sink SeqSource
 	// Clock measures call deadlines; nil is the system clock.
 	Clock clock.Clock
 	// Logger receives plugin stderr and lifecycle logs; nil discards them.
@@ -51,6 +51,13 @@ type Options struct {
 	// Grace is how long Close waits after SIGTERM before SIGKILL; 0 is the
 	// transport's default.
 	Grace time.Duration
+}
+
+// SeqSource is the part of a trace sink the handler reads (host.Sink
+// has it).
+type SeqSource interface {
+	// NextSeq is the seq the next event of turn will get.
+	NextSeq(turn int64) int
 }
 
 // Plugins are the running (or not yet started) host plugins of one run.
@@ -93,7 +100,7 @@ type Handler struct {
 	decl    *story.HostPlugin
 	appID   string
 	conn    *subprocess.Agent
-	sink    host.Sink
+	sink    SeqSource
 	clock   clock.Clock
 	timeout time.Duration
 }

@@ -24,9 +24,7 @@ import (
 // seqSink is the part of a trace sink the handler reads: NextSeq.
 type seqSink struct{ next int }
 
-func (s *seqSink) Append(*plugin.Event) error { return nil }
-func (s *seqSink) NextSeq(int64) int          { return s.next }
-func (s *seqSink) Now() time.Time             { return time.Time{} }
+func (s *seqSink) NextSeq(int64) int { return s.next }
 
 func newHandler(t *testing.T, decl *story.HostPlugin, opts Options) *Handler {
 	t.Helper()
@@ -80,7 +78,7 @@ func TestInvokeRequestAndData(t *testing.T) {
 // the process.
 func TestRegisterAnswersEveryOpUnderTheName(t *testing.T) {
 	st := &story.Story{App: story.App{ID: "tickets-app"}, HostPlugins: map[string]*story.HostPlugin{"host.tickets": helperDecl(t, "serve")}}
-	h := host.New(st, nil, &seqSink{})
+	h := host.New(st, nil, trace.NewMemSink())
 	ps, err := Register(h, st, Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,8 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/hosts/artifacts"
+	hostrun "github.com/kitsoki/kitsoki/internal/hosts/run"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/plugintools"
 	"github.com/kitsoki/kitsoki/internal/routes"
@@ -343,7 +345,10 @@ func (rt *Runtime) newHost(cfg Config, builtin agent.Agent, routeMap map[*story.
 	if cfg.Session != nil {
 		opts = append(opts, liveCalls(st, rt.catalog(), cfg.Tools))
 	}
-	return host.New(st, rt.reg, rt.sink, opts...)
+	h := host.New(st, rt.reg, rt.sink, opts...)
+	hostrun.Register(h, hostrun.Config{Workspace: st.Workspace, Clock: cfg.Clock, Logger: cfg.Logger})
+	artifacts.Register(h, st.Workspace)
+	return h
 }
 
 func (rt *Runtime) catalog() *toolserver.Catalog {

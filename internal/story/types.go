@@ -50,8 +50,13 @@ type Story struct {
 	// rooted in Dir like the load-time ones.
 	SchemaCompiler *schema.Compiler
 
-	// Secrets are the values substituted from ${VAR} in agent_plugins and
-	// providers; the trace writer redacts them.
+	// PluginHandlers are the handler names (or families: host.jira covers
+	// host.jira.get) that the story's host plugins serve; the load check
+	// does not refuse them as handlers kitsoki does not build.
+	PluginHandlers []string
+
+	// Secrets are the values substituted from ${VAR} in agent_plugins,
+	// providers and host.run's with.env; the trace writer redacts them.
 	Secrets []string
 	// Warnings are non-fatal findings (e.g. [later] keys that are ignored).
 	Warnings []Diagnostic

@@ -56,6 +56,10 @@ func writeFields(w io.Writer, label string, fs []catalog.Field) {
 		if f.Doc != "" {
 			notes = append(notes, f.Doc)
 		}
+		if len(notes) == 0 {
+			fmt.Fprintf(w, "    %s\t%s\n", f.Name, f.Type)
+			continue
+		}
 		fmt.Fprintf(w, "    %s\t%s\t%s\n", f.Name, f.Type, strings.Join(notes, "; "))
 	}
 }

@@ -35,7 +35,7 @@ func (l *loader) builtinWith(f *file, d *yaml.Node, wp, name string) {
 	}
 	for _, fl := range spec.Fields {
 		if fl.Required && !slices.Contains(have, fl.Name) {
-			l.errAt(f, d, wp, "%s needs with.%s (%s)", name, fl.Name, fl.Doc)
+			l.errAt(f, d, wp, "%s needs with.%s: %s", name, fl.Name, fl.Doc)
 		}
 	}
 }

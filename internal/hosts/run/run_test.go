@@ -1,3 +1,5 @@
+//go:build unix
+
 package run
 
 import (
@@ -17,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/hosts/catalog"
 	"github.com/kitsoki/kitsoki/internal/workspace"
 )
 
@@ -282,6 +285,21 @@ func BenchmarkExecTrue(b *testing.B) {
 	for b.Loop() {
 		if err := exec.Command("true").Run(); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestCatalogStatesTheDefaults keeps `kitsoki hosts` in step with the
+// handler's defaults.
+func TestCatalogStatesTheDefaults(t *testing.T) {
+	spec, _ := catalog.Lookup(Name)
+	for field, want := range map[string]string{
+		"timeout":    "default " + strings.TrimSuffix(DefaultTimeout.String(), "0s"),
+		"max_output": "default " + strconv.Itoa(DefaultMaxOutput),
+	} {
+		f, _ := spec.Field(field)
+		if !strings.Contains(f.Doc, want) {
+			t.Errorf("catalog %s doc %q lacks %q", field, f.Doc, want)
 		}
 	}
 }

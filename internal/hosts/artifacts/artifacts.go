@@ -99,34 +99,51 @@ func Sanitize(name string) string {
 	return s
 }
 
-// target is the file thread names in the session directory: each path
-// segment sanitised, a bare name (no extension, no separator) given .md.
-func (a *Handlers) target(session, thread string) (dir, path string, err error) {
-	dir, err = a.SessionDir(session)
-	if err != nil {
-		return "", "", err
+// root is the directory a call writes in: with.artifacts_root, inside the
+// workspace, else the session's artifact directory.
+func (a *Handlers) root(call *host.Call) (string, error) {
+	raw, ok := call.Args["artifacts_root"]
+	if !ok || raw == nil || raw == "" {
+		return a.SessionDir(call.SessionID)
 	}
+	name, ok := raw.(string)
+	if !ok {
+		return "", fmt.Errorf("with.artifacts_root must be a directory path, got %T", raw)
+	}
+	if a.ws.IsZero() {
+		return "", errors.New("no workspace is set for this run, so with.artifacts_root cannot be checked")
+	}
+	real, err := a.ws.Resolve(a.ws.Dir(), name)
+	if err != nil {
+		return "", fmt.Errorf("with.artifacts_root %w", err)
+	}
+	return real, nil
+}
+
+// target is the file thread names in dir: each path segment sanitised, a
+// bare name (no extension, no separator) given ext.
+func (a *Handlers) target(dir, thread, ext string) (string, error) {
 	segs := strings.Split(strings.ReplaceAll(thread, "\\", "/"), "/")
 	clean := make([]string, 0, len(segs))
 	for _, s := range segs {
 		if s == ".." {
-			return "", "", fmt.Errorf("%q climbs out of the artifact directory with ..: name a file inside it", thread)
+			return "", fmt.Errorf("%q climbs out of the artifact directory with ..: name a file inside it", thread)
 		}
 		if s = Sanitize(s); s != "" {
 			clean = append(clean, s)
 		}
 	}
 	if len(clean) == 0 {
-		return "", "", fmt.Errorf("%q has no usable file name: use letters, digits, '.', '-' or '_'", thread)
+		return "", fmt.Errorf("%q has no usable file name: use letters, digits, '.', '-' or '_'", thread)
 	}
 	if len(clean) == 1 && filepath.Ext(clean[0]) == "" {
-		clean[0] += ".md"
+		clean[0] += ext
 	}
-	path = filepath.Join(append([]string{dir}, clean...)...)
+	path := filepath.Join(append([]string{dir}, clean...)...)
 	if err := a.confine(path); err != nil {
-		return "", "", err
+		return "", err
 	}
-	return dir, path, nil
+	return path, nil
 }
 
 // confine refuses a path that a symlink takes out of the workspace.
@@ -141,9 +158,12 @@ func (a *Handlers) write(_ context.Context, call *host.Call) (*host.Result, erro
 	if !ok || strings.TrimSpace(thread) == "" {
 		return argErr(name, errors.New("with.thread is required: the file name under the session's artifact directory"))
 	}
+	if src, ok := call.Args["src_path"].(string); ok && src != "" {
+		return a.emit(call, thread, src)
+	}
 	body, ok := call.Args["body"]
 	if !ok {
-		return argErr(name, errors.New("with.body is required: the text to write"))
+		return argErr(name, errors.New("with.body is required: the text to write (or with.src_path, a file to copy)"))
 	}
 	mode := "append"
 	if m, ok := call.Args["mode"].(string); ok && m != "" {
@@ -152,7 +172,11 @@ func (a *Handlers) write(_ context.Context, call *host.Call) (*host.Result, erro
 	if mode != "append" && mode != "replace" {
 		return argErr(name, fmt.Errorf("with.mode %q: use append or replace", mode))
 	}
-	_, path, err := a.target(call.SessionID, thread)
+	dir, err := a.root(call)
+	if err != nil {
+		return argErr(name, err)
+	}
+	path, err := a.target(dir, thread, ".md")
 	if err != nil {
 		return argErr(name, fmt.Errorf("with.thread %w", err))
 	}
@@ -173,7 +197,11 @@ func (a *Handlers) append(_ context.Context, call *host.Call) (*host.Result, err
 	if f, ok := call.Args["file"].(string); ok && f != "" {
 		file = f
 	}
-	_, path, err := a.target(call.SessionID, file)
+	dir, err := a.SessionDir(call.SessionID)
+	if err != nil {
+		return argErr(name, err)
+	}
+	path, err := a.target(dir, file, ".md")
 	if err != nil {
 		return argErr(name, fmt.Errorf("with.file %w", err))
 	}

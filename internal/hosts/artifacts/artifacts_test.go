@@ -129,7 +129,7 @@ func TestArtifactErrors(t *testing.T) {
 		err  string
 	}{
 		{DirName, map[string]any{"body": "x"}, "host.artifacts_dir: with.thread is required: the file name under the session's artifact directory"},
-		{DirName, map[string]any{"thread": "r"}, "host.artifacts_dir: with.body is required: the text to write"},
+		{DirName, map[string]any{"thread": "r"}, "host.artifacts_dir: with.body is required: the text to write (or with.src_path, a file to copy)"},
 		{DirName, map[string]any{"thread": "r", "body": "x", "mode": "prepend"}, "host.artifacts_dir: with.mode \"prepend\": use append or replace"},
 		{DirName, map[string]any{"thread": "../x", "body": "x"},
 			"host.artifacts_dir: with.thread \"../x\" climbs out of the artifact directory with ..: name a file inside it"},
@@ -165,4 +165,74 @@ func (a *Handlers) handler(name string) host.HandlerFunc {
 		return a.list
 	}
 	return a.append
+}
+
+func TestArtifactsRoot(t *testing.T) {
+	a, ws := newHandlers(t)
+	res, err := a.write(context.Background(), call(DirName, "s", map[string]any{"thread": "001-brief", "artifacts_root": "docs/design", "body": "b", "mode": "replace"}))
+	if err != nil || res.Err != nil {
+		t.Fatal(err, res.Err)
+	}
+	want := filepath.Join(ws, "docs", "design", "001-brief.md")
+	if res.Data["path"] != want {
+		t.Errorf("path = %v, want %s", res.Data["path"], want)
+	}
+	if b, err := os.ReadFile(want); err != nil || string(b) != "b\n" {
+		t.Errorf("file = %q, %v", b, err)
+	}
+	res, _ = a.write(context.Background(), call(DirName, "s", map[string]any{"thread": "x", "artifacts_root": "..", "body": "b"}))
+	if want := `host.artifacts_dir: with.artifacts_root ".." is outside the workspace ` + ws + ` (widen the workspace with --workspace DIR)`; errText(res.Err) != want {
+		t.Errorf("error = %q, want %q", errText(res.Err), want)
+	}
+}
+
+func TestMediaEmit(t *testing.T) {
+	a, ws := newHandlers(t)
+	for name, body := range map[string]string{"out/deck.html": "<html>", "out/deck.chapters.json": "[]", "out/deck.semantic.json": "{}"} {
+		p := filepath.Join(ws, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := a.write(context.Background(), call(DirName, "s", map[string]any{
+		"thread": "report", "src_path": "out/deck.html", "kind": "slideshow", "label": "Deck"}))
+	if err != nil || res.Err != nil {
+		t.Fatal(err, res.Err)
+	}
+	dst := filepath.Join(ws, ".kitsoki", "artifacts", "s", "report.html")
+	want := map[string]any{"ok": true, "path": dst, "mime": "text/html; charset=utf-8", "kind": "slideshow",
+		"handle": map[string]any{"id": "report#1", "kind": "slideshow", "mime": "text/html; charset=utf-8", "label": "Deck", "path": dst}}
+	if diff := cmp.Diff(want, res.Data); diff != "" {
+		t.Errorf("data (-want +got):\n%s", diff)
+	}
+	for name, body := range map[string]string{"report.html": "<html>", "report.chapters.json": "[]", "report.semantic.json": "{}"} {
+		if b, err := os.ReadFile(filepath.Join(ws, ".kitsoki", "artifacts", "s", name)); err != nil || string(b) != body {
+			t.Errorf("%s = %q, %v; want %q", name, b, err, body)
+		}
+	}
+	outside := filepath.Join(t.TempDir(), "x.png")
+	if err := os.WriteFile(outside, []byte("png"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		args map[string]any
+		err  string
+	}{
+		{map[string]any{"thread": "r", "src_path": "out/deck.html", "kind": "movie"},
+			`host.artifacts_dir: with.kind "movie": the media-emit path (with.src_path) needs one of video, image, pdf, html, slideshow`},
+		{map[string]any{"thread": "r", "src_path": "out/../out/deck.html", "kind": "html"},
+			`host.artifacts_dir: with.src_path "out/../out/deck.html" has a .. component: name the file directly`},
+		{map[string]any{"thread": "r", "src_path": outside, "kind": "image"},
+			`host.artifacts_dir: with.src_path "` + outside + `" is outside the workspace ` + ws + ` (widen the workspace with --workspace DIR)`},
+		{map[string]any{"thread": "r", "src_path": "out", "kind": "html"}, `host.artifacts_dir: with.src_path "out" is not a regular file`},
+	}
+	for _, tt := range tests {
+		res, _ := a.write(context.Background(), call(DirName, "s", tt.args))
+		if got := errText(res.Err); got != tt.err {
+			t.Errorf("%v:\n got %q\nwant %q", tt.args, got, tt.err)
+		}
+	}
 }

@@ -69,17 +69,25 @@ func Builtins() []Spec {
 		return Spec{Name: "host.agent." + verb, Summary: summary, Fields: agentFields, Results: agentResults}
 	}
 	artifactFields := []Field{
-		{Name: "thread", Type: "string", Required: true, Doc: "file name under the session's artifact directory; a bare name gets .md"},
-		{Name: "body", Type: "any", Required: true, Doc: "the text; maps and lists are written as indented JSON"},
+		{Name: "thread", Type: "string", Required: true, Doc: "file name under the artifact directory; a bare name gets .md (media emit: the source's extension)"},
+		{Name: "body", Type: "any", Doc: "the text (required without src_path); maps and lists are written as indented JSON"},
 		{Name: "title", Type: "string", Doc: "written as a ### header above the body"},
 		{Name: "phase_id", Type: "string", Doc: "written as a _phase: <id>_ line below the body"},
 		{Name: "author", Type: "string", Doc: "informational; not written"},
 		{Name: "mode", Type: "string", Doc: "append (default) or replace"},
+		{Name: "artifacts_root", Type: "string", Doc: "write under this directory inside the workspace instead of the session's"},
+		{Name: "src_path", Type: "string", Doc: "media emit: copy this file inside the workspace (with its sidecars) instead of writing body"},
+		{Name: "kind", Type: "string", Doc: "media emit: video, image, pdf, html or slideshow"},
+		{Name: "mime", Type: "string", Doc: "media emit: the MIME type (default from the file extension)"},
+		{Name: "label", Type: "string", Doc: "media emit: a display name, returned in the handle"},
 	}
 	artifactResults := []Field{
 		{Name: "ok", Type: "bool"},
 		{Name: "path", Type: "string", Doc: "absolute path of the file written"},
-		{Name: "message_id", Type: "string", Doc: "<file name without extension>#<chunk number>"},
+		{Name: "message_id", Type: "string", Doc: "<file name without extension>#<chunk number> (body writes)"},
+		{Name: "handle", Type: "map", Doc: "media emit: {id, kind, mime, label, path}; id is <file name without extension>#<n>"},
+		{Name: "mime", Type: "string", Doc: "media emit"},
+		{Name: "kind", Type: "string", Doc: "media emit"},
 	}
 	listSpec := func(name string) Spec {
 		return Spec{Name: name, Summary: "List the files in the session's artifact directory.",

@@ -144,18 +144,18 @@ func (h *Host) ask(ctx context.Context, verb string, call *Call, p *prepared) (*
 	p.req.Deadline = start.Add(p.timeout).UTC().Format(time.RFC3339Nano)
 	ep := h.selectEpisode(ctx, p)
 
-	startPayload := map[string]any{"verb": verb, "prompt": p.req.Prompt}
-	h.describe(startPayload, p)
-	p.route.describeStart(startPayload)
+	startPayload := trace.AgentCallStart{Verb: verb, Prompt: p.req.Prompt}
+	startPayload.Agent, startPayload.Model = h.describe(p)
+	p.route.describeStart(&startPayload)
 	if p.alias == "" {
 		if p.schema != nil {
-			startPayload["input"] = map[string]any{"schema_path": p.schema.Path}
+			startPayload.Input = map[string]any{"schema_path": p.schema.Path}
 		}
 	} else if p.schema != nil {
-		startPayload["input"] = map[string]any{"schema_present": true}
+		startPayload.Input = map[string]any{"schema_present": true}
 	}
-	if err := h.sink.Append(&plugin.Event{Turn: call.Turn, Kind: trace.KindAgentCallStart, StatePath: call.State, CallID: p.req.CallID,
-		EpisodeID: ep.ID, MatchIdx: ep.MatchIdx, Payload: startPayload}); err != nil {
+	if err := h.sink.AppendPayload(&plugin.Event{Turn: call.Turn, StatePath: call.State, CallID: p.req.CallID,
+		EpisodeID: ep.ID, MatchIdx: ep.MatchIdx}, startPayload); err != nil {
 		return nil, &TraceError{err}
 	}
 
@@ -178,10 +178,10 @@ func (h *Host) ask(ctx context.Context, verb string, call *Call, p *prepared) (*
 	}
 
 	resp, submission, askErr := h.askOnce(actx, p.alias, p.agent, p, call)
-	var subst map[string]any
+	var subst *trace.Substitution
 	if askErr != nil && askErr.Kind == agent.KindSchemaInvalid && p.alias != "" && p.alias != agent.DefaultAlias {
 		if fe, ok := p.agent.(agent.FallbackEligible); ok && fe.FallbackEligible() {
-			subst = map[string]any{"reason": string(agent.KindSchemaInvalid), "original_plugin": p.alias, "fallback_plugin": agent.DefaultAlias}
+			subst = &trace.Substitution{Reason: string(agent.KindSchemaInvalid), OriginalPlugin: p.alias, FallbackPlugin: agent.DefaultAlias}
 			resp, submission, askErr = h.fallback(actx, p, call)
 			if askErr == nil {
 				// The agent's response may be shared (a cassette replays
@@ -201,12 +201,9 @@ func (h *Host) ask(ctx context.Context, verb string, call *Call, p *prepared) (*
 	if askErr != nil {
 		// error_kind carries the kind on its own, so no masking of the
 		// error text can change it.
-		payload := map[string]any{"verb": verb, "duration_ms": durMS, "error": askErr.Error(), "error_kind": string(askErr.Kind)}
-		h.describe(payload, p)
-		if subst != nil {
-			payload["substitution"] = subst
-		}
-		if err := h.sink.Append(&plugin.Event{Turn: call.Turn, Kind: trace.KindAgentCallError, StatePath: call.State, CallID: p.req.CallID, Payload: payload}); err != nil {
+		payload := trace.AgentCallError{Verb: verb, DurationMS: durMS, Error: askErr.Error(), ErrorKind: string(askErr.Kind), Substitution: subst}
+		payload.Agent, payload.Model = h.describe(p)
+		if err := h.sink.AppendPayload(&plugin.Event{Turn: call.Turn, StatePath: call.State, CallID: p.req.CallID}, payload); err != nil {
 			return nil, &TraceError{err}
 		}
 		data := map[string]any{"ok": false, "exit_code": 1, "error": askErr.Error()}
@@ -216,16 +213,10 @@ func (h *Host) ask(ctx context.Context, verb string, call *Call, p *prepared) (*
 		return &Result{Data: data, Err: askErr, CallID: p.req.CallID}, nil
 	}
 
-	payload := map[string]any{"verb": verb, "duration_ms": durMS,
-		"response": map[string]any{"submission": submission, "meta": metaOrNil(resp.Meta)}}
-	h.describe(payload, p)
-	if resp.Meta != nil {
-		payload["meta"] = resp.Meta
-	}
-	if subst != nil {
-		payload["substitution"] = subst
-	}
-	if err := h.sink.Append(&plugin.Event{Turn: call.Turn, Kind: trace.KindAgentCallComplete, StatePath: call.State, CallID: p.req.CallID, Payload: payload}); err != nil {
+	payload := trace.AgentCallComplete{Verb: verb, DurationMS: durMS,
+		Response: trace.AgentResponse{Submission: submission, Meta: resp.Meta}, Meta: resp.Meta, Substitution: subst}
+	payload.Agent, payload.Model = h.describe(p)
+	if err := h.sink.AppendPayload(&plugin.Event{Turn: call.Turn, StatePath: call.State, CallID: p.req.CallID}, payload); err != nil {
 		return nil, &TraceError{err}
 	}
 	if p.alias == "" {
@@ -264,11 +255,10 @@ func metaOrNil(m map[string]any) any {
 	return m
 }
 
-// describe adds the persona and model to an agent event payload.
-func (h *Host) describe(payload map[string]any, p *prepared) {
-	model := ""
+// describe returns the persona and model an agent event payload records.
+func (h *Host) describe(p *prepared) (persona, model string) {
 	if p.persona != nil {
-		payload["agent"] = p.persona.Name
+		persona = p.persona.Name
 		model = p.persona.Model
 	}
 	if model == "" && p.alias != "" {
@@ -276,7 +266,5 @@ func (h *Host) describe(payload map[string]any, p *prepared) {
 			model = d.Model
 		}
 	}
-	if model = p.route.model(model); model != "" {
-		payload["model"] = model
-	}
+	return persona, p.route.model(model)
 }

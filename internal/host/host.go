@@ -19,6 +19,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/secret"
 	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/trace"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
@@ -59,7 +60,11 @@ func (f HandlerFunc) Invoke(ctx context.Context, call *Call) (*Result, error) { 
 // Sink is the part of the trace the host writes to. The trace package's
 // Writer and MemSink implement it.
 type Sink interface {
+	// Append writes an event with an open payload (a plugin's sub-event).
 	Append(ev *plugin.Event) error
+	// AppendPayload writes an event of a kind kitsoki writes; p sets its
+	// kind.
+	AppendPayload(ev *plugin.Event, p trace.Payload) error
 	// NextSeq is the seq the next event of turn will get; agent call ids
 	// are derived from it.
 	NextSeq(turn int64) int

@@ -3,6 +3,7 @@ package host
 import (
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
 // ProfileClaude is the profile name of the built-in claude path: an agent
@@ -114,23 +115,14 @@ func (r *Route) callInfo(ci *agent.CallInfo, st *story.Story) {
 
 // describeStart records the profile, effort and pin outcome in an
 // agent.call.start payload (the model is recorded by describe).
-func (r *Route) describeStart(payload map[string]any) {
+func (r *Route) describeStart(payload *trace.AgentCallStart) {
 	if r == nil {
 		return
 	}
-	if r.Profile != "" {
-		payload["profile"] = r.Profile
-	}
-	if r.Effort != "" {
-		payload["effort"] = r.Effort
-	}
+	payload.Profile, payload.Effort = r.Profile, r.Effort
 	if r.Pin != nil {
-		payload["pinned"] = r.Pin.Applied
-		if r.Pin.Evidence != "" {
-			payload["pin_evidence"] = r.Pin.Evidence
-		}
-		if r.Pin.Reason != "" {
-			payload["pin_reason"] = r.Pin.Reason
-		}
+		applied := r.Pin.Applied
+		payload.Pinned = &applied
+		payload.PinEvidence, payload.PinReason = r.Pin.Evidence, r.Pin.Reason
 	}
 }

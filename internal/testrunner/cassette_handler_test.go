@@ -120,7 +120,7 @@ episodes:
 		{trace.KindAgentCallComplete, id0, "", map[string]any{"verb": "decide", "agent": "greeter", "model": "m",
 			"duration_ms": json.Number("40"), "response": "not json", "meta": map[string]any{"usage": map[string]any{"input_tokens": json.Number("3")}}}},
 		{trace.KindAgentCallStart, id1, "down", map[string]any{"verb": "decide"}},
-		{trace.KindAgentCallError, id1, "", map[string]any{"verb": "decide", "duration_ms": json.Number("5"), "error": "agent: plugin_crash: boom"}},
+		{trace.KindAgentCallError, id1, "", map[string]any{"verb": "decide", "duration_ms": json.Number("5"), "error": "agent: plugin_crash: boom", "error_kind": "plugin_crash"}},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("agent events (-want +got):\n%s", d)

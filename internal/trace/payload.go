@@ -44,6 +44,8 @@ type payloadEncoder struct {
 	keys [][]mapEntry
 	// raw is scratch space for compacting embedded JSON.
 	raw bytes.Buffer
+	// w writes typed objects.
+	w objWriter
 }
 
 type mapEntry struct {
@@ -122,12 +124,18 @@ func (e *payloadEncoder) typed(b []byte, f fields, depth int) ([]byte, error) {
 	if depth > maxDepth {
 		return nil, ErrTooDeep
 	}
-	w := objWriter{e: e, b: append(b, '{'), depth: depth}
-	f.appendFields(&w)
-	if w.err != nil {
-		return nil, w.err
+	// One writer is reused (a fresh one per object would escape to the
+	// heap); a nested object saves and restores the outer one's state.
+	w := &e.w
+	outerN, outerDepth, outerErr := w.n, w.depth, w.err
+	w.e, w.b, w.n, w.depth, w.err = e, append(b, '{'), 0, depth, nil
+	f.appendFields(w)
+	b, err := w.b, w.err
+	w.b, w.n, w.depth, w.err = nil, outerN, outerDepth, outerErr
+	if err != nil {
+		return nil, err
 	}
-	return append(w.b, '}'), nil
+	return append(b, '}'), nil
 }
 
 // objWriter writes the fields of a typed object. Keys are kitsoki's own

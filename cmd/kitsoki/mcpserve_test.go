@@ -63,9 +63,9 @@ func TestMCPServeStdio(t *testing.T) {
 	}
 }
 
-// TestRunFactsReachTheCallContext checks that --autopilot and
-// --tool-provider shape what an agent call's MCP profile is resolved from.
-func TestRunFactsReachTheCallContext(t *testing.T) {
+// TestRunFactsReachTheCall checks that --autopilot and --tool-provider
+// shape the run an agent call's MCP profile is resolved from.
+func TestRunFactsReachTheCall(t *testing.T) {
 	st, err := story.Load(hello)
 	if err != nil {
 		t.Fatal(err)
@@ -73,9 +73,9 @@ func TestRunFactsReachTheCallContext(t *testing.T) {
 	w := trace.NewMemSink()
 	reg := agent.NewRegistry(nil)
 	reg.Configure(st.Plugins)
-	var got *mcp.CallContext
-	reg.RegisterInProcess("agent.demo", agent.AgentFunc(func(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
-		got = mcp.CallContextFrom(ctx)
+	var got *agent.Run
+	reg.RegisterInProcess("agent.demo", agent.AgentFunc(func(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
+		got = call.Run
 		return &agent.AskResponse{Submission: json.RawMessage(`{"text":"hi","tone":"casual","done":true}`)}, nil
 	}))
 	var sess *orchestrator.Session
@@ -89,10 +89,10 @@ func TestRunFactsReachTheCallContext(t *testing.T) {
 	if _, err := sess.Turn(context.Background(), "greet", map[string]any{"name": "Ada"}, ""); err != nil {
 		t.Fatal(err)
 	}
-	if got == nil || !got.Autopilot || got.HasParent || len(got.ToolProviders) != 1 || got.Live == nil || got.StoryDir != st.Dir {
-		t.Fatalf("call context = %+v", got)
+	if got == nil || !got.Autopilot || got.HasParent || len(got.ToolProviders) != 1 || got.Live == nil || got.StoryDir != st.Dir || got.Catalog != nil {
+		t.Fatalf("run = %+v", got)
 	}
-	p, err := mcp.ResolveProfile("decide", got)
+	p, err := mcp.ResolveProfile("decide", &mcp.CallContext{Autopilot: got.Autopilot, HasParent: got.HasParent, TitleOwned: got.TitleOwned, ToolProviders: got.ToolProviders})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,12 +47,12 @@ func newRegistry(st *story.Story, logger *slog.Logger) *agent.Registry {
 
 // newBuiltin returns the agent of the built-in claude path (invokes with no
 // agent:), configured from the story's agent.claude declaration: its
-// command:, model:, args: and env: apply to every claude call, whichever
-// route it takes.
+// command:, args: and env: apply to every claude call, whichever route it
+// takes (its model: through the host, which resolves every call's model).
 func newBuiltin(st *story.Story, logger *slog.Logger) *claudecli.Agent {
 	claude := st.Plugins[agent.DefaultAlias]
 	return claudecli.NewBuiltin(claudecli.Options{
-		Command: claude.Command, Model: claude.Model, Args: claude.Args, Env: claude.Env,
+		Command: claude.Command, Args: claude.Args, Env: claude.Env,
 		Dir: st.Dir, Secrets: st.Secrets, Logger: logger})
 }
 
@@ -157,21 +157,25 @@ type runFacts struct {
 	providers []string
 }
 
-// liveCalls attaches each agent call's run to the call's context, so the
-// tools kitsoki's MCP server offers the agent (ask the operator, set the
-// title, emit an intent…) act on this session. *sess is set once the
-// session exists; calls only happen after that. No run of this build is
-// started by another run, so HasParent is always false.
+// liveCalls names each agent call's run (agent.Call.Run), so the tools
+// kitsoki's MCP server offers the agent (ask the operator, set the title,
+// emit an intent…) act on this session. *sess is set once the session
+// exists; calls only happen after that. No run of this build is started by
+// another run, so HasParent is always false.
 func liveCalls(st *story.Story, sess **orchestrator.Session, cat *mcp.Catalog, facts runFacts) host.Option {
-	return host.WithCallContext(func(ctx context.Context, call *host.Call) context.Context {
+	return host.WithRun(func(call *host.Call) *agent.Run {
 		s := *sess
 		if s == nil {
-			return ctx
+			return nil
 		}
-		return mcp.WithCallContext(ctx, &mcp.CallContext{
-			RunID: call.SessionID, WorkspaceID: st.App.ID, StoryDir: st.Dir,
+		r := &agent.Run{
+			ID: call.SessionID, WorkspaceID: st.App.ID, StoryDir: st.Dir,
 			Autopilot: facts.autopilot, ToolProviders: facts.providers,
-			TitleOwned: s.TitleOwned(), Live: s.LiveCall(call), Catalog: cat,
-		})
+			TitleOwned: s.TitleOwned(), Live: s.LiveCall(call),
+		}
+		if cat != nil { // a nil *mcp.Catalog must not become a non-nil interface
+			r.Catalog = cat
+		}
+		return r
 	})
 }

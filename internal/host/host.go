@@ -90,7 +90,7 @@ type Host struct {
 
 	routes map[*story.Invoke]*Route // per-invoke routes (pins, eval candidates)
 
-	callContext func(context.Context, *Call) context.Context
+	run func(*Call) *agent.Run // the run of each agent call (WithRun)
 
 	rankerFor RankerFor
 	rankers   map[string]Ranker // by alias, guarded by mu
@@ -106,10 +106,11 @@ type Option func(*Host)
 // agent: alias (the built-in claude path).
 func WithBuiltin(a agent.Agent) Option { return func(h *Host) { h.builtin = a } }
 
-// WithCallContext installs a hook that decorates the context of every agent
-// call, e.g. to attach what the call's MCP tools act on (its run).
-func WithCallContext(f func(ctx context.Context, call *Call) context.Context) Option {
-	return func(h *Host) { h.callContext = f }
+// WithRun installs the hook that names the run of every agent call: what
+// the MCP tools of a launched agent act on (agent.Call.Run). Without it,
+// or when it returns nil, calls are detached from any run.
+func WithRun(f func(call *Call) *agent.Run) Option {
+	return func(h *Host) { h.run = f }
 }
 
 // WithClock sets the clock used for durations and deadlines.

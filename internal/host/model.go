@@ -1,6 +1,9 @@
 package host
 
-import "github.com/kitsoki/kitsoki/internal/agent"
+import (
+	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/story"
+)
 
 // resolveModel is the one place that decides which model an agent call runs
 // on: the model handed to the transport in agent.Call.Model and recorded in
@@ -27,19 +30,42 @@ func (h *Host) resolveModel(alias string, ac *agent.Call, r *Route) string {
 	if h.registry != nil {
 		d, _ = h.registry.Declaration(declAlias)
 	}
-	kind := d.Plugin
-	if alias == "" {
-		kind = agent.PluginClaudeCLI
-	}
-	var route, provider, persona string
-	if r != nil {
-		route = r.Model
-	}
+	var provider string
 	if ac.Provider != nil {
 		provider = ac.Provider.Model
 	}
-	if ac.Persona != nil {
-		persona = ac.Persona.Model
+	return modelFor(alias == "", d, r, provider, ac.Persona)
+}
+
+// RouteModel is the model a call made as persona (nil for none) and routed
+// by r runs on, by the rule the host applies to every call: for labels
+// decided before any call is made (eval candidates).
+func RouteModel(st *story.Story, r *Route, persona *agent.Persona) string {
+	alias, provider := r.Alias, ""
+	declAlias := alias
+	if declAlias == "" {
+		declAlias = agent.DefaultAlias
+	}
+	if p, ok := st.Providers[r.Provider]; ok && r.Provider != "" {
+		provider = p.Model
+	}
+	return modelFor(alias == "", st.Plugins[declAlias], r, provider, persona)
+}
+
+// modelFor is resolveModel's rule on its inputs: builtin says the call
+// takes the built-in claude path, d is the declaration of the agent asked
+// (agent.claude's on the built-in path).
+func modelFor(builtin bool, d agent.Declaration, r *Route, provider string, p *agent.Persona) string {
+	kind := d.Plugin
+	if builtin {
+		kind = agent.PluginClaudeCLI
+	}
+	var route, persona string
+	if r != nil {
+		route = r.Model
+	}
+	if p != nil {
+		persona = p.Model
 	}
 	switch {
 	case kind == agent.PluginClaudeCLI:

@@ -9,11 +9,9 @@ import (
 	"testing"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/host"
-	"github.com/kitsoki/kitsoki/internal/mcp"
-	"github.com/kitsoki/kitsoki/internal/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
-	"github.com/kitsoki/kitsoki/internal/trace"
+	"github.com/kitsoki/kitsoki/internal/toolserver"
 )
 
 // TestMCPServeStdio drives `kitsoki mcp serve --stdio` as an outside MCP
@@ -70,19 +68,21 @@ func TestRunFactsReachTheCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := trace.NewMemSink()
-	reg := agent.NewRegistry(nil)
-	reg.Configure(st.Plugins)
 	var got *agent.Run
-	reg.RegisterInProcess("agent.demo", agent.AgentFunc(func(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
+	demo := agent.AgentFunc(func(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
 		got = call.Run
 		return &agent.AskResponse{Submission: json.RawMessage(`{"text":"hi","tone":"casual","done":true}`)}, nil
-	}))
-	var sess *orchestrator.Session
-	h := host.New(st, reg, w, liveCalls(st, &sess, nil, runFacts{autopilot: true, providers: []string{mcp.StoryFilesProvider}}))
-	if sess, err = orchestrator.New(st, h, w); err != nil {
+	})
+	rt, err := runtime.Open(st, runtime.Config{
+		Agents:  runtime.Agents{Override: map[string]agent.Agent{"agent.demo": demo}},
+		Session: &runtime.Session{ID: "s"},
+		Tools:   runtime.Tools{Autopilot: true, Providers: []string{toolserver.StoryFilesProvider}},
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
+	defer rt.Close()
+	sess := rt.Session()
 	if _, err := sess.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestRunFactsReachTheCall(t *testing.T) {
 	if got == nil || !got.Autopilot || got.HasParent || len(got.ToolProviders) != 1 || got.Live == nil || got.StoryDir != st.Dir || got.Catalog != nil {
 		t.Fatalf("run = %+v", got)
 	}
-	p, err := mcp.ResolveProfile("decide", &mcp.CallContext{Autopilot: got.Autopilot, HasParent: got.HasParent, TitleOwned: got.TitleOwned, ToolProviders: got.ToolProviders})
+	p, err := toolserver.ResolveProfile("decide", &toolserver.CallContext{Autopilot: got.Autopilot, HasParent: got.HasParent, TitleOwned: got.TitleOwned, ToolProviders: got.ToolProviders})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,23 @@ type Call struct {
 	Turn      int64
 	State     string
 	World     map[string]any // the world at dispatch; handlers must not modify it
+	// Run is what the session dispatching the call lends it for this call
+	// (the zero value outside a session, e.g. an eval's calls).
+	Run RunEnv
 }
+
+// RunEnv is what a session hands each call it dispatches: the actions the
+// call's agent may take on the run (through kitsoki's MCP tools), and
+// whether agents own the run's title. A session builds it per dispatch, so
+// nothing that wires a run needs a reference to the session.
+type RunEnv struct {
+	Live       LiveActions // nil outside a session
+	TitleOwned bool
+}
+
+// LiveActions is what one in-flight agent call may do to its run: the
+// agent's LiveRun, which the call's agent.Run carries on to the MCP tools.
+type LiveActions = agent.LiveRun
 
 // Result is a handler's answer. Data is what bind: reads. Err is a domain
 // error (an agent failure, a stub's scripted error): the run records it in

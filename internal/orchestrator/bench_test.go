@@ -9,8 +9,8 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/host"
-	"github.com/kitsoki/kitsoki/internal/median"
 	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/testsupport/median"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
 

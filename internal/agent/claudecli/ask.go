@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/mcp"
+	"github.com/kitsoki/kitsoki/internal/toolserver"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
@@ -24,7 +24,7 @@ type call struct {
 	env      []string
 	secrets  []string
 	provider string
-	sess     *mcp.Session
+	sess     *toolserver.Session
 	mcpFile  string
 	// reuseKey is non-empty for converse and task, whose claude session is
 	// kept across the calls of one kitsoki session.
@@ -115,7 +115,7 @@ const nudgeText = "You finished without calling the " + submitToolRef + " tool, 
 	"Call " + submitToolRef + " now with your answer as its arguments; they must match its input schema. " +
 	"If it returns an error, correct the arguments and call it again. A text reply alone is not recorded."
 
-const submitToolRef = "mcp__" + mcp.ServerName + "__" + mcp.ToolSubmit
+const submitToolRef = "mcp__" + toolserver.ServerName + "__" + toolserver.ToolSubmit
 
 // submitInstructions are added to the system prompt of calls with a
 // schema.
@@ -154,17 +154,17 @@ func (a *Agent) prepare(info *agent.Call) (*call, error) {
 	c.env = a.environ(req, providerEnv)
 
 	cc := callContext(info.Run)
-	profile, err := mcp.ResolveProfile(req.Verb, cc)
+	profile, err := toolserver.ResolveProfile(req.Verb, cc)
 	if err != nil {
 		return nil, agent.Errorf(agent.KindTransportError, "claude CLI: %w", err)
 	}
-	cfg := mcp.SessionConfig{
+	cfg := toolserver.SessionConfig{
 		Profile:   profile,
 		RunID:     req.SessionID,
 		SessionID: req.CallID,
 		Schema:    req.Schema,
 		Validate:  info.Validate,
-		Live:      mcp.Detached(req.World.Vars),
+		Live:      toolserver.Detached(req.World.Vars),
 		Secrets:   c.secrets,
 		Clock:     a.opts.Clock,
 		Logger:    a.opts.Logger,
@@ -178,9 +178,9 @@ func (a *Agent) prepare(info *agent.Call) (*call, error) {
 			cfg.Live = cc.Live
 		}
 		if info.Run.Catalog != nil {
-			cat, ok := info.Run.Catalog.(*mcp.Catalog)
+			cat, ok := info.Run.Catalog.(*toolserver.Catalog)
 			if !ok {
-				return nil, agent.Errorf(agent.KindTransportError, "claude CLI: the run's tool catalog is a %T, not kitsoki's MCP catalog (*mcp.Catalog)", info.Run.Catalog)
+				return nil, agent.Errorf(agent.KindTransportError, "claude CLI: the run's tool catalog is a %T, not kitsoki's MCP catalog (*toolserver.Catalog)", info.Run.Catalog)
 			}
 			cfg.Catalog = cat
 		}
@@ -218,11 +218,11 @@ func (a *Agent) prepare(info *agent.Call) (*call, error) {
 
 // callContext is what the call's MCP profile and session ids are resolved
 // from: the call's run, or nil for a call detached from any run.
-func callContext(r *agent.Run) *mcp.CallContext {
+func callContext(r *agent.Run) *toolserver.CallContext {
 	if r == nil {
 		return nil
 	}
-	cc := &mcp.CallContext{RunID: r.ID, WorkspaceID: r.WorkspaceID, StoryDir: r.StoryDir,
+	cc := &toolserver.CallContext{RunID: r.ID, WorkspaceID: r.WorkspaceID, StoryDir: r.StoryDir,
 		Autopilot: r.Autopilot, HasParent: r.HasParent, TitleOwned: r.TitleOwned, ToolProviders: r.ToolProviders}
 	if r.Live != nil {
 		cc.Live = r.Live

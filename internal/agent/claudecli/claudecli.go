@@ -1,11 +1,11 @@
 // Package claudecli is the Claude Code CLI transport. It runs `claude -p`
 // non-interactively for each agent call, with the prompt on stdin, and
-// hands the CLI a per-call session of kitsoki's own MCP server
-// (internal/mcp) through --mcp-config. Structured results come back through
-// that server's submit tool, which validates each submit against the call's
-// schema and returns violations to the model so it can correct itself; a run
-// that ends without a valid submit is resumed with a nudge a bounded number
-// of times before the call fails schema_invalid.
+// hands the CLI a per-call session of kitsoki's own MCP tool server
+// (internal/toolserver) through --mcp-config. Structured results come back
+// through that server's submit tool, which validates each submit against
+// the call's schema and returns violations to the model so it can correct
+// itself; a run that ends without a valid submit is resumed with a nudge a
+// bounded number of times before the call fails schema_invalid.
 //
 // Both routes of wire-protocols.md §6 use it: NewBuiltin builds the agent
 // the host calls for host.agent.* invokes that name no agent: alias (6a),
@@ -23,7 +23,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/clock"
-	"github.com/kitsoki/kitsoki/internal/mcp"
+	"github.com/kitsoki/kitsoki/internal/toolserver"
 )
 
 // DefaultCommand is the binary looked up on PATH when no command is set.
@@ -77,7 +77,7 @@ type Options struct {
 	// MCP is the server per-call MCP sessions are opened on. Nil means the
 	// agent starts its own on 127.0.0.1 at first use and closes it in
 	// Close.
-	MCP *mcp.HTTPServer
+	MCP *toolserver.HTTPServer
 	// Environ is the base environment of the child; nil means
 	// os.Environ().
 	Environ []string
@@ -91,7 +91,7 @@ type Agent struct {
 	builtin bool
 
 	mu       sync.Mutex
-	srv      *mcp.HTTPServer
+	srv      *toolserver.HTTPServer
 	ownsSrv  bool
 	sessions map[string]string // reuse key → claude session id
 	closed   bool
@@ -168,14 +168,14 @@ func (a *Agent) binary() (string, error) {
 }
 
 // server returns the MCP server, starting one on first use.
-func (a *Agent) server() (*mcp.HTTPServer, error) {
+func (a *Agent) server() (*toolserver.HTTPServer, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
 		return nil, agent.Errorf(agent.KindTransportError, "claude CLI agent is closed")
 	}
 	if a.srv == nil {
-		srv, err := mcp.ListenHTTP("", a.opts.Logger)
+		srv, err := toolserver.ListenHTTP("", a.opts.Logger)
 		if err != nil {
 			return nil, agent.Errorf(agent.KindTransportError, "start kitsoki's MCP server: %w", err)
 		}

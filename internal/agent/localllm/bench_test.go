@@ -12,13 +12,13 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/servertime"
+	"github.com/kitsoki/kitsoki/internal/testsupport/servertime"
 )
 
 // BenchmarkLocalLLMAsk measures a decide through the local_llm transport
 // (grammar on, a persona, a 1 KiB prompt, a schema) against an in-test
 // server that answers a canned body. The server's own time, measured on its
-// side of the connection (internal/servertime), is subtracted: the
+// side of the connection (internal/testsupport/servertime), is subtracted: the
 // "kitsoki-ns/op" metric is the transport's overhead, its HTTP client and
 // the kernel's loopback transit included. The raw_roundtrip sub-benchmark
 // is the floor: the same POST made with bare net/http, so ask minus

@@ -13,7 +13,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/examples/plugins/echo"
 	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/median"
+	"github.com/kitsoki/kitsoki/internal/testsupport/median"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/median"
+	"github.com/kitsoki/kitsoki/internal/testsupport/median"
 )
 
 // buildExample compiles an example plugin into a temporary directory, so

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -643,24 +644,30 @@ func TestPythonExamplePlugin(t *testing.T) {
 	}
 	_, err = ask(t, a, "x", map[string]any{"fail": "no model"})
 	wantAskError(t, err, agent.KindPluginCrash, "subprocess agent: rpc error -32000: no model")
-	// A slow call does not hold up a quick one.
+	// A slow call does not hold up a quick one: the quick call, sent while
+	// the slow one sleeps in the plugin, is answered before it. The slow
+	// call sleeps far longer than a quick round trip takes even on a loaded
+	// machine, and the order is checked on a flag, not on clock readings.
 	var wg sync.WaitGroup
-	var slowDone time.Time
+	var slowDone atomic.Bool
+	started := make(chan struct{})
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if _, err := ask(t, a, "slow", map[string]any{"sleep_ms": 400}); err != nil {
+		close(started)
+		if _, err := ask(t, a, "slow", map[string]any{"sleep_ms": 2000}); err != nil {
 			t.Error(err)
 		}
-		slowDone = time.Now()
+		slowDone.Store(true)
 	}()
-	time.Sleep(50 * time.Millisecond)
+	<-started
+	time.Sleep(50 * time.Millisecond) // let the slow request go out first
 	if _, err := ask(t, a, "quick", nil); err != nil {
 		t.Fatal(err)
 	}
-	quickDone := time.Now()
+	quickFirst := !slowDone.Load()
 	wg.Wait()
-	if !quickDone.Before(slowDone) {
+	if !quickFirst {
 		t.Error("the quick call waited for the slow one")
 	}
 }

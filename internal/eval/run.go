@@ -14,6 +14,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/expr"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
@@ -255,25 +256,31 @@ func (p *plan) execute(ctx context.Context, o *Options) ([]*callResult, error) {
 	d := p.c.Dataset
 	sink := newCallSink(o.Clock)
 	hosts := make([]*host.Host, len(p.cands))
+	var rts []*runtime.Runtime
+	defer func() {
+		for _, rt := range rts {
+			rt.Close()
+		}
+	}()
 	for i, c := range p.cands {
-		reg, builtin, err := p.agentsFor(c, o)
+		agents, err := p.agentsFor(c, o)
 		if err != nil {
 			return nil, err
 		}
-		hopts := []host.Option{
-			host.WithClock(o.Clock), host.WithLogger(o.Logger), host.WithDefaultTimeout(o.CallDeadline),
-			host.WithRoutes(map[*story.Invoke]*host.Route{p.c.Site.Invoke: c.route}),
+		// A candidate is a host with the candidate's route, dispatched to
+		// directly: no session, no pins.
+		rt, err := runtime.Open(p.c.Story, runtime.Config{
+			Logger: o.Logger, Clock: o.Clock, Timeout: o.CallDeadline,
+			Trace:  runtime.Trace{Sink: sink},
+			Agents: agents,
+			Routes: map[*story.Invoke]*host.Route{p.c.Site.Invoke: c.route},
+		})
+		if err != nil {
+			return nil, err
 		}
-		if builtin != nil {
-			hopts = append(hopts, host.WithBuiltin(builtin))
-		}
-		hosts[i] = host.New(p.c.Story, reg, sink, hopts...)
+		rts = append(rts, rt)
+		hosts[i] = rt.Host()
 	}
-	defer func() {
-		for _, h := range hosts {
-			h.Close()
-		}
-	}()
 
 	var jobs []job
 	for ci := range p.cands {
@@ -458,18 +465,16 @@ func toFloat64(v any) (float64, bool) {
 	return 0, false
 }
 
-// agentsFor returns the registry and built-in agent a candidate's calls
-// reach: the live ones, or wrappers that record or replay.
-func (p *plan) agentsFor(c *candidate, o *Options) (*agent.Registry, agent.Agent, error) {
+// agentsFor returns the agents a candidate's calls reach: the live ones,
+// or wrappers that record or replay.
+func (p *plan) agentsFor(c *candidate, o *Options) (runtime.Agents, error) {
 	switch {
 	case o.Replay != nil:
-		reg, b := o.Replay.agents(p.c.Story, c, o.Logger)
-		return reg, b, nil
+		return o.Replay.agents(p.c.Story, c), nil
 	case o.Record != nil:
-		reg, b := o.Record.agents(p.c.Story, c, o.Registry, o.Builtin, o.Clock, o.Logger)
-		return reg, b, nil
+		return o.Record.agents(p.c.Story, c, o.Registry, o.Builtin, o.Clock), nil
 	}
-	return o.Registry, o.Builtin, nil
+	return runtime.Agents{Registry: o.Registry, Builtin: o.Builtin}, nil
 }
 
 // matchKeys are the cassette match keys of a call besides its handler:

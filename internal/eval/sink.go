@@ -59,6 +59,10 @@ func (s *callSink) NextSeq(turn int64) int {
 // Now reads the run's clock.
 func (s *callSink) Now() time.Time { return s.clock.Now() }
 
+// EndTurn is a turn boundary; an eval call's events stay in memory until
+// the runner takes them.
+func (s *callSink) EndTurn() error { return nil }
+
 // take removes and returns the events of a turn.
 func (s *callSink) take(turn int64) []callEvent {
 	s.mu.Lock()

@@ -1,7 +1,6 @@
 package host
 
 import (
-	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
@@ -25,10 +24,10 @@ type Route struct {
 	Alias string
 	// Provider is a providers: entry for the built-in path ("" for none).
 	Provider string
-	// Model, when set, replaces the persona's (and the provider's) model;
-	// transports read it from CallInfo.Model.
+	// Model, when set, is the model the call runs on: it wins over the
+	// provider's, the persona's and the declaration's (resolveModel).
 	Model string
-	// Effort is handed to the transport in CallInfo.Effort.
+	// Effort is handed to the transport in agent.Call.Effort.
 	Effort string
 	// Pin says whether a selection: pin applied; nil for routes that are
 	// not pins (eval candidates).
@@ -68,49 +67,6 @@ func (r *Route) alias(inv *story.Invoke) string {
 		return inv.Agent
 	}
 	return ""
-}
-
-// persona returns the persona the call runs as: a copy carrying the
-// route's model when it sets one, so transports that take the model from
-// the persona (the claude CLI) use it.
-func (r *Route) persona(p *agent.Persona) *agent.Persona {
-	if r == nil || r.Model == "" || p == nil {
-		return p
-	}
-	cp := *p
-	cp.Model = r.Model
-	return &cp
-}
-
-// model is the model recorded in agent events: the route's, else def.
-func (r *Route) model(def string) string {
-	if r != nil && r.Model != "" {
-		return r.Model
-	}
-	return def
-}
-
-// callInfo hands the route's provider, model and effort to the transport.
-func (r *Route) callInfo(ci *agent.CallInfo, st *story.Story) {
-	if r == nil {
-		return
-	}
-	if r.Provider != "" {
-		ci.Provider = r.Provider
-		ci.ProviderSpec = nil
-		if spec, ok := st.Providers[r.Provider]; ok {
-			ci.ProviderSpec = &spec
-		}
-	}
-	if r.Model != "" {
-		ci.Model = r.Model
-		if ci.ProviderSpec != nil {
-			spec := *ci.ProviderSpec
-			spec.Model = r.Model
-			ci.ProviderSpec = &spec
-		}
-	}
-	ci.Effort = r.Effort
 }
 
 // describeStart records the profile, effort and pin outcome in an

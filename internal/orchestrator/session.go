@@ -30,6 +30,14 @@ type Sink interface {
 	EndTurn() error
 }
 
+// Dispatcher is what a session dispatches its invokes through: the host
+// (host.Host implements it). Each call carries the run environment the
+// session lends it (host.Call.Run), so the dispatcher needs no reference
+// back to the session.
+type Dispatcher interface {
+	Dispatch(ctx context.Context, call *host.Call) (*host.Result, error)
+}
+
 // Caps on loops the engine stops itself.
 const (
 	MaxEmitDepth    = 24 // nested emit_intent hops in one turn
@@ -41,7 +49,7 @@ const (
 // are sequential by nature.
 type Session struct {
 	story  *story.Story
-	host   *host.Host
+	host   Dispatcher
 	sink   Sink
 	clock  clock.Clock
 	logger *slog.Logger
@@ -79,7 +87,7 @@ func WithLogger(l *slog.Logger) Option { return func(s *Session) { s.logger = l 
 
 // New returns a session for st that dispatches through h and traces to sink.
 // Call Start before the first Turn.
-func New(st *story.Story, h *host.Host, sink Sink, opts ...Option) (*Session, error) {
+func New(st *story.Story, h Dispatcher, sink Sink, opts ...Option) (*Session, error) {
 	s := &Session{story: st, host: h, sink: sink, clock: clock.System{}, logger: slog.Default(), root: st.Root}
 	for _, o := range opts {
 		o(s)

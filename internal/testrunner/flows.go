@@ -14,10 +14,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/runtime"
+	"github.com/kitsoki/kitsoki/internal/secret"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
@@ -295,26 +296,35 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 		res.Skipped, res.SkipReason = true, fx.SkipReason
 		return res
 	}
-	st, logger := f.Story, f.cfg.logger
+	st := f.Story
+	// A plugin's stderr is logged: the flow's logger masks the secrets of
+	// the story it runs, which the logger's maker could not know.
+	logger := slog.New(secret.New(st.Secrets).Handler(f.cfg.logger.Handler()))
 	mem := trace.NewMemSink(trace.WithSecrets(st.Secrets), trace.WithClock(f.clk))
 	sink := &captureSink{MemSink: mem}
-	reg := agent.NewRegistry(logger)
-	reg.Configure(st.Plugins)
-	defer reg.Close()
-
-	hopts := []host.Option{host.WithClock(f.clk), host.WithLogger(logger)}
-	if f.Cassette != nil {
-		hopts = append(hopts, host.WithBuiltin(f.Cassette.ReplayAgents(st, reg, nil)))
+	root := fx.InitialState
+	if root == "" {
+		root = st.Root
 	}
-	h := host.New(st, reg, sink, hopts...)
+	// Flows replay cassettes recorded against the story's own routes, so
+	// pins do not apply.
+	cfg := runtime.Config{Logger: logger, Clock: f.clk, Trace: runtime.Trace{Sink: sink}, IgnorePins: true,
+		Session: &runtime.Session{ID: "flow", Root: root, World: deepCopyMap(fx.InitialWorld)}}
+	if f.Cassette != nil {
+		cfg.Cassette = f.Cassette
+	}
+	rt, err := runtime.Open(st, cfg)
+	if err != nil {
+		res.Turns = append(res.Turns, TurnResult{TurnIndex: SessionIndex, Failures: []string{"seed: " + err.Error()}})
+		return f.finish(res, mem)
+	}
+	defer rt.Close()
+	h, sess := rt.Host(), rt.Session()
 	// Host calls are dispatched only when the fixture says how to answer
 	// them; otherwise they are dropped (answered with nothing), as Kitsoki
 	// does, so older fixtures keep passing.
 	dispatch := f.Cassette != nil || fx.HostHandlers != nil || fx.AdvanceClock
-	switch {
-	case f.Cassette != nil:
-		f.Cassette.ReplayHandlers(h, sink, st.App.ID)
-	case fx.HostHandlers != nil:
+	if f.Cassette == nil && fx.HostHandlers != nil {
 		for _, name := range sortedKeys(fx.HostHandlers) {
 			hd := &stubHandler{stub: fx.HostHandlers[name], clk: f.clk, name: name}
 			h.Register(name, hd)
@@ -331,17 +341,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 			h.Register(name, drop)
 		}
 	}
-
-	root := fx.InitialState
-	if root == "" {
-		root = st.Root
-	}
-	sess, err := orchestrator.New(st, h, sink, orchestrator.WithSessionID("flow"), orchestrator.WithRoot(root),
-		orchestrator.WithWorld(deepCopyMap(fx.InitialWorld)), orchestrator.WithClock(f.clk), orchestrator.WithLogger(logger))
-	if err == nil {
-		err = sess.Seed()
-	}
-	if err != nil {
+	if err := sess.Seed(); err != nil {
 		res.Turns = append(res.Turns, TurnResult{TurnIndex: SessionIndex, Failures: []string{"seed: " + err.Error()}})
 		return f.finish(res, mem)
 	}

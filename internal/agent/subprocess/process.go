@@ -66,7 +66,7 @@ func spawn(decl agent.Declaration, opts *options) (*process, error) {
 
 	stdout := sup.Stdout()
 	ls := plugin.NewLineStream(stdout, p.stdin, multiCloser{stdout, p.stdin})
-	p.conn = newConn(ls, p.logger, p.fail)
+	p.conn = newConn(ls, p.logger, p.connFailed)
 	go p.reap()
 	go p.watch()
 	p.logger.Debug("plugin started", "command", decl.Command)
@@ -108,17 +108,32 @@ func (p *process) reap() {
 	}
 }
 
+// connFailed records why the connection ended and, after a protocol
+// violation, kills the child at once: before the connection closes the
+// child's stdin, so a plugin that would exit on EOF cannot end on its own
+// first and the crash reads the same every time.
+func (p *process) connFailed(err error) {
+	p.fail(err)
+	if violation(err) {
+		p.kill()
+	}
+}
+
+// violation reports whether err ends a connection because the plugin broke
+// the protocol (as opposed to stdout ending or failing to read).
+func violation(err error) bool {
+	var fe *plugin.FrameError
+	if errors.As(err, &fe) {
+		return true
+	}
+	return !(err == nil || errors.Is(err, io.EOF) || isReadError(err))
+}
+
 // watch kills the child once the connection is over: right away after a
 // protocol violation, after a grace period when stdout simply ended.
 func (p *process) watch() {
 	<-p.conn.done
-	cause := p.causeErr()
-	var fe *plugin.FrameError
-	graceful := cause == nil || errors.Is(cause, io.EOF) || isReadError(cause)
-	if errors.As(cause, &fe) {
-		graceful = false
-	}
-	if graceful {
+	if !violation(p.causeErr()) {
 		select {
 		case <-p.exited:
 			return

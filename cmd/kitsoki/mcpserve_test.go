@@ -61,16 +61,16 @@ func TestMCPServeStdio(t *testing.T) {
 	}
 }
 
-// TestRunFactsReachTheCallContext checks that --autopilot and
-// --tool-provider shape what an agent call's MCP profile is resolved from.
-func TestRunFactsReachTheCallContext(t *testing.T) {
+// TestRunFactsReachTheCall checks that --autopilot and --tool-provider
+// shape the run an agent call's MCP profile is resolved from.
+func TestRunFactsReachTheCall(t *testing.T) {
 	st, err := story.Load(hello)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got *toolserver.CallContext
-	demo := agent.AgentFunc(func(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
-		got = toolserver.CallContextFrom(ctx)
+	var got *agent.Run
+	demo := agent.AgentFunc(func(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
+		got = call.Run
 		return &agent.AskResponse{Submission: json.RawMessage(`{"text":"hi","tone":"casual","done":true}`)}, nil
 	})
 	rt, err := runtime.Open(st, runtime.Config{
@@ -89,10 +89,10 @@ func TestRunFactsReachTheCallContext(t *testing.T) {
 	if _, err := sess.Turn(context.Background(), "greet", map[string]any{"name": "Ada"}, ""); err != nil {
 		t.Fatal(err)
 	}
-	if got == nil || !got.Autopilot || got.HasParent || len(got.ToolProviders) != 1 || got.Live == nil || got.StoryDir != st.Dir {
-		t.Fatalf("call context = %+v", got)
+	if got == nil || !got.Autopilot || got.HasParent || len(got.ToolProviders) != 1 || got.Live == nil || got.StoryDir != st.Dir || got.Catalog != nil {
+		t.Fatalf("run = %+v", got)
 	}
-	p, err := toolserver.ResolveProfile("decide", got)
+	p, err := toolserver.ResolveProfile("decide", &toolserver.CallContext{Autopilot: got.Autopilot, HasParent: got.HasParent, TitleOwned: got.TitleOwned, ToolProviders: got.ToolProviders})
 	if err != nil {
 		t.Fatal(err)
 	}

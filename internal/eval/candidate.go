@@ -83,27 +83,11 @@ func expandMatrix(st *story.Story, site *CallSite, m Matrix) ([]*candidate, erro
 	return out, nil
 }
 
-// labelModel is the model a candidate reports: the matrix's, else the
-// model the call would use by default (the provider's, the persona's, the
-// declaration's), else "".
+// labelModel is the model a candidate reports: the one its calls run on,
+// by the host's rule (the matrix's, else the provider's, the persona's or
+// the declaration's, as the profile's transport takes them), else "".
 func labelModel(st *story.Story, site *CallSite, r *host.Route) string {
-	if r.Model != "" {
-		return r.Model
-	}
-	if r.Provider != "" {
-		if p, ok := st.Providers[r.Provider]; ok && p.Model != "" {
-			return p.Model
-		}
-	}
-	if p := st.Agents[site.Agent]; p != nil && p.Model != "" {
-		return p.Model
-	}
-	if r.Alias != "" {
-		if d, ok := st.Plugins[r.Alias]; ok {
-			return d.Model
-		}
-	}
-	return ""
+	return host.RouteModel(st, r, st.Agents[site.Agent])
 }
 
 func contains(s []string, v string) bool { return slices.Contains(s, v) }

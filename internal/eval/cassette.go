@@ -212,17 +212,18 @@ func (a *recordingAgent) fallbackEligible() bool {
 	return ok && fe.FallbackEligible()
 }
 
-func (a *recordingAgent) Ask(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
+func (a *recordingAgent) Ask(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
 	live, err := a.get()
 	if err != nil {
 		return nil, agent.Errorf(agent.KindTransportError, "%v", err)
 	}
+	req := call.Request
 	start := a.clock.Now()
-	resp, err := live.Ask(ctx, req)
+	resp, err := live.Ask(ctx, call)
 	dur := a.clock.Now().Sub(start).Milliseconds()
-	ab := &testrunner.AgentBlock{Verb: req.Verb, Prompt: req.Prompt}
-	if ci := agent.CallInfoFrom(ctx); ci != nil && ci.Persona != nil {
-		ab.Agent, ab.Model = ci.Persona.Name, ci.Persona.Model
+	ab := &testrunner.AgentBlock{Verb: req.Verb, Prompt: req.Prompt, Model: call.Model}
+	if call.Persona != nil {
+		ab.Agent = call.Persona.Name
 	}
 	ab.DurationMS = dur
 	if resp != nil {

@@ -17,7 +17,6 @@ import (
 	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/trace"
-	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
 // ErrInvalid is returned by Run for a dataset with validation errors.
@@ -345,11 +344,11 @@ func (p *plan) call(ctx context.Context, h *host.Host, sink *callSink, j job, o 
 	evs := sink.take(j.turn)
 
 	r := &callResult{job: j, latencyMS: elapsed}
-	closing := closingPayload(evs)
-	if n, ok := toInt64(closing["duration_ms"]); ok {
-		r.latencyMS = n
+	dur, subst, closed := closingPayload(evs)
+	if closed {
+		r.latencyMS = dur
 	}
-	_, r.fallback = closing["substitution"]
+	r.fallback = subst != nil
 	var meta map[string]any
 	if res != nil {
 		meta, _ = res.Data["meta"].(map[string]any)
@@ -377,8 +376,7 @@ func (p *plan) call(ctx context.Context, h *host.Host, sink *callSink, j job, o 
 		r.outcome = Outcome{Reason: res.Err.Error()}
 	case r.fallback:
 		r.conformant = true
-		fb, _ := closing["substitution"].(map[string]any)
-		r.outcome = Outcome{Reason: fmt.Sprintf("schema_invalid answer; the fallback %v answered instead", fb["fallback_plugin"])}
+		r.outcome = Outcome{Reason: fmt.Sprintf("schema_invalid answer; the fallback %v answered instead", subst.FallbackPlugin)}
 		r.submission = res.Data["submitted"]
 	default:
 		r.conformant, r.valid = true, true
@@ -388,15 +386,19 @@ func (p *plan) call(ctx context.Context, h *host.Host, sink *callSink, j job, o 
 	return r
 }
 
-// closingPayload is the payload of the call's agent.call.complete or
-// agent.call.error event (nil when the call never got that far).
-func closingPayload(evs []plugin.Event) map[string]any {
+// closingPayload reads the call's agent.call.complete or agent.call.error
+// event: its duration and substitution; closed is false when the call
+// never got that far.
+func closingPayload(evs []callEvent) (durationMS int64, subst *trace.Substitution, closed bool) {
 	for i := len(evs) - 1; i >= 0; i-- {
-		if evs[i].Kind == trace.KindAgentCallComplete || evs[i].Kind == trace.KindAgentCallError {
-			return evs[i].Payload
+		switch p := evs[i].payload.(type) {
+		case trace.AgentCallComplete:
+			return p.DurationMS, p.Substitution, true
+		case trace.AgentCallError:
+			return p.DurationMS, p.Substitution, true
 		}
 	}
-	return nil
+	return 0, nil, false
 }
 
 // readMeta takes retry, cost, token and (for replayed calls) latency

@@ -19,6 +19,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/secret"
 	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/trace"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
@@ -45,17 +46,9 @@ type RunEnv struct {
 	TitleOwned bool
 }
 
-// LiveActions is what one in-flight agent call may do to its run. It has
-// the method set of mcp.LiveCall, so a session's actions pass to the MCP
-// tools unchanged; every method acts on the dispatching run only.
-type LiveActions interface {
-	World() map[string]any
-	AskOperator(ctx context.Context, question string) (string, error)
-	AskParent(ctx context.Context, question string) (string, error)
-	SetTitle(ctx context.Context, title string) error
-	CompleteStep(ctx context.Context, summary string) error
-	EmitIntent(ctx context.Context, name string, slots map[string]any) error
-}
+// LiveActions is what one in-flight agent call may do to its run: the
+// agent's LiveRun, which the call's agent.Run carries on to the MCP tools.
+type LiveActions = agent.LiveRun
 
 // Result is a handler's answer. Data is what bind: reads. Err is a domain
 // error (an agent failure, a stub's scripted error): the run records it in
@@ -83,7 +76,11 @@ func (f HandlerFunc) Invoke(ctx context.Context, call *Call) (*Result, error) { 
 // Sink is the part of the trace the host writes to. The trace package's
 // Writer and MemSink implement it.
 type Sink interface {
+	// Append writes an event with an open payload (a plugin's sub-event).
 	Append(ev *plugin.Event) error
+	// AppendPayload writes an event of a kind kitsoki writes; p sets its
+	// kind.
+	AppendPayload(ev *plugin.Event, p trace.Payload) error
 	// NextSeq is the seq the next event of turn will get; agent call ids
 	// are derived from it.
 	NextSeq(turn int64) int
@@ -114,7 +111,7 @@ type Host struct {
 
 	routes map[*story.Invoke]*Route // per-invoke routes (pins, eval candidates)
 
-	callContext func(context.Context, *Call) context.Context
+	run func(*Call) *agent.Run // the run of each agent call (WithRun)
 
 	rankerFor RankerFor
 	rankers   map[string]Ranker // by alias, guarded by mu
@@ -130,10 +127,11 @@ type Option func(*Host)
 // agent: alias (the built-in claude path).
 func WithBuiltin(a agent.Agent) Option { return func(h *Host) { h.builtin = a } }
 
-// WithCallContext installs a hook that decorates the context of every agent
-// call, e.g. to attach what the call's MCP tools act on (its run).
-func WithCallContext(f func(ctx context.Context, call *Call) context.Context) Option {
-	return func(h *Host) { h.callContext = f }
+// WithRun installs the hook that names the run of every agent call: what
+// the MCP tools of a launched agent act on (agent.Call.Run). Without it,
+// or when it returns nil, calls are detached from any run.
+func WithRun(f func(call *Call) *agent.Run) Option {
+	return func(h *Host) { h.run = f }
 }
 
 // WithClock sets the clock used for durations and deadlines.

@@ -184,11 +184,11 @@ func (s *Session) Start(ctx context.Context) (*Outcome, error) {
 	}
 	s.started = true
 	t := s.newTurn(0, "__seed__", nil)
-	if err := s.emit(t, trace.KindMachineTransition, map[string]any{"from": "", "to": s.root, "intent": "__seed__"}); err != nil {
+	if err := s.emit(t, trace.MachineTransition{From: "", To: s.root, Intent: "__seed__"}); err != nil {
 		return nil, err
 	}
 	for _, k := range sortedKeys(s.overrides) {
-		if err := s.emit(t, trace.KindWorldUpdate, map[string]any{"set": map[string]any{k: s.overrides[k]}}); err != nil {
+		if err := s.emit(t, trace.WorldUpdate{Set: map[string]any{k: s.overrides[k]}}); err != nil {
 			return nil, err
 		}
 	}
@@ -202,8 +202,8 @@ func (s *Session) Start(ctx context.Context) (*Outcome, error) {
 }
 
 // emit appends one event of the current turn at the current state.
-func (s *Session) emit(t *turnCtx, kind string, payload map[string]any) error {
-	if err := s.sink.Append(&plugin.Event{Turn: t.n, Kind: kind, StatePath: s.state, Payload: payload}); err != nil {
+func (s *Session) emit(t *turnCtx, p trace.Payload) error {
+	if err := s.sink.AppendPayload(&plugin.Event{Turn: t.n, StatePath: s.state}, p); err != nil {
 		return &host.TraceError{Err: err}
 	}
 	return nil

@@ -216,8 +216,8 @@ func TestSpawnFailureErrorsThePlugin(t *testing.T) {
 // standIn is an agent that is not a subprocess plugin (a cassette replay).
 type standIn struct{}
 
-func (standIn) Ask(context.Context, *agent.AskRequest) (*agent.AskResponse, error) { return nil, nil }
-func (standIn) Close() error                                                       { return nil }
+func (standIn) Ask(context.Context, *agent.Call) (*agent.AskResponse, error) { return nil, nil }
+func (standIn) Close() error                                                 { return nil }
 
 func TestReplacedAgentLeavesPluginErrored(t *testing.T) {
 	needPlugins(t)

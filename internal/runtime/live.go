@@ -26,7 +26,7 @@ func LiveBuiltin(st *story.Story, logger *slog.Logger) *claudecli.Agent {
 func liveBuiltin(st *story.Story, logger *slog.Logger) *claudecli.Agent {
 	claude := st.Plugins[agent.DefaultAlias]
 	return claudecli.NewBuiltin(claudecli.Options{
-		Command: claude.Command, Model: claude.Model, Args: claude.Args, Env: claude.Env,
+		Command: claude.Command, Args: claude.Args, Env: claude.Env,
 		Dir: st.Dir, Secrets: st.Secrets, Logger: logger})
 }
 

@@ -7,7 +7,6 @@
 package runtime
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +18,8 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/hosts/artifacts"
+	hostrun "github.com/kitsoki/kitsoki/internal/hosts/run"
 	"github.com/kitsoki/kitsoki/internal/hosts/hostplugin"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/plugintools"
@@ -351,7 +352,10 @@ func (rt *Runtime) newHost(cfg Config, builtin agent.Agent, routeMap map[*story.
 	if cfg.Session != nil {
 		opts = append(opts, liveCalls(st, rt.catalog(), cfg.Tools))
 	}
-	return host.New(st, rt.reg, rt.sink, opts...)
+	h := host.New(st, rt.reg, rt.sink, opts...)
+	hostrun.Register(h, hostrun.Config{Workspace: st.Workspace, Clock: cfg.Clock, Logger: cfg.Logger})
+	artifacts.Register(h, st.Workspace)
+	return h
 }
 
 func (rt *Runtime) catalog() *toolserver.Catalog {
@@ -361,21 +365,25 @@ func (rt *Runtime) catalog() *toolserver.Catalog {
 	return rt.plugins.Catalog()
 }
 
-// liveCalls attaches each agent call's run to the call's context, so the
-// tools kitsoki's MCP server offers the agent (ask the operator, set the
-// title, emit an intent…) act on the run that dispatched the call: the
-// session hands its actions over in the call (host.Call.Run). No run of
-// this build is started by another run, so HasParent is always false.
+// liveCalls names each agent call's run (agent.Call.Run), so the tools
+// kitsoki's MCP server offers the agent (ask the operator, set the title,
+// emit an intent…) act on the run that dispatched the call: the session
+// hands its actions over in the call (host.Call.Run). No run of this build
+// is started by another run, so HasParent is always false.
 func liveCalls(st *story.Story, cat *toolserver.Catalog, tools Tools) host.Option {
-	return host.WithCallContext(func(ctx context.Context, call *host.Call) context.Context {
+	return host.WithRun(func(call *host.Call) *agent.Run {
 		if call.Run.Live == nil {
-			return ctx
+			return nil
 		}
-		return toolserver.WithCallContext(ctx, &toolserver.CallContext{
-			RunID: call.SessionID, WorkspaceID: st.App.ID, StoryDir: st.Dir,
+		r := &agent.Run{
+			ID: call.SessionID, WorkspaceID: st.App.ID, StoryDir: st.Dir,
 			Autopilot: tools.Autopilot, ToolProviders: tools.Providers,
-			TitleOwned: call.Run.TitleOwned, Live: call.Run.Live, Catalog: cat,
-		})
+			TitleOwned: call.Run.TitleOwned, Live: call.Run.Live,
+		}
+		if cat != nil { // a nil *toolserver.Catalog must not become a non-nil interface
+			r.Catalog = cat
+		}
+		return r
 	})
 }
 

@@ -37,13 +37,13 @@ func loadHello(t *testing.T) *story.Story {
 // saw and whether it was closed.
 type scripted struct {
 	calls  int
-	cc     *toolserver.CallContext
+	run    *agent.Run
 	closed bool
 }
 
-func (s *scripted) Ask(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
+func (s *scripted) Ask(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
 	s.calls++
-	s.cc = toolserver.CallContextFrom(ctx)
+	s.run = call.Run
 	return &agent.AskResponse{Submission: json.RawMessage(`{"text":"Hi Ada","tone":"casual","done":true}`)}, nil
 }
 
@@ -311,11 +311,11 @@ func TestRunEnvironment(t *testing.T) {
 			}
 			defer rt.Close()
 			greet(t, rt)
-			cc := a.cc
+			cc := a.run
 			if cc == nil || cc.Live == nil {
 				t.Fatalf("call context = %+v: want the session's live actions", cc)
 			}
-			if cc.RunID != "run-7" || cc.WorkspaceID != "hello" || cc.StoryDir != st.Dir || !cc.Autopilot ||
+			if cc.ID != "run-7" || cc.WorkspaceID != "hello" || cc.StoryDir != st.Dir || !cc.Autopilot ||
 				cc.TitleOwned != tc.wantOwned || !cmp.Equal(cc.ToolProviders, []string{toolserver.StoryFilesProvider}) {
 				t.Errorf("call context = %+v", cc)
 			}
@@ -345,8 +345,8 @@ func TestNoSession(t *testing.T) {
 	if err != nil || res.Err != nil {
 		t.Fatalf("Dispatch: %v, %v", err, res.Err)
 	}
-	if a.calls != 1 || a.cc != nil {
-		t.Errorf("calls %d, call context %+v: want one call with no run attached", a.calls, a.cc)
+	if a.calls != 1 || a.run != nil {
+		t.Errorf("calls %d, call context %+v: want one call with no run attached", a.calls, a.run)
 	}
 }
 

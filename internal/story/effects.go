@@ -217,6 +217,7 @@ func (l *loader) loadInvoke(f *file, inv entry, fs fieldSet, path string, ref *e
 		if d := deref(w.val); d.Kind != yaml.MappingNode {
 			l.errAt(f, d, wp, "expected a mapping of call arguments, got %s", kindName(d))
 		} else {
+			l.builtinWith(f, d, wp, name)
 			l.compileTree(f, d, wp, func(t *expr.Tree) { in.With = t })
 			if strings.HasPrefix(name, "host.agent.") {
 				l.agentWith(f, d, wp, ref)

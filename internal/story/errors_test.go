@@ -310,7 +310,8 @@ func TestHostPluginErrors(t *testing.T) {
 		`hostplugins.yaml:11:58: host_plugins.host.slow.timeout: timeout "soon" is not a positive duration (write e.g. 30s or 2m)`,
 		`hostplugins.yaml:11:73: host_plugins.host.slow: env var UNSET_VAR referenced in env.K not set`,
 		`hostplugins.yaml:12:3: host_plugins.host.noplugin: plugin: is required (plugin: subprocess)`,
-		`hostplugins.yaml:17:17: states.start.on_enter[0].invoke: state "start": on_enter invoke "host.other.create" is not declared in app hosts`,
+		`hostplugins.yaml:13:3: host_plugins: key "host.artifacts_dir" would replace kitsoki's own host.artifacts_dir (see kitsoki hosts); name the plugin e.g. host.my_artifacts_dir`,
+		`hostplugins.yaml:18:17: states.start.on_enter[0].invoke: state "start": on_enter invoke "host.other.create" is not declared in app hosts`,
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("diagnostics (-want +got):\n%s", d)

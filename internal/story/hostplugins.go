@@ -1,6 +1,7 @@
 package story
 
 import (
+	"github.com/kitsoki/kitsoki/internal/hosts/catalog"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -52,6 +53,11 @@ func (l *loader) loadHostPlugins(f *file, e entry) {
 		case pe.name == "host.agent" || strings.HasPrefix(pe.name, AgentHostPrefix):
 			l.errAt(f, pe.key, "host_plugins", "key %q is reserved: the host.agent.* verbs are built in; name the plugin e.g. host.%s",
 				pe.name, strings.TrimPrefix(strings.TrimPrefix(pe.name, "host.agent"), "."))
+			continue
+		}
+		if b, ok := shadowsBuiltin(pe.name); ok {
+			l.errAt(f, pe.key, "host_plugins", "key %q would replace kitsoki's own %s (see kitsoki hosts); name the plugin e.g. host.my_%s",
+				pe.name, b, strings.TrimPrefix(pe.name, "host."))
 			continue
 		}
 		_, exists := l.st.HostPlugins[pe.name]
@@ -152,3 +158,15 @@ func (l *loader) hostPluginProvides(name string) bool {
 // name, or "" when none is close: the loader's suggestion, for checks made
 // outside it.
 func DidYouMean(name string, candidates []string) string { return didYouMean(name, candidates) }
+
+// shadowsBuiltin returns the built-in handler a host plugin named name would
+// answer in its place: the plugin serves name and every name under it, so
+// host.artifacts_dir would take host.artifacts_dir.list too.
+func shadowsBuiltin(name string) (string, bool) {
+	for _, b := range catalog.Builtins() {
+		if b.Name == name || strings.HasPrefix(b.Name, name+".") {
+			return b.Name, true
+		}
+	}
+	return "", false
+}

@@ -54,7 +54,8 @@ type Story struct {
 	SchemaCompiler *schema.Compiler
 
 	// Secrets are the values substituted from ${VAR} in agent_plugins,
-	// host_plugins and providers; the trace writer redacts them.
+	// host_plugins, providers and host.run's with.env; the trace writer
+	// redacts them.
 	Secrets []string
 	// Warnings are non-fatal findings (e.g. [later] keys that are ignored).
 	Warnings []Diagnostic

@@ -252,14 +252,38 @@ func invokesVia(st *story.Story, alias string) []string {
 // decoding the trace.
 type captureSink struct {
 	*trace.MemSink
-	events []trace.Event
+	events []capturedEvent
+}
+
+// capturedEvent is one event as appended: the envelope, and the typed
+// payload of a kind kitsoki writes (a plugin's sub-event keeps its map in
+// Event.Payload instead).
+type capturedEvent struct {
+	trace.Event
+	typed trace.Payload
+}
+
+// payload is the event's payload as appended, typed or map.
+func (e *capturedEvent) payload() any {
+	if e.typed != nil {
+		return e.typed
+	}
+	return e.Payload
 }
 
 func (s *captureSink) Append(ev *trace.Event) error {
 	if err := s.MemSink.Append(ev); err != nil {
 		return err
 	}
-	s.events = append(s.events, *ev)
+	s.events = append(s.events, capturedEvent{Event: *ev})
+	return nil
+}
+
+func (s *captureSink) AppendPayload(ev *trace.Event, p trace.Payload) error {
+	if err := s.MemSink.AppendPayload(ev, p); err != nil {
+		return err
+	}
+	s.events = append(s.events, capturedEvent{Event: *ev, typed: p})
 	return nil
 }
 
@@ -429,10 +453,10 @@ func (f *Flow) finish(res *FlowResult, mem *trace.MemSink) *FlowResult {
 
 // acceptedSlots returns the slots of the turn's machine.intent_accepted
 // event (defaults filled), or nil when the intent was not accepted.
-func acceptedSlots(evs []trace.Event) map[string]any {
+func acceptedSlots(evs []capturedEvent) map[string]any {
 	for _, ev := range evs {
-		if ev.Kind == trace.KindMachineIntentAccepted {
-			s, _ := ev.Payload["slots"].(map[string]any)
+		if p, ok := ev.typed.(trace.MachineIntentAccepted); ok {
+			s := p.Slots
 			if s == nil {
 				s = map[string]any{}
 			}
@@ -444,13 +468,11 @@ func acceptedSlots(evs []trace.Event) map[string]any {
 
 // dispatched lists the host calls of a turn from its harness.dispatched
 // events.
-func dispatched(evs []trace.Event) []hostCall {
+func dispatched(evs []capturedEvent) []hostCall {
 	var out []hostCall
 	for _, ev := range evs {
-		if ev.Kind == trace.KindHarnessDispatched {
-			ns, _ := ev.Payload["namespace"].(string)
-			args, _ := ev.Payload["args"].(map[string]any)
-			out = append(out, hostCall{Namespace: ns, Args: args})
+		if p, ok := ev.typed.(trace.HarnessDispatched); ok {
+			out = append(out, hostCall{Namespace: p.Namespace, Args: p.Args})
 		}
 	}
 	return out

@@ -32,8 +32,8 @@ type LiveCall interface {
 
 // CallContext is what kitsoki knows about a live agent call beyond the wire
 // request: the ids the session binds and the facts its profile is resolved
-// from. The host attaches it to the call's context with WithCallContext;
-// transports that launch MCP-capable agents read it with CallContextFrom.
+// from. A transport that launches an MCP-capable agent builds it from the
+// call's run (agent.Call.Run); it never travels in a context.
 type CallContext struct {
 	// RunID is the run (task) the call belongs to; "" means the request's
 	// session id.
@@ -58,19 +58,6 @@ type CallContext struct {
 	// Catalog pushes plugin-tool snapshots to the call's session; it
 	// takes precedence over PluginTools.
 	Catalog *Catalog
-}
-
-type callContextKey struct{}
-
-// WithCallContext returns a context carrying cc.
-func WithCallContext(ctx context.Context, cc *CallContext) context.Context {
-	return context.WithValue(ctx, callContextKey{}, cc)
-}
-
-// CallContextFrom returns the call context carried by ctx, or nil.
-func CallContextFrom(ctx context.Context) *CallContext {
-	cc, _ := ctx.Value(callContextKey{}).(*CallContext)
-	return cc
 }
 
 // ErrDetached is returned by a detached call's run actions.

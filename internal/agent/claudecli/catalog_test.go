@@ -8,12 +8,13 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/toolserver"
 )
 
-// TestCallContextCatalogReachesTheSession: the plugin-tool catalog the host
-// attaches to a call is the one the call's MCP session offers and calls.
-func TestCallContextCatalogReachesTheSession(t *testing.T) {
+// TestRunCatalogReachesTheSession: the plugin-tool catalog of the call's
+// run is the one the call's MCP session offers and calls.
+func TestRunCatalogReachesTheSession(t *testing.T) {
 	cat := toolserver.NewCatalog(nil)
 	def := mcp.NewTool("kitsoki_agent_tagger_add_tag", mcp.WithDescription("Add a tag."))
 	called := make(chan string, 1)
@@ -27,9 +28,10 @@ func TestCallContextCatalogReachesTheSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := toolserver.WithCallContext(withPersona(nil), &toolserver.CallContext{RunID: "run-9", Live: &liveRun{}, Catalog: cat})
+	ctx := context.Background()
+	run := &agent.Run{ID: "run-9", Live: &liveRun{}, Catalog: cat}
 	h := newHarness(t, fakeRun{Calls: []fakeCall{{Tool: "kitsoki_agent_tagger_add_tag"}}, Result: "done"})
-	if _, err := h.builtin().Ask(ctx, request("task", "")); err != nil {
+	if _, err := h.builtin().Ask(ctx, &agent.Call{Request: request("task", ""), Run: run}); err != nil {
 		t.Fatal(err)
 	}
 	l := h.logs()[0]

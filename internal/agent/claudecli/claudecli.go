@@ -47,9 +47,6 @@ type Options struct {
 	Command string
 	// Args are appended after kitsoki's own flags.
 	Args []string
-	// Model is the default model; a persona's model, then a provider's,
-	// take precedence.
-	Model string
 	// Env is added to the child's environment; Secrets are resolved
 	// secret values, kept out of errors and meta.
 	Env     map[string]string
@@ -101,24 +98,24 @@ type Agent struct {
 }
 
 // NewBuiltin returns the agent of the built-in host.agent.* claude path
-// (wire-protocols.md §6a): the host calls its Ask with the same
-// AskRequest as any agent, and the persona, schema path, validator and
-// provider in agent.CallInfoFrom(ctx). Its AskResponse.Meta carries result,
-// session_id, usage, cost_usd, total_cost_usd, duration_ms, num_turns,
-// model and exit_code, which the host maps to the route's bind keys
-// (story-format.md §9).
+// (wire-protocols.md §6a): the host calls its Ask with an agent.Call like
+// any agent's: the request, and the persona, model, schema path,
+// validator, provider and run the host decided. Its AskResponse.Meta
+// carries result, session_id, usage, cost_usd, total_cost_usd,
+// duration_ms, num_turns, model and exit_code, which the host maps to the
+// route's bind keys (story-format.md §9).
 func NewBuiltin(opts Options) *Agent {
 	return newAgent(opts, true)
 }
 
 // Build is the builtin.claude_cli transport builder (wire-protocols.md
-// §6b): command:, args:, model:, env: and the story directory come from
-// the declaration; output is the single JSON envelope.
+// §6b): command:, args:, env: and the story directory come from the
+// declaration (its model: reaches the CLI through the host's resolution,
+// agent.Call.Model); output is the single JSON envelope.
 func Build(decl agent.Declaration, env agent.BuildEnv) (agent.Agent, error) {
 	return newAgent(Options{
 		Command:    decl.Command,
 		Args:       decl.Args,
-		Model:      decl.Model,
 		Env:        decl.Env,
 		Secrets:    decl.Secrets,
 		Dir:        decl.Dir,

@@ -52,7 +52,7 @@ type traceSink interface {
 // composition root (internal/runtime) lands, this body becomes a call to
 // it; the adapters (agentAdapter, handlerAdapter) keep the public types
 // apart from the internal call signatures.
-func wire(st *story.Story, cfg *config) (rt *runtime, err error) {
+func wire(st *story.Story, cfg *config) (_ *runtime, err error) {
 	if err := checkOptions(st, cfg); err != nil {
 		return nil, err
 	}
@@ -64,7 +64,7 @@ func wire(st *story.Story, cfg *config) (rt *runtime, err error) {
 	if cfg.start != nil {
 		clk = clock.NewFake(*cfg.start)
 	}
-	rt = &runtime{story: st}
+	rt := &runtime{story: st}
 	defer func() {
 		if err != nil {
 			rt.close()

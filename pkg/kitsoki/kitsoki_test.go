@@ -362,6 +362,8 @@ func TestOpenErrors(t *testing.T) {
 			`root state "nowhere" does not exist (states: closed, filing, intake, triaging)`},
 		{"strict without cassette", deskApp, []kitsoki.Option{kitsoki.WithCassetteStrict()},
 			`kitsoki.WithCassetteStrict applies to a replay: give kitsoki.WithCassette(path) too`},
+		{"zero agent timeout", deskApp, []kitsoki.Option{kitsoki.WithAgentTimeout(0)},
+			`kitsoki.WithAgentTimeout(0s): the deadline must be positive`},
 		{"trace file in use", deskApp, []kitsoki.Option{kitsoki.WithTraceFile(full)},
 			`trace ` + full + ` already holds a session; pass another kitsoki.WithTraceFile path (or remove the file)`},
 	}
@@ -480,5 +482,58 @@ func TestBuiltinPathAgent(t *testing.T) {
 	out := do(t, s, "ask")
 	if out.View != "a runtime for stories" || prompt != "What is kitsoki?" {
 		t.Errorf("view %q, prompt %q", out.View, prompt)
+	}
+}
+
+// An agent func gets its own copy of the request's with: and world: a
+// write to them does not reach the session or the trace.
+func TestAgentRequestIsACopy(t *testing.T) {
+	s, _ := open(t, deskApp, kitsoki.WithWorld(map[string]any{"meta": map[string]any{"seen": false}}),
+		kitsoki.WithAgent("agent.triage", func(_ context.Context, req *kitsoki.AskRequest) (*kitsoki.AskResponse, error) {
+			req.World.Vars["meta"].(map[string]any)["seen"] = true
+			req.With["args"].(map[string]any)["text"] = "tampered"
+			return plugin.Submit(map[string]any{"priority": "low"})
+		}))
+	do(t, s, "report text=x")
+	if got := s.World()["meta"]; !cmp.Equal(got, map[string]any{"seen": false}) {
+		t.Errorf("world.meta = %v: the agent's write reached the session", got)
+	}
+	evs, err := s.Events()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		if ev.Kind == "harness.dispatched" {
+			if args := ev.Payload["args"].(map[string]any)["args"].(map[string]any); args["text"] != "x" {
+				t.Errorf("traced args = %v", args)
+			}
+		}
+	}
+}
+
+// WithAgentTimeout sets the hard deadline of a call: the request's
+// deadline is the call's start plus it, on the session's clock.
+func TestAgentTimeout(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []kitsoki.Option
+		want string
+	}{
+		{"default", nil, "2026-01-01T00:10:00Z"},
+		{"90s", []kitsoki.Option{kitsoki.WithAgentTimeout(90 * time.Second)}, "2026-01-01T00:01:30Z"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var deadline string
+			s, _ := open(t, deskApp, append(tt.opts, kitsoki.WithAgent("agent.triage",
+				func(_ context.Context, req *kitsoki.AskRequest) (*kitsoki.AskResponse, error) {
+					deadline = req.Deadline
+					return plugin.Submit(map[string]any{"priority": "low"})
+				}))...)
+			do(t, s, "report text=x")
+			if deadline != tt.want {
+				t.Errorf("deadline = %q, want %q", deadline, tt.want)
+			}
+		})
 	}
 }

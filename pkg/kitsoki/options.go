@@ -25,6 +25,7 @@ type config struct {
 	logger         *slog.Logger
 	workspace      string
 	timeout        time.Duration
+	timeoutSet     bool
 	strictPins     bool
 }
 
@@ -106,8 +107,11 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 func WithWorkspace(dir string) Option { return func(c *config) { c.workspace = dir } }
 
 // WithAgentTimeout sets the hard deadline of an agent call whose with:
-// sets no timeout (default 10 minutes), as `--agent-timeout` does.
-func WithAgentTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
+// sets no timeout (default 10 minutes), as `--agent-timeout` does; it
+// must be positive.
+func WithAgentTimeout(d time.Duration) Option {
+	return func(c *config) { c.timeout, c.timeoutSet = d, true }
+}
 
 // WithStrictPins makes Open fail when a selection: pin's evidence is
 // missing, stale or failing, as `--strict-pins` does; without it such a

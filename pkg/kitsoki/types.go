@@ -24,7 +24,7 @@ type (
 
 // AgentFunc is an in-process agent: it answers the agent calls routed to
 // the alias it is registered under (WithAgent). It may be called
-// concurrently. A returned *AgentError fails the call with its kind; any
+// concurrently, and gets its own copy of the request's with: and world. A returned *AgentError fails the call with its kind; any
 // other error fails it as plugin_crash with the error's text.
 type AgentFunc func(ctx context.Context, req *AskRequest) (*AskResponse, error)
 
@@ -39,7 +39,7 @@ type HandlerFunc func(ctx context.Context, call Call) (map[string]any, error)
 type Call struct {
 	Name      string         // the invoke name, e.g. host.tickets.create
 	ID        string         // the invoke's id:, "" when it has none
-	Args      map[string]any // the with: arguments as rendered (with "call" set to ID)
+	Args      map[string]any // a copy of the with: arguments as rendered (with "call" set to ID)
 	SessionID string
 	Turn      int64
 	State     string         // the state path the call was made in

@@ -130,7 +130,7 @@ func wire(st *story.Story, cfg *config) (_ *runtime, err error) {
 
 	hopts := []host.Option{host.WithLogger(logger), host.WithClock(clk), host.WithBuiltin(builtin),
 		host.WithRanker(localRanker(logger)), host.WithRoutes(pins.Routes)}
-	if cfg.timeout > 0 {
+	if cfg.timeoutSet {
 		hopts = append(hopts, host.WithDefaultTimeout(cfg.timeout))
 	}
 	rt.host = host.New(st, rt.reg, rt.sink, hopts...)
@@ -141,7 +141,7 @@ func wire(st *story.Story, cfg *config) (_ *runtime, err error) {
 		rt.host.Register(name, handlerAdapter(cfg.handlers[name]))
 	}
 
-	sopts := []orchestrator.Option{orchestrator.WithSessionID(cfg.sessionID), orchestrator.WithWorld(cfg.world),
+	sopts := []orchestrator.Option{orchestrator.WithSessionID(cfg.sessionID), orchestrator.WithWorld(deepCopyMap(cfg.world)),
 		orchestrator.WithClock(clk), orchestrator.WithLogger(logger)}
 	if cfg.root != "" {
 		sopts = append(sopts, orchestrator.WithRoot(cfg.root))
@@ -167,6 +167,9 @@ func checkOptions(st *story.Story, cfg *config) error {
 		if cfg.agents[alias] == nil {
 			return fmt.Errorf("kitsoki.WithAgent(%q): the agent func is nil", alias)
 		}
+	}
+	if cfg.timeoutSet && cfg.timeout <= 0 {
+		return fmt.Errorf("kitsoki.WithAgentTimeout(%s): the deadline must be positive", cfg.timeout)
 	}
 	invokes := testrunner.InvokeNames(st)
 	for _, name := range cfg.handlerOrder {
@@ -222,7 +225,13 @@ func unimplemented(alias string) agent.Agent {
 // keeps its kind, any other error is left to the host (plugin_crash).
 func agentAdapter(fn AgentFunc) agent.Agent {
 	return agent.AgentFunc(func(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
-		resp, err := fn(ctx, req)
+		// The func gets its own copy of the arguments and the world
+		// snapshot, as a plugin behind a wire does: writing to them
+		// cannot reach the session.
+		own := *req
+		own.With = deepCopyMap(req.With)
+		own.World.Vars = deepCopyMap(req.World.Vars)
+		resp, err := fn(ctx, &own)
 		var ae *AgentError
 		if errors.As(err, &ae) {
 			return resp, &agent.AskError{Kind: agent.ErrorKind(ae.Kind), Detail: ae.Detail, Err: err}
@@ -235,7 +244,7 @@ func agentAdapter(fn AgentFunc) agent.Agent {
 // returned map is the data bind: reads, an error the call's failure.
 func handlerAdapter(fn HandlerFunc) host.Handler {
 	return host.HandlerFunc(func(ctx context.Context, call *host.Call) (*host.Result, error) {
-		c := Call{Name: call.Namespace, Args: call.Args, SessionID: call.SessionID, Turn: call.Turn, State: call.State,
+		c := Call{Name: call.Namespace, Args: deepCopyMap(call.Args), SessionID: call.SessionID, Turn: call.Turn, State: call.State,
 			World: deepCopyMap(call.World)}
 		if call.Invoke != nil {
 			c.ID = call.Invoke.ID

@@ -537,3 +537,23 @@ func TestAgentTimeout(t *testing.T) {
 		})
 	}
 }
+
+// Warnings are the story's load warnings, as `kitsoki run` prints them
+// after "warning: ".
+func TestWarnings(t *testing.T) {
+	dir := t.TempDir()
+	app := filepath.Join(dir, "app.yaml")
+	story := "app: {id: w}\nintents: {go: {}}\nroot: a\nstates:\n  a:\n    on_enter:\n      - {say: hi, set: {}}\n    on: {go: [{target: b}]}\n  b: {terminal: true}\n"
+	if err := os.WriteFile(app, []byte(story), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := kitsoki.Open(app, kitsoki.WithWorkspace(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	want := []string{"app.yaml:7:9: states.a.on_enter[0]: effect has several actions (set, say): only set runs; put each in its own item"}
+	if d := cmp.Diff(want, s.Warnings()); d != "" {
+		t.Errorf("warnings (-want +got):\n%s", d)
+	}
+}

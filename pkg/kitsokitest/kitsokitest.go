@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/clock"
@@ -27,10 +28,10 @@ import (
 	"github.com/kitsoki/kitsoki/pkg/kitsoki"
 )
 
-// Epoch is where the clock of a flow, a Replay and a CassetteAgent starts.
-// Their clocks move only by cassette delays, so those are instant and
-// traces are reproducible.
-var Epoch = testrunner.FlowEpoch
+// Epoch returns where the clock of a flow, a Replay and a CassetteAgent
+// starts: 2026-01-01T00:00:00Z. Their clocks move only by cassette delays,
+// so those are instant and traces are reproducible.
+func Epoch() time.Time { return testrunner.FlowEpoch }
 
 // Option configures RunFlows.
 type Option func(*flowsConfig)
@@ -138,7 +139,7 @@ type Replayed struct {
 // start fails the test; the session is closed when the test ends.
 func Replay(t testing.TB, appPath, cassettePath string, opts ...kitsoki.Option) *Replayed {
 	t.Helper()
-	s, err := kitsoki.Open(appPath, append([]kitsoki.Option{kitsoki.WithCassette(cassettePath), kitsoki.WithStartTime(Epoch)}, opts...)...)
+	s, err := kitsoki.Open(appPath, append([]kitsoki.Option{kitsoki.WithCassette(cassettePath), kitsoki.WithStartTime(Epoch())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +189,7 @@ func logWarnings(t testing.TB, what string, out *kitsoki.Outcome) {
 // not load fails the test at once.
 func CassetteAgent(t testing.TB, cassettePath, alias string) kitsoki.AgentFunc {
 	t.Helper()
-	c, err := testrunner.LoadCassette(cassettePath, testrunner.WithClock(clock.NewFake(Epoch)))
+	c, err := testrunner.LoadCassette(cassettePath, testrunner.WithClock(clock.NewFake(Epoch())))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -557,3 +557,39 @@ func TestWarnings(t *testing.T) {
 		t.Errorf("warnings (-want +got):\n%s", d)
 	}
 }
+
+// A selection: pin whose evidence is missing is a warning, and with
+// WithStrictPins fails Open with the message `kitsoki run --strict-pins`
+// prints.
+func TestPins(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("../../stories/hello")); err != nil {
+		t.Fatal(err)
+	}
+	app := filepath.Join(dir, "app.yaml")
+	b, err := os.ReadFile(app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned := strings.Replace(string(b), "        on_error: lobby\n",
+		"        on_error: lobby\n        selection: {profile: agent.demo, model: scripted-demo, evidence: evals/reports/compose/missing.json}\n", 1)
+	if pinned == string(b) {
+		t.Fatal("stories/hello/app.yaml changed shape; update the test")
+	}
+	if err := os.WriteFile(app, []byte(pinned), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const warning = `pin for call "compose" not applied: evidence evals/reports/compose/missing.json is missing (run kitsoki eval run --live to produce it); using the default route (agent.demo)`
+	s, err := kitsoki.Open(app, kitsoki.WithWorkspace(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if d := cmp.Diff([]string{warning}, s.Warnings()); d != "" {
+		t.Errorf("warnings (-want +got):\n%s", d)
+	}
+	_, err = kitsoki.Open(app, kitsoki.WithWorkspace(dir), kitsoki.WithStrictPins())
+	if err == nil || !strings.Contains(err.Error(), "pins not honoured (--strict-pins):\n  "+warning) {
+		t.Errorf("strict: %v", err)
+	}
+}

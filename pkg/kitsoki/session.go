@@ -18,8 +18,9 @@ import (
 // WithSessionID.
 const DefaultSessionID = "session"
 
-// Session is one run of a story. Its methods may be called from several
-// goroutines; turns are taken one at a time.
+// Session is one run of a story, made by Open (the zero value is not
+// usable). Its methods may be called from several goroutines; turns are
+// taken one at a time.
 type Session struct {
 	mu      sync.Mutex
 	rt      *runtime

@@ -593,3 +593,35 @@ func TestPins(t *testing.T) {
 		t.Errorf("strict: %v", err)
 	}
 }
+
+// Readers may watch a session from other goroutines while turns run.
+func TestConcurrentReaders(t *testing.T) {
+	s, _ := open(t, helloApp, kitsoki.WithCassette(demoTape))
+	done := make(chan struct{})
+	readers := make(chan struct{})
+	go func() {
+		defer close(readers)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+				_ = s.World()
+				_ = s.State()
+				_ = s.Allowed()
+				if _, err := s.Trace(); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}
+	}()
+	for _, line := range []string{"greet name=Ada style=formal", "again", "greet name=Grace", "bye"} {
+		do(t, s, line)
+	}
+	close(done)
+	<-readers
+	if s.State() != "farewell" {
+		t.Errorf("state = %q", s.State())
+	}
+}

@@ -53,7 +53,7 @@ bench-targets:
 	$(GO) test -run '^$$' -bench 'BenchmarkLocalLLMAsk' -benchmem -count 5 ./internal/agent/localllm
 	$(GO) test -run '^$$' -bench 'BenchmarkSubprocessAsk' -benchmem -count 5 ./internal/agent/subprocess
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./internal/agent/mcphttp
-	$(GO) test -run '^$$' -bench 'BenchmarkProfileAssembly' -benchmem -count 5 ./internal/mcp
+	$(GO) test -run '^$$' -bench 'BenchmarkProfileAssembly' -benchmem -count 5 ./internal/toolserver
 	$(GO) test -run '^$$' -bench 'BenchmarkPluginToolCall' -benchmem -count 5 ./internal/plugintools
 	$(GO) test -run '^$$' -bench 'BenchmarkTestFlows1000Turns' -benchmem -count 3 ./cmd/kitsoki
 

@@ -15,6 +15,8 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/eval"
 	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/routes"
+	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/spf13/cobra"
 )
@@ -319,9 +321,9 @@ func runEval(cmd *cobra.Command, g *globals, o *evalRunOpts, path string) (err e
 		}
 		ro.Replay = rp
 	} else {
-		reg := newRegistry(c.Story, logger)
+		reg := runtime.LiveRegistry(c.Story, logger)
 		defer reg.Close()
-		builtin := newBuiltin(c.Story, logger)
+		builtin := runtime.LiveBuiltin(c.Story, logger)
 		defer builtin.Close()
 		ro.Registry, ro.Builtin = reg, builtin
 		if o.record != "" {
@@ -402,7 +404,7 @@ func stderrFile(cmd *cobra.Command) io.Reader {
 // that are not honoured are printed as warnings, or with strict returned
 // as a load error.
 func applyPins(st *story.Story, stderr io.Writer, strict bool) (map[*story.Invoke]*host.Route, error) {
-	pins := eval.ResolvePins(st)
+	pins := routes.Resolve(st)
 	if strict {
 		if err := pins.Err(); err != nil {
 			return nil, err

@@ -9,10 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kitsoki/kitsoki/internal/host"
-	"github.com/kitsoki/kitsoki/internal/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
-	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
 const handledApp = "testdata/handled-errors/app.yaml"
@@ -77,17 +75,13 @@ func TestInteractiveShowsHandledErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := trace.Create(filepath.Join(t.TempDir(), "t.jsonl"))
+	rt, err := runtime.Open(st, runtime.Config{Agents: runtime.Agents{Live: true}, Session: &runtime.Session{ID: "s1"},
+		Trace: runtime.Trace{Path: filepath.Join(t.TempDir(), "t.jsonl")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close()
-	reg := newRegistry(st, nil)
-	defer reg.Close()
-	sess, err := orchestrator.New(st, host.New(st, reg, w), w, orchestrator.WithSessionID("s1"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	defer rt.Close()
+	sess := rt.Session()
 	var out, errb bytes.Buffer
 	r := &runner{sess: sess, out: &out, errw: &errb}
 	start, err := sess.Start(context.Background())

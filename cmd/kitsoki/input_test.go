@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kitsoki/kitsoki/internal/mcp"
+	"github.com/kitsoki/kitsoki/internal/mcpserve"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
@@ -151,14 +151,14 @@ func TestStartRunChecksWorldTypes(t *testing.T) {
 	}
 	t.Chdir(t.TempDir())
 	start := startRun(&globals{}, newRootCmd())
-	_, err = start(t.Context(), mcp.StartRunRequest{Story: app, World: map[string]any{"greetings": "three"}})
+	_, err = start(t.Context(), mcpserve.StartRunRequest{Story: app, World: map[string]any{"greetings": "three"}})
 	if want := `world key "greetings" is declared int; the initial value "three" is not an int`; err == nil || err.Error() != want {
 		t.Errorf("error = %v, want %q", err, want)
 	}
 	if _, err := os.Stat(".kitsoki"); !os.IsNotExist(err) {
 		t.Errorf("a refused run left files: %v", err)
 	}
-	res, err := start(t.Context(), mcp.StartRunRequest{Story: app, World: map[string]any{"greetings": 2.0}, Intents: []string{"bye"}})
+	res, err := start(t.Context(), mcpserve.StartRunRequest{Story: app, World: map[string]any{"greetings": 2.0}, Intents: []string{"bye"}})
 	if err != nil || !res.Terminal {
 		t.Errorf("a JSON number for an int key: %+v, %v", res, err)
 	}

@@ -3,11 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 
-	"github.com/kitsoki/kitsoki/internal/mcp"
 	"github.com/kitsoki/kitsoki/internal/mcpguard"
+	"github.com/kitsoki/kitsoki/internal/mcpserve"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/secret"
 	"github.com/kitsoki/kitsoki/internal/story"
@@ -16,7 +15,7 @@ import (
 
 func newMCPCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "mcp", Short: "kitsoki's MCP server for outside clients"}
-	var o mcp.ServeOptions
+	var o mcpserve.ServeOptions
 	serve := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the configuration or external surface over stdio or HTTP",
@@ -41,7 +40,7 @@ an unknown or deleted Mcp-Session-Id is answered 404.`,
 			o.Stdin, o.Stdout, o.Stderr, o.Logger = cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), logger
 			o.LoadStory = loadStoryIn
 			o.StartRun = startRun(g, cmd)
-			return mcp.Serve(cmd.Context(), o)
+			return mcpserve.Serve(cmd.Context(), o)
 		},
 	}
 	f := serve.Flags()
@@ -59,8 +58,8 @@ an unknown or deleted Mcp-Session-Id is answered 404.`,
 // startRun runs a story to the end of the given intents, as `kitsoki run
 // --intents` would, and reports where it stopped. It backs the external
 // surface's run-starting tool.
-func startRun(g *globals, cmd *cobra.Command) mcp.RunStarter {
-	return func(ctx context.Context, req mcp.StartRunRequest) (_ *mcp.StartRunResult, err error) {
+func startRun(g *globals, cmd *cobra.Command) mcpserve.RunStarter {
+	return func(ctx context.Context, req mcpserve.StartRunRequest) (_ *mcpserve.StartRunResult, err error) {
 		st, err := story.Load(req.Story, story.WithWorkspace(req.Workspace))
 		if err != nil {
 			return nil, err
@@ -79,7 +78,8 @@ func startRun(g *globals, cmd *cobra.Command) mcp.RunStarter {
 			return nil, err
 		}
 		defer rt.Close()
-		out, err := rt.sess.Start(ctx)
+		sess := rt.Session()
+		out, err := sess.Start(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -87,11 +87,11 @@ func startRun(g *globals, cmd *cobra.Command) mcp.RunStarter {
 			if out.Done || out.Outcome != orchestrator.OutcomeTransitioned {
 				break
 			}
-			intent, slots, err := rt.sess.ParseInput(line)
+			intent, slots, err := sess.ParseInput(line)
 			if err != nil {
 				return nil, fmt.Errorf("intent %q: %w", line, err)
 			}
-			if out, err = rt.sess.Turn(ctx, intent, slots, line); err != nil {
+			if out, err = sess.Turn(ctx, intent, slots, line); err != nil {
 				return nil, err
 			}
 			if out.Rejection != nil {
@@ -102,16 +102,6 @@ func startRun(g *globals, cmd *cobra.Command) mcp.RunStarter {
 			}
 		}
 		abs, _ := filepath.Abs(path)
-		return &mcp.StartRunResult{RunID: id, State: rt.sess.State(), Terminal: out.Done, Trace: abs}, nil
+		return &mcpserve.StartRunResult{RunID: id, State: sess.State(), Terminal: out.Done, Trace: abs}, nil
 	}
-}
-
-// ensureNewTrace refuses to append a new session to a trace that already
-// holds one: a trace file is one session.
-func ensureNewTrace(path string) error {
-	fi, err := os.Stat(path)
-	if err == nil && fi.Size() > 0 {
-		return fmt.Errorf("trace %s already holds a session; pass another --trace path (or remove the file)", path)
-	}
-	return nil
 }

@@ -16,10 +16,10 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/host"
-	"github.com/kitsoki/kitsoki/internal/mcp"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
-	"github.com/kitsoki/kitsoki/internal/trace"
+	"github.com/kitsoki/kitsoki/internal/toolserver"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -106,13 +106,9 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 		fmt.Fprintf(stderr, "warning: %s\n", w.String())
 	}
 	for _, p := range o.toolProviders {
-		if p != mcp.StoryFilesProvider {
-			return exitWith(exitFailure, fmt.Errorf("--tool-provider %q: unknown tool provider (known: %s)", p, mcp.StoryFilesProvider))
+		if p != toolserver.StoryFilesProvider {
+			return exitWith(exitFailure, fmt.Errorf("--tool-provider %q: unknown tool provider (known: %s)", p, toolserver.StoryFilesProvider))
 		}
-	}
-	routes, err := applyPins(st, stderr, o.strictPins)
-	if err != nil {
-		return exitWith(exitLoad, err)
 	}
 	world, err := parseWorldFlags(st, o.world)
 	if err != nil {
@@ -124,31 +120,46 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 	if o.trace == "" {
 		o.trace = filepath.Join(".kitsoki", "runs", o.session+".jsonl")
 	}
-	topts := []trace.Option{trace.WithSecrets(st.Secrets), trace.WithLogger(logger)}
+	tr := runtime.Trace{Path: o.trace}
 	switch o.traceSync {
 	case "turn":
 	case "event":
-		topts = append(topts, trace.WithSyncPerEvent())
+		tr.SyncPerEvent = true
 	default:
 		return exitWith(exitFailure, fmt.Errorf("--trace-sync %q: want turn or event", o.traceSync))
 	}
-	if err := ensureNewTrace(o.trace); err != nil {
-		return exitWith(exitFailure, err)
-	}
-	w, err := trace.Create(o.trace, topts...)
-	if err != nil {
-		return exitWith(exitFailure, fmt.Errorf("trace %s: %w", o.trace, err))
-	}
-	defer w.Close()
-
-	reg := newRegistry(st, logger)
-	defer reg.Close()
-	as, err := setupAgents(o, st, reg)
+	as, err := setupAgents(o, st)
 	if err != nil {
 		return exitWith(exitFailure, err)
 	}
 	defer as.finish(stderr)
-	plugins, err := startPlugins(st, reg, o.session, o.controlMCP, logger, stderr)
+	session := &runtime.Session{ID: o.session, World: world, Root: o.root}
+	interactive := o.intents == "" && isTerminal(cmd.InOrStdin())
+	var in *lines
+	if interactive {
+		in = newLines(cmd.InOrStdin())
+		session.Operator = terminalOperator(in, stdout)
+	}
+	cfg := runtime.Config{
+		Logger:     logger,
+		Trace:      tr,
+		Agents:     runtime.Agents{Live: true},
+		Timeout:    o.timeout,
+		StrictPins: o.strictPins,
+		PinWarning: pinWarnings(stderr),
+		Session:    session,
+		Tools:      runtime.Tools{Plugins: true, Providers: o.toolProviders, Autopilot: o.autopilot},
+	}
+	as.configure(&cfg)
+	rt, err := runtime.Open(st, cfg)
+	if pe := (*runtime.PinsError)(nil); errors.As(err, &pe) {
+		return exitWith(exitLoad, err)
+	}
+	if err != nil {
+		return exitWith(exitFailure, err)
+	}
+	defer rt.Close()
+	plugins, err := startPlugins(st, rt.Plugins(), o.controlMCP, logger, stderr)
 	if err != nil {
 		return exitWith(exitFailure, err)
 	}
@@ -156,25 +167,7 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-
-	var sess *orchestrator.Session
-	h := newHost(st, reg, w, logger, o.timeout, append(as.hostOptions(), liveCalls(st, &sess, plugins.catalog(), runFacts{autopilot: o.autopilot, providers: o.toolProviders}), host.WithRoutes(routes))...)
-	as.install(h, w)
-	defer h.Close()
-	sopts := []orchestrator.Option{orchestrator.WithSessionID(o.session), orchestrator.WithWorld(world), orchestrator.WithLogger(logger)}
-	if o.root != "" {
-		sopts = append(sopts, orchestrator.WithRoot(o.root))
-	}
-	interactive := o.intents == "" && isTerminal(cmd.InOrStdin())
-	var in *lines
-	if interactive {
-		in = newLines(cmd.InOrStdin())
-		sopts = append(sopts, orchestrator.WithOperator(terminalOperator(in, stdout)))
-	}
-	sess, err = orchestrator.New(st, h, w, sopts...)
-	if err != nil {
-		return exitWith(exitFailure, err)
-	}
+	sess := rt.Session()
 	fmt.Fprintf(stderr, "kitsoki: session %s, trace %s\n", o.session, o.trace)
 	out, err := sess.Start(ctx)
 	if err != nil {

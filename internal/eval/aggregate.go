@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -258,19 +259,7 @@ func pairedTest(pinnedLabel string, pinned, cand map[string]bool) *PairedTest {
 // matchCandidate finds the candidate a pin names: same profile, and same
 // model and effort where the pin sets them. -1 when none matches.
 func matchCandidate(cands []Candidate, pin *Pin) int {
-	for i, c := range cands {
-		if c.Profile != pin.Profile {
-			continue
-		}
-		if pin.Model != "" && c.Model != pin.Model {
-			continue
-		}
-		if pin.Effort != "" && c.Effort != pin.Effort {
-			continue
-		}
-		return i
-	}
-	return -1
+	return slices.IndexFunc(cands, func(c Candidate) bool { return pin.Matches(c.Profile, c.Model, c.Effort) })
 }
 
 // round12 rounds to 12 decimal places: averages of costs such as 0.002

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/routes"
 	"github.com/kitsoki/kitsoki/internal/schema"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/workspace"
@@ -76,7 +77,7 @@ func CheckDataset(d *Dataset, opts ...CheckOption) *Checked {
 	if d.Call == "" {
 		return c
 	}
-	site, err := FindCallSite(st, d.Call)
+	site, err := routes.FindCallSite(st, d.Call)
 	if err != nil {
 		c.Errors = append(c.Errors, err.Error())
 		return c
@@ -108,7 +109,7 @@ func CheckDataset(d *Dataset, opts ...CheckOption) *Checked {
 // loadSchema reads the call site's schema relative to the story directory
 // and compiles it with the story's rooted compiler.
 func loadSchema(st *story.Story, p string) (*schema.Schema, error) {
-	real := storyPath(st.Dir, p)
+	real := routes.StoryPath(st.Dir, p)
 	if !st.Workspace.IsZero() {
 		r, err := st.Workspace.Resolve(st.Dir, p)
 		if err != nil {

@@ -201,7 +201,7 @@ func TestRunFailuresAndFallback(t *testing.T) {
 	const deadline = 30 * time.Second
 	fake := clock.NewFake(t0)
 	reg := testAgents(t, c.Story)
-	reg.Register("agent.slow", agent.AgentFunc(func(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
+	reg.Register("agent.slow", agent.AgentFunc(func(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("the deadline passed before the clock moved: %w", err)
 		}
@@ -260,7 +260,8 @@ func TestRunRetriesAndLatency(t *testing.T) {
 	fake := clock.NewFake(t0)
 	reg := testAgents(t, c.Story)
 	// agent.slow here takes "amount" milliseconds and answers right.
-	reg.Register("agent.slow", agent.AgentFunc(func(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
+	reg.Register("agent.slow", agent.AgentFunc(func(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
+		req := call.Request
 		m := amountRE.FindStringSubmatch(req.Prompt)
 		n, _ := strconv.Atoi(m[1])
 		fake.Advance(time.Duration(n) * time.Millisecond)
@@ -331,7 +332,7 @@ func TestRunPlanErrors(t *testing.T) {
 			reg := agent.NewRegistry(nil)
 			reg.Configure(c.Story.Plugins)
 			for _, a := range []string{"agent.good", "agent.flaky", "agent.bad"} {
-				reg.Register(a, agent.AgentFunc(func(context.Context, *agent.AskRequest) (*agent.AskResponse, error) {
+				reg.Register(a, agent.AgentFunc(func(context.Context, *agent.Call) (*agent.AskResponse, error) {
 					calls++
 					return nil, agent.Errorf(agent.KindPluginCrash, "called")
 				}))

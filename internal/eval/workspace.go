@@ -7,7 +7,6 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/workspace"
 )
 
@@ -53,22 +52,6 @@ func (d *Dataset) confine(explicit string) (string, error) {
 			where, d.App, ws.Dir())
 	}
 	return ws.Dir(), nil
-}
-
-// inWorkspace resolves a story-relative path inside the story's workspace;
-// "" for "" and for a path outside it (never read).
-func inWorkspace(st *story.Story, p string) string {
-	if p == "" {
-		return ""
-	}
-	if st.Workspace.IsZero() {
-		return storyPath(st.Dir, p)
-	}
-	real, err := st.Workspace.Resolve(st.Dir, p)
-	if err != nil {
-		return ""
-	}
-	return real
 }
 
 // topKeyPos is where the value of a top-level key is written in a YAML

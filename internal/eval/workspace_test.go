@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kitsoki/kitsoki/internal/routes"
 	"github.com/kitsoki/kitsoki/internal/story"
 )
 
@@ -115,7 +116,7 @@ func TestPinEvidenceStaysInTheWorkspace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	p := ResolvePins(st)
+	p := routes.Resolve(st)
 	want := `evidence "../outside/latest.json" is outside the workspace ` + filepath.Join(tmp, "ws") + " (widen the workspace with --workspace DIR)"
 	want = `pin for call "pick" not applied: ` + want + `; using the default route (claude)`
 	if diff := cmp.Diff([]string{want}, p.Warnings); diff != "" {

@@ -20,8 +20,8 @@ import (
 
 // askOnce asks one agent under the hard deadline, then checks sub-events
 // and validates the submission. Sub-events that pass land in the trace.
-func (h *Host) askOnce(ctx context.Context, alias string, a agent.Agent, p *prepared, call *Call) (*agent.AskResponse, any, *agent.AskError) {
-	resp, err := h.askWithDeadline(ctx, a, p)
+func (h *Host) askOnce(ctx context.Context, alias string, a agent.Agent, ac *agent.Call, p *prepared, call *Call) (*agent.AskResponse, any, *agent.AskError) {
+	resp, err := h.askWithDeadline(ctx, a, ac, p)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -49,7 +49,7 @@ func (h *Host) askOnce(ctx context.Context, alias string, a agent.Agent, p *prep
 
 // askWithDeadline runs Ask under the call's hard deadline. An agent that
 // overruns it is abandoned: its late answer is discarded when it arrives.
-func (h *Host) askWithDeadline(ctx context.Context, a agent.Agent, p *prepared) (*agent.AskResponse, *agent.AskError) {
+func (h *Host) askWithDeadline(ctx context.Context, a agent.Agent, ac *agent.Call, p *prepared) (*agent.AskResponse, *agent.AskError) {
 	cctx, cancel := clock.WithTimeout(ctx, h.clock, p.timeout)
 	defer cancel()
 	type answer struct {
@@ -58,7 +58,7 @@ func (h *Host) askWithDeadline(ctx context.Context, a agent.Agent, p *prepared) 
 	}
 	ch := make(chan answer, 1)
 	h.calls.do(func() {
-		r, err := a.Ask(cctx, p.req)
+		r, err := a.Ask(cctx, ac)
 		ch <- answer{r, err}
 	})
 	var ans answer
@@ -92,13 +92,14 @@ func deadlineError(parent context.Context, timeout time.Duration) *agent.AskErro
 	return agent.Errorf(agent.KindDeadlineExceeded, "no answer within the hard deadline of %s; a late answer is discarded", timeout)
 }
 
-// fallback retries a schema-invalid answer once on agent.claude.
-func (h *Host) fallback(ctx context.Context, p *prepared, call *Call) (*agent.AskResponse, any, *agent.AskError) {
+// fallback retries a schema-invalid answer once on agent.claude, with ac,
+// the call value built for that agent.
+func (h *Host) fallback(ctx context.Context, ac *agent.Call, p *prepared, call *Call) (*agent.AskResponse, any, *agent.AskError) {
 	fb, err := h.registry.Get(agent.DefaultAlias)
 	if err != nil {
 		return nil, nil, agent.Errorf(agent.KindTransportError, "fallback to %s: %v", agent.DefaultAlias, err)
 	}
-	return h.askOnce(ctx, agent.DefaultAlias, fb, p, call)
+	return h.askOnce(ctx, agent.DefaultAlias, fb, ac, p, call)
 }
 
 // checkSubEvents enforces the sub-event contract before any of them lands.

@@ -3,7 +3,7 @@
 // limit is answered 413 without being read past the limit, and an
 // Mcp-Session-Id the endpoint did not mint (or that its client already
 // deleted) is answered 404, as the Streamable HTTP transport requires.
-// kitsoki's MCP server (internal/mcp) and the plugin SDK's MCP handler
+// kitsoki's MCP server (internal/toolserver) and the plugin SDK's MCP handler
 // (pkg/plugin) both use it.
 package mcpguard
 

@@ -161,13 +161,13 @@ func jsonOf(t testing.TB, v any) string {
 }
 
 // scripted is an in-process agent answering from a function.
-func scripted(f func(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error)) agent.Agent {
+func scripted(f func(ctx context.Context, call *agent.Call) (*agent.AskResponse, error)) agent.Agent {
 	return agent.AgentFunc(f)
 }
 
 // answer returns an agent that always submits the given JSON.
 func answer(submission string) agent.Agent {
-	return scripted(func(context.Context, *agent.AskRequest) (*agent.AskResponse, error) {
+	return scripted(func(context.Context, *agent.Call) (*agent.AskResponse, error) {
 		return &agent.AskResponse{Submission: json.RawMessage(submission), Meta: map[string]any{"model": "test"}}, nil
 	})
 }
@@ -176,7 +176,7 @@ func answer(submission string) agent.Agent {
 // lateAnswer answers only after moving clk by d: past a hard deadline of d
 // measured on clk, whatever the machine's load.
 func lateAnswer(clk *clock.Fake, d time.Duration) agent.Agent {
-	return scripted(func(context.Context, *agent.AskRequest) (*agent.AskResponse, error) {
+	return scripted(func(context.Context, *agent.Call) (*agent.AskResponse, error) {
 		clk.Advance(d)
 		return &agent.AskResponse{Submission: json.RawMessage(`{"late":true}`)}, nil
 	})

@@ -30,6 +30,14 @@ type Sink interface {
 	EndTurn() error
 }
 
+// Dispatcher is what a session dispatches its invokes through: the host
+// (host.Host implements it). Each call carries the run environment the
+// session lends it (host.Call.Run), so the dispatcher needs no reference
+// back to the session.
+type Dispatcher interface {
+	Dispatch(ctx context.Context, call *host.Call) (*host.Result, error)
+}
+
 // Caps on loops the engine stops itself.
 const (
 	MaxEmitDepth    = 24 // nested emit_intent hops in one turn
@@ -41,7 +49,7 @@ const (
 // are sequential by nature.
 type Session struct {
 	story  *story.Story
-	host   *host.Host
+	host   Dispatcher
 	sink   Sink
 	clock  clock.Clock
 	logger *slog.Logger
@@ -79,7 +87,7 @@ func WithLogger(l *slog.Logger) Option { return func(s *Session) { s.logger = l 
 
 // New returns a session for st that dispatches through h and traces to sink.
 // Call Start before the first Turn.
-func New(st *story.Story, h *host.Host, sink Sink, opts ...Option) (*Session, error) {
+func New(st *story.Story, h Dispatcher, sink Sink, opts ...Option) (*Session, error) {
 	s := &Session{story: st, host: h, sink: sink, clock: clock.System{}, logger: slog.Default(), root: st.Root}
 	for _, o := range opts {
 		o(s)
@@ -176,11 +184,11 @@ func (s *Session) Start(ctx context.Context) (*Outcome, error) {
 	}
 	s.started = true
 	t := s.newTurn(0, "__seed__", nil)
-	if err := s.emit(t, trace.KindMachineTransition, map[string]any{"from": "", "to": s.root, "intent": "__seed__"}); err != nil {
+	if err := s.emit(t, trace.MachineTransition{From: "", To: s.root, Intent: "__seed__"}); err != nil {
 		return nil, err
 	}
 	for _, k := range sortedKeys(s.overrides) {
-		if err := s.emit(t, trace.KindWorldUpdate, map[string]any{"set": map[string]any{k: s.overrides[k]}}); err != nil {
+		if err := s.emit(t, trace.WorldUpdate{Set: map[string]any{k: s.overrides[k]}}); err != nil {
 			return nil, err
 		}
 	}
@@ -194,8 +202,8 @@ func (s *Session) Start(ctx context.Context) (*Outcome, error) {
 }
 
 // emit appends one event of the current turn at the current state.
-func (s *Session) emit(t *turnCtx, kind string, payload map[string]any) error {
-	if err := s.sink.Append(&plugin.Event{Turn: t.n, Kind: kind, StatePath: s.state, Payload: payload}); err != nil {
+func (s *Session) emit(t *turnCtx, p trace.Payload) error {
+	if err := s.sink.AppendPayload(&plugin.Event{Turn: t.n, StatePath: s.state}, p); err != nil {
 		return &host.TraceError{Err: err}
 	}
 	return nil

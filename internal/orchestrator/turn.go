@@ -52,10 +52,10 @@ func (s *Session) Turn(ctx context.Context, intent string, slots map[string]any,
 	if input == "" {
 		input = "[intent] " + intent
 	}
-	if err := s.emit(t, trace.KindTurnInput, map[string]any{"input": input, "intent": intent}); err != nil {
+	if err := s.emit(t, trace.TurnInput{Input: input, Intent: intent}); err != nil {
 		return nil, err
 	}
-	if err := s.emit(t, trace.KindTurnStart, map[string]any{"turn": t.n, "input": input, "direct": true}); err != nil {
+	if err := s.emit(t, trace.TurnStart{Turn: t.n, Input: input, Direct: true}); err != nil {
 		return nil, err
 	}
 	if rej := s.validate(t); rej != nil {
@@ -72,7 +72,7 @@ func (s *Session) Turn(ctx context.Context, intent string, slots map[string]any,
 	if rej != nil {
 		return s.reject(t, rej)
 	}
-	if err := s.emit(t, trace.KindMachineIntentAccepted, map[string]any{"intent": intent, "slots": t.slots}); err != nil {
+	if err := s.emit(t, trace.MachineIntentAccepted{Intent: intent, Slots: t.slots}); err != nil {
 		return nil, err
 	}
 	out, err := s.runTurn(ctx, t, func() error { return s.take(t, arm, intent) })
@@ -107,12 +107,12 @@ func (s *Session) runTurn(ctx context.Context, t *turnCtx, chain func() error) (
 	if err != nil {
 		return s.abort(t, fault("view of state %q: %w", s.state, err))
 	}
-	payload := map[string]any{"outcome": OutcomeTransitioned, "to": s.state}
+	payload := trace.TurnEnd{Outcome: OutcomeTransitioned, To: s.state}
 	if view != "" {
-		payload["view"] = stripANSI(view)
+		payload.View = stripANSI(view)
 	}
 	if t.n > 0 {
-		if err := s.emit(t, trace.KindTurnEnd, payload); err != nil {
+		if err := s.emit(t, payload); err != nil {
 			return nil, err
 		}
 	}
@@ -128,11 +128,11 @@ func (s *Session) abort(t *turnCtx, err error) (*Outcome, error) {
 		return nil, err // not a fault: the trace itself failed
 	}
 	msg := err.Error()
-	if e := s.emit(t, trace.KindMachineError, map[string]any{"intent": t.intent, "slots": t.slots, "state": s.state, "error": msg}); e != nil {
+	if e := s.emit(t, trace.MachineError{Intent: t.intent, Slots: t.slots, State: s.state, Error: msg}); e != nil {
 		return nil, e
 	}
 	if t.n > 0 {
-		if e := s.emit(t, trace.KindTurnEnd, map[string]any{"outcome": OutcomeError, "error": msg}); e != nil {
+		if e := s.emit(t, trace.TurnEnd{Outcome: OutcomeError, Error: msg}); e != nil {
 			return nil, e
 		}
 	}
@@ -142,14 +142,11 @@ func (s *Session) abort(t *turnCtx, err error) (*Outcome, error) {
 
 // reject records a rejected intent; nothing else changes.
 func (s *Session) reject(t *turnCtx, rej *Rejection) (*Outcome, error) {
-	payload := map[string]any{"code": rej.Code, "message": rej.Message, "intent": t.intent, "state": s.state}
-	if rej.GuardHint != "" {
-		payload["guard_hint"] = rej.GuardHint
-	}
-	if err := s.emit(t, trace.KindMachineValidationFailed, payload); err != nil {
+	payload := trace.MachineValidationFailed{Code: rej.Code, Message: rej.Message, Intent: t.intent, State: s.state, GuardHint: rej.GuardHint}
+	if err := s.emit(t, payload); err != nil {
 		return nil, err
 	}
-	if err := s.emit(t, trace.KindTurnEnd, map[string]any{"outcome": OutcomeRejected, "code": rej.Code}); err != nil {
+	if err := s.emit(t, trace.TurnEnd{Outcome: OutcomeRejected, Code: rej.Code}); err != nil {
 		return nil, err
 	}
 	return &Outcome{Outcome: OutcomeRejected, From: s.state, State: s.state, Rejection: rej}, s.sink.EndTurn()

@@ -8,7 +8,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
-	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
 // hostCall is one dispatched call as the trace recorded it.
@@ -154,7 +153,7 @@ type turnView struct {
 	world map[string]any
 	slots map[string]any // as accepted (defaults filled); nil when not accepted
 	calls []hostCall
-	evs   []trace.Event // the turn's trace events
+	evs   []capturedEvent // the turn's trace events, as appended
 }
 
 // checkTurn runs one turn's assertions and returns the failure messages.
@@ -224,13 +223,13 @@ func checkTurn(ts *TurnSpec, tv turnView) []string {
 // match that has its kind (and state_path) and whose payload includes its
 // payload. The first entry not found fails, and the rest are not looked
 // for, since their position depends on it.
-func checkEvents(exps []EventExpect, evs []trace.Event) []string {
+func checkEvents(exps []EventExpect, evs []capturedEvent) []string {
 	if len(exps) == 0 {
 		return nil
 	}
 	payloads := make([]any, len(evs))
 	for i, ev := range evs {
-		payloads[i], _ = normalizeJSON(ev.Payload)
+		payloads[i], _ = normalizeJSON(ev.payload())
 		if payloads[i] == nil {
 			payloads[i] = map[string]any{}
 		}
@@ -260,7 +259,7 @@ func checkEvents(exps []EventExpect, evs []trace.Event) []string {
 // eventMiss explains an expect_events entry that was not found: what it
 // wants, where it was looked for, and the turn's events of that kind (or
 // the turn's kinds when it has none).
-func eventMiss(i int, e EventExpect, evs []trace.Event, payloads []any, from int, matches func(EventExpect, int) bool) string {
+func eventMiss(i int, e EventExpect, evs []capturedEvent, payloads []any, from int, matches func(EventExpect, int) bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "expect_events[%d]: no %s event", i, e.Kind)
 	if e.HasStatePath {

@@ -14,10 +14,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/runtime"
+	"github.com/kitsoki/kitsoki/internal/secret"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
@@ -251,14 +252,38 @@ func invokesVia(st *story.Story, alias string) []string {
 // decoding the trace.
 type captureSink struct {
 	*trace.MemSink
-	events []trace.Event
+	events []capturedEvent
+}
+
+// capturedEvent is one event as appended: the envelope, and the typed
+// payload of a kind kitsoki writes (a plugin's sub-event keeps its map in
+// Event.Payload instead).
+type capturedEvent struct {
+	trace.Event
+	typed trace.Payload
+}
+
+// payload is the event's payload as appended, typed or map.
+func (e *capturedEvent) payload() any {
+	if e.typed != nil {
+		return e.typed
+	}
+	return e.Payload
 }
 
 func (s *captureSink) Append(ev *trace.Event) error {
 	if err := s.MemSink.Append(ev); err != nil {
 		return err
 	}
-	s.events = append(s.events, *ev)
+	s.events = append(s.events, capturedEvent{Event: *ev})
+	return nil
+}
+
+func (s *captureSink) AppendPayload(ev *trace.Event, p trace.Payload) error {
+	if err := s.MemSink.AppendPayload(ev, p); err != nil {
+		return err
+	}
+	s.events = append(s.events, capturedEvent{Event: *ev, typed: p})
 	return nil
 }
 
@@ -271,26 +296,35 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 		res.Skipped, res.SkipReason = true, fx.SkipReason
 		return res
 	}
-	st, logger := f.Story, f.cfg.logger
+	st := f.Story
+	// A plugin's stderr is logged: the flow's logger masks the secrets of
+	// the story it runs, which the logger's maker could not know.
+	logger := slog.New(secret.New(st.Secrets).Handler(f.cfg.logger.Handler()))
 	mem := trace.NewMemSink(trace.WithSecrets(st.Secrets), trace.WithClock(f.clk))
 	sink := &captureSink{MemSink: mem}
-	reg := agent.NewRegistry(logger)
-	reg.Configure(st.Plugins)
-	defer reg.Close()
-
-	hopts := []host.Option{host.WithClock(f.clk), host.WithLogger(logger)}
-	if f.Cassette != nil {
-		hopts = append(hopts, host.WithBuiltin(f.Cassette.ReplayAgents(st, reg, nil)))
+	root := fx.InitialState
+	if root == "" {
+		root = st.Root
 	}
-	h := host.New(st, reg, sink, hopts...)
+	// Flows replay cassettes recorded against the story's own routes, so
+	// pins do not apply.
+	cfg := runtime.Config{Logger: logger, Clock: f.clk, Trace: runtime.Trace{Sink: sink}, IgnorePins: true,
+		Session: &runtime.Session{ID: "flow", Root: root, World: deepCopyMap(fx.InitialWorld)}}
+	if f.Cassette != nil {
+		cfg.Cassette = f.Cassette
+	}
+	rt, err := runtime.Open(st, cfg)
+	if err != nil {
+		res.Turns = append(res.Turns, TurnResult{TurnIndex: SessionIndex, Failures: []string{"seed: " + err.Error()}})
+		return f.finish(res, mem)
+	}
+	defer rt.Close()
+	h, sess := rt.Host(), rt.Session()
 	// Host calls are dispatched only when the fixture says how to answer
 	// them; otherwise they are dropped (answered with nothing), as Kitsoki
 	// does, so older fixtures keep passing.
 	dispatch := f.Cassette != nil || fx.HostHandlers != nil || fx.AdvanceClock
-	switch {
-	case f.Cassette != nil:
-		f.Cassette.ReplayHandlers(h, sink, st.App.ID)
-	case fx.HostHandlers != nil:
+	if f.Cassette == nil && fx.HostHandlers != nil {
 		for _, name := range sortedKeys(fx.HostHandlers) {
 			hd := &stubHandler{stub: fx.HostHandlers[name], clk: f.clk, name: name}
 			h.Register(name, hd)
@@ -307,17 +341,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 			h.Register(name, drop)
 		}
 	}
-
-	root := fx.InitialState
-	if root == "" {
-		root = st.Root
-	}
-	sess, err := orchestrator.New(st, h, sink, orchestrator.WithSessionID("flow"), orchestrator.WithRoot(root),
-		orchestrator.WithWorld(deepCopyMap(fx.InitialWorld)), orchestrator.WithClock(f.clk), orchestrator.WithLogger(logger))
-	if err == nil {
-		err = sess.Seed()
-	}
-	if err != nil {
+	if err := sess.Seed(); err != nil {
 		res.Turns = append(res.Turns, TurnResult{TurnIndex: SessionIndex, Failures: []string{"seed: " + err.Error()}})
 		return f.finish(res, mem)
 	}
@@ -429,10 +453,10 @@ func (f *Flow) finish(res *FlowResult, mem *trace.MemSink) *FlowResult {
 
 // acceptedSlots returns the slots of the turn's machine.intent_accepted
 // event (defaults filled), or nil when the intent was not accepted.
-func acceptedSlots(evs []trace.Event) map[string]any {
+func acceptedSlots(evs []capturedEvent) map[string]any {
 	for _, ev := range evs {
-		if ev.Kind == trace.KindMachineIntentAccepted {
-			s, _ := ev.Payload["slots"].(map[string]any)
+		if p, ok := ev.typed.(trace.MachineIntentAccepted); ok {
+			s := p.Slots
 			if s == nil {
 				s = map[string]any{}
 			}
@@ -444,13 +468,11 @@ func acceptedSlots(evs []trace.Event) map[string]any {
 
 // dispatched lists the host calls of a turn from its harness.dispatched
 // events.
-func dispatched(evs []trace.Event) []hostCall {
+func dispatched(evs []capturedEvent) []hostCall {
 	var out []hostCall
 	for _, ev := range evs {
-		if ev.Kind == trace.KindHarnessDispatched {
-			ns, _ := ev.Payload["namespace"].(string)
-			args, _ := ev.Payload["args"].(map[string]any)
-			out = append(out, hostCall{Namespace: ns, Args: args})
+		if p, ok := ev.typed.(trace.HarnessDispatched); ok {
+			out = append(out, hostCall{Namespace: p.Namespace, Args: p.Args})
 		}
 	}
 	return out

@@ -7,10 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/clock"
-	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
@@ -107,16 +106,12 @@ func Replay(t testing.TB, appPath, cassettePath string) *Replayed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sink := trace.NewMemSink(trace.WithSecrets(st.Secrets), trace.WithClock(clk))
-	reg := agent.NewRegistry(nil)
-	reg.Configure(st.Plugins)
-	t.Cleanup(func() { reg.Close() })
-	h := host.New(st, reg, sink, host.WithClock(clk), host.WithBuiltin(c.ReplayAgents(st, reg, nil)))
-	c.ReplayHandlers(h, sink, st.App.ID)
-	sess, err := orchestrator.New(st, h, sink, orchestrator.WithSessionID("replay"), orchestrator.WithClock(clk))
+	rt, err := runtime.Open(st, runtime.Config{Clock: clk, Cassette: c, IgnorePins: true, Session: &runtime.Session{ID: "replay"}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { rt.Close() })
+	sink, sess := rt.Memory(), rt.Session()
 	out, err := sess.Start(context.Background())
 	if err != nil {
 		t.Fatal(err)

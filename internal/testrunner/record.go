@@ -49,11 +49,11 @@ func uniqueID(id string, taken func(string) bool) string {
 // and phase; the answer lives in the agent: block (agent episodes store no
 // data), so a replay hands the host the same raw submission and the host
 // validates it again.
-func agentEpisode(ctx context.Context, alias, phase string, req *agent.AskRequest, ci *agent.CallInfo, resp *agent.AskResponse, err error) *Episode {
-	ab := &AgentBlock{Verb: req.Verb, Turn: int64(req.Turn), Prompt: req.Prompt}
-	if ci != nil && ci.Persona != nil {
-		ab.Agent = ci.Persona.Name
-		ab.Model = ci.Persona.Model
+func agentEpisode(ctx context.Context, alias, phase string, call *agent.Call, resp *agent.AskResponse, err error) *Episode {
+	req := call.Request
+	ab := &AgentBlock{Verb: req.Verb, Turn: int64(req.Turn), Prompt: req.Prompt, Model: call.Model}
+	if call.Persona != nil {
+		ab.Agent = call.Persona.Name
 	}
 	if resp != nil {
 		fillFromMeta(ab, resp.Meta)
@@ -369,9 +369,9 @@ type recordingAgent struct {
 	add   func(*Episode)
 }
 
-func (a *recordingAgent) Ask(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
-	resp, err := a.live.Ask(ctx, req)
-	a.add(agentEpisode(ctx, a.alias, firstSegment(req.StatePath), req, agent.CallInfoFrom(ctx), resp, err))
+func (a *recordingAgent) Ask(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
+	resp, err := a.live.Ask(ctx, call)
+	a.add(agentEpisode(ctx, a.alias, firstSegment(call.Request.StatePath), call, resp, err))
 	return resp, err
 }
 

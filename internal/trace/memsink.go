@@ -45,13 +45,23 @@ func NewMemSink(opts ...Option) *MemSink {
 }
 
 // Append records one event; see Sink.
-func (m *MemSink) Append(ev *Event) error {
+func (m *MemSink) Append(ev *Event) error { return m.append(ev, nil) }
+
+// AppendPayload records one event with a typed payload; see Sink.
+func (m *MemSink) AppendPayload(ev *Event, p Payload) error {
+	if p == nil {
+		return errNilPayload
+	}
+	return m.append(ev, p)
+}
+
+func (m *MemSink) append(ev *Event, typed Payload) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
 		return fmt.Errorf("trace: memory sink: %w", ErrClosed)
 	}
-	line, p, err := m.enc.encode(ev, m.clk.Now())
+	line, p, err := m.enc.encode(ev, typed, m.clk.Now())
 	if err != nil {
 		return err
 	}

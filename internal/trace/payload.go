@@ -44,6 +44,8 @@ type payloadEncoder struct {
 	keys [][]mapEntry
 	// raw is scratch space for compacting embedded JSON.
 	raw bytes.Buffer
+	// w writes typed objects.
+	w objWriter
 }
 
 type mapEntry struct {
@@ -102,6 +104,164 @@ func (e *payloadEncoder) encode(b []byte, p map[string]any) ([]byte, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// encodeTyped appends a typed payload object to b.
+func (e *payloadEncoder) encodeTyped(b []byte, p Payload) ([]byte, error) {
+	b, err := e.typed(b, p, 1)
+	if err != nil {
+		var pe *payloadError
+		if !errors.As(err, &pe) {
+			err = &payloadError{err: err}
+		}
+		return nil, err
+	}
+	return b, nil
+}
+
+// typed writes a typed object: its fields in their fixed, sorted order.
+func (e *payloadEncoder) typed(b []byte, f fields, depth int) ([]byte, error) {
+	if depth > maxDepth {
+		return nil, ErrTooDeep
+	}
+	// One writer is reused (a fresh one per object would escape to the
+	// heap); a nested object saves and restores the outer one's state.
+	w := &e.w
+	outerN, outerDepth, outerErr := w.n, w.depth, w.err
+	w.e, w.b, w.n, w.depth, w.err = e, append(b, '{'), 0, depth, nil
+	f.appendFields(w)
+	b, err := w.b, w.err
+	w.b, w.n, w.depth, w.err = nil, outerN, outerDepth, outerErr
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '}'), nil
+}
+
+// objWriter writes the fields of a typed object. Keys are kitsoki's own
+// field names: plain ASCII, written as they are and never masked (like
+// event kinds, they are the format). Values are checked and masked as in
+// any payload. The first failure sticks; later fields are skipped.
+type objWriter struct {
+	e     *payloadEncoder
+	b     []byte
+	depth int
+	n     int
+	err   error
+}
+
+func (w *objWriter) key(k string) bool {
+	if w.err != nil {
+		return false
+	}
+	if w.n > 0 {
+		w.b = append(w.b, ',')
+	}
+	w.n++
+	w.b = append(w.b, '"')
+	w.b = append(w.b, k...)
+	w.b = append(w.b, '"', ':')
+	return true
+}
+
+func (w *objWriter) fail(k string, err error) {
+	if err != nil {
+		w.err = withSeg(err, "."+k)
+	}
+}
+
+func (w *objWriter) str(k, v string) {
+	if w.key(k) {
+		var err error
+		var b []byte
+		if b, err = w.e.str(w.b, v); err == nil {
+			w.b = b
+		}
+		w.fail(k, err)
+	}
+}
+
+// strOmit writes a string field unless it is empty (omitempty).
+func (w *objWriter) strOmit(k, v string) {
+	if v != "" {
+		w.str(k, v)
+	}
+}
+
+func (w *objWriter) boolean(k string, v bool) {
+	if w.key(k) {
+		w.b = strconv.AppendBool(w.b, v)
+	}
+}
+
+func (w *objWriter) int(k string, v int64) {
+	if w.key(k) {
+		w.b = strconv.AppendInt(w.b, v, 10)
+	}
+}
+
+// intOmit writes an integer field unless it is 0 (omitempty).
+func (w *objWriter) intOmit(k string, v int64) {
+	if v != 0 {
+		w.int(k, v)
+	}
+}
+
+// object writes an open map (null when nil), keys sorted and masked as in
+// any payload.
+func (w *objWriter) object(k string, m map[string]any) {
+	if !w.key(k) {
+		return
+	}
+	if m == nil {
+		w.b = append(w.b, "null"...)
+		return
+	}
+	b, err := w.e.object(w.b, m, w.depth+1)
+	if err == nil {
+		w.b = b
+	}
+	w.fail(k, err)
+}
+
+// counts writes a map of integers (world.update increments).
+func (w *objWriter) counts(k string, m map[string]int64) {
+	if !w.key(k) {
+		return
+	}
+	generic := make(map[string]any, len(m))
+	for name, n := range m {
+		generic[name] = n
+	}
+	b, err := w.e.object(w.b, generic, w.depth+1)
+	if err == nil {
+		w.b = b
+	}
+	w.fail(k, err)
+}
+
+// value writes an open value.
+func (w *objWriter) value(k string, v any) {
+	if !w.key(k) {
+		return
+	}
+	b, err := w.e.value(w.b, v, w.depth+1)
+	if err == nil {
+		w.b = b
+	}
+	w.fail(k, err)
+}
+
+// typed writes a nested typed object.
+func (w *objWriter) typed(k string, f fields) {
+	if !w.key(k) {
+		return
+	}
+	b, err := w.e.typed(w.b, f, w.depth+1)
+	if err == nil {
+		w.b = b
+	}
+	w.fail(k, err)
 }
 
 func (e *payloadEncoder) value(b []byte, v any, depth int) ([]byte, error) {
@@ -192,6 +352,8 @@ func (e *payloadEncoder) value(b []byte, v any, depth int) ([]byte, error) {
 		return e.object(b, generic, depth)
 	case json.RawMessage:
 		return e.rawJSON(b, x, depth)
+	case fields: // a typed value nested in an open field
+		return e.typed(b, x, depth)
 	default:
 		return e.reflected(b, v, depth)
 	}

@@ -19,6 +19,12 @@ import (
 // written; the caller's maps are never modified. Turns never decrease: an
 // Append with a lower turn than the previous one fails.
 //
+// AppendPayload is Append for the kinds kitsoki writes: p is the typed
+// payload and sets ev.Kind (leave it empty, or set it to p's kind);
+// ev.Payload must be nil. It writes the same bytes Append writes for the
+// payload as a map, without building or sorting one. Append stays for
+// open payloads: the sub-events a plugin returns, and events read back.
+//
 // Because Append writes TS back, an Event reused for a second Append keeps
 // the first one's TS unless the caller clears it.
 //
@@ -33,6 +39,7 @@ import (
 // event is appended (agent.call.start carries the dispatch time).
 type Sink interface {
 	Append(ev *Event) error
+	AppendPayload(ev *Event, p Payload) error
 	NextSeq(turn int64) int
 	EndTurn() error
 	Close() error
@@ -45,6 +52,8 @@ var (
 	ErrReplaced = errors.New("trace file replaced under us")
 	ErrClosed   = errors.New("trace sink is closed")
 )
+
+var errNilPayload = errors.New("trace: AppendPayload given a nil payload")
 
 // Option configures a Writer or MemSink.
 type Option func(*config)

@@ -16,9 +16,9 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agent/localllm"
 	"github.com/kitsoki/kitsoki/internal/agent/transports"
 	"github.com/kitsoki/kitsoki/internal/clock"
-	"github.com/kitsoki/kitsoki/internal/eval"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/routes"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/testrunner"
 	"github.com/kitsoki/kitsoki/internal/trace"
@@ -71,7 +71,7 @@ func wire(st *story.Story, cfg *config) (_ *runtime, err error) {
 		}
 	}()
 
-	pins := eval.ResolvePins(st)
+	pins := routes.Resolve(st)
 	if cfg.strictPins {
 		if err := pins.Err(); err != nil {
 			return nil, err
@@ -107,7 +107,7 @@ func wire(st *story.Story, cfg *config) (_ *runtime, err error) {
 	}
 	claude := st.Plugins[agent.DefaultAlias]
 	var builtin agent.Agent = claudecli.NewBuiltin(claudecli.Options{
-		Command: claude.Command, Model: claude.Model, Args: claude.Args, Env: claude.Env,
+		Command: claude.Command, Args: claude.Args, Env: claude.Env,
 		Dir: st.Dir, Secrets: st.Secrets, Logger: logger, Clock: clk})
 	if cfg.cassette != "" {
 		c, err := testrunner.LoadCassette(cfg.cassette, testrunner.WithSecrets(st.Secrets),
@@ -215,7 +215,7 @@ func (rt *runtime) close() error {
 // unimplemented answers a builtin.inprocess alias no WithAgent (and no
 // cassette) supplies.
 func unimplemented(alias string) agent.Agent {
-	return agent.AgentFunc(func(context.Context, *agent.AskRequest) (*agent.AskResponse, error) {
+	return agent.AgentFunc(func(context.Context, *agent.Call) (*agent.AskResponse, error) {
 		return nil, agent.Errorf(agent.KindTransportError,
 			"builtin.inprocess agent %q has no implementation: register one with kitsoki.WithAgent(%q, fn)", alias, alias)
 	})
@@ -224,7 +224,8 @@ func unimplemented(alias string) agent.Agent {
 // agentAdapter turns a public AgentFunc into an agent: an *AgentError
 // keeps its kind, any other error is left to the host (plugin_crash).
 func agentAdapter(fn AgentFunc) agent.Agent {
-	return agent.AgentFunc(func(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
+	return agent.AgentFunc(func(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
+		req := call.Request
 		// The func gets its own copy of the arguments and the world
 		// snapshot, as a plugin behind a wire does: writing to them
 		// cannot reach the session.

@@ -203,7 +203,7 @@ func CassetteAgent(t testing.TB, cassettePath, alias string) kitsoki.AgentFunc {
 		}
 	})
 	return func(ctx context.Context, req *kitsoki.AskRequest) (*kitsoki.AskResponse, error) {
-		resp, err := a.Ask(ctx, req)
+		resp, err := a.Ask(ctx, agent.NewCall(req))
 		var ae *agent.AskError
 		if errors.As(err, &ae) {
 			detail := ae.Detail

@@ -99,12 +99,13 @@ func New(decl agent.Declaration, opts ...Option) (*Agent, error) {
 	return a, nil
 }
 
-// Ask calls the tool with req as its arguments and decodes the answer.
-func (a *Agent) Ask(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
+// Ask calls the tool with the call's request as its arguments and decodes
+// the answer.
+func (a *Agent) Ask(ctx context.Context, ac *agent.Call) (*agent.AskResponse, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, a.ctxError(err)
 	}
-	args, err := json.Marshal(req)
+	args, err := json.Marshal(ac.Request)
 	if err != nil {
 		return nil, agent.Errorf(agent.KindTransportError, "mcp_http agent: encode request: %w", err)
 	}

@@ -93,8 +93,8 @@ func New(decl agent.Declaration, opts ...Option) (*Agent, error) {
 
 // Ask sends one agent.ask call and waits for its response, the context's
 // end, or the plugin's death, whichever comes first.
-func (a *Agent) Ask(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
-	raw, err := a.Call(ctx, plugin.MethodAsk, req)
+func (a *Agent) Ask(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
+	raw, err := a.Call(ctx, plugin.MethodAsk, call.Request)
 	if err != nil {
 		return nil, err
 	}

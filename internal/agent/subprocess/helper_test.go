@@ -212,7 +212,7 @@ func runHelper(mode string) {
 		if err != nil {
 			os.Exit(7)
 		}
-		if _, err := a.Ask(context.Background(), &agent.AskRequest{Prompt: "hi"}); err != nil {
+		if _, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: "hi"})); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(8)
 		}

@@ -23,7 +23,7 @@ const DefaultSessionID = "session"
 // taken one at a time.
 type Session struct {
 	mu      sync.Mutex
-	rt      *runtime
+	rt      *run
 	started bool
 	closed  bool
 }

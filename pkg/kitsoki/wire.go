@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"os"
@@ -12,47 +11,34 @@ import (
 	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/agent/claudecli"
-	"github.com/kitsoki/kitsoki/internal/agent/localllm"
-	"github.com/kitsoki/kitsoki/internal/agent/transports"
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
-	"github.com/kitsoki/kitsoki/internal/routes"
+	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/testrunner"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
-// runtime is everything one session owns; wire builds it, close releases
-// it in reverse order.
-type runtime struct {
+// run is everything one session owns: the runtime internal/runtime.Open
+// wired, and the cassette this package loaded for it.
+type run struct {
 	story    *story.Story
-	reg      *agent.Registry
-	host     *host.Host
-	sink     traceSink
+	rt       *runtime.Runtime
+	sess     *orchestrator.Session
 	mem      *trace.MemSink // nil with WithTraceFile
 	file     string         // the trace file, "" in memory
 	cassette *testrunner.Cassette
-	sess     *orchestrator.Session
 	warnings []string
 }
 
-// traceSink is a session's trace: a memory sink or a file writer.
-type traceSink interface {
-	orchestrator.Sink
-	Close() error
-}
-
-// wire is THE ONE PLACE the public API builds a run: options checked
-// against the story, clock, selection: pins, trace sink, agent registry
-// (every transport this build has, the in-process Go funcs, the
-// cassette), the built-in claude path, host handlers, and the session.
-// Everything else in this package only drives what wire returns. When the
-// composition root (internal/runtime) lands, this body becomes a call to
-// it; the adapters (agentAdapter, handlerAdapter) keep the public types
-// apart from the internal call signatures.
-func wire(st *story.Story, cfg *config) (_ *runtime, err error) {
+// wire turns the options into a runtime.Config and opens the run with
+// runtime.Open, the one place a run is assembled (registry, host, trace,
+// session). It adds only what the public API is: options checked against
+// the story, the cassette loaded from its path, and the adapters
+// (agentAdapter, handlerAdapter) that keep the public func types apart
+// from the internal call signatures.
+func wire(st *story.Story, cfg *config) (_ *run, err error) {
 	if err := checkOptions(st, cfg); err != nil {
 		return nil, err
 	}
@@ -64,92 +50,68 @@ func wire(st *story.Story, cfg *config) (_ *runtime, err error) {
 	if cfg.start != nil {
 		clk = clock.NewFake(*cfg.start)
 	}
-	rt := &runtime{story: st}
-	defer func() {
-		if err != nil {
-			rt.close()
-		}
-	}()
-
-	pins := routes.Resolve(st)
-	if cfg.strictPins {
-		if err := pins.Err(); err != nil {
-			return nil, err
-		}
-	}
-	for _, d := range st.Warnings {
-		rt.warnings = append(rt.warnings, d.String())
-	}
-	rt.warnings = append(rt.warnings, pins.Warnings...)
-
-	topts := []trace.Option{trace.WithSecrets(st.Secrets), trace.WithLogger(logger), trace.WithClock(clk)}
-	if cfg.traceFile == "" {
-		rt.mem = trace.NewMemSink(topts...)
-		rt.sink = rt.mem
-	} else {
+	if cfg.traceFile != "" {
+		// runtime.Open refuses it too, naming the CLI flag.
 		if fi, err := os.Stat(cfg.traceFile); err == nil && fi.Size() > 0 {
 			return nil, fmt.Errorf("trace %s already holds a session; pass another kitsoki.WithTraceFile path (or remove the file)", cfg.traceFile)
 		}
-		w, err := trace.Create(cfg.traceFile, topts...)
-		if err != nil {
-			return nil, fmt.Errorf("trace %s: %w", cfg.traceFile, err)
-		}
-		rt.sink, rt.file = w, cfg.traceFile
 	}
-
-	rt.reg = agent.NewRegistry(logger)
-	transports.Register(rt.reg)
-	rt.reg.Configure(st.Plugins)
-	for _, alias := range slices.Sorted(maps.Keys(st.Plugins)) {
-		if st.Plugins[alias].Plugin == agent.PluginInProcess {
-			rt.reg.RegisterInProcess(alias, unimplemented(alias))
-		}
+	r := &run{story: st, file: cfg.traceFile}
+	rc := runtime.Config{
+		Logger:     logger,
+		Clock:      clk,
+		Trace:      runtime.Trace{Path: cfg.traceFile},
+		Agents:     runtime.Agents{Live: true, Override: map[string]agent.Agent{}},
+		StrictPins: cfg.strictPins,
+		// Session.Warnings reports the pins that are not honoured.
+		PinWarning: func(string) {},
+		Session:    &runtime.Session{ID: cfg.sessionID, World: deepCopyMap(cfg.world), Root: cfg.root},
+		Handlers:   make(map[string]host.Handler, len(cfg.handlerOrder)),
 	}
-	claude := st.Plugins[agent.DefaultAlias]
-	var builtin agent.Agent = claudecli.NewBuiltin(claudecli.Options{
-		Command: claude.Command, Args: claude.Args, Env: claude.Env,
-		Dir: st.Dir, Secrets: st.Secrets, Logger: logger, Clock: clk})
+	if cfg.timeoutSet {
+		rc.Timeout = cfg.timeout
+	}
 	if cfg.cassette != "" {
 		c, err := testrunner.LoadCassette(cfg.cassette, testrunner.WithSecrets(st.Secrets),
 			testrunner.WithStrictRequests(cfg.cassetteStrict), testrunner.WithClock(clk))
 		if err != nil {
 			return nil, err
 		}
-		rt.cassette = c
-		if b := c.ReplayAgents(st, rt.reg, nil); b != nil {
-			builtin = b
+		r.cassette, rc.Cassette = c, c
+	} else {
+		// Without a cassette, a builtin.inprocess alias no WithAgent
+		// supplies fails its calls naming the option (a cassette
+		// answers every declared alias).
+		for alias, d := range st.Plugins {
+			if d.Plugin == agent.PluginInProcess {
+				rc.Agents.Override[alias] = unimplemented(alias)
+			}
 		}
 	}
 	for _, alias := range cfg.agentOrder {
 		a := agentAdapter(cfg.agents[alias])
-		rt.reg.RegisterInProcess(alias, a)
+		rc.Agents.Override[alias] = a
 		if alias == agent.DefaultAlias {
-			builtin = a
+			rc.Agents.Builtin = a
 		}
 	}
-
-	hopts := []host.Option{host.WithLogger(logger), host.WithClock(clk), host.WithBuiltin(builtin),
-		host.WithRanker(localRanker(logger)), host.WithRoutes(pins.Routes)}
-	if cfg.timeoutSet {
-		hopts = append(hopts, host.WithDefaultTimeout(cfg.timeout))
-	}
-	rt.host = host.New(st, rt.reg, rt.sink, hopts...)
-	if rt.cassette != nil {
-		rt.cassette.ReplayHandlers(rt.host, rt.sink, st.App.ID)
-	}
 	for _, name := range cfg.handlerOrder {
-		rt.host.Register(name, handlerAdapter(cfg.handlers[name]))
+		rc.Handlers[name] = handlerAdapter(cfg.handlers[name])
 	}
 
-	sopts := []orchestrator.Option{orchestrator.WithSessionID(cfg.sessionID), orchestrator.WithWorld(deepCopyMap(cfg.world)),
-		orchestrator.WithClock(clk), orchestrator.WithLogger(logger)}
-	if cfg.root != "" {
-		sopts = append(sopts, orchestrator.WithRoot(cfg.root))
-	}
-	if rt.sess, err = orchestrator.New(st, rt.host, rt.sink, sopts...); err != nil {
+	rt, err := runtime.Open(st, rc)
+	if err != nil {
+		if r.cassette != nil {
+			err = errors.Join(err, r.cassette.WriteErr())
+		}
 		return nil, err
 	}
-	return rt, nil
+	r.rt, r.sess, r.mem = rt, rt.Session(), rt.Memory()
+	for _, d := range st.Warnings {
+		r.warnings = append(r.warnings, d.String())
+	}
+	r.warnings = append(r.warnings, rt.PinWarnings()...)
+	return r, nil
 }
 
 // checkOptions refuses options that would be accepted and then ignored:
@@ -194,20 +156,12 @@ func checkOptions(st *story.Story, cfg *config) error {
 	return nil
 }
 
-// close releases what wire built, agents first.
-func (rt *runtime) close() error {
-	var errs []error
-	if rt.reg != nil {
-		errs = append(errs, rt.reg.Close())
-	}
-	if rt.host != nil {
-		errs = append(errs, rt.host.Close())
-	}
-	if rt.sink != nil {
-		errs = append(errs, rt.sink.Close())
-	}
-	if rt.cassette != nil {
-		errs = append(errs, rt.cassette.WriteErr())
+// close releases what wire built: the runtime (host, agents, trace
+// file), then the cassette's pending write.
+func (r *run) close() error {
+	errs := []error{r.rt.Close()}
+	if r.cassette != nil {
+		errs = append(errs, r.cassette.WriteErr())
 	}
 	return errors.Join(errs...)
 }
@@ -225,10 +179,10 @@ func unimplemented(alias string) agent.Agent {
 // keeps its kind, any other error is left to the host (plugin_crash).
 func agentAdapter(fn AgentFunc) agent.Agent {
 	return agent.AgentFunc(func(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
+		// The func sees the wire request only, as a plugin behind a wire
+		// does, and its own copy of the arguments and the world
+		// snapshot: writing to them cannot reach the session.
 		req := call.Request
-		// The func gets its own copy of the arguments and the world
-		// snapshot, as a plugin behind a wire does: writing to them
-		// cannot reach the session.
 		own := *req
 		own.With = deepCopyMap(req.With)
 		own.World.Vars = deepCopyMap(req.World.Vars)
@@ -253,32 +207,6 @@ func handlerAdapter(fn HandlerFunc) host.Handler {
 		data, err := fn(ctx, c)
 		return &host.Result{Data: data, Err: err}, nil
 	})
-}
-
-// localRanker builds host.agent.search rankers from builtin.local_llm
-// declarations, as `kitsoki run` does.
-func localRanker(logger *slog.Logger) host.RankerFor {
-	return func(decl agent.Declaration) (host.Ranker, io.Closer, error) {
-		e, err := localllm.EmbedderFromDeclaration(decl, logger)
-		if err != nil {
-			return nil, nil, err
-		}
-		return embedRanker{e}, e, nil
-	}
-}
-
-type embedRanker struct{ e *localllm.LocalEmbedder }
-
-func (r embedRanker) Rank(ctx context.Context, query string, docs []string) ([]host.Ranked, error) {
-	ranked, err := r.e.Rank(ctx, query, docs)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]host.Ranked, len(ranked))
-	for i, x := range ranked {
-		out[i] = host.Ranked{Index: x.Index, Doc: x.Doc, Score: x.Score}
-	}
-	return out, nil
 }
 
 func deepCopyMap(m map[string]any) map[string]any {

@@ -116,6 +116,19 @@ func TestReplay(t *testing.T) {
 	if done, _ := s.Done(); !done {
 		t.Error("not done after bye")
 	}
+	events, err := s.Events()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var eps []string
+	for _, ev := range events {
+		if ev.Kind == "agent.call.start" {
+			eps = append(eps, ev.EpisodeID)
+		}
+	}
+	if d := cmp.Diff([]string{"recorded_agent.demo_greeting", "recorded_agent.demo_greeting_2"}, eps); d != "" {
+		t.Errorf("episodes played (-want +got):\n%s", d)
+	}
 }
 
 // A cassette agent bound with kitsoki.WithAgent answers like the

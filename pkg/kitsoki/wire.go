@@ -66,7 +66,10 @@ func wire(st *story.Story, cfg *config) (_ *run, err error) {
 		// Session.Warnings reports the pins that are not honoured.
 		PinWarning: func(string) {},
 		Session:    &runtime.Session{ID: cfg.sessionID, World: deepCopyMap(cfg.world), Root: cfg.root},
-		Handlers:   make(map[string]host.Handler, len(cfg.handlerOrder)),
+		// A facade session has no operator: launched agents are not
+		// offered the tool that asks one.
+		Tools:    runtime.Tools{Autopilot: true},
+		Handlers: make(map[string]host.Handler, len(cfg.handlerOrder)),
 	}
 	if cfg.timeoutSet {
 		rc.Timeout = cfg.timeout

@@ -19,8 +19,8 @@ import (
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/hosts/artifacts"
-	hostrun "github.com/kitsoki/kitsoki/internal/hosts/run"
 	"github.com/kitsoki/kitsoki/internal/hosts/hostplugin"
+	hostrun "github.com/kitsoki/kitsoki/internal/hosts/run"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/plugintools"
 	"github.com/kitsoki/kitsoki/internal/routes"
@@ -71,6 +71,11 @@ type Config struct {
 	Session *Session
 	// Tools shapes the MCP tools the run's agent calls are offered.
 	Tools Tools
+	// Handlers registers host handlers by invoke name (exact, as
+	// host.Host.Register does) over a Cassette's: Go code answering a
+	// host (pkg/kitsoki's WithHandler). A Recorder records them as it
+	// records every live handler.
+	Handlers map[string]host.Handler
 }
 
 // Trace selects a run's trace sink: a new JSONL file (Path), a sink the
@@ -97,7 +102,9 @@ type Agents struct {
 	// Registry, when set, is used instead of building one; Open neither
 	// configures nor closes it (several runtimes share it).
 	Registry *agent.Registry
-	// Override registers agents by alias over the story's declarations.
+	// Override registers agents by alias over the story's declarations
+	// and over a Cassette's agents: the caller's agent answers its alias
+	// even in a replay (as Builtin takes the built-in path).
 	Override map[string]agent.Agent
 	// Builtin answers invokes with no agent: in place of Live's claude CLI
 	// (the host closes it).
@@ -230,16 +237,20 @@ func Open(st *story.Story, cfg Config) (_ *Runtime, err error) {
 		}
 		rt.plugins = svc
 	}
+	rt.overrideAgents(cfg)
 	rt.host = rt.newHost(cfg, builtin, routeMap)
 	if cfg.Agents.Live { // the story's host_plugins:, before a cassette or recorder wraps them
 		if rt.hostPlugins, err = hostplugin.Register(rt.host, st, hostplugin.Options{Sink: rt.sink, Clock: cfg.Clock, Logger: cfg.Logger}); err != nil {
 			return nil, err
 		}
 	}
-	switch {
-	case cfg.Cassette != nil:
+	if cfg.Cassette != nil {
 		cfg.Cassette.ReplayHandlers(rt.host, rt.sink, st.App.ID)
-	case cfg.Recorder != nil:
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Handlers)) {
+		rt.host.Register(name, cfg.Handlers[name])
+	}
+	if cfg.Cassette == nil && cfg.Recorder != nil {
 		cfg.Recorder.Install(st, rt.reg, rt.host)
 	}
 	if cfg.Session == nil {
@@ -330,6 +341,11 @@ func (rt *Runtime) buildRegistry(cfg Config) {
 	} else {
 		rt.reg, rt.ownReg = newRegistry(rt.story, cfg.Logger, cfg.Agents.Live), true
 	}
+}
+
+// overrideAgents registers the caller's agents, after a cassette's so they
+// win over it.
+func (rt *Runtime) overrideAgents(cfg Config) {
 	for _, alias := range slices.Sorted(maps.Keys(cfg.Agents.Override)) {
 		rt.reg.Register(alias, cfg.Agents.Override[alias])
 	}
@@ -342,7 +358,7 @@ func (rt *Runtime) newHost(cfg Config, builtin agent.Agent, routeMap map[*story.
 		host.WithRoutes(routeMap)}
 	if cfg.Agents.Live {
 		if builtin == nil {
-			builtin = liveBuiltin(st, cfg.Logger)
+			builtin = liveBuiltin(st, cfg.Logger, cfg.Clock)
 		}
 		opts = append(opts, host.WithRanker(localRanker(cfg.Logger)))
 	}

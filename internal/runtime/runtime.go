@@ -19,6 +19,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/hosts/starlark"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/plugintools"
 	"github.com/kitsoki/kitsoki/internal/routes"
@@ -69,6 +70,8 @@ type Config struct {
 	Session *Session
 	// Tools shapes the MCP tools the run's agent calls are offered.
 	Tools Tools
+	// Starlark configures host.starlark.run (its HTTP cassette, limits).
+	Starlark starlark.Options
 }
 
 // Trace selects a run's trace sink: a new JSONL file (Path), a sink the
@@ -343,7 +346,13 @@ func (rt *Runtime) newHost(cfg Config, builtin agent.Agent, routeMap map[*story.
 	if cfg.Session != nil {
 		opts = append(opts, liveCalls(st, rt.catalog(), cfg.Tools))
 	}
-	return host.New(st, rt.reg, rt.sink, opts...)
+	h := host.New(st, rt.reg, rt.sink, opts...)
+	so := cfg.Starlark
+	if so.Logger == nil {
+		so.Logger = cfg.Logger
+	}
+	starlark.Register(h, st, so)
+	return h
 }
 
 func (rt *Runtime) catalog() *toolserver.Catalog {

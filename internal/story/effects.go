@@ -221,6 +221,9 @@ func (l *loader) loadInvoke(f *file, inv entry, fs fieldSet, path string, ref *e
 			if strings.HasPrefix(name, "host.agent.") {
 				l.agentWith(f, d, wp, ref)
 			}
+			if name == starlarkInvoke {
+				l.starlarkWith(f, d, wp)
+			}
 		}
 	}
 	if b, ok := fs.get("bind"); ok {

@@ -114,7 +114,7 @@ func (e *Error) Error() string {
 	if e.Script == "" {
 		return Name + ": " + e.Msg
 	}
-	return Name + " " + e.Script + ": " + e.Msg
+	return Name + ": " + e.Script + ": " + e.Msg
 }
 
 // Error kinds.

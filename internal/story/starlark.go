@@ -128,7 +128,7 @@ func (l *loader) starlarkInput(f *file, sc *sidecar.Sidecar, script string, e en
 		return
 	}
 	if !sidecar.Fits(decl.Type, normYAML(v)) {
-		l.errAt(f, d, path, "input %q is declared %s in %s%s but this literal is %s; write a %s, or template a value: \"{{ world.x }}\"",
+		l.errAt(f, d, path, "input %q is declared %s in %s%s but this literal is %s; write a value of type %s, or template one: \"{{ world.x }}\"",
 			e.name, decl.Type, script, sidecar.Suffix, sidecar.TypeName(normYAML(v)), decl.Type)
 	}
 }

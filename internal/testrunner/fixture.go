@@ -31,7 +31,7 @@ type Fixture struct {
 	// HTTPCassette is starlark_http_cassette: as written; HTTPCassettePath
 	// resolved. It serves host.starlark.run's HTTP, replay only.
 	HTTPCassette, HTTPCassettePath string
-	Turns        []*TurnSpec
+	Turns                          []*TurnSpec
 
 	ExpectTerminal         bool
 	ExpectNoErrors         bool
@@ -53,7 +53,7 @@ type Fixture struct {
 	// for the workspace check's messages; defaultApp is the command's
 	// story, whose workspace holds what the fixture names.
 	appAt, cassetteAt, httpCassetteAt yamlAt
-	defaultApp        string
+	defaultApp                        string
 }
 
 // Stub is a host_handlers entry: a canned answer, optionally per call id

@@ -48,7 +48,7 @@ const (
 	// DefaultMaxMemory bounds how far the Go heap may grow during one call.
 	DefaultMaxMemory = 256 << 20
 	// memCheckEvery is how many steps pass between two heap checks.
-	memCheckEvery = 1024
+	memCheckEvery = 256
 	// MaxFSRead is the largest file ctx.fs.read returns.
 	MaxFSRead = 1 << 20
 	// MaxProbeOutput is the most probe output kept.

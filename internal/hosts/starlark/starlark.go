@@ -74,7 +74,27 @@ type Handler struct {
 	st   *story.Story
 	opts Options
 
-	progs sync.Map // real path -> *compiled
+	progs    sync.Map // real path -> *compiled
+	sidecars sync.Map // real path -> *parsedSidecar
+}
+
+type parsedSidecar struct {
+	sum [32]byte
+	sc  *sidecar.Sidecar
+}
+
+// sidecar parses a sidecar once per content.
+func (h *Handler) sidecar(real, script string, data []byte) (*sidecar.Sidecar, error) {
+	sum := sha256.Sum256(data)
+	if c, ok := h.sidecars.Load(real); ok && c.(*parsedSidecar).sum == sum {
+		return c.(*parsedSidecar).sc, nil
+	}
+	sc, err := sidecar.Parse(data, script+sidecar.Suffix)
+	if err != nil {
+		return nil, err
+	}
+	h.sidecars.Store(real, &parsedSidecar{sum: sum, sc: sc})
+	return sc, nil
 }
 
 type compiled struct {
@@ -173,7 +193,7 @@ func (h *Handler) Invoke(ctx context.Context, call *host.Call) (*host.Result, er
 	if err != nil {
 		return nil, fmt.Errorf("%s: read sidecar %s%s: %w", Name, script, sidecar.Suffix, err)
 	}
-	sc, err := sidecar.Parse(scData, script+sidecar.Suffix)
+	sc, err := h.sidecar(real, script, scData)
 	if err != nil {
 		return fail(KindPath, "%v", err)
 	}

@@ -16,13 +16,13 @@ import (
 
 // fixture is a workspace with a story directory (story/) in it.
 type fixture struct {
-	t   *testing.T
+	t   testing.TB
 	ws  string
 	st  *story.Story
 	dir string
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	ws := t.TempDir()
 	real, err := filepath.EvalSymlinks(ws)

@@ -174,6 +174,13 @@ func TestRunStarlarkRecordsHTTPCassette(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, want) {
 		t.Fatalf("replay: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
+	// The host recorder kept the whole call: --cassette replays the
+	// handler's result without any HTTP cassette.
+	code, out, errs = runCLI(t, "", append([]string{"run", filepath.Join(starlarkDir, "app.yaml"), "--workspace", starlarkDir,
+		"--trace", filepath.Join(t.TempDir(), "c.jsonl"), "--intents", "forecast", "--cassette", filepath.Join(dir, "run.cassette.yaml")}, world...)...)
+	if code != exitOK || !strings.Contains(out, want) {
+		t.Fatalf("--cassette replay: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
 	evs, err := trace.ReadFile(trPath)
 	if err != nil {
 		t.Fatal(err)

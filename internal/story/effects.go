@@ -225,6 +225,8 @@ func (l *loader) loadInvoke(f *file, inv entry, fs fieldSet, path string, ref *e
 				l.starlarkWith(f, d, wp)
 			}
 		}
+	} else if name == starlarkInvoke {
+		l.errAt(f, deref(inv.val), p, "%s needs with.script: the path of a .star file (relative to the story)", starlarkInvoke)
 	}
 	if b, ok := fs.get("bind"); ok {
 		in.Bind = l.loadBind(f, b.val, joinPath(path, "bind"))

@@ -26,6 +26,8 @@ func TestStarlarkLoadChecks(t *testing.T) {
 			`app.yaml:10:52: states.a.on_enter[0].with.inputs.tag: "world.t ?? 'x'" is an expression written without {{ }}: the script would get this text, not its value; write "{{ world.t ?? 'x' }}"`},
 		{"no script", "        with: {inputs: {n: 1}}\n",
 			"app.yaml:10:15: states.a.on_enter[0].with: host.starlark.run needs with.script: the path of a .star file (relative to the story)"},
+		{"no with", "        bind: {}\n",
+			"app.yaml:9:17: states.a.on_enter[0].invoke: host.starlark.run needs with.script: the path of a .star file (relative to the story)"},
 		{"missing script", "        with: {script: gone.star}\n",
 			`app.yaml:10:24: states.a.on_enter[0].with.script: cannot read script "gone.star": no such file or directory`},
 		{"inputs not a mapping", "        with: {script: s.star, inputs: [1]}\n",

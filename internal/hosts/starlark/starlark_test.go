@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -294,5 +295,36 @@ func TestHTTP(t *testing.T) {
 	s3 := f.script("s3", "def main(ctx):\n    return {'j': ctx.http.get('https://api.test/x').json()}\n", "")
 	if _, e := outcome(t, New(f.st, Options{HTTP: fh}), call(s3, nil, nil)); !strings.Contains(e, "response.json(): the body is not JSON") {
 		t.Errorf("json(): %q", e)
+	}
+}
+
+// ctx.probe runs an allow-listed git command in the workspace root; a
+// non-zero exit is returned, not raised.
+func TestProbe(t *testing.T) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("git is not installed")
+	}
+	f := newFixture(t)
+	// git must not find a repository above the workspace.
+	t.Setenv("GIT_CEILING_DIRECTORIES", filepath.Dir(f.ws))
+	s := f.script("p", "def main(ctx):\n    r = ctx.probe('git.ls_files', ['data'])\n    return {'exit': r['exit'], 'out': r['out']}\n", "")
+	h := New(f.st, Options{})
+	// Not a repository yet: git fails, the script sees the exit.
+	data, e := outcome(t, h, call(s, nil, nil))
+	if e != "" || data["exit"] == int64(0) {
+		t.Fatalf("outside a repository: %v %q, want a non-zero exit", data, e)
+	}
+	f.write("data/a.txt", "a")
+	for _, args := range [][]string{{"init", "-q"}, {"add", "data/a.txt"}} {
+		cmd := exec.Command(git, args...)
+		cmd.Dir = f.ws
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	data, e = outcome(t, h, call(s, nil, nil))
+	if d := cmp.Diff(map[string]any{"exit": int64(0), "out": "data/a.txt\n"}, data); e != "" || d != "" {
+		t.Errorf("ls-files: %q (-want +got):\n%s", e, d)
 	}
 }

@@ -29,11 +29,11 @@ const (
 	ModeAll         = "all"          // never replay, record everything anew
 )
 
-// RecordModes lists the modes, for messages.
-var RecordModes = []string{ModeNone, ModeOnce, ModeNewEpisodes, ModeAll}
+// recordModes lists the modes, for messages.
+var recordModes = []string{ModeNone, ModeOnce, ModeNewEpisodes, ModeAll}
 
-// MatchFields are the request fields match_on may name.
-var MatchFields = []string{"method", "url", "uri", "scheme", "host", "port", "path", "query", "body", "headers"}
+// matchFields are the request fields match_on may name.
+var matchFields = []string{"method", "url", "uri", "scheme", "host", "port", "path", "query", "body", "headers"}
 
 // Redacted replaces a filtered header or query value when a cassette is
 // written.
@@ -113,8 +113,8 @@ const CassetteKind = "http_cassette"
 // create it) and an error otherwise. mode, when not "", overrides the
 // file's record_mode (the --record default or KITSOKI_HTTP_CASSETTE_RECORD).
 func LoadCassette(path, mode string) (*Cassette, error) {
-	if mode != "" && !slices.Contains(RecordModes, mode) {
-		return nil, fmt.Errorf("http cassette %s: record mode %q is not one of %s", path, mode, strings.Join(RecordModes, ", "))
+	if mode != "" && !slices.Contains(recordModes, mode) {
+		return nil, fmt.Errorf("http cassette %s: record mode %q is not one of %s", path, mode, strings.Join(recordModes, ", "))
 	}
 	c := &Cassette{path: path, mode: ModeNone}
 	data, err := os.ReadFile(path)
@@ -177,12 +177,12 @@ func (c *Cassette) parse(data []byte) error {
 	if f.Kind != CassetteKind {
 		return fmt.Errorf("kind: is %q; an HTTP cassette says kind: %s", f.Kind, CassetteKind)
 	}
-	if f.RecordMode != "" && !slices.Contains(RecordModes, f.RecordMode) {
-		return fmt.Errorf("record_mode %q is not one of %s", f.RecordMode, strings.Join(RecordModes, ", "))
+	if f.RecordMode != "" && !slices.Contains(recordModes, f.RecordMode) {
+		return fmt.Errorf("record_mode %q is not one of %s", f.RecordMode, strings.Join(recordModes, ", "))
 	}
 	for _, m := range f.MatchOn {
-		if !slices.Contains(MatchFields, m) {
-			return fmt.Errorf("match_on: %q is not one of %s", m, strings.Join(MatchFields, ", "))
+		if !slices.Contains(matchFields, m) {
+			return fmt.Errorf("match_on: %q is not one of %s", m, strings.Join(matchFields, ", "))
 		}
 	}
 	for i, e := range f.Exchanges {

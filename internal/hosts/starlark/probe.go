@@ -19,8 +19,8 @@ type probe struct {
 	minArgs, maxA int // maxA < 0: any number
 }
 
-// Probes is the allow-list of ctx.probe, by name.
-var Probes = map[string]probe{
+// probes is the allow-list of ctx.probe, by name.
+var probes = map[string]probe{
 	"git.status":    {argv: []string{"git", "status", "--porcelain=v1"}},
 	"git.ls_files":  {argv: []string{"git", "ls-files", "--", "{}"}, maxA: -1},
 	"gh.issue.list": {argv: []string{"gh", "issue", "list", "--repo", "{}", "--state", "all", "--limit", "1000", "--json", "number,title,state"}, minArgs: 1, maxA: 1},
@@ -28,8 +28,8 @@ var Probes = map[string]probe{
 
 // ProbeNames lists the allow-list, sorted.
 func ProbeNames() []string {
-	out := make([]string, 0, len(Probes))
-	for n := range Probes {
+	out := make([]string, 0, len(probes))
+	for n := range probes {
 		out = append(out, n)
 	}
 	slices.Sort(out)
@@ -45,7 +45,7 @@ func (r *run) probe(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple
 	if err := starlark.UnpackArgs("ctx.probe", args, kwargs, "name", &name, "args?", &list); err != nil {
 		return nil, err
 	}
-	p, ok := Probes[name]
+	p, ok := probes[name]
 	if !ok {
 		return nil, fmt.Errorf("ctx.probe: %q is not an allow-listed probe (known: %s)", name, strings.Join(ProbeNames(), ", "))
 	}

@@ -37,10 +37,6 @@ import (
 // Name is the handler's invoke name.
 const Name = "host.starlark.run"
 
-// WithKeys are the with: keys the handler reads ("call" is the invoke id
-// the session adds).
-var WithKeys = []string{"script", "inputs"}
-
 // Limits.
 const (
 	// DefaultMaxSteps is the step limit of one call.
@@ -149,7 +145,7 @@ const (
 
 // fileOptions: no set, no while, no top-level control flow, no global
 // reassignment, no recursion.
-var fileOptions = syntax.FileOptions{}
+func fileOptions() *syntax.FileOptions { return &syntax.FileOptions{} }
 
 func predeclared() starlark.StringDict {
 	return starlark.StringDict{"json": starjson.Module, "math": starmath.Module}
@@ -230,7 +226,7 @@ func (h *Handler) program(real, name string, src []byte) (*starlark.Program, err
 		return c.(*compiled).prog, nil
 	}
 	pre := predeclared()
-	_, prog, err := starlark.SourceProgramOptions(&fileOptions, name, src, pre.Has)
+	_, prog, err := starlark.SourceProgramOptions(fileOptions(), name, src, pre.Has)
 	if err != nil {
 		return nil, err
 	}
@@ -349,7 +345,7 @@ func scriptError(err error) string {
 	return err.Error()
 }
 
-var heapSample = "/memory/classes/heap/objects:bytes"
+const heapSample = "/memory/classes/heap/objects:bytes"
 
 // heapBytes is the live Go heap (objects not yet swept included).
 func heapBytes() uint64 {

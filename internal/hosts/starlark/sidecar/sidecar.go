@@ -21,13 +21,13 @@ import (
 // Suffix is appended to a script's path to name its sidecar.
 const Suffix = ".yaml"
 
-// Types are the value types a sidecar may declare; "" means any.
-var Types = []string{"string", "int", "number", "bool", "object", "list", "any"}
+// types are the value types a sidecar may declare; "" means any.
+var types = []string{"string", "int", "number", "bool", "object", "list", "any"}
 
 // Field is one declared input or output.
 type Field struct {
 	Name     string
-	Type     string // one of Types, "" normalised to "any"
+	Type     string // a sidecar type; an empty one is normalised to "any"
 	Required bool   // inputs only
 	Line     int    // where the field is declared in the sidecar
 	Col      int
@@ -146,9 +146,9 @@ func fields(n *yaml.Node, file, block string, inputs bool) ([]Field, error) {
 			switch {
 			case fk.Value == "type":
 				t := fv.Value
-				if t != "" && !slices.Contains(Types, t) {
+				if t != "" && !slices.Contains(types, t) {
 					return nil, &Error{File: file, Line: fv.Line, Col: fv.Column, Path: path + ".type",
-						Msg: fmt.Sprintf("unknown type %q (want one of %s)", t, strings.Join(Types, ", "))}
+						Msg: fmt.Sprintf("unknown type %q (want one of %s)", t, strings.Join(types, ", "))}
 				}
 				f.Type = t
 			case fk.Value == "required" && inputs:

@@ -209,3 +209,18 @@ func TestStarlarkFlows(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 }
+
+// A cassette that cannot be used stops the run before it starts (exit 1).
+func TestRunHTTPCassetteErrors(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "none.http.yaml")
+	code, _, errs := runStarlark(t, "--intents", "forecast", "--http-cassette", missing)
+	if want := "--http-cassette: http cassette: open " + missing + ": no such file or directory"; code != exitFailure || !strings.Contains(errs, want) {
+		t.Errorf("missing cassette: exit %d, stderr %q, want 1 and %q", code, errs, want)
+	}
+	t.Setenv(httpRecordEnv, "sometimes")
+	code, _, errs = runStarlark(t, "--intents", "forecast", "--http-cassette", filepath.Join(starlarkDir, "cassettes", "oslo.http.yaml"))
+	if want := `--http-cassette: http cassette testdata/starlark/cassettes/oslo.http.yaml: record mode "sometimes" is not one of none, once, new_episodes, all ` +
+		`(KITSOKI_HTTP_CASSETTE_RECORD, when set, is one of none, once, new_episodes, all)`; code != exitFailure || !strings.Contains(errs, want) {
+		t.Errorf("bad mode: exit %d, stderr %q, want 1 and %q", code, errs, want)
+	}
+}

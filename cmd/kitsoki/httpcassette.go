@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/hosts/starlark"
 	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/secret"
 	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/testrunner"
 )
 
 // httpRecordEnv overrides an HTTP cassette's record mode.
@@ -25,10 +27,23 @@ type httpCassette struct {
 // KITSOKI_HTTP_CASSETTE_RECORD when set, else the file's record_mode;
 // with --record, a cassette whose mode is none (or that does not exist
 // yet) records new episodes. Without the flag a script has no network.
+// Under KITSOKI_CASSETTE_STRICT=1 only mode none is accepted.
 func openHTTPCassette(o *runOpts, st *story.Story, cfg *runtime.Config) (*httpCassette, error) {
 	if o.httpCassette == "" {
 		return nil, nil
 	}
+	h, err := loadHTTPCassette(o, st, cfg)
+	if err != nil {
+		return nil, err
+	}
+	// KITSOKI_CASSETTE_STRICT, as for host cassettes: CI never records.
+	if s := strings.TrimSpace(os.Getenv(testrunner.EnvStrict)); (s == "1" || strings.EqualFold(s, "true")) && h.c.Mode() != starlark.ModeNone {
+		return nil, fmt.Errorf("--http-cassette %s: %s=1 but the HTTP cassette's record mode is %q", o.httpCassette, testrunner.EnvStrict, h.c.Mode())
+	}
+	return h, nil
+}
+
+func loadHTTPCassette(o *runOpts, st *story.Story, cfg *runtime.Config) (*httpCassette, error) {
 	mode := os.Getenv(httpRecordEnv)
 	if mode == "" && o.record != "" {
 		c, err := starlark.LoadCassette(o.httpCassette, starlark.ModeNewEpisodes)

@@ -217,6 +217,15 @@ func TestRunHTTPCassetteErrors(t *testing.T) {
 	if want := "--http-cassette: http cassette: open " + missing + ": no such file or directory"; code != exitFailure || !strings.Contains(errs, want) {
 		t.Errorf("missing cassette: exit %d, stderr %q, want 1 and %q", code, errs, want)
 	}
+	t.Setenv("KITSOKI_CASSETTE_STRICT", "1")
+	code, _, errs = runStarlark(t, "--intents", "forecast", "--http-cassette", missing, "--record", filepath.Join(t.TempDir(), "r.yaml"))
+	if want := "--http-cassette " + missing + `: KITSOKI_CASSETTE_STRICT=1 but the HTTP cassette's record mode is "new_episodes"`; code != exitFailure || !strings.Contains(errs, want) {
+		t.Errorf("strict: exit %d, stderr %q, want 1 and %q", code, errs, want)
+	}
+	if code, out, errs := runStarlark(t, "--intents", "forecast", "--http-cassette", filepath.Join(starlarkDir, "cassettes", "oslo.http.yaml")); code != exitOK {
+		t.Errorf("strict replay: exit %d\n%s\n%s", code, out, errs)
+	}
+	t.Setenv("KITSOKI_CASSETTE_STRICT", "")
 	t.Setenv(httpRecordEnv, "sometimes")
 	code, _, errs = runStarlark(t, "--intents", "forecast", "--http-cassette", filepath.Join(starlarkDir, "cassettes", "oslo.http.yaml"))
 	if want := `--http-cassette: http cassette testdata/starlark/cassettes/oslo.http.yaml: record mode "sometimes" is not one of none, once, new_episodes, all ` +

@@ -157,7 +157,12 @@ func (h *Handler) Invoke(ctx context.Context, call *host.Call) (*host.Result, er
 	fail := func(kind, format string, a ...any) (*host.Result, error) {
 		return &host.Result{Err: &Error{Script: script, Kind: kind, Msg: fmt.Sprintf(format, a...)}}, nil
 	}
+	keys := make([]string, 0, len(call.Args))
 	for k := range call.Args {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
 		if k != "call" && k != "script" && k != "inputs" {
 			return fail(KindInput, "with.%s is not a key of %s (it takes script and inputs)", k, Name)
 		}

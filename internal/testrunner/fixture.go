@@ -28,10 +28,7 @@ type Fixture struct {
 	HostHandlers map[string]*Stub
 	HostCassette string // as written, relative to the fixture's directory
 	CassettePath string // resolved
-	// HTTPCassette is starlark_http_cassette: as written; HTTPCassettePath
-	// resolved. It serves host.starlark.run's HTTP, replay only.
-	HTTPCassette, HTTPCassettePath string
-	Turns                          []*TurnSpec
+	Turns        []*TurnSpec
 
 	ExpectTerminal         bool
 	ExpectNoErrors         bool
@@ -52,8 +49,13 @@ type Fixture struct {
 	// appAt and cassetteAt are where app: and host_cassette: are written,
 	// for the workspace check's messages; defaultApp is the command's
 	// story, whose workspace holds what the fixture names.
-	appAt, cassetteAt, httpCassetteAt yamlAt
-	defaultApp                        string
+	appAt, cassetteAt yamlAt
+	defaultApp        string
+
+	// HTTPCassette is starlark_http_cassette: as written; HTTPCassettePath
+	// resolved. It serves host.starlark.run's HTTP, replay only.
+	HTTPCassette, HTTPCassettePath string
+	httpCassetteAt                 yamlAt
 }
 
 // Stub is a host_handlers entry: a canned answer, optionally per call id

@@ -21,6 +21,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/hosts/artifacts"
 	"github.com/kitsoki/kitsoki/internal/hosts/hostplugin"
 	hostrun "github.com/kitsoki/kitsoki/internal/hosts/run"
+	"github.com/kitsoki/kitsoki/internal/hosts/starlark"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/plugintools"
 	"github.com/kitsoki/kitsoki/internal/routes"
@@ -76,6 +77,8 @@ type Config struct {
 	// host (pkg/kitsoki's WithHandler). A Recorder records them as it
 	// records every live handler.
 	Handlers map[string]host.Handler
+	// Starlark configures host.starlark.run (its HTTP cassette, limits).
+	Starlark starlark.Options
 }
 
 // Trace selects a run's trace sink: a new JSONL file (Path), a sink the
@@ -371,6 +374,11 @@ func (rt *Runtime) newHost(cfg Config, builtin agent.Agent, routeMap map[*story.
 	h := host.New(st, rt.reg, rt.sink, opts...)
 	hostrun.Register(h, hostrun.Config{Workspace: st.Workspace, Clock: cfg.Clock, Logger: cfg.Logger})
 	artifacts.Register(h, st.Workspace)
+	so := cfg.Starlark
+	if so.Logger == nil {
+		so.Logger = cfg.Logger
+	}
+	starlark.Register(h, st, so)
 	return h
 }
 

@@ -51,6 +51,11 @@ type Fixture struct {
 	// story, whose workspace holds what the fixture names.
 	appAt, cassetteAt yamlAt
 	defaultApp        string
+
+	// HTTPCassette is starlark_http_cassette: as written; HTTPCassettePath
+	// resolved. It serves host.starlark.run's HTTP, replay only.
+	HTTPCassette, HTTPCassettePath string
+	httpCassetteAt                 yamlAt
 }
 
 // Stub is a host_handlers entry: a canned answer, optionally per call id
@@ -128,7 +133,7 @@ type HostCallExpect struct {
 var (
 	fixtureKeys = []string{"test_kind", "description", "app", "initial_state", "initial_world", "host_handlers", "host_cassette", "turns",
 		"expect_terminal", "expect_no_errors", "expect_world_final", "expect_no_host_calls", "strict_cassette_coverage",
-		"expect_events_count_atleast", "expect_events_count_atmost",
+		"expect_events_count_atleast", "expect_events_count_atmost", "starlark_http_cassette",
 		// [later]: parsed and ignored
 		"recording", "mode", "host_bindings", "use_orchestrator", "starlark_*", "expect_files",
 		"advance_clock", "expect_inbox", "expect_jobs"}
@@ -221,6 +226,16 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 		fx.CassettePath = filepath.FromSlash(fx.HostCassette)
 		if !filepath.IsAbs(fx.CassettePath) {
 			fx.CassettePath = filepath.Join(dir, fx.CassettePath)
+		}
+	}
+	if fx.HTTPCassette, err = str(m, "starlark_http_cassette", "fixture"); err != nil {
+		return nil, err
+	}
+	if fx.HTTPCassette != "" {
+		fx.httpCassetteAt = at(m["starlark_http_cassette"])
+		fx.HTTPCassettePath = filepath.FromSlash(fx.HTTPCassette)
+		if !filepath.IsAbs(fx.HTTPCassettePath) {
+			fx.HTTPCassettePath = filepath.Join(dir, fx.HTTPCassettePath)
 		}
 	}
 	if hn, ok := m["host_handlers"]; ok && hn.Tag != "!!null" {

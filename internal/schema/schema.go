@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -30,8 +31,9 @@ import (
 // jcMu guards it, and only it, so reading and parsing schema files, and the
 // cache, stay concurrent.
 type Compiler struct {
-	dir  string // absolute
-	root *os.Root
+	dir  string   // absolute
+	root *os.Root // nil for NewCompilerFS
+	fsys fs.FS    // where schema files are read: root's, or NewCompilerFS's
 
 	mu    sync.Mutex // guards cache
 	cache map[string]*Schema
@@ -50,17 +52,34 @@ func NewCompiler(dir string) (*Compiler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schema root %q: %w", dir, err)
 	}
-	c := &Compiler{dir: abs, root: root, cache: map[string]*Schema{}, jc: jsonschema.NewCompiler()}
+	return openCompiler(abs, root, root.FS()), nil
+}
+
+// NewCompilerFS returns a compiler that reads schema files from fsys, which
+// holds the contents of the directory dir: dir names the schemas in
+// messages and is what file $refs resolve against. Nothing is opened;
+// Close does nothing.
+func NewCompilerFS(fsys fs.FS, dir string) *Compiler {
+	return openCompiler(filepath.Clean(dir), nil, fsys)
+}
+
+func openCompiler(dir string, root *os.Root, fsys fs.FS) *Compiler {
+	c := &Compiler{dir: dir, root: root, fsys: fsys, cache: map[string]*Schema{}, jc: jsonschema.NewCompiler()}
 	c.jc.DefaultDraft(jsonschema.Draft2020)
 	c.jc.UseLoader(&rootedLoader{c: c})
-	return c, nil
+	return c
 }
 
 // Dir returns the absolute directory schemas are rooted in.
 func (c *Compiler) Dir() string { return c.dir }
 
 // Close releases the directory handle.
-func (c *Compiler) Close() error { return c.root.Close() }
+func (c *Compiler) Close() error {
+	if c.root == nil {
+		return nil
+	}
+	return c.root.Close()
+}
 
 // Schema is a compiled schema.
 type Schema struct {
@@ -83,7 +102,7 @@ func (c *Compiler) Compile(path string) (*Schema, error) {
 	if ok {
 		return s, nil
 	}
-	raw, err := c.root.ReadFile(rel)
+	raw, err := fs.ReadFile(c.fsys, rel)
 	if err != nil {
 		return nil, fmt.Errorf("schema %q: %w", path, unwrapPathError(err))
 	}
@@ -223,8 +242,9 @@ func walk(v any, fn func(map[string]any)) {
 	}
 }
 
-// rootedLoader loads referenced schema files through the compiler's os.Root,
-// which also refuses symlinks that point outside the directory.
+// rootedLoader loads referenced schema files through the compiler's file
+// system (its os.Root's, which also refuses symlinks that point outside the
+// directory).
 type rootedLoader struct{ c *Compiler }
 
 func (l *rootedLoader) Load(u string) (any, error) {
@@ -237,7 +257,7 @@ func (l *rootedLoader) Load(u string) (any, error) {
 	if err != nil || escapes(rel) {
 		return nil, &refError{u, "a schema", "leaves the story directory"}
 	}
-	raw, err := l.c.root.ReadFile(rel)
+	raw, err := fs.ReadFile(l.c.fsys, filepath.ToSlash(rel))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", filepath.ToSlash(rel), unwrapPathError(err))
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -103,7 +102,7 @@ func (l *loader) manifest(f *file, mf entry, path string, d *agent.Declaration) 
 		abs = filepath.Join(filepath.Dir(bin), abs)
 	}
 	abs = filepath.Clean(abs)
-	if _, err := os.Stat(abs); err != nil {
+	if _, err := l.files.Stat(abs); err != nil {
 		l.errAt(f, mf.val, p, "cannot read manifest %s: %v", l.relPath(abs), unwrapPathErr(err))
 		return nil, nil, "", false
 	}

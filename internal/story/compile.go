@@ -3,7 +3,6 @@ package story
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -345,9 +344,9 @@ func (l *loader) loadPrompt(f *file, n *yaml.Node, path string, mustBeFile bool)
 	l.promptSeen[raw] = true
 	store := func(t *expr.Text) { l.st.Prompts[raw] = t }
 	abs := l.resolve(raw)
-	st, statErr := os.Stat(abs)
+	st, statErr := l.files.Stat(abs)
 	if statErr == nil && st.Mode().IsRegular() {
-		b, err := os.ReadFile(abs)
+		b, err := l.files.ReadFile(abs)
 		if err != nil {
 			l.errAt(f, n, path, "cannot read prompt file %q: %v", raw, unwrapPathErr(err))
 			return

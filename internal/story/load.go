@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -23,12 +24,24 @@ type Option func(*options)
 
 type options struct {
 	lookupEnv func(string) (string, bool)
+	fsys      fs.FS  // WithFS: read from it instead of the OS
+	fsDir     string // where fsys is mounted
 }
 
 // WithLookupEnv sets the function used to resolve ${VAR} references in
 // agent_plugins env: and headers: values (default os.LookupEnv).
 func WithLookupEnv(f func(string) (string, bool)) Option {
 	return func(o *options) { o.lookupEnv = f }
+}
+
+// WithFS makes Load read the story from fsys instead of the operating
+// system: fsys holds the contents of the directory dir, and every path
+// outside dir does not exist. The path given to Load (and every path in the
+// story) is still an OS path, resolved as usual; it must lie under dir.
+// Nothing is opened or written, so tests and fuzz targets can load stories
+// built in memory (a fstest.MapFS) without touching the disk.
+func WithFS(fsys fs.FS, dir string) Option {
+	return func(o *options) { o.fsys, o.fsDir = fsys, dir }
 }
 
 // Load reads the story whose root file is path, with its includes, checks
@@ -42,9 +55,18 @@ func Load(path string, opts ...Option) (*Story, error) {
 	if o.lookupEnv == nil {
 		o.lookupEnv = os.LookupEnv
 	}
+	var rd files = osFiles{}
+	if o.fsys != nil {
+		mount, err := filepath.Abs(o.fsDir)
+		if err != nil {
+			return nil, &LoadError{Diagnostics: []Diagnostic{{Pos: Pos{File: filepath.Base(path)},
+				Message: fmt.Sprintf("cannot read story file: %v", err)}}}
+		}
+		rd = mountedFiles{fsys: o.fsys, dir: mount}
+	}
 	abs, err := filepath.Abs(path)
 	if err == nil {
-		_, err = os.Stat(abs)
+		_, err = rd.Stat(abs)
 	}
 	if err != nil {
 		return nil, &LoadError{Diagnostics: []Diagnostic{{Pos: Pos{File: filepath.Base(path)},
@@ -53,6 +75,7 @@ func Load(path string, opts ...Option) (*Story, error) {
 	dir := filepath.Dir(abs)
 	l := &loader{
 		opts:       o,
+		files:      rd,
 		dir:        dir,
 		fileOrder:  map[string]int{},
 		loaded:     map[string]bool{},
@@ -72,7 +95,16 @@ func Load(path string, opts ...Option) (*Story, error) {
 			Prompts:   map[string]*expr.Text{},
 		},
 	}
-	sc, err := schema.NewCompiler(dir)
+	var sc *schema.Compiler
+	if m, ok := rd.(mountedFiles); ok {
+		sub, _ := m.name(dir) // dir holds the root file, so it is under the mount point
+		var sfs fs.FS
+		if sfs, err = fs.Sub(m.fsys, sub); err == nil {
+			sc = schema.NewCompilerFS(sfs, dir)
+		}
+	} else {
+		sc, err = schema.NewCompiler(dir)
+	}
 	if err != nil {
 		return nil, &LoadError{Diagnostics: []Diagnostic{{Pos: Pos{File: filepath.Base(abs)}, Message: err.Error()}}}
 	}
@@ -99,6 +131,7 @@ func (s *Story) Close() error {
 // loader holds the state of one Load call.
 type loader struct {
 	opts  options
+	files files // where story files are read
 	dir   string
 	st    *Story
 	diags []Diagnostic
@@ -183,7 +216,7 @@ func (l *loader) newFile(abs string) *file {
 	if err != nil {
 		rel = abs
 	}
-	f := &file{rel: filepath.ToSlash(rel), abs: abs}
+	f := &file{rel: filepath.ToSlash(rel), abs: abs, files: l.files}
 	l.loaded[abs] = true
 	if _, ok := l.fileOrder[f.rel]; !ok {
 		l.fileOrder[f.rel] = len(l.fileOrder)
@@ -197,7 +230,7 @@ var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // empty file or on error) and the problems found. It touches nothing but f,
 // so files can be parsed concurrently.
 func parseFile(f *file) (*yaml.Node, []Diagnostic) {
-	data, err := os.ReadFile(f.abs)
+	data, err := f.files.ReadFile(f.abs)
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {
@@ -222,7 +255,14 @@ func parseFile(f *file) (*yaml.Node, []Diagnostic) {
 	} else if !errors.Is(err, io.EOF) {
 		diags = append(diags, yamlDiag(f, err))
 	}
-	return deref(&doc), diags
+	root := deref(&doc)
+	if isNull(root) {
+		// A document holding nothing ("---" alone, or a bare null) is an
+		// empty file. (YAML places the null of "---" on the line after it,
+		// which the file may not have.)
+		return nil, diags
+	}
+	return root, diags
 }
 
 // parseJob is parse as a job for the workers.
@@ -364,14 +404,14 @@ func (l *loader) loadInclude(f *file, e entry) {
 		if !filepath.IsAbs(pattern) {
 			pattern = filepath.Join(l.dir, pattern)
 		}
-		matches, err := filepath.Glob(pattern)
+		matches, err := l.files.Glob(pattern)
 		if err != nil {
 			l.errAt(f, nodes[i], path, "bad include pattern %q: %v", g, err)
 			continue
 		}
 		var files []string
 		for _, m := range matches {
-			if st, err := os.Stat(m); err == nil && st.Mode().IsRegular() {
+			if st, err := l.files.Stat(m); err == nil && st.Mode().IsRegular() {
 				files = append(files, m)
 			}
 		}

@@ -113,7 +113,7 @@ func (l *loader) loadAgents(f *file, e entry) {
 				l.errAt(f, spp.val, joinPath(path, "system_prompt_path"), "must name a file")
 				break
 			}
-			b, err := os.ReadFile(l.resolve(rel))
+			b, err := l.files.ReadFile(l.resolve(rel))
 			if err != nil {
 				l.errAt(f, spp.val, joinPath(path, "system_prompt_path"), "cannot read system prompt file %q: %v", rel, unwrapPathErr(err))
 				break

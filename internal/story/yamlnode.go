@@ -16,6 +16,8 @@ type file struct {
 	abs  string
 	data []byte // the file's content
 
+	files files // where it is read from
+
 	linesOnce sync.Once
 	lines     []string // data split into lines on first use, by line
 

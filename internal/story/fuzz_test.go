@@ -35,7 +35,7 @@ func FuzzLoad(f *testing.F) {
 		lines := map[string]int{}
 		for _, sf := range files {
 			fsys[sf.name] = &fstest.MapFile{Data: sf.data, Mode: 0o644}
-			lines[sf.name] = bytes.Count(sf.data, []byte("\n")) + 1
+			lines[sf.name] = yamlLines(sf.data)
 		}
 		load := func() ([]Diagnostic, []Diagnostic) {
 			st, err := Load(filepath.Join(mount, "app.yaml"), WithFS(fsys, mount), noEnv)
@@ -78,6 +78,26 @@ func FuzzLoad(f *testing.F) {
 			t.Fatalf("a second load reports other warnings (-first +second):\n%s", diff)
 		}
 	})
+}
+
+// yamlLines counts the lines of data as YAML does: CR LF, CR, LF, NEL,
+// LS and PS each end a line.
+func yamlLines(data []byte) int {
+	n := 1
+	for i := 0; i < len(data); i++ {
+		switch {
+		case data[i] == '\r':
+			if i+1 < len(data) && data[i+1] == '\n' {
+				i++
+			}
+			n++
+		case data[i] == '\n':
+			n++
+		case bytes.HasPrefix(data[i:], []byte("\u0085")), bytes.HasPrefix(data[i:], []byte("\u2028")), bytes.HasPrefix(data[i:], []byte("\u2029")):
+			n++
+		}
+	}
+	return n
 }
 
 type storyFile struct {

@@ -3,6 +3,7 @@ package trace
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,4 +70,30 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("writing the rewritten events again gives other bytes:\n%s\n%s", out, out2)
 		}
 	})
+}
+
+// TestReadFuzzFindings pins the messages of lines FuzzRead found worded
+// differently by ReadAll and the position scan (each is also a seed under
+// testdata/fuzz/FuzzRead).
+func TestReadFuzzFindings(t *testing.T) {
+	const header = `{"kind":"session.header","schema_version":1,"written_at":"2026-01-01T00:00:00Z"}` + "\n"
+	tests := []struct{ name, line, want string }{
+		// ReadAll said "unexpected EOF".
+		{"truncated object", `{"turn":0,"seq":1,"kind":"` + "\n",
+			"trace corrupted: line 2: unexpected end of JSON input"},
+		// ReadAll said "invalid character '}' looking for beginning of value".
+		{"bytes after the object", `{"turn":0,"seq":0,"kind":"x","payload":{}}}` + "\n",
+			"trace corrupted: line 2: invalid character '}' after top-level value"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := ReadAll(strings.NewReader(header + tc.line))
+			_, perr := scanPosition(strings.NewReader(header + tc.line))
+			for _, e := range []error{err, perr} {
+				if e == nil || e.Error() != tc.want {
+					t.Errorf("error %v, want %q", e, tc.want)
+				}
+			}
+		})
+	}
 }

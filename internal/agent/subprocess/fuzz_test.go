@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"sync"
 	"testing"
 
 	"github.com/sourcegraph/jsonrpc2"
@@ -27,7 +29,8 @@ func FuzzStream(f *testing.F) {
 
 		// The agent's framing.
 		p := &process{}
-		s := newStream(plugin.NewLineStream(bytes.NewReader(in), &bytes.Buffer{}, nil), p)
+		stdout, stdin := gatedPipe(in)
+		s := newStream(plugin.NewLineStream(stdout, stdin, nil), p)
 		conn := jsonrpc2.NewConn(ctx, s, jsonrpc2.HandlerWithError(refuseIncoming(p)),
 			jsonrpc2.OnSend(s.onSend), jsonrpc2.SetLogger(quiet{}))
 		s.stage(1, params)
@@ -47,7 +50,8 @@ func FuzzStream(f *testing.F) {
 		<-conn.DisconnectNotify()
 
 		// Plain framing: jsonrpc2 decodes the response itself.
-		ps := plugin.NewLineStream(bytes.NewReader(in), &bytes.Buffer{}, nil)
+		pout, pin := gatedPipe(in)
+		ps := plugin.NewLineStream(pout, pin, nil)
 		pp := &process{}
 		pconn := jsonrpc2.NewConn(ctx, ps, jsonrpc2.HandlerWithError(refuseIncoming(pp)), jsonrpc2.SetLogger(quiet{}))
 		pw, err := pconn.DispatchCall(ctx, plugin.MethodAsk, json.RawMessage(params), jsonrpc2.PickID(jsonrpc2.ID{Num: 1}))
@@ -89,6 +93,30 @@ func FuzzStream(f *testing.F) {
 			}
 		}
 	})
+}
+
+// gatedPipe is a plugin's stdout holding in and its stdin: stdout has
+// nothing to read until the first request is written to stdin, as a
+// plugin cannot answer before it was asked.
+func gatedPipe(in []byte) (io.Reader, io.Writer) {
+	g := &gate{open: make(chan struct{}), r: bytes.NewReader(in)}
+	return g, g
+}
+
+type gate struct {
+	once sync.Once
+	open chan struct{}
+	r    *bytes.Reader
+}
+
+func (g *gate) Read(p []byte) (int, error) {
+	<-g.open
+	return g.r.Read(p)
+}
+
+func (g *gate) Write(p []byte) (int, error) {
+	g.once.Do(func() { close(g.open) })
+	return len(p), nil
 }
 
 type outcome struct {

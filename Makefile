@@ -2,6 +2,9 @@
 # `make test` is what CI runs.
 GO ?= go
 BIN := bin/kitsoki
+# The version `kitsoki --version` and the MCP server report (internal/version).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/kitsoki/kitsoki/internal/version.stamped=$(VERSION)
 
 .PHONY: all build demo test vet bench bench-targets evals clean fetch-llama-server fetch-models test-llama-real
 
@@ -10,7 +13,7 @@ all: build
 # kitsoki and the example plugins the plugin stories use (bin/echo-go,
 # bin/echo-mcp).
 build:
-	$(GO) build -o $(BIN) ./cmd/kitsoki
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/kitsoki
 	$(GO) build -o bin/echo-go ./examples/plugins/echo-go
 	$(GO) build -o bin/echo-mcp ./examples/plugins/echo-mcp
 
@@ -52,7 +55,7 @@ bench-targets:
 	$(GO) test -run '^$$' -bench 'BenchmarkLocalLLMAsk' -benchmem -count 5 ./internal/agent/localllm
 	$(GO) test -run '^$$' -bench 'BenchmarkSubprocessAsk' -benchmem -count 5 ./internal/agent/subprocess
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./internal/agent/mcphttp
-	$(GO) test -run '^$$' -bench 'BenchmarkProfileAssembly' -benchmem -count 5 ./internal/mcp
+	$(GO) test -run '^$$' -bench 'BenchmarkProfileAssembly' -benchmem -count 5 ./internal/toolserver
 	$(GO) test -run '^$$' -bench 'BenchmarkPluginToolCall' -benchmem -count 5 ./internal/plugintools
 	$(GO) test -run '^$$' -bench 'BenchmarkTestFlows1000Turns' -benchmem -count 3 ./cmd/kitsoki
 

@@ -24,7 +24,7 @@ FuzzFloat ./internal/trace
 FuzzStream ./internal/agent/subprocess
 FuzzCassette ./internal/testrunner
 FuzzFlowFixture ./internal/testrunner
-FuzzHTTP ./internal/mcp
+FuzzHTTP ./internal/toolserver
 FuzzServeConn ./pkg/plugin
 "
 

@@ -4,61 +4,76 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/testrunner"
 )
 
 // agentSetup wires `kitsoki run --cassette FILE` (replay a cassette in
 // place of the declared agents) and `--record FILE` (run the real agents
-// and write every exchange as a cassette).
+// and write every exchange as a cassette) into the run's runtime.
 type agentSetup struct {
 	cassette *testrunner.Cassette
-	builtin  agent.Agent
 	recorder *testrunner.Recorder
 	record   string
-	st       *story.Story
-	reg      *agent.Registry
 }
 
-// setupAgents prepares the replay or the recording; call it once the
-// registry holds the story's agents.
-func setupAgents(o *runOpts, st *story.Story, reg *agent.Registry) (*agentSetup, error) {
-	s := &agentSetup{st: st, reg: reg, record: o.record}
+// setupAgents loads the cassette to replay or prepares the recording.
+func setupAgents(o *runOpts, st *story.Story) (*agentSetup, error) {
+	s := &agentSetup{record: o.record}
 	switch {
 	case o.cassette != "" && o.record != "":
 		return nil, fmt.Errorf("--cassette and --record cannot be combined (to add missing episodes to a cassette, set record_mode: new_episodes or %s=new_episodes)", testrunner.EnvRecord)
+	case o.cassetteStrict && o.cassette == "":
+		return nil, fmt.Errorf("--cassette-strict applies to a replay: give --cassette FILE too")
 	case o.cassette != "":
-		c, err := testrunner.LoadCassette(o.cassette)
+		c, err := testrunner.LoadCassette(o.cassette, testrunner.WithSecrets(st.Secrets), testrunner.WithStrictRequests(o.cassetteStrict))
 		if err != nil {
 			return nil, err
 		}
 		s.cassette = c
-		s.builtin = c.ReplayAgents(st, reg, nil)
 	case o.record != "":
-		s.recorder = testrunner.NewRecorder(st.App.ID, st.App.Version)
+		s.recorder = testrunner.NewRecorder(st.App.ID, st.App.Version, testrunner.WithSecrets(st.Secrets))
 	}
 	return s, nil
 }
 
-// hostOptions are the host.New options the setup needs.
-func (s *agentSetup) hostOptions() []host.Option {
-	if s.builtin != nil {
-		return []host.Option{host.WithBuiltin(s.builtin)}
+// configure puts the replay or the recording in the runtime's config.
+func (s *agentSetup) configure(cfg *runtime.Config) {
+	if s.cassette != nil {
+		cfg.Cassette = s.cassette
 	}
-	return nil
+	if s.recorder != nil {
+		cfg.Recorder = s.recorder
+	}
 }
 
-// install puts the cassette's host handlers, or the recorder's wrappers,
-// on the host.
-func (s *agentSetup) install(h *host.Host, sink host.Sink) {
-	switch {
-	case s.cassette != nil:
-		s.cassette.ReplayHandlers(h, sink, s.st.App.ID)
-	case s.recorder != nil:
-		s.recorder.Install(s.st, s.reg, h)
+// replayCheck prints, after a turn, the cassette's warnings (an episode
+// answered a request other than the one it was recorded for) and its
+// misses, and reports whether a call missed. It does nothing without
+// --cassette.
+func (s *agentSetup) replayCheck(w io.Writer) bool {
+	if s.cassette == nil {
+		return false
 	}
+	for _, warn := range s.cassette.TakeWarnings() {
+		fmt.Fprintf(w, "warning: %s\n", warn)
+	}
+	misses := s.cassette.TakeMisses()
+	for _, m := range misses {
+		fmt.Fprintf(w, "kitsoki: --cassette %s: %s\n", s.cassette.Path, m)
+	}
+	return len(misses) > 0
+}
+
+// afterReplay applies the replay's verdict to a turn's report: a cassette
+// miss stops the run with exitAgent, even when on_error handled the failed
+// call (a replay that left the recording is not the run it claims to be).
+func (r *runner) afterReplay(code int, stop bool) (int, bool) {
+	if r.replay != nil && r.replay(r.errw) && code == exitOK {
+		return exitAgent, true
+	}
+	return code, stop
 }
 
 // finish writes the recording and reports a failure to append recorded

@@ -94,8 +94,8 @@ func TestGivenTitleIsNotAgentOwned(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rt.sess.Title() != tc.title || rt.sess.TitleOwned() != tc.owned {
-			t.Errorf("title %q: got %q, agent-owned %v", tc.title, rt.sess.Title(), rt.sess.TitleOwned())
+		if rt.Session().Title() != tc.title || rt.Session().TitleOwned() != tc.owned {
+			t.Errorf("title %q: got %q, agent-owned %v", tc.title, rt.Session().Title(), rt.Session().TitleOwned())
 		}
 		rt.Close()
 	}

@@ -15,12 +15,19 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/eval"
 	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/routes"
+	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/spf13/cobra"
 )
 
 // errEvalInvalid is the failure of a dataset with validation errors.
 var errEvalInvalid = errors.New("eval validation failed")
+
+// exitEvalNoPass is the exit code of a live eval run (or a replay) in
+// which no candidate passed the adherence bar: the report is written, but
+// there is nothing to pin, and a CI step must not pass.
+const exitEvalNoPass = 7
 
 func newEvalCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
@@ -31,11 +38,12 @@ against a dataset of examples (<story>/evals/*.yaml, kind: agent_eval), and
 write reports under <story>/evals/reports/<call>/ that an invoke's
 selection: pin cites as evidence. See docs/evals.md.`,
 	}
-	cmd.AddCommand(newEvalListCmd(), newEvalShowCmd(), newEvalRunCmd(g))
+	cmd.PersistentFlags().StringVar(&g.workspace, "workspace", "", workspaceUsage)
+	cmd.AddCommand(newEvalListCmd(g), newEvalShowCmd(g), newEvalRunCmd(g))
 	return cmd
 }
 
-func newEvalListCmd() *cobra.Command {
+func newEvalListCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "list <story-dir|eval.yaml>",
@@ -58,7 +66,7 @@ comparator, pin (profile/model) and path, separated by tabs.`,
 			}
 			rows := []row{}
 			for _, p := range paths {
-				c, err := eval.Check(p)
+				c, err := eval.Check(p, eval.WithWorkspace(g.workspace))
 				if err != nil {
 					return exitWith(exitFailure, err)
 				}
@@ -99,7 +107,7 @@ func datasetPaths(arg string) ([]string, error) {
 	return paths, nil
 }
 
-func newEvalShowCmd() *cobra.Command {
+func newEvalShowCmd(g *globals) *cobra.Command {
 	var asJSON, md bool
 	cmd := &cobra.Command{
 		Use:   "show <eval.yaml|report.json>",
@@ -110,7 +118,7 @@ func newEvalShowCmd() *cobra.Command {
 			if strings.HasSuffix(args[0], ".json") {
 				return showReport(out, args[0], asJSON, md)
 			}
-			return showDataset(out, args[0], asJSON)
+			return showDataset(out, args[0], asJSON, g.workspace)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -153,8 +161,8 @@ func candidateLine(c *eval.Candidate) string {
 		c.Profile, c.Model, c.Effort, verdict, c.ComparatorPassRate, c.AvgCostUSD, c.P95LatencyMS)
 }
 
-func showDataset(out io.Writer, path string, asJSON bool) error {
-	c, err := eval.Check(path)
+func showDataset(out io.Writer, path string, asJSON bool, ws string) error {
+	c, err := eval.Check(path, eval.WithWorkspace(ws))
 	if err != nil {
 		return exitWith(exitFailure, err)
 	}
@@ -240,6 +248,11 @@ written to <dataset dir>/reports/<call>/<timestamp>.json and latest.json.
 eval is reproducible in CI); --record FILE keeps the live answers as such a
 cassette. Both imply --live.
 
+Exit codes: 0 the dataset is valid (and, for a live run or a replay, a
+candidate passed the bar); 1 the dataset is invalid or the run failed;
+2 usage error; 7 a live run or replay in which no candidate passed the
+adherence bar (the report is still written).
+
 Progress goes to stderr: a bar on a terminal, one line per call otherwise.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -260,13 +273,17 @@ Progress goes to stderr: a bar on a terminal, one line per call otherwise.`,
 	return cmd
 }
 
-func runEval(cmd *cobra.Command, g *globals, o *evalRunOpts, path string) error {
+func runEval(cmd *cobra.Command, g *globals, o *evalRunOpts, path string) (err error) {
 	out, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	c, err := eval.Check(path)
+	c, err := eval.Check(path, eval.WithWorkspace(g.workspace))
 	if err != nil {
 		return exitWith(exitFailure, err)
 	}
 	defer c.Close()
+	if c.Story != nil { // what the run prints, logs and errors included, is masked
+		out, stderr = redacting(out, c.Story.Secrets), redacting(stderr, c.Story.Secrets)
+		defer func() { err = maskedExit(c.Story.Secrets, err) }()
+	}
 	// Warnings go to stderr: run's stdout is the ERROR lines on failure
 	// and the OK lines (or the report) on success (eval-format.md §7).
 	for _, w := range c.Warnings {
@@ -304,9 +321,9 @@ func runEval(cmd *cobra.Command, g *globals, o *evalRunOpts, path string) error 
 		}
 		ro.Replay = rp
 	} else {
-		reg := newRegistry(c.Story, logger)
+		reg := runtime.LiveRegistry(c.Story, logger)
 		defer reg.Close()
-		builtin := newBuiltin(c.Story, logger)
+		builtin := runtime.LiveBuiltin(c.Story, logger)
 		defer builtin.Close()
 		ro.Registry, ro.Builtin = reg, builtin
 		if o.record != "" {
@@ -340,25 +357,39 @@ func runEval(cmd *cobra.Command, g *globals, o *evalRunOpts, path string) error 
 		if err != nil {
 			return exitWith(exitFailure, err)
 		}
-		_, err = out.Write(b)
+		if _, err := out.Write(b); err != nil {
+			return exitWith(exitFailure, err)
+		}
 		fmt.Fprintf(stderr, "report: %s\n", written)
-		return err
 	case o.md:
 		io.WriteString(out, eval.Markdown(r))
 		fmt.Fprintf(stderr, "report: %s\n", written)
-		return nil
+	default:
+		fmt.Fprintf(out, "eval %s: call %s (%s), %s run, status %s\n", r.Eval, r.Call, c.Site.Handler, r.Run.Mode, eval.Status(r, c.CurrentHashes()))
+		for _, cand := range r.Candidates {
+			fmt.Fprintln(out, candidateLine(&cand))
+		}
+		if d := r.Decision; d != nil && d.SelectedProfile != "" {
+			fmt.Fprintf(out, "decision: %s -> %s/%s effort=%s\n", d.Strategy, d.SelectedProfile, d.SelectedModel, d.SelectedEffort)
+		} else {
+			fmt.Fprintf(out, "decision: %s -> none (no candidate passed the adherence bar)\n", r.Decision.Strategy)
+		}
+		fmt.Fprintf(out, "report: %s\n", written)
 	}
-	fmt.Fprintf(out, "eval %s: call %s (%s), %s run, status %s\n", r.Eval, r.Call, c.Site.Handler, r.Run.Mode, eval.Status(r, c.CurrentHashes()))
-	for _, cand := range r.Candidates {
-		fmt.Fprintln(out, candidateLine(&cand))
+	if !anyPassed(r) {
+		return exitWith(exitEvalNoPass, fmt.Errorf("kitsoki eval run: no candidate of %d passed the adherence bar of call %s (report %s)", len(r.Candidates), r.Call, written))
 	}
-	if d := r.Decision; d != nil && d.SelectedProfile != "" {
-		fmt.Fprintf(out, "decision: %s -> %s/%s effort=%s\n", d.Strategy, d.SelectedProfile, d.SelectedModel, d.SelectedEffort)
-	} else {
-		fmt.Fprintf(out, "decision: %s -> none (no candidate passed the adherence bar)\n", r.Decision.Strategy)
-	}
-	fmt.Fprintf(out, "report: %s\n", written)
 	return nil
+}
+
+// anyPassed reports whether a candidate of the run passed the bar.
+func anyPassed(r *eval.Report) bool {
+	for i := range r.Candidates {
+		if r.Candidates[i].Pass {
+			return true
+		}
+	}
+	return false
 }
 
 // stderrFile is the command's stderr as a file, for the terminal check.
@@ -373,7 +404,7 @@ func stderrFile(cmd *cobra.Command) io.Reader {
 // that are not honoured are printed as warnings, or with strict returned
 // as a load error.
 func applyPins(st *story.Story, stderr io.Writer, strict bool) (map[*story.Invoke]*host.Route, error) {
-	pins := eval.ResolvePins(st)
+	pins := routes.Resolve(st)
 	if strict {
 		if err := pins.Err(); err != nil {
 			return nil, err

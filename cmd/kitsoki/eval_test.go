@@ -276,3 +276,43 @@ func TestStrictPins(t *testing.T) {
 		t.Errorf("run --strict-pins: exit %d\n%s", code, errs)
 	}
 }
+
+// A live run (or replay) in which no candidate passes the bar still writes
+// its report, then exits 7 so a CI step does not pass on it.
+func TestEvalRunLiveNoCandidatePasses(t *testing.T) {
+	dir := copyHello(t)
+	ds := filepath.Join(dir, "evals", "compose.yaml")
+	b, err := os.ReadFile(ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One example in five now expects the other register: a pass rate of
+	// 0.80 against a bar of 0.95.
+	s := strings.Replace(string(b), `expect: {text: "Hey Ada, good to see you!", tone: casual`, `expect: {text: "Hey Ada, good to see you!", tone: formal`, 1)
+	if s == string(b) {
+		t.Fatal("hello's compose.yaml changed shape; update the test")
+	}
+	if err := os.WriteFile(ds, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range [][]string{{"--cassette", helloCassette}, {"--live"}, {"--live", "--json"}, {"--live", "--md"}} {
+		t.Run(strings.Join(mode, " "), func(t *testing.T) {
+			reports := t.TempDir()
+			args := append([]string{"eval", "run", ds, "--report-dir", reports}, mode...)
+			code, out, errs := runCLI(t, "", args...)
+			if code != exitEvalNoPass {
+				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitEvalNoPass, out, errs)
+			}
+			wantErr := "kitsoki eval run: no candidate of 1 passed the adherence bar of call compose (report " + filepath.Join(reports, "")
+			if !strings.Contains(errs, wantErr) {
+				t.Errorf("stderr lacks %q:\n%s", wantErr, errs)
+			}
+			if plain := mode[len(mode)-1] != "--json" && mode[len(mode)-1] != "--md"; plain && !strings.Contains(out, "decision: cheapest_passing -> none (no candidate passed the adherence bar)") {
+				t.Errorf("stdout:\n%s", out)
+			}
+			if _, err := os.Stat(filepath.Join(reports, "latest.json")); err != nil {
+				t.Errorf("the report was not written: %v", err)
+			}
+		})
+	}
+}

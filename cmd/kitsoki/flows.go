@@ -34,6 +34,7 @@ type flowsOpts struct {
 	failFast bool
 	verbose  bool
 	traceOut string
+	strict   bool
 }
 
 func newFlowsCmd(g *globals) *cobra.Command {
@@ -52,17 +53,20 @@ exists, else ./flows/*.yaml, else <app path without extension>-flows/*.yaml;
 Exit codes:
   0  every flow passed
   1  a flow failed
-  2  setup error (the story, a fixture or a cassette did not load)`,
+  2  setup error (the story, a fixture or a cassette did not load), or a
+     usage error (unknown flag, wrong arguments)`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runFlows(cmd, g, o, args[0])
 		},
 	}
 	f := cmd.Flags()
+	addWorkspaceFlag(cmd, g)
 	f.StringVar(&o.flows, "flows", "", "glob of fixture files (default: see above)")
 	f.StringVar(&o.json, "json", "", "also write the report as JSON to this file")
 	f.BoolVar(&o.failFast, "fail-fast", false, "stop after the first failing flow")
 	f.BoolVarP(&o.verbose, "v", "v", false, "show every turn, not only failing ones")
+	f.BoolVar(&o.strict, "cassette-strict", false, "fail a call whose cassette episode was recorded for a different request (default: answer it and warn)")
 	f.StringVar(&o.traceOut, "trace-out", "", "write the run's JSONL trace here (with several flows: one file per flow, named <file>.<flow>.jsonl)")
 	return cmd
 }
@@ -80,13 +84,14 @@ func runFlows(cmd *cobra.Command, g *globals, o *flowsOpts, app string) error {
 	if err != nil {
 		return setupErr(err)
 	}
-	opts := []testrunner.FlowOption{testrunner.WithFlowLogger(g.logger(cmd.ErrOrStderr()))}
+	opts := []testrunner.FlowOption{testrunner.WithFlowLogger(g.logger(cmd.ErrOrStderr())), testrunner.WithCassetteStrict(o.strict)}
 	if o.json != "" {
 		opts = append(opts, testrunner.WithEvents())
 	}
 	if o.traceOut != "" {
 		opts = append(opts, testrunner.WithTrace())
 	}
+	opts = append(opts, testrunner.WithFlowWorkspace(g.workspace))
 	r := testrunner.NewRunner(opts...)
 	defer r.Close()
 	rep, err := r.RunFixtures(cmd.Context(), fixtures, o.failFast, func(res *testrunner.FlowResult) {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kitsoki/kitsoki/internal/longflow"
+	"github.com/kitsoki/kitsoki/internal/testsupport/longflow"
 )
 
 // BenchmarkTestFlows1000Turns is `kitsoki test flows` (the whole command,

@@ -36,11 +36,11 @@ func TestFlowsExitCodes(t *testing.T) {
 		stderr string
 	}{
 		{"failing flows", []string{"test", "flows", shopApp, "--flows", "../../internal/testrunner/testdata/shop/failing/*.yaml"}, 1,
-			[]string{"FAIL  state.yaml\n  FAIL  turn 1 → cart\n  ✗ expect_state: got \"cart\", want \"paying\"\n", "\nSummary: 0/6 flows pass\nFAIL\n"}, ""},
+			[]string{"FAIL  state.yaml\n  FAIL  turn 1 → cart\n  ✗ expect_state: got \"cart\", want \"paying\"\n", "\nSummary: 0/7 flows pass\nFAIL\n"}, ""},
 		{"verbose passing", []string{"test", "flows", shopApp, "--v"}, 0,
 			[]string{"PASS  passing.yaml#1\n  ok    turn 1 → cart\n", "SKIP  passing.yaml#3\n  skipped: test_kind is \"\", not flow\n", "Summary: 2/2 flows pass\nPASS\n"}, ""},
 		{"fail fast", []string{"test", "flows", shopApp, "--flows", "../../internal/testrunner/testdata/shop/failing/*.yaml", "--fail-fast"}, 1,
-			[]string{"FAIL  hostcalls.yaml\n", "\nSummary: 0/1 flows pass\nFAIL\n"}, ""},
+			[]string{"FAIL  events.yaml\n", "\nSummary: 0/1 flows pass\nFAIL\n"}, ""},
 		{"bad fixture", []string{"test", "flows", shopApp, "--flows", bad}, 2, nil,
 			`kitsoki test flows: ` + bad + `: line 2: turns[0]: unknown key "expect_stat"`},
 		{"no fixtures", []string{"test", "flows", shopApp, "--flows", filepath.Join(dir, "none", "*.yaml")}, 2, nil,
@@ -190,6 +190,10 @@ func TestRunCassetteErrors(t *testing.T) {
 	if code != exitFailure || !strings.Contains(errs, `cassette: "`+filepath.Join(dir, "missing.yaml")+`": open `) {
 		t.Errorf("missing cassette: exit %d stderr %s", code, errs)
 	}
+	code, _, errs = runCLI(t, "", "run", hello, "--cassette-strict", "--trace", trf())
+	if code != exitFailure || !strings.Contains(errs, "--cassette-strict applies to a replay: give --cassette FILE too\n") {
+		t.Errorf("--cassette-strict alone: exit %d stderr %s", code, errs)
+	}
 	t.Setenv("KITSOKI_CASSETTE_STRICT", "1")
 	code, _, errs = runCLI(t, "", "run", hello, "--cassette", ne, "--trace", trf())
 	if code != exitFailure || !strings.Contains(errs, `KITSOKI_CASSETTE_STRICT=1 but cassette record mode is "new_episodes"`) {
@@ -261,5 +265,71 @@ states:
 	code, _, errs := runCLI(t, "", "run", app, "--trace", filepath.Join(dir, "t.jsonl"), "--intents", "go")
 	if code != exitAgent || !strings.Contains(errs, `no handler for invoke "host.nothing.here"`) {
 		t.Errorf("exit %d stderr %s", code, errs)
+	}
+}
+
+// The flows replay the demo cassette with the request hashes it was
+// recorded with: strict replay passes and warns of nothing.
+func TestFlowsHelloCassetteStrict(t *testing.T) {
+	code, out, errs := runCLI(t, "", "test", "flows", hello, "--cassette-strict")
+	want := "PASS  agent_error.yaml\nPASS  guard_failure.yaml\nPASS  happy_path.yaml\n\nSummary: 3/3 flows pass\nPASS\n"
+	if code != 0 || out != want {
+		t.Errorf("exit %d\nstdout:\n%s\nwant:\n%s\nstderr:\n%s", code, out, want, errs)
+	}
+}
+
+// A replay for another request than the recorded one answers with a
+// warning on stderr; --cassette-strict refuses the episode, and the miss
+// ends the run with exit 4 although on_error handled the call.
+func TestRunCassetteRequestHash(t *testing.T) {
+	const demo = "../../stories/hello/cassettes/demo.yaml"
+	// The hash of the greet call for Bob (formal), which the demo did not record.
+	const bobHash = "60b248ea47938650"
+	mismatch := `cassette episode 1 "recorded_agent.demo_greeting" (agent.demo): recorded for a different request (hash 6def3da81df21156 ≠ ` + bobHash + `)`
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr []string
+	}{
+		{"same requests", nil, exitOK, "", nil},
+		{"warn", []string{"--intents", "greet name=Bob style=formal,bye"}, exitOK,
+			"Good day, Ada. It is a pleasure to make your acquaintance.\n", []string{"warning: " + mismatch + "\n"}},
+		{"strict", []string{"--cassette-strict", "--intents", "greet name=Bob style=formal,bye"}, exitAgent, "",
+			[]string{"kitsoki: --cassette " + demo + ": " + mismatch + "; refused under --cassette-strict\n",
+				"kitsoki: stopped at input line 1: greet name=Bob style=formal\n"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := []string{"run", hello, "--cassette", demo, "--trace", filepath.Join(t.TempDir(), "t.jsonl")}
+			if tt.args == nil {
+				args = append(args, "--cassette-strict", "--intents", "greet name=Ada style=formal,again,greet name=Grace,bye")
+			}
+			code, out, errs := runCLI(t, "", append(args, tt.args...)...)
+			if code != tt.code || !strings.Contains(out, tt.stdout) {
+				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.code, out, errs)
+			}
+			for _, w := range tt.stderr {
+				if !strings.Contains(errs, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, errs)
+				}
+			}
+			if tt.stderr == nil && strings.Contains(errs, "warning:") {
+				t.Errorf("unexpected warning:\n%s", errs)
+			}
+		})
+	}
+}
+
+// A replay miss is an error with exit 4, also when on_error handled the
+// failed call and the run could have gone on.
+func TestRunCassetteMiss(t *testing.T) {
+	code, out, errs := runCLI(t, "", "run", hello, "--cassette", "../../stories/hello/cassettes/demo.yaml",
+		"--trace", filepath.Join(t.TempDir(), "t.jsonl"),
+		"--intents", "greet name=Ada style=formal,again,greet name=Grace,again,greet name=Lin,bye")
+	want := `kitsoki: --cassette ../../stories/hello/cassettes/demo.yaml: cassette miss: no episode matched handler="agent.demo" args=`
+	if code != exitAgent || !strings.Contains(errs, want) || !strings.Contains(errs, "kitsoki: stopped at input line 5: greet name=Lin\n") {
+		t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitAgent, out, errs)
 	}
 }

@@ -11,12 +11,15 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/kitsoki/kitsoki/internal/version"
 )
 
-// Exit codes, documented in `kitsoki run --help`.
+// Exit codes, documented in `kitsoki run --help` and docs/runtime.md.
 const (
 	exitOK         = 0 // a terminal state or an exit was reached
-	exitFailure    = 1 // usage errors, I/O and trace failures
+	exitFailure    = 1 // I/O and trace failures, values a command refuses
+	exitUsage      = 2 // the command line is wrong (unknown command or flag, bad flag value, wrong arguments)
 	exitLoad       = 2 // the story did not load
 	exitRejected   = 3 // an intent was rejected (guard failed, unknown intent, bad slots)
 	exitAgent      = 4 // an agent or host call failed and no on_error handled it
@@ -37,7 +40,8 @@ func exitWith(code int, err error) error { return &exitError{code: code, err: er
 
 // globals are the flags every command shares.
 type globals struct {
-	logLevel string
+	logLevel  string
+	workspace string // --workspace, on the commands that load stories
 }
 
 func (g *globals) logger(w io.Writer) *slog.Logger {
@@ -53,26 +57,33 @@ func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "kitsoki",
 		Short:         "Run, validate and test YAML stories whose states call LLM agents",
+		Version:       version.String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate(versionLine + "\n")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log level on stderr: debug, info, warn or error")
 	root.AddCommand(newValidateCmd(g), newRunCmd(g), newVersionCmd())
 	root.AddCommand(newFetchCmd(g), newMCPCmd(g))
 	root.AddCommand(newTestCmd(g), newTraceCmd())
 	root.AddCommand(newEvalCmd(g))
+	checkUsage(root)
 	return root
 }
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// versionLine is what `kitsoki version` and `kitsoki --version` print
+// (a cobra template: the root's Version is version.String()).
+const versionLine = "kitsoki {{.Version}}"
 
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the kitsoki version",
-		Args:  cobra.NoArgs,
-		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), "kitsoki", version) },
+		Long: `Print the kitsoki version, as --version does. A release build stamps it with
+-ldflags "-X github.com/kitsoki/kitsoki/internal/version.stamped=<version>";
+otherwise it is the module version the binary was built from, else "dev".`,
+		Args: cobra.NoArgs,
+		Run:  func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), "kitsoki", version.String()) },
 	}
 }
 

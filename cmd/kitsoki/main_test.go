@@ -72,7 +72,7 @@ func TestRunExitCodes(t *testing.T) {
 			`input line 2: ":intents" is a terminal command`},
 		{"load error", "", []string{"run", bad}, exitLoad, "root"},
 		{"validate load error", "", []string{"validate", bad}, exitLoad, "bad.yaml:2:7"},
-		{"unknown world key", "", []string{"run", hello, "--world", "nmae=x"}, exitFailure, `"nmae" is not declared in world:`},
+		{"unknown world key", "", []string{"run", hello, "--world", "nmae=x"}, exitUsage, `"nmae" is not declared in world:`},
 		{"bad root", "", []string{"run", hello, "--root", "nowhere"}, exitFailure, `root state "nowhere" does not exist`},
 	}
 	for _, tt := range tests {

@@ -3,18 +3,19 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 
-	"github.com/kitsoki/kitsoki/internal/mcp"
+	"github.com/kitsoki/kitsoki/internal/mcpguard"
+	"github.com/kitsoki/kitsoki/internal/mcpserve"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/secret"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/spf13/cobra"
 )
 
 func newMCPCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "mcp", Short: "kitsoki's MCP server for outside clients"}
-	var o mcp.ServeOptions
+	var o mcpserve.ServeOptions
 	serve := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the configuration or external surface over stdio or HTTP",
@@ -27,22 +28,29 @@ call and are refused here.
 
 --stdio speaks newline-delimited JSON-RPC on stdin/stdout; otherwise
 Streamable HTTP is served on --http (a loopback address, default
-127.0.0.1:0) and a bearer token is printed on stderr.`,
+127.0.0.1:0) and a bearer token is printed on stderr. An HTTP request body
+over --max-body-bytes is answered 413 without being read past the limit;
+an unknown or deleted Mcp-Session-Id is answered 404.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.MaxBodyBytes <= 0 {
+				return usageErr(cmd, fmt.Sprintf("kitsoki mcp serve: --max-body-bytes %d: must be a positive number of bytes (default %d)", o.MaxBodyBytes, mcpguard.DefaultMaxBody))
+			}
 			logger := g.logger(cmd.ErrOrStderr())
 			o.Stdin, o.Stdout, o.Stderr, o.Logger = cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), logger
-			o.LoadStory = func(_ context.Context, path string) (*story.Story, error) { return story.Load(path) }
+			o.LoadStory = loadStoryIn
 			o.StartRun = startRun(g, cmd)
-			return mcp.Serve(cmd.Context(), o)
+			return mcpserve.Serve(cmd.Context(), o)
 		},
 	}
 	f := serve.Flags()
 	f.StringVar(&o.Surface, "surface", "configuration", "configuration or external")
 	f.BoolVar(&o.Stdio, "stdio", false, "serve on stdin/stdout")
 	f.StringVar(&o.HTTPAddr, "http", "", "serve Streamable HTTP on this loopback address (default 127.0.0.1:0)")
+	f.StringVar(&o.Workspace, "workspace", "", "directory every file of a story the tools load must stay inside (default: --root)")
 	f.StringVar(&o.Token, "token", "", "bearer token HTTP clients must send (default: random)")
 	f.StringVar(&o.Root, "root", "", "directory the tools may read (default: the working directory)")
+	f.Int64Var(&o.MaxBodyBytes, "max-body-bytes", mcpguard.DefaultMaxBody, "largest HTTP request body accepted, in bytes (larger: 413)")
 	cmd.AddCommand(serve)
 	return cmd
 }
@@ -50,20 +58,28 @@ Streamable HTTP is served on --http (a loopback address, default
 // startRun runs a story to the end of the given intents, as `kitsoki run
 // --intents` would, and reports where it stopped. It backs the external
 // surface's run-starting tool.
-func startRun(g *globals, cmd *cobra.Command) mcp.RunStarter {
-	return func(ctx context.Context, req mcp.StartRunRequest) (*mcp.StartRunResult, error) {
-		st, err := story.Load(req.Story)
+func startRun(g *globals, cmd *cobra.Command) mcpserve.RunStarter {
+	return func(ctx context.Context, req mcpserve.StartRunRequest) (_ *mcpserve.StartRunResult, err error) {
+		st, err := story.Load(req.Story, story.WithWorkspace(req.Workspace))
 		if err != nil {
 			return nil, err
 		}
+		// The run's logs (a plugin's stderr is logged) and the error the
+		// tool answers with are masked for the story's secrets.
+		defer func() { err = secret.New(st.Secrets).Error(err) }()
+		if err := orchestrator.CheckWorld(st, req.World); err != nil {
+			return nil, err // before a trace is made for a run that cannot start
+		}
 		id := newSessionID()
 		path := filepath.Join(".kitsoki", "runs", id+".jsonl")
-		rt, err := openRuntime(st, runtimeConfig{session: id, trace: path, world: req.World, title: req.Title, logger: g.logger(cmd.ErrOrStderr())})
+		logger := g.logger(redacting(cmd.ErrOrStderr(), st.Secrets))
+		rt, err := openRuntime(st, runtimeConfig{session: id, trace: path, world: req.World, title: req.Title, logger: logger})
 		if err != nil {
 			return nil, err
 		}
 		defer rt.Close()
-		out, err := rt.sess.Start(ctx)
+		sess := rt.Session()
+		out, err := sess.Start(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -71,11 +87,11 @@ func startRun(g *globals, cmd *cobra.Command) mcp.RunStarter {
 			if out.Done || out.Outcome != orchestrator.OutcomeTransitioned {
 				break
 			}
-			intent, slots, err := rt.sess.ParseInput(line)
+			intent, slots, err := sess.ParseInput(line)
 			if err != nil {
 				return nil, fmt.Errorf("intent %q: %w", line, err)
 			}
-			if out, err = rt.sess.Turn(ctx, intent, slots, line); err != nil {
+			if out, err = sess.Turn(ctx, intent, slots, line); err != nil {
 				return nil, err
 			}
 			if out.Rejection != nil {
@@ -86,16 +102,6 @@ func startRun(g *globals, cmd *cobra.Command) mcp.RunStarter {
 			}
 		}
 		abs, _ := filepath.Abs(path)
-		return &mcp.StartRunResult{RunID: id, State: rt.sess.State(), Terminal: out.Done, Trace: abs}, nil
+		return &mcpserve.StartRunResult{RunID: id, State: sess.State(), Terminal: out.Done, Trace: abs}, nil
 	}
-}
-
-// ensureNewTrace refuses to append a new session to a trace that already
-// holds one: a trace file is one session.
-func ensureNewTrace(path string) error {
-	fi, err := os.Stat(path)
-	if err == nil && fi.Size() > 0 {
-		return fmt.Errorf("trace %s already holds a session; pass another --trace path (or remove the file)", path)
-	}
-	return nil
 }

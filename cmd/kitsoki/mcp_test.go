@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kitsoki/kitsoki/internal/mcp"
+	"github.com/kitsoki/kitsoki/internal/mcpserve"
 	"github.com/kitsoki/kitsoki/internal/trace"
 	"github.com/spf13/cobra"
 )
@@ -19,7 +19,7 @@ func TestStartRunDrivesAStory(t *testing.T) {
 	}
 	t.Chdir(t.TempDir()) // the run's trace goes under ./.kitsoki/runs
 	start := startRun(&globals{logLevel: "error"}, &cobra.Command{})
-	res, err := start(context.Background(), mcp.StartRunRequest{Story: abs, Intents: []string{"greet name=Ada", "bye"}})
+	res, err := start(context.Background(), mcpserve.StartRunRequest{Story: abs, Intents: []string{"greet name=Ada", "bye"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func TestStartRunDrivesAStory(t *testing.T) {
 	if _, err := os.Stat(res.Trace); err != nil {
 		t.Errorf("trace: %v", err)
 	}
-	_, err = start(context.Background(), mcp.StartRunRequest{Story: abs, Intents: []string{"bye"}})
+	_, err = start(context.Background(), mcpserve.StartRunRequest{Story: abs, Intents: []string{"bye"}})
 	if err == nil || !strings.Contains(err.Error(), `intent "bye" rejected: GUARD_FAILED`) {
 		t.Errorf("rejected intent: err = %v", err)
 	}
@@ -74,7 +74,7 @@ func TestStartRunHonoursPins(t *testing.T) {
 		if err := os.WriteFile(app, []byte(s), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		res, err := start(context.Background(), mcp.StartRunRequest{Story: app, Intents: []string{"greet name=Ada", "bye"}})
+		res, err := start(context.Background(), mcpserve.StartRunRequest{Story: app, Intents: []string{"greet name=Ada", "bye"}})
 		if err != nil {
 			t.Fatalf("%s: %v", tt.evidence, err)
 		}

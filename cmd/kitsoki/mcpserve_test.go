@@ -3,16 +3,15 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/host"
-	"github.com/kitsoki/kitsoki/internal/mcp"
-	"github.com/kitsoki/kitsoki/internal/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
-	"github.com/kitsoki/kitsoki/internal/trace"
+	"github.com/kitsoki/kitsoki/internal/toolserver"
 )
 
 // TestMCPServeStdio drives `kitsoki mcp serve --stdio` as an outside MCP
@@ -39,6 +38,12 @@ func TestMCPServeStdio(t *testing.T) {
 			replies[id] = m
 		}
 	}
+	// The server reports the version `kitsoki version` prints.
+	_, vout, _ := runCLI(t, "", "version")
+	info, _ := replies[1]["result"].(map[string]any)["serverInfo"].(map[string]any)
+	if got := "kitsoki " + fmt.Sprint(info["version"]) + "\n"; got != vout || info["name"] != "kitsoki" {
+		t.Errorf("initialize serverInfo = %v; kitsoki version prints %q", info, vout)
+	}
 	tools, _ := replies[2]["result"].(map[string]any)["tools"].([]any)
 	var names []string
 	for _, x := range tools {
@@ -56,36 +61,38 @@ func TestMCPServeStdio(t *testing.T) {
 	}
 }
 
-// TestRunFactsReachTheCallContext checks that --autopilot and
-// --tool-provider shape what an agent call's MCP profile is resolved from.
-func TestRunFactsReachTheCallContext(t *testing.T) {
+// TestRunFactsReachTheCall checks that --autopilot and --tool-provider
+// shape the run an agent call's MCP profile is resolved from.
+func TestRunFactsReachTheCall(t *testing.T) {
 	st, err := story.Load(hello)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := trace.NewMemSink()
-	reg := agent.NewRegistry(nil)
-	reg.Configure(st.Plugins)
-	var got *mcp.CallContext
-	reg.RegisterInProcess("agent.demo", agent.AgentFunc(func(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
-		got = mcp.CallContextFrom(ctx)
+	var got *agent.Run
+	demo := agent.AgentFunc(func(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
+		got = call.Run
 		return &agent.AskResponse{Submission: json.RawMessage(`{"text":"hi","tone":"casual","done":true}`)}, nil
-	}))
-	var sess *orchestrator.Session
-	h := host.New(st, reg, w, liveCalls(st, &sess, nil, runFacts{autopilot: true, providers: []string{mcp.StoryFilesProvider}}))
-	if sess, err = orchestrator.New(st, h, w); err != nil {
+	})
+	rt, err := runtime.Open(st, runtime.Config{
+		Agents:  runtime.Agents{Override: map[string]agent.Agent{"agent.demo": demo}},
+		Session: &runtime.Session{ID: "s"},
+		Tools:   runtime.Tools{Autopilot: true, Providers: []string{toolserver.StoryFilesProvider}},
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
+	defer rt.Close()
+	sess := rt.Session()
 	if _, err := sess.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := sess.Turn(context.Background(), "greet", map[string]any{"name": "Ada"}, ""); err != nil {
 		t.Fatal(err)
 	}
-	if got == nil || !got.Autopilot || got.HasParent || len(got.ToolProviders) != 1 || got.Live == nil || got.StoryDir != st.Dir {
-		t.Fatalf("call context = %+v", got)
+	if got == nil || !got.Autopilot || got.HasParent || len(got.ToolProviders) != 1 || got.Live == nil || got.StoryDir != st.Dir || got.Catalog != nil {
+		t.Fatalf("run = %+v", got)
 	}
-	p, err := mcp.ResolveProfile("decide", got)
+	p, err := toolserver.ResolveProfile("decide", &toolserver.CallContext{Autopilot: got.Autopilot, HasParent: got.HasParent, TitleOwned: got.TitleOwned, ToolProviders: got.ToolProviders})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,16 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"strings"
 
-	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/mcp"
+	"github.com/kitsoki/kitsoki/internal/mcpserve"
 	"github.com/kitsoki/kitsoki/internal/plugintools"
 	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/toolserver"
 )
 
 // pluginRuntime is what a run owns for plugin-contributed agent tools: the
@@ -21,41 +20,35 @@ import (
 type pluginRuntime struct {
 	svc  *plugintools.Service
 	path string // the story file, re-read by :reload
-	ctl  *mcp.HTTPServer
+	ws   string // its workspace, the same on reload
+	ctl  *toolserver.HTTPServer
 }
 
-// startPlugins starts the plugin-tool service of run session. With
-// controlAddr it also serves the configuration surface, whose plugin
-// controls act on this run, and prints its URL and token on stderr.
-func startPlugins(st *story.Story, reg *agent.Registry, session, controlAddr string, logger *slog.Logger, stderr io.Writer) (*pluginRuntime, error) {
-	svc, err := plugintools.New(st.Plugins, plugintools.Options{
-		Registry: reg,
-		RunLive:  func(id string) bool { return id == session },
-		Logger:   logger,
-	})
-	if err != nil {
-		return nil, err
-	}
-	pr := &pluginRuntime{svc: svc, path: st.File}
+// startPlugins wraps the plugin-tool service of a run (runtime.Open with
+// Tools.Plugins started it). With controlAddr it also serves the
+// configuration surface, whose plugin controls act on this run, and prints
+// its URL and token on stderr.
+func startPlugins(st *story.Story, svc *plugintools.Service, controlAddr string, logger *slog.Logger, stderr io.Writer) (*pluginRuntime, error) {
+	pr := &pluginRuntime{svc: svc, path: st.File, ws: st.Workspace.Dir()}
 	if controlAddr == "" {
 		return pr, nil
 	}
-	p, _ := mcp.ParseMode(string(mcp.Configuration))
-	h, err := mcp.ListenHTTP(controlAddr, logger)
+	p, _ := toolserver.ParseMode(string(toolserver.Configuration))
+	h, err := toolserver.ListenHTTP(controlAddr, logger)
 	if err != nil {
-		svc.Close()
 		return nil, fmt.Errorf("--control-mcp: %w", err)
 	}
-	s, err := h.Open(mcp.SessionConfig{
+	s, err := mcpserve.Open(h, mcpserve.Config{
 		Profile:   p,
 		Root:      st.Dir,
-		LoadStory: func(_ context.Context, path string) (*story.Story, error) { return story.Load(path) },
+		Workspace: st.Workspace.Dir(),
+		LoadStory: loadStoryIn,
 		Plugins:   svc,
+		Secrets:   st.Secrets,
 		Logger:    logger,
 	})
 	if err != nil {
 		h.Close()
-		svc.Close()
 		return nil, fmt.Errorf("--control-mcp: %w", err)
 	}
 	pr.ctl = h
@@ -63,25 +56,13 @@ func startPlugins(st *story.Story, reg *agent.Registry, session, controlAddr str
 	return pr, nil
 }
 
-// catalog is the plugin-tool catalog live agent calls attach to.
-func (p *pluginRuntime) catalog() *mcp.Catalog {
-	if p == nil {
-		return nil
-	}
-	return p.svc.Catalog()
-}
-
-// Close stops the control server and the service (the registry closes the
-// plugins themselves).
+// Close stops the control server (the runtime closes the service, and the
+// registry the plugins themselves).
 func (p *pluginRuntime) Close() error {
-	if p == nil {
+	if p == nil || p.ctl == nil {
 		return nil
 	}
-	var err error
-	if p.ctl != nil {
-		err = p.ctl.Close()
-	}
-	return errors.Join(err, p.svc.Close())
+	return p.ctl.Close()
 }
 
 // pluginHelp documents the prompt's plugin commands.
@@ -122,7 +103,7 @@ func (p *pluginRuntime) command(ctx context.Context, line string, out, errw io.W
 }
 
 func (p *pluginRuntime) printStatus(out io.Writer) {
-	var status []mcp.PluginStatus
+	var status []mcpserve.PluginStatus
 	if p != nil {
 		status = p.svc.PluginStatus()
 	}
@@ -147,7 +128,7 @@ func (p *pluginRuntime) reload(out, errw io.Writer) {
 		fmt.Fprintln(errw, "kitsoki: no plugin contributes agent tools in this run")
 		return
 	}
-	st, err := story.Load(p.path)
+	st, err := story.Load(p.path, story.WithWorkspace(p.ws))
 	if err != nil {
 		fmt.Fprintf(errw, "kitsoki: reload failed; the previous plugins and tools stay in force:\n%v\n", err)
 		return

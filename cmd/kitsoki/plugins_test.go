@@ -11,13 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/agent/transports"
-	"github.com/kitsoki/kitsoki/internal/demo"
-	"github.com/kitsoki/kitsoki/internal/host"
-	"github.com/kitsoki/kitsoki/internal/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
-	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
 // toolStory is a story whose plugin declares agent tools. The plugin is
@@ -54,12 +49,14 @@ func startToolStory(t *testing.T, src, control string) (*pluginRuntime, string, 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	reg := agent.NewRegistry(nil)
-	transports.Register(reg)
-	reg.Configure(st.Plugins)
-	t.Cleanup(func() { reg.Close() })
+	rt, err := runtime.Open(st, runtime.Config{Agents: runtime.Agents{Live: true}, Session: &runtime.Session{ID: "sess-1"},
+		Tools: runtime.Tools{Plugins: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
 	var stderr bytes.Buffer
-	pr, err := startPlugins(st, reg, "sess-1", control, slog.New(slog.DiscardHandler), &stderr)
+	pr, err := startPlugins(st, rt.Plugins(), control, slog.New(slog.DiscardHandler), &stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +158,12 @@ func TestControlMCPServesPluginControls(t *testing.T) {
 	if _, _, err := func() (*pluginRuntime, string, error) {
 		st, _ := story.Load(hello)
 		defer st.Close()
-		_, err := startPlugins(st, agent.NewRegistry(nil), "s", "192.0.2.1:80", slog.New(slog.DiscardHandler), &bytes.Buffer{})
+		rt, err := runtime.Open(st, runtime.Config{Session: &runtime.Session{ID: "s"}, Tools: runtime.Tools{Plugins: true}})
+		if err != nil {
+			return nil, "", err
+		}
+		defer rt.Close()
+		_, err = startPlugins(st, rt.Plugins(), "192.0.2.1:80", slog.New(slog.DiscardHandler), &bytes.Buffer{})
 		return nil, "", err
 	}(); err == nil || !strings.Contains(err.Error(), "--control-mcp: mcp http: address \"192.0.2.1:80\" is not a loopback address") {
 		t.Errorf("a non-loopback address: %v", err)
@@ -176,19 +178,13 @@ func runInteractiveWith(t *testing.T, pr *pluginRuntime, input string) (int, str
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := trace.Create(filepath.Join(t.TempDir(), "t.jsonl"))
+	rt, err := runtime.Open(st, runtime.Config{Agents: runtime.Agents{Live: true}, Session: &runtime.Session{ID: "s"},
+		Trace: runtime.Trace{Path: filepath.Join(t.TempDir(), "t.jsonl")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close()
-	reg := agent.NewRegistry(nil)
-	reg.Configure(st.Plugins)
-	demo.Register(reg)
-	defer reg.Close()
-	sess, err := orchestrator.New(st, host.New(st, reg, w), w)
-	if err != nil {
-		t.Fatal(err)
-	}
+	defer rt.Close()
+	sess := rt.Session()
 	var out, errb bytes.Buffer
 	r := &runner{sess: sess, out: &out, errw: &errb, plugins: pr}
 	start, err := sess.Start(context.Background())

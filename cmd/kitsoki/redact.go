@@ -1,45 +1,31 @@
 package main
 
 import (
+	"errors"
 	"io"
-	"sort"
-	"strings"
+
+	"github.com/kitsoki/kitsoki/internal/secret"
 )
 
-// redacting wraps w so that every secret value in what is written becomes
-// REDACTED, as the trace writer does. The CLI writes whole lines (and
-// slog whole records) in single Write calls, so a secret never straddles
-// two writes.
+// redacting wraps w so that what is written is masked as plain text by
+// the rule every artifact follows (internal/secret): a secret value of 8
+// bytes or more wherever it occurs, a shorter one where it stands as a
+// whole word. The CLI writes whole lines (and slog whole records) in
+// single Write calls, so a secret never straddles two writes. Everything a
+// command that loaded a story prints on stderr, handled agent errors
+// included, goes through this writer.
 func redacting(w io.Writer, secrets []string) io.Writer {
-	var pairs []string
-	uniq := map[string]bool{}
-	for _, s := range secrets {
-		if s != "" && !uniq[s] {
-			uniq[s] = true
-			pairs = append(pairs, s)
-		}
-	}
-	if len(pairs) == 0 {
-		return w
-	}
-	// Longest first, so a secret that contains another is replaced whole.
-	sort.Slice(pairs, func(i, j int) bool { return len(pairs[i]) > len(pairs[j]) })
-	args := make([]string, 0, 2*len(pairs))
-	for _, s := range pairs {
-		args = append(args, s, "REDACTED")
-	}
-	return &redactWriter{w: w, r: strings.NewReplacer(args...)}
+	return secret.New(secrets).Writer(w)
 }
 
-type redactWriter struct {
-	w io.Writer
-	r *strings.Replacer
-}
-
-// Write redacts p and reports len(p) written when the redacted text was.
-func (rw *redactWriter) Write(p []byte) (int, error) {
-	if _, err := rw.r.WriteString(rw.w, string(p)); err != nil {
-		return 0, err
+// maskedExit masks the text of the error a command returns: main prints
+// it on the process's stderr, outside the command's masked writers. The
+// exit code is kept.
+func maskedExit(secrets []string, err error) error {
+	m := secret.New(secrets)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return &exitError{code: ee.code, err: m.Error(ee.err)}
 	}
-	return len(p), nil
+	return m.Error(err)
 }

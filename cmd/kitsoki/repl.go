@@ -56,7 +56,7 @@ func (r *runner) turn(ctx context.Context, line string) (int, bool) {
 		fmt.Fprintln(r.errw, "kitsoki:", err)
 		return exitFailure, true
 	}
-	return r.report(out)
+	return r.afterReplay(r.report(out))
 }
 
 // interactive is the terminal loop: it shows where the story is and what it

@@ -14,11 +14,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/host"
-	"github.com/kitsoki/kitsoki/internal/mcp"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
-	"github.com/kitsoki/kitsoki/internal/trace"
+	"github.com/kitsoki/kitsoki/internal/toolserver"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -33,6 +34,8 @@ type runOpts struct {
 	timeout   time.Duration
 	cassette  string
 	record    string
+	// cassetteStrict refuses episodes recorded for another request.
+	cassetteStrict bool
 	// strictPins makes an unhonoured selection: pin a load error.
 	strictPins bool
 	// controlMCP serves the plugin controls on this loopback address.
@@ -53,14 +56,16 @@ On a terminal, kitsoki shows the current state's description and the intents
 it accepts, and you type "intent key=value ..." (":help" lists the commands).
 Otherwise it reads one intent per line from stdin, or takes --intents.
 Every step is written to a JSONL trace (--trace, default
-.kitsoki/runs/<session>.jsonl).
+.kitsoki/runs/<session>.jsonl). A call failure that an on_error handles is
+printed on stderr as one line ("agent error: … — on_error → <state>").
 
 Exit codes:
   0  a terminal state (or an @exit:) was reached
-  1  usage, I/O or trace failure
-  2  the story did not load
+  1  I/O or trace failure, or a flag value kitsoki refuses
+  2  the story did not load, or the command line is wrong (unknown flag…)
   3  an intent was rejected (unknown intent, bad slots, no guard matched)
-  4  an agent or host call failed and no on_error handled it
+  4  an agent or host call failed and no on_error handled it, or a
+     --cassette replay missed (no episode matched a call)
   5  a turn aborted on an expression or effect fault
   6  the input ended before a terminal state`,
 		Args: cobra.ExactArgs(1),
@@ -79,17 +84,20 @@ Exit codes:
 	f.BoolVar(&o.autopilot, "autopilot", false, "run unattended: agents are not offered the tool that asks the operator")
 	f.StringArrayVar(&o.toolProviders, "tool-provider", nil, "attach a tool provider's MCP tools to every agent call, e.g. story-files (repeatable)")
 	f.StringVar(&o.cassette, "cassette", "", "replay this cassette (.yaml or .yaml.zst) in place of the declared agents")
+	f.BoolVar(&o.cassetteStrict, "cassette-strict", false, "with --cassette: fail a call whose episode was recorded for a different request (default: answer it and warn)")
 	f.StringVar(&o.record, "record", "", "run the real agents and write every agent exchange and host call to this cassette")
 	f.BoolVar(&o.strictPins, "strict-pins", false, "fail to load when a selection: pin's evidence is missing, stale or failing")
+	addWorkspaceFlag(cmd, g)
 	f.StringVar(&o.controlMCP, "control-mcp", "", "serve MCP plugin controls (configuration surface) on this loopback address, e.g. 127.0.0.1:0")
 	return cmd
 }
 
-func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) error {
-	st, err := story.Load(path)
+func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err error) {
+	st, err := story.Load(path, story.WithWorkspace(g.workspace))
 	if err != nil {
 		return exitWith(exitLoad, err)
 	}
+	defer func() { err = maskedExit(st.Secrets, err) }()
 	// Nothing the run prints, logs included (a plugin's stderr is logged),
 	// shows a secret resolved from ${VAR}.
 	stdout, stderr := redacting(cmd.OutOrStdout(), st.Secrets), redacting(cmd.ErrOrStderr(), st.Secrets)
@@ -98,17 +106,13 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) error {
 		fmt.Fprintf(stderr, "warning: %s\n", w.String())
 	}
 	for _, p := range o.toolProviders {
-		if p != mcp.StoryFilesProvider {
-			return exitWith(exitFailure, fmt.Errorf("--tool-provider %q: unknown tool provider (known: %s)", p, mcp.StoryFilesProvider))
+		if p != toolserver.StoryFilesProvider {
+			return exitWith(exitFailure, fmt.Errorf("--tool-provider %q: unknown tool provider (known: %s)", p, toolserver.StoryFilesProvider))
 		}
-	}
-	routes, err := applyPins(st, stderr, o.strictPins)
-	if err != nil {
-		return exitWith(exitLoad, err)
 	}
 	world, err := parseWorldFlags(st, o.world)
 	if err != nil {
-		return exitWith(exitFailure, err)
+		return exitWith(exitUsage, err) // malformed, undeclared or mistyped --world value
 	}
 	if o.session == "" {
 		o.session = newSessionID()
@@ -116,31 +120,46 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) error {
 	if o.trace == "" {
 		o.trace = filepath.Join(".kitsoki", "runs", o.session+".jsonl")
 	}
-	topts := []trace.Option{trace.WithSecrets(st.Secrets), trace.WithLogger(logger)}
+	tr := runtime.Trace{Path: o.trace}
 	switch o.traceSync {
 	case "turn":
 	case "event":
-		topts = append(topts, trace.WithSyncPerEvent())
+		tr.SyncPerEvent = true
 	default:
 		return exitWith(exitFailure, fmt.Errorf("--trace-sync %q: want turn or event", o.traceSync))
 	}
-	if err := ensureNewTrace(o.trace); err != nil {
-		return exitWith(exitFailure, err)
-	}
-	w, err := trace.Create(o.trace, topts...)
-	if err != nil {
-		return exitWith(exitFailure, fmt.Errorf("trace %s: %w", o.trace, err))
-	}
-	defer w.Close()
-
-	reg := newRegistry(st, logger)
-	defer reg.Close()
-	as, err := setupAgents(o, st, reg)
+	as, err := setupAgents(o, st)
 	if err != nil {
 		return exitWith(exitFailure, err)
 	}
 	defer as.finish(stderr)
-	plugins, err := startPlugins(st, reg, o.session, o.controlMCP, logger, stderr)
+	session := &runtime.Session{ID: o.session, World: world, Root: o.root}
+	interactive := o.intents == "" && isTerminal(cmd.InOrStdin())
+	var in *lines
+	if interactive {
+		in = newLines(cmd.InOrStdin())
+		session.Operator = terminalOperator(in, stdout)
+	}
+	cfg := runtime.Config{
+		Logger:     logger,
+		Trace:      tr,
+		Agents:     runtime.Agents{Live: true},
+		Timeout:    o.timeout,
+		StrictPins: o.strictPins,
+		PinWarning: pinWarnings(stderr),
+		Session:    session,
+		Tools:      runtime.Tools{Plugins: true, Providers: o.toolProviders, Autopilot: o.autopilot},
+	}
+	as.configure(&cfg)
+	rt, err := runtime.Open(st, cfg)
+	if pe := (*runtime.PinsError)(nil); errors.As(err, &pe) {
+		return exitWith(exitLoad, err)
+	}
+	if err != nil {
+		return exitWith(exitFailure, err)
+	}
+	defer rt.Close()
+	plugins, err := startPlugins(st, rt.Plugins(), o.controlMCP, logger, stderr)
 	if err != nil {
 		return exitWith(exitFailure, err)
 	}
@@ -148,32 +167,14 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) error {
 
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-
-	var sess *orchestrator.Session
-	h := newHost(st, reg, w, logger, o.timeout, append(as.hostOptions(), liveCalls(st, &sess, plugins.catalog(), runFacts{autopilot: o.autopilot, providers: o.toolProviders}), host.WithRoutes(routes))...)
-	as.install(h, w)
-	defer h.Close()
-	sopts := []orchestrator.Option{orchestrator.WithSessionID(o.session), orchestrator.WithWorld(world), orchestrator.WithLogger(logger)}
-	if o.root != "" {
-		sopts = append(sopts, orchestrator.WithRoot(o.root))
-	}
-	interactive := o.intents == "" && isTerminal(cmd.InOrStdin())
-	var in *lines
-	if interactive {
-		in = newLines(cmd.InOrStdin())
-		sopts = append(sopts, orchestrator.WithOperator(terminalOperator(in, stdout)))
-	}
-	sess, err = orchestrator.New(st, h, w, sopts...)
-	if err != nil {
-		return exitWith(exitFailure, err)
-	}
+	sess := rt.Session()
 	fmt.Fprintf(stderr, "kitsoki: session %s, trace %s\n", o.session, o.trace)
 	out, err := sess.Start(ctx)
 	if err != nil {
 		return exitWith(exitFailure, err)
 	}
-	r := &runner{sess: sess, out: stdout, errw: stderr, plugins: plugins}
-	if code, stopNow := r.report(out); stopNow {
+	r := &runner{sess: sess, out: stdout, errw: stderr, plugins: plugins, replay: as.replayCheck}
+	if code, stopNow := r.afterReplay(r.report(out)); stopNow {
 		return exitCode(code)
 	}
 
@@ -205,7 +206,8 @@ func newSessionID() string {
 	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
 }
 
-// parseWorldFlags reads --world key=value flags, typed by the declaration.
+// parseWorldFlags reads --world key=value flags, typed by the declaration
+// and checked against it.
 func parseWorldFlags(st *story.Story, flags []string) (map[string]any, error) {
 	decl := map[string]*story.WorldVar{}
 	for _, v := range st.World {
@@ -226,7 +228,11 @@ func parseWorldFlags(st *story.Story, flags []string) (map[string]any, error) {
 			sort.Strings(names)
 			return nil, fmt.Errorf("--world %s: %q is not declared in world: (declared: %s)", f, k, strings.Join(names, ", "))
 		}
-		out[k] = orchestrator.TypedValue(wv.Type, v)
+		x := orchestrator.TypedValue(wv.Type, v)
+		if !wv.Fits(x) {
+			return nil, fmt.Errorf("--world %s: world key %q is declared %s; %q is not %s", f, k, wv.Type, v, wv.Takes())
+		}
+		out[k] = x
 	}
 	return out, nil
 }
@@ -237,6 +243,9 @@ type runner struct {
 	out     io.Writer
 	errw    io.Writer
 	plugins *pluginRuntime // nil: no plugin commands
+	// replay, with --cassette, prints the turn's replay warnings and misses
+	// and says whether it missed.
+	replay func(io.Writer) bool
 }
 
 // report prints a turn's outcome and says whether the run must stop, with
@@ -244,6 +253,9 @@ type runner struct {
 func (r *runner) report(out *orchestrator.Outcome) (code int, stop bool) {
 	for _, s := range out.Says {
 		fmt.Fprintln(r.out, s)
+	}
+	for i := range out.Handled {
+		fmt.Fprintln(r.errw, handledLine(&out.Handled[i]))
 	}
 	switch out.Outcome {
 	case orchestrator.OutcomeRejected:
@@ -272,4 +284,59 @@ func (r *runner) report(out *orchestrator.Outcome) (code int, stop bool) {
 		return exitOK, true
 	}
 	return exitOK, false
+}
+
+// handledLine is the one stderr line of a call failure an on_error
+// handled: the call, the error kind and message, and where the run went,
+// e.g.
+//
+//	agent error: host.agent.decide (call audit, call_id 80305ae2a61c54af) transport_error: claude CLI "claude" not found … — on_error → intake
+func handledLine(h *orchestrator.HandledError) string {
+	var b strings.Builder
+	// A handler's own error often starts with the invoke's name already.
+	what, msg := "host error", strings.TrimPrefix(h.Err.Error(), h.Namespace+": ")
+	ae, isAgent := agent.AsAskError(h.Err)
+	if isAgent {
+		what = "agent error"
+		msg = string(ae.Kind)
+		if d := askDetail(ae); d != "" {
+			msg += ": " + d
+		}
+	}
+	b.WriteString(what + ": " + h.Namespace)
+	var ids []string
+	if h.Call != "" {
+		ids = append(ids, "call "+h.Call)
+	}
+	if h.CallID != "" {
+		ids = append(ids, "call_id "+h.CallID)
+	}
+	if len(ids) > 0 {
+		b.WriteString(" (" + strings.Join(ids, ", ") + ")")
+	}
+	if isAgent {
+		b.WriteString(" " + msg)
+	} else {
+		b.WriteString(": " + msg)
+	}
+	b.WriteString(" — on_error → " + h.OnError)
+	switch h.Redirect {
+	case orchestrator.RedirectIgnored:
+		b.WriteString(" (already there: nothing to redirect)")
+	case orchestrator.RedirectCapped:
+		b.WriteString(fmt.Sprintf(" not followed: more than %d chained on_error redirects", orchestrator.MaxOnErrorDepth))
+	}
+	// One line: a multi-line message (a plugin's stderr tail) is folded.
+	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(b.String())
+}
+
+// askDetail is an AskError's message without the "agent: <kind>: " prefix.
+func askDetail(ae *agent.AskError) string {
+	switch {
+	case ae.Detail != "":
+		return ae.Detail
+	case ae.Err != nil:
+		return ae.Err.Error()
+	}
+	return ""
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/testrunner"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
@@ -19,7 +20,7 @@ func newTraceCmd() *cobra.Command {
 }
 
 func newToCassetteCmd() *cobra.Command {
-	var out, appID string
+	var out, appID, storyPath string
 	cmd := &cobra.Command{
 		Use:   "to-cassette <TRACE.jsonl>",
 		Short: "Turn a run's trace into a cassette that replays it",
@@ -31,14 +32,30 @@ argument. Replay it with kitsoki run --cassette, or use it as a flow's
 host_cassette. A user who hit a bug can hand the cassette over instead of
 their setup.
 
-The cassette goes to stdout, or to -o FILE (.yaml.zst compresses).`,
+The cassette goes to stdout, or to -o FILE (.yaml.zst compresses).
+
+A trace kitsoki wrote has its story's secrets masked already. For a trace
+from elsewhere, --story APP.yaml masks that story's resolved ${VAR} values
+in the cassette too (and gives the app id when --app-id is not set).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			evs, err := trace.ReadFile(args[0])
 			if err != nil {
 				return exitWith(exitFailure, fmt.Errorf("kitsoki trace to-cassette: %s: %w", args[0], err))
 			}
-			c, err := testrunner.FromTrace(evs, appID)
+			var opts []testrunner.LoadOption
+			if storyPath != "" {
+				st, err := story.Load(storyPath)
+				if err != nil {
+					return exitWith(exitLoad, err)
+				}
+				st.Close()
+				opts = append(opts, testrunner.WithSecrets(st.Secrets))
+				if appID == "" {
+					appID = st.App.ID
+				}
+			}
+			c, err := testrunner.FromTrace(evs, appID, opts...)
 			if err != nil {
 				return exitWith(exitFailure, fmt.Errorf("kitsoki trace to-cassette: %s: %w", args[0], err))
 			}
@@ -59,5 +76,6 @@ The cassette goes to stdout, or to -o FILE (.yaml.zst compresses).`,
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the cassette to this file instead of stdout")
 	cmd.Flags().StringVar(&appID, "app-id", "", "the story's app id, used in the cassette's call_ids (the trace does not record it)")
+	cmd.Flags().StringVar(&storyPath, "story", "", "mask this story's resolved ${VAR} secrets in the cassette (for traces kitsoki did not write)")
 	return cmd
 }

@@ -3,13 +3,14 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/spf13/cobra"
 )
 
 func newValidateCmd(g *globals) *cobra.Command {
-	var strictPins bool
+	var strictPins, strict bool
 	cmd := &cobra.Command{
 		Use:   "validate <app.yaml>",
 		Short: "Load a story and report every error in it",
@@ -20,10 +21,13 @@ Invokes whose selection: pins a model are checked against their eval
 evidence; a pin that cannot be honoured is a warning, or with --strict-pins
 a load error.
 
-Exit codes: 0 the story loads, 2 it does not.`,
+With --strict every warning is an error: a guard that reads a world key
+world: does not declare, an arm that is never tried, an unknown world type...
+
+Exit codes: 0 the story loads, 2 it does not (or, with --strict, has warnings).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := story.Load(args[0])
+			st, err := story.Load(args[0], story.WithWorkspace(g.workspace))
 			if err != nil {
 				var le *story.LoadError
 				if errors.As(err, &le) {
@@ -35,6 +39,10 @@ Exit codes: 0 the story loads, 2 it does not.`,
 					}
 				}
 				return exitWith(exitLoad, err)
+			}
+			if strict && len(st.Warnings) > 0 {
+				st.Close()
+				return exitWith(exitLoad, strictErr(st.Warnings))
 			}
 			for _, w := range st.Warnings {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w.String())
@@ -48,5 +56,21 @@ Exit codes: 0 the story loads, 2 it does not.`,
 		},
 	}
 	cmd.Flags().BoolVar(&strictPins, "strict-pins", false, "fail when a selection: pin's evidence is missing, stale or failing")
+	cmd.Flags().BoolVar(&strict, "strict", false, "fail when the story has warnings (a guard reading an undeclared world key, ...)")
+	addWorkspaceFlag(cmd, g)
 	return cmd
+}
+
+// strictErr reports warnings as the errors --strict makes them: one line
+// each, then how many.
+func strictErr(ws []story.Diagnostic) error {
+	lines := make([]string, 0, len(ws)+1)
+	for _, w := range ws {
+		lines = append(lines, w.String())
+	}
+	lines = append(lines, fmt.Sprintf("%d warnings, which are errors with --strict", len(ws)))
+	if len(ws) == 1 {
+		lines[len(lines)-1] = "1 warning, which is an error with --strict"
+	}
+	return errors.New(strings.Join(lines, "\n"))
 }

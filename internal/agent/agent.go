@@ -17,20 +17,21 @@ type (
 	Event       = plugin.Event
 )
 
-// Agent answers agent calls. Ask returns a *AskError on failure. Close
-// releases whatever the agent holds (processes, connections); it is called
-// once, at the end of the session.
+// Agent answers agent calls. Ask gets the call value the host built
+// (call.Request is the wire request) and returns a *AskError on failure.
+// Close releases whatever the agent holds (processes, connections); it is
+// called once, at the end of the session.
 type Agent interface {
-	Ask(ctx context.Context, req *AskRequest) (*AskResponse, error)
+	Ask(ctx context.Context, call *Call) (*AskResponse, error)
 	Close() error
 }
 
 // AgentFunc adapts a function to an Agent with a no-op Close.
-type AgentFunc func(ctx context.Context, req *AskRequest) (*AskResponse, error)
+type AgentFunc func(ctx context.Context, call *Call) (*AskResponse, error)
 
 // Ask calls f.
-func (f AgentFunc) Ask(ctx context.Context, req *AskRequest) (*AskResponse, error) {
-	return f(ctx, req)
+func (f AgentFunc) Ask(ctx context.Context, call *Call) (*AskResponse, error) {
+	return f(ctx, call)
 }
 
 // Close does nothing.

@@ -44,7 +44,7 @@ type transport struct {
 }
 
 var transports = []transport{
-	{"inprocess", func(t *testing.T) agent.Agent { return agent.AgentFunc(echo.Agent{}.Ask) }},
+	{"inprocess", func(t *testing.T) agent.Agent { return inProcess(echo.Agent{}) }},
 	{"subprocess", func(t *testing.T) agent.Agent {
 		a, err := subprocess.New(agent.Declaration{Alias: "agent.echo", Command: echoGo(t)},
 			subprocess.WithLogger(slog.New(slog.DiscardHandler)))
@@ -63,7 +63,15 @@ var transports = []transport{
 		}
 		return a
 	}},
-	{"cassette", func(t *testing.T) agent.Agent { return recordReplay{live: agent.AgentFunc(echo.Agent{}.Ask)} }},
+	{"cassette", func(t *testing.T) agent.Agent { return recordReplay{live: inProcess(echo.Agent{})} }},
+}
+
+// inProcess runs a plugin SDK agent in process: it answers the call's wire
+// request.
+func inProcess(p plugin.Agent) agent.Agent {
+	return agent.AgentFunc(func(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
+		return p.Ask(ctx, call.Request)
+	})
 }
 
 // replaying names the transports that answer from recordings, and why they
@@ -75,9 +83,10 @@ var replaying = map[string]string{"cassette": "cassette meta, call_ids and episo
 // cassette YAML, parsed back, and replayed by testrunner.NewCassetteAgent.
 type recordReplay struct{ live agent.Agent }
 
-func (a recordReplay) Ask(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
+func (a recordReplay) Ask(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
+	req := call.Request
 	rec := testrunner.NewRecorder("conformance", "")
-	_, _ = rec.Agent("agent.echo", a.live).Ask(ctx, req)
+	_, _ = rec.Agent("agent.echo", a.live).Ask(ctx, agent.NewCall(req))
 	b, err := rec.Encode()
 	if err != nil {
 		return nil, err
@@ -86,7 +95,7 @@ func (a recordReplay) Ask(ctx context.Context, req *agent.AskRequest) (*agent.As
 	if err != nil {
 		return nil, err
 	}
-	return testrunner.NewCassetteAgent(c, "agent.echo").Ask(ctx, req)
+	return testrunner.NewCassetteAgent(c, "agent.echo").Ask(ctx, agent.NewCall(req))
 }
 
 func (recordReplay) Close() error { return nil }
@@ -163,7 +172,7 @@ var requests = []struct {
 func TestConformanceSubmissions(t *testing.T) {
 	want := make([]*agent.AskResponse, len(requests))
 	for i, r := range requests {
-		resp, err := transports[0].build(t).Ask(context.Background(), &r.req)
+		resp, err := transports[0].build(t).Ask(context.Background(), agent.NewCall(&r.req))
 		if err != nil {
 			t.Fatalf("%s in-process: %v", r.name, err)
 		}
@@ -174,7 +183,7 @@ func TestConformanceSubmissions(t *testing.T) {
 			a := open(t, tr)
 			for i, r := range requests {
 				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-				got, err := a.Ask(ctx, &r.req)
+				got, err := a.Ask(ctx, agent.NewCall(&r.req))
 				cancel()
 				if err != nil {
 					t.Fatalf("%s: %v", r.name, err)
@@ -234,9 +243,32 @@ func hostRun(t *testing.T, a agent.Agent, args map[string]any) (*host.Result, []
 	for k, v := range args {
 		with[k] = v
 	}
+	// The host measures the call's deadline on its clock: in a case that
+	// sets a timeout, move the fake clock on while the call is in flight so
+	// that the deadline can pass (the overrunning agent sleeps seconds of
+	// real time, far longer than this takes to reach the timeout). Other
+	// cases keep the clock still, so their traces compare byte for byte.
+	done := make(chan struct{})
+	ticked := make(chan struct{})
+	go func() {
+		defer close(ticked)
+		if _, ok := args["timeout"]; !ok {
+			return
+		}
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(5 * time.Millisecond):
+				clk.Advance(50 * time.Millisecond)
+			}
+		}
+	}()
 	res, err := h.Dispatch(context.Background(), &host.Call{Namespace: "host.agent.decide", Args: with,
 		Invoke:    &story.Invoke{Name: "host.agent.decide", Agent: "agent.echo", ID: "verdict"},
 		SessionID: "s1", Turn: 1, State: "asked", World: map[string]any{"verdict": map[string]any{}}})
+	close(done)
+	<-ticked
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,8 +20,8 @@ type Episode struct {
 // agent.call.start, so that event can carry episode_id and match_idx and
 // the call_id can be derived from the cassette key "<episode_id>:<match_idx>"
 // (trace-format.md §7). The selected episode is reserved for the Ask that
-// follows with the same *AskRequest. ok=false means no episode matches: the
-// call keeps its live call_id and Ask reports the miss.
+// follows with the same *Call. ok=false means no episode matches: the call
+// keeps its live call_id and Ask reports the miss.
 type EpisodeSelector interface {
-	SelectEpisode(ctx context.Context, req *AskRequest) (ep Episode, ok bool)
+	SelectEpisode(ctx context.Context, call *Call) (ep Episode, ok bool)
 }

@@ -4,7 +4,7 @@ package agent
 // points it at another Anthropic-compatible backend, with its own model and
 // environment (e.g. ANTHROPIC_BASE_URL, ANTHROPIC_AUTH_TOKEN). An invoke
 // names one; the host resolves the name and hands the entry to the
-// transport in CallInfo.ProviderSpec.
+// transport in Call.Provider.
 type Provider struct {
 	Name  string
 	Model string

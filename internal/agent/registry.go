@@ -204,5 +204,5 @@ func (r *Registry) Close() error {
 // build does not have, or an in-process alias nobody registered.
 type unavailable struct{ err *AskError }
 
-func (u unavailable) Ask(context.Context, *AskRequest) (*AskResponse, error) { return nil, u.err }
-func (unavailable) Close() error                                             { return nil }
+func (u unavailable) Ask(context.Context, *Call) (*AskResponse, error) { return nil, u.err }
+func (unavailable) Close() error                                       { return nil }

@@ -76,8 +76,8 @@ func TestPluginSlug(t *testing.T) {
 // countingAgent counts its closes.
 type countingAgent struct{ closed *int }
 
-func (countingAgent) Ask(context.Context, *AskRequest) (*AskResponse, error) { return nil, nil }
-func (a countingAgent) Close() error                                         { *a.closed++; return nil }
+func (countingAgent) Ask(context.Context, *Call) (*AskResponse, error) { return nil, nil }
+func (a countingAgent) Close() error                                   { *a.closed++; return nil }
 
 func TestReconfigureClosesChangedAgents(t *testing.T) {
 	r := NewRegistry(nil)

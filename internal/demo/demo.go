@@ -28,8 +28,8 @@ func Register(r *agent.Registry) {
 type Greeter struct{}
 
 // Ask composes the greeting.
-func (Greeter) Ask(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
-	args, _ := req.With["args"].(map[string]any)
+func (Greeter) Ask(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
+	args, _ := call.Request.With["args"].(map[string]any)
 	name, _ := args["name"].(string)
 	style, _ := args["style"].(string)
 	if name == "" {

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
+
+	"github.com/kitsoki/kitsoki/internal/secret"
 )
 
 // MaxSamplesPerCandidate caps the failure samples a report keeps for one
@@ -166,6 +169,7 @@ func barFailures(c *Candidate, bar AdherenceBar, strict bool) []string {
 // choice does not depend on which repeat happened to fail.
 func (p *plan) samples(c *candidate, fails []*callResult) []FailureSample {
 	d := p.c.Dataset
+	mask := secret.New(p.c.Story.Secrets)
 	type keyed struct {
 		ex     int
 		reason string
@@ -186,9 +190,12 @@ func (p *plan) samples(c *candidate, fails []*callResult) []FailureSample {
 			continue
 		}
 		seen[k] = true
+		// A report is committed evidence: the story's secrets are masked
+		// in what the agent said (internal/secret's rule).
+		expect, _ := mask.Value(ex.Expect).(map[string]any)
 		ks = append(ks, keyed{ex: r.ex, reason: r.outcome.Reason, actual: actualJSON, s: FailureSample{
 			Example: ex.Name, Profile: c.Profile, Model: c.Model, Effort: c.Effort,
-			Reason: r.outcome.Reason, Expect: ex.Expect, Actual: r.submission,
+			Reason: mask.Text(r.outcome.Reason), Expect: expect, Actual: mask.Value(r.submission),
 		}})
 	}
 	sort.SliceStable(ks, func(i, j int) bool {
@@ -252,19 +259,7 @@ func pairedTest(pinnedLabel string, pinned, cand map[string]bool) *PairedTest {
 // matchCandidate finds the candidate a pin names: same profile, and same
 // model and effort where the pin sets them. -1 when none matches.
 func matchCandidate(cands []Candidate, pin *Pin) int {
-	for i, c := range cands {
-		if c.Profile != pin.Profile {
-			continue
-		}
-		if pin.Model != "" && c.Model != pin.Model {
-			continue
-		}
-		if pin.Effort != "" && c.Effort != pin.Effort {
-			continue
-		}
-		return i
-	}
-	return -1
+	return slices.IndexFunc(cands, func(c Candidate) bool { return pin.Matches(c.Profile, c.Model, c.Effort) })
 }
 
 // round12 rounds to 12 decimal places: averages of costs such as 0.002

@@ -7,47 +7,12 @@ import (
 	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/routes"
 	"github.com/kitsoki/kitsoki/internal/story"
 )
 
-// ProfileRoute resolves a profile name in a story to a host route:
-//
-//   - "claude" is the built-in claude path (an invoke with no agent:);
-//   - an agent_plugins alias ("agent.local", or "local" for short) routes
-//     the call to that plugin;
-//   - a providers: entry routes the call to the built-in claude path
-//     through that provider.
-//
-// backend names what answers: the plugin type, or builtin.claude for the
-// built-in path.
-func ProfileRoute(st *story.Story, profile string) (route *host.Route, backend string, err error) {
-	switch {
-	case profile == "":
-		return nil, "", fmt.Errorf("profile is empty")
-	case profile == host.ProfileClaude:
-		return &host.Route{Profile: profile}, backendBuiltin, nil
-	}
-	for _, alias := range []string{profile, "agent." + profile} {
-		if d, ok := st.Plugins[alias]; ok {
-			return &host.Route{Profile: profile, Alias: alias}, d.Plugin, nil
-		}
-	}
-	if _, ok := st.Providers[profile]; ok {
-		return &host.Route{Profile: profile, Provider: profile}, backendBuiltin, nil
-	}
-	return nil, "", fmt.Errorf("profile %q is neither %q (the built-in claude path), an agent_plugins alias (%s) nor a providers: entry (%s)",
-		profile, host.ProfileClaude, listOrNone(sortedKeys(st.Plugins)), listOrNone(sortedKeys(st.Providers)))
-}
-
 // backendBuiltin is the backend of the built-in claude path.
-const backendBuiltin = "builtin.claude"
-
-func listOrNone(s []string) string {
-	if len(s) == 0 {
-		return "none declared"
-	}
-	return strings.Join(s, ", ")
-}
+const backendBuiltin = routes.BackendBuiltin
 
 // candidate is one cell of the matrix: what the report shows and the
 // route its calls take.
@@ -76,7 +41,7 @@ func expandMatrix(st *story.Story, site *CallSite, m Matrix) ([]*candidate, erro
 	var errs []string
 	seen := map[string]bool{}
 	for _, p := range m.Profiles {
-		base, backend, err := ProfileRoute(st, p)
+		base, backend, err := routes.ProfileRoute(st, p)
 		if err != nil {
 			errs = append(errs, "matrix.profiles: "+err.Error())
 			continue
@@ -118,27 +83,11 @@ func expandMatrix(st *story.Story, site *CallSite, m Matrix) ([]*candidate, erro
 	return out, nil
 }
 
-// labelModel is the model a candidate reports: the matrix's, else the
-// model the call would use by default (the provider's, the persona's, the
-// declaration's), else "".
+// labelModel is the model a candidate reports: the one its calls run on,
+// by the host's rule (the matrix's, else the provider's, the persona's or
+// the declaration's, as the profile's transport takes them), else "".
 func labelModel(st *story.Story, site *CallSite, r *host.Route) string {
-	if r.Model != "" {
-		return r.Model
-	}
-	if r.Provider != "" {
-		if p, ok := st.Providers[r.Provider]; ok && p.Model != "" {
-			return p.Model
-		}
-	}
-	if p := st.Agents[site.Agent]; p != nil && p.Model != "" {
-		return p.Model
-	}
-	if r.Alias != "" {
-		if d, ok := st.Plugins[r.Alias]; ok {
-			return d.Model
-		}
-	}
-	return ""
+	return host.RouteModel(st, r, st.Agents[site.Agent])
 }
 
 func contains(s []string, v string) bool { return slices.Contains(s, v) }

@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/clock"
+	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/testrunner"
 )
@@ -62,11 +62,10 @@ type fallbackAgent struct {
 
 func (f *fallbackAgent) FallbackEligible() bool { return f.eligible() }
 
-// agents builds the registry and built-in agent one candidate's calls
-// see: every alias answered by the cassette under that candidate's keys.
-func (rp *Replay) agents(st *story.Story, c *candidate, logger *slog.Logger) (*agent.Registry, agent.Agent) {
-	reg := agent.NewRegistry(logger)
-	reg.Configure(st.Plugins)
+// agents are the agents one candidate's calls see: every alias answered
+// by the cassette under that candidate's keys.
+func (rp *Replay) agents(st *story.Story, c *candidate) runtime.Agents {
+	over := map[string]agent.Agent{}
 	// The host retries a schema-invalid answer on agent.claude for a
 	// local_llm transport, or for any transport whose recorded run did
 	// (the cassette then holds that call's agent.claude answer).
@@ -78,9 +77,9 @@ func (rp *Replay) agents(st *story.Story, c *candidate, logger *slog.Logger) (*a
 	}
 	for _, alias := range aliasesOf(st) {
 		eligible := st.Plugins[alias].Plugin == agent.PluginLocalLLM || (recordedFallback && alias == c.route.Alias)
-		reg.Register(alias, &fallbackAgent{Agent: rp.c.Agent(handlerFor(c, alias), nil), eligible: func() bool { return eligible }})
+		over[alias] = &fallbackAgent{Agent: rp.c.Agent(handlerFor(c, alias), nil), eligible: func() bool { return eligible }}
 	}
-	return reg, rp.c.Agent(handlerFor(c, ""), nil)
+	return runtime.Agents{Override: over, Builtin: rp.c.Agent(handlerFor(c, ""), nil)}
 }
 
 // misses returns the cassette misses of the run, as an error.
@@ -160,7 +159,7 @@ func (r *Recording) Cassette(st *story.Story) (*testrunner.Cassette, error) {
 		eps = append(eps, r.calls[t].exchanges...)
 	}
 	r.mu.Unlock()
-	c, err := testrunner.NewCassette(st.App.ID, eps, testrunner.WithGetenv(func(string) string { return "" }))
+	c, err := testrunner.NewCassette(st.App.ID, eps, testrunner.WithGetenv(func(string) string { return "" }), testrunner.WithSecrets(st.Secrets))
 	if err != nil {
 		return nil, err
 	}
@@ -178,23 +177,22 @@ func (r *Recording) WriteFile(st *story.Story, path string) error {
 	return c.WriteFile(path)
 }
 
-// agents builds the registry and built-in agent one candidate's calls see
-// while recording: every alias resolved by the live registry, wrapped so
-// each exchange is kept under the candidate's keys.
-func (r *Recording) agents(st *story.Story, c *candidate, live *agent.Registry, builtin agent.Agent, clk clock.Clock, logger *slog.Logger) (*agent.Registry, agent.Agent) {
-	reg := agent.NewRegistry(logger)
-	reg.Configure(st.Plugins)
+// agents are the agents one candidate's calls see while recording: every
+// alias resolved by the live registry, wrapped so each exchange is kept
+// under the candidate's keys.
+func (r *Recording) agents(st *story.Story, c *candidate, live *agent.Registry, builtin agent.Agent, clk clock.Clock) runtime.Agents {
+	over := map[string]agent.Agent{}
 	for _, alias := range aliasesOf(st) {
 		alias := alias
 		get := func() (agent.Agent, error) { return live.Get(alias) }
 		ra := &recordingAgent{rec: r, handler: handlerFor(c, alias), get: get, clock: clk}
-		reg.Register(alias, &fallbackAgent{Agent: ra, eligible: ra.fallbackEligible})
+		over[alias] = &fallbackAgent{Agent: ra, eligible: ra.fallbackEligible}
 	}
-	var b agent.Agent
+	out := runtime.Agents{Override: over}
 	if builtin != nil {
-		b = &recordingAgent{rec: r, handler: handlerFor(c, ""), get: func() (agent.Agent, error) { return builtin, nil }, clock: clk}
+		out.Builtin = &recordingAgent{rec: r, handler: handlerFor(c, ""), get: func() (agent.Agent, error) { return builtin, nil }, clock: clk}
 	}
-	return reg, b
+	return out
 }
 
 // recordingAgent forwards to a live agent and records the exchange.
@@ -214,17 +212,18 @@ func (a *recordingAgent) fallbackEligible() bool {
 	return ok && fe.FallbackEligible()
 }
 
-func (a *recordingAgent) Ask(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
+func (a *recordingAgent) Ask(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
 	live, err := a.get()
 	if err != nil {
 		return nil, agent.Errorf(agent.KindTransportError, "%v", err)
 	}
+	req := call.Request
 	start := a.clock.Now()
-	resp, err := live.Ask(ctx, req)
+	resp, err := live.Ask(ctx, call)
 	dur := a.clock.Now().Sub(start).Milliseconds()
-	ab := &testrunner.AgentBlock{Verb: req.Verb, Prompt: req.Prompt}
-	if ci := agent.CallInfoFrom(ctx); ci != nil && ci.Persona != nil {
-		ab.Agent, ab.Model = ci.Persona.Name, ci.Persona.Model
+	ab := &testrunner.AgentBlock{Verb: req.Verb, Prompt: req.Prompt, Model: call.Model}
+	if call.Persona != nil {
+		ab.Agent = call.Persona.Name
 	}
 	ab.DurationMS = dur
 	if resp != nil {

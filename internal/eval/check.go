@@ -3,11 +3,12 @@ package eval
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/routes"
 	"github.com/kitsoki/kitsoki/internal/schema"
 	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/workspace"
 )
 
 // Checked is a dataset after offline validation: the story it points at,
@@ -36,8 +37,8 @@ func (c *Checked) Close() error {
 // Check reads and validates the dataset at path. Only an unreadable file is
 // an error; everything else, including YAML that does not parse, is
 // collected in Errors.
-func Check(path string) (*Checked, error) {
-	raw, err := os.ReadFile(path)
+func Check(path string, opts ...CheckOption) (*Checked, error) {
+	raw, err := workspace.ReadFile(path, path)
 	if err != nil {
 		return nil, fmt.Errorf("read dataset: %w", err)
 	}
@@ -45,19 +46,28 @@ func Check(path string) (*Checked, error) {
 	if err != nil {
 		return &Checked{Dataset: &Dataset{Path: path, Raw: raw}, Errors: []string{err.Error()}}, nil
 	}
-	return CheckDataset(d), nil
+	return CheckDataset(d, opts...), nil
 }
 
 // CheckDataset validates a parsed dataset: its own shape, then the app, the
 // call site, the dataset's agent, the schema, and each example's expect
 // against the schema, collecting every failure.
-func CheckDataset(d *Dataset) *Checked {
+func CheckDataset(d *Dataset, opts ...CheckOption) *Checked {
+	var o checkOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	c := &Checked{Dataset: d}
 	c.Errors, c.Warnings = d.checkShape()
 	if d.App == "" {
 		return c
 	}
-	st, err := story.Load(d.AppPath())
+	ws, err := d.confine(o.workspace)
+	if err != nil {
+		c.Errors = append(c.Errors, err.Error())
+		return c
+	}
+	st, err := story.Load(d.AppPath(), story.WithWorkspace(ws))
 	if err != nil {
 		c.Errors = append(c.Errors, "load app: "+err.Error())
 		return c
@@ -66,7 +76,7 @@ func CheckDataset(d *Dataset) *Checked {
 	if d.Call == "" {
 		return c
 	}
-	site, err := FindCallSite(st, d.Call)
+	site, err := routes.FindCallSite(st, d.Call)
 	if err != nil {
 		c.Errors = append(c.Errors, err.Error())
 		return c
@@ -98,7 +108,15 @@ func CheckDataset(d *Dataset) *Checked {
 // loadSchema reads the call site's schema relative to the story directory
 // and compiles it with the story's rooted compiler.
 func loadSchema(st *story.Story, p string) (*schema.Schema, error) {
-	if _, err := os.ReadFile(storyPath(st.Dir, p)); err != nil {
+	real := routes.StoryPath(st.Dir, p)
+	if !st.Workspace.IsZero() {
+		r, err := st.Workspace.Resolve(st.Dir, p)
+		if err != nil {
+			return nil, err
+		}
+		real = r
+	}
+	if _, err := st.Workspace.Stat(real); err != nil {
 		return nil, err
 	}
 	if s, ok := st.Schemas[p]; ok {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kitsoki/kitsoki/internal/routes"
 )
 
 // Every validation message of eval-format.md §2, one dataset each, checked
@@ -148,7 +149,7 @@ func TestFindCallSite(t *testing.T) {
 		t.Errorf("with.args as written (-want +got):\n%s", diff)
 	}
 
-	tr, err := FindCallSite(c.Story, "triage")
+	tr, err := routes.FindCallSite(c.Story, "triage")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/kitsoki/kitsoki/internal/routes"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kitsoki/kitsoki/internal/workspace"
 )
 
 // KindDataset is the kind: of an eval dataset file.
@@ -98,23 +100,9 @@ type Selection struct {
 	Pinned   *Pin   `yaml:"pinned"`
 }
 
-// Pin is a profile/model/effort choice backed by an evidence report. The
-// same fields make up an invoke's selection: block (eval-format.md §6).
-type Pin struct {
-	Profile         string `yaml:"profile" json:"profile,omitempty"`
-	Model           string `yaml:"model" json:"model,omitempty"`
-	Effort          string `yaml:"effort" json:"effort,omitempty"`
-	Evidence        string `yaml:"evidence" json:"evidence,omitempty"`
-	FallbackProfile string `yaml:"fallback_profile" json:"fallback_profile,omitempty"`
-}
-
-// Label is "profile/model", the form listings show.
-func (p *Pin) Label() string {
-	if p == nil || (p.Profile == "" && p.Model == "") {
-		return ""
-	}
-	return p.Profile + "/" + p.Model
-}
+// Pin is a profile/model/effort choice backed by an evidence report
+// (routes.Pin: the same fields make up an invoke's selection: block).
+type Pin = routes.Pin
 
 // Name is the dataset's eval name: its file name without the extension.
 func (d *Dataset) Name() string {
@@ -144,7 +132,7 @@ func (d *Dataset) ReportsDir() string {
 // is an error; a file that is not valid YAML for the dataset shape returns
 // the error too, so callers can report it as a validation failure.
 func ReadDataset(path string) (*Dataset, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := workspace.ReadFile(path, path)
 	if err != nil {
 		return nil, fmt.Errorf("read dataset: %w", err)
 	}

@@ -10,7 +10,8 @@
 // dispatch path (prompt rendering, persona, schema validation, trace
 // events), computes per-candidate statistics, picks a candidate by the
 // dataset's selection strategy, and writes a report (§5). Status compares
-// the latest report with the call site as it is now. ResolvePins turns the
-// selection: blocks of a loaded story into host routes, honouring a pin only
-// while its evidence is present, fresh and passing.
+// the latest report with the call site as it is now. The reports are the
+// evidence selection: pins cite; routes.Resolve turns those pins into host
+// routes, honouring a pin only while its evidence is present, fresh and
+// passing.
 package eval

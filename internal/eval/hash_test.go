@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kitsoki/kitsoki/internal/routes"
 )
 
 func sha(b []byte) string {
@@ -38,21 +39,21 @@ func TestHashes(t *testing.T) {
 	}
 
 	// No persona, hence no tools: the hash of "".
-	tr, err := FindCallSite(c.Story, "triage")
+	tr, err := routes.FindCallSite(c.Story, "triage")
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := SiteHashes(c.Story, tr)
+	h := routes.SiteHashes(c.Story, tr)
 	if h.Toolbox != "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" {
 		t.Errorf("empty toolbox hash = %s", h.Toolbox)
 	}
 	// An inline prompt or a missing file hashes to "".
 	tr.PromptPath, tr.SchemaPath = "Decide {{ args.x }} now.", "schemas/missing.json"
-	h = SiteHashes(c.Story, tr)
+	h = routes.SiteHashes(c.Story, tr)
 	if h.Prompt != "" || h.Schema != "" {
 		t.Errorf("inline prompt / missing schema hashes = %q, %q; want empty", h.Prompt, h.Schema)
 	}
-	if HashToolbox([]string{"b", "a"}) != HashToolbox([]string{"a", "b"}) {
+	if routes.HashToolbox([]string{"b", "a"}) != routes.HashToolbox([]string{"a", "b"}) {
 		t.Error("toolbox hash depends on order")
 	}
 }

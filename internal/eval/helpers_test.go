@@ -109,24 +109,22 @@ func (localLike) FallbackEligible() bool { return true }
 //	agent.crash  fails with plugin_crash
 //	agent.local  schema-invalid, fallback-eligible; agent.claude answers right
 //	agent.retry  right; reports one nudge on amounts above 100
-//	agent.slow   never answers before the deadline
+//	agent.slow   never answers: it waits for the deadline (which, on a fake
+//	             clock, only Advance brings; tests that use it register
+//	             their own)
 func testAgents(t testing.TB, st *story.Story) *agent.Registry {
 	t.Helper()
 	reg := agent.NewRegistry(nil)
 	reg.Configure(st.Plugins)
-	reg.Register("agent.good", agent.AgentFunc(func(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
+	reg.Register("agent.good", agent.AgentFunc(func(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
+		req := call.Request
 		_, d := policy(req.Prompt)
-		model := ""
-		if ci := agent.CallInfoFrom(ctx); ci != nil {
-			model = ci.Model
-			if ci.Persona != nil && ci.Persona.Model != model && model != "" {
-				return nil, agent.Errorf(agent.KindPluginCrash, "persona model %q, routed model %q", ci.Persona.Model, model)
-			}
-		}
+		model := call.Model
 		return answer(map[string]any{"decision": d, "reason": "policy"},
 			map[string]any{"cost_usd": 0.002, "usage": map[string]any{"input_tokens": 100, "output_tokens": 20}, "model": model})
 	}))
-	reg.Register("agent.flaky", agent.AgentFunc(func(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
+	reg.Register("agent.flaky", agent.AgentFunc(func(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
+		req := call.Request
 		claim, d := policy(req.Prompt)
 		if claim == "taxi" {
 			d = "reject"
@@ -134,21 +132,24 @@ func testAgents(t testing.TB, st *story.Story) *agent.Registry {
 		return answer(map[string]any{"decision": d, "reason": "guess"},
 			map[string]any{"cost_usd": 0.0005, "usage": map[string]any{"input_tokens": 50, "output_tokens": 10}})
 	}))
-	reg.Register("agent.bad", agent.AgentFunc(func(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
+	reg.Register("agent.bad", agent.AgentFunc(func(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
+		req := call.Request
 		_, d := policy(req.Prompt)
 		return answer(map[string]any{"decision": d}, nil)
 	}))
-	reg.Register("agent.crash", agent.AgentFunc(func(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
+	reg.Register("agent.crash", agent.AgentFunc(func(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
 		return nil, agent.Errorf(agent.KindPluginCrash, "boom")
 	}))
-	reg.Register("agent.local", localLike{func(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
+	reg.Register("agent.local", localLike{func(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
 		return answer(map[string]any{"decision": "maybe"}, map[string]any{"prompt_tokens": 30, "completion_tokens": 5})
 	}})
-	reg.Register(agent.DefaultAlias, agent.AgentFunc(func(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
+	reg.Register(agent.DefaultAlias, agent.AgentFunc(func(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
+		req := call.Request
 		_, d := policy(req.Prompt)
 		return answer(map[string]any{"decision": d, "reason": "claude"}, map[string]any{"cost_usd": 0.01})
 	}))
-	reg.Register("agent.retry", agent.AgentFunc(func(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
+	reg.Register("agent.retry", agent.AgentFunc(func(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
+		req := call.Request
 		_, d := policy(req.Prompt)
 		meta := map[string]any{}
 		if d == "reject" {
@@ -156,7 +157,7 @@ func testAgents(t testing.TB, st *story.Story) *agent.Registry {
 		}
 		return answer(map[string]any{"decision": d, "reason": "r"}, meta)
 	}))
-	reg.Register("agent.slow", agent.AgentFunc(func(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
+	reg.Register("agent.slow", agent.AgentFunc(func(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}))

@@ -26,7 +26,8 @@ func TestRunParallelLimit(t *testing.T) {
 		)
 		full := make(chan struct{})
 		var once sync.Once
-		ask := func(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
+		ask := func(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
+			req := call.Request
 			mu.Lock()
 			inFlight++
 			maxSeen = max(maxSeen, inFlight)

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/routes"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
@@ -48,7 +49,7 @@ func pinAudit(t *testing.T, dir, selection string) *story.Story {
 
 func auditInvoke(t *testing.T, st *story.Story) *story.Invoke {
 	t.Helper()
-	site, err := FindCallSite(st, "audit")
+	site, err := routes.FindCallSite(st, "audit")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +63,7 @@ const ev = "evidence: evals/reports/audit/latest.json"
 func TestPinHonoured(t *testing.T) {
 	dir := measured(t)
 	st := pinAudit(t, dir, "{profile: agent.flaky, model: m-default, effort: low, "+ev+", fallback_profile: agent.bad}")
-	pins := ResolvePins(st)
+	pins := routes.Resolve(st)
 	if len(pins.Warnings) != 0 || pins.Err() != nil {
 		t.Fatalf("warnings: %q", pins.Warnings)
 	}
@@ -154,7 +155,7 @@ func TestPinNotHonoured(t *testing.T) {
 				tt.before(t, dir)
 			}
 			st := pinAudit(t, dir, tt.selection)
-			pins := ResolvePins(st)
+			pins := routes.Resolve(st)
 			if diff := cmp.Diff([]string{tt.warning}, pins.Warnings); diff != "" {
 				t.Fatalf("warnings (-want +got):\n%s", diff)
 			}
@@ -180,7 +181,7 @@ func TestPinNotHonoured(t *testing.T) {
 func TestPinMetadataAndWrongCall(t *testing.T) {
 	dir := measured(t)
 	st := pinAudit(t, dir, "{"+ev+"}")
-	if pins := ResolvePins(st); len(pins.Routes) != 0 || len(pins.Warnings) != 0 {
+	if pins := routes.Resolve(st); len(pins.Routes) != 0 || len(pins.Warnings) != 0 {
 		t.Fatalf("metadata-only selection: %+v", pins)
 	}
 
@@ -193,7 +194,7 @@ func TestPinMetadataAndWrongCall(t *testing.T) {
 	}
 	defer st2.Close()
 	want := `pin for call "triage" not applied: evidence evals/reports/audit/latest.json is a report for call "audit", not "triage"; using the default route (agent.good)`
-	if diff := cmp.Diff([]string{want}, ResolvePins(st2).Warnings); diff != "" {
+	if diff := cmp.Diff([]string{want}, routes.Resolve(st2).Warnings); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
 	}
 }
@@ -202,7 +203,7 @@ func TestPinMetadataAndWrongCall(t *testing.T) {
 func TestPinFallbackTraced(t *testing.T) {
 	dir := measured(t)
 	st := pinAudit(t, dir, "{profile: agent.flaky, evidence: evals/reports/audit/nothere.json, fallback_profile: agent.good}")
-	pins := ResolvePins(st)
+	pins := routes.Resolve(st)
 	sink := trace.NewMemSink()
 	h := host.New(st, testAgents(t, st), sink, host.WithRoutes(pins.Routes))
 	defer h.Close()

@@ -34,14 +34,14 @@ func TestRunProfiles(t *testing.T) {
 	type seenCall struct{ Provider, ProviderModel, Model, PersonaModel string }
 	var mu sync.Mutex
 	seen := map[seenCall]int{}
-	builtin := agent.AgentFunc(func(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
-		ci := agent.CallInfoFrom(ctx)
-		s := seenCall{Provider: ci.Provider, Model: ci.Model}
-		if ci.ProviderSpec != nil {
-			s.ProviderModel = ci.ProviderSpec.Model
+	builtin := agent.AgentFunc(func(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
+		req := call.Request
+		s := seenCall{Provider: call.ProviderName, Model: call.Model}
+		if call.Provider != nil {
+			s.ProviderModel = call.Provider.Model
 		}
-		if ci.Persona != nil {
-			s.PersonaModel = ci.Persona.Model
+		if call.Persona != nil {
+			s.PersonaModel = call.Persona.Model
 		}
 		mu.Lock()
 		seen[s]++
@@ -76,11 +76,12 @@ func TestRunProfiles(t *testing.T) {
 		t.Errorf("candidates (-want +got):\n%s", diff)
 	}
 	// The built-in agent answered the claude candidate with the matrix's
-	// model (in CallInfo and in the persona copy) and the provider
-	// candidate through the provider; agent.good answered the third.
+	// model and the provider candidate through the provider, on the
+	// provider's model; the persona is the story's, untouched. agent.good
+	// answered the third.
 	wantSeen := map[seenCall]int{
-		{Model: "opus-x", PersonaModel: "opus-x"}:                                       10,
-		{Provider: "cheap", ProviderModel: "provider-model", PersonaModel: "m-default"}: 10,
+		{Model: "opus-x", PersonaModel: "m-default"}:                                                             10,
+		{Provider: "cheap", ProviderModel: "provider-model", Model: "provider-model", PersonaModel: "m-default"}: 10,
 	}
 	if diff := cmp.Diff(wantSeen, seen); diff != "" {
 		t.Errorf("built-in calls (-want +got):\n%s", diff)

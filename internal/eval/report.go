@@ -11,10 +11,12 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/kitsoki/kitsoki/internal/routes"
 )
 
 // KindReport is the kind of an eval report.
-const KindReport = "agent_eval_report"
+const KindReport = routes.KindReport
 
 // LatestName is the file name of a call's latest report.
 const LatestName = "latest.json"
@@ -252,9 +254,9 @@ func Status(r *Report, current Hashes) string {
 func (c *Checked) CurrentHashes() Hashes {
 	var h Hashes
 	if c.Story != nil && c.Site != nil {
-		h = SiteHashes(c.Story, c.Site)
+		h = routes.SiteHashes(c.Story, c.Site)
 	}
-	h.Dataset = HashBytes(c.Dataset.Raw)
+	h.Dataset = routes.HashBytes(c.Dataset.Raw)
 	return h
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kitsoki/kitsoki/internal/routes"
 	"github.com/kitsoki/kitsoki/internal/schema"
 )
 
@@ -138,7 +139,7 @@ func TestLatestReport(t *testing.T) {
 func TestWriteReport(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "reports", "audit")
 	r := &Report{Kind: KindReport, Eval: "audit", App: "../app.yaml", Call: "audit", GeneratedAt: "2026-07-01T12:30:45Z",
-		DatasetHash: HashBytes([]byte("d")), AdherenceBar: AdherenceBar{MinPassRate: 0.95},
+		DatasetHash: routes.HashBytes([]byte("d")), AdherenceBar: AdherenceBar{MinPassRate: 0.95},
 		Candidates: []Candidate{{Profile: "p", Model: "m", Pass: true, SchemaValidRate: 1, ComparatorPassRate: 1, ContractConformanceRate: 1, ExamplesRun: 3}}}
 	p1, err := WriteReport(dir, r)
 	if err != nil {

@@ -14,9 +14,9 @@ import (
 	"github.com/kitsoki/kitsoki/internal/expr"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/trace"
-	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
 // ErrInvalid is returned by Run for a dataset with validation errors.
@@ -256,25 +256,31 @@ func (p *plan) execute(ctx context.Context, o *Options) ([]*callResult, error) {
 	d := p.c.Dataset
 	sink := newCallSink(o.Clock)
 	hosts := make([]*host.Host, len(p.cands))
+	var rts []*runtime.Runtime
+	defer func() {
+		for _, rt := range rts {
+			rt.Close()
+		}
+	}()
 	for i, c := range p.cands {
-		reg, builtin, err := p.agentsFor(c, o)
+		agents, err := p.agentsFor(c, o)
 		if err != nil {
 			return nil, err
 		}
-		hopts := []host.Option{
-			host.WithClock(o.Clock), host.WithLogger(o.Logger), host.WithDefaultTimeout(o.CallDeadline),
-			host.WithRoutes(map[*story.Invoke]*host.Route{p.c.Site.Invoke: c.route}),
+		// A candidate is a host with the candidate's route, dispatched to
+		// directly: no session, no pins.
+		rt, err := runtime.Open(p.c.Story, runtime.Config{
+			Logger: o.Logger, Clock: o.Clock, Timeout: o.CallDeadline,
+			Trace:  runtime.Trace{Sink: sink},
+			Agents: agents,
+			Routes: map[*story.Invoke]*host.Route{p.c.Site.Invoke: c.route},
+		})
+		if err != nil {
+			return nil, err
 		}
-		if builtin != nil {
-			hopts = append(hopts, host.WithBuiltin(builtin))
-		}
-		hosts[i] = host.New(p.c.Story, reg, sink, hopts...)
+		rts = append(rts, rt)
+		hosts[i] = rt.Host()
 	}
-	defer func() {
-		for _, h := range hosts {
-			h.Close()
-		}
-	}()
 
 	var jobs []job
 	for ci := range p.cands {
@@ -329,7 +335,7 @@ func (p *plan) call(ctx context.Context, h *host.Host, sink *callSink, j job, o 
 	if o.Record != nil {
 		o.Record.expect(j.turn, p.episodeID(j), p.matchKeys(ex, args))
 	}
-	cctx, cancel := context.WithTimeout(ctx, o.CallDeadline)
+	cctx, cancel := clock.WithTimeout(ctx, o.Clock, o.CallDeadline)
 	start := o.Clock.Now()
 	res, err := h.Dispatch(cctx, &host.Call{Namespace: p.c.Site.Handler, Args: args, Invoke: p.c.Site.Invoke,
 		SessionID: "eval-" + d.Name(), Turn: j.turn, State: p.c.Site.StatePath, World: world})
@@ -338,11 +344,11 @@ func (p *plan) call(ctx context.Context, h *host.Host, sink *callSink, j job, o 
 	evs := sink.take(j.turn)
 
 	r := &callResult{job: j, latencyMS: elapsed}
-	closing := closingPayload(evs)
-	if n, ok := toInt64(closing["duration_ms"]); ok {
-		r.latencyMS = n
+	dur, subst, closed := closingPayload(evs)
+	if closed {
+		r.latencyMS = dur
 	}
-	_, r.fallback = closing["substitution"]
+	r.fallback = subst != nil
 	var meta map[string]any
 	if res != nil {
 		meta, _ = res.Data["meta"].(map[string]any)
@@ -370,8 +376,7 @@ func (p *plan) call(ctx context.Context, h *host.Host, sink *callSink, j job, o 
 		r.outcome = Outcome{Reason: res.Err.Error()}
 	case r.fallback:
 		r.conformant = true
-		fb, _ := closing["substitution"].(map[string]any)
-		r.outcome = Outcome{Reason: fmt.Sprintf("schema_invalid answer; the fallback %v answered instead", fb["fallback_plugin"])}
+		r.outcome = Outcome{Reason: fmt.Sprintf("schema_invalid answer; the fallback %v answered instead", subst.FallbackPlugin)}
 		r.submission = res.Data["submitted"]
 	default:
 		r.conformant, r.valid = true, true
@@ -381,15 +386,19 @@ func (p *plan) call(ctx context.Context, h *host.Host, sink *callSink, j job, o 
 	return r
 }
 
-// closingPayload is the payload of the call's agent.call.complete or
-// agent.call.error event (nil when the call never got that far).
-func closingPayload(evs []plugin.Event) map[string]any {
+// closingPayload reads the call's agent.call.complete or agent.call.error
+// event: its duration and substitution; closed is false when the call
+// never got that far.
+func closingPayload(evs []callEvent) (durationMS int64, subst *trace.Substitution, closed bool) {
 	for i := len(evs) - 1; i >= 0; i-- {
-		if evs[i].Kind == trace.KindAgentCallComplete || evs[i].Kind == trace.KindAgentCallError {
-			return evs[i].Payload
+		switch p := evs[i].payload.(type) {
+		case trace.AgentCallComplete:
+			return p.DurationMS, p.Substitution, true
+		case trace.AgentCallError:
+			return p.DurationMS, p.Substitution, true
 		}
 	}
-	return nil
+	return 0, nil, false
 }
 
 // readMeta takes retry, cost, token and (for replayed calls) latency
@@ -456,18 +465,16 @@ func toFloat64(v any) (float64, bool) {
 	return 0, false
 }
 
-// agentsFor returns the registry and built-in agent a candidate's calls
-// reach: the live ones, or wrappers that record or replay.
-func (p *plan) agentsFor(c *candidate, o *Options) (*agent.Registry, agent.Agent, error) {
+// agentsFor returns the agents a candidate's calls reach: the live ones,
+// or wrappers that record or replay.
+func (p *plan) agentsFor(c *candidate, o *Options) (runtime.Agents, error) {
 	switch {
 	case o.Replay != nil:
-		reg, b := o.Replay.agents(p.c.Story, c, o.Logger)
-		return reg, b, nil
+		return o.Replay.agents(p.c.Story, c), nil
 	case o.Record != nil:
-		reg, b := o.Record.agents(p.c.Story, c, o.Registry, o.Builtin, o.Clock, o.Logger)
-		return reg, b, nil
+		return o.Record.agents(p.c.Story, c, o.Registry, o.Builtin, o.Clock), nil
 	}
-	return o.Registry, o.Builtin, nil
+	return runtime.Agents{Registry: o.Registry, Builtin: o.Builtin}, nil
 }
 
 // matchKeys are the cassette match keys of a call besides its handler:

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"path/filepath"
 	"strconv"
@@ -185,11 +186,40 @@ func TestRunBestPassRate(t *testing.T) {
 // No candidate passes: nothing is selected and every candidate's reasons
 // are recorded. Crashes break the contract; a fallback answer is not the
 // candidate's; a deadline overrun is an error of its own kind.
+//
+// The deadline is measured on the run's fake clock: agent.slow moves the
+// clock past it and only then sees its context end, and the other agents,
+// however slowly a loaded machine runs them, never reach it.
 func TestRunFailuresAndFallback(t *testing.T) {
-	r, _ := runAudit(t, func(s string) string {
+	dir := copyStory(t)
+	ds := filepath.Join(dir, "evals", "audit.yaml")
+	setDataset(t, ds, func(s string) string {
 		s = replaceBlock(s, "matrix:", "matrix:\n  profiles: [agent.bad, agent.crash, agent.local, agent.slow]\n  repeat: 1\n")
 		return replaceBlock(s, "selection:", "selection:\n  strategy: cheapest_passing\n")
-	}, Options{CallDeadline: 30 * time.Millisecond, Now: t0})
+	})
+	c := mustCheck(t, ds)
+	const deadline = 30 * time.Second
+	fake := clock.NewFake(t0)
+	reg := testAgents(t, c.Story)
+	reg.Register("agent.slow", agent.AgentFunc(func(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("the deadline passed before the clock moved: %w", err)
+		}
+		fake.Advance(deadline)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}))
+	// One call at a time: moving the shared clock must not end another
+	// call's deadline.
+	r, err := Run(context.Background(), c, Options{Registry: reg, Clock: fake, Parallel: 1, CallDeadline: deadline, Now: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := r.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	validateReport(t, b)
 	d := r.Decision
 	if d.SelectedProfile != "" || d.SelectedModel != "" || len(d.Rejected) != 4 {
 		t.Fatalf("a failing candidate was picked: %+v", d)
@@ -206,7 +236,7 @@ func TestRunFailuresAndFallback(t *testing.T) {
 		t.Errorf("local = %+v", local)
 	}
 	slow := candidateByProfile(t, r, "agent.slow")
-	if slow.ContractConformanceRate != 0 || !cmp.Equal(slow.Errors, map[string]int{"deadline_exceeded": 10}) {
+	if slow.ContractConformanceRate != 0 || !cmp.Equal(slow.Errors, map[string]int{"deadline_exceeded": 10}) || slow.P50LatencyMS != deadline.Milliseconds() {
 		t.Errorf("slow = %+v", slow)
 	}
 	for _, s := range r.FailureSamples {
@@ -230,7 +260,8 @@ func TestRunRetriesAndLatency(t *testing.T) {
 	fake := clock.NewFake(t0)
 	reg := testAgents(t, c.Story)
 	// agent.slow here takes "amount" milliseconds and answers right.
-	reg.Register("agent.slow", agent.AgentFunc(func(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
+	reg.Register("agent.slow", agent.AgentFunc(func(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
+		req := call.Request
 		m := amountRE.FindStringSubmatch(req.Prompt)
 		n, _ := strconv.Atoi(m[1])
 		fake.Advance(time.Duration(n) * time.Millisecond)
@@ -301,7 +332,7 @@ func TestRunPlanErrors(t *testing.T) {
 			reg := agent.NewRegistry(nil)
 			reg.Configure(c.Story.Plugins)
 			for _, a := range []string{"agent.good", "agent.flaky", "agent.bad"} {
-				reg.Register(a, agent.AgentFunc(func(context.Context, *agent.AskRequest) (*agent.AskResponse, error) {
+				reg.Register(a, agent.AgentFunc(func(context.Context, *agent.Call) (*agent.AskResponse, error) {
 					calls++
 					return nil, agent.Errorf(agent.KindPluginCrash, "called")
 				}))

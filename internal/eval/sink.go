@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/clock"
+	"github.com/kitsoki/kitsoki/internal/trace"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
@@ -16,18 +17,35 @@ type callSink struct {
 	clock clock.Clock
 
 	mu     sync.Mutex
-	events map[int64][]plugin.Event
+	events map[int64][]callEvent
+}
+
+// callEvent is one event as the host appended it: a typed payload for
+// the kinds kitsoki writes, the map of a plugin's sub-event otherwise.
+type callEvent struct {
+	ev      plugin.Event
+	payload trace.Payload // nil for a sub-event
 }
 
 func newCallSink(c clock.Clock) *callSink {
-	return &callSink{clock: c, events: map[int64][]plugin.Event{}}
+	return &callSink{clock: c, events: map[int64][]callEvent{}}
 }
 
-// Append keeps a copy of the event under its turn.
+// Append keeps a copy of a sub-event under its turn.
 func (s *callSink) Append(ev *plugin.Event) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.events[ev.Turn] = append(s.events[ev.Turn], *ev)
+	s.events[ev.Turn] = append(s.events[ev.Turn], callEvent{ev: *ev})
+	return nil
+}
+
+// AppendPayload keeps a copy of the event and its typed payload.
+func (s *callSink) AppendPayload(ev *plugin.Event, p trace.Payload) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := *ev
+	e.Kind = p.Kind()
+	s.events[ev.Turn] = append(s.events[ev.Turn], callEvent{ev: e, payload: p})
 	return nil
 }
 
@@ -41,8 +59,12 @@ func (s *callSink) NextSeq(turn int64) int {
 // Now reads the run's clock.
 func (s *callSink) Now() time.Time { return s.clock.Now() }
 
+// EndTurn is a turn boundary; an eval call's events stay in memory until
+// the runner takes them.
+func (s *callSink) EndTurn() error { return nil }
+
 // take removes and returns the events of a turn.
-func (s *callSink) take(turn int64) []plugin.Event {
+func (s *callSink) take(turn int64) []callEvent {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	evs := s.events[turn]

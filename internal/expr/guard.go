@@ -27,6 +27,11 @@ func CompileGuard(src string) (*Guard, error) {
 // Source returns the expression text.
 func (g *Guard) Source() string { return g.src }
 
+// WorldReads lists the world keys the guard reads by name, in source order
+// (a key read twice is listed twice). Keys computed at run time
+// (world[x]) are not listed.
+func (g *Guard) WorldReads() []WorldRead { return g.u.reads }
+
 // Eval evaluates the guard against env. Any failure, including a result that
 // is not a bool (nil included), is an *EvalError.
 func (g *Guard) Eval(env Env) (bool, error) {

@@ -150,6 +150,16 @@ type unit struct {
 	tpl  string  // the whole source string it was taken from
 	off  int     // byte offset of src in tpl when m is nil
 	m    *mapped // set when src was rewritten; maps src bytes to tpl bytes
+
+	reads []WorldRead // world keys read by name, in source order
+}
+
+// WorldRead is a world key an expression reads by name (world.key,
+// world?.key, world["key"] or get(world, "key")). Line and Col locate the
+// key in the compiled source, as CompileError positions do.
+type WorldRead struct {
+	Key       string
+	Line, Col int
 }
 
 // The compiler configurations are built once: setting one up costs as much
@@ -299,9 +309,19 @@ func (u *unit) validate(root ast.Node, inRange bool) error {
 		v.add(id, fmt.Sprintf("unknown name %q: an expression must start from one of %s%s", id.Value, rootList, hint))
 	}
 	if v.first == nil {
+		for _, r := range v.reads {
+			line, col := lineCol(u.tpl, u.tplOffset(r.at))
+			u.reads = append(u.reads, WorldRead{Key: r.key, Line: line, Col: col})
+		}
 		return nil
 	}
 	return u.compileError(v.first.at, v.first.msg)
+}
+
+// worldRead is a world key read by name, at a rune offset in the expression.
+type worldRead struct {
+	key string
+	at  int
 }
 
 type violation struct {
@@ -314,6 +334,13 @@ type validator struct {
 	idents  []*ast.IdentifierNode
 	callees map[ast.Node]bool // made on the first call: most expressions have none
 	first   *violation
+	reads   []worldRead
+}
+
+// isWorld reports whether n is the root name world.
+func isWorld(n ast.Node) bool {
+	id, ok := n.(*ast.IdentifierNode)
+	return ok && id.Value == "world"
 }
 
 func (v *validator) add(n ast.Node, msg string) {
@@ -327,6 +354,10 @@ func (v *validator) Visit(node *ast.Node) {
 	switch n := (*node).(type) {
 	case *ast.IdentifierNode:
 		v.idents = append(v.idents, n)
+	case *ast.MemberNode:
+		if key, ok := n.Property.(*ast.StringNode); ok && isWorld(n.Node) {
+			v.reads = append(v.reads, worldRead{key: key.Value, at: key.Location().From})
+		}
 	case *ast.CallNode:
 		id, ok := n.Callee.(*ast.IdentifierNode)
 		if !ok {
@@ -338,6 +369,7 @@ func (v *validator) Visit(node *ast.Node) {
 		}
 		v.callees[id] = true
 		v.checkFunc(id, id.Value)
+
 	case *ast.BuiltinNode:
 		for _, a := range n.Arguments {
 			if _, isClosure := a.(*ast.PredicateNode); isClosure && !slices.Contains(functions, n.Name) {
@@ -346,6 +378,11 @@ func (v *validator) Visit(node *ast.Node) {
 			}
 		}
 		v.checkFunc(n, n.Name)
+		if n.Name == "get" && len(n.Arguments) == 2 && isWorld(n.Arguments[0]) {
+			if key, ok := n.Arguments[1].(*ast.StringNode); ok {
+				v.reads = append(v.reads, worldRead{key: key.Value, at: key.Location().From})
+			}
+		}
 	case *ast.PredicateNode, *ast.PointerNode:
 		v.add(n, "closures (lambdas) are not allowed in story expressions")
 	case *ast.MapNode:

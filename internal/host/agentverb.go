@@ -67,7 +67,6 @@ func (ah *agentHandler) prepare(call *Call) (*prepared, error) {
 		}
 		p.persona = persona
 	}
-	p.persona = p.route.persona(p.persona)
 
 	if sp, ok := call.Args["schema"].(string); ok && sp != "" {
 		s, err := h.schema(sp)
@@ -142,47 +141,32 @@ func (h *Host) ask(ctx context.Context, verb string, call *Call, p *prepared) (*
 	seq := h.sink.NextSeq(call.Turn)
 	p.req.CallID = trace.CallID(h.story.App.ID, strconv.FormatInt(call.Turn, 10)+":"+call.State+":"+strconv.Itoa(seq))
 	p.req.Deadline = start.Add(p.timeout).UTC().Format(time.RFC3339Nano)
-	ep := h.selectEpisode(ctx, p)
+	ac := h.newCall(p.alias, p, call)
+	ep := h.selectEpisode(ctx, p, ac)
 
-	startPayload := map[string]any{"verb": verb, "prompt": p.req.Prompt}
-	h.describe(startPayload, p)
-	p.route.describeStart(startPayload)
+	startPayload := trace.AgentCallStart{Verb: verb, Prompt: p.req.Prompt}
+	startPayload.Agent, startPayload.Model = describe(ac)
+	p.route.describeStart(&startPayload)
 	if p.alias == "" {
 		if p.schema != nil {
-			startPayload["input"] = map[string]any{"schema_path": p.schema.Path}
+			startPayload.Input = map[string]any{"schema_path": p.schema.Path}
 		}
 	} else if p.schema != nil {
-		startPayload["input"] = map[string]any{"schema_present": true}
+		startPayload.Input = map[string]any{"schema_present": true}
 	}
-	if err := h.sink.Append(&plugin.Event{Turn: call.Turn, Kind: trace.KindAgentCallStart, StatePath: call.State, CallID: p.req.CallID,
-		EpisodeID: ep.ID, MatchIdx: ep.MatchIdx, Payload: startPayload}); err != nil {
+	if err := h.sink.AppendPayload(&plugin.Event{Turn: call.Turn, StatePath: call.State, CallID: p.req.CallID,
+		EpisodeID: ep.ID, MatchIdx: ep.MatchIdx}, startPayload); err != nil {
 		return nil, &TraceError{err}
 	}
 
-	ci := &agent.CallInfo{Alias: p.alias, Persona: p.persona}
-	if p.schema != nil {
-		ci.SchemaPath = p.schema.Path
-		s := p.schema
-		ci.Validate = func(b []byte) error { _, err := s.ValidateJSON(b); return err }
-	}
-	if pv, ok := call.Args["provider"].(string); ok {
-		ci.Provider = pv
-		if spec, ok := h.story.Providers[pv]; ok {
-			ci.ProviderSpec = &spec
-		}
-	}
-	p.route.callInfo(ci, h.story)
-	actx := agent.WithCallInfo(ctx, ci)
-	if h.callContext != nil {
-		actx = h.callContext(actx, call)
-	}
-
-	resp, submission, askErr := h.askOnce(actx, p.alias, p.agent, p, call)
-	var subst map[string]any
+	answered := ac // the call whose agent gave the final answer
+	resp, submission, askErr := h.askOnce(ctx, p.alias, p.agent, ac, p, call)
+	var subst *trace.Substitution
 	if askErr != nil && askErr.Kind == agent.KindSchemaInvalid && p.alias != "" && p.alias != agent.DefaultAlias {
 		if fe, ok := p.agent.(agent.FallbackEligible); ok && fe.FallbackEligible() {
-			subst = map[string]any{"reason": string(agent.KindSchemaInvalid), "original_plugin": p.alias, "fallback_plugin": agent.DefaultAlias}
-			resp, submission, askErr = h.fallback(actx, p, call)
+			subst = &trace.Substitution{Reason: string(agent.KindSchemaInvalid), OriginalPlugin: p.alias, FallbackPlugin: agent.DefaultAlias}
+			answered = h.newCall(agent.DefaultAlias, p, call)
+			resp, submission, askErr = h.fallback(ctx, answered, p, call)
 			if askErr == nil {
 				// The agent's response may be shared (a cassette replays
 				// the same one): annotate a copy.
@@ -199,31 +183,24 @@ func (h *Host) ask(ctx context.Context, verb string, call *Call, p *prepared) (*
 	durMS := h.clock.Now().Sub(start).Milliseconds()
 
 	if askErr != nil {
-		payload := map[string]any{"verb": verb, "duration_ms": durMS, "error": askErr.Error()}
-		h.describe(payload, p)
-		if subst != nil {
-			payload["substitution"] = subst
-		}
-		if err := h.sink.Append(&plugin.Event{Turn: call.Turn, Kind: trace.KindAgentCallError, StatePath: call.State, CallID: p.req.CallID, Payload: payload}); err != nil {
+		// error_kind carries the kind on its own, so no masking of the
+		// error text can change it.
+		payload := trace.AgentCallError{Verb: verb, DurationMS: durMS, Error: askErr.Error(), ErrorKind: string(askErr.Kind), Substitution: subst}
+		payload.Agent, payload.Model = describe(answered)
+		if err := h.sink.AppendPayload(&plugin.Event{Turn: call.Turn, StatePath: call.State, CallID: p.req.CallID}, payload); err != nil {
 			return nil, &TraceError{err}
 		}
 		data := map[string]any{"ok": false, "exit_code": 1, "error": askErr.Error()}
 		if resp != nil && resp.Meta != nil {
 			data["meta"] = resp.Meta
 		}
-		return &Result{Data: data, Err: askErr}, nil
+		return &Result{Data: data, Err: askErr, CallID: p.req.CallID}, nil
 	}
 
-	payload := map[string]any{"verb": verb, "duration_ms": durMS,
-		"response": map[string]any{"submission": submission, "meta": metaOrNil(resp.Meta)}}
-	h.describe(payload, p)
-	if resp.Meta != nil {
-		payload["meta"] = resp.Meta
-	}
-	if subst != nil {
-		payload["substitution"] = subst
-	}
-	if err := h.sink.Append(&plugin.Event{Turn: call.Turn, Kind: trace.KindAgentCallComplete, StatePath: call.State, CallID: p.req.CallID, Payload: payload}); err != nil {
+	payload := trace.AgentCallComplete{Verb: verb, DurationMS: durMS,
+		Response: trace.AgentResponse{Submission: submission, Meta: resp.Meta}, Meta: resp.Meta, Substitution: subst}
+	payload.Agent, payload.Model = describe(answered)
+	if err := h.sink.AppendPayload(&plugin.Event{Turn: call.Turn, StatePath: call.State, CallID: p.req.CallID}, payload); err != nil {
 		return nil, &TraceError{err}
 	}
 	if p.alias == "" {
@@ -234,16 +211,47 @@ func (h *Host) ask(ctx context.Context, verb string, call *Call, p *prepared) (*
 	}}, nil
 }
 
+// newCall builds the call value handed to the agent of alias ("" = the
+// built-in claude path): the request, persona, schema validator, the
+// provider and effort, the run, and the model resolved for that agent.
+func (h *Host) newCall(alias string, p *prepared, call *Call) *agent.Call {
+	ac := &agent.Call{Request: p.req, Alias: alias, Persona: p.persona}
+	if p.schema != nil {
+		ac.SchemaPath = p.schema.Path
+		s := p.schema
+		ac.Validate = func(b []byte) error { _, err := s.ValidateJSON(b); return err }
+	}
+	if pv, ok := call.Args["provider"].(string); ok {
+		ac.ProviderName = pv
+	}
+	if p.route != nil {
+		if p.route.Provider != "" {
+			ac.ProviderName = p.route.Provider
+		}
+		ac.Effort = p.route.Effort
+	}
+	if ac.ProviderName != "" {
+		if spec, ok := h.story.Providers[ac.ProviderName]; ok {
+			ac.Provider = &spec
+		}
+	}
+	ac.Model = h.resolveModel(alias, ac, p.route)
+	if h.run != nil {
+		ac.Run = h.run(call)
+	}
+	return ac
+}
+
 // selectEpisode asks a replaying agent (the cassette transport) which
 // recorded episode will answer. A cassette-backed call takes its call_id
 // from the cassette key, and its agent.call.start carries episode_id and
 // match_idx. Other agents get the zero Episode and keep the live call_id.
-func (h *Host) selectEpisode(ctx context.Context, p *prepared) agent.Episode {
+func (h *Host) selectEpisode(ctx context.Context, p *prepared, ac *agent.Call) agent.Episode {
 	sel, ok := p.agent.(agent.EpisodeSelector)
 	if !ok {
 		return agent.Episode{}
 	}
-	ep, ok := sel.SelectEpisode(ctx, p.req)
+	ep, ok := sel.SelectEpisode(ctx, ac)
 	if !ok {
 		return agent.Episode{}
 	}
@@ -262,19 +270,11 @@ func metaOrNil(m map[string]any) any {
 	return m
 }
 
-// describe adds the persona and model to an agent event payload.
-func (h *Host) describe(payload map[string]any, p *prepared) {
-	model := ""
-	if p.persona != nil {
-		payload["agent"] = p.persona.Name
-		model = p.persona.Model
+// describe returns the persona and the model of the call that answered,
+// as an agent event payload records them.
+func describe(ac *agent.Call) (persona, model string) {
+	if ac.Persona != nil {
+		persona = ac.Persona.Name
 	}
-	if model == "" && p.alias != "" {
-		if d, ok := h.registry.Declaration(p.alias); ok {
-			model = d.Model
-		}
-	}
-	if model = p.route.model(model); model != "" {
-		payload["model"] = model
-	}
+	return persona, ac.Model
 }

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/schema"
+	"github.com/kitsoki/kitsoki/internal/secret"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
@@ -18,8 +20,8 @@ import (
 
 // askOnce asks one agent under the hard deadline, then checks sub-events
 // and validates the submission. Sub-events that pass land in the trace.
-func (h *Host) askOnce(ctx context.Context, alias string, a agent.Agent, p *prepared, call *Call) (*agent.AskResponse, any, *agent.AskError) {
-	resp, err := h.askWithDeadline(ctx, a, p)
+func (h *Host) askOnce(ctx context.Context, alias string, a agent.Agent, ac *agent.Call, p *prepared, call *Call) (*agent.AskResponse, any, *agent.AskError) {
+	resp, err := h.askWithDeadline(ctx, a, ac, p)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -27,7 +29,7 @@ func (h *Host) askOnce(ctx context.Context, alias string, a agent.Agent, p *prep
 	if ns == "" {
 		ns = agent.DefaultAlias
 	}
-	if err := checkSubEvents(resp.SubEvents, ns, p.req.CallID); err != nil {
+	if err := checkSubEvents(resp.SubEvents, ns, p.req.CallID, h.mask); err != nil {
 		return resp, nil, err
 	}
 	for i := range resp.SubEvents {
@@ -47,8 +49,8 @@ func (h *Host) askOnce(ctx context.Context, alias string, a agent.Agent, p *prep
 
 // askWithDeadline runs Ask under the call's hard deadline. An agent that
 // overruns it is abandoned: its late answer is discarded when it arrives.
-func (h *Host) askWithDeadline(ctx context.Context, a agent.Agent, p *prepared) (*agent.AskResponse, *agent.AskError) {
-	cctx, cancel := context.WithTimeout(ctx, p.timeout)
+func (h *Host) askWithDeadline(ctx context.Context, a agent.Agent, ac *agent.Call, p *prepared) (*agent.AskResponse, *agent.AskError) {
+	cctx, cancel := clock.WithTimeout(ctx, h.clock, p.timeout)
 	defer cancel()
 	type answer struct {
 		resp *agent.AskResponse
@@ -56,12 +58,15 @@ func (h *Host) askWithDeadline(ctx context.Context, a agent.Agent, p *prepared) 
 	}
 	ch := make(chan answer, 1)
 	h.calls.do(func() {
-		r, err := a.Ask(cctx, p.req)
+		r, err := a.Ask(cctx, ac)
 		ch <- answer{r, err}
 	})
 	var ans answer
 	select {
 	case ans = <-ch:
+		if ans.err == nil && cctx.Err() != nil { // an answer that came with the deadline is late
+			return nil, deadlineError(ctx, p.timeout)
+		}
 	case <-cctx.Done():
 		return nil, deadlineError(ctx, p.timeout)
 	}
@@ -87,19 +92,27 @@ func deadlineError(parent context.Context, timeout time.Duration) *agent.AskErro
 	return agent.Errorf(agent.KindDeadlineExceeded, "no answer within the hard deadline of %s; a late answer is discarded", timeout)
 }
 
-// fallback retries a schema-invalid answer once on agent.claude.
-func (h *Host) fallback(ctx context.Context, p *prepared, call *Call) (*agent.AskResponse, any, *agent.AskError) {
+// fallback retries a schema-invalid answer once on agent.claude, with ac,
+// the call value built for that agent.
+func (h *Host) fallback(ctx context.Context, ac *agent.Call, p *prepared, call *Call) (*agent.AskResponse, any, *agent.AskError) {
 	fb, err := h.registry.Get(agent.DefaultAlias)
 	if err != nil {
 		return nil, nil, agent.Errorf(agent.KindTransportError, "fallback to %s: %v", agent.DefaultAlias, err)
 	}
-	return h.askOnce(ctx, agent.DefaultAlias, fb, p, call)
+	return h.askOnce(ctx, agent.DefaultAlias, fb, ac, p, call)
 }
 
 // checkSubEvents enforces the sub-event contract before any of them lands.
-func checkSubEvents(evs []plugin.Event, alias, callID string) *agent.AskError {
+// Event kinds are never masked (masking must not change what an event
+// is), so a kind that holds one of the story's secrets cannot be written:
+// it breaks the namespace contract like a kind outside the namespace.
+func checkSubEvents(evs []plugin.Event, alias, callID string, mask *secret.Masker) *agent.AskError {
 	prefix := alias + "."
 	for i := range evs {
+		if mask.Key(evs[i].Kind) != evs[i].Kind {
+			return &agent.AskError{Kind: agent.KindSubEventNamespaceViolation,
+				Detail: fmt.Sprintf("sub_event[%d]: Kind holds a secret value; event kinds are never masked, so it cannot be written", i)}
+		}
 		if len(evs[i].Kind) < len(prefix) || evs[i].Kind[:len(prefix)] != prefix {
 			return &agent.AskError{Kind: agent.KindSubEventNamespaceViolation,
 				Detail: fmt.Sprintf("sub_event[%d]: Kind %q does not start with required namespace prefix %q", i, evs[i].Kind, prefix)}

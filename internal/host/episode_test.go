@@ -19,11 +19,12 @@ type selectingAgent struct {
 	askedID string // the call_id Ask saw
 }
 
-func (a *selectingAgent) SelectEpisode(context.Context, *agent.AskRequest) (agent.Episode, bool) {
+func (a *selectingAgent) SelectEpisode(context.Context, *agent.Call) (agent.Episode, bool) {
 	return a.ep, a.ok
 }
 
-func (a *selectingAgent) Ask(_ context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
+func (a *selectingAgent) Ask(_ context.Context, call *agent.Call) (*agent.AskResponse, error) {
+	req := call.Request
 	a.askedID = req.CallID
 	return &agent.AskResponse{Submission: json.RawMessage(`"ok"`)}, nil
 }

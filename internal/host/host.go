@@ -17,7 +17,9 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/clock"
+	"github.com/kitsoki/kitsoki/internal/secret"
 	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/trace"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
@@ -30,7 +32,23 @@ type Call struct {
 	Turn      int64
 	State     string
 	World     map[string]any // the world at dispatch; handlers must not modify it
+	// Run is what the session dispatching the call lends it for this call
+	// (the zero value outside a session, e.g. an eval's calls).
+	Run RunEnv
 }
+
+// RunEnv is what a session hands each call it dispatches: the actions the
+// call's agent may take on the run (through kitsoki's MCP tools), and
+// whether agents own the run's title. A session builds it per dispatch, so
+// nothing that wires a run needs a reference to the session.
+type RunEnv struct {
+	Live       LiveActions // nil outside a session
+	TitleOwned bool
+}
+
+// LiveActions is what one in-flight agent call may do to its run: the
+// agent's LiveRun, which the call's agent.Run carries on to the MCP tools.
+type LiveActions = agent.LiveRun
 
 // Result is a handler's answer. Data is what bind: reads. Err is a domain
 // error (an agent failure, a stub's scripted error): the run records it in
@@ -38,6 +56,9 @@ type Call struct {
 type Result struct {
 	Data map[string]any
 	Err  error
+	// CallID is the call_id of the agent call that failed with Err ("" for
+	// other handlers), so the failure can be shown next to its trace lines.
+	CallID string
 }
 
 // Handler answers invokes. A returned error is an infrastructure failure
@@ -55,7 +76,11 @@ func (f HandlerFunc) Invoke(ctx context.Context, call *Call) (*Result, error) { 
 // Sink is the part of the trace the host writes to. The trace package's
 // Writer and MemSink implement it.
 type Sink interface {
+	// Append writes an event with an open payload (a plugin's sub-event).
 	Append(ev *plugin.Event) error
+	// AppendPayload writes an event of a kind kitsoki writes; p sets its
+	// kind.
+	AppendPayload(ev *plugin.Event, p trace.Payload) error
 	// NextSeq is the seq the next event of turn will get; agent call ids
 	// are derived from it.
 	NextSeq(turn int64) int
@@ -76,6 +101,7 @@ type Host struct {
 	clock    clock.Clock
 	logger   *slog.Logger
 	timeout  time.Duration
+	mask     *secret.Masker // the story's secrets: refused in sub-event kinds
 
 	mu       sync.RWMutex
 	handlers map[string]Handler
@@ -85,7 +111,7 @@ type Host struct {
 
 	routes map[*story.Invoke]*Route // per-invoke routes (pins, eval candidates)
 
-	callContext func(context.Context, *Call) context.Context
+	run func(*Call) *agent.Run // the run of each agent call (WithRun)
 
 	rankerFor RankerFor
 	rankers   map[string]Ranker // by alias, guarded by mu
@@ -101,10 +127,11 @@ type Option func(*Host)
 // agent: alias (the built-in claude path).
 func WithBuiltin(a agent.Agent) Option { return func(h *Host) { h.builtin = a } }
 
-// WithCallContext installs a hook that decorates the context of every agent
-// call, e.g. to attach what the call's MCP tools act on (its run).
-func WithCallContext(f func(ctx context.Context, call *Call) context.Context) Option {
-	return func(h *Host) { h.callContext = f }
+// WithRun installs the hook that names the run of every agent call: what
+// the MCP tools of a launched agent act on (agent.Call.Run). Without it,
+// or when it returns nil, calls are detached from any run.
+func WithRun(f func(call *Call) *agent.Run) Option {
+	return func(h *Host) { h.run = f }
 }
 
 // WithClock sets the clock used for durations and deadlines.
@@ -123,6 +150,7 @@ func New(st *story.Story, reg *agent.Registry, sink Sink, opts ...Option) *Host 
 		story:    st,
 		registry: reg,
 		sink:     sink,
+		mask:     secret.New(st.Secrets),
 		clock:    clock.System{},
 		logger:   slog.Default(),
 		timeout:  DefaultTimeout,

@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/expr"
 	"github.com/kitsoki/kitsoki/internal/schema"
+	"github.com/kitsoki/kitsoki/internal/workspace"
 )
 
 // renderPrompt builds the prompt text of an agent call. with.prompt is a
@@ -69,9 +69,28 @@ func (h *Host) promptFile(path string, must bool) (*expr.Text, error) {
 	if !filepath.IsAbs(full) {
 		full = filepath.Join(h.story.Dir, filepath.FromSlash(path))
 	}
-	b, err := os.ReadFile(full)
+	// A file outside the story's workspace is never read: with.prompt_path
+	// naming one is an error, and so is with.prompt naming an existing one.
+	ws := h.story.Workspace
+	if ws.IsZero() {
+		var err error
+		if ws, err = workspace.New(h.story.Dir); err != nil {
+			return nil, fmt.Errorf("prompt file %s: %w", path, err)
+		}
+	}
+	real, err := ws.Resolve(h.story.Dir, path)
 	if err != nil {
-		if !must && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrInvalid) || isDirErr(err)) {
+		var oe *workspace.OutsideError
+		if !must && errors.As(err, &oe) {
+			if fi, serr := ws.Stat(full); serr != nil || !fi.Mode().IsRegular() {
+				return nil, nil
+			}
+		}
+		return nil, fmt.Errorf("prompt file %s: %w", path, err)
+	}
+	b, err := ws.Read(real, path)
+	if err != nil {
+		if !must && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrInvalid) || errors.Is(err, workspace.ErrNotRegular)) {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("prompt file %s: %w", path, err)
@@ -82,11 +101,6 @@ func (h *Host) promptFile(path string, must bool) (*expr.Text, error) {
 	}
 	h.prompts.Store(path, t)
 	return t, nil
-}
-
-func isDirErr(err error) bool {
-	var pe *fs.PathError
-	return errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "is a directory")
 }
 
 // looksLikePath rules out text that cannot be a file name, so inline

@@ -1,8 +1,8 @@
 package host
 
 import (
-	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
 // ProfileClaude is the profile name of the built-in claude path: an agent
@@ -24,10 +24,10 @@ type Route struct {
 	Alias string
 	// Provider is a providers: entry for the built-in path ("" for none).
 	Provider string
-	// Model, when set, replaces the persona's (and the provider's) model;
-	// transports read it from CallInfo.Model.
+	// Model, when set, is the model the call runs on: it wins over the
+	// provider's, the persona's and the declaration's (resolveModel).
 	Model string
-	// Effort is handed to the transport in CallInfo.Effort.
+	// Effort is handed to the transport in agent.Call.Effort.
 	Effort string
 	// Pin says whether a selection: pin applied; nil for routes that are
 	// not pins (eval candidates).
@@ -69,68 +69,16 @@ func (r *Route) alias(inv *story.Invoke) string {
 	return ""
 }
 
-// persona returns the persona the call runs as: a copy carrying the
-// route's model when it sets one, so transports that take the model from
-// the persona (the claude CLI) use it.
-func (r *Route) persona(p *agent.Persona) *agent.Persona {
-	if r == nil || r.Model == "" || p == nil {
-		return p
-	}
-	cp := *p
-	cp.Model = r.Model
-	return &cp
-}
-
-// model is the model recorded in agent events: the route's, else def.
-func (r *Route) model(def string) string {
-	if r != nil && r.Model != "" {
-		return r.Model
-	}
-	return def
-}
-
-// callInfo hands the route's provider, model and effort to the transport.
-func (r *Route) callInfo(ci *agent.CallInfo, st *story.Story) {
-	if r == nil {
-		return
-	}
-	if r.Provider != "" {
-		ci.Provider = r.Provider
-		ci.ProviderSpec = nil
-		if spec, ok := st.Providers[r.Provider]; ok {
-			ci.ProviderSpec = &spec
-		}
-	}
-	if r.Model != "" {
-		ci.Model = r.Model
-		if ci.ProviderSpec != nil {
-			spec := *ci.ProviderSpec
-			spec.Model = r.Model
-			ci.ProviderSpec = &spec
-		}
-	}
-	ci.Effort = r.Effort
-}
-
 // describeStart records the profile, effort and pin outcome in an
 // agent.call.start payload (the model is recorded by describe).
-func (r *Route) describeStart(payload map[string]any) {
+func (r *Route) describeStart(payload *trace.AgentCallStart) {
 	if r == nil {
 		return
 	}
-	if r.Profile != "" {
-		payload["profile"] = r.Profile
-	}
-	if r.Effort != "" {
-		payload["effort"] = r.Effort
-	}
+	payload.Profile, payload.Effort = r.Profile, r.Effort
 	if r.Pin != nil {
-		payload["pinned"] = r.Pin.Applied
-		if r.Pin.Evidence != "" {
-			payload["pin_evidence"] = r.Pin.Evidence
-		}
-		if r.Pin.Reason != "" {
-			payload["pin_reason"] = r.Pin.Reason
-		}
+		applied := r.Pin.Applied
+		payload.Pinned = &applied
+		payload.PinEvidence, payload.PinReason = r.Pin.Evidence, r.Pin.Reason
 	}
 }

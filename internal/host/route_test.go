@@ -54,16 +54,13 @@ func loadRouteStory(t *testing.T) (*story.Story, *story.Invoke, *story.Invoke) {
 // seen records which agent answered and what it was told.
 type seen struct {
 	who string
-	ci  agent.CallInfo
+	ci  agent.Call // Request and Validate cleared
 }
 
 func recorder(name string, out *[]seen) agent.Agent {
-	return agent.AgentFunc(func(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
-		s := seen{who: name}
-		if ci := agent.CallInfoFrom(ctx); ci != nil {
-			s.ci = *ci
-			s.ci.Validate = nil
-		}
+	return agent.AgentFunc(func(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
+		s := seen{who: name, ci: *call}
+		s.ci.Request, s.ci.Validate = nil, nil
 		*out = append(*out, s)
 		return &agent.AskResponse{Submission: []byte(`{}`)}, nil
 	})
@@ -98,34 +95,34 @@ func TestRoutes(t *testing.T) {
 		with   map[string]any
 		route  *Route
 		who    string
-		ci     agent.CallInfo
+		ci     agent.Call
 		start  map[string]any // keys checked on agent.call.start
 		absent []string
 	}{
 		{name: "no route", inv: pick, with: with, who: "agent.a",
-			ci:     agent.CallInfo{Alias: "agent.a", Persona: st.Agents["judge"], SchemaPath: "schemas/v.json"},
+			ci:     agent.Call{Alias: "agent.a", Persona: st.Agents["judge"], SchemaPath: "schemas/v.json", Model: "persona-model"},
 			start:  map[string]any{"agent": "judge", "model": "persona-model"},
 			absent: []string{"profile", "effort", "pinned"}},
 		{name: "pinned alias and model", inv: pick, with: with,
 			route: &Route{Profile: "b", Alias: "agent.b", Model: "m2", Effort: "high", Pin: &PinState{Applied: true, Evidence: "e.json"}},
 			who:   "agent.b",
-			ci: agent.CallInfo{Alias: "agent.b", Persona: &agent.Persona{Name: "judge", SystemPrompt: "Judge.", Model: "m2"},
+			ci: agent.Call{Alias: "agent.b", Persona: st.Agents["judge"],
 				SchemaPath: "schemas/v.json", Model: "m2", Effort: "high"},
 			start: map[string]any{"profile": "b", "model": "m2", "effort": "high", "pinned": true, "pin_evidence": "e.json"}},
 		{name: "unhonoured pin keeps the invoke's agent", inv: bare, with: bareWith,
 			route: &Route{Profile: "agent.a", Alias: "agent.a", Pin: &PinState{Reason: "stale"}},
-			who:   "agent.a", ci: agent.CallInfo{Alias: "agent.a", SchemaPath: "schemas/v.json"},
+			who:   "agent.a", ci: agent.Call{Alias: "agent.a", SchemaPath: "schemas/v.json"},
 			start:  map[string]any{"profile": "agent.a", "pinned": false, "pin_reason": "stale"},
 			absent: []string{"model", "effort", "pin_evidence"}},
 		{name: "declaration model without persona, route model wins", inv: bare, with: bareWith,
 			route: &Route{Profile: "agent.b", Alias: "agent.b", Model: "m3"},
-			who:   "agent.b", ci: agent.CallInfo{Alias: "agent.b", SchemaPath: "schemas/v.json", Model: "m3"},
+			who:   "agent.b", ci: agent.Call{Alias: "agent.b", SchemaPath: "schemas/v.json", Model: "m3"},
 			start: map[string]any{"profile": "agent.b", "model": "m3"}, absent: []string{"pinned"}},
 		{name: "built-in path through a provider", inv: pick, with: with,
 			route: &Route{Profile: "cheap", Provider: "cheap", Model: "pm2"},
 			who:   "builtin",
-			ci: agent.CallInfo{Persona: &agent.Persona{Name: "judge", SystemPrompt: "Judge.", Model: "pm2"}, SchemaPath: "schemas/v.json",
-				Provider: "cheap", ProviderSpec: &agent.Provider{Name: "cheap", Model: "pm2", Env: map[string]string{"X": "1"}, Secrets: st.Providers["cheap"].Secrets}, Model: "pm2"},
+			ci: agent.Call{Persona: st.Agents["judge"], SchemaPath: "schemas/v.json",
+				ProviderName: "cheap", Provider: &agent.Provider{Name: "cheap", Model: "provider-model", Env: map[string]string{"X": "1"}, Secrets: st.Providers["cheap"].Secrets}, Model: "pm2"},
 			start: map[string]any{"profile": "cheap", "model": "pm2"}},
 	}
 	for _, tt := range tests {
@@ -143,7 +140,7 @@ func TestRoutes(t *testing.T) {
 				t.Fatalf("answered by %+v, want %s", got, tt.who)
 			}
 			if diff := cmp.Diff(tt.ci, got[0].ci); diff != "" {
-				t.Errorf("CallInfo (-want +got):\n%s", diff)
+				t.Errorf("Call (-want +got):\n%s", diff)
 			}
 			start := sink.Events()[0].Payload
 			for k, v := range tt.start {

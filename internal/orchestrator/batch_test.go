@@ -22,7 +22,8 @@ type counter struct {
 	fail  func(n int64, req *agent.AskRequest) bool
 }
 
-func (c *counter) Ask(_ context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
+func (c *counter) Ask(_ context.Context, call *agent.Call) (*agent.AskResponse, error) {
+	req := call.Request
 	n := c.calls.Add(1)
 	if c.fail != nil && c.fail(n, req) {
 		return nil, agent.Errorf(agent.KindTransportError, "call %d failed", n)
@@ -109,7 +110,7 @@ func TestBatchRerendersWithEarlierBinds(t *testing.T) {
 	var prompts []string
 	rec := &recorder{resp: func(req *agent.AskRequest) (*agent.AskResponse, error) {
 		prompts = append(prompts, req.Prompt)
-		return c.Ask(context.Background(), req)
+		return c.Ask(context.Background(), agent.NewCall(req))
 	}}
 	r := newRig(t, files{"app.yaml": batchStory}, withAgent("agent.c", rec))
 	r.do("run")
@@ -226,7 +227,7 @@ states:
     on:
       go: [{target: ".", effects: [{invoke: host.agent.ask, agent: agent.x, with: {prompt: "hi"}, bind: {echo: submission}}]}]
 `
-	leaky := scripted(func(context.Context, *agent.AskRequest) (*agent.AskResponse, error) {
+	leaky := scripted(func(context.Context, *agent.Call) (*agent.AskResponse, error) {
 		// A careless plugin echoes the secret in its answer, its meta and
 		// an error-ish string.
 		sub, _ := json.Marshal(map[string]any{"text": "key is " + secret})

@@ -9,8 +9,8 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/host"
-	"github.com/kitsoki/kitsoki/internal/median"
 	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/testsupport/median"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
@@ -75,7 +75,7 @@ func benchDecide(b *testing.B, sink trace.Sink) (*Session, *story.Story, *turnCt
 	reg := agent.NewRegistry(nil)
 	reg.Configure(st.Plugins)
 	sub := json.RawMessage(benchSubmission)
-	reg.Register("agent.fast", agent.AgentFunc(func(context.Context, *agent.AskRequest) (*agent.AskResponse, error) {
+	reg.Register("agent.fast", agent.AgentFunc(func(context.Context, *agent.Call) (*agent.AskResponse, error) {
 		return &agent.AskResponse{Submission: sub}, nil
 	}))
 	s, err := New(st, host.New(st, reg, sink), sink, WithSessionID("bench"))

@@ -22,14 +22,14 @@ type queued struct {
 // against the world at the invoke's position.
 func (s *Session) enqueue(t *turnCtx, inv *story.Invoke, where string, i int) error {
 	if inv.Once && s.allBound(inv) {
-		return s.emit(t, trace.KindWorldUpdate, map[string]any{"namespace": inv.Name, "skipped": "cached"})
+		return s.emit(t, trace.WorldUpdate{Namespace: inv.Name, Skipped: "cached"})
 	}
 	args, err := s.renderWith(t, inv)
 	if err != nil {
 		return fault("%s, effect %d: invoke %s: with: %w", where, i, inv.Name, err)
 	}
 	t.queue = append(t.queue, &queued{inv: inv, args: args})
-	return s.emit(t, trace.KindHarnessCalled, map[string]any{"namespace": inv.Name, "args": args, "background": false})
+	return s.emit(t, trace.HarnessCalled{Namespace: inv.Name, Args: args, Background: false})
 }
 
 // renderWith renders an invoke's with: map and adds the reserved call key.
@@ -88,9 +88,9 @@ func (s *Session) dispatchAll(ctx context.Context, t *turnCtx) error {
 			return nil
 		}
 		if pass >= MaxPostBindPass {
-			return s.emit(t, trace.KindHarnessError, map[string]any{
-				"phase": "post_bind_emit", "depth": pass, "max_depth": MaxPostBindPass,
-				"error": fmt.Sprintf("post-bind emit_intent passes exceeded %d; stopping in state %q", MaxPostBindPass, s.state)})
+			return s.emit(t, trace.HarnessError{
+				Phase: "post_bind_emit", Depth: pass, MaxDepth: MaxPostBindPass,
+				Error: fmt.Sprintf("post-bind emit_intent passes exceeded %d; stopping in state %q", MaxPostBindPass, s.state)})
 		}
 		if err := s.postBind(t); err != nil {
 			return err
@@ -118,15 +118,19 @@ func (s *Session) dispatchQueue(ctx context.Context, t *turnCtx) (int, error) {
 		}
 		t.queue = nil // the rest of the batch is dropped
 		target := q.inv.OnError
+		h := &t.handled[len(t.handled)-1]
 		if target == s.state {
+			h.Redirect = RedirectIgnored
 			continue // a self-redirect is ignored
 		}
 		depth++
 		if depth > MaxOnErrorDepth {
-			return n, s.emit(t, trace.KindHarnessError, map[string]any{
-				"reason": "on_error.depth_cap_exceeded", "prior": s.state, "target": target, "depth": depth, "cap": MaxOnErrorDepth,
-				"message": fmt.Sprintf("on_error redirects chained more than %d times; staying in %q", MaxOnErrorDepth, s.state)})
+			h.Redirect = RedirectCapped
+			return n, s.emit(t, trace.HarnessError{
+				Reason: "on_error.depth_cap_exceeded", Prior: s.state, Target: target, Depth: depth, Cap: MaxOnErrorDepth,
+				Message: fmt.Sprintf("on_error redirects chained more than %d times; staying in %q", MaxOnErrorDepth, s.state)})
 		}
+		h.Redirect = RedirectEntered
 		if err := s.enterPath(t, s.state, target); err != nil {
 			return n, err
 		}
@@ -145,8 +149,8 @@ func (s *Session) dispatchOne(ctx context.Context, t *turnCtx, q *queued) (faile
 	if fellBack {
 		args = q.args
 	}
-	if err := s.emit(t, trace.KindHarnessDispatched, map[string]any{
-		"namespace": q.inv.Name, "args": args, "rerender_fell_back": fellBack, "background": false}); err != nil {
+	if err := s.emit(t, trace.HarnessDispatched{
+		Namespace: q.inv.Name, Args: args, RerenderFellBack: fellBack, Background: false}); err != nil {
 		return false, err
 	}
 	world := make(map[string]any, len(s.world))
@@ -154,9 +158,11 @@ func (s *Session) dispatchOne(ctx context.Context, t *turnCtx, q *queued) (faile
 		world[k] = v
 	}
 	res, derr := s.host.Dispatch(ctx, &host.Call{Namespace: q.inv.Name, Args: args, Invoke: q.inv,
-		SessionID: s.id, Turn: t.n, State: s.state, World: world})
+		SessionID: s.id, Turn: t.n, State: s.state, World: world,
+		Run: host.RunEnv{Live: s.liveFor(world), TitleOwned: s.TitleOwned()}})
 	var data map[string]any
 	var callErr error
+	var callID string
 	switch {
 	case derr != nil:
 		if isTraceErr(derr) {
@@ -164,20 +170,19 @@ func (s *Session) dispatchOne(ctx context.Context, t *turnCtx, q *queued) (faile
 		}
 		callErr = derr
 	case res != nil:
-		data, callErr = res.Data, res.Err
+		data, callErr, callID = res.Data, res.Err, res.CallID
 	}
 	if data != nil {
 		if err := s.bind(t, q.inv, data); err != nil {
 			return false, err
 		}
 	}
-	returned := map[string]any{"namespace": q.inv.Name}
-	if data != nil {
-		returned["data"] = data
-	}
+	returned := trace.HarnessReturned{Namespace: q.inv.Name, Data: data}
 	if callErr != nil {
 		if q.inv.OnError == "" {
 			t.errs = append(t.errs, fmt.Errorf("%s: %w", q.inv.Name, callErr))
+		} else {
+			t.handled = append(t.handled, HandledError{Namespace: q.inv.Name, Call: q.inv.ID, CallID: callID, Err: callErr, OnError: q.inv.OnError})
 		}
 		he := map[string]any{"namespace": q.inv.Name, "message": callErr.Error()}
 		if data != nil {
@@ -185,15 +190,15 @@ func (s *Session) dispatchOne(ctx context.Context, t *turnCtx, q *queued) (faile
 		}
 		s.world["last_error"] = callErr.Error()
 		s.world["host_error"] = he
-		if err := s.emit(t, trace.KindWorldUpdate, map[string]any{"set": map[string]any{"last_error": callErr.Error()}}); err != nil {
+		if err := s.emit(t, trace.WorldUpdate{Set: map[string]any{"last_error": callErr.Error()}}); err != nil {
 			return true, err
 		}
-		if err := s.emit(t, trace.KindWorldUpdate, map[string]any{"set": map[string]any{"host_error": he}}); err != nil {
+		if err := s.emit(t, trace.WorldUpdate{Set: map[string]any{"host_error": he}}); err != nil {
 			return true, err
 		}
-		returned["error"] = callErr.Error()
+		returned.Error = callErr.Error()
 	}
-	if err := s.emit(t, trace.KindHarnessReturned, returned); err != nil {
+	if err := s.emit(t, returned); err != nil {
 		return callErr != nil, err
 	}
 	return callErr != nil, s.takePending(t)
@@ -225,7 +230,7 @@ func (s *Session) bind(t *turnCtx, inv *story.Invoke, data map[string]any) error
 			v = out
 		}
 		s.world[b.Key] = v
-		if err := s.emit(t, trace.KindWorldUpdate, map[string]any{"set": map[string]any{b.Key: v}}); err != nil {
+		if err := s.emit(t, trace.WorldUpdate{Set: map[string]any{b.Key: v}}); err != nil {
 			return err
 		}
 	}
@@ -246,8 +251,8 @@ func (s *Session) postBind(t *turnCtx) error {
 		if e.When != nil {
 			ok, err := e.When.Eval(s.env(t))
 			if err != nil {
-				if werr := s.emit(t, trace.KindHarnessError, map[string]any{"phase": "post_bind_emit",
-					"error": fmt.Sprintf("on_enter of %s, effect %d: when %q: %v", s.state, i, e.When.Source(), err)}); werr != nil {
+				if werr := s.emit(t, trace.HarnessError{Phase: "post_bind_emit",
+					Error: fmt.Sprintf("guard error in on_enter of %s, effect %d (%s): when %q: %v", s.state, i, e.WhenPos, e.When.Source(), err)}); werr != nil {
 					return werr
 				}
 				continue

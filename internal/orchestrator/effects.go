@@ -22,7 +22,7 @@ func (s *Session) take(t *turnCtx, arm *story.Arm, intent string) error {
 	if arm.Stay {
 		to = s.state
 	}
-	if err := s.emit(t, trace.KindMachineTransition, map[string]any{"from": s.state, "to": to, "intent": intent, "slots": t.slots}); err != nil {
+	if err := s.emit(t, trace.MachineTransition{From: s.state, To: to, Intent: intent, Slots: t.slots}); err != nil {
 		return err
 	}
 	if err := s.runEffects(t, arm.Effects, "arm "+intent); err != nil {
@@ -50,13 +50,13 @@ func (s *Session) enterPath(t *turnCtx, from, to string) error {
 	}
 	for i := len(fromChain) - 1; i >= common; i-- {
 		s.state = fromChain[i]
-		if err := s.emit(t, trace.KindMachineStateExited, map[string]any{"state": fromChain[i]}); err != nil {
+		if err := s.emit(t, trace.MachineStateExited{State: fromChain[i]}); err != nil {
 			return err
 		}
 	}
 	for _, st := range toChain[common:] {
 		s.state = st
-		if err := s.emit(t, trace.KindMachineStateEntered, map[string]any{"state": st}); err != nil {
+		if err := s.emit(t, trace.MachineStateEntered{State: st}); err != nil {
 			return err
 		}
 		if err := s.runEffects(t, s.story.States[st].OnEnter, "on_enter of "+st); err != nil {
@@ -91,7 +91,7 @@ func (s *Session) runEffects(t *turnCtx, effects []*story.Effect, where string) 
 				if e.EmitIntent != nil && e.Set == nil && e.Increment == nil && e.Say == nil && e.Invoke == nil {
 					continue
 				}
-				return fault("%s, effect %d: when %q: %w", where, i, e.When.Source(), err)
+				return fault("guard error in %s, effect %d (%s): when %q: %w", where, i, e.WhenPos, e.When.Source(), err)
 			}
 			if !ok {
 				continue
@@ -125,14 +125,14 @@ func (s *Session) runAction(t *turnCtx, e *story.Effect, where string, i int) er
 		for j, it := range e.Set {
 			v := s.convert(it.Key, vals[j])
 			s.world[it.Key] = v
-			if err := s.emit(t, trace.KindWorldUpdate, map[string]any{"set": map[string]any{it.Key: v}}); err != nil {
+			if err := s.emit(t, trace.WorldUpdate{Set: map[string]any{it.Key: v}}); err != nil {
 				return err
 			}
 		}
 	case e.Increment != nil:
 		for _, it := range e.Increment {
 			s.world[it.Key] = asInt64(s.world[it.Key]) + it.By
-			if err := s.emit(t, trace.KindWorldUpdate, map[string]any{"increment": map[string]any{it.Key: it.By}}); err != nil {
+			if err := s.emit(t, trace.WorldUpdate{Increment: map[string]int64{it.Key: it.By}}); err != nil {
 				return err
 			}
 		}
@@ -142,7 +142,7 @@ func (s *Session) runAction(t *turnCtx, e *story.Effect, where string, i int) er
 			return fault("%s, effect %d: say: %w", where, i, err)
 		}
 		t.says = append(t.says, text)
-		if err := s.emit(t, trace.KindMachineSay, map[string]any{"text": text}); err != nil {
+		if err := s.emit(t, trace.MachineSay{Text: text}); err != nil {
 			return err
 		}
 	case e.Invoke != nil:

@@ -44,7 +44,7 @@ func TestFallbackToClaude(t *testing.T) {
 	var seen []string
 	claude := &recorder{resp: func(req *agent.AskRequest) (*agent.AskResponse, error) {
 		seen = append(seen, req.CallID)
-		return good.Ask(context.Background(), req)
+		return good.Ask(context.Background(), agent.NewCall(req))
 	}}
 	tests := []struct {
 		name      string

@@ -54,6 +54,7 @@ type rigConfig struct {
 	world     map[string]any
 	hostOpts  []host.Option
 	storyOpts []story.Option
+	root      string
 }
 
 func withAgent(alias string, a agent.Agent) rigOpt {
@@ -62,6 +63,10 @@ func withAgent(alias string, a agent.Agent) rigOpt {
 
 func withHostOpts(o ...host.Option) rigOpt {
 	return func(c *rigConfig) { c.hostOpts = append(c.hostOpts, o...) }
+}
+
+func withRoot(state string) rigOpt {
+	return func(c *rigConfig) { c.root = state }
 }
 
 func withStoryOpts(o ...story.Option) rigOpt {
@@ -86,7 +91,11 @@ func newRig(t *testing.T, fs files, opts ...rigOpt) *rig {
 	t.Cleanup(func() { reg.Close() })
 	sink := trace.NewMemSink(trace.WithSecrets(st.Secrets), trace.WithClock(clock.System{}))
 	h := host.New(st, reg, sink, cfg.hostOpts...)
-	sess, err := New(st, h, sink, WithSessionID("s1"), WithWorld(cfg.world))
+	sopts := []Option{WithSessionID("s1"), WithWorld(cfg.world)}
+	if cfg.root != "" {
+		sopts = append(sopts, WithRoot(cfg.root))
+	}
+	sess, err := New(st, h, sink, sopts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,21 +161,23 @@ func jsonOf(t testing.TB, v any) string {
 }
 
 // scripted is an in-process agent answering from a function.
-func scripted(f func(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error)) agent.Agent {
+func scripted(f func(ctx context.Context, call *agent.Call) (*agent.AskResponse, error)) agent.Agent {
 	return agent.AgentFunc(f)
 }
 
 // answer returns an agent that always submits the given JSON.
 func answer(submission string) agent.Agent {
-	return scripted(func(context.Context, *agent.AskRequest) (*agent.AskResponse, error) {
+	return scripted(func(context.Context, *agent.Call) (*agent.AskResponse, error) {
 		return &agent.AskResponse{Submission: json.RawMessage(submission), Meta: map[string]any{"model": "test"}}, nil
 	})
 }
 
 // sleeper ignores its context and answers after d.
-func sleeper(d time.Duration) agent.Agent {
-	return scripted(func(context.Context, *agent.AskRequest) (*agent.AskResponse, error) {
-		time.Sleep(d)
+// lateAnswer answers only after moving clk by d: past a hard deadline of d
+// measured on clk, whatever the machine's load.
+func lateAnswer(clk *clock.Fake, d time.Duration) agent.Agent {
+	return scripted(func(context.Context, *agent.Call) (*agent.AskResponse, error) {
+		clk.Advance(d)
 		return &agent.AskResponse{Submission: json.RawMessage(`{"late":true}`)}, nil
 	})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/trace"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
@@ -86,14 +87,15 @@ func invokeFiles() files {
 type recorder struct {
 	mu   sync.Mutex
 	reqs []*agent.AskRequest
-	cis  []*agent.CallInfo
+	cis  []*agent.Call
 	resp func(req *agent.AskRequest) (*agent.AskResponse, error)
 }
 
-func (r *recorder) Ask(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
+func (r *recorder) Ask(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
+	req := call.Request
 	r.mu.Lock()
 	r.reqs = append(r.reqs, req)
-	r.cis = append(r.cis, agent.CallInfoFrom(ctx))
+	r.cis = append(r.cis, call)
 	r.mu.Unlock()
 	return r.resp(req)
 }
@@ -172,11 +174,11 @@ func TestAskRequestShape(t *testing.T) {
 		t.Errorf("world is not wrapped in vars: %s", b)
 	}
 	ci := rec.cis[0]
-	if ci == nil || ci.Alias != "agent.judge" || ci.Persona == nil || ci.Persona.Model != "judge-model" || ci.SchemaPath != "schemas/verdict.json" || ci.Validate == nil {
-		t.Errorf("call info = %+v", ci)
+	if ci == nil || ci.Alias != "agent.judge" || ci.Persona == nil || ci.Model != "judge-model" || ci.SchemaPath != "schemas/verdict.json" || ci.Validate == nil {
+		t.Errorf("call = %+v", ci)
 	}
 	if err := ci.Validate([]byte(`{"decision":"maybe"}`)); err == nil {
-		t.Error("CallInfo.Validate accepted an invalid submission")
+		t.Error("Call.Validate accepted an invalid submission")
 	}
 	if got := jsonOf(t, start.Payload); got != `{"agent":"judge","input":{"schema_present":true},"model":"judge-model","prompt":"Judge the claim: taxi 40","verb":"decide"}` {
 		t.Errorf("agent.call.start payload = %s", got)
@@ -196,6 +198,7 @@ func TestAskRequestShape(t *testing.T) {
 
 func TestAgentErrors(t *testing.T) {
 	okVerdict := `{"decision":"approve","confidence":0.5}`
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	tests := []struct {
 		name  string
 		agent agent.Agent
@@ -208,19 +211,20 @@ func TestAgentErrors(t *testing.T) {
 			"agent: schema_invalid: /confidence: maximum: got 3, want 1; /decision: enum: value must be one of 'approve', 'reject'"},
 		{"empty submission", answer(``), nil,
 			"agent: schema_invalid: submission is not valid JSON: empty submission"},
-		{"sub-event outside the namespace", scripted(func(_ context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
+		{"sub-event outside the namespace", scripted(func(_ context.Context, call *agent.Call) (*agent.AskResponse, error) {
+			req := call.Request
 			return &agent.AskResponse{Submission: json.RawMessage(okVerdict), SubEvents: []plugin.Event{
 				{Kind: "agent.judge.tool", CallID: req.CallID}, {Kind: "agent.other.tool", CallID: req.CallID}}}, nil
 		}), nil, `agent: sub_event_namespace_violation: sub_event[1]: Kind "agent.other.tool" does not start with required namespace prefix "agent.judge."`},
-		{"sub-event call_id mismatch", scripted(func(_ context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
+		{"sub-event call_id mismatch", scripted(func(_ context.Context, call *agent.Call) (*agent.AskResponse, error) {
 			return &agent.AskResponse{Submission: json.RawMessage(okVerdict), SubEvents: []plugin.Event{{Kind: "agent.judge.tool", CallID: "nope"}}}, nil
 		}), nil, `agent: sub_event_call_id_mismatch: sub_event[0]: CallID "nope" does not match parent call_id "`},
-		{"sleeps past the deadline", sleeper(2 * time.Second), []rigOpt{withHostOpts(host.WithDefaultTimeout(50 * time.Millisecond))},
+		{"answers past the deadline", lateAnswer(clk, 50*time.Millisecond), []rigOpt{withHostOpts(host.WithClock(clk), host.WithDefaultTimeout(50*time.Millisecond))},
 			"agent: deadline_exceeded: no answer within the hard deadline of 50ms; a late answer is discarded"},
-		{"plain error", scripted(func(context.Context, *agent.AskRequest) (*agent.AskResponse, error) {
+		{"plain error", scripted(func(context.Context, *agent.Call) (*agent.AskResponse, error) {
 			return nil, errString("boom")
 		}), nil, "agent: plugin_crash: boom"},
-		{"transport error", scripted(func(context.Context, *agent.AskRequest) (*agent.AskResponse, error) {
+		{"transport error", scripted(func(context.Context, *agent.Call) (*agent.AskResponse, error) {
 			return nil, agent.Errorf(agent.KindTransportError, "http 502: bad gateway")
 		}), nil, "agent: transport_error: http 502: bad gateway"},
 	}
@@ -240,7 +244,7 @@ func TestAgentErrors(t *testing.T) {
 			if len(starts) != 1 || len(errs) != 1 || len(r.events(trace.KindAgentCallComplete)) != 0 {
 				t.Fatalf("agent events: %d start, %d error, want 1 and 1 and no complete", len(starts), len(errs))
 			}
-			if errs[0].CallID != starts[0].CallID || errs[0].Payload["error"] != ae.Error() {
+			if errs[0].CallID != starts[0].CallID || errs[0].Payload["error"] != ae.Error() || errs[0].Payload["error_kind"] != string(ae.Kind) {
 				t.Errorf("agent.call.error = %v", errs[0])
 			}
 			for _, ev := range r.events() {
@@ -276,7 +280,8 @@ type errString string
 func (e errString) Error() string { return string(e) }
 
 func TestSubEventsLandInsideTheCall(t *testing.T) {
-	a := scripted(func(_ context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
+	a := scripted(func(_ context.Context, call *agent.Call) (*agent.AskResponse, error) {
+		req := call.Request
 		return &agent.AskResponse{
 			Submission: json.RawMessage(`{"decision":"reject","confidence":1}`),
 			SubEvents: []plugin.Event{
@@ -360,7 +365,7 @@ states:
       a: [{target: ".", effects: [{invoke: host.agent.decide, agent: agent.x, with: {prompt: "hi"}}]}]
 `
 	called := false
-	r := newRig(t, files{"app.yaml": st}, withAgent("agent.x", scripted(func(context.Context, *agent.AskRequest) (*agent.AskResponse, error) {
+	r := newRig(t, files{"app.yaml": st}, withAgent("agent.x", scripted(func(context.Context, *agent.Call) (*agent.AskResponse, error) {
 		called = true
 		return &agent.AskResponse{}, nil
 	})))

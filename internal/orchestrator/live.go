@@ -47,8 +47,14 @@ type Live struct {
 }
 
 // LiveCall returns the run actions for an agent call being dispatched. It
-// implements mcp.LiveCall.
-func (s *Session) LiveCall(call *host.Call) *Live { return &Live{s: s, world: call.World} }
+// implements toolserver.LiveCall (and host.LiveActions). The session hands one to
+// every call it dispatches (host.Call.Run).
+func (s *Session) LiveCall(call *host.Call) *Live { return s.liveFor(call.World) }
+
+// liveFor returns the run actions of a call dispatched with world.
+func (s *Session) liveFor(world map[string]any) *Live { return &Live{s: s, world: world} }
+
+var _ host.LiveActions = (*Live)(nil)
 
 // liveState is the part of a session live calls write to.
 type liveState struct {

@@ -10,8 +10,6 @@ import (
 	"github.com/kitsoki/kitsoki/internal/host"
 )
 
-type liveKey struct{}
-
 const liveStory = `
 app: {id: live}
 agent_plugins: {agent.x: {plugin: builtin.inprocess}}
@@ -38,11 +36,11 @@ states:
 // that fires once the call has settled.
 func TestLiveCallActions(t *testing.T) {
 	var sess *Session
-	hook := host.WithCallContext(func(ctx context.Context, call *host.Call) context.Context {
-		return context.WithValue(ctx, liveKey{}, sess.LiveCall(call))
+	hook := host.WithRun(func(call *host.Call) *agent.Run {
+		return &agent.Run{Live: sess.LiveCall(call)}
 	})
-	a := scripted(func(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
-		lc := ctx.Value(liveKey{}).(*Live)
+	a := scripted(func(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
+		lc := call.Run.Live
 		ans, err := lc.AskOperator(ctx, "which way?")
 		if err != nil {
 			return nil, err
@@ -85,11 +83,11 @@ func TestLiveCallActions(t *testing.T) {
 
 func TestLiveCallWithoutOperator(t *testing.T) {
 	var sess *Session
-	hook := host.WithCallContext(func(ctx context.Context, call *host.Call) context.Context {
-		return context.WithValue(ctx, liveKey{}, sess.LiveCall(call))
+	hook := host.WithRun(func(call *host.Call) *agent.Run {
+		return &agent.Run{Live: sess.LiveCall(call)}
 	})
-	a := scripted(func(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
-		_, err := ctx.Value(liveKey{}).(*Live).AskOperator(ctx, "anyone?")
+	a := scripted(func(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
+		_, err := call.Run.Live.AskOperator(ctx, "anyone?")
 		return nil, err
 	})
 	r := newRig(t, files{"app.yaml": liveStory}, withAgent("agent.x", a), withHostOpts(hook))

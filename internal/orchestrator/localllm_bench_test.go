@@ -15,8 +15,8 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/agent/localllm"
 	"github.com/kitsoki/kitsoki/internal/host"
-	"github.com/kitsoki/kitsoki/internal/servertime"
 	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/testsupport/servertime"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
@@ -27,7 +27,7 @@ import (
 // server on loopback.
 //
 // The server's own time is measured on its side of each connection (see
-// internal/servertime) and subtracted: "kitsoki-ns/op" is everything kitsoki does
+// internal/testsupport/servertime) and subtracted: "kitsoki-ns/op" is everything kitsoki does
 // per decide, its HTTP client and the kernel's loopback transit included.
 // "server-ns/op" is what was subtracted.
 func BenchmarkDecideLocalLLM(b *testing.B) {

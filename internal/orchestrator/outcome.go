@@ -2,11 +2,12 @@ package orchestrator
 
 import "fmt"
 
-// Rejection codes (story-format.md §6).
+// Rejection codes (story-format.md §6, plus UNKNOWN_SLOT).
 const (
 	CodeUnknownIntent    = "UNKNOWN_INTENT"
 	CodeIntentNotAllowed = "INTENT_NOT_ALLOWED_IN_STATE"
 	CodeMissingSlots     = "MISSING_SLOTS"
+	CodeUnknownSlot      = "UNKNOWN_SLOT" // kitsoki's addition: a slot the intent does not declare
 	CodeInvalidSlotValue = "INVALID_SLOT_VALUE"
 	CodeGuardFailed      = "GUARD_FAILED"
 	CodeAmbiguousIntent  = "AMBIGUOUS_INTENT"
@@ -38,6 +39,10 @@ type Outcome struct {
 	// no on_error handled (the turn itself still completed).
 	HostErrors []error
 
+	// Handled are the failures of calls dispatched during the turn that an
+	// on_error redirect handled, in dispatch order.
+	Handled []HandledError
+
 	// Done is true when the session is in a terminal state; Exit names the
 	// exit when that state is an @exit: target.
 	Done bool
@@ -57,3 +62,23 @@ type Rejection struct {
 
 // Error renders the text form "CODE: message".
 func (r *Rejection) Error() string { return fmt.Sprintf("%s: %s", r.Code, r.Message) }
+
+// HandledError is a failed call that its invoke's on_error handled.
+type HandledError struct {
+	Namespace string // the invoke, e.g. host.agent.decide
+	Call      string // the invoke's id:, "" when it has none
+	CallID    string // the agent call's call_id, "" for other handlers
+	Err       error  // the failure; an *agent.AskError for a failed agent call
+	OnError   string // the invoke's on_error target
+	// Redirect is what became of the redirect: RedirectEntered,
+	// RedirectIgnored (the run was already in the target) or
+	// RedirectCapped (too many chained redirects; the run stayed).
+	Redirect string
+}
+
+// What became of an on_error redirect.
+const (
+	RedirectEntered = "entered"
+	RedirectIgnored = "ignored"
+	RedirectCapped  = "capped"
+)

@@ -17,11 +17,11 @@ func (s *Session) Seed() error {
 	}
 	s.started = true
 	t := s.newTurn(0, trace.SeedIntent, nil)
-	if err := s.emit(t, trace.KindMachineTransition, map[string]any{"from": "", "to": s.root, "intent": trace.SeedIntent}); err != nil {
+	if err := s.emit(t, trace.MachineTransition{From: "", To: s.root, Intent: trace.SeedIntent}); err != nil {
 		return err
 	}
 	for _, k := range sortedKeys(s.overrides) {
-		if err := s.emit(t, trace.KindWorldUpdate, map[string]any{"set": map[string]any{k: s.overrides[k]}}); err != nil {
+		if err := s.emit(t, trace.WorldUpdate{Set: map[string]any{k: s.overrides[k]}}); err != nil {
 			return err
 		}
 	}

@@ -6,9 +6,13 @@ package orchestrator
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/clock"
@@ -26,6 +30,14 @@ type Sink interface {
 	EndTurn() error
 }
 
+// Dispatcher is what a session dispatches its invokes through: the host
+// (host.Host implements it). Each call carries the run environment the
+// session lends it (host.Call.Run), so the dispatcher needs no reference
+// back to the session.
+type Dispatcher interface {
+	Dispatch(ctx context.Context, call *host.Call) (*host.Result, error)
+}
+
 // Caps on loops the engine stops itself.
 const (
 	MaxEmitDepth    = 24 // nested emit_intent hops in one turn
@@ -37,7 +49,7 @@ const (
 // are sequential by nature.
 type Session struct {
 	story  *story.Story
-	host   *host.Host
+	host   Dispatcher
 	sink   Sink
 	clock  clock.Clock
 	logger *slog.Logger
@@ -75,7 +87,7 @@ func WithLogger(l *slog.Logger) Option { return func(s *Session) { s.logger = l 
 
 // New returns a session for st that dispatches through h and traces to sink.
 // Call Start before the first Turn.
-func New(st *story.Story, h *host.Host, sink Sink, opts ...Option) (*Session, error) {
+func New(st *story.Story, h Dispatcher, sink Sink, opts ...Option) (*Session, error) {
 	s := &Session{story: st, host: h, sink: sink, clock: clock.System{}, logger: slog.Default(), root: st.Root}
 	for _, o := range opts {
 		o(s)
@@ -83,11 +95,42 @@ func New(st *story.Story, h *host.Host, sink Sink, opts ...Option) (*Session, er
 	if _, ok := st.States[s.root]; !ok {
 		return nil, fmt.Errorf("root state %q does not exist (states: %s)", s.root, strings.Join(sortedKeys(st.States), ", "))
 	}
+	if err := CheckWorld(st, s.overrides); err != nil {
+		return nil, err
+	}
 	s.world = InitialWorld(st)
 	for k, v := range s.overrides {
 		s.world[k] = v
 	}
 	return s, nil
+}
+
+// CheckWorld checks initial world values (WithWorld: a flow's initial_world,
+// the world an MCP client starts a session with) against the declared
+// types, and names the first, by key, that does not fit. Undeclared keys are
+// left to the caller.
+func CheckWorld(st *story.Story, kv map[string]any) error {
+	for _, k := range slices.Sorted(maps.Keys(kv)) {
+		for _, wv := range st.World {
+			if wv.Name == k && !wv.Fits(kv[k]) {
+				return fmt.Errorf("world key %q is declared %s; the initial value %s is not %s", k, wv.Type, showValue(kv[k]), wv.Takes())
+			}
+		}
+	}
+	return nil
+}
+
+// showValue renders a value for a message: strings quoted, the rest as
+// compact JSON.
+func showValue(v any) string {
+	if s, ok := v.(string); ok {
+		return strconv.Quote(s)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
 }
 
 // InitialWorld returns the world a session starts with: declared defaults
@@ -141,11 +184,11 @@ func (s *Session) Start(ctx context.Context) (*Outcome, error) {
 	}
 	s.started = true
 	t := s.newTurn(0, "__seed__", nil)
-	if err := s.emit(t, trace.KindMachineTransition, map[string]any{"from": "", "to": s.root, "intent": "__seed__"}); err != nil {
+	if err := s.emit(t, trace.MachineTransition{From: "", To: s.root, Intent: "__seed__"}); err != nil {
 		return nil, err
 	}
 	for _, k := range sortedKeys(s.overrides) {
-		if err := s.emit(t, trace.KindWorldUpdate, map[string]any{"set": map[string]any{k: s.overrides[k]}}); err != nil {
+		if err := s.emit(t, trace.WorldUpdate{Set: map[string]any{k: s.overrides[k]}}); err != nil {
 			return nil, err
 		}
 	}
@@ -159,8 +202,8 @@ func (s *Session) Start(ctx context.Context) (*Outcome, error) {
 }
 
 // emit appends one event of the current turn at the current state.
-func (s *Session) emit(t *turnCtx, kind string, payload map[string]any) error {
-	if err := s.sink.Append(&plugin.Event{Turn: t.n, Kind: kind, StatePath: s.state, Payload: payload}); err != nil {
+func (s *Session) emit(t *turnCtx, p trace.Payload) error {
+	if err := s.sink.AppendPayload(&plugin.Event{Turn: t.n, StatePath: s.state}, p); err != nil {
 		return &host.TraceError{Err: err}
 	}
 	return nil

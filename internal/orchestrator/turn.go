@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -13,13 +15,14 @@ import (
 
 // turnCtx is the scratch state of one turn.
 type turnCtx struct {
-	n      int64
-	intent string
-	slots  map[string]any
-	queue  []*queued
-	emits  []emitCapture
-	says   []string
-	errs   []error
+	n       int64
+	intent  string
+	slots   map[string]any
+	queue   []*queued
+	emits   []emitCapture
+	says    []string
+	errs    []error
+	handled []HandledError
 }
 
 func (s *Session) newTurn(n int64, intent string, slots map[string]any) *turnCtx {
@@ -49,10 +52,10 @@ func (s *Session) Turn(ctx context.Context, intent string, slots map[string]any,
 	if input == "" {
 		input = "[intent] " + intent
 	}
-	if err := s.emit(t, trace.KindTurnInput, map[string]any{"input": input, "intent": intent}); err != nil {
+	if err := s.emit(t, trace.TurnInput{Input: input, Intent: intent}); err != nil {
 		return nil, err
 	}
-	if err := s.emit(t, trace.KindTurnStart, map[string]any{"turn": t.n, "input": input, "direct": true}); err != nil {
+	if err := s.emit(t, trace.TurnStart{Turn: t.n, Input: input, Direct: true}); err != nil {
 		return nil, err
 	}
 	if rej := s.validate(t); rej != nil {
@@ -69,7 +72,7 @@ func (s *Session) Turn(ctx context.Context, intent string, slots map[string]any,
 	if rej != nil {
 		return s.reject(t, rej)
 	}
-	if err := s.emit(t, trace.KindMachineIntentAccepted, map[string]any{"intent": intent, "slots": t.slots}); err != nil {
+	if err := s.emit(t, trace.MachineIntentAccepted{Intent: intent, Slots: t.slots}); err != nil {
 		return nil, err
 	}
 	out, err := s.runTurn(ctx, t, func() error { return s.take(t, arm, intent) })
@@ -104,17 +107,17 @@ func (s *Session) runTurn(ctx context.Context, t *turnCtx, chain func() error) (
 	if err != nil {
 		return s.abort(t, fault("view of state %q: %w", s.state, err))
 	}
-	payload := map[string]any{"outcome": OutcomeTransitioned, "to": s.state}
+	payload := trace.TurnEnd{Outcome: OutcomeTransitioned, To: s.state}
 	if view != "" {
-		payload["view"] = stripANSI(view)
+		payload.View = stripANSI(view)
 	}
 	if t.n > 0 {
-		if err := s.emit(t, trace.KindTurnEnd, payload); err != nil {
+		if err := s.emit(t, payload); err != nil {
 			return nil, err
 		}
 	}
 	done, exit := s.Done()
-	return &Outcome{Outcome: OutcomeTransitioned, From: from, State: s.state, View: view, Says: t.says, HostErrors: t.errs, Done: done, Exit: exit}, nil
+	return &Outcome{Outcome: OutcomeTransitioned, From: from, State: s.state, View: view, Says: t.says, HostErrors: t.errs, Handled: t.handled, Done: done, Exit: exit}, nil
 }
 
 // abort records a fault: machine.error then turn.end {outcome: error}. A
@@ -125,28 +128,25 @@ func (s *Session) abort(t *turnCtx, err error) (*Outcome, error) {
 		return nil, err // not a fault: the trace itself failed
 	}
 	msg := err.Error()
-	if e := s.emit(t, trace.KindMachineError, map[string]any{"intent": t.intent, "slots": t.slots, "state": s.state, "error": msg}); e != nil {
+	if e := s.emit(t, trace.MachineError{Intent: t.intent, Slots: t.slots, State: s.state, Error: msg}); e != nil {
 		return nil, e
 	}
 	if t.n > 0 {
-		if e := s.emit(t, trace.KindTurnEnd, map[string]any{"outcome": OutcomeError, "error": msg}); e != nil {
+		if e := s.emit(t, trace.TurnEnd{Outcome: OutcomeError, Error: msg}); e != nil {
 			return nil, e
 		}
 	}
 	done, exit := s.Done()
-	return &Outcome{Outcome: OutcomeError, State: s.state, Err: err, Says: t.says, HostErrors: t.errs, Done: done, Exit: exit}, nil
+	return &Outcome{Outcome: OutcomeError, State: s.state, Err: err, Says: t.says, HostErrors: t.errs, Handled: t.handled, Done: done, Exit: exit}, nil
 }
 
 // reject records a rejected intent; nothing else changes.
 func (s *Session) reject(t *turnCtx, rej *Rejection) (*Outcome, error) {
-	payload := map[string]any{"code": rej.Code, "message": rej.Message, "intent": t.intent, "state": s.state}
-	if rej.GuardHint != "" {
-		payload["guard_hint"] = rej.GuardHint
-	}
-	if err := s.emit(t, trace.KindMachineValidationFailed, payload); err != nil {
+	payload := trace.MachineValidationFailed{Code: rej.Code, Message: rej.Message, Intent: t.intent, State: s.state, GuardHint: rej.GuardHint}
+	if err := s.emit(t, payload); err != nil {
 		return nil, err
 	}
-	if err := s.emit(t, trace.KindTurnEnd, map[string]any{"outcome": OutcomeRejected, "code": rej.Code}); err != nil {
+	if err := s.emit(t, trace.TurnEnd{Outcome: OutcomeRejected, Code: rej.Code}); err != nil {
 		return nil, err
 	}
 	return &Outcome{Outcome: OutcomeRejected, From: s.state, State: s.state, Rejection: rej}, s.sink.EndTurn()
@@ -184,7 +184,7 @@ func (s *Session) armsFor(intent string) ([]*story.Arm, *story.State) {
 // reached, an arm without when wins, else the first true when. None is
 // GUARD_FAILED; a guard error aborts the turn.
 func (s *Session) pickArm(t *turnCtx, intent string, env map[string]any) (*story.Arm, *Rejection, error) {
-	arms, _ := s.armsFor(intent)
+	arms, st := s.armsFor(intent)
 	hint := ""
 	for i, a := range arms {
 		if a.Default || a.When == nil {
@@ -192,7 +192,11 @@ func (s *Session) pickArm(t *turnCtx, intent string, env map[string]any) (*story
 		}
 		ok, err := a.When.Eval(env)
 		if err != nil {
-			return nil, nil, fault("guard of %s arm %d (%q): %w", intent, i, a.When.Source(), err)
+			key := intent
+			if _, ok := st.On[intent]; !ok {
+				key = "*"
+			}
+			return nil, nil, fault("guard error in state %s, arm %d of on.%s (%s): when %q: %w", st.Name, i, key, a.WhenPos, a.When.Source(), err)
 		}
 		if ok {
 			return a, nil, nil
@@ -227,6 +231,9 @@ func (s *Session) validate(t *turnCtx) *Rejection {
 	if def == nil {
 		return nil
 	}
+	if rej := unknownSlot(def, t.slots); rej != nil {
+		return rej
+	}
 	var missing []string
 	for _, name := range def.SlotOrder {
 		sl := def.Slots[name]
@@ -251,6 +258,34 @@ func (s *Session) validate(t *turnCtx) *Rejection {
 		return &Rejection{Code: CodeMissingSlots, Message: fmt.Sprintf("intent %q is missing required slots: %s", intent, strings.Join(missing, ", ")), MissingSlots: missing}
 	}
 	return nil
+}
+
+// unknownSlot rejects the first slot (in name order) the intent does not
+// declare, suggesting the closest declared one or listing them all.
+func unknownSlot(def *story.Intent, slots map[string]any) *Rejection {
+	names := make([]string, 0, len(slots))
+	for k := range slots {
+		if def.Slots[k] == nil {
+			names = append(names, k)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	sort.Strings(names)
+	name := names[0]
+	declared := slices.Sorted(maps.Keys(def.Slots))
+	rej := &Rejection{Code: CodeUnknownSlot, Message: fmt.Sprintf("unknown slot %q for intent %s", name, def.Name)}
+	switch sug := suggest(name, declared); {
+	case sug != "":
+		rej.Suggestions = []string{sug}
+		rej.Message += fmt.Sprintf("; did you mean %q?", sug)
+	case len(declared) == 0:
+		rej.Message += "; it declares no slots"
+	default:
+		rej.Message += "; declared slots: " + strings.Join(declared, ", ")
+	}
+	return rej
 }
 
 // intentDef returns the intent's definition: a state-local one (current

@@ -16,6 +16,7 @@ intents:
       note: {type: string, default: "none"}
   cancel: {}
   elsewhere: {}
+  ping: {}
 root: open
 states:
   open:
@@ -27,6 +28,8 @@ states:
         - target: "."
           effects: [{set: {last: "{{ slots.note }}"}}]
       cancel: [{target: closed}]
+      ping: [{target: "."}]
+      free: [{target: "."}]
   closed:
     terminal: true
     on:
@@ -39,12 +42,17 @@ func TestIntentValidation(t *testing.T) {
 		want *Rejection
 	}{
 		{"ordr size=small qty=1", &Rejection{Code: CodeUnknownIntent, Message: `unknown intent "ordr" (did you mean "order"?)`,
-			Suggestions: []string{"order"}, AllowedIntents: []string{"cancel", "order"}}},
-		{"elsewhere", &Rejection{Code: CodeIntentNotAllowed, Message: `intent "elsewhere" is not allowed in state "open" (allowed: cancel, order)`,
-			AllowedIntents: []string{"cancel", "order"}}},
+			Suggestions: []string{"order"}, AllowedIntents: []string{"cancel", "free", "order", "ping"}}},
+		{"elsewhere", &Rejection{Code: CodeIntentNotAllowed, Message: `intent "elsewhere" is not allowed in state "open" (allowed: cancel, free, order, ping)`,
+			AllowedIntents: []string{"cancel", "free", "order", "ping"}}},
 		{"order", &Rejection{Code: CodeMissingSlots, Message: `intent "order" is missing required slots: qty, size`, MissingSlots: []string{"qty", "size"}}},
 		{"order size=medium qty=2", &Rejection{Code: CodeInvalidSlotValue, Message: `slot "size" of intent "order": "medium" is not one of small, large`}},
 		{"cancel", &Rejection{Code: CodeMissingSlots, Message: `intent "cancel" is missing required slots: reason`, MissingSlots: []string{"reason"}}}, // state-local shadow
+		{"order size=small qty=1 sise=large", &Rejection{Code: CodeUnknownSlot, Message: `unknown slot "sise" for intent order; did you mean "size"?`, Suggestions: []string{"size"}}},
+		{"order size=small qty=1 colour=red", &Rejection{Code: CodeUnknownSlot, Message: `unknown slot "colour" for intent order; declared slots: note, qty, size`}},
+		{"order zeta=1 colour=red", &Rejection{Code: CodeUnknownSlot, Message: `unknown slot "colour" for intent order; declared slots: note, qty, size`}}, // first by name, before missing slots
+		{"cancel reason=late extra=1", &Rejection{Code: CodeUnknownSlot, Message: `unknown slot "extra" for intent cancel; declared slots: reason`}},       // the state-local declaration
+		{"ping who=me", &Rejection{Code: CodeUnknownSlot, Message: `unknown slot "who" for intent ping; it declares no slots`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.line, func(t *testing.T) {
@@ -64,6 +72,46 @@ func TestIntentValidation(t *testing.T) {
 				t.Errorf("machine.validation_failed = %v", vf)
 			}
 		})
+	}
+}
+
+// The issue's example: a typo of a declared slot is refused with the closest
+// declared name, on the REPL's path (ParseInput then Turn) as in a flow.
+func TestUnknownSlotSuggestsDeclared(t *testing.T) {
+	r := newRig(t, files{"app.yaml": `
+app: {id: greet}
+intents:
+  greet:
+    slots:
+      name: {type: string, required: true}
+      color: {type: string}
+root: hello
+states:
+  hello:
+    on:
+      greet: [{target: "."}]
+`})
+	out := r.do("greet name=Ada colour=red")
+	if out.Outcome != OutcomeRejected {
+		t.Fatalf("outcome = %s, want rejected", out.Outcome)
+	}
+	if got, want := out.Rejection.Error(), `UNKNOWN_SLOT: unknown slot "colour" for intent greet; did you mean "color"?`; got != want {
+		t.Errorf("rejection = %q, want %q", got, want)
+	}
+	if diff := cmp.Diff([]string{"color"}, out.Rejection.Suggestions); diff != "" {
+		t.Errorf("suggestions (-want +got):\n%s", diff)
+	}
+	if out := r.do("greet name=Ada color=red"); out.Outcome != OutcomeTransitioned {
+		t.Errorf("declared slots: outcome = %s %+v", out.Outcome, out.Rejection)
+	}
+}
+
+// An intent with arms but no intents: entry takes any slot: nothing declares
+// what it accepts.
+func TestUndeclaredIntentTakesAnySlot(t *testing.T) {
+	r := newRig(t, files{"app.yaml": intentsStory})
+	if out := r.do("free anything=1"); out.Outcome != OutcomeTransitioned {
+		t.Errorf("outcome = %s %+v, want transitioned", out.Outcome, out.Rejection)
 	}
 }
 

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/mcp"
-	"github.com/kitsoki/kitsoki/internal/median"
+	"github.com/kitsoki/kitsoki/internal/testsupport/median"
+	"github.com/kitsoki/kitsoki/internal/toolserver"
 )
 
 // BenchmarkPluginToolCall is one plugin tool call end to end on loopback:
@@ -18,7 +18,7 @@ import (
 // reports the median.
 func BenchmarkPluginToolCall(b *testing.B) {
 	e := newEnv(b, map[string]agent.Declaration{"agent.echo": echoPlugin(true)}, Options{})
-	tc := connect(b, e.session(b, mcp.KanbanTask, "call-bench"), false)
+	tc := connect(b, e.session(b, toolserver.KanbanTask, "call-bench"), false)
 	req := callReq(echoName)
 	req.Params.Arguments = map[string]any{"message": "tag this run as urgent", "shout": true}
 	ctx := context.Background()

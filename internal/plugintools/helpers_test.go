@@ -16,12 +16,13 @@ import (
 	"testing"
 	"time"
 
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/agent/transports"
-	"github.com/kitsoki/kitsoki/internal/mcp"
-	"github.com/kitsoki/kitsoki/internal/mcptest"
+	"github.com/kitsoki/kitsoki/internal/mcpserve"
+	"github.com/kitsoki/kitsoki/internal/testsupport/mcptest"
+	"github.com/kitsoki/kitsoki/internal/toolserver"
 )
 
 // The plugins the tests run, built once into a temporary directory: the
@@ -103,7 +104,7 @@ func (l *logBuffer) records(msg string) []map[string]any {
 type env struct {
 	reg  *agent.Registry
 	svc  *Service
-	srv  *mcp.HTTPServer
+	srv  *toolserver.HTTPServer
 	logs *logBuffer
 	live map[string]bool // live runs
 }
@@ -130,7 +131,7 @@ func newEnv(t testing.TB, decls map[string]agent.Declaration, opts Options) *env
 		t.Fatal(err)
 	}
 	e.svc = svc
-	srv, err := mcp.ListenHTTP("", logger)
+	srv, err := toolserver.ListenHTTP("", logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,13 +146,13 @@ func newEnv(t testing.TB, decls map[string]agent.Declaration, opts Options) *env
 
 // session opens an agent call's MCP session on surface, bound to the test
 // run and attached to the service's catalog.
-func (e *env) session(t testing.TB, surface mcp.Surface, callID string) *mcp.Session {
+func (e *env) session(t testing.TB, surface toolserver.Surface, callID string) *toolserver.Session {
 	t.Helper()
-	return e.open(t, mcp.SessionConfig{Profile: profile(t, surface), RunID: testRun, SessionID: callID,
-		WorkspaceID: testWorkspace, Live: mcp.Detached(nil), Catalog: e.svc.Catalog()})
+	return e.open(t, toolserver.SessionConfig{Profile: profile(t, surface), RunID: testRun, SessionID: callID,
+		WorkspaceID: testWorkspace, Live: toolserver.Detached(nil), Catalog: e.svc.Catalog()})
 }
 
-func (e *env) open(t testing.TB, cfg mcp.SessionConfig) *mcp.Session {
+func (e *env) open(t testing.TB, cfg toolserver.SessionConfig) *toolserver.Session {
 	t.Helper()
 	s, err := e.srv.Open(cfg)
 	if err != nil {
@@ -161,9 +162,21 @@ func (e *env) open(t testing.TB, cfg mcp.SessionConfig) *mcp.Session {
 	return s
 }
 
-func profile(t testing.TB, surface mcp.Surface) mcp.Profile {
+// outside opens a session of the outside surface (internal/mcpserve), as
+// an operator's MCP client sees it.
+func (e *env) outside(t testing.TB, cfg mcpserve.Config) *toolserver.Session {
 	t.Helper()
-	p, err := mcp.NewProfile(surface, nil, nil)
+	s, err := mcpserve.Open(e.srv, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func profile(t testing.TB, surface toolserver.Surface) toolserver.Profile {
+	t.Helper()
+	p, err := toolserver.NewProfile(surface, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,21 +271,21 @@ type testClient struct{ *mcptest.Client }
 // connect opens a client speaking the current (stateless) protocol. With
 // listen it subscribes to tools/list_changed and waits for the
 // acknowledgement; without, it is a client that ignores the notification.
-func connect(t testing.TB, s *mcp.Session, listen bool) *testClient {
+func connect(t testing.TB, s *toolserver.Session, listen bool) *testClient {
 	t.Helper()
 	return &testClient{mcptest.Connect(t, s.URL(), s.Token(), mcptest.Modern, listen)}
 }
 
 // tools lists the session's tools by name.
-func (tc *testClient) tools(t testing.TB) map[string]mcpgo.Tool {
+func (tc *testClient) tools(t testing.TB) map[string]mcp.Tool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	res, err := tc.ListTools(ctx, mcpgo.ListToolsRequest{})
+	res, err := tc.ListTools(ctx, mcp.ListToolsRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]mcpgo.Tool{}
+	out := map[string]mcp.Tool{}
 	for _, tool := range res.Tools {
 		out[tool.Name] = tool
 	}
@@ -293,11 +306,11 @@ func (tc *testClient) pluginToolNames(t testing.TB) []string {
 }
 
 // call calls a tool; it must answer without a protocol error.
-func (tc *testClient) call(t testing.TB, name string, args map[string]any) *mcpgo.CallToolResult {
+func (tc *testClient) call(t testing.TB, name string, args map[string]any) *mcp.CallToolResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	var req mcpgo.CallToolRequest
+	var req mcp.CallToolRequest
 	req.Params.Name = name
 	req.Params.Arguments = args
 	res, err := tc.CallTool(ctx, req)
@@ -314,7 +327,7 @@ func (tc *testClient) refused(t testing.TB, name string, args map[string]any, wa
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	var req mcpgo.CallToolRequest
+	var req mcp.CallToolRequest
 	req.Params.Name = name
 	req.Params.Arguments = args
 	res, err := tc.CallTool(ctx, req)
@@ -329,7 +342,7 @@ func (tc *testClient) refused(t testing.TB, name string, args map[string]any, wa
 }
 
 // mustFail checks that res is a tool error whose text contains want.
-func mustFail(t testing.TB, res *mcpgo.CallToolResult, want string) {
+func mustFail(t testing.TB, res *mcp.CallToolResult, want string) {
 	t.Helper()
 	if !res.IsError {
 		t.Fatalf("call succeeded (%q), want a tool error containing %q", mcptest.Text(res), want)
@@ -339,8 +352,8 @@ func mustFail(t testing.TB, res *mcpgo.CallToolResult, want string) {
 	}
 }
 
-func callReq(name string) mcpgo.CallToolRequest {
-	var req mcpgo.CallToolRequest
+func callReq(name string) mcp.CallToolRequest {
+	var req mcp.CallToolRequest
 	req.Params.Name = name
 	return req
 }

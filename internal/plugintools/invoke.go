@@ -10,13 +10,14 @@ import (
 	"fmt"
 	"slices"
 
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/mcp"
+	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/schema"
+	"github.com/kitsoki/kitsoki/internal/toolserver"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
@@ -49,7 +50,7 @@ type call struct {
 // from ctx, and everything is checked again against the service's current
 // state, so a client holding a stale list cannot reach a withdrawn tool.
 func (s *Service) handler(alias, name string) server.ToolHandlerFunc {
-	return func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		c := &call{id: newInvocationID(), alias: alias, name: name}
 		start := s.opts.Clock.Now()
 		res := s.invoke(ctx, c, req)
@@ -63,8 +64,8 @@ func (s *Service) handler(alias, name string) server.ToolHandlerFunc {
 
 // invoke checks the call, sends it, and checks the answer. Every failure
 // is a tool error the agent can read; none is retried.
-func (s *Service) invoke(ctx context.Context, c *call, req mcpgo.CallToolRequest) *mcpgo.CallToolResult {
-	sess := mcp.SessionFrom(ctx)
+func (s *Service) invoke(ctx context.Context, c *call, req mcp.CallToolRequest) *mcp.CallToolResult {
+	sess := toolserver.SessionFrom(ctx)
 	if sess != nil {
 		c.task, c.session = sess.RunID(), sess.SessionID()
 	}
@@ -94,7 +95,7 @@ func (s *Service) invoke(ctx context.Context, c *call, req mcpgo.CallToolRequest
 	}
 	if refusal != "" {
 		c.outcome = OutcomeRefused
-		return mcpgo.NewToolResultError(refusal)
+		return mcp.NewToolResultError(refusal)
 	}
 	args, raw, err := arguments(req)
 	if err == nil {
@@ -102,7 +103,7 @@ func (s *Service) invoke(ctx context.Context, c *call, req mcpgo.CallToolRequest
 	}
 	if err != nil {
 		c.outcome = OutcomeInvalidArgs
-		return mcpgo.NewToolResultError(fmt.Sprintf("schema validation failed: the arguments of %s do not match its input schema: %v", t.exposed, err))
+		return mcp.NewToolResultError(fmt.Sprintf("schema validation failed: the arguments of %s do not match its input schema: %v", t.exposed, err))
 	}
 	out, err := s.send(ctx, c, proc, &plugin.AgentToolRequest{
 		InvocationID: c.id,
@@ -116,7 +117,7 @@ func (s *Service) invoke(ctx context.Context, c *call, req mcpgo.CallToolRequest
 		},
 	})
 	if err != nil {
-		return mcpgo.NewToolResultError(err.Error())
+		return mcp.NewToolResultError(err.Error())
 	}
 	return s.result(c, t, out)
 }
@@ -124,7 +125,7 @@ func (s *Service) invoke(ctx context.Context, c *call, req mcpgo.CallToolRequest
 // checkSession refuses a call whose session is not a live agent session
 // of this process bound to a live run, or whose surface the tool does not
 // target.
-func (s *Service) checkSession(sess *mcp.Session, t *tool) string {
+func (s *Service) checkSession(sess *toolserver.Session, t *tool) string {
 	switch {
 	case sess == nil || sess.Closed():
 		return "this MCP session has ended; plugin tools are only available to a live agent call"
@@ -138,7 +139,7 @@ func (s *Service) checkSession(sess *mcp.Session, t *tool) string {
 	return ""
 }
 
-func surfaceList(ss []mcp.Surface) string {
+func surfaceList(ss []toolserver.Surface) string {
 	if len(ss) == 2 {
 		return string(ss[0]) + " and " + string(ss[1])
 	}
@@ -147,7 +148,7 @@ func surfaceList(ss []mcp.Surface) string {
 
 // arguments returns the call's arguments as an object (absent means {})
 // and as JSON.
-func arguments(req mcpgo.CallToolRequest) (map[string]any, []byte, error) {
+func arguments(req mcp.CallToolRequest) (map[string]any, []byte, error) {
 	var args map[string]any
 	switch a := req.Params.Arguments.(type) {
 	case nil:
@@ -168,7 +169,7 @@ func arguments(req mcpgo.CallToolRequest) (map[string]any, []byte, error) {
 // so that disabling the plugin cancels it. Errors are worded for the
 // agent and set c.outcome.
 func (s *Service) send(ctx context.Context, c *call, proc Process, req *plugin.AgentToolRequest) (json.RawMessage, error) {
-	ctx, cancelTimeout := context.WithTimeoutCause(ctx, s.opts.Timeout, errTimeout)
+	ctx, cancelTimeout := clock.WithTimeoutCause(ctx, s.opts.Clock, s.opts.Timeout, errTimeout)
 	defer cancelTimeout()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -236,10 +237,10 @@ func (s *Service) untrack(alias string, key uint64) {
 // result checks the plugin's answer: an AgentToolResult object with text,
 // structured content matching the output schema when one is declared, and
 // at most 1 MiB of text and structured content together.
-func (s *Service) result(c *call, t *tool, raw json.RawMessage) *mcpgo.CallToolResult {
-	bad := func(format string, args ...any) *mcpgo.CallToolResult {
+func (s *Service) result(c *call, t *tool, raw json.RawMessage) *mcp.CallToolResult {
+	bad := func(format string, args ...any) *mcp.CallToolResult {
 		c.outcome = OutcomeInvalidResult
-		return mcpgo.NewToolResultError(fmt.Sprintf("plugin %s returned an invalid result for %s: ", c.alias, c.name) + fmt.Sprintf(format, args...))
+		return mcp.NewToolResultError(fmt.Sprintf("plugin %s returned an invalid result for %s: ", c.alias, c.name) + fmt.Sprintf(format, args...))
 	}
 	var res plugin.AgentToolResult
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -274,7 +275,7 @@ func (s *Service) result(c *call, t *tool, raw json.RawMessage) *mcpgo.CallToolR
 	if t.output != nil && res.StructuredContent == nil && !res.IsError {
 		return bad("structured_content is missing; the tool declares an output schema")
 	}
-	out := &mcpgo.CallToolResult{Content: []mcpgo.Content{mcpgo.NewTextContent(res.Text)}, IsError: res.IsError}
+	out := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(res.Text)}, IsError: res.IsError}
 	if res.StructuredContent != nil {
 		out.StructuredContent = json.RawMessage(structured)
 	}

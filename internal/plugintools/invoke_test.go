@@ -9,8 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/mcp"
-	"github.com/kitsoki/kitsoki/internal/mcptest"
+	"github.com/kitsoki/kitsoki/internal/testsupport/mcptest"
+	"github.com/kitsoki/kitsoki/internal/toolserver"
 )
 
 func TestPluginWithoutToolMethodAnswersToolError(t *testing.T) {
@@ -18,7 +18,7 @@ func TestPluginWithoutToolMethodAnswersToolError(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			d, _ := toolPlugin(t, "agent.old", mode, decl("record", kanbanOnly, anyObject, ""))
 			e := newEnv(t, map[string]agent.Declaration{"agent.old": d}, Options{})
-			tc := connect(t, e.session(t, mcp.KanbanTask, "call-1"), false)
+			tc := connect(t, e.session(t, toolserver.KanbanTask, "call-1"), false)
 			mustFail(t, tc.call(t, "kitsoki_agent_old_record", nil),
 				"plugin agent.old does not implement agent_tool.invoke (JSON-RPC method not found, -32601): its declaration lists tool record but the plugin serves no agent tools")
 			if r := e.logs.records("plugin tool call"); len(r) != 1 || r[0]["outcome"] != OutcomeUnimplemented {
@@ -42,7 +42,7 @@ func TestResultChecks(t *testing.T) {
 		decl("fail", kanbanOnly, anyObject, ""),
 	)
 	e := newEnv(t, map[string]agent.Declaration{"agent.t": d}, Options{})
-	tc := connect(t, e.session(t, mcp.KanbanTask, "call-1"), false)
+	tc := connect(t, e.session(t, toolserver.KanbanTask, "call-1"), false)
 
 	mustFail(t, tc.call(t, "kitsoki_agent_t_notext", nil),
 		"plugin agent.t returned an invalid result for notext: text is missing (fallback text is required)")
@@ -95,7 +95,7 @@ func waitCall(t *testing.T, tc *testClient, log string) <-chan string {
 func TestDisablingCancelsCallsInFlight(t *testing.T) {
 	d, log := toolPlugin(t, "agent.tagger", "", decl("wait", kanbanOnly, anyObject, ""))
 	e := newEnv(t, map[string]agent.Declaration{"agent.tagger": d}, Options{})
-	tc := connect(t, e.session(t, mcp.KanbanTask, "call-1"), false)
+	tc := connect(t, e.session(t, toolserver.KanbanTask, "call-1"), false)
 	done := waitCall(t, tc, log)
 	if _, err := e.svc.SetPluginEnabled(t.Context(), "agent.tagger", false); err != nil {
 		t.Fatal(err)
@@ -114,7 +114,7 @@ func TestDisablingCancelsCallsInFlight(t *testing.T) {
 func TestEndOfAgentCallCancelsPluginCall(t *testing.T) {
 	d, log := toolPlugin(t, "agent.tagger", "", decl("wait", kanbanOnly, anyObject, ""))
 	e := newEnv(t, map[string]agent.Declaration{"agent.tagger": d}, Options{})
-	s := e.session(t, mcp.KanbanTask, "call-1")
+	s := e.session(t, toolserver.KanbanTask, "call-1")
 	tc := connect(t, s, false)
 	done := waitCall(t, tc, log)
 	s.Close() // the agent call ends
@@ -138,7 +138,7 @@ func TestCallLogs(t *testing.T) {
 	d.Env["TAGGER_API_KEY"] = "sk-live-7d1e40c2secret"
 	d.Secrets = []string{"sk-live-7d1e40c2secret"}
 	e := newEnv(t, map[string]agent.Declaration{"agent.tagger": d}, Options{})
-	tc := connect(t, e.session(t, mcp.KanbanTask, "call-1"), false)
+	tc := connect(t, e.session(t, toolserver.KanbanTask, "call-1"), false)
 	res := tc.call(t, "kitsoki_agent_tagger_record", map[string]any{"note": "ARGUMENT-MARKER-91"})
 	if res.IsError {
 		t.Fatal(mcptest.Text(res))
@@ -170,12 +170,12 @@ func TestCallLogs(t *testing.T) {
 func TestSessionMustBelongToALiveRun(t *testing.T) {
 	d, log := toolPlugin(t, "agent.tagger", "", decl("record", kanbanOnly, anyObject, ""))
 	e := newEnv(t, map[string]agent.Declaration{"agent.tagger": d}, Options{})
-	other := e.open(t, mcp.SessionConfig{Profile: profile(t, mcp.KanbanTask), RunID: "run-elsewhere", SessionID: "call-1",
-		Live: mcp.Detached(nil), Catalog: e.svc.Catalog()})
+	other := e.open(t, toolserver.SessionConfig{Profile: profile(t, toolserver.KanbanTask), RunID: "run-elsewhere", SessionID: "call-1",
+		Live: toolserver.Detached(nil), Catalog: e.svc.Catalog()})
 	mustFail(t, connect(t, other, false).call(t, "kitsoki_agent_tagger_record", nil),
 		"this MCP session's run run-elsewhere is not a live run of this kitsoki process")
-	unbound := e.open(t, mcp.SessionConfig{Profile: profile(t, mcp.KanbanTask), RunID: testRun,
-		Live: mcp.Detached(nil), Catalog: e.svc.Catalog()})
+	unbound := e.open(t, toolserver.SessionConfig{Profile: profile(t, toolserver.KanbanTask), RunID: testRun,
+		Live: toolserver.Detached(nil), Catalog: e.svc.Catalog()})
 	mustFail(t, connect(t, unbound, false).call(t, "kitsoki_agent_tagger_record", nil),
 		"this MCP session is not bound to a run; plugin tools act on the run of a live agent call")
 	if evs := pluginEvents(t, log); len(evs) != 0 {
@@ -190,8 +190,8 @@ func TestSurfaceIsCheckedAtInvocation(t *testing.T) {
 	d, log := toolPlugin(t, "agent.tagger", "", decl("record", kanbanOnly, anyObject, ""))
 	e := newEnv(t, map[string]agent.Declaration{"agent.tagger": d}, Options{})
 	var handler = e.svc.Catalog().Current().Tools[0]
-	office := e.open(t, mcp.SessionConfig{Profile: profile(t, mcp.OfficeTask), RunID: testRun, SessionID: "call-1",
-		Live: mcp.Detached(nil), PluginTools: func(mcp.Surface) []mcp.Tool { return []mcp.Tool{handler.Tool} }})
+	office := e.open(t, toolserver.SessionConfig{Profile: profile(t, toolserver.OfficeTask), RunID: testRun, SessionID: "call-1",
+		Live: toolserver.Detached(nil), PluginTools: func(toolserver.Surface) []toolserver.Tool { return []toolserver.Tool{handler.Tool} }})
 	mustFail(t, connect(t, office, false).call(t, "kitsoki_agent_tagger_record", nil),
 		"tool kitsoki_agent_tagger_record is not available on the office-task surface (it targets kanban-task)")
 	if evs := pluginEvents(t, log); len(evs) != 0 {
@@ -203,7 +203,7 @@ func TestSpawnFailureErrorsThePlugin(t *testing.T) {
 	needPlugins(t)
 	d := subprocessDecl("agent.gone", t.TempDir()+"/no-such-plugin", nil, decl("record", kanbanOnly, anyObject, ""))
 	e := newEnv(t, map[string]agent.Declaration{"agent.gone": d}, Options{RespawnDelay: time.Hour})
-	tc := connect(t, e.session(t, mcp.KanbanTask, "call-1"), true)
+	tc := connect(t, e.session(t, toolserver.KanbanTask, "call-1"), true)
 	mustFail(t, tc.call(t, "kitsoki_agent_gone_record", nil), "plugin agent.gone failed during record and the call is not retried: subprocess agent: spawn")
 	mcptest.ExpectChanged(t, tc.Changed, 1)
 	st := e.svc.PluginStatus()[0]
@@ -216,8 +216,8 @@ func TestSpawnFailureErrorsThePlugin(t *testing.T) {
 // standIn is an agent that is not a subprocess plugin (a cassette replay).
 type standIn struct{}
 
-func (standIn) Ask(context.Context, *agent.AskRequest) (*agent.AskResponse, error) { return nil, nil }
-func (standIn) Close() error                                                       { return nil }
+func (standIn) Ask(context.Context, *agent.Call) (*agent.AskResponse, error) { return nil, nil }
+func (standIn) Close() error                                                 { return nil }
 
 func TestReplacedAgentLeavesPluginErrored(t *testing.T) {
 	needPlugins(t)

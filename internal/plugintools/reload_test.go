@@ -9,8 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/mcp"
-	"github.com/kitsoki/kitsoki/internal/mcptest"
+	"github.com/kitsoki/kitsoki/internal/testsupport/mcptest"
+	"github.com/kitsoki/kitsoki/internal/toolserver"
 )
 
 // TestReloadRefusedKeepsPreviousTools reloads declarations that are
@@ -18,7 +18,7 @@ import (
 func TestReloadRefusedKeepsPreviousTools(t *testing.T) {
 	d, _ := toolPlugin(t, "agent.tagger", "", decl("record", kanbanOnly, anyObject, ""))
 	e := newEnv(t, map[string]agent.Declaration{"agent.tagger": d}, Options{})
-	tc := connect(t, e.session(t, mcp.KanbanTask, "call-1"), true)
+	tc := connect(t, e.session(t, toolserver.KanbanTask, "call-1"), true)
 	rev := e.svc.Catalog().Current().Revision
 
 	bad := func(mutate func(*agent.Declaration)) map[string]agent.Declaration {
@@ -68,7 +68,7 @@ func TestReloadReplacesTools(t *testing.T) {
 	d, log := toolPlugin(t, "agent.tagger", "", decl("record", kanbanOnly, anyObject, ""))
 	echo := echoPlugin(true)
 	e := newEnv(t, map[string]agent.Declaration{"agent.tagger": d, "agent.echo": echo}, Options{})
-	tc := connect(t, e.session(t, mcp.KanbanTask, "call-1"), true)
+	tc := connect(t, e.session(t, toolserver.KanbanTask, "call-1"), true)
 	if res := tc.call(t, "kitsoki_agent_tagger_record", nil); res.IsError {
 		t.Fatal(mcptest.Text(res))
 	}
@@ -116,7 +116,7 @@ func TestReloadKeepsAnErroredPluginErrored(t *testing.T) {
 	d := subprocessDecl("agent.gone", t.TempDir()+"/no-such-plugin", nil, decl("record", kanbanOnly, anyObject, ""))
 	decls := map[string]agent.Declaration{"agent.gone": d}
 	e := newEnv(t, decls, Options{RespawnDelay: time.Hour})
-	tc := connect(t, e.session(t, mcp.KanbanTask, "call-1"), true)
+	tc := connect(t, e.session(t, toolserver.KanbanTask, "call-1"), true)
 	tc.call(t, "kitsoki_agent_gone_record", nil) // the spawn fails: errored
 	mcptest.ExpectChanged(t, tc.Changed, 1)
 	if err := e.svc.Reload(decls); err != nil {

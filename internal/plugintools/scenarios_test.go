@@ -7,15 +7,18 @@ package plugintools
 import (
 	"encoding/json"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/mcp"
-	"github.com/kitsoki/kitsoki/internal/mcptest"
+	"github.com/kitsoki/kitsoki/internal/clock"
+	"github.com/kitsoki/kitsoki/internal/mcpserve"
+	"github.com/kitsoki/kitsoki/internal/testsupport/mcptest"
+	"github.com/kitsoki/kitsoki/internal/toolserver"
 )
 
 // The echo tool as stories declare it for the example plugin.
@@ -49,7 +52,7 @@ func TestScenarioKanbanAgentListsPluginTool(t *testing.T) {
 	needPlugins(t)
 	plain, _ := toolPlugin(t, "agent.Tag-Bot", "", decl("record", kanbanOnly, `{"type":"object","properties":{"tag_id":{"type":"string"}}}`, ""))
 	e := newEnv(t, map[string]agent.Declaration{"agent.echo": echoPlugin(true), "agent.Tag-Bot": plain}, Options{})
-	tc := connect(t, e.session(t, mcp.KanbanTask, "call-1"), false)
+	tc := connect(t, e.session(t, toolserver.KanbanTask, "call-1"), false)
 	tools := tc.tools(t)
 
 	echo, ok := tools[echoName]
@@ -74,7 +77,7 @@ func TestScenarioKanbanAgentListsPluginTool(t *testing.T) {
 		}
 	}
 	type hints struct{ ReadOnly, Destructive, Idempotent, OpenWorld any }
-	got := func(a mcpgo.ToolAnnotation) hints {
+	got := func(a mcp.ToolAnnotation) hints {
 		return hints{hint(a.ReadOnlyHint), hint(a.DestructiveHint), hint(a.IdempotentHint), hint(a.OpenWorldHint)}
 	}
 	if diff := cmp.Diff(hints{true, false, true, false}, got(echo.Annotations)); diff != "" {
@@ -95,11 +98,14 @@ func TestScenarioKanbanAgentListsPluginTool(t *testing.T) {
 // tool is not present.
 func TestScenarioOtherSurfacesDoNotListKanbanTool(t *testing.T) {
 	e := newEnv(t, map[string]agent.Declaration{"agent.echo": echoPlugin(true)}, Options{})
-	sessions := map[string]*mcp.Session{
-		"office-task": e.session(t, mcp.OfficeTask, "call-office"),
-		"configuration": e.open(t, mcp.SessionConfig{Profile: profile(t, mcp.Configuration), Root: t.TempDir(),
-			Catalog: e.svc.Catalog(), Plugins: e.svc}),
-		"external": e.open(t, mcp.SessionConfig{Profile: profile(t, mcp.External), Root: t.TempDir(), Catalog: e.svc.Catalog()}),
+	sessions := map[string]*toolserver.Session{
+		"office-task": e.session(t, toolserver.OfficeTask, "call-office"),
+		// Even attached to the catalog, an outside surface gets no plugin
+		// tools (the plugin-tools group is enabled on live surfaces only).
+		"configuration": e.open(t, toolserver.SessionConfig{Profile: profile(t, toolserver.Configuration), Catalog: e.svc.Catalog()}),
+		"external":      e.open(t, toolserver.SessionConfig{Profile: profile(t, toolserver.External), Catalog: e.svc.Catalog()}),
+		// The outside surface as `kitsoki run --control-mcp` serves it.
+		"control": e.outside(t, mcpserve.Config{Profile: profile(t, toolserver.Configuration), Root: t.TempDir(), Plugins: e.svc}),
 	}
 	for name, s := range sessions {
 		t.Run(name, func(t *testing.T) {
@@ -112,7 +118,7 @@ func TestScenarioOtherSurfacesDoNotListKanbanTool(t *testing.T) {
 		})
 	}
 	// The kanban session does list it (the tool is real).
-	if got := connect(t, e.session(t, mcp.KanbanTask, "call-k"), false).pluginToolNames(t); !cmp.Equal(got, []string{echoName}) {
+	if got := connect(t, e.session(t, toolserver.KanbanTask, "call-k"), false).pluginToolNames(t); !cmp.Equal(got, []string{echoName}) {
 		t.Errorf("kanban lists %v, want [%s]", got, echoName)
 	}
 }
@@ -124,15 +130,15 @@ func TestScenarioOtherSurfacesDoNotListKanbanTool(t *testing.T) {
 // configuration-surface tool, as a client of the same kitsoki process.
 func TestScenarioEnablingPluginNotifiesOnce(t *testing.T) {
 	e := newEnv(t, map[string]agent.Declaration{"agent.echo": echoPlugin(false)}, Options{})
-	agentSession := e.session(t, mcp.KanbanTask, "call-1")
+	agentSession := e.session(t, toolserver.KanbanTask, "call-1")
 	tc := connect(t, agentSession, true)
 	if got := tc.pluginToolNames(t); len(got) != 0 {
 		t.Fatalf("a plugin declared enabled: false contributes %v", got)
 	}
 	rev := agentSession.AppliedCatalog().Revision
 
-	operator := connect(t, e.open(t, mcp.SessionConfig{Profile: profile(t, mcp.Configuration), Root: t.TempDir(), Plugins: e.svc}), false)
-	res := operator.call(t, mcp.ToolSetPluginEnabled, map[string]any{"alias": "agent.echo", "enabled": true})
+	operator := connect(t, e.outside(t, mcpserve.Config{Profile: profile(t, toolserver.Configuration), Root: t.TempDir(), Plugins: e.svc}), false)
+	res := operator.call(t, mcpserve.ToolSetPluginEnabled, map[string]any{"alias": "agent.echo", "enabled": true})
 	if res.IsError {
 		t.Fatalf("enable: %s", mcptest.Text(res))
 	}
@@ -153,11 +159,11 @@ func TestScenarioEnablingPluginNotifiesOnce(t *testing.T) {
 	if res := tc.call(t, echoName, map[string]any{"message": "hi"}); res.IsError {
 		t.Errorf("call after enabling: %s", mcptest.Text(res))
 	}
-	status := operator.call(t, mcp.ToolPluginStatus, nil)
+	status := operator.call(t, mcpserve.ToolPluginStatus, nil)
 	if diff := cmp.Diff(map[string]any{"plugins": []any{map[string]any{"alias": "agent.echo", "state": "active", "tools": []any{echoName}}}}, mcptest.Structured(t, status)); diff != "" {
 		t.Errorf("status (-want +got):\n%s", diff)
 	}
-	mustFail(t, operator.call(t, mcp.ToolSetPluginEnabled, map[string]any{"alias": "agent.nope", "enabled": true}),
+	mustFail(t, operator.call(t, mcpserve.ToolSetPluginEnabled, map[string]any{"alias": "agent.nope", "enabled": true}),
 		`no plugin "agent.nope" contributes agent tools (plugins with agent_tools: agent.echo)`)
 }
 
@@ -167,12 +173,12 @@ func TestScenarioEnablingPluginNotifiesOnce(t *testing.T) {
 func TestScenarioDisabledBeforeInvocation(t *testing.T) {
 	d, log := toolPlugin(t, "agent.tagger", "", decl("record", kanbanOnly, anyObject, ""))
 	e := newEnv(t, map[string]agent.Declaration{"agent.tagger": d}, Options{})
-	s := e.session(t, mcp.KanbanTask, "call-1")
+	s := e.session(t, toolserver.KanbanTask, "call-1")
 	tc := connect(t, s, true)
 	// A second session that still holds the old snapshot: a client whose
 	// discovery is stale. Only kitsoki's own revalidation stops it.
-	stale := e.open(t, mcp.SessionConfig{Profile: profile(t, mcp.KanbanTask), RunID: testRun, SessionID: "call-stale",
-		WorkspaceID: testWorkspace, Live: mcp.Detached(nil)})
+	stale := e.open(t, toolserver.SessionConfig{Profile: profile(t, toolserver.KanbanTask), RunID: testRun, SessionID: "call-stale",
+		WorkspaceID: testWorkspace, Live: toolserver.Detached(nil)})
 	stale.ApplyCatalog(e.svc.Catalog().Current())
 	sc := connect(t, stale, false)
 	const name = "kitsoki_agent_tagger_record"
@@ -207,7 +213,7 @@ func TestScenarioValidCall(t *testing.T) {
 	d, log := toolPlugin(t, "agent.tagger", "", decl("record", bothTasks, input, output))
 	e := newEnv(t, map[string]agent.Declaration{"agent.tagger": d, "agent.echo": echoPlugin(true)}, Options{})
 
-	for _, surface := range []mcp.Surface{mcp.KanbanTask, mcp.OfficeTask} {
+	for _, surface := range []toolserver.Surface{toolserver.KanbanTask, toolserver.OfficeTask} {
 		t.Run(string(surface), func(t *testing.T) {
 			callID := "call-" + string(surface)
 			tc := connect(t, e.session(t, surface, callID), false)
@@ -244,7 +250,7 @@ func TestScenarioValidCall(t *testing.T) {
 	}
 
 	t.Run("example plugin", func(t *testing.T) {
-		tc := connect(t, e.session(t, mcp.KanbanTask, "call-echo"), false)
+		tc := connect(t, e.session(t, toolserver.KanbanTask, "call-echo"), false)
 		res := tc.call(t, echoName, map[string]any{"message": "hello", "shout": true})
 		if res.IsError {
 			t.Fatalf("echo failed: %s", mcptest.Text(res))
@@ -267,7 +273,7 @@ func TestScenarioValidCall(t *testing.T) {
 func TestScenarioArgumentsCannotReplaceContext(t *testing.T) {
 	d, log := toolPlugin(t, "agent.tagger", "", decl("record", kanbanOnly, anyObject, ""))
 	e := newEnv(t, map[string]agent.Declaration{"agent.tagger": d}, Options{})
-	tc := connect(t, e.session(t, mcp.KanbanTask, "call-1"), false)
+	tc := connect(t, e.session(t, toolserver.KanbanTask, "call-1"), false)
 	args := map[string]any{
 		"task_id": "someone-elses-run", "session_id": "call-999", "workspace_id": "other", "surface": "configuration",
 		"invocation_id": "forged", "context": map[string]any{"task_id": "someone-elses-run"},
@@ -299,7 +305,7 @@ func TestScenarioInvalidArgumentsNeverReachPlugin(t *testing.T) {
 	input := `{"type":"object","properties":{"tag_id":{"type":"string"},"count":{"type":"integer","maximum":10}},"required":["tag_id"],"additionalProperties":false}`
 	d, log := toolPlugin(t, "agent.tagger", "", decl("record", kanbanOnly, input, ""))
 	e := newEnv(t, map[string]agent.Declaration{"agent.tagger": d}, Options{})
-	tc := connect(t, e.session(t, mcp.KanbanTask, "call-1"), false)
+	tc := connect(t, e.session(t, toolserver.KanbanTask, "call-1"), false)
 	cases := []struct {
 		args map[string]any
 		want string
@@ -327,13 +333,20 @@ func TestScenarioInvalidArgumentsNeverReachPlugin(t *testing.T) {
 // does not retry the call.
 func TestScenarioTimeoutOrCrashIsOneErrorNoRetry(t *testing.T) {
 	d, log := toolPlugin(t, "agent.tagger", "", decl("wait", kanbanOnly, anyObject, ""), decl("crash", kanbanOnly, anyObject, ""), decl("record", kanbanOnly, anyObject, ""))
-	e := newEnv(t, map[string]agent.Declaration{"agent.tagger": d}, Options{Timeout: 300 * time.Millisecond, RespawnDelay: 50 * time.Millisecond})
-	s := e.session(t, mcp.KanbanTask, "call-1")
+	// The call deadline is measured on a fake clock: the wait call times out
+	// when the test moves the clock, and the other calls, however slowly a
+	// loaded machine runs the plugin, never reach it.
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	e := newEnv(t, map[string]agent.Declaration{"agent.tagger": d}, Options{Timeout: 300 * time.Millisecond, RespawnDelay: 50 * time.Millisecond, Clock: clk})
+	s := e.session(t, toolserver.KanbanTask, "call-1")
 	tc := connect(t, s, true)
 
 	t.Run("timeout", func(t *testing.T) {
-		mustFail(t, tc.call(t, "kitsoki_agent_tagger_wait", nil),
-			"plugin agent.tagger did not answer wait within 300ms; the call was cancelled and is not retried")
+		done := waitCall(t, tc, log)
+		clk.Advance(300 * time.Millisecond)
+		if got, want := <-done, "plugin agent.tagger did not answer wait within 300ms; the call was cancelled and is not retried"; !strings.Contains(got, want) {
+			t.Errorf("wait: %q, want it to contain %q", got, want)
+		}
 		eventually(t, "the plugin sees the cancellation", func() bool { return len(eventsOf(pluginEvents(t, log), "cancelled")) == 1 })
 		if n := len(eventsOf(pluginEvents(t, log), "invoke")); n != 1 {
 			t.Errorf("the plugin was called %d times, want once", n)
@@ -378,8 +391,8 @@ func TestScenarioOutOfOrderSnapshots(t *testing.T) {
 		t.Fatalf("snapshots %s/%d and %s/%d", older.Generation, older.Revision, newer.Generation, newer.Revision)
 	}
 	// A session that receives the snapshots itself, newer first.
-	s := e.open(t, mcp.SessionConfig{Profile: profile(t, mcp.KanbanTask), RunID: testRun, SessionID: "call-1",
-		WorkspaceID: testWorkspace, Live: mcp.Detached(nil)})
+	s := e.open(t, toolserver.SessionConfig{Profile: profile(t, toolserver.KanbanTask), RunID: testRun, SessionID: "call-1",
+		WorkspaceID: testWorkspace, Live: toolserver.Detached(nil)})
 	tc := connect(t, s, true)
 	if !s.ApplyCatalog(newer) {
 		t.Fatal("the newer snapshot was not applied")
@@ -393,7 +406,7 @@ func TestScenarioOutOfOrderSnapshots(t *testing.T) {
 	}
 	// The attached sessions got the same protection: redelivering the
 	// older snapshot to one changes nothing.
-	attached := e.session(t, mcp.KanbanTask, "call-2")
+	attached := e.session(t, toolserver.KanbanTask, "call-2")
 	ac := connect(t, attached, true)
 	if attached.ApplyCatalog(older) {
 		t.Error("an attached session applied an older snapshot")
@@ -410,7 +423,7 @@ func TestScenarioOutOfOrderSnapshots(t *testing.T) {
 // list.
 func TestScenarioClientIgnoringListChanged(t *testing.T) {
 	e := newEnv(t, map[string]agent.Declaration{"agent.echo": echoPlugin(true)}, Options{})
-	s := e.session(t, mcp.KanbanTask, "call-1")
+	s := e.session(t, toolserver.KanbanTask, "call-1")
 	deaf := connect(t, s, false)
 	if got := deaf.pluginToolNames(t); !cmp.Equal(got, []string{echoName}) {
 		t.Fatalf("discovered %v", got)

@@ -28,7 +28,8 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/agent/subprocess"
 	"github.com/kitsoki/kitsoki/internal/clock"
-	"github.com/kitsoki/kitsoki/internal/mcp"
+	"github.com/kitsoki/kitsoki/internal/mcpserve"
+	"github.com/kitsoki/kitsoki/internal/toolserver"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
@@ -57,7 +58,7 @@ type Options struct {
 	// Registry resolves plugin aliases to their agents; required.
 	Registry *agent.Registry
 	// Catalog receives every recomputed snapshot; nil means a new one.
-	Catalog *mcp.Catalog
+	Catalog *toolserver.Catalog
 	// RunLive reports whether runID is a live run of this process; a call
 	// from a session bound to anything else is refused. Nil accepts any
 	// non-empty run id.
@@ -75,7 +76,7 @@ type Options struct {
 // safe for concurrent use.
 type Service struct {
 	opts    Options
-	catalog *mcp.Catalog
+	catalog *toolserver.Catalog
 	logger  *slog.Logger
 
 	pubMu sync.Mutex // serialises recomputation and publication, so revisions follow state changes
@@ -132,7 +133,7 @@ func New(decls map[string]agent.Declaration, opts Options) (*Service, error) {
 		opts.RespawnDelay = 500 * time.Millisecond
 	}
 	if opts.Catalog == nil {
-		opts.Catalog = mcp.NewCatalog(opts.Logger)
+		opts.Catalog = toolserver.NewCatalog(opts.Logger)
 	}
 	tools, err := buildTools(decls)
 	if err != nil {
@@ -168,21 +169,21 @@ func (s *Service) newState(d agent.Declaration, tools map[string]*tool, enabled 
 }
 
 // Catalog is the catalog the service publishes to.
-func (s *Service) Catalog() *mcp.Catalog { return s.catalog }
+func (s *Service) Catalog() *toolserver.Catalog { return s.catalog }
 
 // PluginStatus lists the tool-declaring plugins, by alias.
-func (s *Service) PluginStatus() []mcp.PluginStatus {
+func (s *Service) PluginStatus() []mcpserve.PluginStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]mcp.PluginStatus, 0, len(s.plugins))
+	out := make([]mcpserve.PluginStatus, 0, len(s.plugins))
 	for _, alias := range s.aliases() {
 		out = append(out, s.status(s.plugins[alias]))
 	}
 	return out
 }
 
-func (s *Service) status(p *pluginState) mcp.PluginStatus {
-	st := mcp.PluginStatus{Alias: p.alias, State: p.state(), Tools: []string{}}
+func (s *Service) status(p *pluginState) mcpserve.PluginStatus {
+	st := mcpserve.PluginStatus{Alias: p.alias, State: p.state(), Tools: []string{}}
 	if st.State == StateErrored {
 		st.Detail = p.detail
 	}
@@ -209,7 +210,7 @@ var errDisabled = errors.New("the plugin was disabled")
 // SetPluginEnabled enables or disables a tool-declaring plugin while the
 // run is live. Disabling cancels its calls in flight; either change
 // recomputes and publishes the catalog.
-func (s *Service) SetPluginEnabled(_ context.Context, alias string, enabled bool) (mcp.PluginStatus, error) {
+func (s *Service) SetPluginEnabled(_ context.Context, alias string, enabled bool) (mcpserve.PluginStatus, error) {
 	s.mu.Lock()
 	p, ok := s.plugins[alias]
 	if !ok {
@@ -218,7 +219,7 @@ func (s *Service) SetPluginEnabled(_ context.Context, alias string, enabled bool
 		if known == "" {
 			known = "none"
 		}
-		return mcp.PluginStatus{}, fmt.Errorf("no plugin %q contributes agent tools (plugins with agent_tools: %s)", alias, known)
+		return mcpserve.PluginStatus{}, fmt.Errorf("no plugin %q contributes agent tools (plugins with agent_tools: %s)", alias, known)
 	}
 	var cancels []context.CancelCauseFunc
 	changed := p.enabled != enabled
@@ -395,7 +396,7 @@ func (s *Service) publish(why string) {
 	defer s.pubMu.Unlock()
 	s.mu.Lock()
 	var (
-		tools []mcp.CatalogTool
+		tools []toolserver.CatalogTool
 		key   strings.Builder
 	)
 	for _, alias := range s.aliases() {
@@ -404,14 +405,14 @@ func (s *Service) publish(why string) {
 			continue
 		}
 		for _, t := range p.tools {
-			tools = append(tools, mcp.CatalogTool{
-				Tool:     mcp.Tool{Def: t.def, Handler: s.handler(alias, t.decl.Name), Version: t.version},
+			tools = append(tools, toolserver.CatalogTool{
+				Tool:     toolserver.Tool{Def: t.def, Handler: s.handler(alias, t.decl.Name), Version: t.version},
 				Plugin:   alias,
 				Surfaces: t.surfaces,
 			})
 		}
 	}
-	slices.SortFunc(tools, func(a, b mcp.CatalogTool) int { return strings.Compare(a.Def.Name, b.Def.Name) })
+	slices.SortFunc(tools, func(a, b toolserver.CatalogTool) int { return strings.Compare(a.Def.Name, b.Def.Name) })
 	for _, t := range tools {
 		key.WriteString(t.Def.Name + "@" + t.Version + ",")
 	}

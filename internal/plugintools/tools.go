@@ -8,11 +8,11 @@ import (
 	"sort"
 	"strings"
 
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/mcp"
 	"github.com/kitsoki/kitsoki/internal/schema"
+	"github.com/kitsoki/kitsoki/internal/toolserver"
 )
 
 // tool is one declared tool, ready to offer and to call: its exposed
@@ -21,10 +21,10 @@ import (
 type tool struct {
 	decl     agent.ToolDeclaration
 	exposed  string
-	surfaces []mcp.Surface
+	surfaces []toolserver.Surface
 	input    *schema.Schema
 	output   *schema.Schema // nil when no output schema is declared
-	def      mcpgo.Tool
+	def      mcp.Tool
 	version  string
 }
 
@@ -102,7 +102,7 @@ func compileTool(alias string, td agent.ToolDeclaration) (*tool, error) {
 				return nil, fmt.Errorf("surface %q is listed twice", s)
 			}
 		}
-		t.surfaces = append(t.surfaces, mcp.Surface(s))
+		t.surfaces = append(t.surfaces, toolserver.Surface(s))
 	}
 	var err error
 	if t.input, err = objectSchema("input_schema", td.InputSchema); err != nil {
@@ -113,15 +113,15 @@ func compileTool(alias string, td agent.ToolDeclaration) (*tool, error) {
 			return nil, err
 		}
 	}
-	t.def = mcpgo.NewToolWithRawSchema(t.exposed, td.Description, td.InputSchema)
+	t.def = mcp.NewToolWithRawSchema(t.exposed, td.Description, td.InputSchema)
 	if td.OutputSchema != nil {
 		t.def.RawOutputSchema = td.OutputSchema
 	}
 	a := td.Annotations
-	t.def.Annotations.ReadOnlyHint = mcpgo.ToBoolPtr(a.ReadOnly)
-	t.def.Annotations.DestructiveHint = mcpgo.ToBoolPtr(a.Destructive)
-	t.def.Annotations.IdempotentHint = mcpgo.ToBoolPtr(a.Idempotent)
-	t.def.Annotations.OpenWorldHint = mcpgo.ToBoolPtr(a.OpenWorld)
+	t.def.Annotations.ReadOnlyHint = mcp.ToBoolPtr(a.ReadOnly)
+	t.def.Annotations.DestructiveHint = mcp.ToBoolPtr(a.Destructive)
+	t.def.Annotations.IdempotentHint = mcp.ToBoolPtr(a.Idempotent)
+	t.def.Annotations.OpenWorldHint = mcp.ToBoolPtr(a.OpenWorld)
 	b, _ := json.Marshal(struct {
 		Name string
 		Decl agent.ToolDeclaration

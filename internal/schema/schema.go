@@ -3,8 +3,13 @@
 //
 // A schema may $ref other files, but only inside the story's directory tree:
 // a reference that leaves it (../x.json, an absolute path, any URL) fails the
-// compile, naming the schema and the reference. Compiled schemas are cached,
-// so a story compiles each file once.
+// compile, naming the schema and the reference. Schemas are thus confined
+// more tightly than the other files of a story (its workspace, see
+// internal/workspace), with the same containment check. A schema file over
+// workspace.MaxFileSize is refused. A compiler reads a directory of the
+// operating system (NewCompiler) or an fs.FS holding one (NewCompilerFS),
+// through the same reader. Compiled schemas are cached, so a story compiles
+// each file once.
 package schema
 
 import (
@@ -20,6 +25,8 @@ import (
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/kitsoki/kitsoki/internal/workspace"
 )
 
 // Compiler compiles schema files found under one directory. It is safe for
@@ -31,9 +38,10 @@ import (
 // jcMu guards it, and only it, so reading and parsing schema files, and the
 // cache, stay concurrent.
 type Compiler struct {
-	dir  string   // absolute
-	root *os.Root // nil for NewCompilerFS
-	fsys fs.FS    // where schema files are read: root's, or NewCompilerFS's
+	dir  string         // absolute
+	ws   workspace.Root // NewCompiler's dir, symlinks resolved; zero for NewCompilerFS
+	root *os.Root       // nil for NewCompilerFS
+	fsys fs.FS          // where schema files are read: root's, or NewCompilerFS's
 
 	mu    sync.Mutex // guards cache
 	cache map[string]*Schema
@@ -48,23 +56,28 @@ func NewCompiler(dir string) (*Compiler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schema root %q: %w", dir, err)
 	}
+	ws, err := workspace.New(abs)
+	if err != nil {
+		return nil, fmt.Errorf("schema root %q: %w", dir, err)
+	}
 	root, err := os.OpenRoot(abs)
 	if err != nil {
 		return nil, fmt.Errorf("schema root %q: %w", dir, err)
 	}
-	return openCompiler(abs, root, root.FS()), nil
+	return openCompiler(abs, ws, root, root.FS()), nil
 }
 
 // NewCompilerFS returns a compiler that reads schema files from fsys, which
 // holds the contents of the directory dir: dir names the schemas in
-// messages and is what file $refs resolve against. Nothing is opened;
-// Close does nothing.
+// messages and is what file $refs resolve against. Paths are checked
+// against dir lexically (an fs.FS has no symlinks to resolve), and the size
+// limit applies as for NewCompiler. Nothing is opened; Close does nothing.
 func NewCompilerFS(fsys fs.FS, dir string) *Compiler {
-	return openCompiler(filepath.Clean(dir), nil, fsys)
+	return openCompiler(filepath.Clean(dir), workspace.Root{}, nil, fsys)
 }
 
-func openCompiler(dir string, root *os.Root, fsys fs.FS) *Compiler {
-	c := &Compiler{dir: dir, root: root, fsys: fsys, cache: map[string]*Schema{}, jc: jsonschema.NewCompiler()}
+func openCompiler(dir string, ws workspace.Root, root *os.Root, fsys fs.FS) *Compiler {
+	c := &Compiler{dir: dir, ws: ws, root: root, fsys: fsys, cache: map[string]*Schema{}, jc: jsonschema.NewCompiler()}
 	c.jc.DefaultDraft(jsonschema.Draft2020)
 	c.jc.UseLoader(&rootedLoader{c: c})
 	return c
@@ -102,7 +115,7 @@ func (c *Compiler) Compile(path string) (*Schema, error) {
 	if ok {
 		return s, nil
 	}
-	raw, err := fs.ReadFile(c.fsys, rel)
+	raw, err := workspace.ReadFS(c.fsys, rel, path)
 	if err != nil {
 		return nil, fmt.Errorf("schema %q: %w", path, unwrapPathError(err))
 	}
@@ -151,10 +164,10 @@ func (c *Compiler) compile(abs string, doc any) (*jsonschema.Schema, error) {
 func (c *Compiler) relPath(path string) (string, error) {
 	p := filepath.FromSlash(path)
 	if filepath.IsAbs(p) {
-		r, err := filepath.Rel(c.dir, p)
-		if err != nil || escapes(r) {
+		if !c.inside(p) {
 			return "", fmt.Errorf("path is outside the story directory %s", c.dir)
 		}
+		r, _ := filepath.Rel(c.dir, p)
 		p = r
 	}
 	p = filepath.Clean(p)
@@ -164,8 +177,19 @@ func (c *Compiler) relPath(path string) (string, error) {
 	return filepath.ToSlash(p), nil
 }
 
+// inside reports whether the absolute path p lies in the compiler's
+// directory, as written or with the directory's symlinks resolved.
+func (c *Compiler) inside(p string) bool {
+	p = filepath.Clean(p)
+	if r, err := filepath.Rel(c.dir, p); err == nil && (r == "." || filepath.IsLocal(r)) {
+		return true
+	}
+	return c.ws.Contains(p)
+}
+
+// escapes reports whether rel, a path relative to the root, leaves it.
 func escapes(rel string) bool {
-	return rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel)
+	return filepath.IsAbs(rel) || !(rel == "." || filepath.IsLocal(rel))
 }
 
 func unwrapPathError(err error) error {
@@ -253,11 +277,11 @@ func (l *rootedLoader) Load(u string) (any, error) {
 		return nil, &refError{u, "a schema", "is a URL"}
 	}
 	p := filepath.FromSlash(strings.TrimPrefix(u, prefix))
-	rel, err := filepath.Rel(l.c.dir, p)
-	if err != nil || escapes(rel) {
+	if !l.c.inside(p) {
 		return nil, &refError{u, "a schema", "leaves the story directory"}
 	}
-	raw, err := fs.ReadFile(l.c.fsys, filepath.ToSlash(rel))
+	rel, _ := filepath.Rel(l.c.dir, p)
+	raw, err := workspace.ReadFS(l.c.fsys, filepath.ToSlash(rel), filepath.ToSlash(rel))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", filepath.ToSlash(rel), unwrapPathError(err))
 	}

@@ -84,6 +84,7 @@ func (l *loader) manifest(f *file, mf entry, path string, d *agent.Declaration) 
 		return nil, nil, "", false // "subprocess plugin requires command:" is reported
 	}
 	bin := d.Command
+	inPath := false
 	switch {
 	case strings.ContainsRune(bin, '/'):
 		if !filepath.IsAbs(bin) {
@@ -95,14 +96,31 @@ func (l *loader) manifest(f *file, mf entry, path string, d *agent.Declaration) 
 			l.errAt(f, mf.val, p, "cannot find command %q in PATH, so its manifest %q cannot be located beside it", d.Command, name)
 			return nil, nil, "", false
 		}
-		bin = lp
+		bin, inPath = lp, true
 	}
 	abs := filepath.FromSlash(name)
 	if !filepath.IsAbs(abs) {
 		abs = filepath.Join(filepath.Dir(bin), abs)
 	}
 	abs = filepath.Clean(abs)
-	if _, err := l.files.Stat(abs); err != nil {
+	// The manifest is read only inside the story's workspace, or beside a
+	// binary found through PATH (an installed plugin): a story cannot point
+	// it elsewhere by naming a command path outside the workspace.
+	if _, err := l.ws.Resolve(l.dir, abs); err != nil {
+		if !inPath {
+			l.errAt(f, mf.val, p, "manifest %v; a manifest must be inside the workspace, or beside a plugin binary found in PATH", renamed(err, name))
+			return nil, nil, "", false
+		}
+		beside, berr := l.ws.At(filepath.Dir(bin))
+		if berr == nil {
+			_, berr = beside.Resolve(filepath.Dir(bin), name)
+		}
+		if berr != nil {
+			l.errAt(f, mf.val, p, "manifest %q must be beside the plugin's binary %s (or inside the workspace %s)", name, bin, l.ws.Dir())
+			return nil, nil, "", false
+		}
+	}
+	if _, err := l.ws.Stat(abs); err != nil {
 		l.errAt(f, mf.val, p, "cannot read manifest %s: %v", l.relPath(abs), unwrapPathErr(err))
 		return nil, nil, "", false
 	}

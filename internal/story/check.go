@@ -25,6 +25,7 @@ func (l *loader) finish() {
 		l.checkGrammarSubset(r)
 	}
 	l.checkWorldRefs()
+	l.checkGuardReads()
 	l.checkArmIntents()
 }
 
@@ -227,6 +228,36 @@ func (l *loader) checkWorldRefs() {
 	for _, r := range l.worldRefs {
 		if l.worldVar(r.value) == nil {
 			l.errAt(r.f, r.n, r.path, "world key %q is not declared in world:%s", r.value, didYouMean(r.value, names))
+		}
+	}
+}
+
+// runtimeWorld are the world keys the runtime writes that a story need not
+// declare: host_error is set when a host call fails (story-format.md §5).
+var runtimeWorld = []string{"host_error"}
+
+// checkGuardReads warns about a guard (an arm's or an effect's when:) that
+// reads a world key by name that world: does not declare (the seeded keys
+// and runtimeWorld count as declared): a misspelt key reads nil, and the
+// guard is quietly false or fails at run time. The warning points at the
+// key inside the expression when the scalar's text can be located.
+func (l *loader) checkGuardReads() {
+	names := make([]string, 0, len(l.st.World)+len(runtimeWorld))
+	for _, w := range l.st.World {
+		names = append(names, w.Name)
+	}
+	names = append(names, runtimeWorld...)
+	for _, r := range l.guards {
+		for _, rd := range r.g.WorldReads() {
+			if slices.Contains(names, rd.Key) {
+				continue
+			}
+			p, ok := scalarOffsetPos(r.f, r.n, rd.Line, rd.Col)
+			if !ok {
+				p = posOf(r.f, r.n)
+			}
+			l.warns = append(l.warns, Diagnostic{Pos: p, Path: r.path,
+				Message: fmt.Sprintf("the guard reads world key %q, which is not declared in world:%s", rd.Key, didYouMean(rd.Key, names))})
 		}
 	}
 }

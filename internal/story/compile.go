@@ -3,6 +3,7 @@ package story
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/expr"
 	"github.com/kitsoki/kitsoki/internal/schema"
+	"github.com/kitsoki/kitsoki/internal/workspace"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -144,7 +146,22 @@ func (l *loader) compileGuard(f *file, n *yaml.Node, path string, assign func(*e
 			return nil, compileDiag(f, d, path, "invalid guard", err)
 		}
 		return g, nil
-	}, func(v any) { assign(v.(*expr.Guard)) })
+	}, func(v any) {
+		g := v.(*expr.Guard)
+		assign(g)
+		if len(g.WorldReads()) > 0 {
+			l.guards = append(l.guards, guardRef{f: f, n: d, path: path, g: g})
+		}
+	})
+}
+
+// guardRef is a compiled guard that reads world keys, to check once every
+// file is loaded.
+type guardRef struct {
+	f    *file
+	n    *yaml.Node
+	path string
+	g    *expr.Guard
 }
 
 // compileValue compiles a scalar at node n as a value template.
@@ -292,10 +309,13 @@ func scalarOffsetPos(f *file, n *yaml.Node, line, col int) (Pos, bool) {
 		raw := f.line(fl)
 		text := strings.TrimLeft(raw, " ")
 		want := strings.TrimRight(srcLines[line-1], "\r")
-		if want == "" || !strings.HasPrefix(text, want) {
+		// A line may be indented past the block's indentation; that
+		// indentation is part of the value (and of col).
+		wantText := strings.TrimLeft(want, " ")
+		if wantText == "" || !strings.HasPrefix(text, wantText) {
 			return Pos{}, false
 		}
-		indent := len([]rune(raw)) - len([]rune(text))
+		indent := len([]rune(raw)) - len([]rune(text)) - (len(want) - len(wantText))
 		return Pos{File: f.rel, Line: fl, Col: indent + col}, true
 	}
 	return Pos{}, false
@@ -344,11 +364,29 @@ func (l *loader) loadPrompt(f *file, n *yaml.Node, path string, mustBeFile bool)
 	l.promptSeen[raw] = true
 	store := func(t *expr.Text) { l.st.Prompts[raw] = t }
 	abs := l.resolve(raw)
-	st, statErr := l.files.Stat(abs)
+	real, wsErr := l.ws.Resolve(l.dir, raw)
+	if wsErr != nil {
+		// A path outside the workspace is never read. with.prompt_path
+		// always names a file; with.prompt names one when a file is there.
+		var oe *workspace.OutsideError
+		if !errors.As(wsErr, &oe) {
+			real = abs
+		} else if st, err := l.ws.Stat(abs); mustBeFile || (err == nil && st.Mode().IsRegular()) {
+			l.errAt(f, n, path, "%v", wsErr)
+			return
+		} else {
+			real = ""
+		}
+	}
+	var st fs.FileInfo
+	statErr := errors.New("outside the workspace")
+	if real != "" {
+		st, statErr = l.ws.Stat(real)
+	}
 	if statErr == nil && st.Mode().IsRegular() {
-		b, err := l.files.ReadFile(abs)
+		b, err := l.ws.Read(real, raw)
 		if err != nil {
-			l.errAt(f, n, path, "cannot read prompt file %q: %v", raw, unwrapPathErr(err))
+			l.errAt(f, n, path, "%s", fileErr("prompt file", raw, err))
 			return
 		}
 		rel := raw

@@ -71,6 +71,7 @@ func (l *loader) loadEffect(f *file, n *yaml.Node, path string, ctx effCtx) *Eff
 	e := &Effect{Pos: l.pos(f, deref(n))}
 	ref := &effectRef{f: f, e: e, path: path, ctx: ctx}
 	if w, ok := fs.get("when"); ok {
+		e.WhenPos = l.pos(f, deref(w.val))
 		l.compileGuard(f, w.val, joinPath(path, "when"), func(g *expr.Guard) { e.When = g })
 	}
 	actions := make([]string, 0, len(actionKeys))

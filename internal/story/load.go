@@ -16,6 +16,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/expr"
 	"github.com/kitsoki/kitsoki/internal/schema"
+	"github.com/kitsoki/kitsoki/internal/workspace"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -24,8 +25,17 @@ type Option func(*options)
 
 type options struct {
 	lookupEnv func(string) (string, bool)
+	workspace string
 	fsys      fs.FS  // WithFS: read from it instead of the OS
 	fsDir     string // where fsys is mounted
+}
+
+// WithWorkspace sets the workspace every file the story reads must stay
+// inside (the --workspace flag). Without it the workspace is the git work
+// tree enclosing the root file, else the root file's directory (see
+// internal/workspace).
+func WithWorkspace(dir string) Option {
+	return func(o *options) { o.workspace = dir }
 }
 
 // WithLookupEnv sets the function used to resolve ${VAR} references in
@@ -38,8 +48,16 @@ func WithLookupEnv(f func(string) (string, bool)) Option {
 // system: fsys holds the contents of the directory dir, and every path
 // outside dir does not exist. The path given to Load (and every path in the
 // story) is still an OS path, resolved as usual; it must lie under dir.
-// Nothing is opened or written, so tests and fuzz targets can load stories
-// built in memory (a fstest.MapFS) without touching the disk.
+// Every file the story names (includes, prompt files, system prompts,
+// schemas and their $refs, plugin manifests) is read from fsys. Nothing is
+// opened or written, so tests and fuzz targets can load stories built in
+// memory (a fstest.MapFS) without touching the disk.
+//
+// The workspace is dir, unless WithWorkspace names a directory of fsys
+// under it; the git work tree is not looked for. Paths are confined to it
+// as on the operating system, with the same messages, but checked
+// lexically: no symlink is resolved (see internal/workspace). The size
+// limit applies as on the operating system.
 func WithFS(fsys fs.FS, dir string) Option {
 	return func(o *options) { o.fsys, o.fsDir = fsys, dir }
 }
@@ -55,28 +73,40 @@ func Load(path string, opts ...Option) (*Story, error) {
 	if o.lookupEnv == nil {
 		o.lookupEnv = os.LookupEnv
 	}
-	var rd files = osFiles{}
+	// ws reads the files (the zero Root reads the operating system's) and,
+	// once decided below, confines them.
+	var ws workspace.Root
 	if o.fsys != nil {
-		mount, err := filepath.Abs(o.fsDir)
-		if err != nil {
-			return nil, &LoadError{Diagnostics: []Diagnostic{{Pos: Pos{File: filepath.Base(path)},
-				Message: fmt.Sprintf("cannot read story file: %v", err)}}}
+		var err error
+		if ws, err = workspace.NewFS(o.fsys, o.fsDir, o.workspace); err != nil {
+			return nil, &LoadError{Diagnostics: []Diagnostic{{Pos: Pos{File: filepath.Base(path)}, Message: err.Error()}}}
 		}
-		rd = mountedFiles{fsys: o.fsys, dir: mount}
 	}
 	abs, err := filepath.Abs(path)
 	if err == nil {
-		_, err = rd.Stat(abs)
+		_, err = ws.Stat(abs)
 	}
 	if err != nil {
 		return nil, &LoadError{Diagnostics: []Diagnostic{{Pos: Pos{File: filepath.Base(path)},
 			Message: fmt.Sprintf("cannot read story file: %v", unwrapPathErr(err))}}}
 	}
 	dir := filepath.Dir(abs)
+	if o.fsys == nil {
+		if ws, err = workspace.For(abs, o.workspace); err != nil {
+			return nil, &LoadError{Diagnostics: []Diagnostic{{Pos: Pos{File: filepath.Base(abs)}, Message: err.Error()}}}
+		}
+	}
+	if _, err := ws.Resolve(dir, abs); err != nil {
+		var oe *workspace.OutsideError
+		if errors.As(err, &oe) {
+			oe.Name = path
+		}
+		return nil, &LoadError{Diagnostics: []Diagnostic{{Pos: Pos{File: filepath.Base(abs)}, Message: "story file " + err.Error()}}}
+	}
 	l := &loader{
 		opts:       o,
-		files:      rd,
 		dir:        dir,
+		ws:         ws,
 		fileOrder:  map[string]int{},
 		loaded:     map[string]bool{},
 		declared:   map[string]bool{},
@@ -85,6 +115,7 @@ func Load(path string, opts ...Option) (*Story, error) {
 		st: &Story{
 			Dir:       dir,
 			File:      abs,
+			Workspace: ws,
 			Agents:    map[string]*Persona{},
 			Plugins:   map[string]agent.Declaration{},
 			Providers: map[string]agent.Provider{},
@@ -95,16 +126,7 @@ func Load(path string, opts ...Option) (*Story, error) {
 			Prompts:   map[string]*expr.Text{},
 		},
 	}
-	var sc *schema.Compiler
-	if m, ok := rd.(mountedFiles); ok {
-		sub, _ := m.name(dir) // dir holds the root file, so it is under the mount point
-		var sfs fs.FS
-		if sfs, err = fs.Sub(m.fsys, sub); err == nil {
-			sc = schema.NewCompilerFS(sfs, dir)
-		}
-	} else {
-		sc, err = schema.NewCompiler(dir)
-	}
+	sc, err := schemaCompiler(ws, dir)
 	if err != nil {
 		return nil, &LoadError{Diagnostics: []Diagnostic{{Pos: Pos{File: filepath.Base(abs)}, Message: err.Error()}}}
 	}
@@ -128,11 +150,31 @@ func (s *Story) Close() error {
 	return s.SchemaCompiler.Close()
 }
 
+// schemaCompiler returns the compiler of the schemas under dir, the story
+// directory, reading where ws reads.
+func schemaCompiler(ws workspace.Root, dir string) (*schema.Compiler, error) {
+	fsys, mount := ws.FS()
+	if fsys == nil {
+		return schema.NewCompiler(dir)
+	}
+	// dir holds the root file, which is inside the workspace, so it is
+	// under the mount directory.
+	rel, err := filepath.Rel(mount, dir)
+	if err != nil {
+		return nil, fmt.Errorf("schema root %q: %w", dir, err)
+	}
+	sub, err := fs.Sub(fsys, filepath.ToSlash(rel))
+	if err != nil {
+		return nil, fmt.Errorf("schema root %q: %w", dir, err)
+	}
+	return schema.NewCompilerFS(sub, dir), nil
+}
+
 // loader holds the state of one Load call.
 type loader struct {
 	opts  options
-	files files // where story files are read
 	dir   string
+	ws    workspace.Root // every file read must stay inside it, and is read through it
 	st    *Story
 	diags []Diagnostic
 	warns []Diagnostic
@@ -151,6 +193,7 @@ type loader struct {
 	effects   []*effectRef
 	armKeys   []*nodeRef // on: intent keys, for the undeclared-intent warning
 	worldRefs []*nodeRef // relevant_world and exits.requires entries
+	guards    []guardRef // compiled guards that read world keys by name
 	exitOrder []exitDecl // declaration order of exits, for the __exit__ states
 
 	work       *workers                // runs parses and jobs while files are read
@@ -216,7 +259,7 @@ func (l *loader) newFile(abs string) *file {
 	if err != nil {
 		rel = abs
 	}
-	f := &file{rel: filepath.ToSlash(rel), abs: abs, files: l.files}
+	f := &file{rel: filepath.ToSlash(rel), abs: abs, ws: l.ws}
 	l.loaded[abs] = true
 	if _, ok := l.fileOrder[f.rel]; !ok {
 		l.fileOrder[f.rel] = len(l.fileOrder)
@@ -230,13 +273,13 @@ var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // empty file or on error) and the problems found. It touches nothing but f,
 // so files can be parsed concurrently.
 func parseFile(f *file) (*yaml.Node, []Diagnostic) {
-	data, err := f.files.ReadFile(f.abs)
+	data, err := f.ws.Read(f.abs, f.rel)
 	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
+		var tl *workspace.TooLargeError
+		if errors.As(err, &tl) {
+			return nil, []Diagnostic{{Pos: Pos{File: f.rel}, Message: err.Error()}}
 		}
-		return nil, []Diagnostic{{Pos: Pos{File: f.rel}, Message: fmt.Sprintf("cannot read story file: %v", err)}}
+		return nil, []Diagnostic{{Pos: Pos{File: f.rel}, Message: fmt.Sprintf("cannot read story file: %v", unwrapPathErr(err))}}
 	}
 	f.data = data
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -404,16 +447,45 @@ func (l *loader) loadInclude(f *file, e entry) {
 		if !filepath.IsAbs(pattern) {
 			pattern = filepath.Join(l.dir, pattern)
 		}
-		matches, err := l.files.Glob(pattern)
+		// The directory the pattern's literal part names must be inside
+		// the workspace before anything is listed; then each match (a
+		// symlink can lead anywhere).
+		if _, err := l.ws.Resolve(l.dir, literalPrefix(pattern)); err != nil {
+			l.errAt(f, nodes[i], path, "%v", renamed(err, g))
+			continue
+		}
+		matches, err := l.ws.Glob(pattern)
 		if err != nil {
 			l.errAt(f, nodes[i], path, "bad include pattern %q: %v", g, err)
 			continue
 		}
-		var files []string
+		var files, outside []string
+		var firstOut error
 		for _, m := range matches {
-			if st, err := l.files.Stat(m); err == nil && st.Mode().IsRegular() {
-				files = append(files, m)
+			st, err := l.ws.Stat(m)
+			if err != nil || !st.Mode().IsRegular() {
+				continue
 			}
+			if _, err := l.ws.Resolve(l.dir, m); err != nil {
+				if firstOut == nil {
+					firstOut = renamed(err, l.relPath(m))
+				}
+				outside = append(outside, m)
+				continue
+			}
+			files = append(files, m)
+		}
+		if firstOut != nil {
+			more := ""
+			if n := len(outside) - 1; n > 0 {
+				more = fmt.Sprintf(" (and %d more)", n)
+			}
+			if g == l.relPath(outside[0]) || literalPrefix(pattern) == pattern {
+				l.errAt(f, nodes[i], path, "%v", renamed(firstOut, g))
+			} else {
+				l.errAt(f, nodes[i], path, "include %q: %v%s", g, firstOut, more)
+			}
+			continue
 		}
 		if len(files) == 0 {
 			l.errAt(f, nodes[i], path, "include %q matches no file", g)
@@ -427,4 +499,32 @@ func (l *loader) loadInclude(f *file, e entry) {
 			}
 		}
 	}
+}
+
+// literalPrefix is the part of a glob pattern before its first
+// metacharacter, cut back to a whole path element: the directory the
+// pattern lists (the pattern itself when it has no metacharacter).
+func literalPrefix(pattern string) string {
+	i := strings.IndexAny(pattern, `*?[`)
+	if runtime.GOOS != "windows" {
+		if j := strings.IndexByte(pattern, '\\'); j >= 0 && (i < 0 || j < i) {
+			i = j
+		}
+	}
+	if i < 0 {
+		return pattern
+	}
+	return filepath.Dir(pattern[:i+1])
+}
+
+// renamed returns err with the path it names replaced by name (the form
+// the story wrote), when err is a workspace.OutsideError.
+func renamed(err error, name string) error {
+	var oe *workspace.OutsideError
+	if errors.As(err, &oe) {
+		c := *oe
+		c.Name = name
+		return &c
+	}
+	return err
 }

@@ -428,6 +428,15 @@ func TestWarnings(t *testing.T) {
 			`warnings.yaml:23:9: states.start.on_enter[1]: effect has several actions (set, say): only set runs; put each in its own item`,
 			`warnings.yaml:30:13: states.other.on_enter[1].id: invoke id "fetch" is also used at warnings.yaml:28:13; call sites are found by id, so keep ids unique`,
 		}},
+		// Guards reading undeclared world keys; declarations in an included
+		// file, the seeded keys and host_error count. The position is the
+		// key's own where the scalar can be mapped, else the scalar's.
+		{"guardreads/app.yaml", []string{
+			`app.yaml:13:24: states.start.on.go[0].when: the guard reads world key "verdikt", which is not declared in world: (did you mean "verdict"?)`,
+			`app.yaml:19:26: states.start.on.go[2].when: the guard reads world key "colour", which is not declared in world:`,
+			`app.yaml:21:17: states.start.on.go[3].when: the guard reads world key "folded", which is not declared in world:`,
+			`app.yaml:25:22: states.start.on_enter[0].when: the guard reads world key "spaced key", which is not declared in world:`,
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {

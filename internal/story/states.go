@@ -148,6 +148,7 @@ func (l *loader) loadArm(f *file, n *yaml.Node, path string, s *State, intent st
 	strField(l, f, fs, path, "guard_hint", &a.GuardHint)
 	w, hasWhen := fs.get("when")
 	if hasWhen {
+		a.WhenPos = l.pos(f, deref(w.val))
 		l.compileGuard(f, w.val, joinPath(path, "when"), func(g *expr.Guard) { a.When = g })
 		if a.Default {
 			l.warnAt(f, w.key, joinPath(path, "when"), "when is ignored on a default: true arm")

@@ -1,12 +1,15 @@
 package story
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/kitsoki/kitsoki/internal/workspace"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -113,9 +116,9 @@ func (l *loader) loadAgents(f *file, e entry) {
 				l.errAt(f, spp.val, joinPath(path, "system_prompt_path"), "must name a file")
 				break
 			}
-			b, err := l.files.ReadFile(l.resolve(rel))
+			b, _, err := l.ws.ReadIn(l.dir, rel)
 			if err != nil {
-				l.errAt(f, spp.val, joinPath(path, "system_prompt_path"), "cannot read system prompt file %q: %v", rel, unwrapPathErr(err))
+				l.errAt(f, spp.val, joinPath(path, "system_prompt_path"), "%s", fileErr("system prompt file", rel, err))
 				break
 			}
 			p.SystemPrompt = string(b)
@@ -132,6 +135,21 @@ func (l *loader) resolve(rel string) string {
 		return p
 	}
 	return filepath.Join(l.dir, p)
+}
+
+// fileErr words a failure to read a file a story names: a path outside the
+// workspace and a file over the size limit say so as they are; others are
+// "cannot read <what> "rel": reason".
+func fileErr(what, rel string, err error) string {
+	var oe *workspace.OutsideError
+	var tl *workspace.TooLargeError
+	switch {
+	case errors.As(err, &oe):
+		return oe.Error()
+	case errors.As(err, &tl):
+		return fmt.Sprintf("%s %v", what, tl)
+	}
+	return fmt.Sprintf("cannot read %s %q: %v", what, rel, unwrapPathErr(err))
 }
 
 func unwrapPathErr(err error) error {

@@ -8,6 +8,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/expr"
 	"github.com/kitsoki/kitsoki/internal/schema"
+	"github.com/kitsoki/kitsoki/internal/workspace"
 )
 
 // Pos is a source position: file (relative to the story directory), line and
@@ -22,6 +23,9 @@ type Pos struct {
 type Story struct {
 	Dir  string // absolute story directory (the root file's directory)
 	File string // absolute path of the root file
+	// Workspace is the directory every file the story reads stays inside:
+	// load-time files, and prompt files and schemas named at run time.
+	Workspace workspace.Root
 
 	App     App
 	Hosts   []string // union of all files' hosts:, in first-seen order
@@ -135,6 +139,7 @@ type Arm struct {
 	Target    string
 	Stay      bool
 	When      *expr.Guard // nil when absent
+	WhenPos   Pos         // where the when: expression is
 	Default   bool
 	Effects   []*Effect
 	GuardHint string
@@ -145,6 +150,7 @@ type Arm struct {
 // Invoke) is set; EmitIntent may ride on any item or stand alone.
 type Effect struct {
 	When      *expr.Guard
+	WhenPos   Pos       // where the when: expression is
 	Set       []SetItem // sorted by key
 	Increment []IncrementItem
 	Say       *expr.Text

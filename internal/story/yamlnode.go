@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/kitsoki/kitsoki/internal/workspace"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -16,7 +17,7 @@ type file struct {
 	abs  string
 	data []byte // the file's content
 
-	files files // where it is read from
+	ws workspace.Root // where it is read from (its Read)
 
 	linesOnce sync.Once
 	lines     []string // data split into lines on first use, by line

@@ -124,7 +124,8 @@ func buildInProcess(_ *testing.T, cases []conformanceCase) agent.Agent {
 	for _, c := range cases {
 		byCall[c.name] = c.script
 	}
-	return agent.AgentFunc(func(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
+	return agent.AgentFunc(func(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
+		req := call.Request
 		s := byCall[fmt.Sprint(req.With["call"])]
 		if s.Delay > 0 {
 			select {

@@ -14,9 +14,9 @@ import (
 
 // recordMiss answers a new_episodes miss with the live agent and appends
 // the exchange.
-func (a *cassetteAgent) recordMiss(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
-	resp, err := a.live.Ask(ctx, req)
-	a.c.appendEpisode(agentEpisode(ctx, a.alias, a.c.phase(req.StatePath), req, agent.CallInfoFrom(ctx), resp, err))
+func (a *cassetteAgent) recordMiss(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
+	resp, err := a.live.Ask(ctx, call)
+	a.c.appendEpisode(agentEpisode(ctx, a.alias, a.c.phase(call.Request.StatePath), call, resp, err))
 	return resp, err
 }
 
@@ -95,6 +95,7 @@ func (c *Cassette) appendToFile(ep *Episode) error {
 		if err != nil {
 			return err
 		}
+		maskNode(c.mask, n)
 		if !c.appended {
 			n.HeadComment = appendedComment
 		}

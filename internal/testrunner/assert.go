@@ -153,6 +153,7 @@ type turnView struct {
 	world map[string]any
 	slots map[string]any // as accepted (defaults filled); nil when not accepted
 	calls []hostCall
+	evs   []capturedEvent // the turn's trace events, as appended
 }
 
 // checkTurn runs one turn's assertions and returns the failure messages.
@@ -161,7 +162,7 @@ func checkTurn(ts *TurnSpec, tv turnView) []string {
 	out := tv.out
 	switch {
 	case out.Outcome == orchestrator.OutcomeRejected && ts.ExpectError == nil:
-		fails = append(fails, fmt.Sprintf("unexpected rejection: code=%s hint=%s", out.Rejection.Code, out.Rejection.GuardHint))
+		fails = append(fails, rejectionText(out.Rejection))
 	case out.Outcome == orchestrator.OutcomeError:
 		fails = append(fails, fmt.Sprintf("unexpected turn error: %v", out.Err))
 	}
@@ -213,7 +214,106 @@ func checkTurn(ts *TurnSpec, tv turnView) []string {
 	if ts.ExpectNoView && out.View != "" {
 		fails = append(fails, fmt.Sprintf("expect_no_view: got view %q", clipValue(out.View)))
 	}
-	return append(fails, checkHostCalls("expect_host_calls", ts.ExpectHostCalls, ts.ExpectNoHostCalls, tv.calls)...)
+	fails = append(fails, checkHostCalls("expect_host_calls", ts.ExpectHostCalls, ts.ExpectNoHostCalls, tv.calls)...)
+	return append(fails, checkEvents(ts.ExpectEvents, tv.evs)...)
+}
+
+// checkEvents finds the expect_events entries in order among a turn's
+// events: each entry matches the first event after the previous entry's
+// match that has its kind (and state_path) and whose payload includes its
+// payload. The first entry not found fails, and the rest are not looked
+// for, since their position depends on it.
+func checkEvents(exps []EventExpect, evs []capturedEvent) []string {
+	if len(exps) == 0 {
+		return nil
+	}
+	payloads := make([]any, len(evs))
+	for i, ev := range evs {
+		payloads[i], _ = normalizeJSON(ev.payload())
+		if payloads[i] == nil {
+			payloads[i] = map[string]any{}
+		}
+	}
+	matches := func(e EventExpect, i int) bool {
+		ev := evs[i]
+		return ev.Kind == e.Kind && (!e.HasStatePath || ev.StatePath == e.StatePath) && (e.Payload == nil || subset(e.Payload, payloads[i]))
+	}
+	next := 0 // first event the next entry may match
+	for i, e := range exps {
+		found := -1
+		for j := next; j < len(evs); j++ {
+			if matches(e, j) {
+				found = j
+				break
+			}
+		}
+		if found >= 0 {
+			next = found + 1
+			continue
+		}
+		return []string{eventMiss(i, e, evs, payloads, next, matches)}
+	}
+	return nil
+}
+
+// eventMiss explains an expect_events entry that was not found: what it
+// wants, where it was looked for, and the turn's events of that kind (or
+// the turn's kinds when it has none).
+func eventMiss(i int, e EventExpect, evs []capturedEvent, payloads []any, from int, matches func(EventExpect, int) bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "expect_events[%d]: no %s event", i, e.Kind)
+	if e.HasStatePath {
+		fmt.Fprintf(&b, " in state %q", e.StatePath)
+	}
+	if e.Payload != nil {
+		j, _ := json.Marshal(e.Payload)
+		fmt.Fprintf(&b, " with payload including %s", clipTo(string(j), 200))
+	}
+	if i > 0 {
+		fmt.Fprintf(&b, " after expect_events[%d], which matched event %d", i-1, from-1)
+		for j := 0; j < from; j++ {
+			if matches(e, j) {
+				fmt.Fprintf(&b, "; event %d matches but comes earlier (entries are matched in order)", j)
+				break
+			}
+		}
+	}
+	var same []string
+	for j, ev := range evs {
+		if ev.Kind == e.Kind {
+			p, _ := json.Marshal(payloads[j])
+			at := ""
+			if e.HasStatePath {
+				at = fmt.Sprintf("in %q ", ev.StatePath)
+			}
+			same = append(same, fmt.Sprintf("%d: %s%s", j, at, clipTo(string(p), 200)))
+		}
+	}
+	if len(same) > 0 {
+		fmt.Fprintf(&b, "; the turn's %s events: [%s]", e.Kind, strings.Join(same, ", "))
+		return b.String()
+	}
+	kinds := make([]string, len(evs))
+	for j, ev := range evs {
+		kinds[j] = ev.Kind
+	}
+	fmt.Fprintf(&b, "; the turn has none (its events: [%s])", strings.Join(kinds, " "))
+	return b.String()
+}
+
+// rejectionText is the failure line of a rejection no expect_error
+// expected: its code, its message, and its guard hint when it has one
+// ("unexpected rejection: code=C: message; hint=H").
+func rejectionText(r *orchestrator.Rejection) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "unexpected rejection: code=%s", r.Code)
+	if r.Message != "" {
+		fmt.Fprintf(&b, ": %s", r.Message)
+	}
+	if r.GuardHint != "" {
+		fmt.Fprintf(&b, "; hint=%s", r.GuardHint)
+	}
+	return b.String()
 }
 
 func contains(list []string, s string) bool {

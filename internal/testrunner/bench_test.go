@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kitsoki/kitsoki/internal/longflow"
+	"github.com/kitsoki/kitsoki/internal/testsupport/longflow"
 )
 
 // BenchmarkFlow1000Turns replays a 1,000-turn flow (500 agent calls) from

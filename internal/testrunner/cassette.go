@@ -14,6 +14,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/schema"
+	"github.com/kitsoki/kitsoki/internal/secret"
 )
 
 // CassetteKind is the required value of a cassette's kind: field.
@@ -50,23 +51,30 @@ type Cassette struct {
 	Episodes    []*Episode
 
 	mode    string // effective record mode (after KITSOKI_CASSETTE_RECORD)
+	strict  bool   // WithStrictRequests: an episode recorded for another request does not match
 	phaseRe *regexp.Regexp
 	clock   clock.Clock
-	doc     *yaml.Node // the file as parsed, includes unexpanded: appends edit it
+	doc     *yaml.Node     // the file as parsed, includes unexpanded: appends edit it
+	mask    *secret.Masker // what every written cassette masks (WithSecrets)
 
 	mu       sync.Mutex
 	plays    []int                        // per episode
 	pending  map[*agent.AskRequest]picked // SelectEpisode → Ask
 	misses   []string
+	warnings []string
 	appended bool  // new_episodes appended to doc in this process
 	writeErr error // first failure to append to the file
 }
 
 // Episode is one recorded exchange.
 type Episode struct {
-	ID       string
-	Match    map[string]any // every entry must hold for the episode to answer
-	Response Response
+	ID    string
+	Match map[string]any // every entry must hold for the episode to answer
+	// RequestHash is the hash of the request the episode was recorded for
+	// (see agentRequestHash, hostRequestHash); "" in cassettes written
+	// without one, which replay without the check.
+	RequestHash string
+	Response    Response
 	// Delay is slept (on the cassette's clock) before answering.
 	Delay     time.Duration
 	DelayText string // as written, kept when the cassette is rewritten
@@ -121,8 +129,17 @@ type AgentBlock struct {
 type LoadOption func(*loadOptions)
 
 type loadOptions struct {
-	clock  clock.Clock
-	getenv func(string) string
+	clock   clock.Clock
+	getenv  func(string) string
+	secrets []string
+	strict  bool
+}
+
+// WithStrictRequests makes an episode whose request_hash differs from the
+// request's a non-match (`--cassette-strict`): the call misses with the
+// mismatch as its message, instead of being answered with a warning.
+func WithStrictRequests(strict bool) LoadOption {
+	return func(o *loadOptions) { o.strict = strict }
 }
 
 // WithClock sets the clock episode delays are slept on. A clock with an
@@ -192,6 +209,8 @@ func NewCassette(appID string, episodes []*Episode, opts ...LoadOption) (*Casset
 // matching needs.
 func (c *Cassette) prepare(o loadOptions) error {
 	c.clock = o.clock
+	c.mask = secret.New(o.secrets)
+	c.strict = o.strict
 	if c.Kind == "" {
 		c.Kind = CassetteKind
 	}
@@ -336,6 +355,17 @@ func (c *Cassette) TakeMisses() []string {
 	defer c.mu.Unlock()
 	out := c.misses
 	c.misses = nil
+	return out
+}
+
+// TakeWarnings returns the warnings recorded since the last call (episodes
+// that answered a request other than the one they were recorded for) and
+// forgets them.
+func (c *Cassette) TakeWarnings() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.warnings
+	c.warnings = nil
 	return out
 }
 

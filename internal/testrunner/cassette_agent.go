@@ -40,13 +40,17 @@ func (a *cassetteAgent) key(req *agent.AskRequest) *callKey {
 		args[k] = v
 	}
 	args["verb"] = req.Verb
-	return newCallKey(a.alias, a.c.phase(req.StatePath), args)
+	k := newCallKey(a.alias, a.c.phase(req.StatePath), args)
+	k.hash = agentRequestHash(req)
+	return k
 }
 
-// SelectEpisode picks the episode that will answer req and reserves it for
-// the Ask that follows, so the host can put episode_id and match_idx on
-// agent.call.start and derive the call_id from the cassette key.
-func (a *cassetteAgent) SelectEpisode(_ context.Context, req *agent.AskRequest) (agent.Episode, bool) {
+// SelectEpisode picks the episode that will answer the call and reserves
+// it for the Ask that follows, so the host can put episode_id and
+// match_idx on agent.call.start and derive the call_id from the cassette
+// key.
+func (a *cassetteAgent) SelectEpisode(_ context.Context, call *agent.Call) (agent.Episode, bool) {
+	req := call.Request
 	p, ok := a.c.pick(a.key(req))
 	if !ok {
 		return agent.Episode{}, false
@@ -59,7 +63,8 @@ func (a *cassetteAgent) SelectEpisode(_ context.Context, req *agent.AskRequest) 
 
 // Ask answers from the reserved episode, or matches now when the host did
 // not select one first.
-func (a *cassetteAgent) Ask(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
+func (a *cassetteAgent) Ask(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
+	req := call.Request
 	a.c.mu.Lock()
 	p, ok := a.c.pending[req]
 	delete(a.c.pending, req)
@@ -69,9 +74,9 @@ func (a *cassetteAgent) Ask(ctx context.Context, req *agent.AskRequest) (*agent.
 		k := a.key(req)
 		if p, ok = a.c.pick(k); !ok {
 			if a.c.mode == ModeNewEpisodes && a.live != nil {
-				return a.recordMiss(ctx, req)
+				return a.recordMiss(ctx, call)
 			}
-			msg := a.c.missText(k)
+			msg := a.c.missMessage(k)
 			a.c.addMiss(msg)
 			return nil, agent.Errorf(agent.KindTransportError, "cassette agent %q: %s", a.alias, msg)
 		}

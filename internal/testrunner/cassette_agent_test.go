@@ -15,7 +15,7 @@ import (
 
 func ask(t *testing.T, a agent.Agent, req *agent.AskRequest) (*agent.AskResponse, *agent.AskError) {
 	t.Helper()
-	resp, err := a.Ask(context.Background(), req)
+	resp, err := a.Ask(context.Background(), agent.NewCall(req))
 	if err == nil {
 		return resp, nil
 	}
@@ -217,9 +217,9 @@ episodes:
 	if time.Since(begin) > 5*time.Second {
 		t.Errorf("a fake-clock delay took real time")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	ctx, cancel := clock.WithTimeout(context.Background(), clk, time.Second) // measured on the cassette's clock
 	defer cancel()
-	_, err := a.Ask(ctx, &agent.AskRequest{Verb: "ask", With: map[string]any{"call": "late"}})
+	_, err := a.Ask(ctx, agent.NewCall(&agent.AskRequest{Verb: "ask", With: map[string]any{"call": "late"}}))
 	ae, ok := agent.AsAskError(err)
 	if !ok || ae.Kind != agent.KindDeadlineExceeded {
 		t.Fatalf("error = %v, want deadline_exceeded", err)
@@ -239,7 +239,7 @@ episodes:
 	a := NewCassetteAgent(c, "agent.x")
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { time.Sleep(10 * time.Millisecond); cancel() }()
-	_, err := a.Ask(ctx, &agent.AskRequest{Verb: "ask"})
+	_, err := a.Ask(ctx, agent.NewCall(&agent.AskRequest{Verb: "ask"}))
 	if ae, ok := agent.AsAskError(err); !ok || ae.Kind != agent.KindDeadlineExceeded || !contains2(ae.Error(), "call cancelled") {
 		t.Fatalf("error = %v", err)
 	}

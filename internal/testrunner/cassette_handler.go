@@ -41,12 +41,13 @@ func (h *cassetteHandler) Invoke(ctx context.Context, call *host.Call) (*host.Re
 		return h.live.Invoke(ctx, call)
 	}
 	k := newCallKey(h.name, h.c.phase(call.State), call.Args)
+	k.hash = hostRequestHash(call)
 	p, ok := h.c.pick(k)
 	if !ok {
 		if h.c.mode == ModeNewEpisodes && h.live != nil {
 			return h.recordMiss(ctx, call)
 		}
-		msg := h.c.missText(k)
+		msg := h.c.missMessage(k)
 		h.c.addMiss(msg)
 		return nil, errors.New(msg)
 	}
@@ -98,27 +99,21 @@ func (h *cassetteHandler) writeAgentEvents(call *host.Call, p picked) error {
 	if verb == "" {
 		verb = strings.TrimPrefix(call.Namespace, host.AgentNamespace)
 	}
-	start := map[string]any{"verb": verb}
-	putString(start, "agent", ab.Agent)
-	putString(start, "model", ab.Model)
-	if ab.Input != nil {
-		start["input"] = ab.Input
-	}
-	putString(start, "prompt", ab.Prompt)
-	if err := h.sink.Append(&plugin.Event{Turn: call.Turn, Kind: trace.KindAgentCallStart, StatePath: call.State,
-		CallID: callID, EpisodeID: p.ep.ID, MatchIdx: p.idx, Payload: start}); err != nil {
+	start := trace.AgentCallStart{Verb: verb, Agent: ab.Agent, Model: ab.Model, Input: ab.Input, Prompt: ab.Prompt}
+	if err := h.sink.AppendPayload(&plugin.Event{Turn: call.Turn, StatePath: call.State,
+		CallID: callID, EpisodeID: p.ep.ID, MatchIdx: p.idx}, start); err != nil {
 		return err
 	}
 	if ab.Error != "" {
-		payload := map[string]any{"verb": verb, "duration_ms": ab.DurationMS, "error": ab.Error}
-		putString(payload, "agent", ab.Agent)
-		return h.sink.Append(&plugin.Event{Turn: call.Turn, Kind: trace.KindAgentCallError, StatePath: call.State, CallID: callID, Payload: payload})
+		// The error as the agent role replays it: the recorded kind when
+		// the text is an AskError rendering, else plugin_crash.
+		ae := replayedError(ab.Error)
+		payload := trace.AgentCallError{Verb: verb, Agent: ab.Agent, DurationMS: ab.DurationMS, Error: ae.Error(), ErrorKind: string(ae.Kind)}
+		return h.sink.AppendPayload(&plugin.Event{Turn: call.Turn, StatePath: call.State, CallID: callID}, payload)
 	}
-	payload := map[string]any{"verb": verb, "duration_ms": ab.DurationMS}
-	putString(payload, "agent", ab.Agent)
-	putString(payload, "model", ab.Model)
+	payload := trace.AgentCallComplete{Verb: verb, Agent: ab.Agent, Model: ab.Model, DurationMS: ab.DurationMS}
 	if ab.Response != "" {
-		payload["response"] = responseValue(ab.Response)
+		payload.Response = responseValue(ab.Response)
 	}
 	meta := map[string]any{}
 	if u := ab.usage(); u != nil {
@@ -128,9 +123,9 @@ func (h *cassetteHandler) writeAgentEvents(call *host.Call, p picked) error {
 		meta["cost_usd"] = ab.CostUSD
 	}
 	if len(meta) > 0 {
-		payload["meta"] = meta
+		payload.Meta = meta
 	}
-	return h.sink.Append(&plugin.Event{Turn: call.Turn, Kind: trace.KindAgentCallComplete, StatePath: call.State, CallID: callID, Payload: payload})
+	return h.sink.AppendPayload(&plugin.Event{Turn: call.Turn, StatePath: call.State, CallID: callID}, payload)
 }
 
 // responseValue is an agent response as a trace payload value: the JSON
@@ -140,12 +135,6 @@ func responseValue(text string) any {
 		return json.RawMessage(text)
 	}
 	return text
-}
-
-func putString(m map[string]any, k, v string) {
-	if v != "" {
-		m[k] = v
-	}
 }
 
 func deepCopyMap(m map[string]any) map[string]any {

@@ -120,10 +120,46 @@ episodes:
 		{trace.KindAgentCallComplete, id0, "", map[string]any{"verb": "decide", "agent": "greeter", "model": "m",
 			"duration_ms": json.Number("40"), "response": "not json", "meta": map[string]any{"usage": map[string]any{"input_tokens": json.Number("3")}}}},
 		{trace.KindAgentCallStart, id1, "down", map[string]any{"verb": "decide"}},
-		{trace.KindAgentCallError, id1, "", map[string]any{"verb": "decide", "duration_ms": json.Number("5"), "error": "agent: plugin_crash: boom"}},
+		{trace.KindAgentCallError, id1, "", map[string]any{"verb": "decide", "duration_ms": json.Number("5"), "error": "agent: plugin_crash: boom", "error_kind": "plugin_crash"}},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("agent events (-want +got):\n%s", d)
+	}
+}
+
+// A recorded agent error closes the call with the kind the cassette
+// replays it with: the recorded kind when the text is an AskError
+// rendering, plugin_crash (the text as its detail) otherwise.
+func TestHandlerAgentErrorKinds(t *testing.T) {
+	tests := []struct {
+		recorded, wantErr, wantKind string
+	}{
+		{"agent: deadline_exceeded: no answer within 5s", "agent: deadline_exceeded: no answer within 5s", "deadline_exceeded"},
+		{"agent: schema_invalid", "agent: schema_invalid", "schema_invalid"},
+		{"github exploded", "agent: plugin_crash: github exploded", "plugin_crash"},
+		{"agent: no_such_kind: x", "agent: plugin_crash: agent: no_such_kind: x", "plugin_crash"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.recorded, func(t *testing.T) {
+			c := mustCassette(t, `kind: host_cassette
+app_id: cassette-app
+episodes:
+  - id: down
+    match: {handler: host.agent.decide}
+    response: {error: "failed", data: {ok: false}}
+    agent: {error: "`+tt.recorded+`", duration_ms: 5}
+`)
+			r := cassetteRig(t, c)
+			r.do("greet", map[string]any{"name": "Ada"})
+			evs := r.events(trace.KindAgentCallError)
+			if len(evs) != 1 {
+				t.Fatalf("%d agent.call.error events", len(evs))
+			}
+			want := map[string]any{"verb": "decide", "duration_ms": json.Number("5"), "error": tt.wantErr, "error_kind": tt.wantKind}
+			if d := cmp.Diff(want, evs[0].Payload); d != "" {
+				t.Errorf("agent.call.error payload (-want +got):\n%s", d)
+			}
+		})
 	}
 }
 

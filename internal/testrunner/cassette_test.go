@@ -33,7 +33,7 @@ func TestCassetteLoadErrors(t *testing.T) {
 		{"unknown top key", "kind: host_cassette\nepisode: []\n", nil,
 			`line 2: cassette: unknown key "episode" (valid: kind, app_id, app_version, source_run, generated_at, match_on, record_mode, phase_from, episodes)`},
 		{"unknown episode key", "kind: host_cassette\nepisodes:\n  - {id: a, respons: {}}\n", nil,
-			`line 3: episodes[0]: unknown key "respons" (valid: id, match, response, delay, replay, agent)`},
+			`line 3: episodes[0]: unknown key "respons" (valid: id, match, request_hash, response, delay, replay, agent)`},
 		{"infra with data", "kind: host_cassette\nepisodes:\n  - {id: a, response: {data: {}, infra_error: boom}}\n", nil,
 			`line 3: episode "a": response.infra_error cannot be combined with data or error`},
 		{"no response", "kind: host_cassette\nepisodes:\n  - {id: a, match: {handler: h}}\n", nil,

@@ -27,7 +27,7 @@ func sleepOn(ctx context.Context, clk clock.Clock, d time.Duration, what string)
 		return nil
 	}
 	if a, ok := clk.(advancer); ok {
-		if dl, ok := ctx.Deadline(); ok && d >= time.Until(dl) {
+		if left, ok := clock.Remaining(ctx, clk); ok && d >= left {
 			return fmt.Errorf("%s: delay %s outlasts the call's deadline: %w", what, d, context.DeadlineExceeded)
 		}
 		if err := ctx.Err(); err != nil {

@@ -76,7 +76,9 @@ func (c *Cassette) node() (*yaml.Node, error) {
 		seq.Content = append(seq.Content, n)
 	}
 	m.Content = append(m.Content, scalar("episodes"), seq)
-	return &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{m}}, nil
+	doc := &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{m}}
+	maskNode(c.mask, doc)
+	return doc, nil
 }
 
 // episodeNode builds one episode's mapping: id, match, response, delay,
@@ -89,6 +91,7 @@ func episodeNode(ep *Episode) (*yaml.Node, error) {
 			return nil, fmt.Errorf("episode %q: match: %w", ep.ID, err)
 		}
 	}
+	addStrOpt(m, "request_hash", ep.RequestHash)
 	r := ep.Response
 	if r.HasData || r.Error != "" || r.InfraError != "" {
 		rm := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}

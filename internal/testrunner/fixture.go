@@ -35,21 +35,32 @@ type Fixture struct {
 	ExpectWorldFinal       map[string]any
 	ExpectNoHostCalls      bool
 	StrictCassetteCoverage bool
+	// ExpectEventsAtLeast / AtMost bound the number of trace events the
+	// flow's turns write (the turn-0 seed not counted); nil = no bound.
+	ExpectEventsAtLeast *int
+	ExpectEventsAtMost  *int
 	// AdvanceClock is set when the fixture has clock fields ([later]); like
 	// host_handlers/host_cassette it turns host dispatch on.
 	AdvanceClock bool
 
 	// SkipReason is why the fixture is skipped ("" when it runs).
 	SkipReason string
+
+	// appAt and cassetteAt are where app: and host_cassette: are written,
+	// for the workspace check's messages; defaultApp is the command's
+	// story, whose workspace holds what the fixture names.
+	appAt, cassetteAt yamlAt
+	defaultApp        string
 }
 
 // Stub is a host_handlers entry: a canned answer, optionally per call id
 // or per op.
 type Stub struct {
 	Envelope
-	Delay  time.Duration
-	ByCall map[string]Envelope
-	ByOp   map[string]Envelope
+	Line, Col int // position of the stub's key in the fixture file
+	Delay     time.Duration
+	ByCall    map[string]Envelope
+	ByOp      map[string]Envelope
 }
 
 // Envelope is a stub answer: data and/or a domain error, or an
@@ -82,6 +93,19 @@ type TurnSpec struct {
 	ExpectNoView      bool
 	ExpectHostCalls   []HostCallExpect
 	ExpectNoHostCalls bool
+	ExpectEvents      []EventExpect
+}
+
+// EventExpect is one expect_events entry: a trace event of Kind (with
+// StatePath when HasStatePath) whose payload includes Payload (maps
+// compared by their listed keys, recursively; other values by JSON
+// encoding). The entries of a turn are found in order among its events.
+type EventExpect struct {
+	Line         int
+	Kind         string
+	StatePath    string
+	HasStatePath bool
+	Payload      map[string]any // nil: any payload
 }
 
 // ExpectError expects the turn to be rejected with Code; AllowedContains
@@ -104,13 +128,15 @@ type HostCallExpect struct {
 var (
 	fixtureKeys = []string{"test_kind", "description", "app", "initial_state", "initial_world", "host_handlers", "host_cassette", "turns",
 		"expect_terminal", "expect_no_errors", "expect_world_final", "expect_no_host_calls", "strict_cassette_coverage",
+		"expect_events_count_atleast", "expect_events_count_atmost",
 		// [later]: parsed and ignored
 		"recording", "mode", "host_bindings", "use_orchestrator", "starlark_*", "expect_files",
-		"expect_events_count_atleast", "expect_events_count_atmost", "advance_clock", "expect_inbox", "expect_jobs"}
+		"advance_clock", "expect_inbox", "expect_jobs"}
 	turnKeys = []string{"intent", "expect_state", "expect_not_state", "expect_state_in", "expect_world", "expect_world_full",
 		"expect_slots", "expect_error", "expect_view_matches", "expect_no_view", "expect_host_calls", "expect_no_host_calls",
+		"expect_events", "expect_events_exact",
 		// [later]
-		"input", "world_override", "expect_events", "expect_events_exact"}
+		"input", "world_override"}
 	stubKeys     = []string{"data", "error", "infra_error", "delay", "by_call", "by_op"}
 	envelopeKeys = []string{"data", "error", "infra_error"}
 )
@@ -173,7 +199,8 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 	if fx.App, err = str(m, "app", "fixture"); err != nil {
 		return nil, err
 	}
-	fx.AppPath = defaultApp
+	fx.AppPath, fx.defaultApp = defaultApp, defaultApp
+	fx.appAt = at(m["app"])
 	if fx.App != "" {
 		fx.AppPath = filepath.FromSlash(fx.App)
 		if !filepath.IsAbs(fx.AppPath) {
@@ -190,6 +217,7 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 		return nil, err
 	}
 	if fx.HostCassette != "" {
+		fx.cassetteAt = at(m["host_cassette"])
 		fx.CassettePath = filepath.FromSlash(fx.HostCassette)
 		if !filepath.IsAbs(fx.CassettePath) {
 			fx.CassettePath = filepath.Join(dir, fx.CassettePath)
@@ -212,6 +240,17 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 	}
 	if fx.ExpectWorldFinal, _, err = mapping(m, "expect_world_final", "fixture"); err != nil {
 		return nil, err
+	}
+	for key, dst := range map[string]**int{"expect_events_count_atleast": &fx.ExpectEventsAtLeast, "expect_events_count_atmost": &fx.ExpectEventsAtMost} {
+		v, ok := m[key]
+		if !ok || v.Tag == "!!null" {
+			continue
+		}
+		var n int
+		if err := v.Decode(&n); err != nil || n < 0 {
+			return nil, fmt.Errorf("line %d: fixture.%s must be a whole number >= 0, got %q", v.Line, key, v.Value)
+		}
+		*dst = &n
 	}
 	_, fx.AdvanceClock = m["advance_clock"]
 	if _, ok := m["recording"]; ok {
@@ -253,6 +292,10 @@ func parseStubs(n *yaml.Node) (map[string]*Stub, error) {
 	if err != nil {
 		return nil, err
 	}
+	keyPos := map[string][2]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		keyPos[n.Content[i].Value] = [2]int{n.Content[i].Line, n.Content[i].Column}
+	}
 	out := map[string]*Stub{}
 	for _, name := range written(m) {
 		sn := m[name]
@@ -261,7 +304,7 @@ func parseStubs(n *yaml.Node) (map[string]*Stub, error) {
 		if err != nil {
 			return nil, err
 		}
-		st := &Stub{}
+		st := &Stub{Line: keyPos[name][0], Col: keyPos[name][1]}
 		if st.Envelope, err = parseEnvelope(sm, where); err != nil {
 			return nil, err
 		}
@@ -429,7 +472,88 @@ func parseTurn(n *yaml.Node, i int) (*TurnSpec, error) {
 			ts.ExpectHostCalls = append(ts.ExpectHostCalls, hc)
 		}
 	}
+	if en, ok := m["expect_events_exact"]; ok {
+		return nil, fmt.Errorf("line %d: %s.expect_events_exact is not supported: write expect_events, whose entries are found in order among the turn's events (kind, and what the payload must include)", en.Line, where)
+	}
+	if en, ok := m["expect_events"]; ok && en.Tag != "!!null" {
+		if ts.ExpectEvents, err = parseExpectEvents(en, where+".expect_events"); err != nil {
+			return nil, err
+		}
+	}
 	return ts, nil
+}
+
+// parseExpectEvents reads an expect_events list. An entry is kind: (and
+// optionally state_path:) plus what its payload must include: payload:
+// (or effect:, as Kitsoki's fixtures write it) and/or payload keys written
+// beside kind (from: foyer, to: cloakroom).
+func parseExpectEvents(n *yaml.Node, where string) ([]EventExpect, error) {
+	if n.Kind != yaml.SequenceNode {
+		return nil, fmt.Errorf("line %d: %s must be a list of {kind, payload keys}, got %s", n.Line, where, kindName(n))
+	}
+	var out []EventExpect
+	for i, en := range n.Content {
+		ew := fmt.Sprintf("%s[%d]", where, i)
+		em, err := fields(en, ew, "*")
+		if err != nil {
+			return nil, err
+		}
+		e := EventExpect{Line: en.Line}
+		if e.Kind, err = str(em, "kind", ew); err != nil {
+			return nil, err
+		}
+		if e.Kind == "" {
+			return nil, fmt.Errorf("line %d: %s: kind is required (a trace event kind, e.g. machine.transition)", en.Line, ew)
+		}
+		if e.StatePath, err = str(em, "state_path", ew); err != nil {
+			return nil, err
+		}
+		_, e.HasStatePath = em["state_path"]
+		payloadKey := ""
+		for _, k := range []string{"payload", "effect"} {
+			pm, ok, err := mapping(em, k, ew)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+			if payloadKey != "" {
+				return nil, fmt.Errorf("line %d: %s: payload and effect are the same thing (the event's payload); write one", em[k].Line, ew)
+			}
+			payloadKey = k
+			e.Payload = pm
+			if e.Payload == nil {
+				e.Payload = map[string]any{}
+			}
+		}
+		for _, k := range sortedKeys(em) {
+			switch k {
+			case "kind", "state_path", "payload", "effect":
+				continue
+			}
+			if _, dup := e.Payload[k]; dup {
+				return nil, fmt.Errorf("line %d: %s: %q is given both beside kind and in %s", em[k].Line, ew, k, payloadKey)
+			}
+			v, err := value(em[k])
+			if err != nil {
+				return nil, fmt.Errorf("%s.%s: %w", ew, k, err)
+			}
+			if e.Payload == nil {
+				e.Payload = map[string]any{}
+			}
+			e.Payload[k] = v
+		}
+		if e.Payload != nil {
+			v, err := normalizeJSON(e.Payload)
+			if err != nil {
+				return nil, fmt.Errorf("line %d: %s: %w", en.Line, ew, err)
+			}
+			e.Payload, _ = v.(map[string]any)
+		}
+		out = append(out, e)
+	}
+	return out, nil
 }
 
 func parseExpectError(n *yaml.Node, where string) (*ExpectError, error) {

@@ -11,12 +11,14 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/runtime"
+	"github.com/kitsoki/kitsoki/internal/secret"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
@@ -28,6 +30,13 @@ type FlowResult struct {
 	Passed  bool
 	Turns   []TurnResult
 	Skipped bool
+	// DroppedHostCalls counts the host calls answered with nothing because
+	// the fixture has no host_handlers, host_cassette or clock fields.
+	DroppedHostCalls int `json:",omitempty"`
+	// Warnings are the cassette's replay warnings (an episode answered a
+	// request other than the one it was recorded for), each prefixed with
+	// its turn: "turn 2: cassette episode 1 ...".
+	Warnings []string `json:",omitempty"`
 
 	Name       string `json:"-"` // report name (base name, #N for multi-document files)
 	SkipReason string `json:"-"`
@@ -53,9 +62,11 @@ type FlowOption func(*flowConfig)
 
 type flowConfig struct {
 	getenv     func(string) string
+	workspace  string // --workspace; "" = the workspace of each fixture's story
 	logger     *slog.Logger
 	keepEvents bool
 	keepTrace  bool
+	strict     bool
 	start      time.Time
 }
 
@@ -80,6 +91,11 @@ func WithFlowLogger(l *slog.Logger) FlowOption {
 // WithEvents keeps each turn's trace events in its TurnResult (the --json
 // report carries them).
 func WithEvents() FlowOption { return func(c *flowConfig) { c.keepEvents = true } }
+
+// WithCassetteStrict makes every host_cassette strict about request
+// hashes (WithStrictRequests, `--cassette-strict`): an episode recorded for
+// another request does not answer, so the call misses and the turn fails.
+func WithCassetteStrict(strict bool) FlowOption { return func(c *flowConfig) { c.strict = strict } }
 
 // WithTrace keeps each flow's JSONL trace in FlowResult.Trace.
 func WithTrace() FlowOption { return func(c *flowConfig) { c.keepTrace = true } }
@@ -116,7 +132,7 @@ func (r *Runner) Close() error {
 	return errors.Join(errs...)
 }
 
-func (r *Runner) story(path string) (*story.Story, error) {
+func (r *Runner) story(path, ws string) (*story.Story, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
@@ -126,7 +142,7 @@ func (r *Runner) story(path string) (*story.Story, error) {
 	if st, ok := r.stories[abs]; ok {
 		return st, nil
 	}
-	st, err := story.Load(abs)
+	st, err := story.Load(abs, story.WithWorkspace(ws))
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +171,11 @@ func (r *Runner) Prepare(fx *Fixture) (*Flow, error) {
 	if fx.AppPath == "" {
 		return nil, fmt.Errorf("%s: app: is required (the story, relative to the fixture)", fx.Name)
 	}
-	st, err := r.story(fx.AppPath)
+	ws, err := r.confine(fx)
+	if err != nil {
+		return nil, err
+	}
+	st, err := r.story(fx.AppPath, ws)
 	if err != nil {
 		return nil, fmt.Errorf("%s: story %s: %w", fx.Name, fx.AppPath, err)
 	}
@@ -166,8 +186,11 @@ func (r *Runner) Prepare(fx *Fixture) (*Flow, error) {
 				fx.Name, fx.InitialState, st.App.ID, strings.Join(sortedKeys(st.States), ", "))
 		}
 	}
+	if err := checkStubNames(fx, st); err != nil {
+		return nil, err
+	}
 	if fx.CassettePath != "" {
-		c, err := LoadCassette(fx.CassettePath, WithClock(f.clk), WithGetenv(r.cfg.getenv))
+		c, err := LoadCassette(fx.CassettePath, WithClock(f.clk), WithGetenv(r.cfg.getenv), WithSecrets(st.Secrets), WithStrictRequests(r.cfg.strict))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", fx.Name, err)
 		}
@@ -176,19 +199,91 @@ func (r *Runner) Prepare(fx *Fixture) (*Flow, error) {
 	return f, nil
 }
 
+// checkStubNames refuses a host_handlers entry keyed by an agent alias:
+// stubs answer invoke names, so such an entry would never answer anything
+// and the call would go on to the (unavailable) agent.
+func checkStubNames(fx *Fixture, st *story.Story) error {
+	for _, name := range sortedKeys(fx.HostHandlers) {
+		_, declared := st.Plugins[name]
+		if !declared && !isAgentHandler(name) {
+			continue
+		}
+		stub := fx.HostHandlers[name]
+		invokes := invokesVia(st, name)
+		how := "its invoke name (host.agent.<verb>)"
+		if len(invokes) > 0 {
+			q := make([]string, len(invokes))
+			for i, n := range invokes {
+				q[i] = fmt.Sprintf("%q", n)
+			}
+			how = "its invoke name (" + strings.Join(q, ", ") + ")"
+		}
+		return fmt.Errorf("%s:%d:%d: host_handlers[%q]: %q is an agent alias, not a host handler, so this stub would answer nothing; "+
+			"key the stub by %s, or answer the agent from a host_cassette whose episodes have match.handler: %s",
+			fx.File, stub.Line, stub.Col, name, name, how, name)
+	}
+	return nil
+}
+
+// invokesVia lists, sorted, the invoke names of the effects that route to
+// an agent alias (agent: <alias>).
+func invokesVia(st *story.Story, alias string) []string {
+	seen := map[string]bool{}
+	add := func(effs []*story.Effect) {
+		for _, e := range effs {
+			if e.Invoke != nil && e.Invoke.Agent == alias {
+				seen[e.Invoke.Name] = true
+			}
+		}
+	}
+	for _, s := range st.States {
+		add(s.OnEnter)
+		for _, arms := range s.On {
+			for _, a := range arms {
+				add(a.Effects)
+			}
+		}
+	}
+	return sortedKeys(seen)
+}
+
 // captureSink is the flow's trace: a MemSink that also keeps the events as
 // they are appended, so each turn's assertions read its own events without
 // decoding the trace.
 type captureSink struct {
 	*trace.MemSink
-	events []trace.Event
+	events []capturedEvent
+}
+
+// capturedEvent is one event as appended: the envelope, and the typed
+// payload of a kind kitsoki writes (a plugin's sub-event keeps its map in
+// Event.Payload instead).
+type capturedEvent struct {
+	trace.Event
+	typed trace.Payload
+}
+
+// payload is the event's payload as appended, typed or map.
+func (e *capturedEvent) payload() any {
+	if e.typed != nil {
+		return e.typed
+	}
+	return e.Payload
 }
 
 func (s *captureSink) Append(ev *trace.Event) error {
 	if err := s.MemSink.Append(ev); err != nil {
 		return err
 	}
-	s.events = append(s.events, *ev)
+	s.events = append(s.events, capturedEvent{Event: *ev})
+	return nil
+}
+
+func (s *captureSink) AppendPayload(ev *trace.Event, p trace.Payload) error {
+	if err := s.MemSink.AppendPayload(ev, p); err != nil {
+		return err
+	}
+	s.events = append(s.events, capturedEvent{Event: *ev, typed: p})
 	return nil
 }
 
@@ -201,53 +296,57 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 		res.Skipped, res.SkipReason = true, fx.SkipReason
 		return res
 	}
-	st, logger := f.Story, f.cfg.logger
+	st := f.Story
+	// A plugin's stderr is logged: the flow's logger masks the secrets of
+	// the story it runs, which the logger's maker could not know.
+	logger := slog.New(secret.New(st.Secrets).Handler(f.cfg.logger.Handler()))
 	mem := trace.NewMemSink(trace.WithSecrets(st.Secrets), trace.WithClock(f.clk))
 	sink := &captureSink{MemSink: mem}
-	reg := agent.NewRegistry(logger)
-	reg.Configure(st.Plugins)
-	defer reg.Close()
-
-	hopts := []host.Option{host.WithClock(f.clk), host.WithLogger(logger)}
-	if f.Cassette != nil {
-		hopts = append(hopts, host.WithBuiltin(f.Cassette.ReplayAgents(st, reg, nil)))
+	root := fx.InitialState
+	if root == "" {
+		root = st.Root
 	}
-	h := host.New(st, reg, sink, hopts...)
+	// Flows replay cassettes recorded against the story's own routes, so
+	// pins do not apply.
+	cfg := runtime.Config{Logger: logger, Clock: f.clk, Trace: runtime.Trace{Sink: sink}, IgnorePins: true,
+		Session: &runtime.Session{ID: "flow", Root: root, World: deepCopyMap(fx.InitialWorld)}}
+	if f.Cassette != nil {
+		cfg.Cassette = f.Cassette
+	}
+	rt, err := runtime.Open(st, cfg)
+	if err != nil {
+		res.Turns = append(res.Turns, TurnResult{TurnIndex: SessionIndex, Failures: []string{"seed: " + err.Error()}})
+		return f.finish(res, mem)
+	}
+	defer rt.Close()
+	h, sess := rt.Host(), rt.Session()
 	// Host calls are dispatched only when the fixture says how to answer
 	// them; otherwise they are dropped (answered with nothing), as Kitsoki
 	// does, so older fixtures keep passing.
 	dispatch := f.Cassette != nil || fx.HostHandlers != nil || fx.AdvanceClock
-	switch {
-	case f.Cassette != nil:
-		f.Cassette.ReplayHandlers(h, sink, st.App.ID)
-	case fx.HostHandlers != nil:
+	if f.Cassette == nil && fx.HostHandlers != nil {
 		for _, name := range sortedKeys(fx.HostHandlers) {
 			hd := &stubHandler{stub: fx.HostHandlers[name], clk: f.clk, name: name}
 			h.Register(name, hd)
 			h.RegisterPrefix(name, hd)
 		}
 	}
+	var dropped atomic.Int64
 	if !dispatch {
-		drop := host.HandlerFunc(func(context.Context, *host.Call) (*host.Result, error) { return &host.Result{}, nil })
+		drop := host.HandlerFunc(func(context.Context, *host.Call) (*host.Result, error) {
+			dropped.Add(1)
+			return &host.Result{}, nil
+		})
 		for _, name := range InvokeNames(st) {
 			h.Register(name, drop)
 		}
 	}
-
-	root := fx.InitialState
-	if root == "" {
-		root = st.Root
-	}
-	sess, err := orchestrator.New(st, h, sink, orchestrator.WithSessionID("flow"), orchestrator.WithRoot(root),
-		orchestrator.WithWorld(deepCopyMap(fx.InitialWorld)), orchestrator.WithClock(f.clk), orchestrator.WithLogger(logger))
-	if err == nil {
-		err = sess.Seed()
-	}
-	if err != nil {
+	if err := sess.Seed(); err != nil {
 		res.Turns = append(res.Turns, TurnResult{TurnIndex: SessionIndex, Failures: []string{"seed: " + err.Error()}})
 		return f.finish(res, mem)
 	}
 
+	seeded := len(sink.events)
 	var rejected bool
 	var hostErrs []string
 	var allCalls []hostCall
@@ -259,7 +358,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 			break
 		}
 		evs := sink.events[mark:]
-		tv := turnView{out: out, world: sess.World(), slots: acceptedSlots(evs)}
+		tv := turnView{out: out, world: sess.World(), slots: acceptedSlots(evs), evs: evs}
 		if dispatch {
 			tv.calls = dispatched(evs)
 			allCalls = append(allCalls, tv.calls...)
@@ -267,6 +366,9 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 		fails := checkTurn(ts, tv)
 		if f.Cassette != nil {
 			fails = append(fails, f.Cassette.TakeMisses()...)
+			for _, w := range f.Cassette.TakeWarnings() {
+				res.Warnings = append(res.Warnings, fmt.Sprintf("turn %d: %s", i+1, w))
+			}
 		}
 		if out.Outcome == orchestrator.OutcomeRejected {
 			rejected = true
@@ -295,6 +397,12 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 		sfails = append(sfails, checkKeys("expect_world_final", fx.ExpectWorldFinal, sess.World(), true)...)
 	}
 	sfails = append(sfails, checkHostCalls("expect_host_calls", nil, fx.ExpectNoHostCalls, allCalls)...)
+	if n, lo := len(sink.events)-seeded, fx.ExpectEventsAtLeast; lo != nil && n < *lo {
+		sfails = append(sfails, fmt.Sprintf("expect_events_count_atleast: the flow's turns wrote %d trace event(s), want at least %d", n, *lo))
+	}
+	if n, hi := len(sink.events)-seeded, fx.ExpectEventsAtMost; hi != nil && n > *hi {
+		sfails = append(sfails, fmt.Sprintf("expect_events_count_atmost: the flow's turns wrote %d trace event(s), want at most %d", n, *hi))
+	}
 	if fx.StrictCassetteCoverage && f.Cassette != nil {
 		if rest := f.Cassette.Remaining(); len(rest) > 0 {
 			sfails = append(sfails, fmt.Sprintf("unexpected remaining episodes: [%s]", strings.Join(rest, " ")))
@@ -303,11 +411,13 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 	if len(sfails) > 0 || fx.hasSessionChecks() {
 		res.Turns = append(res.Turns, TurnResult{TurnIndex: SessionIndex, Passed: len(sfails) == 0, Failures: sfails, NewState: sess.State()})
 	}
+	res.DroppedHostCalls = int(dropped.Load())
 	return f.finish(res, mem)
 }
 
 func (fx *Fixture) hasSessionChecks() bool {
-	return fx.ExpectTerminal || fx.ExpectNoErrors || fx.ExpectWorldFinal != nil || fx.ExpectNoHostCalls || fx.StrictCassetteCoverage
+	return fx.ExpectTerminal || fx.ExpectNoErrors || fx.ExpectWorldFinal != nil || fx.ExpectNoHostCalls || fx.StrictCassetteCoverage ||
+		fx.ExpectEventsAtLeast != nil || fx.ExpectEventsAtMost != nil
 }
 
 // finish sets Passed and attaches events and the trace when asked.
@@ -343,10 +453,10 @@ func (f *Flow) finish(res *FlowResult, mem *trace.MemSink) *FlowResult {
 
 // acceptedSlots returns the slots of the turn's machine.intent_accepted
 // event (defaults filled), or nil when the intent was not accepted.
-func acceptedSlots(evs []trace.Event) map[string]any {
+func acceptedSlots(evs []capturedEvent) map[string]any {
 	for _, ev := range evs {
-		if ev.Kind == trace.KindMachineIntentAccepted {
-			s, _ := ev.Payload["slots"].(map[string]any)
+		if p, ok := ev.typed.(trace.MachineIntentAccepted); ok {
+			s := p.Slots
 			if s == nil {
 				s = map[string]any{}
 			}
@@ -358,13 +468,11 @@ func acceptedSlots(evs []trace.Event) map[string]any {
 
 // dispatched lists the host calls of a turn from its harness.dispatched
 // events.
-func dispatched(evs []trace.Event) []hostCall {
+func dispatched(evs []capturedEvent) []hostCall {
 	var out []hostCall
 	for _, ev := range evs {
-		if ev.Kind == trace.KindHarnessDispatched {
-			ns, _ := ev.Payload["namespace"].(string)
-			args, _ := ev.Payload["args"].(map[string]any)
-			out = append(out, hostCall{Namespace: ns, Args: args})
+		if p, ok := ev.typed.(trace.HarnessDispatched); ok {
+			out = append(out, hostCall{Namespace: p.Namespace, Args: p.Args})
 		}
 	}
 	return out

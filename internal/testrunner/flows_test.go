@@ -85,7 +85,7 @@ func TestFlowFailureMessages(t *testing.T) {
 `},
 		{"rejection.yaml", `FAIL  rejection.yaml
   FAIL  turn 1 → cart
-  ✗ unexpected rejection: code=GUARD_FAILED hint=Add something first.
+  ✗ unexpected rejection: code=GUARD_FAILED: no transition matched for intent "pay" in state "cart"; hint=Add something first.
   FAIL  turn 2 → cart
   ✗ expect_error: got code GUARD_FAILED, want MISSING_SLOTS (no transition matched for intent "pay" in state "cart")
   ✗ expect_error.allowed_contains: "done" is not among the allowed intents []
@@ -93,11 +93,23 @@ func TestFlowFailureMessages(t *testing.T) {
   ✗ expect_error: want code GUARD_FAILED, got no rejection (the turn ended in "cart")
   FAIL  turn 4 → cart
   ✗ expect_slots: the intent was not accepted, so it has no slots
+  FAIL  turn 5 → cart
+  ✗ unexpected rejection: code=UNKNOWN_INTENT: unknown intent "bogus"
 `},
 		{"view.yaml", `FAIL  view.yaml
   FAIL  turn 1 → cart
   ✗ expect_view_matches: view does not match /^Items: 2$/: "Items: 1"
   ✗ expect_no_view: got view "Items: 1"
+`},
+		{"events.yaml", `FAIL  events.yaml
+  FAIL  turn 1 → cart
+  ✗ expect_events[0]: no world.update event with payload including {"set":{"note":"wrapped"}}; the turn's world.update events: [4: {"increment":{"items":1}}, 5: {"set":{"note":"gift"}}]
+  FAIL  turn 2 → cart
+  ✗ expect_events[1]: no world.update event with payload including {"increment":{"items":1}} after expect_events[0], which matched event 5; event 4 matches but comes earlier (entries are matched in order); the turn's world.update events: [4: {"increment":{"items":1}}, 5: {"set":{"note":""}}]
+  FAIL  turn 3 → paying
+  ✗ expect_events[1]: no agent.call.start event after expect_events[0], which matched event 2; the turn has none (its events: [turn.input turn.start machine.intent_accepted machine.transition machine.state_exited machine.state_entered harness.called harness.dispatched world.update harness.returned turn.end])
+  FAIL  turn 4 → cart
+  ✗ expect_events[0]: no machine.transition event in state "cart" with payload including {"to":"cart"}; the turn's machine.transition events: [3: in "paying" {"from":"paying","intent":"cancel","slots":{},"to":"cart"}]
 `},
 		{"hostcalls.yaml", `FAIL  hostcalls.yaml
   FAIL  turn 1 → cart
@@ -197,22 +209,102 @@ func TestFlowSeed(t *testing.T) {
 }
 
 // Without host_handlers or host_cassette, host calls are dropped: nothing
-// is bound, nothing fails, and they do not count as host calls.
+// is bound, nothing fails, and they do not count as host calls; the report
+// says how many were dropped.
 func TestFlowDropsHostCallsWithoutHandlers(t *testing.T) {
-	dir := writeFiles(t, map[string]string{"f.yaml": `test_kind: flow
+	tests := []struct {
+		name, turns, want string
+		n                 int
+	}{
+		{"one", "  - intent: {name: pay}\n    expect_state: paying\n", "PASS  f.yaml (1 host call dropped: no stubs)\n", 1},
+		{"three", "  - intent: {name: pay}\n  - intent: {name: cancel}\n  - intent: {name: pay}\n  - intent: {name: cancel}\n  - intent: {name: pay}\n",
+			"PASS  f.yaml (3 host calls dropped: no stubs)\n", 3},
+		{"none", "  - intent: {name: add}\n", "PASS  f.yaml\n", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := writeFiles(t, map[string]string{"f.yaml": `test_kind: flow
 app: ` + mustAbs(t, shopApp) + `
 turns:
   - intent: {name: add}
-  - intent: {name: pay}
-    expect_state: paying
-    expect_world: {receipt: "", last_error: ""}
+` + tt.turns + `    expect_world: {receipt: "", last_error: ""}
     expect_no_host_calls: true
 expect_no_errors: true
 expect_no_host_calls: true
 `})
-	res := runFile(t, filepath.Join(dir, "f.yaml"))
-	if !res[0].Passed {
-		t.Errorf("report:\n%s", report(res, true))
+			res := runFile(t, filepath.Join(dir, "f.yaml"))
+			if !res[0].Passed {
+				t.Errorf("report:\n%s", report(res, true))
+			}
+			if got := report(res, false); got != tt.want || res[0].DroppedHostCalls != tt.n {
+				t.Errorf("report = %q (DroppedHostCalls %d), want %q (%d)", got, res[0].DroppedHostCalls, tt.want, tt.n)
+			}
+		})
+	}
+}
+
+// A host_handlers entry keyed by an agent alias would answer nothing (stubs
+// answer invoke names), so it is a setup error that says what to key it by.
+func TestFlowStubKeyedByAgentAlias(t *testing.T) {
+	files := greetFiles()
+	files["f.yaml"] = `test_kind: flow
+app: app.yaml
+host_handlers:
+  host.other: {data: {}}
+  agent.g:
+    data: {submitted: {text: hi}}
+turns:
+  - intent: {name: greet, slots: {name: Ada}}
+`
+	files["g.yaml"] = `test_kind: flow
+app: app.yaml
+host_handlers:
+  agent.nobody: {data: {}}
+turns:
+  - intent: {name: greet, slots: {name: Ada}}
+`
+	dir := writeFiles(t, files)
+	tests := []struct{ file, want string }{
+		{"f.yaml", filepath.Join(dir, "f.yaml") + `:5:3: host_handlers["agent.g"]: "agent.g" is an agent alias, not a host handler, so this stub would answer nothing; ` +
+			`key the stub by its invoke name ("host.agent.decide"), or answer the agent from a host_cassette whose episodes have match.handler: agent.g`},
+		{"g.yaml", filepath.Join(dir, "g.yaml") + `:4:3: host_handlers["agent.nobody"]: "agent.nobody" is an agent alias, not a host handler, so this stub would answer nothing; ` +
+			`key the stub by its invoke name (host.agent.<verb>), or answer the agent from a host_cassette whose episodes have match.handler: agent.nobody`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			fxs, err := LoadFixtures(filepath.Join(dir, "app.yaml"), filepath.Join(dir, tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := NewRunner(WithFlowGetenv(noEnv))
+			defer r.Close()
+			_, err = r.RunFixtures(context.Background(), fxs, false, nil)
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("error:\n%v\nwant:\n%s", err, tt.want)
+			}
+		})
+	}
+	// Keyed by the invoke name, the same stub answers the call.
+	files["ok.yaml"] = `test_kind: flow
+app: app.yaml
+host_handlers:
+  host.agent.decide:
+    data: {submitted: {text: hi}}
+turns:
+  - intent: {name: greet, slots: {name: Ada}}
+    expect_state: greeting
+    expect_world: {greeting: {text: hi}}
+`
+	dir = writeFiles(t, files)
+	fxs, err := LoadFixtures(filepath.Join(dir, "app.yaml"), filepath.Join(dir, "ok.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRunner(WithFlowGetenv(noEnv))
+	defer r.Close()
+	rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
+	if err != nil || !rep.OK() {
+		t.Fatalf("err %v, report:\n%s", err, report(rep.Results, true))
 	}
 }
 
@@ -280,6 +372,18 @@ func TestFlowSetupErrors(t *testing.T) {
 		{"initial state", "test_kind: flow\napp: " + app + "\ninitial_state: nowhere\n", `f.yaml: initial_state "nowhere" is not a state of shop (states: cart, finished, paying)`},
 		{"missing cassette", "test_kind: flow\napp: " + app + "\nhost_cassette: nope.yaml\n", "nope.yaml"},
 		{"missing app", "test_kind: flow\napp: nope/app.yaml\n", "nope/app.yaml"},
+		{"expect_events not a list", "test_kind: flow\napp: " + app + "\nturns:\n  - intent: add\n    expect_events: {kind: x}\n",
+			"line 5: turns[0].expect_events must be a list of {kind, payload keys}, got a mapping"},
+		{"expect_events without kind", "test_kind: flow\napp: " + app + "\nturns:\n  - intent: add\n    expect_events: [{to: cart}]\n",
+			"line 5: turns[0].expect_events[0]: kind is required (a trace event kind, e.g. machine.transition)"},
+		{"expect_events payload and effect", "test_kind: flow\napp: " + app + "\nturns:\n  - intent: add\n    expect_events: [{kind: x, payload: {}, effect: {}}]\n",
+			"line 5: turns[0].expect_events[0]: payload and effect are the same thing (the event's payload); write one"},
+		{"expect_events key twice", "test_kind: flow\napp: " + app + "\nturns:\n  - intent: add\n    expect_events: [{kind: x, to: a, payload: {to: b}}]\n",
+			`line 5: turns[0].expect_events[0]: "to" is given both beside kind and in payload`},
+		{"expect_events_exact", "test_kind: flow\napp: " + app + "\nturns:\n  - intent: add\n    expect_events_exact: []\n",
+			"line 5: turns[0].expect_events_exact is not supported: write expect_events, whose entries are found in order among the turn's events (kind, and what the payload must include)"},
+		{"event count", "test_kind: flow\napp: " + app + "\nexpect_events_count_atmost: -1\n",
+			`line 3: fixture.expect_events_count_atmost must be a whole number >= 0, got "-1"`},
 		{"stub infra with data", "test_kind: flow\napp: " + app + "\nhost_handlers: {h: {data: {}, infra_error: x}}\n", "host_handlers.h: infra_error cannot be combined with data or error"},
 	}
 	for _, tt := range tests {
@@ -335,12 +439,12 @@ func TestRunFixturesFailFast(t *testing.T) {
 		t.Errorf("fail-fast ran %d flows (saw %d), failed %d", len(rep.Results), seen, rep.Failed)
 	}
 	rep, _ = NewRunner(WithFlowGetenv(noEnv)).RunFixtures(context.Background(), fxs, false, nil)
-	if len(rep.Results) != 6 || rep.Failed != 6 {
+	if len(rep.Results) != 7 || rep.Failed != 7 {
 		t.Errorf("without fail-fast: %d results, %d failed", len(rep.Results), rep.Failed)
 	}
 	var b bytes.Buffer
 	rep.WriteSummary(&b)
-	if b.String() != "\nSummary: 0/6 flows pass\nFAIL\n" {
+	if b.String() != "\nSummary: 0/7 flows pass\nFAIL\n" {
 		t.Errorf("summary = %q", b.String())
 	}
 }
@@ -471,5 +575,24 @@ func TestDefaultFlowsGlobWorkingDir(t *testing.T) {
 	t.Chdir(dir)
 	if got := DefaultFlowsGlob(filepath.Join("stories", "app.yaml")); got != filepath.Join("flows", "*.yaml") {
 		t.Errorf("with ./flows: %s", got)
+	}
+}
+
+// expect_events_count_atleast / _atmost bound the events the flow's turns
+// write (the turn-0 seed is not counted).
+func TestFlowEventCounts(t *testing.T) {
+	app := mustAbs(t, shopApp)
+	tests := []struct{ bounds, want string }{
+		{"expect_events_count_atleast: 7\nexpect_events_count_atmost: 7\n", "PASS  f.yaml\n"},
+		{"expect_events_count_atleast: 8\n", "FAIL  f.yaml\n  FAIL  [session]\n  ✗ expect_events_count_atleast: the flow's turns wrote 7 trace event(s), want at least 8\n"},
+		{"expect_events_count_atmost: 6\n", "FAIL  f.yaml\n  FAIL  [session]\n  ✗ expect_events_count_atmost: the flow's turns wrote 7 trace event(s), want at most 6\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.bounds, func(t *testing.T) {
+			dir := writeFiles(t, map[string]string{"f.yaml": "test_kind: flow\napp: " + app + "\ninitial_world: {note: x}\nturns: [{intent: add}]\n" + tt.bounds})
+			if got := report(runFile(t, filepath.Join(dir, "f.yaml")), false); got != tt.want {
+				t.Errorf("report:\n%s\nwant:\n%s", got, tt.want)
+			}
+		})
 	}
 }

@@ -19,15 +19,16 @@ import (
 //
 // Calls are paired by namespace in order, so traces whose agent events
 // precede turn.input (as Kitsoki writes them) convert the same way.
-func FromTrace(events []trace.Event, appID string) (*Cassette, error) {
+//
+// opts are passed to the cassette (WithSecrets masks what it writes).
+func FromTrace(events []trace.Event, appID string, opts ...LoadOption) (*Cassette, error) {
 	type call struct {
 		ns    string
 		args  map[string]any
 		state string
 		turn  int64
-		start map[string]any
-		end   map[string]any
-		isErr bool
+		start *trace.AgentCallStart
+		end   *agentEnd
 	}
 	var open []*call // dispatched, not yet returned
 	var lastAgent *call
@@ -35,53 +36,66 @@ func FromTrace(events []trace.Event, appID string) (*Cassette, error) {
 	ids := map[string]bool{}
 	for i := range events {
 		ev := &events[i]
-		p := ev.Payload
 		switch ev.Kind {
 		case trace.KindSessionStory:
-			if id, ok := p["app_id"].(string); ok && id != "" {
-				appID = id
+			var p trace.SessionStory
+			if err := trace.Decode(ev, &p); err != nil {
+				return nil, err
+			}
+			if p.AppID != "" {
+				appID = p.AppID
 			}
 		case trace.KindHarnessDispatched:
-			ns, _ := p["namespace"].(string)
-			args, _ := p["args"].(map[string]any)
-			c := &call{ns: ns, args: args, state: ev.StatePath, turn: ev.Turn}
+			var p trace.HarnessDispatched
+			if err := trace.Decode(ev, &p); err != nil {
+				return nil, err
+			}
+			c := &call{ns: p.Namespace, args: p.Args, state: ev.StatePath, turn: ev.Turn}
 			open = append(open, c)
-			if strings.HasPrefix(ns, host.AgentNamespace) {
+			if strings.HasPrefix(p.Namespace, host.AgentNamespace) {
 				lastAgent = c
 			}
 		case trace.KindAgentCallStart:
 			if lastAgent != nil && lastAgent.start == nil {
-				lastAgent.start = p
+				var p trace.AgentCallStart
+				if err := trace.Decode(ev, &p); err != nil {
+					return nil, err
+				}
+				lastAgent.start = &p
 			}
 		case trace.KindAgentCallComplete, trace.KindAgentCallError:
 			if lastAgent != nil && lastAgent.start != nil && lastAgent.end == nil {
-				lastAgent.end, lastAgent.isErr = p, ev.Kind == trace.KindAgentCallError
+				end, err := decodeAgentEnd(ev)
+				if err != nil {
+					return nil, err
+				}
+				lastAgent.end = end
 			}
 		case trace.KindHarnessReturned:
-			ns, _ := p["namespace"].(string)
+			var p trace.HarnessReturned
+			if err := trace.Decode(ev, &p); err != nil {
+				return nil, err
+			}
 			idx := -1
 			for j, c := range open {
-				if c.ns == ns {
+				if c.ns == p.Namespace {
 					idx = j
 					break
 				}
 			}
 			if idx < 0 {
-				return nil, fmt.Errorf("trace: harness.returned for %q (turn %d, seq %d) without a harness.dispatched before it", ns, ev.Turn, ev.Seq)
+				return nil, fmt.Errorf("trace: harness.returned for %q (turn %d, seq %d) without a harness.dispatched before it", p.Namespace, ev.Turn, ev.Seq)
 			}
 			c := open[idx]
 			open = append(open[:idx], open[idx+1:]...)
 			hc := &host.Call{Namespace: c.ns, Args: c.args, State: c.state, Turn: c.turn}
-			res := &host.Result{}
-			if d, ok := p["data"].(map[string]any); ok {
-				res.Data = d
-			}
-			if e, ok := p["error"].(string); ok && e != "" {
-				res.Err = plainError(e)
+			res := &host.Result{Data: p.Data}
+			if p.Error != "" {
+				res.Err = plainError(p.Error)
 			}
 			ep := hostEpisode(c.ns, firstSegment(c.state), hc, res, nil)
 			if ep.Agent != nil {
-				describeFromTrace(ep.Agent, c.start, c.end, c.isErr)
+				describeFromTrace(ep.Agent, c.start, c.end)
 			}
 			ep.ID = uniqueID(ep.ID, func(id string) bool { return ids[id] })
 			ids[ep.ID] = true
@@ -91,7 +105,28 @@ func FromTrace(events []trace.Event, appID string) (*Cassette, error) {
 			}
 		}
 	}
-	return NewCassette(appID, eps, WithGetenv(func(string) string { return "" }))
+	return NewCassette(appID, eps, append([]LoadOption{WithGetenv(func(string) string { return "" })}, opts...)...)
+}
+
+// agentEnd is the closing event of an agent call: complete or error.
+type agentEnd struct {
+	complete *trace.AgentCallComplete
+	failed   *trace.AgentCallError
+}
+
+func decodeAgentEnd(ev *trace.Event) (*agentEnd, error) {
+	if ev.Kind == trace.KindAgentCallError {
+		var p trace.AgentCallError
+		if err := trace.Decode(ev, &p); err != nil {
+			return nil, err
+		}
+		return &agentEnd{failed: &p}, nil
+	}
+	var p trace.AgentCallComplete
+	if err := trace.Decode(ev, &p); err != nil {
+		return nil, err
+	}
+	return &agentEnd{complete: &p}, nil
 }
 
 type plainError string
@@ -99,48 +134,38 @@ type plainError string
 func (e plainError) Error() string { return string(e) }
 
 // describeFromTrace fills an agent: block from the agent.call.* payloads.
-func describeFromTrace(ab *AgentBlock, start, end map[string]any, isErr bool) {
+func describeFromTrace(ab *AgentBlock, start *trace.AgentCallStart, end *agentEnd) {
 	if start != nil {
-		if v, ok := start["verb"].(string); ok && v != "" {
-			ab.Verb = v
+		if start.Verb != "" {
+			ab.Verb = start.Verb
 		}
-		if v, ok := start["agent"].(string); ok {
-			ab.Agent = v
-		}
-		if v, ok := start["model"].(string); ok {
-			ab.Model = v
-		}
-		if v, ok := start["prompt"].(string); ok {
-			ab.Prompt = v
-		}
-		if v, ok := start["input"]; ok {
-			nv, err := normalizeJSON(v)
+		ab.Agent, ab.Model, ab.Prompt = start.Agent, start.Model, start.Prompt
+		if start.Input != nil {
+			nv, err := normalizeJSON(start.Input)
 			if err == nil {
 				ab.Input = nv
 			}
 		}
 	}
-	if end == nil {
+	switch {
+	case end == nil:
+		return
+	case end.failed != nil:
+		ab.DurationMS = end.failed.DurationMS
+		ab.Error = end.failed.Error
 		return
 	}
-	if n, ok := toInt(end["duration_ms"]); ok {
-		ab.DurationMS = n
-	}
-	if isErr {
-		if e, ok := end["error"].(string); ok {
-			ab.Error = e
-		}
-		return
-	}
+	c := end.complete
+	ab.DurationMS = c.DurationMS
 	ab.Error = ""
-	if meta, ok := end["meta"].(map[string]any); ok {
-		fillFromMeta(ab, meta)
+	if c.Meta != nil {
+		fillFromMeta(ab, c.Meta)
 	}
-	if r, ok := end["response"]; ok && r != nil {
+	if r := c.Response; r != nil {
 		if m, ok := r.(map[string]any); ok {
 			if sub, ok := m["submission"]; ok { // the plugin path: {submission, meta}
 				r = sub
-				if meta, ok := m["meta"].(map[string]any); ok && end["meta"] == nil {
+				if meta, ok := m["meta"].(map[string]any); ok && c.Meta == nil {
 					fillFromMeta(ab, meta)
 				}
 			}

@@ -53,7 +53,8 @@ func TestFromTraceReplaysTheRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := ParseCassette(b, "x.yaml", WithGetenv(noEnv))
+	// Strict: the request hashes taken from the trace are the replay's.
+	back, err := ParseCassette(b, "x.yaml", WithGetenv(noEnv), WithStrictRequests(true))
 	if err != nil {
 		t.Fatalf("the cassette does not load back: %v\n%s", err, b)
 	}
@@ -65,6 +66,14 @@ func TestFromTraceReplaysTheRun(t *testing.T) {
 	}
 	if d := cmp.Diff(views, rviews); d != "" {
 		t.Errorf("views (-live +replay):\n%s", d)
+	}
+	for _, ep := range back.Episodes {
+		if !isRequestHash(ep.RequestHash) {
+			t.Errorf("episode %s: request_hash %q", ep.ID, ep.RequestHash)
+		}
+	}
+	if w, m := back.TakeWarnings(), back.TakeMisses(); len(w)+len(m) != 0 {
+		t.Errorf("warnings %q, misses %q", w, m)
 	}
 	lw, _ := normalizeJSON(live.sess.World())
 	rw, _ := normalizeJSON(replay.sess.World())
@@ -95,10 +104,14 @@ func TestFromTraceHostCalls(t *testing.T) {
 			t.Errorf("cassette lacks %q:\n%s", want, b)
 		}
 	}
+	c.strict = true // the hashes taken from the trace are the replay's
 	replay := hostRig(t, c)
 	replay.do("open", map[string]any{"title": "B"}) // args decide, not order
 	if replay.sess.World()["pr"] != "https://pr/B" {
 		t.Errorf("pr = %v", replay.sess.World()["pr"])
+	}
+	if w, m := c.TakeWarnings(), c.TakeMisses(); len(w)+len(m) != 0 {
+		t.Errorf("warnings %q, misses %q", w, m)
 	}
 }
 

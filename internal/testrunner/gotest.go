@@ -7,10 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/clock"
-	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
@@ -58,6 +57,12 @@ func runFixtures(t *testing.T, fixtures []*Fixture, opts []FlowOption) {
 			if res.Skipped {
 				t.Skip(res.SkipReason)
 			}
+			for _, w := range res.Warnings {
+				t.Logf("warning: %s", w)
+			}
+			if n := res.DroppedHostCalls; n > 0 {
+				t.Logf("%d host call(s) dropped: the fixture has no stubs", n)
+			}
 			for _, tr := range res.Turns {
 				where := "[session]"
 				if tr.TurnIndex != SessionIndex {
@@ -97,20 +102,16 @@ func Replay(t testing.TB, appPath, cassettePath string) *Replayed {
 	}
 	t.Cleanup(func() { st.Close() })
 	clk := clock.NewFake(FlowEpoch)
-	c, err := LoadCassette(cassettePath, WithClock(clk))
+	c, err := LoadCassette(cassettePath, WithClock(clk), WithSecrets(st.Secrets))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sink := trace.NewMemSink(trace.WithSecrets(st.Secrets), trace.WithClock(clk))
-	reg := agent.NewRegistry(nil)
-	reg.Configure(st.Plugins)
-	t.Cleanup(func() { reg.Close() })
-	h := host.New(st, reg, sink, host.WithClock(clk), host.WithBuiltin(c.ReplayAgents(st, reg, nil)))
-	c.ReplayHandlers(h, sink, st.App.ID)
-	sess, err := orchestrator.New(st, h, sink, orchestrator.WithSessionID("replay"), orchestrator.WithClock(clk))
+	rt, err := runtime.Open(st, runtime.Config{Clock: clk, Cassette: c, IgnorePins: true, Session: &runtime.Session{ID: "replay"}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { rt.Close() })
+	sink, sess := rt.Memory(), rt.Session()
 	out, err := sess.Start(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -129,6 +130,9 @@ func (r *Replayed) Do(line string) *orchestrator.Outcome {
 	out, err := r.Turn(context.Background(), intent, slots, "")
 	if err != nil {
 		r.t.Fatalf("%q: %v", line, err)
+	}
+	for _, w := range r.Cassette.TakeWarnings() {
+		r.t.Logf("%q: warning: %s", line, w)
 	}
 	return out
 }

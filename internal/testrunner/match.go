@@ -6,6 +6,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // callKey is what an episode is matched against: the handler name (the
@@ -16,6 +17,10 @@ type callKey struct {
 	phase   string
 	args    map[string]any
 	enc     map[string]string // JSON encodings of looked-up values, cached
+	hash    string            // the request's hash; "" skips the check
+	// refused is set by pick under WithStrictRequests: the first episode
+	// that matched but was recorded for another request.
+	refused string
 }
 
 func newCallKey(handler, phase string, args map[string]any) *callKey {
@@ -113,7 +118,10 @@ type picked struct {
 
 // pick walks the episodes top-down, skipping played ones unless reusable,
 // and takes the first whose every match entry holds: it is marked played
-// and gets match_idx = its play count so far.
+// and gets match_idx = its play count so far. An episode recorded for
+// another request (its request_hash differs from the call's) still answers,
+// with a warning; under WithStrictRequests it does not match, and the
+// first such episode is named in k.refused.
 func (c *Cassette) pick(k *callKey) (picked, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -121,13 +129,35 @@ func (c *Cassette) pick(k *callKey) (picked, bool) {
 		if c.plays[i] > 0 && !ep.Reusable {
 			continue
 		}
-		if k.matches(ep) {
-			p := picked{ep: ep, idx: c.plays[i]}
-			c.plays[i]++
-			return p, true
+		if !k.matches(ep) {
+			continue
 		}
+		if ep.RequestHash != "" && k.hash != "" && ep.RequestHash != k.hash {
+			text := fmt.Sprintf("cassette episode %d %q (%s): recorded for a different request (hash %s ≠ %s)",
+				i+1, ep.ID, k.handler, ep.RequestHash, k.hash)
+			if c.strict {
+				if k.refused == "" {
+					k.refused = text + "; refused under --cassette-strict"
+				}
+				continue
+			}
+			c.warnings = append(c.warnings, text)
+		}
+		p := picked{ep: ep, idx: c.plays[i]}
+		c.plays[i]++
+		return p, true
 	}
 	return picked{}, false
+}
+
+// missMessage is what a call that pick found nothing for fails with: the
+// strict refusal when an episode was refused for its request hash, else
+// the miss text.
+func (c *Cassette) missMessage(k *callKey) string {
+	if k.refused != "" {
+		return k.refused
+	}
+	return c.missText(k)
 }
 
 // maxNearest is how many near-miss episodes a miss message explains.
@@ -210,10 +240,16 @@ func (k *callKey) describeDiff(ep *Episode, name string) string {
 }
 
 // clipValue shortens a JSON value quoted in a message.
-func clipValue(s string) string {
-	const max = 80
+func clipValue(s string) string { return clipTo(s, 80) }
+
+// clipTo shortens s to max bytes (not splitting a UTF-8 sequence), marking
+// the cut with "...".
+func clipTo(s string, max int) string {
 	if len(s) <= max {
 		return s
+	}
+	for max > 0 && !utf8.RuneStart(s[max]) {
+		max--
 	}
 	return s[:max] + "..."
 }

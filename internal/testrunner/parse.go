@@ -66,7 +66,7 @@ func parseCassette(b []byte, path string) (*Cassette, error) {
 }
 
 var (
-	episodeKeys  = []string{"id", "match", "response", "delay", "replay", "agent"}
+	episodeKeys  = []string{"id", "match", "request_hash", "response", "delay", "replay", "agent"}
 	responseKeys = []string{"data", "error", "infra_error", "delay", "replay"}
 	agentKeys    = []string{"verb", "agent", "model", "turn", "duration_ms", "prompt_tokens", "response_tokens", "cost_usd",
 		"system_prompt", "prompt", "input", "response", "submission", "error", "call_id", "transcript"}
@@ -88,6 +88,13 @@ func parseEpisode(n *yaml.Node, i int) (*Episode, error) {
 	where = fmt.Sprintf("episode %q", ep.ID)
 	if ep.Match, _, err = mapping(m, "match", where); err != nil {
 		return nil, err
+	}
+	if ep.RequestHash, err = str(m, "request_hash", where); err != nil {
+		return nil, err
+	}
+	if h := ep.RequestHash; h != "" && !isRequestHash(h) {
+		return nil, fmt.Errorf("line %d: %s: request_hash %q is not a request hash (%d lowercase hex characters, as kitsoki run --record writes it); delete the key to replay without the check",
+			m["request_hash"].Line, where, h, requestHashLen)
 	}
 	delay, replay := m["delay"], m["replay"]
 	if rn, ok := m["response"]; ok && rn.Tag != "!!null" {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -48,11 +49,11 @@ func uniqueID(id string, taken func(string) bool) string {
 // and phase; the answer lives in the agent: block (agent episodes store no
 // data), so a replay hands the host the same raw submission and the host
 // validates it again.
-func agentEpisode(ctx context.Context, alias, phase string, req *agent.AskRequest, ci *agent.CallInfo, resp *agent.AskResponse, err error) *Episode {
-	ab := &AgentBlock{Verb: req.Verb, Turn: int64(req.Turn), Prompt: req.Prompt}
-	if ci != nil && ci.Persona != nil {
-		ab.Agent = ci.Persona.Name
-		ab.Model = ci.Persona.Model
+func agentEpisode(ctx context.Context, alias, phase string, call *agent.Call, resp *agent.AskResponse, err error) *Episode {
+	req := call.Request
+	ab := &AgentBlock{Verb: req.Verb, Turn: int64(req.Turn), Prompt: req.Prompt, Model: call.Model}
+	if call.Persona != nil {
+		ab.Agent = call.Persona.Name
 	}
 	if resp != nil {
 		fillFromMeta(ab, resp.Meta)
@@ -67,7 +68,7 @@ func agentEpisode(ctx context.Context, alias, phase string, req *agent.AskReques
 		}
 	}
 	return &Episode{ID: episodeID(alias, req.StatePath),
-		Match: map[string]any{"handler": alias, "phase": phase}, Agent: ab}
+		Match: map[string]any{"handler": alias, "phase": phase}, RequestHash: agentRequestHash(req), Agent: ab}
 }
 
 // askErrorText is the error as the host classifies it: an AskError as
@@ -164,7 +165,8 @@ func toFloat(v any) (float64, bool) {
 // handler and phase and keep the bound data, with an agent: block that
 // describes the exchange.
 func hostEpisode(name, phase string, call *host.Call, res *host.Result, err error) *Episode {
-	ep := &Episode{ID: episodeID(name, call.State), Match: map[string]any{"handler": name, "phase": phase}}
+	ep := &Episode{ID: episodeID(name, call.State), Match: map[string]any{"handler": name, "phase": phase},
+		RequestHash: hostRequestHash(call)}
 	isAgent := strings.HasPrefix(name, host.AgentNamespace)
 	if !isAgent {
 		for k, v := range call.Args {
@@ -227,13 +229,15 @@ type Recorder struct {
 	mu         sync.Mutex
 	appID      string
 	appVersion string
+	opts       []LoadOption // WithSecrets: what the recording masks
 	episodes   []*Episode
 	ids        map[string]bool
 }
 
-// NewRecorder returns an empty recorder for a story.
-func NewRecorder(appID, appVersion string) *Recorder {
-	return &Recorder{appID: appID, appVersion: appVersion, ids: map[string]bool{}}
+// NewRecorder returns an empty recorder for a story. Pass WithSecrets with
+// the story's secrets so the recording masks them.
+func NewRecorder(appID, appVersion string, opts ...LoadOption) *Recorder {
+	return &Recorder{appID: appID, appVersion: appVersion, opts: opts, ids: map[string]bool{}}
 }
 
 func (r *Recorder) add(ep *Episode) {
@@ -257,7 +261,7 @@ func (r *Recorder) Cassette(opts ...LoadOption) (*Cassette, error) {
 	r.mu.Lock()
 	eps := append([]*Episode(nil), r.episodes...)
 	r.mu.Unlock()
-	c, err := NewCassette(r.appID, eps, opts...)
+	c, err := NewCassette(r.appID, eps, append(slices.Clip(r.opts), opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -365,9 +369,9 @@ type recordingAgent struct {
 	add   func(*Episode)
 }
 
-func (a *recordingAgent) Ask(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
-	resp, err := a.live.Ask(ctx, req)
-	a.add(agentEpisode(ctx, a.alias, firstSegment(req.StatePath), req, agent.CallInfoFrom(ctx), resp, err))
+func (a *recordingAgent) Ask(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
+	resp, err := a.live.Ask(ctx, call)
+	a.add(agentEpisode(ctx, a.alias, firstSegment(call.Request.StatePath), call, resp, err))
 	return resp, err
 }
 

@@ -3,6 +3,8 @@ package testrunner
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -23,7 +25,8 @@ import (
 // with.name, answers a schema-invalid submission for "Bad" and fails for
 // "Err".
 func liveGreeter(calls *atomic.Int32) agent.Agent {
-	return agent.AgentFunc(func(_ context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
+	return agent.AgentFunc(func(_ context.Context, call *agent.Call) (*agent.AskResponse, error) {
+		req := call.Request
 		if calls != nil {
 			calls.Add(1)
 		}
@@ -155,6 +158,7 @@ episodes:
       handler: host.git.open_pr
       phase: opening
       title: Fix
+    request_hash: 12d98462b905fe52
     response:
       data:
         url: https://pr/1
@@ -165,6 +169,7 @@ episodes:
       handler: host.git.open_pr
       phase: opening
       title: Again
+    request_hash: e41028a6f5b2d93a
     response:
       infra_error: github unreachable
 `
@@ -174,6 +179,12 @@ episodes:
 	}
 	if got != want {
 		t.Errorf("recording:\n%s\nwant:\n%s", got, want)
+	}
+	// The hash is the documented one: SHA-256 over the canonical JSON of
+	// {args, invoke}, first 16 hex characters.
+	sum := sha256.Sum256([]byte(`{"args":{"call":"pr","draft":false,"title":"Fix"},"invoke":"host.git.open_pr"}`))
+	if h := hex.EncodeToString(sum[:])[:16]; h != "12d98462b905fe52" {
+		t.Errorf("documented hash of the first call = %s, recorded 12d98462b905fe52", h)
 	}
 }
 
@@ -250,7 +261,8 @@ func TestNoneModeNeverCallsLive(t *testing.T) {
 // deadline_exceeded once the call's context ended, plugin_crash otherwise.
 func TestRecordClassifiesPlainErrors(t *testing.T) {
 	rec := NewRecorder("a", "")
-	a := rec.Agent("agent.x", agent.AgentFunc(func(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
+	a := rec.Agent("agent.x", agent.AgentFunc(func(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
+		req := call.Request
 		if req.Verb == "task" {
 			<-ctx.Done()
 			return nil, ctx.Err()
@@ -259,8 +271,8 @@ func TestRecordClassifiesPlainErrors(t *testing.T) {
 	}))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
-	_, _ = a.Ask(ctx, &agent.AskRequest{Verb: "task", StatePath: "s"})
-	_, _ = a.Ask(context.Background(), &agent.AskRequest{Verb: "ask", StatePath: "s"})
+	_, _ = a.Ask(ctx, agent.NewCall(&agent.AskRequest{Verb: "task", StatePath: "s"}))
+	_, _ = a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Verb: "ask", StatePath: "s"}))
 	c, err := rec.Cassette(WithGetenv(noEnv))
 	if err != nil {
 		t.Fatal(err)
@@ -339,12 +351,12 @@ func TestRecordReplaySubmissionBytes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.sub, func(t *testing.T) {
-			live := agent.AgentFunc(func(context.Context, *agent.AskRequest) (*agent.AskResponse, error) {
+			live := agent.AgentFunc(func(context.Context, *agent.Call) (*agent.AskResponse, error) {
 				return &agent.AskResponse{Submission: json.RawMessage(tt.sub)}, nil
 			})
 			req := &agent.AskRequest{Verb: "ask", StatePath: "s"}
 			rec := NewRecorder("x", "")
-			got, err := rec.Agent("agent.a", live).Ask(context.Background(), req)
+			got, err := rec.Agent("agent.a", live).Ask(context.Background(), agent.NewCall(req))
 			if err != nil || string(got.Submission) != tt.sub {
 				t.Fatalf("the recorder changed the live answer: %q, %v", got.Submission, err)
 			}
@@ -359,7 +371,7 @@ func TestRecordReplaySubmissionBytes(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v\n%s", err, b)
 			}
-			resp, err := NewCassetteAgent(c, "agent.a").Ask(context.Background(), req)
+			resp, err := NewCassetteAgent(c, "agent.a").Ask(context.Background(), agent.NewCall(req))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/kitsoki/kitsoki/internal/secret"
 )
 
 // Report is the result of a `kitsoki test flows` run. Its exported fields
@@ -36,6 +38,9 @@ func (r *Runner) RunFixtures(ctx context.Context, fixtures []*Fixture, failFast 
 	rep := &Report{Results: []*FlowResult{}}
 	for _, f := range flows {
 		res := f.Run(ctx)
+		if f.Story != nil {
+			maskFlowResult(secret.New(f.Story.Secrets), res)
+		}
 		rep.Results = append(rep.Results, res)
 		switch {
 		case res.Skipped:
@@ -70,7 +75,10 @@ func WriteResult(w io.Writer, res *FlowResult, verbose bool) {
 	case !res.Passed:
 		status = "FAIL"
 	}
-	fmt.Fprintf(w, "%s  %s\n", status, res.Name)
+	fmt.Fprintf(w, "%s  %s%s\n", status, res.Name, droppedNote(res.DroppedHostCalls))
+	for _, warn := range res.Warnings {
+		fmt.Fprintf(w, "  warning: %s\n", warn)
+	}
 	if res.Skipped {
 		if verbose {
 			fmt.Fprintf(w, "  skipped: %s\n", res.SkipReason)
@@ -114,4 +122,16 @@ func (r *Report) WriteJSON(path string) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// droppedNote is the report's note on host calls a fixture without stubs
+// dropped: " (3 host calls dropped: no stubs)", "" when none were.
+func droppedNote(n int) string {
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return " (1 host call dropped: no stubs)"
+	}
+	return fmt.Sprintf(" (%d host calls dropped: no stubs)", n)
 }

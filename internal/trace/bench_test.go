@@ -32,6 +32,57 @@ func decideCall() []Event {
 	}
 }
 
+// decideCallTyped is decideCall as the host and the orchestrator write it
+// now: typed payloads.
+func decideCallTyped() []Payload {
+	return []Payload{
+		HarnessDispatched{Namespace: "host.agent.decide", Args: map[string]any{"amount": 250.5, "vendor": "ACME"}},
+		AgentCallStart{Verb: "decide", Agent: "auditor", Model: "claude-sonnet",
+			Prompt: "Review the expense of 250.50 from ACME and decide whether to approve it.",
+			Input:  map[string]any{"schema_present": true}},
+		AgentCallComplete{Verb: "decide", Agent: "auditor", Model: "claude-sonnet", DurationMS: 1234, Response: AgentResponse{
+			Submission: json.RawMessage(`{"approve":true,"reason":"within limit"}`),
+			Meta:       map[string]any{"usage": map[string]any{"input_tokens": 1200, "output_tokens": 45}},
+		}},
+		WorldUpdate{Set: map[string]any{"approved": true}},
+		HarnessReturned{Namespace: "host.agent.decide"},
+		TurnEnd{Outcome: "transitioned", To: "approved"},
+	}
+}
+
+// appendTyped is appendLines with typed payloads (AppendPayload).
+func appendTyped(b *testing.B, s Sink) {
+	ps := decideCallTyped()
+	envs := decideCall()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		k := i % len(ps)
+		ev := &envs[k]
+		ev.Turn, ev.TS, ev.Kind, ev.Payload = int64(i/len(ps)), "", "", nil
+		if err := s.AppendPayload(ev, ps[k]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkAppendPayload is BenchmarkAppend with the typed payloads
+// kitsoki's writers use.
+func BenchmarkAppendPayload(b *testing.B) {
+	w, err := Create(filepath.Join(b.TempDir(), "t.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	appendTyped(b, w)
+}
+
+// BenchmarkMemSinkAppendPayload is BenchmarkMemSinkAppend with typed
+// payloads.
+func BenchmarkMemSinkAppendPayload(b *testing.B) {
+	appendTyped(b, NewMemSink())
+}
+
 // appendLines appends b.N lines of decide-call traces, one line per
 // iteration, a new turn every call.
 func appendLines(b *testing.B, s Sink) {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/kitsoki/kitsoki/internal/secret"
 )
 
 // sequencer remembers where the trace is so seq stays dense per turn and
@@ -52,8 +54,8 @@ type lineEncoder struct {
 	buf []byte
 }
 
-func newLineEncoder(secrets []string) *lineEncoder {
-	return &lineEncoder{pay: newPayloadEncoder(secrets)}
+func newLineEncoder(mask *secret.Masker) *lineEncoder {
+	return &lineEncoder{pay: newPayloadEncoder(mask)}
 }
 
 // pending is what an encoded but not yet written line will assign.
@@ -65,10 +67,17 @@ type pending struct {
 }
 
 // encode validates ev and encodes its line (with the trailing newline) into
-// the reused buffer. Nothing is assigned yet: call commit once the line is
-// stored. now is the sink's clock reading, used when ev.TS is empty.
-func (e *lineEncoder) encode(ev *Event, now time.Time) ([]byte, pending, error) {
+// the reused buffer. The payload is typed when typed is not nil (ev.Kind is
+// then set from it), else ev.Payload. Nothing is assigned yet: call commit
+// once the line is stored. now is the sink's clock reading, used when ev.TS
+// is empty.
+func (e *lineEncoder) encode(ev *Event, typed Payload, now time.Time) ([]byte, pending, error) {
 	var p pending
+	if typed != nil && ev != nil {
+		if err := takeKind(ev, typed); err != nil {
+			return nil, p, err
+		}
+	}
 	if err := checkEnvelope(ev); err != nil {
 		return nil, p, err
 	}
@@ -116,7 +125,11 @@ func (e *lineEncoder) encode(ev *Event, now time.Time) ([]byte, pending, error) 
 		b = strconv.AppendInt(b, int64(ev.MatchIdx), 10)
 	}
 	b = append(b, `,"payload":`...)
-	b, err = e.pay.encode(b, ev.Payload)
+	if typed != nil {
+		b, err = e.pay.encodeTyped(b, typed)
+	} else {
+		b, err = e.pay.encode(b, ev.Payload)
+	}
 	if err != nil {
 		return nil, p, fmt.Errorf("trace: %s event: %w", ev.Kind, err)
 	}
@@ -131,6 +144,20 @@ func (e *lineEncoder) commit(ev *Event, p pending) {
 	e.seq.commit(p.turn, p.seq)
 	ev.Seq = p.seq
 	ev.TS = p.ts
+}
+
+// takeKind gives an event the kind of its typed payload. An event handed
+// with a typed payload carries no map payload and no other kind.
+func takeKind(ev *Event, p Payload) error {
+	kind := p.Kind()
+	switch {
+	case ev.Payload != nil:
+		return fmt.Errorf("trace: %s event: both a typed payload and a map payload given; set one", kind)
+	case ev.Kind != "" && ev.Kind != kind:
+		return fmt.Errorf("trace: event of kind %q given a %s payload (%T); leave Kind empty, the payload sets it", ev.Kind, kind, p)
+	}
+	ev.Kind = kind
+	return nil
 }
 
 // checkEnvelope applies the rules on envelope fields that the reader or the

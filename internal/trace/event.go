@@ -14,51 +14,34 @@ const SchemaVersion = 1
 // event: Append refuses it and the reader returns it as a Header.
 const KindSessionHeader = "session.header"
 
-// Event kinds written during a turn (spec §5).
+// The event kinds kitsoki writes (spec §5, §6). Each has its payload type
+// in payloads.go.
 const (
-	KindTurnInput                = "turn.input"
-	KindTurnStart                = "turn.start"
-	KindTurnEnd                  = "turn.end"
-	KindMachineIntentAccepted    = "machine.intent_accepted"
-	KindMachineValidationFailed  = "machine.validation_failed"
-	KindMachineTransition        = "machine.transition"
-	KindMachineSay               = "machine.say"
-	KindMachineStateExited       = "machine.state_exited"
-	KindMachineStateEntered      = "machine.state_entered"
-	KindMachineError             = "machine.error"
-	KindWorldUpdate              = "world.update"
-	KindHarnessCalled            = "harness.called"
-	KindHarnessDispatched        = "harness.dispatched"
-	KindHarnessReturned          = "harness.returned"
-	KindHarnessError             = "harness.error"
-	KindAgentCallStart           = "agent.call.start"
-	KindAgentCallComplete        = "agent.call.complete"
-	KindAgentCallError           = "agent.call.error"
-	KindSessionStory             = "session.story"
-	KindStoryChanged             = "story.changed"
-	KindAgentToolCall            = "agent.tool_call"
-	KindAgentStream              = "agent.stream"
-	KindAgentOffPathQuestion     = "agent.off_path.question"
-	KindAgentOffPathAnswer       = "agent.off_path.answer"
-	KindMachineOffPathEntered    = "machine.off_path_entered"
-	KindMachineOffPathExited     = "machine.off_path_exited"
-	KindMachineTimeout           = "machine.timeout"
-	KindSchedulerSubmitted       = "scheduler.submitted"
-	KindSchedulerCompleted       = "scheduler.completed"
-	KindMachineGateDecided       = "machine.gate_decided"
-	KindMachineWriteModeGranted  = "machine.write_mode_granted"
-	KindArtifactEmitted          = "artifact.emitted"
-	KindIDEContextCaptured       = "ide.context_captured"
-	KindTurnContextRouteOverride = "turn.context_route_overridden"
+	KindTurnInput               = "turn.input"
+	KindTurnStart               = "turn.start"
+	KindTurnEnd                 = "turn.end"
+	KindMachineIntentAccepted   = "machine.intent_accepted"
+	KindMachineValidationFailed = "machine.validation_failed"
+	KindMachineTransition       = "machine.transition"
+	KindMachineSay              = "machine.say"
+	KindMachineStateExited      = "machine.state_exited"
+	KindMachineStateEntered     = "machine.state_entered"
+	KindMachineError            = "machine.error"
+	KindWorldUpdate             = "world.update"
+	KindHarnessCalled           = "harness.called"
+	KindHarnessDispatched       = "harness.dispatched"
+	KindHarnessReturned         = "harness.returned"
+	KindHarnessError            = "harness.error"
+	KindAgentCallStart          = "agent.call.start"
+	KindAgentCallComplete       = "agent.call.complete"
+	KindAgentCallError          = "agent.call.error"
 )
 
-// Kind prefixes for families of later kinds (spec §5) and for kitsoki's own
-// extension kinds (spec §10).
-const (
-	KindPrefixMining          = "mining."
-	KindPrefixDynamicWorkflow = "dynamic.workflow."
-	KindPrefixExtension       = "kitsoki."
-)
+// KindSessionStory is the turn-0 event in which Kitsoki records its story
+// (app id, entry file, hash, files). kitsoki does not write it; trace
+// to-cassette reads the app id from it (SessionStory). The reader accepts
+// every other kind too, verbatim.
+const KindSessionStory = "session.story"
 
 // SeedIntent is the intent name on the turn-0 machine.transition written when
 // a flow fixture seeds a session.

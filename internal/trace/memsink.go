@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/clock"
+	"github.com/kitsoki/kitsoki/internal/secret"
 )
 
 // MemSink is a Sink that keeps the trace in memory: the same seq, ts,
@@ -16,7 +17,7 @@ import (
 //
 // It stores the encoded lines, so Events returns exactly what ReadFile
 // would return for the same appends written to a file (payload numbers as
-// json.Number, typed Go values as their JSON form, secrets redacted).
+// json.Number, typed Go values as their JSON form, secrets masked).
 // A MemSink is safe for concurrent use.
 type MemSink struct {
 	mu  sync.Mutex
@@ -38,19 +39,29 @@ func NewMemSink(opts ...Option) *MemSink {
 	cfg := newConfig(opts)
 	return &MemSink{
 		clk:    cfg.clock,
-		enc:    newLineEncoder(cfg.secrets),
+		enc:    newLineEncoder(secret.New(cfg.secrets)),
 		chunks: [][]byte{headerLine(cfg.clock.Now())},
 	}
 }
 
 // Append records one event; see Sink.
-func (m *MemSink) Append(ev *Event) error {
+func (m *MemSink) Append(ev *Event) error { return m.append(ev, nil) }
+
+// AppendPayload records one event with a typed payload; see Sink.
+func (m *MemSink) AppendPayload(ev *Event, p Payload) error {
+	if p == nil {
+		return errNilPayload
+	}
+	return m.append(ev, p)
+}
+
+func (m *MemSink) append(ev *Event, typed Payload) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
 		return fmt.Errorf("trace: memory sink: %w", ErrClosed)
 	}
-	line, p, err := m.enc.encode(ev, m.clk.Now())
+	line, p, err := m.enc.encode(ev, typed, m.clk.Now())
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package trace
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/kitsoki/kitsoki/internal/secret"
 )
 
 // Payload rejections. Append wraps them with the event kind and the location
@@ -36,30 +37,28 @@ const maxDepth = 1000
 // maps, Marshalers) is turned into its JSON form with encoding/json first and
 // then walked. The caller's values are never modified.
 type payloadEncoder struct {
-	// secrets are the distinct non-empty secret values, longest first.
-	secrets []string
+	// mask masks secret values (nil: nothing to mask).
+	mask *secret.Masker
 	// keys holds one reusable scratch slice per nesting depth for sorting
 	// object keys.
 	keys [][]mapEntry
 	// raw is scratch space for compacting embedded JSON.
 	raw bytes.Buffer
+	// w writes typed objects.
+	w objWriter
 }
 
 type mapEntry struct {
-	out string // key as written (redacted)
+	out string // key as written (masked)
 	in  string // key in the caller's map
 	v   any
 }
 
-func newPayloadEncoder(secrets []string) *payloadEncoder {
-	var s []string
-	for _, v := range secrets {
-		if v != "" && !slices.Contains(s, v) {
-			s = append(s, v)
-		}
+func newPayloadEncoder(mask *secret.Masker) *payloadEncoder {
+	if mask.Empty() {
+		mask = nil
 	}
-	slices.SortStableFunc(s, func(a, b string) int { return len(b) - len(a) })
-	return &payloadEncoder{secrets: s}
+	return &payloadEncoder{mask: mask}
 }
 
 // payloadError carries a rejection together with where it happened. The path
@@ -107,6 +106,164 @@ func (e *payloadEncoder) encode(b []byte, p map[string]any) ([]byte, error) {
 	return b, nil
 }
 
+// encodeTyped appends a typed payload object to b.
+func (e *payloadEncoder) encodeTyped(b []byte, p Payload) ([]byte, error) {
+	b, err := e.typed(b, p, 1)
+	if err != nil {
+		var pe *payloadError
+		if !errors.As(err, &pe) {
+			err = &payloadError{err: err}
+		}
+		return nil, err
+	}
+	return b, nil
+}
+
+// typed writes a typed object: its fields in their fixed, sorted order.
+func (e *payloadEncoder) typed(b []byte, f fields, depth int) ([]byte, error) {
+	if depth > maxDepth {
+		return nil, ErrTooDeep
+	}
+	// One writer is reused (a fresh one per object would escape to the
+	// heap); a nested object saves and restores the outer one's state.
+	w := &e.w
+	outerN, outerDepth, outerErr := w.n, w.depth, w.err
+	w.e, w.b, w.n, w.depth, w.err = e, append(b, '{'), 0, depth, nil
+	f.appendFields(w)
+	b, err := w.b, w.err
+	w.b, w.n, w.depth, w.err = nil, outerN, outerDepth, outerErr
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '}'), nil
+}
+
+// objWriter writes the fields of a typed object. Keys are kitsoki's own
+// field names: plain ASCII, written as they are and never masked (like
+// event kinds, they are the format). Values are checked and masked as in
+// any payload. The first failure sticks; later fields are skipped.
+type objWriter struct {
+	e     *payloadEncoder
+	b     []byte
+	depth int
+	n     int
+	err   error
+}
+
+func (w *objWriter) key(k string) bool {
+	if w.err != nil {
+		return false
+	}
+	if w.n > 0 {
+		w.b = append(w.b, ',')
+	}
+	w.n++
+	w.b = append(w.b, '"')
+	w.b = append(w.b, k...)
+	w.b = append(w.b, '"', ':')
+	return true
+}
+
+func (w *objWriter) fail(k string, err error) {
+	if err != nil {
+		w.err = withSeg(err, "."+k)
+	}
+}
+
+func (w *objWriter) str(k, v string) {
+	if w.key(k) {
+		var err error
+		var b []byte
+		if b, err = w.e.str(w.b, v); err == nil {
+			w.b = b
+		}
+		w.fail(k, err)
+	}
+}
+
+// strOmit writes a string field unless it is empty (omitempty).
+func (w *objWriter) strOmit(k, v string) {
+	if v != "" {
+		w.str(k, v)
+	}
+}
+
+func (w *objWriter) boolean(k string, v bool) {
+	if w.key(k) {
+		w.b = strconv.AppendBool(w.b, v)
+	}
+}
+
+func (w *objWriter) int(k string, v int64) {
+	if w.key(k) {
+		w.b = strconv.AppendInt(w.b, v, 10)
+	}
+}
+
+// intOmit writes an integer field unless it is 0 (omitempty).
+func (w *objWriter) intOmit(k string, v int64) {
+	if v != 0 {
+		w.int(k, v)
+	}
+}
+
+// object writes an open map (null when nil), keys sorted and masked as in
+// any payload.
+func (w *objWriter) object(k string, m map[string]any) {
+	if !w.key(k) {
+		return
+	}
+	if m == nil {
+		w.b = append(w.b, "null"...)
+		return
+	}
+	b, err := w.e.object(w.b, m, w.depth+1)
+	if err == nil {
+		w.b = b
+	}
+	w.fail(k, err)
+}
+
+// counts writes a map of integers (world.update increments).
+func (w *objWriter) counts(k string, m map[string]int64) {
+	if !w.key(k) {
+		return
+	}
+	generic := make(map[string]any, len(m))
+	for name, n := range m {
+		generic[name] = n
+	}
+	b, err := w.e.object(w.b, generic, w.depth+1)
+	if err == nil {
+		w.b = b
+	}
+	w.fail(k, err)
+}
+
+// value writes an open value.
+func (w *objWriter) value(k string, v any) {
+	if !w.key(k) {
+		return
+	}
+	b, err := w.e.value(w.b, v, w.depth+1)
+	if err == nil {
+		w.b = b
+	}
+	w.fail(k, err)
+}
+
+// typed writes a nested typed object.
+func (w *objWriter) typed(k string, f fields) {
+	if !w.key(k) {
+		return
+	}
+	b, err := w.e.typed(w.b, f, w.depth+1)
+	if err == nil {
+		w.b = b
+	}
+	w.fail(k, err)
+}
+
 func (e *payloadEncoder) value(b []byte, v any, depth int) ([]byte, error) {
 	if depth > maxDepth {
 		return nil, ErrTooDeep
@@ -144,7 +301,10 @@ func (e *payloadEncoder) value(b []byte, v any, depth int) ([]byte, error) {
 		return appendFloat(b, x, 64)
 	case float32:
 		return appendFloat(b, float64(x), 32)
-	case json.Number:
+	case json.Number: // a plugin's number: masked when a long secret is in it
+		if masked, ok := e.mask.Number(string(x)); ok {
+			return appendJSONString(b, masked), nil
+		}
 		return appendNumber(b, x)
 	case map[string]any:
 		if x == nil {
@@ -192,14 +352,16 @@ func (e *payloadEncoder) value(b []byte, v any, depth int) ([]byte, error) {
 		return e.object(b, generic, depth)
 	case json.RawMessage:
 		return e.rawJSON(b, x, depth)
+	case fields: // a typed value nested in an open field
+		return e.typed(b, x, depth)
 	default:
 		return e.reflected(b, v, depth)
 	}
 }
 
 // object writes a JSON object with keys sorted like encoding/json does.
-// Keys are checked and redacted; sensitive header names get their value
-// replaced whatever it is.
+// Keys are checked and masked (Masker.Key: long secrets only); sensitive
+// header names get their value replaced whatever it is.
 func (e *payloadEncoder) object(b []byte, m map[string]any, depth int) ([]byte, error) {
 	for len(e.keys) <= depth {
 		e.keys = append(e.keys, nil)
@@ -211,8 +373,7 @@ func (e *payloadEncoder) object(b []byte, m map[string]any, depth int) ([]byte, 
 			// itself could be a secret.
 			return nil, withSeg(err, "{key}")
 		}
-		out, _ := e.redact(k)
-		entries = append(entries, mapEntry{out: out, in: k, v: v})
+		entries = append(entries, mapEntry{out: e.mask.Key(k), in: k, v: v})
 	}
 	slices.SortFunc(entries, func(a, b mapEntry) int {
 		if c := strings.Compare(a.out, b.out); c != 0 {
@@ -224,7 +385,7 @@ func (e *payloadEncoder) object(b []byte, m map[string]any, depth int) ([]byte, 
 	b = append(b, '{')
 	for i, en := range entries {
 		if i > 0 && en.out == entries[i-1].out {
-			continue // two keys redacted to the same text: keep one
+			continue // two keys masked to the same text: keep one
 		}
 		if i > 0 {
 			b = append(b, ',')
@@ -248,8 +409,7 @@ func (e *payloadEncoder) str(b []byte, s string) ([]byte, error) {
 	if err := checkString(s); err != nil {
 		return nil, err
 	}
-	s, _ = e.redact(s)
-	return appendJSONString(b, s), nil
+	return appendJSONString(b, e.mask.String(s)), nil
 }
 
 // rawJSON writes embedded JSON (e.g. an agent's submission). When a look
@@ -293,12 +453,7 @@ func (e *payloadEncoder) rawIsInert(r []byte) bool {
 	if containsFoldASCII(r, "cookie") || containsFoldASCII(r, "authorization") {
 		return false
 	}
-	for _, sec := range e.secrets {
-		if bytes.Contains(r, []byte(sec)) {
-			return false
-		}
-	}
-	return true
+	return !e.mask.MayOccur(r)
 }
 
 // containsFoldASCII reports whether b contains the lowercase ASCII word w in
@@ -372,45 +527,6 @@ func checkString(s string) error {
 		}
 	}
 	return nil
-}
-
-// redact replaces every occurrence of every secret in s with Redacted.
-// Overlapping occurrences merge into one marker so no byte of any occurrence
-// survives. Without secrets it costs one length check.
-func (e *payloadEncoder) redact(s string) (string, bool) {
-	if len(e.secrets) == 0 || s == "" {
-		return s, false
-	}
-	var spans [][2]int
-	for _, sec := range e.secrets {
-		for off := 0; off <= len(s)-len(sec); {
-			i := strings.Index(s[off:], sec)
-			if i < 0 {
-				break
-			}
-			start := off + i
-			spans = append(spans, [2]int{start, start + len(sec)})
-			off = start + 1
-		}
-	}
-	if spans == nil {
-		return s, false
-	}
-	slices.SortFunc(spans, func(a, b [2]int) int { return cmp.Compare(a[0], b[0]) })
-	var out strings.Builder
-	out.Grow(len(s))
-	pos := 0
-	for i := 0; i < len(spans); {
-		start, end := spans[i][0], spans[i][1]
-		for i++; i < len(spans) && spans[i][0] < end; i++ {
-			end = max(end, spans[i][1])
-		}
-		out.WriteString(s[pos:start])
-		out.WriteString(Redacted)
-		pos = end
-	}
-	out.WriteString(s[pos:])
-	return out.String(), true
 }
 
 // isSensitiveHeader reports whether a map key names a header whose value is

@@ -93,7 +93,9 @@ func TestRedaction(t *testing.T) {
 		Token string            `json:"token"`
 		Hdr   map[string]string `json:"hdr"`
 	}
-	secrets := []string{"sk-ant-0123456789", "p4ss", "qz", "overlapAB", "ABcdef"}
+	// Long values (8 bytes or more) are masked as substrings, short ones
+	// only where a whole string equals them.
+	secrets := []string{"sk-ant-0123456789", "p4ss", "qz", "overlapAB", "ABcdefgh", "crash", "7", "34567890"}
 	tests := []struct {
 		name    string
 		payload map[string]any
@@ -101,19 +103,26 @@ func TestRedaction(t *testing.T) {
 	}{
 		{"whole string", map[string]any{"k": "sk-ant-0123456789"}, map[string]any{"k": "REDACTED"}},
 		{"inside string", map[string]any{"k": "key=sk-ant-0123456789;"}, map[string]any{"k": "key=REDACTED;"}},
-		{"several occurrences", map[string]any{"k": "p4ss p4ss"}, map[string]any{"k": "REDACTED REDACTED"}},
-		{"short secret", map[string]any{"k": "aqzb"}, map[string]any{"k": "aREDACTEDb"}},
-		{"overlapping secrets merge", map[string]any{"k": "<overlapABcdef>"}, map[string]any{"k": "<REDACTED>"}},
-		{"deep", map[string]any{"a": []any{map[string]any{"b": []any{"x p4ss"}}}}, map[string]any{"a": []any{map[string]any{"b": []any{"x REDACTED"}}}}},
+		{"several occurrences", map[string]any{"k": "sk-ant-0123456789 sk-ant-0123456789"}, map[string]any{"k": "REDACTED REDACTED"}},
+		{"short secret whole", map[string]any{"k": "qz"}, map[string]any{"k": "REDACTED"}},
+		{"short secret inside a string", map[string]any{"k": "aqzb p4ss"}, map[string]any{"k": "aqzb p4ss"}},
+		{"overlapping secrets merge", map[string]any{"k": "<overlapABcdefgh>"}, map[string]any{"k": "<REDACTED>"}},
+		{"deep", map[string]any{"a": []any{map[string]any{"b": []any{"p4ss", "x p4ss"}}}}, map[string]any{"a": []any{map[string]any{"b": []any{"REDACTED", "x p4ss"}}}}},
+		{"error kind kept", map[string]any{"error": "agent: plugin_crash: crash", "error_kind": "plugin_crash", "mode": "crash"},
+			map[string]any{"error": "agent: plugin_crash: crash", "error_kind": "plugin_crash", "mode": "REDACTED"}},
 		{"[]string", map[string]any{"a": []string{"ok", "p4ss"}}, map[string]any{"a": []any{"ok", "REDACTED"}}},
 		{"map[string]string", map[string]any{"m": map[string]string{"a": "p4ss"}}, map[string]any{"m": map[string]any{"a": "REDACTED"}}},
-		{"map key", map[string]any{"p4ss": 1}, map[string]any{"REDACTED": json.Number("1")}},
+		{"short map key kept", map[string]any{"p4ss": 1}, map[string]any{"p4ss": json.Number("1")}},
+		{"long map key", map[string]any{"k-sk-ant-0123456789": 1}, map[string]any{"k-REDACTED": json.Number("1")}},
+		{"embedded JSON long", map[string]any{"r": json.RawMessage(`{"t":"x sk-ant-0123456789"}`)}, map[string]any{"r": map[string]any{"t": "x REDACTED"}}},
 		{"embedded JSON", map[string]any{"r": json.RawMessage(`{"t":"p4ss","n":1}`)}, map[string]any{"r": map[string]any{"t": "REDACTED", "n": json.Number("1")}}},
 		{"embedded JSON escaped", map[string]any{"r": json.RawMessage(`"\u0070\u0034ss"`)}, map[string]any{"r": "REDACTED"}},
 		{"embedded JSON without secrets", map[string]any{"r": json.RawMessage(`{"t":"plain <text>","n":[1]}`)}, map[string]any{"r": map[string]any{"t": "plain <text>", "n": []any{json.Number("1")}}}},
 		{"embedded JSON header", map[string]any{"r": json.RawMessage(`{"h":{"AUTHORIZATION":"x","Set-cookie":["a"]}}`)}, map[string]any{"r": map[string]any{"h": map[string]any{"AUTHORIZATION": "REDACTED", "Set-cookie": "REDACTED"}}}},
 		{"struct", map[string]any{"c": creds{User: "u", Token: "p4ss"}}, map[string]any{"c": map[string]any{"user": "u", "token": "REDACTED", "hdr": nil}}},
 		{"numbers untouched", map[string]any{"n": 1234}, map[string]any{"n": json.Number("1234")}},
+		{"a short value never masks a number", map[string]any{"r": json.RawMessage(`{"n":7,"qz":"qz"}`)}, map[string]any{"r": map[string]any{"n": json.Number("7"), "qz": "REDACTED"}}},
+		{"a plugin's number holding a long secret", map[string]any{"r": json.RawMessage(`{"pin":123456789012}`)}, map[string]any{"r": map[string]any{"pin": "REDACTED"}}},
 		{"headers any case", map[string]any{"headers": map[string]any{
 			"authorization": "Bearer abc", "COOKIE": "a=b", "Set-Cookie": []any{"x", "y"},
 			"Proxy-Authorization": "Basic zz", "Accept": "text/plain",
@@ -150,8 +159,8 @@ func TestHeaderRedactionWithoutSecrets(t *testing.T) {
 }
 
 func TestWithSecretsIgnoresEmptyAndAccumulates(t *testing.T) {
-	s := NewMemSink(WithSecrets([]string{"", "aaa"}), WithSecrets([]string{"bbb"}))
-	mustAppend(t, s, &Event{Turn: 1, Kind: "k", Payload: map[string]any{"k": "aaa-bbb-ccc"}})
+	s := NewMemSink(WithSecrets([]string{"", "aaaaaaaa"}), WithSecrets([]string{"bbbbbbbb"}))
+	mustAppend(t, s, &Event{Turn: 1, Kind: "k", Payload: map[string]any{"k": "aaaaaaaa-bbbbbbbb-ccc"}})
 	if got := s.Events()[0].Payload["k"]; got != "REDACTED-REDACTED-ccc" {
 		t.Errorf("k = %q", got)
 	}

@@ -19,6 +19,12 @@ import (
 // written; the caller's maps are never modified. Turns never decrease: an
 // Append with a lower turn than the previous one fails.
 //
+// AppendPayload is Append for the kinds kitsoki writes: p is the typed
+// payload and sets ev.Kind (leave it empty, or set it to p's kind);
+// ev.Payload must be nil. It writes the same bytes Append writes for the
+// payload as a map, without building or sorting one. Append stays for
+// open payloads: the sub-events a plugin returns, and events read back.
+//
 // Because Append writes TS back, an Event reused for a second Append keeps
 // the first one's TS unless the caller clears it.
 //
@@ -33,6 +39,7 @@ import (
 // event is appended (agent.call.start carries the dispatch time).
 type Sink interface {
 	Append(ev *Event) error
+	AppendPayload(ev *Event, p Payload) error
 	NextSeq(turn int64) int
 	EndTurn() error
 	Close() error
@@ -45,6 +52,8 @@ var (
 	ErrReplaced = errors.New("trace file replaced under us")
 	ErrClosed   = errors.New("trace sink is closed")
 )
+
+var errNilPayload = errors.New("trace: AppendPayload given a nil payload")
 
 // Option configures a Writer or MemSink.
 type Option func(*config)
@@ -82,12 +91,13 @@ func WithSyncPerEvent() Option {
 	return func(cfg *config) { cfg.syncPerEvent = true }
 }
 
-// WithSecrets gives the resolved secret values to redact: every occurrence of
-// any of them inside any payload string (or map key), at any depth, is
-// replaced by "REDACTED" before the line is encoded. Empty values are
-// ignored. Short values (even one byte) are redacted too: a secret is never
-// written, at the price of redacting unrelated text that happens to contain
-// it. Successive calls add to the set.
+// WithSecrets gives the resolved secret values to mask in payloads, by the
+// rule of internal/secret: a value of 8 bytes or more wherever it occurs in
+// a payload string or map key, a shorter one only where a whole payload
+// string equals it; the words that rule keeps (AskError kinds, agent
+// verbs) are never rewritten, and the envelope (kind, state_path, call_id,
+// episode_id) is never masked. Empty values are ignored. Successive calls
+// add to the set.
 func WithSecrets(values []string) Option {
 	return func(cfg *config) { cfg.secrets = append(cfg.secrets, values...) }
 }

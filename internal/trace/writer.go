@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/clock"
+	"github.com/kitsoki/kitsoki/internal/secret"
 )
 
 // identityCheckInterval bounds how long a single long turn can go on writing
@@ -87,7 +88,7 @@ func open(path string, f *os.File, cfg config) (*Writer, error) {
 		clk:          cfg.clock,
 		log:          cfg.logger,
 		syncPerEvent: cfg.syncPerEvent,
-		enc:          newLineEncoder(cfg.secrets),
+		enc:          newLineEncoder(secret.New(cfg.secrets)),
 		size:         fi.Size(),
 	}
 	now := w.clk.Now()
@@ -170,14 +171,24 @@ func (w *Writer) NextSeq(turn int64) int {
 // whose partial line could not be cut off again, the writer is broken and
 // every later call returns the same error. With WithSyncPerEvent, an fsync
 // failure is reported after the line was written (ev.Seq is then set).
-func (w *Writer) Append(ev *Event) error {
+func (w *Writer) Append(ev *Event) error { return w.append(ev, nil) }
+
+// AppendPayload writes one event with a typed payload; see Sink.
+func (w *Writer) AppendPayload(ev *Event, p Payload) error {
+	if p == nil {
+		return errNilPayload
+	}
+	return w.append(ev, p)
+}
+
+func (w *Writer) append(ev *Event, typed Payload) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err := w.usable(); err != nil {
 		return err
 	}
 	now := w.clk.Now()
-	line, p, err := w.enc.encode(ev, now)
+	line, p, err := w.enc.encode(ev, typed, now)
 	if err != nil {
 		return err
 	}

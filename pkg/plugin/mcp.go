@@ -9,6 +9,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/kitsoki/kitsoki/internal/mcpguard"
 )
 
 // DefaultTool is the tool name kitsoki calls when a declaration sets none.
@@ -25,6 +27,7 @@ type mcpConfig struct {
 	path                string
 	logger              *slog.Logger
 	serverOpts          []server.StreamableHTTPOption
+	maxBody             int64
 }
 
 // MCPOption configures MCPHandler.
@@ -46,8 +49,16 @@ func WithEndpointPath(path string) MCPOption { return func(c *mcpConfig) { c.pat
 // WithLogger sets the logger of the underlying MCP server.
 func WithLogger(l *slog.Logger) MCPOption { return func(c *mcpConfig) { c.logger = l } }
 
+// WithMaxBodyBytes sets the request-body limit (default 4 MiB): a larger
+// request is answered 413 without being read past the limit.
+func WithMaxBodyBytes(n int64) MCPOption { return func(c *mcpConfig) { c.maxBody = n } }
+
 // WithStreamableHTTPOptions passes options through to mcp-go's Streamable
 // HTTP server (for example server.WithHTTPContextFunc to read headers).
+// Options choosing the session id manager (WithStateLess, WithStateful,
+// WithSessionIdManager, WithSessionIdManagerResolver) are overridden: the
+// handler keeps its own session ids, so that a made-up or deleted
+// Mcp-Session-Id is answered 404.
 func WithStreamableHTTPOptions(opts ...server.StreamableHTTPOption) MCPOption {
 	return func(c *mcpConfig) { c.serverOpts = append(c.serverOpts, opts...) }
 }
@@ -60,9 +71,12 @@ func WithStreamableHTTPOptions(opts ...server.StreamableHTTPOption) MCPOption {
 // kitsoki reports as a transport_error.
 //
 // The handler speaks every protocol revision mcp-go does: the stateless
-// 2026-07-28 core and the session-based revisions before it.
+// 2026-07-28 core and the session-based revisions before it. A request
+// body over the limit (WithMaxBodyBytes, default 4 MiB) is answered 413,
+// and an Mcp-Session-Id the handler did not mint, or whose client deleted
+// it, 404 (kitsoki then initializes a new session).
 func MCPHandler(a Agent, opts ...MCPOption) http.Handler {
-	cfg := mcpConfig{tool: DefaultTool, name: "kitsoki-plugin", version: "1", path: "/mcp"}
+	cfg := mcpConfig{tool: DefaultTool, name: "kitsoki-plugin", version: "1", path: "/mcp", maxBody: mcpguard.DefaultMaxBody}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -73,8 +87,10 @@ func MCPHandler(a Agent, opts ...MCPOption) http.Handler {
 	if cfg.logger != nil {
 		hopts = append(hopts, server.WithStreamableHTTPLogger(cfg.logger))
 	}
+	ids := mcpguard.NewSessions()
 	hopts = append(hopts, cfg.serverOpts...)
-	return server.NewStreamableHTTPServer(srv, hopts...)
+	hopts = append(hopts, server.WithSessionIdManager(ids))
+	return mcpguard.Guard(server.NewStreamableHTTPServer(srv, hopts...), cfg.maxBody, ids)
 }
 
 // askTool adapts an Agent to an MCP tool handler.

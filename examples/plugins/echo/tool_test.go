@@ -11,14 +11,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/kitsoki/kitsoki/examples/plugins/echo"
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/agent/transports"
-	"github.com/kitsoki/kitsoki/internal/mcp"
 	"github.com/kitsoki/kitsoki/internal/plugintools"
 	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/toolserver"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
@@ -76,14 +76,14 @@ func TestToolStoryServesTheEchoTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Close()
-	srv, err := mcp.ListenHTTP("", nil)
+	srv, err := toolserver.ListenHTTP("", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	p, _ := mcp.NewProfile(mcp.KanbanTask, nil, nil)
-	sess, err := srv.Open(mcp.SessionConfig{Profile: p, RunID: "run-1", SessionID: "call-1", WorkspaceID: st.App.ID,
-		Live: mcp.Detached(nil), Catalog: svc.Catalog()})
+	p, _ := toolserver.NewProfile(toolserver.KanbanTask, nil, nil)
+	sess, err := srv.Open(toolserver.SessionConfig{Profile: p, RunID: "run-1", SessionID: "call-1", WorkspaceID: st.App.ID,
+		Live: toolserver.Detached(nil), Catalog: svc.Catalog()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,10 +99,10 @@ func TestToolStoryServesTheEchoTool(t *testing.T) {
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Initialize(ctx, mcpgo.InitializeRequest{}); err != nil {
+	if _, err := c.Initialize(ctx, mcp.InitializeRequest{}); err != nil {
 		t.Fatal(err)
 	}
-	var call mcpgo.CallToolRequest
+	var call mcp.CallToolRequest
 	call.Params.Name = "kitsoki_agent_echo_echo"
 	call.Params.Arguments = map[string]any{"message": "hello", "shout": true, "task_id": "forged"}
 	res, err := c.CallTool(ctx, call)
@@ -118,7 +118,7 @@ func TestToolStoryServesTheEchoTool(t *testing.T) {
 	if res, err = c.CallTool(ctx, call); err != nil || res.IsError {
 		t.Fatalf("call: %v %+v", err, res)
 	}
-	text, _ := mcpgo.AsTextContent(res.Content[0])
+	text, _ := mcp.AsTextContent(res.Content[0])
 	if want := "echo: HELLO (run run-1, session call-1, kanban-task)"; text.Text != want {
 		t.Errorf("text = %q, want %q", text.Text, want)
 	}

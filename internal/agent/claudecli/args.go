@@ -11,7 +11,8 @@ import (
 	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/mcp"
+	"github.com/kitsoki/kitsoki/internal/secret"
+	"github.com/kitsoki/kitsoki/internal/toolserver"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
@@ -85,13 +86,13 @@ func (a *Agent) args(c *call, first bool) []string {
 		allowed = append(allowed, c.info.Persona.Tools...)
 	}
 	for _, name := range c.sess.ToolNames() {
-		allowed = append(allowed, "mcp__"+mcp.ServerName+"__"+name)
+		allowed = append(allowed, "mcp__"+toolserver.ServerName+"__"+name)
 	}
 	if c.sess.HasCatalog() {
 		// Plugin tools can be enabled while the CLI runs; print mode denies
 		// a tool --allowedTools does not name, so kitsoki's server as a
 		// whole is approved too (it offers only what the profile allows).
-		allowed = append(allowed, "mcp__"+mcp.ServerName)
+		allowed = append(allowed, "mcp__"+toolserver.ServerName)
 	}
 	if len(allowed) > 0 {
 		args = append(args, "--allowedTools", strings.Join(allowed, ","))
@@ -159,9 +160,9 @@ func (a *Agent) environ(req *agent.AskRequest, provider map[string]string) []str
 // writeMCPConfig writes the --mcp-config file pointing the CLI at the
 // call's MCP session. It holds the session's bearer token, so it is
 // private to the user and removed when the call ends.
-func writeMCPConfig(s *mcp.Session) (string, error) {
+func writeMCPConfig(s *toolserver.Session) (string, error) {
 	cfg := map[string]any{"mcpServers": map[string]any{
-		mcp.ServerName: map[string]any{
+		toolserver.ServerName: map[string]any{
 			"type":    "http",
 			"url":     s.URL(),
 			"headers": map[string]string{"Authorization": "Bearer " + s.Token()},
@@ -193,14 +194,10 @@ func removeFile(path string) {
 	}
 }
 
-// redact replaces every secret value in s.
+// redact masks the secret values in s as text, by the one masking rule
+// (internal/secret).
 func redact(s string, secrets []string) string {
-	for _, v := range secrets {
-		if len(v) >= 4 {
-			s = strings.ReplaceAll(s, v, "REDACTED")
-		}
-	}
-	return s
+	return secret.New(secrets).Text(s)
 }
 
 // clipString cuts a message quoted in an error detail.

@@ -9,14 +9,14 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/mcp"
+	"github.com/kitsoki/kitsoki/internal/toolserver"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
 // call is everything one Ask decided before running the CLI.
 type call struct {
 	req      *agent.AskRequest
-	info     *agent.CallInfo
+	info     *agent.Call
 	bin      string
 	model    string
 	effort   string // --effort, "" for the CLI default
@@ -24,7 +24,7 @@ type call struct {
 	env      []string
 	secrets  []string
 	provider string
-	sess     *mcp.Session
+	sess     *toolserver.Session
 	mcpFile  string
 	// reuseKey is non-empty for converse and task, whose claude session is
 	// kept across the calls of one kitsoki session.
@@ -39,17 +39,19 @@ type call struct {
 	needs   bool // the call has a schema: a valid submit is required
 }
 
-// Ask runs the CLI for one agent call.
-func (a *Agent) Ask(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
-	if req == nil {
+// Ask runs the CLI for one agent call, on the model the host resolved
+// (call.Model; none means the CLI's default).
+func (a *Agent) Ask(ctx context.Context, ac *agent.Call) (*agent.AskResponse, error) {
+	if ac == nil || ac.Request == nil {
 		return nil, agent.Errorf(agent.KindTransportError, "claude CLI: nil request")
 	}
+	req := ac.Request
 	if d, ok := deadline(req.Deadline); ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, d)
 		defer cancel()
 	}
-	c, err := a.prepare(ctx, req)
+	c, err := a.prepare(ac)
 	if err != nil {
 		return nil, err
 	}
@@ -113,71 +115,57 @@ const nudgeText = "You finished without calling the " + submitToolRef + " tool, 
 	"Call " + submitToolRef + " now with your answer as its arguments; they must match its input schema. " +
 	"If it returns an error, correct the arguments and call it again. A text reply alone is not recorded."
 
-const submitToolRef = "mcp__" + mcp.ServerName + "__" + mcp.ToolSubmit
+const submitToolRef = "mcp__" + toolserver.ServerName + "__" + toolserver.ToolSubmit
 
 // submitInstructions are added to the system prompt of calls with a
 // schema.
 const submitInstructions = "Deliver your result by calling the " + submitToolRef + " tool: its input schema is the shape of the result. " +
 	"If it returns an error, correct the arguments and call it again. Your text reply is not recorded as the result."
 
-// prepare resolves the binary, model, environment and permission mode,
-// opens the call's MCP session and writes its config file.
-func (a *Agent) prepare(ctx context.Context, req *agent.AskRequest) (*call, error) {
+// prepare resolves the binary, environment and permission mode, opens the
+// call's MCP session and writes its config file. The model and effort are
+// the call's, as the host resolved them.
+func (a *Agent) prepare(info *agent.Call) (*call, error) {
 	bin, err := a.binary()
 	if err != nil {
 		return nil, err
 	}
-	info := agent.CallInfoFrom(ctx)
-	if info == nil {
-		info = &agent.CallInfo{}
-	}
-	c := &call{req: req, info: info, bin: bin, needs: len(req.Schema) > 0}
+	req := info.Request
+	c := &call{req: req, info: info, bin: bin, needs: len(req.Schema) > 0, model: info.Model, effort: info.Effort}
 	c.secrets = append(c.secrets, a.opts.Secrets...)
 
-	c.model = a.opts.Model
-	if info.Persona != nil && info.Persona.Model != "" {
-		c.model = info.Persona.Model
-	}
 	var providerEnv map[string]string
 	switch {
-	case info.ProviderSpec != nil:
-		p := info.ProviderSpec
+	case info.Provider != nil:
+		p := info.Provider
 		c.provider = p.Name
-		if p.Model != "" {
-			c.model = p.Model
-		}
 		providerEnv = p.Env
 		c.secrets = append(c.secrets, p.Secrets...)
 		for _, v := range p.Env {
 			c.secrets = append(c.secrets, v)
 		}
-	case info.Provider != "":
-		return nil, agent.Errorf(agent.KindTransportError, "claude CLI: provider %q was named but not resolved; declare it under providers: with model: and env:", info.Provider)
+	case info.ProviderName != "":
+		return nil, agent.Errorf(agent.KindTransportError, "claude CLI: provider %q was named but not resolved; declare it under providers: with model: and env:", info.ProviderName)
 	}
-	// A routed call (an eval pin or candidate) names its model and effort
-	// explicitly; they win over persona, provider and declaration.
-	if info.Model != "" {
-		c.model = info.Model
-	}
-	c.effort = info.Effort
 
 	if c.mode, err = a.permissionMode(req.Verb); err != nil {
 		return nil, err
 	}
 	c.env = a.environ(req, providerEnv)
 
-	cc := mcp.CallContextFrom(ctx)
-	profile, err := mcp.ResolveProfile(req.Verb, cc)
+	cc := callContext(info.Run)
+	profile, err := toolserver.ResolveProfile(req.Verb, cc)
 	if err != nil {
 		return nil, agent.Errorf(agent.KindTransportError, "claude CLI: %w", err)
 	}
-	cfg := mcp.SessionConfig{
+	cfg := toolserver.SessionConfig{
 		Profile:   profile,
 		RunID:     req.SessionID,
 		SessionID: req.CallID,
 		Schema:    req.Schema,
 		Validate:  info.Validate,
-		Live:      mcp.Detached(req.World.Vars),
+		Live:      toolserver.Detached(req.World.Vars),
+		Secrets:   c.secrets,
 		Clock:     a.opts.Clock,
 		Logger:    a.opts.Logger,
 	}
@@ -185,9 +173,16 @@ func (a *Agent) prepare(ctx context.Context, req *agent.AskRequest) (*call, erro
 		if cc.RunID != "" {
 			cfg.RunID = cc.RunID
 		}
-		cfg.WorkspaceID, cfg.StoryDir, cfg.PluginTools, cfg.Catalog = cc.WorkspaceID, cc.StoryDir, cc.PluginTools, cc.Catalog
+		cfg.WorkspaceID, cfg.StoryDir = cc.WorkspaceID, cc.StoryDir
 		if cc.Live != nil {
 			cfg.Live = cc.Live
+		}
+		if info.Run.Catalog != nil {
+			cat, ok := info.Run.Catalog.(*toolserver.Catalog)
+			if !ok {
+				return nil, agent.Errorf(agent.KindTransportError, "claude CLI: the run's tool catalog is a %T, not kitsoki's MCP catalog (*toolserver.Catalog)", info.Run.Catalog)
+			}
+			cfg.Catalog = cat
 		}
 	}
 	srv, err := a.server()
@@ -219,6 +214,20 @@ func (a *Agent) prepare(ctx context.Context, req *agent.AskRequest) (*call, erro
 		c.sessionID = newSessionID()
 	}
 	return c, nil
+}
+
+// callContext is what the call's MCP profile and session ids are resolved
+// from: the call's run, or nil for a call detached from any run.
+func callContext(r *agent.Run) *toolserver.CallContext {
+	if r == nil {
+		return nil
+	}
+	cc := &toolserver.CallContext{RunID: r.ID, WorkspaceID: r.WorkspaceID, StoryDir: r.StoryDir,
+		Autopilot: r.Autopilot, HasParent: r.HasParent, TitleOwned: r.TitleOwned, ToolProviders: r.ToolProviders}
+	if r.Live != nil {
+		cc.Live = r.Live
+	}
+	return cc
 }
 
 // remember keeps the claude session of a converse or task call for the

@@ -13,6 +13,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/trace"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
@@ -27,6 +28,20 @@ func (s *recordSink) Append(ev *plugin.Event) error {
 	defer s.mu.Unlock()
 	s.events = append(s.events, *ev)
 	return nil
+}
+
+// AppendPayload keeps the event with its typed payload as a map.
+func (s *recordSink) AppendPayload(ev *plugin.Event, p trace.Payload) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	e := *ev
+	e.Kind = p.Kind()
+	if err := json.Unmarshal(b, &e.Payload); err != nil {
+		return err
+	}
+	return s.Append(&e)
 }
 
 func (s *recordSink) NextSeq(int64) int {

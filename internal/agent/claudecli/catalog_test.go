@@ -6,30 +6,32 @@ import (
 	"strings"
 	"testing"
 
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/kitsoki/kitsoki/internal/mcp"
+	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/toolserver"
 )
 
-// TestCallContextCatalogReachesTheSession: the plugin-tool catalog the host
-// attaches to a call is the one the call's MCP session offers and calls.
-func TestCallContextCatalogReachesTheSession(t *testing.T) {
-	cat := mcp.NewCatalog(nil)
-	def := mcpgo.NewTool("kitsoki_agent_tagger_add_tag", mcpgo.WithDescription("Add a tag."))
+// TestRunCatalogReachesTheSession: the plugin-tool catalog of the call's
+// run is the one the call's MCP session offers and calls.
+func TestRunCatalogReachesTheSession(t *testing.T) {
+	cat := toolserver.NewCatalog(nil)
+	def := mcp.NewTool("kitsoki_agent_tagger_add_tag", mcp.WithDescription("Add a tag."))
 	called := make(chan string, 1)
-	_, err := cat.Publish([]mcp.CatalogTool{{
-		Tool: mcp.Tool{Def: def, Version: "1", Handler: func(ctx context.Context, _ mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-			called <- mcp.SessionFrom(ctx).RunID()
-			return mcpgo.NewToolResultText("tagged"), nil
+	_, err := cat.Publish([]toolserver.CatalogTool{{
+		Tool: toolserver.Tool{Def: def, Version: "1", Handler: func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			called <- toolserver.SessionFrom(ctx).RunID()
+			return mcp.NewToolResultText("tagged"), nil
 		}},
-		Plugin: "agent.tagger", Surfaces: []mcp.Surface{mcp.KanbanTask},
+		Plugin: "agent.tagger", Surfaces: []toolserver.Surface{toolserver.KanbanTask},
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := mcp.WithCallContext(withPersona(nil), &mcp.CallContext{RunID: "run-9", Live: &liveRun{}, Catalog: cat})
+	ctx := context.Background()
+	run := &agent.Run{ID: "run-9", Live: &liveRun{}, Catalog: cat}
 	h := newHarness(t, fakeRun{Calls: []fakeCall{{Tool: "kitsoki_agent_tagger_add_tag"}}, Result: "done"})
-	if _, err := h.builtin().Ask(ctx, request("task", "")); err != nil {
+	if _, err := h.builtin().Ask(ctx, &agent.Call{Request: request("task", ""), Run: run}); err != nil {
 		t.Fatal(err)
 	}
 	l := h.logs()[0]

@@ -1,11 +1,11 @@
 // Package claudecli is the Claude Code CLI transport. It runs `claude -p`
 // non-interactively for each agent call, with the prompt on stdin, and
-// hands the CLI a per-call session of kitsoki's own MCP server
-// (internal/mcp) through --mcp-config. Structured results come back through
-// that server's submit tool, which validates each submit against the call's
-// schema and returns violations to the model so it can correct itself; a run
-// that ends without a valid submit is resumed with a nudge a bounded number
-// of times before the call fails schema_invalid.
+// hands the CLI a per-call session of kitsoki's own MCP tool server
+// (internal/toolserver) through --mcp-config. Structured results come back
+// through that server's submit tool, which validates each submit against
+// the call's schema and returns violations to the model so it can correct
+// itself; a run that ends without a valid submit is resumed with a nudge a
+// bounded number of times before the call fails schema_invalid.
 //
 // Both routes of wire-protocols.md §6 use it: NewBuiltin builds the agent
 // the host calls for host.agent.* invokes that name no agent: alias (6a),
@@ -23,7 +23,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/clock"
-	"github.com/kitsoki/kitsoki/internal/mcp"
+	"github.com/kitsoki/kitsoki/internal/toolserver"
 )
 
 // DefaultCommand is the binary looked up on PATH when no command is set.
@@ -47,9 +47,6 @@ type Options struct {
 	Command string
 	// Args are appended after kitsoki's own flags.
 	Args []string
-	// Model is the default model; a persona's model, then a provider's,
-	// take precedence.
-	Model string
 	// Env is added to the child's environment; Secrets are resolved
 	// secret values, kept out of errors and meta.
 	Env     map[string]string
@@ -80,7 +77,7 @@ type Options struct {
 	// MCP is the server per-call MCP sessions are opened on. Nil means the
 	// agent starts its own on 127.0.0.1 at first use and closes it in
 	// Close.
-	MCP *mcp.HTTPServer
+	MCP *toolserver.HTTPServer
 	// Environ is the base environment of the child; nil means
 	// os.Environ().
 	Environ []string
@@ -94,31 +91,31 @@ type Agent struct {
 	builtin bool
 
 	mu       sync.Mutex
-	srv      *mcp.HTTPServer
+	srv      *toolserver.HTTPServer
 	ownsSrv  bool
 	sessions map[string]string // reuse key → claude session id
 	closed   bool
 }
 
 // NewBuiltin returns the agent of the built-in host.agent.* claude path
-// (wire-protocols.md §6a): the host calls its Ask with the same
-// AskRequest as any agent, and the persona, schema path, validator and
-// provider in agent.CallInfoFrom(ctx). Its AskResponse.Meta carries result,
-// session_id, usage, cost_usd, total_cost_usd, duration_ms, num_turns,
-// model and exit_code, which the host maps to the route's bind keys
-// (story-format.md §9).
+// (wire-protocols.md §6a): the host calls its Ask with an agent.Call like
+// any agent's: the request, and the persona, model, schema path,
+// validator, provider and run the host decided. Its AskResponse.Meta
+// carries result, session_id, usage, cost_usd, total_cost_usd,
+// duration_ms, num_turns, model and exit_code, which the host maps to the
+// route's bind keys (story-format.md §9).
 func NewBuiltin(opts Options) *Agent {
 	return newAgent(opts, true)
 }
 
 // Build is the builtin.claude_cli transport builder (wire-protocols.md
-// §6b): command:, args:, model:, env: and the story directory come from
-// the declaration; output is the single JSON envelope.
+// §6b): command:, args:, env: and the story directory come from the
+// declaration (its model: reaches the CLI through the host's resolution,
+// agent.Call.Model); output is the single JSON envelope.
 func Build(decl agent.Declaration, env agent.BuildEnv) (agent.Agent, error) {
 	return newAgent(Options{
 		Command:    decl.Command,
 		Args:       decl.Args,
-		Model:      decl.Model,
 		Env:        decl.Env,
 		Secrets:    decl.Secrets,
 		Dir:        decl.Dir,
@@ -171,14 +168,14 @@ func (a *Agent) binary() (string, error) {
 }
 
 // server returns the MCP server, starting one on first use.
-func (a *Agent) server() (*mcp.HTTPServer, error) {
+func (a *Agent) server() (*toolserver.HTTPServer, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
 		return nil, agent.Errorf(agent.KindTransportError, "claude CLI agent is closed")
 	}
 	if a.srv == nil {
-		srv, err := mcp.ListenHTTP("", a.opts.Logger)
+		srv, err := toolserver.ListenHTTP("", a.opts.Logger)
 		if err != nil {
 			return nil, agent.Errorf(agent.KindTransportError, "start kitsoki's MCP server: %w", err)
 		}

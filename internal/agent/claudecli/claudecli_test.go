@@ -14,7 +14,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/mcp"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
@@ -109,8 +108,14 @@ func request(verb, schema string) *agent.AskRequest {
 
 var auditor = &agent.Persona{Name: "auditor", SystemPrompt: "You audit expense claims.", Model: "claude-sonnet-4-6", Tools: []string{"Read"}, ToolsSet: true}
 
-func withPersona(p *agent.Persona) context.Context {
-	return agent.WithCallInfo(context.Background(), &agent.CallInfo{Persona: p, SchemaPath: "schemas/audit.json"})
+// personaCall is the call the host builds for req on the built-in path
+// with persona p (nil for none): the persona's model is the call's.
+func personaCall(p *agent.Persona, req *agent.AskRequest) *agent.Call {
+	c := &agent.Call{Request: req, Persona: p, SchemaPath: "schemas/audit.json"}
+	if p != nil {
+		c.Model = p.Model
+	}
+	return c
 }
 
 var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
@@ -202,7 +207,7 @@ func TestFlagsAndStdinPerVerb(t *testing.T) {
 			} else {
 				a = h.builtin()
 			}
-			resp, err := a.Ask(withPersona(tc.persona), request(tc.verb, tc.schema))
+			resp, err := a.Ask(context.Background(), personaCall(tc.persona, request(tc.verb, tc.schema)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -243,7 +248,7 @@ func cat(parts ...[]string) []string {
 
 func TestMetaOfASuccessfulCall(t *testing.T) {
 	h := newHarness(t, fakeRun{Result: "The claim is fine."})
-	resp, err := h.builtin().Ask(withPersona(auditor), request("ask", ""))
+	resp, err := h.builtin().Ask(context.Background(), personaCall(auditor, request("ask", "")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +288,7 @@ func TestResultParsing(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, tc.run)
-			_, err := h.builtin().Ask(context.Background(), request("ask", ""))
+			_, err := h.builtin().Ask(context.Background(), agent.NewCall(request("ask", "")))
 			kind, detail := kindOf(t, err)
 			if kind != tc.kind || detail != tc.want {
 				t.Errorf("got %s %q\nwant %s %q", kind, detail, tc.kind, tc.want)
@@ -292,7 +297,7 @@ func TestResultParsing(t *testing.T) {
 	}
 	t.Run("long stderr keeps its tail", func(t *testing.T) {
 		h := newHarness(t, fakeRun{Raw: "x", Stderr: strings.Repeat("a", 1000) + "THE END"})
-		_, err := h.builtin().Ask(context.Background(), request("ask", ""))
+		_, err := h.builtin().Ask(context.Background(), agent.NewCall(request("ask", "")))
 		_, detail := kindOf(t, err)
 		if !strings.HasSuffix(detail, "aaa"+"THE END") || strings.Count(detail, "a") > 300 {
 			t.Errorf("detail = %q", detail)
@@ -323,7 +328,7 @@ func TestSubmitLoop(t *testing.T) {
 		{Tool: "submit_kitsoki", Args: map[string]any{"decision": "maybe"}},
 		{Tool: "submit_kitsoki", Args: map[string]any{"decision": "reject", "reason": "no receipt"}},
 	}, Result: "Rejected: no receipt."})
-	resp, err := h.builtin().Ask(withPersona(auditor), request("decide", verdictSchema))
+	resp, err := h.builtin().Ask(context.Background(), personaCall(auditor, request("decide", verdictSchema)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +372,7 @@ func TestSubmitLoop(t *testing.T) {
 
 func TestNudgesThenSchemaInvalid(t *testing.T) {
 	h := newHarness(t, fakeRun{Result: "I think it should be approved."})
-	_, err := h.builtin().Ask(withPersona(auditor), request("decide", verdictSchema))
+	_, err := h.builtin().Ask(context.Background(), personaCall(auditor, request("decide", verdictSchema)))
 	kind, detail := kindOf(t, err)
 	if kind != agent.KindSchemaInvalid || detail != "host.agent.decide: model exited without calling submit — no verdict captured" {
 		t.Fatalf("got %s %q", kind, detail)
@@ -394,7 +399,7 @@ func TestNudgesThenSchemaInvalid(t *testing.T) {
 
 	t.Run("other verbs", func(t *testing.T) {
 		h := newHarness(t, fakeRun{Result: "no"})
-		_, err := h.builtin(func(o *Options) { o.Nudges = -1 }).Ask(context.Background(), request("extract", verdictSchema))
+		_, err := h.builtin(func(o *Options) { o.Nudges = -1 }).Ask(context.Background(), agent.NewCall(request("extract", verdictSchema)))
 		_, detail := kindOf(t, err)
 		if detail != "host.agent.extract: model exited without calling submit — no submission captured" {
 			t.Errorf("detail %q", detail)
@@ -405,7 +410,7 @@ func TestNudgesThenSchemaInvalid(t *testing.T) {
 	})
 	t.Run("a nudge that works", func(t *testing.T) {
 		h := newHarness(t, fakeRun{Result: "approve"}, fakeRun{Calls: []fakeCall{{Tool: "submit_kitsoki", Args: map[string]any{"decision": "approve", "reason": "ok"}}}, Result: "Submitted."})
-		resp, err := h.builtin().Ask(context.Background(), request("decide", verdictSchema))
+		resp, err := h.builtin().Ask(context.Background(), agent.NewCall(request("decide", verdictSchema)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -418,20 +423,20 @@ func TestNudgesThenSchemaInvalid(t *testing.T) {
 func TestSessionReuse(t *testing.T) {
 	h := newHarness(t, fakeRun{Result: "hello"})
 	a := h.builtin()
-	ctx := withPersona(auditor)
-	r1, err := a.Ask(ctx, request("converse", ""))
+	ctx := context.Background()
+	r1, err := a.Ask(ctx, personaCall(auditor, request("converse", "")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, err := a.Ask(ctx, request("converse", ""))
+	r2, err := a.Ask(ctx, personaCall(auditor, request("converse", "")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	other := request("converse", "")
 	other.SessionID = "sess-2"
-	r3, _ := a.Ask(ctx, other)
-	a.Ask(ctx, request("ask", ""))
-	a.Ask(ctx, request("ask", ""))
+	r3, _ := a.Ask(ctx, personaCall(auditor, other))
+	a.Ask(ctx, personaCall(auditor, request("ask", "")))
+	a.Ask(ctx, personaCall(auditor, request("ask", "")))
 
 	logs := h.logs()
 	id := logs[0].Flags["--session-id"]
@@ -457,13 +462,16 @@ func TestProviderEnvReachesTheChildNotTheTrace(t *testing.T) {
 	const secret = "sk-provider-0123456789"
 	provider := &agent.Provider{Name: "glm", Model: "glm-4.6",
 		Env: map[string]string{"ANTHROPIC_BASE_URL": "https://glm.example/anthropic", "ANTHROPIC_AUTH_TOKEN": secret}, Secrets: []string{secret}}
-	ctx := agent.WithCallInfo(context.Background(), &agent.CallInfo{Persona: auditor, Provider: "glm", ProviderSpec: provider})
+	ctx := context.Background()
+	call := func() *agent.Call {
+		return &agent.Call{Request: request("ask", ""), Persona: auditor, ProviderName: "glm", Provider: provider, Model: provider.Model}
+	}
 
 	h := newHarness(t, fakeRun{Calls: []fakeCall{{Tool: "get_world_kitsoki"}}, Result: "fine"})
 	a := h.builtin(func(o *Options) {
 		o.Env = map[string]string{"DECL_VAR": "from-declaration"}
 	})
-	resp, err := a.Ask(ctx, request("ask", ""))
+	resp, err := a.Ask(ctx, call())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -472,7 +480,7 @@ func TestProviderEnvReachesTheChildNotTheTrace(t *testing.T) {
 		t.Errorf("child env = %v", l.Env)
 	}
 	if l.Flags["--model"] != "glm-4.6" {
-		t.Errorf("model = %q, want the provider's", l.Flags["--model"])
+		t.Errorf("model = %q, want the call's", l.Flags["--model"])
 	}
 	b, _ := json.Marshal(resp)
 	if strings.Contains(string(b), secret) {
@@ -484,14 +492,13 @@ func TestProviderEnvReachesTheChildNotTheTrace(t *testing.T) {
 
 	t.Run("errors are redacted", func(t *testing.T) {
 		h := newHarness(t, fakeRun{IsError: true, Result: "401 invalid x-api-key " + secret, Stderr: "auth " + secret + " rejected"})
-		_, err := h.builtin().Ask(ctx, request("ask", ""))
+		_, err := h.builtin().Ask(ctx, call())
 		if err == nil || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "REDACTED") {
 			t.Errorf("error = %v", err)
 		}
 	})
 	t.Run("unresolved provider", func(t *testing.T) {
-		ctx := agent.WithCallInfo(context.Background(), &agent.CallInfo{Provider: "nope"})
-		_, err := newHarness(t).builtin().Ask(ctx, request("ask", ""))
+		_, err := newHarness(t).builtin().Ask(ctx, &agent.Call{Request: request("ask", ""), ProviderName: "nope"})
 		kind, detail := kindOf(t, err)
 		if kind != agent.KindTransportError || !strings.Contains(detail, `provider "nope" was named but not resolved`) {
 			t.Errorf("got %s %q", kind, detail)
@@ -505,7 +512,7 @@ func TestMissingBinary(t *testing.T) {
 		t.Fatalf("building must not look for the binary: %v", err)
 	}
 	defer a.Close()
-	_, err = a.Ask(context.Background(), request("ask", ""))
+	_, err = a.Ask(context.Background(), agent.NewCall(request("ask", "")))
 	kind, detail := kindOf(t, err)
 	if kind != agent.KindTransportError {
 		t.Fatalf("kind = %s", kind)
@@ -525,11 +532,11 @@ func TestClaudeFoundOnPath(t *testing.T) {
 	}
 	t.Setenv("PATH", dir)
 	a := h.builtin(func(o *Options) { o.Command = "" })
-	if _, err := a.Ask(context.Background(), request("ask", "")); err != nil {
+	if _, err := a.Ask(context.Background(), agent.NewCall(request("ask", ""))); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", t.TempDir())
-	_, err := NewBuiltin(Options{}).Ask(context.Background(), request("ask", ""))
+	_, err := NewBuiltin(Options{}).Ask(context.Background(), agent.NewCall(request("ask", "")))
 	if kind, detail := kindOf(t, err); kind != agent.KindTransportError || !strings.Contains(detail, `claude CLI "claude" not found`) || !strings.Contains(detail, "agent_plugins.agent.claude") {
 		t.Errorf("got %s %q", kind, detail)
 	}
@@ -560,7 +567,7 @@ func TestPermissionModes(t *testing.T) {
 	}
 	t.Run("bypass", func(t *testing.T) {
 		h := newHarness(t, fakeRun{Result: "ok"})
-		_, err := h.builtin(func(o *Options) { o.PermissionMode = "bypassPermissions" }).Ask(context.Background(), request("task", ""))
+		_, err := h.builtin(func(o *Options) { o.PermissionMode = "bypassPermissions" }).Ask(context.Background(), agent.NewCall(request("task", "")))
 		if !isRoot() {
 			if err != nil {
 				t.Fatalf("bypass as a normal user: %v", err)
@@ -582,7 +589,7 @@ func TestDeadlineBoundsTheChild(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := h.builtin().Ask(ctx, request("ask", ""))
+	_, err := h.builtin().Ask(ctx, agent.NewCall(request("ask", "")))
 	kind, detail := kindOf(t, err)
 	if kind != agent.KindDeadlineExceeded || !strings.Contains(detail, "did not finish before the call's deadline") {
 		t.Errorf("got %s %q", kind, detail)
@@ -595,7 +602,7 @@ func TestDeadlineBoundsTheChild(t *testing.T) {
 	}
 }
 
-// liveRun is a host-side LiveCall for TestCallContextReachesTheTools.
+// liveRun is a host-side agent.LiveRun for TestRunReachesTheTools.
 type liveRun struct {
 	titles []string
 	world  map[string]any
@@ -615,14 +622,15 @@ func (l *liveRun) EmitIntent(context.Context, string, map[string]any) error {
 	return nil
 }
 
-func TestCallContextReachesTheTools(t *testing.T) {
+func TestRunReachesTheTools(t *testing.T) {
 	live := &liveRun{world: map[string]any{"amount": 40}}
-	ctx := mcp.WithCallContext(withPersona(nil), &mcp.CallContext{RunID: "run-9", TitleOwned: true, Live: live})
+	ctx := context.Background()
+	run := &agent.Run{ID: "run-9", TitleOwned: true, Live: live}
 	h := newHarness(t, fakeRun{Calls: []fakeCall{
 		{Tool: "set_task_title_kitsoki", Args: map[string]any{"title": "Taxi claim"}},
 		{Tool: "ask_user_question_kitsoki", Args: map[string]any{"question": "Receipt?"}},
 	}, Result: "done"})
-	resp, err := h.builtin().Ask(ctx, request("task", ""))
+	resp, err := h.builtin().Ask(ctx, &agent.Call{Request: request("task", ""), Run: run})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -647,7 +655,7 @@ func TestPluginRouteNamespacesSubEventsByAlias(t *testing.T) {
 	a, _ := Build(agent.Declaration{Alias: "agent.router", Plugin: agent.PluginClaudeCLI, Command: h.bin, Model: "claude-haiku-4-5"}, agent.BuildEnv{})
 	a.(*Agent).opts.Environ = h.environ()
 	defer a.Close()
-	resp, err := a.Ask(context.Background(), request("ask", ""))
+	resp, err := a.Ask(context.Background(), &agent.Call{Request: request("ask", ""), Alias: "agent.router", Model: "claude-haiku-4-5"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -655,7 +663,7 @@ func TestPluginRouteNamespacesSubEventsByAlias(t *testing.T) {
 		t.Errorf("sub-events %+v", resp.SubEvents)
 	}
 	if got := h.logs()[0].Flags["--model"]; got != "claude-haiku-4-5" {
-		t.Errorf("model = %q, want the declaration's", got)
+		t.Errorf("model = %q, want the call's", got)
 	}
 }
 
@@ -665,7 +673,7 @@ func TestToolSearchMustBeDisabled(t *testing.T) {
 	// is overridden.
 	h := newHarness(t, fakeRun{Calls: []fakeCall{{Tool: "submit_kitsoki", Args: map[string]any{"decision": "approve", "reason": "r"}}}, Result: "ok"})
 	a := h.builtin(func(o *Options) { o.Environ = append(o.Environ, "ENABLE_TOOL_SEARCH=true") })
-	if _, err := a.Ask(context.Background(), request("decide", verdictSchema)); err != nil {
+	if _, err := a.Ask(context.Background(), agent.NewCall(request("decide", verdictSchema))); err != nil {
 		t.Fatal(err)
 	}
 	if l := h.logs()[0]; len(l.Denied) != 0 || l.Env["ENABLE_TOOL_SEARCH"] != "false" {
@@ -675,7 +683,7 @@ func TestToolSearchMustBeDisabled(t *testing.T) {
 
 func TestMCPConfigFileIsRemoved(t *testing.T) {
 	h := newHarness(t, fakeRun{Result: "ok"})
-	if _, err := h.builtin().Ask(context.Background(), request("ask", "")); err != nil {
+	if _, err := h.builtin().Ask(context.Background(), agent.NewCall(request("ask", ""))); err != nil {
 		t.Fatal(err)
 	}
 	path := h.logs()[0].Flags["--mcp-config"]
@@ -684,22 +692,28 @@ func TestMCPConfigFileIsRemoved(t *testing.T) {
 	}
 }
 
-func TestRoutedModelAndEffortWin(t *testing.T) {
-	// An eval pin or candidate routes the call to a model and effort; they
-	// override the persona's and the declaration's.
+func TestTheCallsModelAndEffortAreUsed(t *testing.T) {
+	// The host resolved the call's model (here an eval pin's, over the
+	// persona's and the declaration's) and effort: the CLI runs with
+	// exactly those, and without a model it gets no --model at all.
 	h := newHarness(t, fakeRun{Result: "ok"})
 	a, _ := Build(agent.Declaration{Alias: "agent.router", Plugin: agent.PluginClaudeCLI, Command: h.bin, Model: "claude-haiku-4-5"}, agent.BuildEnv{})
 	a.(*Agent).opts.Environ = h.environ()
 	defer a.Close()
-	ctx := agent.WithCallInfo(context.Background(), &agent.CallInfo{
-		Alias: "agent.router", Persona: &agent.Persona{Name: "p", Model: "persona-model"},
-		Model: "claude-opus-4-1", Effort: "low"})
-	if _, err := a.Ask(ctx, request("ask", "")); err != nil {
+	ctx := context.Background()
+	if _, err := a.Ask(ctx, &agent.Call{Request: request("ask", ""), Alias: "agent.router",
+		Persona: &agent.Persona{Name: "p", Model: "persona-model"}, Model: "claude-opus-4-1", Effort: "low"}); err != nil {
 		t.Fatal(err)
 	}
-	l := h.logs()[0]
-	if l.Flags["--model"] != "claude-opus-4-1" || l.Flags["--effort"] != "low" {
-		t.Errorf("--model %q --effort %q, want the routed ones", l.Flags["--model"], l.Flags["--effort"])
+	if _, err := a.Ask(ctx, &agent.Call{Request: request("ask", ""), Alias: "agent.router", Persona: &agent.Persona{Name: "p", Model: "persona-model"}}); err != nil {
+		t.Fatal(err)
+	}
+	logs := h.logs()
+	if l := logs[0]; l.Flags["--model"] != "claude-opus-4-1" || l.Flags["--effort"] != "low" {
+		t.Errorf("--model %q --effort %q, want the call's", l.Flags["--model"], l.Flags["--effort"])
+	}
+	if _, ok := logs[1].Flags["--model"]; ok {
+		t.Errorf("a call without a model ran with --model %q", logs[1].Flags["--model"])
 	}
 }
 
@@ -711,12 +725,12 @@ func TestMetaModelIsTheOneTheCLIReports(t *testing.T) {
 	a, _ := Build(agent.Declaration{Alias: "agent.claude", Plugin: agent.PluginClaudeCLI, Command: h.bin, Model: "sonnet"}, agent.BuildEnv{})
 	a.(*Agent).opts.Environ = h.environ()
 	defer a.Close()
-	resp, err := a.Ask(context.Background(), request("ask", ""))
+	resp, err := a.Ask(context.Background(), &agent.Call{Request: request("ask", ""), Alias: "agent.claude", Model: "sonnet"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := h.logs()[0].Flags["--model"]; got != "sonnet" {
-		t.Errorf("--model %q, want the declaration's alias", got)
+		t.Errorf("--model %q, want the call's alias", got)
 	}
 	if resp.Meta["model"] != "claude-sonnet-4-6-20260101" {
 		t.Errorf("meta model = %v, want the model the CLI reported", resp.Meta["model"])
@@ -728,16 +742,16 @@ func TestTaskSessionReuse(t *testing.T) {
 	// persona; a different persona starts its own.
 	h := newHarness(t, fakeRun{Result: "done"})
 	a := h.builtin()
-	ctx := withPersona(auditor)
-	r1, err := a.Ask(ctx, request("task", ""))
+	ctx := context.Background()
+	r1, err := a.Ask(ctx, personaCall(auditor, request("task", "")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, err := a.Ask(ctx, request("task", ""))
+	r2, err := a.Ask(ctx, personaCall(auditor, request("task", "")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r3, err := a.Ask(withPersona(&agent.Persona{Name: "fixer", SystemPrompt: "Fix it."}), request("task", ""))
+	r3, err := a.Ask(context.Background(), personaCall(&agent.Persona{Name: "fixer", SystemPrompt: "Fix it."}, request("task", "")))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,10 +3,10 @@ package claudecli
 import (
 	"bytes"
 	"context"
-	"errors"
-	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/kitsoki/kitsoki/internal/supervise"
 )
 
 // Output limits: stdout is kept whole up to maxStdout (stream-json of a
@@ -29,34 +29,32 @@ type runOutput struct {
 	startErr error
 }
 
-// run starts the CLI with stdin, waits for it and reaps it. When ctx ends
-// first the process group gets SIGTERM, then SIGKILL after waitDelay; any
-// process the CLI left behind in its group is killed once it exits.
+// run starts the CLI with stdin, waits for it and reaps it (through
+// internal/supervise: its own process group, and on Linux death with
+// kitsoki). When ctx ends first the process group gets SIGTERM, then
+// SIGKILL after waitDelay; any process the CLI left behind in its group is
+// killed once it exits, and output still held open by something outside
+// the group is cut off waitDelay after the exit.
 func (a *Agent) run(ctx context.Context, bin string, args, env []string, stdin string) runOutput {
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = env
-	cmd.Dir = a.opts.Dir
-	cmd.Stdin = strings.NewReader(stdin)
+	if err := ctx.Err(); err != nil {
+		return runOutput{startErr: err}
+	}
 	stdout := &capped{limit: maxStdout}
 	stderr := &tail{keep: stderrKeep}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.WaitDelay = waitDelay
-	setProcessGroup(cmd)
-	err := cmd.Run()
-	killGroup(cmd)
-	out := runOutput{stdout: stdout.Bytes(), stderr: stderr.Bytes()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		out.exitCode = ee.ExitCode()
-	case errors.Is(err, exec.ErrWaitDelay):
-		// The CLI exited but something it started held its output open.
-		out.exitCode = cmd.ProcessState.ExitCode()
-	case cmd.ProcessState == nil:
-		out.startErr = err
-	default:
-		out.exitCode = -1
+	p, err := supervise.Start(supervise.Config{
+		Name: "claude CLI", Path: bin, Args: args, Dir: a.opts.Dir, Env: env,
+		Stdin: strings.NewReader(stdin), Stdout: stdout, Stderr: stderr,
+		Grace: waitDelay, Logger: a.opts.Logger,
+	})
+	if err != nil {
+		return runOutput{startErr: err}
+	}
+	exit, _ := p.Wait(ctx) // a ctx that ended is the caller's to report
+	// Wait returns after the copying ended, so the buffers are whole and
+	// no longer written.
+	out := runOutput{stdout: stdout.Bytes(), stderr: stderr.Bytes(), exitCode: exit.Code()}
+	if exit.State == nil {
+		out.startErr = exit.Err // waiting for it failed
 	}
 	return out
 }

@@ -140,10 +140,20 @@ func New(decl agent.Declaration, cfg Config, logger *slog.Logger) (*Agent, error
 // schema failure is deterministic, so the same backend would fail again.
 func (a *Agent) FallbackEligible() bool { return true }
 
-// Ask sends the call to the model and returns its answer as the submission.
-func (a *Agent) Ask(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
+// Ask sends the call to the model and returns its answer as the
+// submission. The model is the call's (call.Model, as the host resolved it):
+// an endpoint is asked for it by name, and a managed sidecar, which serves
+// its one pinned model, refuses any other.
+func (a *Agent) Ask(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, agent.Errorf(agent.KindDeadlineExceeded, "local_llm agent: context already done: %w", err)
+	}
+	req, model := call.Request, call.Model
+	if a.chatURL == "" { // managed: the sidecar serves its pinned model
+		if model != "" && model != a.decl.Model {
+			return nil, agent.Errorf(agent.KindTransportError, "local_llm agent: model %q is not served here: a managed sidecar serves its pinned model %q only (declare another alias for %q)", model, a.decl.Model, model)
+		}
+		model = a.decl.Model
 	}
 	if req.Deadline != "" { // the request's own soft deadline bounds the call too
 		if d, err := time.Parse(time.RFC3339Nano, req.Deadline); err == nil {
@@ -178,7 +188,7 @@ func (a *Agent) Ask(ctx context.Context, req *agent.AskRequest) (*agent.AskRespo
 		}
 	}
 
-	body, c := a.buildRequest(ctx, req, meta)
+	body, c := a.buildRequest(req, call.Persona, model, meta)
 	status, raw, err := a.post(ctx, chatURL, key, &body)
 	if err == nil && body.ResponseFormat != nil && isFailOpen(status, raw) {
 		// The server could not apply the constraint: answer unconstrained,
@@ -199,7 +209,7 @@ func (a *Agent) Ask(ctx context.Context, req *agent.AskRequest) (*agent.AskRespo
 	if status >= 400 {
 		return nil, agent.Errorf(agent.KindTransportError, "local_llm agent: http %d: %s", status, agent.Clip(a.scrub(raw, key)))
 	}
-	return a.parseReply(raw, c, meta)
+	return a.parseReply(raw, model, c, meta)
 }
 
 // constraint is what a request asked of the server.
@@ -207,19 +217,13 @@ type constraint struct {
 	hasSchema, grammar, jsonSchema bool
 }
 
-// buildRequest assembles the chat request: the persona's system prompt and
-// the prompt as messages, max_tokens, and response_format when the
-// declaration and the schema call for it.
-func (a *Agent) buildRequest(ctx context.Context, req *agent.AskRequest, meta map[string]any) (chatRequest, constraint) {
-	body := chatRequest{Model: a.decl.Model, MaxTokens: a.maxTokens, Messages: make([]chatMessage, 0, 2)}
-	ci := agent.CallInfoFrom(ctx)
-	// A routed call (an eval pin or candidate) names the model an endpoint
-	// should use; a managed sidecar serves its one pinned model.
-	if ci != nil && ci.Model != "" && a.decl.Endpoint != "" {
-		body.Model = ci.Model
-	}
-	if ci != nil && ci.Persona != nil && ci.Persona.SystemPrompt != "" {
-		body.Messages = append(body.Messages, chatMessage{Role: "system", Content: ci.Persona.SystemPrompt})
+// buildRequest assembles the chat request: the model, the persona's
+// system prompt and the prompt as messages, max_tokens, and response_format
+// when the declaration and the schema call for it.
+func (a *Agent) buildRequest(req *agent.AskRequest, persona *agent.Persona, model string, meta map[string]any) (chatRequest, constraint) {
+	body := chatRequest{Model: model, MaxTokens: a.maxTokens, Messages: make([]chatMessage, 0, 2)}
+	if persona != nil && persona.SystemPrompt != "" {
+		body.Messages = append(body.Messages, chatMessage{Role: "system", Content: persona.SystemPrompt})
 	}
 	body.Messages = append(body.Messages, chatMessage{Role: "user", Content: req.Prompt})
 	c := constraint{hasSchema: hasSchema(req.Schema)}
@@ -239,7 +243,7 @@ func (a *Agent) buildRequest(ctx context.Context, req *agent.AskRequest, meta ma
 
 // parseReply turns a 2xx body into the response, or names what is wrong
 // with it.
-func (a *Agent) parseReply(raw []byte, c constraint, meta map[string]any) (*agent.AskResponse, error) {
+func (a *Agent) parseReply(raw []byte, model string, c constraint, meta map[string]any) (*agent.AskResponse, error) {
 	var cr chatResponse
 	if err := json.Unmarshal(raw, &cr); err != nil {
 		return nil, agent.Errorf(agent.KindTransportError, "local_llm agent: unmarshal chat response: %w (raw: %s)", err, agent.Clip(raw))
@@ -254,8 +258,7 @@ func (a *Agent) parseReply(raw []byte, c constraint, meta map[string]any) (*agen
 	if first.Message.Content == nil || strings.TrimSpace(*first.Message.Content) == "" {
 		return nil, agent.Errorf(agent.KindTransportError, "local_llm agent: first choice has empty content (raw: %s)", agent.Clip(raw))
 	}
-	model := a.decl.Model
-	if model == "" {
+	if model == "" { // the call named none: the server's
 		model = cr.Model
 	}
 	meta["model"] = model

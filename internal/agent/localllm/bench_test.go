@@ -12,13 +12,13 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/servertime"
+	"github.com/kitsoki/kitsoki/internal/testsupport/servertime"
 )
 
 // BenchmarkLocalLLMAsk measures a decide through the local_llm transport
 // (grammar on, a persona, a 1 KiB prompt, a schema) against an in-test
 // server that answers a canned body. The server's own time, measured on its
-// side of the connection (internal/servertime), is subtracted: the
+// side of the connection (internal/testsupport/servertime), is subtracted: the
 // "kitsoki-ns/op" metric is the transport's overhead, its HTTP client and
 // the kernel's loopback transit included. The raw_roundtrip sub-benchmark
 // is the floor: the same POST made with bare net/http, so ask minus
@@ -40,8 +40,9 @@ func BenchmarkLocalLLMAsk(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer a.Close()
-	ctx := agent.WithCallInfo(context.Background(), &agent.CallInfo{Persona: &agent.Persona{SystemPrompt: "You judge pull requests strictly."}})
+	ctx := context.Background()
 	req := &agent.AskRequest{Verb: "decide", Prompt: strings.Repeat("Decide whether this change is safe. ", 30), Schema: json.RawMessage(inSubsetSchema), CallID: "c"}
+	call := &agent.Call{Request: req, Persona: &agent.Persona{SystemPrompt: "You judge pull requests strictly."}, Model: "m"}
 
 	run := func(b *testing.B, op func() error) {
 		if err := op(); err != nil { // warm the connection
@@ -58,7 +59,7 @@ func BenchmarkLocalLLMAsk(b *testing.B) {
 		clk.Report(b, time.Since(start))
 	}
 	b.Run("ask", func(b *testing.B) {
-		run(b, func() error { _, err := a.Ask(ctx, req); return err })
+		run(b, func() error { _, err := a.Ask(ctx, call); return err })
 	})
 	// codec is kitsoki's own work per call with no socket at all: building
 	// and encoding the request, decoding and checking the reply.
@@ -66,9 +67,9 @@ func BenchmarkLocalLLMAsk(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			meta := make(map[string]any, 8)
-			body, c := a.buildRequest(ctx, req, meta)
+			body, c := a.buildRequest(req, call.Persona, call.Model, meta)
 			_ = body.encode()
-			if _, err := a.parseReply(canned, c, meta); err != nil {
+			if _, err := a.parseReply(canned, call.Model, c, meta); err != nil {
 				b.Fatal(err)
 			}
 		}

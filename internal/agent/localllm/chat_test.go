@@ -111,14 +111,15 @@ func TestAskRequestShapes(t *testing.T) {
 			cs := newChatServer(t, nil)
 			a := newEndpointAgent(t, agent.Declaration{Endpoint: cs.URL + "/", Model: "qwen", Grammar: tc.grammar, JSONSchema: tc.jsonSchema}, Config{})
 			ctx := context.Background()
-			if tc.persona != "" {
-				ctx = agent.WithCallInfo(ctx, &agent.CallInfo{Persona: &agent.Persona{Name: "judge", SystemPrompt: tc.persona}})
-			}
 			req := &agent.AskRequest{Verb: "decide", Prompt: "Approve?", CallID: "c1"}
 			if tc.schema != "" {
 				req.Schema = json.RawMessage(tc.schema)
 			}
-			resp, err := a.Ask(ctx, req)
+			call := &agent.Call{Request: req, Model: "qwen"}
+			if tc.persona != "" {
+				call.Persona = &agent.Persona{Name: "judge", SystemPrompt: tc.persona}
+			}
+			resp, err := a.Ask(ctx, call)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -171,7 +172,7 @@ func TestAskAPIKey(t *testing.T) {
 		vals := map[string]string{}
 		a := newEndpointAgent(t, agent.Declaration{Endpoint: cs.URL, APIKeyEnv: "GLM_API_KEY"}, Config{LookupEnv: env(vals)})
 		vals["GLM_API_KEY"] = secret // set after the build: read per call
-		if _, err := a.Ask(context.Background(), &agent.AskRequest{Prompt: "hi"}); err != nil {
+		if _, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: "hi"})); err != nil {
 			t.Fatal(err)
 		}
 		if got := cs.requests()[0].Header.Get("Authorization"); got != "Bearer "+secret {
@@ -185,7 +186,7 @@ func TestAskAPIKey(t *testing.T) {
 		t.Run(tc.name+" is a hard error, nothing sent", func(t *testing.T) {
 			cs := newChatServer(t, nil)
 			a := newEndpointAgent(t, agent.Declaration{Endpoint: cs.URL, APIKeyEnv: "GLM_API_KEY"}, Config{LookupEnv: env(tc.vals)})
-			_, err := a.Ask(context.Background(), &agent.AskRequest{Prompt: "hi"})
+			_, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: "hi"}))
 			wantErr(t, err, agent.KindTransportError, "agent: transport_error: local_llm agent: api_key_env GLM_API_KEY is not set: refusing to send an unauthenticated request (export GLM_API_KEY or remove api_key_env:)")
 			if n := len(cs.requests()); n != 0 {
 				t.Errorf("server saw %d requests, want 0", n)
@@ -198,7 +199,7 @@ func TestAskAPIKey(t *testing.T) {
 			_, _ = io.WriteString(w, "bad key Bearer "+secret)
 		})
 		a := newEndpointAgent(t, agent.Declaration{Endpoint: cs.URL, APIKeyEnv: "K"}, Config{LookupEnv: env(map[string]string{"K": secret})})
-		_, err := a.Ask(context.Background(), &agent.AskRequest{Prompt: "hi"})
+		_, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: "hi"}))
 		wantErr(t, err, agent.KindTransportError, "agent: transport_error: local_llm agent: http 401: bad key Bearer [redacted]")
 	})
 }
@@ -244,7 +245,7 @@ func TestAskReplyErrors(t *testing.T) {
 				_, _ = io.WriteString(w, tc.body)
 			})
 			a := newEndpointAgent(t, agent.Declaration{Endpoint: cs.URL}, Config{})
-			_, err := a.Ask(context.Background(), &agent.AskRequest{Prompt: "p"})
+			_, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: "p"}))
 			wantErr(t, err, agent.KindTransportError, tc.want)
 		})
 	}
@@ -260,7 +261,7 @@ func TestAskFailOpen(t *testing.T) {
 		_, _ = io.WriteString(w, `{"choices":[{"finish_reason":"stop","message":{"content":"{\"verdict\":\"maybe\"}"}}],"usage":{"prompt_tokens":1,"completion_tokens":2}}`)
 	})
 	a := newEndpointAgent(t, agent.Declaration{Endpoint: cs.URL, Model: "m", Grammar: true}, Config{})
-	resp, err := a.Ask(context.Background(), &agent.AskRequest{Prompt: "p", Schema: json.RawMessage(inSubsetSchema)})
+	resp, err := a.Ask(context.Background(), &agent.Call{Request: &agent.AskRequest{Prompt: "p", Schema: json.RawMessage(inSubsetSchema)}, Model: "m"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,19 +307,19 @@ func TestAskDeadlines(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := a.Ask(ctx, &agent.AskRequest{Prompt: "p"})
+	_, err := a.Ask(ctx, agent.NewCall(&agent.AskRequest{Prompt: "p"}))
 	wantErr(t, err, agent.KindDeadlineExceeded, "agent: deadline_exceeded: local_llm agent: context already done: context canceled")
 
 	ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err = a.Ask(ctx, &agent.AskRequest{Prompt: "p"})
+	_, err = a.Ask(ctx, agent.NewCall(&agent.AskRequest{Prompt: "p"}))
 	if ae, ok := agent.AsAskError(err); !ok || ae.Kind != agent.KindDeadlineExceeded || !strings.HasPrefix(ae.Detail, "local_llm agent: http do: ") {
 		t.Errorf("hung server: got %v", err)
 	}
 
 	// The request's own deadline bounds the call too.
 	dl := time.Now().Add(50 * time.Millisecond).Format(time.RFC3339Nano)
-	_, err = a.Ask(context.Background(), &agent.AskRequest{Prompt: "p", Deadline: dl})
+	_, err = a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: "p", Deadline: dl}))
 	if ae, ok := agent.AsAskError(err); !ok || ae.Kind != agent.KindDeadlineExceeded {
 		t.Errorf("request deadline: got %v", err)
 	}
@@ -329,7 +330,7 @@ func TestAskConnectionRefused(t *testing.T) {
 	url := cs.URL
 	cs.Close()
 	a := newEndpointAgent(t, agent.Declaration{Endpoint: url}, Config{})
-	_, err := a.Ask(context.Background(), &agent.AskRequest{Prompt: "p"})
+	_, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: "p"}))
 	ae, ok := agent.AsAskError(err)
 	if !ok || ae.Kind != agent.KindTransportError || !strings.HasPrefix(ae.Detail, "local_llm agent: http do: ") {
 		t.Fatalf("got %v", err)
@@ -365,20 +366,29 @@ func TestFallbackEligible(t *testing.T) {
 	}
 }
 
-func TestRoutedModelReachesTheEndpoint(t *testing.T) {
+// TestTheCallsModelReachesTheEndpoint: an endpoint is asked for the call's
+// model (the host resolved it: the declaration's, or a route's), and meta
+// reports that model; a call without one sends none and meta reports the
+// server's.
+func TestTheCallsModelReachesTheEndpoint(t *testing.T) {
 	cs := newChatServer(t, nil)
 	a := newEndpointAgent(t, agent.Declaration{Alias: "agent.local", Endpoint: cs.URL, Model: "declared"}, Config{})
 	req := &agent.AskRequest{Verb: "ask", Prompt: "hi"}
-	if _, err := a.Ask(context.Background(), req); err != nil {
-		t.Fatal(err)
-	}
-	ctx := agent.WithCallInfo(context.Background(), &agent.CallInfo{Model: "pinned-small"})
-	if _, err := a.Ask(ctx, req); err != nil {
-		t.Fatal(err)
+	var metas []any
+	for _, model := range []string{"declared", "pinned-small", ""} {
+		resp, err := a.Ask(context.Background(), &agent.Call{Request: req, Model: model})
+		if err != nil {
+			t.Fatal(err)
+		}
+		metas = append(metas, resp.Meta["model"])
 	}
 	rs := cs.requests()
-	if rs[0].Body["model"] != "declared" || rs[1].Body["model"] != "pinned-small" {
-		t.Errorf("models sent: %v, %v", rs[0].Body["model"], rs[1].Body["model"])
+	_, sent := rs[2].Body["model"]
+	if rs[0].Body["model"] != "declared" || rs[1].Body["model"] != "pinned-small" || sent {
+		t.Errorf("models sent: %v, %v, %v", rs[0].Body["model"], rs[1].Body["model"], rs[2].Body["model"])
+	}
+	if diff := cmp.Diff([]any{"declared", "pinned-small", "served-model"}, metas); diff != "" {
+		t.Errorf("meta.model (-want +got):\n%s", diff)
 	}
 }
 

@@ -57,12 +57,12 @@ func realAsk(t *testing.T, a *Agent, schema string) (*agent.AskResponse, error) 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ctx = agent.WithCallInfo(ctx, &agent.CallInfo{Persona: &agent.Persona{Name: "judge", SystemPrompt: "You judge pull requests. Answer in JSON."}})
 	req := &agent.AskRequest{Verb: "decide", Prompt: "Should this change be merged?", CallID: "real"}
 	if schema != "" {
 		req.Schema = json.RawMessage(schema)
 	}
-	return a.Ask(ctx, req)
+	return a.Ask(ctx, &agent.Call{Request: req, Model: a.decl.Model,
+		Persona: &agent.Persona{Name: "judge", SystemPrompt: "You judge pull requests. Answer in JSON."}})
 }
 
 // checkVerdict checks a submission against realSchema by hand.

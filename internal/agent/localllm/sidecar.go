@@ -2,18 +2,17 @@ package localllm
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/kitsoki/kitsoki/internal/supervise"
 )
 
 // Sidecar timings; a sidecarConfig may override them (tests do).
@@ -100,12 +99,12 @@ type sidecar struct {
 	proc  *process      // guarded by sem; nil when not running
 }
 
-// process is one running llama-server.
+// process is one running llama-server, run by internal/supervise: its own
+// process group and, on Linux, death with kitsoki.
 type process struct {
-	cmd     *exec.Cmd
+	sup     *supervise.Process
 	baseURL string
-	done    chan struct{} // closed once the process has been reaped
-	waitErr error         // valid after done
+	done    <-chan struct{} // closed once the process has been reaped
 	tail    *tailBuffer
 }
 
@@ -121,8 +120,8 @@ func (p *process) exited() bool {
 // exitReason describes how p ended, with the end of its output.
 func (p *process) exitReason() string {
 	msg := "exited"
-	if p.waitErr != nil {
-		msg = p.waitErr.Error()
+	if exit, ok := p.sup.Exit(); ok && (exit.State == nil || !exit.State.Success()) {
+		msg = exit.String()
 	}
 	if t := p.tail.last(); t != "" {
 		msg += "; last output: " + t
@@ -207,24 +206,24 @@ func (s *sidecar) start(ctx context.Context) (*process, error) {
 		}
 	}
 	args := append([]string{"-m", model, "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--parallel", strconv.Itoa(c.parallel)}, c.extraArgs...)
-	cmd := exec.Command(bin, args...)
-	cmd.Env = os.Environ()
+	env := os.Environ()
 	if lib := serverLibDir(bin); lib != "" {
-		cmd.Env = append(cmd.Env, "LD_LIBRARY_PATH="+joinPathList(lib, os.Getenv("LD_LIBRARY_PATH")))
+		env = append(env, "LD_LIBRARY_PATH="+joinPathList(lib, os.Getenv("LD_LIBRARY_PATH")))
 	}
 	tail := &tailBuffer{max: stderrTail}
-	cmd.Stdout, cmd.Stderr = tail, tail
-	if err := cmd.Start(); err != nil {
+	sup, err := supervise.Start(supervise.Config{
+		Name: "llama-server", Path: bin, Args: args, Env: env,
+		Stdout: tail, Stderr: tail, // one pipe: the tail keeps their order
+		Grace: c.stopGrace, Logger: c.logger,
+	})
+	if err != nil {
 		return nil, &startError{crash: true, err: fmt.Errorf("spawn %q: %w", bin, err)}
 	}
-	p := &process{cmd: cmd, baseURL: "http://127.0.0.1:" + strconv.Itoa(port), done: make(chan struct{}), tail: tail}
-	go func() {
-		p.waitErr = cmd.Wait()
-		close(p.done)
-	}()
-	c.logger.Info("local_llm: started llama-server", "pid", cmd.Process.Pid, "port", port, "model", c.model, "parallel", c.parallel)
+	p := &process{sup: sup, baseURL: "http://127.0.0.1:" + strconv.Itoa(port), done: sup.Done(), tail: tail}
+	c.logger.Info("local_llm: started llama-server", "pid", sup.Pid(), "port", port, "model", c.model, "parallel", c.parallel)
 	if err := s.waitHealthy(ctx, p); err != nil {
-		_ = s.terminate(p)
+		// Stopped gracefully even when ctx is what ended the wait.
+		p.sup.Stop(context.WithoutCancel(ctx))
 		return nil, err
 	}
 	return p, nil
@@ -262,39 +261,16 @@ func (s *sidecar) waitHealthy(ctx context.Context, p *process) error {
 	}
 }
 
-// stop terminates the running process, if any.
+// stop terminates the running process, if any: SIGTERM to its group, the
+// grace period, then SIGKILL; it returns once the process is reaped.
 func (s *sidecar) stop() error {
 	s.sem <- struct{}{}
 	defer func() { <-s.sem }()
 	if s.proc == nil {
 		return nil
 	}
-	err := s.terminate(s.proc)
+	s.proc.sup.Stop(context.Background())
 	s.proc = nil
-	return err
-}
-
-// terminate sends SIGTERM, waits the grace period, then SIGKILLs, and
-// always reaps the process.
-func (s *sidecar) terminate(p *process) error {
-	if p.exited() {
-		return nil
-	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		s.cfg.logger.Warn("local_llm: SIGTERM failed", "err", err)
-	}
-	grace := time.NewTimer(s.cfg.stopGrace)
-	defer grace.Stop()
-	select {
-	case <-p.done:
-		return nil
-	case <-grace.C:
-	}
-	s.cfg.logger.Warn("local_llm: llama-server ignored SIGTERM; killing it", "pid", p.cmd.Process.Pid, "grace", s.cfg.stopGrace)
-	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("kill llama-server (pid %d): %w", p.cmd.Process.Pid, err)
-	}
-	<-p.done
 	return nil
 }
 

@@ -44,7 +44,7 @@ func askFake(t *testing.T, a agent.Agent, prompt string) (struct {
 	Args []string `json:"args"`
 }, *agent.AskResponse) {
 	t.Helper()
-	resp, err := a.Ask(context.Background(), &agent.AskRequest{Prompt: prompt})
+	resp, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: prompt}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestManagedSharedAcrossAgents(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, err := agents[i%2].Ask(context.Background(), &agent.AskRequest{Prompt: "x"})
+			resp, err := agents[i%2].Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: "x"}))
 			if err != nil {
 				t.Error(err)
 				return
@@ -224,7 +224,7 @@ func TestManagedRestartAfterCrash(t *testing.T) {
 	first, _ := askFake(t, a, "hi")
 
 	// Crash during a call: the call fails with the crash.
-	_, err = a.Ask(context.Background(), &agent.AskRequest{Prompt: "die"})
+	_, err = a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: "die"}))
 	ae, ok := agent.AsAskError(err)
 	if !ok || ae.Kind != agent.KindPluginCrash ||
 		!strings.HasPrefix(ae.Detail, "local_llm agent: llama-server died during the call: exit status 3; last output: fatal: segfault in the fake model") {
@@ -261,7 +261,7 @@ func TestManagedStartFailures(t *testing.T) {
 		m := newManagedSetup(t, "FAKE_FAIL_START=1")
 		a, _ := newManaged(t, agent.Declaration{Model: "test-chat"}, m.cfg)
 		defer a.Close()
-		_, err := a.Ask(context.Background(), &agent.AskRequest{Prompt: "x"})
+		_, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: "x"}))
 		model := filepath.Join(m.env.cache, "models", "test-chat.gguf")
 		wantErr(t, err, agent.KindPluginCrash, "agent: plugin_crash: local_llm agent: managed mode: llama-server exited before becoming healthy: exit status 1; last output: error: failed to load model '"+model+"'")
 	})
@@ -270,7 +270,7 @@ func TestManagedStartFailures(t *testing.T) {
 		m.cfg.HealthTimeout = 300 * time.Millisecond
 		a, _ := newManaged(t, agent.Declaration{Model: "test-chat"}, m.cfg)
 		defer a.Close()
-		_, err := a.Ask(context.Background(), &agent.AskRequest{Prompt: "x"})
+		_, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: "x"}))
 		ae, ok := agent.AsAskError(err)
 		if !ok || ae.Kind != agent.KindPluginCrash || !strings.Contains(ae.Detail, "did not report healthy on http://127.0.0.1:") {
 			t.Fatalf("got %v", err)
@@ -288,7 +288,7 @@ func TestManagedStartFailures(t *testing.T) {
 		m.env.pins.Models["test-chat"] = mod
 		a, _ := newManaged(t, agent.Declaration{Model: "test-chat"}, m.cfg)
 		defer a.Close()
-		_, err := a.Ask(context.Background(), &agent.AskRequest{Prompt: "x"})
+		_, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: "x"}))
 		ae, ok := agent.AsAskError(err)
 		if !ok || ae.Kind != agent.KindTransportError || !errors.Is(err, ErrChecksum) ||
 			!strings.HasPrefix(ae.Detail, "local_llm agent: managed mode: model test-chat: sha256 mismatch: want "+strings.Repeat("a", 64)+", got ") {

@@ -21,8 +21,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"runtime/debug"
-	"strings"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -30,6 +28,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/secret"
+	"github.com/kitsoki/kitsoki/internal/version"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
@@ -99,12 +99,13 @@ func New(decl agent.Declaration, opts ...Option) (*Agent, error) {
 	return a, nil
 }
 
-// Ask calls the tool with req as its arguments and decodes the answer.
-func (a *Agent) Ask(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
+// Ask calls the tool with the call's request as its arguments and decodes
+// the answer.
+func (a *Agent) Ask(ctx context.Context, ac *agent.Call) (*agent.AskResponse, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, a.ctxError(err)
 	}
-	args, err := json.Marshal(req)
+	args, err := json.Marshal(ac.Request)
 	if err != nil {
 		return nil, agent.Errorf(agent.KindTransportError, "mcp_http agent: encode request: %w", err)
 	}
@@ -205,10 +206,10 @@ func (a *Agent) newConnection(single bool) (*connection, error) {
 	return &connection{client: c, tr: tr, single: single}, nil
 }
 
-func (a *Agent) initRequest(version string) mcp.InitializeRequest {
+func (a *Agent) initRequest(protocol string) mcp.InitializeRequest {
 	var req mcp.InitializeRequest
-	req.Params.ProtocolVersion = version
-	req.Params.ClientInfo = mcp.Implementation{Name: "kitsoki", Version: kitsokiVersion()}
+	req.Params.ProtocolVersion = protocol
+	req.Params.ClientInfo = mcp.Implementation{Name: "kitsoki", Version: version.String()}
 	return req
 }
 
@@ -305,12 +306,7 @@ func firstText(res *mcp.CallToolResult) (string, bool) {
 // redact hides header values and other declared secrets a server might
 // echo back in an error body.
 func (a *Agent) redact(s string) string {
-	for _, v := range a.secrets {
-		if len(v) >= 4 {
-			s = strings.ReplaceAll(s, v, "REDACTED")
-		}
-	}
-	return s
+	return secret.New(a.secrets).Text(s)
 }
 
 // Close ends the session (a DELETE for session-based servers, best effort)
@@ -330,11 +326,4 @@ func (a *Agent) Close() error {
 	}
 	a.httpc.CloseIdleConnections()
 	return nil
-}
-
-func kitsokiVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "dev"
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/examples/plugins/echo"
 	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/median"
+	"github.com/kitsoki/kitsoki/internal/testsupport/median"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
@@ -36,7 +36,7 @@ func benchAsks(b *testing.B, url string) {
 	req := benchRequest()
 	ctx := context.Background()
 	for range 2 { // connect, and let a caching server see one tools/call
-		if _, err := a.Ask(ctx, req); err != nil {
+		if _, err := a.Ask(ctx, agent.NewCall(req)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -45,7 +45,7 @@ func benchAsks(b *testing.B, url string) {
 	b.ResetTimer()
 	for b.Loop() {
 		start := time.Now()
-		if _, err := a.Ask(ctx, req); err != nil {
+		if _, err := a.Ask(ctx, agent.NewCall(req)); err != nil {
 			b.Fatal(err)
 		}
 		times = append(times, time.Since(start))

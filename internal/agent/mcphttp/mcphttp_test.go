@@ -43,7 +43,7 @@ func ask(t testing.TB, a *Agent, with map[string]any) (*agent.AskResponse, error
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	return a.Ask(ctx, &agent.AskRequest{SessionID: "s1", Turn: 1, Verb: "decide", Prompt: "Decide.", With: with, CallID: "0123456789abcdef"})
+	return a.Ask(ctx, agent.NewCall(&agent.AskRequest{SessionID: "s1", Turn: 1, Verb: "decide", Prompt: "Decide.", With: with, CallID: "0123456789abcdef"}))
 }
 
 func wantAskError(t *testing.T, err error, kind agent.ErrorKind, detail string) {
@@ -303,11 +303,11 @@ func TestDeadline(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	_, err := a.Ask(ctx, &agent.AskRequest{})
+	_, err := a.Ask(ctx, agent.NewCall(&agent.AskRequest{}))
 	wantAskError(t, err, agent.KindDeadlineExceeded, "mcp_http agent: request timed out: context deadline exceeded")
 	ctx, cancel = context.WithCancel(context.Background())
 	cancel()
-	_, err = a.Ask(ctx, &agent.AskRequest{})
+	_, err = a.Ask(ctx, agent.NewCall(&agent.AskRequest{}))
 	wantAskError(t, err, agent.KindDeadlineExceeded, "mcp_http agent: request cancelled: context canceled")
 }
 
@@ -340,11 +340,11 @@ func TestBuildNeverConnects(t *testing.T) {
 	if got := s.snapshot(); len(got.auth) != 0 {
 		t.Fatalf("building the agent sent %d requests", len(got.auth))
 	}
-	if _, err := a.Ask(context.Background(), &agent.AskRequest{}); err != nil {
+	if _, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{})); err != nil {
 		t.Fatal(err)
 	}
 	r.Close()
-	_, err = a.Ask(context.Background(), &agent.AskRequest{})
+	_, err = a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{}))
 	wantAskError(t, err, agent.KindTransportError, "mcp_http agent: agent is closed")
 	for _, bad := range []struct{ endpoint, want string }{
 		{"", "agent_plugins.agent.remote: mcp_http plugin requires endpoint:"},

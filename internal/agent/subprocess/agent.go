@@ -2,11 +2,12 @@
 // process speaking JSON-RPC 2.0 on its stdin/stdout, one JSON object per
 // line, method "agent.ask" (wire-protocols.md §4).
 //
-// The whole process lifecycle lives here, like hashicorp/go-plugin: the
-// child is spawned on the first Ask (never at story load), reused for the
+// The plugin's lifecycle lives here, like hashicorp/go-plugin: the child
+// is spawned on the first Ask (never at story load), reused for the
 // session, respawned on the Ask after a crash, and on Close told to stop
-// (stdin closed, SIGTERM) then killed after a grace period. Children get a
-// process group of their own and, on Linux, die with kitsoki.
+// (stdin closed, SIGTERM) then killed after a grace period. The child
+// itself is run by internal/supervise: a process group of its own and, on
+// Linux, death with kitsoki.
 package subprocess
 
 import (
@@ -17,8 +18,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +26,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/secret"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
@@ -62,7 +62,6 @@ type Agent struct {
 	mu     sync.Mutex
 	proc   *process
 	closed bool
-	spawns chan func() // the spawning thread's work, once started
 
 	watch watchers // observers of process starts and crashes (tools.go)
 }
@@ -94,8 +93,8 @@ func New(decl agent.Declaration, opts ...Option) (*Agent, error) {
 
 // Ask sends one agent.ask call and waits for its response, the context's
 // end, or the plugin's death, whichever comes first.
-func (a *Agent) Ask(ctx context.Context, req *agent.AskRequest) (*agent.AskResponse, error) {
-	raw, err := a.Call(ctx, plugin.MethodAsk, req)
+func (a *Agent) Ask(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
+	raw, err := a.Call(ctx, plugin.MethodAsk, call.Request)
 	if err != nil {
 		return nil, err
 	}
@@ -129,38 +128,27 @@ func (a *Agent) call(ctx context.Context, method string, params any, notify bool
 		return nil, err
 	}
 	id := a.nextID.Add(1)
-	p.stream.stage(id, encoded.Bytes())
-	w, err := p.conn.DispatchCall(ctx, method, nil, jsonrpc2.PickID(jsonrpc2.ID{Num: id}))
-	p.stream.unstage(id) // written by now, or never will be
-	if err != nil {
-		if !errors.Is(err, jsonrpc2.ErrClosed) {
-			p.fail(fmt.Errorf("write to stdin: %w", err))
-			p.conn.Close()
-		}
-		return nil, a.crashed(p)
-	}
-	err = w.Wait(ctx, nil)
-	switch {
-	case err == nil:
-		raw, ok := p.stream.result(id)
-		if !ok {
-			return nil, agent.Errorf(agent.KindPluginCrash, "subprocess agent: response to %s has no result", method)
-		}
+	raw, err := p.conn.call(ctx, id, method, encoded.Bytes())
+	if err == nil {
 		return raw, nil
-	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
-		// The call stays pending in the connection: a late answer is
+	}
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		// The call stays known to the connection: a late answer is
 		// matched to it and dropped.
-		p.stream.abandon(id)
 		if notify {
 			cancelInPlugin(p, id)
 		}
 		return nil, agent.Errorf(agent.KindDeadlineExceeded, "subprocess agent: context cancelled waiting for response: %w", err)
 	}
-	p.stream.abandon(id)
 	var rpcErr *jsonrpc2.Error
 	if errors.As(err, &rpcErr) {
 		return nil, &agent.AskError{Kind: agent.KindPluginCrash,
 			Detail: fmt.Sprintf("subprocess agent: rpc error %d: %s", rpcErr.Code, agent.Clip([]byte(rpcErr.Message))), Err: err}
+	}
+	var we *writeError
+	if errors.As(err, &we) {
+		p.fail(fmt.Errorf("write to stdin: %w", we.err))
+		p.conn.close()
 	}
 	return nil, a.crashed(p)
 }
@@ -220,9 +208,7 @@ func (a *Agent) live() (*process, error) {
 	if a.proc != nil && a.proc.alive() {
 		return a.proc, nil
 	}
-	var p *process
-	var err error
-	a.onSpawnThread(func() { p, err = spawn(a.decl, &a.opts) })
+	p, err := spawn(a.decl, &a.opts)
 	seq := a.watch.spawned()
 	if err != nil {
 		ae := agent.Errorf(agent.KindPluginCrash, "subprocess agent: spawn %q: %w", a.decl.Command, err)
@@ -248,44 +234,16 @@ func (a *Agent) Close() error {
 	a.proc = nil
 	a.mu.Unlock()
 	if p != nil {
-		p.stop(a.opts.grace)
-	}
-	if a.spawns != nil {
-		close(a.spawns) // the spawning thread exits; its children are gone
+		p.stop()
 	}
 	return nil
 }
 
-// onSpawnThread runs f on the agent's spawning thread, starting it on
-// first use; a.mu must be held. Every plugin of an agent is started from
-// this one OS thread, kept until Close: Linux delivers the parent-death
-// signal when the thread that started a child exits, so a child started
-// from an ordinary Go thread could be killed whenever the runtime retires
-// that thread.
-func (a *Agent) onSpawnThread(f func()) {
-	if a.spawns == nil {
-		a.spawns = make(chan func())
-		go func(work <-chan func()) {
-			runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-			for f := range work {
-				f()
-			}
-		}(a.spawns)
-	}
-	done := make(chan struct{})
-	a.spawns <- func() { f(); close(done) }
-	<-done
-}
-
 // redact hides the declared secrets (values substituted from ${VAR} in
-// env:) that a plugin may have printed to stderr.
+// env:) that a plugin may have printed to stderr, by the one masking rule
+// (internal/secret): it never rewrites a short value inside a message.
 func redact(s string, secrets []string) string {
-	for _, v := range secrets {
-		if len(v) >= 4 {
-			s = strings.ReplaceAll(s, v, "REDACTED")
-		}
-	}
-	return s
+	return secret.New(secrets).Text(s)
 }
 
 // encodedParams is an AskRequest encoded once into a pooled buffer.

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/median"
+	"github.com/kitsoki/kitsoki/internal/testsupport/median"
 )
 
 // buildExample compiles an example plugin into a temporary directory, so
@@ -43,7 +43,7 @@ func BenchmarkSubprocessAsk(b *testing.B) {
 		With:   map[string]any{"answer": `{"decision":"approve","reason":"within policy","confidence":0.9}`},
 		World:  agent.AskRequest{}.World, Deadline: "2026-01-01T00:00:00Z", CallID: "0123456789abcdef"}
 	ctx := context.Background()
-	if _, err := a.Ask(ctx, req); err != nil { // spawn outside the timing
+	if _, err := a.Ask(ctx, agent.NewCall(req)); err != nil { // spawn outside the timing
 		b.Fatal(err)
 	}
 	times := make([]time.Duration, 0, b.N)
@@ -51,7 +51,7 @@ func BenchmarkSubprocessAsk(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		start := time.Now()
-		if _, err := a.Ask(ctx, req); err != nil {
+		if _, err := a.Ask(ctx, agent.NewCall(req)); err != nil {
 			b.Fatal(err)
 		}
 		times = append(times, time.Since(start))

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"sync"
 	"testing"
 
@@ -15,54 +16,45 @@ import (
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
-// FuzzStream feeds arbitrary bytes as a plugin's stdout to the framing the
-// subprocess agent reads it with (plugin.LineStream, the result shortcut of
-// stream, jsonrpc2), with agent.ask call 1 in flight, and checks the call
-// ends with what the same bytes give through plain jsonrpc2 framing
-// without the shortcut: the same result bytes, or the same RPC error, or
-// no answer. A result is then decoded as an AskResponse or refused with a
-// plugin_crash. No process is started: the input is the child's stdout.
+// FuzzStream feeds arbitrary bytes as a plugin's stdout to the client the
+// subprocess agent reads it with (plugin.LineStream and conn, the agent's
+// own JSON-RPC client), with agent.ask call 1 in flight, and checks the
+// call ends with what the same bytes give through plain jsonrpc2 framing:
+// the same result bytes, or the same RPC error, or no answer. A result is
+// then decoded as an AskResponse or refused with a plugin_crash. No
+// process is started: the input is the child's stdout.
 func FuzzStream(f *testing.F) {
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		ctx := context.Background()
 		params := []byte(`{"prompt":"hi","verb":"decide"}`)
 
-		// The agent's framing.
-		p := &process{}
+		// The agent's client.
 		stdout, stdin := gatedPipe(in)
-		s := newStream(plugin.NewLineStream(stdout, stdin, nil), p)
-		conn := jsonrpc2.NewConn(ctx, s, jsonrpc2.HandlerWithError(refuseIncoming(p)),
-			jsonrpc2.OnSend(s.onSend), jsonrpc2.SetLogger(quiet{}))
-		s.stage(1, params)
-		w, err := conn.DispatchCall(ctx, plugin.MethodAsk, nil, jsonrpc2.PickID(jsonrpc2.ID{Num: 1}))
-		s.unstage(1)
-		if err != nil {
-			conn.Close()
-			t.Skipf("the input ended the connection before the request was written: %v", err)
+		c := newConn(plugin.NewLineStream(stdout, stdin, nil), logger, func(error) {})
+		raw, err := c.call(ctx, 1, plugin.MethodAsk, params)
+		var we *writeError
+		if errors.As(err, &we) {
+			c.close()
+			t.Skipf("the request could not be written: %v", err)
 		}
-		got := outcome{err: w.Wait(ctx, nil)}
-		if got.err == nil {
-			got.raw, got.ok = s.result(1)
-		} else {
-			s.abandon(1)
-		}
-		conn.Close()
-		<-conn.DisconnectNotify()
+		got := outcome{raw: raw, ok: err == nil, err: err}
+		c.close()
+		<-c.done
 
 		// Plain framing: jsonrpc2 decodes the response itself.
 		pout, pin := gatedPipe(in)
 		ps := plugin.NewLineStream(pout, pin, nil)
-		pp := &process{}
-		pconn := jsonrpc2.NewConn(ctx, ps, jsonrpc2.HandlerWithError(refuseIncoming(pp)), jsonrpc2.SetLogger(quiet{}))
+		pconn := jsonrpc2.NewConn(ctx, ps, jsonrpc2.HandlerWithError(refuseIncoming), jsonrpc2.SetLogger(quiet{}))
 		pw, err := pconn.DispatchCall(ctx, plugin.MethodAsk, json.RawMessage(params), jsonrpc2.PickID(jsonrpc2.ID{Num: 1}))
 		if err != nil {
 			pconn.Close()
 			t.Skipf("plain framing: %v", err)
 		}
-		var raw json.RawMessage
-		want := outcome{err: pw.Wait(ctx, &raw)}
+		var praw json.RawMessage
+		want := outcome{err: pw.Wait(ctx, &praw)}
 		if want.err == nil {
-			want.raw, want.ok = raw, raw != nil
+			want.raw, want.ok = praw, praw != nil
 		}
 		pconn.Close()
 		<-pconn.DisconnectNotify()
@@ -78,7 +70,7 @@ func FuzzStream(f *testing.F) {
 			return
 		}
 		if !json.Valid(got.raw) && got.ok {
-			t.Fatalf("the shortcut kept a result that is not JSON: %q", got.raw)
+			t.Fatalf("the client kept a result that is not JSON: %q", got.raw)
 		}
 		if !bytes.Equal(compact(got.raw), compact(want.raw)) {
 			t.Fatalf("result %q; plain framing gives %q", got.raw, want.raw)
@@ -133,14 +125,11 @@ func compact(b []byte) []byte {
 	return out.Bytes()
 }
 
-// refuseIncoming ends the connection on a request from the plugin, as
-// process.handleIncoming does (which also kills the child there is not).
-func refuseIncoming(p *process) func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) (any, error) {
-	return func(_ context.Context, c *jsonrpc2.Conn, req *jsonrpc2.Request) (any, error) {
-		p.fail(errors.New("plugin sent a " + kindOf(req)))
-		c.Close()
-		return nil, &jsonrpc2.Error{Code: plugin.CodeInvalidRequest, Message: "plugins may only send responses"}
-	}
+// refuseIncoming ends the connection on a request or notification from
+// the plugin, as conn.dispatch does (the process then kills the child).
+func refuseIncoming(_ context.Context, c *jsonrpc2.Conn, _ *jsonrpc2.Request) (any, error) {
+	c.Close()
+	return nil, &jsonrpc2.Error{Code: plugin.CodeInvalidRequest, Message: "plugins may only send responses"}
 }
 
 type quiet struct{}

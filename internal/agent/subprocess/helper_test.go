@@ -145,6 +145,14 @@ func runHelper(mode string) {
 				reply(r.ID, fmt.Sprintf(`{"submission":%q}`, r.Params.Prompt))
 			}(r)
 		}
+	case "say":
+		// Answers the first call with the line in KITSOKI_TEST_LINE ($ID
+		// stands for the call's id), then reads on without answering.
+		r := next()
+		fmt.Println(strings.ReplaceAll(os.Getenv("KITSOKI_TEST_LINE"), "$ID", string(r.ID)))
+		for {
+			next()
+		}
 	case "rpc-error":
 		for {
 			r := next()
@@ -204,7 +212,7 @@ func runHelper(mode string) {
 		if err != nil {
 			os.Exit(7)
 		}
-		if _, err := a.Ask(context.Background(), &agent.AskRequest{Prompt: "hi"}); err != nil {
+		if _, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: "hi"})); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(8)
 		}

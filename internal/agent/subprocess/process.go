@@ -3,21 +3,17 @@ package subprocess
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/sourcegraph/jsonrpc2"
-
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/supervise"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
@@ -26,72 +22,51 @@ import (
 // plugin exited (a grandchild can hold it) before its tail is read.
 const exitGrace = 500 * time.Millisecond
 
-// process is one running plugin: the child, its JSON-RPC connection and
-// everything needed to report how it ended. All of its lifecycle lives
-// here: spawn, reaping, killing, and the crash detail.
+// process is one running plugin: the supervised child, its JSON-RPC
+// connection and everything needed to report how it ended. The child's
+// life (group, parent-death signal, stop, reaping) is the supervisor's;
+// what a plugin's connection means for it is decided here.
 type process struct {
 	pid    int
-	cmd    *exec.Cmd
-	conn   *jsonrpc2.Conn
-	stream *stream
+	sup    *supervise.Process
+	conn   *conn
 	stdin  *os.File
 	stderr *stderrSink
 	logger *slog.Logger
 
 	exited chan struct{} // closed once the child is reaped
 	state  *os.ProcessState
-	wait   error
 
 	mu       sync.Mutex
 	cause    error // why the connection ended first
-	killed   bool  // kitsoki killed it (protocol violation, stuck, Close)
+	killed   bool  // kitsoki SIGKILLed it (protocol violation, stuck, Close)
 	stopping bool  // Close is stopping it
 }
 
 // spawn starts the plugin described by decl. The caller owns the result
 // and must eventually stop it.
 func spawn(decl agent.Declaration, opts *options) (*process, error) {
-	stdinR, stdinW, err := os.Pipe()
+	sup, err := supervise.Start(supervise.Config{
+		Name: "plugin", Path: decl.Command, Args: decl.Args, Dir: decl.Dir, Env: environ(decl.Env),
+		PipeStdin: true, PipeStdout: true, PipeStderr: true,
+		Grace: opts.grace, Logger: opts.logger,
+	})
 	if err != nil {
-		return nil, err
-	}
-	stdoutR, stdoutW, err := os.Pipe()
-	if err != nil {
-		closeAll(stdinR, stdinW)
-		return nil, err
-	}
-	stderrR, stderrW, err := os.Pipe()
-	if err != nil {
-		closeAll(stdinR, stdinW, stdoutR, stdoutW)
-		return nil, err
-	}
-	cmd := exec.Command(decl.Command, decl.Args...)
-	cmd.Dir = decl.Dir
-	cmd.Env = environ(decl.Env)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
-	cmd.SysProcAttr = sysProcAttr()
-	err = cmd.Start()
-	// The child has its own copies of these ends (or failed to start).
-	closeAll(stdinR, stdoutW, stderrW)
-	if err != nil {
-		closeAll(stdinW, stdoutR, stderrR)
 		return nil, err
 	}
 	p := &process{
-		pid:    cmd.Process.Pid,
-		cmd:    cmd,
-		stdin:  stdinW,
-		logger: opts.logger.With("pid", cmd.Process.Pid),
+		pid:    sup.Pid(),
+		sup:    sup,
+		stdin:  sup.Stdin(),
+		logger: opts.logger.With("pid", sup.Pid()),
 		exited: make(chan struct{}),
 	}
 	p.stderr = newStderrSink(p.logger, opts.stderrTail, decl.Secrets)
-	go p.stderr.run(stderrR)
+	go p.stderr.run(sup.Stderr())
 
-	p.stream = newStream(plugin.NewLineStream(stdoutR, stdinW, multiCloser{stdoutR, stdinW}), p)
-	p.conn = jsonrpc2.NewConn(context.Background(), p.stream,
-		jsonrpc2.HandlerWithError(p.handleIncoming),
-		jsonrpc2.OnSend(p.stream.onSend),
-		jsonrpc2.SetLogger(slogPrinter{p.logger}))
+	stdout := sup.Stdout()
+	ls := plugin.NewLineStream(stdout, p.stdin, multiCloser{stdout, p.stdin})
+	p.conn = newConn(ls, p.logger, p.connFailed)
 	go p.reap()
 	go p.watch()
 	p.logger.Debug("plugin started", "command", decl.Command)
@@ -113,36 +88,52 @@ func environ(declared map[string]string) []string {
 	return env
 }
 
-// reap waits for the child and records how it ended.
+// reap records how the child ended once the supervisor reaped it (and
+// killed what it left in its group).
 func (p *process) reap() {
-	state, err := p.cmd.Process.Wait()
+	<-p.sup.Done()
+	exit, _ := p.sup.Exit()
 	p.mu.Lock()
-	p.state, p.wait = state, err
+	p.state = exit.State
+	p.killed = exit.Killed
 	p.mu.Unlock()
 	close(p.exited)
-	// Whatever the child left behind in its group goes with it.
-	_ = signalGroup(p.cmd.Process, syscall.SIGKILL)
 	// Output the child wrote before exiting is still read; if a
 	// grandchild keeps stdout open, the connection is closed for it.
 	select {
-	case <-p.conn.DisconnectNotify():
+	case <-p.conn.done:
 	case <-time.After(exitGrace):
 		p.fail(errors.New("plugin exited but its stdout stayed open"))
-		p.conn.Close()
+		p.conn.close()
 	}
+}
+
+// connFailed records why the connection ended and, after a protocol
+// violation, kills the child at once: before the connection closes the
+// child's stdin, so a plugin that would exit on EOF cannot end on its own
+// first and the crash reads the same every time.
+func (p *process) connFailed(err error) {
+	p.fail(err)
+	if violation(err) {
+		p.kill()
+	}
+}
+
+// violation reports whether err ends a connection because the plugin broke
+// the protocol (as opposed to stdout ending or failing to read).
+func violation(err error) bool {
+	var fe *plugin.FrameError
+	if errors.As(err, &fe) {
+		return true
+	}
+	return !(err == nil || errors.Is(err, io.EOF) || isReadError(err))
 }
 
 // watch kills the child once the connection is over: right away after a
 // protocol violation, after a grace period when stdout simply ended.
 func (p *process) watch() {
-	<-p.conn.DisconnectNotify()
-	cause := p.causeErr()
-	var fe *plugin.FrameError
-	graceful := cause == nil || errors.Is(cause, io.EOF) || isReadError(cause)
-	if errors.As(cause, &fe) {
-		graceful = false
-	}
-	if graceful {
+	<-p.conn.done
+	if !violation(p.causeErr()) {
 		select {
 		case <-p.exited:
 			return
@@ -164,10 +155,7 @@ func (p *process) kill() {
 		return
 	default:
 	}
-	p.mu.Lock()
-	p.killed = true
-	p.mu.Unlock()
-	_ = signalGroup(p.cmd.Process, syscall.SIGKILL)
+	p.sup.Kill()
 }
 
 // fail records why the connection ended, keeping the first reason.
@@ -188,7 +176,7 @@ func (p *process) causeErr() error {
 // alive reports whether the process can take another call.
 func (p *process) alive() bool {
 	select {
-	case <-p.conn.DisconnectNotify():
+	case <-p.conn.done:
 		return false
 	case <-p.exited:
 		return false
@@ -197,44 +185,17 @@ func (p *process) alive() bool {
 	}
 }
 
-// handleIncoming answers nothing: a plugin may only send responses, so a
-// request or notification from it ends the connection.
-func (p *process) handleIncoming(_ context.Context, c *jsonrpc2.Conn, req *jsonrpc2.Request) (any, error) {
-	p.fail(fmt.Errorf("plugin sent a %s (method %q) but may only send responses", kindOf(req), req.Method))
-	c.Close()
-	p.kill()
-	return nil, &jsonrpc2.Error{Code: plugin.CodeInvalidRequest, Message: "plugins may only send responses"}
-}
-
-func kindOf(req *jsonrpc2.Request) string {
-	if req.Notif {
-		return "notification"
-	}
-	return "request"
-}
-
-// stop ends the process as Close must: close stdin, SIGTERM the group,
-// wait up to grace, then SIGKILL. It returns once the child is reaped.
-func (p *process) stop(grace time.Duration) {
+// stop ends the process as Close must: close stdin, then the supervisor's
+// stop (SIGTERM to the group, the grace period, SIGKILL). It returns once
+// the child is reaped.
+func (p *process) stop() {
 	p.mu.Lock()
 	p.stopping = true
 	p.mu.Unlock()
 	_ = p.stdin.Close()
-	select {
-	case <-p.exited:
-	default:
-		_ = signalGroup(p.cmd.Process, syscall.SIGTERM)
-		t := time.NewTimer(grace)
-		select {
-		case <-p.exited:
-			t.Stop()
-		case <-t.C:
-			p.logger.Warn("plugin ignored SIGTERM; killing it", "grace", grace)
-			p.kill()
-			<-p.exited
-		}
-	}
-	p.conn.Close()
+	p.sup.Stop(context.Background())
+	<-p.exited
+	p.conn.close()
 	p.awaitStderr()
 }
 
@@ -290,18 +251,4 @@ func (m multiCloser) Close() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func closeAll(fs ...*os.File) {
-	for _, f := range fs {
-		f.Close()
-	}
-}
-
-// slogPrinter routes jsonrpc2's log lines (unmatched responses, protocol
-// errors) to the agent's logger.
-type slogPrinter struct{ l *slog.Logger }
-
-func (s slogPrinter) Printf(format string, v ...any) {
-	s.l.Warn(strings.TrimSpace(fmt.Sprintf(format, v...)))
 }

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,7 +39,7 @@ func ask(t testing.TB, a *Agent, prompt string, with map[string]any) (*agent.Ask
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	return a.Ask(ctx, &agent.AskRequest{Verb: "ask", Prompt: prompt, With: with})
+	return a.Ask(ctx, agent.NewCall(&agent.AskRequest{Verb: "ask", Prompt: prompt, With: with}))
 }
 
 // wantAskError checks err is an AskError of kind with exactly detail.
@@ -106,7 +107,7 @@ func TestWireRequest(t *testing.T) {
 		if id == 2 {
 			<-a.current().exited
 		}
-		resp, err := a.Ask(context.Background(), req)
+		resp, err := a.Ask(context.Background(), agent.NewCall(req))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -206,7 +207,7 @@ func TestNeverAnswersHitsDeadlineAndKeepsProcess(t *testing.T) {
 	a := newAgent(t, helperDecl(t, "never"))
 	for i := range 2 {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-		_, err := a.Ask(ctx, &agent.AskRequest{Prompt: "x"})
+		_, err := a.Ask(ctx, agent.NewCall(&agent.AskRequest{Prompt: "x"}))
 		cancel()
 		wantAskError(t, err, agent.KindDeadlineExceeded, "subprocess agent: context cancelled waiting for response: context deadline exceeded")
 		if i == 0 && !a.current().alive() {
@@ -218,7 +219,7 @@ func TestNeverAnswersHitsDeadlineAndKeepsProcess(t *testing.T) {
 func TestLateAnswerIsDiscarded(t *testing.T) {
 	a := newAgent(t, helperDecl(t, "late"))
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	_, err := a.Ask(ctx, &agent.AskRequest{Prompt: "slow", With: map[string]any{"sleep_ms": 300}})
+	_, err := a.Ask(ctx, agent.NewCall(&agent.AskRequest{Prompt: "slow", With: map[string]any{"sleep_ms": 300}}))
 	cancel()
 	wantAskError(t, err, agent.KindDeadlineExceeded, "subprocess agent: context cancelled waiting for response: context deadline exceeded")
 	// This call is in flight when the late answer arrives.
@@ -337,7 +338,7 @@ func TestNonUTF8ResponseRefused(t *testing.T) {
 
 func TestNonUTF8RequestRefusedBeforeSpawn(t *testing.T) {
 	a := newAgent(t, helperDecl(t, "echo"))
-	_, err := a.Ask(context.Background(), &agent.AskRequest{Schema: json.RawMessage("\"caf\xe9\"")})
+	_, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Schema: json.RawMessage("\"caf\xe9\"")}))
 	wantAskError(t, err, agent.KindTransportError, "subprocess agent: request refused: message is not valid UTF-8")
 	if a.currentPID() != 0 {
 		t.Error("a refused request spawned the plugin")
@@ -460,7 +461,7 @@ func TestContextDoneBeforeCall(t *testing.T) {
 	a := newAgent(t, helperDecl(t, "echo"))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := a.Ask(ctx, &agent.AskRequest{})
+	_, err := a.Ask(ctx, agent.NewCall(&agent.AskRequest{}))
 	wantAskError(t, err, agent.KindDeadlineExceeded, "subprocess agent: context done before the call: context canceled")
 	if a.currentPID() != 0 {
 		t.Error("a dead context spawned the plugin")
@@ -478,7 +479,7 @@ func TestBuildNeverSpawns(t *testing.T) {
 	if pid := got.(*Agent).currentPID(); pid != 0 {
 		t.Fatalf("building the agent spawned pid %d", pid)
 	}
-	if _, err := got.Ask(context.Background(), &agent.AskRequest{Prompt: "x"}); err != nil {
+	if _, err := got.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: "x"})); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Close(); err != nil {
@@ -643,24 +644,30 @@ func TestPythonExamplePlugin(t *testing.T) {
 	}
 	_, err = ask(t, a, "x", map[string]any{"fail": "no model"})
 	wantAskError(t, err, agent.KindPluginCrash, "subprocess agent: rpc error -32000: no model")
-	// A slow call does not hold up a quick one.
+	// A slow call does not hold up a quick one: the quick call, sent while
+	// the slow one sleeps in the plugin, is answered before it. The slow
+	// call sleeps far longer than a quick round trip takes even on a loaded
+	// machine, and the order is checked on a flag, not on clock readings.
 	var wg sync.WaitGroup
-	var slowDone time.Time
+	var slowDone atomic.Bool
+	started := make(chan struct{})
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if _, err := ask(t, a, "slow", map[string]any{"sleep_ms": 400}); err != nil {
+		close(started)
+		if _, err := ask(t, a, "slow", map[string]any{"sleep_ms": 2000}); err != nil {
 			t.Error(err)
 		}
-		slowDone = time.Now()
+		slowDone.Store(true)
 	}()
-	time.Sleep(50 * time.Millisecond)
+	<-started
+	time.Sleep(50 * time.Millisecond) // let the slow request go out first
 	if _, err := ask(t, a, "quick", nil); err != nil {
 		t.Fatal(err)
 	}
-	quickDone := time.Now()
+	quickFirst := !slowDone.Load()
 	wg.Wait()
-	if !quickDone.Before(slowDone) {
+	if !quickFirst {
 		t.Error("the quick call waited for the slow one")
 	}
 }

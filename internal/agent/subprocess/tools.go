@@ -3,6 +3,7 @@ package subprocess
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"sync"
 	"time"
 
@@ -19,17 +20,28 @@ func (a *Agent) InvokeTool(ctx context.Context, req *plugin.AgentToolRequest) (j
 	return a.call(ctx, plugin.MethodAgentToolInvoke, req, true)
 }
 
-// cancelNotifyTimeout bounds the write of a $/cancelRequest notification.
+// cancelNotifyTimeout bounds how long a caller that stopped waiting waits
+// for its $/cancelRequest notification to be written.
 const cancelNotifyTimeout = time.Second
 
 // cancelInPlugin tells p to stop working on call id. A process that is
-// gone needs no telling, so errors are ignored.
+// gone needs no telling, so errors are ignored. A plugin that does not read
+// its stdin holds the write up until the connection ends; the caller waits
+// for it cancelNotifyTimeout at most.
 func cancelInPlugin(p *process, id uint64) {
-	ctx, cancel := context.WithTimeout(context.Background(), cancelNotifyTimeout)
-	defer cancel()
-	_ = p.conn.Notify(ctx, plugin.MethodCancelRequest, struct {
-		ID uint64 `json:"id"`
-	}{id})
+	params := strconv.AppendUint([]byte(`{"id":`), id, 10)
+	params = append(params, '}')
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		_ = p.conn.notify(plugin.MethodCancelRequest, params)
+	}()
+	t := time.NewTimer(cancelNotifyTimeout)
+	defer t.Stop()
+	select {
+	case <-written:
+	case <-t.C:
+	}
 }
 
 // ProcessEventKind says what happened to a plugin process.
@@ -75,7 +87,7 @@ func (a *Agent) Start() error {
 // crashed if it ends without Close.
 func (a *Agent) follow(p *process, seq uint64) {
 	a.watch.emit(ProcessEvent{Kind: ProcessStarted, Seq: seq, PID: p.pid})
-	<-p.conn.DisconnectNotify()
+	<-p.conn.done
 	<-p.exited
 	p.mu.Lock()
 	stopping := p.stopping

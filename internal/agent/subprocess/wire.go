@@ -2,195 +2,234 @@ package subprocess
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
-	"reflect"
+	"errors"
+	"fmt"
+	"log/slog"
 	"strconv"
 	"sync"
-	"unsafe"
 
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
-// stream is the connection's framing with one shortcut: a request whose
-// params were encoded up front (stage) is written as
+// conn is kitsoki's end of a plugin's JSON-RPC 2.0 connection
+// (wire-protocols.md §4), over the protocol's line framing: requests and
+// notifications go out, responses come back and are matched to their
+// calls by id, in any order.
 //
-//	{"jsonrpc":"2.0","id":N,"method":"M","params":<params>}
-//
-// straight from those bytes. jsonrpc2 would otherwise marshal the params
-// into a map and re-validate them three more times, which for a 1 KB
-// prompt costs more than the whole pipe round trip. jsonrpc2 still assigns
-// the id, tracks the call and matches the response; its OnSend hook, run
-// under its send lock right before WriteObject, says which request is
-// being written, and WriteObject takes the shortcut only when the message
-// it is handed is that very request.
-type stream struct {
-	*plugin.LineStream
-	p *process
+// It is a small client of its own rather than jsonrpc2.Conn: that one
+// marshals params into generic maps and decodes every result three times,
+// which for a 1 KB prompt costs more than the pipe round trip, and its
+// API offers no way to hand it bytes already encoded. A request is
+// written straight from its encoded params, and a result is handed back
+// as the raw bytes of the response line. JSON-RPC error objects are
+// still *jsonrpc2.Error, so callers recover codes with errors.As.
+type conn struct {
+	ls     *plugin.LineStream
+	logger *slog.Logger
+	fail   func(error) // records why the connection ended
 
 	mu      sync.Mutex
-	params  map[uint64][]byte // staged params by request id
-	sending *jsonrpc2.Request // set by onSend, consumed by WriteObject
+	pending map[uint64]chan reply // calls waiting; a nil channel was abandoned
+	closed  bool
+	done    chan struct{} // closed once the connection is over
 
 	wmu sync.Mutex   // guards buf
-	buf bytes.Buffer // the request line being written
-
-	// Results of calls still waited for, by id: the response handed to
-	// jsonrpc2 carries a placeholder result, and the caller takes the
-	// real bytes from here (see ReadObject).
-	waiting map[uint64]bool
-	results map[uint64][]byte
+	buf bytes.Buffer // the line being written
 }
 
-func newStream(ls *plugin.LineStream, p *process) *stream {
-	return &stream{LineStream: ls, p: p, params: map[uint64][]byte{},
-		waiting: map[uint64]bool{}, results: map[uint64][]byte{}}
+// reply is what a call gets back: a result, an error object, or the end
+// of the connection.
+type reply struct {
+	result json.RawMessage
+	err    *jsonrpc2.Error
+	closed bool
 }
 
-// stage records the encoded params of the request that will carry id,
-// and that its result is waited for.
-func (s *stream) stage(id uint64, params []byte) {
-	s.mu.Lock()
-	s.params[id] = params
-	s.waiting[id] = true
-	s.mu.Unlock()
+// errClosed is a call's error when the connection ended before its reply.
+var errClosed = errors.New("connection closed")
+
+// writeError is a failure to write a request to the plugin's stdin.
+type writeError struct{ err error }
+
+func (e *writeError) Error() string { return e.err.Error() }
+func (e *writeError) Unwrap() error { return e.err }
+
+// newConn starts reading ls; fail is told the error that ends it.
+func newConn(ls *plugin.LineStream, logger *slog.Logger, fail func(error)) *conn {
+	c := &conn{ls: ls, logger: logger, fail: fail, pending: map[uint64]chan reply{}, done: make(chan struct{})}
+	go c.read()
+	return c
 }
 
-// result takes the result bytes of call id once jsonrpc2 completed it, and
-// stops waiting for it; ok is false if the response carried no result.
-func (s *stream) result(id uint64) (raw []byte, ok bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	raw, ok = s.results[id]
-	delete(s.results, id)
-	delete(s.waiting, id)
-	return raw, ok
-}
-
-// abandon stops waiting for call id: its late answer is dropped.
-func (s *stream) abandon(id uint64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.results, id)
-	delete(s.waiting, id)
-}
-
-// unstage forgets params that were never sent.
-func (s *stream) unstage(id uint64) {
-	s.mu.Lock()
-	delete(s.params, id)
-	s.mu.Unlock()
-}
-
-// onSend is the jsonrpc2.OnSend hook.
-func (s *stream) onSend(req *jsonrpc2.Request, _ *jsonrpc2.Response) {
-	if req == nil || req.Notif || req.ID.IsString {
-		return
+// call sends request id with params (already encoded JSON) and waits for
+// its reply or ctx. A call ctx gave up on stays known, so its late answer
+// is dropped quietly. Errors: ctx's, errClosed, a *writeError, or the
+// plugin's *jsonrpc2.Error.
+func (c *conn) call(ctx context.Context, id uint64, method string, params []byte) (json.RawMessage, error) {
+	ch := make(chan reply, 1)
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, errClosed
 	}
-	s.mu.Lock()
-	s.sending = req
-	s.mu.Unlock()
+	c.pending[id] = ch
+	c.mu.Unlock()
+	if err := c.write(id, true, method, params); err != nil {
+		c.mu.Lock()
+		closed := c.closed
+		delete(c.pending, id)
+		c.mu.Unlock()
+		if closed {
+			return nil, errClosed
+		}
+		return nil, &writeError{err}
+	}
+	select {
+	case r := <-ch:
+		switch {
+		case r.closed:
+			return nil, errClosed
+		case r.err != nil:
+			return nil, r.err
+		}
+		return r.result, nil
+	case <-ctx.Done():
+		c.mu.Lock()
+		if _, ok := c.pending[id]; ok {
+			c.pending[id] = nil
+		}
+		c.mu.Unlock()
+		return nil, ctx.Err()
+	}
 }
 
-func (s *stream) WriteObject(obj any) error {
-	s.mu.Lock()
-	req := s.sending
-	s.sending = nil
-	params, staged := []byte(nil), false
-	if req != nil && requestOf(obj) == req {
-		params, staged = s.params[req.ID.Num]
-		delete(s.params, req.ID.Num)
+// notify sends a notification (no id, no reply).
+func (c *conn) notify(method string, params []byte) error {
+	return c.write(0, false, method, params)
+}
+
+// write sends {"jsonrpc":"2.0","id":N,"method":"M","params":P} (without
+// the id for a notification) as one line.
+func (c *conn) write(id uint64, withID bool, method string, params []byte) error {
+	name, err := json.Marshal(method)
+	if err != nil {
+		return err
 	}
-	s.mu.Unlock() // never held while writing: the reader needs it meanwhile
-	if !staged {
-		return s.LineStream.WriteObject(obj)
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.buf.Reset()
+	c.buf.WriteString(`{"jsonrpc":"2.0",`)
+	if withID {
+		c.buf.WriteString(`"id":`)
+		c.buf.Write(strconv.AppendUint(c.buf.AvailableBuffer(), id, 10))
+		c.buf.WriteByte(',')
 	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	s.buf.Reset()
-	s.buf.WriteString(`{"jsonrpc":"2.0","id":`)
-	s.buf.WriteString(strconv.FormatUint(req.ID.Num, 10))
-	s.buf.WriteString(`,"method":`)
-	method, _ := json.Marshal(req.Method)
-	s.buf.Write(method)
-	s.buf.WriteString(`,"params":`)
-	s.buf.Write(params)
-	s.buf.WriteString("}\n")
-	err := s.LineStream.WriteLine(s.buf.Bytes())
-	if s.buf.Cap() > 1<<20 {
-		s.buf = bytes.Buffer{}
+	c.buf.WriteString(`"method":`)
+	c.buf.Write(name)
+	c.buf.WriteString(`,"params":`)
+	c.buf.Write(params)
+	c.buf.WriteString("}\n")
+	err = c.ls.WriteLine(c.buf.Bytes())
+	if c.buf.Cap() > 1<<20 {
+		c.buf = bytes.Buffer{}
 	}
 	return err
 }
 
-// requestOf returns the *jsonrpc2.Request inside the message jsonrpc2 is
-// writing (its unexported anyMessage), or nil.
-func requestOf(obj any) *jsonrpc2.Request {
-	v := reflect.ValueOf(obj)
-	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
-		return nil
-	}
-	f := v.Elem().FieldByName("request")
-	if !f.IsValid() || f.Type() != reflect.TypeFor[*jsonrpc2.Request]() {
-		return nil
-	}
-	return (*jsonrpc2.Request)(unsafe.Pointer(f.Pointer()))
-}
-
-// ReadObject reads a message and keeps the error that ended the
-// connection: jsonrpc2 only logs it.
-//
-// A success response to a call still waited for takes a shortcut: its
-// result bytes are kept for the caller, and jsonrpc2 is handed the same
-// response with a placeholder result. jsonrpc2 would otherwise decode the
-// result three times, once into generic maps.
-func (s *stream) ReadObject(v any) error {
-	line, err := s.LineStream.ReadLine()
-	if err == nil {
-		if short := s.shortcut(line); short != nil {
-			line = short
-		}
-		if u, ok := v.(json.Unmarshaler); ok {
-			err = u.UnmarshalJSON(line)
-		} else {
-			err = json.Unmarshal(line, v)
+// read dispatches incoming lines until one ends the connection.
+func (c *conn) read() {
+	for {
+		line, err := c.ls.ReadLine()
+		if err == nil {
+			err = c.dispatch(line)
 		}
 		if err != nil {
-			err = &plugin.FrameError{Err: err, Line: append([]byte(nil), line[:min(len(line), 257)]...)}
+			c.fail(err)
+			c.close()
+			return
 		}
 	}
-	if err != nil {
-		s.p.fail(err)
-	}
-	return err
 }
 
-// envelope is a response as the shortcut reads it.
+// envelope is an incoming message as dispatch reads it.
 type envelope struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  json.RawMessage `json:"method"`
-	Result  json.RawMessage `json:"result"`
-	Error   json.RawMessage `json:"error"`
+	ID     json.RawMessage `json:"id"`
+	Method *string         `json:"method"`
+	Result json.RawMessage `json:"result"` // "null" when the result is null
+	Error  json.RawMessage `json:"error"`
 }
 
-// shortcut returns the placeholder form of line, or nil to decode it as
-// it is.
-func (s *stream) shortcut(line []byte) []byte {
+// errNoKind refuses a message that is neither a request nor a response.
+var errNoKind = errors.New("message is neither a request nor a response (no method, result or error)")
+
+// dispatch hands a response to its call. A line that is not a JSON-RPC
+// object ends the connection with a *plugin.FrameError; so does a request
+// or notification, which a plugin may not send.
+func (c *conn) dispatch(line []byte) error {
 	var env envelope
-	if json.Unmarshal(line, &env) != nil || env.Method != nil || env.Error != nil || len(env.Result) == 0 {
-		return nil
+	if err := json.Unmarshal(line, &env); err != nil {
+		return frameError(err, line)
 	}
-	id, err := strconv.ParseUint(string(env.ID), 10, 64)
-	if err != nil {
-		return nil
+	hasError := len(env.Error) > 0 && string(env.Error) != "null"
+	if env.Method != nil {
+		kind := "request"
+		if env.ID == nil {
+			kind = "notification"
+		}
+		return fmt.Errorf("plugin sent a %s (method %q) but may only send responses", kind, *env.Method)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.waiting[id] {
-		return nil
+	if env.Result == nil && !hasError {
+		return frameError(errNoKind, line)
 	}
-	s.results[id] = env.Result
-	return []byte(`{"jsonrpc":"2.0","id":` + strconv.FormatUint(id, 10) + `,"result":true}`)
+	var rpcErr *jsonrpc2.Error
+	if hasError {
+		rpcErr = new(jsonrpc2.Error)
+		if err := json.Unmarshal(env.Error, rpcErr); err != nil {
+			return frameError(err, line)
+		}
+	}
+	id, _ := strconv.ParseUint(string(env.ID), 10, 64) // 0, never used, if not a number
+	c.mu.Lock()
+	ch, ok := c.pending[id]
+	if ok {
+		delete(c.pending, id)
+	}
+	c.mu.Unlock()
+	switch {
+	case !ok:
+		c.logger.Warn("ignoring response #" + string(env.ID) + " with no corresponding request")
+	case ch != nil: // nil: the caller stopped waiting
+		ch <- reply{result: env.Result, err: rpcErr}
+	}
+	return nil
+}
+
+// frameError copies the head of line, which lives in a reused buffer.
+func frameError(err error, line []byte) *plugin.FrameError {
+	return &plugin.FrameError{Err: err, Line: append([]byte(nil), line[:min(len(line), 257)]...)}
+}
+
+// close ends the connection: the stream is closed, calls still waiting
+// get errClosed, and done is closed. It is idempotent.
+func (c *conn) close() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	pending := c.pending
+	c.pending = nil
+	c.mu.Unlock()
+	_ = c.ls.Close()
+	for _, ch := range pending {
+		if ch != nil {
+			ch <- reply{closed: true}
+		}
+	}
+	close(c.done)
 }

@@ -1,0 +1,7 @@
+#!/bin/sh
+# Answers every call (an eval makes several) with the secret in the text.
+while read line; do
+  id=$(printf '%s\n' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
+  [ -n "$id" ] || exit 0
+  printf '{"jsonrpc":"2.0","id":%s,"result":{"submission":{"text":"the key is %s"}}}\n' "$id" "$API_KEY"
+done

@@ -1,0 +1,3 @@
+package clean
+
+import _ "fmt"

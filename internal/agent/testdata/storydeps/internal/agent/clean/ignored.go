@@ -1,0 +1,5 @@
+//go:build ignore
+
+package clean
+
+import _ "example.com/m/internal/story"

@@ -1,0 +1,3 @@
+package direct
+
+import _ "example.com/m/internal/story"

@@ -1,0 +1,3 @@
+package indirect
+
+import _ "example.com/m/internal/mid"

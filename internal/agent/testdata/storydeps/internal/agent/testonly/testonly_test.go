@@ -1,0 +1,3 @@
+package testonly
+
+import _ "example.com/m/internal/story"

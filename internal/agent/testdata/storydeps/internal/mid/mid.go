@@ -1,0 +1,3 @@
+package mid
+
+import _ "example.com/m/internal/story"

@@ -1,0 +1,86 @@
+package supervise
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestChildDiesWithKitsoki SIGKILLs a kitsoki stand-in and checks the
+// child it started dies too (the parent-death signal): the child holds the
+// stand-in's stdout, which reaches EOF only once both are gone.
+func TestChildDiesWithKitsoki(t *testing.T) {
+	host := helperCmd("host")
+	// A pipe of our own: exec.Cmd.Wait would close StdoutPipe's.
+	out, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	host.Stdout = w
+	err = host.Start()
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(out)
+	child := 0
+	for child == 0 {
+		line := readLine(t, r)
+		if pid, ok := strings.CutPrefix(line, "child "); ok {
+			child, _ = strconv.Atoi(pid)
+		}
+	}
+	t.Cleanup(func() { syscall.Kill(child, syscall.SIGKILL) })
+	host.Process.Kill()
+	host.Wait()
+	within(t, "EOF from the child", func() { io.Copy(io.Discard, r) })
+}
+
+// TestThreadRetirementSparesTheChild starts a child from a goroutine whose
+// thread then exits (a locked goroutine's thread ends with it); the
+// parent-death signal must not fire, since kitsoki is still there. A
+// supervisor forking on its caller's thread fails this.
+func TestThreadRetirementSparesTheChild(t *testing.T) {
+	cfg := helper(t, "echo")
+	cfg.PipeStdin, cfg.PipeStdout = true, true
+	var p *Process
+	var err error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
+		p, err = Start(cfg)
+	}()
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.Kill()
+		<-p.Done()
+		p.Stdin().Close()
+		p.Stdout().Close()
+	})
+	out := bufio.NewReader(p.Stdout())
+	for i := range 5 {
+		time.Sleep(20 * time.Millisecond) // give a wrongly attached signal time to land
+		if _, err := p.Stdin().WriteString("ping\n"); err != nil {
+			t.Fatalf("ping %d: %v", i, err)
+		}
+		if got := readLine(t, out); got != "ping" {
+			t.Fatalf("ping %d: child said %q", i, got)
+		}
+	}
+	if _, ok := p.Exit(); ok {
+		t.Error("the child ended when the thread that started it did")
+	}
+}

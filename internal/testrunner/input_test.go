@@ -1,0 +1,78 @@
+package testrunner
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+)
+
+const inputApp = `app: {id: input-checks}
+world:
+  count: {type: int, default: 0}
+intents:
+  greet:
+    slots:
+      name: {type: string, required: true}
+      color: {type: string}
+root: hello
+states:
+  hello:
+    on:
+      greet: [{target: "."}]
+`
+
+// runInline runs the fixtures of one inline flow file against inputApp.
+func runInline(t *testing.T, flow string) string {
+	t.Helper()
+	dir := writeFiles(t, map[string]string{"app.yaml": inputApp, "flows/f.yaml": flow})
+	fxs, err := LoadFixtures(filepath.Join(dir, "app.yaml"), filepath.Join(dir, "flows", "f.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRunner(WithFlowGetenv(noEnv))
+	t.Cleanup(func() { r.Close() })
+	rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range rep.Results {
+		res.Name = "f.yaml"
+	}
+	return report(rep.Results, false)
+}
+
+// A flow sees an unknown slot as the rejection UNKNOWN_SLOT: expect_error
+// can assert it, and a flow expecting another code is shown its message.
+func TestFlowUnknownSlot(t *testing.T) {
+	got := runInline(t, `test_kind: flow
+turns:
+  - intent: {name: greet, slots: {name: Ada, colour: red}}
+    expect_error: {code: UNKNOWN_SLOT}
+  - intent: {name: greet, slots: {colour: red}}
+    expect_error: {code: MISSING_SLOTS}
+`)
+	want := `FAIL  f.yaml
+  FAIL  turn 2 → hello
+  ✗ expect_error: got code UNKNOWN_SLOT, want MISSING_SLOTS (unknown slot "colour" for intent greet; did you mean "color"?)
+`
+	if got != want {
+		t.Errorf("report:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// initial_world values are checked against the declared types: the flow
+// fails at its seed, naming the key, the type and the value.
+func TestFlowInitialWorldTypes(t *testing.T) {
+	got := runInline(t, `test_kind: flow
+initial_world: {count: lots}
+turns:
+  - intent: {name: greet, slots: {name: Ada}}
+`)
+	want := `FAIL  f.yaml
+  FAIL  [session]
+  ✗ seed: world key "count" is declared int; the initial value "lots" is not an int
+`
+	if got != want {
+		t.Errorf("report:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -246,9 +246,10 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 			return nil, err
 		}
 	}
-	for key, dst := range map[string]*bool{"expect_terminal": &fx.ExpectTerminal, "expect_no_errors": &fx.ExpectNoErrors,
-		"expect_no_host_calls": &fx.ExpectNoHostCalls, "strict_cassette_coverage": &fx.StrictCassetteCoverage} {
-		if *dst, err = boolField(m, key, "fixture"); err != nil {
+	bools := map[string]*bool{"expect_terminal": &fx.ExpectTerminal, "expect_no_errors": &fx.ExpectNoErrors,
+		"expect_no_host_calls": &fx.ExpectNoHostCalls, "strict_cassette_coverage": &fx.StrictCassetteCoverage}
+	for _, key := range written(m, "expect_terminal", "expect_no_errors", "expect_no_host_calls", "strict_cassette_coverage") {
+		if *bools[key], err = boolField(m, key, "fixture"); err != nil {
 			return nil, err
 		}
 	}
@@ -311,7 +312,8 @@ func parseStubs(n *yaml.Node) (map[string]*Stub, error) {
 		keyPos[n.Content[i].Value] = [2]int{n.Content[i].Line, n.Content[i].Column}
 	}
 	out := map[string]*Stub{}
-	for name, sn := range m {
+	for _, name := range written(m) {
+		sn := m[name]
 		where := "host_handlers." + name
 		sm, err := fields(sn, where, stubKeys...)
 		if err != nil {
@@ -326,7 +328,9 @@ func parseStubs(n *yaml.Node) (map[string]*Stub, error) {
 				return nil, fmt.Errorf("line %d: %s.delay: %w", d.Line, where, err)
 			}
 		}
-		for key, dst := range map[string]*map[string]Envelope{"by_call": &st.ByCall, "by_op": &st.ByOp} {
+		by := map[string]*map[string]Envelope{"by_call": &st.ByCall, "by_op": &st.ByOp}
+		for _, key := range written(sm, "by_call", "by_op") {
+			dst := by[key]
 			bn, ok := sm[key]
 			if !ok || bn.Tag == "!!null" {
 				continue
@@ -336,7 +340,8 @@ func parseStubs(n *yaml.Node) (map[string]*Stub, error) {
 				return nil, err
 			}
 			*dst = map[string]Envelope{}
-			for id, en := range bm {
+			for _, id := range written(bm) {
+				en := bm[id]
 				em, err := fields(en, where+"."+key+"."+id, envelopeKeys...)
 				if err != nil {
 					return nil, err

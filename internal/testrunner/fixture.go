@@ -26,6 +26,9 @@ type Fixture struct {
 	InitialState string
 	InitialWorld map[string]any
 	HostHandlers map[string]*Stub
+	// HostBindings are the host_bindings entries, in file order: handlers
+	// that answer for real in this flow, and interfaces routed to them.
+	HostBindings []Binding
 	HostCassette string // as written, relative to the fixture's directory
 	CassettePath string // resolved
 	Turns        []*TurnSpec
@@ -134,8 +137,9 @@ var (
 	fixtureKeys = []string{"test_kind", "description", "app", "initial_state", "initial_world", "host_handlers", "host_cassette", "turns",
 		"expect_terminal", "expect_no_errors", "expect_world_final", "expect_no_host_calls", "strict_cassette_coverage",
 		"expect_events_count_atleast", "expect_events_count_atmost", "starlark_http_cassette",
+		"host_bindings",
 		// [later]: parsed and ignored
-		"recording", "mode", "host_bindings", "use_orchestrator", "starlark_*", "expect_files",
+		"recording", "mode", "use_orchestrator", "starlark_*", "expect_files",
 		"advance_clock", "expect_inbox", "expect_jobs"}
 	turnKeys = []string{"intent", "expect_state", "expect_not_state", "expect_state_in", "expect_world", "expect_world_full",
 		"expect_slots", "expect_error", "expect_view_matches", "expect_no_view", "expect_host_calls", "expect_no_host_calls",
@@ -171,6 +175,10 @@ func ParseFixtures(b []byte, file, defaultApp string) ([]*Fixture, error) {
 	var out []*Fixture
 	for i, d := range docs {
 		fx, err := parseFixture(d.Content[0], file, defaultApp)
+		var located *locatedError
+		if errors.As(err, &located) {
+			return nil, err
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", file, err)
 		}
@@ -243,6 +251,11 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 			return nil, fmt.Errorf("line %d: host_cassette and host_handlers are mutually exclusive", hn.Line)
 		}
 		if fx.HostHandlers, err = parseStubs(hn); err != nil {
+			return nil, err
+		}
+	}
+	if bn, ok := m["host_bindings"]; ok && bn.Tag != "!!null" {
+		if fx.HostBindings, err = parseBindings(bn, file); err != nil {
 			return nil, err
 		}
 	}

@@ -199,6 +199,9 @@ func (r *Runner) Prepare(fx *Fixture) (*Flow, error) {
 		}
 		f.Cassette = c
 	}
+	if err := checkBindings(fx, st, f.Cassette); err != nil {
+		return nil, err
+	}
 	if fx.HTTPCassettePath != "" {
 		// Flows replay only: a flow never reaches the network.
 		c, err := starlark.LoadCassette(fx.HTTPCassettePath, starlark.ModeNone)
@@ -345,6 +348,16 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 			h.RegisterPrefix(name, hd)
 		}
 	}
+	// host_bindings: a bound handler is the real one runtime.Open
+	// registered (nothing to install); a bound interface is routed to its
+	// handler. With bindings alone, every other call is still dropped.
+	for _, b := range fx.HostBindings {
+		if b.Interface {
+			ih := &interfaceHandler{iface: b.Key, handler: b.Handler, h: h}
+			h.Register(interfaceNamespace+b.Key, ih)
+			h.RegisterPrefix(interfaceNamespace+b.Key, ih)
+		}
+	}
 	var dropped atomic.Int64
 	if !dispatch {
 		drop := host.HandlerFunc(func(context.Context, *host.Call) (*host.Result, error) {
@@ -352,8 +365,16 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 			return &host.Result{}, nil
 		})
 		for _, name := range InvokeNames(st) {
-			h.Register(name, drop)
+			if !bound(fx.HostBindings, name) {
+				h.Register(name, drop)
+			}
 		}
+	}
+	// Only the bound calls count as host calls when the others are dropped.
+	counted := func(hostCall) bool { return true }
+	if !dispatch && len(fx.HostBindings) > 0 {
+		dispatch = true
+		counted = func(c hostCall) bool { return bound(fx.HostBindings, c.Namespace) }
 	}
 	if err := sess.Seed(); err != nil {
 		res.Turns = append(res.Turns, TurnResult{TurnIndex: SessionIndex, Failures: []string{"seed: " + err.Error()}})
@@ -374,7 +395,11 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 		evs := sink.events[mark:]
 		tv := turnView{out: out, world: sess.World(), slots: acceptedSlots(evs), evs: evs}
 		if dispatch {
-			tv.calls = dispatched(evs)
+			for _, c := range dispatched(evs) {
+				if counted(c) {
+					tv.calls = append(tv.calls, c)
+				}
+			}
 			allCalls = append(allCalls, tv.calls...)
 		}
 		fails := checkTurn(ts, tv)
@@ -499,10 +524,11 @@ type stubHandler struct {
 	clk  clock.Clock
 }
 
-// Invoke answers from by_call (args.call), else by_op (args.op), else the
-// stub's own envelope; an envelope replaces the whole answer.
+// Invoke answers from by_call (args.call), else by_op (args.op, or without
+// one the rest of the invoke name under the stub's), else the stub's own
+// envelope; an envelope replaces the whole answer.
 func (s *stubHandler) Invoke(ctx context.Context, call *host.Call) (*host.Result, error) {
-	env := s.envelope(call.Args)
+	env := s.envelope(call.Namespace, call.Args)
 	if err := sleepOn(ctx, s.clk, s.stub.Delay, "host_handlers."+s.name); err != nil {
 		return nil, err
 	}
@@ -519,7 +545,7 @@ func (s *stubHandler) Invoke(ctx context.Context, call *host.Call) (*host.Result
 	return res, nil
 }
 
-func (s *stubHandler) envelope(args map[string]any) Envelope {
+func (s *stubHandler) envelope(namespace string, args map[string]any) Envelope {
 	if id, ok := args["call"]; ok && id != nil {
 		if e, ok := s.stub.ByCall[fmt.Sprint(id)]; ok {
 			return e
@@ -527,6 +553,12 @@ func (s *stubHandler) envelope(args map[string]any) Envelope {
 	}
 	if op, ok := args["op"]; ok && op != nil {
 		if e, ok := s.stub.ByOp[fmt.Sprint(op)]; ok {
+			return e
+		}
+	} else if op, ok := strings.CutPrefix(namespace, s.name+"."); ok {
+		// No op: arg: the op is the invoke name's rest under the stub
+		// (host.chat.post answered by a host.chat stub is op post).
+		if e, ok := s.stub.ByOp[op]; ok {
 			return e
 		}
 	}

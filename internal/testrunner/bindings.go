@@ -1,0 +1,185 @@
+package testrunner
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/hosts/catalog"
+	"github.com/kitsoki/kitsoki/internal/story"
+)
+
+// Binding is one host_bindings entry. Key is what is bound: a handler
+// (host.artifacts_dir: host.artifacts_dir, "run this handler for real") or
+// an interface (transport: host.artifacts_dir, "answer iface.transport.<op>
+// with host.artifacts_dir.<op>"). Handler is the handler it is bound to.
+type Binding struct {
+	Key       string
+	Handler   string
+	Interface bool // Key names an interface (no dot in it)
+	Line, Col int  // position of the entry's key in the fixture file
+}
+
+// interfaceNamespace prefixes the invokes of a host interface:
+// iface.<name>.<op>.
+const interfaceNamespace = "iface."
+
+var (
+	bindingHandlerRx   = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)+$`)
+	bindingInterfaceRx = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
+)
+
+// locatedError is a fixture error that already says file:line:col, so
+// ParseFixtures does not prefix the file again.
+type locatedError struct{ msg string }
+
+func (e *locatedError) Error() string { return e.msg }
+
+func bindingErr(file string, n *yaml.Node, format string, args ...any) error {
+	return &locatedError{msg: fmt.Sprintf("%s:%d:%d: ", file, n.Line, n.Column) + fmt.Sprintf(format, args...)}
+}
+
+// parseBindings reads host_bindings: a mapping of handler or interface
+// names to handler names.
+func parseBindings(n *yaml.Node, file string) ([]Binding, error) {
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if n.Kind != yaml.MappingNode {
+		return nil, bindingErr(file, n, "host_bindings must be a mapping of {interface or handler: handler}, e.g. host_bindings: {host.run: host.run} or {transport: host.artifacts_dir}; got %s", kindName(n))
+	}
+	seen := map[string]bool{}
+	var out []Binding
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode || k.Value == "" {
+			return nil, bindingErr(file, k, "host_bindings: a key must be a handler name (host.run) or an interface name (transport), got %s", kindName(k))
+		}
+		where := fmt.Sprintf("host_bindings[%q]", k.Value)
+		if seen[k.Value] {
+			return nil, bindingErr(file, k, "%s: key appears twice", where)
+		}
+		seen[k.Value] = true
+		if v.Kind != yaml.ScalarNode || v.Tag == "!!null" || v.Value == "" {
+			return nil, bindingErr(file, v, "%s: the value must be a handler name such as host.artifacts_dir, got %s", where, kindName(v))
+		}
+		if !bindingHandlerRx.MatchString(v.Value) {
+			return nil, bindingErr(file, v, "%s: %q is not a handler name: write a dotted invoke name such as host.artifacts_dir", where, v.Value)
+		}
+		if strings.HasPrefix(v.Value, interfaceNamespace) {
+			return nil, bindingErr(file, v, "%s: %q is an interface, not a handler: bind the interface to the handler that implements it", where, v.Value)
+		}
+		b := Binding{Key: k.Value, Handler: v.Value, Line: k.Line, Col: k.Column}
+		switch {
+		case bindingInterfaceRx.MatchString(k.Value):
+			b.Interface = true
+		case !bindingHandlerRx.MatchString(k.Value):
+			return nil, bindingErr(file, k, "%s: %q is neither a handler name (host.run) nor an interface name (transport)", where, k.Value)
+		case strings.HasPrefix(k.Value, interfaceNamespace):
+			return nil, bindingErr(file, k, "%s: key an interface by its name without %q: %s: %s", where, interfaceNamespace, strings.TrimPrefix(k.Value, interfaceNamespace), v.Value)
+		case k.Value != v.Value:
+			return nil, bindingErr(file, v, "%s: a handler can only be bound to itself (%s: %s), which runs the real handler in this flow; to route calls to %s, bind an interface (transport: %s)", where, k.Value, k.Value, v.Value, v.Value)
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// checkBindings refuses bindings nothing in the flow could honour: a
+// handler kitsoki does not provide and no stub answers, an interface the
+// story never invokes, a handler both bound live and stubbed, and a
+// binding to a handler the cassette answers (a miss does not fall back).
+func checkBindings(fx *Fixture, st *story.Story, c *Cassette) error {
+	invokes := InvokeNames(st)
+	for _, b := range fx.HostBindings {
+		where := fmt.Sprintf("%s:%d:%d: host_bindings[%q]", fx.File, b.Line, b.Col, b.Key)
+		stub, stubbed := stubFor(fx.HostHandlers, b.Handler)
+		_, builtin := catalog.Lookup(b.Handler)
+		switch {
+		case !b.Interface && stubbed:
+			return fmt.Errorf("%s: host_handlers[%q] also stubs it, so the real handler would never answer: drop the binding or the stub", where, stub)
+		case stubbed:
+		case builtin:
+		default:
+			if u, ok := catalog.Refused(b.Handler); ok {
+				return fmt.Errorf("%s: kitsoki does not provide %s (it needs %s), so nothing would answer %q in this flow: stub it in host_handlers", where, u.Name, u.Needs, b.Handler)
+			}
+			return fmt.Errorf("%s: nothing in this flow answers %q: it is not a handler kitsoki provides (kitsoki hosts lists them) and host_handlers has no stub for it", where, b.Handler)
+		}
+		if c != nil {
+			for _, name := range []string{b.Handler, interfaceNamespace + b.Key} {
+				if c.hasHandler(name) {
+					return fmt.Errorf("%s: the host_cassette's episodes answer %s, and a cassette miss does not fall back to the bound handler in this version: drop the binding or those episodes", where, name)
+				}
+			}
+		}
+		if b.Interface && !invokesInterface(invokes, b.Key) {
+			return fmt.Errorf("%s: the story invokes no %s%s.<op>, so this binding would route nothing (invokes: %s)", where, interfaceNamespace, b.Key, strings.Join(invokes, ", "))
+		}
+	}
+	return nil
+}
+
+// stubFor returns the host_handlers entry that answers name: exactly, or
+// the longest dotted prefix, as the host resolves it.
+func stubFor(stubs map[string]*Stub, name string) (string, bool) {
+	for p := name; ; {
+		if _, ok := stubs[p]; ok {
+			return p, true
+		}
+		i := strings.LastIndexByte(p, '.')
+		if i < 0 {
+			return "", false
+		}
+		p = p[:i]
+	}
+}
+
+func invokesInterface(invokes []string, name string) bool {
+	for _, n := range invokes {
+		if n == interfaceNamespace+name || strings.HasPrefix(n, interfaceNamespace+name+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// bound reports whether a binding answers invoke name: the bound handler
+// itself or an op under it, or an op of a bound interface.
+func bound(bs []Binding, name string) bool {
+	for _, b := range bs {
+		if b.Interface {
+			if invokesInterface([]string{name}, b.Key) {
+				return true
+			}
+			continue
+		}
+		if name == b.Handler || strings.HasPrefix(name, b.Handler+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// interfaceHandler answers iface.<name>[.<op>] by dispatching
+// <handler>[.<op>] through the flow's host, so the bound handler (real, or
+// the stub that answers its name) sees the call under its own name.
+type interfaceHandler struct {
+	iface, handler string
+	h              *host.Host
+}
+
+func (ih *interfaceHandler) Invoke(ctx context.Context, call *host.Call) (*host.Result, error) {
+	op := strings.TrimPrefix(call.Namespace, interfaceNamespace+ih.iface)
+	c := *call
+	c.Namespace = ih.handler + op
+	res, err := ih.h.Dispatch(ctx, &c)
+	if err != nil {
+		return nil, fmt.Errorf("%s (bound by host_bindings to %s): %w", call.Namespace, ih.handler, err)
+	}
+	return res, nil
+}

@@ -90,42 +90,63 @@ func parseBindings(n *yaml.Node, file string) ([]Binding, error) {
 }
 
 // checkBindings refuses bindings nothing in the flow could honour: a
-// handler kitsoki does not provide and no stub answers, an interface the
-// story never invokes, a handler both bound live and stubbed, and a
-// binding to a handler the cassette answers (a miss does not fall back).
+// handler nothing answers (not built in, not stubbed, not in the
+// cassette), an agent verb or a host plugin (neither runs in a flow), an
+// interface the story never invokes, a handler bound live that a stub or
+// the cassette answers instead (a cassette miss does not fall back to the
+// real handler in this version).
 func checkBindings(fx *Fixture, st *story.Story, c *Cassette) error {
 	invokes := InvokeNames(st)
 	for _, b := range fx.HostBindings {
 		where := fmt.Sprintf("%s:%d:%d: host_bindings[%q]", fx.File, b.Line, b.Col, b.Key)
 		stub, stubbed := stubFor(fx.HostHandlers, b.Handler)
+		episodes, recorded := cassetteFor(c, b.Handler)
 		_, builtin := catalog.Lookup(b.Handler)
 		switch {
 		case !b.Interface && stubbed:
 			return fmt.Errorf("%s: host_handlers[%q] also stubs it, so the real handler would never answer: drop the binding or the stub", where, stub)
-		case stubbed:
+		case builtin && recorded:
+			return fmt.Errorf("%s: the host_cassette's episodes answer %s, and a cassette miss does not fall back to the real handler in this version: drop the binding or those episodes", where, episodes)
+		case b.Interface && (stubbed || recorded):
+		case builtin && strings.HasPrefix(b.Handler, host.AgentNamespace):
+			return fmt.Errorf("%s: agents do not run in flows (no transport is installed): answer %s with a host_handlers stub or a host_cassette instead", where, b.Handler)
 		case builtin:
 		default:
+			if _, ok := st.HostPluginFor(b.Handler); ok {
+				return fmt.Errorf("%s: %s is served by a host plugin of the story, and flows do not start host plugins: stub it in host_handlers", where, b.Handler)
+			}
 			if u, ok := catalog.Refused(b.Handler); ok {
 				return fmt.Errorf("%s: kitsoki does not provide %s (it needs %s), so nothing would answer %q in this flow: stub it in host_handlers", where, u.Name, u.Needs, b.Handler)
 			}
-			return fmt.Errorf("%s: nothing in this flow answers %q: it is not a handler kitsoki provides (kitsoki hosts lists them) and host_handlers has no stub for it", where, b.Handler)
+			return fmt.Errorf("%s: nothing in this flow answers %q: it is not a handler kitsoki provides (kitsoki hosts lists them) and no host_handlers stub or host_cassette episode answers it", where, b.Handler)
 		}
-		if c != nil {
-			for _, name := range []string{b.Handler, interfaceNamespace + b.Key} {
-				if c.hasHandler(name) {
-					return fmt.Errorf("%s: the host_cassette's episodes answer %s, and a cassette miss does not fall back to the bound handler in this version: drop the binding or those episodes", where, name)
-				}
+		if b.Interface {
+			if name, ok := cassetteFor(c, interfaceNamespace+b.Key); ok {
+				return fmt.Errorf("%s: the host_cassette's episodes answer %s itself, and the binding would take their calls: drop the binding or those episodes", where, name)
 			}
-		}
-		if b.Interface && !invokesInterface(invokes, b.Key) {
-			return fmt.Errorf("%s: the story invokes no %s%s.<op>, so this binding would route nothing (invokes: %s)", where, interfaceNamespace, b.Key, strings.Join(invokes, ", "))
+			if !invokesInterface(invokes, b.Key) {
+				return fmt.Errorf("%s: the story invokes no %s%s.<op>, so this binding would route nothing (invokes: %s)", where, interfaceNamespace, b.Key, strings.Join(invokes, ", "))
+			}
 		}
 	}
 	return nil
 }
 
-// stubFor returns the host_handlers entry that answers name: exactly, or
-// the longest dotted prefix, as the host resolves it.
+// cassetteFor returns the cassette handler that answers name (exactly or
+// as its longest dotted prefix), if c has episodes for one.
+func cassetteFor(c *Cassette, name string) (string, bool) {
+	if c == nil {
+		return "", false
+	}
+	names := map[string]*Stub{}
+	for _, h := range c.Handlers() {
+		names[h] = nil
+	}
+	return stubFor(names, name)
+}
+
+// stubFor returns the entry of stubs that answers name: exactly, or the
+// longest dotted prefix, as the host resolves it.
 func stubFor(stubs map[string]*Stub, name string) (string, bool) {
 	for p := name; ; {
 		if _, ok := stubs[p]; ok {

@@ -138,13 +138,21 @@ func TestHostBindingsSetupErrors(t *testing.T) {
 	dir := filepath.Dir(app)
 	tests := []struct{ name, body, want string }{
 		{"unknown handler", "host_bindings:\n  host.probe: host.probe\n",
-			`:4:3: host_bindings["host.probe"]: nothing in this flow answers "host.probe": it is not a handler kitsoki provides (kitsoki hosts lists them) and host_handlers has no stub for it`},
+			`:4:3: host_bindings["host.probe"]: nothing in this flow answers "host.probe": it is not a handler kitsoki provides (kitsoki hosts lists them) and no host_handlers stub or host_cassette episode answers it`},
 		{"refused handler", "host_bindings:\n  transport: host.jira\n",
 			`:4:3: host_bindings["transport"]: kitsoki does not provide host.jira (it needs Jira), so nothing would answer "host.jira" in this flow: stub it in host_handlers`},
 		{"unused interface", "host_bindings:\n  ticket: host.artifacts_dir\n",
 			`:4:3: host_bindings["ticket"]: the story invokes no iface.ticket.<op>, so this binding would route nothing (invokes: host.artifacts_dir, host.artifacts_dir.list, host.probe, host.run, iface.transport.post)`},
 		{"bound and stubbed", "host_bindings:\n  host.run: host.run\nhost_handlers:\n  host.run: {data: {ok: true}}\n",
 			`:4:3: host_bindings["host.run"]: host_handlers["host.run"] also stubs it, so the real handler would never answer: drop the binding or the stub`},
+		{"agent verb", "host_bindings:\n  host.agent.task: host.agent.task\n",
+			`:4:3: host_bindings["host.agent.task"]: agents do not run in flows (no transport is installed): answer host.agent.task with a host_handlers stub or a host_cassette instead`},
+		{"cassette answers the bound handler", "host_cassette: run.cassette.yaml\nhost_bindings:\n  host.run: host.run\n",
+			`:5:3: host_bindings["host.run"]: the host_cassette's episodes answer host.run, and a cassette miss does not fall back to the real handler in this version: drop the binding or those episodes`},
+	}
+	cassette := "kind: host_cassette\nepisodes:\n  - id: run\n    match: {handler: host.run}\n    response: {data: {ok: true}}\n"
+	if err := os.WriteFile(filepath.Join(dir, "flows", "run.cassette.yaml"), []byte(cassette), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -190,6 +198,39 @@ expect_no_errors: true
 	}
 	_, out := runBindings(t, app, "flows/stubbed.yaml")
 	if want := "PASS  stubbed.yaml\n"; out != want {
+		t.Errorf("report:\n%s\nwant:\n%s", out, want)
+	}
+}
+
+// An interface bound to a handler the cassette answers is answered by the
+// cassette's episodes for that handler.
+func TestHostBindingsInterfaceToCassette(t *testing.T) {
+	app := bindingsStory(t)
+	dir := filepath.Join(filepath.Dir(app), "flows")
+	cassette := `kind: host_cassette
+episodes:
+  - id: chat_post
+    match: {handler: host.chat, thread: posted.txt}
+    response: {data: {path: "chat#7"}}
+`
+	flow := `test_kind: flow
+app: ../app.yaml
+host_cassette: chat.cassette.yaml
+host_bindings:
+  transport: host.chat
+turns:
+  - intent: post
+    expect_world: {posted: "chat#7"}
+expect_no_errors: true
+strict_cassette_coverage: true
+`
+	for name, body := range map[string]string{"chat.cassette.yaml": cassette, "chat.yaml": flow} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, out := runBindings(t, app, "flows/chat.yaml")
+	if want := "PASS  chat.yaml\n"; out != want {
 		t.Errorf("report:\n%s\nwant:\n%s", out, want)
 	}
 }

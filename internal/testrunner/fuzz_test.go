@@ -70,7 +70,9 @@ func FuzzFlowFixture(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		fxs, err := ParseFixtures(in, file, "app.yaml")
 		if err != nil {
-			if !strings.HasPrefix(err.Error(), file+": ") {
+			// "file: line N: ..." or, for errors that carry a column,
+			// "file:N:M: ...".
+			if !strings.HasPrefix(err.Error(), file+":") {
 				t.Fatalf("error does not name the file: %v", err)
 			}
 		}

@@ -379,6 +379,7 @@ func (rt *Runtime) newHost(cfg Config, builtin agent.Agent, routeMap map[*story.
 		so.Logger = cfg.Logger
 	}
 	starlark.Register(h, st, so)
+	registerInterfaces(h, st)
 	return h
 }
 

@@ -76,6 +76,20 @@ func TestLoadErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "host interfaces",
+			file: "errors/interfaces.yaml",
+			want: []string{
+				`interfaces.yaml:9:3: host_interfaces: key "bad-name" must be an interface name (letters, digits, _), invoked as iface.<name>.<op>`,
+				`interfaces.yaml:10:20: host_interfaces.notes.default: "iface.transport" is not a handler name: write the handler that answers iface.notes.<op>, e.g. host.run`,
+				`interfaces.yaml:11:18: host_interfaces.vcs.default: "git" is not a handler name: write the handler that answers iface.vcs.<op>, e.g. host.run`,
+				`interfaces.yaml:12:27: host_interfaces.ci.operations.run.inputs: unknown key "inputs" (did you mean "input"?)`,
+				`interfaces.yaml:12:41: host_interfaces.ci.defualt: unknown key "defualt" (did you mean "default"?)`,
+				// A declared interface's operations need no hosts: entry; an
+				// undeclared one's do.
+				`interfaces.yaml:19:17: states.start.on_enter[1].invoke: state "start": on_enter invoke "iface.ticket.search" is not declared in app hosts`,
+			},
+		},
+		{
 			name: "personas and plugin aliases",
 			file: "errors/agents.yaml",
 			want: []string{

@@ -336,8 +336,8 @@ func yamlDiag(f *file, err error) Diagnostic {
 }
 
 var topKeys = &keySpec{
-	v1: []string{"app", "hosts", "agents", "agent_plugins", "host_plugins", "providers", "world", "intents", "root", "exits", "include", "states"},
-	later: []string{"host_interfaces", "imports", "exports", "phase_templates", "phases", "checkpoint_intents",
+	v1: []string{"app", "hosts", "agents", "agent_plugins", "host_plugins", "host_interfaces", "providers", "world", "intents", "root", "exits", "include", "states"},
+	later: []string{"imports", "exports", "phase_templates", "phases", "checkpoint_intents",
 		"proposals", "off_path", "meta_modes", "routing", "prompts", "decider"},
 }
 
@@ -374,6 +374,9 @@ func (l *loader) loadFile(f *file, isRoot bool) {
 	}
 	if e, ok := top.get("host_plugins"); ok {
 		l.loadHostPlugins(f, e)
+	}
+	if e, ok := top.get("host_interfaces"); ok {
+		l.loadInterfaces(f, e)
 	}
 	if e, ok := top.get("providers"); ok {
 		l.loadProviders(f, e)

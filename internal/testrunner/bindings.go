@@ -1,7 +1,6 @@
 package testrunner
 
 import (
-	"context"
 	"fmt"
 	"regexp"
 	"strings"
@@ -26,7 +25,7 @@ type Binding struct {
 
 // interfaceNamespace prefixes the invokes of a host interface:
 // iface.<name>.<op>.
-const interfaceNamespace = "iface."
+const interfaceNamespace = story.InterfaceNamespace
 
 var (
 	bindingHandlerRx   = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)+$`)
@@ -124,8 +123,9 @@ func checkBindings(fx *Fixture, st *story.Story, c *Cassette) error {
 			if name, ok := cassetteFor(c, interfaceNamespace+b.Key); ok {
 				return fmt.Errorf("%s: the host_cassette's episodes answer %s itself, and the binding would take their calls: drop the binding or those episodes", where, name)
 			}
-			if !invokesInterface(invokes, b.Key) {
-				return fmt.Errorf("%s: the story invokes no %s%s.<op>, so this binding would route nothing (invokes: %s)", where, interfaceNamespace, b.Key, strings.Join(invokes, ", "))
+			if _, declared := st.Interfaces[b.Key]; !declared && !invokesInterface(invokes, b.Key) {
+				return fmt.Errorf("%s: the story declares no host interface %q (host_interfaces: %s) and invokes no %s%s.<op>, so this binding would route nothing",
+					where, b.Key, orNone(sortedKeys(st.Interfaces)), interfaceNamespace, b.Key)
 			}
 		}
 	}
@@ -186,21 +186,9 @@ func bound(bs []Binding, name string) bool {
 	return false
 }
 
-// interfaceHandler answers iface.<name>[.<op>] by dispatching
-// <handler>[.<op>] through the flow's host, so the bound handler (real, or
-// the stub that answers its name) sees the call under its own name.
-type interfaceHandler struct {
-	iface, handler string
-	h              *host.Host
-}
-
-func (ih *interfaceHandler) Invoke(ctx context.Context, call *host.Call) (*host.Result, error) {
-	op := strings.TrimPrefix(call.Namespace, interfaceNamespace+ih.iface)
-	c := *call
-	c.Namespace = ih.handler + op
-	res, err := ih.h.Dispatch(ctx, &c)
-	if err != nil {
-		return nil, fmt.Errorf("%s (bound by host_bindings to %s): %w", call.Namespace, ih.handler, err)
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
 	}
-	return res, nil
+	return strings.Join(names, ", ")
 }

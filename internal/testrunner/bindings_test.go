@@ -90,6 +90,9 @@ func TestHostBindingsArtifacts(t *testing.T) {
 	if !strings.Contains(got["posted.txt"], "via the interface") {
 		t.Errorf("posted.txt = %q, want the body posted through iface.transport", got["posted.txt"])
 	}
+	if _, err := os.Stat(filepath.Join(dir, "transcript.md")); !os.IsNotExist(err) {
+		t.Errorf("transcript.md exists (%v): the binding, not the story's default host.append_to_file, should have answered", err)
+	}
 }
 
 // Every malformed host_bindings value is refused when the fixture is
@@ -142,7 +145,7 @@ func TestHostBindingsSetupErrors(t *testing.T) {
 		{"refused handler", "host_bindings:\n  transport: host.jira\n",
 			`:4:3: host_bindings["transport"]: kitsoki does not provide host.jira (it needs Jira), so nothing would answer "host.jira" in this flow: stub it in host_handlers`},
 		{"unused interface", "host_bindings:\n  ticket: host.artifacts_dir\n",
-			`:4:3: host_bindings["ticket"]: the story invokes no iface.ticket.<op>, so this binding would route nothing (invokes: host.artifacts_dir, host.artifacts_dir.list, host.probe, host.run, iface.transport.post)`},
+			`:4:3: host_bindings["ticket"]: the story declares no host interface "ticket" (host_interfaces: transport) and invokes no iface.ticket.<op>, so this binding would route nothing`},
 		{"bound and stubbed", "host_bindings:\n  host.run: host.run\nhost_handlers:\n  host.run: {data: {ok: true}}\n",
 			`:4:3: host_bindings["host.run"]: host_handlers["host.run"] also stubs it, so the real handler would never answer: drop the binding or the stub`},
 		{"agent verb", "host_bindings:\n  host.agent.task: host.agent.task\n",
@@ -232,5 +235,27 @@ strict_cassette_coverage: true
 	_, out := runBindings(t, app, "flows/chat.yaml")
 	if want := "PASS  chat.yaml\n"; out != want {
 		t.Errorf("report:\n%s\nwant:\n%s", out, want)
+	}
+}
+
+// Without a binding an interface goes to the default: its story declares
+// (host_interfaces), here the real host.append_to_file; the flow's binding
+// (artifacts.yaml) replaces it.
+func TestInterfaceDefaultInAFlow(t *testing.T) {
+	app := bindingsStory(t)
+	_, out := runBindings(t, app, "flows/default.yaml")
+	if want := "PASS  default.yaml\n"; out != want {
+		t.Fatalf("report:\n%s\nwant:\n%s", out, want)
+	}
+	dir := filepath.Join(filepath.Dir(app), ".kitsoki", "artifacts", "flow")
+	b, err := os.ReadFile(filepath.Join(dir, "transcript.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "<!-- thread: posted.txt -->") || !strings.Contains(string(b), "via the interface") {
+		t.Errorf("transcript.md = %q, want the posted chunk under its thread", b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "posted.txt")); !os.IsNotExist(err) {
+		t.Errorf("posted.txt exists (%v): the default, not host.artifacts_dir, should have answered", err)
 	}
 }

@@ -353,7 +353,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 	// handler. With bindings alone, every other call is still dropped.
 	for _, b := range fx.HostBindings {
 		if b.Interface {
-			ih := &interfaceHandler{iface: b.Key, handler: b.Handler, h: h}
+			ih := runtime.InterfaceHandler(h, b.Key, b.Handler)
 			h.Register(interfaceNamespace+b.Key, ih)
 			h.RegisterPrefix(interfaceNamespace+b.Key, ih)
 		}

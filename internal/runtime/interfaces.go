@@ -1,0 +1,50 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/story"
+)
+
+// InterfaceHandler answers iface.<name>[.<op>] by dispatching
+// <handler>[.<op>] through h, so whatever answers the handler's name there
+// (the real handler, a stub, a cassette episode) answers the call, under
+// that name. The call's args are passed on unchanged.
+func InterfaceHandler(h *host.Host, iface, handler string) host.Handler {
+	return &ifaceHandler{h: h, iface: iface, handler: handler}
+}
+
+type ifaceHandler struct {
+	h              *host.Host
+	iface, handler string
+}
+
+func (ih *ifaceHandler) Invoke(ctx context.Context, call *host.Call) (*host.Result, error) {
+	op := strings.TrimPrefix(call.Namespace, story.InterfaceNamespace+ih.iface)
+	c := *call
+	c.Namespace = ih.handler + op
+	res, err := ih.h.Dispatch(ctx, &c)
+	if err != nil {
+		return nil, fmt.Errorf("%s (bound to %s): %w", call.Namespace, ih.handler, err)
+	}
+	return res, nil
+}
+
+// registerInterfaces binds each host interface of the story with a
+// default: to that handler.
+func registerInterfaces(h *host.Host, st *story.Story) {
+	for _, name := range slices.Sorted(maps.Keys(st.Interfaces)) {
+		in := st.Interfaces[name]
+		if in.Default == "" {
+			continue
+		}
+		hd := InterfaceHandler(h, name, in.Default)
+		h.Register(story.InterfaceNamespace+name, hd)
+		h.RegisterPrefix(story.InterfaceNamespace+name, hd)
+	}
+}

@@ -11,10 +11,11 @@ import (
 	"github.com/kitsoki/kitsoki/internal/story"
 )
 
-// InterfaceHandler answers iface.<name>[.<op>] by dispatching
-// <handler>[.<op>] through h, so whatever answers the handler's name there
-// (the real handler, a stub, a cassette episode) answers the call, under
-// that name. The call's args are passed on unchanged.
+// InterfaceHandler answers iface.<name>[.<op>] as <handler>[.<op>] through
+// h: whatever answers that name there (the real handler, a stub, a
+// cassette episode; exactly or by prefix) answers the call, else the
+// handler registered as <handler> itself, as Kitsoki's registry falls
+// back. The call's args are passed on unchanged.
 func InterfaceHandler(h *host.Host, iface, handler string) host.Handler {
 	return &ifaceHandler{h: h, iface: iface, handler: handler}
 }
@@ -28,7 +29,19 @@ func (ih *ifaceHandler) Invoke(ctx context.Context, call *host.Call) (*host.Resu
 	op := strings.TrimPrefix(call.Namespace, story.InterfaceNamespace+ih.iface)
 	c := *call
 	c.Namespace = ih.handler + op
-	res, err := ih.h.Dispatch(ctx, &c)
+	// <handler>.<op> when something answers that name, else the handler
+	// itself (host.run answers iface.shell.exec as host.run.exec).
+	hd, ok := ih.h.Handler(c.Namespace)
+	if !ok {
+		hd, ok = ih.h.Handler(ih.handler)
+	}
+	var res *host.Result
+	var err error
+	if ok {
+		res, err = hd.Invoke(ctx, &c)
+	} else {
+		res, err = ih.h.Dispatch(ctx, &c) // the host's "no handler" error
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s (bound to %s): %w", call.Namespace, ih.handler, err)
 	}

@@ -137,7 +137,7 @@ type Tools struct {
 }
 
 // Cassette is a cassette replayed in place of a story's agents and hosts
-// (testrunner.Cassette).
+// (replay.Cassette).
 type Cassette interface {
 	// ReplayAgents registers the cassette's agents over reg's aliases and
 	// returns the agent of the built-in path (nil: keep the live one).
@@ -146,7 +146,7 @@ type Cassette interface {
 	ReplayHandlers(h *host.Host, sink host.Sink, appID string)
 }
 
-// Recorder records the exchanges of a live run (testrunner.Recorder).
+// Recorder records the exchanges of a live run (replay.Recorder).
 type Recorder interface {
 	Install(st *story.Story, reg *agent.Registry, h *host.Host)
 }

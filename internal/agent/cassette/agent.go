@@ -1,4 +1,4 @@
-package testrunner
+package cassette
 
 import (
 	"context"
@@ -10,14 +10,14 @@ import (
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
-// NewCassetteAgent returns the agent transport of a cassette: an
+// NewAgent returns the agent transport of a cassette: an
 // agent.Agent that answers the calls routed to alias from the episodes
 // whose match.handler is alias (matched with args = {verb} + the request's
 // with). Register it with the agent registry's Register; it is not
 // declarable in agent_plugins:.
-func NewCassetteAgent(c *Cassette, alias string) agent.Agent { return c.Agent(alias, nil) }
+func NewAgent(c *Cassette, alias string) agent.Agent { return c.Agent(alias, nil) }
 
-// Agent is NewCassetteAgent with a live agent: in new_episodes mode a miss
+// Agent is NewAgent with a live agent: in new_episodes mode a miss
 // is answered by live and the exchange is appended to the cassette file.
 func (c *Cassette) Agent(alias string, live agent.Agent) agent.Agent {
 	return &cassetteAgent{c: c, alias: alias, live: live}
@@ -34,15 +34,13 @@ var _ agent.EpisodeSelector = (*cassetteAgent)(nil)
 
 // key builds the match key of a request: handler = the alias, args = the
 // request's with plus its verb.
-func (a *cassetteAgent) key(req *agent.AskRequest) *callKey {
+func (a *cassetteAgent) key(req *agent.AskRequest) *Key {
 	args := make(map[string]any, len(req.With)+1)
 	for k, v := range req.With {
 		args[k] = v
 	}
 	args["verb"] = req.Verb
-	k := newCallKey(a.alias, a.c.phase(req.StatePath), args)
-	k.hash = agentRequestHash(req)
-	return k
+	return NewKey(a.alias, a.c.Phase(req.StatePath), args, agentRequestHash(req))
 }
 
 // SelectEpisode picks the episode that will answer the call and reserves
@@ -51,14 +49,14 @@ func (a *cassetteAgent) key(req *agent.AskRequest) *callKey {
 // key.
 func (a *cassetteAgent) SelectEpisode(_ context.Context, call *agent.Call) (agent.Episode, bool) {
 	req := call.Request
-	p, ok := a.c.pick(a.key(req))
+	p, ok := a.c.Pick(a.key(req))
 	if !ok {
 		return agent.Episode{}, false
 	}
 	a.c.mu.Lock()
 	a.c.pending[req] = p
 	a.c.mu.Unlock()
-	return agent.Episode{ID: p.ep.ID, MatchIdx: p.idx, AppID: a.c.AppID}, true
+	return agent.Episode{ID: p.Episode.ID, MatchIdx: p.Index, AppID: a.c.AppID}, true
 }
 
 // Ask answers from the reserved episode, or matches now when the host did
@@ -72,17 +70,16 @@ func (a *cassetteAgent) Ask(ctx context.Context, call *agent.Call) (*agent.AskRe
 	callID := req.CallID
 	if !ok {
 		k := a.key(req)
-		if p, ok = a.c.pick(k); !ok {
+		if p, ok = a.c.Pick(k); !ok {
 			if a.c.mode == ModeNewEpisodes && a.live != nil {
 				return a.recordMiss(ctx, call)
 			}
-			msg := a.c.missMessage(k)
-			a.c.addMiss(msg)
+			msg := a.c.Miss(k)
 			return nil, agent.Errorf(agent.KindTransportError, "cassette agent %q: %s", a.alias, msg)
 		}
-		callID = trace.CallID(a.c.AppID, trace.CassetteCallKey(p.ep.ID, p.idx))
+		callID = trace.CallID(a.c.AppID, trace.CassetteCallKey(p.Episode.ID, p.Index))
 	}
-	if err := a.c.sleep(ctx, p.ep); err != nil {
+	if err := a.c.Sleep(ctx, p.Episode); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, agent.Errorf(agent.KindDeadlineExceeded, "cassette agent %q: %w", a.alias, err)
 		}
@@ -93,16 +90,16 @@ func (a *cassetteAgent) Ask(ctx context.Context, call *agent.Call) (*agent.AskRe
 
 // answer turns a matched episode into the agent's response or error
 // (cassettes-and-flows.md §3, agent plugin role).
-func answer(p picked, callID string) (*agent.AskResponse, error) {
-	ep := p.ep
+func answer(p Picked, callID string) (*agent.AskResponse, error) {
+	ep := p.Episode
 	r := ep.Response
 	switch {
 	case r.InfraError != "":
 		return nil, &agent.AskError{Kind: agent.KindTransportError, Detail: r.InfraError}
 	case ep.Agent != nil && ep.Agent.Error != "":
-		return nil, replayedError(ep.Agent.Error)
+		return nil, ReplayedError(ep.Agent.Error)
 	case ep.Agent == nil && r.Error != "":
-		return nil, replayedError(r.Error)
+		return nil, ReplayedError(r.Error)
 	}
 	resp := &agent.AskResponse{Meta: agentMeta(p, callID)}
 	switch {
@@ -121,9 +118,9 @@ func answer(p picked, callID string) (*agent.AskResponse, error) {
 }
 
 // agentMeta is the meta of a replayed answer.
-func agentMeta(p picked, callID string) map[string]any {
-	m := map[string]any{"transport": "cassette", "episode_id": p.ep.ID, "match_idx": p.idx, "call_id": callID}
-	if ab := p.ep.Agent; ab != nil {
+func agentMeta(p Picked, callID string) map[string]any {
+	m := map[string]any{"transport": "cassette", "episode_id": p.Episode.ID, "match_idx": p.Index, "call_id": callID}
+	if ab := p.Episode.Agent; ab != nil {
 		if ab.Model != "" {
 			m["model"] = ab.Model
 		}
@@ -133,7 +130,7 @@ func agentMeta(p picked, callID string) map[string]any {
 		if ab.DurationMS != 0 {
 			m["duration_ms"] = ab.DurationMS
 		}
-		if u := ab.usage(); u != nil {
+		if u := ab.Usage(); u != nil {
 			m["usage"] = u
 		}
 		if ab.CostUSD != 0 {
@@ -143,9 +140,9 @@ func agentMeta(p picked, callID string) map[string]any {
 	return m
 }
 
-// usage maps the token counts to meta.usage (only non-zero parts; nil when
+// Usage maps the token counts to meta.usage (only non-zero parts; nil when
 // there are none).
-func (ab *AgentBlock) usage() map[string]any {
+func (ab *AgentBlock) Usage() map[string]any {
 	u := map[string]any{}
 	if ab.PromptTokens != 0 {
 		u["input_tokens"] = ab.PromptTokens
@@ -166,22 +163,24 @@ func submissionOf(text string) json.RawMessage {
 	if text == "" {
 		return nil
 	}
-	if startsJSON(text) {
+	if StartsJSON(text) {
 		return json.RawMessage(text)
 	}
 	b, _ := json.Marshal(text)
 	return b
 }
 
-func startsJSON(s string) bool {
+// StartsJSON reports whether s, leading white space aside, starts with {
+// or [: the agent response rule for text that is JSON.
+func StartsJSON(s string) bool {
 	t := strings.TrimLeft(s, " \t\r\n")
 	return strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[")
 }
 
-// replayedError is the error a recorded agent error replays as: the kind it
+// ReplayedError is the error a recorded agent error replays as: the kind it
 // was recorded with when the text is an AskError rendering
 // ("agent: <kind>: <detail>"), else plugin_crash with the text as detail.
-func replayedError(text string) *agent.AskError {
+func ReplayedError(text string) *agent.AskError {
 	if rest, ok := strings.CutPrefix(text, "agent: "); ok {
 		kind, detail, _ := strings.Cut(rest, ": ")
 		for _, k := range knownKinds {

@@ -1,4 +1,4 @@
-package testrunner
+package replay
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/kitsoki/kitsoki/internal/agent/cassette"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/trace"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
@@ -37,28 +38,25 @@ type cassetteHandler struct {
 // Invoke answers one call.
 func (h *cassetteHandler) Invoke(ctx context.Context, call *host.Call) (*host.Result, error) {
 	if h.live != nil && strings.HasPrefix(h.name, host.AgentNamespace) && call.Invoke != nil && call.Invoke.Agent != "" &&
-		h.c.hasHandler(call.Invoke.Agent) {
+		h.c.HasHandler(call.Invoke.Agent) {
 		return h.live.Invoke(ctx, call)
 	}
-	k := newCallKey(h.name, h.c.phase(call.State), call.Args)
-	k.hash = hostRequestHash(call)
-	p, ok := h.c.pick(k)
+	k := cassette.NewKey(h.name, h.c.Phase(call.State), call.Args, cassette.HostRequestHash(call.Namespace, call.Args))
+	p, ok := h.c.Pick(k)
 	if !ok {
-		if h.c.mode == ModeNewEpisodes && h.live != nil {
+		if h.c.Mode() == cassette.ModeNewEpisodes && h.live != nil {
 			return h.recordMiss(ctx, call)
 		}
-		msg := h.c.missMessage(k)
-		h.c.addMiss(msg)
-		return nil, errors.New(msg)
+		return nil, errors.New(h.c.Miss(k))
 	}
-	if err := h.c.sleep(ctx, p.ep); err != nil {
+	if err := h.c.Sleep(ctx, p.Episode); err != nil {
 		return nil, err
 	}
-	r := p.ep.Response
+	r := p.Episode.Response
 	if r.InfraError != "" {
 		return nil, errors.New(r.InfraError)
 	}
-	if p.ep.Agent != nil {
+	if p.Episode.Agent != nil {
 		if err := h.writeAgentEvents(call, p); err != nil {
 			return nil, &host.TraceError{Err: err}
 		}
@@ -73,41 +71,29 @@ func (h *cassetteHandler) Invoke(ctx context.Context, call *host.Call) (*host.Re
 	return res, nil
 }
 
-// hasHandler reports whether some episode names handler.
-func (c *Cassette) hasHandler(handler string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, ep := range c.Episodes {
-		if h, _ := ep.Match["handler"].(string); h == handler {
-			return true
-		}
-	}
-	return false
-}
-
 // writeAgentEvents writes agent.call.start then agent.call.complete or
 // agent.call.error for an episode's agent: block (trace-format.md §6). The
 // block never changes what is bound.
-func (h *cassetteHandler) writeAgentEvents(call *host.Call, p picked) error {
-	ab := p.ep.Agent
+func (h *cassetteHandler) writeAgentEvents(call *host.Call, p cassette.Picked) error {
+	ab := p.Episode.Agent
 	app := h.c.AppID
 	if app == "" {
 		app = h.appID
 	}
-	callID := trace.CallID(app, trace.CassetteCallKey(p.ep.ID, p.idx))
+	callID := trace.CallID(app, trace.CassetteCallKey(p.Episode.ID, p.Index))
 	verb := ab.Verb
 	if verb == "" {
 		verb = strings.TrimPrefix(call.Namespace, host.AgentNamespace)
 	}
 	start := trace.AgentCallStart{Verb: verb, Agent: ab.Agent, Model: ab.Model, Input: ab.Input, Prompt: ab.Prompt}
 	if err := h.sink.AppendPayload(&plugin.Event{Turn: call.Turn, StatePath: call.State,
-		CallID: callID, EpisodeID: p.ep.ID, MatchIdx: p.idx}, start); err != nil {
+		CallID: callID, EpisodeID: p.Episode.ID, MatchIdx: p.Index}, start); err != nil {
 		return err
 	}
 	if ab.Error != "" {
 		// The error as the agent role replays it: the recorded kind when
 		// the text is an AskError rendering, else plugin_crash.
-		ae := replayedError(ab.Error)
+		ae := cassette.ReplayedError(ab.Error)
 		payload := trace.AgentCallError{Verb: verb, Agent: ab.Agent, DurationMS: ab.DurationMS, Error: ae.Error(), ErrorKind: string(ae.Kind)}
 		return h.sink.AppendPayload(&plugin.Event{Turn: call.Turn, StatePath: call.State, CallID: callID}, payload)
 	}
@@ -116,7 +102,7 @@ func (h *cassetteHandler) writeAgentEvents(call *host.Call, p picked) error {
 		payload.Response = responseValue(ab.Response)
 	}
 	meta := map[string]any{}
-	if u := ab.usage(); u != nil {
+	if u := ab.Usage(); u != nil {
 		meta["usage"] = u
 	}
 	if ab.CostUSD != 0 {
@@ -131,7 +117,7 @@ func (h *cassetteHandler) writeAgentEvents(call *host.Call, p picked) error {
 // responseValue is an agent response as a trace payload value: the JSON
 // itself when the text starts with { or [ (and parses), else the text.
 func responseValue(text string) any {
-	if startsJSON(text) && json.Valid([]byte(text)) {
+	if cassette.StartsJSON(text) && json.Valid([]byte(text)) {
 		return json.RawMessage(text)
 	}
 	return text
@@ -160,4 +146,19 @@ func deepCopy(v any) any {
 		return l
 	}
 	return v
+}
+
+// recordMiss answers a new_episodes miss with the live handler and appends
+// the call.
+func (h *cassetteHandler) recordMiss(ctx context.Context, call *host.Call) (*host.Result, error) {
+	if strings.HasPrefix(h.name, host.AgentNamespace) && call.Invoke != nil && call.Invoke.Agent != "" {
+		return h.live.Invoke(ctx, call) // the alias's agent role records it
+	}
+	res, err := h.live.Invoke(ctx, call)
+	var te *host.TraceError
+	if errors.As(err, &te) {
+		return res, err
+	}
+	h.c.Append(hostEpisode(h.name, h.c.Phase(call.State), call, res, err))
+	return res, err
 }

@@ -1,4 +1,4 @@
-package testrunner
+package cassette
 
 import (
 	"encoding/json"
@@ -7,12 +7,14 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/kitsoki/kitsoki/internal/yamlnode"
 )
 
-// callKey is what an episode is matched against: the handler name (the
+// Key is what an episode is matched against: the handler name (the
 // registered handler, or the agent alias), the phase of the state path, and
 // the call's arguments.
-type callKey struct {
+type Key struct {
 	handler string
 	phase   string
 	args    map[string]any
@@ -23,12 +25,15 @@ type callKey struct {
 	refused string
 }
 
-func newCallKey(handler, phase string, args map[string]any) *callKey {
-	return &callKey{handler: handler, phase: phase, args: args, enc: map[string]string{}}
+// NewKey builds the match key of a call: the handler name (a registered
+// handler, or an agent alias), the phase of its state path, its arguments
+// and its request hash ("" skips the request_hash check).
+func NewKey(handler, phase string, args map[string]any, hash string) *Key {
+	return &Key{handler: handler, phase: phase, args: args, enc: map[string]string{}, hash: hash}
 }
 
 // lookup returns the call's value for a match key and whether it exists.
-func (k *callKey) lookup(name string) (any, bool) {
+func (k *Key) lookup(name string) (any, bool) {
 	switch name {
 	case "handler":
 		return k.handler, true
@@ -47,7 +52,7 @@ func (k *callKey) lookup(name string) (any, bool) {
 }
 
 // encoded returns the JSON encoding of the call's value for a key.
-func (k *callKey) encoded(name string, v any) string {
+func (k *Key) encoded(name string, v any) string {
 	if e, ok := k.enc[name]; ok {
 		return e
 	}
@@ -63,7 +68,7 @@ func (k *callKey) encoded(name string, v any) string {
 // holds reports whether one match entry holds for the call. An absent
 // argument matches only null. Values are equal when == holds or their JSON
 // encodings are identical (1 equals 1.0; 1 does not equal "1").
-func (k *callKey) holds(ep *Episode, name string) bool {
+func (k *Key) holds(ep *Episode, name string) bool {
 	want := ep.Match[name]
 	got, ok := k.lookup(name)
 	if !ok || got == nil {
@@ -101,7 +106,7 @@ func scalarEqual(a, b any) bool {
 }
 
 // matches reports whether every match entry of ep holds.
-func (k *callKey) matches(ep *Episode) bool {
+func (k *Key) matches(ep *Episode) bool {
 	for name := range ep.Match {
 		if !k.holds(ep, name) {
 			return false
@@ -110,19 +115,19 @@ func (k *callKey) matches(ep *Episode) bool {
 	return true
 }
 
-// picked is an episode chosen for a call, with its match_idx.
-type picked struct {
-	ep  *Episode
-	idx int
+// Picked is an episode chosen for a call, with its match_idx.
+type Picked struct {
+	Episode *Episode
+	Index   int // match_idx: how often the episode played before
 }
 
-// pick walks the episodes top-down, skipping played ones unless reusable,
+// Pick walks the episodes top-down, skipping played ones unless reusable,
 // and takes the first whose every match entry holds: it is marked played
 // and gets match_idx = its play count so far. An episode recorded for
 // another request (its request_hash differs from the call's) still answers,
 // with a warning; under WithStrictRequests it does not match, and the
 // first such episode is named in k.refused.
-func (c *Cassette) pick(k *callKey) (picked, bool) {
+func (c *Cassette) Pick(k *Key) (Picked, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, ep := range c.Episodes {
@@ -143,17 +148,25 @@ func (c *Cassette) pick(k *callKey) (picked, bool) {
 			}
 			c.warnings = append(c.warnings, text)
 		}
-		p := picked{ep: ep, idx: c.plays[i]}
+		p := Picked{Episode: ep, Index: c.plays[i]}
 		c.plays[i]++
 		return p, true
 	}
-	return picked{}, false
+	return Picked{}, false
+}
+
+// Miss records the miss of a call that Pick found nothing for (TakeMisses
+// returns it) and returns its message.
+func (c *Cassette) Miss(k *Key) string {
+	msg := c.missMessage(k)
+	c.addMiss(msg)
+	return msg
 }
 
 // missMessage is what a call that pick found nothing for fails with: the
 // strict refusal when an episode was refused for its request hash, else
 // the miss text.
-func (c *Cassette) missMessage(k *callKey) string {
+func (c *Cassette) missMessage(k *Key) string {
 	if k.refused != "" {
 		return k.refused
 	}
@@ -166,7 +179,7 @@ const maxNearest = 3
 // missText is the miss message: the spec's sentence, then the nearest
 // episodes and the match keys that differed, so an author sees at once why
 // nothing matched.
-func (c *Cassette) missText(k *callKey) string {
+func (c *Cassette) missText(k *Key) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	args, err := json.Marshal(k.args)
@@ -187,7 +200,7 @@ func (c *Cassette) missText(k *callKey) string {
 			avail = append(avail, ep.ID)
 		}
 		var diffs []string
-		for _, name := range sortedKeys(ep.Match) {
+		for _, name := range yamlnode.SortedKeys(ep.Match) {
 			if !k.holds(ep, name) {
 				diffs = append(diffs, k.describeDiff(ep, name))
 			}
@@ -230,7 +243,7 @@ func (c *Cassette) missText(k *callKey) string {
 
 // describeDiff says how one match key differs: what the episode wants and
 // what the call has.
-func (k *callKey) describeDiff(ep *Episode, name string) string {
+func (k *Key) describeDiff(ep *Episode, name string) string {
 	got, ok := k.lookup(name)
 	gotText := "nothing"
 	if ok && got != nil {

@@ -1,7 +1,6 @@
-package testrunner
+package cassette
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,9 +16,9 @@ const maxDecoded = 256 << 20
 // (".yaml.zst", or any ".zst").
 func compressed(path string) bool { return strings.HasSuffix(path, ".zst") }
 
-// readFile reads a cassette or fixture file, decompressing it when its name
+// ReadFile reads a cassette or fixture file, decompressing it when its name
 // ends in .zst.
-func readFile(path string) ([]byte, error) {
+func ReadFile(path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -54,9 +53,9 @@ func encodeFor(path string, b []byte) ([]byte, error) {
 	return enc.EncodeAll(b, nil), nil
 }
 
-// writeFileAtomic writes b (compressed when the name asks for it) through a
+// WriteFileAtomic writes b (compressed when the name asks for it) through a
 // temporary file and a rename, so a reader never sees half a cassette.
-func writeFileAtomic(path string, b []byte) error {
+func WriteFileAtomic(path string, b []byte) error {
 	data, err := encodeFor(path, b)
 	if err != nil {
 		return err
@@ -96,6 +95,3 @@ func firstErr(errs ...error) error {
 	}
 	return nil
 }
-
-// trimBOM drops a UTF-8 byte order mark.
-func trimBOM(b []byte) []byte { return bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")) }

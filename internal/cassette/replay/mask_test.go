@@ -1,25 +1,27 @@
-package testrunner
+package replay
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/kitsoki/kitsoki/internal/agent/cassette"
 )
 
-// TestCassetteMasksSecrets: a cassette written with WithSecrets masks a
+// TestCassetteMasksSecrets: a cassette written with cassette.WithSecrets masks a
 // long secret wherever it occurs (a number's digits included) and a short
 // one only where a whole string scalar equals it (never a number: "1" as
 // a secret leaves turn: 1 alone); keys and the AskError kind are never
 // rewritten.
 func TestCassetteMasksSecrets(t *testing.T) {
-	eps := []*Episode{{
+	eps := []*cassette.Episode{{
 		ID:    "e1",
 		Match: map[string]any{"handler": "host.lookup", "mode": "crash"},
-		Response: Response{HasData: true, Data: map[string]any{
+		Response: cassette.Response{HasData: true, Data: map[string]any{
 			"pin": 12345678, "crash": "kept key", "note": "pin is 12345678!",
 		}},
-		Agent: &AgentBlock{Verb: "ask", Model: "crash", Turn: 1, Error: "agent: plugin_crash: crash mode"},
+		Agent: &cassette.AgentBlock{Verb: "ask", Model: "crash", Turn: 1, Error: "agent: plugin_crash: crash mode"},
 	}}
-	c, err := NewCassette("app", eps, WithGetenv(func(string) string { return "" }), WithSecrets([]string{"12345678", "crash", "1"}))
+	c, err := New("app", eps, cassette.WithGetenv(func(string) string { return "" }), cassette.WithSecrets([]string{"12345678", "crash", "1"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,13 +42,13 @@ func TestCassetteMasksSecrets(t *testing.T) {
 		t.Errorf("cassette shows the secret:\n%s", got)
 	}
 	// The masked cassette still parses.
-	if _, err := ParseCassette(b, "masked.yaml", WithGetenv(func(string) string { return "" })); err != nil {
+	if _, err := parseCassette(b, "masked.yaml", cassette.WithGetenv(func(string) string { return "" })); err != nil {
 		t.Errorf("masked cassette does not parse: %v", err)
 	}
 
 	// A recorder passes its options to the recording.
-	r := NewRecorder("app", "1", WithSecrets([]string{"12345678"}))
-	r.add(&Episode{ID: "x", Match: map[string]any{"handler": "h"}, Agent: &AgentBlock{Verb: "ask", Response: `{"pin":"12345678"}`}})
+	r := NewRecorder("app", "1", cassette.WithSecrets([]string{"12345678"}))
+	r.add(&cassette.Episode{ID: "x", Match: map[string]any{"handler": "h"}, Agent: &cassette.AgentBlock{Verb: "ask", Response: `{"pin":"12345678"}`}})
 	rb, err := r.Encode()
 	if err != nil {
 		t.Fatal(err)

@@ -1,48 +1,33 @@
-package testrunner
+package cassette
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/host"
 )
 
 // recordMiss answers a new_episodes miss with the live agent and appends
 // the exchange.
 func (a *cassetteAgent) recordMiss(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
 	resp, err := a.live.Ask(ctx, call)
-	a.c.appendEpisode(agentEpisode(ctx, a.alias, a.c.phase(call.Request.StatePath), call, resp, err))
+	a.c.Append(AgentEpisode(ctx, a.alias, a.c.Phase(call.Request.StatePath), call, resp, err))
 	return resp, err
 }
 
-// recordMiss answers a new_episodes miss with the live handler and appends
-// the call.
-func (h *cassetteHandler) recordMiss(ctx context.Context, call *host.Call) (*host.Result, error) {
-	if strings.HasPrefix(h.name, host.AgentNamespace) && call.Invoke != nil && call.Invoke.Agent != "" {
-		return h.live.Invoke(ctx, call) // the alias's agent role records it
-	}
-	res, err := h.live.Invoke(ctx, call)
-	var te *host.TraceError
-	if errors.As(err, &te) {
-		return res, err
-	}
-	h.c.appendEpisode(hostEpisode(h.name, h.c.phase(call.State), call, res, err))
-	return res, err
-}
+// appendedComment heads the episodes a new_episodes run appends.
+const appendedComment = "appended by KITSOKI_CASSETTE_RECORD"
 
-// appendEpisode adds a recorded episode (already played) and, for a
+// Append adds a recorded episode (already played) and, for a
 // cassette loaded from a file, rewrites the file with the episode appended
 // under the "appended by KITSOKI_CASSETTE_RECORD" comment. A write failure
 // is kept for WriteErr; the live answer is returned regardless.
-func (c *Cassette) appendEpisode(ep *Episode) {
+func (c *Cassette) Append(ep *Episode) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ep.ID = uniqueID(ep.ID, func(id string) bool {
+	ep.ID = UniqueID(ep.ID, func(id string) bool {
 		for _, e := range c.Episodes {
 			if e.ID == id {
 				return true
@@ -121,5 +106,5 @@ func (c *Cassette) appendToFile(ep *Episode) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(c.Path, b)
+	return WriteFileAtomic(c.Path, b)
 }

@@ -1,4 +1,4 @@
-package testrunner
+package cassette
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kitsoki/kitsoki/internal/yamlnode"
 )
 
 // cassetteKeys are the top-level keys of a cassette file.
@@ -17,7 +19,7 @@ var cassetteKeys = []string{"kind", "app_id", "app_version", "source_run", "gene
 // includes unexpanded, for new_episodes appends.
 func parseCassette(b []byte, path string) (*Cassette, error) {
 	var doc yaml.Node
-	if err := yaml.Unmarshal(trimBOM(b), &doc); err != nil {
+	if err := yaml.Unmarshal(yamlnode.TrimBOM(b), &doc); err != nil {
 		return nil, err
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
@@ -27,12 +29,12 @@ func parseCassette(b []byte, path string) (*Cassette, error) {
 	if err := expandIncludes(&doc, filepath.Dir(path)); err != nil {
 		return nil, err
 	}
-	top, err := fields(doc.Content[0], "cassette", cassetteKeys...)
+	top, err := yamlnode.Fields(doc.Content[0], "cassette", cassetteKeys...)
 	if err != nil {
 		return nil, err
 	}
 	c := &Cassette{Path: path, doc: orig}
-	if c.Kind, err = str(top, "kind", "cassette"); err != nil {
+	if c.Kind, err = yamlnode.Str(top, "kind", "cassette"); err != nil {
 		return nil, err
 	}
 	if c.Kind != CassetteKind {
@@ -40,18 +42,18 @@ func parseCassette(b []byte, path string) (*Cassette, error) {
 	}
 	for key, dst := range map[string]*string{"app_id": &c.AppID, "app_version": &c.AppVersion, "source_run": &c.SourceRun,
 		"generated_at": &c.GeneratedAt, "record_mode": &c.RecordMode, "phase_from": &c.PhaseFrom} {
-		if *dst, err = str(top, key, "cassette"); err != nil {
+		if *dst, err = yamlnode.Str(top, key, "cassette"); err != nil {
 			return nil, err
 		}
 	}
 	if v, ok := top["match_on"]; ok {
-		if c.MatchOn, err = value(v); err != nil {
+		if c.MatchOn, err = yamlnode.Value(v); err != nil {
 			return nil, err
 		}
 	}
 	if eps, ok := top["episodes"]; ok && eps.Tag != "!!null" {
 		if eps.Kind != yaml.SequenceNode {
-			return nil, fmt.Errorf("line %d: episodes must be a list, got %s", eps.Line, kindName(eps))
+			return nil, fmt.Errorf("line %d: episodes must be a list, got %s", eps.Line, yamlnode.KindName(eps))
 		}
 		for i, en := range eps.Content {
 			ep, err := parseEpisode(en, i)
@@ -73,45 +75,45 @@ var (
 
 func parseEpisode(n *yaml.Node, i int) (*Episode, error) {
 	where := fmt.Sprintf("episodes[%d]", i)
-	m, err := fields(n, where, episodeKeys...)
+	m, err := yamlnode.Fields(n, where, episodeKeys...)
 	if err != nil {
 		return nil, err
 	}
 	ep := &Episode{Line: n.Line}
-	if ep.ID, err = str(m, "id", where); err != nil {
+	if ep.ID, err = yamlnode.Str(m, "id", where); err != nil {
 		return nil, err
 	}
 	if ep.ID == "" {
 		ep.ID = "episode_" + strconv.Itoa(i+1)
 	}
 	where = fmt.Sprintf("episode %q", ep.ID)
-	if ep.Match, _, err = mapping(m, "match", where); err != nil {
+	if ep.Match, _, err = yamlnode.Mapping(m, "match", where); err != nil {
 		return nil, err
 	}
-	if ep.RequestHash, err = str(m, "request_hash", where); err != nil {
+	if ep.RequestHash, err = yamlnode.Str(m, "request_hash", where); err != nil {
 		return nil, err
 	}
-	if h := ep.RequestHash; h != "" && !isRequestHash(h) {
+	if h := ep.RequestHash; h != "" && !IsRequestHash(h) {
 		return nil, fmt.Errorf("line %d: %s: request_hash %q is not a request hash (%d lowercase hex characters, as kitsoki run --record writes it); delete the key to replay without the check",
 			m["request_hash"].Line, where, h, requestHashLen)
 	}
 	delay, replay := m["delay"], m["replay"]
 	if rn, ok := m["response"]; ok && rn.Tag != "!!null" {
-		rm, err := fields(rn, where+".response", responseKeys...)
+		rm, err := yamlnode.Fields(rn, where+".response", responseKeys...)
 		if err != nil {
 			return nil, err
 		}
 		r := &ep.Response
-		if r.Data, r.HasData, err = mapping(rm, "data", where+".response"); err != nil {
+		if r.Data, r.HasData, err = yamlnode.Mapping(rm, "data", where+".response"); err != nil {
 			return nil, err
 		}
 		if r.HasData && r.Data == nil {
 			r.Data = map[string]any{}
 		}
-		if r.Error, err = str(rm, "error", where+".response"); err != nil {
+		if r.Error, err = yamlnode.Str(rm, "error", where+".response"); err != nil {
 			return nil, err
 		}
-		if r.InfraError, err = str(rm, "infra_error", where+".response"); err != nil {
+		if r.InfraError, err = yamlnode.Str(rm, "infra_error", where+".response"); err != nil {
 			return nil, err
 		}
 		for key, dst := range map[string]**yaml.Node{"delay": &delay, "replay": &replay} {
@@ -125,7 +127,7 @@ func parseEpisode(n *yaml.Node, i int) (*Episode, error) {
 	}
 	if delay != nil && delay.Tag != "!!null" {
 		ep.DelayText = delay.Value
-		if ep.Delay, err = parseDelay(delay.Value); err != nil {
+		if ep.Delay, err = ParseDelay(delay.Value); err != nil {
 			return nil, fmt.Errorf("line %d: %s: delay: %w", delay.Line, where, err)
 		}
 	}
@@ -144,7 +146,7 @@ func parseEpisode(n *yaml.Node, i int) (*Episode, error) {
 }
 
 func parseAgentBlock(n *yaml.Node, where string) (*AgentBlock, error) {
-	m, err := fields(n, where, agentKeys...)
+	m, err := yamlnode.Fields(n, where, agentKeys...)
 	if err != nil {
 		return nil, err
 	}
@@ -160,14 +162,14 @@ func parseAgentBlock(n *yaml.Node, where string) (*AgentBlock, error) {
 		return nil, fmt.Errorf("line %d: %s: %w", n.Line, where, err)
 	}
 	if resp != nil {
-		j, err := nodeJSON(resp)
+		j, err := yamlnode.JSON(resp)
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %s.response: %w", resp.Line, where, err)
 		}
 		b.Response = string(j)
 	}
 	if b.Input != nil {
-		b.Input = stringKeys(b.Input)
+		b.Input = yamlnode.StringKeys(b.Input)
 	}
 	return b, nil
 }
@@ -176,14 +178,14 @@ func parseAgentBlock(n *yaml.Node, where string) (*AgentBlock, error) {
 // decoding errors).
 func rebuild(m map[string]*yaml.Node) *yaml.Node {
 	out := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-	for _, k := range sortedKeys(m) {
+	for _, k := range yamlnode.SortedKeys(m) {
 		out.Content = append(out.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k}, m[k])
 	}
 	return out
 }
 
-// parseDelay reads a Go duration, also accepting days ("3d", "1d12h").
-func parseDelay(s string) (time.Duration, error) {
+// ParseDelay reads a Go duration, also accepting days ("3d", "1d12h").
+func ParseDelay(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	var days time.Duration
 	if i := strings.IndexByte(s, 'd'); i > 0 {

@@ -1,4 +1,4 @@
-package testrunner
+package replay
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package testrunner
+package cassette
 
 import (
 	"crypto/sha256"
@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/host"
 )
 
 // A request hash tells a replay whether an episode was recorded for the
@@ -38,9 +37,10 @@ func agentRequestHash(req *agent.AskRequest) string {
 	return requestHash(map[string]any{"verb": req.Verb, "prompt": req.Prompt, "schema": sch, "with": req.With})
 }
 
-// hostRequestHash is the request hash of a host call.
-func hostRequestHash(call *host.Call) string {
-	return requestHash(map[string]any{"invoke": call.Namespace, "args": call.Args})
+// HostRequestHash is the request hash of a host call: its invoke name and
+// rendered with: arguments.
+func HostRequestHash(invoke string, args map[string]any) string {
+	return requestHash(map[string]any{"invoke": invoke, "args": args})
 }
 
 func requestHash(doc map[string]any) string {
@@ -52,8 +52,8 @@ func requestHash(doc map[string]any) string {
 	return hex.EncodeToString(sum[:])[:requestHashLen]
 }
 
-// isRequestHash reports whether s has the form of a request hash.
-func isRequestHash(s string) bool {
+// IsRequestHash reports whether s has the form of a request hash.
+func IsRequestHash(s string) bool {
 	if len(s) != requestHashLen {
 		return false
 	}

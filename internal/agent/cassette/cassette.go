@@ -1,4 +1,13 @@
-package testrunner
+// Package cassette is the host cassette (cassettes-and-flows.md): the file
+// format (parse with !include and .zst, encode, secrets masking, request
+// hashes, delays, episode matching, new_episodes appends) and its agent
+// transport, an agent.Agent that answers agent calls from recorded
+// episodes in place of a declared plugin (NewAgent, Cassette.Agent).
+//
+// It imports neither internal/host nor internal/story; the cassette's
+// host-handler role, its installer, the recorder and the conversion of a
+// trace into a cassette are internal/cassette/replay.
+package cassette
 
 import (
 	"encoding/json"
@@ -59,7 +68,7 @@ type Cassette struct {
 
 	mu       sync.Mutex
 	plays    []int                        // per episode
-	pending  map[*agent.AskRequest]picked // SelectEpisode → Ask
+	pending  map[*agent.AskRequest]Picked // SelectEpisode → Ask
 	misses   []string
 	warnings []string
 	appended bool  // new_episodes appended to doc in this process
@@ -71,7 +80,7 @@ type Episode struct {
 	ID    string
 	Match map[string]any // every entry must hold for the episode to answer
 	// RequestHash is the hash of the request the episode was recorded for
-	// (see agentRequestHash, hostRequestHash); "" in cassettes written
+	// (see agentRequestHash, HostRequestHash); "" in cassettes written
 	// without one, which replay without the check.
 	RequestHash string
 	Response    Response
@@ -171,20 +180,20 @@ func newLoadOptions(opts []LoadOption) loadOptions {
 	return o
 }
 
-// LoadCassette reads a cassette file (.yaml, or .yaml.zst compressed),
+// Load reads a cassette file (.yaml, or .yaml.zst compressed),
 // expands its !include values, checks it, and applies the record-mode
 // environment variables.
-func LoadCassette(path string, opts ...LoadOption) (*Cassette, error) {
-	b, err := readFile(path)
+func Load(path string, opts ...LoadOption) (*Cassette, error) {
+	b, err := ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("cassette: %q: %w", path, err)
 	}
-	return ParseCassette(b, path, opts...)
+	return Parse(b, path, opts...)
 }
 
-// ParseCassette parses cassette bytes; path names the file in errors and
+// Parse parses cassette bytes; path names the file in errors and
 // anchors !include paths (its directory).
-func ParseCassette(b []byte, path string, opts ...LoadOption) (*Cassette, error) {
+func Parse(b []byte, path string, opts ...LoadOption) (*Cassette, error) {
 	c, err := parseCassette(b, path)
 	if err != nil {
 		return nil, fmt.Errorf("cassette: %q: %w", path, err)
@@ -195,9 +204,9 @@ func ParseCassette(b []byte, path string, opts ...LoadOption) (*Cassette, error)
 	return c, nil
 }
 
-// NewCassette builds a cassette in memory (tests, recorders) and prepares it
+// New builds a cassette in memory (tests, recorders) and prepares it
 // for play like a loaded one.
-func NewCassette(appID string, episodes []*Episode, opts ...LoadOption) (*Cassette, error) {
+func New(appID string, episodes []*Episode, opts ...LoadOption) (*Cassette, error) {
 	c := &Cassette{Kind: CassetteKind, AppID: appID, Episodes: episodes}
 	if err := c.prepare(newLoadOptions(opts)); err != nil {
 		return nil, fmt.Errorf("cassette: %w", err)
@@ -250,7 +259,7 @@ func (c *Cassette) prepare(o loadOptions) error {
 		}
 	}
 	c.plays = make([]int, len(c.Episodes))
-	c.pending = map[*agent.AskRequest]picked{}
+	c.pending = map[*agent.AskRequest]Picked{}
 	return nil
 }
 
@@ -269,7 +278,7 @@ func (ep *Episode) prepare() error {
 		return fmt.Errorf("%s: needs a response: data, error or infra_error (or an agent: block)", where)
 	}
 	if r.HasData {
-		v, err := normalizeJSON(r.Data)
+		v, err := NormalizeJSON(r.Data)
 		if err != nil {
 			return fmt.Errorf("%s: response.data: %w", where, err)
 		}
@@ -289,9 +298,9 @@ func (ep *Episode) prepare() error {
 	return nil
 }
 
-// normalizeJSON round-trips v through JSON so numbers become int64 or
+// NormalizeJSON round-trips v through JSON so numbers become int64 or
 // float64 and maps map[string]any, as in a decoded live answer.
-func normalizeJSON(v any) (any, error) {
+func NormalizeJSON(v any) (any, error) {
 	if v == nil {
 		return nil, nil
 	}
@@ -322,9 +331,21 @@ func (c *Cassette) Handlers() []string {
 	return out
 }
 
-// phase is the phase of a state path: the first capture of phase_from
+// HasHandler reports whether some episode names handler.
+func (c *Cassette) HasHandler(handler string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, ep := range c.Episodes {
+		if h, _ := ep.Match["handler"].(string); h == handler {
+			return true
+		}
+	}
+	return false
+}
+
+// Phase is the phase of a state path: the first capture of phase_from
 // ("" when it does not match), else the first dot segment.
-func (c *Cassette) phase(state string) string {
+func (c *Cassette) Phase(state string) string {
 	if c.phaseRe != nil {
 		if m := c.phaseRe.FindStringSubmatch(state); len(m) > 1 {
 			return m[1]

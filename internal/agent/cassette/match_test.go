@@ -1,4 +1,4 @@
-package testrunner
+package cassette
 
 import (
 	"testing"
@@ -52,7 +52,7 @@ func TestMatchRules(t *testing.T) {
 			}
 			yml += "episodes:\n  - id: e\n    match: " + tt.match + "\n    response: {data: {}}\n"
 			c := mustCassette(t, yml)
-			_, got := c.pick(newCallKey(tt.handler, c.phase(tt.state), tt.args))
+			_, got := c.Pick(NewKey(tt.handler, c.Phase(tt.state), tt.args, ""))
 			if got != tt.want {
 				t.Errorf("matched = %v, want %v", got, tt.want)
 			}
@@ -76,11 +76,11 @@ episodes:
 	}
 	var got []play
 	for range 5 {
-		p, ok := c.pick(newCallKey("h", "s", nil))
+		p, ok := c.Pick(NewKey("h", "s", nil, ""))
 		if !ok {
 			t.Fatal("miss")
 		}
-		got = append(got, play{p.ep.ID, p.idx})
+		got = append(got, play{p.Episode.ID, p.Index})
 	}
 	want := []play{{"first", 0}, {"second", 0}, {"loop", 0}, {"loop", 1}, {"loop", 2}}
 	for i := range want {
@@ -102,11 +102,11 @@ episodes:
   - {id: fetch, match: {handler: host.http, url: "https://x"}, response: {data: {}}}
   - {id: once, match: {handler: host.agent.decide, call: audit2}, response: {data: {}}}
 `)
-	if _, ok := c.pick(newCallKey("host.agent.decide", "reviewing", map[string]any{"call": "audit2"})); !ok {
+	if _, ok := c.Pick(NewKey("host.agent.decide", "reviewing", map[string]any{"call": "audit2"}, "")); !ok {
 		t.Fatal("setup: once should match")
 	}
-	k := newCallKey("host.agent.decide", "intake", map[string]any{"call": "audit2", "n": 1})
-	if _, ok := c.pick(k); ok {
+	k := NewKey("host.agent.decide", "intake", map[string]any{"call": "audit2", "n": 1}, "")
+	if _, ok := c.Pick(k); ok {
 		t.Fatal("want a miss")
 	}
 	got := c.missText(k)
@@ -121,7 +121,7 @@ episodes:
 
 func TestMissMessageEmptyCassette(t *testing.T) {
 	c := mustCassette(t, "kind: host_cassette\nepisodes: []\n")
-	k := newCallKey("agent.x", "s", map[string]any{"verb": "ask"})
+	k := NewKey("agent.x", "s", map[string]any{"verb": "ask"}, "")
 	want := `cassette miss: no episode matched handler="agent.x" args={"verb":"ask"}; available episodes: []`
 	if got := c.missText(k); got != want {
 		t.Errorf("got %s\nwant %s", got, want)

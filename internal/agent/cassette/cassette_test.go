@@ -1,4 +1,4 @@
-package testrunner
+package cassette
 
 import (
 	"bytes"
@@ -54,7 +54,7 @@ func TestCassetteLoadErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "c.yaml")
-			_, err := ParseCassette([]byte(tt.yml), path, WithGetenv(func(k string) string { return tt.env[k] }))
+			_, err := Parse([]byte(tt.yml), path, WithGetenv(func(k string) string { return tt.env[k] }))
 			want := `cassette: "` + path + `": ` + tt.want
 			if err == nil || err.Error() != want {
 				t.Errorf("error:\n got %v\nwant %s", err, want)
@@ -114,7 +114,7 @@ episodes:
 		"data/verdict.json": "{\n  \"decision\": \"approve\",\n  \"confidence\": 0.9\n}\n",
 		"prompts/p.md":      "Line one\n\"quoted\"\n",
 	})
-	c, err := LoadCassette(filepath.Join(dir, "c.yaml"), WithGetenv(noEnv))
+	c, err := Load(filepath.Join(dir, "c.yaml"), WithGetenv(noEnv))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestIncludeRefused(t *testing.T) {
 			if err := os.Symlink(outside, filepath.Join(dir, "link")); err != nil {
 				t.Fatal(err)
 			}
-			_, err := LoadCassette(filepath.Join(dir, "c.yaml"), WithGetenv(noEnv))
+			_, err := Load(filepath.Join(dir, "c.yaml"), WithGetenv(noEnv))
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "line 3: !include") {
 				t.Errorf("error = %v, want it to say %q at line 3", err, tt.want)
 			}
@@ -157,7 +157,7 @@ func TestIncludeRefused(t *testing.T) {
 	}
 	t.Run("key side", func(t *testing.T) {
 		dir := writeFiles(t, map[string]string{"c.yaml": "kind: host_cassette\n!include k: v\n"})
-		_, err := LoadCassette(filepath.Join(dir, "c.yaml"), WithGetenv(noEnv))
+		_, err := Load(filepath.Join(dir, "c.yaml"), WithGetenv(noEnv))
 		if err == nil || !strings.Contains(err.Error(), "!include is only allowed on the value side") {
 			t.Errorf("error = %v", err)
 		}
@@ -184,7 +184,7 @@ episodes:
 	if !bytes.HasPrefix(raw, []byte{0x28, 0xb5, 0x2f, 0xfd}) {
 		t.Fatalf("%s is not zstd: % x", zpath, raw[:8])
 	}
-	back, err := LoadCassette(zpath, WithGetenv(noEnv))
+	back, err := Load(zpath, WithGetenv(noEnv))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ episodes:
 	if b, _ := os.ReadFile(ypath); !bytes.Equal(b, plain) {
 		t.Errorf(".yaml is not the plain encoding")
 	}
-	dec, err := readFile(zpath)
+	dec, err := ReadFile(zpath)
 	if err != nil || !bytes.Equal(dec, plain) {
 		t.Errorf("decompressed .yaml.zst differs from the plain encoding (err %v)", err)
 	}
@@ -212,13 +212,13 @@ episodes:
 func TestParseDelay(t *testing.T) {
 	for in, want := range map[string]time.Duration{"200ms": 200 * time.Millisecond, "2s": 2 * time.Second, "3d": 72 * time.Hour,
 		"1d12h": 36 * time.Hour, "1.5d": 36 * time.Hour, "0s": 0} {
-		if got, err := parseDelay(in); err != nil || got != want {
-			t.Errorf("parseDelay(%q) = %v, %v; want %v", in, got, err, want)
+		if got, err := ParseDelay(in); err != nil || got != want {
+			t.Errorf("ParseDelay(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"", "d", "xd", "-1s", "5"} {
-		if _, err := parseDelay(in); err == nil {
-			t.Errorf("parseDelay(%q) accepted", in)
+		if _, err := ParseDelay(in); err == nil {
+			t.Errorf("ParseDelay(%q) accepted", in)
 		}
 	}
 }

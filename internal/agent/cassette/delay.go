@@ -1,4 +1,4 @@
-package testrunner
+package cassette
 
 import (
 	"context"
@@ -14,15 +14,15 @@ type advancer interface {
 	Advance(d time.Duration)
 }
 
-// sleep waits out an episode's delay on the cassette's clock.
-func (c *Cassette) sleep(ctx context.Context, ep *Episode) error {
-	return sleepOn(ctx, c.clock, ep.Delay, fmt.Sprintf("episode %q", ep.ID))
+// Sleep waits out an episode's delay on the cassette's clock.
+func (c *Cassette) Sleep(ctx context.Context, ep *Episode) error {
+	return SleepOn(ctx, c.clock, ep.Delay, fmt.Sprintf("episode %q", ep.ID))
 }
 
-// sleepOn waits d on clk. On a clock that can jump the wait is instant, but
+// SleepOn waits d on clk. On a clock that can jump the wait is instant, but
 // a delay that would outlast the context's deadline still fails as the real
 // wait would. A cancelled or expired context ends a real wait early.
-func sleepOn(ctx context.Context, clk clock.Clock, d time.Duration, what string) error {
+func SleepOn(ctx context.Context, clk clock.Clock, d time.Duration, what string) error {
 	if d <= 0 {
 		return nil
 	}

@@ -1,16 +1,19 @@
-package testrunner
+package replay
 
 import (
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/agent/cassette"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/story"
 )
 
-// isAgentHandler reports whether an episode handler names an agent alias
+// IsAgentHandler reports whether an episode handler names an agent alias
 // (agent role) rather than an invoke name (host-handler role).
-func isAgentHandler(name string) bool { return strings.HasPrefix(name, "agent.") }
+func IsAgentHandler(name string) bool { return strings.HasPrefix(name, "agent.") }
 
 // ReplayAgents puts the cassette's agent role in place of every alias the
 // story declares (and every agent.* handler its episodes name), so no
@@ -29,12 +32,12 @@ func (c *Cassette) ReplayAgents(st *story.Story, reg *agent.Registry, liveBuilti
 		aliases[a] = true
 	}
 	for _, hd := range c.Handlers() {
-		if isAgentHandler(hd) {
+		if IsAgentHandler(hd) {
 			aliases[hd] = true
 		}
 	}
-	record := c.mode == ModeNewEpisodes
-	for _, alias := range sortedKeys(aliases) {
+	record := c.Mode() == cassette.ModeNewEpisodes
+	for _, alias := range slices.Sorted(maps.Keys(aliases)) {
 		var live agent.Agent
 		if record {
 			if a, err := reg.Get(alias); err == nil {
@@ -64,14 +67,14 @@ func (c *Cassette) ReplayAgents(st *story.Story, reg *agent.Registry, liveBuilti
 // episode; calls to an alias are recorded by its agent role.
 func (c *Cassette) ReplayHandlers(h *host.Host, sink host.Sink, appID string) {
 	names := c.Handlers()
-	if c.mode == ModeNewEpisodes {
+	if c.Mode() == cassette.ModeNewEpisodes {
 		for _, verb := range agentVerbs {
 			names = append(names, host.AgentNamespace+verb)
 		}
 	}
 	seen := map[string]bool{}
 	for _, name := range names {
-		if isAgentHandler(name) || seen[name] {
+		if IsAgentHandler(name) || seen[name] {
 			continue
 		}
 		seen[name] = true

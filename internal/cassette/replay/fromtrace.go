@@ -1,10 +1,11 @@
-package testrunner
+package replay
 
 import (
 	"encoding/json"
 	"fmt"
 	"strings"
 
+	"github.com/kitsoki/kitsoki/internal/agent/cassette"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
@@ -20,8 +21,8 @@ import (
 // Calls are paired by namespace in order, so traces whose agent events
 // precede turn.input (as Kitsoki writes them) convert the same way.
 //
-// opts are passed to the cassette (WithSecrets masks what it writes).
-func FromTrace(events []trace.Event, appID string, opts ...LoadOption) (*Cassette, error) {
+// opts are passed to the cassette (cassette.WithSecrets masks what it writes).
+func FromTrace(events []trace.Event, appID string, opts ...cassette.LoadOption) (*Cassette, error) {
 	type call struct {
 		ns    string
 		args  map[string]any
@@ -32,7 +33,7 @@ func FromTrace(events []trace.Event, appID string, opts ...LoadOption) (*Cassett
 	}
 	var open []*call // dispatched, not yet returned
 	var lastAgent *call
-	var eps []*Episode
+	var eps []*cassette.Episode
 	ids := map[string]bool{}
 	for i := range events {
 		ev := &events[i]
@@ -97,7 +98,7 @@ func FromTrace(events []trace.Event, appID string, opts ...LoadOption) (*Cassett
 			if ep.Agent != nil {
 				describeFromTrace(ep.Agent, c.start, c.end)
 			}
-			ep.ID = uniqueID(ep.ID, func(id string) bool { return ids[id] })
+			ep.ID = cassette.UniqueID(ep.ID, func(id string) bool { return ids[id] })
 			ids[ep.ID] = true
 			eps = append(eps, ep)
 			if lastAgent == c {
@@ -105,7 +106,7 @@ func FromTrace(events []trace.Event, appID string, opts ...LoadOption) (*Cassett
 			}
 		}
 	}
-	return NewCassette(appID, eps, append([]LoadOption{WithGetenv(func(string) string { return "" })}, opts...)...)
+	return New(appID, eps, append([]cassette.LoadOption{cassette.WithGetenv(func(string) string { return "" })}, opts...)...)
 }
 
 // agentEnd is the closing event of an agent call: complete or error.
@@ -134,14 +135,14 @@ type plainError string
 func (e plainError) Error() string { return string(e) }
 
 // describeFromTrace fills an agent: block from the agent.call.* payloads.
-func describeFromTrace(ab *AgentBlock, start *trace.AgentCallStart, end *agentEnd) {
+func describeFromTrace(ab *cassette.AgentBlock, start *trace.AgentCallStart, end *agentEnd) {
 	if start != nil {
 		if start.Verb != "" {
 			ab.Verb = start.Verb
 		}
 		ab.Agent, ab.Model, ab.Prompt = start.Agent, start.Model, start.Prompt
 		if start.Input != nil {
-			nv, err := normalizeJSON(start.Input)
+			nv, err := cassette.NormalizeJSON(start.Input)
 			if err == nil {
 				ab.Input = nv
 			}
@@ -159,14 +160,14 @@ func describeFromTrace(ab *AgentBlock, start *trace.AgentCallStart, end *agentEn
 	ab.DurationMS = c.DurationMS
 	ab.Error = ""
 	if c.Meta != nil {
-		fillFromMeta(ab, c.Meta)
+		cassette.FillFromMeta(ab, c.Meta)
 	}
 	if r := c.Response; r != nil {
 		if m, ok := r.(map[string]any); ok {
 			if sub, ok := m["submission"]; ok { // the plugin path: {submission, meta}
 				r = sub
 				if meta, ok := m["meta"].(map[string]any); ok && c.Meta == nil {
-					fillFromMeta(ab, meta)
+					cassette.FillFromMeta(ab, meta)
 				}
 			}
 		}

@@ -1,4 +1,7 @@
-package testrunner
+// Package yamlnode holds the helpers kitsoki's hand-written YAML parsers
+// (cassettes, flow fixtures) share: mapping fields with unknown-key errors,
+// typed field reads with line numbers, and node-to-value conversion.
+package yamlnode
 
 import (
 	"bytes"
@@ -10,15 +13,15 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// fields returns the key → value nodes of a mapping node, refusing keys not
+// Fields returns the key → value nodes of a mapping node, refusing keys not
 // in allowed (a key ending in "*" allows any key with that prefix). where
 // names the mapping in errors.
-func fields(n *yaml.Node, where string, allowed ...string) (map[string]*yaml.Node, error) {
+func Fields(n *yaml.Node, where string, allowed ...string) (map[string]*yaml.Node, error) {
 	if n.Kind == yaml.AliasNode && n.Alias != nil {
 		n = n.Alias
 	}
 	if n.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("line %d: %s must be a mapping, got %s", n.Line, where, kindName(n))
+		return nil, fmt.Errorf("line %d: %s must be a mapping, got %s", n.Line, where, KindName(n))
 	}
 	out := make(map[string]*yaml.Node, len(n.Content)/2)
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -43,7 +46,8 @@ func keyAllowed(k string, allowed []string) bool {
 	return false
 }
 
-func kindName(n *yaml.Node) string {
+// KindName says what kind of node n is, for error messages ("a list").
+func KindName(n *yaml.Node) string {
 	switch n.Kind {
 	case yaml.ScalarNode:
 		if n.Tag == "!!null" {
@@ -58,53 +62,53 @@ func kindName(n *yaml.Node) string {
 	return "an unexpected node"
 }
 
-// str decodes a scalar string field ("" when absent or null).
-func str(m map[string]*yaml.Node, key, where string) (string, error) {
+// Str decodes a scalar string field ("" when absent or null).
+func Str(m map[string]*yaml.Node, key, where string) (string, error) {
 	v, ok := m[key]
 	if !ok || v.Tag == "!!null" {
 		return "", nil
 	}
 	if v.Kind != yaml.ScalarNode {
-		return "", fmt.Errorf("line %d: %s.%s must be a string, got %s", v.Line, where, key, kindName(v))
+		return "", fmt.Errorf("line %d: %s.%s must be a string, got %s", v.Line, where, key, KindName(v))
 	}
 	return v.Value, nil
 }
 
-// value decodes any node into plain Go values with string map keys.
-func value(v *yaml.Node) (any, error) {
+// Value decodes any node into plain Go values with string map keys.
+func Value(v *yaml.Node) (any, error) {
 	var out any
 	if err := v.Decode(&out); err != nil {
 		return nil, fmt.Errorf("line %d: %w", v.Line, err)
 	}
-	return stringKeys(out), nil
+	return StringKeys(out), nil
 }
 
-// stringKeys turns map[any]any (YAML maps with non-string keys) into
+// StringKeys turns map[any]any (YAML maps with non-string keys) into
 // map[string]any, recursively.
-func stringKeys(v any) any {
+func StringKeys(v any) any {
 	switch t := v.(type) {
 	case map[string]any:
 		for k, e := range t {
-			t[k] = stringKeys(e)
+			t[k] = StringKeys(e)
 		}
 		return t
 	case map[any]any:
 		m := make(map[string]any, len(t))
 		for k, e := range t {
-			m[fmt.Sprint(k)] = stringKeys(e)
+			m[fmt.Sprint(k)] = StringKeys(e)
 		}
 		return m
 	case []any:
 		for i, e := range t {
-			t[i] = stringKeys(e)
+			t[i] = StringKeys(e)
 		}
 		return t
 	}
 	return v
 }
 
-// mapping decodes a mapping field into map[string]any (nil when absent).
-func mapping(m map[string]*yaml.Node, key, where string) (map[string]any, bool, error) {
+// Mapping decodes a mapping field into map[string]any (nil when absent).
+func Mapping(m map[string]*yaml.Node, key, where string) (map[string]any, bool, error) {
 	v, ok := m[key]
 	if !ok {
 		return nil, false, nil
@@ -113,9 +117,9 @@ func mapping(m map[string]*yaml.Node, key, where string) (map[string]any, bool, 
 		return nil, true, nil
 	}
 	if v.Kind != yaml.MappingNode {
-		return nil, true, fmt.Errorf("line %d: %s.%s must be a mapping, got %s", v.Line, where, key, kindName(v))
+		return nil, true, fmt.Errorf("line %d: %s.%s must be a mapping, got %s", v.Line, where, key, KindName(v))
 	}
-	out, err := value(v)
+	out, err := Value(v)
 	if err != nil {
 		return nil, true, err
 	}
@@ -126,7 +130,8 @@ func mapping(m map[string]*yaml.Node, key, where string) (map[string]any, bool, 
 	return mm, true, nil
 }
 
-func sortedKeys[V any](m map[string]V) []string {
+// SortedKeys returns the keys of m in sorted order.
+func SortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)
@@ -135,9 +140,9 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// nodeJSON renders a YAML node as compact JSON, keeping mapping keys in the
+// JSON renders a YAML node as compact JSON, keeping mapping keys in the
 // order they are written (an included .json file keeps its own order).
-func nodeJSON(n *yaml.Node) ([]byte, error) {
+func JSON(n *yaml.Node) ([]byte, error) {
 	var buf bytes.Buffer
 	var walk func(n *yaml.Node) error
 	walk = func(n *yaml.Node) error {
@@ -173,7 +178,7 @@ func nodeJSON(n *yaml.Node) ([]byte, error) {
 			}
 			buf.WriteByte(']')
 		default:
-			v, err := value(n)
+			v, err := Value(n)
 			if err != nil {
 				return err
 			}
@@ -190,3 +195,6 @@ func nodeJSON(n *yaml.Node) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
+
+// TrimBOM drops a leading UTF-8 byte order mark.
+func TrimBOM(b []byte) []byte { return bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")) }

@@ -1,4 +1,4 @@
-package testrunner
+package replay
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kitsoki/kitsoki/internal/agent/cassette"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
@@ -54,7 +55,7 @@ func TestFromTraceReplaysTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Strict: the request hashes taken from the trace are the replay's.
-	back, err := ParseCassette(b, "x.yaml", WithGetenv(noEnv), WithStrictRequests(true))
+	back, err := parseCassette(b, "x.yaml", cassette.WithGetenv(noEnv), cassette.WithStrictRequests(true))
 	if err != nil {
 		t.Fatalf("the cassette does not load back: %v\n%s", err, b)
 	}
@@ -68,15 +69,15 @@ func TestFromTraceReplaysTheRun(t *testing.T) {
 		t.Errorf("views (-live +replay):\n%s", d)
 	}
 	for _, ep := range back.Episodes {
-		if !isRequestHash(ep.RequestHash) {
+		if !cassette.IsRequestHash(ep.RequestHash) {
 			t.Errorf("episode %s: request_hash %q", ep.ID, ep.RequestHash)
 		}
 	}
 	if w, m := back.TakeWarnings(), back.TakeMisses(); len(w)+len(m) != 0 {
 		t.Errorf("warnings %q, misses %q", w, m)
 	}
-	lw, _ := normalizeJSON(live.sess.World())
-	rw, _ := normalizeJSON(replay.sess.World())
+	lw, _ := cassette.NormalizeJSON(live.sess.World())
+	rw, _ := cassette.NormalizeJSON(replay.sess.World())
 	if d := cmp.Diff(lw, rw); d != "" {
 		t.Errorf("world (-live +replay):\n%s", d)
 	}
@@ -94,7 +95,7 @@ func TestFromTraceHostCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := FromTrace(evs, "")
+	c, err := FromTrace(evs, "", cassette.WithStrictRequests(true)) // the hashes taken from the trace are the replay's
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,6 @@ func TestFromTraceHostCalls(t *testing.T) {
 			t.Errorf("cassette lacks %q:\n%s", want, b)
 		}
 	}
-	c.strict = true // the hashes taken from the trace are the replay's
 	replay := hostRig(t, c)
 	replay.do("open", map[string]any{"title": "B"}) // args decide, not order
 	if replay.sess.World()["pr"] != "https://pr/B" {

@@ -1,4 +1,4 @@
-package testrunner
+package replay
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/agent/cassette"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
@@ -109,7 +110,7 @@ func TestRecordDeterministic(t *testing.T) {
 // same errors (kinds and texts), including the host's own schema_invalid.
 func TestRecordThenReplayIdentical(t *testing.T) {
 	rec, live := recordGreet(t)
-	c, err := rec.Cassette(WithGetenv(noEnv))
+	c, err := rec.Cassette(cassette.WithGetenv(noEnv))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,14 +198,14 @@ func TestNewEpisodesAppends(t *testing.T) {
 			mode := "new_episodes"
 			env := map[string]string{}
 			if viaEnv {
-				mode, env[EnvRecord] = "none", "new_episodes"
+				mode, env[cassette.EnvRecord] = "none", "new_episodes"
 			}
 			dir := writeFiles(t, map[string]string{
 				"c.yaml": "# my notes\nkind: host_cassette\napp_id: greet-test\nrecord_mode: " + mode + "\nepisodes:\n" +
 					"  - id: ada # hand-written\n    match: {handler: agent.g, call: compose, name: Ada}\n    agent: {response: '{\"text\":\"Hi Ada (recorded)\"}'}\n",
 			})
 			path := filepath.Join(dir, "c.yaml")
-			c, err := LoadCassette(path, WithGetenv(func(k string) string { return env[k] }))
+			c, err := Load(path, cassette.WithGetenv(func(k string) string { return env[k] }))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -227,13 +228,13 @@ func TestNewEpisodesAppends(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, want := range []string{"# my notes", "# hand-written", "# " + appendedComment + "\n  - id: recorded_agent.g_greeting\n",
+			for _, want := range []string{"# my notes", "# hand-written", "# appended by KITSOKI_CASSETTE_RECORD\n  - id: recorded_agent.g_greeting\n",
 				`response: '{"text":"Hello Grace"}'`} {
 				if !strings.Contains(string(b), want) {
 					t.Errorf("file lacks %q:\n%s", want, b)
 				}
 			}
-			back, err := LoadCassette(path, WithGetenv(noEnv))
+			back, err := Load(path, cassette.WithGetenv(noEnv))
 			if err != nil {
 				t.Fatalf("appended file does not load: %v\n%s", err, b)
 			}
@@ -273,7 +274,7 @@ func TestRecordClassifiesPlainErrors(t *testing.T) {
 	defer cancel()
 	_, _ = a.Ask(ctx, agent.NewCall(&agent.AskRequest{Verb: "task", StatePath: "s"}))
 	_, _ = a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Verb: "ask", StatePath: "s"}))
-	c, err := rec.Cassette(WithGetenv(noEnv))
+	c, err := rec.Cassette(cassette.WithGetenv(noEnv))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +298,7 @@ func TestNewEpisodesBuiltinPath(t *testing.T) {
 	}
 	var calls atomic.Int32
 	run := func(mode string) string {
-		c, err := LoadCassette(path, WithGetenv(func(k string) string { return map[string]string{EnvRecord: mode}[k] }))
+		c, err := Load(path, cassette.WithGetenv(func(k string) string { return map[string]string{cassette.EnvRecord: mode}[k] }))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -367,11 +368,11 @@ func TestRecordReplaySubmissionBytes(t *testing.T) {
 			if has := strings.Contains(string(b), "\n      submission: "); has != tt.extraKey {
 				t.Errorf("submission: key written = %v, want %v:\n%s", has, tt.extraKey, b)
 			}
-			c, err := ParseCassette(b, "c.yaml", WithGetenv(noEnv))
+			c, err := parseCassette(b, "c.yaml", cassette.WithGetenv(noEnv))
 			if err != nil {
 				t.Fatalf("%v\n%s", err, b)
 			}
-			resp, err := NewCassetteAgent(c, "agent.a").Ask(context.Background(), agent.NewCall(req))
+			resp, err := cassette.NewAgent(c.Cassette, "agent.a").Ask(context.Background(), agent.NewCall(req))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,8 +1,7 @@
-package testrunner
+package cassette
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -64,7 +63,7 @@ episodes:
     match: {handler: agent.x, call: rb}
     agent: {error: "agent: transport_error"}
 `)
-	a := NewCassetteAgent(c, "agent.x")
+	a := NewAgent(c, "agent.x")
 	tests := []struct {
 		call     string
 		wantSub  string
@@ -128,90 +127,23 @@ episodes:
 // Through the host: agent.call.start carries episode_id and match_idx, the
 // call_id derives from the cassette key, and the submission is validated
 // and bound like any plugin's.
-func TestCassetteAgentThroughHost(t *testing.T) {
-	c := mustCassette(t, `kind: host_cassette
-episodes:
-  - id: hi
-    match: {handler: agent.g, phase: greeting, verb: decide, schema_name: greeting.json, call: compose}
-    replay: any
-    agent: {response: '{"text":"Hello"}', model: recorded-model}
-`)
-	r := cassetteRig(t, c)
-	for i := range 3 {
-		out := r.do("greet", map[string]any{"name": "Ada"})
-		if out.State != "greeting" || out.View != "Hello" || len(out.HostErrors) > 0 {
-			t.Fatalf("turn %d: %+v", i+1, out)
-		}
-		r.do("back", nil)
-	}
-	starts := r.events(trace.KindAgentCallStart)
-	completes := r.events(trace.KindAgentCallComplete)
-	if len(starts) != 3 || len(completes) != 3 {
-		t.Fatalf("%d starts, %d completes", len(starts), len(completes))
-	}
-	for i, st := range starts {
-		wantID := trace.CallID("greet-test", trace.CassetteCallKey("hi", i)) // no app_id: the story's
-		if st.EpisodeID != "hi" || st.MatchIdx != i || st.CallID != wantID || completes[i].CallID != wantID {
-			t.Errorf("start %d: episode %q idx %d call %q / %q, want idx %d call %q", i, st.EpisodeID, st.MatchIdx, st.CallID, completes[i].CallID, i, wantID)
-		}
-		meta, _ := completes[i].Payload["meta"].(map[string]any)
-		if meta["call_id"] != wantID || meta["match_idx"] != json.Number(itoaTest(i)) {
-			t.Errorf("complete %d meta = %v", i, meta)
-		}
-	}
-	line, _ := json.Marshal(starts[1])
-	if !contains2(string(line), `"episode_id":"hi","match_idx":1,`) {
-		t.Errorf("start line = %s", line)
-	}
-}
-
-func itoaTest(i int) string { b, _ := json.Marshal(i); return string(b) }
-
 // A schema-invalid replayed answer is refused by the host like any
 // plugin's; a miss fails the call with transport_error and on_error runs.
-func TestCassetteAgentValidationAndMiss(t *testing.T) {
-	c := mustCassette(t, `kind: host_cassette
-episodes:
-  - {id: bad, match: {handler: agent.g, call: compose}, agent: {response: '{"text":""}'}}
-`)
-	r := cassetteRig(t, c)
-	out := r.do("greet", map[string]any{"name": "Ada"})
-	if out.State != "lobby" {
-		t.Fatalf("state %q, want lobby (on_error)", out.State)
-	}
-	le, _ := r.sess.World()["last_error"].(string)
-	if !contains2(le, "agent: schema_invalid: /text") {
-		t.Errorf("last_error = %q", le)
-	}
-	out = r.do("greet", map[string]any{"name": "Bo"})
-	le, _ = r.sess.World()["last_error"].(string)
-	if out.State != "lobby" || !contains2(le, `agent: transport_error: cassette agent "agent.g": cassette miss: no episode matched handler="agent.g"`) {
-		t.Errorf("state %q last_error %q", out.State, le)
-	}
-	starts := r.events(trace.KindAgentCallStart)
-	if starts[0].EpisodeID != "bad" || starts[1].EpisodeID != "" {
-		t.Errorf("episode ids %q %q", starts[0].EpisodeID, starts[1].EpisodeID)
-	}
-	if want := trace.CallID("greet-test", trace.LiveCallKey(2, "greeting", starts[1].Seq)); starts[1].CallID != want {
-		t.Errorf("a miss keeps the live call_id: %q, want %q", starts[1].CallID, want)
-	}
-}
-
 // Delays sleep on the cassette's clock: a fake clock jumps, the test does
 // not wait; a delay past the call's deadline fails as deadline_exceeded.
 func TestCassetteAgentDelay(t *testing.T) {
-	clk := clock.NewFake(FlowEpoch)
+	clk := clock.NewFake(epoch)
 	c := mustCassette(t, `kind: host_cassette
 episodes:
   - {id: slow, match: {call: slow}, delay: 3d, agent: {response: '{}'}}
   - {id: late, match: {call: late}, delay: 2s, agent: {response: '{}'}}
 `, WithClock(clk))
-	a := NewCassetteAgent(c, "agent.x")
+	a := NewAgent(c, "agent.x")
 	begin := time.Now()
 	if _, ae := ask(t, a, &agent.AskRequest{Verb: "ask", With: map[string]any{"call": "slow"}}); ae != nil {
 		t.Fatal(ae)
 	}
-	if got := clk.Now().Sub(FlowEpoch); got != 72*time.Hour {
+	if got := clk.Now().Sub(epoch); got != 72*time.Hour {
 		t.Errorf("clock advanced %v, want 72h", got)
 	}
 	if time.Since(begin) > 5*time.Second {
@@ -236,7 +168,7 @@ episodes:
   - {id: slow, delay: 1h, agent: {response: '{}'}}
   - {id: short, delay: 20ms, agent: {response: '{}'}}
 `)
-	a := NewCassetteAgent(c, "agent.x")
+	a := NewAgent(c, "agent.x")
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { time.Sleep(10 * time.Millisecond); cancel() }()
 	_, err := a.Ask(ctx, agent.NewCall(&agent.AskRequest{Verb: "ask"}))

@@ -1,24 +1,21 @@
-package testrunner
+package replay
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/agent/cassette"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/story"
 )
-
-// appendedComment heads the episodes a new_episodes run appends.
-const appendedComment = "appended by KITSOKI_CASSETTE_RECORD"
 
 // reservedMatchKeys are match keys with a meaning of their own; arguments of
 // the same name are not recorded as match entries.
@@ -30,148 +27,18 @@ func firstSegment(state string) string {
 	return first
 }
 
-// episodeID is the id of a recorded episode before de-duplication.
-func episodeID(handler, state string) string { return "recorded_" + handler + "_" + state }
-
-// uniqueID returns id, or id_2, id_3, ... when taken already.
-func uniqueID(id string, taken func(string) bool) string {
-	if !taken(id) {
-		return id
-	}
-	for n := 2; ; n++ {
-		if c := id + "_" + strconv.Itoa(n); !taken(c) {
-			return c
-		}
-	}
-}
-
-// agentEpisode records one agent exchange under alias: match on handler
-// and phase; the answer lives in the agent: block (agent episodes store no
-// data), so a replay hands the host the same raw submission and the host
-// validates it again.
-func agentEpisode(ctx context.Context, alias, phase string, call *agent.Call, resp *agent.AskResponse, err error) *Episode {
-	req := call.Request
-	ab := &AgentBlock{Verb: req.Verb, Turn: int64(req.Turn), Prompt: req.Prompt, Model: call.Model}
-	if call.Persona != nil {
-		ab.Agent = call.Persona.Name
-	}
-	if resp != nil {
-		fillFromMeta(ab, resp.Meta)
-	}
-	switch {
-	case err != nil:
-		ab.Error = askErrorText(ctx, err)
-	case resp != nil:
-		ab.Response = responseText(resp.Submission)
-		if !bytes.Equal(submissionOf(ab.Response), resp.Submission) {
-			ab.Submission = string(resp.Submission) // response alone would replay other bytes
-		}
-	}
-	return &Episode{ID: episodeID(alias, req.StatePath),
-		Match: map[string]any{"handler": alias, "phase": phase}, RequestHash: agentRequestHash(req), Agent: ab}
-}
-
-// askErrorText is the error as the host classifies it: an AskError as
-// is; a plain error returned once the call's context ended is
-// deadline_exceeded, any other plain error plugin_crash.
-func askErrorText(ctx context.Context, err error) string {
-	if ae, ok := agent.AsAskError(err); ok {
-		return ae.Error()
-	}
-	kind := agent.KindPluginCrash
-	if ctx.Err() != nil {
-		kind = agent.KindDeadlineExceeded
-	}
-	return (&agent.AskError{Kind: kind, Detail: err.Error()}).Error()
-}
-
-// responseText is a submission as an agent: response: the text of a JSON
-// string, the JSON itself otherwise.
-func responseText(sub json.RawMessage) string {
-	if len(sub) == 0 {
-		return ""
-	}
-	var s string
-	if sub[0] == '"' && json.Unmarshal(sub, &s) == nil {
-		return s
-	}
-	return string(sub)
-}
-
-// fillFromMeta copies model, duration, token counts and cost from a
-// transport's meta (claude: usage.input_tokens/output_tokens and cost_usd;
-// local models: prompt_tokens/completion_tokens).
-func fillFromMeta(ab *AgentBlock, meta map[string]any) {
-	if meta == nil {
-		return
-	}
-	if m, ok := meta["model"].(string); ok && m != "" {
-		ab.Model = m
-	}
-	if n, ok := toInt(meta["duration_ms"]); ok {
-		ab.DurationMS = n
-	}
-	if u, ok := meta["usage"].(map[string]any); ok {
-		if n, ok := toInt(u["input_tokens"]); ok {
-			ab.PromptTokens = n
-		}
-		if n, ok := toInt(u["output_tokens"]); ok {
-			ab.ResponseTokens = n
-		}
-	}
-	if n, ok := toInt(meta["prompt_tokens"]); ok && ab.PromptTokens == 0 {
-		ab.PromptTokens = n
-	}
-	if n, ok := toInt(meta["completion_tokens"]); ok && ab.ResponseTokens == 0 {
-		ab.ResponseTokens = n
-	}
-	if f, ok := toFloat(meta["cost_usd"]); ok {
-		ab.CostUSD = f
-	}
-}
-
-func toInt(v any) (int64, bool) {
-	switch n := v.(type) {
-	case int:
-		return int64(n), true
-	case int64:
-		return n, true
-	case float64:
-		return int64(n), true
-	case json.Number:
-		i, err := n.Int64()
-		return i, err == nil
-	}
-	return 0, false
-}
-
-func toFloat(v any) (float64, bool) {
-	switch n := v.(type) {
-	case int:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case float64:
-		return n, true
-	case json.Number:
-		f, err := n.Float64()
-		return f, err == nil
-	}
-	return 0, false
-}
-
 // hostEpisode records one host call. Non-agent handlers match on handler,
 // phase and every argument; host.agent.* (the built-in agent path) match on
 // handler and phase and keep the bound data, with an agent: block that
 // describes the exchange.
-func hostEpisode(name, phase string, call *host.Call, res *host.Result, err error) *Episode {
-	ep := &Episode{ID: episodeID(name, call.State), Match: map[string]any{"handler": name, "phase": phase},
-		RequestHash: hostRequestHash(call)}
+func hostEpisode(name, phase string, call *host.Call, res *host.Result, err error) *cassette.Episode {
+	ep := &cassette.Episode{ID: cassette.EpisodeID(name, call.State), Match: map[string]any{"handler": name, "phase": phase},
+		RequestHash: cassette.HostRequestHash(call.Namespace, call.Args)}
 	isAgent := strings.HasPrefix(name, host.AgentNamespace)
 	if !isAgent {
 		for k, v := range call.Args {
 			if !reservedMatchKeys[k] {
-				nv, nerr := normalizeJSON(v)
+				nv, nerr := cassette.NormalizeJSON(v)
 				if nerr != nil {
 					nv = fmt.Sprint(v)
 				}
@@ -187,7 +54,7 @@ func hostEpisode(name, phase string, call *host.Call, res *host.Result, err erro
 		res = &host.Result{}
 	}
 	if res.Data != nil {
-		v, nerr := normalizeJSON(res.Data)
+		v, nerr := cassette.NormalizeJSON(res.Data)
 		if m, ok := v.(map[string]any); ok && nerr == nil {
 			ep.Response.Data = m
 		} else {
@@ -202,15 +69,15 @@ func hostEpisode(name, phase string, call *host.Call, res *host.Result, err erro
 		ep.Response.HasData, ep.Response.Data = true, map[string]any{}
 	}
 	if isAgent {
-		ab := &AgentBlock{Verb: strings.TrimPrefix(name, host.AgentNamespace), Turn: call.Turn}
+		ab := &cassette.AgentBlock{Verb: strings.TrimPrefix(name, host.AgentNamespace), Turn: call.Turn}
 		if pn, ok := call.Args["agent"].(string); ok {
 			ab.Agent = pn
 		}
 		meta, _ := res.Data["meta"].(map[string]any)
-		fillFromMeta(ab, meta)
+		cassette.FillFromMeta(ab, meta)
 		if sub, ok := res.Data["submitted"]; ok && sub != nil {
 			if b, jerr := json.Marshal(sub); jerr == nil {
-				ab.Response = responseText(b)
+				ab.Response = cassette.ResponseText(b)
 			}
 		}
 		if res.Err != nil {
@@ -229,21 +96,21 @@ type Recorder struct {
 	mu         sync.Mutex
 	appID      string
 	appVersion string
-	opts       []LoadOption // WithSecrets: what the recording masks
-	episodes   []*Episode
+	opts       []cassette.LoadOption // WithSecrets: what the recording masks
+	episodes   []*cassette.Episode
 	ids        map[string]bool
 }
 
-// NewRecorder returns an empty recorder for a story. Pass WithSecrets with
+// NewRecorder returns an empty recorder for a story. Pass cassette.WithSecrets with
 // the story's secrets so the recording masks them.
-func NewRecorder(appID, appVersion string, opts ...LoadOption) *Recorder {
+func NewRecorder(appID, appVersion string, opts ...cassette.LoadOption) *Recorder {
 	return &Recorder{appID: appID, appVersion: appVersion, opts: opts, ids: map[string]bool{}}
 }
 
-func (r *Recorder) add(ep *Episode) {
+func (r *Recorder) add(ep *cassette.Episode) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ep.ID = uniqueID(ep.ID, func(id string) bool { return r.ids[id] })
+	ep.ID = cassette.UniqueID(ep.ID, func(id string) bool { return r.ids[id] })
 	r.ids[ep.ID] = true
 	r.episodes = append(r.episodes, ep)
 }
@@ -257,11 +124,11 @@ func (r *Recorder) Len() int {
 
 // Cassette returns what was recorded as a cassette (record_mode none),
 // ready to play.
-func (r *Recorder) Cassette(opts ...LoadOption) (*Cassette, error) {
+func (r *Recorder) Cassette(opts ...cassette.LoadOption) (*Cassette, error) {
 	r.mu.Lock()
-	eps := append([]*Episode(nil), r.episodes...)
+	eps := append([]*cassette.Episode(nil), r.episodes...)
 	r.mu.Unlock()
-	c, err := NewCassette(r.appID, eps, append(slices.Clip(r.opts), opts...)...)
+	c, err := New(r.appID, eps, append(slices.Clip(r.opts), opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -272,16 +139,11 @@ func (r *Recorder) Cassette(opts ...LoadOption) (*Cassette, error) {
 // Encode renders the recording. Recording the same run twice gives the
 // same bytes: no timestamps, ids derived from handler and state.
 func (r *Recorder) Encode() ([]byte, error) {
-	c, err := r.Cassette(WithGetenv(func(string) string { return "" }))
+	c, err := r.Cassette(cassette.WithGetenv(func(string) string { return "" }))
 	if err != nil {
 		return nil, err
 	}
-	doc, err := c.node()
-	if err != nil {
-		return nil, err
-	}
-	doc.HeadComment = recordedComment
-	return encodeNode(doc)
+	return c.EncodeWithComment(recordedComment)
 }
 
 // recordedComment heads a recording.
@@ -294,7 +156,7 @@ func (r *Recorder) WriteFile(path string) error {
 	if err != nil {
 		return fmt.Errorf("cassette: %q: %w", path, err)
 	}
-	if err := writeFileAtomic(path, b); err != nil {
+	if err := cassette.WriteFileAtomic(path, b); err != nil {
 		return fmt.Errorf("cassette: %q: %w", path, err)
 	}
 	return nil
@@ -316,7 +178,7 @@ func (r *Recorder) Handler(name string, live host.Handler) host.Handler {
 // for a declared alias, the host.agent.* verbs and every other invoke name
 // that has a handler. Call it after host.New and before the first turn.
 func (r *Recorder) Install(st *story.Story, reg *agent.Registry, h *host.Host) {
-	for _, alias := range sortedKeys(st.Plugins) {
+	for _, alias := range slices.Sorted(maps.Keys(st.Plugins)) {
 		if a, err := reg.Get(alias); err == nil {
 			reg.Register(alias, r.Agent(alias, a))
 		}
@@ -357,7 +219,7 @@ func InvokeNames(st *story.Story) []string {
 			}
 		}
 	}
-	out := sortedKeys(seen)
+	out := slices.Sorted(maps.Keys(seen))
 	sort.Strings(out)
 	return out
 }
@@ -366,12 +228,12 @@ func InvokeNames(st *story.Story) []string {
 type recordingAgent struct {
 	alias string
 	live  agent.Agent
-	add   func(*Episode)
+	add   func(*cassette.Episode)
 }
 
 func (a *recordingAgent) Ask(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
 	resp, err := a.live.Ask(ctx, call)
-	a.add(agentEpisode(ctx, a.alias, firstSegment(call.Request.StatePath), call, resp, err))
+	a.add(cassette.AgentEpisode(ctx, a.alias, firstSegment(call.Request.StatePath), call, resp, err))
 	return resp, err
 }
 
@@ -381,7 +243,7 @@ func (a *recordingAgent) Close() error { return nil } // the registry closes the
 type recordingHandler struct {
 	name string
 	live host.Handler
-	add  func(*Episode)
+	add  func(*cassette.Episode)
 }
 
 func (h *recordingHandler) Invoke(ctx context.Context, call *host.Call) (*host.Result, error) {

@@ -1,4 +1,4 @@
-package testrunner
+package cassette
 
 import (
 	"bytes"
@@ -18,6 +18,16 @@ func (c *Cassette) Encode() ([]byte, error) {
 	return encodeNode(doc)
 }
 
+// EncodeWithComment is Encode with comment heading the document.
+func (c *Cassette) EncodeWithComment(comment string) ([]byte, error) {
+	doc, err := c.node()
+	if err != nil {
+		return nil, err
+	}
+	doc.HeadComment = comment
+	return encodeNode(doc)
+}
+
 // WriteFile writes the cassette to path (zstd-compressed when the name ends
 // in .zst), atomically.
 func (c *Cassette) WriteFile(path string) error {
@@ -25,7 +35,7 @@ func (c *Cassette) WriteFile(path string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(path, b); err != nil {
+	if err := WriteFileAtomic(path, b); err != nil {
 		return fmt.Errorf("cassette: %q: %w", path, err)
 	}
 	return nil

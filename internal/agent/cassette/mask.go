@@ -1,4 +1,4 @@
-package testrunner
+package cassette
 
 import (
 	"go.yaml.in/yaml/v3"
@@ -46,22 +46,6 @@ func maskNode(m *secret.Masker, n *yaml.Node) {
 		}
 		if v := m.String(n.Value); v != n.Value {
 			n.Value, n.Tag = v, "!!str"
-		}
-	}
-}
-
-// maskFlowResult masks the story's secrets in what a flow's report shows:
-// failure messages and views (as text). Its events and trace come from a
-// sink that masked them already.
-func maskFlowResult(m *secret.Masker, res *FlowResult) {
-	if m.Empty() || res == nil {
-		return
-	}
-	for i := range res.Turns {
-		t := &res.Turns[i]
-		t.View = m.Text(t.View)
-		for j, f := range t.Failures {
-			t.Failures[j] = m.Text(f)
 		}
 	}
 }

@@ -42,15 +42,14 @@ func (h *Host) stepRecord(ctx context.Context, c *askCall, next askFunc) (answer
 // is), so a kind that holds one of the story's secrets cannot be written:
 // it breaks the namespace contract like a kind outside the namespace.
 func checkSubEvents(evs []plugin.Event, alias, callID string, mask *secret.Masker) *agent.AskError {
-	prefix := alias + "."
 	for i := range evs {
 		if mask.Key(evs[i].Kind) != evs[i].Kind {
 			return &agent.AskError{Kind: agent.KindSubEventNamespaceViolation,
 				Detail: fmt.Sprintf("sub_event[%d]: Kind holds a secret value; event kinds are never masked, so it cannot be written", i)}
 		}
-		if len(evs[i].Kind) < len(prefix) || evs[i].Kind[:len(prefix)] != prefix {
+		if k := evs[i].Kind; len(k) <= len(alias) || k[:len(alias)] != alias || k[len(alias)] != '.' {
 			return &agent.AskError{Kind: agent.KindSubEventNamespaceViolation,
-				Detail: fmt.Sprintf("sub_event[%d]: Kind %q does not start with required namespace prefix %q", i, evs[i].Kind, prefix)}
+				Detail: fmt.Sprintf("sub_event[%d]: Kind %q does not start with required namespace prefix %q", i, k, alias+".")}
 		}
 		if evs[i].CallID != callID {
 			return &agent.AskError{Kind: agent.KindSubEventCallIDMismatch,

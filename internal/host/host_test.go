@@ -313,3 +313,20 @@ func TestAgentCallFromOutsideAStory(t *testing.T) {
 		t.Errorf("trace (-want +got):\n%s", diff)
 	}
 }
+
+// TestTraceFailureStopsTheCall: an agent call whose trace cannot be
+// written fails as a TraceError, with no result, before the agent is
+// asked.
+func TestTraceFailureStopsTheCall(t *testing.T) {
+	h, invs, asked := askHost(t)
+	h.sink.(*trace.MemSink).Close()
+	res, err := h.Dispatch(context.Background(), &Call{Namespace: "host.agent.decide",
+		Args: map[string]any{"prompt": "Decide.", "schema": "schemas/verdict.json"}, Invoke: invs["plug"], Turn: 1, State: "s"})
+	var te *TraceError
+	if !errors.As(err, &te) || !errors.Is(err, trace.ErrClosed) || res != nil {
+		t.Fatalf("got %v, %v; want a TraceError and no result", res, err)
+	}
+	if len(*asked) != 0 {
+		t.Errorf("the agent was asked %d times", len(*asked))
+	}
+}

@@ -6,7 +6,7 @@ BIN := bin/kitsoki
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/kitsoki/kitsoki/internal/version.stamped=$(VERSION)
 
-.PHONY: all build demo test vet bench bench-targets evals clean fetch-llama-server fetch-models test-llama-real
+.PHONY: all build demo test test-examples vet bench bench-targets evals clean fetch-llama-server fetch-models test-llama-real
 
 all: build
 
@@ -29,8 +29,22 @@ demo: build
 vet:
 	$(GO) vet ./...
 
-test: vet
+test: vet test-examples
 	$(GO) test -race -count=1 ./...
+
+# examples/gotest is an outside module (its own go.mod, a replace to this
+# repository) whose tests use the public Go API only; ./... above does not
+# descend into it.
+test-examples:
+	cd examples/gotest && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+
+# Every fuzz target in turn, FUZZTIME each (FUZZ=FuzzLoad picks targets);
+# scripts/fuzz.sh lists them and docs/testing.md says what each covers.
+.PHONY: fuzz
+FUZZTIME ?= 60s
+FUZZMINIMIZE ?= 2000x
+fuzz:
+	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMINIMIZE=$(FUZZMINIMIZE) bash scripts/fuzz.sh $(FUZZ)
 
 # The eval status of every story that has datasets (see evals/README.md).
 evals: build

@@ -9,6 +9,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agent/claudecli"
 	"github.com/kitsoki/kitsoki/internal/agent/localllm"
 	"github.com/kitsoki/kitsoki/internal/agent/transports"
+	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/demo"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/story"
@@ -20,14 +21,15 @@ import (
 // route it takes. Agents.Live uses it; an eval that shares one built-in
 // agent between candidates builds it here.
 func LiveBuiltin(st *story.Story, logger *slog.Logger) *claudecli.Agent {
-	return liveBuiltin(st, logger)
+	return liveBuiltin(st, logger, nil)
 }
 
-func liveBuiltin(st *story.Story, logger *slog.Logger) *claudecli.Agent {
+// liveBuiltin is LiveBuiltin on the run's clock (nil: the system clock).
+func liveBuiltin(st *story.Story, logger *slog.Logger, clk clock.Clock) *claudecli.Agent {
 	claude := st.Plugins[agent.DefaultAlias]
 	return claudecli.NewBuiltin(claudecli.Options{
 		Command: claude.Command, Args: claude.Args, Env: claude.Env,
-		Dir: st.Dir, Secrets: st.Secrets, Logger: logger})
+		Dir: st.Dir, Secrets: st.Secrets, Logger: logger, Clock: clk})
 }
 
 // LiveRegistry returns a registry with every transport this build has,

@@ -18,6 +18,10 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/hosts/artifacts"
+	"github.com/kitsoki/kitsoki/internal/hosts/hostplugin"
+	hostrun "github.com/kitsoki/kitsoki/internal/hosts/run"
+	"github.com/kitsoki/kitsoki/internal/hosts/starlark"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/plugintools"
 	"github.com/kitsoki/kitsoki/internal/routes"
@@ -68,6 +72,13 @@ type Config struct {
 	Session *Session
 	// Tools shapes the MCP tools the run's agent calls are offered.
 	Tools Tools
+	// Handlers registers host handlers by invoke name (exact, as
+	// host.Host.Register does) over a Cassette's: Go code answering a
+	// host (pkg/kitsoki's WithHandler). A Recorder records them as it
+	// records every live handler.
+	Handlers map[string]host.Handler
+	// Starlark configures host.starlark.run (its HTTP cassette, limits).
+	Starlark starlark.Options
 }
 
 // Trace selects a run's trace sink: a new JSONL file (Path), a sink the
@@ -94,7 +105,9 @@ type Agents struct {
 	// Registry, when set, is used instead of building one; Open neither
 	// configures nor closes it (several runtimes share it).
 	Registry *agent.Registry
-	// Override registers agents by alias over the story's declarations.
+	// Override registers agents by alias over the story's declarations
+	// and over a Cassette's agents: the caller's agent answers its alias
+	// even in a replay (as Builtin takes the built-in path).
 	Override map[string]agent.Agent
 	// Builtin answers invokes with no agent: in place of Live's claude CLI
 	// (the host closes it).
@@ -164,6 +177,8 @@ type Runtime struct {
 	sess     *orchestrator.Session
 	warnings []string
 	closed   bool
+
+	hostPlugins *hostplugin.Plugins // the story's host_plugins:, nil unless Agents.Live
 }
 
 // Open wires a run of st as cfg says. On error everything built so far is
@@ -225,11 +240,20 @@ func Open(st *story.Story, cfg Config) (_ *Runtime, err error) {
 		}
 		rt.plugins = svc
 	}
+	rt.overrideAgents(cfg)
 	rt.host = rt.newHost(cfg, builtin, routeMap)
-	switch {
-	case cfg.Cassette != nil:
+	if cfg.Agents.Live { // the story's host_plugins:, before a cassette or recorder wraps them
+		if rt.hostPlugins, err = hostplugin.Register(rt.host, st, hostplugin.Options{Sink: rt.sink, Clock: cfg.Clock, Logger: cfg.Logger}); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Cassette != nil {
 		cfg.Cassette.ReplayHandlers(rt.host, rt.sink, st.App.ID)
-	case cfg.Recorder != nil:
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Handlers)) {
+		rt.host.Register(name, cfg.Handlers[name])
+	}
+	if cfg.Cassette == nil && cfg.Recorder != nil {
 		cfg.Recorder.Install(st, rt.reg, rt.host)
 	}
 	if cfg.Session == nil {
@@ -320,6 +344,11 @@ func (rt *Runtime) buildRegistry(cfg Config) {
 	} else {
 		rt.reg, rt.ownReg = newRegistry(rt.story, cfg.Logger, cfg.Agents.Live), true
 	}
+}
+
+// overrideAgents registers the caller's agents, after a cassette's so they
+// win over it.
+func (rt *Runtime) overrideAgents(cfg Config) {
 	for _, alias := range slices.Sorted(maps.Keys(cfg.Agents.Override)) {
 		rt.reg.Register(alias, cfg.Agents.Override[alias])
 	}
@@ -332,7 +361,7 @@ func (rt *Runtime) newHost(cfg Config, builtin agent.Agent, routeMap map[*story.
 		host.WithRoutes(routeMap)}
 	if cfg.Agents.Live {
 		if builtin == nil {
-			builtin = liveBuiltin(st, cfg.Logger)
+			builtin = liveBuiltin(st, cfg.Logger, cfg.Clock)
 		}
 		opts = append(opts, host.WithRanker(localRanker(cfg.Logger)))
 	}
@@ -342,7 +371,15 @@ func (rt *Runtime) newHost(cfg Config, builtin agent.Agent, routeMap map[*story.
 	if cfg.Session != nil {
 		opts = append(opts, liveCalls(st, rt.catalog(), cfg.Tools))
 	}
-	return host.New(st, rt.reg, rt.sink, opts...)
+	h := host.New(st, rt.reg, rt.sink, opts...)
+	hostrun.Register(h, hostrun.Config{Workspace: st.Workspace, Clock: cfg.Clock, Logger: cfg.Logger})
+	artifacts.Register(h, st.Workspace)
+	so := cfg.Starlark
+	if so.Logger == nil {
+		so.Logger = cfg.Logger
+	}
+	starlark.Register(h, st, so)
+	return h
 }
 
 func (rt *Runtime) catalog() *toolserver.Catalog {
@@ -414,6 +451,9 @@ func (rt *Runtime) Close() error {
 	}
 	if rt.plugins != nil {
 		errs = append(errs, rt.plugins.Close())
+	}
+	if rt.hostPlugins != nil {
+		errs = append(errs, rt.hostPlugins.Close())
 	}
 	if rt.reg != nil && rt.ownReg {
 		errs = append(errs, rt.reg.Close())

@@ -360,3 +360,81 @@ func TestUnknownToolProvider(t *testing.T) {
 		t.Fatalf("Open: %v, want %q", err, want)
 	}
 }
+
+// TestOverridesWinOverCassette checks that Agents.Override and Handlers
+// answer in place of a cassette's agents and hosts (pkg/kitsoki's WithAgent
+// and WithHandler with WithCassette), and that the cassette answers what
+// they leave.
+func TestOverridesWinOverCassette(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		override, handler bool
+		wantDone          any
+		wantRecept        string
+		wantUnplayed      []string
+	}{
+		{name: "cassette", wantDone: false, wantRecept: "R-cassette"},
+		{name: "agent", override: true, wantDone: true, wantRecept: "R-cassette", wantUnplayed: []string{"recorded_verdict"}},
+		{name: "handler", handler: true, wantDone: false, wantRecept: "R-go", wantUnplayed: []string{"charge_ok"}},
+		{name: "both", override: true, handler: true, wantDone: true, wantRecept: "R-go", wantUnplayed: []string{"recorded_verdict", "charge_ok"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := story.Load(filepath.Join("testdata", "handled", "app.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			c, err := testrunner.LoadCassette(filepath.Join("testdata", "handled", "cassette.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := runtime.Config{Cassette: c, Session: &runtime.Session{ID: "s"}}
+			a := &scripted{}
+			if tc.override {
+				cfg.Agents.Override = map[string]agent.Agent{"agent.demo": agent.AgentFunc(func(context.Context, *agent.Call) (*agent.AskResponse, error) {
+					a.calls++
+					return &agent.AskResponse{Submission: json.RawMessage(`{"done":true}`)}, nil
+				})}
+			}
+			charged := 0
+			if tc.handler {
+				cfg.Handlers = map[string]host.Handler{"host.pay.charge": host.HandlerFunc(func(context.Context, *host.Call) (*host.Result, error) {
+					charged++
+					return &host.Result{Data: map[string]any{"receipt": "R-go"}}, nil
+				})}
+			}
+			rt, err := runtime.Open(st, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rt.Close()
+			sess := rt.Session()
+			if _, err := sess.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			out, err := sess.Turn(context.Background(), "check", nil, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(out.HostErrors) > 0 || out.Err != nil {
+				t.Fatalf("check: host errors %v, error %v", out.HostErrors, out.Err)
+			}
+			w := sess.World()
+			if got := w["verdict"].(map[string]any)["done"]; got != tc.wantDone {
+				t.Errorf("verdict.done = %v, want %v", got, tc.wantDone)
+			}
+			if got := w["receipt"]; got != tc.wantRecept {
+				t.Errorf("receipt = %v, want %v", got, tc.wantRecept)
+			}
+			if tc.override != (a.calls == 1) || tc.handler != (charged == 1) {
+				t.Errorf("Go agent called %d times, Go handler %d times", a.calls, charged)
+			}
+			if got := c.Remaining(); !cmp.Equal(got, tc.wantUnplayed) {
+				t.Errorf("unplayed episodes %v, want %v", got, tc.wantUnplayed)
+			}
+			if m := c.TakeMisses(); len(m) != 0 {
+				t.Errorf("misses %v", m)
+			}
+		})
+	}
+}

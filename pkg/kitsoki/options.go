@@ -1,0 +1,119 @@
+package kitsoki
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Option configures Open.
+type Option func(*config)
+
+// config is what the options set; the zero value is a session on the wall
+// clock, traced to memory, with the story's declared agents.
+type config struct {
+	agents         map[string]AgentFunc
+	agentOrder     []string
+	handlers       map[string]HandlerFunc
+	handlerOrder   []string
+	cassette       string
+	cassetteStrict bool
+	traceFile      string
+	sessionID      string
+	world          map[string]any
+	root           string
+	start          *time.Time
+	logger         *slog.Logger
+	workspace      string
+	timeout        time.Duration
+	timeoutSet     bool
+	strictPins     bool
+}
+
+// WithAgent answers the agent calls routed to alias with fn. alias must be
+// declared under the story's agent_plugins: — usually as builtin.inprocess,
+// whose implementation only Go code can supply; an alias declared with
+// another transport is replaced by fn (a test double), and "agent.claude"
+// also answers the invokes that name no agent:. It wins over WithCassette
+// for that alias. Registering an alias twice keeps the last fn.
+func WithAgent(alias string, fn AgentFunc) Option {
+	return func(c *config) {
+		if c.agents == nil {
+			c.agents = map[string]AgentFunc{}
+		}
+		if _, dup := c.agents[alias]; !dup {
+			c.agentOrder = append(c.agentOrder, alias)
+		}
+		c.agents[alias] = fn
+	}
+}
+
+// WithHandler answers the invokes named name (e.g. "host.tickets.create")
+// with fn. The story must invoke that name somewhere. A handler for a
+// host.agent.<verb> name replaces the agent verb. It wins over a cassette's
+// episodes for that name. Registering a name twice keeps the last fn.
+func WithHandler(name string, fn HandlerFunc) Option {
+	return func(c *config) {
+		if c.handlers == nil {
+			c.handlers = map[string]HandlerFunc{}
+		}
+		if _, dup := c.handlers[name]; !dup {
+			c.handlerOrder = append(c.handlerOrder, name)
+		}
+		c.handlers[name] = fn
+	}
+}
+
+// WithCassette replays the cassette at path (.yaml or .yaml.zst) in place
+// of every declared agent, of the built-in claude path, and of every host
+// handler its episodes name, as `kitsoki run --cassette` does. A call no
+// episode matches fails, and the turn's error includes a
+// *ReplayMissError.
+func WithCassette(path string) Option { return func(c *config) { c.cassette = path } }
+
+// WithCassetteStrict refuses, during a WithCassette replay, an episode
+// recorded for a different request (its request_hash differs), as
+// `--cassette-strict` does: the call misses instead of answering with a
+// warning.
+func WithCassetteStrict() Option { return func(c *config) { c.cassetteStrict = true } }
+
+// WithTraceFile writes the trace to a JSONL file at path (created with its
+// directories; it must not already hold a session) instead of memory.
+func WithTraceFile(path string) Option { return func(c *config) { c.traceFile = path } }
+
+// WithSessionID sets the session id (default "session"); it is the
+// AskRequest's session_id and appears in the trace.
+func WithSessionID(id string) Option { return func(c *config) { c.sessionID = id } }
+
+// WithWorld sets world values at start, over the declared defaults. Every
+// key must be declared under world: and its value fit the declared type.
+func WithWorld(kv map[string]any) Option { return func(c *config) { c.world = kv } }
+
+// WithRoot starts the session in another state than the story's root.
+func WithRoot(state string) Option { return func(c *config) { c.root = state } }
+
+// WithStartTime runs the session on a test clock that starts at t and
+// moves only when a cassette episode's delay: passes (instantly). Trace
+// timestamps are then reproducible, and agent deadlines pass only through
+// those delays. The default is the wall clock.
+func WithStartTime(t time.Time) Option { return func(c *config) { c.start = &t } }
+
+// WithLogger sets the logger of the runtime (a plugin's stderr, trace
+// and agent diagnostics); the default is slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithWorkspace sets the directory every file the story names must stay
+// inside, as `--workspace` does (default: the git work tree enclosing
+// the story, else the story's directory).
+func WithWorkspace(dir string) Option { return func(c *config) { c.workspace = dir } }
+
+// WithAgentTimeout sets the hard deadline of an agent call whose with:
+// sets no timeout (default 10 minutes), as `--agent-timeout` does; it
+// must be positive.
+func WithAgentTimeout(d time.Duration) Option {
+	return func(c *config) { c.timeout, c.timeoutSet = d, true }
+}
+
+// WithStrictPins makes Open fail when a selection: pin's evidence is
+// missing, stale or failing, as `--strict-pins` does; without it such a
+// pin is reported in Warnings and the call takes its fallback route.
+func WithStrictPins() Option { return func(c *config) { c.strictPins = true } }

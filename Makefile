@@ -38,6 +38,14 @@ test: vet test-examples
 test-examples:
 	cd examples/gotest && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 
+# Every fuzz target in turn, FUZZTIME each (FUZZ=FuzzLoad picks targets);
+# scripts/fuzz.sh lists them and docs/testing.md says what each covers.
+.PHONY: fuzz
+FUZZTIME ?= 60s
+FUZZMINIMIZE ?= 2000x
+fuzz:
+	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMINIMIZE=$(FUZZMINIMIZE) bash scripts/fuzz.sh $(FUZZ)
+
 # The eval status of every story that has datasets (see evals/README.md).
 evals: build
 	@for d in stories/*/; do [ -d "$$d/evals" ] && $(BIN) eval list "$$d" || true; done

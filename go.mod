@@ -23,5 +23,6 @@ require (
 	github.com/spf13/cast v1.7.1 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
+	go.starlark.net v0.0.0-20260908191801-89a6a09411d5 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 )

@@ -66,7 +66,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newValidateCmd(g), newRunCmd(g), newVersionCmd())
 	root.AddCommand(newFetchCmd(g), newMCPCmd(g))
 	root.AddCommand(newTestCmd(g), newTraceCmd())
-	root.AddCommand(newEvalCmd(g))
+	root.AddCommand(newEvalCmd(g), newHostsCmd())
 	checkUsage(root)
 	return root
 }

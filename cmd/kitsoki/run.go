@@ -43,6 +43,8 @@ type runOpts struct {
 	// autopilot and toolProviders shape the MCP tools agents get.
 	autopilot     bool
 	toolProviders []string
+	// httpCassette serves host.starlark.run's HTTP (recorded with --record).
+	httpCassette string
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -86,6 +88,7 @@ Exit codes:
 	f.StringVar(&o.cassette, "cassette", "", "replay this cassette (.yaml or .yaml.zst) in place of the declared agents")
 	f.BoolVar(&o.cassetteStrict, "cassette-strict", false, "with --cassette: fail a call whose episode was recorded for a different request (default: answer it and warn)")
 	f.StringVar(&o.record, "record", "", "run the real agents and write every agent exchange and host call to this cassette")
+	f.StringVar(&o.httpCassette, "http-cassette", "", "serve host.starlark.run's HTTP from this cassette; with --record, fetch and record what it misses")
 	f.BoolVar(&o.strictPins, "strict-pins", false, "fail to load when a selection: pin's evidence is missing, stale or failing")
 	addWorkspaceFlag(cmd, g)
 	f.StringVar(&o.controlMCP, "control-mcp", "", "serve MCP plugin controls (configuration surface) on this loopback address, e.g. 127.0.0.1:0")
@@ -151,6 +154,11 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 		Tools:      runtime.Tools{Plugins: true, Providers: o.toolProviders, Autopilot: o.autopilot},
 	}
 	as.configure(&cfg)
+	hc, err := openHTTPCassette(o, st, &cfg)
+	if err != nil {
+		return exitWith(exitFailure, err)
+	}
+	defer hc.save(stderr, &err)
 	rt, err := runtime.Open(st, cfg)
 	if pe := (*runtime.PinsError)(nil); errors.As(err, &pe) {
 		return exitWith(exitLoad, err)

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
+	"github.com/kitsoki/kitsoki/internal/hosts/hostplugin"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/spf13/cobra"
 )
@@ -23,6 +26,9 @@ a load error.
 
 With --strict every warning is an error: a guard that reads a world key
 world: does not declare, an arm that is never tried, an unknown world type...
+
+Each host_plugins: program is started once and asked host.describe; the
+story's calls of it are checked against the ops it lists.
 
 Exit codes: 0 the story loads, 2 it does not (or, with --strict, has warnings).`,
 		Args: cobra.ExactArgs(1),
@@ -50,6 +56,9 @@ Exit codes: 0 the story loads, 2 it does not (or, with --strict, has warnings).`
 			if _, err := applyPins(st, cmd.ErrOrStderr(), strictPins); err != nil {
 				return exitWith(exitLoad, err)
 			}
+			if err := checkHostPlugins(cmd.Context(), st, g.logger(cmd.ErrOrStderr())); err != nil {
+				return exitWith(exitLoad, err)
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (%d states, %d intents, %d agent plugins)\n",
 				args[0], len(st.States), len(st.Intents), len(st.Plugins))
 			return nil
@@ -73,4 +82,18 @@ func strictErr(ws []story.Diagnostic) error {
 		lines[len(lines)-1] = "1 warning, which is an error with --strict"
 	}
 	return errors.New(strings.Join(lines, "\n"))
+}
+
+// checkHostPlugins checks the story's calls of its host plugins against
+// what each one's host.describe lists (hostplugin.Check).
+func checkHostPlugins(ctx context.Context, st *story.Story, logger *slog.Logger) error {
+	diags := hostplugin.Check(ctx, st, hostplugin.Options{Logger: logger})
+	if len(diags) == 0 {
+		return nil
+	}
+	var err error = &story.LoadError{Diagnostics: diags}
+	if len(diags) > 1 {
+		err = fmt.Errorf("%w\n%d errors", err, len(diags))
+	}
+	return err
 }

@@ -3,7 +3,6 @@ package eval
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/routes"
@@ -117,7 +116,7 @@ func loadSchema(st *story.Story, p string) (*schema.Schema, error) {
 		}
 		real = r
 	}
-	if _, err := os.Stat(real); err != nil {
+	if _, err := st.Workspace.Stat(real); err != nil {
 		return nil, err
 	}
 	if s, ok := st.Schemas[p]; ok {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -83,13 +82,13 @@ func (h *Host) promptFile(path string, must bool) (*expr.Text, error) {
 	if err != nil {
 		var oe *workspace.OutsideError
 		if !must && errors.As(err, &oe) {
-			if fi, serr := os.Stat(full); serr != nil || !fi.Mode().IsRegular() {
+			if fi, serr := ws.Stat(full); serr != nil || !fi.Mode().IsRegular() {
 				return nil, nil
 			}
 		}
 		return nil, fmt.Errorf("prompt file %s: %w", path, err)
 	}
-	b, err := workspace.ReadFile(real, path)
+	b, err := ws.Read(real, path)
 	if err != nil {
 		if !must && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrInvalid) || errors.Is(err, workspace.ErrNotRegular)) {
 			return nil, nil

@@ -18,6 +18,10 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/hosts/artifacts"
+	"github.com/kitsoki/kitsoki/internal/hosts/hostplugin"
+	hostrun "github.com/kitsoki/kitsoki/internal/hosts/run"
+	"github.com/kitsoki/kitsoki/internal/hosts/starlark"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/plugintools"
 	"github.com/kitsoki/kitsoki/internal/routes"
@@ -73,6 +77,8 @@ type Config struct {
 	// host (pkg/kitsoki's WithHandler). A Recorder records them as it
 	// records every live handler.
 	Handlers map[string]host.Handler
+	// Starlark configures host.starlark.run (its HTTP cassette, limits).
+	Starlark starlark.Options
 }
 
 // Trace selects a run's trace sink: a new JSONL file (Path), a sink the
@@ -171,6 +177,8 @@ type Runtime struct {
 	sess     *orchestrator.Session
 	warnings []string
 	closed   bool
+
+	hostPlugins *hostplugin.Plugins // the story's host_plugins:, nil unless Agents.Live
 }
 
 // Open wires a run of st as cfg says. On error everything built so far is
@@ -234,6 +242,11 @@ func Open(st *story.Story, cfg Config) (_ *Runtime, err error) {
 	}
 	rt.overrideAgents(cfg)
 	rt.host = rt.newHost(cfg, builtin, routeMap)
+	if cfg.Agents.Live { // the story's host_plugins:, before a cassette or recorder wraps them
+		if rt.hostPlugins, err = hostplugin.Register(rt.host, st, hostplugin.Options{Sink: rt.sink, Clock: cfg.Clock, Logger: cfg.Logger}); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Cassette != nil {
 		cfg.Cassette.ReplayHandlers(rt.host, rt.sink, st.App.ID)
 	}
@@ -358,7 +371,15 @@ func (rt *Runtime) newHost(cfg Config, builtin agent.Agent, routeMap map[*story.
 	if cfg.Session != nil {
 		opts = append(opts, liveCalls(st, rt.catalog(), cfg.Tools))
 	}
-	return host.New(st, rt.reg, rt.sink, opts...)
+	h := host.New(st, rt.reg, rt.sink, opts...)
+	hostrun.Register(h, hostrun.Config{Workspace: st.Workspace, Clock: cfg.Clock, Logger: cfg.Logger})
+	artifacts.Register(h, st.Workspace)
+	so := cfg.Starlark
+	if so.Logger == nil {
+		so.Logger = cfg.Logger
+	}
+	starlark.Register(h, st, so)
+	return h
 }
 
 func (rt *Runtime) catalog() *toolserver.Catalog {
@@ -430,6 +451,9 @@ func (rt *Runtime) Close() error {
 	}
 	if rt.plugins != nil {
 		errs = append(errs, rt.plugins.Close())
+	}
+	if rt.hostPlugins != nil {
+		errs = append(errs, rt.hostPlugins.Close())
 	}
 	if rt.reg != nil && rt.ownReg {
 		errs = append(errs, rt.reg.Close())

@@ -6,8 +6,10 @@
 // compile, naming the schema and the reference. Schemas are thus confined
 // more tightly than the other files of a story (its workspace, see
 // internal/workspace), with the same containment check. A schema file over
-// workspace.MaxFileSize is refused. Compiled schemas are cached, so a story
-// compiles each file once.
+// workspace.MaxFileSize is refused. A compiler reads a directory of the
+// operating system (NewCompiler) or an fs.FS holding one (NewCompilerFS),
+// through the same reader. Compiled schemas are cached, so a story compiles
+// each file once.
 package schema
 
 import (
@@ -15,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -35,9 +38,10 @@ import (
 // jcMu guards it, and only it, so reading and parsing schema files, and the
 // cache, stay concurrent.
 type Compiler struct {
-	dir  string // absolute
-	ws   workspace.Root
-	root *os.Root
+	dir  string         // absolute
+	ws   workspace.Root // NewCompiler's dir, symlinks resolved; zero for NewCompilerFS
+	root *os.Root       // nil for NewCompilerFS
+	fsys fs.FS          // where schema files are read: root's, or NewCompilerFS's
 
 	mu    sync.Mutex // guards cache
 	cache map[string]*Schema
@@ -60,17 +64,35 @@ func NewCompiler(dir string) (*Compiler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schema root %q: %w", dir, err)
 	}
-	c := &Compiler{dir: abs, ws: ws, root: root, cache: map[string]*Schema{}, jc: jsonschema.NewCompiler()}
+	return openCompiler(abs, ws, root, root.FS()), nil
+}
+
+// NewCompilerFS returns a compiler that reads schema files from fsys, which
+// holds the contents of the directory dir: dir names the schemas in
+// messages and is what file $refs resolve against. Paths are checked
+// against dir lexically (an fs.FS has no symlinks to resolve), and the size
+// limit applies as for NewCompiler. Nothing is opened; Close does nothing.
+func NewCompilerFS(fsys fs.FS, dir string) *Compiler {
+	return openCompiler(filepath.Clean(dir), workspace.Root{}, nil, fsys)
+}
+
+func openCompiler(dir string, ws workspace.Root, root *os.Root, fsys fs.FS) *Compiler {
+	c := &Compiler{dir: dir, ws: ws, root: root, fsys: fsys, cache: map[string]*Schema{}, jc: jsonschema.NewCompiler()}
 	c.jc.DefaultDraft(jsonschema.Draft2020)
 	c.jc.UseLoader(&rootedLoader{c: c})
-	return c, nil
+	return c
 }
 
 // Dir returns the absolute directory schemas are rooted in.
 func (c *Compiler) Dir() string { return c.dir }
 
 // Close releases the directory handle.
-func (c *Compiler) Close() error { return c.root.Close() }
+func (c *Compiler) Close() error {
+	if c.root == nil {
+		return nil
+	}
+	return c.root.Close()
+}
 
 // Schema is a compiled schema.
 type Schema struct {
@@ -93,7 +115,7 @@ func (c *Compiler) Compile(path string) (*Schema, error) {
 	if ok {
 		return s, nil
 	}
-	raw, err := workspace.ReadFS(c.root.FS(), rel, path)
+	raw, err := workspace.ReadFS(c.fsys, rel, path)
 	if err != nil {
 		return nil, fmt.Errorf("schema %q: %w", path, unwrapPathError(err))
 	}
@@ -244,8 +266,9 @@ func walk(v any, fn func(map[string]any)) {
 	}
 }
 
-// rootedLoader loads referenced schema files through the compiler's os.Root,
-// which also refuses symlinks that point outside the directory.
+// rootedLoader loads referenced schema files through the compiler's file
+// system (its os.Root's, which also refuses symlinks that point outside the
+// directory).
 type rootedLoader struct{ c *Compiler }
 
 func (l *rootedLoader) Load(u string) (any, error) {
@@ -258,7 +281,7 @@ func (l *rootedLoader) Load(u string) (any, error) {
 		return nil, &refError{u, "a schema", "leaves the story directory"}
 	}
 	rel, _ := filepath.Rel(l.c.dir, p)
-	raw, err := workspace.ReadFS(l.c.root.FS(), filepath.ToSlash(rel), filepath.ToSlash(rel))
+	raw, err := workspace.ReadFS(l.c.fsys, filepath.ToSlash(rel), filepath.ToSlash(rel))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", filepath.ToSlash(rel), unwrapPathError(err))
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/schema"
-	"github.com/kitsoki/kitsoki/internal/workspace"
 )
 
 var (
@@ -113,7 +111,7 @@ func (l *loader) manifest(f *file, mf entry, path string, d *agent.Declaration) 
 			l.errAt(f, mf.val, p, "manifest %v; a manifest must be inside the workspace, or beside a plugin binary found in PATH", renamed(err, name))
 			return nil, nil, "", false
 		}
-		beside, berr := workspace.New(filepath.Dir(bin))
+		beside, berr := l.ws.At(filepath.Dir(bin))
 		if berr == nil {
 			_, berr = beside.Resolve(filepath.Dir(bin), name)
 		}
@@ -122,7 +120,7 @@ func (l *loader) manifest(f *file, mf entry, path string, d *agent.Declaration) 
 			return nil, nil, "", false
 		}
 	}
-	if _, err := os.Stat(abs); err != nil {
+	if _, err := l.ws.Stat(abs); err != nil {
 		l.errAt(f, mf.val, p, "cannot read manifest %s: %v", l.relPath(abs), unwrapPathErr(err))
 		return nil, nil, "", false
 	}

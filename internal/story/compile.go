@@ -3,7 +3,7 @@ package story
 import (
 	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -371,20 +371,20 @@ func (l *loader) loadPrompt(f *file, n *yaml.Node, path string, mustBeFile bool)
 		var oe *workspace.OutsideError
 		if !errors.As(wsErr, &oe) {
 			real = abs
-		} else if st, err := os.Stat(abs); mustBeFile || (err == nil && st.Mode().IsRegular()) {
+		} else if st, err := l.ws.Stat(abs); mustBeFile || (err == nil && st.Mode().IsRegular()) {
 			l.errAt(f, n, path, "%v", wsErr)
 			return
 		} else {
 			real = ""
 		}
 	}
-	var st os.FileInfo
+	var st fs.FileInfo
 	statErr := errors.New("outside the workspace")
 	if real != "" {
-		st, statErr = os.Stat(real)
+		st, statErr = l.ws.Stat(real)
 	}
 	if statErr == nil && st.Mode().IsRegular() {
-		b, err := workspace.ReadFile(real, raw)
+		b, err := l.ws.Read(real, raw)
 		if err != nil {
 			l.errAt(f, n, path, "%s", fileErr("prompt file", raw, err))
 			return

@@ -217,11 +217,17 @@ func (l *loader) loadInvoke(f *file, inv entry, fs fieldSet, path string, ref *e
 		if d := deref(w.val); d.Kind != yaml.MappingNode {
 			l.errAt(f, d, wp, "expected a mapping of call arguments, got %s", kindName(d))
 		} else {
+			l.builtinWith(f, d, wp, name)
 			l.compileTree(f, d, wp, func(t *expr.Tree) { in.With = t })
 			if strings.HasPrefix(name, "host.agent.") {
 				l.agentWith(f, d, wp, ref)
 			}
+			if name == starlarkInvoke {
+				l.starlarkWith(f, d, wp)
+			}
 		}
+	} else if name == starlarkInvoke {
+		l.errAt(f, deref(inv.val), p, "%s needs with.script: the path of a .star file (relative to the story)", starlarkInvoke)
 	}
 	if b, ok := fs.get("bind"); ok {
 		in.Bind = l.loadBind(f, b.val, joinPath(path, "bind"))

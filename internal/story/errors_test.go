@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kitsoki/kitsoki/internal/workspace"
 )
 
 // mapEnv is a lookup function over a fixed map, so tests never read the
@@ -282,5 +284,36 @@ func TestIssueExample(t *testing.T) {
 	want := []string{`rooms/merge.yaml:42:7: states.merge.on.accept[0].target: unknown state "mrege" (did you mean "merge"?)`}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestHostPluginErrors checks every host_plugins: error with its exact
+// text (the workspace directory written as <ws>).
+func TestHostPluginErrors(t *testing.T) {
+	abs, _ := filepath.Abs("testdata/errors/hostplugins.yaml")
+	ws, err := workspace.Find(abs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := loadErr(t, "testdata/errors/hostplugins.yaml", nil)
+	for i := range got {
+		got[i] = strings.ReplaceAll(got[i], ws.Dir(), "<ws>")
+	}
+	want := []string{
+		`hostplugins.yaml:4:3: host_plugins: key "tickets" must be a handler name under host. (e.g. host.tickets)`,
+		`hostplugins.yaml:5:3: host_plugins: key "host.agent.tickets" is reserved: the host.agent.* verbs are built in; name the plugin e.g. host.tickets`,
+		`hostplugins.yaml:6:3: host_plugins.host.empty: empty declaration (write plugin: subprocess and command:)`,
+		`hostplugins.yaml:7:3: host_plugins.host.nocmd: subprocess host plugin requires command:`,
+		`hostplugins.yaml:8:23: host_plugins.host.kind.plugin: unknown host plugin type "subproces" (supported: subprocess) (did you mean "subprocess"?)`,
+		`hostplugins.yaml:9:47: host_plugins.host.outside.command: command "../../../../../../../../bin/sh" is outside the workspace <ws> (widen the workspace with --workspace DIR); a host plugin's command must be inside the workspace, or a bare name found in PATH`,
+		`hostplugins.yaml:10:49: host_plugins.host.keys.comand: unknown key "comand" (did you mean "command"?)`,
+		`hostplugins.yaml:11:58: host_plugins.host.slow.timeout: timeout "soon" is not a positive duration (write e.g. 30s or 2m)`,
+		`hostplugins.yaml:11:73: host_plugins.host.slow: env var UNSET_VAR referenced in env.K not set`,
+		`hostplugins.yaml:12:3: host_plugins.host.noplugin: plugin: is required (plugin: subprocess)`,
+		`hostplugins.yaml:13:3: host_plugins: key "host.artifacts_dir" would replace kitsoki's own host.artifacts_dir (see kitsoki hosts); name the plugin e.g. host.my_artifacts_dir`,
+		`hostplugins.yaml:18:17: states.start.on_enter[0].invoke: state "start": on_enter invoke "host.other.create" is not declared in app hosts`,
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("diagnostics (-want +got):\n%s", d)
 	}
 }

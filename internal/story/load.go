@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -25,6 +26,8 @@ type Option func(*options)
 type options struct {
 	lookupEnv func(string) (string, bool)
 	workspace string
+	fsys      fs.FS  // WithFS: read from it instead of the OS
+	fsDir     string // where fsys is mounted
 }
 
 // WithWorkspace sets the workspace every file the story reads must stay
@@ -41,6 +44,24 @@ func WithLookupEnv(f func(string) (string, bool)) Option {
 	return func(o *options) { o.lookupEnv = f }
 }
 
+// WithFS makes Load read the story from fsys instead of the operating
+// system: fsys holds the contents of the directory dir, and every path
+// outside dir does not exist. The path given to Load (and every path in the
+// story) is still an OS path, resolved as usual; it must lie under dir.
+// Every file the story names (includes, prompt files, system prompts,
+// schemas and their $refs, plugin manifests) is read from fsys. Nothing is
+// opened or written, so tests and fuzz targets can load stories built in
+// memory (a fstest.MapFS) without touching the disk.
+//
+// The workspace is dir, unless WithWorkspace names a directory of fsys
+// under it; the git work tree is not looked for. Paths are confined to it
+// as on the operating system, with the same messages, but checked
+// lexically: no symlink is resolved (see internal/workspace). The size
+// limit applies as on the operating system.
+func WithFS(fsys fs.FS, dir string) Option {
+	return func(o *options) { o.fsys, o.fsDir = fsys, dir }
+}
+
 // Load reads the story whose root file is path, with its includes, checks
 // it, and compiles its guards, templates, prompt files and schemas. On
 // failure it returns a *LoadError listing every problem found.
@@ -52,18 +73,28 @@ func Load(path string, opts ...Option) (*Story, error) {
 	if o.lookupEnv == nil {
 		o.lookupEnv = os.LookupEnv
 	}
+	// ws reads the files (the zero Root reads the operating system's) and,
+	// once decided below, confines them.
+	var ws workspace.Root
+	if o.fsys != nil {
+		var err error
+		if ws, err = workspace.NewFS(o.fsys, o.fsDir, o.workspace); err != nil {
+			return nil, &LoadError{Diagnostics: []Diagnostic{{Pos: Pos{File: filepath.Base(path)}, Message: err.Error()}}}
+		}
+	}
 	abs, err := filepath.Abs(path)
 	if err == nil {
-		_, err = os.Stat(abs)
+		_, err = ws.Stat(abs)
 	}
 	if err != nil {
 		return nil, &LoadError{Diagnostics: []Diagnostic{{Pos: Pos{File: filepath.Base(path)},
 			Message: fmt.Sprintf("cannot read story file: %v", unwrapPathErr(err))}}}
 	}
 	dir := filepath.Dir(abs)
-	ws, err := workspace.For(abs, o.workspace)
-	if err != nil {
-		return nil, &LoadError{Diagnostics: []Diagnostic{{Pos: Pos{File: filepath.Base(abs)}, Message: err.Error()}}}
+	if o.fsys == nil {
+		if ws, err = workspace.For(abs, o.workspace); err != nil {
+			return nil, &LoadError{Diagnostics: []Diagnostic{{Pos: Pos{File: filepath.Base(abs)}, Message: err.Error()}}}
+		}
 	}
 	if _, err := ws.Resolve(dir, abs); err != nil {
 		var oe *workspace.OutsideError
@@ -95,7 +126,7 @@ func Load(path string, opts ...Option) (*Story, error) {
 			Prompts:   map[string]*expr.Text{},
 		},
 	}
-	sc, err := schema.NewCompiler(dir)
+	sc, err := schemaCompiler(ws, dir)
 	if err != nil {
 		return nil, &LoadError{Diagnostics: []Diagnostic{{Pos: Pos{File: filepath.Base(abs)}, Message: err.Error()}}}
 	}
@@ -119,11 +150,31 @@ func (s *Story) Close() error {
 	return s.SchemaCompiler.Close()
 }
 
+// schemaCompiler returns the compiler of the schemas under dir, the story
+// directory, reading where ws reads.
+func schemaCompiler(ws workspace.Root, dir string) (*schema.Compiler, error) {
+	fsys, mount := ws.FS()
+	if fsys == nil {
+		return schema.NewCompiler(dir)
+	}
+	// dir holds the root file, which is inside the workspace, so it is
+	// under the mount directory.
+	rel, err := filepath.Rel(mount, dir)
+	if err != nil {
+		return nil, fmt.Errorf("schema root %q: %w", dir, err)
+	}
+	sub, err := fs.Sub(fsys, filepath.ToSlash(rel))
+	if err != nil {
+		return nil, fmt.Errorf("schema root %q: %w", dir, err)
+	}
+	return schema.NewCompilerFS(sub, dir), nil
+}
+
 // loader holds the state of one Load call.
 type loader struct {
 	opts  options
 	dir   string
-	ws    workspace.Root // every file read must stay inside it
+	ws    workspace.Root // every file read must stay inside it, and is read through it
 	st    *Story
 	diags []Diagnostic
 	warns []Diagnostic
@@ -208,7 +259,7 @@ func (l *loader) newFile(abs string) *file {
 	if err != nil {
 		rel = abs
 	}
-	f := &file{rel: filepath.ToSlash(rel), abs: abs}
+	f := &file{rel: filepath.ToSlash(rel), abs: abs, ws: l.ws}
 	l.loaded[abs] = true
 	if _, ok := l.fileOrder[f.rel]; !ok {
 		l.fileOrder[f.rel] = len(l.fileOrder)
@@ -222,7 +273,7 @@ var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // empty file or on error) and the problems found. It touches nothing but f,
 // so files can be parsed concurrently.
 func parseFile(f *file) (*yaml.Node, []Diagnostic) {
-	data, err := workspace.ReadFile(f.abs, f.rel)
+	data, err := f.ws.Read(f.abs, f.rel)
 	if err != nil {
 		var tl *workspace.TooLargeError
 		if errors.As(err, &tl) {
@@ -247,7 +298,14 @@ func parseFile(f *file) (*yaml.Node, []Diagnostic) {
 	} else if !errors.Is(err, io.EOF) {
 		diags = append(diags, yamlDiag(f, err))
 	}
-	return deref(&doc), diags
+	root := deref(&doc)
+	if isNull(root) {
+		// A document holding nothing ("---" alone, or a bare null) is an
+		// empty file. (YAML places the null of "---" on the line after it,
+		// which the file may not have.)
+		return nil, diags
+	}
+	return root, diags
 }
 
 // parseJob is parse as a job for the workers.
@@ -278,7 +336,7 @@ func yamlDiag(f *file, err error) Diagnostic {
 }
 
 var topKeys = &keySpec{
-	v1: []string{"app", "hosts", "agents", "agent_plugins", "providers", "world", "intents", "root", "exits", "include", "states"},
+	v1: []string{"app", "hosts", "agents", "agent_plugins", "host_plugins", "providers", "world", "intents", "root", "exits", "include", "states"},
 	later: []string{"host_interfaces", "imports", "exports", "phase_templates", "phases", "checkpoint_intents",
 		"proposals", "off_path", "meta_modes", "routing", "prompts", "decider"},
 }
@@ -313,6 +371,9 @@ func (l *loader) loadFile(f *file, isRoot bool) {
 	}
 	if e, ok := top.get("agent_plugins"); ok {
 		l.loadPlugins(f, e)
+	}
+	if e, ok := top.get("host_plugins"); ok {
+		l.loadHostPlugins(f, e)
 	}
 	if e, ok := top.get("providers"); ok {
 		l.loadProviders(f, e)
@@ -396,7 +457,7 @@ func (l *loader) loadInclude(f *file, e entry) {
 			l.errAt(f, nodes[i], path, "%v", renamed(err, g))
 			continue
 		}
-		matches, err := filepath.Glob(pattern)
+		matches, err := l.ws.Glob(pattern)
 		if err != nil {
 			l.errAt(f, nodes[i], path, "bad include pattern %q: %v", g, err)
 			continue
@@ -404,7 +465,7 @@ func (l *loader) loadInclude(f *file, e entry) {
 		var files, outside []string
 		var firstOut error
 		for _, m := range matches {
-			st, err := os.Stat(m)
+			st, err := l.ws.Stat(m)
 			if err != nil || !st.Mode().IsRegular() {
 				continue
 			}

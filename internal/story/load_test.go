@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/kitsoki/kitsoki/internal/agent"
@@ -487,6 +488,38 @@ func TestDiagnosticString(t *testing.T) {
 	for _, tc := range tests {
 		if got := tc.d.String(); got != tc.want {
 			t.Errorf("String() = %q, want %q", got, tc.want)
+		}
+	}
+}
+
+// TestHostPlugins reads host_plugins: (a path command resolved inside the
+// workspace, a bare one kept for PATH, env: secrets) and lets the hosts:
+// check accept the invokes a host plugin answers.
+func TestHostPlugins(t *testing.T) {
+	s := load(t, "testdata/hostplugins/app.yaml", map[string]string{"TICKETS_TOKEN": "tk-secret-9"})
+	abs, _ := filepath.Abs("testdata/hostplugins")
+	real, _ := filepath.EvalSymlinks(abs)
+	want := map[string]*HostPlugin{
+		"host.tickets": {Name: "host.tickets", Plugin: "subprocess", Command: filepath.Join(real, "plugins/tickets"), Args: []string{"--verbose"},
+			Env: map[string]string{"TOKEN": "tk-secret-9", "MODE": "fast"}, Dir: abs, Timeout: 30 * time.Second,
+			Secrets: []string{"tk-secret-9"}, Pos: Pos{File: "app.yaml", Line: 7, Col: 3}},
+		"host.search": {Name: "host.search", Plugin: "subprocess", Command: "python3", Dir: abs, Pos: Pos{File: "app.yaml", Line: 13, Col: 3}},
+	}
+	if diff := cmp.Diff(want, s.HostPlugins); diff != "" {
+		t.Errorf("HostPlugins (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"tk-secret-9"}, s.Secrets); diff != "" {
+		t.Errorf("Secrets (-want +got):\n%s", diff)
+	}
+	for name, want := range map[string]string{"host.tickets.create": "host.tickets", "host.tickets": "host.tickets", "host.search.a.b": "host.search", "host.ticketsx": ""} {
+		hp, ok := s.HostPluginFor(name)
+		if got := ""; ok {
+			got = hp.Name
+			if got != want {
+				t.Errorf("HostPluginFor(%s) = %s, want %q", name, got, want)
+			}
+		} else if want != "" {
+			t.Errorf("HostPluginFor(%s) found nothing, want %s", name, want)
 		}
 	}
 }

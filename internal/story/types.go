@@ -31,6 +31,9 @@ type Story struct {
 	Hosts   []string // union of all files' hosts:, in first-seen order
 	Agents  map[string]*Persona
 	Plugins map[string]agent.Declaration // includes the injected agent.claude
+	// HostPlugins are the host_plugins: entries by handler name (nil
+	// when there are none).
+	HostPlugins map[string]*HostPlugin
 	// Providers are the providers: entries (name → model and env for the
 	// built-in claude component), picked by with.provider on an invoke.
 	Providers map[string]agent.Provider
@@ -50,8 +53,9 @@ type Story struct {
 	// rooted in Dir like the load-time ones.
 	SchemaCompiler *schema.Compiler
 
-	// Secrets are the values substituted from ${VAR} in agent_plugins and
-	// providers; the trace writer redacts them.
+	// Secrets are the values substituted from ${VAR} in agent_plugins,
+	// host_plugins, providers and host.run's with.env; the trace writer
+	// redacts them.
 	Secrets []string
 	// Warnings are non-fatal findings (e.g. [later] keys that are ignored).
 	Warnings []Diagnostic

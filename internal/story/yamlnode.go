@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/kitsoki/kitsoki/internal/workspace"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -15,6 +16,8 @@ type file struct {
 	rel  string // relative to the story directory, slash-separated
 	abs  string
 	data []byte // the file's content
+
+	ws workspace.Root // where it is read from (its Read)
 
 	linesOnce sync.Once
 	lines     []string // data split into lines on first use, by line

@@ -54,6 +54,11 @@ type Fixture struct {
 	// story, whose workspace holds what the fixture names.
 	appAt, cassetteAt yamlAt
 	defaultApp        string
+
+	// HTTPCassette is starlark_http_cassette: as written; HTTPCassettePath
+	// resolved. It serves host.starlark.run's HTTP, replay only.
+	HTTPCassette, HTTPCassettePath string
+	httpCassetteAt                 yamlAt
 }
 
 // Stub is a host_handlers entry: a canned answer, optionally per call id
@@ -131,7 +136,7 @@ type HostCallExpect struct {
 var (
 	fixtureKeys = []string{"test_kind", "description", "app", "initial_state", "initial_world", "host_handlers", "host_cassette", "turns",
 		"expect_terminal", "expect_no_errors", "expect_world_final", "expect_no_host_calls", "strict_cassette_coverage",
-		"expect_events_count_atleast", "expect_events_count_atmost",
+		"expect_events_count_atleast", "expect_events_count_atmost", "starlark_http_cassette",
 		// [later]: parsed and ignored
 		"recording", "mode", "host_bindings", "use_orchestrator", "starlark_*", "expect_files",
 		"advance_clock", "expect_inbox", "expect_jobs"}
@@ -226,6 +231,16 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 			fx.CassettePath = filepath.Join(dir, fx.CassettePath)
 		}
 	}
+	if fx.HTTPCassette, err = yamlnode.Str(m, "starlark_http_cassette", "fixture"); err != nil {
+		return nil, err
+	}
+	if fx.HTTPCassette != "" {
+		fx.httpCassetteAt = at(m["starlark_http_cassette"])
+		fx.HTTPCassettePath = filepath.FromSlash(fx.HTTPCassette)
+		if !filepath.IsAbs(fx.HTTPCassettePath) {
+			fx.HTTPCassettePath = filepath.Join(dir, fx.HTTPCassettePath)
+		}
+	}
 	if hn, ok := m["host_handlers"]; ok && hn.Tag != "!!null" {
 		if fx.HostCassette != "" {
 			return nil, fmt.Errorf("line %d: host_cassette and host_handlers are mutually exclusive", hn.Line)
@@ -234,9 +249,10 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 			return nil, err
 		}
 	}
-	for key, dst := range map[string]*bool{"expect_terminal": &fx.ExpectTerminal, "expect_no_errors": &fx.ExpectNoErrors,
-		"expect_no_host_calls": &fx.ExpectNoHostCalls, "strict_cassette_coverage": &fx.StrictCassetteCoverage} {
-		if *dst, err = boolField(m, key, "fixture"); err != nil {
+	bools := map[string]*bool{"expect_terminal": &fx.ExpectTerminal, "expect_no_errors": &fx.ExpectNoErrors,
+		"expect_no_host_calls": &fx.ExpectNoHostCalls, "strict_cassette_coverage": &fx.StrictCassetteCoverage}
+	for _, key := range yamlnode.Written(m, "expect_terminal", "expect_no_errors", "expect_no_host_calls", "strict_cassette_coverage") {
+		if *bools[key], err = boolField(m, key, "fixture"); err != nil {
 			return nil, err
 		}
 	}
@@ -299,7 +315,8 @@ func parseStubs(n *yaml.Node) (map[string]*Stub, error) {
 		keyPos[n.Content[i].Value] = [2]int{n.Content[i].Line, n.Content[i].Column}
 	}
 	out := map[string]*Stub{}
-	for name, sn := range m {
+	for _, name := range yamlnode.Written(m) {
+		sn := m[name]
 		where := "host_handlers." + name
 		sm, err := yamlnode.Fields(sn, where, stubKeys...)
 		if err != nil {
@@ -314,7 +331,9 @@ func parseStubs(n *yaml.Node) (map[string]*Stub, error) {
 				return nil, fmt.Errorf("line %d: %s.delay: %w", d.Line, where, err)
 			}
 		}
-		for key, dst := range map[string]*map[string]Envelope{"by_call": &st.ByCall, "by_op": &st.ByOp} {
+		by := map[string]*map[string]Envelope{"by_call": &st.ByCall, "by_op": &st.ByOp}
+		for _, key := range yamlnode.Written(sm, "by_call", "by_op") {
+			dst := by[key]
 			bn, ok := sm[key]
 			if !ok || bn.Tag == "!!null" {
 				continue
@@ -324,7 +343,8 @@ func parseStubs(n *yaml.Node) (map[string]*Stub, error) {
 				return nil, err
 			}
 			*dst = map[string]Envelope{}
-			for id, en := range bm {
+			for _, id := range yamlnode.Written(bm) {
+				en := bm[id]
 				em, err := yamlnode.Fields(en, where+"."+key+"."+id, envelopeKeys...)
 				if err != nil {
 					return nil, err

@@ -18,6 +18,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/cassette/replay"
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/hosts/starlark"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/secret"
@@ -161,6 +162,8 @@ type Flow struct {
 
 	cfg flowConfig
 	clk *clock.Fake
+
+	httpCassette *starlark.Cassette // starlark_http_cassette:, nil without
 }
 
 // Prepare loads what a fixture needs and checks it against its story. An
@@ -197,6 +200,14 @@ func (r *Runner) Prepare(fx *Fixture) (*Flow, error) {
 			return nil, fmt.Errorf("%s: %w", fx.Name, err)
 		}
 		f.Cassette = c
+	}
+	if fx.HTTPCassettePath != "" {
+		// Flows replay only: a flow never reaches the network.
+		c, err := starlark.LoadCassette(fx.HTTPCassettePath, starlark.ModeNone)
+		if err != nil {
+			return nil, fmt.Errorf("%s: starlark_http_cassette: %w", fx.Name, err)
+		}
+		f.httpCassette = c
 	}
 	return f, nil
 }
@@ -315,6 +326,9 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 	if f.Cassette != nil {
 		cfg.Cassette = f.Cassette
 	}
+	if f.httpCassette != nil {
+		cfg.Starlark.HTTP = f.httpCassette.Client(nil)
+	}
 	rt, err := runtime.Open(st, cfg)
 	if err != nil {
 		res.Turns = append(res.Turns, TurnResult{TurnIndex: SessionIndex, Failures: []string{"seed: " + err.Error()}})
@@ -325,7 +339,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 	// Host calls are dispatched only when the fixture says how to answer
 	// them; otherwise they are dropped (answered with nothing), as Kitsoki
 	// does, so older fixtures keep passing.
-	dispatch := f.Cassette != nil || fx.HostHandlers != nil || fx.AdvanceClock
+	dispatch := f.Cassette != nil || fx.HostHandlers != nil || fx.AdvanceClock || f.httpCassette != nil
 	if f.Cassette == nil && fx.HostHandlers != nil {
 		for _, name := range sortedKeys(fx.HostHandlers) {
 			hd := &stubHandler{stub: fx.HostHandlers[name], clk: f.clk, name: name}

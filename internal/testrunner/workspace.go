@@ -77,6 +77,11 @@ func (r *Runner) confine(fx *Fixture) (string, error) {
 			return "", fmt.Errorf("%s: host_cassette: %w", fx.cassetteAt.where(fx.File), renamed(err, fx.HostCassette))
 		}
 	}
+	if fx.HTTPCassettePath != "" {
+		if err := check(fx.HTTPCassettePath); err != nil {
+			return "", fmt.Errorf("%s: starlark_http_cassette: %w", fx.httpCassetteAt.where(fx.File), renamed(err, fx.HTTPCassette))
+		}
+	}
 	return storyWS, nil
 }
 

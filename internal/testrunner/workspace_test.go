@@ -92,6 +92,17 @@ func TestFlowFilesStayInTheWorkspace(t *testing.T) {
 			want:    `{F}:2:16: host_cassette: "c.yaml" leads through a symlink to {TMP}/outside/c.yaml, outside the workspace {WS}` + hint,
 		},
 		{
+			name:    "starlark_http_cassette traversal",
+			fixture: "test_kind: flow\nstarlark_http_cassette: ../../../../outside/c.yaml\n",
+			want:    `{F}:2:25: starlark_http_cassette: "../../../../outside/c.yaml" is outside the workspace {WS}` + hint,
+		},
+		{
+			name:    "malformed starlark_http_cassette",
+			fixture: "test_kind: flow\nstarlark_http_cassette: h.yaml\n",
+			files:   map[string]string{"ws/stories/a/flows/h.yaml": "kind: http_cassette\nexchanges:\n  - response: {status: 200}\n"},
+			want:    `f.yaml: starlark_http_cassette: http cassette {TMP}/ws/stories/a/flows/h.yaml: exchanges[0]: give exactly one of request: (a recorded request) or match: (a selector)`,
+		},
+		{
 			name:    "sibling story and cassette in the same work tree",
 			fixture: "test_kind: flow\napp: ../../b/app.yaml\nhost_cassette: ../../b/c.yaml\n",
 			files:   map[string]string{"ws/stories/b/app.yaml": wsStory, "ws/stories/b/c.yaml": cassette},

@@ -166,16 +166,26 @@ func decodeEvent(line []byte, full bool) (Event, error) {
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.UseNumber() // payload numbers round-trip exactly
 	var ev Event
-	if err := dec.Decode(&ev); err != nil {
+	err := dec.Decode(&ev)
+	if err == nil {
+		if tok, terr := dec.Token(); !errors.Is(terr, io.EOF) {
+			err = terr
+			if err == nil {
+				err = fmt.Errorf("unexpected %v after the JSON object", tok)
+			}
+		}
+	}
+	if err != nil {
+		// The stream decoder words syntax errors its own way (a
+		// truncated object is "unexpected EOF"); report what the
+		// position scan reports for the same line, so a trace is
+		// refused with one message whichever reads it.
+		if _, serr := decodeEvent(line, false); serr != nil {
+			return Event{}, serr
+		}
 		var ute *json.UnmarshalTypeError
 		if errors.As(err, &ute) && ute.Field == "payload" {
 			return Event{}, errPayloadShape
-		}
-		return Event{}, err
-	}
-	if tok, err := dec.Token(); !errors.Is(err, io.EOF) {
-		if err == nil {
-			err = fmt.Errorf("unexpected %v after the JSON object", tok)
 		}
 		return Event{}, err
 	}

@@ -11,6 +11,14 @@
 //
 // A path is inside the workspace when, with every symlink in it resolved,
 // it lies in the workspace directory (itself with symlinks resolved).
+//
+// A workspace may also lie in an fs.FS mounted at a directory (NewFS, for
+// stories loaded from memory): its files are read from the fs.FS, every
+// path outside the mount directory does not exist, and paths are checked
+// lexically, as written and cleaned. No symlink is resolved there: an fs.FS
+// has none to resolve, or follows them itself (os.DirFS does, so use an
+// os.Root's FS for a directory whose symlinks must not lead out of it).
+// The size limit applies the same way to both.
 package workspace
 
 import (
@@ -28,10 +36,30 @@ import (
 // reads: 16 MiB.
 const MaxFileSize = 16 << 20
 
-// Root is a workspace directory. The zero Root has no directory; use New,
-// Find or For.
+// Root is a workspace directory, and the files it is read from: the
+// operating system's, or an fs.FS's (NewFS). The zero Root has no
+// directory (it contains nothing) and reads the operating system's files;
+// use New, Find, For or NewFS.
 type Root struct {
-	dir string // absolute, symlinks resolved
+	dir string // absolute; symlinks resolved unless m is set
+	m   *mount // nil: the operating system's files
+}
+
+// mount is an fs.FS holding the contents of an OS directory.
+type mount struct {
+	fsys fs.FS
+	dir  string // absolute, clean
+}
+
+// name returns the fs.FS name of the absolute, clean path abs, false when
+// abs is not under the mount directory.
+func (m *mount) name(abs string) (string, bool) {
+	rel, err := filepath.Rel(m.dir, abs)
+	if err != nil {
+		return "", false
+	}
+	rel = filepath.ToSlash(rel)
+	return rel, fs.ValidPath(rel)
 }
 
 // New returns the workspace rooted at dir, an existing directory (an
@@ -98,8 +126,57 @@ func For(storyFile, explicit string) (Root, error) {
 	return Find(storyFile)
 }
 
-// Dir is the workspace directory (absolute, symlinks resolved).
+// NewFS returns a workspace whose files are read from fsys, which holds the
+// contents of the directory mountDir (an OS path; nothing on the operating
+// system is read): the workspace is dir, a directory of fsys named by its
+// OS path under mountDir, or mountDir itself when dir is "". Paths are
+// checked lexically (see the package documentation).
+func NewFS(fsys fs.FS, mountDir, dir string) (Root, error) {
+	abs, err := filepath.Abs(mountDir)
+	if err != nil {
+		return Root{}, fmt.Errorf("workspace %s: %w", mountDir, err)
+	}
+	m := &mount{fsys: fsys, dir: abs}
+	if dir == "" {
+		return Root{dir: abs, m: m}, nil
+	}
+	return Root{m: m}.At(dir)
+}
+
+// At returns the workspace rooted at dir, an existing directory, whose files
+// are read where r's are: New(dir) for the operating system's, else the
+// directory of r's fs.FS at the OS path dir (absolute, or relative to the
+// working directory, as for New).
+func (r Root) At(dir string) (Root, error) {
+	if r.m == nil {
+		return New(dir)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return Root{}, fmt.Errorf("workspace %s: %w", dir, err)
+	}
+	fi, err := r.Stat(abs)
+	if err != nil {
+		return Root{}, fmt.Errorf("workspace %s: %w", dir, unwrapPathErr(err))
+	}
+	if !fi.IsDir() {
+		return Root{}, fmt.Errorf("workspace %s: not a directory", dir)
+	}
+	return Root{dir: abs, m: r.m}, nil
+}
+
+// Dir is the workspace directory (absolute; symlinks resolved unless the
+// workspace lies in an fs.FS).
 func (r Root) Dir() string { return r.dir }
+
+// FS returns the fs.FS r's files are read from and the OS directory it
+// holds; nil and "" for the operating system's files.
+func (r Root) FS() (fs.FS, string) {
+	if r.m == nil {
+		return nil, ""
+	}
+	return r.m.fsys, r.m.dir
+}
 
 // IsZero reports whether r is the zero Root.
 func (r Root) IsZero() bool { return r.dir == "" }
@@ -134,9 +211,20 @@ func (e *OutsideError) Error() string {
 // every symlink resolved. A path leading outside the workspace, lexically
 // or through a symlink, is an *OutsideError. A path that does not exist is
 // not an error here: the resolved form of its existing part, followed by
-// the rest, is returned and checked, and reading it fails later.
+// the rest, is returned and checked, and reading it fails later. In a
+// workspace over an fs.FS the path is only cleaned, and checked as it is.
 func (r Root) Resolve(base, name string) (string, error) {
 	p := filepath.FromSlash(name)
+	if r.m != nil {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(base, p)
+		}
+		p = filepath.Clean(p)
+		if !r.Contains(p) {
+			return "", &OutsideError{Name: name, Root: r.dir}
+		}
+		return p, nil
+	}
 	written := p // where the path points before its own symlinks are followed
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(base, p)
@@ -214,7 +302,8 @@ func ReadFile(path, name string) ([]byte, error) {
 	return readOpen(f, name)
 }
 
-// ReadFS is ReadFile for a file inside an fs.FS (such as an os.Root's).
+// ReadFS is ReadFile for a file inside an fs.FS (such as an os.Root's):
+// path is the fs.FS name.
 func ReadFS(fsys fs.FS, path, name string) ([]byte, error) {
 	f, err := fsys.Open(path)
 	if err != nil {
@@ -222,6 +311,71 @@ func ReadFS(fsys fs.FS, path, name string) ([]byte, error) {
 	}
 	defer f.Close()
 	return readOpen(f, name)
+}
+
+// Read is ReadFile on r's files: the OS path path (already resolved; Read
+// does not check it against the workspace) is read from the operating
+// system, or from r's fs.FS, where a path outside its mount directory does
+// not exist. Errors other than the size limit are *fs.PathError naming
+// path.
+func (r Root) Read(path, name string) ([]byte, error) {
+	if r.m == nil {
+		return ReadFile(path, name)
+	}
+	n, ok := r.m.name(filepath.Clean(path))
+	if !ok {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: fs.ErrNotExist}
+	}
+	b, err := ReadFS(r.m.fsys, n, name)
+	if err != nil {
+		var tl *TooLargeError
+		if errors.As(err, &tl) {
+			return nil, err
+		}
+		return nil, &fs.PathError{Op: "open", Path: path, Err: unwrapPathErr(err)}
+	}
+	return b, nil
+}
+
+// Stat is os.Stat on r's files (see Read).
+func (r Root) Stat(path string) (fs.FileInfo, error) {
+	if r.m == nil {
+		return os.Stat(path)
+	}
+	n, ok := r.m.name(filepath.Clean(path))
+	if !ok {
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: fs.ErrNotExist}
+	}
+	fi, err := fs.Stat(r.m.fsys, n)
+	if err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: unwrapPathErr(err)}
+	}
+	return fi, nil
+}
+
+// Glob is filepath.Glob on r's files: pattern is an absolute OS pattern,
+// and the matches are OS paths. In an fs.FS a pattern outside the mount
+// directory matches nothing; a malformed one is filepath.ErrBadPattern
+// either way.
+func (r Root) Glob(pattern string) ([]string, error) {
+	if r.m == nil {
+		return filepath.Glob(pattern)
+	}
+	if _, err := filepath.Match(pattern, ""); err != nil {
+		return nil, err
+	}
+	n, ok := r.m.name(filepath.Clean(pattern))
+	if !ok {
+		return nil, nil
+	}
+	matches, err := fs.Glob(r.m.fsys, n)
+	if err != nil {
+		return nil, err
+	}
+	for i, mt := range matches {
+		matches[i] = filepath.Join(r.m.dir, filepath.FromSlash(mt))
+	}
+	return matches, nil
 }
 
 func readOpen(f fs.File, name string) ([]byte, error) {
@@ -245,14 +399,14 @@ func readOpen(f fs.File, name string) ([]byte, error) {
 	return b, nil
 }
 
-// ReadIn resolves name (see Resolve) and reads it (see ReadFile). It
+// ReadIn resolves name (see Resolve) and reads it (see Read). It
 // returns the content and the resolved path.
 func (r Root) ReadIn(base, name string) ([]byte, string, error) {
 	real, err := r.Resolve(base, name)
 	if err != nil {
 		return nil, "", err
 	}
-	b, err := ReadFile(real, name)
+	b, err := r.Read(real, name)
 	if err != nil {
 		return nil, real, err
 	}

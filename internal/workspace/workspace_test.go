@@ -2,10 +2,12 @@ package workspace
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
 )
 
 func tree(t *testing.T, files ...string) string {
@@ -164,5 +166,93 @@ func TestReadFileLimit(t *testing.T) {
 	must(err)
 	if _, _, err := r.ReadIn(tmp, "../x"); err == nil {
 		t.Error("ReadIn(../x) succeeded")
+	}
+}
+
+// A workspace over an fs.FS reads only the fs.FS (the mount directory does
+// not exist on disk), checks paths lexically with the same messages, and
+// keeps the size limit.
+func TestFS(t *testing.T) {
+	mount := filepath.Join(t.TempDir(), "mem") // never created
+	fsys := fstest.MapFS{
+		"a/app.yaml":     {Data: []byte("x")},
+		"a/rooms/r.yaml": {Data: []byte("r")},
+		"b/p.md":         {Data: []byte("p")},
+		"big":            {Data: make([]byte, MaxFileSize+1)},
+	}
+	r, err := NewFS(fsys, mount, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, gotMount := r.FS(); r.Dir() != mount || gotMount != mount || got == nil {
+		t.Fatalf("NewFS: Dir %s, FS mounted at %s (%v); want %s", r.Dir(), gotMount, got, mount)
+	}
+	base := filepath.Join(mount, "a")
+	const hint = " (widen the workspace with --workspace DIR)"
+	for _, tt := range []struct{ name, want, err string }{
+		{"app.yaml", "a/app.yaml", ""},
+		{"../b/p.md", "b/p.md", ""},
+		{"missing/x.md", "a/missing/x.md", ""},
+		{"..", ".", ""},
+		{"../..", "", `"../.." is outside the workspace ` + mount + hint},
+		{"/etc/passwd", "", `"/etc/passwd" is outside the workspace ` + mount + hint},
+	} {
+		got, err := r.Resolve(base, tt.name)
+		if tt.err != "" {
+			var oe *OutsideError
+			if !errors.As(err, &oe) || err.Error() != tt.err {
+				t.Errorf("Resolve(%q) error = %v, want %s", tt.name, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || got != filepath.Join(mount, filepath.FromSlash(tt.want)) {
+			t.Errorf("Resolve(%q) = %q, %v; want %s", tt.name, got, err, tt.want)
+		}
+	}
+	if b, real, err := r.ReadIn(base, "../b/p.md"); err != nil || string(b) != "p" || real != filepath.Join(mount, "b", "p.md") {
+		t.Errorf("ReadIn(../b/p.md) = %q, %q, %v", b, real, err)
+	}
+	if _, err := r.Read(filepath.Join(mount, "..", "x"), "x"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Read outside the mount: %v, want fs.ErrNotExist", err)
+	}
+	var tl *TooLargeError
+	if _, err := r.Read(filepath.Join(mount, "big"), "big"); !errors.As(err, &tl) {
+		t.Errorf("Read(big) error = %v, want *TooLargeError", err)
+	}
+	if _, err := r.Read(base, "a"); !errors.Is(err, ErrNotRegular) {
+		t.Errorf("Read(a directory) error = %v, want ErrNotRegular", err)
+	}
+	var pe *fs.PathError
+	if _, err := r.Stat(filepath.Join(base, "none")); !errors.As(err, &pe) || pe.Path != filepath.Join(base, "none") || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Stat(none) error = %v, want a *fs.PathError naming the OS path", err)
+	}
+	if got, err := r.Glob(filepath.Join(base, "rooms", "*.yaml")); err != nil || len(got) != 1 || got[0] != filepath.Join(base, "rooms", "r.yaml") {
+		t.Errorf("Glob = %q, %v", got, err)
+	}
+	if got, err := r.Glob(filepath.Join(mount, "..", "*")); err != nil || got != nil {
+		t.Errorf("Glob outside the mount = %q, %v; want nothing", got, err)
+	}
+	if _, err := r.Glob(filepath.Join(base, "[")); !errors.Is(err, filepath.ErrBadPattern) {
+		t.Errorf("Glob([) error = %v, want ErrBadPattern", err)
+	}
+	// A narrowed workspace reads the same files and refuses what is above it.
+	a, err := NewFS(fsys, mount, base)
+	if err != nil || a.Dir() != base {
+		t.Fatalf("NewFS(a) = %s, %v", a.Dir(), err)
+	}
+	if _, err := a.Resolve(base, "../b/p.md"); err == nil || err.Error() != `"../b/p.md" is outside the workspace `+base+hint {
+		t.Errorf("narrowed Resolve(../b/p.md) error = %v", err)
+	}
+	if b, err := a.Read(filepath.Join(mount, "b", "p.md"), "p.md"); err != nil || string(b) != "p" {
+		t.Errorf("narrowed Read = %q, %v (Read does not confine)", b, err)
+	}
+	for dir, want := range map[string]string{
+		filepath.Join(mount, "none"):      "workspace " + filepath.Join(mount, "none") + ": file does not exist",
+		filepath.Join(mount, "b", "p.md"): "workspace " + filepath.Join(mount, "b", "p.md") + ": not a directory",
+		filepath.Join(mount, ".."):        "workspace " + filepath.Join(mount, "..") + ": file does not exist",
+	} {
+		if _, err := r.At(dir); err == nil || err.Error() != want {
+			t.Errorf("At(%s) error = %v, want %s", dir, err, want)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -128,6 +129,37 @@ func Mapping(m map[string]*yaml.Node, key, where string) (map[string]any, bool, 
 		mm = map[string]any{}
 	}
 	return mm, true, nil
+}
+
+// Written returns keys (all of m's when none are given) in the order m's
+// mapping writes them, those m lacks last. Parsers walk fields in this
+// order so that, of several bad entries, the error names the first one
+// written, the same on every run (map order is random).
+func Written(m map[string]*yaml.Node, keys ...string) []string {
+	if len(keys) == 0 {
+		keys = SortedKeys(m)
+	} else {
+		keys = slices.Clone(keys)
+	}
+	pos := func(k string) (int, int, bool) {
+		v, ok := m[k]
+		if !ok || v == nil {
+			return 0, 0, false
+		}
+		return v.Line, v.Column, true
+	}
+	sort.SliceStable(keys, func(i, j int) bool {
+		li, ci, oki := pos(keys[i])
+		lj, cj, okj := pos(keys[j])
+		switch {
+		case oki != okj:
+			return oki
+		case li != lj:
+			return li < lj
+		}
+		return ci < cj
+	})
+	return keys
 }
 
 // SortedKeys returns the keys of m in sorted order.

@@ -43,13 +43,18 @@ func Serve(a Agent) error {
 // general JSON-RPC connection: decoding each request once, into its final
 // types, keeps a call's overhead in the tens of microseconds.
 func ServeConn(ctx context.Context, r io.Reader, w io.Writer, a Agent) error {
+	return serveConn(ctx, r, w, a, nil)
+}
+
+// serveConn serves an agent (a) or a host plugin's ops (hostOps non-nil).
+func serveConn(ctx context.Context, r io.Reader, w io.Writer, a Agent, hostOps map[string]HostOp) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var closer io.Closer
 	if c, ok := r.(io.Closer); ok {
 		closer = c
 	}
-	s := &stdioServer{agent: a, stream: NewLineStream(r, w, closer)}
+	s := &stdioServer{agent: a, hostOps: hostOps, stream: NewLineStream(r, w, closer)}
 	s.stream.OnBadMessage = s.refuse // turns on skipping over-long lines
 	s.done = make(chan error, 1)
 	s.wg.Add(1)
@@ -72,6 +77,8 @@ type stdioServer struct {
 	agent  Agent
 	stream *LineStream
 	wg     sync.WaitGroup // running workers
+
+	hostOps map[string]HostOp // a host plugin's ops; nil when serving an agent
 
 	readMu  sync.Mutex   // one worker reads at a time
 	waiting atomic.Int32 // workers queued on readMu
@@ -147,7 +154,10 @@ func (s *stdioServer) read(ctx context.Context) (*request, bool) {
 			s.reply(req.ID, nil, &Error{Code: CodeInvalidRequest, Message: "not a JSON-RPC request: method is missing"})
 			continue
 		}
-		if req.Method == MethodAgentToolInvoke {
+		switch {
+		case s.hostOps != nil && req.Method == MethodHostInvoke:
+			s.prepareHost(ctx, req, line)
+		case s.hostOps == nil && req.Method == MethodAgentToolInvoke:
 			s.prepareTool(ctx, req, line)
 		}
 		return req, true
@@ -171,7 +181,8 @@ type request struct {
 	// tool is an agent_tool.invoke call's params, with the context it
 	// runs under (cancelled by $/cancelRequest) and its cancel key.
 	tool    *AgentToolRequest
-	toolCtx context.Context
+	host    *HostInvokeRequest // a host.invoke call's params
+	toolCtx context.Context    // the context of a cancellable call (agent tool, host op)
 	cancel  context.CancelFunc
 	key     string
 }
@@ -199,6 +210,15 @@ func isNull(raw json.RawMessage) bool {
 
 // call runs one request.
 func (s *stdioServer) call(ctx context.Context, req *request) (any, error) {
+	if s.hostOps != nil {
+		switch req.Method {
+		case MethodHostInvoke:
+			return s.hostInvoke(req)
+		case MethodHostDescribe:
+			return s.hostDescribe(), nil
+		}
+		return nil, &Error{Code: CodeMethodNotFound, Message: fmt.Sprintf("method %q not found (this host plugin answers %s and %s)", req.Method, MethodHostInvoke, MethodHostDescribe)}
+	}
 	switch req.Method {
 	case MethodAsk:
 		return s.ask(ctx, req)
@@ -249,8 +269,11 @@ func (s *stdioServer) reply(id json.RawMessage, resp any, err error) {
 		if encErr := json.NewEncoder(buf).Encode(resp); encErr != nil {
 			buf.Truncate(len(`{"jsonrpc":"2.0","id":`) + len(id))
 			what := "AskResponse"
-			if _, ok := resp.(*AgentToolResult); ok {
+			switch resp.(type) {
+			case *AgentToolResult:
 				what = "AgentToolResult"
+			case *HostInvokeResult:
+				what = "HostInvokeResult"
 			}
 			err = &Error{Code: CodeAgentError, Message: fmt.Sprintf("encode %s: %v", what, encErr)}
 		} else {

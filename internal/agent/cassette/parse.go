@@ -40,9 +40,10 @@ func parseCassette(b []byte, path string) (*Cassette, error) {
 	if c.Kind != CassetteKind {
 		return nil, fmt.Errorf("kind must be %q, got %q", CassetteKind, c.Kind)
 	}
-	for key, dst := range map[string]*string{"app_id": &c.AppID, "app_version": &c.AppVersion, "source_run": &c.SourceRun,
-		"generated_at": &c.GeneratedAt, "record_mode": &c.RecordMode, "phase_from": &c.PhaseFrom} {
-		if *dst, err = yamlnode.Str(top, key, "cassette"); err != nil {
+	strs := map[string]*string{"app_id": &c.AppID, "app_version": &c.AppVersion, "source_run": &c.SourceRun,
+		"generated_at": &c.GeneratedAt, "record_mode": &c.RecordMode, "phase_from": &c.PhaseFrom}
+	for _, key := range yamlnode.Written(top, "app_id", "app_version", "source_run", "generated_at", "record_mode", "phase_from") {
+		if *strs[key], err = yamlnode.Str(top, key, "cassette"); err != nil {
 			return nil, err
 		}
 	}
@@ -116,7 +117,9 @@ func parseEpisode(n *yaml.Node, i int) (*Episode, error) {
 		if r.InfraError, err = yamlnode.Str(rm, "infra_error", where+".response"); err != nil {
 			return nil, err
 		}
-		for key, dst := range map[string]**yaml.Node{"delay": &delay, "replay": &replay} {
+		both := map[string]**yaml.Node{"delay": &delay, "replay": &replay}
+		for _, key := range yamlnode.Written(rm, "delay", "replay") {
+			dst := both[key]
 			if v, ok := rm[key]; ok {
 				if *dst != nil {
 					return nil, fmt.Errorf("line %d: %s: %s is written both on the episode and in response", v.Line, where, key)

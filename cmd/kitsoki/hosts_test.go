@@ -1,0 +1,209 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// hostrunWorkspace copies testdata/hostrun into a fresh directory, the
+// workspace of the runs (it holds no .git, so the story's directory is).
+func hostrunWorkspace(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range []string{"app.yaml", "secret.yaml"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "hostrun", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestHostRunRealRuns runs kitsoki run on a story whose states call
+// host.run and the artifact handlers for real.
+func TestHostRunRealRuns(t *testing.T) {
+	tests := []struct {
+		name    string
+		intents string
+		world   string
+		code    int
+		stdout  string
+		stderr  string
+	}{
+		{"output bound into the world", "echo,done", "text=hello world", exitOK, "out=[hello world] code=0", ""},
+		{"templated shell syntax is one argument", "echo,done", "text=x; rm -rf app.yaml; touch pwned", exitOK,
+			"out=[x; rm -rf app.yaml; touch pwned] code=0", ""},
+		{"stdout_json bound", "json,done", "", exitOK, "n=3", ""},
+		{"fail_on_error fires on_error", "fails,done", "", exitOK,
+			"failed: host.run: command ended with exit status 3 (with.fail_on_error is set) (code=3, out=[nope\n])",
+			"host error: host.run: command ended with exit status 3 (with.fail_on_error is set) — on_error → failed"},
+		{"cwd outside the workspace refused", "escape,done", "", exitOK,
+			`failed: host.run: with.cwd "../.." is outside the workspace`, `(widen the workspace with --workspace DIR) — on_error → failed`},
+		{"output capped", "big,done", "", exitOK, "out=[" + strings.Repeat("a", 100) + "] code=0 n=0 truncated=true", ""},
+		{"artifacts written and listed", "note,done", "text=all good", exitOK, "names=[data.json,report.md (2)]", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ws := hostrunWorkspace(t)
+			args := []string{"run", filepath.Join(ws, "app.yaml"), "--trace", filepath.Join(t.TempDir(), "t.jsonl"), "--intents", tt.intents}
+			if tt.world != "" {
+				args = append(args, "--world", tt.world)
+			}
+			code, out, errs := runCLI(t, "", args...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.code, out, errs)
+			}
+			if !strings.Contains(out, tt.stdout) {
+				t.Errorf("stdout lacks %q:\n%s", tt.stdout, out)
+			}
+			if !strings.Contains(errs, tt.stderr) {
+				t.Errorf("stderr lacks %q:\n%s", tt.stderr, errs)
+			}
+			if _, err := os.Stat(filepath.Join(ws, "pwned")); !errors.Is(err, os.ErrNotExist) {
+				t.Error("pwned exists: a templated argument ran as shell syntax")
+			}
+			if _, err := os.Stat(filepath.Join(ws, "app.yaml")); err != nil {
+				t.Errorf("app.yaml removed: %v", err)
+			}
+		})
+	}
+}
+
+func TestHostRunArtifactFiles(t *testing.T) {
+	ws := hostrunWorkspace(t)
+	code, out, errs := runCLI(t, "", "run", filepath.Join(ws, "app.yaml"), "--trace", filepath.Join(t.TempDir(), "t.jsonl"),
+		"--world", "text=all good", "--intents", "note,done")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	sessions, err := os.ReadDir(filepath.Join(ws, ".kitsoki", "artifacts"))
+	if err != nil || len(sessions) != 1 {
+		t.Fatalf("session directories = %v, %v; want one", sessions, err)
+	}
+	if !strings.Contains(errs, "session "+sessions[0].Name()) {
+		t.Errorf("artifact directory %s is not named after the session:\n%s", sessions[0].Name(), errs)
+	}
+	b, err := os.ReadFile(filepath.Join(ws, ".kitsoki", "artifacts", sessions[0].Name(), "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(b), "### Report\n\nall good\n"; got != want {
+		t.Errorf("report.md = %q, want %q", got, want)
+	}
+}
+
+// TestHostRunTimeoutKillsProcessGroup: a shell that started a sleeping
+// grandchild outlives its timeout; the whole group is stopped.
+func TestHostRunTimeoutKillsProcessGroup(t *testing.T) {
+	ws := hostrunWorkspace(t)
+	code, out, errs := runCLI(t, "", "run", filepath.Join(ws, "app.yaml"), "--trace", filepath.Join(t.TempDir(), "t.jsonl"),
+		"--intents", "slow,done")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	want := "failed: host.run: command timed out after 1s (with.timeout); its process group was stopped (signal: terminated)"
+	if !strings.Contains(out, want) {
+		t.Errorf("stdout lacks %q:\n%s", want, out)
+	}
+	b, err := os.ReadFile(filepath.Join(ws, "grandchild.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 500 {
+		if processGone(pid) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	t.Errorf("grandchild %d still runs after the timeout", pid)
+}
+
+// processGone reports whether pid no longer runs (absent, or a zombie not
+// yet reaped by whoever inherited it).
+func processGone(pid int) bool {
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		if i := bytes.LastIndexByte(b, ')'); i > 0 && i+2 < len(b) {
+			return b[i+2] == 'Z' || b[i+2] == 'X'
+		}
+	}
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+func TestHostRunEnvSecretMasked(t *testing.T) {
+	const secret = "hostrun-secret-value-42"
+	t.Setenv("KITSOKI_HOSTRUN_TEST_TOKEN", secret)
+	ws := hostrunWorkspace(t)
+	tr := filepath.Join(t.TempDir(), "t.jsonl")
+	code, out, errs := runCLI(t, "", "run", filepath.Join(ws, "secret.yaml"), "--trace", tr, "--intents", "show,done")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	b, err := os.ReadFile(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), secret) || strings.Contains(out, secret) {
+		t.Errorf("the env secret is written unmasked:\ntrace:\n%s\nstdout:\n%s", b, out)
+	}
+	if !strings.Contains(string(b), `"TOKEN":"REDACTED"`) || !strings.Contains(string(b), `"stdout":"REDACTED\n"`) {
+		t.Errorf("trace lacks the masked env value and output:\n%s", b)
+	}
+}
+
+func TestUnbuiltHandlerRefusedAtLoad(t *testing.T) {
+	dir := t.TempDir()
+	app := filepath.Join(dir, "app.yaml")
+	src := "app: {id: slides}\nroot: a\nstates:\n  a:\n    on_enter:\n      - invoke: host.slidey.render\n        with: {spec: x}\n"
+	if err := os.WriteFile(app, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runCLI(t, "", "run", app, "--trace", filepath.Join(dir, "t.jsonl"))
+	if code != exitLoad {
+		t.Fatalf("exit %d, want %d\n%s", code, exitLoad, errs)
+	}
+	want := `app.yaml:6:17: states.a.on_enter[0].invoke: state "a": on_enter invoke "host.slidey.render": kitsoki does not provide host.slidey (it needs slidey); serve it from a host plugin or remove the call (kitsoki hosts lists the handlers kitsoki provides)`
+	if !strings.Contains(errs, want) {
+		t.Errorf("stderr lacks\n%s\ngot:\n%s", want, errs)
+	}
+}
+
+func TestHostsListing(t *testing.T) {
+	code, out, errs := runCLI(t, "", "hosts")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	for _, want := range []string{
+		"host.run  Run a program with arguments (argv mode, no shell) or a bash command, inside the workspace.\n",
+		"    max_output     int       bytes of output kept (default 1048576)",
+		"    truncated                bool    output went past max_output and was cut",
+		"host.artifacts_dir.list",
+		"host.append_to_file",
+		"  host.jira, host.jira.*",
+		"needs the IDE link",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kitsoki hosts lacks %q:\n%s", want, out)
+		}
+	}
+	if code, _, _ := runCLI(t, "", "hosts", "extra"); code != exitUsage {
+		t.Errorf("kitsoki hosts extra: exit %d, want %d", code, exitUsage)
+	}
+}

@@ -1,0 +1,62 @@
+package hostplugin
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kitsoki/kitsoki/internal/story"
+)
+
+// loadDescribe loads testdata/describe with host.tickets running mode.
+func loadDescribe(t *testing.T, mode string) *story.Story {
+	t.Helper()
+	st, err := story.Load("testdata/describe/app.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	hp := st.HostPlugins["host.tickets"]
+	h := helperDecl(t, mode)
+	hp.Command, hp.Env = h.Command, h.Env
+	return st
+}
+
+func diagStrings(ds []story.Diagnostic) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.String()
+	}
+	return out
+}
+
+// validate's host.describe check: an op the plugin does not list, and a
+// literal with: that breaks the op's args_schema, are errors at the
+// invoke; a templated with: and an op without args_schema are not checked.
+func TestCheckAgainstDescribe(t *testing.T) {
+	st := loadDescribe(t, "serve")
+	got := diagStrings(Check(context.Background(), st, Options{Logger: slog.New(slog.DiscardHandler)}))
+	want := []string{
+		`app.yaml:20:17: states.start.on_enter[2].invoke: invoke "host.tickets.creat": host plugin host.tickets has no op "creat" (its ops: "close", "create") (did you mean "create"?)`,
+		`app.yaml:26:23: states.start.on.go[0].effects[0].with: invoke "host.tickets.create": with: does not match the args_schema host plugin host.tickets describes for op "create": ` +
+			`/: additionalProperties: additional properties 'extra' not allowed; /: required: missing property 'title'; /priority: type: got string, want integer`,
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("diagnostics (-want +got):\n%s", d)
+	}
+}
+
+// A plugin without host.describe (method not found) is not checked; one
+// that cannot answer it is an error at its declaration.
+func TestCheckWithoutDescribe(t *testing.T) {
+	if ds := Check(context.Background(), loadDescribe(t, "no-describe"), Options{}); len(ds) != 0 {
+		t.Errorf("a plugin without host.describe was checked: %v", diagStrings(ds))
+	}
+	got := diagStrings(Check(context.Background(), loadDescribe(t, "crash"), Options{}))
+	want := []string{`app.yaml:7:3: host_plugins.host.tickets: host.describe failed: host plugin host.tickets: plugin_crash: read response: EOF (plugin closed stdout); plugin exit status 3; stderr tail: "tickets: exploding\n"`}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("diagnostics (-want +got):\n%s", d)
+	}
+}

@@ -1,0 +1,40 @@
+package runtime_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/hosts/catalog"
+	"github.com/kitsoki/kitsoki/internal/runtime"
+)
+
+// TestOpenRegistersBuiltinHandlers: every handler of the catalog that is
+// not an agent verb is registered by Open, with or without a session, and
+// host.run answers in the story's workspace.
+func TestOpenRegistersBuiltinHandlers(t *testing.T) {
+	st := loadHello(t)
+	for _, cfg := range []runtime.Config{{}, {Session: &runtime.Session{ID: "s"}}} {
+		rt, err := runtime.Open(st, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := rt.Host()
+		for _, s := range catalog.Builtins() {
+			if s.Name == host.SearchNamespace {
+				continue // registered with a ranker (live runs)
+			}
+			if _, ok := h.Handler(s.Name); !ok {
+				t.Errorf("session %v: %s is in the catalog but not registered", cfg.Session != nil, s.Name)
+			}
+		}
+		res, err := h.Dispatch(context.Background(), &host.Call{Namespace: "host.run", Args: map[string]any{"cmd": "pwd", "args": []any{}}})
+		if err != nil || res.Err != nil {
+			t.Fatal(err, res.Err)
+		}
+		if got, want := res.Data["stdout"], st.Workspace.Dir()+"\n"; got != want {
+			t.Errorf("host.run ran in %q, want the workspace %q", got, want)
+		}
+		rt.Close()
+	}
+}

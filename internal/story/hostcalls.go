@@ -1,0 +1,89 @@
+package story
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/kitsoki/kitsoki/internal/hosts/catalog"
+	"go.yaml.in/yaml/v3"
+)
+
+// builtinWith checks the literal with: mapping d of an invoke of a built-in
+// handler against the handler table (internal/hosts/catalog): unknown keys
+// and missing required ones are errors. For host.run it also resolves the
+// ${VAR} references of with.env values, which become secrets.
+func (l *loader) builtinWith(f *file, d *yaml.Node, wp, name string) {
+	spec, ok := catalog.Lookup(name)
+	if !ok || !spec.CheckFields {
+		return
+	}
+	es, _ := l.entries(f, d, wp)
+	have := make([]string, 0, len(es))
+	for _, e := range es {
+		have = append(have, e.name)
+		if _, ok := spec.Field(e.name); !ok {
+			names := make([]string, len(spec.Fields))
+			for i, fl := range spec.Fields {
+				names[i] = fl.Name
+			}
+			l.errAt(f, e.key, joinPath(wp, e.name), "%s has no field %q%s (fields: %s; see kitsoki hosts)",
+				name, e.name, didYouMean(e.name, names), strings.Join(names, ", "))
+		}
+		if name == "host.run" && e.name == "env" && deref(e.val).Kind == yaml.MappingNode {
+			l.hostRunEnv(f, e.val, joinPath(wp, "env"))
+		}
+	}
+	for _, fl := range spec.Fields {
+		if fl.Required && !slices.Contains(have, fl.Name) {
+			l.errAt(f, d, wp, "%s needs with.%s: %s", name, fl.Name, fl.Doc)
+		}
+	}
+}
+
+// hostRunEnv resolves ${VAR} in the values of host.run's with.env in place
+// (before the with: tree is compiled), recording each value as a secret so
+// traces and cassettes mask it.
+func (l *loader) hostRunEnv(f *file, n *yaml.Node, path string) {
+	es, ok := l.entries(f, n, path)
+	if !ok {
+		return
+	}
+	for _, e := range es {
+		v := deref(e.val)
+		if v.Kind != yaml.ScalarNode || !strings.Contains(v.Value, "${") {
+			continue
+		}
+		res, problems := interpolate(v.Value, l.opts.lookupEnv, &l.st.Secrets)
+		for _, p := range problems {
+			if p.unset != "" {
+				l.errAt(f, v, joinPath(path, e.name), "env var %s referenced in with.env.%s not set: export it before the run", p.unset, e.name)
+			} else {
+				l.errAt(f, v, joinPath(path, e.name), "%s in with.env.%s", p.malformed, e.name)
+			}
+		}
+		v.Value, v.Tag, v.Style = res, "!!str", yaml.DoubleQuotedStyle
+	}
+}
+
+// checkUnbuilt refuses an invoke of a handler kitsoki does not build (it
+// needs a product kitsoki does not have) unless a host plugin provides it.
+func (l *loader) checkUnbuilt(r *effectRef) {
+	in := r.e.Invoke
+	if in == nil || in.Name == "" || isTemplated(in.Name) {
+		return
+	}
+	u, ok := catalog.Refused(in.Name)
+	if !ok || l.pluginProvides(in.Name) {
+		return
+	}
+	l.errAt(r.f, r.invokeNode, joinPath(r.path, "invoke"),
+		"state %q: %s invoke %q: kitsoki does not provide %s (it needs %s); serve it from a host plugin or remove the call (kitsoki hosts lists the handlers kitsoki provides)",
+		r.ctx.state.Name, r.ctx.where, in.Name, u.Name, u.Needs)
+}
+
+// pluginProvides reports whether a host plugin of the story serves name
+// (host_plugins: host.jira serves host.jira and every name under it).
+func (l *loader) pluginProvides(name string) bool {
+	_, ok := l.st.HostPluginFor(name)
+	return ok
+}

@@ -61,4 +61,3 @@ func FuzzCassette(f *testing.F) {
 		}
 	})
 }
-

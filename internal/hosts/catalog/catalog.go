@@ -8,6 +8,7 @@
 package catalog
 
 import (
+	"slices"
 	"sort"
 	"strings"
 )
@@ -109,7 +110,6 @@ func Builtins() []Spec {
 		{Name: "phase_id", Type: "string", Doc: "written as a _phase: <id>_ line below the body"},
 		{Name: "author", Type: "string", Doc: "informational; not written"},
 	}
-	wtItem := "{id, path, branch, dirty}"
 	wtOps := []Spec{
 		{Name: "host.git_worktree.list", Summary: "List the repository's worktrees.",
 			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "workspaces", Type: "list", Doc: "one {id, path, branch, dirty, session} per worktree; session is set for those under .kitsoki/worktrees"}}},
@@ -144,15 +144,30 @@ func Builtins() []Spec {
 	wtAll := Spec{Name: "host.git_worktree", Summary: "The workspace interface over git worktrees: with.op selects list, get, create, sync, cleanup_scan or cleanup_apply (each is also host.git_worktree.<op>).",
 		Fields: []Field{{Name: "op", Type: "string", Required: true, Doc: "list, get, create, sync, cleanup_scan or cleanup_apply"}}}
 	for _, o := range wtOps {
+		op := strings.TrimPrefix(o.Name, "host.git_worktree.")
 		for _, f := range o.Fields {
-			if _, dup := wtAll.Field(f.Name); !dup {
-				f.Required = false
-				f.Doc = strings.TrimPrefix(o.Name, "host.git_worktree.") + ": " + f.Doc
-				wtAll.Fields = append(wtAll.Fields, f)
+			if i := slices.IndexFunc(wtAll.Fields, func(g Field) bool { return g.Name == f.Name }); i >= 0 {
+				wtAll.Fields[i].Doc += ", " + op
+				continue
 			}
+			wtAll.Fields = append(wtAll.Fields, Field{Name: f.Name, Type: f.Type, Doc: op})
 		}
 	}
-	wtAll.Results = []Field{{Name: "ok", Type: "bool"}, {Name: "…", Type: "any", Doc: "the op's results (see host.git_worktree.<op>); get: " + wtItem}}
+	for _, o := range wtOps {
+		for _, f := range o.Results {
+			if i := slices.IndexFunc(wtAll.Results, func(r Field) bool { return r.Name == f.Name }); i >= 0 {
+				if f.Name != "ok" {
+					wtAll.Results[i].Doc += ", " + strings.TrimPrefix(o.Name, "host.git_worktree.")
+				}
+				continue
+			}
+			doc := strings.TrimPrefix(o.Name, "host.git_worktree.")
+			if f.Name == "ok" {
+				doc = ""
+			}
+			wtAll.Results = append(wtAll.Results, Field{Name: f.Name, Type: f.Type, Doc: doc})
+		}
+	}
 	wtAll.CheckFields = true
 	for i := range wtOps {
 		wtOps[i].CheckFields = true

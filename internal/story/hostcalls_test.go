@@ -64,8 +64,7 @@ func TestGitHandlerCallErrors(t *testing.T) {
 		`gitwt.yaml:9:37: states.a.on_enter[1].with.candidates: host.git_worktree has no field "candidates" (fields: op, name, id, base, session_id; see kitsoki hosts)`,
 		`gitwt.yaml:11:20: states.a.on_enter[2].with.op: host.git_worktree has no op "remove" (ops: cleanup_apply, cleanup_scan, create, get, list, sync; see kitsoki hosts)`,
 		`gitwt.yaml:13:15: states.a.on_enter[3].with: host.git_worktree needs with.op: list, get, create, sync, cleanup_scan or cleanup_apply`,
-		`gitwt.yaml:17:16: states.a.on_enter[5].with.path: host.diff.open has no field "path" (did you mean "paths"?) (fields: paths, base, title; see kitsoki hosts)`,
-		`gitwt.yaml:17:28: states.a.on_enter[5].with.new_text: host.diff.open has no field "new_text" (fields: paths, base, title; see kitsoki hosts)`,
+		`gitwt.yaml:17:16: states.a.on_enter[5].with.mode: host.diff.open has no field "mode" (fields: paths, base, path, new_text, title; see kitsoki hosts)`,
 		`gitwt.yaml:19:15: states.a.on_enter[6].with: host.transport.post needs with.body: the message; maps and lists are written as indented JSON`,
 		`gitwt.yaml:19:27: states.a.on_enter[6].with.channel: host.transport.post has no field "channel" (fields: body, transport, thread, title, phase_id, bot_marker; see kitsoki hosts)`,
 	}

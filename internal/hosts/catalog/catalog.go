@@ -221,8 +221,10 @@ func Builtins() []Spec {
 		{Name: "host.diff.open", Summary: "Show a change against a base as a text diff in the run's output (view-only: no verdict).",
 			CheckFields: true,
 			Fields: []Field{
-				{Name: "paths", Type: "list", Doc: "files or directories inside the workspace (a string is one path); default the whole tree"},
-				{Name: "base", Type: "string", Doc: "what the working tree is compared with (default HEAD)"},
+				{Name: "paths", Type: "list", Doc: "changes on disk: files or directories inside the workspace (a string is one path); default the whole tree"},
+				{Name: "base", Type: "string", Doc: "changes on disk: what the working tree is compared with (default HEAD)"},
+				{Name: "path", Type: "string", Doc: "proposed content: the file inside the workspace new_text would replace"},
+				{Name: "new_text", Type: "string", Doc: "proposed content: compared with path's current content (a missing file is empty)"},
 				{Name: "title", Type: "string", Doc: "written in the header line"},
 			},
 			Results: []Field{

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -34,42 +35,112 @@ func (d *Diff) Invoke(ctx context.Context, call *host.Call) (*host.Result, error
 	if err := checkKeys(DiffName, call.Args); err != nil {
 		return res(err)
 	}
-	paths, err := d.paths(call.Args["paths"])
+	title, err := str(call.Args, "title")
 	if err != nil {
 		return res(err)
 	}
-	base, err := str(call.Args, "base")
+	var text, against string
+	if _, proposed := call.Args["new_text"]; proposed {
+		text, against, err = d.proposed(ctx, call.Args)
+	} else {
+		text, against, err = d.onDisk(ctx, call.Args)
+	}
 	if err != nil {
 		return res(err)
+	}
+	data["diff"], data["truncated"], data["ok"] = text, len(text) >= maxOutput, true
+	if d.cfg.Out != nil {
+		d.print(title, against, text)
+		data["surface"], data["reviewed"] = "text", true
+	}
+	return &host.Result{Data: data}, nil
+}
+
+// onDisk is the diff of with.paths (default the whole tree) in the working
+// tree against with.base (default HEAD), and what it is against.
+func (d *Diff) onDisk(ctx context.Context, args map[string]any) (string, string, error) {
+	if _, ok := args["path"]; ok {
+		return "", "", errors.New("with.path goes with with.new_text (proposed content); for changes on disk give with.paths")
+	}
+	paths, err := d.paths(args["paths"])
+	if err != nil {
+		return "", "", err
+	}
+	base, err := str(args, "base")
+	if err != nil {
+		return "", "", err
 	}
 	if base == "" {
 		base = "HEAD"
 	}
 	if err := noOption("base", base); err != nil {
-		return res(err)
-	}
-	title, err := str(call.Args, "title")
-	if err != nil {
-		return res(err)
+		return "", "", err
 	}
 	dir, err := repo(ctx, &d.cfg)
 	if err != nil {
-		return res(err)
+		return "", "", err
 	}
-	args := append([]string{"diff", "--no-color", "--no-ext-diff", base, "--"}, paths...)
-	var out capped
-	out.max = maxOutput
-	text, err := git(ctx, &d.cfg, dir, args...)
+	text, err := git(ctx, &d.cfg, dir, append([]string{"diff", "--no-color", "--no-ext-diff", base, "--"}, paths...)...)
+	return text, "diff against " + base, err
+}
+
+// proposed is the diff from the file with.path (inside the workspace; a
+// missing file is empty) to with.new_text, content not yet on disk. Both
+// sides are copied to a temporary directory as a/<path> and b/<path> and
+// compared there with git diff --no-index, so the diff names the file as
+// a repository diff does; no repository is needed.
+func (d *Diff) proposed(ctx context.Context, args map[string]any) (string, string, error) {
+	for _, k := range []string{"paths", "base"} {
+		if _, ok := args[k]; ok {
+			return "", "", fmt.Errorf("with.%s is for changes on disk; with.new_text compares with.path's current content with it: give one or the other", k)
+		}
+	}
+	name, err := str(args, "path")
 	if err != nil {
-		return res(err)
+		return "", "", err
 	}
-	out.Write([]byte(text))
-	data["diff"], data["truncated"], data["ok"] = out.String(), len(text) >= maxOutput, true
-	if d.cfg.Out != nil {
-		d.print(title, base, out.String())
-		data["surface"], data["reviewed"] = "text", true
+	if name == "" {
+		return "", "", errors.New("with.path is required with with.new_text: the file the proposed content would replace")
 	}
-	return &host.Result{Data: data}, nil
+	newText, err := str(args, "new_text")
+	if err != nil {
+		return "", "", err
+	}
+	ws := d.cfg.Workspace
+	if ws.IsZero() {
+		return "", "", errors.New("no workspace is set for this run, so with.path cannot be checked")
+	}
+	real, err := ws.Resolve(ws.Dir(), name)
+	if err != nil {
+		return "", "", fmt.Errorf("with.path %w", err)
+	}
+	var old []byte
+	if _, err := ws.Stat(real); err == nil {
+		if old, err = ws.Read(real, name); err != nil {
+			return "", "", fmt.Errorf("with.path: %w", err)
+		}
+	}
+	rel, _ := filepath.Rel(ws.Dir(), real)
+	tmp, err := os.MkdirTemp("", "kitsoki-diff-")
+	if err != nil {
+		return "", "", err
+	}
+	defer os.RemoveAll(tmp)
+	for side, b := range map[string][]byte{"a": old, "b": []byte(newText)} {
+		p := filepath.Join(tmp, side, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return "", "", err
+		}
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			return "", "", err
+		}
+	}
+	a, b := filepath.ToSlash(filepath.Join("a", rel)), filepath.ToSlash(filepath.Join("b", rel))
+	text, err := git(ctx, &d.cfg, tmp, "diff", "--no-index", "--no-color", "--no-ext-diff", "--no-prefix", "--", a, b)
+	if ge := (*gitError)(nil); errors.As(err, &ge) && ge.code == 1 {
+		err = nil // differences found
+	}
+	return text, "proposed " + filepath.ToSlash(rel), err
 }
 
 // paths reads with.paths (a list, or one path as a string), each inside
@@ -110,8 +181,8 @@ func (d *Diff) paths(raw any) ([]string, error) {
 }
 
 // print writes the diff under a header line.
-func (d *Diff) print(title, base, diff string) {
-	head := "diff against " + base
+func (d *Diff) print(title, against, diff string) {
+	head := against
 	if title != "" {
 		head = title + " (" + head + ")"
 	}

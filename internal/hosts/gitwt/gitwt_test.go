@@ -285,12 +285,60 @@ func TestDiffOpen(t *testing.T) {
 		{map[string]any{"paths": []any{"../x"}}, `host.diff.open: with.paths[0] "../x" is outside the workspace ` + ws.Dir() + " (widen the workspace with --workspace DIR)"},
 		{map[string]any{"paths": []any{3}}, "host.diff.open: with.paths[0] must be a path, got int"},
 		{map[string]any{"base": "--output=/tmp/x"}, `host.diff.open: with.base "--output=/tmp/x" starts with '-'`},
-		{map[string]any{"new_text": "x"}, "host.diff.open: with.new_text is not a field of host.diff.open (fields: paths, base, title)"},
+		{map[string]any{"new_text": "x"}, "host.diff.open: with.path is required with with.new_text: the file the proposed content would replace"},
+		{map[string]any{"new_text": "x", "path": "a.txt", "base": "HEAD"}, "host.diff.open: with.base is for changes on disk; with.new_text compares with.path's current content with it: give one or the other"},
+		{map[string]any{"path": "a.txt"}, "host.diff.open: with.path goes with with.new_text (proposed content); for changes on disk give with.paths"},
+		{map[string]any{"new_text": "x", "path": "../../x"}, `host.diff.open: with.path "../../x" is outside the workspace`},
+		{map[string]any{"mode": "x"}, "host.diff.open: with.mode is not a field of host.diff.open (fields: paths, base, path, new_text, title)"},
 		{map[string]any{"base": "nosuch"}, "host.diff.open: git diff --no-color --no-ext-diff nosuch --: fatal: bad revision 'nosuch'"},
 	} {
 		r, _ := NewDiff(Config{Workspace: ws}).Invoke(ctx, call("s", tt.args))
 		if got := errText(r); !strings.HasPrefix(got, tt.want) {
 			t.Errorf("%v:\n got %q\nwant %q…", tt.args, got, tt.want)
 		}
+	}
+}
+
+// TestDiffOpenProposed: with.new_text is compared with the file's current
+// content, named as a repository diff names it; a missing file is empty;
+// no repository is needed.
+func TestDiffOpenProposed(t *testing.T) {
+	if _, err := exec.LookPath(Git); err != nil {
+		t.Skip("git is not installed")
+	}
+	dir := t.TempDir()
+	t.Setenv("GIT_CEILING_DIRECTORIES", filepath.Dir(dir))
+	if err := os.MkdirAll(filepath.Join(dir, "src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "src", "m.go"), []byte("package m\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ws, err := workspace.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	d := NewDiff(Config{Workspace: ws, Out: &out})
+	r, _ := d.Invoke(context.Background(), call("s", map[string]any{"path": "src/m.go", "new_text": "package n\n"}))
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	diff := r.Data["diff"].(string)
+	for _, want := range []string{"diff --git a/src/m.go b/src/m.go\n", "--- a/src/m.go\n+++ b/src/m.go\n", "-package m\n+package n\n"} {
+		if !strings.Contains(diff, want) {
+			t.Errorf("diff lacks %q:\n%s", want, diff)
+		}
+	}
+	if !strings.HasPrefix(out.String(), "── proposed src/m.go ──\n") {
+		t.Errorf("printed:\n%s", out.String())
+	}
+	r, _ = d.Invoke(context.Background(), call("s", map[string]any{"path": "src/new.go", "new_text": "x\n"}))
+	if r.Err != nil || !strings.Contains(r.Data["diff"].(string), "+x\n") {
+		t.Errorf("new file: %v %v", r.Data, r.Err)
+	}
+	r, _ = d.Invoke(context.Background(), call("s", map[string]any{"path": "src/m.go", "new_text": "package m\n"}))
+	if r.Err != nil || r.Data["diff"] != "" {
+		t.Errorf("no change: %v %v", r.Data, r.Err)
 	}
 }

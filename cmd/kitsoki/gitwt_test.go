@@ -156,3 +156,24 @@ func TestDiffOpenAndTransportPostRealRun(t *testing.T) {
 		t.Errorf("the secret is written unmasked:\nstdout:\n%s", out)
 	}
 }
+
+// TestHostsListsGitHandlers: kitsoki hosts lists the new handlers with their
+// fields.
+func TestHostsListsGitHandlers(t *testing.T) {
+	code, out, errs := runCLI(t, "", "hosts")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	for _, want := range []string{
+		"host.git_worktree  The workspace interface over git worktrees",
+		"host.git_worktree.create  Create (or return) a worktree of this session on a branch.",
+		"host.git_worktree.cleanup_apply", "host.git_worktree.cleanup_scan", "host.git_worktree.get",
+		"host.git_worktree.list", "host.git_worktree.sync",
+		"host.diff.open  Show a change against a base as a text diff",
+		"host.transport.post  Post a message to the terminal",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kitsoki hosts lacks %q", want)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"strings"
 
@@ -70,7 +71,7 @@ func git(ctx context.Context, cfg *Config, dir string, args ...string) (string, 
 	var out, errb capped
 	out.max, errb.max = maxOutput, 64<<10
 	p, err := supervise.Start(supervise.Config{
-		Name: "git", Path: Git, Args: args, Dir: dir, Env: nil,
+		Name: "git", Path: Git, Args: args, Dir: dir, Env: environ(),
 		Stdout: &out, Stderr: &errb, Logger: cfg.Logger,
 	})
 	if err != nil {
@@ -87,6 +88,12 @@ func git(ctx context.Context, cfg *Config, dir string, args ...string) (string, 
 		return out.String(), &gitError{args: args, code: code, out: errb.String() + out.String()}
 	}
 	return out.String(), nil
+}
+
+// environ is kitsoki's environment with git's credential prompts off: a
+// git command waiting on a terminal prompt would stall the run.
+func environ() []string {
+	return append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
 }
 
 // repo checks that git is installed and that the workspace lies in a git

@@ -1,7 +1,9 @@
 package runtime_test
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"testing"
 
 	"github.com/kitsoki/kitsoki/internal/host"
@@ -36,5 +38,26 @@ func TestOpenRegistersBuiltinHandlers(t *testing.T) {
 			t.Errorf("host.run ran in %q, want the workspace %q", got, want)
 		}
 		rt.Close()
+	}
+}
+
+// TestOpenWiresOut: host.transport.post prints on Config.Out, and nothing
+// without one.
+func TestOpenWiresOut(t *testing.T) {
+	st := loadHello(t)
+	var out bytes.Buffer
+	for _, w := range []io.Writer{&out, nil} {
+		rt, err := runtime.Open(st, runtime.Config{Out: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := rt.Host().Dispatch(context.Background(), &host.Call{Namespace: "host.transport.post", Args: map[string]any{"body": "hello"}})
+		rt.Close()
+		if err != nil || res.Err != nil {
+			t.Fatal(err, res.Err)
+		}
+	}
+	if got := out.String(); got != "[kitsoki]\nhello\n" {
+		t.Errorf("Out got %q, want one message", got)
 	}
 }

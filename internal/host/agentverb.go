@@ -3,13 +3,10 @@ package host
 import (
 	"context"
 	"fmt"
-	"maps"
 	"strconv"
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/schema"
-	"github.com/kitsoki/kitsoki/internal/trace"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
@@ -19,31 +16,27 @@ type agentHandler struct {
 	verb string
 }
 
-// prepared is an agent call ready to send.
-type prepared struct {
-	alias   string // "" on the built-in path
-	agent   agent.Agent
-	persona *agent.Persona
-	schema  *schema.Schema
-	req     *agent.AskRequest
-	timeout time.Duration
-	route   *Route // nil unless a pin or an eval routes the invoke
-}
-
+// Invoke prepares the call and sends it through the host's ask chain
+// (ask_chain.go).
 func (ah *agentHandler) Invoke(ctx context.Context, call *Call) (*Result, error) {
-	p, err := ah.prepare(call)
+	c, err := ah.prepare(call)
 	if err != nil {
 		return nil, err
 	}
-	return ah.h.ask(ctx, ah.verb, call, p)
+	a, err := ah.h.ask(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return c.result(a), nil
 }
 
 // prepare renders the prompt, resolves persona, schema and agent, and builds
-// the request. Failures here happen before anything is sent or traced.
-func (ah *agentHandler) prepare(call *Call) (*prepared, error) {
+// the request and the call value. Failures here happen before anything is
+// sent or traced.
+func (ah *agentHandler) prepare(call *Call) (*askCall, error) {
 	h, verb := ah.h, ah.verb
 	name := AgentNamespace + verb
-	p := &prepared{timeout: h.timeout}
+	p := &askCall{verb: verb, call: call, timeout: h.timeout}
 
 	p.route = h.routeFor(call)
 	if alias := p.route.alias(call.Invoke); alias != "" {
@@ -103,6 +96,7 @@ func (ah *agentHandler) prepare(call *Call) (*prepared, error) {
 	if p.schema != nil {
 		p.req.Schema = p.schema.Raw
 	}
+	p.ac = h.newCall(p)
 	return p, nil
 }
 
@@ -134,147 +128,33 @@ func parseTimeout(v any) (time.Duration, error) {
 	return d, nil
 }
 
-// ask sends a prepared call and turns the answer into a Result, writing the
-// agent.call.* events.
-func (h *Host) ask(ctx context.Context, verb string, call *Call, p *prepared) (*Result, error) {
-	start := h.clock.Now()
-	seq := h.sink.NextSeq(call.Turn)
-	p.req.CallID = trace.CallID(h.story.App.ID, strconv.FormatInt(call.Turn, 10)+":"+call.State+":"+strconv.Itoa(seq))
-	p.req.Deadline = start.Add(p.timeout).UTC().Format(time.RFC3339Nano)
-	ac := h.newCall(p.alias, p, call)
-	ep := h.selectEpisode(ctx, p, ac)
-
-	startPayload := trace.AgentCallStart{Verb: verb, Prompt: p.req.Prompt}
-	startPayload.Agent, startPayload.Model = describe(ac)
-	p.route.describeStart(&startPayload)
-	if p.alias == "" {
-		if p.schema != nil {
-			startPayload.Input = map[string]any{"schema_path": p.schema.Path}
-		}
-	} else if p.schema != nil {
-		startPayload.Input = map[string]any{"schema_present": true}
-	}
-	if err := h.sink.AppendPayload(&plugin.Event{Turn: call.Turn, StatePath: call.State, CallID: p.req.CallID,
-		EpisodeID: ep.ID, MatchIdx: ep.MatchIdx}, startPayload); err != nil {
-		return nil, &TraceError{err}
-	}
-
-	answered := ac // the call whose agent gave the final answer
-	resp, submission, askErr := h.askOnce(ctx, p.alias, p.agent, ac, p, call)
-	var subst *trace.Substitution
-	if askErr != nil && askErr.Kind == agent.KindSchemaInvalid && p.alias != "" && p.alias != agent.DefaultAlias {
-		if fe, ok := p.agent.(agent.FallbackEligible); ok && fe.FallbackEligible() {
-			subst = &trace.Substitution{Reason: string(agent.KindSchemaInvalid), OriginalPlugin: p.alias, FallbackPlugin: agent.DefaultAlias}
-			answered = h.newCall(agent.DefaultAlias, p, call)
-			resp, submission, askErr = h.fallback(ctx, answered, p, call)
-			if askErr == nil {
-				// The agent's response may be shared (a cassette replays
-				// the same one): annotate a copy.
-				r := *resp
-				r.Meta = maps.Clone(resp.Meta)
-				if r.Meta == nil {
-					r.Meta = map[string]any{}
-				}
-				r.Meta["fallback_of"] = p.alias
-				resp = &r
-			}
-		}
-	}
-	durMS := h.clock.Now().Sub(start).Milliseconds()
-
-	if askErr != nil {
-		// error_kind carries the kind on its own, so no masking of the
-		// error text can change it.
-		payload := trace.AgentCallError{Verb: verb, DurationMS: durMS, Error: askErr.Error(), ErrorKind: string(askErr.Kind), Substitution: subst}
-		payload.Agent, payload.Model = describe(answered)
-		if err := h.sink.AppendPayload(&plugin.Event{Turn: call.Turn, StatePath: call.State, CallID: p.req.CallID}, payload); err != nil {
-			return nil, &TraceError{err}
-		}
-		data := map[string]any{"ok": false, "exit_code": 1, "error": askErr.Error()}
-		if resp != nil && resp.Meta != nil {
-			data["meta"] = resp.Meta
-		}
-		return &Result{Data: data, Err: askErr, CallID: p.req.CallID}, nil
-	}
-
-	payload := trace.AgentCallComplete{Verb: verb, DurationMS: durMS,
-		Response: trace.AgentResponse{Submission: submission, Meta: resp.Meta}, Meta: resp.Meta, Substitution: subst}
-	payload.Agent, payload.Model = describe(answered)
-	if err := h.sink.AppendPayload(&plugin.Event{Turn: call.Turn, StatePath: call.State, CallID: p.req.CallID}, payload); err != nil {
-		return nil, &TraceError{err}
-	}
-	if p.alias == "" {
-		return &Result{Data: builtinData(verb, submission, resp.Meta)}, nil
-	}
-	return &Result{Data: map[string]any{
-		"submission": submission, "submitted": submission, "meta": metaOrNil(resp.Meta), "ok": true, "exit_code": 0,
-	}}, nil
-}
-
-// newCall builds the call value handed to the agent of alias ("" = the
+// newCall builds the call value handed to the agent of c.alias ("" = the
 // built-in claude path): the request, persona, schema validator, the
 // provider and effort, the run, and the model resolved for that agent.
-func (h *Host) newCall(alias string, p *prepared, call *Call) *agent.Call {
-	ac := &agent.Call{Request: p.req, Alias: alias, Persona: p.persona}
-	if p.schema != nil {
-		ac.SchemaPath = p.schema.Path
-		s := p.schema
+func (h *Host) newCall(c *askCall) *agent.Call {
+	ac := &agent.Call{Request: c.req, Alias: c.alias, Persona: c.persona}
+	if c.schema != nil {
+		ac.SchemaPath = c.schema.Path
+		s := c.schema
 		ac.Validate = func(b []byte) error { _, err := s.ValidateJSON(b); return err }
 	}
-	if pv, ok := call.Args["provider"].(string); ok {
+	if pv, ok := c.call.Args["provider"].(string); ok {
 		ac.ProviderName = pv
 	}
-	if p.route != nil {
-		if p.route.Provider != "" {
-			ac.ProviderName = p.route.Provider
+	if c.route != nil {
+		if c.route.Provider != "" {
+			ac.ProviderName = c.route.Provider
 		}
-		ac.Effort = p.route.Effort
+		ac.Effort = c.route.Effort
 	}
 	if ac.ProviderName != "" {
 		if spec, ok := h.story.Providers[ac.ProviderName]; ok {
 			ac.Provider = &spec
 		}
 	}
-	ac.Model = h.resolveModel(alias, ac, p.route)
+	ac.Model = h.resolveModel(c.alias, ac, c.route)
 	if h.run != nil {
-		ac.Run = h.run(call)
+		ac.Run = h.run(c.call)
 	}
 	return ac
-}
-
-// selectEpisode asks a replaying agent (the cassette transport) which
-// recorded episode will answer. A cassette-backed call takes its call_id
-// from the cassette key, and its agent.call.start carries episode_id and
-// match_idx. Other agents get the zero Episode and keep the live call_id.
-func (h *Host) selectEpisode(ctx context.Context, p *prepared, ac *agent.Call) agent.Episode {
-	sel, ok := p.agent.(agent.EpisodeSelector)
-	if !ok {
-		return agent.Episode{}
-	}
-	ep, ok := sel.SelectEpisode(ctx, ac)
-	if !ok {
-		return agent.Episode{}
-	}
-	app := ep.AppID
-	if app == "" {
-		app = h.story.App.ID
-	}
-	p.req.CallID = trace.CallID(app, trace.CassetteCallKey(ep.ID, ep.MatchIdx))
-	return ep
-}
-
-func metaOrNil(m map[string]any) any {
-	if m == nil {
-		return nil
-	}
-	return m
-}
-
-// describe returns the persona and the model of the call that answered,
-// as an agent event payload records them.
-func describe(ac *agent.Call) (persona, model string) {
-	if ac.Persona != nil {
-		persona = ac.Persona.Name
-	}
-	return persona, ac.Model
 }

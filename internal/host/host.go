@@ -118,6 +118,8 @@ type Host struct {
 	closers   []io.Closer
 
 	calls *runner // goroutines agent calls run on
+
+	ask askFunc // the chain every agent call goes through (ask_chain.go)
 }
 
 // Option configures a Host.
@@ -161,6 +163,7 @@ func New(st *story.Story, reg *agent.Registry, sink Sink, opts ...Option) *Host 
 	for _, o := range opts {
 		o(h)
 	}
+	h.ask = h.askChain()
 	for _, verb := range []string{plugin.VerbAsk, plugin.VerbDecide, plugin.VerbExtract, plugin.VerbTask, plugin.VerbConverse} {
 		h.handlers[AgentNamespace+verb] = &agentHandler{h: h, verb: verb}
 	}

@@ -1,7 +1,9 @@
 package runtime_test
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,5 +75,26 @@ func TestOpenRoutesInterfacesToTheirDefault(t *testing.T) {
 	_, err = rt.Host().Dispatch(context.Background(), &host.Call{Namespace: "iface.vcs.push"})
 	if err == nil || !strings.HasPrefix(err.Error(), `no handler for invoke "iface.vcs.push"`) {
 		t.Errorf("iface.vcs.push (no default): err = %v, want no handler", err)
+	}
+}
+
+// TestOpenWiresOut: host.transport.post prints on Config.Out, and nothing
+// without one.
+func TestOpenWiresOut(t *testing.T) {
+	st := loadHello(t)
+	var out bytes.Buffer
+	for _, w := range []io.Writer{&out, nil} {
+		rt, err := runtime.Open(st, runtime.Config{Out: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := rt.Host().Dispatch(context.Background(), &host.Call{Namespace: "host.transport.post", Args: map[string]any{"body": "hello"}})
+		rt.Close()
+		if err != nil || res.Err != nil {
+			t.Fatal(err, res.Err)
+		}
+	}
+	if got := out.String(); got != "[kitsoki]\nhello\n" {
+		t.Errorf("Out got %q, want one message", got)
 	}
 }

@@ -182,7 +182,7 @@ func TestLoadErrors(t *testing.T) {
 				`plugins.yaml:6:3: agent_plugins: key "fixer" must start with 'agent.' prefix`,
 				`plugins.yaml:7:3: agent_plugins.agent.noplugin: plugin: is required`,
 				`plugins.yaml:8:25: agent_plugins.agent.weird: unknown plugin "websocket" (supported: builtin.claude_cli, builtin.inprocess, subprocess, mcp_http, builtin.local_llm)`,
-				`plugins.yaml:9:24: agent_plugins.agent.tape: plugin "cassette" cannot be declared in agent_plugins: cassettes are wired in tests (testrunner.NewCassetteAgent + Registry.Register)`,
+				`plugins.yaml:9:24: agent_plugins.agent.tape: plugin "cassette" cannot be declared in agent_plugins: a cassette replays a run instead (kitsoki run --cassette FILE, a flow's host_cassette:, or kitsoki.WithCassette in Go tests)`,
 				`plugins.yaml:10:3: agent_plugins.agent.sub: subprocess plugin requires command:`,
 				`plugins.yaml:11:3: agent_plugins.agent.remote: mcp_http plugin requires endpoint:`,
 				`plugins.yaml:12:3: agent_plugins.agent.local: builtin.local_llm plugin requires model: or endpoint:`,

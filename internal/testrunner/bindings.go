@@ -7,9 +7,11 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kitsoki/kitsoki/internal/cassette/replay"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/hosts/catalog"
 	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/yamlnode"
 )
 
 // Binding is one host_bindings entry. Key is what is bound: a handler
@@ -49,14 +51,14 @@ func parseBindings(n *yaml.Node, file string) ([]Binding, error) {
 		n = n.Alias
 	}
 	if n.Kind != yaml.MappingNode {
-		return nil, bindingErr(file, n, "host_bindings must be a mapping of {interface or handler: handler}, e.g. host_bindings: {host.run: host.run} or {transport: host.artifacts_dir}; got %s", kindName(n))
+		return nil, bindingErr(file, n, "host_bindings must be a mapping of {interface or handler: handler}, e.g. host_bindings: {host.run: host.run} or {transport: host.artifacts_dir}; got %s", yamlnode.KindName(n))
 	}
 	seen := map[string]bool{}
 	var out []Binding
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if k.Kind != yaml.ScalarNode || k.Value == "" {
-			return nil, bindingErr(file, k, "host_bindings: a key must be a handler name (host.run) or an interface name (transport), got %s", kindName(k))
+			return nil, bindingErr(file, k, "host_bindings: a key must be a handler name (host.run) or an interface name (transport), got %s", yamlnode.KindName(k))
 		}
 		where := fmt.Sprintf("host_bindings[%q]", k.Value)
 		if seen[k.Value] {
@@ -64,7 +66,7 @@ func parseBindings(n *yaml.Node, file string) ([]Binding, error) {
 		}
 		seen[k.Value] = true
 		if v.Kind != yaml.ScalarNode || v.Tag == "!!null" || v.Value == "" {
-			return nil, bindingErr(file, v, "%s: the value must be a handler name such as host.artifacts_dir, got %s", where, kindName(v))
+			return nil, bindingErr(file, v, "%s: the value must be a handler name such as host.artifacts_dir, got %s", where, yamlnode.KindName(v))
 		}
 		if !bindingHandlerRx.MatchString(v.Value) {
 			return nil, bindingErr(file, v, "%s: %q is not a handler name: write a dotted invoke name such as host.artifacts_dir", where, v.Value)
@@ -94,8 +96,8 @@ func parseBindings(n *yaml.Node, file string) ([]Binding, error) {
 // interface the story never invokes, a handler bound live that a stub or
 // the cassette answers instead (a cassette miss does not fall back to the
 // real handler in this version).
-func checkBindings(fx *Fixture, st *story.Story, c *Cassette) error {
-	invokes := InvokeNames(st)
+func checkBindings(fx *Fixture, st *story.Story, c *replay.Cassette) error {
+	invokes := replay.InvokeNames(st)
 	for _, b := range fx.HostBindings {
 		where := fmt.Sprintf("%s:%d:%d: host_bindings[%q]", fx.File, b.Line, b.Col, b.Key)
 		stub, stubbed := stubFor(fx.HostHandlers, b.Handler)
@@ -134,7 +136,7 @@ func checkBindings(fx *Fixture, st *story.Story, c *Cassette) error {
 
 // cassetteFor returns the cassette handler that answers name (exactly or
 // as its longest dotted prefix), if c has episodes for one.
-func cassetteFor(c *Cassette, name string) (string, bool) {
+func cassetteFor(c *replay.Cassette, name string) (string, bool) {
 	if c == nil {
 		return "", false
 	}

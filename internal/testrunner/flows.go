@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kitsoki/kitsoki/internal/agent/cassette"
+	"github.com/kitsoki/kitsoki/internal/cassette/replay"
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/hosts/starlark"
@@ -156,7 +158,7 @@ func (r *Runner) story(path, ws string) (*story.Story, error) {
 type Flow struct {
 	Fixture  *Fixture
 	Story    *story.Story
-	Cassette *Cassette // nil without host_cassette
+	Cassette *replay.Cassette // nil without host_cassette
 
 	cfg flowConfig
 	clk *clock.Fake
@@ -193,7 +195,7 @@ func (r *Runner) Prepare(fx *Fixture) (*Flow, error) {
 		return nil, err
 	}
 	if fx.CassettePath != "" {
-		c, err := LoadCassette(fx.CassettePath, WithClock(f.clk), WithGetenv(r.cfg.getenv), WithSecrets(st.Secrets), WithStrictRequests(r.cfg.strict))
+		c, err := replay.Load(fx.CassettePath, cassette.WithClock(f.clk), cassette.WithGetenv(r.cfg.getenv), cassette.WithSecrets(st.Secrets), cassette.WithStrictRequests(r.cfg.strict))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", fx.Name, err)
 		}
@@ -219,7 +221,7 @@ func (r *Runner) Prepare(fx *Fixture) (*Flow, error) {
 func checkStubNames(fx *Fixture, st *story.Story) error {
 	for _, name := range sortedKeys(fx.HostHandlers) {
 		_, declared := st.Plugins[name]
-		if !declared && !isAgentHandler(name) {
+		if !declared && !replay.IsAgentHandler(name) {
 			continue
 		}
 		stub := fx.HostHandlers[name]
@@ -364,7 +366,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 			dropped.Add(1)
 			return &host.Result{}, nil
 		})
-		for _, name := range InvokeNames(st) {
+		for _, name := range replay.InvokeNames(st) {
 			if !bound(fx.HostBindings, name) {
 				h.Register(name, drop)
 			}
@@ -529,7 +531,7 @@ type stubHandler struct {
 // envelope; an envelope replaces the whole answer.
 func (s *stubHandler) Invoke(ctx context.Context, call *host.Call) (*host.Result, error) {
 	env := s.envelope(call.Namespace, call.Args)
-	if err := sleepOn(ctx, s.clk, s.stub.Delay, "host_handlers."+s.name); err != nil {
+	if err := cassette.SleepOn(ctx, s.clk, s.stub.Delay, "host_handlers."+s.name); err != nil {
 		return nil, err
 	}
 	if env.InfraError != "" {
@@ -600,7 +602,7 @@ func LoadFixtures(appPath, glob string) ([]*Fixture, error) {
 	}
 	var out []*Fixture
 	for _, file := range files {
-		b, err := readFile(file)
+		b, err := cassette.ReadFile(file)
 		if err != nil {
 			return nil, err
 		}
@@ -611,4 +613,29 @@ func LoadFixtures(appPath, glob string) ([]*Fixture, error) {
 		out = append(out, fxs...)
 	}
 	return out, nil
+}
+
+func deepCopyMap(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = deepCopy(v)
+	}
+	return out
+}
+
+func deepCopy(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		return deepCopyMap(t)
+	case []any:
+		l := make([]any, len(t))
+		for i, e := range t {
+			l[i] = deepCopy(e)
+		}
+		return l
+	}
+	return v
 }

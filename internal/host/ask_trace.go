@@ -1,0 +1,77 @@
+package host
+
+import (
+	"context"
+
+	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/trace"
+	"github.com/kitsoki/kitsoki/pkg/plugin"
+)
+
+// stepTrace writes agent.call.start before the call and, after it,
+// agent.call.complete or agent.call.error with the duration and the
+// persona and model of the agent that answered. A trace that cannot be
+// written is a TraceError: the call's answer is dropped and the run stops.
+func (h *Host) stepTrace(ctx context.Context, c *askCall, next askFunc) (answer, error) {
+	if err := h.sink.AppendPayload(&plugin.Event{Turn: c.call.Turn, StatePath: c.call.State, CallID: c.req.CallID,
+		EpisodeID: c.ep.ID, MatchIdx: c.ep.MatchIdx}, startPayload(c)); err != nil {
+		return answer{}, &TraceError{err}
+	}
+	a, err := next(ctx, c)
+	if err != nil {
+		return a, err
+	}
+	durMS := h.clock.Now().Sub(c.start).Milliseconds()
+	answered := a.answered
+	if answered == nil {
+		answered = c.ac
+	}
+	var closing trace.Payload
+	if a.err != nil {
+		// error_kind carries the kind on its own, so no masking of the
+		// error text can change it.
+		p := trace.AgentCallError{Verb: c.verb, DurationMS: durMS, Error: a.err.Error(), ErrorKind: string(a.err.Kind), Substitution: a.subst}
+		p.Agent, p.Model = describe(answered)
+		closing = p
+	} else {
+		var meta map[string]any
+		if a.resp != nil {
+			meta = a.resp.Meta
+		}
+		p := trace.AgentCallComplete{Verb: c.verb, DurationMS: durMS,
+			Response: trace.AgentResponse{Submission: a.submission, Meta: meta}, Meta: meta, Substitution: a.subst}
+		p.Agent, p.Model = describe(answered)
+		closing = p
+	}
+	if err := h.sink.AppendPayload(&plugin.Event{Turn: c.call.Turn, StatePath: c.call.State, CallID: c.req.CallID}, closing); err != nil {
+		return answer{}, &TraceError{err}
+	}
+	return a, nil
+}
+
+// startPayload is the agent.call.start of c: verb, prompt, persona and
+// model, the route's profile, effort and pin, and the verb's input
+// ({schema_path} on the built-in path, {schema_present: true} on a
+// plugin's, when the call has a schema).
+func startPayload(c *askCall) trace.AgentCallStart {
+	p := trace.AgentCallStart{Verb: c.verb, Prompt: c.req.Prompt}
+	p.Agent, p.Model = describe(c.ac)
+	c.route.describeStart(&p)
+	if c.schema != nil {
+		if c.alias == "" {
+			p.Input = map[string]any{"schema_path": c.schema.Path}
+		} else {
+			p.Input = map[string]any{"schema_present": true}
+		}
+	}
+	return p
+}
+
+// describe returns the persona and the model of a call, as an agent event
+// payload records them.
+func describe(ac *agent.Call) (persona, model string) {
+	if ac.Persona != nil {
+		persona = ac.Persona.Name
+	}
+	return persona, ac.Model
+}

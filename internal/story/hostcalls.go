@@ -74,7 +74,7 @@ func (l *loader) hostRunEnv(f *file, n *yaml.Node, path string) {
 // needs a product kitsoki does not have) unless a host plugin provides it.
 func (l *loader) checkUnbuilt(r *effectRef) {
 	in := r.e.Invoke
-	if in == nil || in.Name == "" || isTemplated(in.Name) {
+	if in == nil || in.Name == "" || isTemplated(in.Name) || l.opts.stubbed {
 		return
 	}
 	u, ok := catalog.Refused(in.Name)

@@ -28,6 +28,16 @@ type options struct {
 	workspace string
 	fsys      fs.FS  // WithFS: read from it instead of the OS
 	fsDir     string // where fsys is mounted
+	stubbed   bool   // WithStubbedHosts
+}
+
+// WithStubbedHosts loads the story for `kitsoki test flows`, where flow
+// fixtures answer host handlers with stubs and cassettes: an invoke of a
+// handler kitsoki does not build (it needs Jira, an IDE, slidey, …) is not
+// refused, since a fixture may stub it. Runs and `kitsoki validate` load
+// without it and refuse such an invoke unless a host plugin serves it.
+func WithStubbedHosts() Option {
+	return func(o *options) { o.stubbed = true }
 }
 
 // WithWorkspace sets the workspace every file the story reads must stay

@@ -112,3 +112,8 @@ func truthy(v any) bool {
 	}
 	return true
 }
+
+// Truthy is the {{ if }} rule for callers outside templates (view element
+// when: guards): false, nil, zero numbers and empty strings, lists and maps
+// are false.
+func Truthy(v any) bool { return truthy(v) }

@@ -233,10 +233,15 @@ func (s *Session) stateEnv(t *turnCtx) expr.Env {
 // View renders the current state's view ("" when it has none).
 func (s *Session) View() (string, error) {
 	st := s.story.States[s.state]
-	if st == nil || st.View == nil {
+	switch {
+	case st == nil:
 		return "", nil
+	case st.View != nil:
+		return st.View.Render(s.stateEnv(&turnCtx{n: s.turn}))
+	case st.ViewDoc != nil:
+		return viewText(st.ViewDoc, s.stateEnv(&turnCtx{n: s.turn}))
 	}
-	return st.View.Render(s.stateEnv(&turnCtx{n: s.turn}))
+	return "", nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {

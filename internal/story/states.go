@@ -63,11 +63,7 @@ func (l *loader) loadState(f *file, n *yaml.Node, path string, s *State) {
 	strField(l, f, fs, path, "description", &s.Description)
 	boolField(l, f, fs, path, "terminal", &s.Terminal)
 	if v, ok := fs.get("view"); ok {
-		if d := deref(v.val); d != nil && d.Kind == yaml.SequenceNode {
-			l.warnAt(f, v.key, joinPath(path, "view"), "a typed view element list is not supported yet and is ignored")
-		} else {
-			l.compileText(f, v.val, joinPath(path, "view"), func(t *expr.Text) { s.View = t })
-		}
+		l.loadView(f, v, joinPath(path, "view"), s)
 	}
 	if oe, ok := fs.get("on_enter"); ok {
 		s.OnEnter = l.loadEffects(f, oe.val, joinPath(path, "on_enter"), effCtx{state: s, where: "on_enter"})

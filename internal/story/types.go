@@ -128,7 +128,8 @@ type State struct {
 	Name          string
 	Parent        string // enclosing state path, "" at top level
 	Description   string
-	View          *expr.Text // nil when absent
+	View          *expr.Text // the string form; nil when absent
+	ViewDoc       *ViewDoc   // the typed forms (element list, extends/blocks); nil when absent
 	OnEnter       []*Effect
 	On            map[string][]*Arm // intent name (or "*") -> arms, in order
 	Terminal      bool

@@ -281,7 +281,7 @@ func (l *loader) loadElements(f *file, n *yaml.Node, path string, inBlock bool) 
 		}
 		if el.Kind == "choice" {
 			if inBlock {
-				l.errAt(f, it, ep, "a choice element cannot sit inside blocks:; put it next to the extends: view's blocks as its own view, or drop extends:")
+				l.errAt(f, it, ep, "a choice element cannot sit inside blocks: (a base view renders its blocks as text); write the view as a list of elements to offer a choice, or use a list: element here")
 				continue
 			}
 			if choices++; choices > 1 {

@@ -156,3 +156,74 @@ func BenchmarkLoadLarge(b *testing.B) {
 		s.Close()
 	}
 }
+
+// writeTypedViewStory writes a story of n states whose views are typed:
+// even states an element list with a choice, odd ones extends/blocks over
+// views/base.pongo.
+func writeTypedViewStory(tb testing.TB, dir string, n int) string {
+	tb.Helper()
+	var b strings.Builder
+	b.WriteString("app: {id: typed-bench}\nroot: s000\nworld:\n  count: {type: int, default: 0}\n  items: {type: list, default: []}\nintents:\n  next: {}\nstates:\n")
+	for i := range n {
+		next := fmt.Sprintf("s%03d", (i+1)%n)
+		if i%2 == 0 {
+			fmt.Fprintf(&b, `  s%03[1]d:
+    description: "State %[1]d"
+    view:
+      - banner: {text: "STATE %[1]d", subtitle: "count {{ world.count }}"}
+      - kv: {pairs: {Count: "{{ world.count }}", Items: "{{ world.items|length }}", State: "{{ state.path }}"}}
+      - prose: "Items: {{ world.items|join:', ' }}"
+        when: "world.items"
+      - list: {items: [{label: "next", hint: "go on"}, {label: "{{ world.count }}", when: "world.count > 1"}]}
+      - choice: {prompt: "Go", items: [{label: "next", intent: next, hint: "to %[2]s"}]}
+    on: {next: [{target: %[2]s, effects: [{increment: {count: 1}}]}]}
+`, i, next)
+		} else {
+			fmt.Fprintf(&b, `  s%03[1]d:
+    description: "State %[1]d"
+    view:
+      extends: base
+      blocks:
+        body: [{prose: "Body %[1]d {{ world.count }}"}, {kv: {pairs: {A: "1", B: "{{ world.count }}"}}}]
+    on: {next: [{target: %[2]s}]}
+`, i, next)
+		}
+	}
+	must := func(err error) {
+		if err != nil {
+			tb.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(dir, "views"), 0o755))
+	must(os.WriteFile(filepath.Join(dir, "views", "base.pongo"), []byte("{% block status %}{{ world.count }}{% endblock %}\n{% block heading %}{{ state.description }}{% endblock %}\n{% block body %}{% endblock %}\n"), 0o644))
+	must(os.WriteFile(filepath.Join(dir, "app.yaml"), []byte(b.String()), 0o644))
+	return filepath.Join(dir, "app.yaml")
+}
+
+// TestTypedViewStoryLoads keeps the typed-view benchmark's story honest.
+func TestTypedViewStoryLoads(t *testing.T) {
+	s := load(t, writeTypedViewStory(t, t.TempDir(), 20), nil)
+	if len(s.Warnings) != 0 {
+		t.Errorf("warnings: %v", lines(s.Warnings))
+	}
+	if d := s.States["s000"].ViewDoc; d == nil || len(d.Elements) != 5 {
+		t.Fatalf("s000 view = %+v", d)
+	}
+	if d := s.States["s001"].ViewDoc; d == nil || len(d.Blocks["body"]) != 2 || d.NoBase {
+		t.Fatalf("s001 view = %+v", d)
+	}
+}
+
+// BenchmarkLoadTypedViews loads a generated story of 200 states with typed
+// views (element lists and extends/blocks).
+func BenchmarkLoadTypedViews(b *testing.B) {
+	path := writeTypedViewStory(b, b.TempDir(), 200)
+	b.ReportAllocs()
+	for b.Loop() {
+		s, err := Load(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+	}
+}

@@ -303,11 +303,16 @@ func renderItems(items []*story.ViewItem, env expr.Env) ([]ViewItem, error) {
 			return nil, fmt.Errorf("items[%d].hint: %w", i, err)
 		}
 		if it.Slots != nil {
-			v, err := it.Slots.Eval(env)
-			if err != nil {
-				return nil, fmt.Errorf("items[%d].slots: %w", i, err)
+			r.Slots = make(map[string]any, len(it.Slots))
+			for _, sl := range it.Slots {
+				if sl.Text == nil {
+					r.Slots[sl.Key] = sl.Value
+					continue
+				}
+				if r.Slots[sl.Key], err = sl.Text.Render(env); err != nil {
+					return nil, fmt.Errorf("items[%d].slots.%s: %w", i, sl.Key, err)
+				}
 			}
-			r.Slots, _ = v.(map[string]any)
 		}
 		out = append(out, r)
 	}

@@ -63,9 +63,17 @@ type ViewItem struct {
 	Hint   *expr.Text
 	When   *expr.Value
 	Intent string     // choice single
-	Slots  *expr.Tree // choice single: pre-bound slots
+	Slots  []ViewSlot // choice single: pre-bound slots, in author order
 	Param  *ViewParam // choice single
 	Value  string     // choice multi (a literal)
+}
+
+// ViewSlot is one pre-bound slot of a choice item: a string is a text
+// template (as every display string of a view), anything else a literal.
+type ViewSlot struct {
+	Key   string
+	Text  *expr.Text
+	Value any
 }
 
 // ViewParam is a single-mode item's one-slot capture.
@@ -482,7 +490,7 @@ func (l *loader) loadItems(f *file, n *yaml.Node, path string, spec *keySpec, mo
 				l.errAt(f, nd, ip, "a choice item needs intent: (the intent it dispatches)")
 			}
 			if sl, ok := fs.get("slots"); ok {
-				l.compileTree(f, sl.val, joinPath(ip, "slots"), func(t *expr.Tree) { it.Slots = t })
+				it.Slots = l.loadItemSlots(f, sl.val, joinPath(ip, "slots"))
 			}
 			if pa, ok := fs.get("param"); ok {
 				it.Param = l.loadParam(f, pa.val, joinPath(ip, "param"))
@@ -705,4 +713,21 @@ func (l *loader) compileViewWhen(f *file, n *yaml.Node, path string, assign func
 	}
 	d := deref(n)
 	l.compileValue(f, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "{{ " + strings.TrimSpace(src) + " }}", Line: d.Line, Column: d.Column}, path, assign)
+}
+
+func (l *loader) loadItemSlots(f *file, n *yaml.Node, path string) []ViewSlot {
+	es, _ := l.entries(f, n, path)
+	out := make([]ViewSlot, len(es))
+	for i, e := range es {
+		out[i].Key = e.name
+		sp := &out[i]
+		if d := deref(e.val); d != nil && d.Kind == yaml.ScalarNode && d.Tag == "!!str" {
+			l.compileText(f, e.val, joinPath(path, e.name), func(t *expr.Text) { sp.Text = t })
+			continue
+		}
+		if v, ok := l.value(f, e.val, joinPath(path, e.name)); ok {
+			sp.Value = v
+		}
+	}
+	return out
 }

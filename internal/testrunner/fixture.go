@@ -304,8 +304,7 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 		return nil, err
 	}
 	if an, ok := m["advance_clock"]; ok {
-		return nil, fmt.Errorf("%s:%d:%d: fixture.advance_clock is not supported at the top level: write advance_clock: on the turn after which the flow's clock moves (turns[i].advance_clock: \"2s\")",
-			file, an.Line, an.Column)
+		return nil, bindingErr(file, an, "fixture.advance_clock is not supported at the top level: write advance_clock: on the turn after which the flow's clock moves (turns[i].advance_clock: \"2s\")")
 	}
 	bools := map[string]*bool{"expect_terminal": &fx.ExpectTerminal, "expect_no_errors": &fx.ExpectNoErrors,
 		"strict_cassette_coverage": &fx.StrictCassetteCoverage}
@@ -413,8 +412,7 @@ func noHostCalls(m map[string]*yaml.Node, file, where string) (bool, []string, e
 		return false, nil, nil
 	}
 	bad := func(what string) error {
-		return fmt.Errorf("%s:%d:%d: %s.expect_no_host_calls must be true, false or a list of handler names (e.g. [host.github, iface.ci.run_tests]), %s",
-			file, v.Line, v.Column, where, what)
+		return bindingErr(file, v, "%s.expect_no_host_calls must be true, false or a list of handler names (e.g. [host.github, iface.ci.run_tests]), %s", where, what)
 	}
 	switch v.Kind {
 	case yaml.ScalarNode:
@@ -430,8 +428,7 @@ func noHostCalls(m map[string]*yaml.Node, file, where string) (bool, []string, e
 				e = e.Alias
 			}
 			if e.Kind != yaml.ScalarNode || e.Tag == "!!null" || strings.TrimSpace(e.Value) == "" {
-				return false, nil, fmt.Errorf("%s:%d:%d: %s.expect_no_host_calls[%d] must be a handler name (e.g. host.github), got %s",
-					file, e.Line, e.Column, where, i, yamlnode.KindName(e))
+				return false, nil, bindingErr(file, e, "%s.expect_no_host_calls[%d] must be a handler name (e.g. host.github), got %s", where, i, yamlnode.KindName(e))
 			}
 			out = append(out, e.Value)
 		}
@@ -513,10 +510,10 @@ func parseEnvelope(m map[string]*yaml.Node, where, file string) (Envelope, error
 	var err error
 	if d, ok := m["delay"]; ok && d.Tag != "!!null" {
 		if d.Kind != yaml.ScalarNode {
-			return e, fmt.Errorf("%s:%d:%d: %s.delay must be a duration such as \"20ms\" or \"2s\", got %s", file, d.Line, d.Column, where, yamlnode.KindName(d))
+			return e, bindingErr(file, d, "%s.delay must be a duration such as \"20ms\" or \"2s\", got %s", where, yamlnode.KindName(d))
 		}
 		if e.Delay, err = cassette.ParseDelay(d.Value); err != nil {
-			return e, fmt.Errorf("%s:%d:%d: %s.delay: %w", file, d.Line, d.Column, where, err)
+			return e, bindingErr(file, d, "%s.delay: %w", where, err)
 		}
 		e.HasDelay = true
 	}
@@ -555,15 +552,13 @@ func parseTurn(n *yaml.Node, i int, file string) (*TurnSpec, error) {
 	if an, ok := m["advance_clock"]; ok && an.Tag != "!!null" {
 		d, err := clockDuration(an.Value)
 		if an.Kind != yaml.ScalarNode || err != nil || d <= 0 {
-			return nil, fmt.Errorf("%s:%d:%d: %s.advance_clock must be a positive duration such as \"200ms\", \"2s\", \"9m\" or \"11d\", got %q",
-				file, an.Line, an.Column, where, an.Value)
+			return nil, bindingErr(file, an, "%s.advance_clock must be a positive duration such as \"200ms\", \"2s\", \"9m\" or \"11d\", got %q", where, an.Value)
 		}
 		ts.AdvanceClock = d
 	}
 	if tn, ok := m["then"]; ok && tn.Tag != "!!null" {
 		if tn.Kind != yaml.SequenceNode {
-			return nil, fmt.Errorf("%s:%d:%d: %s.then must be a list of expectation blocks (- expect_state: done), got %s",
-				file, tn.Line, tn.Column, where, yamlnode.KindName(tn))
+			return nil, bindingErr(file, tn, "%s.then must be a list of expectation blocks (- expect_state: done), got %s", where, yamlnode.KindName(tn))
 		}
 		for j, bn := range tn.Content {
 			bw := fmt.Sprintf("%s.then[%d]", where, j)

@@ -542,3 +542,36 @@ func (s *Session) Say(ctx context.Context, text string) (*Outcome, error) {
 	}
 	return out, err
 }
+
+// RouteIn routes free text as if the session were in state, without
+// taking a turn or entering the state: the tiers, then the router (whose
+// agent.call.* and the turn.routed event are traced under turn n). The
+// intents test uses it; the session's own state is left as it was.
+func (s *Session) RouteIn(ctx context.Context, n int64, state, text string) (Route, error) {
+	if s.story.States[state] == nil {
+		return Route{}, fmt.Errorf("state %q is not declared%s", state, suggestQuoted(state, sortedKeys(s.story.States)))
+	}
+	prev := s.state
+	s.state = state
+	defer func() { s.state = prev }()
+	t := s.newTurn(n, "", nil)
+	r := s.route(ctx, t, text)
+	if r.Err != nil && isTraceErr(r.Err) {
+		return r, r.Err
+	}
+	routed := trace.TurnRouted{Tier: r.Tier, Input: text, Intent: r.Intent, Confidence: r.Confidence}
+	if r.Intent != "" {
+		routed.Slots = r.Slots
+	}
+	if err := s.emit(t, routed); err != nil {
+		return r, err
+	}
+	return r, s.sink.EndTurn()
+}
+
+func suggestQuoted(word string, cands []string) string {
+	if sug := suggest(word, cands); sug != "" {
+		return fmt.Sprintf(" (did you mean %q?)", sug)
+	}
+	return ""
+}

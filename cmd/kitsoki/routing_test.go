@@ -225,3 +225,17 @@ func TestRoutingFlagErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestFreeTextBuiltinRouter: --router agent.claude takes the built-in
+// path, whose decide a host cassette answers by call: route.
+func TestFreeTextBuiltinRouter(t *testing.T) {
+	tr := filepath.Join(t.TempDir(), "t.jsonl")
+	code, out, errs := runCLI(t, "", "run", routingStory, "--trace", tr, "--router", "agent.claude",
+		"--cassette", "testdata/routing/cassettes/builtin.yaml", "--say", "I am done")
+	if code != exitOK || out != "Bye.\n" {
+		t.Fatalf("exit %d, stdout %q\n%s", code, out, errs)
+	}
+	if tiers, _ := routedTiers(t, tr); !cmp.Equal(tiers, []string{"router"}) {
+		t.Errorf("tiers = %v, want [router]", tiers)
+	}
+}

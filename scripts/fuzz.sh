@@ -22,7 +22,7 @@ FuzzRead ./internal/trace
 FuzzAppendJSONString ./internal/trace
 FuzzFloat ./internal/trace
 FuzzStream ./internal/agent/subprocess
-FuzzCassette ./internal/testrunner
+FuzzCassette ./internal/agent/cassette
 FuzzFlowFixture ./internal/testrunner
 FuzzHTTP ./internal/toolserver
 FuzzServeConn ./pkg/plugin

@@ -4,17 +4,18 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/kitsoki/kitsoki/internal/agent/cassette"
+	"github.com/kitsoki/kitsoki/internal/cassette/replay"
 	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
-	"github.com/kitsoki/kitsoki/internal/testrunner"
 )
 
 // agentSetup wires `kitsoki run --cassette FILE` (replay a cassette in
 // place of the declared agents) and `--record FILE` (run the real agents
 // and write every exchange as a cassette) into the run's runtime.
 type agentSetup struct {
-	cassette *testrunner.Cassette
-	recorder *testrunner.Recorder
+	cassette *replay.Cassette
+	recorder *replay.Recorder
 	record   string
 }
 
@@ -23,17 +24,17 @@ func setupAgents(o *runOpts, st *story.Story) (*agentSetup, error) {
 	s := &agentSetup{record: o.record}
 	switch {
 	case o.cassette != "" && o.record != "":
-		return nil, fmt.Errorf("--cassette and --record cannot be combined (to add missing episodes to a cassette, set record_mode: new_episodes or %s=new_episodes)", testrunner.EnvRecord)
+		return nil, fmt.Errorf("--cassette and --record cannot be combined (to add missing episodes to a cassette, set record_mode: new_episodes or %s=new_episodes)", cassette.EnvRecord)
 	case o.cassetteStrict && o.cassette == "":
 		return nil, fmt.Errorf("--cassette-strict applies to a replay: give --cassette FILE too")
 	case o.cassette != "":
-		c, err := testrunner.LoadCassette(o.cassette, testrunner.WithSecrets(st.Secrets), testrunner.WithStrictRequests(o.cassetteStrict))
+		c, err := replay.Load(o.cassette, cassette.WithSecrets(st.Secrets), cassette.WithStrictRequests(o.cassetteStrict))
 		if err != nil {
 			return nil, err
 		}
 		s.cassette = c
 	case o.record != "":
-		s.recorder = testrunner.NewRecorder(st.App.ID, st.App.Version, testrunner.WithSecrets(st.Secrets))
+		s.recorder = replay.NewRecorder(st.App.ID, st.App.Version, cassette.WithSecrets(st.Secrets))
 	}
 	return s, nil
 }

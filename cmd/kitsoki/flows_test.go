@@ -28,6 +28,10 @@ func TestFlowsExitCodes(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("test_kind: flow\nturns: [{intent: add, expect_stat: x}]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	badBindings := filepath.Join(dir, "bindings.yaml")
+	if err := os.WriteFile(badBindings, []byte("test_kind: flow\nhost_bindings: [host.run]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name   string
 		args   []string
@@ -35,6 +39,8 @@ func TestFlowsExitCodes(t *testing.T) {
 		stdout []string
 		stderr string
 	}{
+		{"bad host_bindings", []string{"test", "flows", shopApp, "--flows", badBindings}, 2, nil,
+			`kitsoki test flows: ` + badBindings + `:2:16: host_bindings must be a mapping of {interface or handler: handler}, e.g. host_bindings: {host.run: host.run} or {transport: host.artifacts_dir}; got a list` + "\n"},
 		{"failing flows", []string{"test", "flows", shopApp, "--flows", "../../internal/testrunner/testdata/shop/failing/*.yaml"}, 1,
 			[]string{"FAIL  state.yaml\n  FAIL  turn 1 → cart\n  ✗ expect_state: got \"cart\", want \"paying\"\n", "\nSummary: 0/7 flows pass\nFAIL\n"}, ""},
 		{"verbose passing", []string{"test", "flows", shopApp, "--v"}, 0,

@@ -183,6 +183,18 @@ func TestUnbuiltHandlerRefusedAtLoad(t *testing.T) {
 	if !strings.Contains(errs, want) {
 		t.Errorf("stderr lacks\n%s\ngot:\n%s", want, errs)
 	}
+	// A flow may stub it: under test flows the story loads and the stub
+	// answers.
+	if err := os.MkdirAll(filepath.Join(dir, "flows"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	flow := "test_kind: flow\nhost_handlers:\n  host.slidey.render: {data: {url: deck.html}}\nturns: []\n"
+	if err := os.WriteFile(filepath.Join(dir, "flows", "stubbed.yaml"), []byte(flow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := runCLI(t, "", "test", "flows", app); code != exitOK {
+		t.Errorf("test flows with a stub: exit %d, want 0\n%s\n%s", code, out, errs)
+	}
 }
 
 func TestHostsListing(t *testing.T) {

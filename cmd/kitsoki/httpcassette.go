@@ -6,11 +6,11 @@ import (
 	"os"
 	"strings"
 
+	"github.com/kitsoki/kitsoki/internal/agent/cassette"
 	"github.com/kitsoki/kitsoki/internal/hosts/starlark"
 	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/secret"
 	"github.com/kitsoki/kitsoki/internal/story"
-	"github.com/kitsoki/kitsoki/internal/testrunner"
 )
 
 // httpRecordEnv overrides an HTTP cassette's record mode.
@@ -37,8 +37,8 @@ func openHTTPCassette(o *runOpts, st *story.Story, cfg *runtime.Config) (*httpCa
 		return nil, err
 	}
 	// KITSOKI_CASSETTE_STRICT, as for host cassettes: CI never records.
-	if s := strings.TrimSpace(os.Getenv(testrunner.EnvStrict)); (s == "1" || strings.EqualFold(s, "true")) && h.c.Mode() != starlark.ModeNone {
-		return nil, fmt.Errorf("--http-cassette %s: %s=1 but the HTTP cassette's record mode is %q", o.httpCassette, testrunner.EnvStrict, h.c.Mode())
+	if s := strings.TrimSpace(os.Getenv(cassette.EnvStrict)); (s == "1" || strings.EqualFold(s, "true")) && h.c.Mode() != starlark.ModeNone {
+		return nil, fmt.Errorf("--http-cassette %s: %s=1 but the HTTP cassette's record mode is %q", o.httpCassette, cassette.EnvStrict, h.c.Mode())
 	}
 	return h, nil
 }

@@ -169,6 +169,7 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 		PinWarning: pinWarnings(stderr),
 		Session:    session,
 		Tools:      runtime.Tools{Plugins: true, Providers: o.toolProviders, Autopilot: o.autopilot},
+		Out:        stdout,
 	}
 	as.configure(&cfg)
 	hc, err := openHTTPCassette(o, st, &cfg)

@@ -5,8 +5,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kitsoki/kitsoki/internal/agent/cassette"
+	"github.com/kitsoki/kitsoki/internal/cassette/replay"
 	"github.com/kitsoki/kitsoki/internal/story"
-	"github.com/kitsoki/kitsoki/internal/testrunner"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
@@ -43,19 +44,19 @@ in the cassette too (and gives the app id when --app-id is not set).`,
 			if err != nil {
 				return exitWith(exitFailure, fmt.Errorf("kitsoki trace to-cassette: %s: %w", args[0], err))
 			}
-			var opts []testrunner.LoadOption
+			var opts []cassette.LoadOption
 			if storyPath != "" {
 				st, err := story.Load(storyPath)
 				if err != nil {
 					return exitWith(exitLoad, err)
 				}
 				st.Close()
-				opts = append(opts, testrunner.WithSecrets(st.Secrets))
+				opts = append(opts, cassette.WithSecrets(st.Secrets))
 				if appID == "" {
 					appID = st.App.ID
 				}
 			}
-			c, err := testrunner.FromTrace(evs, appID, opts...)
+			c, err := replay.FromTrace(evs, appID, opts...)
 			if err != nil {
 				return exitWith(exitFailure, fmt.Errorf("kitsoki trace to-cassette: %s: %w", args[0], err))
 			}

@@ -26,12 +26,13 @@ import (
 
 	"github.com/kitsoki/kitsoki/examples/plugins/echo"
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/agent/cassette"
 	"github.com/kitsoki/kitsoki/internal/agent/mcphttp"
 	"github.com/kitsoki/kitsoki/internal/agent/subprocess"
+	"github.com/kitsoki/kitsoki/internal/cassette/replay"
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/story"
-	"github.com/kitsoki/kitsoki/internal/testrunner"
 	"github.com/kitsoki/kitsoki/internal/trace"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
@@ -79,23 +80,23 @@ func inProcess(p plugin.Agent) agent.Agent {
 var replaying = map[string]string{"cassette": "cassette meta, call_ids and episode_id are its own; episodes carry no sub-events"}
 
 // recordReplay answers each call the way the cassette transport replays a
-// recording: live's answer is recorded by testrunner's recorder, written as
-// cassette YAML, parsed back, and replayed by testrunner.NewCassetteAgent.
+// recording: live's answer is recorded by replay.Recorder, written as
+// cassette YAML, parsed back, and replayed by cassette.NewAgent.
 type recordReplay struct{ live agent.Agent }
 
 func (a recordReplay) Ask(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
 	req := call.Request
-	rec := testrunner.NewRecorder("conformance", "")
+	rec := replay.NewRecorder("conformance", "")
 	_, _ = rec.Agent("agent.echo", a.live).Ask(ctx, agent.NewCall(req))
 	b, err := rec.Encode()
 	if err != nil {
 		return nil, err
 	}
-	c, err := testrunner.ParseCassette(b, "conformance.yaml", testrunner.WithGetenv(func(string) string { return "" }))
+	c, err := cassette.Parse(b, "conformance.yaml", cassette.WithGetenv(func(string) string { return "" }))
 	if err != nil {
 		return nil, err
 	}
-	return testrunner.NewCassetteAgent(c, "agent.echo").Ask(ctx, agent.NewCall(req))
+	return cassette.NewAgent(c, "agent.echo").Ask(ctx, agent.NewCall(req))
 }
 
 func (recordReplay) Close() error { return nil }

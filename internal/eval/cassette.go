@@ -9,10 +9,11 @@ import (
 	"sync"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/agent/cassette"
+	"github.com/kitsoki/kitsoki/internal/cassette/replay"
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
-	"github.com/kitsoki/kitsoki/internal/testrunner"
 )
 
 // Eval cassettes are ordinary host cassettes (cassettes-and-flows.md) whose
@@ -30,13 +31,13 @@ import (
 
 // Replay answers an eval run's calls from a cassette.
 type Replay struct {
-	c    *testrunner.Cassette
+	c    *replay.Cassette
 	path string
 }
 
 // LoadReplay loads the cassette at path for replay.
-func LoadReplay(path string, opts ...testrunner.LoadOption) (*Replay, error) {
-	c, err := testrunner.LoadCassette(path, opts...)
+func LoadReplay(path string, opts ...cassette.LoadOption) (*Replay, error) {
+	c, err := replay.Load(path, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +114,7 @@ func NewRecording() *Recording { return &Recording{calls: map[int64]*recordedCal
 type recordedCall struct {
 	match     map[string]any // call and args keys (handler added per exchange)
 	id        string         // episode id stem
-	exchanges []*testrunner.Episode
+	exchanges []*cassette.Episode
 }
 
 // expect registers the match keys and id stem of the call made on turn.
@@ -124,7 +125,7 @@ func (r *Recording) expect(turn int64, id string, match map[string]any) {
 }
 
 // add records one exchange of the call on turn.
-func (r *Recording) add(turn int64, handler string, ep *testrunner.Episode) {
+func (r *Recording) add(turn int64, handler string, ep *cassette.Episode) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rc := r.calls[turn]
@@ -147,19 +148,19 @@ func (r *Recording) add(turn int64, handler string, ep *testrunner.Episode) {
 
 // Cassette renders the recording as a cassette for st, episodes in call
 // order.
-func (r *Recording) Cassette(st *story.Story) (*testrunner.Cassette, error) {
+func (r *Recording) Cassette(st *story.Story) (*replay.Cassette, error) {
 	r.mu.Lock()
 	turns := make([]int64, 0, len(r.calls))
 	for t := range r.calls {
 		turns = append(turns, t)
 	}
 	sort.Slice(turns, func(i, j int) bool { return turns[i] < turns[j] })
-	var eps []*testrunner.Episode
+	var eps []*cassette.Episode
 	for _, t := range turns {
 		eps = append(eps, r.calls[t].exchanges...)
 	}
 	r.mu.Unlock()
-	c, err := testrunner.NewCassette(st.App.ID, eps, testrunner.WithGetenv(func(string) string { return "" }), testrunner.WithSecrets(st.Secrets))
+	c, err := replay.New(st.App.ID, eps, cassette.WithGetenv(func(string) string { return "" }), cassette.WithSecrets(st.Secrets))
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +222,7 @@ func (a *recordingAgent) Ask(ctx context.Context, call *agent.Call) (*agent.AskR
 	start := a.clock.Now()
 	resp, err := live.Ask(ctx, call)
 	dur := a.clock.Now().Sub(start).Milliseconds()
-	ab := &testrunner.AgentBlock{Verb: req.Verb, Prompt: req.Prompt, Model: call.Model}
+	ab := &cassette.AgentBlock{Verb: req.Verb, Prompt: req.Prompt, Model: call.Model}
 	if call.Persona != nil {
 		ab.Agent = call.Persona.Name
 	}
@@ -239,14 +240,14 @@ func (a *recordingAgent) Ask(ctx context.Context, call *agent.Call) (*agent.AskR
 	case resp != nil:
 		ab.Response = responseText(resp.Submission)
 	}
-	a.rec.add(int64(req.Turn), a.handler, &testrunner.Episode{Agent: ab})
+	a.rec.add(int64(req.Turn), a.handler, &cassette.Episode{Agent: ab})
 	return resp, err
 }
 
 func (a *recordingAgent) Close() error { return nil }
 
 // fillAgentBlock copies model, duration, tokens and cost from a live meta.
-func fillAgentBlock(ab *testrunner.AgentBlock, meta map[string]any) {
+func fillAgentBlock(ab *cassette.AgentBlock, meta map[string]any) {
 	if meta == nil {
 		return
 	}

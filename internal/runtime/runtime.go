@@ -9,6 +9,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"os"
@@ -19,9 +20,11 @@ import (
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/hosts/artifacts"
+	"github.com/kitsoki/kitsoki/internal/hosts/gitwt"
 	"github.com/kitsoki/kitsoki/internal/hosts/hostplugin"
 	hostrun "github.com/kitsoki/kitsoki/internal/hosts/run"
 	"github.com/kitsoki/kitsoki/internal/hosts/starlark"
+	"github.com/kitsoki/kitsoki/internal/hosts/transport"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/plugintools"
 	"github.com/kitsoki/kitsoki/internal/routes"
@@ -79,6 +82,10 @@ type Config struct {
 	Handlers map[string]host.Handler
 	// Starlark configures host.starlark.run (its HTTP cassette, limits).
 	Starlark starlark.Options
+	// Out is the run's terminal: host.transport.post and host.diff.open
+	// print there (kitsoki run passes its masked stdout); nil prints
+	// nothing (flows, MCP-started runs, evals).
+	Out io.Writer
 }
 
 // Trace selects a run's trace sink: a new JSONL file (Path), a sink the
@@ -146,7 +153,7 @@ type Tools struct {
 }
 
 // Cassette is a cassette replayed in place of a story's agents and hosts
-// (testrunner.Cassette).
+// (replay.Cassette).
 type Cassette interface {
 	// ReplayAgents registers the cassette's agents over reg's aliases and
 	// returns the agent of the built-in path (nil: keep the live one).
@@ -155,7 +162,7 @@ type Cassette interface {
 	ReplayHandlers(h *host.Host, sink host.Sink, appID string)
 }
 
-// Recorder records the exchanges of a live run (testrunner.Recorder).
+// Recorder records the exchanges of a live run (replay.Recorder).
 type Recorder interface {
 	Install(st *story.Story, reg *agent.Registry, h *host.Host)
 }
@@ -377,11 +384,14 @@ func (rt *Runtime) newHost(cfg Config, builtin agent.Agent, routeMap map[*story.
 	h := host.New(st, rt.reg, rt.sink, opts...)
 	hostrun.Register(h, hostrun.Config{Workspace: st.Workspace, Clock: cfg.Clock, Logger: cfg.Logger})
 	artifacts.Register(h, st.Workspace)
+	gitwt.Register(h, gitwt.Config{Workspace: st.Workspace, Out: cfg.Out, Logger: cfg.Logger})
+	transport.Register(h, cfg.Out)
 	so := cfg.Starlark
 	if so.Logger == nil {
 		so.Logger = cfg.Logger
 	}
 	starlark.Register(h, st, so)
+	registerInterfaces(h, st)
 	return h
 }
 

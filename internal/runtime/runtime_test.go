@@ -11,12 +11,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/agent/cassette"
+	"github.com/kitsoki/kitsoki/internal/cassette/replay"
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
-	"github.com/kitsoki/kitsoki/internal/testrunner"
 	"github.com/kitsoki/kitsoki/internal/toolserver"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
@@ -169,7 +171,7 @@ func TestClock(t *testing.T) {
 // agents from the cassette, as kitsoki run --cassette does.
 func TestCassetteReplay(t *testing.T) {
 	st := loadHello(t)
-	c, err := testrunner.LoadCassette("../../stories/hello/cassettes/demo.yaml", testrunner.WithSecrets(st.Secrets))
+	c, err := replay.Load("../../stories/hello/cassettes/demo.yaml", cassette.WithSecrets(st.Secrets))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +386,7 @@ func TestOverridesWinOverCassette(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer st.Close()
-			c, err := testrunner.LoadCassette(filepath.Join("testdata", "handled", "cassette.yaml"))
+			c, err := replay.Load(filepath.Join("testdata", "handled", "cassette.yaml"))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -147,7 +147,7 @@ func (l *loader) checkEffect(r *effectRef) {
 	st := r.ctx.state
 	l.checkUnbuilt(r)
 	if in := r.e.Invoke; in != nil {
-		if len(l.st.Hosts) > 0 && in.Name != "" && !isTemplated(in.Name) && !slices.Contains(l.st.Hosts, in.Name) && !l.hostPluginProvides(in.Name) {
+		if len(l.st.Hosts) > 0 && in.Name != "" && !isTemplated(in.Name) && !slices.Contains(l.st.Hosts, in.Name) && !l.hostPluginProvides(in.Name) && !l.interfaceDeclared(in.Name) {
 			l.errAt(r.f, r.invokeNode, joinPath(r.path, "invoke"), "state %q: %s invoke %q is not declared in app hosts",
 				st.Name, r.ctx.where, in.Name)
 		}
@@ -298,4 +298,11 @@ func (l *loader) intentDeclared(s *State, name string) bool {
 		s = l.st.States[s.Parent]
 	}
 	return false
+}
+
+// interfaceDeclared reports whether an invoke is an operation of a
+// declared host interface, which hosts: allows implicitly.
+func (l *loader) interfaceDeclared(name string) bool {
+	_, ok := l.st.InterfaceOf(name)
+	return ok
 }

@@ -76,6 +76,20 @@ func TestLoadErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "host interfaces",
+			file: "errors/interfaces.yaml",
+			want: []string{
+				`interfaces.yaml:9:3: host_interfaces: key "bad-name" must be an interface name (letters, digits, _), invoked as iface.<name>.<op>`,
+				`interfaces.yaml:10:20: host_interfaces.notes.default: "iface.transport" is not a handler name: write the handler that answers iface.notes.<op>, e.g. host.run`,
+				`interfaces.yaml:11:18: host_interfaces.vcs.default: "git" is not a handler name: write the handler that answers iface.vcs.<op>, e.g. host.run`,
+				`interfaces.yaml:12:27: host_interfaces.ci.operations.run.inputs: unknown key "inputs" (did you mean "input"?)`,
+				`interfaces.yaml:12:41: host_interfaces.ci.defualt: unknown key "defualt" (did you mean "default"?)`,
+				// A declared interface's operations need no hosts: entry; an
+				// undeclared one's do.
+				`interfaces.yaml:19:17: states.start.on_enter[1].invoke: state "start": on_enter invoke "iface.ticket.search" is not declared in app hosts`,
+			},
+		},
+		{
 			name: "personas and plugin aliases",
 			file: "errors/agents.yaml",
 			want: []string{
@@ -168,7 +182,7 @@ func TestLoadErrors(t *testing.T) {
 				`plugins.yaml:6:3: agent_plugins: key "fixer" must start with 'agent.' prefix`,
 				`plugins.yaml:7:3: agent_plugins.agent.noplugin: plugin: is required`,
 				`plugins.yaml:8:25: agent_plugins.agent.weird: unknown plugin "websocket" (supported: builtin.claude_cli, builtin.inprocess, subprocess, mcp_http, builtin.local_llm)`,
-				`plugins.yaml:9:24: agent_plugins.agent.tape: plugin "cassette" cannot be declared in agent_plugins: cassettes are wired in tests (testrunner.NewCassetteAgent + Registry.Register)`,
+				`plugins.yaml:9:24: agent_plugins.agent.tape: plugin "cassette" cannot be declared in agent_plugins: a cassette replays a run instead (kitsoki run --cassette FILE, a flow's host_cassette:, or kitsoki.WithCassette in Go tests)`,
 				`plugins.yaml:10:3: agent_plugins.agent.sub: subprocess plugin requires command:`,
 				`plugins.yaml:11:3: agent_plugins.agent.remote: mcp_http plugin requires endpoint:`,
 				`plugins.yaml:12:3: agent_plugins.agent.local: builtin.local_llm plugin requires model: or endpoint:`,

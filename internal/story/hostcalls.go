@@ -18,6 +18,11 @@ func (l *loader) builtinWith(f *file, d *yaml.Node, wp, name string) {
 		return
 	}
 	es, _ := l.entries(f, d, wp)
+	if name == "host.git_worktree" {
+		if spec, ok = l.worktreeOp(f, es, wp, spec); !ok {
+			return
+		}
+	}
 	have := make([]string, 0, len(es))
 	for _, e := range es {
 		have = append(have, e.name)
@@ -69,7 +74,7 @@ func (l *loader) hostRunEnv(f *file, n *yaml.Node, path string) {
 // needs a product kitsoki does not have) unless a host plugin provides it.
 func (l *loader) checkUnbuilt(r *effectRef) {
 	in := r.e.Invoke
-	if in == nil || in.Name == "" || isTemplated(in.Name) {
+	if in == nil || in.Name == "" || isTemplated(in.Name) || l.opts.stubbed {
 		return
 	}
 	u, ok := catalog.Refused(in.Name)
@@ -86,4 +91,32 @@ func (l *loader) checkUnbuilt(r *effectRef) {
 func (l *loader) pluginProvides(name string) bool {
 	_, ok := l.st.HostPluginFor(name)
 	return ok
+}
+
+// worktreeOp narrows the fields of host.git_worktree to those of the op a
+// literal with.op names (host.git_worktree.<op>), so a key another op takes
+// is refused too. A templated op keeps the union of every op's fields; an
+// unknown literal op is an error, and ok is false.
+func (l *loader) worktreeOp(f *file, es []entry, wp string, spec catalog.Spec) (catalog.Spec, bool) {
+	for _, e := range es {
+		v := deref(e.val)
+		if e.name != "op" || v.Kind != yaml.ScalarNode || isTemplated(v.Value) {
+			continue
+		}
+		sub, ok := catalog.Lookup(spec.Name + "." + v.Value)
+		if !ok {
+			var ops []string
+			for _, b := range catalog.Builtins() {
+				if op, ok := strings.CutPrefix(b.Name, spec.Name+"."); ok {
+					ops = append(ops, op)
+				}
+			}
+			l.errAt(f, v, joinPath(wp, "op"), "%s has no op %q%s (ops: %s; see kitsoki hosts)", spec.Name, v.Value, didYouMean(v.Value, ops), strings.Join(ops, ", "))
+			return spec, false
+		}
+		op, _ := spec.Field("op")
+		sub.Fields = append([]catalog.Field{op}, sub.Fields...)
+		return sub, true
+	}
+	return spec, true
 }

@@ -52,3 +52,23 @@ func TestPluginHandlersAreNotRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestGitHandlerCallErrors: the with: keys of host.git_worktree (by op,
+// also through a literal with.op), host.diff.open and host.transport.post
+// are checked at load.
+func TestGitHandlerCallErrors(t *testing.T) {
+	got := loadErr(t, "testdata/hostcalls/gitwt.yaml", nil)
+	want := []string{
+		`gitwt.yaml:7:15: states.a.on_enter[0].with: host.git_worktree.create needs with.name: the branch: created from base, or checked out when it exists`,
+		`gitwt.yaml:7:23: states.a.on_enter[0].with.workdir: host.git_worktree.create has no field "workdir" (fields: name, id, base, session_id; see kitsoki hosts)`,
+		`gitwt.yaml:9:37: states.a.on_enter[1].with.candidates: host.git_worktree has no field "candidates" (fields: op, name, id, base, session_id; see kitsoki hosts)`,
+		`gitwt.yaml:11:20: states.a.on_enter[2].with.op: host.git_worktree has no op "remove" (ops: cleanup_apply, cleanup_scan, create, get, list, sync; see kitsoki hosts)`,
+		`gitwt.yaml:13:15: states.a.on_enter[3].with: host.git_worktree needs with.op: list, get, create, sync, cleanup_scan or cleanup_apply`,
+		`gitwt.yaml:17:16: states.a.on_enter[5].with.mode: host.diff.open has no field "mode" (fields: paths, base, path, new_text, title; see kitsoki hosts)`,
+		`gitwt.yaml:19:15: states.a.on_enter[6].with: host.transport.post needs with.body: the message; maps and lists are written as indented JSON`,
+		`gitwt.yaml:19:27: states.a.on_enter[6].with.channel: host.transport.post has no field "channel" (fields: body, transport, thread, title, phase_id, bot_marker; see kitsoki hosts)`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("diagnostics (-want +got):\n%s", diff)
+	}
+}

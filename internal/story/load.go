@@ -28,6 +28,16 @@ type options struct {
 	workspace string
 	fsys      fs.FS  // WithFS: read from it instead of the OS
 	fsDir     string // where fsys is mounted
+	stubbed   bool   // WithStubbedHosts
+}
+
+// WithStubbedHosts loads the story for `kitsoki test flows`, where flow
+// fixtures answer host handlers with stubs and cassettes: an invoke of a
+// handler kitsoki does not build (it needs Jira, an IDE, slidey, …) is not
+// refused, since a fixture may stub it. Runs and `kitsoki validate` load
+// without it and refuse such an invoke unless a host plugin serves it.
+func WithStubbedHosts() Option {
+	return func(o *options) { o.stubbed = true }
 }
 
 // WithWorkspace sets the workspace every file the story reads must stay
@@ -340,8 +350,8 @@ func yamlDiag(f *file, err error) Diagnostic {
 }
 
 var topKeys = &keySpec{
-	v1: []string{"app", "hosts", "agents", "agent_plugins", "host_plugins", "providers", "world", "intents", "root", "exits", "include", "states", "routing"},
-	later: []string{"host_interfaces", "imports", "exports", "phase_templates", "phases", "checkpoint_intents",
+	v1: []string{"app", "hosts", "agents", "agent_plugins", "host_plugins", "host_interfaces", "providers", "world", "intents", "root", "exits", "include", "states", "routing"},
+	later: []string{"imports", "exports", "phase_templates", "phases", "checkpoint_intents",
 		"proposals", "off_path", "meta_modes", "prompts", "decider"},
 }
 
@@ -378,6 +388,9 @@ func (l *loader) loadFile(f *file, isRoot bool) {
 	}
 	if e, ok := top.get("host_plugins"); ok {
 		l.loadHostPlugins(f, e)
+	}
+	if e, ok := top.get("host_interfaces"); ok {
+		l.loadInterfaces(f, e)
 	}
 	if e, ok := top.get("providers"); ok {
 		l.loadProviders(f, e)

@@ -103,7 +103,7 @@ func (l *loader) checkPluginType(f *file, pe entry, fs fieldSet, path string, d 
 			l.errAt(f, pe.key, path, "builtin.local_llm plugin requires model: or endpoint:")
 		}
 	case "cassette":
-		l.errAt(f, pl.val, path, "plugin \"cassette\" cannot be declared in agent_plugins: cassettes are wired in tests (testrunner.NewCassetteAgent + Registry.Register)")
+		l.errAt(f, pl.val, path, "plugin \"cassette\" cannot be declared in agent_plugins: a cassette replays a run instead (kitsoki run --cassette FILE, a flow's host_cassette:, or kitsoki.WithCassette in Go tests)")
 	default:
 		l.errAt(f, pl.val, path, "unknown plugin %q (supported: %s)", d.Plugin, strings.Join(agent.PluginTypes, ", "))
 	}

@@ -34,6 +34,9 @@ type Story struct {
 	// HostPlugins are the host_plugins: entries by handler name (nil
 	// when there are none).
 	HostPlugins map[string]*HostPlugin
+	// Interfaces are the host_interfaces: entries by name (nil when there
+	// are none); see interfaces.go.
+	Interfaces map[string]*Interface
 	// Providers are the providers: entries (name → model and env for the
 	// built-in claude component), picked by with.provider on an invoke.
 	Providers map[string]agent.Provider

@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/agent/cassette"
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/story"
@@ -160,7 +161,7 @@ func buildCassette(t *testing.T, cases []conformanceCase) agent.Agent {
 		if c.script.ErrKind != "" {
 			ab["error"] = (&agent.AskError{Kind: c.script.ErrKind, Detail: c.script.ErrDetail}).Error()
 		} else if c.script.Submission != "" {
-			ab["response"] = responseText(json.RawMessage(c.script.Submission))
+			ab["response"] = cassette.ResponseText(json.RawMessage(c.script.Submission))
 		}
 		ep := map[string]any{"id": c.name, "match": map[string]any{"handler": "agent.under_test", "call": c.name}, "agent": ab}
 		if c.script.Delay > 0 {
@@ -168,12 +169,12 @@ func buildCassette(t *testing.T, cases []conformanceCase) agent.Agent {
 		}
 		eps = append(eps, ep)
 	}
-	b, err := yaml.Marshal(map[string]any{"kind": CassetteKind, "app_id": "conformance", "episodes": eps})
+	b, err := yaml.Marshal(map[string]any{"kind": cassette.CassetteKind, "app_id": "conformance", "episodes": eps})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := mustCassette(t, string(b), WithClock(clock.NewFake(FlowEpoch)))
-	return NewCassetteAgent(c, "agent.under_test")
+	c := mustCassette(t, string(b), cassette.WithClock(clock.NewFake(FlowEpoch)))
+	return cassette.NewAgent(c.Cassette, "agent.under_test")
 }
 
 // conformanceOutcome is what a transport made of one case, as the host

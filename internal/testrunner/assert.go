@@ -3,10 +3,14 @@ package testrunner
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kitsoki/kitsoki/internal/agent/cassette"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 )
 
@@ -56,8 +60,8 @@ func checkKeys(label string, want, got map[string]any, diff bool) []string {
 // worldDiff is a readable go-cmp diff (-want +got) of two world maps, both
 // normalised through JSON so only differences a fixture can see show.
 func worldDiff(label string, want, got map[string]any) string {
-	w, _ := normalizeJSON(want)
-	g, _ := normalizeJSON(got)
+	w, _ := cassette.NormalizeJSON(want)
+	g, _ := cassette.NormalizeJSON(got)
 	return fmt.Sprintf("%s: world differs (-want +got):\n%s", label, strings.TrimRight(cmp.Diff(w, g), "\n"))
 }
 
@@ -229,7 +233,7 @@ func checkEvents(exps []EventExpect, evs []capturedEvent) []string {
 	}
 	payloads := make([]any, len(evs))
 	for i, ev := range evs {
-		payloads[i], _ = normalizeJSON(ev.payload())
+		payloads[i], _ = cassette.NormalizeJSON(ev.payload())
 		if payloads[i] == nil {
 			payloads[i] = map[string]any{}
 		}
@@ -323,4 +327,21 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+
+// clipValue shortens a JSON value quoted in a message.
+func clipValue(s string) string { return clipTo(s, 80) }
+
+// clipTo shortens s to max bytes (not splitting a UTF-8 sequence), marking
+// the cut with "...".
+func clipTo(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	for max > 0 && !utf8.RuneStart(s[max]) {
+		max--
+	}
+	return s[:max] + "..."
 }

@@ -1,11 +1,10 @@
-// Package testrunner replays recorded agent and host exchanges and runs flow
-// fixtures (cassettes-and-flows.md).
+// Package testrunner runs flow fixtures (cassettes-and-flows.md): it loads
+// them, opens each flow's story with its host_cassette (through
+// internal/cassette/replay) or host_handlers stubs, drives the turns and
+// asserts on every one. `kitsoki test flows` and pkg/kitsokitest's RunFlows
+// are built on NewRunner and RunFixtures.
 //
-// A Cassette is a YAML file of episodes. It plays two roles that share one
-// play state: a host handler (Cassette.Handler) that answers any invoke name
-// in place of the real host, and an agent transport (Cassette.Agent,
-// NewCassetteAgent) that answers agent calls in place of a declared plugin.
-// A Recorder writes the cassette of a live run; FromTrace turns a trace into
-// one. RunFixture and Run execute flow fixtures and assert on every turn;
-// RunFlows and Replay are the go test helpers built on them.
+// The cassette itself lives elsewhere: the file format and the agent
+// transport in internal/agent/cassette, the host-handler role, recorder and
+// from-trace conversion in internal/cassette/replay.
 package testrunner

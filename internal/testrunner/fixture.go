@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kitsoki/kitsoki/internal/agent/cassette"
+	"github.com/kitsoki/kitsoki/internal/yamlnode"
 )
 
 // Fixture is one flow fixture (cassettes-and-flows.md §5): a file may hold
@@ -26,6 +29,9 @@ type Fixture struct {
 	InitialState string
 	InitialWorld map[string]any
 	HostHandlers map[string]*Stub
+	// HostBindings are the host_bindings entries, in file order: handlers
+	// that answer for real in this flow, and interfaces routed to them.
+	HostBindings []Binding
 	HostCassette string // as written, relative to the fixture's directory
 	CassettePath string // resolved
 	Turns        []*TurnSpec
@@ -134,8 +140,9 @@ var (
 	fixtureKeys = []string{"test_kind", "description", "app", "initial_state", "initial_world", "host_handlers", "host_cassette", "turns",
 		"expect_terminal", "expect_no_errors", "expect_world_final", "expect_no_host_calls", "strict_cassette_coverage",
 		"expect_events_count_atleast", "expect_events_count_atmost", "starlark_http_cassette",
+		"host_bindings",
 		// [later]: parsed and ignored
-		"recording", "mode", "host_bindings", "use_orchestrator", "starlark_*", "expect_files",
+		"recording", "mode", "use_orchestrator", "starlark_*", "expect_files",
 		"advance_clock", "expect_inbox", "expect_jobs"}
 	turnKeys = []string{"intent", "expect_state", "expect_not_state", "expect_state_in", "expect_world", "expect_world_full",
 		"expect_slots", "expect_error", "expect_view_matches", "expect_no_view", "expect_host_calls", "expect_no_host_calls",
@@ -151,7 +158,7 @@ var (
 // "flow" (a cassette kept next to the flows, for instance) come back with a
 // SkipReason.
 func ParseFixtures(b []byte, file, defaultApp string) ([]*Fixture, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(trimBOM(b)))
+	dec := yaml.NewDecoder(bytes.NewReader(yamlnode.TrimBOM(b)))
 	var docs []*yaml.Node
 	for {
 		var n yaml.Node
@@ -171,6 +178,10 @@ func ParseFixtures(b []byte, file, defaultApp string) ([]*Fixture, error) {
 	var out []*Fixture
 	for i, d := range docs {
 		fx, err := parseFixture(d.Content[0], file, defaultApp)
+		var located *locatedError
+		if errors.As(err, &located) {
+			return nil, err
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", file, err)
 		}
@@ -196,12 +207,12 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 		fx.SkipReason = fmt.Sprintf("test_kind is %q, not flow", fx.TestKind)
 		return fx, nil
 	}
-	m, err := fields(n, "fixture", fixtureKeys...)
+	m, err := yamlnode.Fields(n, "fixture", fixtureKeys...)
 	if err != nil {
 		return nil, err
 	}
 	dir := filepath.Dir(file)
-	if fx.App, err = str(m, "app", "fixture"); err != nil {
+	if fx.App, err = yamlnode.Str(m, "app", "fixture"); err != nil {
 		return nil, err
 	}
 	fx.AppPath, fx.defaultApp = defaultApp, defaultApp
@@ -212,13 +223,13 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 			fx.AppPath = filepath.Join(dir, fx.AppPath)
 		}
 	}
-	if fx.InitialState, err = str(m, "initial_state", "fixture"); err != nil {
+	if fx.InitialState, err = yamlnode.Str(m, "initial_state", "fixture"); err != nil {
 		return nil, err
 	}
-	if fx.InitialWorld, _, err = mapping(m, "initial_world", "fixture"); err != nil {
+	if fx.InitialWorld, _, err = yamlnode.Mapping(m, "initial_world", "fixture"); err != nil {
 		return nil, err
 	}
-	if fx.HostCassette, err = str(m, "host_cassette", "fixture"); err != nil {
+	if fx.HostCassette, err = yamlnode.Str(m, "host_cassette", "fixture"); err != nil {
 		return nil, err
 	}
 	if fx.HostCassette != "" {
@@ -228,7 +239,7 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 			fx.CassettePath = filepath.Join(dir, fx.CassettePath)
 		}
 	}
-	if fx.HTTPCassette, err = str(m, "starlark_http_cassette", "fixture"); err != nil {
+	if fx.HTTPCassette, err = yamlnode.Str(m, "starlark_http_cassette", "fixture"); err != nil {
 		return nil, err
 	}
 	if fx.HTTPCassette != "" {
@@ -246,14 +257,19 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 			return nil, err
 		}
 	}
+	if bn, ok := m["host_bindings"]; ok && bn.Tag != "!!null" {
+		if fx.HostBindings, err = parseBindings(bn, file); err != nil {
+			return nil, err
+		}
+	}
 	bools := map[string]*bool{"expect_terminal": &fx.ExpectTerminal, "expect_no_errors": &fx.ExpectNoErrors,
 		"expect_no_host_calls": &fx.ExpectNoHostCalls, "strict_cassette_coverage": &fx.StrictCassetteCoverage}
-	for _, key := range written(m, "expect_terminal", "expect_no_errors", "expect_no_host_calls", "strict_cassette_coverage") {
+	for _, key := range yamlnode.Written(m, "expect_terminal", "expect_no_errors", "expect_no_host_calls", "strict_cassette_coverage") {
 		if *bools[key], err = boolField(m, key, "fixture"); err != nil {
 			return nil, err
 		}
 	}
-	if fx.ExpectWorldFinal, _, err = mapping(m, "expect_world_final", "fixture"); err != nil {
+	if fx.ExpectWorldFinal, _, err = yamlnode.Mapping(m, "expect_world_final", "fixture"); err != nil {
 		return nil, err
 	}
 	for key, dst := range map[string]**int{"expect_events_count_atleast": &fx.ExpectEventsAtLeast, "expect_events_count_atmost": &fx.ExpectEventsAtMost} {
@@ -274,7 +290,7 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 	tn, ok := m["turns"]
 	if ok && tn.Tag != "!!null" {
 		if tn.Kind != yaml.SequenceNode {
-			return nil, fmt.Errorf("line %d: turns must be a list, got %s", tn.Line, kindName(tn))
+			return nil, fmt.Errorf("line %d: turns must be a list, got %s", tn.Line, yamlnode.KindName(tn))
 		}
 		for i, t := range tn.Content {
 			ts, err := parseTurn(t, i)
@@ -303,7 +319,7 @@ func boolField(m map[string]*yaml.Node, key, where string) (bool, error) {
 }
 
 func parseStubs(n *yaml.Node) (map[string]*Stub, error) {
-	m, err := fields(n, "host_handlers", "*")
+	m, err := yamlnode.Fields(n, "host_handlers", "*")
 	if err != nil {
 		return nil, err
 	}
@@ -312,10 +328,10 @@ func parseStubs(n *yaml.Node) (map[string]*Stub, error) {
 		keyPos[n.Content[i].Value] = [2]int{n.Content[i].Line, n.Content[i].Column}
 	}
 	out := map[string]*Stub{}
-	for _, name := range written(m) {
+	for _, name := range yamlnode.Written(m) {
 		sn := m[name]
 		where := "host_handlers." + name
-		sm, err := fields(sn, where, stubKeys...)
+		sm, err := yamlnode.Fields(sn, where, stubKeys...)
 		if err != nil {
 			return nil, err
 		}
@@ -324,25 +340,25 @@ func parseStubs(n *yaml.Node) (map[string]*Stub, error) {
 			return nil, err
 		}
 		if d, ok := sm["delay"]; ok && d.Tag != "!!null" {
-			if st.Delay, err = parseDelay(d.Value); err != nil {
+			if st.Delay, err = cassette.ParseDelay(d.Value); err != nil {
 				return nil, fmt.Errorf("line %d: %s.delay: %w", d.Line, where, err)
 			}
 		}
 		by := map[string]*map[string]Envelope{"by_call": &st.ByCall, "by_op": &st.ByOp}
-		for _, key := range written(sm, "by_call", "by_op") {
+		for _, key := range yamlnode.Written(sm, "by_call", "by_op") {
 			dst := by[key]
 			bn, ok := sm[key]
 			if !ok || bn.Tag == "!!null" {
 				continue
 			}
-			bm, err := fields(bn, where+"."+key, "*")
+			bm, err := yamlnode.Fields(bn, where+"."+key, "*")
 			if err != nil {
 				return nil, err
 			}
 			*dst = map[string]Envelope{}
-			for _, id := range written(bm) {
+			for _, id := range yamlnode.Written(bm) {
 				en := bm[id]
-				em, err := fields(en, where+"."+key+"."+id, envelopeKeys...)
+				em, err := yamlnode.Fields(en, where+"."+key+"."+id, envelopeKeys...)
 				if err != nil {
 					return nil, err
 				}
@@ -359,11 +375,11 @@ func parseStubs(n *yaml.Node) (map[string]*Stub, error) {
 func parseEnvelope(m map[string]*yaml.Node, where string) (Envelope, error) {
 	var e Envelope
 	var err error
-	if e.Data, e.HasData, err = mapping(m, "data", where); err != nil {
+	if e.Data, e.HasData, err = yamlnode.Mapping(m, "data", where); err != nil {
 		return e, err
 	}
 	if e.HasData {
-		v, err := normalizeJSON(e.Data)
+		v, err := cassette.NormalizeJSON(e.Data)
 		if err != nil {
 			return e, fmt.Errorf("%s.data: %w", where, err)
 		}
@@ -372,10 +388,10 @@ func parseEnvelope(m map[string]*yaml.Node, where string) (Envelope, error) {
 			e.Data = map[string]any{}
 		}
 	}
-	if e.Error, err = str(m, "error", where); err != nil {
+	if e.Error, err = yamlnode.Str(m, "error", where); err != nil {
 		return e, err
 	}
-	if e.InfraError, err = str(m, "infra_error", where); err != nil {
+	if e.InfraError, err = yamlnode.Str(m, "infra_error", where); err != nil {
 		return e, err
 	}
 	if e.InfraError != "" && (e.HasData || e.Error != "") {
@@ -386,7 +402,7 @@ func parseEnvelope(m map[string]*yaml.Node, where string) (Envelope, error) {
 
 func parseTurn(n *yaml.Node, i int) (*TurnSpec, error) {
 	where := fmt.Sprintf("turns[%d]", i)
-	m, err := fields(n, where, turnKeys...)
+	m, err := yamlnode.Fields(n, where, turnKeys...)
 	if err != nil {
 		return nil, err
 	}
@@ -396,31 +412,31 @@ func parseTurn(n *yaml.Node, i int) (*TurnSpec, error) {
 		case yaml.ScalarNode:
 			ts.Intent = in.Value
 		case yaml.MappingNode:
-			im, err := fields(in, where+".intent", "name", "slots")
+			im, err := yamlnode.Fields(in, where+".intent", "name", "slots")
 			if err != nil {
 				return nil, err
 			}
-			if ts.Intent, err = str(im, "name", where+".intent"); err != nil {
+			if ts.Intent, err = yamlnode.Str(im, "name", where+".intent"); err != nil {
 				return nil, err
 			}
-			if ts.Slots, _, err = mapping(im, "slots", where+".intent"); err != nil {
+			if ts.Slots, _, err = yamlnode.Mapping(im, "slots", where+".intent"); err != nil {
 				return nil, err
 			}
 		default:
-			return nil, fmt.Errorf("line %d: %s.intent must be {name, slots}, got %s", in.Line, where, kindName(in))
+			return nil, fmt.Errorf("line %d: %s.intent must be {name, slots}, got %s", in.Line, where, yamlnode.KindName(in))
 		}
 	}
-	if ts.Input, err = str(m, "input", where); err != nil {
+	if ts.Input, err = yamlnode.Str(m, "input", where); err != nil {
 		return nil, err
 	}
 	if ts.Intent == "" && ts.Input == "" {
 		return nil, fmt.Errorf("line %d: %s: intent: {name, slots} is required", n.Line, where)
 	}
-	if ts.ExpectState, err = str(m, "expect_state", where); err != nil {
+	if ts.ExpectState, err = yamlnode.Str(m, "expect_state", where); err != nil {
 		return nil, err
 	}
 	_, ts.HasExpectState = m["expect_state"]
-	if ts.ExpectNotState, err = str(m, "expect_not_state", where); err != nil {
+	if ts.ExpectNotState, err = yamlnode.Str(m, "expect_not_state", where); err != nil {
 		return nil, err
 	}
 	if sn, ok := m["expect_state_in"]; ok {
@@ -428,16 +444,16 @@ func parseTurn(n *yaml.Node, i int) (*TurnSpec, error) {
 			return nil, fmt.Errorf("line %d: %s.expect_state_in must be a list of states", sn.Line, where)
 		}
 	}
-	if ts.ExpectWorld, _, err = mapping(m, "expect_world", where); err != nil {
+	if ts.ExpectWorld, _, err = yamlnode.Mapping(m, "expect_world", where); err != nil {
 		return nil, err
 	}
-	if ts.ExpectWorldFull, ts.HasWorldFull, err = mapping(m, "expect_world_full", where); err != nil {
+	if ts.ExpectWorldFull, ts.HasWorldFull, err = yamlnode.Mapping(m, "expect_world_full", where); err != nil {
 		return nil, err
 	}
 	if ts.HasWorldFull && ts.ExpectWorldFull == nil {
 		ts.ExpectWorldFull = map[string]any{}
 	}
-	if ts.ExpectSlots, _, err = mapping(m, "expect_slots", where); err != nil {
+	if ts.ExpectSlots, _, err = yamlnode.Mapping(m, "expect_slots", where); err != nil {
 		return nil, err
 	}
 	if en, ok := m["expect_error"]; ok && en.Tag != "!!null" {
@@ -445,7 +461,7 @@ func parseTurn(n *yaml.Node, i int) (*TurnSpec, error) {
 			return nil, err
 		}
 	}
-	if rx, err := str(m, "expect_view_matches", where); err != nil {
+	if rx, err := yamlnode.Str(m, "expect_view_matches", where); err != nil {
 		return nil, err
 	} else if rx != "" {
 		if ts.ExpectViewMatches, err = regexp.Compile(rx); err != nil {
@@ -464,18 +480,18 @@ func parseTurn(n *yaml.Node, i int) (*TurnSpec, error) {
 		}
 		for j, cn := range hn.Content {
 			cw := fmt.Sprintf("%s.expect_host_calls[%d]", where, j)
-			cm, err := fields(cn, cw, "handler", "args", "times")
+			cm, err := yamlnode.Fields(cn, cw, "handler", "args", "times")
 			if err != nil {
 				return nil, err
 			}
 			var hc HostCallExpect
-			if hc.Handler, err = str(cm, "handler", cw); err != nil {
+			if hc.Handler, err = yamlnode.Str(cm, "handler", cw); err != nil {
 				return nil, err
 			}
 			if hc.Handler == "" {
 				return nil, fmt.Errorf("line %d: %s: handler is required", cn.Line, cw)
 			}
-			if hc.Args, _, err = mapping(cm, "args", cw); err != nil {
+			if hc.Args, _, err = yamlnode.Mapping(cm, "args", cw); err != nil {
 				return nil, err
 			}
 			if tn, ok := cm["times"]; ok && tn.Tag != "!!null" {
@@ -504,29 +520,29 @@ func parseTurn(n *yaml.Node, i int) (*TurnSpec, error) {
 // beside kind (from: foyer, to: cloakroom).
 func parseExpectEvents(n *yaml.Node, where string) ([]EventExpect, error) {
 	if n.Kind != yaml.SequenceNode {
-		return nil, fmt.Errorf("line %d: %s must be a list of {kind, payload keys}, got %s", n.Line, where, kindName(n))
+		return nil, fmt.Errorf("line %d: %s must be a list of {kind, payload keys}, got %s", n.Line, where, yamlnode.KindName(n))
 	}
 	var out []EventExpect
 	for i, en := range n.Content {
 		ew := fmt.Sprintf("%s[%d]", where, i)
-		em, err := fields(en, ew, "*")
+		em, err := yamlnode.Fields(en, ew, "*")
 		if err != nil {
 			return nil, err
 		}
 		e := EventExpect{Line: en.Line}
-		if e.Kind, err = str(em, "kind", ew); err != nil {
+		if e.Kind, err = yamlnode.Str(em, "kind", ew); err != nil {
 			return nil, err
 		}
 		if e.Kind == "" {
 			return nil, fmt.Errorf("line %d: %s: kind is required (a trace event kind, e.g. machine.transition)", en.Line, ew)
 		}
-		if e.StatePath, err = str(em, "state_path", ew); err != nil {
+		if e.StatePath, err = yamlnode.Str(em, "state_path", ew); err != nil {
 			return nil, err
 		}
 		_, e.HasStatePath = em["state_path"]
 		payloadKey := ""
 		for _, k := range []string{"payload", "effect"} {
-			pm, ok, err := mapping(em, k, ew)
+			pm, ok, err := yamlnode.Mapping(em, k, ew)
 			if err != nil {
 				return nil, err
 			}
@@ -550,7 +566,7 @@ func parseExpectEvents(n *yaml.Node, where string) ([]EventExpect, error) {
 			if _, dup := e.Payload[k]; dup {
 				return nil, fmt.Errorf("line %d: %s: %q is given both beside kind and in %s", em[k].Line, ew, k, payloadKey)
 			}
-			v, err := value(em[k])
+			v, err := yamlnode.Value(em[k])
 			if err != nil {
 				return nil, fmt.Errorf("%s.%s: %w", ew, k, err)
 			}
@@ -560,7 +576,7 @@ func parseExpectEvents(n *yaml.Node, where string) ([]EventExpect, error) {
 			e.Payload[k] = v
 		}
 		if e.Payload != nil {
-			v, err := normalizeJSON(e.Payload)
+			v, err := cassette.NormalizeJSON(e.Payload)
 			if err != nil {
 				return nil, fmt.Errorf("line %d: %s: %w", en.Line, ew, err)
 			}
@@ -575,12 +591,12 @@ func parseExpectError(n *yaml.Node, where string) (*ExpectError, error) {
 	if n.Kind == yaml.ScalarNode { // expect_error: GUARD_FAILED
 		return &ExpectError{Code: n.Value}, nil
 	}
-	m, err := fields(n, where, "code", "allowed_contains")
+	m, err := yamlnode.Fields(n, where, "code", "allowed_contains")
 	if err != nil {
 		return nil, err
 	}
 	ee := &ExpectError{}
-	if ee.Code, err = str(m, "code", where); err != nil {
+	if ee.Code, err = yamlnode.Str(m, "code", where); err != nil {
 		return nil, err
 	}
 	if an, ok := m["allowed_contains"]; ok && an.Tag != "!!null" {

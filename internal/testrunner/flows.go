@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kitsoki/kitsoki/internal/agent/cassette"
+	"github.com/kitsoki/kitsoki/internal/cassette/replay"
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/hosts/starlark"
@@ -143,7 +145,7 @@ func (r *Runner) story(path, ws string) (*story.Story, error) {
 	if st, ok := r.stories[abs]; ok {
 		return st, nil
 	}
-	st, err := story.Load(abs, story.WithWorkspace(ws))
+	st, err := story.Load(abs, story.WithWorkspace(ws), story.WithStubbedHosts()) // fixtures may stub handlers kitsoki does not build
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +158,7 @@ func (r *Runner) story(path, ws string) (*story.Story, error) {
 type Flow struct {
 	Fixture  *Fixture
 	Story    *story.Story
-	Cassette *Cassette // nil without host_cassette
+	Cassette *replay.Cassette // nil without host_cassette
 
 	cfg flowConfig
 	clk *clock.Fake
@@ -193,11 +195,14 @@ func (r *Runner) Prepare(fx *Fixture) (*Flow, error) {
 		return nil, err
 	}
 	if fx.CassettePath != "" {
-		c, err := LoadCassette(fx.CassettePath, WithClock(f.clk), WithGetenv(r.cfg.getenv), WithSecrets(st.Secrets), WithStrictRequests(r.cfg.strict))
+		c, err := replay.Load(fx.CassettePath, cassette.WithClock(f.clk), cassette.WithGetenv(r.cfg.getenv), cassette.WithSecrets(st.Secrets), cassette.WithStrictRequests(r.cfg.strict))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", fx.Name, err)
 		}
 		f.Cassette = c
+	}
+	if err := checkBindings(fx, st, f.Cassette); err != nil {
+		return nil, err
 	}
 	if fx.HTTPCassettePath != "" {
 		// Flows replay only: a flow never reaches the network.
@@ -216,7 +221,7 @@ func (r *Runner) Prepare(fx *Fixture) (*Flow, error) {
 func checkStubNames(fx *Fixture, st *story.Story) error {
 	for _, name := range sortedKeys(fx.HostHandlers) {
 		_, declared := st.Plugins[name]
-		if !declared && !isAgentHandler(name) {
+		if !declared && !replay.IsAgentHandler(name) {
 			continue
 		}
 		stub := fx.HostHandlers[name]
@@ -320,7 +325,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 	// Flows replay cassettes recorded against the story's own routes, so
 	// pins do not apply.
 	cfg := runtime.Config{Logger: logger, Clock: f.clk, Trace: runtime.Trace{Sink: sink}, IgnorePins: true,
-		Session: &runtime.Session{ID: "flow", Root: root, World: deepCopyMap(fx.InitialWorld)}}
+		Session: &runtime.Session{ID: "flow", Root: root, World: replay.CopyMap(fx.InitialWorld)}}
 	if f.Cassette != nil {
 		cfg.Cassette = f.Cassette
 	}
@@ -345,15 +350,33 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 			h.RegisterPrefix(name, hd)
 		}
 	}
+	// host_bindings: a bound handler is the real one runtime.Open
+	// registered (nothing to install); a bound interface is routed to its
+	// handler. With bindings alone, every other call is still dropped.
+	for _, b := range fx.HostBindings {
+		if b.Interface {
+			ih := runtime.InterfaceHandler(h, b.Key, b.Handler)
+			h.Register(interfaceNamespace+b.Key, ih)
+			h.RegisterPrefix(interfaceNamespace+b.Key, ih)
+		}
+	}
 	var dropped atomic.Int64
 	if !dispatch {
 		drop := host.HandlerFunc(func(context.Context, *host.Call) (*host.Result, error) {
 			dropped.Add(1)
 			return &host.Result{}, nil
 		})
-		for _, name := range InvokeNames(st) {
-			h.Register(name, drop)
+		for _, name := range replay.InvokeNames(st) {
+			if !bound(fx.HostBindings, name) {
+				h.Register(name, drop)
+			}
 		}
+	}
+	// Only the bound calls count as host calls when the others are dropped.
+	counted := func(hostCall) bool { return true }
+	if !dispatch && len(fx.HostBindings) > 0 {
+		dispatch = true
+		counted = func(c hostCall) bool { return bound(fx.HostBindings, c.Namespace) }
 	}
 	if err := sess.Seed(); err != nil {
 		res.Turns = append(res.Turns, TurnResult{TurnIndex: SessionIndex, Failures: []string{"seed: " + err.Error()}})
@@ -366,7 +389,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 	var allCalls []hostCall
 	for i, ts := range fx.Turns {
 		mark := len(sink.events)
-		out, err := sess.Turn(ctx, ts.Intent, deepCopyMap(ts.Slots), "")
+		out, err := sess.Turn(ctx, ts.Intent, replay.CopyMap(ts.Slots), "")
 		if err != nil {
 			res.Turns = append(res.Turns, TurnResult{TurnIndex: i, NewState: sess.State(), Failures: []string{"trace: " + err.Error()}})
 			break
@@ -374,7 +397,11 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 		evs := sink.events[mark:]
 		tv := turnView{out: out, world: sess.World(), slots: acceptedSlots(evs), evs: evs}
 		if dispatch {
-			tv.calls = dispatched(evs)
+			for _, c := range dispatched(evs) {
+				if counted(c) {
+					tv.calls = append(tv.calls, c)
+				}
+			}
 			allCalls = append(allCalls, tv.calls...)
 		}
 		fails := checkTurn(ts, tv)
@@ -499,11 +526,12 @@ type stubHandler struct {
 	clk  clock.Clock
 }
 
-// Invoke answers from by_call (args.call), else by_op (args.op), else the
-// stub's own envelope; an envelope replaces the whole answer.
+// Invoke answers from by_call (args.call), else by_op (args.op, or without
+// one the rest of the invoke name under the stub's), else the stub's own
+// envelope; an envelope replaces the whole answer.
 func (s *stubHandler) Invoke(ctx context.Context, call *host.Call) (*host.Result, error) {
-	env := s.envelope(call.Args)
-	if err := sleepOn(ctx, s.clk, s.stub.Delay, "host_handlers."+s.name); err != nil {
+	env := s.envelope(call.Namespace, call.Args)
+	if err := cassette.SleepOn(ctx, s.clk, s.stub.Delay, "host_handlers."+s.name); err != nil {
 		return nil, err
 	}
 	if env.InfraError != "" {
@@ -511,7 +539,7 @@ func (s *stubHandler) Invoke(ctx context.Context, call *host.Call) (*host.Result
 	}
 	res := &host.Result{}
 	if env.HasData {
-		res.Data = deepCopyMap(env.Data)
+		res.Data = replay.CopyMap(env.Data)
 	}
 	if env.Error != "" {
 		res.Err = errors.New(env.Error)
@@ -519,7 +547,7 @@ func (s *stubHandler) Invoke(ctx context.Context, call *host.Call) (*host.Result
 	return res, nil
 }
 
-func (s *stubHandler) envelope(args map[string]any) Envelope {
+func (s *stubHandler) envelope(namespace string, args map[string]any) Envelope {
 	if id, ok := args["call"]; ok && id != nil {
 		if e, ok := s.stub.ByCall[fmt.Sprint(id)]; ok {
 			return e
@@ -527,6 +555,12 @@ func (s *stubHandler) envelope(args map[string]any) Envelope {
 	}
 	if op, ok := args["op"]; ok && op != nil {
 		if e, ok := s.stub.ByOp[fmt.Sprint(op)]; ok {
+			return e
+		}
+	} else if op, ok := strings.CutPrefix(namespace, s.name+"."); ok {
+		// No op: arg: the op is the invoke name's rest under the stub
+		// (host.chat.post answered by a host.chat stub is op post).
+		if e, ok := s.stub.ByOp[op]; ok {
 			return e
 		}
 	}
@@ -568,7 +602,7 @@ func LoadFixtures(appPath, glob string) ([]*Fixture, error) {
 	}
 	var out []*Fixture
 	for _, file := range files {
-		b, err := readFile(file)
+		b, err := cassette.ReadFile(file)
 		if err != nil {
 			return nil, err
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kitsoki/kitsoki/internal/agent/cassette"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
@@ -407,7 +408,7 @@ func TestFlowSetupErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := NewRunner(WithFlowGetenv(func(k string) string { return map[string]string{EnvStrict: "1"}[k] }))
+		r := NewRunner(WithFlowGetenv(func(k string) string { return map[string]string{cassette.EnvStrict: "1"}[k] }))
 		defer r.Close()
 		_, err = r.RunFixtures(context.Background(), fxs, false, nil)
 		if err == nil || !strings.Contains(err.Error(), `KITSOKI_CASSETTE_STRICT=1 but cassette record mode is "new_episodes"`) {

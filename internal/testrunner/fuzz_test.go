@@ -1,66 +1,11 @@
 package testrunner
 
 import (
-	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/google/go-cmp/cmp"
-	"github.com/kitsoki/kitsoki/internal/clock"
+	"github.com/kitsoki/kitsoki/internal/agent/cassette"
 )
-
-// fuzzCassetteDir is a directory holding the files the cassette seeds
-// !include, written once per fuzz process.
-func fuzzCassetteDir(f *testing.F) string {
-	dir := f.TempDir()
-	for name, data := range map[string]string{
-		"verdict.json": `{"decision": "approve", "reason": "Within policy.", "confidence": 0.9}`,
-		"prompt.md":    "Review the expense.\n",
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
-			f.Fatal(err)
-		}
-	}
-	return dir
-}
-
-// FuzzCassette parses arbitrary cassette bytes. A cassette that parses is
-// encoded, and the encoding must parse again and encode to the same
-// bytes: what `kitsoki run --record` and `trace to-cassette` write is
-// always a cassette kitsoki reads back unchanged.
-func FuzzCassette(f *testing.F) {
-	dir := fuzzCassetteDir(f)
-	path := filepath.Join(dir, "cassette.yaml")
-	opts := []LoadOption{WithClock(clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))),
-		WithGetenv(func(string) string { return "" })}
-	f.Fuzz(func(t *testing.T, in []byte) {
-		c, err := ParseCassette(in, path, opts...)
-		if err != nil {
-			if !strings.HasPrefix(err.Error(), `cassette: "`+path+`": `) {
-				t.Fatalf("error does not name the cassette: %v", err)
-			}
-			return
-		}
-		enc, err := c.Encode()
-		if err != nil {
-			t.Fatalf("a parsed cassette does not encode: %v", err)
-		}
-		c2, err := ParseCassette(enc, path, opts...)
-		if err != nil {
-			t.Fatalf("the encoded cassette does not parse: %v\n%s", err, enc)
-		}
-		enc2, err := c2.Encode()
-		if err != nil {
-			t.Fatalf("the re-parsed cassette does not encode: %v", err)
-		}
-		if !bytes.Equal(enc, enc2) {
-			t.Fatalf("encoding is not stable (-first +second):\n%s", cmp.Diff(string(enc), string(enc2)))
-		}
-	})
-}
 
 // FuzzFlowFixture parses arbitrary flow-fixture files. Parsing must not
 // panic, an error must name the file, and parsing is deterministic: the
@@ -70,7 +15,9 @@ func FuzzFlowFixture(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		fxs, err := ParseFixtures(in, file, "app.yaml")
 		if err != nil {
-			if !strings.HasPrefix(err.Error(), file+": ") {
+			// "file: line N: ..." or, for errors that carry a column,
+			// "file:N:M: ...".
+			if !strings.HasPrefix(err.Error(), file+":") {
 				t.Fatalf("error does not name the file: %v", err)
 			}
 		}
@@ -115,7 +62,7 @@ func TestParseReportsFirstErrorWritten(t *testing.T) {
 			"", // compared with the first run's error below
 			func(b []byte) error { _, err := ParseFixtures(b, "flows/f.yaml", "app.yaml"); return err }},
 		{"cassette fields", "kind: host_cassette\nrecord_mode: [x]\napp_id: {y: 1}\n", "line 2:",
-			"", func(b []byte) error { _, err := ParseCassette(b, "c.yaml"); return err }},
+			"", func(b []byte) error { _, err := cassette.Parse(b, "c.yaml"); return err }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -135,3 +135,19 @@ func droppedNote(n int) string {
 	}
 	return fmt.Sprintf(" (%d host calls dropped: no stubs)", n)
 }
+
+// maskFlowResult masks the story's secrets in what a flow's report shows:
+// failure messages and views (as text). Its events and trace come from a
+// sink that masked them already.
+func maskFlowResult(m *secret.Masker, res *FlowResult) {
+	if m.Empty() || res == nil {
+		return
+	}
+	for i := range res.Turns {
+		t := &res.Turns[i]
+		t.View = m.Text(t.View)
+		for j, f := range t.Failures {
+			t.Failures[j] = m.Text(f)
+		}
+	}
+}

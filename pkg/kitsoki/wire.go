@@ -11,12 +11,13 @@ import (
 	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/agent/cassette"
+	"github.com/kitsoki/kitsoki/internal/cassette/replay"
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
-	"github.com/kitsoki/kitsoki/internal/testrunner"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
@@ -28,7 +29,7 @@ type run struct {
 	sess     *orchestrator.Session
 	mem      *trace.MemSink // nil with WithTraceFile
 	file     string         // the trace file, "" in memory
-	cassette *testrunner.Cassette
+	cassette *replay.Cassette
 	warnings []string
 }
 
@@ -75,8 +76,8 @@ func wire(st *story.Story, cfg *config) (_ *run, err error) {
 		rc.Timeout = cfg.timeout
 	}
 	if cfg.cassette != "" {
-		c, err := testrunner.LoadCassette(cfg.cassette, testrunner.WithSecrets(st.Secrets),
-			testrunner.WithStrictRequests(cfg.cassetteStrict), testrunner.WithClock(clk))
+		c, err := replay.Load(cfg.cassette, cassette.WithSecrets(st.Secrets),
+			cassette.WithStrictRequests(cfg.cassetteStrict), cassette.WithClock(clk))
 		if err != nil {
 			return nil, err
 		}
@@ -136,7 +137,7 @@ func checkOptions(st *story.Story, cfg *config) error {
 	if cfg.timeoutSet && cfg.timeout <= 0 {
 		return fmt.Errorf("kitsoki.WithAgentTimeout(%s): the deadline must be positive", cfg.timeout)
 	}
-	invokes := testrunner.InvokeNames(st)
+	invokes := replay.InvokeNames(st)
 	for _, name := range cfg.handlerOrder {
 		if !slices.Contains(invokes, name) {
 			return fmt.Errorf("kitsoki.WithHandler(%q): no invoke of %s names %q (invoked: %s)",

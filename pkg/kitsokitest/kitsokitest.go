@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/agent/cassette"
+	"github.com/kitsoki/kitsoki/internal/cassette/replay"
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/testrunner"
 	"github.com/kitsoki/kitsoki/pkg/kitsoki"
@@ -189,7 +191,7 @@ func logWarnings(t testing.TB, what string, out *kitsoki.Outcome) {
 // not load fails the test at once.
 func CassetteAgent(t testing.TB, cassettePath, alias string) kitsoki.AgentFunc {
 	t.Helper()
-	c, err := testrunner.LoadCassette(cassettePath, testrunner.WithClock(clock.NewFake(Epoch())))
+	c, err := replay.Load(cassettePath, cassette.WithClock(clock.NewFake(Epoch())))
 	if err != nil {
 		t.Fatal(err)
 	}

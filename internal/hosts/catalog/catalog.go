@@ -7,7 +7,11 @@
 // and the handlers can both use it.
 package catalog
 
-import "strings"
+import (
+	"slices"
+	"sort"
+	"strings"
+)
 
 // Field is one with: key or one result key.
 type Field struct {
@@ -106,7 +110,69 @@ func Builtins() []Spec {
 		{Name: "phase_id", Type: "string", Doc: "written as a _phase: <id>_ line below the body"},
 		{Name: "author", Type: "string", Doc: "informational; not written"},
 	}
-	return []Spec{
+	wtOps := []Spec{
+		{Name: "host.git_worktree.list", Summary: "List the repository's worktrees.",
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "workspaces", Type: "list", Doc: "one {id, path, branch, dirty, session} per worktree; session is set for those under .kitsoki/worktrees"}}},
+		{Name: "host.git_worktree.get", Summary: "Describe a worktree of this session.",
+			Fields:  []Field{{Name: "id", Type: "string", Required: true, Doc: "the worktree's id, as create returned it"}},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "id", Type: "string"}, {Name: "path", Type: "string"}, {Name: "branch", Type: "string"}, {Name: "dirty", Type: "bool"}}},
+		{Name: "host.git_worktree.create", Summary: "Create (or return) a worktree of this session on a branch.",
+			Fields: []Field{
+				{Name: "name", Type: "string", Required: true, Doc: "the branch: created from base, or checked out when it exists"},
+				{Name: "id", Type: "string", Doc: "the directory name (default name with / as -)"},
+				{Name: "base", Type: "string", Doc: "branch, tag or commit a new branch starts at (default HEAD)"},
+				{Name: "session_id", Type: "string", Doc: "must be this run's session when given"},
+			},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "id", Type: "string"}, {Name: "path", Type: "string", Doc: "absolute: <workspace>/.kitsoki/worktrees/<session>/<id>"}, {Name: "branch", Type: "string"}, {Name: "created", Type: "bool", Doc: "false when the worktree already existed"}}},
+		{Name: "host.git_worktree.sync", Summary: "Fast-forward a worktree's branch to its upstream.",
+			Fields:  []Field{{Name: "id", Type: "string", Required: true, Doc: "the worktree's id"}},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "id", Type: "string"}, {Name: "path", Type: "string"}, {Name: "log", Type: "string", Doc: "git pull's output, or why there was nothing to do"}}},
+		{Name: "host.git_worktree.cleanup_scan", Summary: "Propose kitsoki's worktrees for removal (merged, clean, not protected).",
+			Fields: []Field{
+				{Name: "base", Type: "string", Doc: "the branch merged work lands on (default the workspace's branch)"},
+				{Name: "exclude", Type: "string", Doc: "never recommend a worktree whose branch or path contains this text"},
+				{Name: "protected", Type: "string", Doc: "comma-separated branches never recommended"},
+			},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "base", Type: "string"}, {Name: "exclude", Type: "string"},
+				{Name: "candidates", Type: "list", Doc: "one {kind, id, path, branch, base, merged, dirty, recommended, reason, actions} per worktree"},
+				{Name: "recommended_count", Type: "int"}}},
+		{Name: "host.git_worktree.cleanup_apply", Summary: "Remove each recommended candidate's worktree and branch.",
+			Fields: []Field{{Name: "candidates", Type: "list", Required: true, Doc: "cleanup_scan's candidates"}},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "deleted", Type: "list", Doc: "{branch, path} removed"},
+				{Name: "skipped", Type: "list", Doc: "{branch, path, reason} not recommended"}, {Name: "errors", Type: "list", Doc: "{branch, path, error} git refused"}}},
+	}
+	wtAll := Spec{Name: "host.git_worktree", Summary: "The workspace interface over git worktrees: with.op selects list, get, create, sync, cleanup_scan or cleanup_apply (each is also host.git_worktree.<op>).",
+		Fields: []Field{{Name: "op", Type: "string", Required: true, Doc: "list, get, create, sync, cleanup_scan or cleanup_apply"}}}
+	for _, o := range wtOps {
+		op := strings.TrimPrefix(o.Name, "host.git_worktree.")
+		for _, f := range o.Fields {
+			if i := slices.IndexFunc(wtAll.Fields, func(g Field) bool { return g.Name == f.Name }); i >= 0 {
+				wtAll.Fields[i].Doc += ", " + op
+				continue
+			}
+			wtAll.Fields = append(wtAll.Fields, Field{Name: f.Name, Type: f.Type, Doc: op})
+		}
+	}
+	for _, o := range wtOps {
+		for _, f := range o.Results {
+			if i := slices.IndexFunc(wtAll.Results, func(r Field) bool { return r.Name == f.Name }); i >= 0 {
+				if f.Name != "ok" {
+					wtAll.Results[i].Doc += ", " + strings.TrimPrefix(o.Name, "host.git_worktree.")
+				}
+				continue
+			}
+			doc := strings.TrimPrefix(o.Name, "host.git_worktree.")
+			if f.Name == "ok" {
+				doc = ""
+			}
+			wtAll.Results = append(wtAll.Results, Field{Name: f.Name, Type: f.Type, Doc: doc})
+		}
+	}
+	wtAll.CheckFields = true
+	for i := range wtOps {
+		wtOps[i].CheckFields = true
+	}
+	specs := []Spec{
 		agent("ask", "Read-only inspection call to an agent: prose and optional typed JSON."),
 		agent("converse", "Free-form conversation with an agent."),
 		agent("decide", "Typed verdict from an agent (schema required)."),
@@ -152,7 +218,43 @@ func Builtins() []Spec {
 				{Name: "stdout_json", Type: "any", Doc: "the last non-empty line, when it parses as one JSON document"},
 				{Name: "stdout_json_parse_error", Type: "string", Doc: "set instead when that line starts like JSON but does not parse"},
 			}},
+		{Name: "host.diff.open", Summary: "Show a change against a base as a text diff in the run's output (view-only: no verdict).",
+			CheckFields: true,
+			Fields: []Field{
+				{Name: "paths", Type: "list", Doc: "changes on disk: files or directories inside the workspace (a string is one path); default the whole tree"},
+				{Name: "base", Type: "string", Doc: "changes on disk: what the working tree is compared with (default HEAD)"},
+				{Name: "path", Type: "string", Doc: "proposed content: the file inside the workspace new_text would replace"},
+				{Name: "new_text", Type: "string", Doc: "proposed content: compared with path's current content (a missing file is empty)"},
+				{Name: "title", Type: "string", Doc: "written in the header line"},
+			},
+			Results: []Field{
+				{Name: "ok", Type: "bool"},
+				{Name: "surface", Type: "string", Doc: "text when printed on the run's output, none when the run has none (flows)"},
+				{Name: "reviewed", Type: "bool", Doc: "the diff was shown"},
+				{Name: "verdict", Type: "string", Doc: "always empty: a text diff captures no accept/reject"},
+				{Name: "diff", Type: "string", Doc: "the unified diff (first 1 MiB)"},
+				{Name: "truncated", Type: "bool"},
+			}},
+		{Name: "host.transport.post", Summary: "Post a message to the terminal (kitsoki run's stdout, secrets masked).",
+			CheckFields: true,
+			Fields: []Field{
+				{Name: "body", Type: "any", Required: true, Doc: "the message; maps and lists are written as indented JSON"},
+				{Name: "transport", Type: "string", Doc: "terminal or tui (the default); any other is refused"},
+				{Name: "thread", Type: "string", Doc: "written in the header; message ids count per thread"},
+				{Name: "title", Type: "string", Doc: "written in the header"},
+				{Name: "phase_id", Type: "string", Doc: "a phase posted on the same thread before is not posted again"},
+				{Name: "bot_marker", Type: "string", Doc: "starts the header (default [kitsoki]; empty for none)"},
+			},
+			Results: []Field{
+				{Name: "ok", Type: "bool"},
+				{Name: "message_id", Type: "string", Doc: "<thread or terminal>#<n>"},
+				{Name: "duplicate", Type: "bool", Doc: "the phase_id was posted already; nothing was printed"},
+			}},
 	}
+	specs = append(specs, wtAll)
+	specs = append(specs, wtOps...)
+	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
+	return specs
 }
 
 // Unbuilts returns the handler families kitsoki does not build, sorted by

@@ -1,0 +1,224 @@
+package cassette
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func TestCassetteLoadErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		yml  string
+		env  map[string]string
+		want string // the whole error after `cassette: "<path>": `
+	}{
+		{"wrong kind", "kind: flow\n", nil, `kind must be "host_cassette", got "flow"`},
+		{"missing kind", "episodes: []\n", nil, `kind must be "host_cassette", got ""`},
+		{"empty file", "", nil, `kind must be "host_cassette", got ""`},
+		{"bad record_mode", "kind: host_cassette\nrecord_mode: all\n", nil,
+			`record_mode "all" is not supported; valid values are "none" or "new_episodes"`},
+		{"bad env record mode", "kind: host_cassette\n", map[string]string{EnvRecord: "once"},
+			`KITSOKI_CASSETTE_RECORD: record_mode "once" is not supported; valid values are "none" or "new_episodes"`},
+		{"strict with file mode", "kind: host_cassette\nrecord_mode: new_episodes\n", map[string]string{EnvStrict: "1"},
+			`KITSOKI_CASSETTE_STRICT=1 but cassette record mode is "new_episodes"`},
+		{"strict true with env mode", "kind: host_cassette\n", map[string]string{EnvStrict: "true", EnvRecord: "new_episodes"},
+			`KITSOKI_CASSETTE_STRICT=1 but cassette record mode is "new_episodes"`},
+		{"unknown top key", "kind: host_cassette\nepisode: []\n", nil,
+			`line 2: cassette: unknown key "episode" (valid: kind, app_id, app_version, source_run, generated_at, match_on, record_mode, phase_from, episodes)`},
+		{"unknown episode key", "kind: host_cassette\nepisodes:\n  - {id: a, respons: {}}\n", nil,
+			`line 3: episodes[0]: unknown key "respons" (valid: id, match, request_hash, response, delay, replay, agent)`},
+		{"infra with data", "kind: host_cassette\nepisodes:\n  - {id: a, response: {data: {}, infra_error: boom}}\n", nil,
+			`line 3: episode "a": response.infra_error cannot be combined with data or error`},
+		{"no response", "kind: host_cassette\nepisodes:\n  - {id: a, match: {handler: h}}\n", nil,
+			`line 3: episode "a": needs a response: data, error or infra_error (or an agent: block)`},
+		{"replay not any", "kind: host_cassette\nepisodes:\n  - {id: a, replay: always, response: {data: {}}}\n", nil,
+			`line 3: episode "a": replay must be "any" (reusable) or absent, got "always"`},
+		{"bad delay", "kind: host_cassette\nepisodes:\n  - {id: a, delay: soon, response: {data: {}}}\n", nil,
+			`line 3: episode "a": delay: "soon" is not a duration (write e.g. 200ms, 2s, 3d)`},
+		{"delay twice", "kind: host_cassette\nepisodes:\n  - {id: a, delay: 1s, response: {data: {}, delay: 2s}}\n", nil,
+			`line 3: episode "a": delay is written both on the episode and in response`},
+		{"phase_from without group", "kind: host_cassette\nphase_from: 'review'\n", nil,
+			`phase_from "review" has no capture group; its first group is the phase`},
+		{"match not a map", "kind: host_cassette\nepisodes:\n  - {id: a, match: [h], response: {data: {}}}\n", nil,
+			`line 3: episode "a".match must be a mapping, got a list`},
+		{"unknown agent key", "kind: host_cassette\nepisodes:\n  - {id: a, agent: {verb: ask, tokens: 3}}\n", nil,
+			`line 3: episode "a".agent: unknown key "tokens" (valid: verb, agent, model, turn, duration_ms, prompt_tokens, response_tokens, cost_usd, system_prompt, prompt, input, response, submission, error, call_id, transcript)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "c.yaml")
+			_, err := Parse([]byte(tt.yml), path, WithGetenv(func(k string) string { return tt.env[k] }))
+			want := `cassette: "` + path + `": ` + tt.want
+			if err == nil || err.Error() != want {
+				t.Errorf("error:\n got %v\nwant %s", err, want)
+			}
+		})
+	}
+}
+
+func TestCassetteFields(t *testing.T) {
+	c := mustCassette(t, `kind: host_cassette
+app_id: expense-triage
+app_version: 1.2.3
+source_run: run-7
+generated_at: "2026-01-01T00:00:00Z"
+match_on: [handler, call]
+record_mode: ""
+episodes:
+  - match: {handler: h}
+    response: {data: {n: 1, f: 0.5, big: 9007199254740993}, delay: 3d}
+  - id: second
+    replay: any
+    delay: 1d12h
+    response: {error: nope}
+  - id: third
+    agent: {verb: ask, response: {decision: approve, list: [1, 2]}}
+`)
+	if c.Mode() != ModeNone || c.AppID != "expense-triage" || c.AppVersion != "1.2.3" || c.SourceRun != "run-7" {
+		t.Errorf("header = %+v", c)
+	}
+	if c.Episodes[0].ID != "episode_1" {
+		t.Errorf("default id = %q, want episode_1", c.Episodes[0].ID)
+	}
+	if c.Episodes[0].Delay != 72*time.Hour || c.Episodes[1].Delay != 36*time.Hour {
+		t.Errorf("delays = %v, %v", c.Episodes[0].Delay, c.Episodes[1].Delay)
+	}
+	wantData := map[string]any{"n": int64(1), "f": 0.5, "big": int64(9007199254740993)}
+	if d := cmp.Diff(wantData, c.Episodes[0].Response.Data); d != "" {
+		t.Errorf("data normalised (-want +got):\n%s", d)
+	}
+	if !c.Episodes[1].Reusable || c.Episodes[1].Response.Error != "nope" {
+		t.Errorf("episode 2 = %+v", c.Episodes[1])
+	}
+	if got := c.Episodes[2].Agent.Response; got != `{"decision":"approve","list":[1,2]}` {
+		t.Errorf("agent.response written as a mapping = %s", got)
+	}
+}
+
+func TestIncludeExpansion(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"c.yaml": `kind: host_cassette
+episodes:
+  - id: a
+    match: {handler: h}
+    response: {data: !include data/verdict.json}
+    agent: {verb: decide, prompt: !include prompts/p.md, response: !include data/verdict.json}
+`,
+		"data/verdict.json": "{\n  \"decision\": \"approve\",\n  \"confidence\": 0.9\n}\n",
+		"prompts/p.md":      "Line one\n\"quoted\"\n",
+	})
+	c, err := Load(filepath.Join(dir, "c.yaml"), WithGetenv(noEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := c.Episodes[0]
+	if d := cmp.Diff(map[string]any{"decision": "approve", "confidence": 0.9}, ep.Response.Data); d != "" {
+		t.Errorf("json include (-want +got):\n%s", d)
+	}
+	if ep.Agent.Prompt != "Line one\n\"quoted\"\n" {
+		t.Errorf("text include = %q", ep.Agent.Prompt)
+	}
+	if ep.Agent.Response != `{"decision":"approve","confidence":0.9}` {
+		t.Errorf("json include into a string field = %q (want compact JSON)", ep.Agent.Response)
+	}
+}
+
+func TestIncludeRefused(t *testing.T) {
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret.json"), []byte(`{"x":1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, value, want string
+	}{
+		{"absolute", filepath.Join(outside, "secret.json"), "absolute paths are not allowed"},
+		{"parent", "../secret.json", "the path leaves the cassette's directory"},
+		{"symlink", "link/secret.json", "the path leaves the cassette's directory (through a symlink)"},
+		{"missing", "nope.json", "no such file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := writeFiles(t, map[string]string{"c.yaml": "kind: host_cassette\nepisodes:\n  - {id: a, response: {data: !include '" + tt.value + "'}}\n"})
+			if err := os.Symlink(outside, filepath.Join(dir, "link")); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Load(filepath.Join(dir, "c.yaml"), WithGetenv(noEnv))
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "line 3: !include") {
+				t.Errorf("error = %v, want it to say %q at line 3", err, tt.want)
+			}
+		})
+	}
+	t.Run("key side", func(t *testing.T) {
+		dir := writeFiles(t, map[string]string{"c.yaml": "kind: host_cassette\n!include k: v\n"})
+		_, err := Load(filepath.Join(dir, "c.yaml"), WithGetenv(noEnv))
+		if err == nil || !strings.Contains(err.Error(), "!include is only allowed on the value side") {
+			t.Errorf("error = %v", err)
+		}
+	})
+}
+
+// A cassette written as .yaml.zst is zstd on disk and loads back equal.
+func TestZstdRoundTrip(t *testing.T) {
+	src := mustCassette(t, `kind: host_cassette
+app_id: z
+episodes:
+  - {id: a, match: {handler: h, call: x}, response: {data: {text: "hello"}}, delay: 200ms}
+  - {id: b, replay: any, agent: {verb: ask, response: plain text, prompt_tokens: 3}}
+`)
+	dir := t.TempDir()
+	zpath := filepath.Join(dir, "c.yaml.zst")
+	if err := src.WriteFile(zpath); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(zpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(raw, []byte{0x28, 0xb5, 0x2f, 0xfd}) {
+		t.Fatalf("%s is not zstd: % x", zpath, raw[:8])
+	}
+	back, err := Load(zpath, WithGetenv(noEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := cmp.Options{cmpopts.IgnoreUnexported(Episode{}), cmpopts.IgnoreFields(Episode{}, "Line")}
+	if d := cmp.Diff(src.Episodes, back.Episodes, opts); d != "" {
+		t.Errorf("episodes after round trip (-want +got):\n%s", d)
+	}
+	plain, err := src.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ypath := filepath.Join(dir, "c.yaml")
+	if err := src.WriteFile(ypath); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(ypath); !bytes.Equal(b, plain) {
+		t.Errorf(".yaml is not the plain encoding")
+	}
+	dec, err := ReadFile(zpath)
+	if err != nil || !bytes.Equal(dec, plain) {
+		t.Errorf("decompressed .yaml.zst differs from the plain encoding (err %v)", err)
+	}
+}
+
+func TestParseDelay(t *testing.T) {
+	for in, want := range map[string]time.Duration{"200ms": 200 * time.Millisecond, "2s": 2 * time.Second, "3d": 72 * time.Hour,
+		"1d12h": 36 * time.Hour, "1.5d": 36 * time.Hour, "0s": 0} {
+		if got, err := ParseDelay(in); err != nil || got != want {
+			t.Errorf("ParseDelay(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "d", "xd", "-1s", "5"} {
+		if _, err := ParseDelay(in); err == nil {
+			t.Errorf("ParseDelay(%q) accepted", in)
+		}
+	}
+}

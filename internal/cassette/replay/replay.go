@@ -1,0 +1,37 @@
+// Package replay puts a cassette (internal/agent/cassette) in place of a
+// story's agents and host handlers, and records live runs as cassettes.
+// It holds the cassette's host-handler role, the installer that wires
+// both roles into a registry and host, the Recorder and the conversion of
+// a trace into a cassette: the parts that need internal/host or
+// internal/story, which the agent transport must not import.
+package replay
+
+import "github.com/kitsoki/kitsoki/internal/agent/cassette"
+
+// Cassette is a loaded cassette with its host-handler role and its
+// installer (ReplayAgents, ReplayHandlers). It has every method of
+// cassette.Cassette: they share one play state.
+type Cassette struct {
+	*cassette.Cassette
+}
+
+// Wrap gives a cassette its host-handler role.
+func Wrap(c *cassette.Cassette) *Cassette { return &Cassette{Cassette: c} }
+
+// Load is cassette.Load, wrapped.
+func Load(path string, opts ...cassette.LoadOption) (*Cassette, error) {
+	c, err := cassette.Load(path, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return Wrap(c), nil
+}
+
+// New is cassette.New, wrapped.
+func New(appID string, episodes []*cassette.Episode, opts ...cassette.LoadOption) (*Cassette, error) {
+	c, err := cassette.New(appID, episodes, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return Wrap(c), nil
+}

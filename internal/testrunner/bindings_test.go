@@ -1,0 +1,261 @@
+package testrunner
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// bindingsStory copies testdata/bindings to a temporary directory (its own
+// workspace, so artifacts land there) and returns the copy's app.yaml.
+func bindingsStory(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "bindings")
+	if err := os.CopyFS(dir, os.DirFS("testdata/bindings")); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "app.yaml")
+}
+
+// runBindings runs the fixtures matching glob (relative to the copied
+// story's directory) and returns the report as `kitsoki test flows`
+// prints it.
+func runBindings(t *testing.T, app, glob string) ([]*FlowResult, string) {
+	t.Helper()
+	fxs, err := LoadFixtures(app, filepath.Join(filepath.Dir(app), glob))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRunner(WithFlowGetenv(noEnv))
+	t.Cleanup(func() { r.Close() })
+	rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep.Results, report(rep.Results, false)
+}
+
+// A flow binding host.run runs the command for real: its output is bound
+// into the world, a templated argument stays one argument, and the call
+// nothing binds is still dropped.
+func TestHostBindingsRunsHostRun(t *testing.T) {
+	app := bindingsStory(t)
+	res, out := runBindings(t, app, "flows/run.yaml")
+	if want := "PASS  run.yaml (1 host call dropped: no stubs)\n"; out != want {
+		t.Errorf("report:\n%s\nwant:\n%s", out, want)
+	}
+	if len(res) != 1 || !res[0].Passed {
+		t.Fatalf("the flow failed: %s", out)
+	}
+}
+
+// Without host_bindings (and no stubs) the same calls are dropped: the
+// binding is what makes host.run real.
+func TestWithoutHostBindingsCallsAreDropped(t *testing.T) {
+	app := bindingsStory(t)
+	_, out := runBindings(t, app, "flows/unbound.yaml")
+	if want := "PASS  unbound.yaml (2 host calls dropped: no stubs)\n"; out != want {
+		t.Errorf("report:\n%s\nwant:\n%s", out, want)
+	}
+}
+
+// A flow binding host.artifacts_dir writes and lists real artifacts, and
+// a bound interface (transport) routes iface.transport.post to
+// host.artifacts_dir.post.
+func TestHostBindingsArtifacts(t *testing.T) {
+	app := bindingsStory(t)
+	res, out := runBindings(t, app, "flows/artifacts.yaml")
+	if want := "PASS  artifacts.yaml\n"; out != want {
+		t.Fatalf("report:\n%s\nwant:\n%s", out, want)
+	}
+	if len(res) != 1 {
+		t.Fatalf("%d results", len(res))
+	}
+	dir := filepath.Join(filepath.Dir(app), ".kitsoki", "artifacts", "flow")
+	got := map[string]string{}
+	for _, name := range []string{"report.md", "posted.txt"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[name] = string(b)
+	}
+	if !strings.Contains(got["report.md"], "### Report") || !strings.Contains(got["report.md"], "hello") {
+		t.Errorf("report.md = %q, want the title and the body", got["report.md"])
+	}
+	if !strings.Contains(got["posted.txt"], "via the interface") {
+		t.Errorf("posted.txt = %q, want the body posted through iface.transport", got["posted.txt"])
+	}
+	if _, err := os.Stat(filepath.Join(dir, "transcript.md")); !os.IsNotExist(err) {
+		t.Errorf("transcript.md exists (%v): the binding, not the story's default host.append_to_file, should have answered", err)
+	}
+}
+
+// Every malformed host_bindings value is refused when the fixture is
+// parsed, at the position of what is wrong.
+func TestHostBindingsParseErrors(t *testing.T) {
+	const head = "test_kind: flow\napp: app.yaml\n"
+	tests := []struct{ name, body, want string }{
+		{"list", "host_bindings: [host.run]\n",
+			`f.yaml:3:16: host_bindings must be a mapping of {interface or handler: handler}, e.g. host_bindings: {host.run: host.run} or {transport: host.artifacts_dir}; got a list`},
+		{"scalar", "host_bindings: host.run\n",
+			`f.yaml:3:16: host_bindings must be a mapping of {interface or handler: handler}, e.g. host_bindings: {host.run: host.run} or {transport: host.artifacts_dir}; got a scalar`},
+		{"empty value", "host_bindings:\n  host.run:\n",
+			`f.yaml:4:12: host_bindings["host.run"]: the value must be a handler name such as host.artifacts_dir, got null`},
+		{"mapping value", "host_bindings:\n  host.run: {timeout: 1s}\n",
+			`f.yaml:4:13: host_bindings["host.run"]: the value must be a handler name such as host.artifacts_dir, got a mapping`},
+		{"not a handler name", "host_bindings:\n  transport: artifacts\n",
+			`f.yaml:4:14: host_bindings["transport"]: "artifacts" is not a handler name: write a dotted invoke name such as host.artifacts_dir`},
+		{"interface as value", "host_bindings:\n  transport: iface.transport\n",
+			`f.yaml:4:14: host_bindings["transport"]: "iface.transport" is an interface, not a handler: bind the interface to the handler that implements it`},
+		{"handler to another", "host_bindings:\n  host.append_to_file: host.artifacts_dir\n",
+			`f.yaml:4:24: host_bindings["host.append_to_file"]: a handler can only be bound to itself (host.append_to_file: host.append_to_file), which runs the real handler in this flow; to route calls to host.artifacts_dir, bind an interface (transport: host.artifacts_dir)`},
+		{"iface key", "host_bindings:\n  iface.transport: host.artifacts_dir\n",
+			`f.yaml:4:3: host_bindings["iface.transport"]: key an interface by its name without "iface.": transport: host.artifacts_dir`},
+		{"bad key", "host_bindings:\n  \"a b\": host.run\n",
+			`f.yaml:4:3: host_bindings["a b"]: "a b" is neither a handler name (host.run) nor an interface name (transport)`},
+		{"duplicate", "host_bindings:\n  host.run: host.run\n  host.run: host.run\n",
+			`f.yaml:5:3: host_bindings["host.run"]: key appears twice`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseFixtures([]byte(head+tt.body), "f.yaml", "")
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if diff := cmp.Diff(tt.want, err.Error()); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A well-formed binding nothing in the flow can honour is a setup error
+// of the fixture.
+func TestHostBindingsSetupErrors(t *testing.T) {
+	app := bindingsStory(t)
+	dir := filepath.Dir(app)
+	tests := []struct{ name, body, want string }{
+		{"unknown handler", "host_bindings:\n  host.probe: host.probe\n",
+			`:4:3: host_bindings["host.probe"]: nothing in this flow answers "host.probe": it is not a handler kitsoki provides (kitsoki hosts lists them) and no host_handlers stub or host_cassette episode answers it`},
+		{"refused handler", "host_bindings:\n  transport: host.jira\n",
+			`:4:3: host_bindings["transport"]: kitsoki does not provide host.jira (it needs Jira), so nothing would answer "host.jira" in this flow: stub it in host_handlers`},
+		{"unused interface", "host_bindings:\n  ticket: host.artifacts_dir\n",
+			`:4:3: host_bindings["ticket"]: the story declares no host interface "ticket" (host_interfaces: transport) and invokes no iface.ticket.<op>, so this binding would route nothing`},
+		{"bound and stubbed", "host_bindings:\n  host.run: host.run\nhost_handlers:\n  host.run: {data: {ok: true}}\n",
+			`:4:3: host_bindings["host.run"]: host_handlers["host.run"] also stubs it, so the real handler would never answer: drop the binding or the stub`},
+		{"agent verb", "host_bindings:\n  host.agent.task: host.agent.task\n",
+			`:4:3: host_bindings["host.agent.task"]: agents do not run in flows (no transport is installed): answer host.agent.task with a host_handlers stub or a host_cassette instead`},
+		{"cassette answers the bound handler", "host_cassette: run.cassette.yaml\nhost_bindings:\n  host.run: host.run\n",
+			`:5:3: host_bindings["host.run"]: the host_cassette's episodes answer host.run, and a cassette miss does not fall back to the real handler in this version: drop the binding or those episodes`},
+	}
+	cassette := "kind: host_cassette\nepisodes:\n  - id: run\n    match: {handler: host.run}\n    response: {data: {ok: true}}\n"
+	if err := os.WriteFile(filepath.Join(dir, "flows", "run.cassette.yaml"), []byte(cassette), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := filepath.Join(dir, "flows", "bad.yaml")
+			fxs, err := ParseFixtures([]byte("test_kind: flow\napp: ../app.yaml\n"+tt.body), file, app)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := NewRunner(WithFlowGetenv(noEnv))
+			t.Cleanup(func() { r.Close() })
+			_, err = r.Prepare(fxs[0])
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if diff := cmp.Diff(file+tt.want, err.Error()); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// An interface bound to a stubbed handler is answered by the stub, under
+// the handler's name (as Kitsoki's corpus rebinds iface.ticket to a
+// stubbed host.gh.ticket).
+func TestHostBindingsInterfaceToStub(t *testing.T) {
+	app := bindingsStory(t)
+	file := filepath.Join(filepath.Dir(app), "flows", "stubbed.yaml")
+	body := `test_kind: flow
+app: ../app.yaml
+host_bindings:
+  transport: host.chat
+host_handlers:
+  host.chat:
+    by_op:
+      post: {data: {path: "chat#1"}}
+turns:
+  - intent: post
+    expect_world: {posted: "chat#1"}
+expect_no_errors: true
+`
+	if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, out := runBindings(t, app, "flows/stubbed.yaml")
+	if want := "PASS  stubbed.yaml\n"; out != want {
+		t.Errorf("report:\n%s\nwant:\n%s", out, want)
+	}
+}
+
+// An interface bound to a handler the cassette answers is answered by the
+// cassette's episodes for that handler.
+func TestHostBindingsInterfaceToCassette(t *testing.T) {
+	app := bindingsStory(t)
+	dir := filepath.Join(filepath.Dir(app), "flows")
+	cassette := `kind: host_cassette
+episodes:
+  - id: chat_post
+    match: {handler: host.chat, thread: posted.txt}
+    response: {data: {path: "chat#7"}}
+`
+	flow := `test_kind: flow
+app: ../app.yaml
+host_cassette: chat.cassette.yaml
+host_bindings:
+  transport: host.chat
+turns:
+  - intent: post
+    expect_world: {posted: "chat#7"}
+expect_no_errors: true
+strict_cassette_coverage: true
+`
+	for name, body := range map[string]string{"chat.cassette.yaml": cassette, "chat.yaml": flow} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, out := runBindings(t, app, "flows/chat.yaml")
+	if want := "PASS  chat.yaml\n"; out != want {
+		t.Errorf("report:\n%s\nwant:\n%s", out, want)
+	}
+}
+
+// Without a binding an interface goes to the default: its story declares
+// (host_interfaces), here the real host.append_to_file; the flow's binding
+// (artifacts.yaml) replaces it.
+func TestInterfaceDefaultInAFlow(t *testing.T) {
+	app := bindingsStory(t)
+	_, out := runBindings(t, app, "flows/default.yaml")
+	if want := "PASS  default.yaml\n"; out != want {
+		t.Fatalf("report:\n%s\nwant:\n%s", out, want)
+	}
+	dir := filepath.Join(filepath.Dir(app), ".kitsoki", "artifacts", "flow")
+	b, err := os.ReadFile(filepath.Join(dir, "transcript.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "<!-- thread: posted.txt -->") || !strings.Contains(string(b), "via the interface") {
+		t.Errorf("transcript.md = %q, want the posted chunk under its thread", b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "posted.txt")); !os.IsNotExist(err) {
+		t.Errorf("posted.txt exists (%v): the default, not host.artifacts_dir, should have answered", err)
+	}
+}

@@ -335,7 +335,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 	// Flows replay cassettes recorded against the story's own routes, so
 	// pins do not apply.
 	cfg := runtime.Config{Logger: logger, Clock: f.clk, Trace: runtime.Trace{Sink: sink}, IgnorePins: true,
-		Session: &runtime.Session{ID: "flow", Root: root, World: deepCopyMap(fx.InitialWorld)}}
+		Session: &runtime.Session{ID: "flow", Root: root, World: replay.CopyMap(fx.InitialWorld)}}
 	if f.Cassette != nil {
 		cfg.Cassette = f.Cassette
 	}
@@ -401,9 +401,9 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 		mark := len(sink.events)
 		var before map[string]any
 		if ts.wantsWorldBefore() {
-			before = deepCopyMap(sess.World())
+			before = replay.CopyMap(sess.World())
 		}
-		out, err := sess.Turn(ctx, ts.Intent, deepCopyMap(ts.Slots), "")
+		out, err := sess.Turn(ctx, ts.Intent, replay.CopyMap(ts.Slots), "")
 		if err != nil {
 			res.Turns = append(res.Turns, TurnResult{TurnIndex: i, NewState: sess.State(), Failures: []string{"trace: " + err.Error()}})
 			break
@@ -582,7 +582,7 @@ func (s *stubHandler) Invoke(ctx context.Context, call *host.Call) (*host.Result
 	}
 	res := &host.Result{}
 	if env.HasData {
-		res.Data = deepCopyMap(env.Data)
+		res.Data = replay.CopyMap(env.Data)
 	}
 	if env.Error != "" {
 		res.Err = errors.New(env.Error)
@@ -656,29 +656,4 @@ func LoadFixtures(appPath, glob string) ([]*Fixture, error) {
 		out = append(out, fxs...)
 	}
 	return out, nil
-}
-
-func deepCopyMap(m map[string]any) map[string]any {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = deepCopy(v)
-	}
-	return out
-}
-
-func deepCopy(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		return deepCopyMap(t)
-	case []any:
-		l := make([]any, len(t))
-		for i, e := range t {
-			l[i] = deepCopy(e)
-		}
-		return l
-	}
-	return v
 }

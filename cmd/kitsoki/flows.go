@@ -24,7 +24,7 @@ func newTestCmd(g *globals) *cobra.Command {
 		Use:   "test",
 		Short: "Test a story",
 	}
-	cmd.AddCommand(newFlowsCmd(g))
+	cmd.AddCommand(newFlowsCmd(g), newIntentsCmd(g))
 	return cmd
 }
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// scripted runs one intent per non-blank input line ("#" starts a comment)
+// scripted runs one intent or free-text line per non-blank input line ("#" starts a comment)
 // and stops at the first rejection, fault, unhandled call failure or
 // terminal state. A line that stops the run is named by its number.
 func (r *runner) scripted(ctx context.Context, in io.Reader) int {
@@ -40,11 +40,20 @@ func (r *runner) scripted(ctx context.Context, in io.Reader) int {
 	return exitIncomplete
 }
 
-// turn parses and takes one typed line.
+// turn takes one line: free text is routed (Session.Say), a typed line
+// "intent key=value ..." is parsed and taken.
 func (r *runner) turn(ctx context.Context, line string) (int, bool) {
 	if err := ctx.Err(); err != nil {
 		fmt.Fprintln(r.errw, "kitsoki: interrupted")
 		return exitFailure, true
+	}
+	if r.sess.IsFreeText(line) {
+		out, err := r.sess.Say(ctx, line)
+		if err != nil {
+			fmt.Fprintln(r.errw, "kitsoki:", err)
+			return exitFailure, true
+		}
+		return r.afterReplay(r.report(out))
 	}
 	intent, slots, err := r.sess.ParseInput(line)
 	if err != nil {

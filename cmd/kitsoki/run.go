@@ -45,6 +45,9 @@ type runOpts struct {
 	toolProviders []string
 	// httpCassette serves host.starlark.run's HTTP (recorded with --record).
 	httpCassette string
+	// say are free-text lines to run instead of reading stdin (--say).
+	say     []string
+	routing routingFlags
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -57,6 +60,10 @@ func newRunCmd(g *globals) *cobra.Command {
 On a terminal, kitsoki shows the current state's description and the intents
 it accepts, and you type "intent key=value ..." (":help" lists the commands).
 Otherwise it reads one intent per line from stdin, or takes --intents.
+A line that is not "intent key=value ..." is free text: it is routed to one
+of the state's intents (exact match, synonyms and templates with
+--semantic-routing, the state's default_intent, then the router agent);
+--say runs free text instead of stdin.
 Every step is written to a JSONL trace (--trace, default
 .kitsoki/runs/<session>.jsonl). A call failure that an on_error handles is
 printed on stderr as one line ("agent error: … — on_error → <state>").
@@ -65,9 +72,10 @@ Exit codes:
   0  a terminal state (or an @exit:) was reached
   1  I/O or trace failure, or a flag value kitsoki refuses
   2  the story did not load, or the command line is wrong (unknown flag…)
-  3  an intent was rejected (unknown intent, bad slots, no guard matched)
-  4  an agent or host call failed and no on_error handled it, or a
-     --cassette replay missed (no episode matched a call)
+  3  an intent was rejected (unknown intent, bad slots, no guard matched),
+     or free text matched no intent confidently (NO_MATCH)
+  4  an agent or host call failed and no on_error handled it (the router's
+     too), or a --cassette replay missed (no episode matched a call)
   5  a turn aborted on an expression or effect fault
   6  the input ended before a terminal state`,
 		Args: cobra.ExactArgs(1),
@@ -81,6 +89,8 @@ Exit codes:
 	f.StringArrayVar(&o.world, "world", nil, "set a world value at start, key=value, typed by the world declaration (repeatable)")
 	f.StringVar(&o.root, "root", "", "start in this state instead of the story's root")
 	f.StringVar(&o.intents, "intents", "", "comma-separated intents to run instead of reading stdin, e.g. 'open,approve by=ann'")
+	f.StringArrayVar(&o.say, "say", nil, "free text to route and run instead of reading stdin, e.g. 'show me the forecast for Tokyo' (repeatable; not with --intents)")
+	addRoutingFlags(cmd, &o.routing)
 	f.StringVar(&o.session, "session", "", "session id (default: generated)")
 	f.DurationVar(&o.timeout, "agent-timeout", host.DefaultTimeout, "hard deadline of an agent call that sets no with.timeout")
 	f.BoolVar(&o.autopilot, "autopilot", false, "run unattended: agents are not offered the tool that asks the operator")
@@ -136,8 +146,15 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 		return exitWith(exitFailure, err)
 	}
 	defer as.finish(stderr)
-	session := &runtime.Session{ID: o.session, World: world, Root: o.root}
-	interactive := o.intents == "" && isTerminal(cmd.InOrStdin())
+	if o.intents != "" && len(o.say) > 0 {
+		return exitWith(exitUsage, errors.New("--say and --intents cannot be combined: give the turns as one of them (a free-text line on stdin works too)"))
+	}
+	routing, err := o.routing.config(cmd, st)
+	if err != nil {
+		return exitWith(exitFailure, err)
+	}
+	session := &runtime.Session{ID: o.session, World: world, Root: o.root, Routing: routing}
+	interactive := o.intents == "" && len(o.say) == 0 && isTerminal(cmd.InOrStdin())
 	var in *lines
 	if interactive {
 		in = newLines(cmd.InOrStdin())
@@ -190,6 +207,8 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 	switch {
 	case o.intents != "":
 		return exitCode(r.scripted(ctx, strings.NewReader(strings.ReplaceAll(o.intents, ",", "\n"))))
+	case len(o.say) > 0:
+		return exitCode(r.said(ctx, o.say))
 	case interactive:
 		return exitCode(r.interactive(ctx, in))
 	default:
@@ -271,6 +290,9 @@ func (r *runner) report(out *orchestrator.Outcome) (code int, stop bool) {
 		fmt.Fprintln(r.errw, out.Rejection.Error())
 		if out.Rejection.GuardHint != "" {
 			fmt.Fprintln(r.errw, "hint:", out.Rejection.GuardHint)
+		}
+		if len(out.HostErrors) > 0 { // the router call failed
+			return exitAgent, true
 		}
 		return exitRejected, true
 	case orchestrator.OutcomeError:

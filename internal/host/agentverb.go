@@ -61,7 +61,9 @@ func (ah *agentHandler) prepare(call *Call) (*askCall, error) {
 		p.persona = persona
 	}
 
-	if sp, ok := call.Args["schema"].(string); ok && sp != "" {
+	if call.Schema != nil {
+		p.schema = call.Schema
+	} else if sp, ok := call.Args["schema"].(string); ok && sp != "" {
 		s, err := h.schema(sp)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)

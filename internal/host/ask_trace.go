@@ -54,7 +54,7 @@ func (h *Host) stepTrace(ctx context.Context, c *askCall, next askFunc) (answer,
 // ({schema_path} on the built-in path, {schema_present: true} on a
 // plugin's, when the call has a schema).
 func startPayload(c *askCall) trace.AgentCallStart {
-	p := trace.AgentCallStart{Verb: c.verb, Prompt: c.req.Prompt}
+	p := trace.AgentCallStart{Verb: c.verb, Prompt: c.req.Prompt, Purpose: c.call.Purpose}
 	p.Agent, p.Model = describe(c.ac)
 	c.route.describeStart(&p)
 	if c.schema != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/clock"
+	"github.com/kitsoki/kitsoki/internal/schema"
 	"github.com/kitsoki/kitsoki/internal/secret"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/trace"
@@ -35,6 +36,13 @@ type Call struct {
 	// Run is what the session dispatching the call lends it for this call
 	// (the zero value outside a session, e.g. an eval's calls).
 	Run RunEnv
+	// Schema, when set, is the compiled schema of an agent call kitsoki
+	// makes itself (the router's, generated from the current state); it
+	// takes the place of with.schema.
+	Schema *schema.Schema
+	// Purpose says why kitsoki made an agent call that no invoke asked
+	// for ("route" for the router agent); agent.call.start records it.
+	Purpose string
 }
 
 // RunEnv is what a session hands each call it dispatches: the actions the

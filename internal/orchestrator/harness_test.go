@@ -55,6 +55,7 @@ type rigConfig struct {
 	hostOpts  []host.Option
 	storyOpts []story.Option
 	root      string
+	routing   RoutingConfig
 }
 
 func withAgent(alias string, a agent.Agent) rigOpt {
@@ -95,6 +96,7 @@ func newRig(t *testing.T, fs files, opts ...rigOpt) *rig {
 	if cfg.root != "" {
 		sopts = append(sopts, WithRoot(cfg.root))
 	}
+	sopts = append(sopts, WithRouting(cfg.routing))
 	sess, err := New(st, h, sink, sopts...)
 	if err != nil {
 		t.Fatal(err)

@@ -47,6 +47,9 @@ type Outcome struct {
 	// exit when that state is an @exit: target.
 	Done bool
 	Exit string
+
+	// Route is how a free-text turn was routed (nil for a typed intent).
+	Route *Route
 }
 
 // Rejection is the envelope of a rejected intent.

@@ -65,6 +65,7 @@ type Session struct {
 
 	operator Operator
 	live     liveState
+	routing  RoutingConfig
 }
 
 // Option configures a Session.

@@ -58,6 +58,14 @@ func (s *Session) Turn(ctx context.Context, intent string, slots map[string]any,
 	if err := s.emit(t, trace.TurnStart{Turn: t.n, Input: input, Direct: true}); err != nil {
 		return nil, err
 	}
+	return s.takeTurn(ctx, t)
+}
+
+// takeTurn validates the turn's intent and slots, picks the arm and runs
+// the turn (steps 1-9); a typed intent and a routed free-text line both
+// end here.
+func (s *Session) takeTurn(ctx context.Context, t *turnCtx) (*Outcome, error) {
+	intent := t.intent
 	if rej := s.validate(t); rej != nil {
 		return s.reject(t, rej)
 	}

@@ -133,6 +133,9 @@ type Session struct {
 	Title string
 	// Operator answers the questions agents ask; nil is no operator.
 	Operator orchestrator.Operator
+	// Routing is how free text is routed (the zero value: the story's
+	// routing: block and the defaults).
+	Routing orchestrator.RoutingConfig
 }
 
 // Tools shapes the MCP tools of the run's agent calls.
@@ -268,7 +271,7 @@ func Open(st *story.Story, cfg Config) (_ *Runtime, err error) {
 	}
 	s := cfg.Session
 	opts := []orchestrator.Option{orchestrator.WithSessionID(s.ID), orchestrator.WithWorld(s.World),
-		orchestrator.WithClock(cfg.Clock), orchestrator.WithLogger(cfg.Logger)}
+		orchestrator.WithClock(cfg.Clock), orchestrator.WithLogger(cfg.Logger), orchestrator.WithRouting(s.Routing)}
 	if s.Root != "" {
 		opts = append(opts, orchestrator.WithRoot(s.Root))
 	}

@@ -27,6 +27,9 @@ func (l *loader) finish() {
 	l.checkWorldRefs()
 	l.checkGuardReads()
 	l.checkArmIntents()
+	l.checkSynonyms()
+	l.checkDefaultIntents()
+	l.checkRoutingAgent()
 }
 
 // seededWorld are the world keys every story has (story-format.md §5),

@@ -215,6 +215,10 @@ type loader struct {
 	schemaUses map[string]*[]schemaUse // with.schema paths → where they are named
 
 	toolNames map[string]string // exposed plugin tool name → where it was declared
+
+	synonymRefs    []*synonymRef // intents' synonyms, checked against their slots
+	defaultIntents []*nodeRef    // states' default_intent, checked at finish
+	routingAgent   *nodeRef      // routing.agent, checked against agent_plugins
 }
 
 // nodeRef is a value to check once every file is loaded.
@@ -346,9 +350,9 @@ func yamlDiag(f *file, err error) Diagnostic {
 }
 
 var topKeys = &keySpec{
-	v1: []string{"app", "hosts", "agents", "agent_plugins", "host_plugins", "host_interfaces", "providers", "world", "intents", "root", "exits", "include", "states"},
+	v1: []string{"app", "hosts", "agents", "agent_plugins", "host_plugins", "host_interfaces", "providers", "world", "intents", "root", "exits", "include", "states", "routing"},
 	later: []string{"imports", "exports", "phase_templates", "phases", "checkpoint_intents",
-		"proposals", "off_path", "meta_modes", "routing", "prompts", "decider"},
+		"proposals", "off_path", "meta_modes", "prompts", "decider"},
 }
 
 // loadFile reads one story file's top-level keys into the story.
@@ -405,6 +409,9 @@ func (l *loader) loadFile(f *file, isRoot bool) {
 	}
 	if e, ok := top.get("states"); ok {
 		l.loadStates(f, e)
+	}
+	if e, ok := top.get("routing"); ok {
+		l.loadRouting(f, e)
 	}
 	if e, ok := top.get("include"); ok {
 		l.loadInclude(f, e)

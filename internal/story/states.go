@@ -8,7 +8,7 @@ import (
 )
 
 var stateKeys = &keySpec{
-	v1: []string{"description", "view", "on_enter", "on", "terminal", "intents", "relevant_world"},
+	v1: []string{"description", "view", "on_enter", "on", "terminal", "intents", "relevant_world", "default_intent"},
 	later: []string{"type", "initial", "states", "mode", "timeout", "agent_off_ramp", "write_mode", "decider",
 		"footer", "theme"},
 }
@@ -62,6 +62,13 @@ func (l *loader) loadState(f *file, n *yaml.Node, path string, s *State) {
 	}
 	strField(l, f, fs, path, "description", &s.Description)
 	boolField(l, f, fs, path, "terminal", &s.Terminal)
+	if di, ok := fs.get("default_intent"); ok {
+		p := joinPath(path, "default_intent")
+		if name, ok := l.str(f, di.val, p); ok && name != "" {
+			s.DefaultIntent = name
+			l.defaultIntents = append(l.defaultIntents, &nodeRef{f: f, n: di.val, path: p, value: name, state: s})
+		}
+	}
 	if v, ok := fs.get("view"); ok {
 		l.loadView(f, v, joinPath(path, "view"), s)
 	}

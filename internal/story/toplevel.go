@@ -282,8 +282,7 @@ func (l *loader) worldVar(name string) *WorldVar {
 }
 
 var intentKeys = &keySpec{
-	v1:    []string{"title", "description", "examples", "priority", "hidden", "slots"},
-	later: []string{"synonyms"},
+	v1: []string{"title", "description", "examples", "priority", "hidden", "slots", "synonyms"},
 }
 
 var slotKeys = &keySpec{
@@ -313,6 +312,9 @@ func (l *loader) loadIntents(f *file, n *yaml.Node, base string, dst map[string]
 		strField(l, f, fs, path, "description", &in.Description)
 		strListField(l, f, fs, path, "examples", &in.Examples)
 		boolField(l, f, fs, path, "hidden", &in.Hidden)
+		if s, ok := fs.get("synonyms"); ok {
+			l.loadSynonyms(f, s.val, joinPath(path, "synonyms"), in)
+		}
 		if p, ok := fs.get("priority"); ok {
 			if i, ok := l.integer(f, p.val, joinPath(path, "priority")); ok {
 				in.Priority = int(i)

@@ -45,6 +45,8 @@ type Story struct {
 	Root      string
 	Exits     map[string]*Exit
 	States    map[string]*State
+	// Routing is the routing: block (zero when absent).
+	Routing Routing
 
 	// Schemas holds every schema referenced by a literal with.schema path,
 	// compiled, keyed by the path as written (relative to Dir).
@@ -95,6 +97,7 @@ type Intent struct {
 	Examples    []string
 	Priority    int
 	Hidden      bool
+	Synonyms    []Synonym
 	Slots       map[string]*Slot
 	SlotOrder   []string
 }
@@ -136,6 +139,11 @@ type State struct {
 	Exit          string // for __exit__<name> states: the exit name
 	Intents       map[string]*Intent
 	RelevantWorld []string
+	// DefaultIntent is the free-text sink of a conversational state: the
+	// intent whose one required string slot (DefaultSlot) gets whatever
+	// free text no earlier tier resolved.
+	DefaultIntent string
+	DefaultSlot   string
 	Pos           Pos
 }
 

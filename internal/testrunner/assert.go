@@ -118,11 +118,14 @@ func checkHostCalls(label string, exps []HostCallExpect, none bool, calls []host
 	for i, e := range exps {
 		n := 0
 		for _, c := range calls {
-			if underHandler(c.Namespace, e.Handler) && (e.Args == nil || subset(e.Args, c.Args)) {
+			if underHandler(c.Namespace, e.Handler) && (e.ID == "" || fmt.Sprint(c.Args["call"]) == e.ID) && (e.Args == nil || subset(e.Args, c.Args)) {
 				n++
 			}
 		}
 		what := e.Handler
+		if e.ID != "" {
+			what += fmt.Sprintf(" (id %s)", e.ID)
+		}
 		if e.Args != nil {
 			j, _ := json.Marshal(e.Args)
 			what += " with args " + clipValue(string(j))
@@ -140,6 +143,24 @@ func checkHostCalls(label string, exps []HostCallExpect, none bool, calls []host
 	return fails
 }
 
+// checkNoHostCallsOf asserts expect_no_host_calls written as a list: no
+// call (answered or dropped) to any of the handlers, exactly or under it.
+func checkNoHostCallsOf(label string, handlers []string, calls []hostCall) []string {
+	var fails []string
+	for _, h := range handlers {
+		var hit []hostCall
+		for _, c := range calls {
+			if underHandler(c.Namespace, h) {
+				hit = append(hit, c)
+			}
+		}
+		if len(hit) > 0 {
+			fails = append(fails, fmt.Sprintf("%s: %s was called %d time(s), want none:%s", label, h, len(hit), calledList(hit)))
+		}
+	}
+	return fails
+}
+
 func calledList(calls []hostCall) string {
 	if len(calls) == 0 {
 		return " (no host calls were dispatched)"
@@ -153,23 +174,57 @@ func calledList(calls []hostCall) string {
 
 // turnView is what a turn's assertions look at.
 type turnView struct {
-	out   *orchestrator.Outcome
-	world map[string]any
-	slots map[string]any // as accepted (defaults filled); nil when not accepted
-	calls []hostCall
-	evs   []capturedEvent // the turn's trace events, as appended
+	out    *orchestrator.Outcome
+	world  map[string]any
+	before map[string]any  // the world before the turn, when an assertion needs it
+	slots  map[string]any  // as accepted (defaults filled); nil when not accepted
+	calls  []hostCall      // the calls host assertions count
+	all    []hostCall      // every call dispatched, answered or dropped
+	evs    []capturedEvent // the turn's trace events, as appended
 }
 
-// checkTurn runs one turn's assertions and returns the failure messages.
+// wantsWorldBefore reports whether the turn (or a then: block) compares
+// the world with the one it found.
+func (ts *TurnSpec) wantsWorldBefore() bool {
+	if ts.ExpectWorldUnchanged {
+		return true
+	}
+	for _, b := range ts.Then {
+		if b.ExpectWorldUnchanged {
+			return true
+		}
+	}
+	return false
+}
+
+// checkTurn runs one turn's assertions, then its then: blocks', and
+// returns the failure messages.
 func checkTurn(ts *TurnSpec, tv turnView) []string {
 	var fails []string
 	out := tv.out
+	expectsError := ts.ExpectError != nil
+	for _, b := range ts.Then {
+		expectsError = expectsError || b.ExpectError != nil
+	}
 	switch {
-	case out.Outcome == orchestrator.OutcomeRejected && ts.ExpectError == nil:
+	case out.Outcome == orchestrator.OutcomeRejected && !expectsError:
 		fails = append(fails, rejectionText(out.Rejection))
 	case out.Outcome == orchestrator.OutcomeError:
 		fails = append(fails, fmt.Sprintf("unexpected turn error: %v", out.Err))
 	}
+	fails = append(fails, checkExpectations(ts, tv)...)
+	for j, b := range ts.Then {
+		for _, f := range checkExpectations(b, tv) {
+			fails = append(fails, fmt.Sprintf("then[%d]: %s", j, f))
+		}
+	}
+	return fails
+}
+
+// checkExpectations checks one block of expect_* keys against the turn.
+func checkExpectations(ts *TurnSpec, tv turnView) []string {
+	var fails []string
+	out := tv.out
 	if ee := ts.ExpectError; ee != nil {
 		switch {
 		case out.Outcome != orchestrator.OutcomeRejected:
@@ -218,7 +273,14 @@ func checkTurn(ts *TurnSpec, tv turnView) []string {
 	if ts.ExpectNoView && out.View != "" {
 		fails = append(fails, fmt.Sprintf("expect_no_view: got view %q", clipValue(out.View)))
 	}
+	if ts.ExpectWorldUnchanged {
+		before, after := orEmpty(tv.before), orEmpty(tv.world)
+		if !jsonEqual(before, after) {
+			fails = append(fails, worldDiff("expect_world_unchanged", before, after))
+		}
+	}
 	fails = append(fails, checkHostCalls("expect_host_calls", ts.ExpectHostCalls, ts.ExpectNoHostCalls, tv.calls)...)
+	fails = append(fails, checkNoHostCallsOf("expect_no_host_calls", ts.NoHostCallsOf, tv.all)...)
 	return append(fails, checkEvents(ts.ExpectEvents, tv.evs)...)
 }
 
@@ -318,6 +380,13 @@ func rejectionText(r *orchestrator.Rejection) string {
 		fmt.Fprintf(&b, "; hint=%s", r.GuardHint)
 	}
 	return b.String()
+}
+
+func orEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
 }
 
 func contains(list []string, s string) bool {

@@ -1,6 +1,7 @@
 package testrunner
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -36,12 +37,18 @@ var (
 
 // locatedError is a fixture error that already says file:line:col, so
 // ParseFixtures does not prefix the file again.
-type locatedError struct{ msg string }
+type locatedError struct {
+	msg string
+	err error // the cause, when there is one
+}
 
 func (e *locatedError) Error() string { return e.msg }
 
+func (e *locatedError) Unwrap() error { return e.err }
+
 func bindingErr(file string, n *yaml.Node, format string, args ...any) error {
-	return &locatedError{msg: fmt.Sprintf("%s:%d:%d: ", file, n.Line, n.Column) + fmt.Sprintf(format, args...)}
+	err := fmt.Errorf(format, args...)
+	return &locatedError{msg: fmt.Sprintf("%s:%d:%d: ", file, n.Line, n.Column) + err.Error(), err: errors.Unwrap(err)}
 }
 
 // parseBindings reads host_bindings: a mapping of handler or interface

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -36,18 +37,24 @@ type Fixture struct {
 	CassettePath string // resolved
 	Turns        []*TurnSpec
 
-	ExpectTerminal         bool
-	ExpectNoErrors         bool
-	ExpectWorldFinal       map[string]any
-	ExpectNoHostCalls      bool
+	ExpectTerminal    bool
+	ExpectNoErrors    bool
+	ExpectWorldFinal  map[string]any
+	ExpectNoHostCalls bool
+	// NoHostCallsOf is expect_no_host_calls written as a list: none of
+	// these handlers (exactly or under them) is called in the whole flow.
+	NoHostCallsOf          []string
 	StrictCassetteCoverage bool
 	// ExpectEventsAtLeast / AtMost bound the number of trace events the
 	// flow's turns write (the turn-0 seed not counted); nil = no bound.
 	ExpectEventsAtLeast *int
 	ExpectEventsAtMost  *int
-	// AdvanceClock is set when the fixture has clock fields ([later]); like
+	// AdvanceClock is set when a turn has advance_clock:; like
 	// host_handlers/host_cassette it turns host dispatch on.
 	AdvanceClock bool
+	// AppID is app: written as a story id rather than a path: the story
+	// under test (the command's) must have that id.
+	AppID string
 
 	// SkipReason is why the fixture is skipped ("" when it runs).
 	SkipReason string
@@ -70,8 +77,11 @@ type Stub struct {
 	Envelope
 	Line, Col int // position of the stub's key in the fixture file
 	Delay     time.Duration
-	ByCall    map[string]Envelope
-	ByOp      map[string]Envelope
+	// Clarification is request_clarification: as written; a fixture with
+	// one is skipped (it needs background jobs).
+	Clarification string
+	ByCall        map[string]Envelope
+	ByOp          map[string]Envelope
 }
 
 // Envelope is a stub answer: data and/or a domain error, or an
@@ -81,6 +91,10 @@ type Envelope struct {
 	HasData    bool
 	Error      string
 	InfraError string
+	// Delay, in a by_call or by_op entry, is how long that answer takes on
+	// the flow's clock (HasDelay: written; else the stub's own delay).
+	Delay    time.Duration
+	HasDelay bool
 }
 
 // TurnSpec is one turn of a fixture: the intent to submit and what to
@@ -104,7 +118,18 @@ type TurnSpec struct {
 	ExpectNoView      bool
 	ExpectHostCalls   []HostCallExpect
 	ExpectNoHostCalls bool
+	NoHostCallsOf     []string // expect_no_host_calls as a list of handlers
 	ExpectEvents      []EventExpect
+
+	// ExpectWorldFinal (turn level) is checked against the world when the
+	// flow ends, as the fixture-level key is; failures name the turn.
+	ExpectWorldFinal     map[string]any
+	ExpectWorldUnchanged bool // the turn leaves the world as it found it
+	// AdvanceClock moves the flow's fake clock forward after the turn.
+	AdvanceClock time.Duration
+	// Then holds further expectation blocks checked after the turn, each
+	// like a turn's expect_* keys.
+	Then []*TurnSpec
 }
 
 // EventExpect is one expect_events entry: a trace event of Kind (with
@@ -131,6 +156,7 @@ type ExpectError struct {
 // once.
 type HostCallExpect struct {
 	Handler string
+	ID      string // the invoke's id: (the call's args.call); "" = any
 	Args    map[string]any
 	Times   int
 	HasTime bool
@@ -140,17 +166,21 @@ var (
 	fixtureKeys = []string{"test_kind", "description", "app", "initial_state", "initial_world", "host_handlers", "host_cassette", "turns",
 		"expect_terminal", "expect_no_errors", "expect_world_final", "expect_no_host_calls", "strict_cassette_coverage",
 		"expect_events_count_atleast", "expect_events_count_atmost", "starlark_http_cassette",
-		"host_bindings",
+		"host_bindings", "advance_clock",
 		// [later]: parsed and ignored
 		"recording", "mode", "use_orchestrator", "starlark_*", "expect_files",
-		"advance_clock", "expect_inbox", "expect_jobs"}
+		"expect_inbox", "expect_jobs"}
 	turnKeys = []string{"intent", "expect_state", "expect_not_state", "expect_state_in", "expect_world", "expect_world_full",
 		"expect_slots", "expect_error", "expect_view_matches", "expect_no_view", "expect_host_calls", "expect_no_host_calls",
-		"expect_events", "expect_events_exact",
-		// [later]
+		"expect_events", "expect_events_exact", "expect_world_final", "expect_world_unchanged", "advance_clock", "then",
+		// refused per fixture (SkipReason): free-text turns, world_override
 		"input", "world_override"}
-	stubKeys     = []string{"data", "error", "infra_error", "delay", "by_call", "by_op"}
-	envelopeKeys = []string{"data", "error", "infra_error"}
+	// thenKeys are what a then: block may hold: a turn's expectations.
+	thenKeys = []string{"expect_state", "expect_not_state", "expect_state_in", "expect_world", "expect_world_full",
+		"expect_slots", "expect_error", "expect_view_matches", "expect_no_view", "expect_host_calls", "expect_no_host_calls",
+		"expect_events", "expect_world_final", "expect_world_unchanged"}
+	stubKeys     = []string{"data", "error", "infra_error", "delay", "by_call", "by_op", "request_clarification"}
+	envelopeKeys = []string{"data", "error", "infra_error", "delay"}
 )
 
 // ParseFixtures reads every fixture in a file's bytes. defaultApp is the
@@ -207,7 +237,7 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 		fx.SkipReason = fmt.Sprintf("test_kind is %q, not flow", fx.TestKind)
 		return fx, nil
 	}
-	m, err := yamlnode.Fields(n, "fixture", fixtureKeys...)
+	m, err := fields(n, "fixture", fixtureKeys...)
 	if err != nil {
 		return nil, err
 	}
@@ -217,7 +247,10 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 	}
 	fx.AppPath, fx.defaultApp = defaultApp, defaultApp
 	fx.appAt = at(m["app"])
-	if fx.App != "" {
+	if isStoryID(fx.App) {
+		// app: cloak-of-darkness names the story under test by its id.
+		fx.AppID = fx.App
+	} else if fx.App != "" {
 		fx.AppPath = filepath.FromSlash(fx.App)
 		if !filepath.IsAbs(fx.AppPath) {
 			fx.AppPath = filepath.Join(dir, fx.AppPath)
@@ -253,8 +286,13 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 		if fx.HostCassette != "" {
 			return nil, fmt.Errorf("line %d: host_cassette and host_handlers are mutually exclusive", hn.Line)
 		}
-		if fx.HostHandlers, err = parseStubs(hn); err != nil {
+		if fx.HostHandlers, err = parseStubs(hn, file); err != nil {
 			return nil, err
+		}
+		for _, name := range sortedKeys(fx.HostHandlers) {
+			if st := fx.HostHandlers[name]; st.Clarification != "" && fx.SkipReason == "" {
+				fx.SkipReason = fmt.Sprintf("host_handlers.%s uses request_clarification:, which needs background jobs this version does not run yet", name)
+			}
 		}
 	}
 	if bn, ok := m["host_bindings"]; ok && bn.Tag != "!!null" {
@@ -262,9 +300,15 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 			return nil, err
 		}
 	}
+	if fx.ExpectNoHostCalls, fx.NoHostCallsOf, err = noHostCalls(m, file, "fixture"); err != nil {
+		return nil, err
+	}
+	if an, ok := m["advance_clock"]; ok {
+		return nil, bindingErr(file, an, "fixture.advance_clock is not supported at the top level: write advance_clock: on the turn after which the flow's clock moves (turns[i].advance_clock: \"2s\")")
+	}
 	bools := map[string]*bool{"expect_terminal": &fx.ExpectTerminal, "expect_no_errors": &fx.ExpectNoErrors,
-		"expect_no_host_calls": &fx.ExpectNoHostCalls, "strict_cassette_coverage": &fx.StrictCassetteCoverage}
-	for _, key := range yamlnode.Written(m, "expect_terminal", "expect_no_errors", "expect_no_host_calls", "strict_cassette_coverage") {
+		"strict_cassette_coverage": &fx.StrictCassetteCoverage}
+	for _, key := range yamlnode.Written(m, "expect_terminal", "expect_no_errors", "strict_cassette_coverage") {
 		if *bools[key], err = boolField(m, key, "fixture"); err != nil {
 			return nil, err
 		}
@@ -283,7 +327,6 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 		}
 		*dst = &n
 	}
-	_, fx.AdvanceClock = m["advance_clock"]
 	if _, ok := m["recording"]; ok {
 		fx.SkipReason = "uses recording:, which this version does not run yet"
 	}
@@ -293,17 +336,108 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 			return nil, fmt.Errorf("line %d: turns must be a list, got %s", tn.Line, yamlnode.KindName(tn))
 		}
 		for i, t := range tn.Content {
-			ts, err := parseTurn(t, i)
+			ts, err := parseTurn(t, i, file)
 			if err != nil {
 				return nil, err
 			}
 			if ts.Input != "" && fx.SkipReason == "" {
 				fx.SkipReason = fmt.Sprintf("turn %d is a free-text input: turn, which this version does not route yet", i+1)
 			}
+			if _, ok := fieldsOf(t)["world_override"]; ok && fx.SkipReason == "" {
+				fx.SkipReason = fmt.Sprintf("turn %d uses world_override:, which this version does not support", i+1)
+			}
+			if ts.AdvanceClock > 0 {
+				fx.AdvanceClock = true
+			}
 			fx.Turns = append(fx.Turns, ts)
 		}
 	}
 	return fx, nil
+}
+
+// fields is yamlnode.Fields with the values' aliases resolved, so that
+// data: *stub reads as the mapping it names.
+func fields(n *yaml.Node, where string, allowed ...string) (map[string]*yaml.Node, error) {
+	m, err := yamlnode.Fields(n, where, allowed...)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range m {
+		for v.Kind == yaml.AliasNode && v.Alias != nil {
+			v = v.Alias
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+// fieldsOf is a mapping node's fields, unchecked (nil for other nodes).
+func fieldsOf(n *yaml.Node) map[string]*yaml.Node {
+	m, err := fields(n, "", "*")
+	if err != nil {
+		return nil
+	}
+	return m
+}
+
+// clockDuration reads an advance_clock value: a Go duration, or a whole
+// number of days ("11d"), which Go durations do not have.
+func clockDuration(s string) (time.Duration, error) {
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		days, err := strconv.Atoi(n)
+		if err != nil || days < 0 || days > 100000 {
+			return 0, fmt.Errorf("invalid number of days %q", s)
+		}
+		return time.Duration(days) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(s)
+}
+
+// isStoryID reports whether app: names a story by id (cloak-of-darkness)
+// rather than by path: no path separator and no .yaml/.yml extension.
+func isStoryID(app string) bool {
+	if app == "" || strings.ContainsAny(app, `/\`) {
+		return false
+	}
+	ext := strings.ToLower(filepath.Ext(app))
+	return ext != ".yaml" && ext != ".yml"
+}
+
+// noHostCalls reads expect_no_host_calls: true/false (no host call at
+// all) or a list of handlers none of which may be called (each matches
+// the handler exactly or an invoke name under it).
+func noHostCalls(m map[string]*yaml.Node, file, where string) (bool, []string, error) {
+	v, ok := m["expect_no_host_calls"]
+	if !ok || v.Tag == "!!null" {
+		return false, nil, nil
+	}
+	bad := func(what string) error {
+		return bindingErr(file, v, "%s.expect_no_host_calls must be true, false or a list of handler names (e.g. [host.github, iface.ci.run_tests]), %s", where, what)
+	}
+	switch v.Kind {
+	case yaml.ScalarNode:
+		var b bool
+		if err := v.Decode(&b); err != nil {
+			return false, nil, bad(fmt.Sprintf("got %q", v.Value))
+		}
+		return b, nil, nil
+	case yaml.SequenceNode:
+		var out []string
+		for i, e := range v.Content {
+			if e.Kind == yaml.AliasNode && e.Alias != nil {
+				e = e.Alias
+			}
+			if e.Kind != yaml.ScalarNode || e.Tag == "!!null" || strings.TrimSpace(e.Value) == "" {
+				return false, nil, bindingErr(file, e, "%s.expect_no_host_calls[%d] must be a handler name (e.g. host.github), got %s", where, i, yamlnode.KindName(e))
+			}
+			out = append(out, e.Value)
+		}
+		if out == nil {
+			out = []string{}
+		}
+		return false, out, nil
+	}
+	return false, nil, bad("got " + yamlnode.KindName(v))
 }
 
 func boolField(m map[string]*yaml.Node, key, where string) (bool, error) {
@@ -318,8 +452,8 @@ func boolField(m map[string]*yaml.Node, key, where string) (bool, error) {
 	return b, nil
 }
 
-func parseStubs(n *yaml.Node) (map[string]*Stub, error) {
-	m, err := yamlnode.Fields(n, "host_handlers", "*")
+func parseStubs(n *yaml.Node, file string) (map[string]*Stub, error) {
+	m, err := fields(n, "host_handlers", "*")
 	if err != nil {
 		return nil, err
 	}
@@ -331,18 +465,17 @@ func parseStubs(n *yaml.Node) (map[string]*Stub, error) {
 	for _, name := range yamlnode.Written(m) {
 		sn := m[name]
 		where := "host_handlers." + name
-		sm, err := yamlnode.Fields(sn, where, stubKeys...)
+		sm, err := fields(sn, where, stubKeys...)
 		if err != nil {
 			return nil, err
 		}
 		st := &Stub{Line: keyPos[name][0], Col: keyPos[name][1]}
-		if st.Envelope, err = parseEnvelope(sm, where); err != nil {
+		if st.Envelope, err = parseEnvelope(sm, where, file); err != nil {
 			return nil, err
 		}
-		if d, ok := sm["delay"]; ok && d.Tag != "!!null" {
-			if st.Delay, err = cassette.ParseDelay(d.Value); err != nil {
-				return nil, fmt.Errorf("line %d: %s.delay: %w", d.Line, where, err)
-			}
+		st.Delay = st.Envelope.Delay
+		if st.Clarification, err = yamlnode.Str(sm, "request_clarification", where); err != nil {
+			return nil, err
 		}
 		by := map[string]*map[string]Envelope{"by_call": &st.ByCall, "by_op": &st.ByOp}
 		for _, key := range yamlnode.Written(sm, "by_call", "by_op") {
@@ -351,18 +484,18 @@ func parseStubs(n *yaml.Node) (map[string]*Stub, error) {
 			if !ok || bn.Tag == "!!null" {
 				continue
 			}
-			bm, err := yamlnode.Fields(bn, where+"."+key, "*")
+			bm, err := fields(bn, where+"."+key, "*")
 			if err != nil {
 				return nil, err
 			}
 			*dst = map[string]Envelope{}
 			for _, id := range yamlnode.Written(bm) {
 				en := bm[id]
-				em, err := yamlnode.Fields(en, where+"."+key+"."+id, envelopeKeys...)
+				em, err := fields(en, where+"."+key+"."+id, envelopeKeys...)
 				if err != nil {
 					return nil, err
 				}
-				if (*dst)[id], err = parseEnvelope(em, where+"."+key+"."+id); err != nil {
+				if (*dst)[id], err = parseEnvelope(em, where+"."+key+"."+id, file); err != nil {
 					return nil, err
 				}
 			}
@@ -372,9 +505,18 @@ func parseStubs(n *yaml.Node) (map[string]*Stub, error) {
 	return out, nil
 }
 
-func parseEnvelope(m map[string]*yaml.Node, where string) (Envelope, error) {
+func parseEnvelope(m map[string]*yaml.Node, where, file string) (Envelope, error) {
 	var e Envelope
 	var err error
+	if d, ok := m["delay"]; ok && d.Tag != "!!null" {
+		if d.Kind != yaml.ScalarNode {
+			return e, bindingErr(file, d, "%s.delay must be a duration such as \"20ms\" or \"2s\", got %s", where, yamlnode.KindName(d))
+		}
+		if e.Delay, err = cassette.ParseDelay(d.Value); err != nil {
+			return e, bindingErr(file, d, "%s.delay: %w", where, err)
+		}
+		e.HasDelay = true
+	}
 	if e.Data, e.HasData, err = yamlnode.Mapping(m, "data", where); err != nil {
 		return e, err
 	}
@@ -400,19 +542,43 @@ func parseEnvelope(m map[string]*yaml.Node, where string) (Envelope, error) {
 	return e, nil
 }
 
-func parseTurn(n *yaml.Node, i int) (*TurnSpec, error) {
+func parseTurn(n *yaml.Node, i int, file string) (*TurnSpec, error) {
 	where := fmt.Sprintf("turns[%d]", i)
-	m, err := yamlnode.Fields(n, where, turnKeys...)
+	m, err := fields(n, where, turnKeys...)
 	if err != nil {
 		return nil, err
 	}
 	ts := &TurnSpec{Line: n.Line}
+	if an, ok := m["advance_clock"]; ok && an.Tag != "!!null" {
+		d, err := clockDuration(an.Value)
+		if an.Kind != yaml.ScalarNode || err != nil || d <= 0 {
+			return nil, bindingErr(file, an, "%s.advance_clock must be a positive duration such as \"200ms\", \"2s\", \"9m\" or \"11d\", got %q", where, an.Value)
+		}
+		ts.AdvanceClock = d
+	}
+	if tn, ok := m["then"]; ok && tn.Tag != "!!null" {
+		if tn.Kind != yaml.SequenceNode {
+			return nil, bindingErr(file, tn, "%s.then must be a list of expectation blocks (- expect_state: done), got %s", where, yamlnode.KindName(tn))
+		}
+		for j, bn := range tn.Content {
+			bw := fmt.Sprintf("%s.then[%d]", where, j)
+			bm, err := fields(bn, bw, thenKeys...)
+			if err != nil {
+				return nil, err
+			}
+			b := &TurnSpec{Line: bn.Line}
+			if err := parseExpectations(bm, bw, file, b); err != nil {
+				return nil, err
+			}
+			ts.Then = append(ts.Then, b)
+		}
+	}
 	if in, ok := m["intent"]; ok {
 		switch in.Kind {
 		case yaml.ScalarNode:
 			ts.Intent = in.Value
 		case yaml.MappingNode:
-			im, err := yamlnode.Fields(in, where+".intent", "name", "slots")
+			im, err := fields(in, where+".intent", "name", "slots")
 			if err != nil {
 				return nil, err
 			}
@@ -432,71 +598,89 @@ func parseTurn(n *yaml.Node, i int) (*TurnSpec, error) {
 	if ts.Intent == "" && ts.Input == "" {
 		return nil, fmt.Errorf("line %d: %s: intent: {name, slots} is required", n.Line, where)
 	}
-	if ts.ExpectState, err = yamlnode.Str(m, "expect_state", where); err != nil {
+	if err := parseExpectations(m, where, file, ts); err != nil {
 		return nil, err
+	}
+	return ts, nil
+}
+
+// parseExpectations reads a turn's expect_* keys (also a then: block's).
+func parseExpectations(m map[string]*yaml.Node, where, file string, ts *TurnSpec) error {
+	var err error
+	if ts.ExpectState, err = yamlnode.Str(m, "expect_state", where); err != nil {
+		return err
 	}
 	_, ts.HasExpectState = m["expect_state"]
 	if ts.ExpectNotState, err = yamlnode.Str(m, "expect_not_state", where); err != nil {
-		return nil, err
+		return err
 	}
 	if sn, ok := m["expect_state_in"]; ok {
 		if err := sn.Decode(&ts.ExpectStateIn); err != nil {
-			return nil, fmt.Errorf("line %d: %s.expect_state_in must be a list of states", sn.Line, where)
+			return fmt.Errorf("line %d: %s.expect_state_in must be a list of states", sn.Line, where)
 		}
 	}
 	if ts.ExpectWorld, _, err = yamlnode.Mapping(m, "expect_world", where); err != nil {
-		return nil, err
+		return err
 	}
 	if ts.ExpectWorldFull, ts.HasWorldFull, err = yamlnode.Mapping(m, "expect_world_full", where); err != nil {
-		return nil, err
+		return err
 	}
 	if ts.HasWorldFull && ts.ExpectWorldFull == nil {
 		ts.ExpectWorldFull = map[string]any{}
 	}
 	if ts.ExpectSlots, _, err = yamlnode.Mapping(m, "expect_slots", where); err != nil {
-		return nil, err
+		return err
 	}
 	if en, ok := m["expect_error"]; ok && en.Tag != "!!null" {
 		if ts.ExpectError, err = parseExpectError(en, where+".expect_error"); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if rx, err := yamlnode.Str(m, "expect_view_matches", where); err != nil {
-		return nil, err
+		return err
 	} else if rx != "" {
 		if ts.ExpectViewMatches, err = regexp.Compile(rx); err != nil {
-			return nil, fmt.Errorf("line %d: %s.expect_view_matches: %w", m["expect_view_matches"].Line, where, err)
+			return fmt.Errorf("line %d: %s.expect_view_matches: %w", m["expect_view_matches"].Line, where, err)
 		}
 	}
 	if ts.ExpectNoView, err = boolField(m, "expect_no_view", where); err != nil {
-		return nil, err
+		return err
 	}
-	if ts.ExpectNoHostCalls, err = boolField(m, "expect_no_host_calls", where); err != nil {
-		return nil, err
+	if ts.ExpectNoHostCalls, ts.NoHostCallsOf, err = noHostCalls(m, file, where); err != nil {
+		return err
+	}
+	if ts.ExpectWorldFinal, _, err = yamlnode.Mapping(m, "expect_world_final", where); err != nil {
+		return err
+	}
+	if ts.ExpectWorldUnchanged, err = boolField(m, "expect_world_unchanged", where); err != nil {
+		return err
 	}
 	if hn, ok := m["expect_host_calls"]; ok && hn.Tag != "!!null" {
 		if hn.Kind != yaml.SequenceNode {
-			return nil, fmt.Errorf("line %d: %s.expect_host_calls must be a list", hn.Line, where)
+			return fmt.Errorf("line %d: %s.expect_host_calls must be a list", hn.Line, where)
 		}
 		for j, cn := range hn.Content {
 			cw := fmt.Sprintf("%s.expect_host_calls[%d]", where, j)
-			cm, err := yamlnode.Fields(cn, cw, "handler", "args", "times")
+			cm, err := fields(cn, cw, "handler", "id", "args", "times")
 			if err != nil {
-				return nil, err
+				return err
 			}
 			var hc HostCallExpect
 			if hc.Handler, err = yamlnode.Str(cm, "handler", cw); err != nil {
-				return nil, err
+				return err
 			}
 			if hc.Handler == "" {
-				return nil, fmt.Errorf("line %d: %s: handler is required", cn.Line, cw)
+				return fmt.Errorf("line %d: %s: handler is required", cn.Line, cw)
+			}
+			if hc.ID, err = yamlnode.Str(cm, "id", cw); err != nil {
+				return err
 			}
 			if hc.Args, _, err = yamlnode.Mapping(cm, "args", cw); err != nil {
-				return nil, err
+				return err
 			}
 			if tn, ok := cm["times"]; ok && tn.Tag != "!!null" {
 				if err := tn.Decode(&hc.Times); err != nil || hc.Times < 0 {
-					return nil, fmt.Errorf("line %d: %s.times must be a whole number >= 0", tn.Line, cw)
+					return fmt.Errorf("line %d: %s.times must be a whole number >= 0", tn.Line, cw)
 				}
 				hc.HasTime = true
 			}
@@ -504,14 +688,14 @@ func parseTurn(n *yaml.Node, i int) (*TurnSpec, error) {
 		}
 	}
 	if en, ok := m["expect_events_exact"]; ok {
-		return nil, fmt.Errorf("line %d: %s.expect_events_exact is not supported: write expect_events, whose entries are found in order among the turn's events (kind, and what the payload must include)", en.Line, where)
+		return fmt.Errorf("line %d: %s.expect_events_exact is not supported: write expect_events, whose entries are found in order among the turn's events (kind, and what the payload must include)", en.Line, where)
 	}
 	if en, ok := m["expect_events"]; ok && en.Tag != "!!null" {
 		if ts.ExpectEvents, err = parseExpectEvents(en, where+".expect_events"); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return ts, nil
+	return nil
 }
 
 // parseExpectEvents reads an expect_events list. An entry is kind: (and
@@ -525,7 +709,7 @@ func parseExpectEvents(n *yaml.Node, where string) ([]EventExpect, error) {
 	var out []EventExpect
 	for i, en := range n.Content {
 		ew := fmt.Sprintf("%s[%d]", where, i)
-		em, err := yamlnode.Fields(en, ew, "*")
+		em, err := fields(en, ew, "*")
 		if err != nil {
 			return nil, err
 		}
@@ -591,7 +775,7 @@ func parseExpectError(n *yaml.Node, where string) (*ExpectError, error) {
 	if n.Kind == yaml.ScalarNode { // expect_error: GUARD_FAILED
 		return &ExpectError{Code: n.Value}, nil
 	}
-	m, err := yamlnode.Fields(n, where, "code", "allowed_contains")
+	m, err := fields(n, where, "code", "allowed_contains")
 	if err != nil {
 		return nil, err
 	}

@@ -173,6 +173,11 @@ func (r *Runner) Prepare(fx *Fixture) (*Flow, error) {
 	if fx.SkipReason != "" {
 		return f, nil
 	}
+	if fx.AppPath == "" && fx.AppID != "" {
+		return nil, fmt.Errorf("%s:%d:%d: app: %q is a story id, and a story id names the story under test, which this run does not have: "+
+			"write app: as the story's path relative to the fixture (app: ../app.yaml), or run kitsoki test flows with the story",
+			fx.File, fx.appAt.line, fx.appAt.col, fx.AppID)
+	}
 	if fx.AppPath == "" {
 		return nil, fmt.Errorf("%s: app: is required (the story, relative to the fixture)", fx.Name)
 	}
@@ -185,6 +190,11 @@ func (r *Runner) Prepare(fx *Fixture) (*Flow, error) {
 		return nil, fmt.Errorf("%s: story %s: %w", fx.Name, fx.AppPath, err)
 	}
 	f.Story = st
+	if fx.AppID != "" && fx.AppID != st.App.ID {
+		return nil, fmt.Errorf("%s:%d:%d: app: %q names a story by id, but the story under test (%s) has id %q: "+
+			"write app: %s, or the story's path relative to the fixture",
+			fx.File, fx.appAt.line, fx.appAt.col, fx.AppID, fx.AppPath, st.App.ID, st.App.ID)
+	}
 	if fx.InitialState != "" {
 		if _, ok := st.States[fx.InitialState]; !ok {
 			return nil, fmt.Errorf("%s: initial_state %q is not a state of %s (states: %s)",
@@ -325,7 +335,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 	// Flows replay cassettes recorded against the story's own routes, so
 	// pins do not apply.
 	cfg := runtime.Config{Logger: logger, Clock: f.clk, Trace: runtime.Trace{Sink: sink}, IgnorePins: true,
-		Session: &runtime.Session{ID: "flow", Root: root, World: deepCopyMap(fx.InitialWorld)}}
+		Session: &runtime.Session{ID: "flow", Root: root, World: replay.CopyMap(fx.InitialWorld)}}
 	if f.Cassette != nil {
 		cfg.Cassette = f.Cassette
 	}
@@ -386,18 +396,26 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 	seeded := len(sink.events)
 	var rejected bool
 	var hostErrs []string
-	var allCalls []hostCall
+	var allCalls, everyCall []hostCall
 	for i, ts := range fx.Turns {
 		mark := len(sink.events)
-		out, err := sess.Turn(ctx, ts.Intent, deepCopyMap(ts.Slots), "")
+		var before map[string]any
+		if ts.wantsWorldBefore() {
+			before = replay.CopyMap(sess.World())
+		}
+		out, err := sess.Turn(ctx, ts.Intent, replay.CopyMap(ts.Slots), "")
 		if err != nil {
 			res.Turns = append(res.Turns, TurnResult{TurnIndex: i, NewState: sess.State(), Failures: []string{"trace: " + err.Error()}})
 			break
 		}
+		if ts.AdvanceClock > 0 {
+			f.clk.Advance(ts.AdvanceClock)
+		}
 		evs := sink.events[mark:]
-		tv := turnView{out: out, world: sess.World(), slots: acceptedSlots(evs), evs: evs}
+		tv := turnView{out: out, world: sess.World(), before: before, slots: acceptedSlots(evs), evs: evs, all: dispatched(evs)}
+		everyCall = append(everyCall, tv.all...)
 		if dispatch {
-			for _, c := range dispatched(evs) {
+			for _, c := range tv.all {
 				if counted(c) {
 					tv.calls = append(tv.calls, c)
 				}
@@ -437,7 +455,18 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 	if fx.ExpectWorldFinal != nil {
 		sfails = append(sfails, checkKeys("expect_world_final", fx.ExpectWorldFinal, sess.World(), true)...)
 	}
+	// A turn's expect_world_final is checked when the flow ends, like the
+	// fixture's; only the turns that ran are checked.
+	for _, tr := range res.Turns {
+		ts := fx.Turns[tr.TurnIndex]
+		for _, b := range append([]*TurnSpec{ts}, ts.Then...) {
+			if b.ExpectWorldFinal != nil {
+				sfails = append(sfails, checkKeys(fmt.Sprintf("turns[%d].expect_world_final", tr.TurnIndex), b.ExpectWorldFinal, sess.World(), true)...)
+			}
+		}
+	}
 	sfails = append(sfails, checkHostCalls("expect_host_calls", nil, fx.ExpectNoHostCalls, allCalls)...)
+	sfails = append(sfails, checkNoHostCallsOf("expect_no_host_calls", fx.NoHostCallsOf, everyCall)...)
 	if n, lo := len(sink.events)-seeded, fx.ExpectEventsAtLeast; lo != nil && n < *lo {
 		sfails = append(sfails, fmt.Sprintf("expect_events_count_atleast: the flow's turns wrote %d trace event(s), want at least %d", n, *lo))
 	}
@@ -457,8 +486,18 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 }
 
 func (fx *Fixture) hasSessionChecks() bool {
-	return fx.ExpectTerminal || fx.ExpectNoErrors || fx.ExpectWorldFinal != nil || fx.ExpectNoHostCalls || fx.StrictCassetteCoverage ||
-		fx.ExpectEventsAtLeast != nil || fx.ExpectEventsAtMost != nil
+	if fx.ExpectTerminal || fx.ExpectNoErrors || fx.ExpectWorldFinal != nil || fx.ExpectNoHostCalls || fx.NoHostCallsOf != nil ||
+		fx.StrictCassetteCoverage || fx.ExpectEventsAtLeast != nil || fx.ExpectEventsAtMost != nil {
+		return true
+	}
+	for _, ts := range fx.Turns {
+		for _, b := range append([]*TurnSpec{ts}, ts.Then...) {
+			if b.ExpectWorldFinal != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // finish sets Passed and attaches events and the trace when asked.
@@ -531,7 +570,11 @@ type stubHandler struct {
 // envelope; an envelope replaces the whole answer.
 func (s *stubHandler) Invoke(ctx context.Context, call *host.Call) (*host.Result, error) {
 	env := s.envelope(call.Namespace, call.Args)
-	if err := cassette.SleepOn(ctx, s.clk, s.stub.Delay, "host_handlers."+s.name); err != nil {
+	delay := s.stub.Delay
+	if env.HasDelay { // a by_call/by_op entry's own delay
+		delay = env.Delay
+	}
+	if err := cassette.SleepOn(ctx, s.clk, delay, "host_handlers."+s.name); err != nil {
 		return nil, err
 	}
 	if env.InfraError != "" {
@@ -539,7 +582,7 @@ func (s *stubHandler) Invoke(ctx context.Context, call *host.Call) (*host.Result
 	}
 	res := &host.Result{}
 	if env.HasData {
-		res.Data = deepCopyMap(env.Data)
+		res.Data = replay.CopyMap(env.Data)
 	}
 	if env.Error != "" {
 		res.Err = errors.New(env.Error)
@@ -613,29 +656,4 @@ func LoadFixtures(appPath, glob string) ([]*Fixture, error) {
 		out = append(out, fxs...)
 	}
 	return out, nil
-}
-
-func deepCopyMap(m map[string]any) map[string]any {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = deepCopy(v)
-	}
-	return out
-}
-
-func deepCopy(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		return deepCopyMap(t)
-	case []any:
-		l := make([]any, len(t))
-		for i, e := range t {
-			l[i] = deepCopy(e)
-		}
-		return l
-	}
-	return v
 }

@@ -53,10 +53,10 @@ func TestParseReportsFirstErrorWritten(t *testing.T) {
 		parse func([]byte) error
 	}{
 		{"stub envelopes", "test_kind: flow\nhost_handlers: {y: {by_op: {o: {bad_op: 1}}, by_call: {c: {bad_call: 1}}}}\nturns: []\n", "line 2:",
-			`flows/f.yaml: line 2: host_handlers.y.by_op.o: unknown key "bad_op" (valid: data, error, infra_error)`,
+			`flows/f.yaml: line 2: host_handlers.y.by_op.o: unknown key "bad_op" (valid: data, error, infra_error, delay)`,
 			func(b []byte) error { _, err := ParseFixtures(b, "flows/f.yaml", "app.yaml"); return err }},
 		{"stubs", "test_kind: flow\nhost_handlers:\n  z: {nope: 1}\n  a: {nada: 1}\nturns: []\n", "line 3:",
-			`flows/f.yaml: line 3: host_handlers.z: unknown key "nope" (valid: data, error, infra_error, delay, by_call, by_op)`,
+			`flows/f.yaml: line 3: host_handlers.z: unknown key "nope" (valid: data, error, infra_error, delay, by_call, by_op, request_clarification)`,
 			func(b []byte) error { _, err := ParseFixtures(b, "flows/f.yaml", "app.yaml"); return err }},
 		{"fixture flags", "test_kind: flow\nstrict_cassette_coverage: maybe\nexpect_terminal: perhaps\nturns: []\n", "line 2:",
 			"", // compared with the first run's error below

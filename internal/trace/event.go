@@ -20,6 +20,7 @@ const (
 	KindTurnInput               = "turn.input"
 	KindTurnStart               = "turn.start"
 	KindTurnEnd                 = "turn.end"
+	KindTurnRouted              = "turn.routed"
 	KindMachineIntentAccepted   = "machine.intent_accepted"
 	KindMachineValidationFailed = "machine.validation_failed"
 	KindMachineTransition       = "machine.transition"

@@ -45,6 +45,17 @@ type TurnStart struct {
 	Turn   int64  `json:"turn"`
 }
 
+// TurnRouted is turn.routed: how a free-text turn was resolved. Tier is
+// exact, synonym, template, default_intent or router; Intent is empty when
+// no tier resolved it (the router said none, or was not confident enough).
+type TurnRouted struct {
+	Confidence float64        `json:"confidence"`
+	Input      string         `json:"input"`
+	Intent     string         `json:"intent,omitempty"`
+	Slots      map[string]any `json:"slots,omitzero"`
+	Tier       string         `json:"tier"`
+}
+
 // TurnEnd is turn.end: outcome transitioned (to, view), rejected (code) or
 // error (error).
 type TurnEnd struct {
@@ -170,7 +181,10 @@ type AgentCallStart struct {
 	Pinned      *bool  `json:"pinned,omitzero"`
 	Profile     string `json:"profile,omitempty"`
 	Prompt      string `json:"prompt,omitempty"`
-	Verb        string `json:"verb"`
+	// Purpose says why kitsoki made the call when it was not an invoke:
+	// "route" for the router agent of a free-text turn.
+	Purpose string `json:"purpose,omitempty"`
+	Verb    string `json:"verb"`
 }
 
 // AgentCallComplete is agent.call.complete. Response is an AgentResponse
@@ -228,6 +242,7 @@ type SessionStory struct {
 func (TurnInput) Kind() string               { return KindTurnInput }
 func (TurnStart) Kind() string               { return KindTurnStart }
 func (TurnEnd) Kind() string                 { return KindTurnEnd }
+func (TurnRouted) Kind() string              { return KindTurnRouted }
 func (MachineIntentAccepted) Kind() string   { return KindMachineIntentAccepted }
 func (MachineValidationFailed) Kind() string { return KindMachineValidationFailed }
 func (MachineTransition) Kind() string       { return KindMachineTransition }
@@ -254,6 +269,8 @@ func NewPayload(kind string) (p Payload, ok bool) {
 		return &TurnStart{}, true
 	case KindTurnEnd:
 		return &TurnEnd{}, true
+	case KindTurnRouted:
+		return &TurnRouted{}, true
 	case KindMachineIntentAccepted:
 		return &MachineIntentAccepted{}, true
 	case KindMachineValidationFailed:
@@ -332,6 +349,16 @@ func (p TurnStart) appendFields(w *objWriter) {
 	}
 	w.str("input", p.Input)
 	w.int("turn", p.Turn)
+}
+
+func (p TurnRouted) appendFields(w *objWriter) {
+	w.value("confidence", p.Confidence)
+	w.str("input", p.Input)
+	w.strOmit("intent", p.Intent)
+	if len(p.Slots) > 0 {
+		w.object("slots", p.Slots)
+	}
+	w.str("tier", p.Tier)
 }
 
 func (p TurnEnd) appendFields(w *objWriter) {
@@ -433,6 +460,7 @@ func (p AgentCallStart) appendFields(w *objWriter) {
 	}
 	w.strOmit("profile", p.Profile)
 	w.strOmit("prompt", p.Prompt)
+	w.strOmit("purpose", p.Purpose)
 	w.str("verb", p.Verb)
 }
 

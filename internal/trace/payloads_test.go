@@ -86,6 +86,12 @@ func payloadSamples() []payloadSample {
 		{"agent.call.start pin refused", AgentCallStart{Verb: "decide", Prompt: "P", Pinned: pinned(false), PinEvidence: "r.json", PinReason: "stale"},
 			map[string]any{"verb": "decide", "prompt": "P", "pinned": false, "pin_evidence": "r.json", "pin_reason": "stale"}},
 		{"agent.call.start cassette", AgentCallStart{Verb: "decide"}, map[string]any{"verb": "decide"}},
+		{"agent.call.start route", AgentCallStart{Verb: "decide", Prompt: "Route.", Agent: "", Purpose: "route", Input: map[string]any{"schema_present": true}},
+			map[string]any{"verb": "decide", "prompt": "Route.", "purpose": "route", "input": map[string]any{"schema_present": true}}},
+		{"turn.routed", TurnRouted{Tier: "router", Input: "forecast for Tokyo", Intent: "forecast", Slots: map[string]any{"city": "Tokyo"}, Confidence: 0.9},
+			map[string]any{"tier": "router", "input": "forecast for Tokyo", "intent": "forecast", "slots": map[string]any{"city": "Tokyo"}, "confidence": 0.9}},
+		{"turn.routed unresolved", TurnRouted{Tier: "router", Input: "hmm", Confidence: 0.2},
+			map[string]any{"tier": "router", "input": "hmm", "confidence": 0.2}},
 		{"agent.call.complete host", AgentCallComplete{Verb: "decide", DurationMS: 12, Agent: "auditor", Model: "m1", Meta: meta, Response: AgentResponse{Submission: sub, Meta: meta}},
 			map[string]any{"verb": "decide", "duration_ms": int64(12), "agent": "auditor", "model": "m1", "meta": meta, "response": map[string]any{"submission": sub, "meta": meta}}},
 		{"agent.call.complete no meta", AgentCallComplete{Verb: "ask", DurationMS: 0, Response: AgentResponse{Submission: "plain text"}},
@@ -400,8 +406,8 @@ func TestPayloadTypesMatchTheSchema(t *testing.T) {
 			t.Errorf("the schema defines %q, which is no kind kitsoki writes", name)
 		}
 	}
-	if kinds != 18 {
-		t.Errorf("%d kinds with payload types, want 18", kinds)
+	if kinds != 19 {
+		t.Errorf("%d kinds with payload types, want 19", kinds)
 	}
 
 	c, err := schema.NewCompiler("../../schemas")
@@ -462,7 +468,7 @@ func jsonFields(t reflect.Type) []jsonField {
 
 // allKinds is every kind constant in event.go.
 var allKinds = []string{
-	KindTurnInput, KindTurnStart, KindTurnEnd, KindMachineIntentAccepted, KindMachineValidationFailed,
+	KindTurnInput, KindTurnStart, KindTurnEnd, KindTurnRouted, KindMachineIntentAccepted, KindMachineValidationFailed,
 	KindMachineTransition, KindMachineSay, KindMachineStateExited, KindMachineStateEntered, KindMachineError,
 	KindWorldUpdate, KindHarnessCalled, KindHarnessDispatched, KindHarnessReturned, KindHarnessError,
 	KindAgentCallStart, KindAgentCallComplete, KindAgentCallError, KindSessionStory,

@@ -81,10 +81,12 @@ func (s *Session) Turn(ctx context.Context, intent string, slots map[string]any)
 	return s.turn(ctx, intent, slots, "")
 }
 
-// Do takes one turn from a typed line, as `kitsoki run` reads it: the
-// intent name, then key=value slots ("greet name=Ada style=formal"; quote
-// a value with spaces). Slot values are typed by the intent's declaration.
-// A line that does not parse is an error and takes no turn.
+// Do takes one turn from a typed intent line: the intent name, then
+// key=value slots ("greet name=Ada style=formal"; quote a value with
+// spaces), as `kitsoki run` reads a typed line. Slot values are typed by the
+// intent's declaration. Free text, which `kitsoki run` routes to an intent,
+// is not routed here yet. A line that does not parse is an error and takes
+// no turn.
 func (s *Session) Do(ctx context.Context, line string) (*Outcome, error) {
 	s.mu.Lock()
 	if err := s.usable(); err != nil {

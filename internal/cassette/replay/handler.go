@@ -63,7 +63,7 @@ func (h *cassetteHandler) Invoke(ctx context.Context, call *host.Call) (*host.Re
 	}
 	res := &host.Result{}
 	if r.HasData {
-		res.Data = deepCopyMap(r.Data)
+		res.Data = CopyMap(r.Data)
 	}
 	if r.Error != "" {
 		res.Err = errors.New(r.Error)
@@ -123,7 +123,10 @@ func responseValue(text string) any {
 	return text
 }
 
-func deepCopyMap(m map[string]any) map[string]any {
+// CopyMap copies m and the maps and lists inside it, so a replayed answer
+// or a fixture's world is never shared with what it was copied from. A nil
+// map stays nil.
+func CopyMap(m map[string]any) map[string]any {
 	if m == nil {
 		return nil
 	}
@@ -137,7 +140,7 @@ func deepCopyMap(m map[string]any) map[string]any {
 func deepCopy(v any) any {
 	switch t := v.(type) {
 	case map[string]any:
-		return deepCopyMap(t)
+		return CopyMap(t)
 	case []any:
 		l := make([]any, len(t))
 		for i, e := range t {

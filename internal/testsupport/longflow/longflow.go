@@ -22,7 +22,7 @@ func Write(tb testing.TB, n int) string {
 	if !ok {
 		tb.Fatal("longflow: cannot locate the hello story")
 	}
-	hello := filepath.Join(filepath.Dir(self), "..", "..", "..", "stories", "hello")
+	hello := filepath.Join(filepath.Dir(self), "..", "..", "..", "stories", "hello") // internal/testsupport/longflow → the repository root
 	dir := tb.TempDir()
 	for _, f := range []string{"app.yaml", "prompts/greet.md", "schemas/greeting.json"} {
 		src, err := os.ReadFile(filepath.Join(hello, f))

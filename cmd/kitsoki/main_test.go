@@ -52,6 +52,12 @@ func TestRunExitCodes(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("app: {id: x}\nroot: nowhere\nstates: {a: {}}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	dyn := filepath.Join(dir, "dyn.yaml")
+	dynStory := "app: {id: dyn}\nintents: {jump: {slots: {to: {type: string}}}}\nroot: a\n" +
+		"states:\n  a:\n    on:\n      jump:\n        - target: \"{{ slots.to }}\"\n  b: {terminal: true}\n"
+	if err := os.WriteFile(dyn, []byte(dynStory), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name   string
 		stdin  string
@@ -71,6 +77,9 @@ func TestRunExitCodes(t *testing.T) {
 		{"terminal command in a script", "greet name=Bo\n:intents\n", []string{"run", hello}, exitFailure,
 			`input line 2: ":intents" is a terminal command`},
 		{"load error", "", []string{"run", bad}, exitLoad, "root"},
+		{"templated target taken", "", []string{"run", dyn, "--intents", "jump to=b"}, exitOK, ""},
+		{"templated target names no state", "", []string{"run", dyn, "--intents", "jump to=c"}, exitMachine,
+			`error: transition error in state a, arm 0 of on.jump (dyn.yaml:8:19): target "{{ slots.to }}" rendered "c", which is not a state`},
 		{"validate load error", "", []string{"validate", bad}, exitLoad, "bad.yaml:2:7"},
 		{"unknown world key", "", []string{"run", hello, "--world", "nmae=x"}, exitUsage, `"nmae" is not declared in world:`},
 		{"bad root", "", []string{"run", hello, "--root", "nowhere"}, exitFailure, `root state "nowhere" does not exist`},

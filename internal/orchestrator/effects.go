@@ -17,9 +17,17 @@ type emitCapture struct {
 
 // take performs a chosen transition: machine.transition, the arm's effects,
 // then (unless the target is ".") the exits and entries with their on_enter.
+// A templated target is rendered first, against the world and slots the
+// arm's when: saw.
 func (s *Session) take(t *turnCtx, arm *story.Arm, intent string) error {
-	to := arm.Target
-	if arm.Stay {
+	to, stay := arm.Target, arm.Stay
+	if arm.TargetTemplate != nil {
+		var err error
+		if to, stay, err = s.renderTarget(t, arm, intent); err != nil {
+			return err
+		}
+	}
+	if stay {
 		to = s.state
 	}
 	if err := s.emit(t, trace.MachineTransition{From: s.state, To: to, Intent: intent, Slots: t.slots}); err != nil {
@@ -28,10 +36,41 @@ func (s *Session) take(t *turnCtx, arm *story.Arm, intent string) error {
 	if err := s.runEffects(t, arm.Effects, "arm "+intent); err != nil {
 		return err
 	}
-	if arm.Stay {
+	if stay {
 		return nil
 	}
-	return s.enterPath(t, s.state, arm.Target)
+	return s.enterPath(t, s.state, to)
+}
+
+// renderTarget renders an arm's templated target and resolves it to a
+// state; a render error or a text that names no state is a fault naming
+// the state, the arm and where the target is.
+func (s *Session) renderTarget(t *turnCtx, arm *story.Arm, intent string) (string, bool, error) {
+	where := func() string {
+		_, st := s.armsFor(intent)
+		name, key := s.state, intent
+		if st != nil {
+			name = st.Name
+			if _, ok := st.On[intent]; !ok {
+				key = "*"
+			}
+		}
+		return fmt.Sprintf("transition error in state %s, arm %d of on.%s (%s)", name, arm.Index, key, arm.TargetPos)
+	}
+	src := arm.TargetTemplate.Source()
+	v, err := arm.TargetTemplate.Eval(s.env(t))
+	if err != nil {
+		return "", false, fault("%s: target %q: %w", where(), src, err)
+	}
+	text := ""
+	if v != nil {
+		text = fmt.Sprint(v)
+	}
+	to, stay, err := s.story.ResolveTarget(s.state, text)
+	if err != nil {
+		return "", false, fault("%s: target %q rendered %q, %w", where(), src, text, err)
+	}
+	return to, stay, nil
 }
 
 // enterPath exits from the current state up to the common ancestor of from

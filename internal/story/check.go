@@ -113,7 +113,9 @@ func (l *loader) resolveTarget(t *targetRef) {
 		}
 		t.set(ExitStatePrefix+name, false)
 	case isTemplated(raw):
-		l.errAt(t.f, t.n, t.path, "templated targets are not supported yet; name a state")
+		// Only an arm's target: may be a template (loadArm compiles it);
+		// on_error is the one other target.
+		l.errAt(t.f, t.n, t.path, "on_error must name a state, \".\" or @exit:<name>; a template target is allowed only in an arm's target:")
 	default:
 		norm := normStateName(raw)
 		if _, ok := l.st.States[norm]; !ok || strings.HasPrefix(norm, ExitStatePrefix) {
@@ -179,7 +181,7 @@ func (l *loader) checkEffect(r *effectRef) {
 		at := st
 		if a := r.ctx.arm; a != nil {
 			if a.Target == "" {
-				return // the target did not resolve; already reported
+				return // a templated target, or one that did not resolve (already reported)
 			}
 			at = l.st.States[a.Target]
 		}

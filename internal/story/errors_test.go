@@ -68,6 +68,16 @@ func TestLoadErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "templated targets",
+			file: "errors/templated_targets.yaml",
+			want: []string{
+				`templated_targets.yaml:8:34: states.review.on.a[0].target: invalid template: unexpected token EOF`,
+				`templated_targets.yaml:10:20: states.review.on.b[0].target: invalid template: {{ is not closed: add }}`,
+				`templated_targets.yaml:13:19: states.review.on.c[1].target: unknown state "revew" (did you mean "review"?)`,
+				`templated_targets.yaml:18:19: states.review.on_enter[0].on_error: on_error must name a state, "." or @exit:<name>; a template target is allowed only in an arm's target:`,
+			},
+		},
+		{
 			name: "hosts allow-list",
 			file: "errors/hosts.yaml",
 			want: []string{

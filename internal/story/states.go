@@ -129,6 +129,7 @@ func (l *loader) loadOn(f *file, n *yaml.Node, base string, s *State) {
 			if a == nil {
 				continue
 			}
+			a.Index = i
 			if alwaysAt >= 0 {
 				l.warnAt(f, it, ap, "arm is never tried: arm [%d] before it always matches", alwaysAt)
 			} else if a.Default || !hasWhen {
@@ -159,7 +160,14 @@ func (l *loader) loadArm(f *file, n *yaml.Node, path string, s *State, intent st
 	}
 	if t, ok := fs.get("target"); ok {
 		raw, ok := l.str(f, t.val, joinPath(path, "target"))
-		if ok {
+		switch {
+		case ok && isTemplated(raw):
+			// Rendered when the arm is taken; only the template is checked
+			// here.
+			a.TargetPos = l.pos(f, deref(t.val))
+			l.compileValue(f, t.val, joinPath(path, "target"), func(x *expr.Value) { a.TargetTemplate = x })
+		case ok:
+			a.TargetPos = l.pos(f, deref(t.val))
 			l.targets = append(l.targets, &targetRef{
 				f: f, n: deref(t.val), path: joinPath(path, "target"), raw: raw, state: s,
 				set: func(target string, stay bool) { a.Target, a.Stay = target, stay },

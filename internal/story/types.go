@@ -152,8 +152,16 @@ type Arm struct {
 	// Target is the resolved target state path. Stay is true for ".": the
 	// machine stays and on_enter does not run. A target naming the current
 	// state re-enters it.
-	Target    string
-	Stay      bool
+	Target string
+	Stay   bool
+	// TargetTemplate is set instead of Target when target: contains "{{":
+	// a value template the session evaluates when the arm is taken and
+	// resolves with ResolveTarget. TargetPos is where the target: value is.
+	TargetTemplate *expr.Value
+	TargetPos      Pos
+	// Index is the arm's place in its on: list (0 for the single-arm
+	// shorthand), as in the key path on.<intent>[i].
+	Index     int
 	When      *expr.Guard // nil when absent
 	WhenPos   Pos         // where the when: expression is
 	Default   bool

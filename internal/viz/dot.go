@@ -1,0 +1,115 @@
+package viz
+
+import (
+	"fmt"
+	"strings"
+)
+
+// DOT writes the graph in Graphviz's DOT language: states as rounded
+// boxes (name, description, on_enter invokes), terminal states with a
+// double border, a start point before the initial state, a cluster per
+// state with children (dashed for parallel, dotted for an imported
+// story), on_error edges dashed, and Highlight's marks filled and drawn
+// thick in orange.
+func DOT(g *Graph) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "digraph %s {\n", dotQuote(g.Title))
+	b.WriteString("  rankdir=LR;\n  compound=true;\n")
+	b.WriteString("  node [shape=box, style=\"rounded,filled\", fillcolor=\"#ffffff\", fontname=\"Helvetica\", fontsize=11];\n")
+	b.WriteString("  edge [fontname=\"Helvetica\", fontsize=9];\n")
+	var initial *Node
+	g.Walk(func(n *Node, _ int) {
+		if n.Initial {
+			initial = n
+		}
+	})
+	if initial != nil {
+		b.WriteString("  \"__start__\" [shape=point, width=0.15, label=\"\"];\n")
+	}
+	cluster := 0
+	var writeNodes func(ns []*Node, indent string)
+	writeNodes = func(ns []*Node, indent string) {
+		for _, n := range ns {
+			if len(n.Children) == 0 {
+				fmt.Fprintf(&b, "%s%s;\n", indent, dotNode(n))
+				continue
+			}
+			style := "rounded"
+			title := n.ID
+			switch n.Kind {
+			case KindParallel:
+				style = "dashed"
+				title = "parallel: " + n.ID
+			case KindImport:
+				style = "dotted"
+				title = "import: " + n.ID
+			}
+			fmt.Fprintf(&b, "%ssubgraph \"cluster_%d\" {\n", indent, cluster)
+			cluster++
+			fmt.Fprintf(&b, "%s  label=%s;\n%s  style=%s;\n%s  color=\"#888888\";\n", indent, dotQuote(title), indent, style, indent)
+			fmt.Fprintf(&b, "%s  %s;\n", indent, dotNode(n))
+			writeNodes(n.Children, indent+"  ")
+			fmt.Fprintf(&b, "%s}\n", indent)
+		}
+	}
+	writeNodes(g.Nodes, "  ")
+	if initial != nil {
+		attrs := ""
+		if initial.Visited {
+			attrs = " [color=\"#d9480f\", penwidth=3]"
+		}
+		fmt.Fprintf(&b, "  \"__start__\" -> %s%s;\n", dotQuote(initial.ID), attrs)
+	}
+	for _, e := range g.Edges {
+		if g.index[e.From] == nil || g.index[e.To] == nil {
+			continue
+		}
+		attrs := []string{"label=" + dotQuote(e.EdgeLabel())}
+		if e.OnError != "" {
+			attrs = append(attrs, "style=dashed", "color=\"#c92a2a\"", "fontcolor=\"#c92a2a\"")
+		}
+		if e.Taken {
+			attrs = append(attrs, "color=\"#d9480f\"", "penwidth=3")
+		}
+		fmt.Fprintf(&b, "  %s -> %s [%s];\n", dotQuote(e.From), dotQuote(e.To), strings.Join(attrs, ", "))
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+func dotNode(n *Node) string {
+	attrs := []string{"label=" + dotQuote(strings.Join(n.Lines(), "\n"))}
+	if n.Terminal {
+		attrs = append(attrs, "peripheries=2")
+	}
+	if n.Dynamic {
+		attrs = append(attrs, "style=\"dashed\"")
+	}
+	if n.Visited {
+		attrs = append(attrs, "fillcolor=\"#ffe8cc\"", "color=\"#d9480f\"", "penwidth=2")
+	}
+	return dotQuote(n.ID) + " [" + strings.Join(attrs, ", ") + "]"
+}
+
+// dotQuote is a DOT double-quoted string: backslash and quote escaped,
+// newlines as DOT's centred line break \n.
+func dotQuote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r', '\t':
+			b.WriteByte(' ')
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}

@@ -1,0 +1,271 @@
+// Package viz draws a story's state machine: a small graph model built
+// from the compiled story (FromStory), coloured by the path a run took
+// (Highlight), written as Mermaid or DOT and rendered to SVG or PNG with
+// a pure-Go Graphviz (no system Graphviz).
+package viz
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/trace"
+)
+
+// Kind says how a node with children is drawn.
+type Kind string
+
+const (
+	// KindState is a plain state; with children it is a compound state,
+	// drawn as a cluster holding its own node and its children.
+	KindState Kind = ""
+	// KindParallel is a state whose children run side by side.
+	KindParallel Kind = "parallel"
+	// KindImport is an imported sub-story, drawn as a cluster.
+	KindImport Kind = "import"
+)
+
+// Node is one state. ID is its full path (unique in the graph).
+type Node struct {
+	ID          string
+	Label       string // the last path segment, or the exit's name
+	Description string
+	OnEnter     []string // the handlers its on_enter invokes
+	Terminal    bool
+	Exit        string // for an exit state: the exit's name
+	Initial     bool
+	Kind        Kind
+	Children    []*Node
+	// Dynamic marks the pseudo-node a templated target points to; Label is
+	// the template.
+	Dynamic bool
+	Visited bool // Highlight: the run entered this state
+}
+
+// Edge is one transition arm (or an on_error redirect).
+type Edge struct {
+	From, To string
+	Intent   string // "*" for the wildcard; "" for an on_error edge
+	Guard    string // the when: source
+	Default  bool   // a default: arm
+	Stay     bool   // target "."
+	OnError  string // the handler whose failure takes this edge
+	Taken    bool   // Highlight: the run took it
+}
+
+// Graph is a story's state machine.
+type Graph struct {
+	Title string
+	Nodes []*Node // top-level nodes, children inside them
+	Edges []*Edge
+	index map[string]*Node
+}
+
+// Node returns the node with this ID, or nil.
+func (g *Graph) Node(id string) *Node { return g.index[id] }
+
+// Walk calls fn for every node, parents before children, in drawing order.
+func (g *Graph) Walk(fn func(n *Node, depth int)) {
+	var walk func(ns []*Node, d int)
+	walk = func(ns []*Node, d int) {
+		for _, n := range ns {
+			fn(n, d)
+			walk(n.Children, d+1)
+		}
+	}
+	walk(g.Nodes, 0)
+}
+
+// NewGraph indexes nodes given as a tree (the builder other structures
+// use: compound, parallel and imported states set Kind and Children).
+func NewGraph(title string, nodes []*Node, edges []*Edge) *Graph {
+	g := &Graph{Title: title, Nodes: nodes, Edges: edges, index: map[string]*Node{}}
+	g.Walk(func(n *Node, _ int) { g.index[n.ID] = n })
+	return g
+}
+
+// maxDescription is how many characters of a description a node shows.
+const maxDescription = 80
+
+// FromStory builds the graph of a compiled story: every state (dotted
+// states inside their nearest declared ancestor, as clusters), the arms
+// of each on: intent in order, on_error redirects of on_enter invokes,
+// and a pseudo-node per templated target.
+func FromStory(st *story.Story) *Graph {
+	names := make([]string, 0, len(st.States))
+	for n := range st.States {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	nodes := map[string]*Node{}
+	for _, name := range names {
+		s := st.States[name]
+		n := &Node{ID: name, Label: lastSegment(name), Description: clip(s.Description, maxDescription),
+			Terminal: s.Terminal, Exit: s.Exit, Initial: name == st.Root}
+		if s.Exit != "" {
+			n.Label = "exit: " + s.Exit
+		}
+		for _, e := range s.OnEnter {
+			if e.Invoke != nil {
+				n.OnEnter = append(n.OnEnter, e.Invoke.Name)
+			}
+		}
+		nodes[name] = n
+	}
+	var top []*Node
+	for _, name := range names {
+		n, s := nodes[name], st.States[name]
+		if s.Parent != "" && nodes[s.Parent] != nil {
+			nodes[s.Parent].Children = append(nodes[s.Parent].Children, n)
+		} else {
+			top = append(top, n)
+		}
+	}
+	var edges []*Edge
+	dynamic := map[string]*Node{}
+	for _, name := range names {
+		s := st.States[name]
+		intents := make([]string, 0, len(s.On))
+		for in := range s.On {
+			intents = append(intents, in)
+		}
+		sort.Strings(intents)
+		for _, in := range intents {
+			for _, a := range s.On[in] {
+				e := &Edge{From: name, To: a.Target, Intent: in, Default: a.Default, Stay: a.Stay}
+				if a.When != nil {
+					e.Guard = a.When.Source()
+				}
+				if a.Stay {
+					e.To = name
+				}
+				if a.TargetTemplate != nil {
+					src := a.TargetTemplate.Source()
+					id := "template:" + src
+					if dynamic[id] == nil {
+						dn := &Node{ID: id, Label: src, Dynamic: true}
+						dynamic[id] = dn
+						top = append(top, dn)
+					}
+					e.To = id
+				}
+				edges = append(edges, e)
+			}
+		}
+		for _, ef := range s.OnEnter {
+			if ef.Invoke != nil && ef.Invoke.OnError != "" {
+				edges = append(edges, &Edge{From: name, To: ef.Invoke.OnError, OnError: ef.Invoke.Name})
+			}
+		}
+	}
+	title := st.App.ID
+	if st.App.Title != "" {
+		title = st.App.Title
+	}
+	return NewGraph(title, top, edges)
+}
+
+// Highlight marks the states a run entered and the transitions it took,
+// from a trace's machine.transition and machine.state_entered events. It
+// returns the trace's states the graph does not have (sorted), so a
+// caller can say the trace is of another version of the story.
+func (g *Graph) Highlight(evs []trace.Event) []string {
+	missing := map[string]bool{}
+	visit := func(id string) {
+		if id == "" {
+			return
+		}
+		if n := g.index[id]; n != nil {
+			n.Visited = true
+		} else {
+			missing[id] = true
+		}
+	}
+	for i := range evs {
+		ev := &evs[i]
+		switch ev.Kind {
+		case trace.KindMachineTransition:
+			var p trace.MachineTransition
+			if trace.Decode(ev, &p) != nil {
+				continue
+			}
+			visit(p.From)
+			visit(p.To)
+			for _, e := range g.Edges {
+				if e.From == p.From && e.To == p.To && (e.Intent == p.Intent || e.Intent == "*") {
+					e.Taken = true
+				}
+			}
+		case trace.KindMachineStateEntered:
+			var p trace.MachineStateEntered
+			if trace.Decode(ev, &p) == nil {
+				visit(p.State)
+			}
+		}
+	}
+	out := make([]string, 0, len(missing))
+	for id := range missing {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// EdgeLabel is the text on an edge: the intent (or "on_error: handler"),
+// then "[when: guard]", "[default]" or "(stay)".
+func (e *Edge) EdgeLabel() string {
+	if e.OnError != "" {
+		return "on_error: " + e.OnError
+	}
+	parts := []string{e.Intent}
+	switch {
+	case e.Guard != "":
+		parts = append(parts, "[when: "+e.Guard+"]")
+	case e.Default:
+		parts = append(parts, "[default]")
+	}
+	if e.Stay {
+		parts = append(parts, "(stay)")
+	}
+	return strings.Join(parts, " ")
+}
+
+// Lines is a node's text, one entry per line: its name (marked when
+// terminal), its description, then "on_enter: handler" per invoke.
+func (n *Node) Lines() []string {
+	name := n.Label
+	switch {
+	case n.Dynamic:
+		name = "target: " + n.Label
+	case n.Terminal && n.Exit == "":
+		name += " (terminal)"
+	}
+	out := []string{name}
+	if n.Description != "" {
+		out = append(out, n.Description)
+	}
+	for _, h := range n.OnEnter {
+		out = append(out, "on_enter: "+h)
+	}
+	return out
+}
+
+func lastSegment(path string) string {
+	if i := strings.LastIndexByte(path, '.'); i >= 0 {
+		return path[i+1:]
+	}
+	return path
+}
+
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return strings.TrimSpace(string(r[:n-1])) + "…"
+}
+
+// errorf prefixes viz errors.
+func errorf(format string, args ...any) error { return fmt.Errorf("viz: "+format, args...) }

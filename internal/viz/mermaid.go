@@ -1,0 +1,150 @@
+package viz
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Mermaid writes the graph as a Mermaid flowchart (left to right). Node
+// IDs are s0, s1… in drawing order (state paths hold characters Mermaid
+// IDs cannot); a node with children is a subgraph holding its own node
+// and its children. Terminal states are stadiums with class terminal,
+// the initial state is reached from a start circle, and Highlight's marks
+// become class visited and a linkStyle on the taken edges.
+func Mermaid(g *Graph) string {
+	ids := nodeIDs(g)
+	var b strings.Builder
+	b.WriteString("flowchart LR\n")
+	if g.Title != "" {
+		fmt.Fprintf(&b, "  %%%% %s\n", strings.Join(strings.Fields(g.Title), " "))
+	}
+	var initial *Node
+	var terminal, visited, dynamic []string
+	g.Walk(func(n *Node, _ int) {
+		if n.Initial {
+			initial = n
+		}
+		if n.Terminal {
+			terminal = append(terminal, ids[n.ID])
+		}
+		if n.Visited {
+			visited = append(visited, ids[n.ID])
+		}
+		if n.Dynamic {
+			dynamic = append(dynamic, ids[n.ID])
+		}
+	})
+	var writeNodes func(ns []*Node, indent string)
+	writeNodes = func(ns []*Node, indent string) {
+		for _, n := range ns {
+			if len(n.Children) == 0 {
+				fmt.Fprintf(&b, "%s%s\n", indent, mermaidNode(ids[n.ID], n))
+				continue
+			}
+			title := n.ID
+			if n.Kind != KindState {
+				title = string(n.Kind) + ": " + n.ID
+			}
+			fmt.Fprintf(&b, "%ssubgraph %s_c [\"%s\"]\n", indent, ids[n.ID], mermaidText(title))
+			fmt.Fprintf(&b, "%s  %s\n", indent, mermaidNode(ids[n.ID], n))
+			writeNodes(n.Children, indent+"  ")
+			fmt.Fprintf(&b, "%send\n", indent)
+		}
+	}
+	if initial != nil {
+		b.WriteString("  start_((\" \"))\n")
+	}
+	writeNodes(g.Nodes, "  ")
+	var taken []int
+	edge := 0
+	if initial != nil {
+		fmt.Fprintf(&b, "  start_ --> %s\n", ids[initial.ID])
+		if initial.Visited {
+			taken = append(taken, edge)
+		}
+		edge++
+	}
+	for _, e := range g.Edges {
+		from, to := ids[e.From], ids[e.To]
+		if from == "" || to == "" {
+			continue
+		}
+		arrow := "-->"
+		if e.OnError != "" {
+			arrow = "-.->"
+		}
+		fmt.Fprintf(&b, "  %s %s|\"%s\"| %s\n", from, arrow, mermaidText(e.EdgeLabel()), to)
+		if e.Taken {
+			taken = append(taken, edge)
+		}
+		edge++
+	}
+	b.WriteString("  classDef terminal fill:#eeeeee,stroke:#333,stroke-width:2px\n")
+	b.WriteString("  classDef dynamic stroke-dasharray:4\n")
+	if len(terminal) > 0 {
+		fmt.Fprintf(&b, "  class %s terminal\n", strings.Join(terminal, ","))
+	}
+	if len(dynamic) > 0 {
+		fmt.Fprintf(&b, "  class %s dynamic\n", strings.Join(dynamic, ","))
+	}
+	if len(visited) > 0 {
+		b.WriteString("  classDef visited fill:#ffe8cc,stroke:#d9480f,stroke-width:3px\n")
+		fmt.Fprintf(&b, "  class %s visited\n", strings.Join(visited, ","))
+	}
+	if len(taken) > 0 {
+		ns := make([]string, len(taken))
+		for i, t := range taken {
+			ns[i] = fmt.Sprint(t)
+		}
+		fmt.Fprintf(&b, "  linkStyle %s stroke:#d9480f,stroke-width:3px\n", strings.Join(ns, ","))
+	}
+	return b.String()
+}
+
+func mermaidNode(id string, n *Node) string {
+	lines := n.Lines()
+	for i, l := range lines {
+		lines[i] = mermaidText(l)
+	}
+	text := strings.Join(lines, "<br/>")
+	if n.Terminal {
+		return fmt.Sprintf("%s([\"%s\"])", id, text)
+	}
+	return fmt.Sprintf("%s[\"%s\"]", id, text)
+}
+
+// mermaidText escapes text for a quoted Mermaid label: the characters
+// that end a label or start markup become entity codes.
+func mermaidText(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '"':
+			b.WriteString("#quot;")
+		case '#':
+			b.WriteString("#35;")
+		case '<':
+			b.WriteString("#lt;")
+		case '>':
+			b.WriteString("#gt;")
+		case '|':
+			b.WriteString("#124;")
+		case '\n', '\r', '\t':
+			b.WriteByte(' ')
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// nodeIDs numbers the nodes in drawing order.
+func nodeIDs(g *Graph) map[string]string {
+	ids := map[string]string{}
+	i := 0
+	g.Walk(func(n *Node, _ int) {
+		ids[n.ID] = fmt.Sprintf("s%d", i)
+		i++
+	})
+	return ids
+}

@@ -6,7 +6,7 @@ BIN := bin/kitsoki
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/kitsoki/kitsoki/internal/version.stamped=$(VERSION)
 
-.PHONY: all build demo test test-examples test-corpus vet bench bench-targets evals clean fetch-llama-server fetch-models test-llama-real
+.PHONY: all build demo test test-examples test-corpus test-viz-corpus setup-browser vet bench bench-targets evals clean fetch-llama-server fetch-models test-llama-real
 
 all: build
 
@@ -29,8 +29,23 @@ demo: build
 vet:
 	$(GO) vet ./...
 
-test: vet test-examples test-corpus
+test: vet setup-browser test-examples test-corpus test-viz-corpus
 	$(GO) test -race -count=1 ./...
+
+# Headless Chromium (Debian's package) for the browser tests of the HTML
+# views; a no-op when /usr/bin/chromium is there. Without it those tests
+# skip, except with CI=true, where they fail.
+setup-browser:
+	bash scripts/setup-browser.sh
+
+# kitsoki viz over every corpus story that loads: the Mermaid and the DOT
+# parse and an SVG renders (internal/viz TestCorpusStories). Skipped where
+# the corpus is not beside the checkout.
+test-viz-corpus:
+	@if [ -d ../shared/kitsoki/stories/stories ]; then \
+		KITSOKI_REPO=$$PWD/../shared/kitsoki/stories KITSOKI_VIZ_CORPUS=$$PWD/../shared/kitsoki/stories/stories \
+			$(GO) test -count=1 -run '^TestCorpusStories$$' ./internal/viz; \
+	else echo "viz corpus: skipped (../shared/kitsoki not found beside the checkout)"; fi
 
 # Kitsoki's stories and flows (../shared/kitsoki) against bin/kitsoki: fails
 # below CORPUS_MIN passing flows, so the count never regresses (raise it as

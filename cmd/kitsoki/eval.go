@@ -108,13 +108,19 @@ func datasetPaths(arg string) ([]string, error) {
 }
 
 func newEvalShowCmd(g *globals) *cobra.Command {
-	var asJSON, md bool
+	var asJSON, md, html bool
 	cmd := &cobra.Command{
 		Use:   "show <eval.yaml|report.json>",
 		Short: "Show a dataset's call site and status, or a report's candidates",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
+			if html {
+				if asJSON || md {
+					return exitWith(exitUsage, fmt.Errorf("kitsoki eval show: --html prints a page: give it without --json or --md"))
+				}
+				return showReportHTML(out, args[0])
+			}
 			if strings.HasSuffix(args[0], ".json") {
 				return showReport(out, args[0], asJSON, md)
 			}
@@ -123,6 +129,7 @@ func newEvalShowCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&md, "md", false, "print a report as a Markdown table")
+	cmd.Flags().BoolVar(&html, "html", false, "print a report as a self-contained HTML page: the candidate × example matrix")
 	return cmd
 }
 

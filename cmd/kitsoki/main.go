@@ -67,6 +67,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newFetchCmd(g), newMCPCmd(g))
 	root.AddCommand(newTestCmd(g), newTraceCmd())
 	root.AddCommand(newEvalCmd(g), newHostsCmd())
+	root.AddCommand(newVizCmd(g))
 	checkUsage(root)
 	return root
 }

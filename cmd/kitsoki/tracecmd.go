@@ -17,6 +17,7 @@ func newTraceCmd() *cobra.Command {
 		Short: "Work with run traces",
 	}
 	cmd.AddCommand(newToCassetteCmd())
+	cmd.AddCommand(newTraceShowCmd(), newTraceViewCmd())
 	return cmd
 }
 

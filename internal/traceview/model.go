@@ -308,6 +308,15 @@ func (b *builder) add(ev *trace.Event) {
 				if !c.startTS.IsZero() && !ts.IsZero() {
 					c.DurationMS = ts.Sub(c.startTS).Milliseconds()
 				}
+				// A replayed agent call takes no time but keeps the
+				// duration it was recorded with: the host call that made it
+				// lasted at least as long.
+				var inner int64
+				for _, ch := range c.Children {
+					inner += ch.DurationMS
+					c.Recorded = c.Recorded || ch.Recorded
+				}
+				c.DurationMS = max(c.DurationMS, inner)
 				if p.Error != "" && !hasFailedChild(c) {
 					b.countError(kindOf(p.Error))
 				}

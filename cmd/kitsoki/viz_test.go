@@ -1,0 +1,107 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The views' command lines: what a user types, what comes back, the exit
+// code.
+func TestVizCommand(t *testing.T) {
+	dir := t.TempDir()
+	png := filepath.Join(dir, "hello.png")
+	svg := filepath.Join(dir, "hello.svg")
+	for _, tc := range []struct {
+		name       string
+		args       []string
+		code       int
+		stdout     string // prefix
+		stderr     string // whole
+		wantFile   string
+		fileHeader string
+	}{
+		{name: "mermaid by default", args: []string{"viz", hello}, stdout: "flowchart LR\n  %% Hello, kitsoki\n"},
+		{name: "dot", args: []string{"viz", hello, "--format", "dot"}, stdout: "digraph \"Hello, kitsoki\" {\n"},
+		{name: "png by extension", args: []string{"viz", hello, "-o", png}, stderr: "kitsoki: wrote " + png + " (png, 4 states)\n", wantFile: png, fileHeader: "\x89PNG"},
+		{name: "svg", args: []string{"viz", hello, "--format", "svg", "-o", svg}, stderr: "kitsoki: wrote " + svg + " (svg, 4 states)\n", wantFile: svg, fileHeader: "<?xml"},
+		{name: "unknown format", args: []string{"viz", hello, "--format", "jpeg"}, code: exitUsage,
+			stderr: "kitsoki viz: --format \"jpeg\": unknown format (one of mermaid, dot, svg, png)\n"},
+		{name: "png to a terminal", args: []string{"viz", hello, "--format", "png"}, code: exitUsage,
+			stderr: "kitsoki viz: --format png writes an image: give -o FILE.png\n"},
+		{name: "story that does not load", args: []string{"viz", "testdata/nope/app.yaml"}, code: exitLoad},
+		{name: "highlight trace missing", args: []string{"viz", hello, "--highlight-trace", filepath.Join(dir, "none.jsonl")}, code: exitFailure,
+			stderr: "kitsoki viz: --highlight-trace: read trace: open " + filepath.Join(dir, "none.jsonl") + ": no such file or directory\n"},
+		{name: "highlight of another story", args: []string{"viz", hello, "--highlight-trace", "../../internal/traceview/testdata/failures.jsonl"},
+			stdout: "flowchart LR", stderr: "kitsoki viz: warning: ../../internal/traceview/testdata/failures.jsonl: the run went through states this story does not have: auditing, triage (is the trace of another version of the story?)\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runCLI(t, "", tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\nstderr: %s", code, tc.code, errs)
+			}
+			if !strings.HasPrefix(out, tc.stdout) {
+				t.Errorf("stdout = %.200q, want prefix %q", out, tc.stdout)
+			}
+			if tc.stderr != "" && errs != tc.stderr {
+				t.Errorf("stderr = %q, want %q", errs, tc.stderr)
+			}
+			if tc.wantFile != "" {
+				b, err := os.ReadFile(tc.wantFile)
+				if err != nil || !strings.HasPrefix(string(b), tc.fileHeader) {
+					t.Errorf("%s: %v, starts %.10q", tc.wantFile, err, b)
+				}
+			}
+		})
+	}
+}
+
+func TestTraceShowViewCommands(t *testing.T) {
+	const rec = "../../internal/traceview/testdata/hello-run.jsonl"
+	golden, err := os.ReadFile("../../internal/traceview/testdata/hello-run.show.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "", "trace", "show", rec)
+	want := strings.Replace(string(golden), "trace hello-run.jsonl ", "trace "+rec+" ", 1)
+	if code != exitOK || out != want {
+		t.Errorf("trace show: exit %d, stderr %q\nstdout:\n%s", code, errs, out)
+	}
+	t.Setenv("NO_COLOR", "1")
+	if _, out, _ := runCLI(t, "", "trace", "show", rec); strings.Contains(out, "\x1b[") {
+		t.Error("colour with NO_COLOR")
+	}
+	code, _, errs = runCLI(t, "", "trace", "show", "20990101T000000Z-none")
+	if code != exitFailure || errs != "kitsoki trace show: 20990101T000000Z-none: no such trace file, and no session of that id in .kitsoki/runs (kitsoki run writes .kitsoki/runs/<session>.jsonl)\n" {
+		t.Errorf("unknown session: exit %d, stderr %q", code, errs)
+	}
+	page := filepath.Join(t.TempDir(), "v.html")
+	code, _, errs = runCLI(t, "", "trace", "view", rec, "-o", page)
+	if code != exitOK || errs != "kitsoki: wrote "+page+" (5 turns, 4 calls)\n" {
+		t.Errorf("trace view: exit %d, stderr %q", code, errs)
+	}
+	b, _ := os.ReadFile(page)
+	if !strings.HasPrefix(string(b), "<!DOCTYPE html>") || strings.Contains(string(b), "https://") || strings.Contains(string(b), "http://") {
+		t.Errorf("trace view page: %.100q", b)
+	}
+	code, _, errs = runCLI(t, "", "trace", "view", rec, "--serve", "--addr", "nope")
+	if code != exitUsage || !strings.HasPrefix(errs, "kitsoki trace view: --addr \"nope\": ") {
+		t.Errorf("bad --addr: exit %d, stderr %q", code, errs)
+	}
+}
+
+func TestEvalShowHTML(t *testing.T) {
+	code, out, errs := runCLI(t, "", "eval", "show", "--html", "../../stories/hello/evals/reports/compose/latest.json")
+	if code != exitOK || !strings.HasPrefix(out, "<!DOCTYPE html>") || !strings.Contains(out, `data-example="ada-casual"`) {
+		t.Errorf("eval show --html: exit %d, stderr %q, %.100q", code, errs, out)
+	}
+	code, _, errs = runCLI(t, "", "eval", "show", "--html", "--md", "x.json")
+	if code != exitUsage || errs != "kitsoki eval show: --html prints a page: give it without --json or --md\n" {
+		t.Errorf("--html --md: exit %d, stderr %q", code, errs)
+	}
+	code, _, errs = runCLI(t, "", "eval", "show", "--html", "../../stories/hello/evals/compose.yaml")
+	if code != exitUsage || !strings.HasPrefix(errs, "kitsoki eval show: --html shows a report (report.json), not ") {
+		t.Errorf("--html of a dataset: exit %d, stderr %q", code, errs)
+	}
+}

@@ -10,10 +10,11 @@ LDFLAGS := -X github.com/kitsoki/kitsoki/internal/version.stamped=$(VERSION)
 
 all: build
 
-# kitsoki and the example plugins the plugin stories use (bin/echo-go,
-# bin/echo-mcp).
+# kitsoki, its SVG/PNG renderer for kitsoki viz (bin/kitsoki-graphviz) and
+# the example plugins the plugin stories use (bin/echo-go, bin/echo-mcp).
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/kitsoki
+	$(GO) build -o bin/kitsoki-graphviz ./cmd/kitsoki-graphviz
 	$(GO) build -o bin/echo-go ./examples/plugins/echo-go
 	$(GO) build -o bin/echo-mcp ./examples/plugins/echo-mcp
 

@@ -27,9 +27,10 @@ guard, on_error redirects dashed, terminal states with a double border, and
 dotted states inside their parent as clusters.
 
 --format mermaid (the default) pastes into Markdown; dot is Graphviz's
-language; svg and png are rendered here, with Graphviz compiled to
-WebAssembly (no system Graphviz). Without --format, -o FILE picks it from
-the extension (.mmd, .dot/.gv, .svg, .png). png needs -o.
+language; svg and png are rendered by kitsoki-graphviz, Graphviz compiled to
+WebAssembly (no system Graphviz), found beside kitsoki, on PATH or at
+$KITSOKI_GRAPHVIZ. Without --format, -o FILE picks it from the extension
+(.mmd, .dot/.gv, .svg, .png). png needs -o.
 
 --highlight-trace FILE colours the states a run entered and the
 transitions it took.`,
@@ -55,16 +56,17 @@ transitions it took.`,
 						highlight, strings.Join(missing, ", "))
 				}
 			}
-			var r *viz.Renderer
+			var render viz.RenderFunc
 			if f == viz.FormatSVG || f == viz.FormatPNG {
-				if r, err = viz.NewRenderer(cmd.Context()); err != nil {
-					return exitWith(exitFailure, fmt.Errorf("kitsoki viz: %w", err))
+				helper, err := viz.FindHelper()
+				if err != nil {
+					return exitWith(exitFailure, fmt.Errorf("kitsoki %w", err))
 				}
-				defer r.Close()
+				render = viz.HelperRender(helper)
 			}
-			b, err := viz.Output(cmd.Context(), r, gr, f)
+			b, err := viz.Output(cmd.Context(), gr, f, render)
 			if err != nil {
-				return exitWith(exitFailure, fmt.Errorf("kitsoki viz: %w", err))
+				return exitWith(exitFailure, fmt.Errorf("kitsoki %w", err))
 			}
 			if out == "" || out == "-" {
 				_, err = cmd.OutOrStdout().Write(b)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +12,11 @@ import (
 // code.
 func TestVizCommand(t *testing.T) {
 	dir := t.TempDir()
+	helper := filepath.Join(dir, "kitsoki-graphviz")
+	if out, err := exec.Command("go", "build", "-o", helper, "github.com/kitsoki/kitsoki/cmd/kitsoki-graphviz").CombinedOutput(); err != nil {
+		t.Fatalf("building kitsoki-graphviz: %v\n%s", err, out)
+	}
+	t.Setenv("KITSOKI_GRAPHVIZ", helper)
 	png := filepath.Join(dir, "hello.png")
 	svg := filepath.Join(dir, "hello.svg")
 	for _, tc := range []struct {
@@ -26,6 +32,8 @@ func TestVizCommand(t *testing.T) {
 		{name: "dot", args: []string{"viz", hello, "--format", "dot"}, stdout: "digraph \"Hello, kitsoki\" {\n"},
 		{name: "png by extension", args: []string{"viz", hello, "-o", png}, stderr: "kitsoki: wrote " + png + " (png, 4 states)\n", wantFile: png, fileHeader: "\x89PNG"},
 		{name: "svg", args: []string{"viz", hello, "--format", "svg", "-o", svg}, stderr: "kitsoki: wrote " + svg + " (svg, 4 states)\n", wantFile: svg, fileHeader: "<?xml"},
+		{name: "no renderer", args: []string{"viz", hello, "-o", svg}, code: exitFailure,
+			stderr: "kitsoki viz: rendering SVG or PNG needs the kitsoki-graphviz renderer beside kitsoki, on PATH or named by KITSOKI_GRAPHVIZ (make build builds bin/kitsoki-graphviz; go install ./cmd/kitsoki-graphviz); --format mermaid and dot need nothing\n"},
 		{name: "unknown format", args: []string{"viz", hello, "--format", "jpeg"}, code: exitUsage,
 			stderr: "kitsoki viz: --format \"jpeg\": unknown format (one of mermaid, dot, svg, png)\n"},
 		{name: "png to a terminal", args: []string{"viz", hello, "--format", "png"}, code: exitUsage,
@@ -37,6 +45,10 @@ func TestVizCommand(t *testing.T) {
 			stdout: "flowchart LR", stderr: "kitsoki viz: warning: ../../internal/traceview/testdata/failures.jsonl: the run went through states this story does not have: auditing, triage (is the trace of another version of the story?)\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "no renderer" {
+				t.Setenv("KITSOKI_GRAPHVIZ", "")
+				t.Setenv("PATH", dir+"/none")
+			}
 			code, out, errs := runCLI(t, "", tc.args...)
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d\nstderr: %s", code, tc.code, errs)

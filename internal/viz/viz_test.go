@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/trace"
+	"github.com/kitsoki/kitsoki/internal/viz/gvrender"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -161,7 +163,7 @@ func TestHighlight(t *testing.T) {
 // checkStory is the acceptance check on one story: the Mermaid parses,
 // with a node per state and an edge per drawn transition; the DOT parses
 // with Graphviz's own parser, with the same counts; the SVG renders.
-func checkStory(t *testing.T, r *Renderer, st *story.Story) {
+func checkStory(t *testing.T, r *gvrender.Renderer, st *story.Story) {
 	t.Helper()
 	g := FromStory(st)
 	nodes, edges := 0, 0
@@ -192,7 +194,7 @@ func checkStory(t *testing.T, r *Renderer, st *story.Story) {
 	if gn != nodes+start || ge != edges+start {
 		t.Errorf("DOT: %d nodes, %d edges; want %d, %d", gn, ge, nodes+start, edges+start)
 	}
-	svg, err := r.Render(context.Background(), dot, FormatSVG)
+	svg, err := r.Render(context.Background(), dot, "svg")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +204,7 @@ func checkStory(t *testing.T, r *Renderer, st *story.Story) {
 }
 
 func TestEveryStory(t *testing.T) {
-	r, err := NewRenderer(context.Background())
+	r, err := gvrender.NewRenderer(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +230,7 @@ func TestCorpusStories(t *testing.T) {
 	if dir == "" {
 		t.Skip("KITSOKI_VIZ_CORPUS is not set (make test-viz-corpus sets it)")
 	}
-	r, err := NewRenderer(context.Background())
+	r, err := gvrender.NewRenderer(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,18 +254,41 @@ func TestCorpusStories(t *testing.T) {
 }
 
 func TestPNG(t *testing.T) {
-	r, err := NewRenderer(context.Background())
+	r, err := gvrender.NewRenderer(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
 	g := FromStory(load(t, "testdata/shapes/app.yaml"))
-	b, err := Output(context.Background(), r, g, FormatPNG)
+	render := func(ctx context.Context, dot string, f Format) ([]byte, error) { return r.Render(ctx, dot, string(f)) }
+	b, err := Output(context.Background(), g, FormatPNG, render)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) {
 		t.Errorf("not a PNG: % x", b[:8])
+	}
+}
+
+// TestHelperRender runs a stand-in renderer as the child process: DOT
+// goes in on stdin, the format is its argument, its stdout is the image,
+// and a failure carries its stderr.
+func TestHelperRender(t *testing.T) {
+	g := FromStory(load(t, "testdata/shapes/app.yaml"))
+	b, err := Output(context.Background(), g, FormatSVG, HelperRender("testdata/fake-graphviz.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "svg " + fmt.Sprint(len(DOT(g))) + "\n"; string(b) != want {
+		t.Errorf("helper output = %q, want %q", b, want)
+	}
+	_, err = Output(context.Background(), g, FormatPNG, HelperRender("testdata/fake-graphviz.sh"))
+	if err == nil || err.Error() != "viz: kitsoki-graphviz: fake: png refused" {
+		t.Errorf("failing helper: %v", err)
+	}
+	t.Setenv("KITSOKI_GRAPHVIZ", "testdata/none")
+	if _, err := FindHelper(); err == nil || err.Error() != "viz: KITSOKI_GRAPHVIZ=testdata/none: stat testdata/none: no such file or directory" {
+		t.Errorf("FindHelper = %v", err)
 	}
 }
 

@@ -1,4 +1,4 @@
-package viz
+package gvrender
 
 import (
 	"bytes"

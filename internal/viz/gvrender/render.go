@@ -1,4 +1,11 @@
-package viz
+// Package gvrender lays out and renders DOT with Graphviz compiled to
+// WebAssembly (github.com/goccy/go-graphviz), no system Graphviz needed.
+//
+// It lives apart from internal/viz, and only the kitsoki-graphviz helper
+// (and tests) import it: go-graphviz compiles its WebAssembly module in a
+// package init, which would add a third of a second, 16 MB of memory and a
+// cache folder in the temporary directory to every kitsoki command.
+package gvrender
 
 import (
 	"bytes"
@@ -7,19 +14,6 @@ import (
 
 	"github.com/goccy/go-graphviz"
 )
-
-// Format is an output format of kitsoki viz.
-type Format string
-
-const (
-	FormatMermaid Format = "mermaid"
-	FormatDOT     Format = "dot"
-	FormatSVG     Format = "svg"
-	FormatPNG     Format = "png"
-)
-
-// Formats lists the formats, for help and error messages.
-func Formats() []Format { return []Format{FormatMermaid, FormatDOT, FormatSVG, FormatPNG} }
 
 // Renderer lays out DOT and renders it with Graphviz compiled to
 // WebAssembly (github.com/goccy/go-graphviz): no system Graphviz; PNGs
@@ -45,13 +39,13 @@ func NewRenderer(ctx context.Context) (*Renderer, error) {
 // Close releases the instance.
 func (r *Renderer) Close() error { return r.gv.Close() }
 
-// Render parses DOT source and renders it as SVG or PNG.
-func (r *Renderer) Render(ctx context.Context, dot string, f Format) ([]byte, error) {
+// Render parses DOT source and renders it as "svg" or "png".
+func (r *Renderer) Render(ctx context.Context, dot string, f string) ([]byte, error) {
 	var gf graphviz.Format
 	switch f {
-	case FormatSVG:
+	case "svg":
 		gf = graphviz.SVG
-	case FormatPNG:
+	case "png":
 		gf = graphviz.PNG
 	default:
 		return nil, errorf("cannot render format %q (svg or png)", f)
@@ -68,19 +62,4 @@ func (r *Renderer) Render(ctx context.Context, dot string, f Format) ([]byte, er
 	return buf.Bytes(), nil
 }
 
-// Output is the graph in format f: Mermaid or DOT text, or a rendered
-// SVG or PNG (through r, which may be nil for the text formats).
-func Output(ctx context.Context, r *Renderer, g *Graph, f Format) ([]byte, error) {
-	switch f {
-	case FormatMermaid:
-		return []byte(Mermaid(g)), nil
-	case FormatDOT:
-		return []byte(DOT(g)), nil
-	case FormatSVG, FormatPNG:
-		if r == nil {
-			return nil, fmt.Errorf("viz: rendering %s needs a Renderer", f)
-		}
-		return r.Render(ctx, DOT(g), f)
-	}
-	return nil, errorf("unknown format %q", f)
-}
+func errorf(format string, args ...any) error { return fmt.Errorf("graphviz: "+format, args...) }

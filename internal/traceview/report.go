@@ -147,7 +147,11 @@ func writeCall(w io.Writer, c *Call, ind string, o ReportOptions) {
 		if id, ok := c.Args["call"].(string); ok && id != "" {
 			name += " (" + id + ")"
 		}
-		fmt.Fprintf(w, "%shost     %s  %s  %s\n", ind, p.bold(name), ms(float64(c.DurationMS)), status)
+		d := ms(float64(c.DurationMS))
+		if c.Recorded {
+			d += " recorded"
+		}
+		fmt.Fprintf(w, "%shost     %s  %s  %s\n", ind, p.bold(name), d, status)
 		for _, ch := range c.Children {
 			writeCall(w, ch, ind+"  ", o)
 		}

@@ -29,6 +29,11 @@ func resolveTrace(cmdName, arg string) (string, error) {
 	return p, nil
 }
 
+// looksLikePath: a FILE argument rather than a session id.
+func looksLikePath(arg string) bool {
+	return strings.ContainsRune(arg, filepath.Separator) || strings.HasSuffix(arg, ".jsonl")
+}
+
 // colorOut: colour on a terminal, unless NO_COLOR is set (no-color.org).
 func colorOut(w io.Writer) bool {
 	if _, set := os.LookupEnv("NO_COLOR"); set {
@@ -55,10 +60,14 @@ trace kitsoki run wrote under .kitsoki/runs. Colour only on a terminal, and
 never with NO_COLOR set. --full prints prompts and answers whole.
 
 --follow prints each turn as it ends while a run appends to the trace, and
-stops with the totals when the run closes the trace (or on Ctrl-C).`,
+stops with the totals when the run closes the trace (or on Ctrl-C). A trace
+file that does not exist yet is waited for.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path, err := resolveTrace("show", args[0])
+			if err != nil && follow && looksLikePath(args[0]) {
+				path, err = args[0], nil // --follow waits for a run to create it
+			}
 			if err != nil {
 				return err
 			}

@@ -117,3 +117,29 @@ func TestEvalShowHTML(t *testing.T) {
 		t.Errorf("--html of a dataset: exit %d, stderr %q", code, errs)
 	}
 }
+
+// TestTraceShowFollowRun follows a trace that a run creates, writes and
+// closes while trace show --follow polls it: the follow ends by itself
+// when the run closes the trace, having printed exactly the report.
+func TestTraceShowFollowRun(t *testing.T) {
+	tr := filepath.Join(t.TempDir(), "run.jsonl")
+	type res struct {
+		code     int
+		out, err string
+	}
+	done := make(chan res, 1)
+	go func() {
+		var r res
+		r.code, r.out, r.err = runCLI(t, "", "trace", "show", "--follow", "--poll", "10ms", tr)
+		done <- r
+	}()
+	if code, _, errs := runCLI(t, "", "run", hello, "--trace", tr, "--cassette", "../../stories/hello/cassettes/demo.yaml",
+		"--intents", "greet name=Ada style=formal,again,greet name=Grace,bye"); code != exitOK {
+		t.Fatalf("run: exit %d: %s", code, errs)
+	}
+	r := <-done
+	_, want, _ := runCLI(t, "", "trace", "show", tr)
+	if r.code != exitOK || r.out != want {
+		t.Errorf("follow: exit %d, stderr %q\ngot:\n%s\nwant:\n%s", r.code, r.err, r.out, want)
+	}
+}

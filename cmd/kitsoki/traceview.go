@@ -19,10 +19,10 @@ import (
 )
 
 // runsDir is where kitsoki run writes traces by default.
-var runsDir = filepath.Join(".kitsoki", "runs")
+func runsDir() string { return filepath.Join(".kitsoki", "runs") }
 
 func resolveTrace(cmdName, arg string) (string, error) {
-	p, err := traceview.SessionTrace(arg, runsDir)
+	p, err := traceview.SessionTrace(arg, runsDir())
 	if err != nil {
 		return "", exitWith(exitFailure, fmt.Errorf("kitsoki trace %s: %w", cmdName, err))
 	}

@@ -31,7 +31,6 @@ type Run struct {
 	Totals   Totals  `json:"totals"`
 	// State is the state the run is in after its last transition.
 	State string `json:"state"`
-	start time.Time
 }
 
 // Totals adds up a run.
@@ -292,7 +291,7 @@ func (b *builder) add(ev *trace.Event) {
 		var p trace.HarnessDispatched
 		if trace.Decode(ev, &p) == nil {
 			c := &Call{Type: "host", Namespace: p.Namespace, Args: p.Args, StartMS: b.since(ts), startTS: ts, Open: true}
-			b.attach(c, "")
+			b.attach(c)
 			b.host = append(b.host, c)
 			b.run.Totals.HostCalls++
 		}
@@ -329,7 +328,7 @@ func (b *builder) add(ev *trace.Event) {
 		if trace.Decode(ev, &p) == nil {
 			c := &Call{Type: "agent", CallID: ev.CallID, Verb: p.Verb, Agent: p.Agent, Model: p.Model,
 				Purpose: p.Purpose, Prompt: p.Prompt, StartMS: b.since(ts), startTS: ts, Open: true}
-			b.attach(c, ev.CallID)
+			b.attach(c)
 			if ev.CallID != "" {
 				b.agents[ev.CallID] = c
 			}
@@ -401,7 +400,7 @@ func (b *builder) add(ev *trace.Event) {
 
 // attach puts a new call under the innermost open host call, or on the
 // turn.
-func (b *builder) attach(c *Call, _ string) {
+func (b *builder) attach(c *Call) {
 	if c.Type == "agent" && len(b.host) > 0 {
 		h := b.host[len(b.host)-1]
 		h.Children = append(h.Children, c)
@@ -417,7 +416,7 @@ func (b *builder) agentCall(ev *trace.Event, verb string) *Call {
 		return c
 	}
 	c := &Call{Type: "agent", CallID: ev.CallID, Verb: verb}
-	b.attach(c, ev.CallID)
+	b.attach(c)
 	b.run.Totals.AgentCalls++
 	return c
 }
@@ -521,7 +520,6 @@ func (b *builder) closeTurn() {
 func (b *builder) finish() {
 	b.closeTurn()
 	b.run.Totals.DurationMS = b.since(b.last)
-	b.run.start = b.first
 }
 
 func hasFailedChild(c *Call) bool {

@@ -24,7 +24,7 @@ func DOT(g *Graph) string {
 		}
 	})
 	if initial != nil {
-		b.WriteString("  \"__start__\" [shape=point, width=0.15, label=\"\"];\n")
+		b.WriteString("  \"__start__\" [shape=point, width=0.15, label=\"\", style=filled, fillcolor=\"#333333\"];\n")
 	}
 	cluster := 0
 	var writeNodes func(ns []*Node, indent string)
@@ -80,7 +80,9 @@ func DOT(g *Graph) string {
 func dotNode(n *Node) string {
 	attrs := []string{"label=" + dotQuote(strings.Join(n.Lines(), "\n"))}
 	if n.Terminal {
-		attrs = append(attrs, "peripheries=2")
+		// Graphviz draws one border on a rounded box: a terminal state is
+		// a square double box.
+		attrs = append(attrs, "style=\"filled\"", "peripheries=2")
 	}
 	if n.Dynamic {
 		attrs = append(attrs, "style=\"dashed\"")

@@ -23,10 +23,31 @@ type pngEngine struct {
 	ttf   *truetype.Font
 	faces map[float64]font.Face
 	edge  bool // between BeginEdge and EndEdge
+	node  bool // between BeginNode and EndNode
+	drawn int  // shapes drawn in the current node
 }
+
+// The filled flag the binding passes is true for every shape, so the
+// engine decides: an edge's curve is stroked, and of a node's shapes only
+// the first (the innermost periphery) is filled; the outer peripheries of
+// a double border are outlines.
 
 func (e *pngEngine) BeginEdge(context.Context, *gvc.Job) error { e.edge = true; return nil }
 func (e *pngEngine) EndEdge(context.Context, *gvc.Job) error   { e.edge = false; return nil }
+func (e *pngEngine) BeginNode(context.Context, *gvc.Job) error {
+	e.node, e.drawn = true, 0
+	return nil
+}
+func (e *pngEngine) EndNode(context.Context, *gvc.Job) error { e.node = false; return nil }
+
+// fill says whether a node's shape is filled, counting it.
+func (e *pngEngine) fill(filled bool) bool {
+	if !e.node {
+		return filled
+	}
+	e.drawn++
+	return filled && e.drawn == 1
+}
 
 func newPNGPlugins(ctx context.Context) ([]graphviz.Plugin, error) {
 	ttf, err := truetype.Parse(goregular.TTF)
@@ -98,6 +119,7 @@ func (e *pngEngine) paint(job *gvc.Job, filled bool) {
 }
 
 func (e *pngEngine) Ellipse(_ context.Context, job *gvc.Job, p []*gvc.PointFloat, filled bool) error {
+	filled = e.fill(filled)
 	e.dc.Push()
 	defer e.dc.Pop()
 	e.dc.ClearPath()
@@ -108,6 +130,7 @@ func (e *pngEngine) Ellipse(_ context.Context, job *gvc.Job, p []*gvc.PointFloat
 }
 
 func (e *pngEngine) Polygon(_ context.Context, job *gvc.Job, a []*gvc.PointFloat, filled bool) error {
+	filled = e.fill(filled)
 	e.dc.Push()
 	defer e.dc.Pop()
 	e.dc.ClearPath()
@@ -120,10 +143,8 @@ func (e *pngEngine) Polygon(_ context.Context, job *gvc.Job, a []*gvc.PointFloat
 	return nil
 }
 
-// BezierCurve strokes an edge's curve even when asked to fill it: the
-// flag the binding passes for edge splines is not Graphviz's filled.
 func (e *pngEngine) BezierCurve(_ context.Context, job *gvc.Job, a []*gvc.PointFloat, filled bool) error {
-	filled = filled && !e.edge
+	filled = e.fill(filled) && !e.edge
 	e.dc.Push()
 	defer e.dc.Pop()
 	e.dc.ClearPath()

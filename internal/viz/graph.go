@@ -88,8 +88,9 @@ func NewGraph(title string, nodes []*Node, edges []*Edge) *Graph {
 // maxDescription is how many characters of a description a node shows.
 const maxDescription = 80
 
-// FromStory builds the graph of a compiled story: every state (dotted
-// states inside their nearest declared ancestor, as clusters), the arms
+// FromStory builds the graph of a compiled story: every state, the root
+// first (dotted states inside their nearest declared ancestor, as
+// clusters), the arms
 // of each on: intent in order, on_error redirects of on_enter invokes,
 // and a pseudo-node per templated target.
 func FromStory(st *story.Story) *Graph {
@@ -97,7 +98,14 @@ func FromStory(st *story.Story) *Graph {
 	for n := range st.States {
 		names = append(names, n)
 	}
-	sort.Strings(names)
+	// The root first (Mermaid lays nodes out in declaration order), then
+	// the others by path.
+	sort.Slice(names, func(i, j int) bool {
+		if (names[i] == st.Root) != (names[j] == st.Root) {
+			return names[i] == st.Root
+		}
+		return names[i] < names[j]
+	})
 	nodes := map[string]*Node{}
 	for _, name := range names {
 		s := st.States[name]

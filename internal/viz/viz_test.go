@@ -138,7 +138,7 @@ func TestHighlight(t *testing.T) {
 			visited = append(visited, n.ID)
 		}
 	})
-	if d := cmp.Diff([]string{"farewell", "greeted", "greeting", "lobby"}, visited); d != "" {
+	if d := cmp.Diff([]string{"lobby", "farewell", "greeted", "greeting"}, visited); d != "" {
 		t.Errorf("visited (-want +got):\n%s", d)
 	}
 	taken := map[string]bool{}

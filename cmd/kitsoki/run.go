@@ -48,6 +48,8 @@ type runOpts struct {
 	// say are free-text lines to run instead of reading stdin (--say).
 	say     []string
 	routing routingFlags
+	// noTUI keeps the line protocol on a terminal (--no-tui).
+	noTUI bool
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -57,8 +59,12 @@ func newRunCmd(g *globals) *cobra.Command {
 		Short: "Run a story: interactively on a terminal, scripted otherwise",
 		Long: `Run a story.
 
-On a terminal, kitsoki shows the current state's description and the intents
-it accepts, and you type "intent key=value ..." (":help" lists the commands).
+On a terminal (stdin and stdout), kitsoki shows a terminal UI: the current
+state and the intents it accepts, the view, line editing with history (kept
+per story), Tab completion, a spinner while an agent works (Ctrl-C cancels
+the call, a second Ctrl-C quits); ":help" lists the commands and keys, and
+":quit" or Ctrl-D ends the session (exit 0) and says where the trace is.
+--no-tui keeps a plain prompt that reads "intent key=value ..." lines.
 Otherwise it reads one intent per line from stdin, or takes --intents.
 A line that is not "intent key=value ..." is free text: it is routed to one
 of the state's intents (exact match, synonyms and templates with
@@ -91,6 +97,7 @@ Exit codes:
 	f.StringVar(&o.intents, "intents", "", "comma-separated intents to run instead of reading stdin, e.g. 'open,approve by=ann'")
 	f.StringArrayVar(&o.say, "say", nil, "free text to route and run instead of reading stdin, e.g. 'show me the forecast for Tokyo' (repeatable; not with --intents)")
 	addRoutingFlags(cmd, &o.routing)
+	f.BoolVar(&o.noTUI, "no-tui", false, "on a terminal, read lines at a plain prompt instead of showing the terminal UI")
 	f.StringVar(&o.session, "session", "", "session id (default: generated)")
 	f.DurationVar(&o.timeout, "agent-timeout", host.DefaultTimeout, "hard deadline of an agent call that sets no with.timeout")
 	f.BoolVar(&o.autopilot, "autopilot", false, "run unattended: agents are not offered the tool that asks the operator")
@@ -113,7 +120,8 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 	defer func() { err = maskedExit(st.Secrets, err) }()
 	// Nothing the run prints, logs included (a plugin's stderr is logged),
 	// shows a secret resolved from ${VAR}.
-	stdout, stderr := redacting(cmd.OutOrStdout(), st.Secrets), redacting(cmd.ErrOrStderr(), st.Secrets)
+	tw := newTUIWiring(cmd.InOrStdin(), cmd.OutOrStdout(), o) // nil: the line protocol
+	stdout, stderr := redacting(tw.stdout(cmd.OutOrStdout()), st.Secrets), redacting(tw.stderr(cmd.ErrOrStderr()), st.Secrets)
 	logger := g.logger(stderr)
 	for _, w := range st.Warnings {
 		fmt.Fprintf(stderr, "warning: %s\n", w.String())
@@ -156,7 +164,10 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 	session := &runtime.Session{ID: o.session, World: world, Root: o.root, Routing: routing}
 	interactive := o.intents == "" && len(o.say) == 0 && isTerminal(cmd.InOrStdin())
 	var in *lines
-	if interactive {
+	switch {
+	case tw != nil:
+		session.Operator = tw.ask
+	case interactive:
 		in = newLines(cmd.InOrStdin())
 		session.Operator = terminalOperator(in, stdout)
 	}
@@ -170,6 +181,9 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 		Session:    session,
 		Tools:      runtime.Tools{Plugins: true, Providers: o.toolProviders, Autopilot: o.autopilot},
 		Out:        stdout,
+	}
+	if tw != nil {
+		cfg.Trace.Observe = tw.observe
 	}
 	as.configure(&cfg)
 	hc, err := openHTTPCassette(o, st, &cfg)
@@ -195,6 +209,10 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 	defer stop()
 	sess := rt.Session()
 	fmt.Fprintf(stderr, "kitsoki: session %s, trace %s\n", o.session, o.trace)
+	if tw != nil {
+		r := &runner{sess: sess, plugins: plugins, replay: as.replayCheck}
+		return exitCode(tw.run(ctx, r, st, path, o.trace, stderr, sess.Start))
+	}
 	out, err := sess.Start(ctx)
 	if err != nil {
 		return exitWith(exitFailure, err)
@@ -274,6 +292,9 @@ type runner struct {
 	// replay, with --cassette, prints the turn's replay warnings and misses
 	// and says whether it missed.
 	replay func(io.Writer) bool
+	// tuiView leaves the view to the terminal UI, which renders the typed
+	// view; viewShown says the last report would have printed it.
+	tuiView, viewShown bool
 }
 
 // report prints a turn's outcome and says whether the run must stop, with
@@ -300,7 +321,10 @@ func (r *runner) report(out *orchestrator.Outcome) (code int, stop bool) {
 		return exitMachine, true
 	}
 	if out.View != "" {
-		fmt.Fprintln(r.out, out.View)
+		r.viewShown = true
+		if !r.tuiView {
+			fmt.Fprintln(r.out, out.View)
+		}
 	}
 	for _, e := range out.HostErrors {
 		fmt.Fprintln(r.errw, "error:", e)

@@ -31,6 +31,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/toolserver"
 	"github.com/kitsoki/kitsoki/internal/trace"
+	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
 // Config selects how Open wires a run. The zero value is a session of the
@@ -99,6 +100,10 @@ type Trace struct {
 	SyncPerEvent bool
 	// Sink is a sink the caller owns and closes.
 	Sink orchestrator.Sink
+	// Observe, when set, is told of every typed event after the sink took
+	// it (the terminal UI follows agent calls with it). It runs on the
+	// goroutine that wrote the event and must not block.
+	Observe func(p trace.Payload)
 }
 
 // Agents says where a run's agents come from.
@@ -224,6 +229,9 @@ func Open(st *story.Story, cfg Config) (_ *Runtime, err error) {
 	}()
 	if err := rt.openSink(cfg); err != nil {
 		return nil, err
+	}
+	if cfg.Trace.Observe != nil {
+		rt.sink = observedSink{Sink: rt.sink, observe: cfg.Trace.Observe}
 	}
 	rt.buildRegistry(cfg)
 
@@ -475,4 +483,18 @@ func (rt *Runtime) Close() error {
 		errs = append(errs, rt.file.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// observedSink tells Trace.Observe of each typed event the sink took.
+type observedSink struct {
+	orchestrator.Sink
+	observe func(trace.Payload)
+}
+
+func (o observedSink) AppendPayload(ev *plugin.Event, p trace.Payload) error {
+	if err := o.Sink.AppendPayload(ev, p); err != nil {
+		return err
+	}
+	o.observe(p)
+	return nil
 }

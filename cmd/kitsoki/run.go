@@ -183,7 +183,7 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 		Out:        stdout,
 	}
 	if tw != nil {
-		cfg.Trace.Observe = tw.observe
+		cfg.OnDispatch = tw.dispatched
 	}
 	as.configure(&cfg)
 	hc, err := openHTTPCassette(o, st, &cfg)

@@ -11,10 +11,10 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/secret"
 	"github.com/kitsoki/kitsoki/internal/story"
-	"github.com/kitsoki/kitsoki/internal/trace"
 	"github.com/kitsoki/kitsoki/internal/tui"
 )
 
@@ -62,18 +62,23 @@ func (tw *tuiWiring) stderr(w io.Writer) io.Writer {
 	return tw.err
 }
 
-// observe follows agent calls for the spinner.
-func (tw *tuiWiring) observe(p trace.Payload) {
+// dispatched follows the session's calls for the spinner: an agent call
+// shows its agent_plugins alias (agent.claude on the built-in path) and
+// verb, any other call its handler.
+func (tw *tuiWiring) dispatched(c *host.Call) func() {
 	ui := tw.ui.Load()
 	if ui == nil {
-		return
+		return func() {}
 	}
-	switch e := p.(type) {
-	case trace.AgentCallStart:
-		ui.Notify(tui.CallStarted{Agent: e.Agent, Verb: e.Verb, Purpose: e.Purpose})
-	case trace.AgentCallComplete, trace.AgentCallError:
-		ui.Notify(tui.CallEnded{})
+	ev := tui.CallStarted{Agent: c.Namespace, Purpose: c.Purpose}
+	if verb, ok := strings.CutPrefix(c.Namespace, host.AgentNamespace); ok {
+		ev.Agent, ev.Verb = orchestrator.DefaultRouter, verb
+		if c.Invoke != nil && c.Invoke.Agent != "" {
+			ev.Agent = c.Invoke.Agent
+		}
 	}
+	ui.Notify(ev)
+	return func() { ui.Notify(tui.CallEnded{}) }
 }
 
 // ask is the operator: an agent's question is asked in the UI.

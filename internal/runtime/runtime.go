@@ -7,6 +7,7 @@
 package runtime
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -31,7 +32,6 @@ import (
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/toolserver"
 	"github.com/kitsoki/kitsoki/internal/trace"
-	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
 // Config selects how Open wires a run. The zero value is a session of the
@@ -83,6 +83,10 @@ type Config struct {
 	Handlers map[string]host.Handler
 	// Starlark configures host.starlark.run (its HTTP cassette, limits).
 	Starlark starlark.Options
+	// OnDispatch, when set, is called as the session dispatches each call
+	// (an invoke, the router's decide) and the function it returns when
+	// the call returned: the terminal UI's spinner follows calls with it.
+	OnDispatch func(c *host.Call) (done func())
 	// Out is the run's terminal: host.transport.post and host.diff.open
 	// print there (kitsoki run passes its masked stdout); nil prints
 	// nothing (flows, MCP-started runs, evals).
@@ -100,10 +104,6 @@ type Trace struct {
 	SyncPerEvent bool
 	// Sink is a sink the caller owns and closes.
 	Sink orchestrator.Sink
-	// Observe, when set, is told of every typed event after the sink took
-	// it (the terminal UI follows agent calls with it). It runs on the
-	// goroutine that wrote the event and must not block.
-	Observe func(p trace.Payload)
 }
 
 // Agents says where a run's agents come from.
@@ -230,9 +230,6 @@ func Open(st *story.Story, cfg Config) (_ *Runtime, err error) {
 	if err := rt.openSink(cfg); err != nil {
 		return nil, err
 	}
-	if cfg.Trace.Observe != nil {
-		rt.sink = observedSink{Sink: rt.sink, observe: cfg.Trace.Observe}
-	}
 	rt.buildRegistry(cfg)
 
 	// The built-in path: the caller's agent, else a cassette's, else (live)
@@ -289,7 +286,11 @@ func Open(st *story.Story, cfg Config) (_ *Runtime, err error) {
 	if s.Operator != nil {
 		opts = append(opts, orchestrator.WithOperator(s.Operator))
 	}
-	if rt.sess, err = orchestrator.New(st, rt.host, rt.sink, opts...); err != nil {
+	var d orchestrator.Dispatcher = rt.host
+	if cfg.OnDispatch != nil {
+		d = observedDispatcher{Dispatcher: rt.host, on: cfg.OnDispatch}
+	}
+	if rt.sess, err = orchestrator.New(st, d, rt.sink, opts...); err != nil {
 		return nil, err
 	}
 	return rt, nil
@@ -485,16 +486,15 @@ func (rt *Runtime) Close() error {
 	return errors.Join(errs...)
 }
 
-// observedSink tells Trace.Observe of each typed event the sink took.
-type observedSink struct {
-	orchestrator.Sink
-	observe func(trace.Payload)
+// observedDispatcher tells Config.OnDispatch of each call the session
+// dispatches, and when it returned.
+type observedDispatcher struct {
+	orchestrator.Dispatcher
+	on func(*host.Call) func()
 }
 
-func (o observedSink) AppendPayload(ev *plugin.Event, p trace.Payload) error {
-	if err := o.Sink.AppendPayload(ev, p); err != nil {
-		return err
-	}
-	o.observe(p)
-	return nil
+func (o observedDispatcher) Dispatch(ctx context.Context, c *host.Call) (*host.Result, error) {
+	done := o.on(c)
+	defer done()
+	return o.Dispatcher.Dispatch(ctx, c)
 }

@@ -149,6 +149,7 @@ func (m *Model) finish(msg resultMsg) tea.Cmd {
 	}
 	if msg.cancelled && !msg.res.Done {
 		out = append(out, styleNotice.Render("(cancelled)"))
+		m.hint = "(Ctrl-C again quits; :quit leaves)"
 	}
 	if !msg.res.Fatal {
 		m.status = m.cfg.Driver.Status()

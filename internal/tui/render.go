@@ -82,11 +82,8 @@ func (m *Model) renderElement(el orchestrator.ViewElement) string {
 	case "prose":
 		return lipgloss.NewStyle().Width(max(w-2, 20)).Render(mask(el.Body))
 	case "media":
-		s := fmt.Sprintf("[%s] %s", orDefault(el.Media.Kind, "media"), mask(el.Media.Handle))
-		if el.Media.Caption != "" {
-			s += " — " + mask(el.Media.Caption)
-		}
-		return s
+		return fmt.Sprintf("[%s] %s (%s)", orDefault(el.Media.Kind, "media"),
+			mask(orDefault(el.Media.Caption, el.Media.Handle)), mask(el.Media.Handle))
 	}
 	// template, base, choice (its text form; single choices are also a
 	// picker in the live area)

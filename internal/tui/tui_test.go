@@ -296,7 +296,7 @@ func TestTypedViewsRender(t *testing.T) {
 	d := &fakeDriver{status: st}
 	_, tm := newTest(t, d, Config{})
 	waitOut(t, tm, "Forecast", "city         Tokyo", "temperature  21C", "• sunny  morning", "• rain",
-		"│ print('hi') │", "[image] map.png — the map")
+		"│ print('hi') │", "[image] the map (map.png)")
 	enter(tm, ":quit")
 	finalCode(t, tm)
 }

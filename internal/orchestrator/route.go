@@ -205,7 +205,47 @@ func synonymMatch(intents []*story.Intent, words []string) (Route, bool) {
 	if hit == "" {
 		return Route{}, false
 	}
-	return Route{Tier: TierSynonym, Intent: hit, Confidence: 0.9, Slots: map[string]any{}}, true
+	var in *story.Intent
+	for _, c := range intents {
+		if c.Name == hit {
+			in = c
+		}
+	}
+	return Route{Tier: TierSynonym, Intent: hit, Confidence: 0.9, Slots: enumSlots(in, words)}, true
+}
+
+// enumSlots fills the intent's slots that declare synonyms: when the
+// words hold the slot's values or their synonyms, and all stand for one
+// value, the slot gets that value. Slots without synonyms are left to the
+// user to type.
+func enumSlots(in *story.Intent, words []string) map[string]any {
+	out := map[string]any{}
+	for _, name := range in.SlotOrder {
+		sl := in.Slots[name]
+		if len(sl.Synonyms) == 0 {
+			continue
+		}
+		var found []any
+		add := func(v any) {
+			if !slices.ContainsFunc(found, func(x any) bool { return fmt.Sprint(x) == fmt.Sprint(v) }) {
+				found = append(found, v)
+			}
+		}
+		for _, v := range sl.Values {
+			if containsAll(words, story.Words(fmt.Sprint(v))) {
+				add(v)
+			}
+		}
+		for _, syn := range sl.Synonyms {
+			if containsAll(words, syn.Words) {
+				add(syn.Value)
+			}
+		}
+		if len(found) == 1 {
+			out[name] = found[0]
+		}
+	}
+	return out
 }
 
 func containsAll(words, want []string) bool {
@@ -267,7 +307,12 @@ func matchParts(parts []story.SynonymPart, words []string, in *story.Intent) (ma
 			return nil, false
 		}
 		sl := in.Slots[p.Slot]
-		slots[p.Slot] = TypedValue(slotType(sl), strings.Join(words[i:end], " "))
+		capture := strings.Join(words[i:end], " ")
+		if v, ok := sl.Canonical(capture); ok { // an enum value, or one of its synonyms
+			slots[p.Slot] = v
+		} else {
+			slots[p.Slot] = TypedValue(slotType(sl), capture)
+		}
 		i = end
 	}
 	if i != len(words) {

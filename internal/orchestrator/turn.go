@@ -257,6 +257,12 @@ func (s *Session) validate(t *turnCtx) *Rejection {
 			continue
 		}
 		if len(sl.Values) > 0 && !containsString(sl.Values, fmt.Sprint(v)) {
+			if str, ok := v.(string); ok {
+				if cv, ok := sl.Canonical(str); ok { // another spelling, or a synonym
+					t.slots[name] = cv
+					continue
+				}
+			}
 			return &Rejection{Code: CodeInvalidSlotValue,
 				Message: fmt.Sprintf("slot %q of intent %q: %q is not one of %s", name, intent, fmt.Sprint(v), joinValues(sl.Values))}
 		}

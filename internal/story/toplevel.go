@@ -286,8 +286,8 @@ var intentKeys = &keySpec{
 }
 
 var slotKeys = &keySpec{
-	v1:    []string{"type", "required", "default", "values", "description", "examples", "prompt", "format_hint"},
-	later: []string{"validator", "format", "synonyms"},
+	v1:    []string{"type", "required", "default", "values", "description", "examples", "prompt", "format_hint", "synonyms"},
+	later: []string{"validator", "format"},
 }
 
 // slotTypes are the slot types story-format.md §6 names.
@@ -357,6 +357,9 @@ func (l *loader) loadSlots(f *file, n *yaml.Node, base string, in *Intent) {
 					s.Values = append(s.Values, x)
 				}
 			}
+		}
+		if syn, ok := fs.get("synonyms"); ok {
+			l.loadSlotSynonyms(f, syn.val, joinPath(path, "synonyms"), s)
 		}
 	}
 }

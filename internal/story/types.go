@@ -114,6 +114,7 @@ type Slot struct {
 	Examples    []string
 	Prompt      string
 	FormatHint  string
+	Synonyms    []SlotSynonym // an enum slot's synonyms:, value by value
 }
 
 // Exit is an exits: entry, the target of "@exit:<name>".

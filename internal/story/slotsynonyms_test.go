@@ -1,0 +1,59 @@
+package story
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestLoadSlotSynonyms(t *testing.T) {
+	s, err := Load("testdata/slotsynonyms/ok.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sl := s.Intents["go"].Slots["direction"]
+	want := []SlotSynonym{
+		{Value: "north", Phrase: "n", Words: []string{"n"}, Pos: Pos{File: "ok.yaml", Line: 11, Col: 19}},
+		{Value: "north", Phrase: "up", Words: []string{"up"}, Pos: Pos{File: "ok.yaml", Line: 11, Col: 24}},
+		{Value: "south", Phrase: "s", Words: []string{"s"}, Pos: Pos{File: "ok.yaml", Line: 12, Col: 19}},
+		{Value: "south", Phrase: "down under", Words: []string{"down", "under"}, Pos: Pos{File: "ok.yaml", Line: 12, Col: 24}},
+	}
+	if d := cmp.Diff(want, sl.Synonyms); d != "" {
+		t.Errorf("synonyms (-want +got):\n%s", d)
+	}
+	if len(s.Warnings) != 0 {
+		t.Errorf("warnings: %v", s.Warnings)
+	}
+	for _, tc := range []struct {
+		text string
+		want any
+		ok   bool
+	}{
+		{"north", "north", true},
+		{"North", "north", true},
+		{"up", "north", true},
+		{"Down  Under", "south", true},
+		{"west", nil, false},
+		{"", nil, false},
+	} {
+		got, ok := sl.Canonical(tc.text)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("Canonical(%q) = %v, %v; want %v, %v", tc.text, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestLoadSlotSynonymsErrors(t *testing.T) {
+	got := loadErr(t, "testdata/slotsynonyms/bad.yaml", nil)
+	want := []string{
+		`bad.yaml:10:11: intents.go.slots.direction.synonyms.nrth: "nrth" is not one of the slot's values (north, south, east) (did you mean "north"?); synonyms are keyed by value`,
+		`bad.yaml:11:24: intents.go.slots.direction.synonyms.south[1]: synonym is empty; write a phrase such as "up"`,
+		`bad.yaml:11:28: intents.go.slots.direction.synonyms.south[2]: synonym "UP" stands for both "north" and "south"; a phrase may stand for one value only`,
+		`bad.yaml:12:17: intents.go.slots.direction.synonyms.east: expected a list, got the scalar "right"`,
+		`bad.yaml:15:19: intents.go.slots.name.synonyms: synonyms map an enum slot's values to phrases, and this slot declares no values: add values: [...] or remove synonyms`,
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("errors (-want +got):\n%s", d)
+	}
+}

@@ -81,7 +81,7 @@ func TestSlotSynonymsInTheSynonymTiers(t *testing.T) {
 		{"head south", Route{Tier: TierSynonym, Intent: "go", Confidence: 0.9, Slots: map[string]any{"direction": "south"}}},
 		{"head", Route{Tier: TierSynonym, Intent: "go", Confidence: 0.9, Slots: map[string]any{}}},
 		{"head n or s", Route{Tier: TierSynonym, Intent: "go", Confidence: 0.9, Slots: map[string]any{}}}, // two values: left to the user
-		{"peek left", Route{Tier: TierSynonym, Intent: "look", Confidence: 0.9, Slots: map[string]any{}}},  // no synonyms: not filled
+		{"peek left", Route{Tier: TierSynonym, Intent: "look", Confidence: 0.9, Slots: map[string]any{}}}, // no synonyms: not filled
 	} {
 		t.Run(tc.text, func(t *testing.T) {
 			r := newRig(t, files{"app.yaml": compassStory}, func(c *rigConfig) { c.routing.Semantic = &on })

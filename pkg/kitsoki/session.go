@@ -84,9 +84,10 @@ func (s *Session) Turn(ctx context.Context, intent string, slots map[string]any)
 // Do takes one turn from a typed intent line: the intent name, then
 // key=value slots ("greet name=Ada style=formal"; quote a value with
 // spaces), as `kitsoki run` reads a typed line. Slot values are typed by the
-// intent's declaration. Free text, which `kitsoki run` routes to an intent,
-// is not routed here yet. A line that does not parse is an error and takes
-// no turn.
+// intent's declaration. Free text, which `kitsoki run` routes to an
+// intent, goes through Say; Do reads every line as typed (a lone unknown
+// word is UNKNOWN_INTENT). A line that does not parse is an error and
+// takes no turn.
 func (s *Session) Do(ctx context.Context, line string) (*Outcome, error) {
 	s.mu.Lock()
 	if err := s.usable(); err != nil {
@@ -112,6 +113,32 @@ func (s *Session) turn(ctx context.Context, intent string, slots map[string]any,
 	}
 	out, err := s.rt.sess.Turn(ctx, intent, slots, line)
 	return s.outcome(out, err)
+}
+
+// Say takes one free-text turn: text is routed to one of the current
+// state's intents by the tiers `kitsoki run` uses (exact match; synonyms
+// and slot templates with WithSemanticRouting or the story's
+// routing.enabled; the state's default_intent; then the router agent), and
+// the intent it resolved to is taken with the same validation as a typed
+// one. The outcome's Route says how it routed. Text nothing routes
+// confidently is a *Rejection with code NO_MATCH; a failed router call
+// is a *Rejection ROUTER_FAILED joined with the router's *CallError.
+func (s *Session) Say(ctx context.Context, text string) (*Outcome, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	if !s.started {
+		return nil, errors.New("kitsoki: session not started: call Start first")
+	}
+	out, err := s.rt.sess.Say(ctx, text)
+	o, oerr := s.outcome(out, err)
+	if o != nil && out.Route != nil {
+		r := out.Route
+		o.Route = &Route{Tier: r.Tier, Intent: r.Intent, Slots: deepCopyMap(r.Slots), Confidence: r.Confidence}
+	}
+	return o, oerr
 }
 
 func (s *Session) usable() error {

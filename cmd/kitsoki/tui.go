@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -113,7 +114,11 @@ func (tw *tuiWiring) run(ctx context.Context, r *runner, st *story.Story, storyP
 	tw.out.set(nil)
 	tw.err.set(nil)
 	tw.ui.Store(nil)
-	if err != nil {
+	switch {
+	case errors.Is(err, tui.ErrInterrupted):
+		fmt.Fprintf(stderr, "kitsoki: interrupted; trace %s\n", tracePath)
+		return exitFailure
+	case err != nil:
 		fmt.Fprintln(stderr, "kitsoki: terminal UI:", err)
 		return exitFailure
 	}

@@ -45,6 +45,7 @@ type Model struct {
 	question  *question
 	ctrlC     bool   // the last key was Ctrl-C
 	hint      string // a notice or completion candidates under the input
+	queued    string // a line entered while a turn ran; it runs next
 	code      int
 	quitting  bool // the live area is cleared as the UI ends
 }
@@ -161,6 +162,8 @@ func (m *Model) finish(msg resultMsg) tea.Cmd {
 		}
 	}
 	print := m.println(strings.Join(out, "\n"))
+	queued := m.queued
+	m.queued = ""
 	switch {
 	case msg.res.Fatal:
 		m.code, m.quitting = msg.res.Code, true
@@ -168,6 +171,12 @@ func (m *Model) finish(msg resultMsg) tea.Cmd {
 	case msg.res.Done:
 		m.code, m.quitting = ExitOK, true
 		return tea.Sequence(print, tea.Quit)
+	case queued != "" && !msg.cancelled:
+		m.hint = ""
+		return tea.Sequence(print, m.submit(queued))
+	case queued != "":
+		m.input.SetValue(queued) // a cancelled turn hands the queued line back
+		m.input.CursorEnd()
 	}
 	return print
 }
@@ -264,7 +273,17 @@ func (m *Model) enter() tea.Cmd {
 		return m.println(styleNotice.Render("answer> ") + m.mask(line))
 	}
 	if m.busy {
-		m.hint = "a call is running: Ctrl-C cancels it"
+		switch {
+		case line == "":
+		case isQuit(line):
+			return tea.Sequence(m.println(stylePrompt.Render(Prompt)+line), m.quit())
+		case m.queued == "":
+			m.queued = line
+			m.input.Reset()
+			m.hint = "queued: " + line + " (runs when this turn ends; Ctrl-C cancels the call)"
+		default:
+			m.hint = "a line is already queued; Ctrl-C cancels the call"
+		}
 		return nil
 	}
 	if line == "" && m.picker != nil {
@@ -280,11 +299,19 @@ func (m *Model) enter() tea.Cmd {
 		return nil
 	}
 	m.input.Reset()
+	return m.submit(line)
+}
+
+func isQuit(line string) bool { return line == ":q" || line == ":quit" || line == ":exit" }
+
+// submit runs a line: a `:` command or a turn.
+func (m *Model) submit(line string) tea.Cmd {
 	m.hist.add(line)
 	echo := m.println(stylePrompt.Render(Prompt) + m.mask(line))
-	switch line {
-	case ":q", ":quit", ":exit":
+	if isQuit(line) {
 		return tea.Sequence(echo, m.quit())
+	}
+	switch line {
 	case ":help", "?":
 		return tea.Sequence(echo, m.println(m.help()))
 	case ":intents", ":state":

@@ -92,8 +92,12 @@ type Config struct {
 
 // The UI's exit codes (Run's first result).
 const (
-	ExitOK = 0 // :quit, Ctrl-D, a second Ctrl-C, or a terminal state
+	ExitOK          = 0 // :quit, Ctrl-D, a second Ctrl-C, or a terminal state
+	ExitInterrupted = 1 // the run's context ended (SIGINT, SIGTERM)
 )
+
+// ErrInterrupted is Run's error when the run's context ended the UI.
+var ErrInterrupted = errors.New("interrupted")
 
 // UI runs the model in a Bubble Tea program and lets other goroutines
 // (the trace observer, the operator, log writers) reach it.
@@ -115,10 +119,10 @@ func New(cfg Config) *UI {
 func (u *UI) Model() *Model { return u.model }
 
 // Run shows the UI on in/out until the session ends, and returns the exit
-// code. ctx ending ends the UI too. Run returns only after the turn in
+// code. parent ending ends the UI too (ExitInterrupted, ErrInterrupted). Run returns only after the turn in
 // flight (cancelled when the UI ends) has returned.
-func (u *UI) Run(ctx context.Context, in io.Reader, out io.Writer) (int, error) {
-	ctx, cancel := context.WithCancel(ctx)
+func (u *UI) Run(parent context.Context, in io.Reader, out io.Writer) (int, error) {
+	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	defer close(u.done)
 	u.model.ctx = ctx
@@ -126,8 +130,8 @@ func (u *UI) Run(ctx context.Context, in io.Reader, out io.Writer) (int, error) 
 	final, err := p.Run()
 	cancel()
 	u.wg.Wait()
-	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
-		return u.model.code, nil
+	if errors.Is(err, tea.ErrProgramKilled) && parent.Err() != nil {
+		return ExitInterrupted, ErrInterrupted
 	}
 	if err != nil {
 		return 1, err

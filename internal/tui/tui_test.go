@@ -3,6 +3,8 @@ package tui
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -431,5 +433,74 @@ func TestHistoryKeepsTheLastLines(t *testing.T) {
 	got, _ := os.ReadFile(path)
 	if n := strings.Count(string(got), "\n"); n != MaxHistory {
 		t.Errorf("history file has %d lines after trimming, want %d", n, MaxHistory)
+	}
+}
+
+// Run ends with exit 0 on :quit typed on its input, and with
+// ErrInterrupted when the run's context ends; either way only after the
+// turn in flight has returned.
+func TestRunQuitAndInterrupt(t *testing.T) {
+	t.Run("quit", func(t *testing.T) {
+		d := &fakeDriver{status: lobby}
+		u := New(Config{Driver: d})
+		d.ui = u
+		in, w := io.Pipe()
+		defer w.Close()
+		done := make(chan struct{})
+		var code int
+		var err error
+		go func() { code, err = u.Run(context.Background(), in, io.Discard); close(done) }()
+		if _, werr := w.Write([]byte(":quit\r")); werr != nil {
+			t.Fatal(werr)
+		}
+		<-done
+		if code != 0 || err != nil {
+			t.Errorf("Run = %d, %v; want 0, nil", code, err)
+		}
+	})
+	t.Run("interrupt", func(t *testing.T) {
+		d := &fakeDriver{status: lobby, release: make(chan struct{})}
+		u := New(Config{Driver: d})
+		d.ui = u
+		in, w := io.Pipe()
+		defer w.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		var code int
+		var err error
+		go func() { code, err = u.Run(ctx, in, io.Discard); close(done) }()
+		if _, werr := w.Write([]byte("slow\r")); werr != nil {
+			t.Fatal(werr)
+		}
+		for len(d.got()) == 0 { // the slow turn is in flight
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+		<-done
+		if code != ExitInterrupted || !errors.Is(err, ErrInterrupted) {
+			t.Errorf("Run = %d, %v; want %d, %v", code, err, ExitInterrupted, ErrInterrupted)
+		}
+	})
+}
+
+// A line entered while a turn runs is queued and runs when it ends; a
+// cancelled turn hands it back to the input instead.
+func TestLineEnteredDuringATurnIsQueued(t *testing.T) {
+	d := &fakeDriver{status: lobby, release: make(chan struct{})}
+	_, tm := newTest(t, d, Config{})
+	waitOut(t, tm, "[lobby]")
+	enter(tm, "slow")
+	waitOut(t, tm, "agent.slow decide")
+	enter(tm, "bye")
+	waitOut(t, tm, "queued: bye (runs when this turn ends; Ctrl-C cancels the call)")
+	enter(tm, "again")
+	waitOut(t, tm, "a line is already queued; Ctrl-C cancels the call")
+	close(d.release)
+	waitOut(t, tm, "the slow agent answered", "did bye")
+	tm.Send(tea.KeyMsg{Type: tea.KeyCtrlU}) // "again" stayed in the input
+	enter(tm, ":quit")
+	finalCode(t, tm)
+	if diff := cmp.Diff([]string{"slow", "bye"}, d.got()); diff != "" {
+		t.Errorf("lines the driver got (-want +got):\n%s", diff)
 	}
 }

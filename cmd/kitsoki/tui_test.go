@@ -15,7 +15,10 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/google/go-cmp/cmp"
 
+	"github.com/kitsoki/kitsoki/internal/runtime"
+	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/trace"
 	"github.com/kitsoki/kitsoki/internal/tui"
 )
@@ -227,5 +230,77 @@ func TestNoTUIKeepsTheLinePrompt(t *testing.T) {
 	}
 	if strings.Contains(scr.text(), "session ended") {
 		t.Errorf("the line prompt printed the UI's closing line:\n%s", scr.text())
+	}
+}
+
+// The UI's driver prints what the line protocol prints (the view aside),
+// reports the state for the live area, and ends the UI at a terminal
+// state.
+func TestTUIDriver(t *testing.T) {
+	st, err := story.Load(hello)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := runtime.Open(st, runtime.Config{Agents: runtime.Agents{Live: true}, Session: &runtime.Session{ID: "s"},
+		Trace: runtime.Trace{Path: filepath.Join(t.TempDir(), "t.jsonl")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	sess := rt.Session()
+	buf := &lineBuf{}
+	r := &runner{sess: sess, out: buf.writer(false), errw: buf.writer(true), tuiView: true}
+	d := &tuiDriver{r: r, buf: buf, start: sess.Start}
+	ctx := t.Context()
+
+	if res := d.Start(ctx); !res.View || res.Done || res.Fatal || len(res.Lines) != 0 {
+		t.Errorf("Start = %+v", res)
+	}
+	status := d.Status()
+	if status.State != "lobby" || status.Description != "Nobody is being greeted." {
+		t.Errorf("status %q %q", status.State, status.Description)
+	}
+	wantIntents := []tui.Intent{
+		{Name: "bye", Description: "Leave."},
+		{Name: "greet", Description: "Ask the greeter to greet someone.", Slots: []tui.Slot{
+			{Name: "name", Type: "string", Required: true}, {Name: "style", Type: "enum", Values: []string{"casual", "formal"}}}},
+	}
+	if d := cmp.Diff(wantIntents, status.Intents); d != "" {
+		t.Errorf("intents (-want +got):\n%s", d)
+	}
+	if len(status.View) != 1 || status.View[0].Text != "Greeted so far: 0. Try: greet name=Ada style=formal" {
+		t.Errorf("view %+v", status.View)
+	}
+
+	steps := []struct {
+		line  string
+		want  []tui.Line
+		view  bool
+		done  bool
+		state string
+	}{
+		{"bye", []tui.Line{{Err: true, Text: "GUARD_FAILED: no transition matched for intent \"bye\" in state \"lobby\""}, {Err: true, Text: "hint: Greet somebody before you leave."}}, false, false, "lobby"},
+		{"greet name=Ada style=formal", []tui.Line{{Text: "Good day, Ada. It is a pleasure to make your acquaintance."}}, true, false, "greeted"},
+		{":world", nil, false, false, "greeted"},
+		{":reload", []tui.Line{{Err: true, Text: "kitsoki: no plugin contributes agent tools in this run"}}, false, false, "greeted"},
+		{"bye", nil, true, true, "farewell"},
+	}
+	for _, s := range steps {
+		res := d.Do(ctx, s.line)
+		if s.line == ":world" {
+			if len(res.Lines) == 0 || res.Lines[0].Text != "{" {
+				t.Errorf(":world printed %+v", res.Lines)
+			}
+			continue
+		}
+		if diff := cmp.Diff(s.want, res.Lines); diff != "" {
+			t.Errorf("%s: lines (-want +got):\n%s", s.line, diff)
+		}
+		if res.View != s.view || res.Done != s.done || res.Fatal {
+			t.Errorf("%s: %+v", s.line, res)
+		}
+		if got := d.Status().State; got != s.state {
+			t.Errorf("%s: state %q, want %q", s.line, got, s.state)
+		}
 	}
 }

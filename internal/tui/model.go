@@ -19,7 +19,7 @@ import (
 const Prompt = "> "
 
 // builtinCommands are the `:` commands the UI handles itself.
-var builtinCommands = []string{":help", ":intents", ":state", ":quit"}
+func builtinCommands() []string { return []string{":help", ":intents", ":state", ":quit"} }
 
 // Model is the UI's Bubble Tea model.
 type Model struct {
@@ -30,6 +30,7 @@ type Model struct {
 	events chan tea.Msg
 	wg     *sync.WaitGroup
 
+	th    theme
 	input textinput.Model
 	spin  spinner.Model
 	width int
@@ -68,7 +69,7 @@ func newModel(cfg Config, events chan tea.Msg, wg *sync.WaitGroup) *Model {
 	ti.CharLimit = 0
 	sp := spinner.New(spinner.WithSpinner(spinner.Dot))
 	m := &Model{cfg: cfg, mask: cfg.Mask, clk: cfg.Clock, ctx: context.Background(), events: events, wg: wg,
-		input: ti, spin: sp, width: 80, hist: loadHistory(cfg.History, cfg.Mask)}
+		th: newTheme(), input: ti, spin: sp, width: 80, hist: loadHistory(cfg.History, cfg.Mask)}
 	if m.mask == nil {
 		m.mask = func(s string) string { return s }
 	}
@@ -149,7 +150,7 @@ func (m *Model) finish(msg resultMsg) tea.Cmd {
 		out = append(out, m.styleLine(l))
 	}
 	if msg.cancelled && !msg.res.Done {
-		out = append(out, styleNotice.Render("(cancelled)"))
+		out = append(out, m.th.notice.Render("(cancelled)"))
 		m.hint = "(Ctrl-C again quits; :quit leaves)"
 	}
 	if !msg.res.Fatal {
@@ -193,7 +194,7 @@ func (m *Model) println(text string) tea.Cmd {
 func (m *Model) styleLine(l Line) string {
 	t := m.mask(l.Text)
 	if l.Err {
-		return styleErr.Render(t)
+		return m.th.err.Render(t)
 	}
 	return t
 }
@@ -270,13 +271,13 @@ func (m *Model) enter() tea.Cmd {
 		m.question = nil
 		m.input.Reset()
 		q.reply <- line
-		return m.println(styleNotice.Render("answer> ") + m.mask(line))
+		return m.println(m.th.notice.Render("answer> ") + m.mask(line))
 	}
 	if m.busy {
 		switch {
 		case line == "":
 		case isQuit(line):
-			return tea.Sequence(m.println(stylePrompt.Render(Prompt)+line), m.quit())
+			return tea.Sequence(m.println(m.th.prompt.Render(Prompt)+line), m.quit())
 		case m.queued == "":
 			m.queued = line
 			m.input.Reset()
@@ -307,7 +308,7 @@ func isQuit(line string) bool { return line == ":q" || line == ":quit" || line =
 // submit runs a line: a `:` command or a turn.
 func (m *Model) submit(line string) tea.Cmd {
 	m.hist.add(line)
-	echo := m.println(stylePrompt.Render(Prompt) + m.mask(line))
+	echo := m.println(m.th.prompt.Render(Prompt) + m.mask(line))
 	if isQuit(line) {
 		return tea.Sequence(echo, m.quit())
 	}
@@ -320,7 +321,7 @@ func (m *Model) submit(line string) tea.Cmd {
 	if strings.HasPrefix(line, ":") {
 		word, _, _ := strings.Cut(line, " ")
 		if !slices.Contains(m.cfg.Commands, word) {
-			return tea.Sequence(echo, m.println(styleErr.Render(unknownCommand(word, m.commands()))))
+			return tea.Sequence(echo, m.println(m.th.err.Render(unknownCommand(word, m.commands()))))
 		}
 	}
 	d := m.cfg.Driver
@@ -328,7 +329,7 @@ func (m *Model) submit(line string) tea.Cmd {
 }
 
 func (m *Model) commands() []string {
-	return append(append([]string{}, builtinCommands...), m.cfg.Commands...)
+	return append(builtinCommands(), m.cfg.Commands...)
 }
 
 func unknownCommand(word string, cmds []string) string {
@@ -372,18 +373,18 @@ func (m *Model) View() string {
 		b.WriteString("\n")
 	}
 	if m.picker != nil {
-		b.WriteString(m.picker.view(m.mask))
+		b.WriteString(m.picker.view(m.mask, m.th))
 		b.WriteString("\n")
 	}
 	switch {
 	case m.question != nil:
-		b.WriteString(styleNotice.Render("[agent asks] ") + m.mask(m.question.text) + "\n")
+		b.WriteString(m.th.notice.Render("[agent asks] ") + m.mask(m.question.text) + "\n")
 	case m.busy:
 		b.WriteString(m.spinnerLine() + "\n")
 	}
 	b.WriteString(m.input.View())
 	if m.hint != "" {
-		b.WriteString("\n" + styleHint.Render(m.mask(m.hint)))
+		b.WriteString("\n" + m.th.hint.Render(m.mask(m.hint)))
 	}
 	return b.String()
 }
@@ -410,12 +411,12 @@ func (m *Model) spinnerLine() string {
 // describe is the state line and the intents it accepts.
 func (m *Model) describe() string {
 	var b strings.Builder
-	b.WriteString(styleState.Render("[" + m.status.State + "]"))
+	b.WriteString(m.th.state.Render("[" + m.status.State + "]"))
 	if m.status.Description != "" {
 		b.WriteString(" " + m.mask(m.status.Description))
 	}
 	for _, in := range m.status.Intents {
-		b.WriteString("\n  " + styleIntent.Render(in.Name))
+		b.WriteString("\n  " + m.th.intent.Render(in.Name))
 		var slots []string
 		for _, sl := range in.Slots {
 			s := sl.Name + "=<" + orDefault(sl.Type, "string") + ">"
@@ -431,7 +432,7 @@ func (m *Model) describe() string {
 			b.WriteString(" " + strings.Join(slots, " "))
 		}
 		if in.Description != "" {
-			b.WriteString(styleHint.Render("  — " + m.mask(in.Description)))
+			b.WriteString(m.th.hint.Render("  — " + m.mask(in.Description)))
 		}
 	}
 	return b.String()

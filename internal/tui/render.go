@@ -12,27 +12,43 @@ import (
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 )
 
-var (
-	styleErr     = lipgloss.NewStyle().Foreground(lipgloss.Color("1"))
-	styleNotice  = lipgloss.NewStyle().Foreground(lipgloss.Color("3"))
-	styleHint    = lipgloss.NewStyle().Faint(true)
-	stylePrompt  = lipgloss.NewStyle().Bold(true)
-	styleState   = lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("6"))
-	styleIntent  = lipgloss.NewStyle().Bold(true)
-	styleHeading = lipgloss.NewStyle().Bold(true).Underline(true)
-	styleKey     = lipgloss.NewStyle().Bold(true)
-	styleCode    = lipgloss.NewStyle().Border(lipgloss.RoundedBorder()).Padding(0, 1)
-	styleCursor  = lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("6"))
-)
+// theme is the UI's styles, made once per model.
+type theme struct {
+	err, notice, hint, prompt, state, intent, heading, key, code, cursor lipgloss.Style
+}
 
-// bannerColors are the banner colors a story may name, as ANSI colors.
-var bannerColors = map[string]string{"black": "0", "red": "1", "green": "2", "yellow": "3", "blue": "4", "magenta": "5", "cyan": "6", "white": "7", "gray": "8", "grey": "8"}
+func newTheme() theme {
+	return theme{
+		err:     lipgloss.NewStyle().Foreground(lipgloss.Color("1")),
+		notice:  lipgloss.NewStyle().Foreground(lipgloss.Color("3")),
+		hint:    lipgloss.NewStyle().Faint(true),
+		prompt:  lipgloss.NewStyle().Bold(true),
+		state:   lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("6")),
+		intent:  lipgloss.NewStyle().Bold(true),
+		heading: lipgloss.NewStyle().Bold(true).Underline(true),
+		key:     lipgloss.NewStyle().Bold(true),
+		code:    lipgloss.NewStyle().Border(lipgloss.RoundedBorder()).Padding(0, 1),
+		cursor:  lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("6")),
+	}
+}
+
+// bannerColor is the ANSI color of a banner color a story may name.
+func bannerColor(name string) (string, bool) {
+	i := slices.Index([]string{"black", "red", "green", "yellow", "blue", "magenta", "cyan", "white"}, strings.ToLower(name))
+	switch {
+	case i >= 0:
+		return fmt.Sprint(i), true
+	case strings.EqualFold(name, "gray"), strings.EqualFold(name, "grey"):
+		return "8", true
+	}
+	return "", false
+}
 
 // renderView renders the current state's view: each typed element in its
 // own form, apart by a blank line.
 func (m *Model) renderView() string {
 	if m.status.ViewErr != nil {
-		return styleErr.Render("view: " + m.mask(m.status.ViewErr.Error()))
+		return m.th.err.Render("view: " + m.mask(m.status.ViewErr.Error()))
 	}
 	var parts []string
 	for _, el := range m.status.View {
@@ -47,10 +63,10 @@ func (m *Model) renderElement(el orchestrator.ViewElement) string {
 	mask, w := m.mask, m.width
 	switch el.Kind {
 	case "heading":
-		return styleHeading.Render(mask(el.Body))
+		return m.th.heading.Render(mask(el.Body))
 	case "banner":
 		st := lipgloss.NewStyle().Border(lipgloss.ThickBorder()).Padding(0, 1).Bold(true)
-		if c, ok := bannerColors[strings.ToLower(el.Color)]; ok {
+		if c, ok := bannerColor(el.Color); ok {
 			st = st.BorderForeground(lipgloss.Color(c)).Foreground(lipgloss.Color(c))
 		}
 		body := mask(el.Body)
@@ -65,7 +81,7 @@ func (m *Model) renderElement(el orchestrator.ViewElement) string {
 		}
 		lines := make([]string, len(el.Pairs))
 		for i, p := range el.Pairs {
-			lines[i] = styleKey.Render(fmt.Sprintf("%-*s", kw, mask(p.Key))) + "  " + mask(p.Value)
+			lines[i] = m.th.key.Render(fmt.Sprintf("%-*s", kw, mask(p.Key))) + "  " + mask(p.Value)
 		}
 		return strings.Join(lines, "\n")
 	case "list":
@@ -73,12 +89,12 @@ func (m *Model) renderElement(el orchestrator.ViewElement) string {
 		for i, it := range el.Items {
 			lines[i] = "• " + mask(it.Label)
 			if it.Hint != "" {
-				lines[i] += styleHint.Render("  " + mask(it.Hint))
+				lines[i] += m.th.hint.Render("  " + mask(it.Hint))
 			}
 		}
 		return strings.Join(lines, "\n")
 	case "code":
-		return styleCode.Render(mask(strings.TrimRight(el.Body, "\n")))
+		return m.th.code.Render(mask(strings.TrimRight(el.Body, "\n")))
 	case "prose":
 		return lipgloss.NewStyle().Width(max(w-2, 20)).Render(mask(el.Body))
 	case "media":
@@ -132,7 +148,7 @@ func (p *picker) line() (line string, edit bool) {
 	return strings.Join(fields, " "), false
 }
 
-func (p *picker) view(mask func(string) string) string {
+func (p *picker) view(mask func(string) string, th theme) string {
 	var b strings.Builder
 	if p.prompt != "" {
 		b.WriteString(mask(p.prompt) + "\n")
@@ -141,12 +157,12 @@ func (p *picker) view(mask func(string) string) string {
 		mark := "  "
 		label := mask(it.Label)
 		if i == p.cursor {
-			mark = styleCursor.Render("❯ ")
-			label = styleCursor.Render(label)
+			mark = th.cursor.Render("❯ ")
+			label = th.cursor.Render(label)
 		}
-		b.WriteString(mark + label + styleHint.Render(" ("+it.Intent+")"))
+		b.WriteString(mark + label + th.hint.Render(" ("+it.Intent+")"))
 		if it.Hint != "" {
-			b.WriteString(styleHint.Render("  " + mask(it.Hint)))
+			b.WriteString(th.hint.Render("  " + mask(it.Hint)))
 		}
 		if i < len(p.items)-1 {
 			b.WriteString("\n")

@@ -308,7 +308,7 @@ func matchParts(parts []story.SynonymPart, words []string, in *story.Intent) (ma
 		}
 		sl := in.Slots[p.Slot]
 		capture := strings.Join(words[i:end], " ")
-		if v, ok := sl.Canonical(capture); ok { // an enum value, or one of its synonyms
+		if v, ok := sl.Parse(capture); ok { // an enum value, its synonym, or a typo of one
 			slots[p.Slot] = v
 		} else {
 			slots[p.Slot] = TypedValue(slotType(sl), capture)

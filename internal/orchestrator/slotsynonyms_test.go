@@ -76,6 +76,7 @@ func TestSlotSynonymsInTheSynonymTiers(t *testing.T) {
 	}{
 		{"walk up", Route{Tier: TierTemplate, Intent: "go", Confidence: 0.8, Slots: map[string]any{"direction": "north"}}},
 		{"walk down under", Route{Tier: TierTemplate, Intent: "go", Confidence: 0.8, Slots: map[string]any{"direction": "south"}}},
+		{"walk nrth", Route{Tier: TierTemplate, Intent: "go", Confidence: 0.8, Slots: map[string]any{"direction": "north"}}},
 		{"walk sideways", Route{Tier: TierTemplate, Intent: "go", Confidence: 0.8, Slots: map[string]any{"direction": "sideways"}}},
 		{"let's head up", Route{Tier: TierSynonym, Intent: "go", Confidence: 0.9, Slots: map[string]any{"direction": "north"}}},
 		{"head south", Route{Tier: TierSynonym, Intent: "go", Confidence: 0.9, Slots: map[string]any{"direction": "south"}}},

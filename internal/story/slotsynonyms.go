@@ -90,3 +90,93 @@ func (s *Slot) Canonical(text string) (value any, ok bool) {
 	}
 	return nil, false
 }
+
+// Parse resolves free text captured for an enum slot (a template capture)
+// the way Kitsoki's enum parser does, in tiers: Canonical; then word-bag
+// containment (the text holds every word of a value or of a synonym, and
+// all such stand for one value: "the rich guy" → banker when "rich guy" is
+// a synonym of banker); then a typo (a Damerau-Levenshtein distance of
+// one, for texts and phrases of at least 4 letters, standing for one
+// value: "bankr" → banker). ok is false when no tier resolves it.
+func (s *Slot) Parse(text string) (value any, ok bool) {
+	if v, ok := s.Canonical(text); ok {
+		return v, true
+	}
+	words := Words(text)
+	if len(words) == 0 || len(s.Values) == 0 {
+		return nil, false
+	}
+	type phrase struct {
+		value any
+		words []string
+	}
+	var phrases []phrase
+	for _, v := range s.Values {
+		phrases = append(phrases, phrase{v, Words(fmt.Sprint(v))})
+	}
+	for _, syn := range s.Synonyms {
+		phrases = append(phrases, phrase{syn.Value, syn.Words})
+	}
+	unique := func(match func(phrase) bool) (any, bool) {
+		var found any
+		n := 0
+		for _, p := range phrases {
+			if match(p) && (n == 0 || fmt.Sprint(found) != fmt.Sprint(p.value)) {
+				found = p.value
+				n++
+			}
+		}
+		return found, n == 1
+	}
+	if v, ok := unique(func(p phrase) bool { return len(p.words) > 0 && allIn(p.words, words) }); ok {
+		return v, true
+	}
+	key := strings.Join(words, " ")
+	return unique(func(p phrase) bool {
+		w := strings.Join(p.words, " ")
+		return len([]rune(key)) >= 4 && len([]rune(w)) >= 4 && oneEdit(key, w)
+	})
+}
+
+func allIn(want, words []string) bool {
+	for _, w := range want {
+		if !slices.Contains(words, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// oneEdit reports whether a and b differ by at most one insertion,
+// deletion, substitution or transposition of adjacent letters.
+func oneEdit(a, b string) bool {
+	ra, rb := []rune(a), []rune(b)
+	if len(ra) < len(rb) {
+		ra, rb = rb, ra
+	}
+	switch len(ra) - len(rb) {
+	case 0:
+		diff := []int{}
+		for i := range ra {
+			if ra[i] != rb[i] {
+				diff = append(diff, i)
+			}
+		}
+		switch len(diff) {
+		case 0, 1:
+			return true
+		case 2:
+			i, j := diff[0], diff[1]
+			return j == i+1 && ra[i] == rb[j] && ra[j] == rb[i]
+		}
+		return false
+	case 1:
+		for i := range rb {
+			if ra[i] != rb[i] {
+				return string(ra[i+1:]) == string(rb[i:])
+			}
+		}
+		return true
+	}
+	return false
+}

@@ -57,3 +57,39 @@ func TestLoadSlotSynonymsErrors(t *testing.T) {
 		t.Errorf("errors (-want +got):\n%s", d)
 	}
 }
+
+func TestSlotParseTiers(t *testing.T) {
+	sl := &Slot{Name: "role", Type: "enum", Values: []any{"banker", "farmer", "sailor"}}
+	sl.Synonyms = []SlotSynonym{
+		{Value: "banker", Phrase: "rich guy", Words: []string{"rich", "guy"}},
+		{Value: "banker", Phrase: "money man", Words: []string{"money", "man"}},
+		{Value: "farmer", Phrase: "grower", Words: []string{"grower"}},
+		{Value: "sailor", Phrase: "rich sailor", Words: []string{"rich", "sailor"}},
+	}
+	for _, tc := range []struct {
+		text string
+		want any
+		ok   bool
+	}{
+		{"banker", "banker", true},                 // direct
+		{"Money Man", "banker", true},              // synonym phrase
+		{"the rich guy", "banker", true},           // word bag
+		{"a farmer who sails", "farmer", true},     // word bag on the value
+		{"bankr", "banker", true},                  // one deletion
+		{"fraमer", nil, false},                     // two edits
+		{"farmre", "farmer", true},                 // a transposition
+		{"growr", "farmer", true},                  // a typo of a synonym
+		{"rich", nil, false},                       // no phrase is all in it
+		{"a rich sailor and a banker", nil, false}, // two values: none
+		{"xyz", nil, false},
+	} {
+		got, ok := sl.Parse(tc.text)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("Parse(%q) = %v, %v; want %v, %v", tc.text, got, ok, tc.want, tc.ok)
+		}
+	}
+	// Typed values get only the strict tiers.
+	if _, ok := sl.Canonical("bankr"); ok {
+		t.Error("Canonical accepted a typo")
+	}
+}

@@ -51,7 +51,6 @@ func (m *Model) complete() {
 				cands = append(cands, sl.Name+"=")
 			}
 		}
-		suffix = ""
 	}
 	var hits []string
 	for _, c := range cands {
@@ -68,15 +67,14 @@ func (m *Model) complete() {
 		return
 	case 1:
 		fill := hits[0]
-		if head == "" && !strings.HasPrefix(fill, ":") {
+		switch {
+		case strings.HasPrefix(fill, ":"), strings.HasSuffix(fill, "="): // a command, a slot key
+			suffix = ""
+		case strings.Contains(fill, "="): // an enum value: the next slot follows
+			suffix = " "
+		case head == "": // an intent: a space when it takes slots
 			if in := m.intent(fill); in == nil || len(in.Slots) == 0 {
 				suffix = ""
-			}
-		}
-		if strings.HasPrefix(fill, ":") || strings.Contains(fill, "=") && !strings.HasSuffix(fill, "=") {
-			suffix = ""
-			if strings.Contains(fill, "=") {
-				suffix = " "
 			}
 		}
 		m.input.SetValue(head + fill + suffix)

@@ -104,7 +104,7 @@ var ErrInterrupted = errors.New("interrupted")
 type UI struct {
 	model  *Model
 	events chan tea.Msg
-	done   chan struct{} // closed when Run returns: Notify drops events
+	done   chan struct{} // closed when the program ends: Notify drops events
 	wg     sync.WaitGroup
 }
 
@@ -124,10 +124,10 @@ func (u *UI) Model() *Model { return u.model }
 func (u *UI) Run(parent context.Context, in io.Reader, out io.Writer) (int, error) {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
-	defer close(u.done)
 	u.model.ctx = ctx
 	p := tea.NewProgram(u.model, tea.WithInput(in), tea.WithOutput(out), tea.WithContext(ctx), tea.WithoutSignalHandler())
 	final, err := p.Run()
+	close(u.done) // from now on events are dropped, so the turn in flight cannot block on them
 	cancel()
 	u.wg.Wait()
 	if errors.Is(err, tea.ErrProgramKilled) && parent.Err() != nil {

@@ -15,10 +15,10 @@ mkdir -p "$out/bin"
 
 # package (new path) | package (old path) | -bench pattern
 targets=(
-  "internal/orchestrator|internal/orchestrator|BenchmarkDecideInProcess\$|BenchmarkDecideFloor|BenchmarkDecideLocalLLM|BenchmarkLocalLLMExchange"
+  "internal/orchestrator|internal/orchestrator|BenchmarkDecideInProcess\$|BenchmarkDecideFloor|BenchmarkDecidePhysicalFloor|BenchmarkDecideLocalLLM|BenchmarkLocalLLMExchange"
   "internal/story|internal/story|BenchmarkLoadLarge"
   "internal/agent/localllm|internal/agent/localllm|BenchmarkLocalLLMAsk"
-  "internal/agent/subprocess|internal/agent/subprocess|BenchmarkSubprocessAsk"
+  "internal/agent/subprocess|internal/agent/subprocess|BenchmarkSubprocessAsk|BenchmarkSubprocessFloor"
   "internal/agent/mcphttp|internal/agent/mcphttp|."
   "internal/toolserver|internal/mcp|BenchmarkProfileAssembly"
   "internal/plugintools|internal/plugintools|BenchmarkPluginToolCall"

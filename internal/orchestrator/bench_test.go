@@ -64,7 +64,7 @@ states:
 // benchDecide loads the benchmark story with agent.fast answering
 // benchSubmission in process, and returns its session (tracing to sink),
 // started in state s, with a turn and the state's decide queued.
-func benchDecide(b *testing.B, sink trace.Sink) (*Session, *story.Story, *turnCtx, *queued) {
+func benchDecide(b testing.TB, sink trace.Sink) (*Session, *story.Story, *turnCtx, *queued) {
 	app := writeStory(b, files{
 		"app.yaml":             benchStory,
 		"prompts/audit.md":     "Audit this claim: {{ args.claim }} for {{ args.amount }}.\nAnswer with a verdict.",

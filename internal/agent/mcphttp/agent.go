@@ -311,7 +311,15 @@ func (a *Agent) fail(format string, args ...any) error {
 func firstText(res *toolResult) (string, bool) {
 	for _, c := range *res.Content {
 		if c.Type == mcp.ContentTypeText {
-			return c.Text, true
+			var text string
+			if len(c.Text) > 0 {
+				if err := json.Unmarshal(c.Text, &text); err != nil {
+					// A text item whose text is not a string: as mcp-go,
+					// which would not take it for a text item either.
+					continue
+				}
+			}
+			return text, true
 		}
 	}
 	return "", false

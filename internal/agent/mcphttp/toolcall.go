@@ -119,9 +119,11 @@ type toolResult struct {
 	ResultType        mcp.ResultType  `json:"resultType"`
 }
 
+// contentItem is one content item; its text stays encoded until it is
+// needed (only when structuredContent is not an object).
 type contentItem struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
+	Type string          `json:"type"`
+	Text json.RawMessage `json:"text"`
 }
 
 // rpcReply is a JSON-RPC message of a tools/call response as kitsoki

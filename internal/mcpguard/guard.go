@@ -98,7 +98,7 @@ func Guard(next http.Handler, maxBody int64, sessions *Sessions) http.Handler {
 			return
 		}
 		if r.Body != nil && r.Body != http.NoBody {
-			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+			body, err := readBody(http.MaxBytesReader(w, r.Body, maxBody), r.ContentLength)
 			if err != nil {
 				var mbe *http.MaxBytesError
 				if errors.As(err, &mbe) {
@@ -137,4 +137,18 @@ func Body(r *http.Request) ([]byte, bool) {
 		return nil, false
 	}
 	return bb.b, true
+}
+
+// readBody reads a request body: into one buffer of the declared length
+// when there is one (Guard has checked it against the limit, and net/http
+// never reads past it), else growing as io.ReadAll does.
+func readBody(r io.Reader, length int64) ([]byte, error) {
+	if length <= 0 {
+		return io.ReadAll(r)
+	}
+	buf := make([]byte, length)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, err
+	}
+	return buf, nil
 }

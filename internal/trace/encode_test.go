@@ -140,3 +140,40 @@ func TestIsValidNumber(t *testing.T) {
 		}
 	}
 }
+
+// A map met twice in one payload is written twice as encoding/json writes
+// it; one changed between two lines is written as it is now.
+func TestRepeatedObjectsEncodeLikeEncodingJSON(t *testing.T) {
+	sub := map[string]any{"decision": "approve", "reason": "<ok> & fine", "n": 2.5, "tags": []any{"a"}, "nested": map[string]any{"k": 1}}
+	small := map[string]any{"x": 1}
+	values := map[string]any{
+		"submission": sub, "submitted": sub, "list": []any{sub, small, small},
+		"deeper": map[string]any{"again": sub}, "small": small,
+	}
+	enc := newPayloadEncoder(nil)
+	for round := range 2 {
+		got, err := enc.encode(nil, values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("round %d:\n got %s\nwant %s", round, got, want)
+		}
+		typed, err := enc.encodeTyped(nil, HarnessReturned{Namespace: "host.agent.decide", Data: map[string]any{"submission": sub, "submitted": sub, "ok": true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantTyped, _ := json.Marshal(map[string]any{"data": map[string]any{"submission": sub, "submitted": sub, "ok": true}, "namespace": "host.agent.decide"})
+		if string(typed) != string(wantTyped) {
+			t.Errorf("round %d, typed:\n got %s\nwant %s", round, typed, wantTyped)
+		}
+		sub["reason"], sub["extra"] = "changed", true // the next round sees the change
+	}
+	if len(enc.seen) != 0 {
+		t.Errorf("the encoder still holds %d of the caller's maps", len(enc.seen))
+	}
+}

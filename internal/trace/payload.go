@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"golang.org/x/text/unicode/norm"
 
@@ -46,7 +48,27 @@ type payloadEncoder struct {
 	raw bytes.Buffer
 	// w writes typed objects.
 	w objWriter
+	// seen records the objects already written in the payload being
+	// encoded (see object).
+	seen []seenObject
 }
+
+// seenObject is a map written at depth into b[start:end] of the current
+// payload.
+type seenObject struct {
+	id         unsafe.Pointer
+	depth      int
+	start, end int
+}
+
+// memoMinKeys is the size from which an object is remembered: a decide's
+// result carries its submission twice (submission and submitted), and
+// writing the copy costs a memmove instead of a second walk and sort.
+const memoMinKeys = 4
+
+// memoMax bounds how many objects a payload remembers, so that a payload
+// of many objects does not pay a growing search for each.
+const memoMax = 16
 
 type mapEntry struct {
 	out string // key as written (masked)
@@ -96,6 +118,7 @@ func (e *payloadEncoder) encode(b []byte, p map[string]any) ([]byte, error) {
 		return append(b, "{}"...), nil
 	}
 	b, err := e.object(b, p, 1)
+	e.forget()
 	if err != nil {
 		var pe *payloadError
 		if !errors.As(err, &pe) {
@@ -106,9 +129,17 @@ func (e *payloadEncoder) encode(b []byte, p map[string]any) ([]byte, error) {
 	return b, nil
 }
 
+// forget drops the objects of the payload just written (and the
+// references to the caller's maps).
+func (e *payloadEncoder) forget() {
+	clear(e.seen)
+	e.seen = e.seen[:0]
+}
+
 // encodeTyped appends a typed payload object to b.
 func (e *payloadEncoder) encodeTyped(b []byte, p Payload) ([]byte, error) {
 	b, err := e.typed(b, p, 1)
+	e.forget()
 	if err != nil {
 		var pe *payloadError
 		if !errors.As(err, &pe) {
@@ -362,7 +393,23 @@ func (e *payloadEncoder) value(b []byte, v any, depth int) ([]byte, error) {
 // object writes a JSON object with keys sorted like encoding/json does.
 // Keys are checked and masked (Masker.Key: long secrets only); sensitive
 // header names get their value replaced whatever it is.
+//
+// A map met again in the same payload (the same map, at the same depth) is
+// written as a copy of its first encoding: nothing can change it while one
+// payload is encoded (that would be a data race), and masking is the same
+// throughout. The record is per payload, so a map changed between two
+// lines is walked afresh.
 func (e *payloadEncoder) object(b []byte, m map[string]any, depth int) ([]byte, error) {
+	var id unsafe.Pointer
+	if len(m) >= memoMinKeys {
+		id = reflect.ValueOf(m).UnsafePointer()
+		for _, s := range e.seen {
+			if s.id == id && s.depth == depth {
+				return append(b, b[s.start:s.end]...), nil
+			}
+		}
+	}
+	start := len(b)
 	for len(e.keys) <= depth {
 		e.keys = append(e.keys, nil)
 	}
@@ -402,7 +449,11 @@ func (e *payloadEncoder) object(b []byte, m map[string]any, depth int) ([]byte, 
 		}
 	}
 	clear(entries) // drop references to the caller's values
-	return append(b, '}'), nil
+	b = append(b, '}')
+	if id != nil && len(e.seen) < memoMax {
+		e.seen = append(e.seen, seenObject{id: id, depth: depth, start: start, end: len(b)})
+	}
+	return b, nil
 }
 
 func (e *payloadEncoder) str(b []byte, s string) ([]byte, error) {

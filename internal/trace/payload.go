@@ -51,6 +51,71 @@ type payloadEncoder struct {
 	// seen records the objects already written in the payload being
 	// encoded (see object).
 	seen []seenObject
+	// order remembers the sorted keys of the last maps written.
+	order keyOrders
+}
+
+// keyOrders remembers, for the last few maps of memoMinKeys keys or more
+// that were written, their keys in the order they are written (checked
+// and masked): a decide writes its submission in three lines (the call's
+// response, the world update, the result). A remembered order is used
+// only when the map has exactly those keys now (same length, every key
+// present), so a changed map is never written with a stale order; its
+// values are always read afresh. Holding the map keeps it alive, so its
+// address cannot be reused by another map while remembered.
+type keyOrders struct {
+	slot [keyOrderSlots]keyOrder
+	next int
+}
+
+const keyOrderSlots = 8
+
+type keyOrder struct {
+	id   unsafe.Pointer
+	keys []mapEntry // out and in only
+}
+
+// entries fills entries with m's entries in the remembered order, and
+// reports whether there was one that fits.
+func (o *keyOrders) entries(id unsafe.Pointer, m map[string]any, entries []mapEntry) ([]mapEntry, bool) {
+	for i := range o.slot {
+		ko := &o.slot[i]
+		if ko.id != id {
+			continue
+		}
+		if len(ko.keys) != len(m) {
+			return entries, false
+		}
+		for _, k := range ko.keys {
+			v, ok := m[k.in]
+			if !ok {
+				return entries, false
+			}
+			entries = append(entries, mapEntry{out: k.out, in: k.in, v: v})
+		}
+		return entries, true
+	}
+	return entries, false
+}
+
+// remember keeps the order of entries, m's sorted entries, replacing the
+// oldest remembered map's (or m's own earlier one).
+func (o *keyOrders) remember(id unsafe.Pointer, entries []mapEntry) {
+	ko := &o.slot[o.next]
+	for i := range o.slot {
+		if o.slot[i].id == id {
+			ko = &o.slot[i]
+			break
+		}
+	}
+	if ko == &o.slot[o.next] {
+		o.next = (o.next + 1) % keyOrderSlots
+	}
+	ko.id = id
+	ko.keys = ko.keys[:0]
+	for _, en := range entries {
+		ko.keys = append(ko.keys, mapEntry{out: en.out, in: en.in})
+	}
 }
 
 // seenObject is a map written at depth into b[start:end] of the current
@@ -413,21 +478,30 @@ func (e *payloadEncoder) object(b []byte, m map[string]any, depth int) ([]byte, 
 	for len(e.keys) <= depth {
 		e.keys = append(e.keys, nil)
 	}
-	entries := e.keys[depth][:0]
-	for k, v := range m {
-		if err := checkString(k); err != nil {
-			// Named by position-free text, never by content: the key
-			// itself could be a secret.
-			return nil, withSeg(err, "{key}")
-		}
-		entries = append(entries, mapEntry{out: e.mask.Key(k), in: k, v: v})
+	entries, known := e.keys[depth][:0], false
+	if id != nil {
+		entries, known = e.order.entries(id, m, entries)
 	}
-	slices.SortFunc(entries, func(a, b mapEntry) int {
-		if c := strings.Compare(a.out, b.out); c != 0 {
-			return c
+	if !known {
+		entries = entries[:0]
+		for k, v := range m {
+			if err := checkString(k); err != nil {
+				// Named by position-free text, never by content: the key
+				// itself could be a secret.
+				return nil, withSeg(err, "{key}")
+			}
+			entries = append(entries, mapEntry{out: e.mask.Key(k), in: k, v: v})
 		}
-		return strings.Compare(a.in, b.in)
-	})
+		slices.SortFunc(entries, func(a, b mapEntry) int {
+			if c := strings.Compare(a.out, b.out); c != 0 {
+				return c
+			}
+			return strings.Compare(a.in, b.in)
+		})
+		if id != nil {
+			e.order.remember(id, entries)
+		}
+	}
 	e.keys[depth] = entries // keep the grown scratch for the next object
 	b = append(b, '{')
 	for i, en := range entries {

@@ -28,8 +28,14 @@ targets=(
 build() { # tree pkg name
   (cd "$1" && go test -c -o "$out/bin/$3.test" "./$2")
 }
+# oldpkg: the package's path in the old tree (the listed old path, or the
+# new one where the old tree has it there already).
+oldpkg() { # new-path old-path
+  if [ -d "$old/$2" ]; then echo "$2"; else echo "$1"; fi
+}
 for t in "${targets[@]}"; do
   IFS='|' read -r np op _ <<<"$t"
+  op=$(oldpkg "$np" "$op")
   n=${np//\//_}
   build "$old" "$op" "old_$n"
   build "$new" "$np" "new_$n"
@@ -39,6 +45,7 @@ done
 for r in $(seq "$rounds"); do
   for t in "${targets[@]}"; do
     IFS='|' read -r np op pat <<<"$t"
+    op=$(oldpkg "$np" "$op")
     n=${np//\//_}
     for side in old new; do
       tree=$old; pkg=$op

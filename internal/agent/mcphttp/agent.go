@@ -1,7 +1,8 @@
 // Package mcphttp is the mcp_http agent transport: a conformant MCP client
-// (mark3labs/mcp-go over Streamable HTTP) that answers each Ask with a
-// tools/call of the declared tool (default "ask") whose arguments are the
-// AskRequest (wire-protocols.md §5).
+// over Streamable HTTP that answers each Ask with a tools/call of the
+// declared tool (default "ask") whose arguments are the AskRequest
+// (wire-protocols.md §5). mark3labs/mcp-go connects, negotiates and keeps
+// the session; the tools/call POST is kitsoki's own (toolcall.go).
 //
 // One client per agent, which is one per kitsoki session: connected on the
 // first Ask, closed by Close. It speaks both protocol generations: the

@@ -75,6 +75,11 @@ func WithStreamableHTTPOptions(opts ...server.StreamableHTTPOption) MCPOption {
 // body over the limit (WithMaxBodyBytes, default 4 MiB) is answered 413,
 // and an Mcp-Session-Id the handler did not mint, or whose client deleted
 // it, 404 (kitsoki then initializes a new session).
+//
+// A tools/call of the tool that mcp-go would take as it is gets answered
+// by the handler itself, which decodes the request once and writes the
+// bytes mcp-go would write; every other request goes to mcp-go. With
+// WithStreamableHTTPOptions, every request goes to mcp-go.
 func MCPHandler(a Agent, opts ...MCPOption) http.Handler {
 	return mcpHandler(a, true, opts...)
 }

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
 
@@ -144,5 +143,4 @@ func TestFastToolCallOffWithServerOptions(t *testing.T) {
 	if got.Status != http.StatusOK || viaFast.Load() != 0 || viaMCP.Load() != 1 {
 		t.Errorf("status %d, %d fast calls, %d through mcp-go; want every call through mcp-go", got.Status, viaFast.Load(), viaMCP.Load())
 	}
-	_ = mcp.JSONRPC_VERSION
 }

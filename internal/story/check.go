@@ -239,8 +239,10 @@ func (l *loader) checkWorldRefs() {
 }
 
 // runtimeWorld are the world keys the runtime writes that a story need not
-// declare: host_error is set when a host call fails (story-format.md §5).
-var runtimeWorld = []string{"host_error"}
+// declare: host_error is set when a host call fails (story-format.md §5);
+// last_job_id, last_job_status and last_job_result when a background job
+// starts and ends.
+var runtimeWorld = []string{"host_error", "last_job_id", "last_job_status", "last_job_result"}
 
 // checkGuardReads warns about a guard (an arm's or an effect's when:) that
 // reads a world key by name that world: does not declare (the seeded keys

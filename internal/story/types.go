@@ -183,6 +183,11 @@ type Effect struct {
 	// EmitIntent is the intent name (possibly a template); nil when absent.
 	EmitIntent *expr.Value
 	EmitSlots  map[string]*expr.Tree
+	// Target (inside on_complete: only) is the state the session moves to
+	// once the chain has run; TargetStay is target: "." (stay).
+	Target     string
+	TargetStay bool
+	TargetPos  Pos
 	Pos        Pos
 }
 
@@ -208,7 +213,12 @@ type Invoke struct {
 	ID        string
 	Agent     string // agent_plugins alias, "" for the built-in path
 	Selection map[string]any
-	Pos       Pos
+	// Background runs the call as a background job (background: true):
+	// the turn goes on, bind: job_id gets the job's id, and OnComplete
+	// runs when the job ends.
+	Background bool
+	OnComplete []*Effect
+	Pos        Pos
 }
 
 // Bind is one bind: entry. Exactly one of Path and Template is set.

@@ -13,7 +13,7 @@ import (
 // persona and model of the agent that answered. A trace that cannot be
 // written is a TraceError: the call's answer is dropped and the run stops.
 func (h *Host) stepTrace(ctx context.Context, c *askCall, next askFunc) (answer, error) {
-	if err := h.sink.AppendPayload(&plugin.Event{Turn: c.call.Turn, StatePath: c.call.State, CallID: c.req.CallID,
+	if err := c.call.SinkOr(h.sink).AppendPayload(&plugin.Event{Turn: c.call.Turn, StatePath: c.call.State, CallID: c.req.CallID,
 		EpisodeID: c.ep.ID, MatchIdx: c.ep.MatchIdx}, startPayload(c)); err != nil {
 		return answer{}, &TraceError{err}
 	}
@@ -43,7 +43,7 @@ func (h *Host) stepTrace(ctx context.Context, c *askCall, next askFunc) (answer,
 		p.Agent, p.Model = describe(answered)
 		closing = p
 	}
-	if err := h.sink.AppendPayload(&plugin.Event{Turn: c.call.Turn, StatePath: c.call.State, CallID: c.req.CallID}, closing); err != nil {
+	if err := c.call.SinkOr(h.sink).AppendPayload(&plugin.Event{Turn: c.call.Turn, StatePath: c.call.State, CallID: c.req.CallID}, closing); err != nil {
 		return answer{}, &TraceError{err}
 	}
 	return a, nil

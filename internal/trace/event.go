@@ -36,6 +36,9 @@ const (
 	KindAgentCallStart          = "agent.call.start"
 	KindAgentCallComplete       = "agent.call.complete"
 	KindAgentCallError          = "agent.call.error"
+	KindJobStarted              = "job.started"
+	KindJobAwaitingInput        = "job.awaiting_input"
+	KindJobCompleted            = "job.completed"
 )
 
 // KindSessionStory is the turn-0 event in which Kitsoki records its story

@@ -28,6 +28,9 @@ func (s *Session) enqueue(t *turnCtx, inv *story.Invoke, where string, i int) er
 	if err != nil {
 		return fault("%s, effect %d: invoke %s: with: %w", where, i, inv.Name, err)
 	}
+	if inv.Background {
+		return s.startJob(t, inv, args, fmt.Sprintf("%s, effect %d", where, i))
+	}
 	t.queue = append(t.queue, &queued{inv: inv, args: args})
 	return s.emit(t, trace.HarnessCalled{Namespace: inv.Name, Args: args, Background: false})
 }

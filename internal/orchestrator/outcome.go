@@ -50,6 +50,13 @@ type Outcome struct {
 
 	// Route is how a free-text turn was routed (nil for a typed intent).
 	Route *Route
+
+	// Job is the background job whose question or completion this turn
+	// delivered ("" for a user's turn).
+	Job string
+	// Background are the job turns delivered just before this user turn
+	// (what jobs did while the user was away), in order.
+	Background []*Outcome
 }
 
 // Rejection is the envelope of a rejected intent.

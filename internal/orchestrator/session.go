@@ -18,6 +18,8 @@ import (
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/expr"
 	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/inbox"
+	"github.com/kitsoki/kitsoki/internal/jobs"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/trace"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
@@ -66,6 +68,10 @@ type Session struct {
 	operator Operator
 	live     liveState
 	routing  RoutingConfig
+
+	jobs        *jobs.Scheduler
+	inbox       *inbox.Inbox
+	runningJobs map[string]*running // started jobs whose completion is not delivered yet
 }
 
 // Option configures a Session.
@@ -92,6 +98,12 @@ func New(st *story.Story, h Dispatcher, sink Sink, opts ...Option) (*Session, er
 	s := &Session{story: st, host: h, sink: sink, clock: clock.System{}, logger: slog.Default(), root: st.Root}
 	for _, o := range opts {
 		o(s)
+	}
+	if s.jobs == nil {
+		s.jobs = jobs.New(s.clock)
+	}
+	if s.inbox == nil {
+		s.inbox = inbox.New()
 	}
 	if _, ok := st.States[s.root]; !ok {
 		return nil, fmt.Errorf("root state %q does not exist (states: %s)", s.root, strings.Join(sortedKeys(st.States), ", "))

@@ -23,6 +23,12 @@ type turnCtx struct {
 	says    []string
 	errs    []error
 	handled []HandledError
+	// targets are the target: effects of an on_complete chain, tried in
+	// order once the chain's calls are dispatched (after).
+	targets []*story.Effect
+	// after runs once the turn's calls are dispatched (a job's
+	// completion takes its target: there); its calls are dispatched too.
+	after func() error
 }
 
 func (s *Session) newTurn(n int64, intent string, slots map[string]any) *turnCtx {
@@ -47,6 +53,20 @@ func (s *Session) Turn(ctx context.Context, intent string, slots map[string]any,
 	if !s.started {
 		return nil, fmt.Errorf("session not started: call Start first")
 	}
+	// What background jobs did since the last turn comes first, each in
+	// a turn of its own.
+	background, err := s.Deliver(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.userTurn(ctx, intent, slots, input)
+	if out != nil {
+		out.Background = background
+	}
+	return out, err
+}
+
+func (s *Session) userTurn(ctx context.Context, intent string, slots map[string]any, input string) (*Outcome, error) {
 	s.turn++
 	t := s.newTurn(s.turn, intent, copySlots(slots))
 	if input == "" {
@@ -110,6 +130,18 @@ func (s *Session) runTurn(ctx context.Context, t *turnCtx, chain func() error) (
 	}
 	if err := s.dispatchAll(ctx, t); err != nil {
 		return s.abort(t, err)
+	}
+	if after := t.after; after != nil {
+		t.after = nil
+		if err := after(); err != nil {
+			return s.abort(t, err)
+		}
+		if err := s.fireEmits(t, 0); err != nil {
+			return s.abort(t, err)
+		}
+		if err := s.dispatchAll(ctx, t); err != nil {
+			return s.abort(t, err)
+		}
 	}
 	view, err := s.View()
 	if err != nil {

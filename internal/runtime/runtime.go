@@ -22,9 +22,12 @@ import (
 	"github.com/kitsoki/kitsoki/internal/hosts/artifacts"
 	"github.com/kitsoki/kitsoki/internal/hosts/gitwt"
 	"github.com/kitsoki/kitsoki/internal/hosts/hostplugin"
+	hostjobs "github.com/kitsoki/kitsoki/internal/hosts/jobs"
 	hostrun "github.com/kitsoki/kitsoki/internal/hosts/run"
 	"github.com/kitsoki/kitsoki/internal/hosts/starlark"
 	"github.com/kitsoki/kitsoki/internal/hosts/transport"
+	"github.com/kitsoki/kitsoki/internal/inbox"
+	"github.com/kitsoki/kitsoki/internal/jobs"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/plugintools"
 	"github.com/kitsoki/kitsoki/internal/routes"
@@ -189,6 +192,8 @@ type Runtime struct {
 	closed   bool
 
 	hostPlugins *hostplugin.Plugins // the story's host_plugins:, nil unless Agents.Live
+	jobs        *jobs.Scheduler     // the session's background jobs
+	inbox       *inbox.Inbox        // the session's notifications
 }
 
 // Open wires a run of st as cfg says. On error everything built so far is
@@ -251,6 +256,7 @@ func Open(st *story.Story, cfg Config) (_ *Runtime, err error) {
 		rt.plugins = svc
 	}
 	rt.overrideAgents(cfg)
+	rt.jobs, rt.inbox = jobs.New(cfg.Clock), inbox.New()
 	rt.host = rt.newHost(cfg, builtin, routeMap)
 	if cfg.Agents.Live { // the story's host_plugins:, before a cassette or recorder wraps them
 		if rt.hostPlugins, err = hostplugin.Register(rt.host, st, hostplugin.Options{Sink: rt.sink, Clock: cfg.Clock, Logger: cfg.Logger}); err != nil {
@@ -271,6 +277,7 @@ func Open(st *story.Story, cfg Config) (_ *Runtime, err error) {
 	}
 	s := cfg.Session
 	opts := []orchestrator.Option{orchestrator.WithSessionID(s.ID), orchestrator.WithWorld(s.World),
+		orchestrator.WithJobs(rt.jobs), orchestrator.WithInbox(rt.inbox),
 		orchestrator.WithClock(cfg.Clock), orchestrator.WithLogger(cfg.Logger), orchestrator.WithRouting(s.Routing)}
 	if s.Root != "" {
 		opts = append(opts, orchestrator.WithRoot(s.Root))
@@ -386,6 +393,7 @@ func (rt *Runtime) newHost(cfg Config, builtin agent.Agent, routeMap map[*story.
 	artifacts.Register(h, st.Workspace)
 	gitwt.Register(h, gitwt.Config{Workspace: st.Workspace, Out: cfg.Out, Logger: cfg.Logger})
 	transport.Register(h, cfg.Out)
+	hostjobs.Register(h, rt.jobs, rt.inbox)
 	so := cfg.Starlark
 	if so.Logger == nil {
 		so.Logger = cfg.Logger
@@ -459,6 +467,9 @@ func (rt *Runtime) Close() error {
 	}
 	rt.closed = true
 	var errs []error
+	if rt.jobs != nil { // first: a job's calls use the host, its processes are reaped here
+		rt.jobs.Close()
+	}
 	if rt.host != nil {
 		errs = append(errs, rt.host.Close())
 	}

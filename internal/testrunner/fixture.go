@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kitsoki/kitsoki/internal/agent/cassette"
+	"github.com/kitsoki/kitsoki/internal/inbox"
 	"github.com/kitsoki/kitsoki/internal/yamlnode"
 )
 
@@ -77,8 +78,8 @@ type Stub struct {
 	Envelope
 	Line, Col int // position of the stub's key in the fixture file
 	Delay     time.Duration
-	// Clarification is request_clarification: as written; a fixture with
-	// one is skipped (it needs background jobs).
+	// Clarification is request_clarification: the question the stub asks
+	// (as a background job) before it answers; "" for none.
 	Clarification string
 	ByCall        map[string]Envelope
 	ByOp          map[string]Envelope
@@ -130,6 +131,28 @@ type TurnSpec struct {
 	// Then holds further expectation blocks checked after the turn, each
 	// like a turn's expect_* keys.
 	Then []*TurnSpec
+
+	// ExpectInbox and ExpectJobs check the session's inbox and background
+	// jobs once the turn's jobs have settled.
+	ExpectInbox *InboxExpect
+	ExpectJobs  *JobsExpect
+}
+
+// InboxExpect is expect_inbox: counts of the unread notifications and
+// their severities (sorted); nil fields are not checked.
+type InboxExpect struct {
+	Unread         *int
+	NeedsAttention *int
+	Severities     []string
+	HasSeverities  bool
+}
+
+// JobsExpect is expect_jobs: how many of the session's background jobs
+// there are (total) and how many are in each status; nil fields are not
+// checked.
+type JobsExpect struct {
+	Total  *int
+	Counts map[string]*int // running, awaiting_input, done, failed, cancelled
 }
 
 // EventExpect is one expect_events entry: a trace event of Kind (with
@@ -168,17 +191,17 @@ var (
 		"expect_events_count_atleast", "expect_events_count_atmost", "starlark_http_cassette",
 		"host_bindings", "advance_clock",
 		// [later]: parsed and ignored
-		"recording", "mode", "use_orchestrator", "starlark_*", "expect_files",
-		"expect_inbox", "expect_jobs"}
+		"recording", "mode", "use_orchestrator", "starlark_*", "expect_files"}
 	turnKeys = []string{"intent", "expect_state", "expect_not_state", "expect_state_in", "expect_world", "expect_world_full",
 		"expect_slots", "expect_error", "expect_view_matches", "expect_no_view", "expect_host_calls", "expect_no_host_calls",
 		"expect_events", "expect_events_exact", "expect_world_final", "expect_world_unchanged", "advance_clock", "then",
+		"expect_inbox", "expect_jobs",
 		// refused per fixture (SkipReason): free-text turns, world_override
 		"input", "world_override"}
 	// thenKeys are what a then: block may hold: a turn's expectations.
 	thenKeys = []string{"expect_state", "expect_not_state", "expect_state_in", "expect_world", "expect_world_full",
 		"expect_slots", "expect_error", "expect_view_matches", "expect_no_view", "expect_host_calls", "expect_no_host_calls",
-		"expect_events", "expect_world_final", "expect_world_unchanged"}
+		"expect_events", "expect_world_final", "expect_world_unchanged", "expect_inbox", "expect_jobs"}
 	stubKeys     = []string{"data", "error", "infra_error", "delay", "by_call", "by_op", "request_clarification"}
 	envelopeKeys = []string{"data", "error", "infra_error", "delay"}
 )
@@ -288,11 +311,6 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 		}
 		if fx.HostHandlers, err = parseStubs(hn, file); err != nil {
 			return nil, err
-		}
-		for _, name := range sortedKeys(fx.HostHandlers) {
-			if st := fx.HostHandlers[name]; st.Clarification != "" && fx.SkipReason == "" {
-				fx.SkipReason = fmt.Sprintf("host_handlers.%s uses request_clarification:, which needs background jobs this version does not run yet", name)
-			}
 		}
 	}
 	if bn, ok := m["host_bindings"]; ok && bn.Tag != "!!null" {
@@ -687,6 +705,16 @@ func parseExpectations(m map[string]*yaml.Node, where, file string, ts *TurnSpec
 			ts.ExpectHostCalls = append(ts.ExpectHostCalls, hc)
 		}
 	}
+	if in, ok := m["expect_inbox"]; ok && in.Tag != "!!null" {
+		if ts.ExpectInbox, err = parseExpectInbox(in, where+".expect_inbox", file); err != nil {
+			return err
+		}
+	}
+	if jn, ok := m["expect_jobs"]; ok && jn.Tag != "!!null" {
+		if ts.ExpectJobs, err = parseExpectJobs(jn, where+".expect_jobs", file); err != nil {
+			return err
+		}
+	}
 	if en, ok := m["expect_events_exact"]; ok {
 		return fmt.Errorf("line %d: %s.expect_events_exact is not supported: write expect_events, whose entries are found in order among the turn's events (kind, and what the payload must include)", en.Line, where)
 	}
@@ -794,4 +822,70 @@ func parseExpectError(n *yaml.Node, where string) (*ExpectError, error) {
 		}
 	}
 	return ee, nil
+}
+
+// count reads a whole number >= 0 for an expect_inbox / expect_jobs key.
+func count(m map[string]*yaml.Node, key, where, file string) (*int, error) {
+	v, ok := m[key]
+	if !ok || v.Tag == "!!null" {
+		return nil, nil
+	}
+	var n int
+	if v.Kind != yaml.ScalarNode || v.Decode(&n) != nil || n < 0 {
+		return nil, bindingErr(file, v, "%s.%s must be a whole number >= 0, got %q", where, key, v.Value)
+	}
+	return &n, nil
+}
+
+func parseExpectInbox(n *yaml.Node, where, file string) (*InboxExpect, error) {
+	m, err := fields(n, where, "unread", "needs_attention", "severities")
+	if err != nil {
+		return nil, err
+	}
+	e := &InboxExpect{}
+	if e.Unread, err = count(m, "unread", where, file); err != nil {
+		return nil, err
+	}
+	if e.NeedsAttention, err = count(m, "needs_attention", where, file); err != nil {
+		return nil, err
+	}
+	if sn, ok := m["severities"]; ok && sn.Tag != "!!null" {
+		if sn.Kind != yaml.SequenceNode || sn.Decode(&e.Severities) != nil {
+			return nil, bindingErr(file, sn, "%s.severities must be a list of severities (info, success, warn, error, action_required)", where)
+		}
+		for i, sev := range e.Severities {
+			if err := inbox.CheckSeverity(sev); err != nil {
+				return nil, bindingErr(file, sn.Content[i], "%s.severities[%d]: %v", where, i, err)
+			}
+		}
+		if e.Severities == nil {
+			e.Severities = []string{}
+		}
+		e.HasSeverities = true
+	}
+	return e, nil
+}
+
+// jobStatuses are the keys of expect_jobs besides total.
+var jobStatuses = []string{"running", "awaiting_input", "done", "failed", "cancelled"}
+
+func parseExpectJobs(n *yaml.Node, where, file string) (*JobsExpect, error) {
+	m, err := fields(n, where, append([]string{"total"}, jobStatuses...)...)
+	if err != nil {
+		return nil, err
+	}
+	e := &JobsExpect{Counts: map[string]*int{}}
+	if e.Total, err = count(m, "total", where, file); err != nil {
+		return nil, err
+	}
+	for _, k := range jobStatuses {
+		c, err := count(m, k, where, file)
+		if err != nil {
+			return nil, err
+		}
+		if c != nil {
+			e.Counts[k] = c
+		}
+	}
+	return e, nil
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -17,8 +18,10 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agent/cassette"
 	"github.com/kitsoki/kitsoki/internal/cassette/replay"
 	"github.com/kitsoki/kitsoki/internal/clock"
+	"github.com/kitsoki/kitsoki/internal/expr"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/hosts/starlark"
+	"github.com/kitsoki/kitsoki/internal/jobs"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/secret"
@@ -55,6 +58,8 @@ type TurnResult struct {
 	NewState  string
 	View      string
 	Events    []trace.Event // the turn's trace events, with WithEvents
+
+	traceTurns []int64 // the trace turns the fixture turn wrote (its own, then delivered job turns)
 }
 
 // SessionIndex is the TurnIndex of the session checks.
@@ -403,16 +408,29 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 		if ts.wantsWorldBefore() {
 			before = replay.CopyMap(sess.World())
 		}
-		out, err := sess.Turn(ctx, ts.Intent, replay.CopyMap(ts.Slots), "")
+		slots, serr := renderSlots(ts.Slots, sess.World())
+		if serr != nil {
+			res.Turns = append(res.Turns, TurnResult{TurnIndex: i, NewState: sess.State(), Failures: []string{fmt.Sprintf("turns[%d].intent.slots.%v", i, serr)}})
+			break
+		}
+		out, err := sess.Turn(ctx, ts.Intent, slots, "")
 		if err != nil {
 			res.Turns = append(res.Turns, TurnResult{TurnIndex: i, NewState: sess.State(), Failures: []string{"trace: " + err.Error()}})
 			break
 		}
-		if ts.AdvanceClock > 0 {
-			f.clk.Advance(ts.AdvanceClock)
+		// Background jobs settle (each finished, parked on the flow's
+		// clock or waiting for an answer) and what they did is delivered,
+		// before and after the clock moves: the clock decides, never the
+		// machine's load.
+		jobOuts, err := f.settle(ctx, sess, ts.AdvanceClock)
+		if err != nil {
+			res.Turns = append(res.Turns, TurnResult{TurnIndex: i, NewState: sess.State(), Failures: []string{err.Error()}})
+			break
 		}
+		out = withJobs(out, jobOuts)
 		evs := sink.events[mark:]
-		tv := turnView{out: out, world: sess.World(), before: before, slots: acceptedSlots(evs), evs: evs, all: dispatched(evs)}
+		tv := turnView{out: out, world: sess.World(), before: before, slots: acceptedSlots(evs), evs: evs, all: dispatched(evs),
+			inbox: sess.Inbox().Summary(), jobs: sess.Jobs().List()}
 		everyCall = append(everyCall, tv.all...)
 		if dispatch {
 			for _, c := range tv.all {
@@ -435,7 +453,8 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 		for _, e := range out.HostErrors {
 			hostErrs = append(hostErrs, e.Error())
 		}
-		res.Turns = append(res.Turns, TurnResult{TurnIndex: i, Passed: len(fails) == 0, Failures: fails, NewState: out.State, View: out.View})
+		res.Turns = append(res.Turns, TurnResult{TurnIndex: i, Passed: len(fails) == 0, Failures: fails, NewState: out.State, View: out.View,
+			traceTurns: traceTurns(evs)})
 	}
 
 	var sfails []string
@@ -521,9 +540,13 @@ func (f *Flow) finish(res *FlowResult, mem *trace.MemSink) *FlowResult {
 			for _, ev := range evs {
 				byTurn[ev.Turn] = append(byTurn[ev.Turn], ev)
 			}
+			// A fixture turn's events are its own trace turn's and those of
+			// the background-job turns delivered after it.
 			for i := range res.Turns {
 				if t := &res.Turns[i]; t.TurnIndex >= 0 {
-					t.Events = byTurn[int64(t.TurnIndex+1)]
+					for _, n := range t.traceTurns {
+						t.Events = append(t.Events, byTurn[n]...)
+					}
 				}
 			}
 		}
@@ -558,6 +581,82 @@ func dispatched(evs []capturedEvent) []hostCall {
 	return out
 }
 
+// settle lets the session's background jobs settle and delivers what they
+// did, then, when the turn has advance_clock:, moves the flow's clock and
+// does it again.
+func (f *Flow) settle(ctx context.Context, sess *orchestrator.Session, advance time.Duration) ([]*orchestrator.Outcome, error) {
+	outs, err := sess.Settle(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("background jobs: %w", err)
+	}
+	if advance > 0 {
+		f.clk.Advance(advance)
+		more, err := sess.Settle(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("background jobs after advance_clock %s: %w", advance, err)
+		}
+		outs = append(outs, more...)
+	}
+	return outs, nil
+}
+
+// withJobs folds the job turns delivered after a user turn into its
+// outcome: the state, view and done-ness are the last turn's; says and
+// host errors add up; a fault in a job turn is the turn's error.
+func withJobs(out *orchestrator.Outcome, jobOuts []*orchestrator.Outcome) *orchestrator.Outcome {
+	if len(jobOuts) == 0 {
+		return out
+	}
+	m := *out
+	m.Says = slices.Clone(out.Says)
+	m.HostErrors = slices.Clone(out.HostErrors)
+	for _, j := range jobOuts {
+		m.Says = append(m.Says, j.Says...)
+		m.HostErrors = append(m.HostErrors, j.HostErrors...)
+		m.Handled = append(m.Handled, j.Handled...)
+		if j.Outcome == orchestrator.OutcomeError && m.Outcome != orchestrator.OutcomeError {
+			m.Outcome, m.Err = orchestrator.OutcomeError, fmt.Errorf("background job %s: %w", j.Job, j.Err)
+		}
+	}
+	last := jobOuts[len(jobOuts)-1]
+	m.State, m.Done, m.Exit = last.State, last.Done, last.Exit
+	if last.Outcome != orchestrator.OutcomeError {
+		m.View = last.View
+	}
+	return &m
+}
+
+// traceTurns lists the trace turn numbers of evs, in order.
+func traceTurns(evs []capturedEvent) []int64 {
+	var out []int64
+	for _, ev := range evs {
+		if len(out) == 0 || out[len(out)-1] != ev.Turn {
+			out = append(out, ev.Turn)
+		}
+	}
+	return out
+}
+
+// renderSlots renders the {{ }} templates among a turn's slot values
+// against the world as the turn finds it (job_id: "{{ world.last_job_id }}").
+func renderSlots(slots map[string]any, world map[string]any) (map[string]any, error) {
+	out := replay.CopyMap(slots)
+	for _, k := range sortedKeys(out) {
+		src, ok := out[k].(string)
+		if !ok || !strings.Contains(src, "{{") {
+			continue
+		}
+		v, err := expr.CompileValue(src)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+		if out[k], err = v.Eval(expr.Env{"world": world}); err != nil {
+			return nil, fmt.Errorf("%s: %q: %w", k, src, err)
+		}
+	}
+	return out, nil
+}
+
 // stubHandler answers a host_handlers entry.
 type stubHandler struct {
 	name string
@@ -574,7 +673,19 @@ func (s *stubHandler) Invoke(ctx context.Context, call *host.Call) (*host.Result
 	if env.HasDelay { // a by_call/by_op entry's own delay
 		delay = env.Delay
 	}
-	if err := cassette.SleepOn(ctx, s.clk, delay, "host_handlers."+s.name); err != nil {
+	if s.stub.Clarification != "" {
+		// As a background job: ask, and wait (on the flow's clock) for the
+		// answer a later turn gives with host.jobs.answer_clarification.
+		if _, err := jobs.RequestClarification(ctx, jobs.Question{Prompt: s.stub.Clarification}); err != nil {
+			return nil, fmt.Errorf("host_handlers.%s: %w", s.name, err)
+		}
+	}
+	if jobs.InJob(ctx) {
+		// A background job parks on the flow's clock: advance_clock wakes it.
+		if err := jobs.Sleep(ctx, delay); err != nil {
+			return nil, fmt.Errorf("host_handlers.%s: delay %s: %w", s.name, delay, err)
+		}
+	} else if err := cassette.SleepOn(ctx, s.clk, delay, "host_handlers."+s.name); err != nil {
 		return nil, err
 	}
 	if env.InfraError != "" {

@@ -109,7 +109,7 @@ func payloadSamples() []payloadSample {
 		{"agent.call.error fallback", AgentCallError{Verb: "decide", DurationMS: 3, Error: "agent: schema_invalid: x", ErrorKind: "schema_invalid",
 			Substitution: &Substitution{Reason: "schema_invalid", OriginalPlugin: "agent.local", FallbackPlugin: "agent.claude"}},
 			map[string]any{"verb": "decide", "duration_ms": int64(3), "error": "agent: schema_invalid: x", "error_kind": "schema_invalid",
-				"substitution": map[string]any{"reason": "schema_invalid", "original_plugin": "agent.local", "fallback_plugin": "agent.claude"}}},		{"job.started", JobStarted{Handler: "host.run", JobID: "job-1", State: "running"}, map[string]any{"handler": "host.run", "job_id": "job-1", "state": "running"}},
+				"substitution": map[string]any{"reason": "schema_invalid", "original_plugin": "agent.local", "fallback_plugin": "agent.claude"}}}, {"job.started", JobStarted{Handler: "host.run", JobID: "job-1", State: "running"}, map[string]any{"handler": "host.run", "job_id": "job-1", "state": "running"}},
 		{"job.started call", JobStarted{Call: "build", Handler: "host.run", JobID: "job-2", State: "running"},
 			map[string]any{"call": "build", "handler": "host.run", "job_id": "job-2", "state": "running"}},
 		{"job.awaiting_input", JobAwaitingInput{Handler: "host.deploy", JobID: "job-1", Prompt: "Which environment?", State: "deploying"},

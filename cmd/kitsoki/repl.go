@@ -36,6 +36,19 @@ func (r *runner) scripted(ctx context.Context, in io.Reader) int {
 		fmt.Fprintln(r.errw, "kitsoki: reading input:", err)
 		return exitFailure
 	}
+	// Background jobs still running finish (or park on a question) before
+	// the run ends, and what they did is reported; a job left waiting for
+	// an answer is cancelled when the run closes.
+	jobs, err := r.sess.Settle(ctx)
+	for _, out := range jobs {
+		if code, stop := r.afterReplay(r.report(out)); stop {
+			return code
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(r.errw, "kitsoki:", err)
+		return exitFailure
+	}
 	fmt.Fprintf(r.errw, "kitsoki: input ended in state %q, which is not terminal\n", r.sess.State())
 	return exitIncomplete
 }

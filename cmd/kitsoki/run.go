@@ -279,6 +279,14 @@ type runner struct {
 // report prints a turn's outcome and says whether the run must stop, with
 // which exit code.
 func (r *runner) report(out *orchestrator.Outcome) (code int, stop bool) {
+	for _, b := range out.Background { // what background jobs did before this turn
+		if code, stop := r.report(b); stop {
+			return code, stop
+		}
+	}
+	if out.Job != "" {
+		fmt.Fprintf(r.out, "[background job %s]\n", out.Job)
+	}
 	for _, s := range out.Says {
 		fmt.Fprintln(r.out, s)
 	}

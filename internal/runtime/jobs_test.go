@@ -6,9 +6,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	runtimepkg "runtime"
 	"strconv"
 	"strings"
-	runtimepkg "runtime"
 	"testing"
 
 	"github.com/kitsoki/kitsoki/internal/jobs"

@@ -201,6 +201,17 @@ func (ts *TurnSpec) wantsWorldBefore() bool {
 	return false
 }
 
+// wantsJobs reports whether the turn (or a then: block) checks the inbox
+// or the background jobs.
+func (ts *TurnSpec) wantsJobs() bool {
+	for _, b := range append([]*TurnSpec{ts}, ts.Then...) {
+		if b.ExpectInbox != nil || b.ExpectJobs != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // checkTurn runs one turn's assertions, then its then: blocks', and
 // returns the failure messages.
 func checkTurn(ts *TurnSpec, tv turnView) []string {

@@ -429,8 +429,10 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 		}
 		out = withJobs(out, jobOuts)
 		evs := sink.events[mark:]
-		tv := turnView{out: out, world: sess.World(), before: before, slots: acceptedSlots(evs), evs: evs, all: dispatched(evs),
-			inbox: sess.Inbox().Summary(), jobs: sess.Jobs().List()}
+		tv := turnView{out: out, world: sess.World(), before: before, slots: acceptedSlots(evs), evs: evs, all: dispatched(evs)}
+		if ts.wantsJobs() {
+			tv.inbox, tv.jobs = sess.Inbox().Summary(), sess.Jobs().List()
+		}
 		everyCall = append(everyCall, tv.all...)
 		if dispatch {
 			for _, c := range tv.all {
@@ -453,8 +455,11 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 		for _, e := range out.HostErrors {
 			hostErrs = append(hostErrs, e.Error())
 		}
-		res.Turns = append(res.Turns, TurnResult{TurnIndex: i, Passed: len(fails) == 0, Failures: fails, NewState: out.State, View: out.View,
-			traceTurns: traceTurns(evs)})
+		tr := TurnResult{TurnIndex: i, Passed: len(fails) == 0, Failures: fails, NewState: out.State, View: out.View}
+		if f.cfg.keepEvents {
+			tr.traceTurns = traceTurns(evs)
+		}
+		res.Turns = append(res.Turns, tr)
 	}
 
 	var sfails []string
@@ -641,6 +646,16 @@ func traceTurns(evs []capturedEvent) []int64 {
 // against the world as the turn finds it (job_id: "{{ world.last_job_id }}").
 func renderSlots(slots map[string]any, world map[string]any) (map[string]any, error) {
 	out := replay.CopyMap(slots)
+	templated := false
+	for _, v := range out {
+		if src, ok := v.(string); ok && strings.Contains(src, "{{") {
+			templated = true
+			break
+		}
+	}
+	if !templated {
+		return out, nil
+	}
 	for _, k := range sortedKeys(out) {
 		src, ok := out[k].(string)
 		if !ok || !strings.Contains(src, "{{") {

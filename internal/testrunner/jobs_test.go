@@ -87,3 +87,20 @@ func TestFlowJobKeyParseErrors(t *testing.T) {
 		})
 	}
 }
+
+// stories/build-watch, the background-job story, passes its flows.
+func TestBuildWatchFlows(t *testing.T) {
+	fxs, err := LoadFixtures("../../stories/build-watch/app.yaml", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRunner(WithFlowGetenv(noEnv))
+	t.Cleanup(func() { r.Close() })
+	rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fxs) != 4 || !rep.OK() || rep.Passed != len(fxs) {
+		t.Errorf("passed %d of %d:\n%s", rep.Passed, len(fxs), report(rep.Results, true))
+	}
+}

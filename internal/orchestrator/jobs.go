@@ -71,7 +71,8 @@ func (s *Session) startJob(t *turnCtx, inv *story.Invoke, args map[string]any, w
 	for k, v := range s.world {
 		world[k] = DeepCopy(v)
 	}
-	buf := &jobSink{now: s.sink.Now}
+	s.jobsStarted++
+	buf := &jobSink{now: s.sink.Now, base: jobSeqBase * s.jobsStarted}
 	jobArgs, _ := DeepCopy(args).(map[string]any) // the job's own: the trace keeps args
 	call := &host.Call{Namespace: inv.Name, Args: jobArgs, Invoke: inv, SessionID: s.id, Turn: t.n, State: s.state, World: world, Sink: buf}
 	disp := s.host
@@ -349,12 +350,18 @@ func (s *Session) jobEnded(t *turnCtx, n jobs.Notice) error {
 	return nil
 }
 
+// jobSeqBase spaces the seqs jobSink reports per job, so two jobs started
+// in the same turn and state never derive the same agent call_id.
+const jobSeqBase = 1_000_000
+
 // jobSink buffers the trace events a background job's call writes, so the
-// session can write them out, in order, in the job's completion turn. Its
-// seq counts the job's own events (agent call ids derive from it).
+// session can write them out, in order, in the job's completion turn. The
+// seq it reports (agent call ids derive from it) is the job's number times
+// jobSeqBase plus the job's own event count.
 type jobSink struct {
 	mu     sync.Mutex
 	now    func() time.Time
+	base   int
 	events []bufferedEvent
 }
 
@@ -385,7 +392,7 @@ func (b *jobSink) AppendPayload(ev *plugin.Event, p trace.Payload) error {
 func (b *jobSink) NextSeq(int64) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return len(b.events)
+	return b.base + len(b.events)
 }
 
 func (b *jobSink) Now() time.Time { return b.now() }

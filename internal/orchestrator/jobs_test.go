@@ -300,3 +300,44 @@ func TestCloseCancelsRunningJobs(t *testing.T) {
 		t.Errorf("status %s", i.Status)
 	}
 }
+
+// Two background agent calls started in the same turn and state get
+// distinct call ids.
+func TestBackgroundAgentCallIDsAreDistinct(t *testing.T) {
+	src := `
+app: {id: jobs-ids}
+hosts: [host.agent.ask]
+agent_plugins: {agent.judge: {plugin: builtin.inprocess}}
+intents:
+  go: {}
+root: idle
+states:
+  idle:
+    on:
+      go: [{target: asking}]
+  asking:
+    on_enter:
+      - invoke: host.agent.ask
+        agent: agent.judge
+        with: {prompt: "One."}
+        background: true
+      - invoke: host.agent.ask
+        agent: agent.judge
+        with: {prompt: "Two."}
+        background: true
+`
+	r := newJobRig(t, src, nil, map[string]agent.Agent{"agent.judge": answer(`{"v":1}`)})
+	r.turn("go")
+	if outs := r.settle(); len(outs) != 2 {
+		t.Fatalf("%d job turns, want 2", len(outs))
+	}
+	ids := map[string]bool{}
+	for _, ev := range r.sink.Events() {
+		if ev.Kind == trace.KindAgentCallStart {
+			ids[ev.CallID] = true
+		}
+	}
+	if len(ids) != 2 {
+		t.Errorf("call ids %v, want 2 distinct", ids)
+	}
+}

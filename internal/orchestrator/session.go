@@ -72,6 +72,7 @@ type Session struct {
 	jobs        *jobs.Scheduler
 	inbox       *inbox.Inbox
 	runningJobs map[string]*running // started jobs whose completion is not delivered yet
+	jobsStarted int                 // background jobs this session started
 }
 
 // Option configures a Session.

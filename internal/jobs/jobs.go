@@ -143,6 +143,7 @@ type job struct {
 	info   Info
 	seq    int
 	busy   bool      // running and not parked
+	asleep bool      // parked in Sleep
 	vt     time.Time // the job's own time: its start, then each wake
 	cancel context.CancelFunc
 	killed bool // Cancel was called
@@ -226,11 +227,13 @@ func (s *Scheduler) wake() {
 
 // Settle waits until no job is running unparked: each is finished, parked
 // on the clock (Sleep) or waiting for an answer. On a fake clock that is
-// the point where advancing the clock decides what happens next.
+// the point where advancing the clock decides what happens next; on the
+// system clock a job asleep in Sleep is waited for (it wakes by itself),
+// except one polling for an answer nobody has given.
 func (s *Scheduler) Settle(ctx context.Context) error {
 	for {
 		s.mu.Lock()
-		busy := slices.ContainsFunc(s.jobs, func(j *job) bool { return j.busy })
+		busy := slices.ContainsFunc(s.jobs, s.unsettled)
 		ch := s.changed
 		s.mu.Unlock()
 		if !busy {
@@ -242,6 +245,20 @@ func (s *Scheduler) Settle(ctx context.Context) error {
 			return fmt.Errorf("jobs: waiting for background jobs to settle: %w", ctx.Err())
 		}
 	}
+}
+
+// unsettled reports whether Settle waits for j (under mu): a running job,
+// and on a clock that moves by itself (not clock.Timers) a job asleep in
+// Sleep too, since it wakes on its own, unless it waits for an answer
+// nobody has given yet.
+func (s *Scheduler) unsettled(j *job) bool {
+	if j.busy {
+		return true
+	}
+	if _, fake := s.clk.(clock.Timers); fake || !j.asleep {
+		return false
+	}
+	return j.info.Status != AwaitingInput || j.has
 }
 
 // Take returns the queued notices and clears them, ordered by the time
@@ -345,6 +362,7 @@ func (s *Scheduler) Answer(id string, answer any) (Info, error) {
 		return j.info, fmt.Errorf("background job %s already has an answer it has not read yet", id)
 	}
 	j.answer, j.has = answer, true
+	s.wake()
 	return j.info, nil
 }
 
@@ -400,6 +418,7 @@ func Sleep(ctx context.Context, d time.Duration) error {
 			j.busy = true // before Advance returns, so Settle waits for it
 			j.vt = due
 		}
+		j.asleep = false
 		s.mu.Unlock()
 		close(wake)
 	}
@@ -409,7 +428,7 @@ func Sleep(ctx context.Context, d time.Duration) error {
 	} else {
 		stop = time.AfterFunc(d, fire).Stop
 	}
-	j.busy = false
+	j.busy, j.asleep = false, true
 	s.wake()
 	s.mu.Unlock()
 	select {
@@ -418,7 +437,7 @@ func Sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		if stop() {
 			s.mu.Lock()
-			j.busy = true
+			j.busy, j.asleep = true, false
 			s.mu.Unlock()
 		}
 		return ctx.Err()

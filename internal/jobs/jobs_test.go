@@ -184,23 +184,28 @@ func TestCloseCancelsAndWaits(t *testing.T) {
 	}
 }
 
-// On the system clock Sleep is a real timer; Settle still works.
+// On the system clock Sleep is a real timer, and Settle waits for a job
+// asleep in it (it wakes by itself), but not for one polling for an
+// answer nobody has given.
 func TestSystemClock(t *testing.T) {
 	s := New(nil)
 	defer s.Close()
 	s.Submit(Spec{Handler: "h", Run: sleeper(time.Millisecond, map[string]any{"ok": true})})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for !s.Pending() {
-		if err := s.Settle(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if ctx.Err() != nil {
-			t.Fatal(ctx.Err())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	settle(t, s)
 	if n := s.Take(); len(n) != 1 || n[0].Job.Status != Done {
-		t.Errorf("%+v", n)
+		t.Fatalf("after Settle: %+v", n)
+	}
+	id, _ := s.Submit(Spec{Handler: "ask", Run: func(ctx context.Context) Result {
+		a, err := RequestClarification(ctx, Question{Prompt: "?"})
+		return Result{Data: map[string]any{"a": a}, Infra: err}
+	}})
+	settle(t, s)
+	if n := s.Take(); len(n) != 1 || n[0].Kind != NoticeAwaiting {
+		t.Fatalf("question: %+v", n)
+	}
+	s.Answer(id, "yes")
+	settle(t, s) // the next poll reads it
+	if n := s.Take(); len(n) != 1 || n[0].Job.Status != Done || n[0].Result.Data["a"] != "yes" {
+		t.Fatalf("after the answer: %+v", n)
 	}
 }

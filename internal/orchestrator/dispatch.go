@@ -46,7 +46,14 @@ func (s *Session) renderWith(t *turnCtx, inv *story.Invoke) (map[string]any, err
 		}
 		args = m
 	}
-	if inv.ID != "" {
+	switch {
+	case inv.IDTemplate != nil:
+		v, err := inv.IDTemplate.Eval(s.env(t))
+		if err != nil {
+			return nil, fmt.Errorf("id %q: %w", inv.ID, err)
+		}
+		args["call"] = fmt.Sprint(v)
+	case inv.ID != "":
 		args["call"] = inv.ID
 	}
 	return args, nil
@@ -182,7 +189,7 @@ func (s *Session) dispatchOne(ctx context.Context, t *turnCtx, q *queued) (faile
 		if q.inv.OnError == "" {
 			t.errs = append(t.errs, fmt.Errorf("%s: %w", q.inv.Name, callErr))
 		} else {
-			t.handled = append(t.handled, HandledError{Namespace: q.inv.Name, Call: q.inv.ID, CallID: callID, Err: callErr, OnError: q.inv.OnError})
+			t.handled = append(t.handled, HandledError{Namespace: q.inv.Name, Call: callOf(q), CallID: callID, Err: callErr, OnError: q.inv.OnError})
 		}
 		he := map[string]any{"namespace": q.inv.Name, "message": callErr.Error()}
 		if data != nil {
@@ -300,4 +307,11 @@ func LookupPath(data map[string]any, path string) (any, bool) {
 		}
 	}
 	return cur, true
+}
+
+// callOf is the call id a queued invoke was dispatched with (its id:, a
+// templated one as rendered), "" when it has none.
+func callOf(q *queued) string {
+	c, _ := q.args["call"].(string)
+	return c
 }

@@ -196,7 +196,7 @@ func (l *loader) checkEffect(r *effectRef) {
 // fixtures find a call site by its id, so a repeated one is ambiguous.
 func (l *loader) checkInvokeID(r *effectRef, seen map[string]Pos) {
 	in := r.e.Invoke
-	if in == nil || in.ID == "" {
+	if in == nil || in.ID == "" || isTemplated(in.ID) {
 		return
 	}
 	if first, ok := seen[in.ID]; ok {

@@ -246,6 +246,9 @@ func (l *loader) loadInvoke(f *file, inv entry, fs fieldSet, path string, ref *e
 	strField(l, f, fs, path, "id", &in.ID)
 	if id, ok := fs.get("id"); ok {
 		ref.idNode = deref(id.val)
+		if isTemplated(in.ID) {
+			l.compileValue(f, id.val, joinPath(path, "id"), func(v *expr.Value) { in.IDTemplate = v })
+		}
 	}
 	if a, ok := fs.get("agent"); ok {
 		if s, ok := l.str(f, a.val, joinPath(path, "agent")); ok {

@@ -200,15 +200,16 @@ type IncrementItem struct {
 
 // Invoke is an invoke: effect.
 type Invoke struct {
-	Name      string     // handler, e.g. host.agent.decide
-	With      *expr.Tree // nil when absent; renders to map[string]any
-	Bind      []Bind     // sorted by world key
-	OnError   string     // resolved target state path, "" when absent
-	Once      bool
-	ID        string
-	Agent     string // agent_plugins alias, "" for the built-in path
-	Selection map[string]any
-	Pos       Pos
+	Name       string     // handler, e.g. host.agent.decide
+	With       *expr.Tree // nil when absent; renders to map[string]any
+	Bind       []Bind     // sorted by world key
+	OnError    string     // resolved target state path, "" when absent
+	Once       bool
+	ID         string      // the id: as written (the template source when templated)
+	IDTemplate *expr.Value // a templated id:, rendered when the invoke is queued; nil for a literal id
+	Agent      string      // agent_plugins alias, "" for the built-in path
+	Selection  map[string]any
+	Pos        Pos
 }
 
 // Bind is one bind: entry. Exactly one of Path and Template is set.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
@@ -140,19 +141,28 @@ func (h *Host) newCall(c *askCall) *agent.Call {
 		s := c.schema
 		ac.Validate = func(b []byte) error { _, err := s.ValidateJSON(b); return err }
 	}
-	if pv, ok := c.call.Args["provider"].(string); ok {
+	if c.persona != nil {
+		// The persona's defaults: with.provider and a route win.
+		ac.ProviderName, ac.Effort = c.persona.Provider, c.persona.Effort
+	}
+	if pv, ok := c.call.Args["provider"].(string); ok && pv != "" {
 		ac.ProviderName = pv
 	}
 	if c.route != nil {
 		if c.route.Provider != "" {
 			ac.ProviderName = c.route.Provider
 		}
-		ac.Effort = c.route.Effort
+		if c.route.Effort != "" {
+			ac.Effort = c.route.Effort
+		}
 	}
 	if ac.ProviderName != "" {
 		if spec, ok := h.story.Providers[ac.ProviderName]; ok {
 			ac.Provider = &spec
 		}
+	}
+	if st := h.story.States[c.req.StatePath]; st != nil && st.WriteMode == story.WriteReadOnly {
+		ac.ReadOnly = true
 	}
 	ac.Model = h.resolveModel(c.alias, ac, c.route)
 	if h.run != nil {

@@ -36,6 +36,7 @@ func (s *Session) take(t *turnCtx, arm *story.Arm, intent string) error {
 	if err := s.runEffects(t, arm.Effects, "arm "+intent); err != nil {
 		return err
 	}
+	t.armView = arm
 	if stay {
 		return nil
 	}

@@ -325,6 +325,8 @@ func slotSchema(sl *story.Slot) map[string]any {
 		out["type"] = "number"
 	case "bool":
 		out["type"] = "boolean"
+	case "list":
+		out["type"] = "array"
 	default:
 		out["type"] = "string"
 	}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kitsoki/kitsoki/internal/expr"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
@@ -23,6 +24,9 @@ type turnCtx struct {
 	says    []string
 	errs    []error
 	handled []HandledError
+	// armView is the view: of the last arm taken this turn (nil when it
+	// had none): shown instead of the state's view at turn end.
+	armView *story.Arm
 }
 
 func (s *Session) newTurn(n int64, intent string, slots map[string]any) *turnCtx {
@@ -112,6 +116,9 @@ func (s *Session) runTurn(ctx context.Context, t *turnCtx, chain func() error) (
 		return s.abort(t, err)
 	}
 	view, err := s.View()
+	if t.armView != nil && t.armView.View != nil {
+		view, err = t.armView.View.Render(s.stateEnv(t))
+	}
 	if err != nil {
 		return s.abort(t, fault("view of state %q: %w", s.state, err))
 	}
@@ -259,6 +266,19 @@ func (s *Session) validate(t *turnCtx) *Rejection {
 		if len(sl.Values) > 0 && !containsString(sl.Values, fmt.Sprint(v)) {
 			return &Rejection{Code: CodeInvalidSlotValue,
 				Message: fmt.Sprintf("slot %q of intent %q: %q is not one of %s", name, intent, fmt.Sprint(v), joinValues(sl.Values))}
+		}
+		if sl.Validator != nil {
+			env := s.env(t)
+			env[expr.ValueRoot] = v
+			ok, err := sl.Validator.Eval(env)
+			switch {
+			case err != nil:
+				return &Rejection{Code: CodeInvalidSlotValue,
+					Message: fmt.Sprintf("slot %q of intent %q: its validator %q (%s) failed: %v", name, intent, sl.Validator.Source(), sl.ValidatorPos, err)}
+			case !ok:
+				return &Rejection{Code: CodeInvalidSlotValue,
+					Message: fmt.Sprintf("slot %q of intent %q: %s is rejected by its validator %q", name, intent, showValue(v), sl.Validator.Source())}
+			}
 		}
 	}
 	if len(missing) > 0 {

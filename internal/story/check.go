@@ -2,6 +2,7 @@ package story
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -30,6 +31,46 @@ func (l *loader) finish() {
 	l.checkSynonyms()
 	l.checkDefaultIntents()
 	l.checkRoutingAgent()
+	l.checkPersonaProviders()
+	l.checkReadOnlyRooms()
+}
+
+// checkReadOnlyRooms checks each write_mode: read_only room: it must
+// dispatch an agent (a host.agent.* invoke, or an iface.* one that may be
+// bound to one, in its on_enter or arms), and no agent it names may
+// declare external_side_effect: true.
+func (l *loader) checkReadOnlyRooms() {
+	for _, r := range l.readOnlyRooms {
+		agentCall := false
+		for _, e := range l.effects {
+			in := e.e.Invoke
+			if e.ctx.state != r.state || in == nil {
+				continue
+			}
+			if strings.HasPrefix(in.Name, "host.agent.") || strings.HasPrefix(in.Name, "iface.") {
+				agentCall = true
+			}
+			if p := l.st.Agents[e.withAgent]; e.withAgent != "" && p != nil && p.ExternalSideEffect != nil && *p.ExternalSideEffect {
+				l.errAt(r.f, r.n, r.path, "write_mode: read_only conflicts with agent %q (invoked at %s), which declares external_side_effect: true; "+
+					"make the room open or the agent external_side_effect: false", e.withAgent, l.pos(e.f, e.invokeNode))
+			}
+		}
+		if !agentCall {
+			l.errAt(r.f, r.n, r.path, "write_mode: read_only restricts the agents a room dispatches, and state %q invokes none; "+
+				"add the host.agent.* invoke or remove write_mode", r.state.Name)
+		}
+	}
+}
+
+// checkPersonaProviders checks each agents.<name>.provider against
+// providers:.
+func (l *loader) checkPersonaProviders() {
+	names := slices.Sorted(maps.Keys(l.st.Providers))
+	for _, r := range l.personaProviders {
+		if _, ok := l.st.Providers[r.value]; !ok {
+			l.errAt(r.f, r.n, r.path, "provider %q is not declared in providers:%s", r.value, didYouMean(r.value, names))
+		}
+	}
 }
 
 // seededWorld are the world keys every story has (story-format.md §5),

@@ -216,9 +216,11 @@ type loader struct {
 
 	toolNames map[string]string // exposed plugin tool name → where it was declared
 
-	synonymRefs    []*synonymRef // intents' synonyms, checked against their slots
-	defaultIntents []*nodeRef    // states' default_intent, checked at finish
-	routingAgent   *nodeRef      // routing.agent, checked against agent_plugins
+	synonymRefs      []*synonymRef // intents' synonyms, checked against their slots
+	defaultIntents   []*nodeRef    // states' default_intent, checked at finish
+	routingAgent     *nodeRef      // routing.agent, checked against agent_plugins
+	personaProviders []*nodeRef    // agents.<name>.provider, checked against providers
+	readOnlyRooms    []*nodeRef    // states with write_mode: read_only, checked against their invokes
 }
 
 // nodeRef is a value to check once every file is loaded.

@@ -8,15 +8,30 @@ import (
 )
 
 var stateKeys = &keySpec{
-	v1: []string{"description", "view", "on_enter", "on", "terminal", "intents", "relevant_world", "default_intent"},
-	later: []string{"type", "initial", "states", "mode", "timeout", "agent_off_ramp", "write_mode", "decider",
-		"footer", "theme"},
+	v1: []string{"description", "view", "on_enter", "on", "terminal", "intents", "relevant_world", "default_intent",
+		"write_mode", "decider"},
+	later: []string{"type", "initial", "states", "mode", "timeout", "agent_off_ramp"},
+	refused: map[string]string{
+		"footer": "kitsoki renders no per-room footer; put the text in the view (a prose: or list: element at the end)",
+		"theme":  "kitsoki renders plain text and has no room themes; remove the key (a banner: element can carry a color)",
+	},
 }
 
 var armKeys = &keySpec{
-	v1:    []string{"target", "when", "default", "effects", "guard_hint"},
-	later: []string{"view", "emit", "push_history"},
+	v1:    []string{"target", "when", "default", "effects", "guard_hint", "view"},
+	later: []string{"push_history"},
+	refused: map[string]string{
+		"emit": "kitsoki has no parallel regions to broadcast events to; fire an internal intent with an emit_intent: effect instead",
+	},
 }
+
+// Write modes (write_mode:) and deciders (decider:) a state may declare.
+const (
+	WriteOpen     = "open"
+	WriteReadOnly = "read_only"
+	DeciderHuman  = "human"
+	DeciderLLM    = "llm"
+)
 
 // targetRef is a transition or on_error target, resolved once every state
 // is known.
@@ -71,6 +86,32 @@ func (l *loader) loadState(f *file, n *yaml.Node, path string, s *State) {
 	}
 	if v, ok := fs.get("view"); ok {
 		l.loadView(f, v, joinPath(path, "view"), s)
+	}
+	if w, ok := fs.get("write_mode"); ok {
+		p := joinPath(path, "write_mode")
+		if m, ok := l.str(f, w.val, p); ok {
+			switch m {
+			case WriteOpen, WriteReadOnly:
+				s.WriteMode = m
+				if m == WriteReadOnly {
+					l.readOnlyRooms = append(l.readOnlyRooms, &nodeRef{f: f, n: deref(w.val), path: p, value: m, state: s})
+				}
+			default:
+				l.errAt(f, w.val, p, "unknown write_mode %q: use open or read_only%s", m, didYouMean(m, []string{WriteOpen, WriteReadOnly}))
+			}
+		}
+	}
+	if d, ok := fs.get("decider"); ok {
+		p := joinPath(path, "decider")
+		if m, ok := l.str(f, d.val, p); ok {
+			switch m {
+			case DeciderHuman, DeciderLLM:
+				s.Decider = m
+			default:
+				l.errAt(f, d.val, p, "unknown decider %q: use human (the room always waits for the operator) or llm (its emit_intent chain always runs)%s",
+					m, didYouMean(m, []string{DeciderHuman, DeciderLLM}))
+			}
+		}
 	}
 	if oe, ok := fs.get("on_enter"); ok {
 		s.OnEnter = l.loadEffects(f, oe.val, joinPath(path, "on_enter"), effCtx{state: s, where: "on_enter"})
@@ -179,6 +220,14 @@ func (l *loader) loadArm(f *file, n *yaml.Node, path string, s *State, intent st
 	if ef, ok := fs.get("effects"); ok {
 		a.Effects = l.loadEffects(f, ef.val, joinPath(path, "effects"),
 			effCtx{state: s, where: "on." + intent, arm: a})
+	}
+	if v, ok := fs.get("view"); ok {
+		vp := joinPath(path, "view")
+		if d := deref(v.val); d == nil || d.Kind != yaml.ScalarNode || isNull(d) {
+			l.errAt(f, d, vp, "a transition's view: is one text template that replaces the target's view for this turn, got %s", kindNameOrNull(d))
+		} else {
+			l.compileText(f, v.val, vp, func(t *expr.Text) { a.View = t })
+		}
 	}
 	return a, hasWhen
 }

@@ -114,6 +114,10 @@ type Slot struct {
 	Examples    []string
 	Prompt      string
 	FormatHint  string
+	// Validator (validator:) must be true, with value bound to the slot's
+	// value, for the slot to be accepted; nil when absent.
+	Validator    *expr.Guard
+	ValidatorPos Pos
 }
 
 // Exit is an exits: entry, the target of "@exit:<name>".
@@ -144,7 +148,13 @@ type State struct {
 	// free text no earlier tier resolved.
 	DefaultIntent string
 	DefaultSlot   string
-	Pos           Pos
+	// WriteMode is write_mode: "" (open), WriteOpen or WriteReadOnly: the
+	// agents this room dispatches may not use mutating tools.
+	WriteMode string
+	// Decider is decider: "" (by the room's shape), DeciderHuman or
+	// DeciderLLM; see Session's staged execution mode.
+	Decider string
+	Pos     Pos
 }
 
 // Arm is one transition of an on: list.
@@ -167,7 +177,10 @@ type Arm struct {
 	Default   bool
 	Effects   []*Effect
 	GuardHint string
-	Pos       Pos
+	// View, when set, is shown at the end of the turn instead of the
+	// target's view (the arm's view:).
+	View *expr.Text
+	Pos  Pos
 }
 
 // Effect is one effect item. At most one action (Set, Increment, Say,

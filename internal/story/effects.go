@@ -27,6 +27,9 @@ type effCtx struct {
 	state *State
 	where string // "on_enter" or "on.<intent>"
 	arm   *Arm   // nil for on_enter
+	// onComplete is set for the effects of a background job's on_complete:
+	// list, the only place an effect may carry target:.
+	onComplete bool
 }
 
 // effectRef is an effect to check once every file is loaded.
@@ -120,10 +123,25 @@ func (l *loader) loadEffect(f *file, n *yaml.Node, path string, ctx effCtx) *Eff
 		}
 	}
 	if t, ok := fs.get("target"); ok {
-		if hasEmit {
-			l.errAt(f, t.key, joinPath(path, "target"), "emit_intent cannot be combined with target: on the same effect")
-		} else {
-			l.warnAt(f, t.key, joinPath(path, "target"), "\"target\" is not supported yet and is ignored")
+		tp := joinPath(path, "target")
+		switch {
+		case hasEmit:
+			l.errAt(f, t.key, tp, "emit_intent cannot be combined with target: on the same effect")
+		case !ctx.onComplete:
+			l.errAt(f, t.key, tp, "target: on an effect is only valid in a background job's on_complete: list; "+
+				"to move in this turn, give the arm a target: (or fire an intent with emit_intent:)")
+			unknown++ // already explains what is wrong
+		case len(actions) > 0 || e.Invoke != nil:
+			l.errAt(f, t.key, tp, "target: cannot share an effect with %s; put the transition in an effect of its own after it",
+				strings.Join(actions, ", "))
+		default:
+			if raw, ok := l.str(f, t.val, tp); ok {
+				l.targets = append(l.targets, &targetRef{
+					f: f, n: deref(t.val), path: tp, raw: raw, state: ctx.state,
+					set: func(target string, stay bool) { e.Target, e.TargetStay = target, stay },
+				})
+				actions = append(actions, "target") // an action of its own
+			}
 		}
 	}
 	switch {

@@ -186,13 +186,18 @@ type Arm struct {
 // Effect is one effect item. At most one action (Set, Increment, Say,
 // Invoke) is set; EmitIntent may ride on any item or stand alone.
 type Effect struct {
-	When      *expr.Guard
-	WhenPos   Pos       // where the when: expression is
-	Set       []SetItem // sorted by key
-	Increment []IncrementItem
-	Say       *expr.Text
-	Emit      *expr.Tree // emit: (later in the spec; kept for the trace)
-	Invoke    *Invoke
+	// Target is an on_complete: effect's target: (resolved; TargetStay for
+	// "."): the state the session moves to once the job's completion
+	// effects ran. "" for every other effect.
+	Target     string
+	TargetStay bool
+	When       *expr.Guard
+	WhenPos    Pos       // where the when: expression is
+	Set        []SetItem // sorted by key
+	Increment  []IncrementItem
+	Say        *expr.Text
+	Emit       *expr.Tree // emit: (later in the spec; kept for the trace)
+	Invoke     *Invoke
 	// EmitIntent is the intent name (possibly a template); nil when absent.
 	EmitIntent *expr.Value
 	EmitSlots  map[string]*expr.Tree

@@ -135,7 +135,7 @@ func parseTimeout(v any) (time.Duration, error) {
 // built-in claude path): the request, persona, schema validator, the
 // provider and effort, the run, and the model resolved for that agent.
 func (h *Host) newCall(c *askCall) *agent.Call {
-	ac := &agent.Call{Request: c.req, Alias: c.alias, Persona: c.persona}
+	ac := &agent.Call{Request: c.req, Alias: c.alias, Persona: withContext(c.persona, h.story.App.Context)}
 	if c.schema != nil {
 		ac.SchemaPath = c.schema.Path
 		s := c.schema
@@ -169,4 +169,24 @@ func (h *Host) newCall(c *askCall) *agent.Call {
 		ac.Run = h.run(c.call)
 	}
 	return ac
+}
+
+// withContext is p with the story's app.context: put before its system
+// prompt (a persona of its own when p is nil); p itself when there is no
+// context.
+func withContext(p *agent.Persona, context string) *agent.Persona {
+	if context == "" {
+		return p
+	}
+	out := &agent.Persona{}
+	if p != nil {
+		cp := *p
+		out = &cp
+	}
+	if out.SystemPrompt == "" {
+		out.SystemPrompt = context
+	} else {
+		out.SystemPrompt = context + "\n\n" + out.SystemPrompt
+	}
+	return out
 }

@@ -337,6 +337,9 @@ func slotSchema(sl *story.Slot) map[string]any {
 // with its description, slots and examples, then the user's text.
 func (s *Session) RouterPrompt(text string) string {
 	var b strings.Builder
+	if c := s.story.App.Context; c != "" {
+		fmt.Fprintf(&b, "%s\n\n", strings.TrimSpace(c))
+	}
 	fmt.Fprintf(&b, "Route what the user typed to one of the intents allowed in state %q.\n", s.state)
 	if st := s.story.States[s.state]; st != nil && st.Description != "" {
 		fmt.Fprintf(&b, "The state: %s\n", st.Description)

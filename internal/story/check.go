@@ -82,6 +82,11 @@ var seededWorld = []WorldVar{
 	{Name: "write_mode_scope", Type: "string", Default: "", HasDefault: true},
 }
 
+// ideWorld is Kitsoki's engine-seeded editor-link key. kitsoki has no IDE
+// link, so it is {connected: false}; it is added to the world when a guard
+// reads it and the story does not declare it.
+var ideWorld = WorldVar{Name: "ide", Type: "object", Default: map[string]any{"connected": false}, HasDefault: true}
+
 func (l *loader) seedWorld() {
 	for _, w := range seededWorld {
 		if l.worldVar(w.Name) == nil {
@@ -297,6 +302,13 @@ func (l *loader) checkGuardReads() {
 	for _, r := range l.guards {
 		for _, rd := range r.g.WorldReads() {
 			if slices.Contains(names, rd.Key) {
+				continue
+			}
+			if rd.Key == ideWorld.Name {
+				v := ideWorld
+				v.Default = map[string]any{"connected": false}
+				l.st.World = append(l.st.World, &v)
+				names = append(names, v.Name)
 				continue
 			}
 			p, ok := scalarOffsetPos(r.f, r.n, rd.Line, rd.Col)

@@ -352,9 +352,16 @@ func yamlDiag(f *file, err error) Diagnostic {
 }
 
 var topKeys = &keySpec{
-	v1: []string{"app", "hosts", "agents", "agent_plugins", "host_plugins", "host_interfaces", "providers", "world", "intents", "root", "exits", "include", "states", "routing"},
-	later: []string{"imports", "exports", "phase_templates", "phases", "checkpoint_intents",
-		"proposals", "off_path", "meta_modes", "prompts", "decider"},
+	v1:    []string{"app", "hosts", "agents", "agent_plugins", "host_plugins", "host_interfaces", "providers", "world", "intents", "root", "exits", "include", "states", "routing"},
+	later: []string{"imports", "exports", "off_path", "meta_modes"},
+	refused: map[string]string{
+		"phase_templates":    "phase templates are not expanded; write each room out under states:",
+		"phases":             "phase templates are not expanded; write each room out under states:",
+		"checkpoint_intents": "declare the intents under intents: and give each room that accepts them an on: arm",
+		"proposals":          "the draft, review, execute pattern is not built in; write it as states: a room whose on_enter asks an agent for the draft, a review room with accept and refine arms, and the invoke on accept",
+		"prompts":            "there is no story-wide prompt table; name the prompt file where it is used (with.prompt_path, or agents.<name>.system_prompt_path)",
+		"decider":            "there is no story-wide decider; set decider: on the states that need one",
+	},
 }
 
 // loadFile reads one story file's top-level keys into the story.

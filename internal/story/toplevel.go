@@ -16,8 +16,7 @@ import (
 )
 
 var appKeys = &keySpec{
-	v1:            []string{"id", "version", "title", "author", "license"},
-	laterPrefixes: []string{"context"},
+	v1: []string{"id", "version", "title", "author", "license", "context"},
 }
 
 func (l *loader) loadApp(f *file, e entry) {
@@ -34,6 +33,7 @@ func (l *loader) loadApp(f *file, e entry) {
 	strField(l, f, fs, "app", "title", &a.Title)
 	strField(l, f, fs, "app", "author", &a.Author)
 	strField(l, f, fs, "app", "license", &a.License)
+	strField(l, f, fs, "app", "context", &a.Context)
 	if strings.TrimSpace(a.ID) == "" {
 		at := e.val
 		if id, ok := fs.get("id"); ok {
@@ -539,13 +539,25 @@ func (l *loader) loadExits(f *file, e entry) {
 	}
 }
 
+// InlineRoot is the name of a root state written inline under root:.
+const InlineRoot = "root"
+
 func (l *loader) loadRoot(f *file, e entry) {
 	if !l.once(f, e) {
 		return
 	}
 	d := deref(e.val)
 	if d != nil && d.Kind == yaml.MappingNode {
-		l.errAt(f, d, "root", "an inline root state is not supported yet; name a state declared under states:")
+		// An inline root state: a state named InlineRoot.
+		if l.st.States[InlineRoot] != nil {
+			l.errAt(f, d, "root", "the inline root state is named %q, and states: declares that name too; rename that state or name it in root:", InlineRoot)
+			return
+		}
+		s := &State{Name: InlineRoot, On: map[string][]*Arm{}, Pos: l.pos(f, d)}
+		l.st.States[InlineRoot] = s
+		l.stateOrder = append(l.stateOrder, InlineRoot)
+		l.loadState(f, d, "root", s)
+		l.rootRef = &nodeRef{f: f, n: d, path: "root", value: InlineRoot}
 		return
 	}
 	s, ok := l.str(f, e.val, "root")

@@ -73,6 +73,9 @@ type App struct {
 	Title   string
 	Author  string
 	License string
+	// Context (app.context:) is the story's domain text, put before every
+	// agent's system prompt and the router's prompt.
+	Context string
 }
 
 // Persona is an agents: entry, picked by with.agent on a host.agent.* invoke.

@@ -239,6 +239,13 @@ func (s *Session) fireEmits(t *turnCtx, depth int) error {
 		if depth >= MaxEmitDepth {
 			return fault("emit_intent chain exceeded %d hops (last: %q); an on_enter emit_intent probably loops", MaxEmitDepth, t.emits[0].intent)
 		}
+		if st := s.story.States[s.state]; s.holds(st) {
+			// The room waits for the operator: what it captured is dropped.
+			s.logger.Debug("emit_intent chain held for the operator", "state", s.state, "intent", t.emits[0].intent,
+				"mode", s.execMode, "decider", st.Decider)
+			t.emits = nil
+			return nil
+		}
 		e := t.emits[0]
 		t.emits = t.emits[1:]
 		if err := s.fireEmit(t, e); err != nil {

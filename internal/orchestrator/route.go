@@ -519,6 +519,9 @@ func (s *Session) Say(ctx context.Context, text string) (*Outcome, error) {
 	if err := s.emit(t, trace.TurnStart{Turn: t.n, Input: text}); err != nil {
 		return nil, err
 	}
+	if err := s.applyOverride(t); err != nil {
+		return nil, err
+	}
 	r := s.route(ctx, t, text)
 	if r.Err != nil && isTraceErr(r.Err) {
 		return nil, r.Err

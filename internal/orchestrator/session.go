@@ -61,7 +61,12 @@ type Session struct {
 	root  string
 
 	overrides map[string]any
-	started   bool
+	// nextOverride is the world override the next turn applies first
+	// (OverrideWorld); nil for none.
+	nextOverride map[string]any
+	// execMode is the execution mode (ModeOneShot when "").
+	execMode string
+	started  bool
 
 	operator Operator
 	live     liveState
@@ -95,6 +100,9 @@ func New(st *story.Story, h Dispatcher, sink Sink, opts ...Option) (*Session, er
 	}
 	if _, ok := st.States[s.root]; !ok {
 		return nil, fmt.Errorf("root state %q does not exist (states: %s)", s.root, strings.Join(sortedKeys(st.States), ", "))
+	}
+	if err := CheckExecMode(s.execMode); err != nil {
+		return nil, err
 	}
 	if err := CheckWorld(st, s.overrides); err != nil {
 		return nil, err

@@ -62,6 +62,9 @@ func (s *Session) Turn(ctx context.Context, intent string, slots map[string]any,
 	if err := s.emit(t, trace.TurnStart{Turn: t.n, Input: input, Direct: true}); err != nil {
 		return nil, err
 	}
+	if err := s.applyOverride(t); err != nil {
+		return nil, err
+	}
 	return s.takeTurn(ctx, t)
 }
 

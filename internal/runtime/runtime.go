@@ -136,6 +136,9 @@ type Session struct {
 	// Routing is how free text is routed (the zero value: the story's
 	// routing: block and the defaults).
 	Routing orchestrator.RoutingConfig
+	// ExecMode is the execution mode (orchestrator.ModeOneShot or
+	// ModeStaged); "" is one_shot.
+	ExecMode string
 }
 
 // Tools shapes the MCP tools of the run's agent calls.
@@ -280,6 +283,9 @@ func Open(st *story.Story, cfg Config) (_ *Runtime, err error) {
 	}
 	if s.Operator != nil {
 		opts = append(opts, orchestrator.WithOperator(s.Operator))
+	}
+	if s.ExecMode != "" {
+		opts = append(opts, orchestrator.WithExecMode(s.ExecMode))
 	}
 	if rt.sess, err = orchestrator.New(st, rt.host, rt.sink, opts...); err != nil {
 		return nil, err

@@ -33,6 +33,49 @@ func (l *loader) finish() {
 	l.checkRoutingAgent()
 	l.checkPersonaProviders()
 	l.checkReadOnlyRooms()
+	l.markDecisionGates()
+}
+
+// markDecisionGates sets State.DecisionGate: the state has a forward
+// intent (an on: key, not "*", with an arm that leaves the state for
+// another one that is not an exit) that no emit_intent of its on_enter
+// fires, so only the operator can take it. A state with a templated
+// emit_intent is never a gate (any intent may be the one it fires).
+func (l *loader) markDecisionGates() {
+	emitted := map[*State]map[string]bool{}
+	templated := map[*State]bool{}
+	for _, r := range l.effects {
+		st := r.ctx.state
+		switch {
+		case st == nil || r.e.EmitIntent == nil || r.ctx.arm != nil:
+			// on_enter emits only: an arm's fire from its target
+		case r.emitName == "":
+			templated[st] = true
+		default:
+			if emitted[st] == nil {
+				emitted[st] = map[string]bool{}
+			}
+			emitted[st][r.emitName] = true
+		}
+	}
+	for _, st := range l.st.States {
+		if templated[st] {
+			continue
+		}
+		for intent, arms := range st.On {
+			if intent == "*" || emitted[st][intent] {
+				continue
+			}
+			for _, a := range arms {
+				forward := a.TargetTemplate != nil ||
+					(!a.Stay && a.Target != st.Name && !strings.HasPrefix(a.Target, ExitStatePrefix))
+				if forward {
+					st.DecisionGate = true
+					break
+				}
+			}
+		}
+	}
 }
 
 // checkReadOnlyRooms checks each write_mode: read_only room: it must

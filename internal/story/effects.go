@@ -302,7 +302,8 @@ func (l *loader) loadBind(f *file, n *yaml.Node, path string) []Bind {
 			continue
 		}
 		switch {
-		case isTemplated(src):
+		case isTemplated(src) || src == "":
+			// "" binds the empty string: the key is cleared on every call.
 			templates, at = append(templates, e), append(at, len(out))
 			out = append(out, Bind{Key: e.name})
 		case bindPathRE.MatchString(src):

@@ -155,9 +155,13 @@ type State struct {
 	// agents this room dispatches may not use mutating tools.
 	WriteMode string
 	// Decider is decider: "" (by the room's shape), DeciderHuman or
-	// DeciderLLM; see Session's staged execution mode.
+	// DeciderLLM; see the orchestrator's execution modes.
 	Decider string
-	Pos     Pos
+	// DecisionGate is set when the room's shape makes it a decision gate:
+	// it has a forward intent (to another state, not an exit) that none
+	// of its own emit_intent effects fires.
+	DecisionGate bool
+	Pos          Pos
 }
 
 // Arm is one transition of an on: list.

@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kitsoki/kitsoki/internal/agent/cassette"
+	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/yamlnode"
 )
 
@@ -55,6 +56,12 @@ type Fixture struct {
 	// AppID is app: written as a story id rather than a path: the story
 	// under test (the command's) must have that id.
 	AppID string
+
+	// Mode is the execution mode the flow runs in (mode:, "" = one_shot).
+	Mode string
+	// ExpectFiles are the expect_files: entries, checked when the flow
+	// ends.
+	ExpectFiles []FileExpect
 
 	// SkipReason is why the fixture is skipped ("" when it runs).
 	SkipReason string
@@ -127,6 +134,9 @@ type TurnSpec struct {
 	ExpectWorldUnchanged bool // the turn leaves the world as it found it
 	// AdvanceClock moves the flow's fake clock forward after the turn.
 	AdvanceClock time.Duration
+	// WorldOverride (world_override:) is set into the world at the start
+	// of the turn, before its guards run.
+	WorldOverride map[string]any
 	// Then holds further expectation blocks checked after the turn, each
 	// like a turn's expect_* keys.
 	Then []*TurnSpec
@@ -166,15 +176,16 @@ var (
 	fixtureKeys = []string{"test_kind", "description", "app", "initial_state", "initial_world", "host_handlers", "host_cassette", "turns",
 		"expect_terminal", "expect_no_errors", "expect_world_final", "expect_no_host_calls", "strict_cassette_coverage",
 		"expect_events_count_atleast", "expect_events_count_atmost", "starlark_http_cassette",
-		"host_bindings", "advance_clock",
+		"host_bindings", "advance_clock", "mode", "use_orchestrator", "expect_files",
 		// [later]: parsed and ignored
-		"recording", "mode", "use_orchestrator", "starlark_*", "expect_files",
+		"recording", "starlark_*",
 		"expect_inbox", "expect_jobs"}
 	turnKeys = []string{"intent", "expect_state", "expect_not_state", "expect_state_in", "expect_world", "expect_world_full",
 		"expect_slots", "expect_error", "expect_view_matches", "expect_no_view", "expect_host_calls", "expect_no_host_calls",
 		"expect_events", "expect_events_exact", "expect_world_final", "expect_world_unchanged", "advance_clock", "then",
-		// refused per fixture (SkipReason): free-text turns, world_override
-		"input", "world_override"}
+		"world_override",
+		// refused per fixture (SkipReason): free-text turns
+		"input"}
 	// thenKeys are what a then: block may hold: a turn's expectations.
 	thenKeys = []string{"expect_state", "expect_not_state", "expect_state_in", "expect_world", "expect_world_full",
 		"expect_slots", "expect_error", "expect_view_matches", "expect_no_view", "expect_host_calls", "expect_no_host_calls",
@@ -327,6 +338,26 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 		}
 		*dst = &n
 	}
+	if fx.Mode, err = yamlnode.Str(m, "mode", "fixture"); err != nil {
+		return nil, err
+	}
+	if err := orchestrator.CheckExecMode(fx.Mode); err != nil {
+		return nil, bindingErr(file, m["mode"], "fixture.mode: %v", err)
+	}
+	if un, ok := m["use_orchestrator"]; ok && un.Tag != "!!null" {
+		use, err := boolField(m, "use_orchestrator", "fixture")
+		if err != nil {
+			return nil, err
+		}
+		if !use {
+			return nil, bindingErr(file, un, "fixture.use_orchestrator: false is not supported: kitsoki runs every flow through the orchestrator (with its fake clock and host stubs); remove the key")
+		}
+	}
+	if en, ok := m["expect_files"]; ok && en.Tag != "!!null" {
+		if fx.ExpectFiles, err = parseExpectFiles(en, file); err != nil {
+			return nil, err
+		}
+	}
 	if _, ok := m["recording"]; ok {
 		fx.SkipReason = "uses recording:, which this version does not run yet"
 	}
@@ -342,9 +373,6 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 			}
 			if ts.Input != "" && fx.SkipReason == "" {
 				fx.SkipReason = fmt.Sprintf("turn %d is a free-text input: turn, which this version does not route yet", i+1)
-			}
-			if _, ok := fieldsOf(t)["world_override"]; ok && fx.SkipReason == "" {
-				fx.SkipReason = fmt.Sprintf("turn %d uses world_override:, which this version does not support", i+1)
 			}
 			if ts.AdvanceClock > 0 {
 				fx.AdvanceClock = true
@@ -595,6 +623,9 @@ func parseTurn(n *yaml.Node, i int, file string) (*TurnSpec, error) {
 	if ts.Input, err = yamlnode.Str(m, "input", where); err != nil {
 		return nil, err
 	}
+	if ts.WorldOverride, _, err = yamlnode.Mapping(m, "world_override", where); err != nil {
+		return nil, err
+	}
 	if ts.Intent == "" && ts.Input == "" {
 		return nil, fmt.Errorf("line %d: %s: intent: {name, slots} is required", n.Line, where)
 	}
@@ -794,4 +825,60 @@ func parseExpectError(n *yaml.Node, where string) (*ExpectError, error) {
 		}
 	}
 	return ee, nil
+}
+
+// FileExpect is one expect_files: entry: the file at Path (relative to the
+// fixture's directory) exists and, with ContentMatches, its text matches;
+// or, with MustNotExist, it does not exist.
+type FileExpect struct {
+	Path           string
+	Abs            string // resolved against the fixture's directory
+	ContentMatches *regexp.Regexp
+	MustNotExist   bool
+	at             yamlAt
+}
+
+// parseExpectFiles reads expect_files: a list of {path, content_matches,
+// must_not_exist}.
+func parseExpectFiles(n *yaml.Node, file string) ([]FileExpect, error) {
+	if n.Kind != yaml.SequenceNode {
+		return nil, bindingErr(file, n, "fixture.expect_files must be a list of {path, content_matches, must_not_exist}, got %s", yamlnode.KindName(n))
+	}
+	dir := filepath.Dir(file)
+	out := make([]FileExpect, 0, len(n.Content))
+	for i, en := range n.Content {
+		where := fmt.Sprintf("fixture.expect_files[%d]", i)
+		m, err := fields(en, where, "path", "content_matches", "must_not_exist")
+		if err != nil {
+			return nil, err
+		}
+		fe := FileExpect{at: at(en)}
+		if fe.Path, err = yamlnode.Str(m, "path", where); err != nil {
+			return nil, err
+		}
+		if fe.Path == "" {
+			return nil, bindingErr(file, en, "%s: path is required (relative to the fixture's directory)", where)
+		}
+		fe.Abs = filepath.FromSlash(fe.Path)
+		if !filepath.IsAbs(fe.Abs) {
+			fe.Abs = filepath.Join(dir, fe.Abs)
+		}
+		rx, err := yamlnode.Str(m, "content_matches", where)
+		if err != nil {
+			return nil, err
+		}
+		if rx != "" {
+			if fe.ContentMatches, err = regexp.Compile(rx); err != nil {
+				return nil, bindingErr(file, m["content_matches"], "%s.content_matches: %v", where, err)
+			}
+		}
+		if fe.MustNotExist, err = boolField(m, "must_not_exist", where); err != nil {
+			return nil, err
+		}
+		if fe.MustNotExist && fe.ContentMatches != nil {
+			return nil, bindingErr(file, en, "%s: must_not_exist: true cannot be combined with content_matches:", where)
+		}
+		out = append(out, fe)
+	}
+	return out, nil
 }

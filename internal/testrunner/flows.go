@@ -335,7 +335,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 	// Flows replay cassettes recorded against the story's own routes, so
 	// pins do not apply.
 	cfg := runtime.Config{Logger: logger, Clock: f.clk, Trace: runtime.Trace{Sink: sink}, IgnorePins: true,
-		Session: &runtime.Session{ID: "flow", Root: root, World: replay.CopyMap(fx.InitialWorld)}}
+		Session: &runtime.Session{ID: "flow", Root: root, World: replay.CopyMap(fx.InitialWorld), ExecMode: fx.Mode}}
 	if f.Cassette != nil {
 		cfg.Cassette = f.Cassette
 	}
@@ -403,6 +403,12 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 		if ts.wantsWorldBefore() {
 			before = replay.CopyMap(sess.World())
 		}
+		if ts.WorldOverride != nil {
+			if err := sess.OverrideWorld(replay.CopyMap(ts.WorldOverride)); err != nil {
+				res.Turns = append(res.Turns, TurnResult{TurnIndex: i, NewState: sess.State(), Failures: []string{"world_override: " + err.Error()}})
+				break
+			}
+		}
 		out, err := sess.Turn(ctx, ts.Intent, replay.CopyMap(ts.Slots), "")
 		if err != nil {
 			res.Turns = append(res.Turns, TurnResult{TurnIndex: i, NewState: sess.State(), Failures: []string{"trace: " + err.Error()}})
@@ -465,6 +471,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 			}
 		}
 	}
+	sfails = append(sfails, checkFiles(fx.ExpectFiles)...)
 	sfails = append(sfails, checkHostCalls("expect_host_calls", nil, fx.ExpectNoHostCalls, allCalls)...)
 	sfails = append(sfails, checkNoHostCallsOf("expect_no_host_calls", fx.NoHostCallsOf, everyCall)...)
 	if n, lo := len(sink.events)-seeded, fx.ExpectEventsAtLeast; lo != nil && n < *lo {

@@ -56,6 +56,11 @@ type rigConfig struct {
 	storyOpts []story.Option
 	root      string
 	routing   RoutingConfig
+	execMode  string
+}
+
+func withExecMode(mode string) rigOpt {
+	return func(c *rigConfig) { c.execMode = mode }
 }
 
 func withAgent(alias string, a agent.Agent) rigOpt {
@@ -96,7 +101,7 @@ func newRig(t *testing.T, fs files, opts ...rigOpt) *rig {
 	if cfg.root != "" {
 		sopts = append(sopts, WithRoot(cfg.root))
 	}
-	sopts = append(sopts, WithRouting(cfg.routing))
+	sopts = append(sopts, WithRouting(cfg.routing), WithExecMode(cfg.execMode))
 	sess, err := New(st, h, sink, sopts...)
 	if err != nil {
 		t.Fatal(err)

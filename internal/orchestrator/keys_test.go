@@ -1,0 +1,168 @@
+package orchestrator
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// gateStory: start's on_enter auto-advances to review; review is a
+// decision gate (accept and redo lead elsewhere, nothing emits them) whose
+// on_enter emits accept. pinned is the same room pinned decider: llm,
+// forced the same with decider: human in a one-shot run.
+const gateStory = `app: {id: gates}
+intents:
+  go: {}
+  go_pinned: {}
+  go_forced: {}
+  to_review: {}
+  accept: {}
+  redo: {}
+root: start
+states:
+  start:
+    on:
+      go: [{target: review}]
+      go_pinned: [{target: pinned}]
+      go_forced: [{target: forced}]
+  review:
+    on_enter:
+      - emit_intent: accept
+    on:
+      accept: [{target: done}]
+      redo: [{target: start}]
+  pinned:
+    decider: llm
+    on_enter:
+      - emit_intent: accept
+    on:
+      accept: [{target: done}]
+      redo: [{target: start}]
+  forced:
+    decider: human
+    on_enter:
+      - emit_intent: accept
+    on:
+      accept: [{target: done}]
+  done:
+    terminal: true
+`
+
+// In staged mode the emit_intent chain stops at a decision gate unless the
+// room says decider: llm; decider: human stops it in every mode.
+func TestExecModes(t *testing.T) {
+	tests := []struct {
+		mode, line, want string
+	}{
+		{"", "go", "done"},
+		{ModeOneShot, "go", "done"},
+		{ModeStaged, "go", "review"},
+		{ModeStaged, "go_pinned", "done"},
+		{ModeOneShot, "go_forced", "forced"},
+		{ModeStaged, "go_forced", "forced"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode+"/"+tt.line, func(t *testing.T) {
+			r := newRig(t, files{"app.yaml": gateStory}, withExecMode(tt.mode))
+			if out := r.do(tt.line); out.State != tt.want {
+				t.Errorf("state = %q, want %q (%v)", out.State, tt.want, out.Err)
+			}
+		})
+	}
+}
+
+func TestExecModeUnknown(t *testing.T) {
+	err := CheckExecMode("batch")
+	if err == nil || err.Error() != `unknown execution mode "batch": use one_shot or staged` {
+		t.Errorf("err = %v", err)
+	}
+}
+
+const keysStory = `app: {id: keys}
+world:
+  count: {type: int, default: 0}
+intents:
+  go:
+    slots:
+      dir: {type: string, required: true, validator: "value != 'down' && len(value) < 6"}
+  tag:
+    slots:
+      tags: {type: list, required: true}
+  peek: {}
+root: hall
+states:
+  hall:
+    view: "hall, count {{ world.count }}"
+    on:
+      go:
+        - target: room
+          view: "You go {{ slots.dir }}; count {{ world.count }}."
+      tag: [{target: .}]
+      peek:
+        - when: "world.count > 5"
+          target: room
+        - default: true
+          target: .
+  room:
+    view: "room"
+    on:
+      go: [{target: hall}]
+`
+
+// A transition's view: replaces the target's view for that turn only.
+func TestArmView(t *testing.T) {
+	r := newRig(t, files{"app.yaml": keysStory})
+	if out := r.do("go dir=north"); out.View != "You go north; count 0." {
+		t.Errorf("view = %q", out.View)
+	}
+	if out := r.do("go dir=south"); out.View != "hall, count 0" {
+		t.Errorf("view after an arm without view: = %q", out.View)
+	}
+}
+
+// A slot validator rejects a value it is false for, with the value and the
+// expression; a list slot typed as a,b is a list.
+func TestSlotValidatorAndList(t *testing.T) {
+	r := newRig(t, files{"app.yaml": keysStory})
+	tests := []struct{ line, want string }{
+		{"go dir=down", `INVALID_SLOT_VALUE: slot "dir" of intent "go": "down" is rejected by its validator "value != 'down' && len(value) < 6"`},
+		{"go dir=northwest", `INVALID_SLOT_VALUE: slot "dir" of intent "go": "northwest" is rejected by its validator "value != 'down' && len(value) < 6"`},
+	}
+	for _, tt := range tests {
+		out := r.do(tt.line)
+		if out.Rejection == nil || out.Rejection.Error() != tt.want {
+			t.Errorf("%s: rejection = %v, want %s", tt.line, out.Rejection, tt.want)
+		}
+	}
+	_, slots, err := r.sess.ParseInput("tag tags='a,b, c'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(map[string]any{"tags": []any{"a", "b", "c"}}, slots); d != "" {
+		t.Errorf("slots (-want +got):\n%s", d)
+	}
+}
+
+// OverrideWorld sets the world at the start of the next turn, before its
+// guards, traced as world.update; a value of the wrong type is refused.
+func TestOverrideWorld(t *testing.T) {
+	r := newRig(t, files{"app.yaml": keysStory})
+	if err := r.sess.OverrideWorld(map[string]any{"count": 9}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := r.sess.Turn(context.Background(), "peek", nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.State != "room" {
+		t.Errorf("state = %q, want room (the guard saw count 9)", out.State)
+	}
+	if d := cmp.Diff([]string{"turn.input", "turn.start", "world.update", "machine.intent_accepted"}, r.kinds(1)[:4]); d != "" {
+		t.Errorf("turn 1 kinds (-want +got):\n%s", d)
+	}
+	err = r.sess.OverrideWorld(map[string]any{"count": "many"})
+	if err == nil || err.Error() != `world override: world key "count" is declared int; the initial value "many" is not an int` {
+		t.Errorf("err = %v", err)
+	}
+}

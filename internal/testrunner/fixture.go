@@ -76,6 +76,12 @@ type Fixture struct {
 	// resolved. It serves host.starlark.run's HTTP, replay only.
 	HTTPCassette, HTTPCassettePath string
 	httpCassetteAt                 yamlAt
+
+	// InspectCassette is starlark_inspect_cassette: as written;
+	// InspectCassettePath resolved. It answers host.starlark.run's
+	// ctx.probe calls.
+	InspectCassette, InspectCassettePath string
+	inspectCassetteAt                    yamlAt
 }
 
 // Stub is a host_handlers entry: a canned answer, optionally per call id
@@ -176,7 +182,7 @@ var (
 	fixtureKeys = []string{"test_kind", "description", "app", "initial_state", "initial_world", "host_handlers", "host_cassette", "turns",
 		"expect_terminal", "expect_no_errors", "expect_world_final", "expect_no_host_calls", "strict_cassette_coverage",
 		"expect_events_count_atleast", "expect_events_count_atmost", "starlark_http_cassette",
-		"host_bindings", "advance_clock", "mode", "use_orchestrator", "expect_files",
+		"host_bindings", "advance_clock", "mode", "use_orchestrator", "expect_files", "starlark_inspect_cassette",
 		// [later]: parsed and ignored
 		"recording", "starlark_*",
 		"expect_inbox", "expect_jobs"}
@@ -291,6 +297,16 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 		fx.HTTPCassettePath = filepath.FromSlash(fx.HTTPCassette)
 		if !filepath.IsAbs(fx.HTTPCassettePath) {
 			fx.HTTPCassettePath = filepath.Join(dir, fx.HTTPCassettePath)
+		}
+	}
+	if fx.InspectCassette, err = yamlnode.Str(m, "starlark_inspect_cassette", "fixture"); err != nil {
+		return nil, err
+	}
+	if fx.InspectCassette != "" {
+		fx.inspectCassetteAt = at(m["starlark_inspect_cassette"])
+		fx.InspectCassettePath = filepath.FromSlash(fx.InspectCassette)
+		if !filepath.IsAbs(fx.InspectCassettePath) {
+			fx.InspectCassettePath = filepath.Join(dir, fx.InspectCassettePath)
 		}
 	}
 	if hn, ok := m["host_handlers"]; ok && hn.Tag != "!!null" {

@@ -164,6 +164,8 @@ type Flow struct {
 	clk *clock.Fake
 
 	httpCassette *starlark.Cassette // starlark_http_cassette:, nil without
+	// inspectCassette is starlark_inspect_cassette:, nil without.
+	inspectCassette *starlark.InspectCassette
 }
 
 // Prepare loads what a fixture needs and checks it against its story. An
@@ -221,6 +223,13 @@ func (r *Runner) Prepare(fx *Fixture) (*Flow, error) {
 			return nil, fmt.Errorf("%s: starlark_http_cassette: %w", fx.Name, err)
 		}
 		f.httpCassette = c
+	}
+	if fx.InspectCassettePath != "" {
+		c, err := starlark.LoadInspectCassette(fx.InspectCassettePath)
+		if err != nil {
+			return nil, fmt.Errorf("%s: starlark_inspect_cassette: %w", fx.Name, err)
+		}
+		f.inspectCassette = c
 	}
 	return f, nil
 }
@@ -342,6 +351,9 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 	if f.httpCassette != nil {
 		cfg.Starlark.HTTP = f.httpCassette.Client(nil)
 	}
+	if f.inspectCassette != nil {
+		cfg.Starlark.Probe = f.inspectCassette
+	}
 	rt, err := runtime.Open(st, cfg)
 	if err != nil {
 		res.Turns = append(res.Turns, TurnResult{TurnIndex: SessionIndex, Failures: []string{"seed: " + err.Error()}})
@@ -352,7 +364,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 	// Host calls are dispatched only when the fixture says how to answer
 	// them; otherwise they are dropped (answered with nothing), as Kitsoki
 	// does, so older fixtures keep passing.
-	dispatch := f.Cassette != nil || fx.HostHandlers != nil || fx.AdvanceClock || f.httpCassette != nil
+	dispatch := f.Cassette != nil || fx.HostHandlers != nil || fx.AdvanceClock || f.httpCassette != nil || f.inspectCassette != nil
 	if f.Cassette == nil && fx.HostHandlers != nil {
 		for _, name := range sortedKeys(fx.HostHandlers) {
 			hd := &stubHandler{stub: fx.HostHandlers[name], clk: f.clk, name: name}

@@ -1,6 +1,7 @@
 package testrunner
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -66,6 +67,33 @@ func TestFixtureExpectFilesOutside(t *testing.T) {
 	defer r.Close()
 	_, err = r.Prepare(fxs[0])
 	if err == nil || !strings.Contains(err.Error(), `files_outside.yaml:6:5: expect_files[0].path: "/etc/hostname" is outside the workspace`) {
+		t.Errorf("error = %v", err)
+	}
+}
+
+// starlark_inspect_cassette: answers the real script's ctx.probe calls
+// from the cassette; a cassette that does not exist is a setup error.
+func TestFixtureInspectCassette(t *testing.T) {
+	const app = "testdata/inspect/app.yaml"
+	fxs, err := LoadFixtures(app, "testdata/inspect/flows/three.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRunner(WithFlowGetenv(noEnv))
+	defer r.Close()
+	rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := rep.Results; len(res) != 1 || !res[0].Passed {
+		t.Fatalf("want a pass, got:\n%s", report(res, true))
+	}
+	fxs, err = LoadFixtures(app, "testdata/inspect/flows/missing.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Prepare(fxs[0])
+	if err == nil || !strings.Contains(err.Error(), "missing.yaml: starlark_inspect_cassette: inspect cassette: open ") {
 		t.Errorf("error = %v", err)
 	}
 }

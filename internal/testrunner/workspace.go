@@ -82,6 +82,11 @@ func (r *Runner) confine(fx *Fixture) (string, error) {
 			return "", fmt.Errorf("%s: starlark_http_cassette: %w", fx.httpCassetteAt.where(fx.File), renamed(err, fx.HTTPCassette))
 		}
 	}
+	if fx.InspectCassettePath != "" {
+		if err := check(fx.InspectCassettePath); err != nil {
+			return "", fmt.Errorf("%s: starlark_inspect_cassette: %w", fx.inspectCassetteAt.where(fx.File), renamed(err, fx.InspectCassette))
+		}
+	}
 	for i, fe := range fx.ExpectFiles {
 		if err := check(fe.Abs); err != nil {
 			return "", fmt.Errorf("%s: expect_files[%d].path: %w", fe.at.where(fx.File), i, renamed(err, fe.Path))

@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/kitsoki/kitsoki/internal/orchestrator"
 )
 
 // scripted runs one intent or free-text line per non-blank input line ("#" starts a comment)
@@ -91,7 +94,8 @@ func (r *runner) interactive(ctx context.Context, in *lines) int {
 		case ":help", "?":
 			fmt.Fprintln(r.out, `Type an intent and its slots: intent key=value key2="two words"
 :intents   what this state accepts     :world   the world as JSON
-:state     where the story is          :quit    leave`)
+:state     where the story is          :back    return to the previous room
+:quit      leave`)
 			fmt.Fprintln(r.out, pluginHelp)
 			continue
 		case ":intents", ":state":
@@ -100,6 +104,21 @@ func (r *runner) interactive(ctx context.Context, in *lines) int {
 		case ":world":
 			b, _ := json.MarshalIndent(r.sess.World(), "", "  ")
 			fmt.Fprintln(r.out, string(b))
+			continue
+		case ":back":
+			out, err := r.sess.Back(ctx)
+			if errors.Is(err, orchestrator.ErrNoHistory) {
+				fmt.Fprintln(r.errw, "kitsoki:", err)
+				continue
+			}
+			if err != nil {
+				fmt.Fprintln(r.errw, "kitsoki:", err)
+				return exitFailure
+			}
+			if code, stop := r.afterReplay(r.report(out)); stop && (code == exitOK || code == exitFailure) {
+				return code
+			}
+			r.describe()
 			continue
 		}
 		if r.plugins.command(ctx, line, r.out, r.errw) {

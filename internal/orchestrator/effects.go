@@ -40,6 +40,9 @@ func (s *Session) take(t *turnCtx, arm *story.Arm, intent string) error {
 	if stay {
 		return nil
 	}
+	if to != s.state && !arm.NoHistory {
+		s.push(s.state)
+	}
 	return s.enterPath(t, s.state, to)
 }
 

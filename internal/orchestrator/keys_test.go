@@ -166,3 +166,60 @@ func TestOverrideWorld(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+const historyStory = `app: {id: history}
+world:
+  entered: {type: int, default: 0}
+intents:
+  open: {}
+  peek: {}
+  stay: {}
+root: lobby
+states:
+  lobby:
+    on_enter:
+      - increment: {entered: 1}
+    on:
+      open: [{target: room}]
+      peek: [{target: side, push_history: false}]
+  room:
+    on:
+      stay: [{target: .}]
+      open: [{target: side}]
+  side:
+    on:
+      open: [{target: lobby}]
+`
+
+// Transitions push the room they leave; push_history: false does not;
+// Back returns to the last one, running its on_enter; an empty history is
+// ErrNoHistory with nothing traced.
+func TestHistoryAndBack(t *testing.T) {
+	r := newRig(t, files{"app.yaml": historyStory})
+	ctx := context.Background()
+	if _, err := r.sess.Back(ctx); err != ErrNoHistory {
+		t.Fatalf("Back on an empty history: %v", err)
+	}
+	r.do("open") // lobby -> room
+	r.do("stay") // a stay pushes nothing
+	r.do("open") // room -> side
+	if d := cmp.Diff([]string{"lobby", "room"}, r.sess.History()); d != "" {
+		t.Errorf("history (-want +got):\n%s", d)
+	}
+	out, err := r.sess.Back(ctx)
+	if err != nil || out.State != "room" {
+		t.Fatalf("Back = %v, %v; want room", out, err)
+	}
+	out, err = r.sess.Back(ctx)
+	if err != nil || out.State != "lobby" || r.sess.World()["entered"] != int64(2) {
+		t.Fatalf("Back = %v, %v (entered %v); want lobby, its on_enter run again", out, err, r.sess.World()["entered"])
+	}
+	tr := r.events("machine.transition")
+	if last := tr[len(tr)-1].Payload; last["intent"] != BackIntent || last["from"] != "room" || last["to"] != "lobby" {
+		t.Errorf("last machine.transition = %v", last)
+	}
+	r.do("peek") // push_history: false
+	if h := r.sess.History(); len(h) != 0 {
+		t.Errorf("history after a push_history: false arm = %v", h)
+	}
+}

@@ -66,7 +66,9 @@ type Session struct {
 	nextOverride map[string]any
 	// execMode is the execution mode (ModeOneShot when "").
 	execMode string
-	started  bool
+	// history is the room-history stack Back pops (History).
+	history []string
+	started bool
 
 	operator Operator
 	live     liveState

@@ -41,6 +41,7 @@ func TestLoadKitsokiKeys(t *testing.T) {
 		{"root decider", s.States[InlineRoot].Decider, DeciderLLM},
 		{"hall decider", s.States["hall"].Decider, DeciderHuman},
 		{"arm view", s.States[InlineRoot].On["go"][0].View.Source(), "You go {{ slots.dir }}."},
+		{"push_history", []bool{s.States[InlineRoot].On["go"][0].NoHistory, s.States["hall"].On["pick"][0].NoHistory}, []bool{false, true}},
 		// hall's pick leads to another state and nothing emits it.
 		{"gates", []bool{s.States[InlineRoot].DecisionGate, s.States["hall"].DecisionGate}, []bool{true, true}},
 	}

@@ -410,7 +410,6 @@ func TestWarnings(t *testing.T) {
 		{"errors/later.yaml", []string{
 			`later.yaml:2:1: imports: "imports" is not supported yet and is ignored`,
 			`later.yaml:10:5: states.start.mode: "mode" is not supported yet and is ignored`,
-			`later.yaml:15:11: states.start.on.go[0].push_history: "push_history" is not supported yet and is ignored`,
 			`later.yaml:18:9: states.start.on_enter[0].background: "background" is not supported yet and is ignored`,
 		}},
 		{"errors/warnings.yaml", []string{

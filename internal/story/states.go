@@ -18,8 +18,7 @@ var stateKeys = &keySpec{
 }
 
 var armKeys = &keySpec{
-	v1:    []string{"target", "when", "default", "effects", "guard_hint", "view"},
-	later: []string{"push_history"},
+	v1: []string{"target", "when", "default", "effects", "guard_hint", "view", "push_history"},
 	refused: map[string]string{
 		"emit": "kitsoki has no parallel regions to broadcast events to; fire an internal intent with an emit_intent: effect instead",
 	},
@@ -190,6 +189,9 @@ func (l *loader) loadArm(f *file, n *yaml.Node, path string, s *State, intent st
 		return nil, false
 	}
 	boolField(l, f, fs, path, "default", &a.Default)
+	push := true
+	boolField(l, f, fs, path, "push_history", &push)
+	a.NoHistory = !push
 	strField(l, f, fs, path, "guard_hint", &a.GuardHint)
 	w, hasWhen := fs.get("when")
 	if hasWhen {

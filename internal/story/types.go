@@ -187,7 +187,10 @@ type Arm struct {
 	// View, when set, is shown at the end of the turn instead of the
 	// target's view (the arm's view:).
 	View *expr.Text
-	Pos  Pos
+	// NoHistory is push_history: false: taking the arm does not push the
+	// state it leaves onto the session's room history.
+	NoHistory bool
+	Pos       Pos
 }
 
 // Effect is one effect item. At most one action (Set, Increment, Say,

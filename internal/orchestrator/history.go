@@ -31,9 +31,10 @@ func (s *Session) push(from string) {
 }
 
 // Back takes a turn that returns to the last room in the history: a
-// machine.transition with intent __back__, the exits and entries (with
-// their on_enter) as for a transition, then the emits, calls and view of
-// any turn. An empty history is ErrNoHistory, and nothing is traced.
+// machine.transition with intent __back__ and the exits and entries of a
+// transition, but no on_enter: the room is shown as it stands, not entered
+// anew (an auto-advancing room would otherwise move straight on again).
+// An empty history is ErrNoHistory, and nothing is traced.
 func (s *Session) Back(ctx context.Context) (*Outcome, error) {
 	if !s.started {
 		return nil, errors.New("session not started: call Start first")
@@ -55,10 +56,32 @@ func (s *Session) Back(ctx context.Context) (*Outcome, error) {
 		if err := s.emit(t, trace.MachineTransition{From: s.state, To: to, Intent: BackIntent, Slots: t.slots}); err != nil {
 			return err
 		}
-		return s.enterPath(t, s.state, to)
+		return s.movePath(t, s.state, to)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, s.sink.EndTurn()
+}
+
+// movePath is enterPath without on_enter: the exits and entries are traced
+// and the state set.
+func (s *Session) movePath(t *turnCtx, from, to string) error {
+	fromChain, toChain := pathChain(s, from), pathChain(s, to)
+	common := 0
+	for common < len(fromChain) && common < len(toChain) && fromChain[common] == toChain[common] {
+		common++
+	}
+	for i := len(fromChain) - 1; i >= common; i-- {
+		if err := s.emit(t, trace.MachineStateExited{State: fromChain[i]}); err != nil {
+			return err
+		}
+	}
+	for _, st := range toChain[common:] {
+		if err := s.emit(t, trace.MachineStateEntered{State: st}); err != nil {
+			return err
+		}
+	}
+	s.state = to
+	return nil
 }

@@ -206,7 +206,6 @@ type Effect struct {
 	Set        []SetItem // sorted by key
 	Increment  []IncrementItem
 	Say        *expr.Text
-	Emit       *expr.Tree // emit: (later in the spec; kept for the trace)
 	Invoke     *Invoke
 	// EmitIntent is the intent name (possibly a template); nil when absent.
 	EmitIntent *expr.Value

@@ -189,7 +189,7 @@ func (s *Session) dispatchOne(ctx context.Context, t *turnCtx, q *queued) (faile
 		if q.inv.OnError == "" {
 			t.errs = append(t.errs, fmt.Errorf("%s: %w", q.inv.Name, callErr))
 		} else {
-			t.handled = append(t.handled, HandledError{Namespace: q.inv.Name, Call: callOf(q), CallID: callID, Err: callErr, OnError: q.inv.OnError})
+			t.handled = append(t.handled, HandledError{Namespace: q.inv.Name, Call: callOf(args), CallID: callID, Err: callErr, OnError: q.inv.OnError})
 		}
 		he := map[string]any{"namespace": q.inv.Name, "message": callErr.Error()}
 		if data != nil {
@@ -309,9 +309,9 @@ func LookupPath(data map[string]any, path string) (any, bool) {
 	return cur, true
 }
 
-// callOf is the call id a queued invoke was dispatched with (its id:, a
+// callOf is the call id in an invoke's rendered args (its id:, a
 // templated one as rendered), "" when it has none.
-func callOf(q *queued) string {
-	c, _ := q.args["call"].(string)
+func callOf(args map[string]any) string {
+	c, _ := args["call"].(string)
 	return c
 }

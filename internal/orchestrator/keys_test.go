@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kitsoki/kitsoki/internal/host"
 )
 
 // gateStory: start's on_enter auto-advances to review; review is a
@@ -221,5 +223,48 @@ func TestHistoryAndBack(t *testing.T) {
 	r.do("peek") // push_history: false
 	if h := r.sess.History(); len(h) != 0 {
 		t.Errorf("history after a push_history: false arm = %v", h)
+	}
+}
+
+const idStory = `app: {id: ids}
+hosts: [host.count]
+world:
+  n: {type: int, default: 1}
+  got: {type: string, default: "x"}
+  note: {type: string, default: "stale"}
+intents:
+  go: {}
+root: s
+states:
+  s:
+    on:
+      go:
+        - target: .
+          effects:
+            - invoke: host.count
+              id: "count-{{ world.n }}"
+              bind: {got: call, note: ""}
+            - increment: {n: 1}
+`
+
+// A templated id: is rendered like with: (again at dispatch, against the
+// world then: after the chain's increment) and sent as the call key; a
+// bind: source of "" clears its key.
+func TestTemplatedIDAndEmptyBind(t *testing.T) {
+	var calls []string
+	h := host.HandlerFunc(func(_ context.Context, c *host.Call) (*host.Result, error) {
+		id, _ := c.Args["call"].(string)
+		calls = append(calls, id)
+		return &host.Result{Data: map[string]any{"call": id}}, nil
+	})
+	r := newRig(t, files{"app.yaml": idStory})
+	r.host.Register("host.count", h)
+	r.do("go")
+	r.do("go")
+	if d := cmp.Diff([]string{"count-2", "count-3"}, calls); d != "" {
+		t.Errorf("call ids (-want +got):\n%s", d)
+	}
+	if w := r.sess.World(); w["got"] != "count-3" || w["note"] != "" {
+		t.Errorf("world = %v, want got count-3 and note cleared", w)
 	}
 }

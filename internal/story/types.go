@@ -233,7 +233,7 @@ type Invoke struct {
 	OnError    string     // resolved target state path, "" when absent
 	Once       bool
 	ID         string      // the id: as written (the template source when templated)
-	IDTemplate *expr.Value // a templated id:, rendered when the invoke is queued; nil for a literal id
+	IDTemplate *expr.Value // a templated id:, rendered with with: (queued, then at dispatch); nil for a literal id
 	Agent      string      // agent_plugins alias, "" for the built-in path
 	Selection  map[string]any
 	Pos        Pos

@@ -29,6 +29,7 @@ type runOpts struct {
 	traceSync string
 	world     []string
 	root      string
+	mode      string
 	intents   string
 	session   string
 	timeout   time.Duration
@@ -88,6 +89,7 @@ Exit codes:
 	f.StringVar(&o.traceSync, "trace-sync", "turn", "when the trace is fsynced: turn (group commit) or event")
 	f.StringArrayVar(&o.world, "world", nil, "set a world value at start, key=value, typed by the world declaration (repeatable)")
 	f.StringVar(&o.root, "root", "", "start in this state instead of the story's root")
+	f.StringVar(&o.mode, "mode", "", "execution mode: one_shot (default; emit_intent chains run to rest) or staged (they stop at decision gates)")
 	f.StringVar(&o.intents, "intents", "", "comma-separated intents to run instead of reading stdin, e.g. 'open,approve by=ann'")
 	f.StringArrayVar(&o.say, "say", nil, "free text to route and run instead of reading stdin, e.g. 'show me the forecast for Tokyo' (repeatable; not with --intents)")
 	addRoutingFlags(cmd, &o.routing)
@@ -153,7 +155,10 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 	if err != nil {
 		return exitWith(exitFailure, err)
 	}
-	session := &runtime.Session{ID: o.session, World: world, Root: o.root, Routing: routing}
+	if err := orchestrator.CheckExecMode(o.mode); err != nil {
+		return exitWith(exitUsage, fmt.Errorf("--mode: %w", err))
+	}
+	session := &runtime.Session{ID: o.session, World: world, Root: o.root, Routing: routing, ExecMode: o.mode}
 	interactive := o.intents == "" && len(o.say) == 0 && isTerminal(cmd.InOrStdin())
 	var in *lines
 	if interactive {

@@ -94,6 +94,9 @@ func (s *Session) dispatchAll(ctx context.Context, t *turnCtx) error {
 		if n == 0 {
 			return nil
 		}
+		if err := s.foldCost(t); err != nil {
+			return err
+		}
 		if pass >= MaxPostBindPass {
 			return s.emit(t, trace.HarnessError{
 				Phase: "post_bind_emit", Depth: pass, MaxDepth: MaxPostBindPass,
@@ -180,6 +183,7 @@ func (s *Session) dispatchOne(ctx context.Context, t *turnCtx, q *queued) (faile
 		data, callErr, callID = res.Data, res.Err, res.CallID
 	}
 	if data != nil {
+		t.batchCost += agentCost(q.inv.Name, data)
 		if err := s.bind(t, q.inv, data); err != nil {
 			return false, err
 		}

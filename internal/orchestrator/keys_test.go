@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/host"
 )
 
@@ -266,5 +267,61 @@ func TestTemplatedIDAndEmptyBind(t *testing.T) {
 	}
 	if w := r.sess.World(); w["got"] != "count-3" || w["note"] != "" {
 		t.Errorf("world = %v, want got count-3 and note cleared", w)
+	}
+}
+
+const costStory = `app: {id: costs}
+hosts: [host.agent.ask, host.tool]
+agent_plugins:
+  agent.paid: {plugin: builtin.inprocess}
+intents:
+  ask: {}
+  tool: {}
+root: s
+states:
+  s:
+    on:
+      ask:
+        - target: .
+          effects:
+            - invoke: host.agent.ask
+              agent: agent.paid
+              with: {prompt: "one"}
+            - invoke: host.agent.ask
+              agent: agent.paid
+              with: {prompt: "two"}
+      tool:
+        - target: .
+          effects:
+            - invoke: host.tool
+`
+
+// The agent spend of a dispatch batch is folded into turn_cost_usd (the
+// batch's) and session_cost_usd (the running total), traced as
+// world.update; a batch without agent spend puts turn_cost_usd back to 0.
+func TestCostFolding(t *testing.T) {
+	paid := agent.AgentFunc(func(ctx context.Context, c *agent.Call) (*agent.AskResponse, error) {
+		return &agent.AskResponse{Submission: []byte(`"ok"`), Meta: map[string]any{"cost_usd": 0.25}}, nil
+	})
+	r := newRig(t, files{"app.yaml": costStory}, withAgent("agent.paid", paid))
+	r.host.Register("host.tool", host.HandlerFunc(func(context.Context, *host.Call) (*host.Result, error) {
+		return &host.Result{Data: map[string]any{"ok": true}}, nil
+	}))
+	steps := []struct {
+		line        string
+		turn, total float64
+	}{{"ask", 0.5, 0.5}, {"ask", 0.5, 1.0}, {"tool", 0, 1.0}, {"tool", 0, 1.0}}
+	for i, st := range steps {
+		r.do(st.line)
+		w := r.sess.World()
+		if w["turn_cost_usd"] != st.turn || w["session_cost_usd"] != st.total {
+			t.Errorf("step %d (%s): turn %v session %v, want %v %v", i, st.line, w["turn_cost_usd"], w["session_cost_usd"], st.turn, st.total)
+		}
+	}
+	// The last tool turn changed nothing: no cost update is traced.
+	for _, ev := range r.events("world.update") {
+		if ev.Turn == 4 {
+			t.Errorf("turn 4 wrote %v", ev.Payload)
+		}
 	}
 }

@@ -27,6 +27,8 @@ type turnCtx struct {
 	// armView is the view: of the last arm taken this turn (nil when it
 	// had none): shown instead of the state's view at turn end.
 	armView *story.Arm
+	// batchCost is the agent spend of the dispatch batch running.
+	batchCost float64
 }
 
 func (s *Session) newTurn(n int64, intent string, slots map[string]any) *turnCtx {

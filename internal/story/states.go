@@ -8,7 +8,8 @@ import (
 )
 
 var stateKeys = &keySpec{
-	v1: []string{"description", "view", "on_enter", "on", "terminal", "intents", "relevant_world", "default_intent"},
+	v1: []string{"description", "view", "on_enter", "on", "terminal", "intents", "relevant_world", "default_intent",
+		"intercept_drive"},
 	later: []string{"type", "initial", "states", "mode", "timeout", "agent_off_ramp", "write_mode", "decider",
 		"footer", "theme"},
 }
@@ -67,6 +68,16 @@ func (l *loader) loadState(f *file, n *yaml.Node, path string, s *State) {
 		if name, ok := l.str(f, di.val, p); ok && name != "" {
 			s.DefaultIntent = name
 			l.defaultIntents = append(l.defaultIntents, &nodeRef{f: f, n: di.val, path: p, value: name, state: s})
+		}
+	}
+	if v, ok := fs.get("intercept_drive"); ok {
+		p := joinPath(path, "intercept_drive")
+		if mode, ok := l.str(f, v.val, p); ok {
+			if mode != "rest" {
+				l.errAt(f, v.val, p, "intercept_drive must be \"rest\" (the only mode), got %q", mode)
+			} else {
+				s.InterceptDrive = mode
+			}
 		}
 	}
 	if v, ok := fs.get("view"); ok {

@@ -144,7 +144,11 @@ type State struct {
 	// free text no earlier tier resolved.
 	DefaultIntent string
 	DefaultSlot   string
-	Pos           Pos
+	// InterceptDrive is "rest" when the room begins a multi-turn sub-flow
+	// that a prompt-intercept gate must drive to rest; "" otherwise. The
+	// engine's own turns do not read it.
+	InterceptDrive string
+	Pos            Pos
 }
 
 // Arm is one transition of an on: list.

@@ -131,7 +131,7 @@ func (s *Session) dispatchQueue(ctx context.Context, t *turnCtx) (int, error) {
 				Message: fmt.Sprintf("on_error redirects chained more than %d times; staying in %q", MaxOnErrorDepth, s.state)})
 		}
 		h.Redirect = RedirectEntered
-		if err := s.enterPath(t, s.state, target); err != nil {
+		if err := s.transition(t, target); err != nil {
 			return n, err
 		}
 		if err := s.fireEmits(t, 0); err != nil {
@@ -240,7 +240,7 @@ func (s *Session) bind(t *turnCtx, inv *story.Invoke, data map[string]any) error
 // postBind re-checks every emit_intent of the settled state's on_enter
 // against the world the binds produced and fires the non-empty ones.
 func (s *Session) postBind(t *turnCtx) error {
-	st := s.story.States[s.state]
+	st := s.focus()
 	if st == nil {
 		return nil
 	}

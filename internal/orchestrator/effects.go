@@ -33,13 +33,24 @@ func (s *Session) take(t *turnCtx, arm *story.Arm, intent string) error {
 	if err := s.emit(t, trace.MachineTransition{From: s.state, To: to, Intent: intent, Slots: t.slots}); err != nil {
 		return err
 	}
-	if err := s.runEffects(t, arm.Effects, "arm "+intent); err != nil {
+	if s.inParallel() {
+		_, owner := s.armsFor(intent)
+		t.src = s.sourceLeaf(owner)
+	}
+	err := s.runEffects(t, arm.Effects, "arm "+intent)
+	t.src = ""
+	if err != nil {
 		return err
 	}
-	if stay {
+	if !stay {
+		if err := s.transition(t, to); err != nil {
+			return err
+		}
+	}
+	if len(t.events) == 0 {
 		return nil
 	}
-	return s.enterPath(t, s.state, to)
+	return s.broadcast(t)
 }
 
 // renderTarget renders an arm's templated target and resolves it to a
@@ -66,7 +77,15 @@ func (s *Session) renderTarget(t *turnCtx, arm *story.Arm, intent string) (strin
 	if v != nil {
 		text = fmt.Sprint(v)
 	}
-	to, stay, err := s.story.ResolveTarget(s.state, text)
+	_, owner := s.armsFor(intent)
+	from := s.sourceLeaf(owner)
+	if from == "" {
+		from = s.focus().Name
+	}
+	to, stay, err := s.story.ResolveTarget(from, text)
+	if stay {
+		to = s.state
+	}
 	if err != nil {
 		return "", false, fault("%s: target %q rendered %q, %w", where(), src, text, err)
 	}
@@ -94,15 +113,15 @@ func (s *Session) enterPath(t *turnCtx, from, to string) error {
 		}
 	}
 	for _, st := range toChain[common:] {
-		s.state = st
-		if err := s.emit(t, trace.MachineStateEntered{State: st}); err != nil {
-			return err
-		}
-		if err := s.runEffects(t, s.story.States[st].OnEnter, "on_enter of "+st); err != nil {
+		if err := s.enterOne(t, st, true); err != nil {
 			return err
 		}
 	}
-	s.state = to
+	final, err := s.descend(t, to, true)
+	if err != nil {
+		return err
+	}
+	s.state = final
 	return nil
 }
 
@@ -186,6 +205,8 @@ func (s *Session) runAction(t *turnCtx, e *story.Effect, where string, i int) er
 		}
 	case e.Invoke != nil:
 		return s.enqueue(t, e.Invoke, where, i)
+	case e.Emit != nil:
+		return s.captureEvents(t, e, where, i)
 	}
 	return nil
 }

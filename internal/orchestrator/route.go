@@ -156,7 +156,7 @@ func (s *Session) matchDeterministic(text string) (Route, bool) {
 			return r, true
 		}
 	}
-	if st := s.story.States[s.state]; st != nil && st.DefaultIntent != "" && st.DefaultSlot != "" {
+	if st := s.focus(); st != nil && st.DefaultIntent != "" && st.DefaultSlot != "" {
 		return Route{Tier: TierDefaultIntent, Intent: st.DefaultIntent, Confidence: 1,
 			Slots: map[string]any{st.DefaultSlot: strings.TrimSpace(text)}}, true
 	}
@@ -336,7 +336,7 @@ func slotSchema(sl *story.Slot) map[string]any {
 func (s *Session) RouterPrompt(text string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Route what the user typed to one of the intents allowed in state %q.\n", s.state)
-	if st := s.story.States[s.state]; st != nil && st.Description != "" {
+	if st := s.focus(); st != nil && st.Description != "" {
 		fmt.Fprintf(&b, "The state: %s\n", st.Description)
 	}
 	b.WriteString("\nIntents:\n")

@@ -23,6 +23,8 @@ type turnCtx struct {
 	says    []string
 	errs    []error
 	handled []HandledError
+	events  []regionEvent // emit: events waiting for the sibling regions
+	src     string        // inside a parallel state: the leaf whose arm runs ("" for the whole configuration)
 }
 
 func (s *Session) newTurn(n int64, intent string, slots map[string]any) *turnCtx {
@@ -177,7 +179,7 @@ func (s *Session) ancestors(path string) []*story.State {
 // armsFor finds the arms that handle intent: at the first state (walking
 // up from the current one) with arms for it, else with "*" arms.
 func (s *Session) armsFor(intent string) ([]*story.Arm, *story.State) {
-	for _, st := range s.ancestors(s.state) {
+	for _, st := range s.scopes() {
 		if arms, ok := st.On[intent]; ok {
 			return arms, st
 		}
@@ -299,7 +301,7 @@ func unknownSlot(def *story.Intent, slots map[string]any) *Rejection {
 // intentDef returns the intent's definition: a state-local one (current
 // state or an ancestor) shadows the global one.
 func (s *Session) intentDef(name string) *story.Intent {
-	for _, st := range s.ancestors(s.state) {
+	for _, st := range s.scopes() {
 		if in, ok := st.Intents[name]; ok {
 			return in
 		}
@@ -315,7 +317,7 @@ func (s *Session) IntentDef(name string) *story.Intent { return s.intentDef(name
 // arms for, sorted; "*" is left out.
 func (s *Session) AllowedIntents() []string {
 	seen := map[string]bool{}
-	for _, st := range s.ancestors(s.state) {
+	for _, st := range s.scopes() {
 		for k := range st.On {
 			if k != "*" {
 				seen[k] = true

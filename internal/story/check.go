@@ -25,6 +25,7 @@ func (l *loader) finish() {
 		l.checkGrammarSubset(r)
 	}
 	l.checkWorldRefs()
+	l.checkSlotRefs()
 	l.checkGuardReads()
 	l.checkArmIntents()
 	l.checkSynonyms()
@@ -117,12 +118,16 @@ func (l *loader) resolveTarget(t *targetRef) {
 		// on_error is the one other target.
 		l.errAt(t.f, t.n, t.path, "on_error must name a state, \".\" or @exit:<name>; a template target is allowed only in an arm's target:")
 	default:
-		norm := normStateName(raw)
-		if _, ok := l.st.States[norm]; !ok || strings.HasPrefix(norm, ExitStatePrefix) {
+		from := ""
+		if t.state != nil {
+			from = t.state.Name
+		}
+		path, norm, ok := resolveStatePath(l.st.States, from, raw)
+		if !ok || strings.HasPrefix(path, ExitStatePrefix) {
 			l.errAt(t.f, t.n, t.path, "%s", l.unknownState(raw, norm))
 			return
 		}
-		t.set(norm, false)
+		t.set(path, false)
 	}
 }
 
@@ -307,4 +312,40 @@ func (l *loader) intentDeclared(s *State, name string) bool {
 func (l *loader) interfaceDeclared(name string) bool {
 	_, ok := l.st.InterfaceOf(name)
 	return ok
+}
+
+// checkSlotRefs warns unless each relevant_slots entry is a slot of an
+// intent the state takes (an intent its on: or an ancestor's names, global
+// or local).
+func (l *loader) checkSlotRefs() {
+	for _, r := range l.slotRefs {
+		var names []string
+		seen := map[string]bool{}
+		for s := r.state; s != nil; s = l.st.States[s.Parent] {
+			for intent := range s.On {
+				in := l.intentFor(r.state, intent)
+				if in == nil {
+					continue
+				}
+				for _, sl := range in.SlotOrder {
+					if !seen[sl] {
+						seen[sl] = true
+						names = append(names, sl)
+					}
+				}
+			}
+			if s.Parent == "" {
+				break
+			}
+		}
+		if seen[r.value] {
+			continue
+		}
+		sort.Strings(names)
+		if len(names) == 0 {
+			l.warnAt(r.f, r.n, r.path, "slot %q: no intent this state takes declares slots", r.value)
+			continue
+		}
+		l.warnAt(r.f, r.n, r.path, "slot %q is not a slot of an intent this state takes (slots: %s)%s", r.value, strings.Join(names, ", "), didYouMean(r.value, names))
+	}
 }

@@ -203,6 +203,7 @@ type loader struct {
 	effects   []*effectRef
 	armKeys   []*nodeRef // on: intent keys, for the undeclared-intent warning
 	worldRefs []*nodeRef // relevant_world and exits.requires entries
+	slotRefs  []*nodeRef // relevant_slots entries
 	guards    []guardRef // compiled guards that read world keys by name
 	exitOrder []exitDecl // declaration order of exits, for the __exit__ states
 

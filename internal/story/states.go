@@ -9,8 +9,8 @@ import (
 
 var stateKeys = &keySpec{
 	v1: []string{"description", "view", "on_enter", "on", "terminal", "intents", "relevant_world", "default_intent",
-		"intercept_drive"},
-	later: []string{"type", "initial", "states", "mode", "timeout", "agent_off_ramp", "write_mode", "decider",
+		"intercept_drive", "type", "initial", "states", "relevant_slots"},
+	later: []string{"mode", "timeout", "agent_off_ramp", "write_mode", "decider",
 		"footer", "theme"},
 }
 
@@ -38,18 +38,35 @@ func normStateName(s string) string {
 }
 
 func (l *loader) loadStates(f *file, e entry) {
-	es, _ := l.entries(f, e.val, "states")
+	l.loadStateMap(f, e.val, "states", nil)
+}
+
+// loadStateMap reads a states: mapping: the top-level one (parent nil) or
+// a compound or parallel state's children, named parent.child.
+func (l *loader) loadStateMap(f *file, n *yaml.Node, base string, parent *State) {
+	es, _ := l.entries(f, n, base)
 	for _, se := range es {
-		path := joinPath("states", se.name)
+		path := joinPath(base, se.name)
 		name := normStateName(se.name)
 		if name == "" || strings.HasPrefix(name, ExitStatePrefix) {
 			l.errAt(f, se.key, path, "invalid state name %q (empty, or using the reserved prefix %q)", se.name, ExitStatePrefix)
 			continue
 		}
+		if parent != nil {
+			if strings.Contains(name, ".") {
+				l.errAt(f, se.key, path, "nested state name %q has a dot or slash; name the child alone (it is %s.<name>)", se.name, parent.Name)
+				continue
+			}
+			name = parent.Name + "." + name
+		}
 		if !l.dup(f, entry{name: name, key: se.key}, path, "state", l.st.States[name] != nil) {
 			continue
 		}
 		s := &State{Name: name, On: map[string][]*Arm{}, Pos: l.pos(f, se.key)}
+		if parent != nil {
+			s.Parent = parent.Name
+			parent.Children = append(parent.Children, name)
+		}
 		l.st.States[name] = s
 		l.stateOrder = append(l.stateOrder, name)
 		l.loadState(f, se.val, path, s)
@@ -63,6 +80,7 @@ func (l *loader) loadState(f *file, n *yaml.Node, path string, s *State) {
 	}
 	strField(l, f, fs, path, "description", &s.Description)
 	boolField(l, f, fs, path, "terminal", &s.Terminal)
+	l.loadHierarchy(f, fs, path, s)
 	if di, ok := fs.get("default_intent"); ok {
 		p := joinPath(path, "default_intent")
 		if name, ok := l.str(f, di.val, p); ok && name != "" {
@@ -92,6 +110,16 @@ func (l *loader) loadState(f *file, n *yaml.Node, path string, s *State) {
 	if in, ok := fs.get("intents"); ok {
 		s.Intents = map[string]*Intent{}
 		l.loadIntents(f, in.val, joinPath(path, "intents"), s.Intents, false)
+	}
+	if rs, ok := fs.get("relevant_slots"); ok {
+		items, _ := l.list(f, rs.val, joinPath(path, "relevant_slots"))
+		for i, it := range items {
+			p := indexPath(joinPath(path, "relevant_slots"), i)
+			if k, ok := l.str(f, it, p); ok {
+				s.RelevantSlots = append(s.RelevantSlots, k)
+				l.slotRefs = append(l.slotRefs, &nodeRef{f: f, n: it, path: p, value: k, state: s})
+			}
+		}
 	}
 	if rw, ok := fs.get("relevant_world"); ok {
 		items, _ := l.list(f, rw.val, joinPath(path, "relevant_world"))

@@ -16,3 +16,65 @@ func TestInterceptDrive(t *testing.T) {
 		t.Errorf("diagnostics (-want +got):\n%s", diff)
 	}
 }
+
+// TestHierarchyErrors checks the load errors of type:, initial: and nested
+// states:, and of targets that climb out of nested states.
+func TestHierarchyErrors(t *testing.T) {
+	want := []string{
+		`hierarchy_errors.yaml:6:11: states.a.type: unknown state type "compund" (one of atomic, compound, parallel) (did you mean "compound"?)`,
+		"hierarchy_errors.yaml:8:5: states.b: a compound state needs initial: (the child it enters first; one of x)",
+		`hierarchy_errors.yaml:13:14: states.c.initial: initial: "y" is not a child of c (children: x) (did you mean "x"?)`,
+		"hierarchy_errors.yaml:18:5: states.d.initial: a parallel state enters every region at once; initial: applies only to a type: compound state",
+		`hierarchy_errors.yaml:21:15: states.d.states.r1.type: a parallel state inside the parallel state "d" is not supported; make d.r1 a compound state`,
+		"hierarchy_errors.yaml:24:5: states.e.states: nested states: need type: compound (one child at a time, entered at initial:) or type: parallel (every child at once)",
+		"hierarchy_errors.yaml:25:5: states.e.initial: initial: applies only to a type: compound state",
+		"hierarchy_errors.yaml:27:5: states.f: a compound state needs states: (its children)",
+		`hierarchy_errors.yaml:35:25: states.g.states.x.on.go[0].target: unknown state "../../nowhere" (resolved: "nowhere")`,
+		`hierarchy_errors.yaml:36:7: states.g.states.y.z: nested state name "y.z" has a dot or slash; name the child alone (it is g.<name>)`,
+	}
+	if diff := cmp.Diff(want, loadErr(t, "testdata/states/hierarchy_errors.yaml", nil)); diff != "" {
+		t.Errorf("diagnostics (-want +got):\n%s", diff)
+	}
+}
+
+// TestHierarchy checks how nested states load: full paths, parents,
+// children in order, initial children, and targets resolved against the
+// state they are written in.
+func TestHierarchy(t *testing.T) {
+	s := load(t, "testdata/states/hierarchy.yaml", nil)
+	type view struct {
+		Kind, Parent, Initial string
+		Children              []string
+		Templated             bool
+		Targets               map[string]string
+	}
+	got := map[string]view{}
+	for name, st := range s.States {
+		v := view{Kind: st.Kind, Parent: st.Parent, Initial: st.Initial, Children: st.Children, Templated: st.InitialTemplate != nil}
+		for intent, arms := range st.On {
+			if v.Targets == nil {
+				v.Targets = map[string]string{}
+			}
+			v.Targets[intent] = arms[0].Target
+		}
+		got[name] = v
+	}
+	want := map[string]view{
+		"top": {Kind: "atomic", Targets: map[string]string{"go": "box"}},
+		"box": {Kind: "compound", Initial: "box.one", Children: []string{"box.one", "box.two", "box.deep"},
+			Targets: map[string]string{"back": "top"}},
+		"box.one":        {Kind: "atomic", Parent: "box", Targets: map[string]string{"go": "box.two", "back": "top", "step": "box.deep.inner"}},
+		"box.two":        {Kind: "atomic", Parent: "box", Targets: map[string]string{"go": "box.one"}},
+		"box.deep":       {Kind: "compound", Parent: "box", Templated: true, Children: []string{"box.deep.inner"}},
+		"box.deep.inner": {Kind: "atomic", Parent: "box.deep", Targets: map[string]string{"go": "box.two", "back": "top"}},
+		"par":            {Kind: "parallel", Children: []string{"par.r1", "par.r2"}},
+		"par.r1":         {Kind: "atomic", Parent: "par"},
+		"par.r2":         {Kind: "atomic", Parent: "par"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("states (-want +got):\n%s", diff)
+	}
+	if ws := s.Warnings; len(ws) != 1 || ws[0].String() != `hierarchy.yaml:27:30: states.box.states.deep.states.inner.relevant_slots[0]: slot "nme" is not a slot of an intent this state takes (slots: name) (did you mean "name"?)` {
+		t.Errorf("warnings = %v", ws)
+	}
+}

@@ -24,9 +24,9 @@ func (st *Story) ResolveTarget(from, rendered string) (target string, stay bool,
 		}
 		return ExitStatePrefix + name, false, nil
 	}
-	norm := normStateName(raw)
-	if _, ok := st.States[norm]; !ok || strings.HasPrefix(norm, ExitStatePrefix) {
+	path, _, ok := resolveStatePath(st.States, from, raw)
+	if !ok || strings.HasPrefix(path, ExitStatePrefix) {
 		return "", false, fmt.Errorf("which is not a state")
 	}
-	return norm, false, nil
+	return path, false, nil
 }

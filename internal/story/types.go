@@ -139,6 +139,9 @@ type State struct {
 	Exit          string // for __exit__<name> states: the exit name
 	Intents       map[string]*Intent
 	RelevantWorld []string
+	// RelevantSlots are slot names (of the intents the state can take)
+	// that a surface shows next to the state, like RelevantWorld.
+	RelevantSlots []string
 	// DefaultIntent is the free-text sink of a conversational state: the
 	// intent whose one required string slot (DefaultSlot) gets whatever
 	// free text no earlier tier resolved.
@@ -148,7 +151,18 @@ type State struct {
 	// that a prompt-intercept gate must drive to rest; "" otherwise. The
 	// engine's own turns do not read it.
 	InterceptDrive string
-	Pos            Pos
+	// Kind is KindAtomic (the default), KindCompound or KindParallel.
+	Kind string
+	// Children are the nested states: (full paths, declaration order);
+	// for a parallel state, its regions.
+	Children []string
+	// Initial is the child a compound state enters first (full path);
+	// InitialTemplate is set instead when initial: is a template, rendered
+	// on entry to a child name. InitialPos is where initial: is.
+	Initial         string
+	InitialTemplate *expr.Text
+	InitialPos      Pos
+	Pos             Pos
 }
 
 // Arm is one transition of an on: list.
@@ -182,7 +196,7 @@ type Effect struct {
 	Set       []SetItem // sorted by key
 	Increment []IncrementItem
 	Say       *expr.Text
-	Emit      *expr.Tree // emit: (later in the spec; kept for the trace)
+	Emit      *expr.Tree // emit: event names for the sibling regions of a parallel state
 	Invoke    *Invoke
 	// EmitIntent is the intent name (possibly a template); nil when absent.
 	EmitIntent *expr.Value

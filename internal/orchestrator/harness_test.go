@@ -56,6 +56,11 @@ type rigConfig struct {
 	storyOpts []story.Option
 	root      string
 	routing   RoutingConfig
+	clock     clock.Clock
+}
+
+func withClock(c clock.Clock) rigOpt {
+	return func(cfg *rigConfig) { cfg.clock = c }
 }
 
 func withAgent(alias string, a agent.Agent) rigOpt {
@@ -97,6 +102,9 @@ func newRig(t *testing.T, fs files, opts ...rigOpt) *rig {
 		sopts = append(sopts, WithRoot(cfg.root))
 	}
 	sopts = append(sopts, WithRouting(cfg.routing))
+	if cfg.clock != nil {
+		sopts = append(sopts, WithClock(cfg.clock))
+	}
 	sess, err := New(st, h, sink, sopts...)
 	if err != nil {
 		t.Fatal(err)

@@ -72,6 +72,12 @@ func (s *Session) sourceLeaf(owner *story.State) string {
 // in reverse order), then the parallel state's ancestors up to the common
 // one, and enters the target.
 func (s *Session) transition(t *turnCtx, target string) error {
+	err := s.move(t, target)
+	s.pruneTimers()
+	return err
+}
+
+func (s *Session) move(t *turnCtx, target string) error {
 	p, ls := s.leaves()
 	if p == "" {
 		return s.enterPath(t, s.state, target)
@@ -148,6 +154,7 @@ func (s *Session) descend(t *turnCtx, path string, runOnEnter bool) (string, err
 // enterOne records the entry into one state and runs its on_enter.
 func (s *Session) enterOne(t *turnCtx, path string, runOnEnter bool) error {
 	s.state = path
+	s.armTimer(s.story.States[path])
 	if !runOnEnter {
 		return nil
 	}

@@ -63,6 +63,7 @@ type Session struct {
 	overrides map[string]any
 	started   bool
 
+	timers   []timer // armed timeouts of the active states
 	operator Operator
 	live     liveState
 	routing  RoutingConfig

@@ -49,6 +49,12 @@ func (s *Session) Turn(ctx context.Context, intent string, slots map[string]any,
 	if !s.started {
 		return nil, fmt.Errorf("session not started: call Start first")
 	}
+	if len(s.timers) > 0 {
+		// Timeouts due by now fire first, each as its own turn.
+		if _, err := s.Tick(ctx); err != nil {
+			return nil, err
+		}
+	}
 	s.turn++
 	t := s.newTurn(s.turn, intent, copySlots(slots))
 	if input == "" {

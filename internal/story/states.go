@@ -9,8 +9,8 @@ import (
 
 var stateKeys = &keySpec{
 	v1: []string{"description", "view", "on_enter", "on", "terminal", "intents", "relevant_world", "default_intent",
-		"intercept_drive", "type", "initial", "states", "relevant_slots"},
-	later: []string{"mode", "timeout", "agent_off_ramp", "write_mode", "decider",
+		"intercept_drive", "type", "initial", "states", "relevant_slots", "timeout"},
+	later: []string{"mode", "agent_off_ramp", "write_mode", "decider",
 		"footer", "theme"},
 }
 
@@ -87,6 +87,9 @@ func (l *loader) loadState(f *file, n *yaml.Node, path string, s *State) {
 			s.DefaultIntent = name
 			l.defaultIntents = append(l.defaultIntents, &nodeRef{f: f, n: di.val, path: p, value: name, state: s})
 		}
+	}
+	if v, ok := fs.get("timeout"); ok {
+		l.loadTimeout(f, v, joinPath(path, "timeout"), s)
 	}
 	if v, ok := fs.get("intercept_drive"); ok {
 		p := joinPath(path, "intercept_drive")

@@ -2,6 +2,7 @@ package story
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -76,5 +77,42 @@ func TestHierarchy(t *testing.T) {
 	}
 	if ws := s.Warnings; len(ws) != 1 || ws[0].String() != `hierarchy.yaml:27:30: states.box.states.deep.states.inner.relevant_slots[0]: slot "nme" is not a slot of an intent this state takes (slots: name) (did you mean "name"?)` {
 		t.Errorf("warnings = %v", ws)
+	}
+}
+
+// TestTimeoutErrors checks timeout: with bad or missing after: and target:.
+func TestTimeoutErrors(t *testing.T) {
+	want := []string{
+		`timeout_errors.yaml:5:22: states.a.timeout.after: timeout.after "soon" is not a duration (write e.g. "500ms", "30s", "8m", "2h" or "10d")`,
+		`timeout_errors.yaml:7:22: states.b.timeout.after: timeout.after must be longer than zero, got "0s"`,
+		`timeout_errors.yaml:9:5: states.c.timeout: timeout needs after: (how long the state waits, e.g. "30s", "8m", "10d")`,
+		`timeout_errors.yaml:11:5: states.d.timeout: timeout needs target: (the state to move to when the time is up)`,
+		`timeout_errors.yaml:13:34: states.e.timeout.target: unknown state "nowhere"`,
+		`timeout_errors.yaml:13:43: states.e.timeout.then: unknown key "then"`,
+		`timeout_errors.yaml:15:34: states.f.timeout.target: timeout.target must name a state; a template target is allowed only in an arm's target:`,
+	}
+	if diff := cmp.Diff(want, loadErr(t, "testdata/states/timeout_errors.yaml", nil)); diff != "" {
+		t.Errorf("diagnostics (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	tests := []struct {
+		in   string
+		want time.Duration
+		err  bool
+	}{
+		{"500ms", 500 * time.Millisecond, false},
+		{"8m", 8 * time.Minute, false},
+		{"10d", 240 * time.Hour, false},
+		{"1d12h", 36 * time.Hour, false},
+		{"xd", 0, true},
+		{"soon", 0, true},
+	}
+	for _, tc := range tests {
+		got, err := ParseDuration(tc.in)
+		if (err != nil) != tc.err || got != tc.want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v, error %v", tc.in, got, err, tc.want, tc.err)
+		}
 	}
 }

@@ -162,7 +162,9 @@ type State struct {
 	Initial         string
 	InitialTemplate *expr.Text
 	InitialPos      Pos
-	Pos             Pos
+	// Timeout is the timeout: entry (nil when absent).
+	Timeout *Timeout
+	Pos     Pos
 }
 
 // Arm is one transition of an on: list.

@@ -403,13 +403,20 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 		if ts.wantsWorldBefore() {
 			before = replay.CopyMap(sess.World())
 		}
-		out, err := sess.Turn(ctx, ts.Intent, replay.CopyMap(ts.Slots), "")
+		var out *orchestrator.Outcome
+		var err error
+		if ts.Intent == "" && ts.Input == "" {
+			out = &orchestrator.Outcome{Outcome: orchestrator.OutcomeTransitioned, From: sess.State(), State: sess.State()}
+		} else {
+			out, err = sess.Turn(ctx, ts.Intent, replay.CopyMap(ts.Slots), "")
+		}
+		if err == nil && ts.AdvanceClock > 0 {
+			f.clk.Advance(ts.AdvanceClock)
+			out, err = tick(ctx, sess, out)
+		}
 		if err != nil {
 			res.Turns = append(res.Turns, TurnResult{TurnIndex: i, NewState: sess.State(), Failures: []string{"trace: " + err.Error()}})
 			break
-		}
-		if ts.AdvanceClock > 0 {
-			f.clk.Advance(ts.AdvanceClock)
 		}
 		evs := sink.events[mark:]
 		tv := turnView{out: out, world: sess.World(), before: before, slots: acceptedSlots(evs), evs: evs, all: dispatched(evs)}
@@ -656,4 +663,22 @@ func LoadFixtures(appPath, glob string) ([]*Fixture, error) {
 		out = append(out, fxs...)
 	}
 	return out, nil
+}
+
+// tick fires the timeouts due once a turn moved the clock; the turn's
+// outcome then reports where they left the session (its rejection and host
+// errors stay).
+func tick(ctx context.Context, sess *orchestrator.Session, out *orchestrator.Outcome) (*orchestrator.Outcome, error) {
+	fired, err := sess.Tick(ctx)
+	if err != nil || fired == nil {
+		return out, err
+	}
+	merged := *out
+	merged.State, merged.View, merged.Done, merged.Exit = fired.State, fired.View, fired.Done, fired.Exit
+	merged.Says = append(append([]string(nil), out.Says...), fired.Says...)
+	merged.HostErrors = append(append([]error(nil), out.HostErrors...), fired.HostErrors...)
+	if fired.Outcome == orchestrator.OutcomeError && out.Outcome != orchestrator.OutcomeError {
+		merged.Outcome, merged.Err = fired.Outcome, fired.Err
+	}
+	return &merged, nil
 }

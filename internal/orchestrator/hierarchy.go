@@ -399,3 +399,18 @@ func (s *Session) deliver(t *turnCtx, p, region, event string) error {
 	}
 	return s.transition(t, to)
 }
+
+// defaultIntentState is the state whose default_intent takes the free
+// text no earlier tier resolved: the first of the scopes with one (a
+// nested state inherits its enclosing state's).
+func (s *Session) defaultIntentState() *story.State {
+	if st := s.focus(); st != nil && st.DefaultIntent != "" {
+		return st
+	}
+	for _, st := range s.scopes() {
+		if st.DefaultIntent != "" {
+			return st
+		}
+	}
+	return nil
+}

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -215,4 +216,39 @@ func loadNested(t *testing.T) *story.Story {
 	}
 	t.Cleanup(func() { st.Close() })
 	return st
+}
+
+// A nested state takes its enclosing room's default_intent: free text no
+// earlier tier resolves goes there, from the leaf.
+func TestNestedDefaultIntent(t *testing.T) {
+	const st = `
+app: {id: rooms}
+world:
+  said: {type: string, default: ""}
+intents:
+  discuss: {slots: {message: {type: string, required: true}}}
+  next: {}
+root: room
+states:
+  room:
+    type: compound
+    initial: first
+    mode: conversational
+    default_intent: discuss
+    on:
+      discuss: [{target: ., effects: [{set: {said: "{{ slots.message }}"}}]}]
+    states:
+      first:
+        on: {next: [{target: second}]}
+      second: {}
+`
+	r := newRig(t, files{"app.yaml": st})
+	r.do("next")
+	out, err := r.sess.Say(context.Background(), "what about the roof")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Route == nil || out.Route.Tier != TierDefaultIntent || r.sess.State() != "room.second" || r.sess.World()["said"] != "what about the roof" {
+		t.Fatalf("route %+v, state %s, said %v", out.Route, r.sess.State(), r.sess.World()["said"])
+	}
 }

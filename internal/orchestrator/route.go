@@ -156,7 +156,7 @@ func (s *Session) matchDeterministic(text string) (Route, bool) {
 			return r, true
 		}
 	}
-	if st := s.focus(); st != nil && st.DefaultIntent != "" && st.DefaultSlot != "" {
+	if st := s.defaultIntentState(); st != nil && st.DefaultSlot != "" {
 		return Route{Tier: TierDefaultIntent, Intent: st.DefaultIntent, Confidence: 1,
 			Slots: map[string]any{st.DefaultSlot: strings.TrimSpace(text)}}, true
 	}
@@ -505,6 +505,11 @@ func (s *Session) route(ctx context.Context, t *turnCtx, text string) Route {
 func (s *Session) Say(ctx context.Context, text string) (*Outcome, error) {
 	if !s.started {
 		return nil, fmt.Errorf("session not started: call Start first")
+	}
+	if len(s.timers) > 0 {
+		if _, err := s.Tick(ctx); err != nil {
+			return nil, err
+		}
 	}
 	s.turn++
 	t := s.newTurn(s.turn, "", nil)

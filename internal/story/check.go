@@ -30,6 +30,7 @@ func (l *loader) finish() {
 	l.checkArmIntents()
 	l.checkSynonyms()
 	l.checkDefaultIntents()
+	l.checkModes()
 	l.checkRoutingAgent()
 }
 
@@ -348,4 +349,31 @@ func (l *loader) checkSlotRefs() {
 		}
 		l.warnAt(r.f, r.n, r.path, "slot %q is not a slot of an intent this state takes (slots: %s)%s", r.value, strings.Join(names, ", "), didYouMean(r.value, names))
 	}
+}
+
+// ModeConversational is the mode: of an agent room.
+const ModeConversational = "conversational"
+
+// checkModes checks that a conversational room has a free-text sink: a
+// default_intent of its own or of an enclosing state.
+func (l *loader) checkModes() {
+	for _, r := range l.modes {
+		if r.state.InheritedDefaultIntent(l.st) == nil {
+			l.errAt(r.f, r.n, r.path, "mode: conversational needs default_intent: on the state (or an enclosing one): the intent, with one required string slot, that the room's free text goes to")
+		}
+	}
+}
+
+// InheritedDefaultIntent is the state that supplies s's default_intent:
+// s itself, else its nearest enclosing state with one; nil when none does.
+func (s *State) InheritedDefaultIntent(st *Story) *State {
+	for cur := s; cur != nil; cur = st.States[cur.Parent] {
+		if cur.DefaultIntent != "" {
+			return cur
+		}
+		if cur.Parent == "" {
+			break
+		}
+	}
+	return nil
 }

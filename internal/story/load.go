@@ -219,6 +219,7 @@ type loader struct {
 
 	synonymRefs    []*synonymRef // intents' synonyms, checked against their slots
 	defaultIntents []*nodeRef    // states' default_intent, checked at finish
+	modes          []*nodeRef    // states' mode:, checked at finish
 	routingAgent   *nodeRef      // routing.agent, checked against agent_plugins
 }
 

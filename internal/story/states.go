@@ -9,8 +9,8 @@ import (
 
 var stateKeys = &keySpec{
 	v1: []string{"description", "view", "on_enter", "on", "terminal", "intents", "relevant_world", "default_intent",
-		"intercept_drive", "type", "initial", "states", "relevant_slots", "timeout"},
-	later: []string{"mode", "agent_off_ramp", "write_mode", "decider",
+		"intercept_drive", "type", "initial", "states", "relevant_slots", "timeout", "mode"},
+	later: []string{ "agent_off_ramp", "write_mode", "decider",
 		"footer", "theme"},
 }
 
@@ -86,6 +86,17 @@ func (l *loader) loadState(f *file, n *yaml.Node, path string, s *State) {
 		if name, ok := l.str(f, di.val, p); ok && name != "" {
 			s.DefaultIntent = name
 			l.defaultIntents = append(l.defaultIntents, &nodeRef{f: f, n: di.val, path: p, value: name, state: s})
+		}
+	}
+	if v, ok := fs.get("mode"); ok {
+		p := joinPath(path, "mode")
+		if m, ok := l.str(f, v.val, p); ok {
+			if m != ModeConversational {
+				l.errAt(f, v.val, p, "unknown state mode %q (the one mode is %q: an agent room whose free text goes to its default_intent)%s", m, ModeConversational, didYouMean(m, []string{ModeConversational}))
+			} else {
+				s.Mode = m
+				l.modes = append(l.modes, &nodeRef{f: f, n: v.key, path: p, value: m, state: s})
+			}
 		}
 	}
 	if v, ok := fs.get("timeout"); ok {

@@ -162,6 +162,8 @@ type State struct {
 	Initial         string
 	InitialTemplate *expr.Text
 	InitialPos      Pos
+	// Mode is ModeConversational for an agent room, "" otherwise.
+	Mode string
 	// Timeout is the timeout: entry (nil when absent).
 	Timeout *Timeout
 	Pos     Pos

@@ -10,7 +10,7 @@ import (
 var stateKeys = &keySpec{
 	v1: []string{"description", "view", "on_enter", "on", "terminal", "intents", "relevant_world", "default_intent",
 		"intercept_drive", "type", "initial", "states", "relevant_slots", "timeout", "mode"},
-	later: []string{ "agent_off_ramp", "write_mode", "decider",
+	later: []string{"agent_off_ramp", "write_mode", "decider",
 		"footer", "theme"},
 }
 

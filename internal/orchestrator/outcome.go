@@ -50,6 +50,11 @@ type Outcome struct {
 
 	// Route is how a free-text turn was routed (nil for a typed intent).
 	Route *Route
+
+	// OffRamp is true when the state's agent_off_ramp answered free text
+	// nothing routed: Says holds the banner (if any) and the answer; the
+	// state and world are unchanged.
+	OffRamp bool
 }
 
 // Rejection is the envelope of a rejected intent.

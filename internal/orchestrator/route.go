@@ -530,6 +530,15 @@ func (s *Session) Say(ctx context.Context, text string) (*Outcome, error) {
 	if err := s.emit(t, routed); err != nil {
 		return nil, err
 	}
+	if r.Rejection != nil && r.Rejection.Code == CodeNoMatch {
+		if st := s.offRampState(); st != nil {
+			out, err := s.offRamp(ctx, t, st.OffRamp, text)
+			if out != nil {
+				out.Route = &r
+			}
+			return out, err
+		}
+	}
 	if r.Rejection != nil {
 		out, err := s.reject(t, r.Rejection)
 		if out != nil && r.Err != nil {

@@ -31,6 +31,7 @@ func (l *loader) finish() {
 	l.checkSynonyms()
 	l.checkDefaultIntents()
 	l.checkModes()
+	l.checkOffRamps()
 	l.checkRoutingAgent()
 }
 

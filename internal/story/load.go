@@ -220,6 +220,8 @@ type loader struct {
 	synonymRefs    []*synonymRef // intents' synonyms, checked against their slots
 	defaultIntents []*nodeRef    // states' default_intent, checked at finish
 	modes          []*nodeRef    // states' mode:, checked at finish
+	offRampStates  []*nodeRef    // states with an agent_off_ramp, checked at finish
+	offRamps       []*nodeRef    // agent_off_ramp.agent values, checked at finish
 	routingAgent   *nodeRef      // routing.agent, checked against agent_plugins
 }
 

@@ -9,8 +9,8 @@ import (
 
 var stateKeys = &keySpec{
 	v1: []string{"description", "view", "on_enter", "on", "terminal", "intents", "relevant_world", "default_intent",
-		"intercept_drive", "type", "initial", "states", "relevant_slots", "timeout", "mode"},
-	later: []string{"agent_off_ramp", "write_mode", "decider",
+		"intercept_drive", "type", "initial", "states", "relevant_slots", "timeout", "mode", "agent_off_ramp"},
+	later: []string{"write_mode", "decider",
 		"footer", "theme"},
 }
 
@@ -98,6 +98,9 @@ func (l *loader) loadState(f *file, n *yaml.Node, path string, s *State) {
 				l.modes = append(l.modes, &nodeRef{f: f, n: v.key, path: p, value: m, state: s})
 			}
 		}
+	}
+	if v, ok := fs.get("agent_off_ramp"); ok {
+		l.loadOffRamp(f, v, joinPath(path, "agent_off_ramp"), s)
 	}
 	if v, ok := fs.get("timeout"); ok {
 		l.loadTimeout(f, v, joinPath(path, "timeout"), s)

@@ -128,3 +128,20 @@ func TestModeErrors(t *testing.T) {
 		t.Errorf("diagnostics (-want +got):\n%s", diff)
 	}
 }
+
+// TestOffRampErrors: agent_off_ramp is true, false or {agent, persona,
+// banner}, names a declared persona, and is refused on terminal and
+// conversational rooms.
+func TestOffRampErrors(t *testing.T) {
+	want := []string{
+		`offramp_errors.yaml:9:29: states.a.agent_off_ramp.agent: agent_off_ramp.agent "gide" is not declared in agents: (did you mean "guide"?) (declared: guide)`,
+		`offramp_errors.yaml:9:35: states.a.agent_off_ramp.trigger: trigger: belongs to off_path:; agent_off_ramp takes agent, persona and banner`,
+		`offramp_errors.yaml:12:5: states.b.agent_off_ramp: agent_off_ramp on a terminal state: there is no menu to stay on; put it on a room the story rests in`,
+		`offramp_errors.yaml:17:5: states.c.agent_off_ramp: agent_off_ramp on a mode: conversational room: its free text already goes to its default_intent; drop one of the two`,
+		`offramp_errors.yaml:19:21: states.d.agent_off_ramp: expected true or false, got the scalar "sometimes"`,
+	}
+	got := loadErr(t, "testdata/states/offramp_errors.yaml", nil)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("diagnostics (-want +got):\n%s", diff)
+	}
+}

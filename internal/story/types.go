@@ -162,6 +162,8 @@ type State struct {
 	Initial         string
 	InitialTemplate *expr.Text
 	InitialPos      Pos
+	// OffRamp is the agent_off_ramp: entry (nil when absent or false).
+	OffRamp *OffRamp
 	// Mode is ModeConversational for an agent room, "" otherwise.
 	Mode string
 	// Timeout is the timeout: entry (nil when absent).

@@ -35,33 +35,8 @@ func (s *Session) offRamp(ctx context.Context, t *turnCtx, r *story.OffRamp, tex
 	if r.Agent != "" && r.Persona == "" {
 		args["agent"] = r.Agent
 	}
-	name := r.Invoke.Name
-	if err := s.emit(t, trace.HarnessCalled{Namespace: name, Args: args}); err != nil {
-		return nil, err
-	}
-	if err := s.emit(t, trace.HarnessDispatched{Namespace: name, Args: args}); err != nil {
-		return nil, err
-	}
-	world := make(map[string]any, len(s.world))
-	for k, v := range s.world {
-		world[k] = v
-	}
-	res, derr := s.host.Dispatch(ctx, &host.Call{Namespace: name, Args: args, Invoke: r.Invoke,
-		SessionID: s.id, Turn: t.n, State: s.state, World: world,
-		Run: host.RunEnv{Live: s.liveFor(world), TitleOwned: s.TitleOwned()}})
-	var data map[string]any
-	callErr := derr
-	if derr != nil && isTraceErr(derr) {
-		return nil, derr
-	}
-	if derr == nil && res != nil {
-		data, callErr = res.Data, res.Err
-	}
-	returned := trace.HarnessReturned{Namespace: name, Data: data}
-	if callErr != nil {
-		returned.Error = callErr.Error()
-	}
-	if err := s.emit(t, returned); err != nil {
+	answer, callErr, err := s.converse(ctx, t, r.Invoke, args)
+	if err != nil {
 		return nil, err
 	}
 	if callErr != nil {
@@ -72,8 +47,17 @@ func (s *Session) offRamp(ctx context.Context, t *turnCtx, r *story.OffRamp, tex
 		}
 		return out, err
 	}
-	answer := answerText(data)
-	for _, line := range []string{r.Banner, answer} {
+	out, err := s.stayWith(t, r.Banner, answer)
+	if out != nil {
+		out.OffRamp = true
+	}
+	return out, err
+}
+
+// stayWith ends a turn that did not move the machine: it says the lines
+// (empty ones skipped), renders the view and writes turn.end.
+func (s *Session) stayWith(t *turnCtx, lines ...string) (*Outcome, error) {
+	for _, line := range lines {
 		if line == "" {
 			continue
 		}
@@ -94,8 +78,47 @@ func (s *Session) offRamp(ctx context.Context, t *turnCtx, r *story.OffRamp, tex
 		return nil, err
 	}
 	done, exit := s.Done()
-	out := &Outcome{Outcome: OutcomeTransitioned, From: s.state, State: s.state, View: view, Says: t.says, OffRamp: true, Done: done, Exit: exit}
+	out := &Outcome{Outcome: OutcomeTransitioned, From: s.state, State: s.state, View: view, Says: t.says, Done: done, Exit: exit}
 	return out, s.sink.EndTurn()
+}
+
+// converse makes one host.agent.converse call outside any effect chain,
+// traced like an invoke's (harness.called, .dispatched, .returned). It
+// returns the answer's text, the call's own failure, and a trace error.
+func (s *Session) converse(ctx context.Context, t *turnCtx, inv *story.Invoke, args map[string]any) (string, error, error) {
+	name := inv.Name
+	if err := s.emit(t, trace.HarnessCalled{Namespace: name, Args: args}); err != nil {
+		return "", nil, err
+	}
+	if err := s.emit(t, trace.HarnessDispatched{Namespace: name, Args: args}); err != nil {
+		return "", nil, err
+	}
+	world := make(map[string]any, len(s.world))
+	for k, v := range s.world {
+		world[k] = v
+	}
+	res, derr := s.host.Dispatch(ctx, &host.Call{Namespace: name, Args: args, Invoke: inv,
+		SessionID: s.id, Turn: t.n, State: s.state, World: world,
+		Run: host.RunEnv{Live: s.liveFor(world), TitleOwned: s.TitleOwned()}})
+	if derr != nil && isTraceErr(derr) {
+		return "", nil, derr
+	}
+	var data map[string]any
+	callErr := derr
+	if derr == nil && res != nil {
+		data, callErr = res.Data, res.Err
+	}
+	returned := trace.HarnessReturned{Namespace: name, Data: data}
+	if callErr != nil {
+		returned.Error = callErr.Error()
+	}
+	if err := s.emit(t, returned); err != nil {
+		return "", nil, err
+	}
+	if callErr != nil {
+		return "", callErr, nil
+	}
+	return answerText(data), nil, nil
 }
 
 // answerText is the text of a converse result: the submission when it is

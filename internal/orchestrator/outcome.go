@@ -12,6 +12,10 @@ const (
 	CodeGuardFailed      = "GUARD_FAILED"
 	CodeAmbiguousIntent  = "AMBIGUOUS_INTENT"
 	CodeIntentUnknown    = "INTENT_UNKNOWN"
+	// CodeOverlayOpen refuses a typed intent while an off_path or meta
+	// mode conversation is open; CodeOverlayFailed is its agent's failure.
+	CodeOverlayOpen   = "OVERLAY_OPEN"
+	CodeOverlayFailed = "OVERLAY_FAILED"
 )
 
 // Outcome kinds, as turn.end records them.

@@ -108,6 +108,9 @@ func (s *Session) MinConfidence() float64 {
 // intent the story knows or it has at least one slot. Anything else (a
 // sentence, an apostrophe, an unknown lone word) is free text.
 func (s *Session) IsFreeText(line string) bool {
+	if s.over != nil || s.overlayFor(line) != nil {
+		return true
+	}
 	fields, err := splitFields(line)
 	if err != nil || len(fields) == 0 || strings.Contains(fields[0], "=") {
 		return err != nil
@@ -518,6 +521,11 @@ func (s *Session) Say(ctx context.Context, text string) (*Outcome, error) {
 	}
 	if err := s.emit(t, trace.TurnStart{Turn: t.n, Input: text}); err != nil {
 		return nil, err
+	}
+	if s.over != nil || s.story.OffPath != nil || s.story.MetaModes != nil {
+		if out, ok, err := s.sayOverlay(ctx, t, text); ok {
+			return out, err
+		}
 	}
 	r := s.route(ctx, t, text)
 	if r.Err != nil && isTraceErr(r.Err) {

@@ -63,7 +63,9 @@ type Session struct {
 	overrides map[string]any
 	started   bool
 
-	timers   []timer // armed timeouts of the active states
+	timers   []timer             // armed timeouts of the active states
+	over     *overlay            // the open off_path or meta mode, nil on the path
+	kept     map[string]*overlay // closed persistent meta modes, by name
 	operator Operator
 	live     liveState
 	routing  RoutingConfig

@@ -74,6 +74,10 @@ func (s *Session) Turn(ctx context.Context, intent string, slots map[string]any,
 // end here.
 func (s *Session) takeTurn(ctx context.Context, t *turnCtx) (*Outcome, error) {
 	intent := t.intent
+	if s.over != nil {
+		return s.reject(t, &Rejection{Code: CodeOverlayOpen,
+			Message: fmt.Sprintf("the story is paused while %s is open; type %s to return to it", s.over.def.Name, s.over.def.Exit)})
+	}
 	if rej := s.validate(t); rej != nil {
 		return s.reject(t, rej)
 	}

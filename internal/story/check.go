@@ -32,6 +32,7 @@ func (l *loader) finish() {
 	l.checkDefaultIntents()
 	l.checkModes()
 	l.checkOffRamps()
+	l.checkOverlays()
 	l.checkRoutingAgent()
 }
 

@@ -222,6 +222,9 @@ type loader struct {
 	modes          []*nodeRef    // states' mode:, checked at finish
 	offRampStates  []*nodeRef    // states with an agent_off_ramp, checked at finish
 	offRamps       []*nodeRef    // agent_off_ramp.agent values, checked at finish
+	overlayAgents  []*nodeRef    // off_path.agent and meta_modes.*.agent, checked at finish
+	overlayRefs    []*overlayRef // off_path and meta_modes, checked at finish
+	metaTools      []metaTools   // meta_modes' tools: overrides
 	routingAgent   *nodeRef      // routing.agent, checked against agent_plugins
 }
 
@@ -354,9 +357,10 @@ func yamlDiag(f *file, err error) Diagnostic {
 }
 
 var topKeys = &keySpec{
-	v1: []string{"app", "hosts", "agents", "agent_plugins", "host_plugins", "host_interfaces", "providers", "world", "intents", "root", "exits", "include", "states", "routing"},
+	v1: []string{"app", "hosts", "agents", "agent_plugins", "host_plugins", "host_interfaces", "providers", "world", "intents", "root", "exits", "include", "states", "routing",
+		"off_path", "meta_modes"},
 	later: []string{"imports", "exports", "phase_templates", "phases", "checkpoint_intents",
-		"proposals", "off_path", "meta_modes", "prompts", "decider"},
+		"proposals", "prompts", "decider"},
 }
 
 // loadFile reads one story file's top-level keys into the story.
@@ -416,6 +420,12 @@ func (l *loader) loadFile(f *file, isRoot bool) {
 	}
 	if e, ok := top.get("routing"); ok {
 		l.loadRouting(f, e)
+	}
+	if e, ok := top.get("off_path"); ok {
+		l.loadOffPath(f, e)
+	}
+	if e, ok := top.get("meta_modes"); ok {
+		l.loadMetaModes(f, e)
 	}
 	if e, ok := top.get("include"); ok {
 		l.loadInclude(f, e)

@@ -145,3 +145,28 @@ func TestOffRampErrors(t *testing.T) {
 		t.Errorf("diagnostics (-want +got):\n%s", diff)
 	}
 }
+
+// TestOverlayErrors checks off_path: and meta_modes: entries.
+func TestOverlayErrors(t *testing.T) {
+	want := []string{
+		`overlay_errors.yaml:8:1: off_path: off_path needs trigger: (the command that opens it, e.g. "/freeform")`,
+		`overlay_errors.yaml:12:3: meta_modes.one: command /help is also the name of intent "help"; pick another trigger`,
+		`overlay_errors.yaml:14:12: meta_modes.one.agent: agent "gide" is not declared in agents: (did you mean "guide"?)`,
+		"overlay_errors.yaml:15:3: meta_modes.two: a meta mode needs agent: (a persona from agents:, or story-author)",
+		"overlay_errors.yaml:17:3: meta_modes.three: trigger /meta is already used by meta_modes.four",
+		"overlay_errors.yaml:20:5: meta_modes.three.cwd: meta_modes cwd: is not supported: the mode's agent runs where its persona's calls run; drop cwd:",
+		`overlay_errors.yaml:21:14: meta_modes.three.persist: expected true or false, got the scalar "sometimes"`,
+		`overlay_errors.yaml:22:30: meta_modes.three.return.mesage: unknown key "mesage" (did you mean "message"?)`,
+	}
+	if diff := cmp.Diff(want, loadErr(t, "testdata/states/overlay_errors.yaml", nil)); diff != "" {
+		t.Errorf("diagnostics (-want +got):\n%s", diff)
+	}
+}
+
+// An off_path return: that is not a command names a state.
+func TestOffPathReturnUnknown(t *testing.T) {
+	want := []string{`offpath_return.yaml:5:35: off_path.return: unknown state "nowher"`}
+	if diff := cmp.Diff(want, loadErr(t, "testdata/states/offpath_return.yaml", nil)); diff != "" {
+		t.Errorf("diagnostics (-want +got):\n%s", diff)
+	}
+}

@@ -47,6 +47,10 @@ type Story struct {
 	States    map[string]*State
 	// Routing is the routing: block (zero when absent).
 	Routing Routing
+	// OffPath is the off_path: overlay (nil when absent); MetaModes the
+	// meta_modes: ones by name (nil when none).
+	OffPath   *Overlay
+	MetaModes map[string]*Overlay
 
 	// Schemas holds every schema referenced by a literal with.schema path,
 	// compiled, keyed by the path as written (relative to Dir).

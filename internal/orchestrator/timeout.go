@@ -94,6 +94,9 @@ func (s *Session) fire(ctx context.Context, tm timer) (*Outcome, error) {
 	}
 	out, err := s.runTurn(ctx, t, func() error {
 		to := st.Timeout.Target
+		if err := s.emit(t, trace.MachineTimeout{State: tm.state, After: st.Timeout.After.String(), Target: to}); err != nil {
+			return err
+		}
 		if err := s.emit(t, trace.MachineTransition{From: s.state, To: to, Intent: TimeoutIntent}); err != nil {
 			return err
 		}

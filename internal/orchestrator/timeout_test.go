@@ -83,3 +83,21 @@ func TestTimeoutReentryAndNesting(t *testing.T) {
 		t.Fatalf("state %s, rejection %+v; want the outer timeout to have fired, then go refused in gone", r.sess.State(), o.Rejection)
 	}
 }
+
+// A timeout is traced: turn.input, machine.timeout, then the transition.
+func TestTimeoutTrace(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	r := newRig(t, files{"app.yaml": timeoutStory}, withClock(clk))
+	clk.Advance(10 * time.Minute)
+	if _, err := r.sess.Tick(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"turn.input", "turn.start", "machine.timeout", "machine.transition", "machine.state_exited", "machine.state_entered", "turn.end"}
+	if diff := cmp.Diff(want, r.kinds(1)); diff != "" {
+		t.Errorf("kinds (-want +got):\n%s", diff)
+	}
+	ev := r.events("machine.timeout")[0]
+	if got := jsonOf(t, ev.Payload); got != `{"after":"10m0s","state":"waiting","target":"gone"}` {
+		t.Errorf("payload = %s", got)
+	}
+}

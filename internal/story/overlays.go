@@ -217,11 +217,8 @@ func (l *loader) checkOverlays() {
 	refs := slices.Clone(l.overlayRefs)
 	sort.SliceStable(refs, func(i, j int) bool { return refs[i].path < refs[j].path })
 	for _, r := range refs {
-		for _, cmd := range []string{r.o.Trigger, r.o.Exit} {
-			name := strings.TrimPrefix(cmd, "/")
-			if l.st.Intents[name] != nil && cmd == r.o.Trigger {
-				l.errAt(r.f, r.n, r.path, "command %s is also the name of intent %q; pick another trigger", cmd, name)
-			}
+		if name := strings.TrimPrefix(r.o.Trigger, "/"); l.st.Intents[name] != nil {
+			l.errAt(r.f, r.n, r.path, "command %s is also the name of intent %q; pick another trigger", r.o.Trigger, name)
 		}
 		if prev, ok := seen[r.o.Trigger]; ok {
 			l.errAt(r.f, r.n, r.path, "trigger %s is already used by %s", r.o.Trigger, prev)

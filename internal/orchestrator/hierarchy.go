@@ -167,12 +167,24 @@ func (s *Session) enterOne(t *turnCtx, path string, runOnEnter bool) error {
 // initialChild is a compound state's initial child: the literal one, or
 // the child its initial: template renders to.
 func (s *Session) initialChild(t *turnCtx, st *story.State) (string, error) {
-	if st.InitialTemplate == nil {
+	var text string
+	switch {
+	case st.InitialValue != nil:
+		v, err := st.InitialValue.Eval(s.env(t))
+		if err != nil {
+			return "", fault("initial of state %s (%s): %w", st.Name, st.InitialPos, err)
+		}
+		if v != nil {
+			text = fmt.Sprint(v)
+		}
+	case st.InitialText != nil:
+		out, err := st.InitialText.Render(s.stateEnv(t))
+		if err != nil {
+			return "", fault("initial of state %s (%s): %w", st.Name, st.InitialPos, err)
+		}
+		text = out
+	default:
 		return st.Initial, nil
-	}
-	text, err := st.InitialTemplate.Render(s.stateEnv(t))
-	if err != nil {
-		return "", fault("initial of state %s (%s): %w", st.Name, st.InitialPos, err)
 	}
 	child, ok := st.ChildNamed(text)
 	if !ok {

@@ -252,3 +252,47 @@ states:
 		t.Fatalf("route %+v, state %s, said %v", out.Route, r.sess.State(), r.sess.World()["said"])
 	}
 }
+
+// initial: as a value template (ternaries, as in targets) picks the child
+// on entry; a render that names no child fails the turn, saying where.
+func TestTemplatedInitial(t *testing.T) {
+	const src = `
+app: {id: initial}
+world:
+  pick: {type: string, default: ""}
+intents: {in: {}}
+root: out
+states:
+  out:
+    on: {in: [{target: room}]}
+  room:
+    type: compound
+    initial: "{{ world.pick == '' ? 'a' : world.pick }}"
+    states:
+      a: {}
+      b: {}
+`
+	tests := []struct {
+		pick, state, err string
+	}{
+		{"", "room.a", ""},
+		{"b", "room.b", ""},
+		{"c", "out", `initial of state room (app.yaml:12:14): the template rendered "c", which is not a child (children: a, b)`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.pick, func(t *testing.T) {
+			r := newRig(t, files{"app.yaml": src}, func(c *rigConfig) { c.world = map[string]any{"pick": tc.pick} })
+			out := r.do("in")
+			got := ""
+			if out.Err != nil {
+				got = out.Err.Error()
+			}
+			if got != tc.err {
+				t.Errorf("error = %q, want %q", got, tc.err)
+			}
+			if tc.err == "" && r.sess.State() != tc.state {
+				t.Errorf("state = %s, want %s", r.sess.State(), tc.state)
+			}
+		})
+	}
+}

@@ -71,8 +71,14 @@ func (l *loader) loadHierarchy(f *file, fs fieldSet, path string, s *State) {
 		return
 	}
 	s.InitialPos = l.pos(f, deref(ie.val))
-	if isTemplated(raw) || strings.Contains(raw, "{%") {
-		l.compileText(f, ie.val, p, func(t *expr.Text) { s.InitialTemplate = t })
+	switch {
+	case strings.Contains(raw, "{%"):
+		// Tags ({% if %}) make it a text template.
+		l.compileText(f, ie.val, p, func(t *expr.Text) { s.InitialText = t })
+		return
+	case isTemplated(raw):
+		// A value template, like a templated target ({{ a ? 'x' : 'y' }}).
+		l.compileValue(f, ie.val, p, func(v *expr.Value) { s.InitialValue = v })
 		return
 	}
 	child, ok := s.ChildNamed(raw)

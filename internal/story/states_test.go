@@ -51,7 +51,7 @@ func TestHierarchy(t *testing.T) {
 	}
 	got := map[string]view{}
 	for name, st := range s.States {
-		v := view{Kind: st.Kind, Parent: st.Parent, Initial: st.Initial, Children: st.Children, Templated: st.InitialTemplate != nil}
+		v := view{Kind: st.Kind, Parent: st.Parent, Initial: st.Initial, Children: st.Children, Templated: st.InitialValue != nil || st.InitialText != nil}
 		for intent, arms := range st.On {
 			if v.Targets == nil {
 				v.Targets = map[string]string{}

@@ -160,12 +160,14 @@ type State struct {
 	// Children are the nested states: (full paths, declaration order);
 	// for a parallel state, its regions.
 	Children []string
-	// Initial is the child a compound state enters first (full path);
-	// InitialTemplate is set instead when initial: is a template, rendered
-	// on entry to a child name. InitialPos is where initial: is.
-	Initial         string
-	InitialTemplate *expr.Text
-	InitialPos      Pos
+	// Initial is the child a compound state enters first (full path).
+	// When initial: is a template, InitialValue (a value template, {{ }})
+	// or InitialText (a text template with {% %} tags) is set instead and
+	// rendered on entry to a child name. InitialPos is where initial: is.
+	Initial      string
+	InitialValue *expr.Value
+	InitialText  *expr.Text
+	InitialPos   Pos
 	// OffRamp is the agent_off_ramp: entry (nil when absent or false).
 	OffRamp *OffRamp
 	// Mode is ModeConversational for an agent room, "" otherwise.

@@ -38,6 +38,9 @@ func (s *Session) take(t *turnCtx, arm *story.Arm, intent string) error {
 		t.src = s.sourceLeaf(owner)
 	}
 	err := s.runEffects(t, arm.Effects, "arm "+intent)
+	if err == nil && arm.Emit != nil {
+		err = s.captureTree(t, arm.Emit, fmt.Sprintf("arm %d of on.%s", arm.Index, intent))
+	}
 	t.src = ""
 	if err != nil {
 		return err

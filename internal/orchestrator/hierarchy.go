@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kitsoki/kitsoki/internal/expr"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
@@ -275,9 +276,15 @@ type regionEvent struct{ name, from string }
 // captureEvents renders an emit: item (a name or a list of names) and
 // keeps the events for the sibling regions.
 func (s *Session) captureEvents(t *turnCtx, e *story.Effect, where string, i int) error {
-	v, err := e.Emit.Eval(s.env(t))
+	return s.captureTree(t, e.Emit, fmt.Sprintf("%s, effect %d", where, i))
+}
+
+// captureTree renders emit: (a name or a list of names) and keeps the
+// events; where names the emit: in a fault.
+func (s *Session) captureTree(t *turnCtx, tree *expr.Tree, where string) error {
+	v, err := tree.Eval(s.env(t))
 	if err != nil {
-		return fault("%s, effect %d: emit: %w", where, i, err)
+		return fault("%s: emit: %w", where, err)
 	}
 	var names []string
 	switch x := v.(type) {
@@ -287,12 +294,12 @@ func (s *Session) captureEvents(t *turnCtx, e *story.Effect, where string, i int
 		for _, n := range x {
 			str, ok := n.(string)
 			if !ok {
-				return fault("%s, effect %d: emit: an event name must be a string, got %s", where, i, showValue(n))
+				return fault("%s: emit: an event name must be a string, got %s", where, showValue(n))
 			}
 			names = append(names, str)
 		}
 	default:
-		return fault("%s, effect %d: emit: want an event name or a list of names, got %s", where, i, showValue(v))
+		return fault("%s: emit: want an event name or a list of names, got %s", where, showValue(v))
 	}
 	// The emitting region: the state being entered, or the leaf whose arm
 	// is being taken.
@@ -402,6 +409,9 @@ func (s *Session) deliver(t *turnCtx, p, region, event string) error {
 	prev := t.src
 	t.src = leaf
 	err := s.runEffects(t, arm.Effects, "event "+event+" in "+region)
+	if err == nil && arm.Emit != nil {
+		err = s.captureTree(t, arm.Emit, fmt.Sprintf("arm %d of on.%s in %s", arm.Index, event, owner.Name))
+	}
 	t.src = prev
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -294,5 +295,51 @@ states:
 				t.Errorf("state = %s, want %s", r.sess.State(), tc.state)
 			}
 		})
+	}
+}
+
+// An arm's own emit: reaches the sibling regions, and an event a region
+// emits while handling one is delivered in turn; an emit outside a
+// parallel state does nothing.
+func TestArmEmitChain(t *testing.T) {
+	const src = `
+app: {id: chain}
+world:
+  hits: {type: int, default: 0}
+intents: {go: {}, ping: {}, pong: {}, solo: {}}
+root: p
+states:
+  p:
+    type: parallel
+    on:
+      solo: [{target: alone}]
+    states:
+      a:
+        type: compound
+        initial: x
+        states:
+          x:
+            on: {go: [{target: y, emit: [ping]}]}
+          y:
+            on: {pong: [{target: z, effects: [{increment: {hits: 1}}]}]}
+          z: {}
+      b:
+        type: compound
+        initial: u
+        states:
+          u:
+            on: {ping: [{target: v, emit: pong}]}
+          v: {}
+  alone:
+    on: {go: [{target: ., emit: ping}]}
+`
+	r := newRig(t, files{"app.yaml": src})
+	r.do("go")
+	if r.sess.State() != "p#p.a.z|p.b.v" || fmt.Sprint(r.sess.World()["hits"]) != "1" {
+		t.Fatalf("state %s hits %v; want p#p.a.z|p.b.v and 1", r.sess.State(), r.sess.World()["hits"])
+	}
+	r.do("solo")
+	if out := r.do("go"); out.Outcome != OutcomeTransitioned || r.sess.State() != "alone" {
+		t.Fatalf("emit outside a parallel state: %s in %s", out.Outcome, r.sess.State())
 	}
 }

@@ -15,8 +15,8 @@ var stateKeys = &keySpec{
 }
 
 var armKeys = &keySpec{
-	v1:    []string{"target", "when", "default", "effects", "guard_hint"},
-	later: []string{"view", "emit", "push_history"},
+	v1:    []string{"target", "when", "default", "effects", "guard_hint", "emit"},
+	later: []string{"view", "push_history"},
 }
 
 // targetRef is a transition or on_error target, resolved once every state
@@ -235,6 +235,10 @@ func (l *loader) loadArm(f *file, n *yaml.Node, path string, s *State, intent st
 	if ef, ok := fs.get("effects"); ok {
 		a.Effects = l.loadEffects(f, ef.val, joinPath(path, "effects"),
 			effCtx{state: s, where: "on." + intent, arm: a})
+	}
+	if em, ok := fs.get("emit"); ok {
+		// Events for the sibling regions, sent after the arm's effects.
+		l.compileTree(f, em.val, joinPath(path, "emit"), func(t *expr.Tree) { a.Emit = t })
 	}
 	return a, hasWhen
 }

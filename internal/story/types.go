@@ -197,7 +197,10 @@ type Arm struct {
 	Default   bool
 	Effects   []*Effect
 	GuardHint string
-	Pos       Pos
+	// Emit is the arm's emit: event names (nil when absent), sent to the
+	// sibling regions of a parallel state after its effects.
+	Emit *expr.Tree
+	Pos  Pos
 }
 
 // Effect is one effect item. At most one action (Set, Increment, Say,

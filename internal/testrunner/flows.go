@@ -447,7 +447,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 
 	var sfails []string
 	if fx.ExpectTerminal {
-		if s := st.States[sess.State()]; s == nil || !s.Terminal {
+		if done, _ := sess.Done(); !done {
 			sfails = append(sfails, fmt.Sprintf("expect_terminal: state %q is not terminal", sess.State()))
 		}
 	}

@@ -9,7 +9,7 @@ import (
 // Flows drive timeouts with advance_clock:, alone on a turn or after an
 // intent, and see parallel configurations as Kitsoki prints them.
 func TestFlowStates(t *testing.T) {
-	for _, file := range []string{"clock_only.yaml", "after_intent.yaml"} {
+	for _, file := range []string{"clock_only.yaml", "after_intent.yaml", "parallel_done.yaml"} {
 		t.Run(file, func(t *testing.T) {
 			fxs, err := LoadFixtures("testdata/states/app.yaml", "testdata/states/flows/"+file)
 			if err != nil {

@@ -80,10 +80,12 @@ func (s *Session) renderTarget(t *turnCtx, arm *story.Arm, intent string) (strin
 	if v != nil {
 		text = fmt.Sprint(v)
 	}
-	_, owner := s.armsFor(intent)
-	from := s.sourceLeaf(owner)
-	if from == "" {
-		from = s.focus().Name
+	from := s.state
+	if s.inParallel() {
+		_, owner := s.armsFor(intent)
+		if from = s.sourceLeaf(owner); from == "" {
+			from = s.focus().Name
+		}
 	}
 	to, stay, err := s.story.ResolveTarget(from, text)
 	if stay {

@@ -55,8 +55,11 @@ func (s *Session) scopes() []*story.State {
 // from: the leaf under owner inside a parallel state's region, else the
 // whole configuration ("").
 func (s *Session) sourceLeaf(owner *story.State) string {
+	if !s.inParallel() || owner == nil {
+		return ""
+	}
 	p, ls := s.leaves()
-	if p == "" || owner == nil || story.IsWithin(p, owner.Name) {
+	if story.IsWithin(p, owner.Name) {
 		return ""
 	}
 	for _, leaf := range ls {
@@ -79,10 +82,10 @@ func (s *Session) transition(t *turnCtx, target string) error {
 }
 
 func (s *Session) move(t *turnCtx, target string) error {
-	p, ls := s.leaves()
-	if p == "" {
+	if !s.inParallel() {
 		return s.enterPath(t, s.state, target)
 	}
+	p, ls := s.leaves()
 	if target != p && story.IsWithin(target, p) {
 		region := p + "." + strings.SplitN(strings.TrimPrefix(target, p+"."), ".", 2)[0]
 		kept := make([]string, 0, len(ls))

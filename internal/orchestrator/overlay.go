@@ -68,6 +68,9 @@ func (s *Session) sayOverlay(ctx context.Context, t *turnCtx, text string) (out 
 			banner = "*** " + def.Name + " — type " + def.Exit + " to return ***"
 		}
 		out, err := s.stayWith(t, banner)
+		if out != nil {
+			out.View = "" // the story is paused: the conversation shows, not the view
+		}
 		return out, true, err
 	}
 	o := s.over
@@ -110,6 +113,9 @@ func (s *Session) sayOverlay(ctx context.Context, t *turnCtx, text string) (out 
 	}
 	o.transcript = append(o.transcript, "user: "+line, "agent: "+answer)
 	out, err = s.stayWith(t, answer)
+	if out != nil {
+		out.View = ""
+	}
 	return out, true, err
 }
 

@@ -68,7 +68,7 @@ func TestOverlays(t *testing.T) {
 		t.Fatalf("typed intent while open: %+v", o.Rejection)
 	}
 	out = say(t, r, "is this the hall?")
-	if !cmp.Equal(out.Says, []string{"noted"}) || r.sess.State() != "hall" {
+	if !cmp.Equal(out.Says, []string{"noted"}) || r.sess.State() != "hall" || out.View != "" {
 		t.Fatalf("answer: says %v state %s", out.Says, r.sess.State())
 	}
 	if p := ag.prompts[0]; !strings.Contains(p, "state: hall") || !strings.Contains(p, "view: |\n  the hall") || !strings.Contains(p, "[user]\nis this the hall?\n[/user]") {

@@ -59,6 +59,10 @@ func (l *loader) loadStateMap(f *file, n *yaml.Node, base string, parent *State)
 			}
 			name = parent.Name + "." + name
 		}
+		if prev := l.st.States[name]; prev != nil && (parent != nil || prev.Parent != "" && strings.Contains(name, ".")) {
+			l.errAt(f, se.key, path, "state %q is declared twice: here and at %s (a nested state and a dotted name are the same path)", name, prev.Pos)
+			continue
+		}
 		if !l.dup(f, entry{name: name, key: se.key}, path, "state", l.st.States[name] != nil) {
 			continue
 		}

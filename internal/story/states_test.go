@@ -170,3 +170,11 @@ func TestOffPathReturnUnknown(t *testing.T) {
 		t.Errorf("diagnostics (-want +got):\n%s", diff)
 	}
 }
+
+// A nested state and a top-level dotted name for the same path collide.
+func TestNestedAndDottedCollide(t *testing.T) {
+	want := []string{`dup.yaml:9:3: states.a.b: state "a.b" is declared twice: here and at dup.yaml:8:7 (a nested state and a dotted name are the same path)`}
+	if diff := cmp.Diff(want, loadErr(t, "testdata/states/dup.yaml", nil)); diff != "" {
+		t.Errorf("diagnostics (-want +got):\n%s", diff)
+	}
+}

@@ -42,6 +42,9 @@ func exitWith(code int, err error) error { return &exitError{code: code, err: er
 type globals struct {
 	logLevel  string
 	workspace string // --workspace, on the commands that load stories
+	// storiesPath is --stories-path (repeatable): where @kitsoki/NAME
+	// imports are looked up first.
+	storiesPath []string
 }
 
 func (g *globals) logger(w io.Writer) *slog.Logger {

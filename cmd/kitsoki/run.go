@@ -106,7 +106,7 @@ Exit codes:
 }
 
 func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err error) {
-	st, err := story.Load(path, story.WithWorkspace(g.workspace))
+	st, err := story.Load(path, g.storyOpts()...)
 	if err != nil {
 		return exitWith(exitLoad, err)
 	}

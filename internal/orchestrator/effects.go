@@ -216,7 +216,7 @@ func (s *Session) emitName(t *turnCtx, e *story.Effect) (string, error) {
 	if v == nil {
 		return "", nil
 	}
-	return strings.TrimSpace(fmt.Sprint(v)), nil
+	return s.story.ResolveIntent(s.state, strings.TrimSpace(fmt.Sprint(v))), nil
 }
 
 func (s *Session) emitSlots(t *turnCtx, e *story.Effect) (map[string]any, error) {

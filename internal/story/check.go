@@ -14,6 +14,8 @@ func (l *loader) finish() {
 	l.seedWorld()
 	l.addExitStates()
 	l.computeParents()
+	l.finishImports()
+	l.checkExports()
 	for _, t := range l.targets {
 		l.resolveTarget(t)
 	}
@@ -118,9 +120,13 @@ func (l *loader) resolveTarget(t *targetRef) {
 		l.errAt(t.f, t.n, t.path, "on_error must name a state, \".\" or @exit:<name>; a template target is allowed only in an arm's target:")
 	default:
 		norm := normStateName(raw)
-		if _, ok := l.st.States[norm]; !ok || strings.HasPrefix(norm, ExitStatePrefix) {
+		st, ok := l.st.States[norm]
+		if !ok || strings.HasPrefix(norm, ExitStatePrefix) {
 			l.errAt(t.f, t.n, t.path, "%s", l.unknownState(raw, norm))
 			return
+		}
+		if st.Import != nil {
+			norm = st.Import.Entry
 		}
 		t.set(norm, false)
 	}
@@ -135,9 +141,13 @@ func (l *loader) checkRoot() {
 	}
 	r := l.rootRef
 	norm := normStateName(r.value)
-	if _, ok := l.st.States[norm]; !ok || norm == "" || strings.HasPrefix(norm, ExitStatePrefix) {
+	st, ok := l.st.States[norm]
+	if !ok || norm == "" || strings.HasPrefix(norm, ExitStatePrefix) {
 		l.errAt(r.f, r.n, r.path, "%s", l.unknownState(r.value, norm))
 		return
+	}
+	if st.Import != nil {
+		norm = st.Import.Entry
 	}
 	l.st.Root = norm
 }

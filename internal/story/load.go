@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,6 +30,16 @@ type options struct {
 	fsys      fs.FS  // WithFS: read from it instead of the OS
 	fsDir     string // where fsys is mounted
 	stubbed   bool   // WithStubbedHosts
+
+	storiesPath []string // WithStoriesPath
+}
+
+// WithStoriesPath adds directories to the front of the search path of
+// @kitsoki/NAME import sources (the --stories-path flag): NAME resolves to
+// DIR/NAME/app.yaml in the first directory holding it, before
+// KITSOKI_STORIES_PATH and $KITSOKI_REPO/stories.
+func WithStoriesPath(dirs ...string) Option {
+	return func(o *options) { o.storiesPath = append(o.storiesPath, dirs...) }
 }
 
 // WithStubbedHosts loads the story for `kitsoki test flows`, where flow
@@ -120,6 +131,7 @@ func Load(path string, opts ...Option) (*Story, error) {
 		fileOrder:  map[string]int{},
 		loaded:     map[string]bool{},
 		declared:   map[string]bool{},
+		wrappers:   map[string]*importWrap{},
 		promptSeen: map[string]bool{},
 		schemaUses: map[string]*[]schemaUse{},
 		st: &Story{
@@ -146,6 +158,9 @@ func Load(path string, opts ...Option) (*Story, error) {
 	sortDiagnostics(l.warns, l.fileOrder)
 	if len(l.diags) > 0 {
 		sc.Close()
+		for _, c := range l.st.importCompilers {
+			c.Close()
+		}
 		return nil, &LoadError{Diagnostics: l.diags, Warnings: l.warns}
 	}
 	l.st.Warnings = l.warns
@@ -154,10 +169,17 @@ func Load(path string, opts ...Option) (*Story, error) {
 
 // Close releases what the story holds open (the schema directory handle).
 func (s *Story) Close() error {
-	if s == nil || s.SchemaCompiler == nil {
+	if s == nil {
 		return nil
 	}
-	return s.SchemaCompiler.Close()
+	var errs []error
+	for _, c := range s.importCompilers {
+		errs = append(errs, c.Close())
+	}
+	if s.SchemaCompiler != nil {
+		errs = append(errs, s.SchemaCompiler.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // schemaCompiler returns the compiler of the schemas under dir, the story
@@ -219,6 +241,16 @@ type loader struct {
 	synonymRefs    []*synonymRef // intents' synonyms, checked against their slots
 	defaultIntents []*nodeRef    // states' default_intent, checked at finish
 	routingAgent   *nodeRef      // routing.agent, checked against agent_plugins
+
+	// imports (imports.go)
+	importFiles  []*unitFile            // folded imported documents, loaded after the story's own files
+	wrappers     map[string]*importWrap // import wrapper states
+	aliasChecks  []nodeRef              // root-level aliases, checked against the story's states
+	exportChecks []nodeRef              // root-level intents.export names
+	hostChecks   []hostCheck            // hosts: declared imports
+	exportRefs   []nodeRef              // exports.intents of the story itself
+	rootHosts    []string               // hosts: of the story's own files
+	rootStates   map[string]bool        // states of the story's own files
 }
 
 // nodeRef is a value to check once every file is loaded.
@@ -264,6 +296,7 @@ func (l *loader) run(abs string) {
 			l.flushJobs()
 		}
 	}
+	l.loadImported()
 	l.runJobs()
 	l.finish()
 }
@@ -350,8 +383,8 @@ func yamlDiag(f *file, err error) Diagnostic {
 }
 
 var topKeys = &keySpec{
-	v1: []string{"app", "hosts", "agents", "agent_plugins", "host_plugins", "host_interfaces", "providers", "world", "intents", "root", "exits", "include", "states", "routing"},
-	later: []string{"imports", "exports", "phase_templates", "phases", "checkpoint_intents",
+	v1: []string{"app", "hosts", "agents", "agent_plugins", "host_plugins", "host_interfaces", "providers", "world", "intents", "root", "exits", "include", "states", "routing", "imports", "exports"},
+	later: []string{"phase_templates", "phases", "checkpoint_intents",
 		"proposals", "off_path", "meta_modes", "prompts", "decider"},
 }
 
@@ -416,6 +449,32 @@ func (l *loader) loadFile(f *file, isRoot bool) {
 	if e, ok := top.get("include"); ok {
 		l.loadInclude(f, e)
 	}
+	if e, ok := top.get("exports"); ok {
+		l.loadExports(f, e)
+	}
+	if e, ok := top.get("imports"); ok {
+		l.loadImports(f, e)
+	}
+}
+
+// loadImported loads the documents folded from imports, once the story's
+// own files are loaded (so their declarations win over an import's).
+func (l *loader) loadImported() {
+	if len(l.importFiles) == 0 {
+		return
+	}
+	l.rootHosts = slices.Clone(l.st.Hosts)
+	l.rootStates = make(map[string]bool, len(l.st.States))
+	for k := range l.st.States {
+		l.rootStates[k] = true
+	}
+	for _, uf := range l.importFiles {
+		l.rewritePaths(uf.doc, uf.dir)
+		f := &file{rel: uf.f.rel, abs: uf.f.abs, data: uf.f.data, ws: uf.f.ws, doc: uf.doc, dir: uf.dir, imported: true}
+		f.parseOnce.Do(func() {})
+		l.loadFile(f, false)
+		l.flushJobs()
+	}
 }
 
 // once records that a single-valued top-level key (app, root) is declared,
@@ -432,6 +491,16 @@ func (l *loader) once(f *file, e entry) bool {
 // dup reports a name declared twice across files; it returns true when the
 // name is new.
 func (l *loader) dup(f *file, e entry, path, kind string, exists bool) bool {
+	if exists && f.imported {
+		switch kind {
+		case "agent", "agent_plugins", "host_plugins", "provider":
+			// One namespace across imports: the importer's (or an
+			// earlier import's) declaration wins.
+			return false
+		}
+		l.errAt(f, e.key, path, "imports: %s %q is already declared by the importing story", kind, e.name)
+		return false
+	}
 	if exists {
 		l.errAt(f, e.key, path, "include: %s %q is already declared", kind, e.name)
 		return false

@@ -57,6 +57,9 @@ type Story struct {
 	// SchemaCompiler compiles schemas named by templated paths at run time,
 	// rooted in Dir like the load-time ones.
 	SchemaCompiler *schema.Compiler
+	// importCompilers compile the schemas of imported stories, each rooted
+	// in its own story directory.
+	importCompilers map[string]*schema.Compiler
 
 	// Secrets are the values substituted from ${VAR} in agent_plugins,
 	// host_plugins, providers and host.run's with.env; the trace writer
@@ -144,7 +147,22 @@ type State struct {
 	// free text no earlier tier resolved.
 	DefaultIntent string
 	DefaultSlot   string
-	Pos           Pos
+	// Import is set on an import's wrapper state (imports.<alias>): a
+	// transition into it enters Import.Entry.
+	Import *Import
+	Pos    Pos
+}
+
+// Import is what an imports: entry folded into the story: the wrapper
+// state <alias> (whose on_enter writes world_in) and its entry state.
+type Import struct {
+	Alias   string
+	Source  string // the imported story's root file, relative to the story directory
+	Version string // version: as written (metadata, not enforced)
+	Entry   string // full path of the state a transition into the wrapper enters
+	// Intents maps the imported story's own intent names to their names
+	// here (<alias>__<name>), for emit_intent names rendered at run time.
+	Intents map[string]string
 }
 
 // Arm is one transition of an on: list.

@@ -110,7 +110,9 @@ func (l *loader) resolveTarget(t *targetRef) {
 	case strings.HasPrefix(raw, "@exit:"):
 		name := strings.TrimPrefix(raw, "@exit:")
 		if l.st.Exits[name] == nil {
-			l.errAt(t.f, t.n, t.path, "@exit:%s referenced but not declared in exits:", name)
+			if !l.exitTargets[t.n] {
+				l.errAt(t.f, t.n, t.path, "@exit:%s referenced but not declared in exits:", name)
+			}
 			return
 		}
 		t.set(ExitStatePrefix+name, false)
@@ -122,7 +124,9 @@ func (l *loader) resolveTarget(t *targetRef) {
 		norm := normStateName(raw)
 		st, ok := l.st.States[norm]
 		if !ok || strings.HasPrefix(norm, ExitStatePrefix) {
-			l.errAt(t.f, t.n, t.path, "%s", l.unknownState(raw, norm))
+			if !l.exitTargets[t.n] {
+				l.errAt(t.f, t.n, t.path, "%s", l.unknownState(raw, norm))
+			}
 			return
 		}
 		if st.Import != nil {

@@ -78,6 +78,10 @@ type unitFile struct {
 	f   *file
 	doc *yaml.Node // a mapping of top-level keys
 	dir string
+
+	wrapper string // for an import's wrapper state: its alias
+	key     *yaml.Node
+	path    string
 }
 
 // importWrap is an import's wrapper state, in some unit's namespace.
@@ -152,14 +156,14 @@ func (l *loader) readImportDef(f *file, ie entry) (*importDef, bool) {
 		l.errAt(f, ie.key, path, "import alias %q must be a name (a letter, then letters, digits, - or _, without \"__\"): it prefixes the imported story's states (%s.<state>) and world keys (%s__<key>)", ie.name, ie.name, ie.name)
 		return nil, false
 	}
-	fs, ok := l.fields(f, ie.val, path, importKeys)
-	if !ok {
-		return nil, false
+	fs, unknown, ok := l.fieldsU(f, ie.val, path, importKeys)
+	if !ok || unknown > 0 {
+		return d, false
 	}
 	src, ok := fs.get("source")
 	if !ok {
 		l.errAt(f, ie.key, path, "source: is required (a path to the imported story, or @kitsoki/<name>)")
-		return nil, false
+		return d, false
 	}
 	if s, ok := l.str(f, src.val, joinPath(path, "source")); ok && strings.TrimSpace(s) != "" {
 		d.source, d.sourceNode = strings.TrimSpace(s), deref(src.val)
@@ -167,7 +171,7 @@ func (l *loader) readImportDef(f *file, ie entry) (*importDef, bool) {
 		if ok {
 			l.errAt(f, src.val, joinPath(path, "source"), "source is empty: write a path to the imported story, or @kitsoki/<name>")
 		}
-		return nil, false
+		return d, false
 	}
 	strField(l, f, fs, path, "version", &d.version)
 	if en, ok := fs.get("entry"); ok {
@@ -193,7 +197,7 @@ func (l *loader) readImportDef(f *file, ie entry) (*importDef, bool) {
 				continue
 			}
 			if s, ok := l.str(f, to.val, joinPath(xp, "to")); ok {
-				ix.to, ix.toN = s, deref(to.val)
+				ix.to, ix.toN = strings.TrimSpace(s), deref(to.val)
 			}
 			if st, ok := xf.get("set"); ok {
 				if n := deref(st.val); n != nil && n.Kind == yaml.MappingNode {
@@ -261,12 +265,19 @@ func (l *loader) readImportDef(f *file, ie entry) (*importDef, bool) {
 func (l *loader) foldImport(sc *importScope, ie entry) []*unitFile {
 	f := sc.f
 	d, ok := l.readImportDef(f, ie)
+	if d == nil {
+		return nil
+	}
 	if !ok {
+		return l.placeholder(sc, d)
+	}
+	if sc.u != nil && sc.u.states[d.alias] {
+		l.errAt(f, d.key, d.path, "import alias %q is also a state of this story: rename the alias or the state", d.alias)
 		return nil
 	}
 	abs, ok := l.resolveImportSource(sc, d)
 	if !ok {
-		return nil
+		return l.placeholder(sc, d)
 	}
 	if i := slices.Index(sc.stack, abs); i >= 0 {
 		chain := make([]string, 0, len(sc.stack)-i+1)
@@ -275,17 +286,51 @@ func (l *loader) foldImport(sc *importScope, ie entry) []*unitFile {
 		}
 		chain = append(chain, l.relPath(abs))
 		l.errAt(f, d.sourceNode, joinPath(d.path, "source"), "import cycle: %s", strings.Join(chain, " → "))
-		return nil
-	}
-	if sc.u != nil && sc.u.states[d.alias] {
-		l.errAt(f, d.key, d.path, "import alias %q is also a state of this story: rename the alias or the state", d.alias)
-		return nil
+		return l.placeholder(sc, d)
 	}
 	child := l.readUnit(abs, append(slices.Clone(sc.stack), abs))
 	if child == nil {
-		return nil
+		return l.placeholder(sc, d)
 	}
 	return l.foldUnit(sc, d, child)
+}
+
+// placeholder stands for an import that failed (its error is reported):
+// the wrapper state alone, so targets naming the alias are not reported
+// as unknown states too.
+func (l *loader) placeholder(sc *importScope, d *importDef) []*unitFile {
+	wrapper := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	addPair(wrapper, "description", scalar("import "+d.alias+" (not loaded)"))
+	states := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	states.Content = append(states.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: d.alias, Line: d.key.Line, Column: d.key.Column}, wrapper)
+	doc := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	addPair(doc, "states", states)
+	if sc.u != nil {
+		sc.u.states[d.alias] = true
+	}
+	return []*unitFile{{f: sc.f, doc: doc, dir: sc.dir, wrapper: d.alias, key: d.key, path: d.path}}
+}
+
+// checkExitTo checks an imports.<alias>.exits.<name>.to against the
+// importer's states and exits.
+func (l *loader) checkExitTo(ref nodeRef, states map[string]bool, exits map[string]*yaml.Node) {
+	v := ref.value
+	switch {
+	case v == ".":
+		l.errAt(ref.f, ref.n, ref.path, "an exit cannot stay in the imported story: name a state of this story, or @exit:<name>")
+	case v == "":
+		l.errAt(ref.f, ref.n, ref.path, "to is empty: name a state of this story, or @exit:<name>")
+	case strings.HasPrefix(v, "@exit:"):
+		if _, ok := exits[strings.TrimPrefix(v, "@exit:")]; !ok {
+			l.errAt(ref.f, ref.n, ref.path, "%s: this story declares no exit %q in exits:", v, strings.TrimPrefix(v, "@exit:"))
+		}
+	case isTemplated(v):
+		l.errAt(ref.f, ref.n, ref.path, "to must name a state, not a template")
+	default:
+		if !states[firstSeg(normStateName(v))] {
+			l.errAt(ref.f, ref.n, ref.path, "%s", l.unknownState(v, normStateName(v)))
+		}
+	}
 }
 
 // resolveImportSource turns source: into the imported story's root file:
@@ -621,7 +666,7 @@ func (l *loader) foldUnit(sc *importScope, d *importDef, child *unit) []*unitFil
 		l.errAt(f, d.entryNode, joinPath(d.path, "entry"), "the imported story %s has no state %q%s", l.relPath(child.abs), entryState, didYouMean(entryState, sortedKeys(child.states)))
 		return nil
 	}
-	bare := map[string]bool{}
+	bare, lifted := map[string]bool{}, map[string]bool{}
 	for _, x := range d.export {
 		bare[x.name] = true
 	}
@@ -634,7 +679,7 @@ func (l *loader) foldUnit(sc *importScope, d *importDef, child *unit) []*unitFil
 			l.errAt(f, x.key, joinPath(d.path, "intents.import"), "cannot import intent %q: %s%s", x.name, msg, didYouMean(x.name, sortedKeys(child.exports)))
 			continue
 		}
-		bare[x.name] = true
+		lifted[x.name] = true
 	}
 	for _, x := range d.exitOrder {
 		if _, ok := child.exits[x.name]; !ok {
@@ -711,7 +756,19 @@ func (l *loader) foldUnit(sc *importScope, d *importDef, child *unit) []*unitFil
 	if d.hostsMode == "declared" {
 		l.hostChecks = append(l.hostChecks, hostCheck{f: f, n: d.hostsModeKey, path: joinPath(d.path, "hosts"), alias: d.alias, hosts: child.hosts, u: sc.u})
 	}
-	r := &renamer{l: l, d: d, alias: d.alias, child: child, bare: bare, prompts: prompts, reported: map[string]bool{}}
+	for _, x := range d.exitOrder {
+		ix, ok := d.exits[x.name]
+		if !ok || ix.toN == nil {
+			continue
+		}
+		ref := nodeRef{f: f, n: ix.toN, path: joinPath(joinPath(joinPath(d.path, "exits"), x.name), "to"), value: ix.to}
+		if sc.u != nil {
+			l.checkExitTo(ref, sc.u.states, sc.u.exits)
+		} else {
+			l.exitToChecks = append(l.exitToChecks, ref)
+		}
+	}
+	r := &renamer{l: l, d: d, alias: d.alias, child: child, bare: bare, lifted: lifted, prompts: prompts, reported: map[string]bool{}}
 	for _, uf := range files {
 		applyBindings(uf.doc, bindings)
 		r.f = uf.f
@@ -739,7 +796,7 @@ func (l *loader) foldUnit(sc *importScope, d *importDef, child *unit) []*unitFil
 	states.Content = append(states.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: d.alias, Line: d.key.Line, Column: d.key.Column}, wrapper)
 	wdoc := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 	addPair(wdoc, "states", states)
-	files = append(files, &unitFile{f: f, doc: wdoc, dir: sc.dir})
+	files = append(files, &unitFile{f: f, doc: wdoc, dir: sc.dir, wrapper: d.alias, key: d.key, path: d.path})
 
 	w := &importWrap{alias: d.alias, source: l.relPath(child.abs), version: d.version, entry: d.alias + "." + entryState, intents: map[string]string{}}
 	for name := range child.intents {
@@ -780,7 +837,6 @@ func (l *loader) foldUnit(sc *importScope, d *importDef, child *unit) []*unitFil
 		for _, x := range d.export {
 			l.exportChecks = append(l.exportChecks, nodeRef{f: f, n: x.key, path: joinPath(d.path, "intents.export"), value: x.name})
 		}
-		l.aliasChecks = append(l.aliasChecks, nodeRef{f: f, n: d.key, path: d.path, value: d.alias})
 	}
 	if sc.u != nil {
 		for _, x := range d.export {
@@ -810,7 +866,8 @@ type renamer struct {
 	d        *importDef
 	alias    string
 	child    *unit
-	bare     map[string]bool
+	bare     map[string]bool // the importer's exported intents: never renamed
+	lifted   map[string]bool // intents.import: renamed, and also declared (and handled) under the bare name
 	prompts  map[string]string
 	reported map[string]bool
 }
@@ -884,10 +941,7 @@ func (r *renamer) doc(doc *yaml.Node) {
 			}
 		case "intents":
 			if v.Kind == yaml.MappingNode {
-				for j := 0; j+1 < len(v.Content); j += 2 {
-					v.Content[j].Value = r.intent(v.Content[j].Value)
-					r.walk(v.Content[j+1], nil)
-				}
+				r.intentKeyed(v)
 			}
 		case "host_interfaces":
 			if v.Kind == yaml.MappingNode {
@@ -951,21 +1005,10 @@ func (r *renamer) walk(n *yaml.Node, arm *yaml.Node) {
 					}
 					continue
 				}
-			case "on":
+			case "on", "intents":
+				// arms by intent; state-level intent declarations
 				if v.Kind == yaml.MappingNode {
-					for j := 0; j+1 < len(v.Content); j += 2 {
-						v.Content[j].Value = r.intent(v.Content[j].Value)
-						r.walk(v.Content[j+1], nil)
-					}
-					continue
-				}
-			case "intents":
-				// state-level intent declarations
-				if v.Kind == yaml.MappingNode {
-					for j := 0; j+1 < len(v.Content); j += 2 {
-						v.Content[j].Value = r.intent(v.Content[j].Value)
-						r.walk(v.Content[j+1], nil)
-					}
+					r.intentKeyed(v)
 					continue
 				}
 			case "emit_intent", "default_intent", "intent":
@@ -1031,6 +1074,25 @@ func (r *renamer) walk(n *yaml.Node, arm *yaml.Node) {
 	}
 }
 
+// intentKeyed renames a mapping keyed by intent names (intents:, on:). A
+// lifted intent (intents.import) keeps its renamed entry and gets a copy
+// under its bare name, so both names reach the same arms.
+func (r *renamer) intentKeyed(m *yaml.Node) {
+	var extra []*yaml.Node
+	for j := 0; j+1 < len(m.Content); j += 2 {
+		k := m.Content[j]
+		name := k.Value
+		k.Value = r.intent(name)
+		r.walk(m.Content[j+1], nil)
+		if r.lifted[name] && r.child.intents[name] {
+			bk := *k
+			bk.Value = name
+			extra = append(extra, &bk, deepCopy(m.Content[j+1]))
+		}
+	}
+	m.Content = append(m.Content, extra...)
+}
+
 // with renames inside an invoke's with: mapping.
 func (r *renamer) with(n *yaml.Node) {
 	if n.Kind == yaml.MappingNode {
@@ -1084,10 +1146,11 @@ func (r *renamer) target(v *yaml.Node, isTarget bool) *yaml.Node {
 					r.l.errAt(r.f, v, "", "@exit:%s referenced but not declared in exits:", name)
 				}
 			}
+			v.Value = "." // reported: not reported again as a target
 			return nil
 		}
 		v.Value = x.to
-		v.Line, v.Column = x.toN.Line, x.toN.Column
+		r.l.exitTargets[v] = true // a bad to: is reported there, once
 		if isTarget {
 			return x.set
 		}
@@ -1239,9 +1302,17 @@ var pathKeys = []string{"prompt", "prompt_path", "schema", "script", "system_pro
 // finishImports checks what needs the whole story (alias collisions,
 // exported intents, hosts: declared) and marks the wrapper states.
 func (l *loader) finishImports() {
-	for _, a := range l.aliasChecks {
-		if l.rootStates[a.value] {
-			l.errAt(a.f, a.n, a.path, "import alias %q is also a state of this story: rename the alias or the state", a.value)
+	if len(l.exitToChecks) > 0 {
+		states := make(map[string]bool, len(l.st.States))
+		for k := range l.st.States {
+			states[k] = true
+		}
+		exits := map[string]*yaml.Node{}
+		for k := range l.st.Exits {
+			exits[k] = nil
+		}
+		for _, ref := range l.exitToChecks {
+			l.checkExitTo(ref, states, exits)
 		}
 	}
 	for _, x := range l.exportChecks {

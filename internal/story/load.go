@@ -125,15 +125,16 @@ func Load(path string, opts ...Option) (*Story, error) {
 		return nil, &LoadError{Diagnostics: []Diagnostic{{Pos: Pos{File: filepath.Base(abs)}, Message: "story file " + err.Error()}}}
 	}
 	l := &loader{
-		opts:       o,
-		dir:        dir,
-		ws:         ws,
-		fileOrder:  map[string]int{},
-		loaded:     map[string]bool{},
-		declared:   map[string]bool{},
-		wrappers:   map[string]*importWrap{},
-		promptSeen: map[string]bool{},
-		schemaUses: map[string]*[]schemaUse{},
+		opts:        o,
+		dir:         dir,
+		ws:          ws,
+		fileOrder:   map[string]int{},
+		loaded:      map[string]bool{},
+		declared:    map[string]bool{},
+		wrappers:    map[string]*importWrap{},
+		exitTargets: map[*yaml.Node]bool{},
+		promptSeen:  map[string]bool{},
+		schemaUses:  map[string]*[]schemaUse{},
 		st: &Story{
 			Dir:       dir,
 			File:      abs,
@@ -245,7 +246,8 @@ type loader struct {
 	// imports (imports.go)
 	importFiles  []*unitFile            // folded imported documents, loaded after the story's own files
 	wrappers     map[string]*importWrap // import wrapper states
-	aliasChecks  []nodeRef              // root-level aliases, checked against the story's states
+	exitToChecks []nodeRef              // root-level imports.<alias>.exits.<name>.to
+	exitTargets  map[*yaml.Node]bool    // targets an exit mapping wrote (checked at its to:)
 	exportChecks []nodeRef              // root-level intents.export names
 	hostChecks   []hostCheck            // hosts: declared imports
 	exportRefs   []nodeRef              // exports.intents of the story itself
@@ -469,6 +471,10 @@ func (l *loader) loadImported() {
 		l.rootStates[k] = true
 	}
 	for _, uf := range l.importFiles {
+		if uf.wrapper != "" && l.rootStates[uf.wrapper] {
+			l.errAt(uf.f, uf.key, uf.path, "import alias %q is also a state of this story: rename the alias or the state", uf.wrapper)
+			continue
+		}
 		l.rewritePaths(uf.doc, uf.dir)
 		f := &file{rel: uf.f.rel, abs: uf.f.abs, data: uf.f.data, ws: uf.f.ws, doc: uf.doc, dir: uf.dir, imported: true}
 		f.parseOnce.Do(func() {})

@@ -819,6 +819,9 @@ func (l *loader) foldUnit(sc *importScope, d *importDef, child *unit) []*unitFil
 		for k := range child.intents {
 			u.intents[r.intent(k)] = true
 		}
+		for k := range lifted {
+			u.intents[k] = true
+		}
 		for k := range child.ifaces {
 			u.ifaces[d.alias+"__"+k] = true
 		}

@@ -1,0 +1,92 @@
+package orchestrator
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// An imported story's emit_intent and templated targets render its own
+// names; the session resolves them under the import, and entering the
+// import runs world_in before the entry state's on_enter.
+func TestImportRuntimeNames(t *testing.T) {
+	fs := files{
+		"app.yaml": `app: {id: parent}
+world:
+  who: {type: string, default: "Ada"}
+  said: {type: string, default: ""}
+intents:
+  enter: {}
+root: main
+imports:
+  kid:
+    source: ./kid
+    entry: a
+    world_in:
+      name: "{{ world.who }}"
+    exits:
+      out:
+        to: main
+        set: {said: "{{ world.kid__greeting }}"}
+states:
+  main:
+    on:
+      enter:
+        - target: kid
+`,
+		"kid/app.yaml": `app: {id: kid}
+world:
+  name: {type: string, default: ""}
+  next: {type: string, default: "go"}
+  dest: {type: string, default: "b"}
+  greeting: {type: string, default: ""}
+intents:
+  go: {}
+  leave: {}
+exits:
+  out: {}
+root: a
+states:
+  a:
+    on_enter:
+      - set: {greeting: "hi {{ world.name }}"}
+      - emit_intent: "{{ world.next }}"
+    on:
+      go:
+        - target: "{{ world.dest }}"
+  b:
+    on_enter:
+      - emit_intent: leave
+    on:
+      leave:
+        - target: "@exit:out"
+`,
+	}
+	r := newRig(t, fs)
+	out := r.do("enter")
+	if out.Outcome == OutcomeError {
+		t.Fatalf("enter: %v", out.Err)
+	}
+	if out.State != "main" {
+		t.Errorf("state = %q, want main (a → b → @exit:out)", out.State)
+	}
+	w := r.sess.World()
+	if w["kid__name"] != "Ada" || w["kid__greeting"] != "hi Ada" || w["said"] != "hi Ada" {
+		t.Errorf("world: kid__name %v, kid__greeting %v, said %v", w["kid__name"], w["kid__greeting"], w["said"])
+	}
+	var got []string
+	for _, e := range r.events("machine.transition") {
+		got = append(got, e.Payload["from"].(string)+" → "+e.Payload["to"].(string)+" ("+e.Payload["intent"].(string)+")")
+	}
+	want := []string{" → main (__seed__)", "main → kid.a (enter)", "kid.a → kid.b (kid__go)", "kid.b → main (kid__leave)"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("transitions (-want +got):\n%s", diff)
+	}
+	var entered []string
+	for _, e := range r.events("machine.state_entered") {
+		entered = append(entered, e.Payload["state"].(string))
+	}
+	if diff := cmp.Diff([]string{"main", "kid", "kid.a", "kid.b", "main"}, entered); diff != "" {
+		t.Errorf("entered (-want +got):\n%s", diff)
+	}
+}

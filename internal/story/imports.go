@@ -433,11 +433,12 @@ func (l *loader) readUnit(abs string, stack []string) *unit {
 		intents: map[string]bool{}, ifaces: map[string]bool{}, exits: map[string]*yaml.Node{},
 		exports: map[string]bool{}, wrappers: map[string]*importWrap{}}
 	rootF := l.unitFile(abs)
+	rootF.parse()
 	if rootF.doc == nil {
-		if len(rootF.parseDiags) == 0 {
+		if len(rootF.parseDiags) == 0 && !l.unitReported[rootF] {
 			l.diags = append(l.diags, Diagnostic{Pos: Pos{File: rootF.rel}, Message: "imported story file is empty"})
 		}
-		l.diags = append(l.diags, rootF.parseDiags...)
+		l.unitDiags(rootF)
 		return nil
 	}
 	seen := map[string]bool{abs: true}
@@ -449,7 +450,8 @@ func (l *loader) readUnit(abs string, stack []string) *unit {
 	for len(queue) > 0 {
 		f := queue[0]
 		queue = queue[1:]
-		l.diags = append(l.diags, f.parseDiags...)
+		f.parse()
+		l.unitDiags(f)
 		if f.doc == nil {
 			continue
 		}
@@ -509,8 +511,13 @@ func (l *loader) readUnit(abs string, stack []string) *unit {
 	return u
 }
 
-// unitFile returns the parsed file at abs, registered for diagnostics.
+// unitFile returns the file at abs, registered for diagnostics, its parse
+// started on the workers. A story imported several times is parsed once:
+// each fold works on its own copy of the document.
 func (l *loader) unitFile(abs string) *file {
+	if f, ok := l.unitFiles[abs]; ok {
+		return f
+	}
 	rel, err := filepath.Rel(l.dir, abs)
 	if err != nil {
 		rel = abs
@@ -519,8 +526,24 @@ func (l *loader) unitFile(abs string) *file {
 	if _, ok := l.fileOrder[f.rel]; !ok {
 		l.fileOrder[f.rel] = len(l.fileOrder)
 	}
-	f.parse()
+	if l.unitFiles == nil {
+		l.unitFiles = map[string]*file{}
+	}
+	l.unitFiles[abs] = f
+	l.work.submit(&job{run: f.parseJob})
 	return f
+}
+
+// unitDiags reports a file's read and syntax errors, once however often
+// it is imported.
+func (l *loader) unitDiags(f *file) {
+	if l.unitReported == nil {
+		l.unitReported = map[*file]bool{}
+	}
+	if !l.unitReported[f] {
+		l.unitReported[f] = true
+		l.diags = append(l.diags, f.parseDiags...)
+	}
 }
 
 // unitIncludes resolves an imported file's include: globs against the

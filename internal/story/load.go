@@ -253,6 +253,8 @@ type loader struct {
 	exportRefs   []nodeRef              // exports.intents of the story itself
 	rootHosts    []string               // hosts: of the story's own files
 	rootStates   map[string]bool        // states of the story's own files
+	unitFiles    map[string]*file       // imported files by path, parsed once
+	unitReported map[*file]bool         // imported files whose parse errors are reported
 }
 
 // nodeRef is a value to check once every file is loaded.

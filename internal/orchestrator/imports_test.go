@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -88,5 +89,44 @@ states:
 	}
 	if diff := cmp.Diff([]string{"main", "kid", "kid.a", "kid.b", "main"}, entered); diff != "" {
 		t.Errorf("entered (-want +got):\n%s", diff)
+	}
+}
+
+// An imported story's base view (views/<name>.pongo in its directory)
+// reads its own world keys.
+func TestImportBaseView(t *testing.T) {
+	fs := files{
+		"app.yaml": `app: {id: parent}
+intents:
+  enter: {}
+root: main
+imports:
+  kid:
+    source: ./kid
+    entry: a
+states:
+  main:
+    on:
+      enter:
+        - target: kid
+`,
+		"kid/app.yaml": `app: {id: kid}
+world:
+  t: {type: string, default: "theirs"}
+root: a
+states:
+  a:
+    view:
+      extends: base
+      blocks:
+        body:
+          - prose: "in {{ world.t }}"
+`,
+		"kid/views/base.pongo": "T={{ world.t }} {% block body %}{% endblock %}",
+	}
+	r := newRig(t, fs)
+	out := r.do("enter")
+	if out.State != "kid.a" || !strings.Contains(out.View, "T=theirs") || !strings.Contains(out.View, "in theirs") {
+		t.Errorf("state %q, view %q", out.State, out.View)
 	}
 }

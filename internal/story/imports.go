@@ -79,6 +79,10 @@ type unitFile struct {
 	doc *yaml.Node // a mapping of top-level keys
 	dir string
 
+	// texts renames world references in text read from the imported
+	// story's other files (base views), innermost import first.
+	texts []func(string) string
+
 	wrapper string // for an import's wrapper state: its alias
 	key     *yaml.Node
 	path    string
@@ -796,6 +800,7 @@ func (l *loader) foldUnit(sc *importScope, d *importDef, child *unit) []*unitFil
 		applyBindings(uf.doc, bindings)
 		r.f = uf.f
 		r.doc(uf.doc)
+		uf.texts = append(uf.texts, r.text)
 	}
 	// The wrapper state, in the importer's namespace.
 	wrapper := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}

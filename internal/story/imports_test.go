@@ -322,3 +322,80 @@ func TestImportStoriesPath(t *testing.T) {
 		t.Errorf("err = %v\nwant %s", err, want)
 	}
 }
+
+// overrides: a whole state or intent of the imported story replaced (in
+// its names, renamed like its own), a prompt file swapped for the
+// importer's.
+func TestImportOverrides(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"app.yaml": `app: {id: p}
+hosts: [host.agent.decide]
+root: main
+states:
+  main: {}
+imports:
+  x:
+    source: ./leaf
+    entry: s
+    exits: {done: {to: main}}
+    hosts: declared
+    overrides:
+      states:
+        s:
+          view: "mine {{ world.n }}"
+          on:
+            poke:
+              - target: t
+      intents:
+        poke: {description: "Overridden."}
+      prompts:
+        prompts/a.md: prompts/mine.md
+`,
+		"prompts/mine.md":   "Mine: {{ world.n }}\n",
+		"leaf/prompts/a.md": "Theirs\n",
+		"leaf/app.yaml": `app: {id: leaf}
+hosts: [host.agent.decide]
+world:
+  n: {type: int, default: 0}
+  v: {type: object, default: {}}
+intents:
+  poke: {description: "Theirs."}
+exits:
+  done: {}
+root: s
+states:
+  s:
+    view: "theirs"
+  t:
+    on_enter:
+      - invoke: host.agent.decide
+        with: {prompt: prompts/a.md}
+        bind: {v: submitted}
+    on:
+      poke:
+        - target: "@exit:done"
+`,
+	})
+	st, err := Load(filepath.Join(dir, "app.yaml"), WithLookupEnv(mapEnv(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s := st.States["x.s"]
+	if s.View == nil || s.View.Source() != "mine {{ world.x__n }}" {
+		t.Errorf("overridden view = %v", s.View)
+	}
+	if got := s.On["x__poke"]; len(got) != 1 || got[0].Target != "x.t" {
+		t.Errorf("overridden arms = %+v", got)
+	}
+	if got := st.Intents["x__poke"].Description; got != "Overridden." {
+		t.Errorf("overridden intent description = %q", got)
+	}
+	p, ok := st.Prompts["prompts/mine.md"]
+	if !ok || p.Source() != "Mine: {{ world.n }}\n" {
+		t.Errorf("swapped prompt: have %v", keysOf(st.Prompts))
+	}
+	if _, ok := st.Prompts["leaf/prompts/a.md"]; ok {
+		t.Errorf("the swapped-out prompt was compiled too")
+	}
+}

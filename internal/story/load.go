@@ -478,7 +478,7 @@ func (l *loader) loadImported() {
 			continue
 		}
 		l.rewritePaths(uf.doc, uf.dir)
-		f := &file{rel: uf.f.rel, abs: uf.f.abs, data: uf.f.data, ws: uf.f.ws, doc: uf.doc, dir: uf.dir, imported: true}
+		f := &file{rel: uf.f.rel, abs: uf.f.abs, data: uf.f.data, ws: uf.f.ws, doc: uf.doc, dir: uf.dir, imported: true, texts: uf.texts}
 		f.parseOnce.Do(func() {})
 		l.loadFile(f, false)
 		l.flushJobs()

@@ -23,6 +23,7 @@ type file struct {
 	// relative paths were written against, imported that it was folded.
 	dir      string
 	imported bool
+	texts    []func(string) string // renames for text read from the imported story's other files
 
 	linesOnce sync.Once
 	lines     []string // data split into lines on first use, by line

@@ -795,7 +795,7 @@ func (l *loader) foldUnit(sc *importScope, d *importDef, child *unit) []*unitFil
 			l.exitToChecks = append(l.exitToChecks, ref)
 		}
 	}
-	r := &renamer{l: l, d: d, alias: d.alias, child: child, bare: bare, lifted: lifted, prompts: prompts, reported: map[string]bool{}}
+	r := &renamer{l: l, d: d, alias: d.alias, child: child, bare: bare, lifted: lifted, prompts: prompts, reported: map[string]bool{}, seen: map[*yaml.Node]bool{}}
 	for _, uf := range files {
 		applyBindings(uf.doc, bindings)
 		r.f = uf.f
@@ -901,6 +901,7 @@ type renamer struct {
 	lifted   map[string]bool // intents.import: renamed, and also declared (and handled) under the bare name
 	prompts  map[string]string
 	reported map[string]bool
+	seen     map[*yaml.Node]bool // nodes renamed (a node shared by aliases is renamed once)
 }
 
 func (r *renamer) key(k string) string { return r.alias + "__" + k }
@@ -963,6 +964,12 @@ func (r *renamer) doc(doc *yaml.Node) {
 		if v == nil {
 			continue
 		}
+		if slices.Contains(namespacedSections, k.Value) && k.Value != "intents" { // intentKeyed marks its own
+			if r.seen[v] {
+				continue
+			}
+			r.seen[v] = true
+		}
 		switch k.Value {
 		case "world":
 			if v.Kind == yaml.MappingNode {
@@ -1004,9 +1011,10 @@ func (r *renamer) doc(doc *yaml.Node) {
 // exit's set: is appended).
 func (r *renamer) walk(n *yaml.Node, arm *yaml.Node) {
 	n = deref(n)
-	if n == nil {
+	if n == nil || r.seen[n] {
 		return
 	}
+	r.seen[n] = true
 	switch n.Kind {
 	case yaml.ScalarNode:
 		n.Value = r.text(n.Value)
@@ -1017,10 +1025,10 @@ func (r *renamer) walk(n *yaml.Node, arm *yaml.Node) {
 	case yaml.MappingNode:
 		// An exit's set: is appended once the holder is renamed: it is
 		// the importer's, in the importer's names.
-		var exitSet *yaml.Node
+		var exitSet, exitAt *yaml.Node
 		defer func() {
 			if exitSet != nil {
-				appendSet(n, exitSet)
+				appendSet(n, exitSet, exitAt)
 			}
 		}()
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -1032,7 +1040,7 @@ func (r *renamer) walk(n *yaml.Node, arm *yaml.Node) {
 			case "target", "on_error":
 				if v.Kind == yaml.ScalarNode {
 					if set := r.target(v, k.Value == "target"); set != nil {
-						exitSet = set
+						exitSet, exitAt = set, v
 					}
 					continue
 				}
@@ -1109,6 +1117,10 @@ func (r *renamer) walk(n *yaml.Node, arm *yaml.Node) {
 // lifted intent (intents.import) keeps its renamed entry and gets a copy
 // under its bare name, so both names reach the same arms.
 func (r *renamer) intentKeyed(m *yaml.Node) {
+	if r.seen[m] {
+		return
+	}
+	r.seen[m] = true
 	var extra []*yaml.Node
 	for j := 0; j+1 < len(m.Content); j += 2 {
 		k := m.Content[j]
@@ -1145,9 +1157,10 @@ func (r *renamer) with(n *yaml.Node) {
 // walkPlain renames world references in every scalar under n.
 func (r *renamer) walkPlain(n *yaml.Node) {
 	n = deref(n)
-	if n == nil {
+	if n == nil || r.seen[n] {
 		return
 	}
+	r.seen[n] = true
 	if n.Kind == yaml.ScalarNode {
 		n.Value = r.text(n.Value)
 		return
@@ -1195,11 +1208,14 @@ func (r *renamer) target(v *yaml.Node, isTarget bool) *yaml.Node {
 }
 
 // appendSet appends {set: <copy of set>} to the effects: of arm (an arm
-// mapping), creating the list when missing. On an effect item holding
-// target: (an on_complete transition) the set joins it.
-func appendSet(arm, set *yaml.Node) {
-	eff := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: set.Line, Column: set.Column}
-	addPair(eff, "set", deepCopy(set))
+// mapping), creating the list when missing. The copy is placed at the
+// arm's target (at), in the imported story's file, where the loader reports
+// what is wrong with it.
+func appendSet(arm, set, at *yaml.Node) {
+	c := deepCopy(set)
+	placeAt(c, at.Line, at.Column)
+	eff := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: at.Line, Column: at.Column}
+	addPair(eff, "set", c)
 	for i := 0; i+1 < len(arm.Content); i += 2 {
 		if arm.Content[i].Value == "effects" {
 			l := deref(arm.Content[i+1])
@@ -1226,6 +1242,14 @@ func appendSet(arm, set *yaml.Node) {
 	}
 }
 
+// placeAt moves n and everything under it to line:col.
+func placeAt(n *yaml.Node, line, col int) {
+	n.Line, n.Column = line, col
+	for _, c := range n.Content {
+		placeAt(c, line, col)
+	}
+}
+
 // applyBindings sets the default: of each bound host interface.
 func applyBindings(doc *yaml.Node, bindings map[string]*yaml.Node) {
 	if len(bindings) == 0 {
@@ -1249,15 +1273,19 @@ func applyBindings(doc *yaml.Node, bindings map[string]*yaml.Node) {
 				body = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 				m.Content[j+1] = body
 			}
+			// The importer's handler name, placed in the imported story's
+			// file (it was checked where it is written).
+			c := deepCopy(b)
+			placeAt(c, m.Content[j].Line, m.Content[j].Column)
 			set := false
 			for k := 0; k+1 < len(body.Content); k += 2 {
 				if body.Content[k].Value == "default" {
-					body.Content[k+1] = deepCopy(b)
+					body.Content[k+1] = c
 					set = true
 				}
 			}
 			if !set {
-				addPair(body, "default", deepCopy(b))
+				addPair(body, "default", c)
 			}
 		}
 	}
@@ -1437,20 +1465,30 @@ func addPair(m *yaml.Node, k string, v *yaml.Node) {
 	m.Content = append(m.Content, scalar(k), v)
 }
 
-// deepCopy copies n, expanding aliases, so renaming a copy in place never
-// renames a node twice.
+// deepCopy copies n. A node reached several times (through YAML aliases)
+// is copied once and stays shared, so the copy is as large as the text
+// (an alias bomb stays small) and the renamer, which renames each node
+// once, never renames a node twice.
 func deepCopy(n *yaml.Node) *yaml.Node {
+	return copyNode(n, map[*yaml.Node]*yaml.Node{})
+}
+
+func copyNode(n *yaml.Node, memo map[*yaml.Node]*yaml.Node) *yaml.Node {
 	if n == nil {
 		return nil
 	}
-	if n.Kind == yaml.AliasNode {
-		return deepCopy(n.Alias)
+	if c, ok := memo[n]; ok {
+		return c
 	}
 	c := *n
+	memo[n] = &c
+	if n.Alias != nil {
+		c.Alias = copyNode(n.Alias, memo)
+	}
 	if len(n.Content) > 0 {
 		c.Content = make([]*yaml.Node, len(n.Content))
 		for i, x := range n.Content {
-			c.Content[i] = deepCopy(x)
+			c.Content[i] = copyNode(x, memo)
 		}
 	}
 	return &c

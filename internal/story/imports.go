@@ -795,7 +795,7 @@ func (l *loader) foldUnit(sc *importScope, d *importDef, child *unit) []*unitFil
 			l.exitToChecks = append(l.exitToChecks, ref)
 		}
 	}
-	r := &renamer{l: l, d: d, alias: d.alias, child: child, bare: bare, lifted: lifted, prompts: prompts, reported: map[string]bool{}, seen: map[*yaml.Node]bool{}}
+	r := &renamer{l: l, d: d, alias: d.alias, child: child, bare: bare, lifted: lifted, prompts: prompts, reported: map[string]bool{}, seen: map[*yaml.Node]bool{}, arms: map[*yaml.Node]bool{}}
 	for _, uf := range files {
 		applyBindings(uf.doc, bindings)
 		r.f = uf.f
@@ -902,6 +902,7 @@ type renamer struct {
 	prompts  map[string]string
 	reported map[string]bool
 	seen     map[*yaml.Node]bool // nodes renamed (a node shared by aliases is renamed once)
+	arms     map[*yaml.Node]bool // the arms of on: mappings (the rest holding target: are effect items)
 }
 
 func (r *renamer) key(k string) string { return r.alias + "__" + k }
@@ -1028,7 +1029,7 @@ func (r *renamer) walk(n *yaml.Node, arm *yaml.Node) {
 		var exitSet, exitAt *yaml.Node
 		defer func() {
 			if exitSet != nil {
-				appendSet(n, exitSet, exitAt)
+				appendSet(n, exitSet, exitAt, r.arms[n])
 			}
 		}()
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -1126,6 +1127,17 @@ func (r *renamer) intentKeyed(m *yaml.Node) {
 		k := m.Content[j]
 		name := k.Value
 		k.Value = r.intent(name)
+		if v := deref(m.Content[j+1]); v != nil {
+			// on: values are arms (a list, or the one-arm mapping)
+			if v.Kind == yaml.MappingNode {
+				r.arms[v] = true
+			}
+			for _, it := range v.Content {
+				if it = deref(it); v.Kind == yaml.SequenceNode && it != nil && it.Kind == yaml.MappingNode {
+					r.arms[it] = true
+				}
+			}
+		}
 		r.walk(m.Content[j+1], nil)
 		if r.lifted[name] && r.child.intents[name] {
 			bk := *k
@@ -1208,12 +1220,22 @@ func (r *renamer) target(v *yaml.Node, isTarget bool) *yaml.Node {
 }
 
 // appendSet appends {set: <copy of set>} to the effects: of arm (an arm
-// mapping), creating the list when missing. The copy is placed at the
-// arm's target (at), in the imported story's file, where the loader reports
-// what is wrong with it.
-func appendSet(arm, set, at *yaml.Node) {
+// mapping), creating the list when missing; an effect item holding target:
+// (an on_complete transition) gets the set: itself when it has none. The
+// copy is placed at the target (at), in the imported story's file, where
+// the loader reports what is wrong with it.
+func appendSet(arm, set, at *yaml.Node, isArm bool) {
 	c := deepCopy(set)
 	placeAt(c, at.Line, at.Column)
+	if !isArm {
+		for i := 0; i+1 < len(arm.Content); i += 2 {
+			if arm.Content[i].Value == "set" {
+				return
+			}
+		}
+		addPair(arm, "set", c)
+		return
+	}
 	eff := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: at.Line, Column: at.Column}
 	addPair(eff, "set", c)
 	for i := 0; i+1 < len(arm.Content); i += 2 {
@@ -1230,16 +1252,7 @@ func appendSet(arm, set, at *yaml.Node) {
 			return
 		}
 	}
-	for i := 0; i+1 < len(arm.Content); i += 2 {
-		if arm.Content[i].Value == "when" || arm.Content[i].Value == "default" || arm.Content[i].Value == "guard_hint" {
-			addPair(arm, "effects", &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{eff}})
-			return
-		}
-	}
-	// An arm holding only target:, or an effect item: an arm gets effects:.
-	if len(arm.Content) == 2 {
-		addPair(arm, "effects", &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{eff}})
-	}
+	addPair(arm, "effects", &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{eff}})
 }
 
 // placeAt moves n and everything under it to line:col.

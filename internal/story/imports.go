@@ -980,6 +980,14 @@ func (r *renamer) doc(doc *yaml.Node) {
 			}
 		case "intents":
 			if v.Kind == yaml.MappingNode {
+				// An intent the importer exports down is the importer's:
+				// the imported story's declaration of it gives way.
+				for j := 0; j+1 < len(v.Content); j += 2 {
+					if r.bare[v.Content[j].Value] {
+						v.Content = append(v.Content[:j:j], v.Content[j+2:]...)
+						j -= 2
+					}
+				}
 				r.intentKeyed(v)
 			}
 		case "host_interfaces":

@@ -272,6 +272,26 @@ func TestImportErrors(t *testing.T) {
 	}
 }
 
+// An intent the importer exports down replaces the imported story's
+// declaration of the same name.
+func TestImportExportedIntentDeclaredByChild(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"app.yaml":      "app: {id: p}\nintents:\n  poke: {description: mine}\nroot: main\nstates:\n  main: {}\nimports:\n  x:\n    source: ./leaf\n    entry: s\n    exits: {done: {to: main}}\n    intents: {export: [poke]}\n",
+		"leaf/app.yaml": leafStory,
+	})
+	st, err := Load(filepath.Join(dir, "app.yaml"), WithLookupEnv(mapEnv(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if st.Intents["poke"].Description != "mine" || st.Intents["x__poke"] != nil {
+		t.Errorf("poke = %+v, x__poke = %+v", st.Intents["poke"], st.Intents["x__poke"])
+	}
+	if got := st.States["x.s"].On["poke"]; len(got) != 1 || got[0].Target != "main" {
+		t.Errorf("x.s.on.poke = %+v, want the child's arm under the bare name, exiting to main", got)
+	}
+}
+
 // An import outside the workspace is refused like an include.
 func TestImportOutsideWorkspace(t *testing.T) {
 	dir := writeTree(t, map[string]string{

@@ -1,10 +1,14 @@
 package orchestrator
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/host"
 )
 
 // An imported story's emit_intent and templated targets render its own
@@ -128,5 +132,49 @@ states:
 	out := r.do("enter")
 	if out.State != "kid.a" || !strings.Contains(out.View, "T=theirs") || !strings.Contains(out.View, "in theirs") {
 		t.Errorf("state %q, view %q", out.State, out.View)
+	}
+}
+
+// An agent inside an import emits the imported story's own intent name
+// (its prompt does not know the alias); it fires as the renamed intent.
+func TestImportAgentEmitsBareIntent(t *testing.T) {
+	var sess *Session
+	hook := host.WithRun(func(call *host.Call) *agent.Run {
+		return &agent.Run{Live: sess.LiveCall(call)}
+	})
+	a := scripted(func(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
+		if err := call.Run.Live.EmitIntent(ctx, "advance", nil); err != nil {
+			return nil, err
+		}
+		return &agent.AskResponse{Submission: []byte(`"ok"`)}, nil
+	})
+	fs := files{
+		"app.yaml": "app: {id: p}\nintents: {enter: {}}\nroot: main\nimports:\n  kid: {source: ./kid, entry: s}\nstates:\n  main:\n    on:\n      enter: [{target: kid}]\n",
+		"kid/app.yaml": `app: {id: kid}
+agent_plugins: {agent.x: {plugin: builtin.inprocess}}
+world:
+  answer: {type: string, default: ""}
+intents: {advance: {hidden: true}}
+root: s
+states:
+  s:
+    on_enter:
+      - invoke: host.agent.ask
+        agent: agent.x
+        with: {prompt: "work"}
+        bind: {answer: submission}
+    on:
+      advance: [{target: t}]
+  t: {}
+`,
+	}
+	r := newRig(t, fs, withAgent("agent.x", a), withHostOpts(hook))
+	sess = r.sess
+	out := r.do("enter")
+	if out.Err != nil || len(out.HostErrors) != 0 {
+		t.Fatalf("errors: %v %v", out.Err, out.HostErrors)
+	}
+	if got := r.sess.State(); got != "kid.t" {
+		t.Errorf("state = %q, want kid.t (advance → kid__advance)", got)
 	}
 }

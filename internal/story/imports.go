@@ -66,7 +66,8 @@ type unit struct {
 	exits    map[string]*yaml.Node // declared exits → their key node
 	exitList []string
 	exports  map[string]bool
-	hosts    []string
+	hosts    []string // its hosts and its imports' (the allow-list it contributes)
+	own      []string // its own files' hosts: (what hosts: declared checks against)
 	root     string
 	wrappers map[string]*importWrap // wrapper state → what it imports
 }
@@ -505,6 +506,7 @@ func (l *loader) readUnit(abs string, stack []string) *unit {
 		}
 		u.files = append(u.files, &unitFile{f: f, doc: doc, dir: u.dir})
 	}
+	u.own = slices.Clone(u.hosts)
 	for _, ia := range importsAt {
 		sc := &importScope{f: ia.f, dir: u.dir, stack: stack, u: u}
 		es, _ := l.entries(ia.f, ia.e.val, "imports")
@@ -1408,7 +1410,7 @@ func (l *loader) finishImports() {
 	for _, hc := range l.hostChecks {
 		have := l.rootHosts
 		if hc.u != nil {
-			have = hc.u.hosts
+			have = hc.u.own
 		}
 		var missing []string
 		for _, h := range hc.hosts {

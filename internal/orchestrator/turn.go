@@ -75,7 +75,7 @@ func (s *Session) takeTurn(ctx context.Context, t *turnCtx) (*Outcome, error) {
 		if werr != nil {
 			return nil, werr
 		}
-		return out, s.sink.EndTurn()
+		return out, s.endTurn(t)
 	}
 	if rej != nil {
 		return s.reject(t, rej)
@@ -87,7 +87,7 @@ func (s *Session) takeTurn(ctx context.Context, t *turnCtx) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	return out, s.sink.EndTurn()
+	return out, s.endTurn(t)
 }
 
 func copySlots(m map[string]any) map[string]any {
@@ -157,7 +157,7 @@ func (s *Session) reject(t *turnCtx, rej *Rejection) (*Outcome, error) {
 	if err := s.emit(t, trace.TurnEnd{Outcome: OutcomeRejected, Code: rej.Code}); err != nil {
 		return nil, err
 	}
-	return &Outcome{Outcome: OutcomeRejected, From: s.state, State: s.state, Rejection: rej}, s.sink.EndTurn()
+	return &Outcome{Outcome: OutcomeRejected, From: s.state, State: s.state, Rejection: rej}, s.endTurn(t)
 }
 
 // ancestors returns the state and its ancestors, innermost first.

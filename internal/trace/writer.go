@@ -37,6 +37,9 @@ type Writer struct {
 	clk          clock.Clock
 	log          *slog.Logger
 	syncPerEvent bool
+	noSync       bool
+	syncHook     func()
+	header       HeaderInfo
 	enc          *lineEncoder
 	size         int64     // bytes of whole lines in the file
 	dirty        bool      // written since the last fsync
@@ -87,7 +90,10 @@ func open(path string, f *os.File, cfg config) (*Writer, error) {
 		ident:        fi,
 		clk:          cfg.clock,
 		log:          cfg.logger,
-		syncPerEvent: cfg.syncPerEvent,
+		syncPerEvent: cfg.syncPerEvent && !cfg.noSync,
+		noSync:       cfg.noSync,
+		syncHook:     cfg.syncHook,
+		header:       cfg.header,
 		enc:          newLineEncoder(secret.New(cfg.secrets)),
 		size:         fi.Size(),
 	}
@@ -100,7 +106,12 @@ func open(path string, f *os.File, cfg config) (*Writer, error) {
 		w.log.Debug("trace created", "path", path)
 		return w, nil
 	}
-	pos, err := scanPosition(io.NewSectionReader(f, 0, w.size))
+	var pos position
+	if cfg.tailCheck {
+		pos, err = tailPosition(f, w.size)
+	} else {
+		pos, err = scanPosition(io.NewSectionReader(f, 0, w.size))
+	}
 	if err != nil {
 		hint := ""
 		var fe *FormatError
@@ -120,7 +131,7 @@ func open(path string, f *os.File, cfg config) (*Writer, error) {
 // writeHeader writes line 1 and makes it and the new directory entry
 // durable, so a crash right after Create still leaves a readable trace.
 func (w *Writer) writeHeader(now time.Time) error {
-	line := headerLine(now)
+	line := headerLine(now, w.header)
 	n, err := w.f.Write(line)
 	w.size += int64(n)
 	if err != nil {
@@ -129,6 +140,7 @@ func (w *Writer) writeHeader(now time.Time) error {
 	if err := w.f.Sync(); err != nil {
 		return fmt.Errorf("trace: sync %s: %w", w.path, err)
 	}
+	w.synced()
 	syncDir(filepath.Dir(w.path))
 	return nil
 }
@@ -250,10 +262,11 @@ func (w *Writer) Close() error {
 	}
 	w.closed = true
 	var syncErr error
-	if w.dirty {
+	if w.dirty && !w.noSync {
 		if err := w.f.Sync(); err != nil {
 			syncErr = fmt.Errorf("trace: sync %s: %w", w.path, err)
 		}
+		w.synced()
 	}
 	if err := w.f.Close(); err != nil {
 		return errors.Join(syncErr, fmt.Errorf("trace: close %s: %w", w.path, err))
@@ -269,7 +282,7 @@ func (w *Writer) usable() error {
 }
 
 func (w *Writer) sync() error {
-	if !w.dirty {
+	if !w.dirty || w.noSync {
 		return nil
 	}
 	if err := w.f.Sync(); err != nil {
@@ -277,8 +290,24 @@ func (w *Writer) sync() error {
 		w.log.Error("trace broken", "path", w.path, "err", w.err)
 		return w.err
 	}
+	w.synced()
 	w.dirty = false
 	return nil
+}
+
+// synced tells the test hook about an fsync of the file.
+func (w *Writer) synced() {
+	if w.syncHook != nil {
+		w.syncHook()
+	}
+}
+
+// Size is the number of bytes of whole lines in the file: where the next
+// line will start.
+func (w *Writer) Size() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.size
 }
 
 // checkIdentity fails, for good, when the path no longer names the file we

@@ -24,8 +24,8 @@ const DefaultSnapshotEvery = 64
 
 // WithJournal makes the session write what a resume needs into its trace:
 // a kitsoki.decision event for every arm taken, and a kitsoki.snapshot of
-// state and world at the end of turn 0 and of every every-th turn (0 is
-// DefaultSnapshotEvery).
+// state and world at the end of turn 0, of every every-th turn (0 is
+// DefaultSnapshotEvery) and of a turn that reaches a terminal state.
 func WithJournal(every int) Option {
 	return func(s *Session) {
 		if every <= 0 {
@@ -70,10 +70,19 @@ func joinSorted[V any](m map[string]V) string {
 // endTurn closes a turn: its snapshot when one is due, then the sink's
 // turn boundary.
 func (s *Session) endTurn(t *turnCtx) error {
-	if s.journal > 0 && t.n%int64(s.journal) == 0 {
-		w := maps.Clone(s.world)
-		if err := s.sink.Append(&plugin.Event{Turn: t.n, StatePath: s.state, Kind: KindSnapshot,
-			Payload: map[string]any{"state": s.state, "turn": t.n, "world": w}}); err != nil {
+	done, exit := s.Done()
+	if s.journal > 0 && (t.n%int64(s.journal) == 0 || done) {
+		p := map[string]any{"state": s.state, "turn": t.n, "world": maps.Clone(s.world)}
+		if done {
+			p["done"] = true
+			if exit != "" {
+				p["exit"] = exit
+			}
+		}
+		if h := s.story.ContentHash; h != "" {
+			p["story_hash"] = h
+		}
+		if err := s.sink.Append(&plugin.Event{Turn: t.n, StatePath: s.state, Kind: KindSnapshot, Payload: p}); err != nil {
 			return &host.TraceError{Err: err}
 		}
 	}

@@ -42,6 +42,8 @@ func exitWith(code int, err error) error { return &exitError{code: code, err: er
 type globals struct {
 	logLevel  string
 	workspace string // --workspace, on the commands that load stories
+	// syncHook, set by tests, counts a run's trace fsyncs.
+	syncHook func()
 }
 
 func (g *globals) logger(w io.Writer) *slog.Logger {
@@ -67,6 +69,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newFetchCmd(g), newMCPCmd(g))
 	root.AddCommand(newTestCmd(g), newTraceCmd())
 	root.AddCommand(newEvalCmd(g), newHostsCmd())
+	root.AddCommand(newSessionCmd(g))
 	checkUsage(root)
 	return root
 }

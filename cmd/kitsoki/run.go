@@ -138,7 +138,7 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 	if err != nil {
 		return err
 	}
-	tr := runtime.Trace{Path: o.trace, NoSync: o.sf.durability == "process", Header: plan.header(), SyncHook: o.sf.syncHook}
+	tr := runtime.Trace{Path: o.trace, NoSync: o.sf.durability == "process", Header: plan.header(), SyncHook: g.syncHook}
 	switch o.traceSync {
 	case "turn":
 	case "event":

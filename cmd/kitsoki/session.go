@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -28,8 +29,6 @@ type sessionFlags struct {
 	durability   string
 	sideEffects  string
 	fork         bool
-	// syncHook counts the trace's fsyncs (tests).
-	syncHook func()
 }
 
 func addSessionFlags(cmd *cobra.Command, f *sessionFlags) {
@@ -347,4 +346,219 @@ func (p *sessionPlan) skipSays(says []string) ([]string, error) {
 		return nil, err
 	}
 	return says[min(p.skip, len(says)):], nil
+}
+
+func newSessionCmd(g *globals) *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "session",
+		Short: "List, show, delete and fork durable sessions",
+		Long: `Work with the durable sessions kitsoki run keeps in the sessions directory
+(--sessions-dir, else $KITSOKI_SESSIONS_DIR, else .kitsoki/sessions in the
+workspace). Resume one with kitsoki run app.yaml --session ID (or
+--continue for the story's latest unfinished one).`,
+	}
+	cmd.PersistentFlags().StringVar(&dir, "sessions-dir", "", "where sessions are kept (default $"+session.EnvDir+", else .kitsoki/sessions in the workspace)")
+	addWorkspaceFlag(cmd, g)
+	store := func() (session.Store, error) {
+		if dir != "" {
+			return session.Store{Dir: dir}, nil
+		}
+		root, err := workspaceDir(g)
+		if err != nil {
+			return session.Store{}, exitWith(exitFailure, err)
+		}
+		return session.Store{Dir: sessionsDir("", root)}, nil
+	}
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "One line per session: id, story, state, turn, last activity, finished, cost",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := store()
+			if err != nil {
+				return err
+			}
+			all, err := s.List()
+			if err != nil {
+				return exitWith(exitFailure, err)
+			}
+			w := cmd.OutOrStdout()
+			if len(all) == 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "kitsoki: no sessions in %s\n", s.Dir)
+				return nil
+			}
+			fmt.Fprintln(w, "ID\tSTORY\tSTATE\tTURN\tLAST ACTIVITY\tFINISHED\tCOST")
+			for _, m := range all {
+				fin := "no"
+				if m.Finished {
+					fin = "yes"
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t$%.4f\n", m.ID, storyName(m), orDefault(m.State, "-"), m.Turn,
+					m.Updated.UTC().Format(time.RFC3339), fin, m.CostUSD)
+			}
+			return nil
+		},
+	}
+	show := &cobra.Command{
+		Use:   "show <ID>",
+		Short: "A session's index entry and where its journal stopped, as JSON",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := store()
+			if err != nil {
+				return err
+			}
+			m, err := s.Get(args[0])
+			if err != nil {
+				return exitWith(exitFailure, err)
+			}
+			out := map[string]any{"session": m}
+			if j, err := session.Load(m.Trace); err == nil {
+				st := map[string]any{"state": j.State, "turn": j.Turn, "world": j.World, "finished": j.Done}
+				if j.Partial != nil {
+					st["unfinished_turn"] = map[string]any{"turn": j.Partial.Turn, "input": j.Partial.Input.Text, "calls": j.Partial.Calls}
+				}
+				out["journal"] = st
+			} else {
+				out["journal_error"] = err.Error()
+			}
+			b, err := json.MarshalIndent(out, "", "  ")
+			if err != nil {
+				return exitWith(exitFailure, err)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), string(b))
+			return nil
+		},
+	}
+	del := &cobra.Command{
+		Use:   "delete <ID>",
+		Short: "Delete a session: its journal and its index entry",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := store()
+			if err != nil {
+				return err
+			}
+			if err := s.Delete(args[0]); err != nil {
+				return exitWith(exitFailure, err)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "kitsoki: deleted session %s\n", args[0])
+			return nil
+		},
+	}
+	var at int64
+	fork := &cobra.Command{
+		Use:   "fork <ID> --at-turn N",
+		Short: "Start a new session from turn N of an old one (the old one stays as it is)",
+		Long: `Start a new session from turn N of an old one: the new journal holds the
+old one's turns 0 to N and a snapshot of where turn N left the session.
+The old session is not changed. Resume the new one with
+kitsoki run <its story> --session <new id>. The id goes to stdout.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("at-turn") {
+				return exitWith(exitUsage, errors.New("kitsoki session fork: give --at-turn N (the turn to fork from; kitsoki session show ID tells the last one)"))
+			}
+			s, err := store()
+			if err != nil {
+				return err
+			}
+			m, err := s.Get(args[0])
+			if err != nil {
+				return exitWith(exitFailure, err)
+			}
+			fm, _, err := forkSession(s, m, at, nil)
+			if err != nil {
+				return exitWith(exitFailure, err)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), fm.ID)
+			fmt.Fprintf(cmd.ErrOrStderr(), "kitsoki: forked session %s from turn %d of %s; resume it with kitsoki run %s --session %s\n", fm.ID, at, m.ID, m.Story, fm.ID)
+			return nil
+		},
+	}
+	fork.Flags().Int64Var(&at, "at-turn", 0, "the turn to fork from (0 is the session's start)")
+	cmd.AddCommand(list, show, del, fork)
+	return cmd
+}
+
+func storyName(m session.Meta) string {
+	if m.AppID != "" {
+		return m.AppID
+	}
+	return filepath.Base(m.Story)
+}
+
+// newTraceStatusCmd is kitsoki trace status: one line per session.
+func newTraceStatusCmd() *cobra.Command {
+	g := &globals{}
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "status [TRACE.jsonl ...]",
+		Short: "One line per session: state, turn, last error, cost, idle time",
+		Long: `Print one line per session of the sessions directory (--sessions-dir, else
+$KITSOKI_SESSIONS_DIR, else .kitsoki/sessions in the workspace), or of the
+trace files given: id, state, turn, whether it finished, cost, idle time
+(since its last event) and its last error. A trace that cannot be read
+gets a line saying why; the exit code is then 1.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			now := time.Now()
+			w := cmd.OutOrStdout()
+			bad := false
+			line := func(id string, j *session.Journal, err error) {
+				if err != nil {
+					bad = true
+					fmt.Fprintf(w, "%s\tunreadable: %v\n", id, err)
+					return
+				}
+				m := j.Describe(session.Meta{ID: id})
+				fin := "running"
+				if m.Finished {
+					fin = "finished"
+				}
+				idle := "-"
+				if !m.Updated.IsZero() {
+					idle = now.Sub(m.Updated).Round(time.Second).String()
+				}
+				fmt.Fprintf(w, "%s\tstate=%s\tturn=%d\t%s\tcost=$%.4f\tidle=%s\tlast_error=%q\n", id, orDefault(m.State, "-"), m.Turn, fin, m.CostUSD, idle, m.LastError)
+			}
+			if len(args) > 0 {
+				for _, p := range args {
+					j, err := session.Load(p)
+					id := strings.TrimSuffix(filepath.Base(p), ".jsonl")
+					if err == nil && j.Header.SessionID != "" {
+						id = j.Header.SessionID
+					}
+					line(id, j, err)
+				}
+			} else {
+				s := session.Store{Dir: dir}
+				if dir == "" {
+					root, err := workspaceDir(g)
+					if err != nil {
+						return exitWith(exitFailure, err)
+					}
+					s.Dir = sessionsDir("", root)
+				}
+				all, err := s.List()
+				if err != nil {
+					return exitWith(exitFailure, err)
+				}
+				if len(all) == 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "kitsoki: no sessions in %s\n", s.Dir)
+				}
+				for _, m := range all {
+					j, err := session.Load(m.Trace)
+					line(m.ID, j, err)
+				}
+			}
+			if bad {
+				return exitWith(exitFailure, errors.New(""))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "sessions-dir", "", "where sessions are kept (default $"+session.EnvDir+", else .kitsoki/sessions in the workspace)")
+	addWorkspaceFlag(cmd, g)
+	return cmd
 }

@@ -119,10 +119,10 @@ func (f *sessionFlags) plan(ctx context.Context, g *globals, o *runOpts, st *sto
 	if m.Finished {
 		return nil, exitWith(exitFailure, fmt.Errorf("session %s finished in state %q at turn %d; fork it to go on: kitsoki session fork %s --at-turn N", m.ID, m.State, m.Turn, m.ID))
 	}
-	if len(o.world) > 0 || o.root != "" {
-		return nil, exitWith(exitUsage, fmt.Errorf("--world and --root set how a new session starts; session %s resumes where it stopped", m.ID))
+	if err := checkSeed(m, o, st); err != nil {
+		return nil, exitWith(exitUsage, err)
 	}
-	j, err := session.Load(m.Trace)
+	j, err := loadJournal(m, stderr)
 	if err != nil {
 		return nil, exitWith(exitFailure, err)
 	}
@@ -561,4 +561,49 @@ gets a line saying why; the exit code is then 1.`,
 	cmd.Flags().StringVar(&dir, "sessions-dir", "", "where sessions are kept (default $"+session.EnvDir+", else .kitsoki/sessions in the workspace)")
 	addWorkspaceFlag(cmd, g)
 	return cmd
+}
+
+// loadJournal reads a session's journal to resume it; a last line a crash
+// left half-written is cut off first (it is an event that never was).
+func loadJournal(m session.Meta, stderr io.Writer) (*session.Journal, error) {
+	j, err := session.Load(m.Trace)
+	var fe *trace.FormatError
+	if err == nil || !errors.As(err, &fe) || !strings.Contains(fe.Msg, "missing trailing newline") {
+		return j, err
+	}
+	cut, rerr := trace.RepairTail(m.Trace)
+	if rerr != nil {
+		return nil, errors.Join(err, rerr)
+	}
+	if cut > 0 {
+		fmt.Fprintf(stderr, "kitsoki: session %s: cut the last %d byte(s) of its journal, a line the crash left unfinished\n", m.ID, cut)
+	}
+	return session.Load(m.Trace)
+}
+
+// checkSeed compares the --world and --root of a resumed run with how the
+// session started (its turn 0): the same command may be given again, a
+// different start may not.
+func checkSeed(m session.Meta, o *runOpts, st *story.Story) error {
+	if len(o.world) == 0 && o.root == "" {
+		return nil
+	}
+	t0, err := session.ReadTurn0(m.Trace)
+	if err != nil {
+		return err
+	}
+	root, world := session.Seed(t0)
+	if o.root != "" && o.root != root {
+		return fmt.Errorf("--root %s: session %s started in %q; --world and --root set how a new session starts, so give the same ones or none to resume it", o.root, m.ID, root)
+	}
+	given, err := parseWorldFlags(st, o.world)
+	if err != nil {
+		return err
+	}
+	for k, v := range given {
+		if fmt.Sprint(session.Normalize(v)) != fmt.Sprint(world[k]) {
+			return fmt.Errorf("--world %s=%v: session %s started with %s=%v; --world and --root set how a new session starts, so give the same ones or none to resume it", k, v, m.ID, k, world[k])
+		}
+	}
+	return nil
 }

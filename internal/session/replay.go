@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -259,4 +261,34 @@ func SortedIDs(ms []Meta) []string {
 	}
 	sort.Strings(ids)
 	return ids
+}
+
+// ReadTurn0 reads the events of turn 0 from the start of a journal (its
+// last attempt), stopping at the first line of turn 1.
+func ReadTurn0(path string) (TurnEvents, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return TurnEvents{}, fmt.Errorf("session journal: %w", err)
+	}
+	defer f.Close()
+	l := newLines(f)
+	if _, err := l.r.ReadBytes('\n'); err != nil { // the header
+		return TurnEvents{}, fmt.Errorf("session journal %s: %w", path, err)
+	}
+	var evs []trace.Event
+	for {
+		ev, err := l.next()
+		if errors.Is(err, io.EOF) || (err == nil && ev.Turn > 0) {
+			break
+		}
+		if err != nil {
+			return TurnEvents{}, fmt.Errorf("session journal %s: %w", path, err)
+		}
+		evs = append(evs, ev)
+	}
+	ts := Turns(evs)
+	if len(ts) == 0 {
+		return TurnEvents{}, fmt.Errorf("session journal %s: no turn 0", path)
+	}
+	return ts[0], nil
 }

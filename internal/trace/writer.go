@@ -322,3 +322,59 @@ func (w *Writer) checkIdentity(now time.Time) error {
 	w.log.Error("trace broken", "path", w.path, "err", w.err)
 	return w.err
 }
+
+// RepairTail cuts a torn last line (the bytes after the last newline, left
+// by a crash in the middle of a write) off the trace at path, under the
+// writer's lock, and reports how many bytes it cut (0 when the file ends
+// in a newline). A file another writer holds is refused: its last line may
+// be on its way. Resuming a durable session does this: the cut line is an
+// event that was never completely written, as if the crash had come just
+// before it.
+func RepairTail(path string) (int64, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return 0, fmt.Errorf("trace: %w", err)
+	}
+	defer f.Close()
+	if err := lockFile(f); err != nil {
+		return 0, fmt.Errorf("trace: repair %s: %w", path, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("trace: repair %s: %w", path, err)
+	}
+	size := fi.Size()
+	keep := size
+	buf := make([]byte, 0, 8192)
+	for keep > 0 {
+		n := min(int64(cap(buf)), keep)
+		buf = buf[:n]
+		if _, err := f.ReadAt(buf, keep-n); err != nil && !errors.Is(err, io.EOF) {
+			return 0, fmt.Errorf("trace: repair %s: %w", path, err)
+		}
+		if i := lastNewline(buf); i >= 0 {
+			keep = keep - n + int64(i) + 1
+			break
+		}
+		keep -= n
+	}
+	if keep == size {
+		return 0, nil
+	}
+	if err := f.Truncate(keep); err != nil {
+		return 0, fmt.Errorf("trace: repair %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return 0, fmt.Errorf("trace: repair %s: %w", path, err)
+	}
+	return size - keep, nil
+}
+
+func lastNewline(b []byte) int {
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] == '\n' {
+			return i
+		}
+	}
+	return -1
+}

@@ -326,7 +326,9 @@ func Open(st *story.Story, cfg Config) (_ *Runtime, err error) {
 	}
 	if r := s.Resume; r != nil && r.Journal.Started {
 		j := r.Journal
-		if err := rt.sess.Restore(j.State, orchestrator.DeepCopy(j.World).(map[string]any), j.Turn); err != nil {
+		w := orchestrator.DeepCopy(j.World).(map[string]any)
+		session.Retype(st, w)
+		if err := rt.sess.Restore(j.State, w, j.Turn); err != nil {
 			return nil, fmt.Errorf("resume %s: %w", j.Path, err)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
@@ -480,4 +481,23 @@ func (l *lines) next() (trace.Event, error) {
 		return trace.Event{}, fmt.Errorf("line %d after the last snapshot: %w", l.n, err)
 	}
 	return ev, nil
+}
+
+// Retype gives the top-level world values read back from a journal the
+// Go types the story's declarations give live values: JSON writes 0.0 as
+// 0, which reads back as an integer, so a float key holding an integer is
+// made a float again (and an int key holding an integral float an int).
+func Retype(st *story.Story, w map[string]any) {
+	for _, v := range st.World {
+		switch x := w[v.Name].(type) {
+		case int64:
+			if v.Type == "float" {
+				w[v.Name] = float64(x)
+			}
+		case float64:
+			if v.Type == "int" && x == float64(int64(x)) {
+				w[v.Name] = int64(x)
+			}
+		}
+	}
 }

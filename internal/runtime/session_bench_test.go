@@ -192,4 +192,6 @@ func TestResumeAfterManyTurns(t *testing.T) {
 	}
 }
 
-func orchestratorCopy(w map[string]any) map[string]any { return orchestrator.DeepCopy(w).(map[string]any) }
+func orchestratorCopy(w map[string]any) map[string]any {
+	return orchestrator.DeepCopy(w).(map[string]any)
+}

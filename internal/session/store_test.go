@@ -130,13 +130,18 @@ func TestCompareNamesTheFirstDifference(t *testing.T) {
 // under a second), half of them with a journal that grew after their
 // index entry was written (a crashed run), which List reads from its tail.
 func BenchmarkSessionList(b *testing.B) {
+	b.Run("half-stale", func(b *testing.B) { benchList(b, 2) })
+	b.Run("fresh", func(b *testing.B) { benchList(b, 0) })
+}
+
+func benchList(b *testing.B, staleEvery int) {
 	dir := b.TempDir()
 	s := Store{Dir: dir}
 	for i := range 1000 {
 		id := fmt.Sprintf("s-%04d", i)
 		tr := writeJournal(b, dir, id+".jsonl", sampleJournal)
 		size := int64(len(sampleJournal))
-		if i%2 == 1 {
+		if staleEvery > 0 && i%staleEvery == 1 {
 			size = 10 // stale: refreshed from the journal
 		}
 		if err := s.Put(Meta{ID: id, Story: "/x/app.yaml", Trace: tr, Updated: time.Unix(int64(i), 0), TraceBytes: size}); err != nil {

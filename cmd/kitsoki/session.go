@@ -107,10 +107,15 @@ func (f *sessionFlags) plan(ctx context.Context, g *globals, o *runOpts, st *sto
 			return nil, exitWith(exitFailure, err)
 		}
 	}
+	if found && !f.resumeLatest && o.trace != "" && absPath(o.trace) != m.Trace {
+		// --session ID --trace NEW: a new run under that id, as before
+		// sessions were durable; the index entry then points at NEW.
+		found = false
+	}
 	if !found {
 		return p, f.newSession(p, o, st)
 	}
-	if o.trace != "" && o.trace != m.Trace {
+	if o.trace != "" && absPath(o.trace) != m.Trace {
 		return nil, exitWith(exitUsage, fmt.Errorf("session %s keeps its journal at %s; drop --trace to resume it", m.ID, m.Trace))
 	}
 	if m.Story != st.File {
@@ -606,4 +611,11 @@ func checkSeed(m session.Meta, o *runOpts, st *story.Story) error {
 		}
 	}
 	return nil
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }

@@ -5,6 +5,7 @@ import (
 	"maps"
 
 	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
@@ -13,9 +14,11 @@ import (
 const (
 	// KindSnapshot is the state, turn and world after a turn.
 	KindSnapshot = "kitsoki.snapshot"
-	// KindDecision is an arm taken: the state it was chosen in, the
-	// intent, the arm's index in its on: list and the target.
-	KindDecision = "kitsoki.decision"
+	// KindDecisions lists a turn's decisions in order, at its end: each
+	// arm taken (the state it was chosen in, the intent, the arm's index
+	// in its on: list, the target) and each call queued (the state, the
+	// invoke's name and id:).
+	KindDecisions = "kitsoki.decisions"
 )
 
 // DefaultSnapshotEvery is how many turns apart a journaling session writes
@@ -23,7 +26,7 @@ const (
 const DefaultSnapshotEvery = 64
 
 // WithJournal makes the session write what a resume needs into its trace:
-// a kitsoki.decision event for every arm taken, and a kitsoki.snapshot of
+// a kitsoki.decisions event at the end of every turn, and a kitsoki.snapshot of
 // state and world at the end of turn 0, of every every-th turn (0 is
 // DefaultSnapshotEvery) and of a turn that reaches a terminal state.
 func WithJournal(every int) Option {
@@ -70,6 +73,12 @@ func joinSorted[V any](m map[string]V) string {
 // endTurn closes a turn: its snapshot when one is due, then the sink's
 // turn boundary.
 func (s *Session) endTurn(t *turnCtx) error {
+	if s.journal > 0 && len(t.decisions) > 0 {
+		if err := s.sink.Append(&plugin.Event{Turn: t.n, StatePath: s.state, Kind: KindDecisions,
+			Payload: map[string]any{"decisions": t.decisions}}); err != nil {
+			return &host.TraceError{Err: err}
+		}
+	}
 	done, exit := s.Done()
 	if s.journal > 0 && (t.n%int64(s.journal) == 0 || done) {
 		p := map[string]any{"state": s.state, "turn": t.n, "world": maps.Clone(s.world)}
@@ -89,14 +98,23 @@ func (s *Session) endTurn(t *turnCtx) error {
 	return s.sink.EndTurn()
 }
 
-// decide records the arm taken (journaling sessions only).
-func (s *Session) decide(t *turnCtx, index int, intent, target string) error {
-	if s.journal == 0 {
-		return nil
+// decide records an arm taken (journaling sessions only); it is written
+// with the turn's other decisions at its end, so the seqs (and the call
+// ids derived from them) of the turn's events are those of a session
+// without a journal.
+func (s *Session) decide(t *turnCtx, index int, intent, target string) {
+	if s.journal > 0 {
+		t.decisions = append(t.decisions, map[string]any{"state": s.state, "intent": intent, "arm": index, "target": target})
 	}
-	if err := s.sink.Append(&plugin.Event{Turn: t.n, StatePath: s.state, Kind: KindDecision,
-		Payload: map[string]any{"state": s.state, "intent": intent, "arm": index, "target": target}}); err != nil {
-		return &host.TraceError{Err: err}
+}
+
+// decideCall records a call queued (journaling sessions only).
+func (s *Session) decideCall(t *turnCtx, inv *story.Invoke) {
+	if s.journal > 0 {
+		d := map[string]any{"state": s.state, "namespace": inv.Name}
+		if inv.ID != "" {
+			d["call"] = inv.ID
+		}
+		t.decisions = append(t.decisions, d)
 	}
-	return nil
 }

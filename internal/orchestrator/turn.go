@@ -23,6 +23,9 @@ type turnCtx struct {
 	says    []string
 	errs    []error
 	handled []HandledError
+	// decisions are the arms taken and calls queued, for the journal
+	// (WithJournal).
+	decisions []any
 }
 
 func (s *Session) newTurn(n int64, intent string, slots map[string]any) *turnCtx {

@@ -364,6 +364,9 @@ func (rt *Runtime) openSink(cfg Config) error {
 	case t.Sink != nil:
 		rt.sink = t.Sink
 	case t.Path != "":
+		if s := cfg.Session; s != nil && (s.Journal || s.Resume != nil) {
+			topts = append(topts, trace.WithCoalesce())
+		}
 		if cfg.Session != nil && cfg.Session.Resume != nil {
 			topts = append(topts, trace.WithTailCheck())
 		} else if err := EnsureNewTrace(t.Path); err != nil {

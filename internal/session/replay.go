@@ -103,24 +103,27 @@ func (d *Decision) phrase(past bool) string {
 	return fmt.Sprintf("takes arm %d → %s", d.Arm, d.Target)
 }
 
-// Decisions lists the decisions in a turn's events, in order.
+// Decisions lists the decisions a turn's kitsoki.decisions events record,
+// in order.
 func Decisions(evs []trace.Event) []Decision {
 	var out []Decision
 	for i := range evs {
-		ev := &evs[i]
-		switch ev.Kind {
-		case orchestrator.KindDecision:
+		if evs[i].Kind != orchestrator.KindDecisions {
+			continue
+		}
+		list, _ := evs[i].Payload["decisions"].([]any)
+		for _, x := range list {
+			m, _ := x.(map[string]any)
 			d := Decision{}
-			d.State, _ = ev.Payload["state"].(string)
-			d.Intent, _ = ev.Payload["intent"].(string)
-			d.Target, _ = ev.Payload["target"].(string)
-			d.Arm = int(toInt(Normalize(ev.Payload["arm"])))
-			out = append(out, d)
-		case trace.KindHarnessCalled:
-			d := Decision{State: ev.StatePath}
-			d.Namespace, _ = ev.Payload["namespace"].(string)
-			args, _ := ev.Payload["args"].(map[string]any)
-			d.Call, _ = args["call"].(string)
+			d.State, _ = m["state"].(string)
+			if ns, ok := m["namespace"].(string); ok {
+				d.Namespace = ns
+				d.Call, _ = m["call"].(string)
+			} else {
+				d.Intent, _ = m["intent"].(string)
+				d.Target, _ = m["target"].(string)
+				d.Arm = int(toInt(Normalize(m["arm"])))
+			}
 			out = append(out, d)
 		}
 	}

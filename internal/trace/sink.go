@@ -64,6 +64,7 @@ type config struct {
 	noSync       bool
 	syncHook     func()
 	tailCheck    bool
+	coalesce     bool
 	header       HeaderInfo
 	secrets      []string
 	logger       *slog.Logger
@@ -117,6 +118,18 @@ func WithSyncHook(fn func()) Option {
 // were written, and resume reads the file from its last snapshot.
 func WithTailCheck() Option {
 	return func(cfg *config) { cfg.tailCheck = true }
+}
+
+// WithCoalesce makes the Writer gather the lines of a turn in the process
+// and hand them to the kernel in one write(2) at the points where losing
+// them would cost a call: after harness.dispatched (before the call goes
+// out), after agent.call.complete, agent.call.error and harness.returned
+// (its answer), at EndTurn and at Close. A killed process loses only the
+// lines computed since the last of those, which a resumed session
+// recomputes. The session journal uses it (fewer system calls per turn);
+// WithSyncPerEvent turns it off.
+func WithCoalesce() Option {
+	return func(cfg *config) { cfg.coalesce = true }
 }
 
 // WithHeader sets what a new file's session.header names beyond its

@@ -40,6 +40,8 @@ type Writer struct {
 	noSync       bool
 	syncHook     func()
 	header       HeaderInfo
+	coalesce     bool   // WithCoalesce
+	pend         []byte // a coalescing writer's lines not yet written
 	enc          *lineEncoder
 	size         int64     // bytes of whole lines in the file
 	dirty        bool      // written since the last fsync
@@ -92,6 +94,7 @@ func open(path string, f *os.File, cfg config) (*Writer, error) {
 		log:          cfg.logger,
 		syncPerEvent: cfg.syncPerEvent && !cfg.noSync,
 		noSync:       cfg.noSync,
+		coalesce:     cfg.coalesce && !cfg.syncPerEvent,
 		syncHook:     cfg.syncHook,
 		header:       cfg.header,
 		enc:          newLineEncoder(secret.New(cfg.secrets)),
@@ -204,10 +207,24 @@ func (w *Writer) append(ev *Event, typed Payload) error {
 	if err != nil {
 		return err
 	}
-	if p.newTurn || now.Sub(w.lastCheck) >= identityCheckInterval || now.Before(w.lastCheck) {
+	// A coalescing writer checked the file at the previous EndTurn, just
+	// before this turn's first line; the one-second bound still applies.
+	if (p.newTurn && !w.coalesce) || now.Sub(w.lastCheck) >= identityCheckInterval || now.Before(w.lastCheck) {
 		if err := w.checkIdentity(now); err != nil {
 			return err
 		}
+	}
+	if w.coalesce {
+		kind := ev.Kind
+		if typed != nil {
+			kind = typed.Kind()
+		}
+		w.pend = append(w.pend, line...)
+		w.enc.commit(ev, p)
+		if flushesAt(kind) {
+			return w.flush()
+		}
+		return nil
 	}
 	n, err := w.f.Write(line)
 	if err != nil {
@@ -219,6 +236,39 @@ func (w *Writer) append(ev *Event, typed Payload) error {
 	if w.syncPerEvent {
 		return w.sync()
 	}
+	return nil
+}
+
+// flushesAt reports whether a coalescing writer hands its lines to the
+// kernel after an event of kind: right before a call goes out
+// (harness.dispatched) and as soon as its answer is in (agent.call.*'s
+// closing events, harness.returned), so a killed process never loses a
+// call's record or its answer, only the computation between them.
+func flushesAt(kind string) bool {
+	switch kind {
+	case KindHarnessDispatched, KindAgentCallComplete, KindAgentCallError, KindHarnessReturned:
+		return true
+	}
+	return false
+}
+
+// flush writes the pending lines of a coalescing writer in one write(2).
+// A failure breaks the writer: the lines' seqs are already taken.
+func (w *Writer) flush() error {
+	if len(w.pend) == 0 {
+		return nil
+	}
+	n, err := w.f.Write(w.pend)
+	if err != nil {
+		err = w.writeFailed(n, err)
+		if w.err == nil {
+			w.err = err
+		}
+		return w.err
+	}
+	w.size += int64(n)
+	w.dirty = true
+	w.pend = w.pend[:0]
 	return nil
 }
 
@@ -246,6 +296,9 @@ func (w *Writer) EndTurn() error {
 	if err := w.usable(); err != nil {
 		return err
 	}
+	if err := w.flush(); err != nil {
+		return err
+	}
 	if err := w.sync(); err != nil {
 		return err
 	}
@@ -262,6 +315,9 @@ func (w *Writer) Close() error {
 	}
 	w.closed = true
 	var syncErr error
+	if w.err == nil {
+		syncErr = w.flush()
+	}
 	if w.dirty && !w.noSync {
 		if err := w.f.Sync(); err != nil {
 			syncErr = fmt.Errorf("trace: sync %s: %w", w.path, err)
@@ -307,7 +363,7 @@ func (w *Writer) synced() {
 func (w *Writer) Size() int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.size
+	return w.size + int64(len(w.pend))
 }
 
 // checkIdentity fails, for good, when the path no longer names the file we

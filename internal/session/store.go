@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
 // EnvDir names the environment variable that overrides the sessions
@@ -197,6 +199,9 @@ func (s Store) Delete(id string) error {
 	m, err := s.Get(id)
 	if err != nil {
 		return err
+	}
+	if err := trace.CheckUnlocked(m.Trace); err != nil {
+		return fmt.Errorf("session %s is running (its journal %s: %w); stop it first", id, m.Trace, err)
 	}
 	if err := os.Remove(m.Trace); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("sessions: %w", err)

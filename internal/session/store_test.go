@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
 // sampleJournal is a small journal of a durable session: turn 0's
@@ -153,5 +155,30 @@ func benchList(b *testing.B, staleEvery int) {
 		if err != nil || len(all) != 1000 {
 			b.Fatalf("%d sessions, %v", len(all), err)
 		}
+	}
+}
+
+// Delete refuses a session whose journal a run holds.
+func TestDeleteRefusesARunningSession(t *testing.T) {
+	dir := t.TempDir()
+	s := Store{Dir: dir}
+	tr := writeJournal(t, dir, "s.jsonl", sampleJournal)
+	if err := s.Put(Meta{ID: "s", Trace: tr, TraceBytes: int64(len(sampleJournal))}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := trace.Create(tr, trace.WithTailCheck())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Delete("s")
+	if err == nil || err.Error() != "session s is running (its journal "+tr+": trace file is locked by another writer); stop it first" {
+		t.Errorf("delete while running: %v", err)
+	}
+	w.Close()
+	if err := s.Delete("s"); err != nil {
+		t.Errorf("delete after the run: %v", err)
+	}
+	if _, err := s.Get("s"); err == nil {
+		t.Error("the deleted session is still there")
 	}
 }

@@ -131,7 +131,7 @@ func TestNoSyncAndSyncHook(t *testing.T) {
 }
 
 // A coalescing writer hands lines to the kernel at a call's dispatch and
-// answer and at turn ends; between those points they wait in the process.
+// return and at turn ends; between those points they wait in the process.
 func TestCoalesceWritesAtCallPoints(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "t.jsonl")
 	w, err := Create(path, WithClock(fakeClock()), WithCoalesce())

@@ -123,8 +123,8 @@ func WithTailCheck() Option {
 // WithCoalesce makes the Writer gather the lines of a turn in the process
 // and hand them to the kernel in one write(2) at the points where losing
 // them would cost a call: after harness.dispatched (before the call goes
-// out), after agent.call.complete, agent.call.error and harness.returned
-// (its answer), at EndTurn and at Close. A killed process loses only the
+// out), after harness.returned (its answer, bound), at EndTurn and at
+// Close. A killed process loses only the
 // lines computed since the last of those, which a resumed session
 // recomputes. The session journal uses it (fewer system calls per turn);
 // WithSyncPerEvent turns it off.

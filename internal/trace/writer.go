@@ -241,12 +241,13 @@ func (w *Writer) append(ev *Event, typed Payload) error {
 
 // flushesAt reports whether a coalescing writer hands its lines to the
 // kernel after an event of kind: right before a call goes out
-// (harness.dispatched) and as soon as its answer is in (agent.call.*'s
-// closing events, harness.returned), so a killed process never loses a
-// call's record or its answer, only the computation between them.
+// (harness.dispatched) and once its answer is bound (harness.returned,
+// which carries the answer and is what a resume counts as the call's end),
+// so a killed process never loses a call's record, and its answer only in
+// the moment between the agent's reply and the bind.
 func flushesAt(kind string) bool {
 	switch kind {
-	case KindHarnessDispatched, KindAgentCallComplete, KindAgentCallError, KindHarnessReturned:
+	case KindHarnessDispatched, KindHarnessReturned:
 		return true
 	}
 	return false
@@ -433,4 +434,18 @@ func lastNewline(b []byte) int {
 		}
 	}
 	return -1
+}
+
+// CheckUnlocked fails when a writer holds the trace at path (a run is
+// writing it); a missing file is not an error.
+func CheckUnlocked(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("trace: %w", err)
+	}
+	defer f.Close()
+	return lockFile(f)
 }

@@ -539,3 +539,47 @@ func TestSessionHeaderAndTraceStatus(t *testing.T) {
 }
 
 func errorsAs(err error, target **exitError) bool { return errors.As(err, target) }
+
+// kitsoki trace to-cassette takes the app id from a journal's header: the
+// cassette's call ids are the ones --app-id would give.
+func TestToCassetteTakesAppIDFromHeader(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, errs := runCLI(t, "", "run", hello, "--sessions-dir", dir, "--intents", "greet name=Ada,bye"); code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	m := onlySession(t, dir)
+	code, fromHeader, errs := runCLI(t, "", "trace", "to-cassette", m.Trace)
+	if code != exitOK {
+		t.Fatalf("to-cassette: exit %d\n%s", code, errs)
+	}
+	_, withFlag, _ := runCLI(t, "", "trace", "to-cassette", m.Trace, "--app-id", "hello")
+	_, other, _ := runCLI(t, "", "trace", "to-cassette", m.Trace, "--app-id", "other")
+	if fromHeader != withFlag || fromHeader == other {
+		t.Errorf("the header's app id was not used:\nfrom header:\n%s\n--app-id hello:\n%s", fromHeader, withFlag)
+	}
+}
+
+// Nothing a resume needs is a secret: the plugin's ${SLOW_LOG} is masked
+// in the journal and read from the environment again when the resumed run
+// loads the story (the plugin logs to the same file).
+func TestResumeReadsSecretsFromTheEnvironment(t *testing.T) {
+	app, dir := sessionDir(t)
+	if code, _, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--intents", "tick"); code != exitIncomplete {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	m := onlySession(t, dir)
+	cutAfter(t, m.Trace, 1, trace.KindHarnessDispatched)
+	if code, _, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--continue", "--intents", "tick,stop"); code != exitOK {
+		t.Fatalf("resume: exit %d\n%s", code, errs)
+	}
+	b, err := os.ReadFile(m.Trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), os.Getenv("SLOW_LOG")) {
+		t.Errorf("the journal holds the ${SLOW_LOG} value")
+	}
+	if got := slowLog(t); len(got) != 4 || got[2] != "start_work_turn=1_n=1" {
+		t.Errorf("the resumed plugin did not log to $SLOW_LOG: %v", got)
+	}
+}

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -220,7 +219,3 @@ func inFlight(p *Partial) []any {
 	}
 	return out
 }
-
-// ErrFinished is the error for resuming a session that reached a terminal
-// state.
-var ErrFinished = errors.New("session finished")

@@ -1,9 +1,9 @@
 package story
 
 import (
-	"encoding/json"
-	"regexp"
 	"slices"
+
+	"github.com/kitsoki/kitsoki/internal/docschema"
 )
 
 // The JSON Schema of a story file, for editors (yaml-language-server and
@@ -16,27 +16,28 @@ import (
 // maps of named entries); values (expressions, templates, types of
 // scalars) are the loader's to check, with positions.
 
-// shape describes one node of a story document.
-type shape struct {
-	ref    string            // a $defs entry, instead of the rest
-	keys   *keySpec          // a mapping with these keys
-	props  map[string]*shape // the shapes of some keys' values
-	values *shape            // a mapping of named entries of this shape
-	items  *shape            // a list of this shape
-	scalar bool              // a scalar is accepted too (shorthand forms)
-	any    []*shape          // one of these
-	// when, with keys: the mapping is checked against keys only when it
-	// has this key (world: entries are a declaration or a default value).
-	when string
-	// required, with keys: the mapping must have this key.
-	required string
+type shape = docschema.Shape
+
+// tables records which key tables the shapes use (the drift test reads it).
+type tables map[*keySpec]bool
+
+// obj is a mapping with spec's keys (its later keys too: the loader
+// accepts them).
+func (u tables) obj(spec *keySpec, props map[string]*shape) *shape {
+	u[spec] = true
+	keys := slices.Concat(spec.v1, spec.later)
+	for _, p := range spec.laterPrefixes {
+		keys = append(keys, p+"*")
+	}
+	return docschema.Obj(keys, props)
 }
 
-func shObj(keys *keySpec, props map[string]*shape) *shape { return &shape{keys: keys, props: props} }
-func shMap(s *shape) *shape                               { return &shape{values: s} }
-func shList(s *shape) *shape                              { return &shape{items: s} }
-func shRef(name string) *shape                            { return &shape{ref: name} }
-func shScalarOr(s *shape) *shape                          { c := *s; c.scalar = true; return &c }
+var (
+	shMap      = docschema.Map
+	shList     = docschema.List
+	shRef      = docschema.Ref
+	shScalarOr = docschema.ScalarOr
+)
 
 // schemaTables names every key table of the package, for the drift test.
 func schemaTables() map[string]*keySpec {
@@ -55,173 +56,103 @@ func schemaTables() map[string]*keySpec {
 
 // storyShape is the document tree of a story file (app.yaml or an
 // included file) and its shared definitions.
-func storyShape() (root *shape, defs map[string]*shape) {
+func storyShape(u tables) (root *shape, defs map[string]*shape) {
 	defs = map[string]*shape{
-		"state": shObj(stateKeys, map[string]*shape{
+		"state": u.obj(stateKeys, map[string]*shape{
 			"on_enter": shList(shRef("effect")),
-			"on":       shMap(&shape{any: []*shape{shRef("arm"), shList(shRef("arm"))}, scalar: true}),
+			"on":       shMap(&shape{Any: []*shape{shRef("arm"), shList(shRef("arm"))}, Scalar: true}),
 			"view":     shRef("view"),
 			"states":   shMap(shRef("state")),
 		}),
-		"arm": shObj(armKeys, map[string]*shape{
+		"arm": u.obj(armKeys, map[string]*shape{
 			"effects": shList(shRef("effect")),
 			"view":    shRef("view"),
 		}),
-		"effect": shObj(effectKeys, map[string]*shape{
+		"effect": u.obj(effectKeys, map[string]*shape{
 			"on_complete": shList(shRef("effect")),
 		}),
-		"view": {any: []*shape{
+		"view": {Any: []*shape{
 			shList(shRef("element")),
-			shObj(viewMapKeys, nil),
-		}, scalar: true},
-		"element":    elementShape(),
-		"agent_tool": shObj(agentToolKeys, map[string]*shape{"annotations": shObj(annotationKeys, nil)}),
+			u.obj(viewMapKeys, nil),
+		}, Scalar: true},
+		"element":    elementShape(u),
+		"agent_tool": u.obj(agentToolKeys, map[string]*shape{"annotations": u.obj(annotationKeys, nil)}),
 	}
-	root = shObj(topKeys, map[string]*shape{
-		"app":           shObj(appKeys, nil),
-		"agents":        shMap(shObj(personaKeys, nil)),
-		"agent_plugins": shMap(shObj(pluginKeys, map[string]*shape{"agent_tools": shList(shRef("agent_tool"))})),
-		"host_plugins":  shMap(shObj(hostPluginKeys, nil)),
-		"host_interfaces": shMap(shObj(interfaceKeys, map[string]*shape{
-			"operations": shMap(shScalarOr(shObj(interfaceOpKeys, nil))),
+	root = u.obj(topKeys, map[string]*shape{
+		"app":           u.obj(appKeys, nil),
+		"agents":        shMap(u.obj(personaKeys, nil)),
+		"agent_plugins": shMap(u.obj(pluginKeys, map[string]*shape{"agent_tools": shList(shRef("agent_tool"))})),
+		"host_plugins":  shMap(u.obj(hostPluginKeys, nil)),
+		"host_interfaces": shMap(u.obj(interfaceKeys, map[string]*shape{
+			"operations": shMap(shScalarOr(u.obj(interfaceOpKeys, nil))),
 		})),
-		"providers": shMap(shObj(providerKeys, nil)),
-		"world":     shMap(&shape{keys: worldKeys, when: "type"}),
-		"intents": shMap(shScalarOr(shObj(intentKeys, map[string]*shape{
-			"slots": shMap(shScalarOr(shObj(slotKeys, nil))),
+		"providers": shMap(u.obj(providerKeys, nil)),
+		"world":     shMap(worldShape(u)),
+		"intents": shMap(shScalarOr(u.obj(intentKeys, map[string]*shape{
+			"slots": shMap(shScalarOr(u.obj(slotKeys, nil))),
 		}))),
-		"exits":   shMap(shScalarOr(shObj(exitKeys, nil))),
-		"routing": shObj(routingKeys, nil),
+		"exits":   shMap(shScalarOr(u.obj(exitKeys, nil))),
+		"routing": u.obj(routingKeys, nil),
 		"states":  shMap(shRef("state")),
-		"include": {items: &shape{}, scalar: true},
+		"include": {Items: &shape{}, Scalar: true},
 	})
 	return root, defs
 }
 
 // elementShape is a typed view element: a mapping with one of ViewKinds
 // (its body shaped per kind) and an optional when:.
-func elementShape() *shape {
+func elementShape(u tables) *shape {
 	bodies := map[string]*shape{
-		"banner": shScalarOr(shObj(bannerKeys, nil)),
-		"kv":     {any: []*shape{shObj(kvKeys, nil), shMap(&shape{})}},
-		"list": {any: []*shape{
-			shObj(listKeys, map[string]*shape{"items": shList(shScalarOr(shObj(listItemKeys, nil)))}),
-			shList(shScalarOr(shObj(listItemKeys, nil))),
-		}, scalar: true},
-		"media": shScalarOr(shObj(mediaKeys, nil)),
-		"choice": shObj(choiceKeys, map[string]*shape{
-			"items": shList(&shape{any: []*shape{
-				shObj(singleItemKeys, map[string]*shape{"param": shObj(paramKeys, nil)}),
-				shObj(multiItemKeys, nil),
-			}, scalar: true}),
-			"fields": shMap(shScalarOr(shObj(fieldKeys, nil))),
+		"banner": shScalarOr(u.obj(bannerKeys, nil)),
+		"kv":     {Any: []*shape{u.obj(kvKeys, nil), shMap(&shape{})}},
+		"list": {Any: []*shape{
+			u.obj(listKeys, map[string]*shape{"items": shList(shScalarOr(u.obj(listItemKeys, nil)))}),
+			shList(shScalarOr(u.obj(listItemKeys, nil))),
+		}, Scalar: true},
+		"media": shScalarOr(u.obj(mediaKeys, nil)),
+		"choice": u.obj(choiceKeys, map[string]*shape{
+			"items": shList(&shape{Any: []*shape{
+				u.obj(singleItemKeys, map[string]*shape{"param": u.obj(paramKeys, nil)}),
+				u.obj(multiItemKeys, nil),
+			}, Scalar: true}),
+			"fields": shMap(shScalarOr(u.obj(fieldKeys, nil))),
 		}),
 	}
-	el := &shape{scalar: true}
+	el := &shape{Scalar: true}
 	for _, kind := range ViewKinds {
 		body := bodies[kind] // nil: a text template (prose, heading, code, template)
-		o := shObj(&keySpec{v1: []string{kind, "when"}}, map[string]*shape{kind: body})
-		o.required = kind
-		el.any = append(el.any, o)
+		o := docschema.Obj([]string{kind, "when"}, map[string]*shape{kind: body})
+		o.Required = kind
+		el.Any = append(el.Any, o)
 	}
 	return el
 }
 
 // manifestShape is the document tree of a plugin's manifest: file.
-func manifestShape() *shape {
-	return shObj(manifestKeys, map[string]*shape{"agent_tools": shList(shRef("agent_tool"))})
+func manifestShape(u tables) *shape {
+	return u.obj(manifestKeys, map[string]*shape{"agent_tools": shList(shRef("agent_tool"))})
+}
+
+// worldShape is a world: entry: a declaration when it has type:, else a
+// default value of any shape.
+func worldShape(u tables) *shape {
+	s := u.obj(worldKeys, nil)
+	s.When = "type"
+	return s
 }
 
 // JSONSchema returns the JSON Schema (draft 2020-12) of a story file.
 func JSONSchema() map[string]any {
-	root, defs := storyShape()
-	return document("https://kitsoki.dev/schemas/app.schema.json",
+	root, defs := storyShape(tables{})
+	return docschema.Document("https://kitsoki.dev/schemas/app.schema.json",
 		"kitsoki story file (app.yaml and the files it includes)", root, defs)
 }
 
 // ManifestJSONSchema returns the JSON Schema of a plugin manifest file.
 func ManifestJSONSchema() map[string]any {
-	_, defs := storyShape()
-	return document("https://kitsoki.dev/schemas/plugin-manifest.schema.json",
-		"kitsoki agent plugin manifest (agent_plugins.<alias>.manifest)", manifestShape(),
+	u := tables{}
+	_, defs := storyShape(u)
+	return docschema.Document("https://kitsoki.dev/schemas/plugin-manifest.schema.json",
+		"kitsoki agent plugin manifest (agent_plugins.<alias>.manifest)", manifestShape(u),
 		map[string]*shape{"agent_tool": defs["agent_tool"]})
-}
-
-func document(id, title string, root *shape, defs map[string]*shape) map[string]any {
-	doc := root.json()
-	doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-	doc["$id"] = id
-	doc["title"] = title
-	d := map[string]any{}
-	for name, s := range defs {
-		d[name] = s.json()
-	}
-	doc["$defs"] = d
-	return doc
-}
-
-var scalarTypes = []any{"string", "number", "integer", "boolean", "null"}
-
-// json renders a shape as a JSON Schema object.
-func (s *shape) json() map[string]any {
-	if s.ref != "" {
-		return map[string]any{"$ref": "#/$defs/" + s.ref}
-	}
-	var alts []any
-	switch {
-	case s.keys != nil:
-		props := map[string]any{}
-		keys := slices.Concat(s.keys.v1, s.keys.later)
-		for _, k := range keys {
-			props[k] = map[string]any{}
-			if c := s.props[k]; c != nil {
-				props[k] = c.json()
-			}
-		}
-		o := map[string]any{"type": "object", "properties": props}
-		if len(s.keys.laterPrefixes) > 0 {
-			pp := map[string]any{}
-			for _, p := range s.keys.laterPrefixes {
-				pp["^"+regexp.QuoteMeta(p)] = map[string]any{}
-			}
-			o["patternProperties"] = pp
-		}
-		o["additionalProperties"] = false
-		if s.required != "" {
-			o["required"] = []any{s.required}
-		}
-		if s.when != "" {
-			// Checked only as a declaration (it has the key); any other
-			// value is a default.
-			return map[string]any{"if": map[string]any{"type": "object", "required": []any{s.when}}, "then": o}
-		}
-		alts = append(alts, o)
-	case s.values != nil:
-		alts = append(alts, map[string]any{"type": "object", "additionalProperties": s.values.json()})
-	case s.items != nil:
-		alts = append(alts, map[string]any{"type": "array", "items": s.items.json()})
-	}
-	for _, a := range s.any {
-		alts = append(alts, a.json())
-	}
-	if s.scalar {
-		alts = append(alts, map[string]any{"type": scalarTypes})
-	}
-	switch len(alts) {
-	case 0:
-		return map[string]any{}
-	case 1:
-		return alts[0].(map[string]any)
-	}
-	return map[string]any{"anyOf": alts}
-}
-
-// MarshalSchema renders a schema as indented JSON with a final newline,
-// the form of the files under schemas/.
-func MarshalSchema(doc map[string]any) ([]byte, error) {
-	b, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '\n'), nil
 }

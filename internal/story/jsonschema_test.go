@@ -1,97 +1,37 @@
 package story
 
 import (
-	"bytes"
 	"encoding/json"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kitsoki/kitsoki/internal/schema"
+	"github.com/kitsoki/kitsoki/internal/testsupport/schematest"
 )
 
 // TestSchemaTablesAreEveryKeyTable fails when a key table of the package
 // is not in schemaTables (so the JSON Schema would not know its keys), or
 // schemaTables names one that is gone.
 func TestSchemaTablesAreEveryKeyTable(t *testing.T) {
-	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, ".", func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var found []string
-	for _, f := range pkgs["story"].Files {
-		for _, d := range f.Decls {
-			g, ok := d.(*ast.GenDecl)
-			if !ok || g.Tok != token.VAR {
-				continue
-			}
-			for _, sp := range g.Specs {
-				vs := sp.(*ast.ValueSpec)
-				for i, v := range vs.Values {
-					u, ok := v.(*ast.UnaryExpr)
-					if !ok {
-						continue
-					}
-					if cl, ok := u.X.(*ast.CompositeLit); ok {
-						if id, ok := cl.Type.(*ast.Ident); ok && id.Name == "keySpec" {
-							found = append(found, vs.Names[i].Name)
-						}
-					}
-				}
-			}
-		}
-	}
-	slices.Sort(found)
-	var listed []string
+	listed := map[string]bool{}
 	for name := range schemaTables() {
-		listed = append(listed, name)
+		listed[name] = true
 	}
-	slices.Sort(listed)
-	if diff := cmp.Diff(found, listed); diff != "" {
-		t.Errorf("key tables of the package (-) vs schemaTables (+): add the table to schemaTables and to the shape that reads it:\n%s", diff)
-	}
+	schematest.SameNames(t, schematest.KeyLists(t, "", "keySpec"), listed)
 }
 
 // TestSchemaUsesEveryTable fails when a listed table is not reachable from
 // the story or manifest shapes.
 func TestSchemaUsesEveryTable(t *testing.T) {
-	used := map[*keySpec]bool{}
-	seen := map[*shape]bool{}
-	var walk func(s *shape)
-	walk = func(s *shape) {
-		if s == nil || seen[s] {
-			return
-		}
-		seen[s] = true
-		if s.keys != nil {
-			used[s.keys] = true
-		}
-		for _, c := range s.props {
-			walk(c)
-		}
-		walk(s.values)
-		walk(s.items)
-		for _, a := range s.any {
-			walk(a)
-		}
-	}
-	root, defs := storyShape()
-	walk(root)
-	walk(manifestShape())
-	for _, d := range defs {
-		walk(d)
-	}
+	u := tables{}
+	storyShape(u)
+	manifestShape(u)
 	for name, k := range schemaTables() {
-		if !used[k] {
+		if !u[k] {
 			t.Errorf("%s is in no shape: the schema would refuse its keys", name)
 		}
 	}
@@ -100,39 +40,12 @@ func TestSchemaUsesEveryTable(t *testing.T) {
 // TestSchemaFilesAreCurrent compares schemas/*.json with what the loader's
 // tables generate (make schemas writes them).
 func TestSchemaFilesAreCurrent(t *testing.T) {
-	for file, doc := range map[string]map[string]any{
-		"app.schema.json":             JSONSchema(),
-		"plugin-manifest.schema.json": ManifestJSONSchema(),
-	} {
-		want, err := MarshalSchema(doc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join("..", "..", "schemas", file)
-		got, err := os.ReadFile(path)
-		if os.Getenv("KITSOKI_WRITE_SCHEMAS") == "1" {
-			if err := os.WriteFile(path, want, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err != nil || !bytes.Equal(got, want) {
-			t.Errorf("%s is not what the loader's key tables generate: run make schemas", path)
-		}
-	}
+	schematest.Current(t, filepath.Join("..", "..", "schemas", "app.schema.json"), JSONSchema())
+	schematest.Current(t, filepath.Join("..", "..", "schemas", "plugin-manifest.schema.json"), ManifestJSONSchema())
 }
 
 func compiledAppSchema(t *testing.T) *schema.Schema {
-	t.Helper()
-	raw, err := MarshalSchema(JSONSchema())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := schema.CompileDocument("app.schema.json", raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return schematest.Compile(t, "app.schema.json", JSONSchema())
 }
 
 // storyFiles is a story's root file and the files its include: globs name.
@@ -159,28 +72,9 @@ func storyFiles(t *testing.T, app string) []string {
 		}
 	}
 	for _, g := range globs {
-		m, _ := filepath.Glob(filepath.Join(filepath.Dir(app), g))
-		files = append(files, m...)
+		files = append(files, schematest.Glob(t, filepath.Join(filepath.Dir(app), g))...)
 	}
 	return files
-}
-
-// validateFile validates one YAML story file against the schema.
-func validateFile(s *schema.Schema, path string) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	var v any
-	if err := yaml.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	j, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	_, err = s.ValidateJSON(j)
-	return err
 }
 
 // TestOurStoriesValidate: every story under stories/ (and the files it
@@ -193,7 +87,7 @@ func TestOurStoriesValidate(t *testing.T) {
 	}
 	for _, app := range apps {
 		for _, f := range storyFiles(t, app) {
-			if err := validateFile(s, f); err != nil {
+			if err := schematest.ValidateFile(s, f); err != nil {
 				t.Errorf("%s: %v", f, err)
 			}
 		}
@@ -224,7 +118,7 @@ func TestLoadableCorpusStoriesValidate(t *testing.T) {
 		}
 		loaded++
 		for _, f := range storyFiles(t, app) {
-			if err := validateFile(s, f); err != nil {
+			if err := schematest.ValidateFile(s, f); err != nil {
 				t.Errorf("%s loads, but the schema refuses it: %v", f, err)
 			}
 		}

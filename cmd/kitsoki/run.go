@@ -24,6 +24,7 @@ import (
 )
 
 type runOpts struct {
+	otlp      otlpOpts
 	trace     string
 	traceSync string
 	world     []string
@@ -97,6 +98,7 @@ Exit codes:
 	f.StringVar(&o.intents, "intents", "", "comma-separated intents to run instead of reading stdin, e.g. 'open,approve by=ann'")
 	f.StringArrayVar(&o.say, "say", nil, "free text to route and run instead of reading stdin, e.g. 'show me the forecast for Tokyo' (repeatable; not with --intents)")
 	addRoutingFlags(cmd, &o.routing)
+	addOTLPFlags(f, &o.otlp)
 	f.StringVar(&o.session, "session", "", "session id: resumes that session when the sessions dir holds it, else names the new one (default: generated)")
 	addSessionFlags(cmd, &o.sf)
 	f.DurationVar(&o.timeout, "agent-timeout", host.DefaultTimeout, "hard deadline of an agent call that sets no with.timeout")
@@ -182,6 +184,11 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 		return exitWith(exitFailure, err)
 	}
 	defer hc.save(stderr, &err)
+	otlp, err := o.otlp.open(cmd.Context(), st, o.session, path, &cfg, logger)
+	if err != nil {
+		return exitWith(exitFailure, err)
+	}
+	defer otlp.close(cmd.Context(), stderr) // after rt.Close: every event is in
 	rt, err := runtime.Open(st, cfg)
 	if pe := (*runtime.PinsError)(nil); errors.As(err, &pe) {
 		return exitWith(exitLoad, err)

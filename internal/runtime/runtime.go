@@ -109,6 +109,10 @@ type Trace struct {
 	SyncHook func()
 	// Sink is a sink the caller owns and closes.
 	Sink orchestrator.Sink
+	// Observer, when set, sees every event the chosen sink wrote (the
+	// OpenTelemetry export). The caller owns it: the runtime never closes
+	// it.
+	Observer trace.Observer
 }
 
 // Agents says where a run's agents come from.
@@ -393,6 +397,9 @@ func (rt *Runtime) openSink(cfg Config) error {
 		}
 		rt.mem = trace.NewMemSink(topts...)
 		rt.sink = rt.mem
+	}
+	if cfg.Trace.Observer != nil {
+		rt.sink = observedSink{Sink: rt.sink, obs: cfg.Trace.Observer}
 	}
 	return nil
 }

@@ -89,6 +89,7 @@ type Exporter struct {
 	sessCtx context.Context
 	last    time.Time
 	turn    *turnSpan
+	ended   int64 // the last turn whose span ended
 }
 
 // turnSpan is the open turn and the calls open inside it.
@@ -269,7 +270,9 @@ func (e *Exporter) turnFor(ev *trace.Event, at time.Time) *turnSpan {
 	if e.turn != nil && e.turn.n == ev.Turn {
 		return e.turn
 	}
-	if ev.Turn == 0 {
+	if ev.Turn == 0 || ev.Turn <= e.ended {
+		// turn 0's seed events, and what a journal writes after a turn's
+		// end (snapshots, decisions), stay on the session span
 		return nil
 	}
 	e.startTurn(ev, at)
@@ -316,7 +319,7 @@ func (e *Exporter) closeTurn(at time.Time) {
 		t.invokes[i].span.End(oteltrace.WithTimestamp(at))
 	}
 	t.span.End(oteltrace.WithTimestamp(at))
-	e.turn = nil
+	e.turn, e.ended = nil, t.n
 }
 
 // parent is where a call of the current turn hangs: the newest open

@@ -171,3 +171,31 @@ func TestEnabled(t *testing.T) {
 		}
 	}
 }
+
+// A journal writes decisions and snapshots after turn.end: they must not
+// open a second span for the turn.
+func TestEventsAfterTurnEndStayOnTheSession(t *testing.T) {
+	mem := keep{tracetest.NewInMemoryExporter()}
+	e, err := New(context.Background(), Options{Exporter: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := append(append([]step{}, turn...),
+		step{trace.Event{Turn: 1, TS: ts(71), Kind: "kitsoki.decisions"}, nil},
+		step{trace.Event{Turn: 1, TS: ts(72), Kind: "kitsoki.snapshot"}, nil})
+	for i := range steps {
+		e.Observe(&steps[i].ev, steps[i].p)
+	}
+	if err := e.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, s := range mem.GetSpans().Snapshots() {
+		if s.Name() == "turn 1" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d spans for turn 1, want 1", n)
+	}
+}

@@ -69,7 +69,7 @@ var turn = []step{
 	{trace.Event{Turn: 1, TS: ts(21), Kind: trace.KindAgentCallStart, CallID: "c1"}, &trace.AgentCallStart{Agent: "writer", Verb: "ask", Model: "m-large", Prompt: "use s3cr3t-token"}},
 	{trace.Event{Turn: 1, TS: ts(25), Kind: "agent.progress", CallID: "c1"}, nil},
 	{trace.Event{Turn: 1, TS: ts(40), Kind: trace.KindAgentCallComplete, CallID: "c1"}, trace.AgentCallComplete{Agent: "writer", Verb: "ask", DurationMS: 19,
-		Meta: map[string]any{"model": "m-large-2", "transport": "claude_cli", "usage": map[string]any{"input_tokens": 120.0, "output_tokens": 30.0}, "cost_usd": 0.0125},
+		Meta:     map[string]any{"model": "m-large-2", "transport": "claude_cli", "usage": map[string]any{"input_tokens": 120.0, "output_tokens": 30.0}, "cost_usd": 0.0125},
 		Response: "done"}},
 	{trace.Event{Turn: 1, TS: ts(41), Kind: trace.KindHarnessReturned}, trace.HarnessReturned{Namespace: "host.agent.ask"}},
 	{trace.Event{Turn: 1, TS: ts(50), Kind: trace.KindHarnessDispatched}, trace.HarnessDispatched{Namespace: "host.agent.decide"}},

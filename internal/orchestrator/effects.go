@@ -30,6 +30,7 @@ func (s *Session) take(t *turnCtx, arm *story.Arm, intent string) error {
 	if stay {
 		to = s.state
 	}
+	s.decide(t, arm.Index, intent, to)
 	if err := s.emit(t, trace.MachineTransition{From: s.state, To: to, Intent: intent, Slots: t.slots}); err != nil {
 		return err
 	}

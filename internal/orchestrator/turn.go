@@ -23,6 +23,9 @@ type turnCtx struct {
 	says    []string
 	errs    []error
 	handled []HandledError
+	// decisions are the arms taken and calls queued, for the journal
+	// (WithJournal).
+	decisions []any
 }
 
 func (s *Session) newTurn(n int64, intent string, slots map[string]any) *turnCtx {
@@ -75,7 +78,7 @@ func (s *Session) takeTurn(ctx context.Context, t *turnCtx) (*Outcome, error) {
 		if werr != nil {
 			return nil, werr
 		}
-		return out, s.sink.EndTurn()
+		return out, s.endTurn(t)
 	}
 	if rej != nil {
 		return s.reject(t, rej)
@@ -87,7 +90,7 @@ func (s *Session) takeTurn(ctx context.Context, t *turnCtx) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	return out, s.sink.EndTurn()
+	return out, s.endTurn(t)
 }
 
 func copySlots(m map[string]any) map[string]any {
@@ -157,7 +160,7 @@ func (s *Session) reject(t *turnCtx, rej *Rejection) (*Outcome, error) {
 	if err := s.emit(t, trace.TurnEnd{Outcome: OutcomeRejected, Code: rej.Code}); err != nil {
 		return nil, err
 	}
-	return &Outcome{Outcome: OutcomeRejected, From: s.state, State: s.state, Rejection: rej}, s.sink.EndTurn()
+	return &Outcome{Outcome: OutcomeRejected, From: s.state, State: s.state, Rejection: rej}, s.endTurn(t)
 }
 
 // ancestors returns the state and its ancestors, innermost first.

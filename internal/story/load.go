@@ -2,6 +2,8 @@ package story
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -215,6 +217,7 @@ type loader struct {
 	fileOrder map[string]int  // rel path -> load order, for sorting diagnostics
 	loaded    map[string]bool // abs paths already loaded
 	queue     []*file         // included files waiting to be loaded
+	hashed    []*file         // every file loaded, in load order (ContentHash)
 	declared  map[string]bool // "app", "root": declared once across files
 
 	stateOrder []string // declaration order of States keys
@@ -287,6 +290,7 @@ func (l *loader) run(abs string) {
 	l.work = startWorkers(runtime.GOMAXPROCS(0))
 	root := l.newFile(abs)
 	root.parse()
+	l.hashed = append(l.hashed, root)
 	l.loadFile(root, true)
 	l.flushJobs()
 	// Included files are read a generation at a time, in order (files
@@ -296,6 +300,7 @@ func (l *loader) run(abs string) {
 		l.queue = nil
 		for _, f := range batch {
 			f.parse()
+			l.hashed = append(l.hashed, f)
 			l.loadFile(f, false)
 			l.flushJobs()
 		}
@@ -303,6 +308,17 @@ func (l *loader) run(abs string) {
 	l.loadImported()
 	l.runJobs()
 	l.finish()
+	l.st.ContentHash = contentHash(l.hashed)
+}
+
+// contentHash is Story.ContentHash over the files in load order.
+func contentHash(files []*file) string {
+	h := sha256.New()
+	for _, f := range files {
+		fmt.Fprintf(h, "%s\x00%d\x00", f.rel, len(f.data))
+		h.Write(f.data)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 func (l *loader) newFile(abs string) *file {

@@ -23,6 +23,11 @@ type Pos struct {
 type Story struct {
 	Dir  string // absolute story directory (the root file's directory)
 	File string // absolute path of the root file
+	// ContentHash is "sha256:" and the hex SHA-256 of the story's YAML
+	// files (the root file and its includes, in load order, each as its
+	// slash path relative to Dir, its length and its bytes): what a
+	// resumed session compares to decide whether to replay-check.
+	ContentHash string
 	// Workspace is the directory every file the story reads stays inside:
 	// load-time files, and prompt files and schemas named at run time.
 	Workspace workspace.Root
@@ -218,15 +223,19 @@ type IncrementItem struct {
 
 // Invoke is an invoke: effect.
 type Invoke struct {
-	Name      string     // handler, e.g. host.agent.decide
-	With      *expr.Tree // nil when absent; renders to map[string]any
-	Bind      []Bind     // sorted by world key
-	OnError   string     // resolved target state path, "" when absent
-	Once      bool
-	ID        string
-	Agent     string // agent_plugins alias, "" for the built-in path
-	Selection map[string]any
-	Pos       Pos
+	Name    string     // handler, e.g. host.agent.decide
+	With    *expr.Tree // nil when absent; renders to map[string]any
+	Bind    []Bind     // sorted by world key
+	OnError string     // resolved target state path, "" when absent
+	Once    bool
+	// ExternalSideEffect marks a call whose effect outside kitsoki cannot
+	// be undone or safely repeated: a resumed session does not issue it
+	// again when it was in flight at the crash (docs/runtime.md).
+	ExternalSideEffect bool
+	ID                 string
+	Agent              string // agent_plugins alias, "" for the built-in path
+	Selection          map[string]any
+	Pos                Pos
 }
 
 // Bind is one bind: entry. Exactly one of Path and Template is set.

@@ -162,12 +162,13 @@ type WorldRead struct {
 	Line, Col int
 }
 
-// The compiler configurations are built once: setting one up costs as much
-// as compiling a short expression, and parsing, checking, optimising and
-// compiling only read it.
+// The compiler configurations are pooled: setting one up costs as much as
+// compiling a short expression, and one compile at a time may use one
+// (expr-lang's checker fills caches inside the configuration as it goes, so
+// the loader's compile workers must not share one).
 var (
-	plainConfig = sync.OnceValue(func() *conf.Config { return newConfig(plainOpts) })
-	rangeConfig = sync.OnceValue(func() *conf.Config { return newConfig(rangeOpts) })
+	plainConfigs = sync.Pool{New: func() any { return newConfig(plainOpts) }}
+	rangeConfigs = sync.Pool{New: func() any { return newConfig(rangeOpts) }}
 )
 
 func newConfig(opts []expr.Option) *conf.Config {
@@ -193,10 +194,12 @@ func compileExpr(tpl string, start, end int, inRange, asBool bool) (*unit, error
 	if err := u.rewriteDots(start, end, inRange); err != nil {
 		return nil, err
 	}
-	config := plainConfig()
+	pool := &plainConfigs
 	if inRange {
-		config = rangeConfig()
+		pool = &rangeConfigs
 	}
+	config := pool.Get().(*conf.Config)
+	defer pool.Put(config)
 	// This is expr.Compile with the whitelist check added between parsing
 	// and type checking, so the source is parsed once.
 	tree, err := parser.ParseWithConfig(u.src, config)

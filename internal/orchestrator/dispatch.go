@@ -29,6 +29,7 @@ func (s *Session) enqueue(t *turnCtx, inv *story.Invoke, where string, i int) er
 		return fault("%s, effect %d: invoke %s: with: %w", where, i, inv.Name, err)
 	}
 	t.queue = append(t.queue, &queued{inv: inv, args: args})
+	s.decideCall(t, inv)
 	return s.emit(t, trace.HarnessCalled{Namespace: inv.Name, Args: args, Background: false})
 }
 

@@ -30,6 +30,7 @@ func (s *Session) take(t *turnCtx, arm *story.Arm, intent string) error {
 	if stay {
 		to = s.state
 	}
+	s.decide(t, arm.Index, intent, to)
 	if err := s.emit(t, trace.MachineTransition{From: s.state, To: to, Intent: intent, Slots: t.slots}); err != nil {
 		return err
 	}
@@ -242,7 +243,7 @@ func (s *Session) emitName(t *turnCtx, e *story.Effect) (string, error) {
 	if v == nil {
 		return "", nil
 	}
-	return strings.TrimSpace(fmt.Sprint(v)), nil
+	return s.story.ResolveIntent(s.state, strings.TrimSpace(fmt.Sprint(v))), nil
 }
 
 func (s *Session) emitSlots(t *turnCtx, e *story.Effect) (map[string]any, error) {

@@ -68,6 +68,7 @@ type Session struct {
 	kept     map[string]*overlay // closed persistent meta modes, by name
 	operator Operator
 	live     liveState
+	journal  int // snapshot every this many turns; 0: no journal events (WithJournal)
 	routing  RoutingConfig
 }
 
@@ -218,7 +219,7 @@ func (s *Session) Start(ctx context.Context) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	return out, s.sink.EndTurn()
+	return out, s.endTurn(t)
 }
 
 // emit appends one event of the current turn at the current state.

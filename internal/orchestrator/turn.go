@@ -25,6 +25,9 @@ type turnCtx struct {
 	handled []HandledError
 	events  []regionEvent // emit: events waiting for the sibling regions
 	src     string        // inside a parallel state: the leaf whose arm runs ("" for the whole configuration)
+	// decisions are the arms taken and calls queued, for the journal
+	// (WithJournal).
+	decisions []any
 }
 
 func (s *Session) newTurn(n int64, intent string, slots map[string]any) *turnCtx {
@@ -87,7 +90,7 @@ func (s *Session) takeTurn(ctx context.Context, t *turnCtx) (*Outcome, error) {
 		if werr != nil {
 			return nil, werr
 		}
-		return out, s.sink.EndTurn()
+		return out, s.endTurn(t)
 	}
 	if rej != nil {
 		return s.reject(t, rej)
@@ -99,7 +102,7 @@ func (s *Session) takeTurn(ctx context.Context, t *turnCtx) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	return out, s.sink.EndTurn()
+	return out, s.endTurn(t)
 }
 
 func copySlots(m map[string]any) map[string]any {
@@ -169,7 +172,7 @@ func (s *Session) reject(t *turnCtx, rej *Rejection) (*Outcome, error) {
 	if err := s.emit(t, trace.TurnEnd{Outcome: OutcomeRejected, Code: rej.Code}); err != nil {
 		return nil, err
 	}
-	return &Outcome{Outcome: OutcomeRejected, From: s.state, State: s.state, Rejection: rej}, s.sink.EndTurn()
+	return &Outcome{Outcome: OutcomeRejected, From: s.state, State: s.state, Rejection: rej}, s.endTurn(t)
 }
 
 // ancestors returns the state and its ancestors, innermost first.

@@ -14,6 +14,8 @@ func (l *loader) finish() {
 	l.seedWorld()
 	l.addExitStates()
 	l.computeParents()
+	l.finishImports()
+	l.checkExports()
 	for _, t := range l.targets {
 		l.resolveTarget(t)
 	}
@@ -112,7 +114,9 @@ func (l *loader) resolveTarget(t *targetRef) {
 	case strings.HasPrefix(raw, "@exit:"):
 		name := strings.TrimPrefix(raw, "@exit:")
 		if l.st.Exits[name] == nil {
-			l.errAt(t.f, t.n, t.path, "@exit:%s referenced but not declared in exits:", name)
+			if !l.exitTargets[t.n] {
+				l.errAt(t.f, t.n, t.path, "@exit:%s referenced but not declared in exits:", name)
+			}
 			return
 		}
 		t.set(ExitStatePrefix+name, false)
@@ -126,9 +130,14 @@ func (l *loader) resolveTarget(t *targetRef) {
 			from = t.state.Name
 		}
 		path, norm, ok := resolveStatePath(l.st.States, from, raw)
-		if !ok || strings.HasPrefix(path, ExitStatePrefix) {
-			l.errAt(t.f, t.n, t.path, "%s", l.unknownState(raw, norm))
+		if !ok || strings.HasPrefix(path, ExitStatePrefix) || strings.HasPrefix(norm, ExitStatePrefix) {
+			if !l.exitTargets[t.n] {
+				l.errAt(t.f, t.n, t.path, "%s", l.unknownState(raw, norm))
+			}
 			return
+		}
+		if st := l.st.States[path]; st != nil && st.Import != nil {
+			path = st.Import.Entry
 		}
 		t.set(path, false)
 	}
@@ -143,9 +152,13 @@ func (l *loader) checkRoot() {
 	}
 	r := l.rootRef
 	norm := normStateName(r.value)
-	if _, ok := l.st.States[norm]; !ok || norm == "" || strings.HasPrefix(norm, ExitStatePrefix) {
+	st, ok := l.st.States[norm]
+	if !ok || norm == "" || strings.HasPrefix(norm, ExitStatePrefix) {
 		l.errAt(r.f, r.n, r.path, "%s", l.unknownState(r.value, norm))
 		return
+	}
+	if st.Import != nil {
+		norm = st.Import.Entry
 	}
 	l.st.Root = norm
 }

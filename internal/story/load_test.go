@@ -409,7 +409,6 @@ func TestWarnings(t *testing.T) {
 	}{
 		{"errors/later.yaml", []string{
 			`later.yaml:1:18: app.context_files: "context_files" is not supported yet and is ignored`,
-			`later.yaml:2:1: imports: "imports" is not supported yet and is ignored`,
 			`later.yaml:5:27: agents.a.effort: "effort" is not supported yet and is ignored`,
 			`later.yaml:10:5: states.start.write_mode: "write_mode" is not supported yet and is ignored`,
 			`later.yaml:15:11: states.start.on.go[0].push_history: "push_history" is not supported yet and is ignored`,

@@ -23,6 +23,11 @@ type Pos struct {
 type Story struct {
 	Dir  string // absolute story directory (the root file's directory)
 	File string // absolute path of the root file
+	// ContentHash is "sha256:" and the hex SHA-256 of the story's YAML
+	// files (the root file and its includes, in load order, each as its
+	// slash path relative to Dir, its length and its bytes): what a
+	// resumed session compares to decide whether to replay-check.
+	ContentHash string
 	// Workspace is the directory every file the story reads stays inside:
 	// load-time files, and prompt files and schemas named at run time.
 	Workspace workspace.Root
@@ -61,6 +66,9 @@ type Story struct {
 	// SchemaCompiler compiles schemas named by templated paths at run time,
 	// rooted in Dir like the load-time ones.
 	SchemaCompiler *schema.Compiler
+	// importCompilers compile the schemas of imported stories, each rooted
+	// in its own story directory.
+	importCompilers map[string]*schema.Compiler
 
 	// Secrets are the values substituted from ${VAR} in agent_plugins,
 	// host_plugins, providers and host.run's with.env; the trace writer
@@ -174,7 +182,22 @@ type State struct {
 	Mode string
 	// Timeout is the timeout: entry (nil when absent).
 	Timeout *Timeout
-	Pos     Pos
+	// Import is set on an import's wrapper state (imports.<alias>): a
+	// transition into it enters Import.Entry.
+	Import *Import
+	Pos    Pos
+}
+
+// Import is what an imports: entry folded into the story: the wrapper
+// state <alias> (whose on_enter writes world_in) and its entry state.
+type Import struct {
+	Alias   string
+	Source  string // the imported story's root file, relative to the story directory
+	Version string // version: as written (metadata, not enforced)
+	Entry   string // full path of the state a transition into the wrapper enters
+	// Intents maps the imported story's own intent names to their names
+	// here (<alias>__<name>), for emit_intent names rendered at run time.
+	Intents map[string]string
 }
 
 // Arm is one transition of an on: list.
@@ -233,15 +256,19 @@ type IncrementItem struct {
 
 // Invoke is an invoke: effect.
 type Invoke struct {
-	Name      string     // handler, e.g. host.agent.decide
-	With      *expr.Tree // nil when absent; renders to map[string]any
-	Bind      []Bind     // sorted by world key
-	OnError   string     // resolved target state path, "" when absent
-	Once      bool
-	ID        string
-	Agent     string // agent_plugins alias, "" for the built-in path
-	Selection map[string]any
-	Pos       Pos
+	Name    string     // handler, e.g. host.agent.decide
+	With    *expr.Tree // nil when absent; renders to map[string]any
+	Bind    []Bind     // sorted by world key
+	OnError string     // resolved target state path, "" when absent
+	Once    bool
+	// ExternalSideEffect marks a call whose effect outside kitsoki cannot
+	// be undone or safely repeated: a resumed session does not issue it
+	// again when it was in flight at the crash (docs/runtime.md).
+	ExternalSideEffect bool
+	ID                 string
+	Agent              string // agent_plugins alias, "" for the built-in path
+	Selection          map[string]any
+	Pos                Pos
 }
 
 // Bind is one bind: entry. Exactly one of Path and Template is set.

@@ -64,13 +64,14 @@ const SessionIndex = -1
 type FlowOption func(*flowConfig)
 
 type flowConfig struct {
-	getenv     func(string) string
-	workspace  string // --workspace; "" = the workspace of each fixture's story
-	logger     *slog.Logger
-	keepEvents bool
-	keepTrace  bool
-	strict     bool
-	start      time.Time
+	getenv      func(string) string
+	workspace   string   // --workspace; "" = the workspace of each fixture's story
+	storiesPath []string // --stories-path: where @kitsoki/NAME imports are looked up first
+	logger      *slog.Logger
+	keepEvents  bool
+	keepTrace   bool
+	strict      bool
+	start       time.Time
 }
 
 // WithFlowGetenv sets how KITSOKI_CASSETTE_* are read (default os.Getenv).
@@ -145,7 +146,7 @@ func (r *Runner) story(path, ws string) (*story.Story, error) {
 	if st, ok := r.stories[abs]; ok {
 		return st, nil
 	}
-	st, err := story.Load(abs, story.WithWorkspace(ws), story.WithStubbedHosts()) // fixtures may stub handlers kitsoki does not build
+	st, err := story.Load(abs, story.WithWorkspace(ws), story.WithStubbedHosts(), story.WithStoriesPath(r.cfg.storiesPath...)) // fixtures may stub handlers kitsoki does not build
 	if err != nil {
 		return nil, err
 	}

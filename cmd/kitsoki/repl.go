@@ -24,6 +24,12 @@ func (r *runner) scripted(ctx context.Context, in io.Reader) int {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
+		if skip, code := r.skipInput(line); skip {
+			if code != exitOK {
+				return code
+			}
+			continue
+		}
 		if strings.HasPrefix(line, ":") {
 			fmt.Fprintf(r.errw, "kitsoki: input line %d: %q is a terminal command; scripted input takes one intent per line (run kitsoki on a terminal for :help, :intents, :world)\n", n, line)
 			return exitFailure

@@ -171,13 +171,14 @@ type WorldRead struct {
 	Line, Col int
 }
 
-// The compiler configurations are built once: setting one up costs as much
-// as compiling a short expression, and parsing, checking, optimising and
-// compiling only read it.
+// The compiler configurations are pooled: setting one up costs as much as
+// compiling a short expression, and one compile at a time may use one
+// (expr-lang's checker fills caches inside the configuration as it goes, so
+// the loader's compile workers must not share one).
 var (
-	plainConfig     = sync.OnceValue(func() *conf.Config { return newConfig(plainOpts) })
-	rangeConfig     = sync.OnceValue(func() *conf.Config { return newConfig(rangeOpts) })
-	validatorConfig = sync.OnceValue(func() *conf.Config { return newConfig(validatorOpts) })
+	plainConfigs     = sync.Pool{New: func() any { return newConfig(plainOpts) }}
+	rangeConfigs     = sync.Pool{New: func() any { return newConfig(rangeOpts) }}
+	validatorConfigs = sync.Pool{New: func() any { return newConfig(validatorOpts) }}
 )
 
 func newConfig(opts []expr.Option) *conf.Config {
@@ -209,13 +210,15 @@ func compileExprWith(tpl string, start, end int, inRange, asBool bool, extra str
 	if err := u.rewriteDots(start, end, inRange); err != nil {
 		return nil, err
 	}
-	config := plainConfig()
+	pool := &plainConfigs
 	switch {
 	case inRange:
-		config = rangeConfig()
+		pool = &rangeConfigs
 	case extra != "":
-		config = validatorConfig()
+		pool = &validatorConfigs
 	}
+	config := pool.Get().(*conf.Config)
+	defer pool.Put(config)
 	// This is expr.Compile with the whitelist check added between parsing
 	// and type checking, so the source is parsed once.
 	tree, err := parser.ParseWithConfig(u.src, config)

@@ -29,6 +29,7 @@ func (s *Session) enqueue(t *turnCtx, inv *story.Invoke, where string, i int) er
 		return fault("%s, effect %d: invoke %s: with: %w", where, i, inv.Name, err)
 	}
 	t.queue = append(t.queue, &queued{inv: inv, args: args})
+	s.decideCall(t, inv)
 	return s.emit(t, trace.HarnessCalled{Namespace: inv.Name, Args: args, Background: false})
 }
 
@@ -141,7 +142,7 @@ func (s *Session) dispatchQueue(ctx context.Context, t *turnCtx) (int, error) {
 				Message: fmt.Sprintf("on_error redirects chained more than %d times; staying in %q", MaxOnErrorDepth, s.state)})
 		}
 		h.Redirect = RedirectEntered
-		if err := s.enterPath(t, s.state, target); err != nil {
+		if err := s.transition(t, target); err != nil {
 			return n, err
 		}
 		if err := s.fireEmits(t, 0); err != nil {
@@ -251,7 +252,7 @@ func (s *Session) bind(t *turnCtx, inv *story.Invoke, data map[string]any) error
 // postBind re-checks every emit_intent of the settled state's on_enter
 // against the world the binds produced and fires the non-empty ones.
 func (s *Session) postBind(t *turnCtx) error {
-	st := s.story.States[s.state]
+	st := s.focus()
 	if st == nil {
 		return nil
 	}

@@ -12,6 +12,10 @@ const (
 	CodeGuardFailed      = "GUARD_FAILED"
 	CodeAmbiguousIntent  = "AMBIGUOUS_INTENT"
 	CodeIntentUnknown    = "INTENT_UNKNOWN"
+	// CodeOverlayOpen refuses a typed intent while an off_path or meta
+	// mode conversation is open; CodeOverlayFailed is its agent's failure.
+	CodeOverlayOpen   = "OVERLAY_OPEN"
+	CodeOverlayFailed = "OVERLAY_FAILED"
 )
 
 // Outcome kinds, as turn.end records them.
@@ -50,6 +54,11 @@ type Outcome struct {
 
 	// Route is how a free-text turn was routed (nil for a typed intent).
 	Route *Route
+
+	// OffRamp is true when the state's agent_off_ramp answered free text
+	// nothing routed: Says holds the banner (if any) and the answer; the
+	// state and world are unchanged.
+	OffRamp bool
 }
 
 // Rejection is the envelope of a rejected intent.

@@ -29,6 +29,11 @@ type turnCtx struct {
 	armView *story.Arm
 	// batchCost is the agent spend of the dispatch batch running.
 	batchCost float64
+	events  []regionEvent // emit: events waiting for the sibling regions
+	src     string        // inside a parallel state: the leaf whose arm runs ("" for the whole configuration)
+	// decisions are the arms taken and calls queued, for the journal
+	// (WithJournal).
+	decisions []any
 }
 
 func (s *Session) newTurn(n int64, intent string, slots map[string]any) *turnCtx {
@@ -53,6 +58,12 @@ func (s *Session) Turn(ctx context.Context, intent string, slots map[string]any,
 	if !s.started {
 		return nil, fmt.Errorf("session not started: call Start first")
 	}
+	if len(s.timers) > 0 {
+		// Timeouts due by now fire first, each as its own turn.
+		if _, err := s.Tick(ctx); err != nil {
+			return nil, err
+		}
+	}
 	s.turn++
 	t := s.newTurn(s.turn, intent, copySlots(slots))
 	if input == "" {
@@ -75,6 +86,10 @@ func (s *Session) Turn(ctx context.Context, intent string, slots map[string]any,
 // end here.
 func (s *Session) takeTurn(ctx context.Context, t *turnCtx) (*Outcome, error) {
 	intent := t.intent
+	if s.over != nil {
+		return s.reject(t, &Rejection{Code: CodeOverlayOpen,
+			Message: fmt.Sprintf("the story is paused while %s is open; type %s to return to it", s.over.def.Name, s.over.def.Exit)})
+	}
 	if rej := s.validate(t); rej != nil {
 		return s.reject(t, rej)
 	}
@@ -84,7 +99,7 @@ func (s *Session) takeTurn(ctx context.Context, t *turnCtx) (*Outcome, error) {
 		if werr != nil {
 			return nil, werr
 		}
-		return out, s.sink.EndTurn()
+		return out, s.endTurn(t)
 	}
 	if rej != nil {
 		return s.reject(t, rej)
@@ -96,7 +111,7 @@ func (s *Session) takeTurn(ctx context.Context, t *turnCtx) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	return out, s.sink.EndTurn()
+	return out, s.endTurn(t)
 }
 
 func copySlots(m map[string]any) map[string]any {
@@ -169,7 +184,7 @@ func (s *Session) reject(t *turnCtx, rej *Rejection) (*Outcome, error) {
 	if err := s.emit(t, trace.TurnEnd{Outcome: OutcomeRejected, Code: rej.Code}); err != nil {
 		return nil, err
 	}
-	return &Outcome{Outcome: OutcomeRejected, From: s.state, State: s.state, Rejection: rej}, s.sink.EndTurn()
+	return &Outcome{Outcome: OutcomeRejected, From: s.state, State: s.state, Rejection: rej}, s.endTurn(t)
 }
 
 // ancestors returns the state and its ancestors, innermost first.
@@ -189,7 +204,7 @@ func (s *Session) ancestors(path string) []*story.State {
 // armsFor finds the arms that handle intent: at the first state (walking
 // up from the current one) with arms for it, else with "*" arms.
 func (s *Session) armsFor(intent string) ([]*story.Arm, *story.State) {
-	for _, st := range s.ancestors(s.state) {
+	for _, st := range s.scopes() {
 		if arms, ok := st.On[intent]; ok {
 			return arms, st
 		}
@@ -324,7 +339,7 @@ func unknownSlot(def *story.Intent, slots map[string]any) *Rejection {
 // intentDef returns the intent's definition: a state-local one (current
 // state or an ancestor) shadows the global one.
 func (s *Session) intentDef(name string) *story.Intent {
-	for _, st := range s.ancestors(s.state) {
+	for _, st := range s.scopes() {
 		if in, ok := st.Intents[name]; ok {
 			return in
 		}
@@ -340,7 +355,7 @@ func (s *Session) IntentDef(name string) *story.Intent { return s.intentDef(name
 // arms for, sorted; "*" is left out.
 func (s *Session) AllowedIntents() []string {
 	seen := map[string]bool{}
-	for _, st := range s.ancestors(s.state) {
+	for _, st := range s.scopes() {
 		for k := range st.On {
 			if k != "*" {
 				seen[k] = true

@@ -15,6 +15,8 @@ func (l *loader) finish() {
 	l.seedWorld()
 	l.addExitStates()
 	l.computeParents()
+	l.finishImports()
+	l.checkExports()
 	for _, t := range l.targets {
 		l.resolveTarget(t)
 	}
@@ -26,10 +28,14 @@ func (l *loader) finish() {
 		l.checkGrammarSubset(r)
 	}
 	l.checkWorldRefs()
+	l.checkSlotRefs()
 	l.checkGuardReads()
 	l.checkArmIntents()
 	l.checkSynonyms()
 	l.checkDefaultIntents()
+	l.checkModes()
+	l.checkOffRamps()
+	l.checkOverlays()
 	l.checkRoutingAgent()
 	l.checkPersonaProviders()
 	l.checkReadOnlyRooms()
@@ -197,7 +203,9 @@ func (l *loader) resolveTarget(t *targetRef) {
 	case strings.HasPrefix(raw, "@exit:"):
 		name := strings.TrimPrefix(raw, "@exit:")
 		if l.st.Exits[name] == nil {
-			l.errAt(t.f, t.n, t.path, "@exit:%s referenced but not declared in exits:", name)
+			if !l.exitTargets[t.n] {
+				l.errAt(t.f, t.n, t.path, "@exit:%s referenced but not declared in exits:", name)
+			}
 			return
 		}
 		t.set(ExitStatePrefix+name, false)
@@ -206,12 +214,21 @@ func (l *loader) resolveTarget(t *targetRef) {
 		// on_error is the one other target.
 		l.errAt(t.f, t.n, t.path, "on_error must name a state, \".\" or @exit:<name>; a template target is allowed only in an arm's target:")
 	default:
-		norm := normStateName(raw)
-		if _, ok := l.st.States[norm]; !ok || strings.HasPrefix(norm, ExitStatePrefix) {
-			l.errAt(t.f, t.n, t.path, "%s", l.unknownState(raw, norm))
+		from := ""
+		if t.state != nil {
+			from = t.state.Name
+		}
+		path, norm, ok := resolveStatePath(l.st.States, from, raw)
+		if !ok || strings.HasPrefix(path, ExitStatePrefix) || strings.HasPrefix(norm, ExitStatePrefix) {
+			if !l.exitTargets[t.n] {
+				l.errAt(t.f, t.n, t.path, "%s", l.unknownState(raw, norm))
+			}
 			return
 		}
-		t.set(norm, false)
+		if st := l.st.States[path]; st != nil && st.Import != nil {
+			path = st.Import.Entry
+		}
+		t.set(path, false)
 	}
 }
 
@@ -224,9 +241,13 @@ func (l *loader) checkRoot() {
 	}
 	r := l.rootRef
 	norm := normStateName(r.value)
-	if _, ok := l.st.States[norm]; !ok || norm == "" || strings.HasPrefix(norm, ExitStatePrefix) {
+	st, ok := l.st.States[norm]
+	if !ok || norm == "" || strings.HasPrefix(norm, ExitStatePrefix) {
 		l.errAt(r.f, r.n, r.path, "%s", l.unknownState(r.value, norm))
 		return
+	}
+	if st.Import != nil {
+		norm = st.Import.Entry
 	}
 	l.st.Root = norm
 }
@@ -403,4 +424,67 @@ func (l *loader) intentDeclared(s *State, name string) bool {
 func (l *loader) interfaceDeclared(name string) bool {
 	_, ok := l.st.InterfaceOf(name)
 	return ok
+}
+
+// checkSlotRefs warns unless each relevant_slots entry is a slot of an
+// intent the state takes (an intent its on: or an ancestor's names, global
+// or local).
+func (l *loader) checkSlotRefs() {
+	for _, r := range l.slotRefs {
+		var names []string
+		seen := map[string]bool{}
+		for s := r.state; s != nil; s = l.st.States[s.Parent] {
+			for intent := range s.On {
+				in := l.intentFor(r.state, intent)
+				if in == nil {
+					continue
+				}
+				for _, sl := range in.SlotOrder {
+					if !seen[sl] {
+						seen[sl] = true
+						names = append(names, sl)
+					}
+				}
+			}
+			if s.Parent == "" {
+				break
+			}
+		}
+		if seen[r.value] {
+			continue
+		}
+		sort.Strings(names)
+		if len(names) == 0 {
+			l.warnAt(r.f, r.n, r.path, "slot %q: no intent this state takes declares slots", r.value)
+			continue
+		}
+		l.warnAt(r.f, r.n, r.path, "slot %q is not a slot of an intent this state takes (slots: %s)%s", r.value, strings.Join(names, ", "), didYouMean(r.value, names))
+	}
+}
+
+// ModeConversational is the mode: of an agent room.
+const ModeConversational = "conversational"
+
+// checkModes checks that a conversational room has a free-text sink: a
+// default_intent of its own or of an enclosing state.
+func (l *loader) checkModes() {
+	for _, r := range l.modes {
+		if r.state.InheritedDefaultIntent(l.st) == nil {
+			l.errAt(r.f, r.n, r.path, "mode: conversational needs default_intent: on the state (or an enclosing one): the intent, with one required string slot, that the room's free text goes to")
+		}
+	}
+}
+
+// InheritedDefaultIntent is the state that supplies s's default_intent:
+// s itself, else its nearest enclosing state with one; nil when none does.
+func (s *State) InheritedDefaultIntent(st *Story) *State {
+	for cur := s; cur != nil; cur = st.States[cur.Parent] {
+		if cur.DefaultIntent != "" {
+			return cur
+		}
+		if cur.Parent == "" {
+			break
+		}
+	}
+	return nil
 }

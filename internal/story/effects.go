@@ -10,12 +10,9 @@ import (
 )
 
 var effectKeys = &keySpec{
-	v1: []string{"when", "set", "increment", "say", "invoke", "with", "bind", "on_error", "once", "id",
-		"agent", "selection", "emit_intent", "slots", "target"},
+	v1: []string{"when", "set", "increment", "say", "emit", "invoke", "with", "bind", "on_error", "once", "id",
+		"agent", "selection", "emit_intent", "slots", "target", "external_side_effect"},
 	later: []string{"background", "on_complete"},
-	refused: map[string]string{
-		"emit": "kitsoki has no parallel regions to broadcast events to; fire an internal intent with emit_intent: instead",
-	},
 }
 
 // actionKeys are the effect actions in precedence order: when an item has
@@ -23,7 +20,7 @@ var effectKeys = &keySpec{
 var actionKeys = []string{"set", "increment", "say", "invoke"}
 
 // invokeOnlyKeys are meaningful only next to invoke:.
-var invokeOnlyKeys = []string{"with", "bind", "on_error", "once", "id", "agent", "selection"}
+var invokeOnlyKeys = []string{"with", "bind", "on_error", "once", "id", "agent", "selection", "external_side_effect"}
 
 // effCtx says where an effect list sits.
 type effCtx struct {
@@ -258,6 +255,7 @@ func (l *loader) loadInvoke(f *file, inv entry, fs fieldSet, path string, ref *e
 		}
 	}
 	boolField(l, f, fs, path, "once", &in.Once)
+	boolField(l, f, fs, path, "external_side_effect", &in.ExternalSideEffect)
 	strField(l, f, fs, path, "id", &in.ID)
 	if id, ok := fs.get("id"); ok {
 		ref.idNode = deref(id.val)

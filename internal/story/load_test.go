@@ -408,8 +408,6 @@ func TestWarnings(t *testing.T) {
 		want []string
 	}{
 		{"errors/later.yaml", []string{
-			`later.yaml:2:1: imports: "imports" is not supported yet and is ignored`,
-			`later.yaml:10:5: states.start.mode: "mode" is not supported yet and is ignored`,
 			`later.yaml:18:9: states.start.on_enter[0].background: "background" is not supported yet and is ignored`,
 		}},
 		{"errors/warnings.yaml", []string{

@@ -9,8 +9,8 @@ import (
 
 var stateKeys = &keySpec{
 	v1: []string{"description", "view", "on_enter", "on", "terminal", "intents", "relevant_world", "default_intent",
+		"intercept_drive", "type", "initial", "states", "relevant_slots", "timeout", "mode", "agent_off_ramp",
 		"write_mode", "decider"},
-	later: []string{"type", "initial", "states", "mode", "timeout", "agent_off_ramp"},
 	refused: map[string]string{
 		"footer": "kitsoki renders no per-room footer; put the text in the view (a prose: or list: element at the end)",
 		"theme":  "kitsoki renders plain text and has no room themes; remove the key (a banner: element can carry a color)",
@@ -18,10 +18,7 @@ var stateKeys = &keySpec{
 }
 
 var armKeys = &keySpec{
-	v1: []string{"target", "when", "default", "effects", "guard_hint", "view", "push_history"},
-	refused: map[string]string{
-		"emit": "kitsoki has no parallel regions to broadcast events to; fire an internal intent with an emit_intent: effect instead",
-	},
+	v1: []string{"target", "when", "default", "effects", "guard_hint", "emit", "view", "push_history"},
 }
 
 // Write modes (write_mode:) and deciders (decider:) a state may declare.
@@ -51,18 +48,39 @@ func normStateName(s string) string {
 }
 
 func (l *loader) loadStates(f *file, e entry) {
-	es, _ := l.entries(f, e.val, "states")
+	l.loadStateMap(f, e.val, "states", nil)
+}
+
+// loadStateMap reads a states: mapping: the top-level one (parent nil) or
+// a compound or parallel state's children, named parent.child.
+func (l *loader) loadStateMap(f *file, n *yaml.Node, base string, parent *State) {
+	es, _ := l.entries(f, n, base)
 	for _, se := range es {
-		path := joinPath("states", se.name)
+		path := joinPath(base, se.name)
 		name := normStateName(se.name)
 		if name == "" || strings.HasPrefix(name, ExitStatePrefix) {
 			l.errAt(f, se.key, path, "invalid state name %q (empty, or using the reserved prefix %q)", se.name, ExitStatePrefix)
+			continue
+		}
+		if parent != nil {
+			if strings.Contains(name, ".") {
+				l.errAt(f, se.key, path, "nested state name %q has a dot or slash; name the child alone (it is %s.<name>)", se.name, parent.Name)
+				continue
+			}
+			name = parent.Name + "." + name
+		}
+		if prev := l.st.States[name]; prev != nil && (parent != nil || prev.Parent != "" && strings.Contains(name, ".")) {
+			l.errAt(f, se.key, path, "state %q is declared twice: here and at %s (a nested state and a dotted name are the same path)", name, prev.Pos)
 			continue
 		}
 		if !l.dup(f, entry{name: name, key: se.key}, path, "state", l.st.States[name] != nil) {
 			continue
 		}
 		s := &State{Name: name, On: map[string][]*Arm{}, Pos: l.pos(f, se.key)}
+		if parent != nil {
+			s.Parent = parent.Name
+			parent.Children = append(parent.Children, name)
+		}
 		l.st.States[name] = s
 		l.stateOrder = append(l.stateOrder, name)
 		l.loadState(f, se.val, path, s)
@@ -76,11 +94,39 @@ func (l *loader) loadState(f *file, n *yaml.Node, path string, s *State) {
 	}
 	strField(l, f, fs, path, "description", &s.Description)
 	boolField(l, f, fs, path, "terminal", &s.Terminal)
+	l.loadHierarchy(f, fs, path, s)
 	if di, ok := fs.get("default_intent"); ok {
 		p := joinPath(path, "default_intent")
 		if name, ok := l.str(f, di.val, p); ok && name != "" {
 			s.DefaultIntent = name
 			l.defaultIntents = append(l.defaultIntents, &nodeRef{f: f, n: di.val, path: p, value: name, state: s})
+		}
+	}
+	if v, ok := fs.get("mode"); ok {
+		p := joinPath(path, "mode")
+		if m, ok := l.str(f, v.val, p); ok {
+			if m != ModeConversational {
+				l.errAt(f, v.val, p, "unknown state mode %q (the one mode is %q: an agent room whose free text goes to its default_intent)%s", m, ModeConversational, didYouMean(m, []string{ModeConversational}))
+			} else {
+				s.Mode = m
+				l.modes = append(l.modes, &nodeRef{f: f, n: v.key, path: p, value: m, state: s})
+			}
+		}
+	}
+	if v, ok := fs.get("agent_off_ramp"); ok {
+		l.loadOffRamp(f, v, joinPath(path, "agent_off_ramp"), s)
+	}
+	if v, ok := fs.get("timeout"); ok {
+		l.loadTimeout(f, v, joinPath(path, "timeout"), s)
+	}
+	if v, ok := fs.get("intercept_drive"); ok {
+		p := joinPath(path, "intercept_drive")
+		if mode, ok := l.str(f, v.val, p); ok {
+			if mode != "rest" {
+				l.errAt(f, v.val, p, "intercept_drive must be \"rest\" (the only mode), got %q", mode)
+			} else {
+				s.InterceptDrive = mode
+			}
 		}
 	}
 	if v, ok := fs.get("view"); ok {
@@ -121,6 +167,16 @@ func (l *loader) loadState(f *file, n *yaml.Node, path string, s *State) {
 	if in, ok := fs.get("intents"); ok {
 		s.Intents = map[string]*Intent{}
 		l.loadIntents(f, in.val, joinPath(path, "intents"), s.Intents, false)
+	}
+	if rs, ok := fs.get("relevant_slots"); ok {
+		items, _ := l.list(f, rs.val, joinPath(path, "relevant_slots"))
+		for i, it := range items {
+			p := indexPath(joinPath(path, "relevant_slots"), i)
+			if k, ok := l.str(f, it, p); ok {
+				s.RelevantSlots = append(s.RelevantSlots, k)
+				l.slotRefs = append(l.slotRefs, &nodeRef{f: f, n: it, path: p, value: k, state: s})
+			}
+		}
 	}
 	if rw, ok := fs.get("relevant_world"); ok {
 		items, _ := l.list(f, rw.val, joinPath(path, "relevant_world"))
@@ -230,6 +286,10 @@ func (l *loader) loadArm(f *file, n *yaml.Node, path string, s *State, intent st
 		} else {
 			l.compileText(f, v.val, vp, func(t *expr.Text) { a.View = t })
 		}
+	}
+	if em, ok := fs.get("emit"); ok {
+		// Events for the sibling regions, sent after the arm's effects.
+		l.compileTree(f, em.val, joinPath(path, "emit"), func(t *expr.Tree) { a.Emit = t })
 	}
 	return a, hasWhen
 }

@@ -19,6 +19,12 @@ type file struct {
 
 	ws workspace.Root // where it is read from (its Read)
 
+	// An imported story's document (imports.go): dir is the directory its
+	// relative paths were written against, imported that it was folded.
+	dir      string
+	imported bool
+	texts    []func(string) string // renames for text read from the imported story's other files
+
 	linesOnce sync.Once
 	lines     []string // data split into lines on first use, by line
 

@@ -138,7 +138,10 @@ type TurnSpec struct {
 	// flow ends, as the fixture-level key is; failures name the turn.
 	ExpectWorldFinal     map[string]any
 	ExpectWorldUnchanged bool // the turn leaves the world as it found it
-	// AdvanceClock moves the flow's fake clock forward after the turn.
+	// AdvanceClock moves the flow's fake clock forward after the turn;
+	// the timeouts then due fire before the turn's expectations are
+	// checked. A turn with advance_clock: and no intent only moves the
+	// clock.
 	AdvanceClock time.Duration
 	// WorldOverride (world_override:) is set into the world at the start
 	// of the turn, before its guards run.
@@ -642,8 +645,8 @@ func parseTurn(n *yaml.Node, i int, file string) (*TurnSpec, error) {
 	if ts.WorldOverride, _, err = yamlnode.Mapping(m, "world_override", where); err != nil {
 		return nil, err
 	}
-	if ts.Intent == "" && ts.Input == "" {
-		return nil, fmt.Errorf("line %d: %s: intent: {name, slots} is required", n.Line, where)
+	if ts.Intent == "" && ts.Input == "" && ts.AdvanceClock == 0 {
+		return nil, fmt.Errorf("line %d: %s: intent: {name, slots} is required (or advance_clock: alone, for a turn that only moves the clock)", n.Line, where)
 	}
 	if err := parseExpectations(m, where, file, ts); err != nil {
 		return nil, err

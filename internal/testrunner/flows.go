@@ -64,13 +64,14 @@ const SessionIndex = -1
 type FlowOption func(*flowConfig)
 
 type flowConfig struct {
-	getenv     func(string) string
-	workspace  string // --workspace; "" = the workspace of each fixture's story
-	logger     *slog.Logger
-	keepEvents bool
-	keepTrace  bool
-	strict     bool
-	start      time.Time
+	getenv      func(string) string
+	workspace   string   // --workspace; "" = the workspace of each fixture's story
+	storiesPath []string // --stories-path: where @kitsoki/NAME imports are looked up first
+	logger      *slog.Logger
+	keepEvents  bool
+	keepTrace   bool
+	strict      bool
+	start       time.Time
 }
 
 // WithFlowGetenv sets how KITSOKI_CASSETTE_* are read (default os.Getenv).
@@ -145,7 +146,7 @@ func (r *Runner) story(path, ws string) (*story.Story, error) {
 	if st, ok := r.stories[abs]; ok {
 		return st, nil
 	}
-	st, err := story.Load(abs, story.WithWorkspace(ws), story.WithStubbedHosts()) // fixtures may stub handlers kitsoki does not build
+	st, err := story.Load(abs, story.WithWorkspace(ws), story.WithStubbedHosts(), story.WithStoriesPath(r.cfg.storiesPath...)) // fixtures may stub handlers kitsoki does not build
 	if err != nil {
 		return nil, err
 	}
@@ -421,13 +422,20 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 				break
 			}
 		}
-		out, err := sess.Turn(ctx, ts.Intent, replay.CopyMap(ts.Slots), "")
+		var out *orchestrator.Outcome
+		var err error
+		if ts.Intent == "" && ts.Input == "" {
+			out = &orchestrator.Outcome{Outcome: orchestrator.OutcomeTransitioned, From: sess.State(), State: sess.State()}
+		} else {
+			out, err = sess.Turn(ctx, ts.Intent, replay.CopyMap(ts.Slots), "")
+		}
+		if err == nil && ts.AdvanceClock > 0 {
+			f.clk.Advance(ts.AdvanceClock)
+			out, err = tick(ctx, sess, out)
+		}
 		if err != nil {
 			res.Turns = append(res.Turns, TurnResult{TurnIndex: i, NewState: sess.State(), Failures: []string{"trace: " + err.Error()}})
 			break
-		}
-		if ts.AdvanceClock > 0 {
-			f.clk.Advance(ts.AdvanceClock)
 		}
 		evs := sink.events[mark:]
 		tv := turnView{out: out, world: sess.World(), before: before, slots: acceptedSlots(evs), evs: evs, all: dispatched(evs)}
@@ -458,7 +466,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 
 	var sfails []string
 	if fx.ExpectTerminal {
-		if s := st.States[sess.State()]; s == nil || !s.Terminal {
+		if done, _ := sess.Done(); !done {
 			sfails = append(sfails, fmt.Sprintf("expect_terminal: state %q is not terminal", sess.State()))
 		}
 	}
@@ -675,4 +683,22 @@ func LoadFixtures(appPath, glob string) ([]*Fixture, error) {
 		out = append(out, fxs...)
 	}
 	return out, nil
+}
+
+// tick fires the timeouts due once a turn moved the clock; the turn's
+// outcome then reports where they left the session (its rejection and host
+// errors stay).
+func tick(ctx context.Context, sess *orchestrator.Session, out *orchestrator.Outcome) (*orchestrator.Outcome, error) {
+	fired, err := sess.Tick(ctx)
+	if err != nil || fired == nil {
+		return out, err
+	}
+	merged := *out
+	merged.State, merged.View, merged.Done, merged.Exit = fired.State, fired.View, fired.Done, fired.Exit
+	merged.Says = append(append([]string(nil), out.Says...), fired.Says...)
+	merged.HostErrors = append(append([]error(nil), out.HostErrors...), fired.HostErrors...)
+	if fired.Outcome == orchestrator.OutcomeError && out.Outcome != orchestrator.OutcomeError {
+		merged.Outcome, merged.Err = fired.Outcome, fired.Err
+	}
+	return &merged, nil
 }

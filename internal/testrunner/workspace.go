@@ -22,6 +22,12 @@ func WithFlowWorkspace(dir string) FlowOption {
 	return func(c *flowConfig) { c.workspace = dir }
 }
 
+// WithStoriesPath puts dirs first on the search path of the stories'
+// @kitsoki/NAME imports (the --stories-path flag; see story.WithStoriesPath).
+func WithStoriesPath(dirs ...string) FlowOption {
+	return func(c *flowConfig) { c.storiesPath = append(c.storiesPath, dirs...) }
+}
+
 // yamlAt is where a fixture key's value is written (1-based; 0 = unknown).
 type yamlAt struct{ line, col int }
 

@@ -110,6 +110,7 @@ func payloadSamples() []payloadSample {
 			Substitution: &Substitution{Reason: "schema_invalid", OriginalPlugin: "agent.local", FallbackPlugin: "agent.claude"}},
 			map[string]any{"verb": "decide", "duration_ms": int64(3), "error": "agent: schema_invalid: x", "error_kind": "schema_invalid",
 				"substitution": map[string]any{"reason": "schema_invalid", "original_plugin": "agent.local", "fallback_plugin": "agent.claude"}}},
+		{"machine.timeout", MachineTimeout{State: "waiting", After: "240h0m0s", Target: "traveled"}, map[string]any{"state": "waiting", "after": "240h0m0s", "target": "traveled"}},
 	}
 }
 
@@ -406,8 +407,8 @@ func TestPayloadTypesMatchTheSchema(t *testing.T) {
 			t.Errorf("the schema defines %q, which is no kind kitsoki writes", name)
 		}
 	}
-	if kinds != 19 {
-		t.Errorf("%d kinds with payload types, want 19", kinds)
+	if kinds != 20 {
+		t.Errorf("%d kinds with payload types, want 20", kinds)
 	}
 
 	c, err := schema.NewCompiler("../../schemas")
@@ -470,6 +471,6 @@ func jsonFields(t reflect.Type) []jsonField {
 var allKinds = []string{
 	KindTurnInput, KindTurnStart, KindTurnEnd, KindTurnRouted, KindMachineIntentAccepted, KindMachineValidationFailed,
 	KindMachineTransition, KindMachineSay, KindMachineStateExited, KindMachineStateEntered, KindMachineError,
-	KindWorldUpdate, KindHarnessCalled, KindHarnessDispatched, KindHarnessReturned, KindHarnessError,
+	KindMachineTimeout, KindWorldUpdate, KindHarnessCalled, KindHarnessDispatched, KindHarnessReturned, KindHarnessError,
 	KindAgentCallStart, KindAgentCallComplete, KindAgentCallError, KindSessionStory,
 }

@@ -17,7 +17,7 @@ var effectKeys = &keySpec{
 
 // actionKeys are the effect actions in precedence order: when an item has
 // several, only the first runs.
-var actionKeys = []string{"set", "increment", "say", "invoke"}
+var actionKeys = []string{"set", "increment", "say", "invoke", "emit"}
 
 // invokeOnlyKeys are meaningful only next to invoke:.
 var invokeOnlyKeys = []string{"with", "bind", "on_error", "once", "id", "agent", "selection", "external_side_effect"}
@@ -92,6 +92,9 @@ func (l *loader) loadEffect(f *file, n *yaml.Node, path string, ctx effCtx) *Eff
 	if s, ok := fs.get("say"); ok {
 		l.compileText(f, s.val, joinPath(path, "say"), func(t *expr.Text) { e.Say = t })
 	}
+	if s, ok := fs.get("emit"); ok {
+		l.compileTree(f, s.val, joinPath(path, "emit"), func(t *expr.Tree) { e.Emit = t })
+	}
 	if s, ok := fs.get("invoke"); ok {
 		e.Invoke = l.loadInvoke(f, s, fs, path, ref)
 	} else {
@@ -144,7 +147,7 @@ func (l *loader) loadEffect(f *file, n *yaml.Node, path string, ctx effCtx) *Eff
 	switch {
 	case len(actions) == 0 && !hasEmit && unknown == 0:
 		// (with unknown keys, the unknown-key error is the real problem)
-		l.errAt(f, deref(n), path, "effect has no action: use one of set, increment, say, invoke or emit_intent")
+		l.errAt(f, deref(n), path, "effect has no action: use one of set, increment, say, emit, invoke or emit_intent")
 	case len(actions) > 1:
 		l.warnAt(f, deref(n), path, "effect has several actions (%s): only %s runs; put each in its own item",
 			strings.Join(actions, ", "), actions[0])
@@ -170,6 +173,9 @@ func keepOnly(e *Effect, action string) {
 	}
 	if action != "invoke" {
 		e.Invoke = nil
+	}
+	if action != "emit" {
+		e.Emit = nil
 	}
 }
 

@@ -153,7 +153,7 @@ func TestLoadErrors(t *testing.T) {
 			file: "errors/structure.yaml",
 			want: []string{
 				`structure.yaml:4:3: world.a: duplicate key "a"`,
-				`structure.yaml:9:9: states.start.on_enter[0]: effect has no action: use one of set, increment, say, invoke or emit_intent`,
+				`structure.yaml:9:9: states.start.on_enter[0]: effect has no action: use one of set, increment, say, emit, invoke or emit_intent`,
 				`structure.yaml:10:9: states.start.on_enter[1].bind: bind: is only valid on an invoke effect (add invoke: <handler>)`,
 				`structure.yaml:11:9: states.start.on_enter[1].with: with: is only valid on an invoke effect (add invoke: <handler>)`,
 				`structure.yaml:13:9: states.start.on_enter[2].slots: slots: is only valid with emit_intent:`,

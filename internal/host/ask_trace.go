@@ -57,6 +57,9 @@ func startPayload(c *askCall) trace.AgentCallStart {
 	p := trace.AgentCallStart{Verb: c.verb, Prompt: c.req.Prompt, Purpose: c.call.Purpose}
 	p.Agent, p.Model = describe(c.ac)
 	c.route.describeStart(&p)
+	if p.Effort == "" && c.ac != nil {
+		p.Effort = c.ac.Effort // the persona's effort:
+	}
 	if c.schema != nil {
 		if c.alias == "" {
 			p.Input = map[string]any{"schema_path": c.schema.Path}

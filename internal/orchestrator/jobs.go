@@ -131,7 +131,7 @@ func (s *Session) Deliver(ctx context.Context) ([]*Outcome, error) {
 	}
 	var out []*Outcome
 	for _, n := range s.jobs.Take() {
-		o, err := s.deliver(ctx, n)
+		o, err := s.deliverJob(ctx, n)
 		if err != nil {
 			return out, err
 		}
@@ -163,8 +163,8 @@ func (s *Session) Settle(ctx context.Context) ([]*Outcome, error) {
 	}
 }
 
-// deliver runs one notice's turn.
-func (s *Session) deliver(ctx context.Context, n jobs.Notice) (*Outcome, error) {
+// deliverJob runs one notice's turn.
+func (s *Session) deliverJob(ctx context.Context, n jobs.Notice) (*Outcome, error) {
 	s.turn++
 	t := s.newTurn(s.turn, JobIntent, nil)
 	input := fmt.Sprintf("[job] %s %s", n.Job.ID, n.Job.Status)

@@ -12,6 +12,10 @@ const (
 	CodeGuardFailed      = "GUARD_FAILED"
 	CodeAmbiguousIntent  = "AMBIGUOUS_INTENT"
 	CodeIntentUnknown    = "INTENT_UNKNOWN"
+	// CodeOverlayOpen refuses a typed intent while an off_path or meta
+	// mode conversation is open; CodeOverlayFailed is its agent's failure.
+	CodeOverlayOpen   = "OVERLAY_OPEN"
+	CodeOverlayFailed = "OVERLAY_FAILED"
 )
 
 // Outcome kinds, as turn.end records them.
@@ -57,6 +61,10 @@ type Outcome struct {
 	// Background are the job turns delivered just before this user turn
 	// (what jobs did while the user was away), in order.
 	Background []*Outcome
+	// OffRamp is true when the state's agent_off_ramp answered free text
+	// nothing routed: Says holds the banner (if any) and the answer; the
+	// state and world are unchanged.
+	OffRamp bool
 }
 
 // Rejection is the envelope of a rejected intent.

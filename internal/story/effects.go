@@ -11,7 +11,7 @@ import (
 
 var effectKeys = &keySpec{
 	v1: []string{"when", "set", "increment", "say", "emit", "invoke", "with", "bind", "on_error", "once", "id",
-		"agent", "selection", "emit_intent", "slots", "target", "background", "on_complete"},
+		"agent", "selection", "emit_intent", "slots", "target", "external_side_effect", "background", "on_complete"},
 }
 
 // actionKeys are the effect actions in precedence order: when an item has
@@ -19,7 +19,7 @@ var effectKeys = &keySpec{
 var actionKeys = []string{"set", "increment", "say", "invoke", "emit"}
 
 // invokeOnlyKeys are meaningful only next to invoke:.
-var invokeOnlyKeys = []string{"with", "bind", "on_error", "once", "id", "agent", "selection", "background", "on_complete"}
+var invokeOnlyKeys = []string{"with", "bind", "on_error", "once", "id", "agent", "selection", "external_side_effect", "background", "on_complete"}
 
 // effCtx says where an effect list sits.
 type effCtx struct {
@@ -301,9 +301,13 @@ func (l *loader) loadInvoke(f *file, inv entry, fs fieldSet, path string, ref *e
 	if in.Background && in.Once {
 		l.errAt(f, fs.at("once").key, joinPath(path, "once"), "once: cannot be combined with background: true (guard the invoke with when: instead)")
 	}
+	boolField(l, f, fs, path, "external_side_effect", &in.ExternalSideEffect)
 	strField(l, f, fs, path, "id", &in.ID)
 	if id, ok := fs.get("id"); ok {
 		ref.idNode = deref(id.val)
+		if isTemplated(in.ID) {
+			l.compileValue(f, id.val, joinPath(path, "id"), func(v *expr.Value) { in.IDTemplate = v })
+		}
 	}
 	if a, ok := fs.get("agent"); ok {
 		if s, ok := l.str(f, a.val, joinPath(path, "agent")); ok {
@@ -339,7 +343,8 @@ func (l *loader) loadBind(f *file, n *yaml.Node, path string) []Bind {
 			continue
 		}
 		switch {
-		case isTemplated(src):
+		case isTemplated(src) || src == "":
+			// "" binds the empty string: the key is cleared on every call.
 			templates, at = append(templates, e), append(at, len(out))
 			out = append(out, Bind{Key: e.name})
 		case bindPathRE.MatchString(src):

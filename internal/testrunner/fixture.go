@@ -15,6 +15,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/agent/cassette"
 	"github.com/kitsoki/kitsoki/internal/inbox"
+	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/yamlnode"
 )
 
@@ -57,6 +58,12 @@ type Fixture struct {
 	// under test (the command's) must have that id.
 	AppID string
 
+	// Mode is the execution mode the flow runs in (mode:, "" = one_shot).
+	Mode string
+	// ExpectFiles are the expect_files: entries, checked when the flow
+	// ends.
+	ExpectFiles []FileExpect
+
 	// SkipReason is why the fixture is skipped ("" when it runs).
 	SkipReason string
 
@@ -70,6 +77,12 @@ type Fixture struct {
 	// resolved. It serves host.starlark.run's HTTP, replay only.
 	HTTPCassette, HTTPCassettePath string
 	httpCassetteAt                 yamlAt
+
+	// InspectCassette is starlark_inspect_cassette: as written;
+	// InspectCassettePath resolved. It answers host.starlark.run's
+	// ctx.probe calls.
+	InspectCassette, InspectCassettePath string
+	inspectCassetteAt                    yamlAt
 }
 
 // Stub is a host_handlers entry: a canned answer, optionally per call id
@@ -126,8 +139,14 @@ type TurnSpec struct {
 	// flow ends, as the fixture-level key is; failures name the turn.
 	ExpectWorldFinal     map[string]any
 	ExpectWorldUnchanged bool // the turn leaves the world as it found it
-	// AdvanceClock moves the flow's fake clock forward after the turn.
+	// AdvanceClock moves the flow's fake clock forward after the turn;
+	// the timeouts then due fire before the turn's expectations are
+	// checked. A turn with advance_clock: and no intent only moves the
+	// clock.
 	AdvanceClock time.Duration
+	// WorldOverride (world_override:) is set into the world at the start
+	// of the turn, before its guards run.
+	WorldOverride map[string]any
 	// Then holds further expectation blocks checked after the turn, each
 	// like a turn's expect_* keys.
 	Then []*TurnSpec
@@ -189,15 +208,15 @@ var (
 	fixtureKeys = []string{"test_kind", "description", "app", "initial_state", "initial_world", "host_handlers", "host_cassette", "turns",
 		"expect_terminal", "expect_no_errors", "expect_world_final", "expect_no_host_calls", "strict_cassette_coverage",
 		"expect_events_count_atleast", "expect_events_count_atmost", "starlark_http_cassette",
-		"host_bindings", "advance_clock",
+		"host_bindings", "advance_clock", "mode", "use_orchestrator", "expect_files", "starlark_inspect_cassette",
 		// [later]: parsed and ignored
-		"recording", "mode", "use_orchestrator", "starlark_*", "expect_files"}
+		"recording", "starlark_*"}
 	turnKeys = []string{"intent", "expect_state", "expect_not_state", "expect_state_in", "expect_world", "expect_world_full",
 		"expect_slots", "expect_error", "expect_view_matches", "expect_no_view", "expect_host_calls", "expect_no_host_calls",
 		"expect_events", "expect_events_exact", "expect_world_final", "expect_world_unchanged", "advance_clock", "then",
-		"expect_inbox", "expect_jobs",
-		// refused per fixture (SkipReason): free-text turns, world_override
-		"input", "world_override"}
+		"world_override", "expect_inbox", "expect_jobs",
+		// refused per fixture (SkipReason): free-text turns
+		"input"}
 	// thenKeys are what a then: block may hold: a turn's expectations.
 	thenKeys = []string{"expect_state", "expect_not_state", "expect_state_in", "expect_world", "expect_world_full",
 		"expect_slots", "expect_error", "expect_view_matches", "expect_no_view", "expect_host_calls", "expect_no_host_calls",
@@ -305,6 +324,16 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 			fx.HTTPCassettePath = filepath.Join(dir, fx.HTTPCassettePath)
 		}
 	}
+	if fx.InspectCassette, err = yamlnode.Str(m, "starlark_inspect_cassette", "fixture"); err != nil {
+		return nil, err
+	}
+	if fx.InspectCassette != "" {
+		fx.inspectCassetteAt = at(m["starlark_inspect_cassette"])
+		fx.InspectCassettePath = filepath.FromSlash(fx.InspectCassette)
+		if !filepath.IsAbs(fx.InspectCassettePath) {
+			fx.InspectCassettePath = filepath.Join(dir, fx.InspectCassettePath)
+		}
+	}
 	if hn, ok := m["host_handlers"]; ok && hn.Tag != "!!null" {
 		if fx.HostCassette != "" {
 			return nil, fmt.Errorf("line %d: host_cassette and host_handlers are mutually exclusive", hn.Line)
@@ -345,6 +374,26 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 		}
 		*dst = &n
 	}
+	if fx.Mode, err = yamlnode.Str(m, "mode", "fixture"); err != nil {
+		return nil, err
+	}
+	if err := orchestrator.CheckExecMode(fx.Mode); err != nil {
+		return nil, bindingErr(file, m["mode"], "fixture.mode: %v", err)
+	}
+	if un, ok := m["use_orchestrator"]; ok && un.Tag != "!!null" {
+		use, err := boolField(m, "use_orchestrator", "fixture")
+		if err != nil {
+			return nil, err
+		}
+		if !use {
+			return nil, bindingErr(file, un, "fixture.use_orchestrator: false is not supported: kitsoki runs every flow through the orchestrator (with its fake clock and host stubs); remove the key")
+		}
+	}
+	if en, ok := m["expect_files"]; ok && en.Tag != "!!null" {
+		if fx.ExpectFiles, err = parseExpectFiles(en, file); err != nil {
+			return nil, err
+		}
+	}
 	if _, ok := m["recording"]; ok {
 		fx.SkipReason = "uses recording:, which this version does not run yet"
 	}
@@ -360,9 +409,6 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 			}
 			if ts.Input != "" && fx.SkipReason == "" {
 				fx.SkipReason = fmt.Sprintf("turn %d is a free-text input: turn, which this version does not route yet", i+1)
-			}
-			if _, ok := fieldsOf(t)["world_override"]; ok && fx.SkipReason == "" {
-				fx.SkipReason = fmt.Sprintf("turn %d uses world_override:, which this version does not support", i+1)
 			}
 			if ts.AdvanceClock > 0 {
 				fx.AdvanceClock = true
@@ -613,8 +659,11 @@ func parseTurn(n *yaml.Node, i int, file string) (*TurnSpec, error) {
 	if ts.Input, err = yamlnode.Str(m, "input", where); err != nil {
 		return nil, err
 	}
-	if ts.Intent == "" && ts.Input == "" {
-		return nil, fmt.Errorf("line %d: %s: intent: {name, slots} is required", n.Line, where)
+	if ts.WorldOverride, _, err = yamlnode.Mapping(m, "world_override", where); err != nil {
+		return nil, err
+	}
+	if ts.Intent == "" && ts.Input == "" && ts.AdvanceClock == 0 {
+		return nil, fmt.Errorf("line %d: %s: intent: {name, slots} is required (or advance_clock: alone, for a turn that only moves the clock)", n.Line, where)
 	}
 	if err := parseExpectations(m, where, file, ts); err != nil {
 		return nil, err
@@ -888,4 +937,60 @@ func parseExpectJobs(n *yaml.Node, where, file string) (*JobsExpect, error) {
 		}
 	}
 	return e, nil
+}
+
+// FileExpect is one expect_files: entry: the file at Path (relative to the
+// fixture's directory) exists and, with ContentMatches, its text matches;
+// or, with MustNotExist, it does not exist.
+type FileExpect struct {
+	Path           string
+	Abs            string // resolved against the fixture's directory
+	ContentMatches *regexp.Regexp
+	MustNotExist   bool
+	at             yamlAt
+}
+
+// parseExpectFiles reads expect_files: a list of {path, content_matches,
+// must_not_exist}.
+func parseExpectFiles(n *yaml.Node, file string) ([]FileExpect, error) {
+	if n.Kind != yaml.SequenceNode {
+		return nil, bindingErr(file, n, "fixture.expect_files must be a list of {path, content_matches, must_not_exist}, got %s", yamlnode.KindName(n))
+	}
+	dir := filepath.Dir(file)
+	out := make([]FileExpect, 0, len(n.Content))
+	for i, en := range n.Content {
+		where := fmt.Sprintf("fixture.expect_files[%d]", i)
+		m, err := fields(en, where, "path", "content_matches", "must_not_exist")
+		if err != nil {
+			return nil, err
+		}
+		fe := FileExpect{at: at(en)}
+		if fe.Path, err = yamlnode.Str(m, "path", where); err != nil {
+			return nil, err
+		}
+		if fe.Path == "" {
+			return nil, bindingErr(file, en, "%s: path is required (relative to the fixture's directory)", where)
+		}
+		fe.Abs = filepath.FromSlash(fe.Path)
+		if !filepath.IsAbs(fe.Abs) {
+			fe.Abs = filepath.Join(dir, fe.Abs)
+		}
+		rx, err := yamlnode.Str(m, "content_matches", where)
+		if err != nil {
+			return nil, err
+		}
+		if rx != "" {
+			if fe.ContentMatches, err = regexp.Compile(rx); err != nil {
+				return nil, bindingErr(file, m["content_matches"], "%s.content_matches: %v", where, err)
+			}
+		}
+		if fe.MustNotExist, err = boolField(m, "must_not_exist", where); err != nil {
+			return nil, err
+		}
+		if fe.MustNotExist && fe.ContentMatches != nil {
+			return nil, bindingErr(file, en, "%s: must_not_exist: true cannot be combined with content_matches:", where)
+		}
+		out = append(out, fe)
+	}
+	return out, nil
 }

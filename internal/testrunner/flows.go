@@ -69,13 +69,14 @@ const SessionIndex = -1
 type FlowOption func(*flowConfig)
 
 type flowConfig struct {
-	getenv     func(string) string
-	workspace  string // --workspace; "" = the workspace of each fixture's story
-	logger     *slog.Logger
-	keepEvents bool
-	keepTrace  bool
-	strict     bool
-	start      time.Time
+	getenv      func(string) string
+	workspace   string   // --workspace; "" = the workspace of each fixture's story
+	storiesPath []string // --stories-path: where @kitsoki/NAME imports are looked up first
+	logger      *slog.Logger
+	keepEvents  bool
+	keepTrace   bool
+	strict      bool
+	start       time.Time
 }
 
 // WithFlowGetenv sets how KITSOKI_CASSETTE_* are read (default os.Getenv).
@@ -150,7 +151,7 @@ func (r *Runner) story(path, ws string) (*story.Story, error) {
 	if st, ok := r.stories[abs]; ok {
 		return st, nil
 	}
-	st, err := story.Load(abs, story.WithWorkspace(ws), story.WithStubbedHosts()) // fixtures may stub handlers kitsoki does not build
+	st, err := story.Load(abs, story.WithWorkspace(ws), story.WithStubbedHosts(), story.WithStoriesPath(r.cfg.storiesPath...)) // fixtures may stub handlers kitsoki does not build
 	if err != nil {
 		return nil, err
 	}
@@ -169,6 +170,8 @@ type Flow struct {
 	clk *clock.Fake
 
 	httpCassette *starlark.Cassette // starlark_http_cassette:, nil without
+	// inspectCassette is starlark_inspect_cassette:, nil without.
+	inspectCassette *starlark.InspectCassette
 }
 
 // Prepare loads what a fixture needs and checks it against its story. An
@@ -226,6 +229,13 @@ func (r *Runner) Prepare(fx *Fixture) (*Flow, error) {
 			return nil, fmt.Errorf("%s: starlark_http_cassette: %w", fx.Name, err)
 		}
 		f.httpCassette = c
+	}
+	if fx.InspectCassettePath != "" {
+		c, err := starlark.LoadInspectCassette(fx.InspectCassettePath)
+		if err != nil {
+			return nil, fmt.Errorf("%s: starlark_inspect_cassette: %w", fx.Name, err)
+		}
+		f.inspectCassette = c
 	}
 	return f, nil
 }
@@ -340,12 +350,15 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 	// Flows replay cassettes recorded against the story's own routes, so
 	// pins do not apply.
 	cfg := runtime.Config{Logger: logger, Clock: f.clk, Trace: runtime.Trace{Sink: sink}, IgnorePins: true,
-		Session: &runtime.Session{ID: "flow", Root: root, World: replay.CopyMap(fx.InitialWorld)}}
+		Session: &runtime.Session{ID: "flow", Root: root, World: replay.CopyMap(fx.InitialWorld), ExecMode: fx.Mode}}
 	if f.Cassette != nil {
 		cfg.Cassette = f.Cassette
 	}
 	if f.httpCassette != nil {
 		cfg.Starlark.HTTP = f.httpCassette.Client(nil)
+	}
+	if f.inspectCassette != nil {
+		cfg.Starlark.Probe = f.inspectCassette
 	}
 	rt, err := runtime.Open(st, cfg)
 	if err != nil {
@@ -357,7 +370,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 	// Host calls are dispatched only when the fixture says how to answer
 	// them; otherwise they are dropped (answered with nothing), as Kitsoki
 	// does, so older fixtures keep passing.
-	dispatch := f.Cassette != nil || fx.HostHandlers != nil || fx.AdvanceClock || f.httpCassette != nil
+	dispatch := f.Cassette != nil || fx.HostHandlers != nil || fx.AdvanceClock || f.httpCassette != nil || f.inspectCassette != nil
 	if f.Cassette == nil && fx.HostHandlers != nil {
 		for _, name := range sortedKeys(fx.HostHandlers) {
 			hd := &stubHandler{stub: fx.HostHandlers[name], clk: f.clk, name: name}
@@ -408,12 +421,24 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 		if ts.wantsWorldBefore() {
 			before = replay.CopyMap(sess.World())
 		}
-		slots, serr := renderSlots(ts.Slots, sess.World())
-		if serr != nil {
-			res.Turns = append(res.Turns, TurnResult{TurnIndex: i, NewState: sess.State(), Failures: []string{fmt.Sprintf("turns[%d].intent.slots.%v", i, serr)}})
-			break
+		if ts.WorldOverride != nil {
+			if err := sess.OverrideWorld(replay.CopyMap(ts.WorldOverride)); err != nil {
+				res.Turns = append(res.Turns, TurnResult{TurnIndex: i, NewState: sess.State(), Failures: []string{"world_override: " + err.Error()}})
+				break
+			}
 		}
-		out, err := sess.Turn(ctx, ts.Intent, slots, "")
+		var out *orchestrator.Outcome
+		var err error
+		if ts.Intent == "" && ts.Input == "" {
+			out = &orchestrator.Outcome{Outcome: orchestrator.OutcomeTransitioned, From: sess.State(), State: sess.State()}
+		} else {
+			slots, serr := renderSlots(ts.Slots, sess.World())
+			if serr != nil {
+				res.Turns = append(res.Turns, TurnResult{TurnIndex: i, NewState: sess.State(), Failures: []string{fmt.Sprintf("turns[%d].intent.slots.%v", i, serr)}})
+				break
+			}
+			out, err = sess.Turn(ctx, ts.Intent, slots, "")
+		}
 		if err != nil {
 			res.Turns = append(res.Turns, TurnResult{TurnIndex: i, NewState: sess.State(), Failures: []string{"trace: " + err.Error()}})
 			break
@@ -428,6 +453,13 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 			break
 		}
 		out = withJobs(out, jobOuts)
+		if ts.AdvanceClock > 0 {
+			// Timeouts due once the clock moved fire, each as its own turn.
+			if out, err = tick(ctx, sess, out); err != nil {
+				res.Turns = append(res.Turns, TurnResult{TurnIndex: i, NewState: sess.State(), Failures: []string{"trace: " + err.Error()}})
+				break
+			}
+		}
 		evs := sink.events[mark:]
 		tv := turnView{out: out, world: sess.World(), before: before, slots: acceptedSlots(evs), evs: evs, all: dispatched(evs)}
 		if ts.wantsJobs() {
@@ -464,7 +496,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 
 	var sfails []string
 	if fx.ExpectTerminal {
-		if s := st.States[sess.State()]; s == nil || !s.Terminal {
+		if done, _ := sess.Done(); !done {
 			sfails = append(sfails, fmt.Sprintf("expect_terminal: state %q is not terminal", sess.State()))
 		}
 	}
@@ -489,6 +521,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 			}
 		}
 	}
+	sfails = append(sfails, checkFiles(fx.ExpectFiles)...)
 	sfails = append(sfails, checkHostCalls("expect_host_calls", nil, fx.ExpectNoHostCalls, allCalls)...)
 	sfails = append(sfails, checkNoHostCallsOf("expect_no_host_calls", fx.NoHostCallsOf, everyCall)...)
 	if n, lo := len(sink.events)-seeded, fx.ExpectEventsAtLeast; lo != nil && n < *lo {
@@ -782,4 +815,22 @@ func LoadFixtures(appPath, glob string) ([]*Fixture, error) {
 		out = append(out, fxs...)
 	}
 	return out, nil
+}
+
+// tick fires the timeouts due once a turn moved the clock; the turn's
+// outcome then reports where they left the session (its rejection and host
+// errors stay).
+func tick(ctx context.Context, sess *orchestrator.Session, out *orchestrator.Outcome) (*orchestrator.Outcome, error) {
+	fired, err := sess.Tick(ctx)
+	if err != nil || fired == nil {
+		return out, err
+	}
+	merged := *out
+	merged.State, merged.View, merged.Done, merged.Exit = fired.State, fired.View, fired.Done, fired.Exit
+	merged.Says = append(append([]string(nil), out.Says...), fired.Says...)
+	merged.HostErrors = append(append([]error(nil), out.HostErrors...), fired.HostErrors...)
+	if fired.Outcome == orchestrator.OutcomeError && out.Outcome != orchestrator.OutcomeError {
+		merged.Outcome, merged.Err = fired.Outcome, fired.Err
+	}
+	return &merged, nil
 }

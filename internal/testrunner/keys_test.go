@@ -100,7 +100,7 @@ func TestFixtureKeysRefusedBySkip(t *testing.T) {
 		got = append(got, r.SkipReason)
 	}
 	want := []string{
-		"turn 1 uses world_override:, which this version does not support",
+		"turn 1 is a free-text input: turn, which this version does not route yet",
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("skip reasons (-want +got):\n%s", d)

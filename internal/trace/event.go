@@ -28,6 +28,7 @@ const (
 	KindMachineStateExited      = "machine.state_exited"
 	KindMachineStateEntered     = "machine.state_entered"
 	KindMachineError            = "machine.error"
+	KindMachineTimeout          = "machine.timeout"
 	KindWorldUpdate             = "world.update"
 	KindHarnessCalled           = "harness.called"
 	KindHarnessDispatched       = "harness.dispatched"

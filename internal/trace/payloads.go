@@ -115,6 +115,14 @@ type MachineError struct {
 	State  string         `json:"state"`
 }
 
+// MachineTimeout is machine.timeout: a state's timeout came due (after
+// After, as a Go duration) and the machine moves to Target.
+type MachineTimeout struct {
+	After  string `json:"after"`
+	State  string `json:"state"`
+	Target string `json:"target"`
+}
+
 // WorldUpdate is world.update, one of three shapes: Set with one key,
 // Increment with one key, or Namespace with Skipped "cached" for a once:
 // invoke whose binds are all set.
@@ -280,6 +288,7 @@ func (MachineSay) Kind() string              { return KindMachineSay }
 func (MachineStateExited) Kind() string      { return KindMachineStateExited }
 func (MachineStateEntered) Kind() string     { return KindMachineStateEntered }
 func (MachineError) Kind() string            { return KindMachineError }
+func (MachineTimeout) Kind() string          { return KindMachineTimeout }
 func (WorldUpdate) Kind() string             { return KindWorldUpdate }
 func (HarnessCalled) Kind() string           { return KindHarnessCalled }
 func (HarnessDispatched) Kind() string       { return KindHarnessDispatched }
@@ -318,6 +327,8 @@ func NewPayload(kind string) (p Payload, ok bool) {
 		return &MachineStateEntered{}, true
 	case KindMachineError:
 		return &MachineError{}, true
+	case KindMachineTimeout:
+		return &MachineTimeout{}, true
 	case KindWorldUpdate:
 		return &WorldUpdate{}, true
 	case KindHarnessCalled:
@@ -439,6 +450,12 @@ func (p MachineError) appendFields(w *objWriter) {
 	w.str("intent", p.Intent)
 	w.object("slots", p.Slots)
 	w.str("state", p.State)
+}
+
+func (p MachineTimeout) appendFields(w *objWriter) {
+	w.str("after", p.After)
+	w.str("state", p.State)
+	w.str("target", p.Target)
 }
 
 func (p WorldUpdate) appendFields(w *objWriter) {

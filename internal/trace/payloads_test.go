@@ -120,6 +120,7 @@ func payloadSamples() []payloadSample {
 			map[string]any{"handler": "host.run", "job_id": "job-1", "state": "running", "status": "done"}},
 		{"job.completed failed", JobCompleted{Error: "exit 1", Handler: "host.run", JobID: "job-1", State: "running", Status: "failed"},
 			map[string]any{"error": "exit 1", "handler": "host.run", "job_id": "job-1", "state": "running", "status": "failed"}},
+		{"machine.timeout", MachineTimeout{State: "waiting", After: "240h0m0s", Target: "traveled"}, map[string]any{"state": "waiting", "after": "240h0m0s", "target": "traveled"}},
 	}
 }
 
@@ -416,8 +417,8 @@ func TestPayloadTypesMatchTheSchema(t *testing.T) {
 			t.Errorf("the schema defines %q, which is no kind kitsoki writes", name)
 		}
 	}
-	if kinds != 22 {
-		t.Errorf("%d kinds with payload types, want 22", kinds)
+	if kinds != 23 {
+		t.Errorf("%d kinds with payload types, want 23", kinds)
 	}
 
 	c, err := schema.NewCompiler("../../schemas")
@@ -480,7 +481,7 @@ func jsonFields(t reflect.Type) []jsonField {
 var allKinds = []string{
 	KindTurnInput, KindTurnStart, KindTurnEnd, KindTurnRouted, KindMachineIntentAccepted, KindMachineValidationFailed,
 	KindMachineTransition, KindMachineSay, KindMachineStateExited, KindMachineStateEntered, KindMachineError,
-	KindWorldUpdate, KindHarnessCalled, KindHarnessDispatched, KindHarnessReturned, KindHarnessError,
+	KindMachineTimeout, KindWorldUpdate, KindHarnessCalled, KindHarnessDispatched, KindHarnessReturned, KindHarnessError,
 	KindAgentCallStart, KindAgentCallComplete, KindAgentCallError, KindSessionStory,
 	KindJobStarted, KindJobAwaitingInput, KindJobCompleted,
 }

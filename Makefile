@@ -6,7 +6,7 @@ BIN := bin/kitsoki
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/kitsoki/kitsoki/internal/version.stamped=$(VERSION)
 
-.PHONY: all build demo test test-examples test-corpus vet bench bench-targets evals clean fetch-llama-server fetch-models test-llama-real
+.PHONY: schemas all build demo test test-examples test-corpus vet bench bench-targets evals clean fetch-llama-server fetch-models test-llama-real
 
 all: build
 
@@ -56,6 +56,11 @@ fuzz:
 # The eval status of every story that has datasets (see evals/README.md).
 evals: build
 	@for d in stories/*/; do [ -d "$$d/evals" ] && $(BIN) eval list "$$d" || true; done
+
+# schemas/*.json are generated from the loader's key tables; a test fails
+# when they are stale.
+schemas:
+	KITSOKI_WRITE_SCHEMAS=1 $(GO) test -count=1 -run 'SchemaFiles?IsCurrent|SchemaFilesAreCurrent' ./internal/story ./internal/testrunner ./internal/agent/cassette ./internal/eval
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

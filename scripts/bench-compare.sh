@@ -5,7 +5,8 @@
 # `git worktree add /tmp/old <commit>`) and of this tree side by side in one
 # run: both sets of test binaries are built first, then each round runs the
 # old binary and the new binary of every package back to back, so machine
-# load falls on both alike. benchstat then prints old vs new per benchmark.
+# load falls on both alike. benchstat then prints old vs new per benchmark,
+# and bench-paired.py the median of the per-round new/old ratios.
 set -euo pipefail
 old=$(cd "$1" && pwd)
 rounds=${2:-6}
@@ -24,6 +25,13 @@ targets=(
   "internal/plugintools|internal/plugintools|BenchmarkPluginToolCall"
   "cmd/kitsoki|cmd/kitsoki|BenchmarkTestFlows1000Turns"
 )
+
+# BENCH_ONLY=REGEX keeps only the packages whose (new) path matches.
+if [ -n "${BENCH_ONLY:-}" ]; then
+  kept=()
+  for t in "${targets[@]}"; do [[ ${t%%|*} =~ $BENCH_ONLY ]] && kept+=("$t"); done
+  targets=("${kept[@]}")
+fi
 
 build() { # tree pkg name
   (cd "$1" && go test -c -o "$out/bin/$3.test" "./$2")
@@ -58,4 +66,7 @@ for r in $(seq "$rounds"); do
   echo "round $r/$rounds done" >&2
 done
 go run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da "$out/old.txt" "$out/new.txt"
+echo
+echo "paired per round (new/old, same machine load):"
+python3 "$new/scripts/bench-paired.py" "$out/old.txt" "$out/new.txt"
 echo "raw results: $out" >&2

@@ -19,6 +19,12 @@ type file struct {
 
 	ws workspace.Root // where it is read from (its Read)
 
+	// An imported story's document (imports.go): dir is the directory its
+	// relative paths were written against, imported that it was folded.
+	dir      string
+	imported bool
+	texts    []func(string) string // renames for text read from the imported story's other files
+
 	linesOnce sync.Once
 	lines     []string // data split into lines on first use, by line
 
@@ -46,11 +52,14 @@ type entry struct {
 
 // keySpec lists the keys a mapping accepts: v1 keys are read, later keys
 // are accepted and ignored with a warning. laterPrefixes accepts (with a
-// warning) any key starting with one of them.
+// warning) any key starting with one of them. refused holds Kitsoki keys
+// kitsoki does not run: each is a load error saying so and what to do
+// instead (the value).
 type keySpec struct {
 	v1            []string
 	later         []string
 	laterPrefixes []string
+	refused       map[string]string
 }
 
 func (l *loader) pos(f *file, n *yaml.Node) Pos {
@@ -255,6 +264,9 @@ func (l *loader) fieldsU(f *file, n *yaml.Node, path string, spec *keySpec) (_ f
 			out = append(out, e)
 		case slices.Contains(spec.later, e.name) || hasAnyPrefix(e.name, spec.laterPrefixes):
 			l.warnAt(f, e.key, joinPath(path, e.name), "%q is not supported yet and is ignored", e.name)
+		case spec.refused[e.name] != "":
+			l.errAt(f, e.key, joinPath(path, e.name), "%q is a Kitsoki key kitsoki does not support: %s", e.name, spec.refused[e.name])
+			unknown++ // already explains what is wrong
 		default:
 			cands := append(append([]string{}, spec.v1...), spec.later...)
 			l.errAt(f, e.key, joinPath(path, e.name), "unknown key %q%s", e.name, didYouMean(e.name, cands))

@@ -162,6 +162,12 @@ type Outcome struct {
 	// target.
 	Done bool
 	Exit string
+	// Job is the background job whose question or completion this outcome
+	// delivered ("" for a turn the caller took).
+	Job string
+	// Background are the background-job turns delivered just before this
+	// turn (what jobs did since the last one), in order.
+	Background []*Outcome
 }
 
 // HandledError is a failed call that its invoke's on_error handled.

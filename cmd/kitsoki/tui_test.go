@@ -25,13 +25,6 @@ import (
 
 // TestMain lets a test run this binary as kitsoki itself (the terminal UI
 // test starts it on a pseudo-terminal).
-func TestMain(m *testing.M) {
-	if os.Getenv("KITSOKI_TEST_MAIN") == "1" {
-		os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
-	}
-	os.Exit(m.Run())
-}
-
 // screen collects what a program writes to its terminal, escape sequences
 // removed.
 type screen struct {
@@ -120,7 +113,7 @@ func TestTUIOnAPseudoTerminal(t *testing.T) {
 	tracePath := filepath.Join(dir, "run.jsonl")
 	cmd := exec.Command(os.Args[0], "run", "--trace", tracePath, "app.yaml")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "KITSOKI_TEST_MAIN=1", "XDG_STATE_HOME="+state, "TERM=xterm-256color")
+	cmd.Env = append(os.Environ(), "KITSOKI_TEST_AS_CLI=1", "XDG_STATE_HOME="+state, "TERM=xterm-256color")
 	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 30, Cols: 100})
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +204,7 @@ func TestTUIOnAPseudoTerminal(t *testing.T) {
 func TestNoTUIKeepsTheLinePrompt(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "run", "--no-tui", "--trace", filepath.Join(dir, "t.jsonl"), "../../stories/hello/app.yaml")
-	cmd.Env = append(os.Environ(), "KITSOKI_TEST_MAIN=1", "XDG_STATE_HOME="+dir, "TERM=xterm-256color")
+	cmd.Env = append(os.Environ(), "KITSOKI_TEST_AS_CLI=1", "XDG_STATE_HOME="+dir, "TERM=xterm-256color")
 	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 30, Cols: 100})
 	if err != nil {
 		t.Fatal(err)

@@ -108,6 +108,9 @@ func (s *Session) MinConfidence() float64 {
 // intent the story knows or it has at least one slot. Anything else (a
 // sentence, an apostrophe, an unknown lone word) is free text.
 func (s *Session) IsFreeText(line string) bool {
+	if s.over != nil || s.overlayFor(line) != nil {
+		return true
+	}
 	fields, err := splitFields(line)
 	if err != nil || len(fields) == 0 || strings.Contains(fields[0], "=") {
 		return err != nil
@@ -156,7 +159,7 @@ func (s *Session) matchDeterministic(text string) (Route, bool) {
 			return r, true
 		}
 	}
-	if st := s.story.States[s.state]; st != nil && st.DefaultIntent != "" && st.DefaultSlot != "" {
+	if st := s.defaultIntentState(); st != nil && st.DefaultSlot != "" {
 		return Route{Tier: TierDefaultIntent, Intent: st.DefaultIntent, Confidence: 1,
 			Slots: map[string]any{st.DefaultSlot: strings.TrimSpace(text)}}, true
 	}
@@ -370,6 +373,8 @@ func slotSchema(sl *story.Slot) map[string]any {
 		out["type"] = "number"
 	case "bool":
 		out["type"] = "boolean"
+	case "list":
+		out["type"] = "array"
 	default:
 		out["type"] = "string"
 	}
@@ -380,8 +385,11 @@ func slotSchema(sl *story.Slot) map[string]any {
 // with its description, slots and examples, then the user's text.
 func (s *Session) RouterPrompt(text string) string {
 	var b strings.Builder
+	if c := s.story.App.Context; c != "" {
+		fmt.Fprintf(&b, "%s\n\n", strings.TrimSpace(c))
+	}
 	fmt.Fprintf(&b, "Route what the user typed to one of the intents allowed in state %q.\n", s.state)
-	if st := s.story.States[s.state]; st != nil && st.Description != "" {
+	if st := s.focus(); st != nil && st.Description != "" {
 		fmt.Fprintf(&b, "The state: %s\n", st.Description)
 	}
 	b.WriteString("\nIntents:\n")
@@ -551,6 +559,11 @@ func (s *Session) Say(ctx context.Context, text string) (*Outcome, error) {
 	if !s.started {
 		return nil, fmt.Errorf("session not started: call Start first")
 	}
+	if len(s.timers) > 0 {
+		if _, err := s.Tick(ctx); err != nil {
+			return nil, err
+		}
+	}
 	s.turn++
 	t := s.newTurn(s.turn, "", nil)
 	if err := s.emit(t, trace.TurnInput{Input: text}); err != nil {
@@ -558,6 +571,14 @@ func (s *Session) Say(ctx context.Context, text string) (*Outcome, error) {
 	}
 	if err := s.emit(t, trace.TurnStart{Turn: t.n, Input: text}); err != nil {
 		return nil, err
+	}
+	if err := s.applyOverride(t); err != nil {
+		return nil, err
+	}
+	if s.over != nil || s.story.OffPath != nil || s.story.MetaModes != nil {
+		if out, ok, err := s.sayOverlay(ctx, t, text); ok {
+			return out, err
+		}
 	}
 	r := s.route(ctx, t, text)
 	if r.Err != nil && isTraceErr(r.Err) {
@@ -569,6 +590,15 @@ func (s *Session) Say(ctx context.Context, text string) (*Outcome, error) {
 	}
 	if err := s.emit(t, routed); err != nil {
 		return nil, err
+	}
+	if r.Rejection != nil && r.Rejection.Code == CodeNoMatch {
+		if st := s.offRampState(); st != nil {
+			out, err := s.offRamp(ctx, t, st.OffRamp, text)
+			if out != nil {
+				out.Route = &r
+			}
+			return out, err
+		}
 	}
 	if r.Rejection != nil {
 		out, err := s.reject(t, r.Rejection)

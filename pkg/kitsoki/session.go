@@ -141,6 +141,31 @@ func (s *Session) Say(ctx context.Context, text string) (*Outcome, error) {
 	return o, oerr
 }
 
+// Settle waits until every background job of the session is finished,
+// parked on the clock or waiting for an answer, and delivers what they
+// did, one outcome per job turn (a question asked, a job ended). Turn
+// delivers what has ended on its own; Settle is for a caller that waits
+// for its jobs. The error joins the job turns' errors, as Turn's does.
+func (s *Session) Settle(ctx context.Context) ([]*Outcome, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	if !s.started {
+		return nil, errors.New("kitsoki: session not started: call Start first")
+	}
+	outs, err := s.rt.sess.Settle(ctx)
+	var res []*Outcome
+	var errs []error
+	for _, out := range outs {
+		o, oerr := s.outcome(out, nil)
+		res = append(res, o)
+		errs = append(errs, oerr)
+	}
+	return res, errors.Join(append(errs, err)...)
+}
+
 func (s *Session) usable() error {
 	if s.closed {
 		return errors.New("kitsoki: session is closed")
@@ -154,8 +179,13 @@ func (s *Session) outcome(out *orchestrator.Outcome, err error) (*Outcome, error
 	if err != nil {
 		return nil, err
 	}
-	o := &Outcome{From: out.From, State: out.State, View: out.View, Says: out.Says, Done: out.Done, Exit: out.Exit}
+	o := &Outcome{From: out.From, State: out.State, View: out.View, Says: out.Says, Done: out.Done, Exit: out.Exit, Job: out.Job}
 	var errs []error
+	for _, b := range out.Background {
+		bo, berr := s.outcome(b, nil)
+		o.Background = append(o.Background, bo)
+		errs = append(errs, berr)
+	}
 	switch out.Outcome {
 	case orchestrator.OutcomeRejected:
 		r := out.Rejection

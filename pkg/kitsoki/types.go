@@ -169,6 +169,12 @@ type Outcome struct {
 	// Route is how a free-text turn (Say) was routed; nil for a typed
 	// intent.
 	Route *Route
+	// Job is the background job whose question or completion this outcome
+	// delivered ("" for a turn the caller took).
+	Job string
+	// Background are the background-job turns delivered just before this
+	// turn (what jobs did since the last one), in order.
+	Background []*Outcome
 }
 
 // Route is how free text was resolved, as the trace's turn.routed says.

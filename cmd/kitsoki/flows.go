@@ -91,7 +91,7 @@ func runFlows(cmd *cobra.Command, g *globals, o *flowsOpts, app string) error {
 	if o.traceOut != "" {
 		opts = append(opts, testrunner.WithTrace())
 	}
-	opts = append(opts, testrunner.WithFlowWorkspace(g.workspace))
+	opts = append(opts, testrunner.WithFlowWorkspace(g.workspace), testrunner.WithStoriesPath(g.storiesPath...))
 	r := testrunner.NewRunner(opts...)
 	defer r.Close()
 	rep, err := r.RunFixtures(cmd.Context(), fixtures, o.failFast, func(res *testrunner.FlowResult) {

@@ -73,7 +73,7 @@ func runIntents(cmd *cobra.Command, g *globals, o *intentsOpts, path string) (er
 	if o.minAccuracy < 0 || o.minAccuracy > 1 {
 		return exitWith(exitUsage, fmt.Errorf("--min-accuracy %v: want a number from 0 to 1", o.minAccuracy))
 	}
-	st, err := story.Load(path, story.WithWorkspace(g.workspace))
+	st, err := story.Load(path, g.storyOpts()...)
 	if err != nil {
 		return exitWith(exitIntentsSetup, err)
 	}

@@ -42,6 +42,11 @@ func exitWith(code int, err error) error { return &exitError{code: code, err: er
 type globals struct {
 	logLevel  string
 	workspace string // --workspace, on the commands that load stories
+	// storiesPath is --stories-path (repeatable): where @kitsoki/NAME
+	// imports are looked up first.
+	storiesPath []string
+	// syncHook, set by tests, counts a run's trace fsyncs.
+	syncHook func()
 }
 
 func (g *globals) logger(w io.Writer) *slog.Logger {
@@ -68,6 +73,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newTestCmd(g), newTraceCmd())
 	root.AddCommand(newEvalCmd(g), newHostsCmd())
 	root.AddCommand(newVizCmd(g))
+	root.AddCommand(newSessionCmd(g))
 	checkUsage(root)
 	return root
 }

@@ -83,6 +83,8 @@ func TestRunExitCodes(t *testing.T) {
 		{"validate load error", "", []string{"validate", bad}, exitLoad, "bad.yaml:2:7"},
 		{"unknown world key", "", []string{"run", hello, "--world", "nmae=x"}, exitUsage, `"nmae" is not declared in world:`},
 		{"bad root", "", []string{"run", hello, "--root", "nowhere"}, exitFailure, `root state "nowhere" does not exist`},
+		{"unknown mode", "", []string{"run", hello, "--mode", "batch"}, exitUsage, `--mode: unknown execution mode "batch": use one_shot or staged`},
+		{"staged mode", "greet name=Bo\nbye\n", []string{"run", hello, "--mode", "staged"}, exitOK, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

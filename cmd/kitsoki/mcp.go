@@ -83,25 +83,38 @@ func startRun(g *globals, cmd *cobra.Command) mcpserve.RunStarter {
 		if err != nil {
 			return nil, err
 		}
-		for _, line := range req.Intents {
+		lines, what := req.Intents, "intent"
+		if len(req.Say) > 0 {
+			lines, what = req.Say, "say"
+		}
+		var routes []mcpserve.RouteResult
+		for _, line := range lines {
 			if out.Done || out.Outcome != orchestrator.OutcomeTransitioned {
 				break
 			}
-			intent, slots, err := sess.ParseInput(line)
-			if err != nil {
-				return nil, fmt.Errorf("intent %q: %w", line, err)
+			if what == "say" || sess.IsFreeText(line) {
+				out, err = sess.Say(ctx, line)
+			} else {
+				intent, slots, perr := sess.ParseInput(line)
+				if perr != nil {
+					return nil, fmt.Errorf("intent %q: %w", line, perr)
+				}
+				out, err = sess.Turn(ctx, intent, slots, line)
 			}
-			if out, err = sess.Turn(ctx, intent, slots, line); err != nil {
+			if err != nil {
 				return nil, err
 			}
+			if r := out.Route; r != nil {
+				routes = append(routes, mcpserve.RouteResult{Input: line, Tier: r.Tier, Intent: r.Intent, Slots: r.Slots, Confidence: r.Confidence})
+			}
 			if out.Rejection != nil {
-				return nil, fmt.Errorf("intent %q rejected: %s", line, out.Rejection.Error())
+				return nil, fmt.Errorf("%s %q rejected: %s", what, line, out.Rejection.Error())
 			}
 			if out.Err != nil {
-				return nil, fmt.Errorf("intent %q: %w", line, out.Err)
+				return nil, fmt.Errorf("%s %q: %w", what, line, out.Err)
 			}
 		}
 		abs, _ := filepath.Abs(path)
-		return &mcpserve.StartRunResult{RunID: id, State: sess.State(), Terminal: out.Done, Trace: abs}, nil
+		return &mcpserve.StartRunResult{RunID: id, State: sess.State(), Terminal: out.Done, Trace: abs, Routes: routes}, nil
 	}
 }

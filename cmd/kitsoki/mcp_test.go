@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/kitsoki/kitsoki/internal/mcpserve"
 	"github.com/kitsoki/kitsoki/internal/trace"
 	"github.com/spf13/cobra"
@@ -95,5 +97,35 @@ func TestStartRunHonoursPins(t *testing.T) {
 		if n == 0 {
 			t.Errorf("%s: no agent.call.start in %s", tt.evidence, res.Trace)
 		}
+	}
+}
+
+// The run-starting tool routes free text: lines of intents that are not
+// typed, and every say line, through the tiers and the router plugin.
+func TestStartRunRoutesFreeText(t *testing.T) {
+	abs, err := filepath.Abs(routingStory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	start := startRun(&globals{logLevel: "error"}, &cobra.Command{})
+	res, err := start(context.Background(), mcpserve.StartRunRequest{Story: abs, Intents: []string{"show me the forecast for Tokyo", "quit"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []mcpserve.RouteResult{{Input: "show me the forecast for Tokyo", Tier: "router", Intent: "forecast", Slots: map[string]any{"city": "Tokyo"}, Confidence: 0.9}}
+	if d := cmp.Diff(want, res.Routes); d != "" || res.State != "bye" || !res.Terminal {
+		t.Errorf("intents: state %q terminal %v, routes (-want +got):\n%s", res.State, res.Terminal, d)
+	}
+	res, err = start(context.Background(), mcpserve.StartRunRequest{Story: abs, Say: []string{"show me the forecast for Tokyo", "it might rain"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Routes) != 2 || res.Routes[1].Tier != "default_intent" || res.State != "shown" || res.Terminal {
+		t.Errorf("say: %+v", res)
+	}
+	_, err = start(context.Background(), mcpserve.StartRunRequest{Story: abs, Say: []string{"xyzzy"}})
+	if want := `say "xyzzy" rejected: NO_MATCH: could not tell what "xyzzy" means here; rephrase, or type one of: forecast, quit`; err == nil || err.Error() != want {
+		t.Errorf("no match: err = %v, want %s", err, want)
 	}
 }

@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/kitsoki/kitsoki/internal/orchestrator"
 )
 
 // scripted runs one intent or free-text line per non-blank input line ("#" starts a comment)
@@ -19,6 +22,12 @@ func (r *runner) scripted(ctx context.Context, in io.Reader) int {
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if skip, code := r.skipInput(line); skip {
+			if code != exitOK {
+				return code
+			}
 			continue
 		}
 		if strings.HasPrefix(line, ":") {
@@ -34,6 +43,19 @@ func (r *runner) scripted(ctx context.Context, in io.Reader) int {
 	}
 	if err := sc.Err(); err != nil {
 		fmt.Fprintln(r.errw, "kitsoki: reading input:", err)
+		return exitFailure
+	}
+	// Background jobs still running finish (or park on a question) before
+	// the run ends, and what they did is reported; a job left waiting for
+	// an answer is cancelled when the run closes.
+	jobs, err := r.sess.Settle(ctx)
+	for _, out := range jobs {
+		if code, stop := r.afterReplay(r.report(out)); stop {
+			return code
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(r.errw, "kitsoki:", err)
 		return exitFailure
 	}
 	fmt.Fprintf(r.errw, "kitsoki: input ended in state %q, which is not terminal\n", r.sess.State())
@@ -91,7 +113,8 @@ func (r *runner) interactive(ctx context.Context, in *lines) int {
 		case ":help", "?":
 			fmt.Fprintln(r.out, `Type an intent and its slots: intent key=value key2="two words"
 :intents   what this state accepts     :world   the world as JSON
-:state     where the story is          :quit    leave`)
+:state     where the story is          :back    return to the previous room
+:quit      leave`)
 			fmt.Fprintln(r.out, pluginHelp)
 			continue
 		case ":intents", ":state":
@@ -100,6 +123,21 @@ func (r *runner) interactive(ctx context.Context, in *lines) int {
 		case ":world":
 			b, _ := json.MarshalIndent(r.sess.World(), "", "  ")
 			fmt.Fprintln(r.out, string(b))
+			continue
+		case ":back":
+			out, err := r.sess.Back(ctx)
+			if errors.Is(err, orchestrator.ErrNoHistory) {
+				fmt.Fprintln(r.errw, "kitsoki:", err)
+				continue
+			}
+			if err != nil {
+				fmt.Fprintln(r.errw, "kitsoki:", err)
+				return exitFailure
+			}
+			if code, stop := r.afterReplay(r.report(out)); stop && (code == exitOK || code == exitFailure) {
+				return code
+			}
+			r.describe()
 			continue
 		}
 		if r.plugins.command(ctx, line, r.out, r.errw) {

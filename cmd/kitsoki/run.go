@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -8,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -25,10 +25,12 @@ import (
 )
 
 type runOpts struct {
+	otlp      otlpOpts
 	trace     string
 	traceSync string
 	world     []string
 	root      string
+	mode      string
 	intents   string
 	session   string
 	timeout   time.Duration
@@ -48,6 +50,10 @@ type runOpts struct {
 	// say are free-text lines to run instead of reading stdin (--say).
 	say     []string
 	routing routingFlags
+	// noTUI keeps the line protocol on a terminal (--no-tui).
+	noTUI bool
+	// sf are the durable-session flags (session.go).
+	sf sessionFlags
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -57,15 +63,24 @@ func newRunCmd(g *globals) *cobra.Command {
 		Short: "Run a story: interactively on a terminal, scripted otherwise",
 		Long: `Run a story.
 
-On a terminal, kitsoki shows the current state's description and the intents
-it accepts, and you type "intent key=value ..." (":help" lists the commands).
+On a terminal (stdin and stdout), kitsoki shows a terminal UI: the current
+state and the intents it accepts, the view, line editing with history (kept
+per story), Tab completion, a spinner while an agent works (Ctrl-C cancels
+the call, a second Ctrl-C quits); ":help" lists the commands and keys, and
+":quit" or Ctrl-D ends the session (exit 0) and says where the trace is.
+--no-tui keeps a plain prompt that reads "intent key=value ..." lines.
 Otherwise it reads one intent per line from stdin, or takes --intents.
 A line that is not "intent key=value ..." is free text: it is routed to one
 of the state's intents (exact match, synonyms and templates with
 --semantic-routing, the state's default_intent, then the router agent);
 --say runs free text instead of stdin.
-Every step is written to a JSONL trace (--trace, default
-.kitsoki/runs/<session>.jsonl). A call failure that an on_error handles is
+Every run is a durable session: every step is written to its journal, a
+JSONL trace (--trace, default <sessions dir>/<session>.jsonl; the sessions
+dir is --sessions-dir, $KITSOKI_SESSIONS_DIR or .kitsoki/sessions in the
+workspace). --continue resumes the story's latest unfinished session and
+--session ID resumes that one (kitsoki session list shows them); given the
+same --intents/--say as the first run, a resume skips the inputs the
+journal already holds. A call failure that an on_error handles is
 printed on stderr as one line ("agent error: … — on_error → <state>").
 
 Exit codes:
@@ -84,14 +99,18 @@ Exit codes:
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.trace, "trace", "", "trace file (default .kitsoki/runs/<session>.jsonl)")
+	f.StringVar(&o.trace, "trace", "", "trace file, the session's journal (default <sessions dir>/<session>.jsonl)")
 	f.StringVar(&o.traceSync, "trace-sync", "turn", "when the trace is fsynced: turn (group commit) or event")
 	f.StringArrayVar(&o.world, "world", nil, "set a world value at start, key=value, typed by the world declaration (repeatable)")
 	f.StringVar(&o.root, "root", "", "start in this state instead of the story's root")
+	f.StringVar(&o.mode, "mode", "", "execution mode: one_shot (default; emit_intent chains run to rest) or staged (they stop at decision gates)")
 	f.StringVar(&o.intents, "intents", "", "comma-separated intents to run instead of reading stdin, e.g. 'open,approve by=ann'")
 	f.StringArrayVar(&o.say, "say", nil, "free text to route and run instead of reading stdin, e.g. 'show me the forecast for Tokyo' (repeatable; not with --intents)")
 	addRoutingFlags(cmd, &o.routing)
-	f.StringVar(&o.session, "session", "", "session id (default: generated)")
+	f.BoolVar(&o.noTUI, "no-tui", false, "on a terminal, read lines at a plain prompt instead of showing the terminal UI")
+	addOTLPFlags(f, &o.otlp)
+	f.StringVar(&o.session, "session", "", "session id: resumes that session when the sessions dir holds it, else names the new one (default: generated)")
+	addSessionFlags(cmd, &o.sf)
 	f.DurationVar(&o.timeout, "agent-timeout", host.DefaultTimeout, "hard deadline of an agent call that sets no with.timeout")
 	f.BoolVar(&o.autopilot, "autopilot", false, "run unattended: agents are not offered the tool that asks the operator")
 	f.StringArrayVar(&o.toolProviders, "tool-provider", nil, "attach a tool provider's MCP tools to every agent call, e.g. story-files (repeatable)")
@@ -106,14 +125,15 @@ Exit codes:
 }
 
 func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err error) {
-	st, err := story.Load(path, story.WithWorkspace(g.workspace))
+	st, err := story.Load(path, g.storyOpts()...)
 	if err != nil {
 		return exitWith(exitLoad, err)
 	}
 	defer func() { err = maskedExit(st.Secrets, err) }()
 	// Nothing the run prints, logs included (a plugin's stderr is logged),
 	// shows a secret resolved from ${VAR}.
-	stdout, stderr := redacting(cmd.OutOrStdout(), st.Secrets), redacting(cmd.ErrOrStderr(), st.Secrets)
+	tw := newTUIWiring(cmd.InOrStdin(), cmd.OutOrStdout(), o) // nil: the line protocol
+	stdout, stderr := redacting(tw.stdout(cmd.OutOrStdout()), st.Secrets), redacting(tw.stderr(cmd.ErrOrStderr()), st.Secrets)
 	logger := g.logger(stderr)
 	for _, w := range st.Warnings {
 		fmt.Fprintf(stderr, "warning: %s\n", w.String())
@@ -127,13 +147,11 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 	if err != nil {
 		return exitWith(exitUsage, err) // malformed, undeclared or mistyped --world value
 	}
-	if o.session == "" {
-		o.session = newSessionID()
+	plan, err := o.sf.plan(cmd.Context(), g, o, st, stderr)
+	if err != nil {
+		return err
 	}
-	if o.trace == "" {
-		o.trace = filepath.Join(".kitsoki", "runs", o.session+".jsonl")
-	}
-	tr := runtime.Trace{Path: o.trace}
+	tr := runtime.Trace{Path: o.trace, NoSync: o.sf.durability == "process", Header: plan.header(), SyncHook: g.syncHook}
 	switch o.traceSync {
 	case "turn":
 	case "event":
@@ -153,10 +171,16 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 	if err != nil {
 		return exitWith(exitFailure, err)
 	}
-	session := &runtime.Session{ID: o.session, World: world, Root: o.root, Routing: routing}
+	if err := orchestrator.CheckExecMode(o.mode); err != nil {
+		return exitWith(exitUsage, fmt.Errorf("--mode: %w", err))
+	}
+	session := &runtime.Session{ID: o.session, World: world, Root: o.root, Routing: routing, ExecMode: o.mode, Journal: true, Resume: plan.resume}
 	interactive := o.intents == "" && len(o.say) == 0 && isTerminal(cmd.InOrStdin())
 	var in *lines
-	if interactive {
+	switch {
+	case tw != nil:
+		session.Operator = tw.ask
+	case interactive:
 		in = newLines(cmd.InOrStdin())
 		session.Operator = terminalOperator(in, stdout)
 	}
@@ -171,12 +195,20 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 		Tools:      runtime.Tools{Plugins: true, Providers: o.toolProviders, Autopilot: o.autopilot},
 		Out:        stdout,
 	}
+	if tw != nil {
+		cfg.OnDispatch = tw.dispatched
+	}
 	as.configure(&cfg)
 	hc, err := openHTTPCassette(o, st, &cfg)
 	if err != nil {
 		return exitWith(exitFailure, err)
 	}
 	defer hc.save(stderr, &err)
+	otlp, err := o.otlp.open(cmd.Context(), st, o.session, path, &cfg, logger)
+	if err != nil {
+		return exitWith(exitFailure, err)
+	}
+	defer otlp.close(cmd.Context(), stderr) // after rt.Close: every event is in
 	rt, err := runtime.Open(st, cfg)
 	if pe := (*runtime.PinsError)(nil); errors.As(err, &pe) {
 		return exitWith(exitLoad, err)
@@ -194,12 +226,19 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	sess := rt.Session()
-	fmt.Fprintf(stderr, "kitsoki: session %s, trace %s\n", o.session, o.trace)
-	out, err := sess.Start(ctx)
+	defer plan.save(sess, rt.Sink(), stderr)
+	start := func(ctx context.Context) (*orchestrator.Outcome, error) {
+		return plan.start(ctx, sess, rt.Sink(), stderr)
+	}
+	if tw != nil {
+		r := &runner{sess: sess, plugins: plugins, replay: as.replayCheck, resume: plan}
+		return exitCode(tw.run(ctx, r, st, path, o.trace, stderr, start))
+	}
+	out, err := start(ctx)
 	if err != nil {
 		return exitWith(exitFailure, err)
 	}
-	r := &runner{sess: sess, out: stdout, errw: stderr, plugins: plugins, replay: as.replayCheck}
+	r := &runner{sess: sess, out: stdout, errw: stderr, plugins: plugins, replay: as.replayCheck, resume: plan}
 	if code, stopNow := r.afterReplay(r.report(out)); stopNow {
 		return exitCode(code)
 	}
@@ -208,7 +247,11 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 	case o.intents != "":
 		return exitCode(r.scripted(ctx, strings.NewReader(strings.ReplaceAll(o.intents, ",", "\n"))))
 	case len(o.say) > 0:
-		return exitCode(r.said(ctx, o.say))
+		says, err := plan.skipSays(o.say)
+		if err != nil {
+			return exitWith(exitUsage, err)
+		}
+		return exitCode(r.said(ctx, says))
 	case interactive:
 		return exitCode(r.interactive(ctx, in))
 	default:
@@ -274,11 +317,25 @@ type runner struct {
 	// replay, with --cassette, prints the turn's replay warnings and misses
 	// and says whether it missed.
 	replay func(io.Writer) bool
+	// tuiView leaves the view to the terminal UI, which renders the typed
+	// view; viewShown says the last report would have printed it.
+	tuiView, viewShown bool
+	// resume, for a resumed session, skips the scripted inputs its
+	// journal holds (session.go).
+	resume *sessionPlan
 }
 
 // report prints a turn's outcome and says whether the run must stop, with
 // which exit code.
 func (r *runner) report(out *orchestrator.Outcome) (code int, stop bool) {
+	for _, b := range out.Background { // what background jobs did before this turn
+		if code, stop := r.report(b); stop {
+			return code, stop
+		}
+	}
+	if out.Job != "" {
+		fmt.Fprintf(r.out, "[background job %s]\n", out.Job)
+	}
 	for _, s := range out.Says {
 		fmt.Fprintln(r.out, s)
 	}
@@ -300,7 +357,10 @@ func (r *runner) report(out *orchestrator.Outcome) (code int, stop bool) {
 		return exitMachine, true
 	}
 	if out.View != "" {
-		fmt.Fprintln(r.out, out.View)
+		r.viewShown = true
+		if !r.tuiView {
+			fmt.Fprintln(r.out, out.View)
+		}
 	}
 	for _, e := range out.HostErrors {
 		fmt.Fprintln(r.errw, "error:", e)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -16,7 +17,7 @@ func newTraceCmd() *cobra.Command {
 		Use:   "trace",
 		Short: "Work with run traces",
 	}
-	cmd.AddCommand(newToCassetteCmd())
+	cmd.AddCommand(newToCassetteCmd(), newTraceStatusCmd())
 	cmd.AddCommand(newTraceShowCmd(), newTraceViewCmd())
 	return cmd
 }
@@ -38,12 +39,16 @@ The cassette goes to stdout, or to -o FILE (.yaml.zst compresses).
 
 A trace kitsoki wrote has its story's secrets masked already. For a trace
 from elsewhere, --story APP.yaml masks that story's resolved ${VAR} values
-in the cassette too (and gives the app id when --app-id is not set).`,
+in the cassette too (and gives the app id when --app-id is not set and the
+trace's header does not name it).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			evs, err := trace.ReadFile(args[0])
+			hdr, evs, err := readTraceFile(args[0])
 			if err != nil {
 				return exitWith(exitFailure, fmt.Errorf("kitsoki trace to-cassette: %s: %w", args[0], err))
+			}
+			if appID == "" {
+				appID = hdr.AppID // a header that names it (sessions since issue 19)
 			}
 			var opts []cassette.LoadOption
 			if storyPath != "" {
@@ -77,7 +82,17 @@ in the cassette too (and gives the app id when --app-id is not set).`,
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the cassette to this file instead of stdout")
-	cmd.Flags().StringVar(&appID, "app-id", "", "the story's app id, used in the cassette's call_ids (the trace does not record it)")
+	cmd.Flags().StringVar(&appID, "app-id", "", "the story's app id, used in the cassette's call_ids (default: the one the trace's header names)")
 	cmd.Flags().StringVar(&storyPath, "story", "", "mask this story's resolved ${VAR} secrets in the cassette (for traces kitsoki did not write)")
 	return cmd
+}
+
+// readTraceFile reads a whole trace with its header.
+func readTraceFile(path string) (trace.Header, []trace.Event, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return trace.Header{}, nil, err
+	}
+	defer f.Close()
+	return trace.ReadAll(f)
 }

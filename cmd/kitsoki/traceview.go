@@ -18,8 +18,16 @@ import (
 	"github.com/kitsoki/kitsoki/internal/traceview"
 )
 
-// runsDir is where kitsoki run writes traces by default.
-func runsDir() string { return filepath.Join(".kitsoki", "runs") }
+// runsDir is where kitsoki run keeps its sessions' traces by default, seen
+// from the current directory: $KITSOKI_SESSIONS_DIR, else .kitsoki/sessions
+// at the root of the workspace around it.
+func runsDir() string {
+	root, err := workspaceDir(&globals{})
+	if err != nil {
+		root = "."
+	}
+	return sessionsDir("", root)
+}
 
 func resolveTrace(cmdName, arg string) (string, error) {
 	p, err := traceview.SessionTrace(arg, runsDir())
@@ -56,7 +64,8 @@ showed the value before), says, host calls and the agent calls inside them
 answer, sub-events), rejections and faults; then the totals.
 
 The argument is a trace file, or a session id (or the start of one) of a
-trace kitsoki run wrote under .kitsoki/runs. Colour only on a terminal, and
+trace kitsoki run wrote in the sessions directory ($KITSOKI_SESSIONS_DIR, else
+.kitsoki/sessions in the workspace). Colour only on a terminal, and
 never with NO_COLOR set. --full prints prompts and answers whole.
 
 --follow prints each turn as it ends while a run appends to the trace, and

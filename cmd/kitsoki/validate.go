@@ -33,7 +33,7 @@ story's calls of it are checked against the ops it lists.
 Exit codes: 0 the story loads, 2 it does not (or, with --strict, has warnings).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := story.Load(args[0], story.WithWorkspace(g.workspace))
+			st, err := story.Load(args[0], g.storyOpts()...)
 			if err != nil {
 				var le *story.LoadError
 				if errors.As(err, &le) {

@@ -38,6 +38,14 @@ type Call struct {
 	// Run is the run the call belongs to; nil for a call detached from
 	// any run (an eval, a test without a session).
 	Run *Run
+	// ReadOnly is set for a call made from a write_mode: read_only room:
+	// the agent may not use mutating tools (ReadOnlyDeniedTools()).
+	ReadOnly bool
+}
+
+// ReadOnlyDeniedTools are the tools a read-only call may not use.
+func ReadOnlyDeniedTools() []string {
+	return []string{"Write", "Edit", "MultiEdit", "NotebookEdit", "Bash"}
 }
 
 // NewCall returns the call of a bare request: no persona, model, schema or
@@ -53,6 +61,53 @@ type Persona struct {
 	Model    string
 	Tools    []string
 	ToolsSet bool // tools: was present; an empty list means no tools
+	// Effort is the persona's default reasoning effort (a route's wins),
+	// handed to the transport in Call.Effort.
+	Effort string
+	// Provider names the providers: entry the persona's calls go through
+	// when neither with.provider nor a route names one.
+	Provider string
+	// Cwd is the directory (absolute, inside the workspace) the claude CLI
+	// runs the persona's calls in; "" is the declaration's directory.
+	Cwd string
+	// ExternalSideEffect is the persona's declared side-effect posture
+	// (external_side_effect:); nil when not declared.
+	ExternalSideEffect *bool
+	// Bash is the persona's bash_profile:, nil when none: what its Bash
+	// tool may run on the ask, decide and extract verbs.
+	Bash *BashProfile
+}
+
+// BashProfile is a persona's bash_profile: exactly one of ReadOnly,
+// Commands and Sandboxed is set.
+type BashProfile struct {
+	// ReadOnly allows the read-only command list (ReadOnlyCommands()).
+	ReadOnly bool
+	// Commands is an explicit allow-list of programs (argv0).
+	Commands []string
+	// Sandboxed allows any command with the network denied (proxy
+	// variables point at a closed port) and TMPDIR set to a fresh scratch
+	// directory under SandboxBase (absolute; "" is the system temp dir).
+	Sandboxed   bool
+	SandboxBase string
+}
+
+// ReadOnlyCommands is the allow-list of bash_profile: read-only.
+func ReadOnlyCommands() []string {
+	return []string{"grep", "find", "cat", "head", "tail", "ls", "git", "jq", "rg", "wc", "stat", "awk",
+		"sed", "sort", "uniq", "cut", "tr", "echo", "printf", "env", "which", "type", "python3"}
+}
+
+// Allowed is the programs a profile allows, nil for a sandboxed one
+// (which allows any).
+func (b *BashProfile) Allowed() []string {
+	switch {
+	case b == nil || b.Sandboxed:
+		return nil
+	case b.ReadOnly:
+		return ReadOnlyCommands()
+	}
+	return b.Commands
 }
 
 // Run is what a call's run lends the tools of a launched agent (the MCP

@@ -81,6 +81,15 @@ func (c *Comparator) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind == yaml.ScalarNode {
 		return n.Decode(&c.Kind)
 	}
+	// Node.Decode does not inherit the file decoder's KnownFields: check
+	// the keys here so a misspelled one is an error too.
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if k := n.Content[i]; k.Value != "kind" && k.Value != "field" {
+				return fmt.Errorf("line %d: field %s not found in type eval.Comparator (comparator keys: kind, field)", k.Line, k.Value)
+			}
+		}
+	}
 	type plain Comparator
 	return n.Decode((*plain)(c))
 }
@@ -143,6 +152,7 @@ func ReadDataset(path string) (*Dataset, error) {
 func ParseDataset(path string, raw []byte) (*Dataset, error) {
 	d := &Dataset{}
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true) // a misspelled key is an error, not a silently missing setting
 	if err := dec.Decode(d); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("parse %s: %w", path, err)
 	}

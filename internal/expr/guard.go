@@ -24,6 +24,16 @@ func CompileGuard(src string) (*Guard, error) {
 	return &Guard{src: src, u: u}, nil
 }
 
+// CompileValidator compiles a slot validator: a guard that may also start
+// from value (ValueRoot), the slot's value, bound with Env["value"].
+func CompileValidator(src string) (*Guard, error) {
+	u, err := compileExprWith(src, 0, len(src), false, true, ValueRoot)
+	if err != nil {
+		return nil, err
+	}
+	return &Guard{src: src, u: u}, nil
+}
+
 // Source returns the expression text.
 func (g *Guard) Source() string { return g.src }
 

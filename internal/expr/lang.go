@@ -42,15 +42,23 @@ var (
 
 	// Compile options, built once: plain expressions, and range bodies that
 	// also see dotName.
-	plainOpts = exprOptions(false)
-	rangeOpts = exprOptions(true)
+	plainOpts     = exprOptions(false)
+	rangeOpts     = exprOptions(true)
+	validatorOpts = exprOptions(false, ValueRoot)
 )
 
-func exprOptions(inRange bool) []expr.Option {
+// ValueRoot is the extra name a slot validator may start from: the slot's
+// value (CompileValidator).
+const ValueRoot = "value"
+
+func exprOptions(inRange bool, extra ...string) []expr.Option {
 	// Every root has type any: member access is resolved at run time, and
 	// the env is a map[string]any so lookups take expr-lang's fast path.
-	env := make(types.Map, len(roots)+1)
+	env := make(types.Map, len(roots)+1+len(extra))
 	for _, r := range roots {
+		env[r] = types.Any
+	}
+	for _, r := range extra {
 		env[r] = types.Any
 	}
 	if inRange {
@@ -152,6 +160,7 @@ type unit struct {
 	m    *mapped // set when src was rewritten; maps src bytes to tpl bytes
 
 	reads []WorldRead // world keys read by name, in source order
+	extra string      // one more allowed root name (ValueRoot), "" for none
 }
 
 // WorldRead is a world key an expression reads by name (world.key,
@@ -162,12 +171,14 @@ type WorldRead struct {
 	Line, Col int
 }
 
-// The compiler configurations are built once: setting one up costs as much
-// as compiling a short expression, and parsing, checking, optimising and
-// compiling only read it.
+// The compiler configurations are pooled: setting one up costs as much as
+// compiling a short expression, and one compile at a time may use one
+// (expr-lang's checker fills caches inside the configuration as it goes, so
+// the loader's compile workers must not share one).
 var (
-	plainConfig = sync.OnceValue(func() *conf.Config { return newConfig(plainOpts) })
-	rangeConfig = sync.OnceValue(func() *conf.Config { return newConfig(rangeOpts) })
+	plainConfigs     = sync.Pool{New: func() any { return newConfig(plainOpts) }}
+	rangeConfigs     = sync.Pool{New: func() any { return newConfig(rangeOpts) }}
+	validatorConfigs = sync.Pool{New: func() any { return newConfig(validatorOpts) }}
 )
 
 func newConfig(opts []expr.Option) *conf.Config {
@@ -186,17 +197,28 @@ func newConfig(opts []expr.Option) *conf.Config {
 // the range-item shorthand (".", ".field"); asBool rejects an expression
 // whose type is known at compile time and is not bool.
 func compileExpr(tpl string, start, end int, inRange, asBool bool) (*unit, error) {
-	u := &unit{src: tpl[start:end], tpl: tpl, off: start}
+	return compileExprWith(tpl, start, end, inRange, asBool, "")
+}
+
+// compileExprWith is compileExpr; a non-empty extra (ValueRoot) is one more
+// name the expression may start from.
+func compileExprWith(tpl string, start, end int, inRange, asBool bool, extra string) (*unit, error) {
+	u := &unit{src: tpl[start:end], tpl: tpl, off: start, extra: extra}
 	if i := strings.Index(u.src, dotName); i >= 0 {
 		return nil, u.compileError(utf8.RuneCountInString(u.src[:i]), fmt.Sprintf("%q is a reserved name", dotName))
 	}
 	if err := u.rewriteDots(start, end, inRange); err != nil {
 		return nil, err
 	}
-	config := plainConfig()
-	if inRange {
-		config = rangeConfig()
+	pool := &plainConfigs
+	switch {
+	case inRange:
+		pool = &rangeConfigs
+	case extra != "":
+		pool = &validatorConfigs
 	}
+	config := pool.Get().(*conf.Config)
+	defer pool.Put(config)
 	// This is expr.Compile with the whitelist check added between parsing
 	// and type checking, so the source is parsed once.
 	tree, err := parser.ParseWithConfig(u.src, config)
@@ -299,7 +321,7 @@ func (u *unit) validate(root ast.Node, inRange bool) error {
 	// Identifiers are checked after the walk: the walk visits a call's
 	// callee before the call itself.
 	for _, id := range v.idents {
-		if v.callees[id] || (inRange && id.Value == dotName) || slices.Contains(roots, id.Value) {
+		if v.callees[id] || (inRange && id.Value == dotName) || slices.Contains(roots, id.Value) || (u.extra != "" && id.Value == u.extra) {
 			continue
 		}
 		hint := ""

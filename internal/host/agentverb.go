@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
@@ -134,29 +135,58 @@ func parseTimeout(v any) (time.Duration, error) {
 // built-in claude path): the request, persona, schema validator, the
 // provider and effort, the run, and the model resolved for that agent.
 func (h *Host) newCall(c *askCall) *agent.Call {
-	ac := &agent.Call{Request: c.req, Alias: c.alias, Persona: c.persona}
+	ac := &agent.Call{Request: c.req, Alias: c.alias, Persona: withContext(c.persona, h.story.App.Context)}
 	if c.schema != nil {
 		ac.SchemaPath = c.schema.Path
 		s := c.schema
 		ac.Validate = func(b []byte) error { _, err := s.ValidateJSON(b); return err }
 	}
-	if pv, ok := c.call.Args["provider"].(string); ok {
+	if c.persona != nil {
+		// The persona's defaults: with.provider and a route win.
+		ac.ProviderName, ac.Effort = c.persona.Provider, c.persona.Effort
+	}
+	if pv, ok := c.call.Args["provider"].(string); ok && pv != "" {
 		ac.ProviderName = pv
 	}
 	if c.route != nil {
 		if c.route.Provider != "" {
 			ac.ProviderName = c.route.Provider
 		}
-		ac.Effort = c.route.Effort
+		if c.route.Effort != "" {
+			ac.Effort = c.route.Effort
+		}
 	}
 	if ac.ProviderName != "" {
 		if spec, ok := h.story.Providers[ac.ProviderName]; ok {
 			ac.Provider = &spec
 		}
 	}
+	if st := h.story.States[c.req.StatePath]; st != nil && st.WriteMode == story.WriteReadOnly {
+		ac.ReadOnly = true
+	}
 	ac.Model = h.resolveModel(c.alias, ac, c.route)
 	if h.run != nil {
 		ac.Run = h.run(c.call)
 	}
 	return ac
+}
+
+// withContext is p with the story's app.context: put before its system
+// prompt (a persona of its own when p is nil); p itself when there is no
+// context.
+func withContext(p *agent.Persona, context string) *agent.Persona {
+	if context == "" {
+		return p
+	}
+	out := &agent.Persona{}
+	if p != nil {
+		cp := *p
+		out = &cp
+	}
+	if out.SystemPrompt == "" {
+		out.SystemPrompt = context
+	} else {
+		out.SystemPrompt = context + "\n\n" + out.SystemPrompt
+	}
+	return out
 }

@@ -12,7 +12,7 @@ import (
 // formula), and its deadline: the start plus the call's timeout.
 func (h *Host) stepCallID(ctx context.Context, c *askCall, next askFunc) (answer, error) {
 	c.start = h.clock.Now()
-	seq := h.sink.NextSeq(c.call.Turn)
+	seq := c.call.SinkOr(h.sink).NextSeq(c.call.Turn)
 	c.req.CallID = trace.CallID(h.story.App.ID, trace.LiveCallKey(c.call.Turn, c.call.State, seq))
 	c.req.Deadline = c.start.Add(c.timeout).UTC().Format(time.RFC3339Nano)
 	return next(ctx, c)

@@ -29,7 +29,7 @@ func (h *Host) stepRecord(ctx context.Context, c *askCall, next askFunc) (answer
 		ev := a.resp.SubEvents[i]
 		ev.Turn, ev.StatePath, ev.CallID, ev.TS, ev.Seq = c.call.Turn, c.call.State, c.req.CallID, "", 0
 		ev.ParentTurn, ev.EpisodeID, ev.MatchIdx = 0, "", 0
-		if err := h.sink.Append(&ev); err != nil {
+		if err := c.call.SinkOr(h.sink).Append(&ev); err != nil {
 			a.err = agent.Errorf(agent.KindTransportError, "sub_event[%d]: %v", i, &TraceError{err})
 			return a, nil
 		}

@@ -13,7 +13,7 @@ import (
 // persona and model of the agent that answered. A trace that cannot be
 // written is a TraceError: the call's answer is dropped and the run stops.
 func (h *Host) stepTrace(ctx context.Context, c *askCall, next askFunc) (answer, error) {
-	if err := h.sink.AppendPayload(&plugin.Event{Turn: c.call.Turn, StatePath: c.call.State, CallID: c.req.CallID,
+	if err := c.call.SinkOr(h.sink).AppendPayload(&plugin.Event{Turn: c.call.Turn, StatePath: c.call.State, CallID: c.req.CallID,
 		EpisodeID: c.ep.ID, MatchIdx: c.ep.MatchIdx}, startPayload(c)); err != nil {
 		return answer{}, &TraceError{err}
 	}
@@ -43,7 +43,7 @@ func (h *Host) stepTrace(ctx context.Context, c *askCall, next askFunc) (answer,
 		p.Agent, p.Model = describe(answered)
 		closing = p
 	}
-	if err := h.sink.AppendPayload(&plugin.Event{Turn: c.call.Turn, StatePath: c.call.State, CallID: c.req.CallID}, closing); err != nil {
+	if err := c.call.SinkOr(h.sink).AppendPayload(&plugin.Event{Turn: c.call.Turn, StatePath: c.call.State, CallID: c.req.CallID}, closing); err != nil {
 		return answer{}, &TraceError{err}
 	}
 	return a, nil
@@ -57,6 +57,9 @@ func startPayload(c *askCall) trace.AgentCallStart {
 	p := trace.AgentCallStart{Verb: c.verb, Prompt: c.req.Prompt, Purpose: c.call.Purpose}
 	p.Agent, p.Model = describe(c.ac)
 	c.route.describeStart(&p)
+	if p.Effort == "" && c.ac != nil {
+		p.Effort = c.ac.Effort // the persona's effort:
+	}
 	if c.schema != nil {
 		if c.alias == "" {
 			p.Input = map[string]any{"schema_path": c.schema.Path}

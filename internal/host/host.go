@@ -43,6 +43,18 @@ type Call struct {
 	// Purpose says why kitsoki made an agent call that no invoke asked
 	// for ("route" for the router agent); agent.call.start records it.
 	Purpose string
+	// Sink, when set, takes the trace events the call writes in place of
+	// the host's sink: a background job's calls write to the job's own
+	// buffer, which the session writes out in the job's completion turn.
+	Sink Sink
+}
+
+// SinkOr returns the call's own sink, or def when it has none.
+func (c *Call) SinkOr(def Sink) Sink {
+	if c != nil && c.Sink != nil {
+		return c.Sink
+	}
+	return def
 }
 
 // RunEnv is what a session hands each call it dispatches: the actions the

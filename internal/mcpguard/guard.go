@@ -98,7 +98,7 @@ func Guard(next http.Handler, maxBody int64, sessions *Sessions) http.Handler {
 			return
 		}
 		if r.Body != nil && r.Body != http.NoBody {
-			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+			body, err := readBody(http.MaxBytesReader(w, r.Body, maxBody), r.ContentLength)
 			if err != nil {
 				var mbe *http.MaxBytesError
 				if errors.As(err, &mbe) {
@@ -108,7 +108,7 @@ func Guard(next http.Handler, maxBody int64, sessions *Sessions) http.Handler {
 				http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
 				return
 			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
+			r.Body = &bufferedBody{Reader: bytes.NewReader(body), b: body}
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -119,4 +119,36 @@ func Guard(next http.Handler, maxBody int64, sessions *Sessions) http.Handler {
 func TooLarge(w http.ResponseWriter, maxBody int64) {
 	w.Header().Set("Connection", "close")
 	http.Error(w, fmt.Sprintf("request body too large: the limit is %d bytes", maxBody), http.StatusRequestEntityTooLarge)
+}
+
+// bufferedBody is a request body Guard has read in full.
+type bufferedBody struct {
+	*bytes.Reader
+	b []byte
+}
+
+func (*bufferedBody) Close() error { return nil }
+
+// Body returns the request body Guard buffered, without consuming it (the
+// next handler can still read r.Body), and whether there is one.
+func Body(r *http.Request) ([]byte, bool) {
+	bb, ok := r.Body.(*bufferedBody)
+	if !ok {
+		return nil, false
+	}
+	return bb.b, true
+}
+
+// readBody reads a request body: into one buffer of the declared length
+// when there is one (Guard has checked it against the limit, and net/http
+// never reads past it), else growing as io.ReadAll does.
+func readBody(r io.Reader, length int64) ([]byte, error) {
+	if length <= 0 {
+		return io.ReadAll(r)
+	}
+	buf := make([]byte, length)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, err
+	}
+	return buf, nil
 }

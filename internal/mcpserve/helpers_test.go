@@ -64,6 +64,10 @@ func fakeLoader(_ context.Context, path, _ string) (*story.Story, error) {
 }
 
 func fakeStartRun(_ context.Context, req StartRunRequest) (*StartRunResult, error) {
+	if len(req.Say) > 0 {
+		return &StartRunResult{RunID: "run-1", State: "intake:said:" + strings.Join(req.Say, ","),
+			Routes: []RouteResult{{Input: req.Say[0], Tier: "router", Intent: "submit", Confidence: 0.9}}}, nil
+	}
 	return &StartRunResult{RunID: "run-1", State: "intake:" + strings.Join(req.Intents, ","), Terminal: false}, nil
 }
 

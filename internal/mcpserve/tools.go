@@ -31,8 +31,12 @@ type StartRunRequest struct {
 	// Workspace is the directory every file the story reads must stay
 	// inside.
 	Workspace string
-	// Intents are fed to the run in order, each "intent key=value ...".
+	// Intents are fed to the run in order, each a line as `kitsoki run`
+	// reads one: "intent key=value ...", or free text, which is routed.
 	Intents []string
+	// Say are free-text turns, each routed even if it looks like a typed
+	// intent (as --say); not together with Intents.
+	Say []string
 	// World seeds world variables.
 	World map[string]any
 	// Title is the run's title, if the caller has one.
@@ -45,6 +49,18 @@ type StartRunResult struct {
 	State    string `json:"state"`
 	Terminal bool   `json:"terminal"`
 	Trace    string `json:"trace,omitempty"`
+	// Routes say how each free-text turn was routed, in order.
+	Routes []RouteResult `json:"routes,omitempty"`
+}
+
+// RouteResult is how one free-text turn was routed (the trace's
+// turn.routed).
+type RouteResult struct {
+	Input      string         `json:"input"`
+	Tier       string         `json:"tier"`
+	Intent     string         `json:"intent"`
+	Slots      map[string]any `json:"slots,omitempty"`
+	Confidence float64        `json:"confidence"`
 }
 
 // RunStarter starts a run; it backs create_task_kitsoki.
@@ -104,10 +120,11 @@ func (s *surface) externalTools(*toolserver.Session, toolserver.Profile) []tools
 		return nil
 	}
 	t := mcp.NewTool(ToolCreateTask,
-		mcp.WithDescription("Start a run of a story, optionally feeding it intents (\"intent key=value ...\") and seeding world variables. Returns the run id and the state it reached."),
+		mcp.WithDescription("Start a run of a story, optionally feeding it intents (\"intent key=value ...\", or free text, which is routed to an intent) or free-text turns (say), and seeding world variables. Returns the run id, the state it reached and how each free-text turn was routed."),
 		mcp.WithTitleAnnotation("Start a run"),
 		mcp.WithString("story", mcp.Required(), mcp.Description("The story's app.yaml (or its directory), relative to the served directory.")),
-		mcp.WithArray("intents", mcp.Description("Intents to feed, in order."), mcp.WithStringItems()),
+		mcp.WithArray("intents", mcp.Description("Intents to feed, in order; a line that is not \"intent key=value ...\" is free text and is routed."), mcp.WithStringItems()),
+		mcp.WithArray("say", mcp.Description("Free-text turns to route and feed, in order (not with intents)."), mcp.WithStringItems()),
 		mcp.WithObject("world", mcp.Description("World variables to seed.")),
 		mcp.WithString("title", mcp.Description("The run's title.")))
 	toolserver.Annotate(&t, false, false, false, true)
@@ -115,17 +132,21 @@ func (s *surface) externalTools(*toolserver.Session, toolserver.Profile) []tools
 		var args struct {
 			Story   string         `json:"story"`
 			Intents []string       `json:"intents"`
+			Say     []string       `json:"say"`
 			World   map[string]any `json:"world"`
 			Title   string         `json:"title"`
 		}
 		if err := req.BindArguments(&args); err != nil {
 			return toolserver.ToolError("arguments: %v", err), nil
 		}
+		if len(args.Intents) > 0 && len(args.Say) > 0 {
+			return toolserver.ToolError("intents and say cannot be combined: give the turns as one of them (free text works in intents too)"), nil
+		}
 		path, err := s.storyPath(args.Story)
 		if err != nil {
 			return toolserver.ToolError("story: %v", err), nil
 		}
-		res, err := s.cfg.StartRun(ctx, StartRunRequest{Story: path, Workspace: s.workspace(), Intents: args.Intents, World: args.World, Title: args.Title})
+		res, err := s.cfg.StartRun(ctx, StartRunRequest{Story: path, Workspace: s.workspace(), Intents: args.Intents, Say: args.Say, World: args.World, Title: args.Title})
 		if err != nil {
 			return toolserver.ToolError("could not start the run: %v", err), nil
 		}

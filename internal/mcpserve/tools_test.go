@@ -46,6 +46,13 @@ func TestOutsideSurfacesOverHTTP(t *testing.T) {
 			call:  ToolCreateTask, args: map[string]any{"story": "good/app.yaml", "intents": []any{"submit text=x amount=3"}},
 			want: map[string]any{"run_id": "run-1", "state": "intake:submit text=x amount=3", "terminal": false},
 		},
+		{
+			name: "external free text", surface: external,
+			tools: []string{ToolCreateTask, ToolInspectStory, ToolListPlugins, ToolValidateSchema, ToolValidateStory},
+			call:  ToolCreateTask, args: map[string]any{"story": "good/app.yaml", "say": []any{"I want to submit three"}},
+			want: map[string]any{"run_id": "run-1", "state": "intake:said:I want to submit three", "terminal": false,
+				"routes": []any{map[string]any{"input": "I want to submit three", "tier": "router", "intent": "submit", "confidence": 0.9}}},
+		},
 	}
 	h := listen(t)
 	for _, tc := range cases {
@@ -66,6 +73,17 @@ func TestOutsideSurfacesOverHTTP(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestCreateTaskRefusesIntentsWithSay: the turns are given one way.
+func TestCreateTaskRefusesIntentsWithSay(t *testing.T) {
+	h := listen(t)
+	s := open(t, h, Config{Profile: mustProfile(t, external), Root: testRoot(t), LoadStory: fakeLoader, StartRun: fakeStartRun})
+	c := connect(t, s.URL(), s.Token(), modern)
+	text, _, isErr := c.mustCall(t, ToolCreateTask, map[string]any{"story": "good/app.yaml", "intents": []any{"submit"}, "say": []any{"hi"}})
+	if want := "intents and say cannot be combined: give the turns as one of them (free text works in intents too)"; !isErr || text != want {
+		t.Errorf("answer %q (tool error %v), want the tool error %q", text, isErr, want)
 	}
 }
 

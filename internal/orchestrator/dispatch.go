@@ -28,7 +28,11 @@ func (s *Session) enqueue(t *turnCtx, inv *story.Invoke, where string, i int) er
 	if err != nil {
 		return fault("%s, effect %d: invoke %s: with: %w", where, i, inv.Name, err)
 	}
+	if inv.Background {
+		return s.startJob(t, inv, args, fmt.Sprintf("%s, effect %d", where, i))
+	}
 	t.queue = append(t.queue, &queued{inv: inv, args: args})
+	s.decideCall(t, inv)
 	return s.emit(t, trace.HarnessCalled{Namespace: inv.Name, Args: args, Background: false})
 }
 
@@ -46,7 +50,14 @@ func (s *Session) renderWith(t *turnCtx, inv *story.Invoke) (map[string]any, err
 		}
 		args = m
 	}
-	if inv.ID != "" {
+	switch {
+	case inv.IDTemplate != nil:
+		v, err := inv.IDTemplate.Eval(s.env(t))
+		if err != nil {
+			return nil, fmt.Errorf("id %q: %w", inv.ID, err)
+		}
+		args["call"] = fmt.Sprint(v)
+	case inv.ID != "":
 		args["call"] = inv.ID
 	}
 	return args, nil
@@ -86,6 +97,9 @@ func (s *Session) dispatchAll(ctx context.Context, t *turnCtx) error {
 		}
 		if n == 0 {
 			return nil
+		}
+		if err := s.foldCost(t); err != nil {
+			return err
 		}
 		if pass >= MaxPostBindPass {
 			return s.emit(t, trace.HarnessError{
@@ -131,7 +145,7 @@ func (s *Session) dispatchQueue(ctx context.Context, t *turnCtx) (int, error) {
 				Message: fmt.Sprintf("on_error redirects chained more than %d times; staying in %q", MaxOnErrorDepth, s.state)})
 		}
 		h.Redirect = RedirectEntered
-		if err := s.enterPath(t, s.state, target); err != nil {
+		if err := s.transition(t, target); err != nil {
 			return n, err
 		}
 		if err := s.fireEmits(t, 0); err != nil {
@@ -173,6 +187,7 @@ func (s *Session) dispatchOne(ctx context.Context, t *turnCtx, q *queued) (faile
 		data, callErr, callID = res.Data, res.Err, res.CallID
 	}
 	if data != nil {
+		t.batchCost += agentCost(q.inv.Name, data)
 		if err := s.bind(t, q.inv, data); err != nil {
 			return false, err
 		}
@@ -182,7 +197,7 @@ func (s *Session) dispatchOne(ctx context.Context, t *turnCtx, q *queued) (faile
 		if q.inv.OnError == "" {
 			t.errs = append(t.errs, fmt.Errorf("%s: %w", q.inv.Name, callErr))
 		} else {
-			t.handled = append(t.handled, HandledError{Namespace: q.inv.Name, Call: q.inv.ID, CallID: callID, Err: callErr, OnError: q.inv.OnError})
+			t.handled = append(t.handled, HandledError{Namespace: q.inv.Name, Call: callOf(args), CallID: callID, Err: callErr, OnError: q.inv.OnError})
 		}
 		he := map[string]any{"namespace": q.inv.Name, "message": callErr.Error()}
 		if data != nil {
@@ -240,7 +255,7 @@ func (s *Session) bind(t *turnCtx, inv *story.Invoke, data map[string]any) error
 // postBind re-checks every emit_intent of the settled state's on_enter
 // against the world the binds produced and fires the non-empty ones.
 func (s *Session) postBind(t *turnCtx) error {
-	st := s.story.States[s.state]
+	st := s.focus()
 	if st == nil {
 		return nil
 	}
@@ -300,4 +315,11 @@ func LookupPath(data map[string]any, path string) (any, bool) {
 		}
 	}
 	return cur, true
+}
+
+// callOf is the call id in an invoke's rendered args (its id:, a
+// templated one as rendered), "" when it has none.
+func callOf(args map[string]any) string {
+	c, _ := args["call"].(string)
+	return c
 }

@@ -30,16 +30,35 @@ func (s *Session) take(t *turnCtx, arm *story.Arm, intent string) error {
 	if stay {
 		to = s.state
 	}
+	s.decide(t, arm.Index, intent, to)
 	if err := s.emit(t, trace.MachineTransition{From: s.state, To: to, Intent: intent, Slots: t.slots}); err != nil {
 		return err
 	}
-	if err := s.runEffects(t, arm.Effects, "arm "+intent); err != nil {
+	if s.inParallel() {
+		_, owner := s.armsFor(intent)
+		t.src = s.sourceLeaf(owner)
+	}
+	err := s.runEffects(t, arm.Effects, "arm "+intent)
+	if err == nil && arm.Emit != nil {
+		err = s.captureTree(t, arm.Emit, fmt.Sprintf("arm %d of on.%s", arm.Index, intent))
+	}
+	t.src = ""
+	if err != nil {
 		return err
 	}
-	if stay {
+	t.armView = arm
+	if !stay {
+		if to != s.state && !arm.NoHistory {
+			s.push(s.state)
+		}
+		if err := s.transition(t, to); err != nil {
+			return err
+		}
+	}
+	if len(t.events) == 0 {
 		return nil
 	}
-	return s.enterPath(t, s.state, to)
+	return s.broadcast(t)
 }
 
 // renderTarget renders an arm's templated target and resolves it to a
@@ -66,7 +85,17 @@ func (s *Session) renderTarget(t *turnCtx, arm *story.Arm, intent string) (strin
 	if v != nil {
 		text = fmt.Sprint(v)
 	}
-	to, stay, err := s.story.ResolveTarget(s.state, text)
+	from := s.state
+	if s.inParallel() {
+		_, owner := s.armsFor(intent)
+		if from = s.sourceLeaf(owner); from == "" {
+			from = s.focus().Name
+		}
+	}
+	to, stay, err := s.story.ResolveTarget(from, text)
+	if stay {
+		to = s.state
+	}
 	if err != nil {
 		return "", false, fault("%s: target %q rendered %q, %w", where(), src, text, err)
 	}
@@ -94,15 +123,15 @@ func (s *Session) enterPath(t *turnCtx, from, to string) error {
 		}
 	}
 	for _, st := range toChain[common:] {
-		s.state = st
-		if err := s.emit(t, trace.MachineStateEntered{State: st}); err != nil {
-			return err
-		}
-		if err := s.runEffects(t, s.story.States[st].OnEnter, "on_enter of "+st); err != nil {
+		if err := s.enterOne(t, st, true); err != nil {
 			return err
 		}
 	}
-	s.state = to
+	final, err := s.descend(t, to, true)
+	if err != nil {
+		return err
+	}
+	s.state = final
 	return nil
 }
 
@@ -124,6 +153,10 @@ func pathChain(s *Session, path string) []string {
 // to the post-bind pass).
 func (s *Session) runEffects(t *turnCtx, effects []*story.Effect, where string) error {
 	for i, e := range effects {
+		if e.Target != "" { // on_complete only: tried once the chain has run
+			t.targets = append(t.targets, e)
+			continue
+		}
 		if e.When != nil {
 			ok, err := e.When.Eval(s.env(t))
 			if err != nil {
@@ -186,6 +219,8 @@ func (s *Session) runAction(t *turnCtx, e *story.Effect, where string, i int) er
 		}
 	case e.Invoke != nil:
 		return s.enqueue(t, e.Invoke, where, i)
+	case e.Emit != nil:
+		return s.captureEvents(t, e, where, i)
 	}
 	return nil
 }
@@ -216,7 +251,7 @@ func (s *Session) emitName(t *turnCtx, e *story.Effect) (string, error) {
 	if v == nil {
 		return "", nil
 	}
-	return strings.TrimSpace(fmt.Sprint(v)), nil
+	return s.story.ResolveIntent(s.state, strings.TrimSpace(fmt.Sprint(v))), nil
 }
 
 func (s *Session) emitSlots(t *turnCtx, e *story.Effect) (map[string]any, error) {
@@ -237,6 +272,13 @@ func (s *Session) fireEmits(t *turnCtx, depth int) error {
 	for len(t.emits) > 0 {
 		if depth >= MaxEmitDepth {
 			return fault("emit_intent chain exceeded %d hops (last: %q); an on_enter emit_intent probably loops", MaxEmitDepth, t.emits[0].intent)
+		}
+		if st := s.story.States[s.state]; s.holds(st) {
+			// The room waits for the operator: what it captured is dropped.
+			s.logger.Debug("emit_intent chain held for the operator", "state", s.state, "intent", t.emits[0].intent,
+				"mode", s.execMode, "decider", st.Decider)
+			t.emits = nil
+			return nil
 		}
 		e := t.emits[0]
 		t.emits = t.emits[1:]

@@ -56,6 +56,16 @@ type rigConfig struct {
 	storyOpts []story.Option
 	root      string
 	routing   RoutingConfig
+	execMode  string
+	clock     clock.Clock
+}
+
+func withExecMode(mode string) rigOpt {
+	return func(c *rigConfig) { c.execMode = mode }
+}
+
+func withClock(c clock.Clock) rigOpt {
+	return func(cfg *rigConfig) { cfg.clock = c }
 }
 
 func withAgent(alias string, a agent.Agent) rigOpt {
@@ -96,7 +106,10 @@ func newRig(t *testing.T, fs files, opts ...rigOpt) *rig {
 	if cfg.root != "" {
 		sopts = append(sopts, WithRoot(cfg.root))
 	}
-	sopts = append(sopts, WithRouting(cfg.routing))
+	sopts = append(sopts, WithRouting(cfg.routing), WithExecMode(cfg.execMode))
+	if cfg.clock != nil {
+		sopts = append(sopts, WithClock(cfg.clock))
+	}
 	sess, err := New(st, h, sink, sopts...)
 	if err != nil {
 		t.Fatal(err)

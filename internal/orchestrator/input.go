@@ -71,6 +71,17 @@ func TypedValue(typ, v string) any {
 		if err := json.Unmarshal([]byte(v), &out); err == nil {
 			return out
 		}
+		if typ == "list" {
+			// Typed in as a,b,c.
+			parts := strings.Split(v, ",")
+			items := make([]any, 0, len(parts))
+			for _, p := range parts {
+				if p = strings.TrimSpace(p); p != "" {
+					items = append(items, p)
+				}
+			}
+			return items
+		}
 	}
 	return v
 }

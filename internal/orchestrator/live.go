@@ -144,6 +144,10 @@ func (s *Session) takePending(t *turnCtx) error {
 	if len(p) == 0 {
 		return nil
 	}
+	for i := range p {
+		// inside an import, the imported story's own intent names
+		p[i].intent = s.story.ResolveIntent(s.state, p[i].intent)
+	}
 	t.emits = append(t.emits, p...)
 	if err := s.fireEmits(t, 0); err != nil {
 		return fmt.Errorf("intent emitted by an agent: %w", err)

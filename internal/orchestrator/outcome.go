@@ -12,6 +12,10 @@ const (
 	CodeGuardFailed      = "GUARD_FAILED"
 	CodeAmbiguousIntent  = "AMBIGUOUS_INTENT"
 	CodeIntentUnknown    = "INTENT_UNKNOWN"
+	// CodeOverlayOpen refuses a typed intent while an off_path or meta
+	// mode conversation is open; CodeOverlayFailed is its agent's failure.
+	CodeOverlayOpen   = "OVERLAY_OPEN"
+	CodeOverlayFailed = "OVERLAY_FAILED"
 )
 
 // Outcome kinds, as turn.end records them.
@@ -50,6 +54,17 @@ type Outcome struct {
 
 	// Route is how a free-text turn was routed (nil for a typed intent).
 	Route *Route
+
+	// Job is the background job whose question or completion this turn
+	// delivered ("" for a user's turn).
+	Job string
+	// Background are the job turns delivered just before this user turn
+	// (what jobs did while the user was away), in order.
+	Background []*Outcome
+	// OffRamp is true when the state's agent_off_ramp answered free text
+	// nothing routed: Says holds the banner (if any) and the answer; the
+	// state and world are unchanged.
+	OffRamp bool
 }
 
 // Rejection is the envelope of a rejected intent.

@@ -108,6 +108,9 @@ func (s *Session) MinConfidence() float64 {
 // intent the story knows or it has at least one slot. Anything else (a
 // sentence, an apostrophe, an unknown lone word) is free text.
 func (s *Session) IsFreeText(line string) bool {
+	if s.over != nil || s.overlayFor(line) != nil {
+		return true
+	}
 	fields, err := splitFields(line)
 	if err != nil || len(fields) == 0 || strings.Contains(fields[0], "=") {
 		return err != nil
@@ -156,7 +159,7 @@ func (s *Session) matchDeterministic(text string) (Route, bool) {
 			return r, true
 		}
 	}
-	if st := s.story.States[s.state]; st != nil && st.DefaultIntent != "" && st.DefaultSlot != "" {
+	if st := s.defaultIntentState(); st != nil && st.DefaultSlot != "" {
 		return Route{Tier: TierDefaultIntent, Intent: st.DefaultIntent, Confidence: 1,
 			Slots: map[string]any{st.DefaultSlot: strings.TrimSpace(text)}}, true
 	}
@@ -205,7 +208,47 @@ func synonymMatch(intents []*story.Intent, words []string) (Route, bool) {
 	if hit == "" {
 		return Route{}, false
 	}
-	return Route{Tier: TierSynonym, Intent: hit, Confidence: 0.9, Slots: map[string]any{}}, true
+	var in *story.Intent
+	for _, c := range intents {
+		if c.Name == hit {
+			in = c
+		}
+	}
+	return Route{Tier: TierSynonym, Intent: hit, Confidence: 0.9, Slots: enumSlots(in, words)}, true
+}
+
+// enumSlots fills the intent's slots that declare synonyms: when the
+// words hold the slot's values or their synonyms, and all stand for one
+// value, the slot gets that value. Slots without synonyms are left to the
+// user to type.
+func enumSlots(in *story.Intent, words []string) map[string]any {
+	out := map[string]any{}
+	for _, name := range in.SlotOrder {
+		sl := in.Slots[name]
+		if len(sl.Synonyms) == 0 {
+			continue
+		}
+		var found []any
+		add := func(v any) {
+			if !slices.ContainsFunc(found, func(x any) bool { return fmt.Sprint(x) == fmt.Sprint(v) }) {
+				found = append(found, v)
+			}
+		}
+		for _, v := range sl.Values {
+			if containsAll(words, story.Words(fmt.Sprint(v))) {
+				add(v)
+			}
+		}
+		for _, syn := range sl.Synonyms {
+			if containsAll(words, syn.Words) {
+				add(syn.Value)
+			}
+		}
+		if len(found) == 1 {
+			out[name] = found[0]
+		}
+	}
+	return out
 }
 
 func containsAll(words, want []string) bool {
@@ -267,7 +310,12 @@ func matchParts(parts []story.SynonymPart, words []string, in *story.Intent) (ma
 			return nil, false
 		}
 		sl := in.Slots[p.Slot]
-		slots[p.Slot] = TypedValue(slotType(sl), strings.Join(words[i:end], " "))
+		capture := strings.Join(words[i:end], " ")
+		if v, ok := sl.Parse(capture); ok { // an enum value, its synonym, or a typo of one
+			slots[p.Slot] = v
+		} else {
+			slots[p.Slot] = TypedValue(slotType(sl), capture)
+		}
 		i = end
 	}
 	if i != len(words) {
@@ -325,6 +373,8 @@ func slotSchema(sl *story.Slot) map[string]any {
 		out["type"] = "number"
 	case "bool":
 		out["type"] = "boolean"
+	case "list":
+		out["type"] = "array"
 	default:
 		out["type"] = "string"
 	}
@@ -335,8 +385,11 @@ func slotSchema(sl *story.Slot) map[string]any {
 // with its description, slots and examples, then the user's text.
 func (s *Session) RouterPrompt(text string) string {
 	var b strings.Builder
+	if c := s.story.App.Context; c != "" {
+		fmt.Fprintf(&b, "%s\n\n", strings.TrimSpace(c))
+	}
 	fmt.Fprintf(&b, "Route what the user typed to one of the intents allowed in state %q.\n", s.state)
-	if st := s.story.States[s.state]; st != nil && st.Description != "" {
+	if st := s.focus(); st != nil && st.Description != "" {
 		fmt.Fprintf(&b, "The state: %s\n", st.Description)
 	}
 	b.WriteString("\nIntents:\n")
@@ -506,6 +559,11 @@ func (s *Session) Say(ctx context.Context, text string) (*Outcome, error) {
 	if !s.started {
 		return nil, fmt.Errorf("session not started: call Start first")
 	}
+	if len(s.timers) > 0 {
+		if _, err := s.Tick(ctx); err != nil {
+			return nil, err
+		}
+	}
 	s.turn++
 	t := s.newTurn(s.turn, "", nil)
 	if err := s.emit(t, trace.TurnInput{Input: text}); err != nil {
@@ -513,6 +571,14 @@ func (s *Session) Say(ctx context.Context, text string) (*Outcome, error) {
 	}
 	if err := s.emit(t, trace.TurnStart{Turn: t.n, Input: text}); err != nil {
 		return nil, err
+	}
+	if err := s.applyOverride(t); err != nil {
+		return nil, err
+	}
+	if s.over != nil || s.story.OffPath != nil || s.story.MetaModes != nil {
+		if out, ok, err := s.sayOverlay(ctx, t, text); ok {
+			return out, err
+		}
 	}
 	r := s.route(ctx, t, text)
 	if r.Err != nil && isTraceErr(r.Err) {
@@ -524,6 +590,15 @@ func (s *Session) Say(ctx context.Context, text string) (*Outcome, error) {
 	}
 	if err := s.emit(t, routed); err != nil {
 		return nil, err
+	}
+	if r.Rejection != nil && r.Rejection.Code == CodeNoMatch {
+		if st := s.offRampState(); st != nil {
+			out, err := s.offRamp(ctx, t, st.OffRamp, text)
+			if out != nil {
+				out.Route = &r
+			}
+			return out, err
+		}
 	}
 	if r.Rejection != nil {
 		out, err := s.reject(t, r.Rejection)

@@ -26,5 +26,17 @@ func (s *Session) Seed() error {
 		}
 	}
 	s.state = s.root
+	for _, st := range s.scopes() {
+		s.armTimer(st)
+	}
+	if _, ls := s.leaves(); len(ls) == 1 {
+		// A compound or parallel state seeds at its initial leaves, with no
+		// on_enter run, like the state itself.
+		leaf, err := s.descend(t, s.root, false)
+		if err != nil {
+			return err
+		}
+		s.state = leaf
+	}
 	return s.sink.EndTurn()
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/expr"
 	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/inbox"
+	"github.com/kitsoki/kitsoki/internal/jobs"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/trace"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
@@ -61,11 +63,27 @@ type Session struct {
 	root  string
 
 	overrides map[string]any
-	started   bool
+	// nextOverride is the world override the next turn applies first
+	// (OverrideWorld); nil for none.
+	nextOverride map[string]any
+	// execMode is the execution mode (ModeOneShot when "").
+	execMode string
+	// history is the room-history stack Back pops (History).
+	history []string
+	started bool
 
+	timers   []timer             // armed timeouts of the active states
+	over     *overlay            // the open off_path or meta mode, nil on the path
+	kept     map[string]*overlay // closed persistent meta modes, by name
 	operator Operator
 	live     liveState
+	journal  int // snapshot every this many turns; 0: no journal events (WithJournal)
 	routing  RoutingConfig
+
+	jobs        *jobs.Scheduler
+	inbox       *inbox.Inbox
+	runningJobs map[string]*running // started jobs whose completion is not delivered yet
+	jobsStarted int                 // background jobs this session started
 }
 
 // Option configures a Session.
@@ -93,8 +111,22 @@ func New(st *story.Story, h Dispatcher, sink Sink, opts ...Option) (*Session, er
 	for _, o := range opts {
 		o(s)
 	}
+	if s.jobs == nil {
+		s.jobs = jobs.New(s.clock)
+	}
+	if s.inbox == nil {
+		s.inbox = inbox.New()
+	}
 	if _, ok := st.States[s.root]; !ok {
-		return nil, fmt.Errorf("root state %q does not exist (states: %s)", s.root, strings.Join(sortedKeys(st.States), ", "))
+		if p, _ := story.SplitConfig(s.root); p == "" {
+			return nil, fmt.Errorf("root state %q does not exist (states: %s)", s.root, strings.Join(sortedKeys(st.States), ", "))
+		}
+		if err := checkConfig(st, s.root); err != nil {
+			return nil, err
+		}
+	}
+	if err := CheckExecMode(s.execMode); err != nil {
+		return nil, err
 	}
 	if err := CheckWorld(st, s.overrides); err != nil {
 		return nil, err
@@ -170,6 +202,17 @@ func (s *Session) Story() *story.Story { return s.story }
 // Done reports whether the session reached a terminal state, and the exit
 // name when that state is an @exit: target.
 func (s *Session) Done() (done bool, exit string) {
+	if s.inParallel() {
+		_, ls := s.leaves()
+		// A parallel state is done when every region rests in a terminal
+		// leaf.
+		for _, leaf := range ls {
+			if st := s.story.States[leaf]; st == nil || !st.Terminal {
+				return false, ""
+			}
+		}
+		return true, ""
+	}
 	st := s.story.States[s.state]
 	if st == nil || !st.Terminal {
 		return false, ""
@@ -199,7 +242,7 @@ func (s *Session) Start(ctx context.Context) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	return out, s.sink.EndTurn()
+	return out, s.endTurn(t)
 }
 
 // emit appends one event of the current turn at the current state.
@@ -224,7 +267,7 @@ func (s *Session) env(t *turnCtx) expr.Env {
 func (s *Session) stateEnv(t *turnCtx) expr.Env {
 	env := s.env(t)
 	desc := ""
-	if st := s.story.States[s.state]; st != nil {
+	if st := s.focus(); st != nil {
 		desc = st.Description
 	}
 	env["state"] = map[string]any{"path": s.state, "description": desc}
@@ -233,7 +276,25 @@ func (s *Session) stateEnv(t *turnCtx) expr.Env {
 
 // View renders the current state's view ("" when it has none).
 func (s *Session) View() (string, error) {
-	st := s.story.States[s.state]
+	if !s.inParallel() {
+		return s.viewOf(s.viewHolder(s.state, ""))
+	}
+	vs := s.viewStates()
+	var parts []string
+	for _, st := range vs {
+		text, err := s.viewOf(st)
+		if err != nil {
+			return "", err
+		}
+		if text != "" {
+			parts = append(parts, text)
+		}
+	}
+	return strings.Join(parts, "\n\n"), nil
+}
+
+// viewOf renders one state's view ("" when it has none).
+func (s *Session) viewOf(st *story.State) (string, error) {
 	switch {
 	case st == nil:
 		return "", nil

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kitsoki/kitsoki/internal/expr"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
@@ -23,6 +24,22 @@ type turnCtx struct {
 	says    []string
 	errs    []error
 	handled []HandledError
+	// targets are the target: effects of an on_complete chain, tried in
+	// order once the chain's calls are dispatched (after).
+	targets []*story.Effect
+	// after runs once the turn's calls are dispatched (a job's
+	// completion takes its target: there); its calls are dispatched too.
+	after func() error
+	// armView is the view: of the last arm taken this turn (nil when it
+	// had none): shown instead of the state's view at turn end.
+	armView *story.Arm
+	// batchCost is the agent spend of the dispatch batch running.
+	batchCost float64
+	events  []regionEvent // emit: events waiting for the sibling regions
+	src     string        // inside a parallel state: the leaf whose arm runs ("" for the whole configuration)
+	// decisions are the arms taken and calls queued, for the journal
+	// (WithJournal).
+	decisions []any
 }
 
 func (s *Session) newTurn(n int64, intent string, slots map[string]any) *turnCtx {
@@ -47,6 +64,26 @@ func (s *Session) Turn(ctx context.Context, intent string, slots map[string]any,
 	if !s.started {
 		return nil, fmt.Errorf("session not started: call Start first")
 	}
+	if len(s.timers) > 0 {
+		// Timeouts due by now fire first, each as its own turn.
+		if _, err := s.Tick(ctx); err != nil {
+			return nil, err
+		}
+	}
+	// What background jobs did since the last turn comes first, each in
+	// a turn of its own.
+	background, err := s.Deliver(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.userTurn(ctx, intent, slots, input)
+	if out != nil {
+		out.Background = background
+	}
+	return out, err
+}
+
+func (s *Session) userTurn(ctx context.Context, intent string, slots map[string]any, input string) (*Outcome, error) {
 	s.turn++
 	t := s.newTurn(s.turn, intent, copySlots(slots))
 	if input == "" {
@@ -58,6 +95,9 @@ func (s *Session) Turn(ctx context.Context, intent string, slots map[string]any,
 	if err := s.emit(t, trace.TurnStart{Turn: t.n, Input: input, Direct: true}); err != nil {
 		return nil, err
 	}
+	if err := s.applyOverride(t); err != nil {
+		return nil, err
+	}
 	return s.takeTurn(ctx, t)
 }
 
@@ -66,6 +106,10 @@ func (s *Session) Turn(ctx context.Context, intent string, slots map[string]any,
 // end here.
 func (s *Session) takeTurn(ctx context.Context, t *turnCtx) (*Outcome, error) {
 	intent := t.intent
+	if s.over != nil {
+		return s.reject(t, &Rejection{Code: CodeOverlayOpen,
+			Message: fmt.Sprintf("the story is paused while %s is open; type %s to return to it", s.over.def.Name, s.over.def.Exit)})
+	}
 	if rej := s.validate(t); rej != nil {
 		return s.reject(t, rej)
 	}
@@ -75,7 +119,7 @@ func (s *Session) takeTurn(ctx context.Context, t *turnCtx) (*Outcome, error) {
 		if werr != nil {
 			return nil, werr
 		}
-		return out, s.sink.EndTurn()
+		return out, s.endTurn(t)
 	}
 	if rej != nil {
 		return s.reject(t, rej)
@@ -87,7 +131,7 @@ func (s *Session) takeTurn(ctx context.Context, t *turnCtx) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	return out, s.sink.EndTurn()
+	return out, s.endTurn(t)
 }
 
 func copySlots(m map[string]any) map[string]any {
@@ -111,7 +155,22 @@ func (s *Session) runTurn(ctx context.Context, t *turnCtx, chain func() error) (
 	if err := s.dispatchAll(ctx, t); err != nil {
 		return s.abort(t, err)
 	}
+	if after := t.after; after != nil {
+		t.after = nil
+		if err := after(); err != nil {
+			return s.abort(t, err)
+		}
+		if err := s.fireEmits(t, 0); err != nil {
+			return s.abort(t, err)
+		}
+		if err := s.dispatchAll(ctx, t); err != nil {
+			return s.abort(t, err)
+		}
+	}
 	view, err := s.View()
+	if t.armView != nil && t.armView.View != nil {
+		view, err = t.armView.View.Render(s.stateEnv(t))
+	}
 	if err != nil {
 		return s.abort(t, fault("view of state %q: %w", s.state, err))
 	}
@@ -157,7 +216,7 @@ func (s *Session) reject(t *turnCtx, rej *Rejection) (*Outcome, error) {
 	if err := s.emit(t, trace.TurnEnd{Outcome: OutcomeRejected, Code: rej.Code}); err != nil {
 		return nil, err
 	}
-	return &Outcome{Outcome: OutcomeRejected, From: s.state, State: s.state, Rejection: rej}, s.sink.EndTurn()
+	return &Outcome{Outcome: OutcomeRejected, From: s.state, State: s.state, Rejection: rej}, s.endTurn(t)
 }
 
 // ancestors returns the state and its ancestors, innermost first.
@@ -177,7 +236,7 @@ func (s *Session) ancestors(path string) []*story.State {
 // armsFor finds the arms that handle intent: at the first state (walking
 // up from the current one) with arms for it, else with "*" arms.
 func (s *Session) armsFor(intent string) ([]*story.Arm, *story.State) {
-	for _, st := range s.ancestors(s.state) {
+	for _, st := range s.scopes() {
 		if arms, ok := st.On[intent]; ok {
 			return arms, st
 		}
@@ -257,8 +316,27 @@ func (s *Session) validate(t *turnCtx) *Rejection {
 			continue
 		}
 		if len(sl.Values) > 0 && !containsString(sl.Values, fmt.Sprint(v)) {
+			if str, ok := v.(string); ok {
+				if cv, ok := sl.Canonical(str); ok { // another spelling, or a synonym
+					t.slots[name] = cv
+					continue
+				}
+			}
 			return &Rejection{Code: CodeInvalidSlotValue,
 				Message: fmt.Sprintf("slot %q of intent %q: %q is not one of %s", name, intent, fmt.Sprint(v), joinValues(sl.Values))}
+		}
+		if sl.Validator != nil {
+			env := s.env(t)
+			env[expr.ValueRoot] = v
+			ok, err := sl.Validator.Eval(env)
+			switch {
+			case err != nil:
+				return &Rejection{Code: CodeInvalidSlotValue,
+					Message: fmt.Sprintf("slot %q of intent %q: its validator %q (%s) failed: %v", name, intent, sl.Validator.Source(), sl.ValidatorPos, err)}
+			case !ok:
+				return &Rejection{Code: CodeInvalidSlotValue,
+					Message: fmt.Sprintf("slot %q of intent %q: %s is rejected by its validator %q", name, intent, showValue(v), sl.Validator.Source())}
+			}
 		}
 	}
 	if len(missing) > 0 {
@@ -299,7 +377,7 @@ func unknownSlot(def *story.Intent, slots map[string]any) *Rejection {
 // intentDef returns the intent's definition: a state-local one (current
 // state or an ancestor) shadows the global one.
 func (s *Session) intentDef(name string) *story.Intent {
-	for _, st := range s.ancestors(s.state) {
+	for _, st := range s.scopes() {
 		if in, ok := st.Intents[name]; ok {
 			return in
 		}
@@ -315,7 +393,7 @@ func (s *Session) IntentDef(name string) *story.Intent { return s.intentDef(name
 // arms for, sorted; "*" is left out.
 func (s *Session) AllowedIntents() []string {
 	seen := map[string]bool{}
-	for _, st := range s.ancestors(s.state) {
+	for _, st := range s.scopes() {
 		for k := range st.On {
 			if k != "*" {
 				seen[k] = true

@@ -58,7 +58,23 @@ type ViewMedia struct{ Handle, Caption, Kind string }
 // ViewDoc renders the current state's typed view as elements. A string view
 // is one "template" element; no view is nil.
 func (s *Session) ViewDoc() ([]ViewElement, error) {
-	st := s.story.States[s.state]
+	if !s.inParallel() {
+		return s.viewDocOf(s.viewHolder(s.state, ""))
+	}
+	vs := s.viewStates()
+	var out []ViewElement
+	for _, st := range vs {
+		els, err := s.viewDocOf(st)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, els...)
+	}
+	return out, nil
+}
+
+// viewDocOf renders one state's view as elements.
+func (s *Session) viewDocOf(st *story.State) ([]ViewElement, error) {
 	if st == nil {
 		return nil, nil
 	}

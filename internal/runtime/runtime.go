@@ -7,6 +7,7 @@
 package runtime
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -22,12 +23,16 @@ import (
 	"github.com/kitsoki/kitsoki/internal/hosts/artifacts"
 	"github.com/kitsoki/kitsoki/internal/hosts/gitwt"
 	"github.com/kitsoki/kitsoki/internal/hosts/hostplugin"
+	hostjobs "github.com/kitsoki/kitsoki/internal/hosts/jobs"
 	hostrun "github.com/kitsoki/kitsoki/internal/hosts/run"
 	"github.com/kitsoki/kitsoki/internal/hosts/starlark"
 	"github.com/kitsoki/kitsoki/internal/hosts/transport"
+	"github.com/kitsoki/kitsoki/internal/inbox"
+	"github.com/kitsoki/kitsoki/internal/jobs"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/plugintools"
 	"github.com/kitsoki/kitsoki/internal/routes"
+	"github.com/kitsoki/kitsoki/internal/session"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/toolserver"
 	"github.com/kitsoki/kitsoki/internal/trace"
@@ -82,6 +87,10 @@ type Config struct {
 	Handlers map[string]host.Handler
 	// Starlark configures host.starlark.run (its HTTP cassette, limits).
 	Starlark starlark.Options
+	// OnDispatch, when set, is called as the session dispatches each call
+	// (an invoke, the router's decide) and the function it returns when
+	// the call returned: the terminal UI's spinner follows calls with it.
+	OnDispatch func(c *host.Call) (done func())
 	// Out is the run's terminal: host.transport.post and host.diff.open
 	// print there (kitsoki run passes its masked stdout); nil prints
 	// nothing (flows, MCP-started runs, evals).
@@ -97,8 +106,21 @@ type Trace struct {
 	// SyncPerEvent fsyncs the file after every event instead of at turn
 	// ends (kitsoki run --trace-sync=event).
 	SyncPerEvent bool
+	// NoSync never fsyncs the file (kitsoki run --durability process):
+	// it survives a killed process, not a power cut.
+	NoSync bool
+	// Header is what a new file's session.header names (app, story,
+	// hash, version, session id).
+	Header trace.HeaderInfo
+	// SyncHook, when set, is called after every fsync of the file (a
+	// test hook).
+	SyncHook func()
 	// Sink is a sink the caller owns and closes.
 	Sink orchestrator.Sink
+	// Observer, when set, sees every event the chosen sink wrote (the
+	// OpenTelemetry export). The caller owns it: the runtime never closes
+	// it.
+	Observer trace.Observer
 }
 
 // Agents says where a run's agents come from.
@@ -136,6 +158,29 @@ type Session struct {
 	// Routing is how free text is routed (the zero value: the story's
 	// routing: block and the defaults).
 	Routing orchestrator.RoutingConfig
+	// ExecMode is the execution mode (orchestrator.ModeOneShot or
+	// ModeStaged); "" is one_shot.
+	ExecMode string
+	// Journal makes the session write what a resume needs (decisions and
+	// snapshots, orchestrator.WithJournal): a durable session.
+	Journal bool
+	// Resume, when set, continues the session its journal holds: the
+	// trace is Trace.Path, appended to; state and world come from the
+	// journal, and the calls of its unfinished turn that had returned are
+	// answered from it (see session.Resume, which the caller runs before
+	// the first input).
+	Resume *Resume
+
+	// dispatch wraps the session's dispatcher (CheckJournal).
+	dispatch func(orchestrator.Dispatcher) orchestrator.Dispatcher
+}
+
+// Resume is a session picked up from its journal.
+type Resume struct {
+	Journal *session.Journal
+	// SideEffects says what to do with an external_side_effect call in
+	// flight at the crash (checked by the caller before Open).
+	SideEffects session.SideEffects
 }
 
 // Tools shapes the MCP tools of the run's agent calls.
@@ -189,6 +234,8 @@ type Runtime struct {
 	closed   bool
 
 	hostPlugins *hostplugin.Plugins // the story's host_plugins:, nil unless Agents.Live
+	jobs        *jobs.Scheduler     // the session's background jobs
+	inbox       *inbox.Inbox        // the session's notifications
 }
 
 // Open wires a run of st as cfg says. On error everything built so far is
@@ -251,6 +298,7 @@ func Open(st *story.Story, cfg Config) (_ *Runtime, err error) {
 		rt.plugins = svc
 	}
 	rt.overrideAgents(cfg)
+	rt.jobs, rt.inbox = jobs.New(cfg.Clock), inbox.New()
 	rt.host = rt.newHost(cfg, builtin, routeMap)
 	if cfg.Agents.Live { // the story's host_plugins:, before a cassette or recorder wraps them
 		if rt.hostPlugins, err = hostplugin.Register(rt.host, st, hostplugin.Options{Sink: rt.sink, Clock: cfg.Clock, Logger: cfg.Logger}); err != nil {
@@ -271,6 +319,7 @@ func Open(st *story.Story, cfg Config) (_ *Runtime, err error) {
 	}
 	s := cfg.Session
 	opts := []orchestrator.Option{orchestrator.WithSessionID(s.ID), orchestrator.WithWorld(s.World),
+		orchestrator.WithJobs(rt.jobs), orchestrator.WithInbox(rt.inbox),
 		orchestrator.WithClock(cfg.Clock), orchestrator.WithLogger(cfg.Logger), orchestrator.WithRouting(s.Routing)}
 	if s.Root != "" {
 		opts = append(opts, orchestrator.WithRoot(s.Root))
@@ -281,8 +330,32 @@ func Open(st *story.Story, cfg Config) (_ *Runtime, err error) {
 	if s.Operator != nil {
 		opts = append(opts, orchestrator.WithOperator(s.Operator))
 	}
-	if rt.sess, err = orchestrator.New(st, rt.host, rt.sink, opts...); err != nil {
+	if s.ExecMode != "" {
+		opts = append(opts, orchestrator.WithExecMode(s.ExecMode))
+	}
+	if s.Journal || s.Resume != nil {
+		opts = append(opts, orchestrator.WithJournal(0))
+	}
+	var d orchestrator.Dispatcher = rt.host
+	if r := s.Resume; r != nil && r.Journal.Partial != nil {
+		d = session.Answering(rt.host, rt.sink, r.Journal.Partial, r.SideEffects)
+	}
+	if cfg.OnDispatch != nil {
+		d = observedDispatcher{Dispatcher: d, on: cfg.OnDispatch}
+	}
+	if s.dispatch != nil {
+		d = s.dispatch(d)
+	}
+	if rt.sess, err = orchestrator.New(st, d, rt.sink, opts...); err != nil {
 		return nil, err
+	}
+	if r := s.Resume; r != nil && r.Journal.Started {
+		j := r.Journal
+		w := orchestrator.DeepCopy(j.World).(map[string]any)
+		session.Retype(st, w)
+		if err := rt.sess.Restore(j.State, w, j.Turn); err != nil {
+			return nil, fmt.Errorf("resume %s: %w", j.Path, err)
+		}
 	}
 	return rt, nil
 }
@@ -316,12 +389,24 @@ func (rt *Runtime) openSink(cfg Config) error {
 	case t.Sink != nil:
 		rt.sink = t.Sink
 	case t.Path != "":
-		if err := EnsureNewTrace(t.Path); err != nil {
+		if s := cfg.Session; s != nil && (s.Journal || s.Resume != nil) {
+			topts = append(topts, trace.WithCoalesce())
+		}
+		if cfg.Session != nil && cfg.Session.Resume != nil {
+			topts = append(topts, trace.WithTailCheck())
+		} else if err := EnsureNewTrace(t.Path); err != nil {
 			return err
 		}
 		if t.SyncPerEvent {
 			topts = append(topts, trace.WithSyncPerEvent())
 		}
+		if t.NoSync {
+			topts = append(topts, trace.WithNoSync())
+		}
+		if t.SyncHook != nil {
+			topts = append(topts, trace.WithSyncHook(t.SyncHook))
+		}
+		topts = append(topts, trace.WithHeader(t.Header))
 		w, err := trace.Create(t.Path, topts...)
 		if err != nil {
 			return fmt.Errorf("trace %s: %w", t.Path, err)
@@ -333,6 +418,9 @@ func (rt *Runtime) openSink(cfg Config) error {
 		}
 		rt.mem = trace.NewMemSink(topts...)
 		rt.sink = rt.mem
+	}
+	if cfg.Trace.Observer != nil {
+		rt.sink = observedSink{Sink: rt.sink, obs: cfg.Trace.Observer}
 	}
 	return nil
 }
@@ -386,6 +474,7 @@ func (rt *Runtime) newHost(cfg Config, builtin agent.Agent, routeMap map[*story.
 	artifacts.Register(h, st.Workspace)
 	gitwt.Register(h, gitwt.Config{Workspace: st.Workspace, Out: cfg.Out, Logger: cfg.Logger})
 	transport.Register(h, cfg.Out)
+	hostjobs.Register(h, rt.jobs, rt.inbox)
 	so := cfg.Starlark
 	if so.Logger == nil {
 		so.Logger = cfg.Logger
@@ -459,6 +548,9 @@ func (rt *Runtime) Close() error {
 	}
 	rt.closed = true
 	var errs []error
+	if rt.jobs != nil { // first: a job's calls use the host, its processes are reaped here
+		rt.jobs.Close()
+	}
 	if rt.host != nil {
 		errs = append(errs, rt.host.Close())
 	}
@@ -475,4 +567,17 @@ func (rt *Runtime) Close() error {
 		errs = append(errs, rt.file.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// observedDispatcher tells Config.OnDispatch of each call the session
+// dispatches, and when it returned.
+type observedDispatcher struct {
+	orchestrator.Dispatcher
+	on func(*host.Call) func()
+}
+
+func (o observedDispatcher) Dispatch(ctx context.Context, c *host.Call) (*host.Result, error) {
+	done := o.on(c)
+	defer done()
+	return o.Dispatcher.Dispatch(ctx, c)
 }

@@ -227,3 +227,62 @@ func BenchmarkLoadTypedViews(b *testing.B) {
 		s.Close()
 	}
 }
+
+// writeImportingStory writes a parent story that imports a generated large
+// story (nStates states) under four aliases and a typed-view story under
+// one, each with world_in and an exit mapping back.
+func writeImportingStory(tb testing.TB, dir string, nStates int) string {
+	tb.Helper()
+	writeLargeStory(tb, filepath.Join(dir, "large"), nStates, 10)
+	writeTypedViewStory(tb, filepath.Join(dir, "views"), nStates)
+	var b strings.Builder
+	b.WriteString(`app: {id: importing}
+hosts: [host.agent.decide, host.tool.run]
+world:
+  note: {type: string, default: "n"}
+intents:
+  go: {}
+root: hub
+states:
+  hub:
+    view: "Hub {{ world.note }}"
+    on:
+      go:
+        - target: a
+imports:
+`)
+	for _, alias := range []string{"a", "b", "c", "d"} {
+		fmt.Fprintf(&b, "  %s:\n    source: ./large\n    entry: s000\n    world_in:\n      note: \"{{ world.note }}-%s\"\n", alias, alias)
+	}
+	b.WriteString("  v:\n    source: ./views\n")
+	p := filepath.Join(dir, "app.yaml")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// TestImportingStoryLoads keeps BenchmarkLoadImports' story honest.
+func TestImportingStoryLoads(t *testing.T) {
+	s := load(t, writeImportingStory(t, t.TempDir(), 50), nil)
+	if _, ok := s.States["d.s049"]; !ok || len(s.States) < 4*50+50 {
+		t.Fatalf("states = %d, want the four large imports and the views", len(s.States))
+	}
+	if got := s.States["c.s010"].On["c__next"][0].Target; got != "c.s011" {
+		t.Errorf("c.s010 next target = %q, want c.s011", got)
+	}
+}
+
+// BenchmarkLoadImports loads a story importing four copies of a 50-state
+// generated story and a 50-state typed-view story (about 250 states).
+func BenchmarkLoadImports(b *testing.B) {
+	path := writeImportingStory(b, b.TempDir(), 50)
+	b.ReportAllocs()
+	for b.Loop() {
+		s, err := Load(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+	}
+}

@@ -2,6 +2,7 @@ package story
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -14,6 +15,8 @@ func (l *loader) finish() {
 	l.seedWorld()
 	l.addExitStates()
 	l.computeParents()
+	l.finishImports()
+	l.checkExports()
 	for _, t := range l.targets {
 		l.resolveTarget(t)
 	}
@@ -25,11 +28,98 @@ func (l *loader) finish() {
 		l.checkGrammarSubset(r)
 	}
 	l.checkWorldRefs()
+	l.checkSlotRefs()
 	l.checkGuardReads()
 	l.checkArmIntents()
 	l.checkSynonyms()
 	l.checkDefaultIntents()
+	l.checkModes()
+	l.checkOffRamps()
+	l.checkOverlays()
 	l.checkRoutingAgent()
+	l.checkPersonaProviders()
+	l.checkReadOnlyRooms()
+	l.markDecisionGates()
+}
+
+// markDecisionGates sets State.DecisionGate: the state has a forward
+// intent (an on: key, not "*", with an arm that leaves the state for
+// another one that is not an exit) that no emit_intent of its on_enter
+// fires, so only the operator can take it. A state with a templated
+// emit_intent is never a gate (any intent may be the one it fires).
+func (l *loader) markDecisionGates() {
+	emitted := map[*State]map[string]bool{}
+	templated := map[*State]bool{}
+	for _, r := range l.effects {
+		st := r.ctx.state
+		switch {
+		case st == nil || r.e.EmitIntent == nil || r.ctx.arm != nil:
+			// on_enter emits only: an arm's fire from its target
+		case r.emitName == "":
+			templated[st] = true
+		default:
+			if emitted[st] == nil {
+				emitted[st] = map[string]bool{}
+			}
+			emitted[st][r.emitName] = true
+		}
+	}
+	for _, st := range l.st.States {
+		if templated[st] {
+			continue
+		}
+		for intent, arms := range st.On {
+			if intent == "*" || emitted[st][intent] {
+				continue
+			}
+			for _, a := range arms {
+				forward := a.TargetTemplate != nil ||
+					(!a.Stay && a.Target != st.Name && !strings.HasPrefix(a.Target, ExitStatePrefix))
+				if forward {
+					st.DecisionGate = true
+					break
+				}
+			}
+		}
+	}
+}
+
+// checkReadOnlyRooms checks each write_mode: read_only room: it must
+// dispatch an agent (a host.agent.* invoke, or an iface.* one that may be
+// bound to one, in its on_enter or arms), and no agent it names may
+// declare external_side_effect: true.
+func (l *loader) checkReadOnlyRooms() {
+	for _, r := range l.readOnlyRooms {
+		agentCall := false
+		for _, e := range l.effects {
+			in := e.e.Invoke
+			if e.ctx.state != r.state || in == nil {
+				continue
+			}
+			if strings.HasPrefix(in.Name, "host.agent.") || strings.HasPrefix(in.Name, "iface.") {
+				agentCall = true
+			}
+			if p := l.st.Agents[e.withAgent]; e.withAgent != "" && p != nil && p.ExternalSideEffect != nil && *p.ExternalSideEffect {
+				l.errAt(r.f, r.n, r.path, "write_mode: read_only conflicts with agent %q (invoked at %s), which declares external_side_effect: true; "+
+					"make the room open or the agent external_side_effect: false", e.withAgent, l.pos(e.f, e.invokeNode))
+			}
+		}
+		if !agentCall {
+			l.errAt(r.f, r.n, r.path, "write_mode: read_only restricts the agents a room dispatches, and state %q invokes none; "+
+				"add the host.agent.* invoke or remove write_mode", r.state.Name)
+		}
+	}
+}
+
+// checkPersonaProviders checks each agents.<name>.provider against
+// providers:.
+func (l *loader) checkPersonaProviders() {
+	names := slices.Sorted(maps.Keys(l.st.Providers))
+	for _, r := range l.personaProviders {
+		if _, ok := l.st.Providers[r.value]; !ok {
+			l.errAt(r.f, r.n, r.path, "provider %q is not declared in providers:%s", r.value, didYouMean(r.value, names))
+		}
+	}
 }
 
 // seededWorld are the world keys every story has (story-format.md §5),
@@ -40,6 +130,11 @@ var seededWorld = []WorldVar{
 	{Name: "last_error", Type: "string", Default: "", HasDefault: true},
 	{Name: "write_mode_scope", Type: "string", Default: "", HasDefault: true},
 }
+
+// ideWorld is Kitsoki's engine-seeded editor-link key. kitsoki has no IDE
+// link, so it is {connected: false}; it is added to the world when a guard
+// reads it and the story does not declare it.
+var ideWorld = WorldVar{Name: "ide", Type: "object", Default: map[string]any{"connected": false}, HasDefault: true}
 
 func (l *loader) seedWorld() {
 	for _, w := range seededWorld {
@@ -108,7 +203,9 @@ func (l *loader) resolveTarget(t *targetRef) {
 	case strings.HasPrefix(raw, "@exit:"):
 		name := strings.TrimPrefix(raw, "@exit:")
 		if l.st.Exits[name] == nil {
-			l.errAt(t.f, t.n, t.path, "@exit:%s referenced but not declared in exits:", name)
+			if !l.exitTargets[t.n] {
+				l.errAt(t.f, t.n, t.path, "@exit:%s referenced but not declared in exits:", name)
+			}
 			return
 		}
 		t.set(ExitStatePrefix+name, false)
@@ -117,12 +214,21 @@ func (l *loader) resolveTarget(t *targetRef) {
 		// on_error is the one other target.
 		l.errAt(t.f, t.n, t.path, "on_error must name a state, \".\" or @exit:<name>; a template target is allowed only in an arm's target:")
 	default:
-		norm := normStateName(raw)
-		if _, ok := l.st.States[norm]; !ok || strings.HasPrefix(norm, ExitStatePrefix) {
-			l.errAt(t.f, t.n, t.path, "%s", l.unknownState(raw, norm))
+		from := ""
+		if t.state != nil {
+			from = t.state.Name
+		}
+		path, norm, ok := resolveStatePath(l.st.States, from, raw)
+		if !ok || strings.HasPrefix(path, ExitStatePrefix) || strings.HasPrefix(norm, ExitStatePrefix) {
+			if !l.exitTargets[t.n] {
+				l.errAt(t.f, t.n, t.path, "%s", l.unknownState(raw, norm))
+			}
 			return
 		}
-		t.set(norm, false)
+		if st := l.st.States[path]; st != nil && st.Import != nil {
+			path = st.Import.Entry
+		}
+		t.set(path, false)
 	}
 }
 
@@ -135,9 +241,13 @@ func (l *loader) checkRoot() {
 	}
 	r := l.rootRef
 	norm := normStateName(r.value)
-	if _, ok := l.st.States[norm]; !ok || norm == "" || strings.HasPrefix(norm, ExitStatePrefix) {
+	st, ok := l.st.States[norm]
+	if !ok || norm == "" || strings.HasPrefix(norm, ExitStatePrefix) {
 		l.errAt(r.f, r.n, r.path, "%s", l.unknownState(r.value, norm))
 		return
+	}
+	if st.Import != nil {
+		norm = st.Import.Entry
 	}
 	l.st.Root = norm
 }
@@ -196,7 +306,7 @@ func (l *loader) checkEffect(r *effectRef) {
 // fixtures find a call site by its id, so a repeated one is ambiguous.
 func (l *loader) checkInvokeID(r *effectRef, seen map[string]Pos) {
 	in := r.e.Invoke
-	if in == nil || in.ID == "" {
+	if in == nil || in.ID == "" || isTemplated(in.ID) {
 		return
 	}
 	if first, ok := seen[in.ID]; ok {
@@ -239,8 +349,10 @@ func (l *loader) checkWorldRefs() {
 }
 
 // runtimeWorld are the world keys the runtime writes that a story need not
-// declare: host_error is set when a host call fails (story-format.md §5).
-var runtimeWorld = []string{"host_error"}
+// declare: host_error is set when a host call fails (story-format.md §5);
+// last_job_id, last_job_status and last_job_result when a background job
+// starts and ends.
+var runtimeWorld = []string{"host_error", "last_job_id", "last_job_status", "last_job_result"}
 
 // checkGuardReads warns about a guard (an arm's or an effect's when:) that
 // reads a world key by name that world: does not declare (the seeded keys
@@ -256,6 +368,13 @@ func (l *loader) checkGuardReads() {
 	for _, r := range l.guards {
 		for _, rd := range r.g.WorldReads() {
 			if slices.Contains(names, rd.Key) {
+				continue
+			}
+			if rd.Key == ideWorld.Name {
+				v := ideWorld
+				v.Default = map[string]any{"connected": false}
+				l.st.World = append(l.st.World, &v)
+				names = append(names, v.Name)
 				continue
 			}
 			p, ok := scalarOffsetPos(r.f, r.n, rd.Line, rd.Col)
@@ -307,4 +426,67 @@ func (l *loader) intentDeclared(s *State, name string) bool {
 func (l *loader) interfaceDeclared(name string) bool {
 	_, ok := l.st.InterfaceOf(name)
 	return ok
+}
+
+// checkSlotRefs warns unless each relevant_slots entry is a slot of an
+// intent the state takes (an intent its on: or an ancestor's names, global
+// or local).
+func (l *loader) checkSlotRefs() {
+	for _, r := range l.slotRefs {
+		var names []string
+		seen := map[string]bool{}
+		for s := r.state; s != nil; s = l.st.States[s.Parent] {
+			for intent := range s.On {
+				in := l.intentFor(r.state, intent)
+				if in == nil {
+					continue
+				}
+				for _, sl := range in.SlotOrder {
+					if !seen[sl] {
+						seen[sl] = true
+						names = append(names, sl)
+					}
+				}
+			}
+			if s.Parent == "" {
+				break
+			}
+		}
+		if seen[r.value] {
+			continue
+		}
+		sort.Strings(names)
+		if len(names) == 0 {
+			l.warnAt(r.f, r.n, r.path, "slot %q: no intent this state takes declares slots", r.value)
+			continue
+		}
+		l.warnAt(r.f, r.n, r.path, "slot %q is not a slot of an intent this state takes (slots: %s)%s", r.value, strings.Join(names, ", "), didYouMean(r.value, names))
+	}
+}
+
+// ModeConversational is the mode: of an agent room.
+const ModeConversational = "conversational"
+
+// checkModes checks that a conversational room has a free-text sink: a
+// default_intent of its own or of an enclosing state.
+func (l *loader) checkModes() {
+	for _, r := range l.modes {
+		if r.state.InheritedDefaultIntent(l.st) == nil {
+			l.errAt(r.f, r.n, r.path, "mode: conversational needs default_intent: on the state (or an enclosing one): the intent, with one required string slot, that the room's free text goes to")
+		}
+	}
+}
+
+// InheritedDefaultIntent is the state that supplies s's default_intent:
+// s itself, else its nearest enclosing state with one; nil when none does.
+func (s *State) InheritedDefaultIntent(st *Story) *State {
+	for cur := s; cur != nil; cur = st.States[cur.Parent] {
+		if cur.DefaultIntent != "" {
+			return cur
+		}
+		if cur.Parent == "" {
+			break
+		}
+	}
+	return nil
 }

@@ -434,9 +434,22 @@ func (l *loader) loadSchema(f *file, n *yaml.Node, path string) {
 	}
 	uses := &[]schemaUse{use}
 	l.schemaUses[raw] = uses
-	sc := l.st.SchemaCompiler
+	sc, name := l.st.SchemaCompiler, raw
+	if f.dir != "" && f.dir != l.dir {
+		// An imported story's schema: compiled in its own directory, as
+		// that story names it (rewritePaths made raw relative to ours).
+		c, err := l.importCompiler(f.dir)
+		if err != nil {
+			l.errAt(f, n, path, "%v", err)
+			return
+		}
+		sc = c
+		if r, err := filepath.Rel(f.dir, l.resolve(raw)); err == nil {
+			name = filepath.ToSlash(r)
+		}
+	}
 	l.addJob(func() (any, *Diagnostic) {
-		s, err := sc.Compile(raw)
+		s, err := sc.Compile(name)
 		if err != nil {
 			return err, nil
 		}
@@ -458,4 +471,21 @@ type schemaUse struct {
 	f    *file
 	n    *yaml.Node
 	path string
+}
+
+// importCompiler returns the schema compiler rooted in an imported story's
+// directory, made on first use.
+func (l *loader) importCompiler(dir string) (*schema.Compiler, error) {
+	if c, ok := l.st.importCompilers[dir]; ok {
+		return c, nil
+	}
+	c, err := schemaCompiler(l.ws, dir)
+	if err != nil {
+		return nil, err
+	}
+	if l.st.importCompilers == nil {
+		l.st.importCompilers = map[string]*schema.Compiler{}
+	}
+	l.st.importCompilers[dir] = c
+	return c, nil
 }

@@ -11,8 +11,7 @@ import (
 
 var effectKeys = &keySpec{
 	v1: []string{"when", "set", "increment", "say", "emit", "invoke", "with", "bind", "on_error", "once", "id",
-		"agent", "selection", "emit_intent", "slots", "target"},
-	later: []string{"background", "on_complete"},
+		"agent", "selection", "emit_intent", "slots", "target", "external_side_effect", "background", "on_complete"},
 }
 
 // actionKeys are the effect actions in precedence order: when an item has
@@ -20,13 +19,16 @@ var effectKeys = &keySpec{
 var actionKeys = []string{"set", "increment", "say", "invoke", "emit"}
 
 // invokeOnlyKeys are meaningful only next to invoke:.
-var invokeOnlyKeys = []string{"with", "bind", "on_error", "once", "id", "agent", "selection"}
+var invokeOnlyKeys = []string{"with", "bind", "on_error", "once", "id", "agent", "selection", "external_side_effect", "background", "on_complete"}
 
 // effCtx says where an effect list sits.
 type effCtx struct {
 	state *State
 	where string // "on_enter" or "on.<intent>"
 	arm   *Arm   // nil for on_enter
+	// onComplete is set inside a background invoke's on_complete: chain,
+	// the one place an effect may carry target:.
+	onComplete bool
 }
 
 // effectRef is an effect to check once every file is loaded.
@@ -119,14 +121,13 @@ func (l *loader) loadEffect(f *file, n *yaml.Node, path string, ctx effCtx) *Eff
 			e.EmitSlots = l.loadTreeMap(f, sl.val, joinPath(path, "slots"))
 		}
 	}
-	if t, ok := fs.get("target"); ok {
-		if hasEmit {
-			l.errAt(f, t.key, joinPath(path, "target"), "emit_intent cannot be combined with target: on the same effect")
-		} else {
-			l.warnAt(f, t.key, joinPath(path, "target"), "\"target\" is not supported yet and is ignored")
-		}
+	_, hasTarget := fs.get("target")
+	if hasTarget {
+		l.loadEffectTarget(f, fs, path, ctx, e, hasEmit, actions)
 	}
 	switch {
+	case hasTarget:
+		// a target: effect has no action; loadEffectTarget checked it
 	case len(actions) == 0 && !hasEmit && unknown == 0:
 		// (with unknown keys, the unknown-key error is the real problem)
 		l.errAt(f, deref(n), path, "effect has no action: use one of set, increment, say, emit, invoke or emit_intent")
@@ -203,6 +204,42 @@ func (l *loader) loadTreeMap(f *file, n *yaml.Node, path string) map[string]*exp
 
 var bindPathRE = regexp.MustCompile(`^[^.\[\]\s{}]+(\[\d+\])*(\.[^.\[\]\s{}]+(\[\d+\])*)*$`)
 
+// loadEffectTarget reads an effect's target: (valid only inside
+// on_complete:, alone on its effect): the state the session moves to when
+// the job's completion chain has run.
+func (l *loader) loadEffectTarget(f *file, fs fieldSet, path string, ctx effCtx, e *Effect, hasEmit bool, actions []string) {
+	t := fs.at("target")
+	p := joinPath(path, "target")
+	switch {
+	case hasEmit:
+		l.errAt(f, t.key, p, "emit_intent cannot be combined with target: on the same effect")
+		return
+	case !ctx.onComplete:
+		l.errAt(f, t.key, p, "target: on an effect is only valid inside a background invoke's on_complete: (for a transition, write target: on the arm)")
+		return
+	case len(actions) > 0:
+		l.errAt(f, t.key, p, "target: cannot share an effect with %s: put the %s in its own effect before the target: one", strings.Join(actions, ", "), actions[0])
+		return
+	}
+	if _, ok := fs.get("bind"); ok {
+		l.errAt(f, t.key, p, "target: cannot share an effect with bind:")
+		return
+	}
+	raw, ok := l.str(f, t.val, p)
+	if !ok {
+		return
+	}
+	if isTemplated(raw) {
+		l.errAt(f, deref(t.val), p, "an on_complete target: must name a state, \".\" or @exit:<name>; it cannot be a template")
+		return
+	}
+	e.TargetPos = l.pos(f, deref(t.val))
+	l.targets = append(l.targets, &targetRef{
+		f: f, n: deref(t.val), path: p, raw: raw, state: ctx.state,
+		set: func(target string, stay bool) { e.Target, e.TargetStay = target, stay },
+	})
+}
+
 func (l *loader) loadInvoke(f *file, inv entry, fs fieldSet, path string, ref *effectRef) *Invoke {
 	in := &Invoke{Pos: l.pos(f, deref(inv.val))}
 	p := joinPath(path, "invoke")
@@ -242,10 +279,35 @@ func (l *loader) loadInvoke(f *file, inv entry, fs fieldSet, path string, ref *e
 			})
 		}
 	}
+	boolField(l, f, fs, path, "background", &in.Background)
+	if oc, ok := fs.get("on_complete"); ok {
+		ocp := joinPath(path, "on_complete")
+		switch {
+		case !in.Background:
+			l.errAt(f, oc.key, ocp, "on_complete: needs background: true on the same invoke (it runs when the background job ends)")
+		case ref.ctx.onComplete:
+			// reported on background: below
+		default:
+			cctx := ref.ctx
+			cctx.onComplete = true
+			in.OnComplete = l.loadEffects(f, oc.val, ocp, cctx)
+		}
+	}
+	if in.Background && ref.ctx.onComplete {
+		l.errAt(f, fs.at("background").key, joinPath(path, "background"),
+			"background: true is not allowed inside on_complete: (a job's completion cannot start another background job)")
+	}
 	boolField(l, f, fs, path, "once", &in.Once)
+	if in.Background && in.Once {
+		l.errAt(f, fs.at("once").key, joinPath(path, "once"), "once: cannot be combined with background: true (guard the invoke with when: instead)")
+	}
+	boolField(l, f, fs, path, "external_side_effect", &in.ExternalSideEffect)
 	strField(l, f, fs, path, "id", &in.ID)
 	if id, ok := fs.get("id"); ok {
 		ref.idNode = deref(id.val)
+		if isTemplated(in.ID) {
+			l.compileValue(f, id.val, joinPath(path, "id"), func(v *expr.Value) { in.IDTemplate = v })
+		}
 	}
 	if a, ok := fs.get("agent"); ok {
 		if s, ok := l.str(f, a.val, joinPath(path, "agent")); ok {
@@ -281,7 +343,8 @@ func (l *loader) loadBind(f *file, n *yaml.Node, path string) []Bind {
 			continue
 		}
 		switch {
-		case isTemplated(src):
+		case isTemplated(src) || src == "":
+			// "" binds the empty string: the key is cleared on every call.
 			templates, at = append(templates, e), append(at, len(out))
 			out = append(out, Bind{Key: e.name})
 		case bindPathRE.MatchString(src):

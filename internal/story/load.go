@@ -2,6 +2,8 @@ package story
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,6 +32,16 @@ type options struct {
 	fsys      fs.FS  // WithFS: read from it instead of the OS
 	fsDir     string // where fsys is mounted
 	stubbed   bool   // WithStubbedHosts
+
+	storiesPath []string // WithStoriesPath
+}
+
+// WithStoriesPath adds directories to the front of the search path of
+// @kitsoki/NAME import sources (the --stories-path flag): NAME resolves to
+// DIR/NAME/app.yaml in the first directory holding it, before
+// KITSOKI_STORIES_PATH and $KITSOKI_REPO/stories.
+func WithStoriesPath(dirs ...string) Option {
+	return func(o *options) { o.storiesPath = append(o.storiesPath, dirs...) }
 }
 
 // WithStubbedHosts loads the story for `kitsoki test flows`, where flow
@@ -114,14 +127,16 @@ func Load(path string, opts ...Option) (*Story, error) {
 		return nil, &LoadError{Diagnostics: []Diagnostic{{Pos: Pos{File: filepath.Base(abs)}, Message: "story file " + err.Error()}}}
 	}
 	l := &loader{
-		opts:       o,
-		dir:        dir,
-		ws:         ws,
-		fileOrder:  map[string]int{},
-		loaded:     map[string]bool{},
-		declared:   map[string]bool{},
-		promptSeen: map[string]bool{},
-		schemaUses: map[string]*[]schemaUse{},
+		opts:        o,
+		dir:         dir,
+		ws:          ws,
+		fileOrder:   map[string]int{},
+		loaded:      map[string]bool{},
+		declared:    map[string]bool{},
+		wrappers:    map[string]*importWrap{},
+		exitTargets: map[*yaml.Node]bool{},
+		promptSeen:  map[string]bool{},
+		schemaUses:  map[string]*[]schemaUse{},
 		st: &Story{
 			Dir:       dir,
 			File:      abs,
@@ -146,6 +161,9 @@ func Load(path string, opts ...Option) (*Story, error) {
 	sortDiagnostics(l.warns, l.fileOrder)
 	if len(l.diags) > 0 {
 		sc.Close()
+		for _, c := range l.st.importCompilers {
+			c.Close()
+		}
 		return nil, &LoadError{Diagnostics: l.diags, Warnings: l.warns}
 	}
 	l.st.Warnings = l.warns
@@ -154,10 +172,17 @@ func Load(path string, opts ...Option) (*Story, error) {
 
 // Close releases what the story holds open (the schema directory handle).
 func (s *Story) Close() error {
-	if s == nil || s.SchemaCompiler == nil {
+	if s == nil {
 		return nil
 	}
-	return s.SchemaCompiler.Close()
+	var errs []error
+	for _, c := range s.importCompilers {
+		errs = append(errs, c.Close())
+	}
+	if s.SchemaCompiler != nil {
+		errs = append(errs, s.SchemaCompiler.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // schemaCompiler returns the compiler of the schemas under dir, the story
@@ -192,6 +217,7 @@ type loader struct {
 	fileOrder map[string]int  // rel path -> load order, for sorting diagnostics
 	loaded    map[string]bool // abs paths already loaded
 	queue     []*file         // included files waiting to be loaded
+	hashed    []*file         // every file loaded, in load order (ContentHash)
 	declared  map[string]bool // "app", "root": declared once across files
 
 	stateOrder []string // declaration order of States keys
@@ -203,6 +229,7 @@ type loader struct {
 	effects   []*effectRef
 	armKeys   []*nodeRef // on: intent keys, for the undeclared-intent warning
 	worldRefs []*nodeRef // relevant_world and exits.requires entries
+	slotRefs  []*nodeRef // relevant_slots entries
 	guards    []guardRef // compiled guards that read world keys by name
 	exitOrder []exitDecl // declaration order of exits, for the __exit__ states
 
@@ -216,9 +243,29 @@ type loader struct {
 
 	toolNames map[string]string // exposed plugin tool name → where it was declared
 
-	synonymRefs    []*synonymRef // intents' synonyms, checked against their slots
-	defaultIntents []*nodeRef    // states' default_intent, checked at finish
-	routingAgent   *nodeRef      // routing.agent, checked against agent_plugins
+	synonymRefs      []*synonymRef // intents' synonyms, checked against their slots
+	defaultIntents   []*nodeRef    // states' default_intent, checked at finish
+	modes            []*nodeRef    // states' mode:, checked at finish
+	offRampStates    []*nodeRef    // states with an agent_off_ramp, checked at finish
+	offRamps         []*nodeRef    // agent_off_ramp.agent values, checked at finish
+	overlayAgents    []*nodeRef    // off_path.agent and meta_modes.*.agent, checked at finish
+	overlayRefs      []*overlayRef // off_path and meta_modes, checked at finish
+	metaTools        []metaTools   // meta_modes' tools: overrides
+	routingAgent     *nodeRef      // routing.agent, checked against agent_plugins
+	personaProviders []*nodeRef    // agents.<name>.provider, checked against providers
+	readOnlyRooms    []*nodeRef    // states with write_mode: read_only, checked against their invokes
+	// imports (imports.go)
+	importFiles  []*unitFile            // folded imported documents, loaded after the story's own files
+	wrappers     map[string]*importWrap // import wrapper states
+	exitToChecks []nodeRef              // root-level imports.<alias>.exits.<name>.to
+	exitTargets  map[*yaml.Node]bool    // targets an exit mapping wrote (checked at its to:)
+	exportChecks []nodeRef              // root-level intents.export names
+	hostChecks   []hostCheck            // hosts: declared imports
+	exportRefs   []nodeRef              // exports.intents of the story itself
+	rootHosts    []string               // hosts: of the story's own files
+	rootStates   map[string]bool        // states of the story's own files
+	unitFiles    map[string]*file       // imported files by path, parsed once
+	unitReported map[*file]bool         // imported files whose parse errors are reported
 }
 
 // nodeRef is a value to check once every file is loaded.
@@ -251,6 +298,7 @@ func (l *loader) run(abs string) {
 	l.work = startWorkers(runtime.GOMAXPROCS(0))
 	root := l.newFile(abs)
 	root.parse()
+	l.hashed = append(l.hashed, root)
 	l.loadFile(root, true)
 	l.flushJobs()
 	// Included files are read a generation at a time, in order (files
@@ -260,12 +308,25 @@ func (l *loader) run(abs string) {
 		l.queue = nil
 		for _, f := range batch {
 			f.parse()
+			l.hashed = append(l.hashed, f)
 			l.loadFile(f, false)
 			l.flushJobs()
 		}
 	}
+	l.loadImported()
 	l.runJobs()
 	l.finish()
+	l.st.ContentHash = contentHash(l.hashed)
+}
+
+// contentHash is Story.ContentHash over the files in load order.
+func contentHash(files []*file) string {
+	h := sha256.New()
+	for _, f := range files {
+		fmt.Fprintf(h, "%s\x00%d\x00", f.rel, len(f.data))
+		h.Write(f.data)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 func (l *loader) newFile(abs string) *file {
@@ -350,9 +411,16 @@ func yamlDiag(f *file, err error) Diagnostic {
 }
 
 var topKeys = &keySpec{
-	v1: []string{"app", "hosts", "agents", "agent_plugins", "host_plugins", "host_interfaces", "providers", "world", "intents", "root", "exits", "include", "states", "routing"},
-	later: []string{"imports", "exports", "phase_templates", "phases", "checkpoint_intents",
-		"proposals", "off_path", "meta_modes", "prompts", "decider"},
+	v1: []string{"app", "hosts", "agents", "agent_plugins", "host_plugins", "host_interfaces", "providers", "world", "intents", "root", "exits", "include", "states", "routing",
+		"imports", "exports", "off_path", "meta_modes"},
+	refused: map[string]string{
+		"phase_templates":    "phase templates are not expanded; write each room out under states:",
+		"phases":             "phase templates are not expanded; write each room out under states:",
+		"checkpoint_intents": "declare the intents under intents: and give each room that accepts them an on: arm",
+		"proposals":          "the draft, review, execute pattern is not built in; write it as states: a room whose on_enter asks an agent for the draft, a review room with accept and refine arms, and the invoke on accept",
+		"prompts":            "there is no story-wide prompt table; name the prompt file where it is used (with.prompt_path, or agents.<name>.system_prompt_path)",
+		"decider":            "there is no story-wide decider; set decider: on the states that need one",
+	},
 }
 
 // loadFile reads one story file's top-level keys into the story.
@@ -413,8 +481,44 @@ func (l *loader) loadFile(f *file, isRoot bool) {
 	if e, ok := top.get("routing"); ok {
 		l.loadRouting(f, e)
 	}
+	if e, ok := top.get("off_path"); ok {
+		l.loadOffPath(f, e)
+	}
+	if e, ok := top.get("meta_modes"); ok {
+		l.loadMetaModes(f, e)
+	}
 	if e, ok := top.get("include"); ok {
 		l.loadInclude(f, e)
+	}
+	if e, ok := top.get("exports"); ok {
+		l.loadExports(f, e)
+	}
+	if e, ok := top.get("imports"); ok {
+		l.loadImports(f, e)
+	}
+}
+
+// loadImported loads the documents folded from imports, once the story's
+// own files are loaded (so their declarations win over an import's).
+func (l *loader) loadImported() {
+	if len(l.importFiles) == 0 {
+		return
+	}
+	l.rootHosts = slices.Clone(l.st.Hosts)
+	l.rootStates = make(map[string]bool, len(l.st.States))
+	for k := range l.st.States {
+		l.rootStates[k] = true
+	}
+	for _, uf := range l.importFiles {
+		if uf.wrapper != "" && l.rootStates[uf.wrapper] {
+			l.errAt(uf.f, uf.key, uf.path, "import alias %q is also a state of this story: rename the alias or the state", uf.wrapper)
+			continue
+		}
+		l.rewritePaths(uf.doc, uf.dir)
+		f := &file{rel: uf.f.rel, abs: uf.f.abs, data: uf.f.data, ws: uf.f.ws, doc: uf.doc, dir: uf.dir, imported: true, texts: uf.texts}
+		f.parseOnce.Do(func() {})
+		l.loadFile(f, false)
+		l.flushJobs()
 	}
 }
 
@@ -432,6 +536,16 @@ func (l *loader) once(f *file, e entry) bool {
 // dup reports a name declared twice across files; it returns true when the
 // name is new.
 func (l *loader) dup(f *file, e entry, path, kind string, exists bool) bool {
+	if exists && f.imported {
+		switch kind {
+		case "agent", "agent_plugins", "host_plugins", "provider":
+			// One namespace across imports: the importer's (or an
+			// earlier import's) declaration wins.
+			return false
+		}
+		l.errAt(f, e.key, path, "imports: %s %q is already declared by the importing story", kind, e.name)
+		return false
+	}
 	if exists {
 		l.errAt(f, e.key, path, "include: %s %q is already declared", kind, e.name)
 		return false

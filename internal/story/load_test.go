@@ -408,13 +408,6 @@ func TestWarnings(t *testing.T) {
 		want []string
 	}{
 		{"errors/later.yaml", []string{
-			`later.yaml:1:18: app.context_files: "context_files" is not supported yet and is ignored`,
-			`later.yaml:2:1: imports: "imports" is not supported yet and is ignored`,
-			`later.yaml:5:27: agents.a.effort: "effort" is not supported yet and is ignored`,
-			`later.yaml:10:5: states.start.mode: "mode" is not supported yet and is ignored`,
-			`later.yaml:15:11: states.start.on.go[0].push_history: "push_history" is not supported yet and is ignored`,
-			`later.yaml:18:9: states.start.on_enter[0].background: "background" is not supported yet and is ignored`,
-			`later.yaml:20:9: states.start.on_enter[1].target: "target" is not supported yet and is ignored`,
 		}},
 		{"errors/warnings.yaml", []string{
 			`warnings.yaml:4:16: world.mode.type: unknown world type "enmu" (did you mean "enum"?): values of this key are not converted`,

@@ -42,10 +42,61 @@ type SynonymPart struct {
 }
 
 var routingKeys = &keySpec{
-	v1: []string{"enabled", "agent", "min_confidence"},
-	later: []string{"embedding", "semantic_high_bar", "semantic_mid_bar", "cache_enabled", "cache_max_age", "cache_cap",
-		"cache_trim_fraction", "revalidate_strikes", "confidence_decay", "stopwords_extra", "extract_llm_on_no_match",
-		"free_form_fallback"},
+	v1: []string{"enabled", "agent", "min_confidence", "embedding"},
+	refused: map[string]string{
+		"semantic_high_bar":       "the synonym and template tiers have fixed confidences; set routing.min_confidence for the router agent's bar",
+		"semantic_mid_bar":        "the synonym and template tiers have fixed confidences; set routing.min_confidence for the router agent's bar",
+		"cache_enabled":           "kitsoki keeps no routing cache; remove the key",
+		"cache_max_age":           "kitsoki keeps no routing cache; remove the key",
+		"cache_cap":               "kitsoki keeps no routing cache; remove the key",
+		"cache_trim_fraction":     "kitsoki keeps no routing cache; remove the key",
+		"revalidate_strikes":      "kitsoki keeps no routing cache; remove the key",
+		"confidence_decay":        "kitsoki keeps no routing cache; remove the key",
+		"stopwords_extra":         "the synonym matcher's word list is fixed; write the phrasing as a synonym instead",
+		"extract_llm_on_no_match": "slots come from the router agent's answer; there is no separate extraction call",
+		"free_form_fallback":      "give the state a default_intent: (the free-text sink) instead",
+	},
+}
+
+// embeddingKeys are the keys of routing.embedding (Kitsoki's opt-in
+// embedding tier, which kitsoki does not run: only enabled: false loads).
+var embeddingKeys = &keySpec{v1: []string{"enabled", "model", "dim", "endpoint", "confident_bar", "margin"}}
+
+// loadEmbedding checks routing.embedding: Kitsoki's embedding tier is off
+// unless enabled: true, and kitsoki has no such tier, so a disabled block
+// (the default) loads as the no-op it is in Kitsoki and enabled: true is
+// refused.
+func (l *loader) loadEmbedding(f *file, n *yaml.Node) {
+	const path = "routing.embedding"
+	fs, ok := l.fields(f, n, path, embeddingKeys)
+	if !ok {
+		return
+	}
+	var on bool
+	boolField(l, f, fs, path, "enabled", &on)
+	if on {
+		l.errAt(f, fs.at("enabled").val, joinPath(path, "enabled"),
+			"kitsoki has no embedding routing tier: set enabled: false (or remove routing.embedding); synonyms: and the router agent cover paraphrase")
+	}
+	for _, k := range []string{"model", "endpoint"} {
+		var s string
+		strField(l, f, fs, path, k, &s)
+	}
+	if d, ok := fs.get("dim"); ok {
+		if n, ok := l.integer(f, d.val, joinPath(path, "dim")); ok && n <= 0 {
+			l.errAt(f, d.val, joinPath(path, "dim"), "dim must be a positive whole number, got %d", n)
+		}
+	}
+	for _, k := range []string{"confident_bar", "margin"} {
+		if v, ok := fs.get(k); ok {
+			x, _ := l.value(f, v.val, joinPath(path, k))
+			switch x.(type) {
+			case int, int64, float64:
+			default:
+				l.errAt(f, v.val, joinPath(path, k), "%s must be a number from 0 to 1, got %s", k, kindName(deref(v.val)))
+			}
+		}
+	}
 }
 
 // loadRouting reads the top-level routing: block.
@@ -72,6 +123,9 @@ func (l *loader) loadRouting(f *file, e entry) {
 			r.Agent = s
 			l.routingAgent = &nodeRef{f: f, n: v.val, path: "routing.agent", value: s}
 		}
+	}
+	if v, ok := fs.get("embedding"); ok {
+		l.loadEmbedding(f, v.val)
 	}
 	if v, ok := fs.get("min_confidence"); ok {
 		x, _ := l.value(f, v.val, "routing.min_confidence")

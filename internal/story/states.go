@@ -8,15 +8,26 @@ import (
 )
 
 var stateKeys = &keySpec{
-	v1: []string{"description", "view", "on_enter", "on", "terminal", "intents", "relevant_world", "default_intent"},
-	later: []string{"type", "initial", "states", "mode", "timeout", "agent_off_ramp", "write_mode", "decider",
-		"footer", "theme"},
+	v1: []string{"description", "view", "on_enter", "on", "terminal", "intents", "relevant_world", "default_intent",
+		"intercept_drive", "type", "initial", "states", "relevant_slots", "timeout", "mode", "agent_off_ramp",
+		"write_mode", "decider"},
+	refused: map[string]string{
+		"footer": "kitsoki renders no per-room footer; put the text in the view (a prose: or list: element at the end)",
+		"theme":  "kitsoki renders plain text and has no room themes; remove the key (a banner: element can carry a color)",
+	},
 }
 
 var armKeys = &keySpec{
-	v1:    []string{"target", "when", "default", "effects", "guard_hint"},
-	later: []string{"view", "emit", "push_history"},
+	v1: []string{"target", "when", "default", "effects", "guard_hint", "emit", "view", "push_history"},
 }
+
+// Write modes (write_mode:) and deciders (decider:) a state may declare.
+const (
+	WriteOpen     = "open"
+	WriteReadOnly = "read_only"
+	DeciderHuman  = "human"
+	DeciderLLM    = "llm"
+)
 
 // targetRef is a transition or on_error target, resolved once every state
 // is known.
@@ -37,18 +48,39 @@ func normStateName(s string) string {
 }
 
 func (l *loader) loadStates(f *file, e entry) {
-	es, _ := l.entries(f, e.val, "states")
+	l.loadStateMap(f, e.val, "states", nil)
+}
+
+// loadStateMap reads a states: mapping: the top-level one (parent nil) or
+// a compound or parallel state's children, named parent.child.
+func (l *loader) loadStateMap(f *file, n *yaml.Node, base string, parent *State) {
+	es, _ := l.entries(f, n, base)
 	for _, se := range es {
-		path := joinPath("states", se.name)
+		path := joinPath(base, se.name)
 		name := normStateName(se.name)
 		if name == "" || strings.HasPrefix(name, ExitStatePrefix) {
 			l.errAt(f, se.key, path, "invalid state name %q (empty, or using the reserved prefix %q)", se.name, ExitStatePrefix)
+			continue
+		}
+		if parent != nil {
+			if strings.Contains(name, ".") {
+				l.errAt(f, se.key, path, "nested state name %q has a dot or slash; name the child alone (it is %s.<name>)", se.name, parent.Name)
+				continue
+			}
+			name = parent.Name + "." + name
+		}
+		if prev := l.st.States[name]; prev != nil && (parent != nil || prev.Parent != "" && strings.Contains(name, ".")) {
+			l.errAt(f, se.key, path, "state %q is declared twice: here and at %s (a nested state and a dotted name are the same path)", name, prev.Pos)
 			continue
 		}
 		if !l.dup(f, entry{name: name, key: se.key}, path, "state", l.st.States[name] != nil) {
 			continue
 		}
 		s := &State{Name: name, On: map[string][]*Arm{}, Pos: l.pos(f, se.key)}
+		if parent != nil {
+			s.Parent = parent.Name
+			parent.Children = append(parent.Children, name)
+		}
 		l.st.States[name] = s
 		l.stateOrder = append(l.stateOrder, name)
 		l.loadState(f, se.val, path, s)
@@ -62,6 +94,7 @@ func (l *loader) loadState(f *file, n *yaml.Node, path string, s *State) {
 	}
 	strField(l, f, fs, path, "description", &s.Description)
 	boolField(l, f, fs, path, "terminal", &s.Terminal)
+	l.loadHierarchy(f, fs, path, s)
 	if di, ok := fs.get("default_intent"); ok {
 		p := joinPath(path, "default_intent")
 		if name, ok := l.str(f, di.val, p); ok && name != "" {
@@ -69,8 +102,61 @@ func (l *loader) loadState(f *file, n *yaml.Node, path string, s *State) {
 			l.defaultIntents = append(l.defaultIntents, &nodeRef{f: f, n: di.val, path: p, value: name, state: s})
 		}
 	}
+	if v, ok := fs.get("mode"); ok {
+		p := joinPath(path, "mode")
+		if m, ok := l.str(f, v.val, p); ok {
+			if m != ModeConversational {
+				l.errAt(f, v.val, p, "unknown state mode %q (the one mode is %q: an agent room whose free text goes to its default_intent)%s", m, ModeConversational, didYouMean(m, []string{ModeConversational}))
+			} else {
+				s.Mode = m
+				l.modes = append(l.modes, &nodeRef{f: f, n: v.key, path: p, value: m, state: s})
+			}
+		}
+	}
+	if v, ok := fs.get("agent_off_ramp"); ok {
+		l.loadOffRamp(f, v, joinPath(path, "agent_off_ramp"), s)
+	}
+	if v, ok := fs.get("timeout"); ok {
+		l.loadTimeout(f, v, joinPath(path, "timeout"), s)
+	}
+	if v, ok := fs.get("intercept_drive"); ok {
+		p := joinPath(path, "intercept_drive")
+		if mode, ok := l.str(f, v.val, p); ok {
+			if mode != "rest" {
+				l.errAt(f, v.val, p, "intercept_drive must be \"rest\" (the only mode), got %q", mode)
+			} else {
+				s.InterceptDrive = mode
+			}
+		}
+	}
 	if v, ok := fs.get("view"); ok {
 		l.loadView(f, v, joinPath(path, "view"), s)
+	}
+	if w, ok := fs.get("write_mode"); ok {
+		p := joinPath(path, "write_mode")
+		if m, ok := l.str(f, w.val, p); ok {
+			switch m {
+			case WriteOpen, WriteReadOnly:
+				s.WriteMode = m
+				if m == WriteReadOnly {
+					l.readOnlyRooms = append(l.readOnlyRooms, &nodeRef{f: f, n: deref(w.val), path: p, value: m, state: s})
+				}
+			default:
+				l.errAt(f, w.val, p, "unknown write_mode %q: use open or read_only%s", m, didYouMean(m, []string{WriteOpen, WriteReadOnly}))
+			}
+		}
+	}
+	if d, ok := fs.get("decider"); ok {
+		p := joinPath(path, "decider")
+		if m, ok := l.str(f, d.val, p); ok {
+			switch m {
+			case DeciderHuman, DeciderLLM:
+				s.Decider = m
+			default:
+				l.errAt(f, d.val, p, "unknown decider %q: use human (the room always waits for the operator) or llm (its emit_intent chain always runs)%s",
+					m, didYouMean(m, []string{DeciderHuman, DeciderLLM}))
+			}
+		}
 	}
 	if oe, ok := fs.get("on_enter"); ok {
 		s.OnEnter = l.loadEffects(f, oe.val, joinPath(path, "on_enter"), effCtx{state: s, where: "on_enter"})
@@ -81,6 +167,16 @@ func (l *loader) loadState(f *file, n *yaml.Node, path string, s *State) {
 	if in, ok := fs.get("intents"); ok {
 		s.Intents = map[string]*Intent{}
 		l.loadIntents(f, in.val, joinPath(path, "intents"), s.Intents, false)
+	}
+	if rs, ok := fs.get("relevant_slots"); ok {
+		items, _ := l.list(f, rs.val, joinPath(path, "relevant_slots"))
+		for i, it := range items {
+			p := indexPath(joinPath(path, "relevant_slots"), i)
+			if k, ok := l.str(f, it, p); ok {
+				s.RelevantSlots = append(s.RelevantSlots, k)
+				l.slotRefs = append(l.slotRefs, &nodeRef{f: f, n: it, path: p, value: k, state: s})
+			}
+		}
 	}
 	if rw, ok := fs.get("relevant_world"); ok {
 		items, _ := l.list(f, rw.val, joinPath(path, "relevant_world"))
@@ -149,6 +245,9 @@ func (l *loader) loadArm(f *file, n *yaml.Node, path string, s *State, intent st
 		return nil, false
 	}
 	boolField(l, f, fs, path, "default", &a.Default)
+	push := true
+	boolField(l, f, fs, path, "push_history", &push)
+	a.NoHistory = !push
 	strField(l, f, fs, path, "guard_hint", &a.GuardHint)
 	w, hasWhen := fs.get("when")
 	if hasWhen {
@@ -179,6 +278,18 @@ func (l *loader) loadArm(f *file, n *yaml.Node, path string, s *State, intent st
 	if ef, ok := fs.get("effects"); ok {
 		a.Effects = l.loadEffects(f, ef.val, joinPath(path, "effects"),
 			effCtx{state: s, where: "on." + intent, arm: a})
+	}
+	if v, ok := fs.get("view"); ok {
+		vp := joinPath(path, "view")
+		if d := deref(v.val); d == nil || d.Kind != yaml.ScalarNode || isNull(d) {
+			l.errAt(f, d, vp, "a transition's view: is one text template that replaces the target's view for this turn, got %s", kindNameOrNull(d))
+		} else {
+			l.compileText(f, v.val, vp, func(t *expr.Text) { a.View = t })
+		}
+	}
+	if em, ok := fs.get("emit"); ok {
+		// Events for the sibling regions, sent after the arm's effects.
+		l.compileTree(f, em.val, joinPath(path, "emit"), func(t *expr.Tree) { a.Emit = t })
 	}
 	return a, hasWhen
 }

@@ -25,8 +25,67 @@ func (st *Story) ResolveTarget(from, rendered string) (target string, stay bool,
 		return ExitStatePrefix + name, false, nil
 	}
 	norm := normStateName(raw)
-	if _, ok := st.States[norm]; !ok || strings.HasPrefix(norm, ExitStatePrefix) {
+	if strings.HasPrefix(norm, ExitStatePrefix) {
 		return "", false, fmt.Errorf("which is not a state")
 	}
-	return norm, false, nil
+	// Inside an imported story a rendered name is the imported story's
+	// own: it is looked up under each enclosing import first, innermost
+	// first; then as a state path from the state the arm is in (full
+	// path, .., then the bare name under each enclosing state).
+	path := ""
+	for _, w := range st.importScopes(from) {
+		if st.States[w+"."+norm] != nil {
+			path = w + "." + norm
+			break
+		}
+	}
+	if path == "" {
+		p, _, ok := resolveStatePath(st.States, from, raw)
+		if !ok || strings.HasPrefix(p, ExitStatePrefix) {
+			return "", false, fmt.Errorf("which is not a state")
+		}
+		path = p
+	}
+	if s := st.States[path]; s != nil && s.Import != nil {
+		path = s.Import.Entry
+	}
+	return path, false, nil
+}
+
+// importScopes lists the import wrapper states enclosing the state path,
+// innermost first.
+func (st *Story) importScopes(path string) []string {
+	var out []string
+	for p := path; p != ""; {
+		s := st.States[p]
+		if s == nil {
+			break
+		}
+		if s.Import != nil && p != path {
+			out = append(out, p)
+		}
+		p = s.Parent
+	}
+	return out
+}
+
+// ResolveIntent maps an intent name rendered at run time in state from (an
+// emit_intent template) to the story's intent: inside an imported story
+// the imported story's own name (e.g. "accept") is its renamed one
+// ("bf__accept"), innermost import first. Other names are returned as
+// given.
+func (st *Story) ResolveIntent(from, name string) string {
+	for p := from; p != ""; {
+		s := st.States[p]
+		if s == nil {
+			break
+		}
+		if s.Import != nil {
+			if n, ok := s.Import.Intents[name]; ok {
+				return n
+			}
+		}
+		p = s.Parent
+	}
+	return name
 }

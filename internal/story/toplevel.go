@@ -9,13 +9,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/expr"
 	"github.com/kitsoki/kitsoki/internal/workspace"
 	"go.yaml.in/yaml/v3"
 )
 
 var appKeys = &keySpec{
-	v1:            []string{"id", "version", "title", "author", "license"},
-	laterPrefixes: []string{"context"},
+	v1: []string{"id", "version", "title", "author", "license", "context"},
 }
 
 func (l *loader) loadApp(f *file, e entry) {
@@ -32,6 +33,7 @@ func (l *loader) loadApp(f *file, e entry) {
 	strField(l, f, fs, "app", "title", &a.Title)
 	strField(l, f, fs, "app", "author", &a.Author)
 	strField(l, f, fs, "app", "license", &a.License)
+	strField(l, f, fs, "app", "context", &a.Context)
 	if strings.TrimSpace(a.ID) == "" {
 		at := e.val
 		if id, ok := fs.get("id"); ok {
@@ -80,9 +82,15 @@ func (l *loader) loadHosts(f *file, e entry) {
 }
 
 var personaKeys = &keySpec{
-	v1:    []string{"system_prompt", "system_prompt_path", "model", "tools"},
-	later: []string{"effort", "provider", "bash_profile", "cwd", "external_side_effect", "inherit_claude_default"},
+	v1: []string{"system_prompt", "system_prompt_path", "model", "tools", "effort", "provider", "bash_profile", "cwd",
+		"external_side_effect"},
+	refused: map[string]string{
+		"inherit_claude_default": "kitsoki always starts the claude CLI with its own settings (project and local sources); remove the key",
+	},
 }
+
+// efforts are the reasoning efforts a persona may name (claude --effort).
+var efforts = []string{"low", "medium", "high", "xhigh", "max"}
 
 func (l *loader) loadAgents(f *file, e entry) {
 	es, _ := l.entries(f, e.val, "agents")
@@ -98,6 +106,7 @@ func (l *loader) loadAgents(f *file, e entry) {
 			continue
 		}
 		strField(l, f, fs, path, "model", &p.Model)
+		l.loadPersonaExtras(f, fs, path, p)
 		p.ToolsSet = strListField(l, f, fs, path, "tools", &p.Tools)
 		if p.ToolsSet && p.Tools == nil {
 			p.Tools = []string{}
@@ -126,6 +135,108 @@ func (l *loader) loadAgents(f *file, e entry) {
 			l.errAt(f, a.key, path, "needs one of system_prompt or system_prompt_path")
 		}
 	}
+}
+
+// loadPersonaExtras reads a persona's effort, provider, cwd,
+// external_side_effect and bash_profile.
+func (l *loader) loadPersonaExtras(f *file, fs fieldSet, path string, p *Persona) {
+	if e, ok := fs.get("effort"); ok {
+		strField(l, f, fs, path, "effort", &p.Effort)
+		if p.Effort != "" && !slices.Contains(efforts, p.Effort) {
+			l.errAt(f, e.val, joinPath(path, "effort"), "unknown effort %q: use one of %s%s", p.Effort,
+				strings.Join(efforts, ", "), didYouMean(p.Effort, efforts))
+		}
+	}
+	if e, ok := fs.get("provider"); ok {
+		strField(l, f, fs, path, "provider", &p.Provider)
+		if p.Provider != "" {
+			l.personaProviders = append(l.personaProviders, &nodeRef{f: f, n: deref(e.val), path: joinPath(path, "provider"), value: p.Provider})
+		}
+	}
+	if e, ok := fs.get("cwd"); ok {
+		cp := joinPath(path, "cwd")
+		var rel string
+		strField(l, f, fs, path, "cwd", &rel)
+		switch {
+		case rel == "":
+			l.errAt(f, e.val, cp, "cwd: is empty; name a directory (relative to the story) or remove the key")
+		case isTemplated(rel):
+			l.errAt(f, e.val, cp, "cwd: is a fixed directory, not a template; pass a templated with.working_dir on the invoke instead")
+		default:
+			abs, err := l.ws.Resolve(l.dir, rel)
+			if err != nil {
+				l.errAt(f, e.val, cp, "%s", fileErr("directory", rel, err))
+				break
+			}
+			p.Cwd = abs
+		}
+	}
+	if e, ok := fs.get("external_side_effect"); ok {
+		if b, ok := l.boolean(f, e.val, joinPath(path, "external_side_effect")); ok {
+			p.ExternalSideEffect = &b
+		}
+	}
+	if e, ok := fs.get("bash_profile"); ok {
+		p.Bash = l.loadBashProfile(f, e.val, joinPath(path, "bash_profile"))
+	}
+}
+
+// loadBashProfile reads bash_profile: read-only, {commands: [...]} or
+// {sandboxed_write: DIR} (also spelled sandboxed-write).
+func (l *loader) loadBashProfile(f *file, n *yaml.Node, path string) *agent.BashProfile {
+	d := deref(n)
+	const forms = "write read-only, {commands: [git, jq]} or {sandboxed_write: DIR}"
+	switch {
+	case d == nil || isNull(d):
+		l.errAt(f, d, path, "bash_profile: is empty; %s", forms)
+		return nil
+	case d.Kind == yaml.ScalarNode:
+		if d.Value == "read-only" || d.Value == "read_only" {
+			return &agent.BashProfile{ReadOnly: true}
+		}
+		l.errAt(f, d, path, "unknown bash profile %q: %s", d.Value, forms)
+		return nil
+	case d.Kind != yaml.MappingNode || len(d.Content) != 2:
+		l.errAt(f, d, path, "bash_profile: takes one profile: %s", forms)
+		return nil
+	}
+	key, val := d.Content[0].Value, d.Content[1]
+	kp := joinPath(path, key)
+	switch key {
+	case "commands":
+		cmds, ok := l.strList(f, val, kp)
+		if !ok {
+			return nil
+		}
+		if len(cmds) == 0 {
+			l.errAt(f, val, kp, "commands: is empty; list the programs the agent may run (e.g. [git, jq])")
+			return nil
+		}
+		for i, c := range cmds {
+			if c == "" || strings.ContainsAny(c, " \t/;|&$`()<>") {
+				l.errAt(f, val.Content[i], indexPath(kp, i), "%q is not a program name; list bare names such as git", c)
+				return nil
+			}
+		}
+		return &agent.BashProfile{Commands: cmds}
+	case "sandboxed_write", "sandboxed-write":
+		base, ok := l.str(f, val, kp)
+		if !ok {
+			return nil
+		}
+		bp := &agent.BashProfile{Sandboxed: true}
+		if base != "" {
+			abs, err := l.ws.Resolve(l.dir, base)
+			if err != nil {
+				l.errAt(f, val, kp, "%s", fileErr("directory", base, err))
+				return nil
+			}
+			bp.SandboxBase = abs
+		}
+		return bp
+	}
+	l.errAt(f, d.Content[0], kp, "unknown bash profile %q: %s%s", key, forms, didYouMean(key, []string{"commands", "sandboxed_write"}))
+	return nil
 }
 
 // resolve returns the absolute path of a story-relative path.
@@ -188,6 +299,7 @@ func (l *loader) loadWorld(f *file, e entry) {
 			continue
 		}
 		strField(l, f, fs, path, "type", &v.Type)
+		v.Type = canonType(v.Type)
 		strField(l, f, fs, path, "description", &v.Description)
 		if t, ok := fs.get("type"); ok && v.Type != "" && !slices.Contains(worldTypes, v.Type) {
 			l.warnAt(f, t.val, joinPath(path, "type"), "unknown world type %q%s: values of this key are not converted",
@@ -286,12 +398,30 @@ var intentKeys = &keySpec{
 }
 
 var slotKeys = &keySpec{
-	v1:    []string{"type", "required", "default", "values", "description", "examples", "prompt", "format_hint"},
-	later: []string{"validator", "format", "synonyms"},
+	v1: []string{"type", "required", "default", "values", "description", "examples", "prompt", "format_hint", "validator", "synonyms"},
+	refused: map[string]string{
+		"format": "describe the expected shape with format_hint: and check it with validator: (an expression over value)",
+	},
 }
 
-// slotTypes are the slot types story-format.md §6 names.
-var slotTypes = []string{"string", "int", "bool", "enum", "float", "text"}
+// slotTypes are the slot types story-format.md §6 names, and list (a
+// JSON list, or comma-separated when typed).
+var slotTypes = []string{"string", "int", "bool", "enum", "float", "text", "list"}
+
+// typeAliases are the other spellings of world and slot types Kitsoki
+// accepts, by the type they mean.
+var typeAliases = map[string]string{
+	"str": "string", "integer": "int", "number": "float", "double": "float", "boolean": "bool",
+	"obj": "object", "dict": "object",
+}
+
+// canonType is a declared type with its alias resolved.
+func canonType(t string) string {
+	if c, ok := typeAliases[t]; ok {
+		return c
+	}
+	return t
+}
 
 // loadIntents reads an intents: mapping into dst. global marks the top-level
 // block, whose names must be unique across files.
@@ -338,8 +468,25 @@ func (l *loader) loadSlots(f *file, n *yaml.Node, base string, in *Intent) {
 			continue
 		}
 		strField(l, f, fs, path, "type", &s.Type)
+		s.Type = canonType(s.Type)
 		if t, ok := fs.get("type"); ok && s.Type != "" && !slices.Contains(slotTypes, s.Type) {
 			l.warnAt(f, t.val, joinPath(path, "type"), "unknown slot type %q%s", s.Type, didYouMean(s.Type, slotTypes))
+		}
+		if v, ok := fs.get("validator"); ok {
+			vp := joinPath(path, "validator")
+			d := deref(v.val)
+			if d == nil || d.Kind != yaml.ScalarNode || isNull(d) || strings.TrimSpace(d.Value) == "" {
+				l.errAt(f, d, vp, "validator: is an expression over value that must be true for the slot to be accepted (e.g. \"value != 'down'\"), got %s", kindNameOrNull(d))
+			} else {
+				s.ValidatorPos = l.pos(f, d)
+				l.addJob(func() (any, *Diagnostic) {
+					g, err := expr.CompileValidator(d.Value)
+					if err != nil {
+						return nil, compileDiag(f, d, vp, "invalid validator", err)
+					}
+					return g, nil
+				}, func(x any) { s.Validator = x.(*expr.Guard) })
+			}
 		}
 		boolField(l, f, fs, path, "required", &s.Required)
 		strField(l, f, fs, path, "description", &s.Description)
@@ -357,6 +504,9 @@ func (l *loader) loadSlots(f *file, n *yaml.Node, base string, in *Intent) {
 					s.Values = append(s.Values, x)
 				}
 			}
+		}
+		if syn, ok := fs.get("synonyms"); ok {
+			l.loadSlotSynonyms(f, syn.val, joinPath(path, "synonyms"), s)
 		}
 	}
 }
@@ -391,13 +541,25 @@ func (l *loader) loadExits(f *file, e entry) {
 	}
 }
 
+// InlineRoot is the name of a root state written inline under root:.
+const InlineRoot = "root"
+
 func (l *loader) loadRoot(f *file, e entry) {
 	if !l.once(f, e) {
 		return
 	}
 	d := deref(e.val)
 	if d != nil && d.Kind == yaml.MappingNode {
-		l.errAt(f, d, "root", "an inline root state is not supported yet; name a state declared under states:")
+		// An inline root state: a state named InlineRoot.
+		if l.st.States[InlineRoot] != nil {
+			l.errAt(f, d, "root", "the inline root state is named %q, and states: declares that name too; rename that state or name it in root:", InlineRoot)
+			return
+		}
+		s := &State{Name: InlineRoot, On: map[string][]*Arm{}, Pos: l.pos(f, d)}
+		l.st.States[InlineRoot] = s
+		l.stateOrder = append(l.stateOrder, InlineRoot)
+		l.loadState(f, d, "root", s)
+		l.rootRef = &nodeRef{f: f, n: d, path: "root", value: InlineRoot}
 		return
 	}
 	s, ok := l.str(f, e.val, "root")

@@ -23,6 +23,11 @@ type Pos struct {
 type Story struct {
 	Dir  string // absolute story directory (the root file's directory)
 	File string // absolute path of the root file
+	// ContentHash is "sha256:" and the hex SHA-256 of the story's YAML
+	// files (the root file and its includes, in load order, each as its
+	// slash path relative to Dir, its length and its bytes): what a
+	// resumed session compares to decide whether to replay-check.
+	ContentHash string
 	// Workspace is the directory every file the story reads stays inside:
 	// load-time files, and prompt files and schemas named at run time.
 	Workspace workspace.Root
@@ -47,6 +52,10 @@ type Story struct {
 	States    map[string]*State
 	// Routing is the routing: block (zero when absent).
 	Routing Routing
+	// OffPath is the off_path: overlay (nil when absent); MetaModes the
+	// meta_modes: ones by name (nil when none).
+	OffPath   *Overlay
+	MetaModes map[string]*Overlay
 
 	// Schemas holds every schema referenced by a literal with.schema path,
 	// compiled, keyed by the path as written (relative to Dir).
@@ -57,6 +66,9 @@ type Story struct {
 	// SchemaCompiler compiles schemas named by templated paths at run time,
 	// rooted in Dir like the load-time ones.
 	SchemaCompiler *schema.Compiler
+	// importCompilers compile the schemas of imported stories, each rooted
+	// in its own story directory.
+	importCompilers map[string]*schema.Compiler
 
 	// Secrets are the values substituted from ${VAR} in agent_plugins,
 	// host_plugins, providers and host.run's with.env; the trace writer
@@ -73,6 +85,9 @@ type App struct {
 	Title   string
 	Author  string
 	License string
+	// Context (app.context:) is the story's domain text, put before every
+	// agent's system prompt and the router's prompt.
+	Context string
 }
 
 // Persona is an agents: entry, picked by with.agent on a host.agent.* invoke.
@@ -114,6 +129,11 @@ type Slot struct {
 	Examples    []string
 	Prompt      string
 	FormatHint  string
+	Synonyms    []SlotSynonym // an enum slot's synonyms:, value by value
+	// Validator (validator:) must be true, with value bound to the slot's
+	// value, for the slot to be accepted; nil when absent.
+	Validator    *expr.Guard
+	ValidatorPos Pos
 }
 
 // Exit is an exits: entry, the target of "@exit:<name>".
@@ -139,12 +159,63 @@ type State struct {
 	Exit          string // for __exit__<name> states: the exit name
 	Intents       map[string]*Intent
 	RelevantWorld []string
+	// RelevantSlots are slot names (of the intents the state can take)
+	// that a surface shows next to the state, like RelevantWorld.
+	RelevantSlots []string
 	// DefaultIntent is the free-text sink of a conversational state: the
 	// intent whose one required string slot (DefaultSlot) gets whatever
 	// free text no earlier tier resolved.
 	DefaultIntent string
 	DefaultSlot   string
-	Pos           Pos
+	// WriteMode is write_mode: "" (open), WriteOpen or WriteReadOnly: the
+	// agents this room dispatches may not use mutating tools.
+	WriteMode string
+	// Decider is decider: "" (by the room's shape), DeciderHuman or
+	// DeciderLLM; see the orchestrator's execution modes.
+	Decider string
+	// DecisionGate is set when the room's shape makes it a decision gate:
+	// it has a forward intent (to another state, not an exit) that none
+	// of its own emit_intent effects fires.
+	DecisionGate bool
+	// InterceptDrive is "rest" when the room begins a multi-turn sub-flow
+	// that a prompt-intercept gate must drive to rest; "" otherwise. The
+	// engine's own turns do not read it.
+	InterceptDrive string
+	// Kind is KindAtomic (the default), KindCompound or KindParallel.
+	Kind string
+	// Children are the nested states: (full paths, declaration order);
+	// for a parallel state, its regions.
+	Children []string
+	// Initial is the child a compound state enters first (full path).
+	// When initial: is a template, InitialValue (a value template, {{ }})
+	// or InitialText (a text template with {% %} tags) is set instead and
+	// rendered on entry to a child name. InitialPos is where initial: is.
+	Initial      string
+	InitialValue *expr.Value
+	InitialText  *expr.Text
+	InitialPos   Pos
+	// OffRamp is the agent_off_ramp: entry (nil when absent or false).
+	OffRamp *OffRamp
+	// Mode is ModeConversational for an agent room, "" otherwise.
+	Mode string
+	// Timeout is the timeout: entry (nil when absent).
+	Timeout *Timeout
+	// Import is set on an import's wrapper state (imports.<alias>): a
+	// transition into it enters Import.Entry.
+	Import *Import
+	Pos    Pos
+}
+
+// Import is what an imports: entry folded into the story: the wrapper
+// state <alias> (whose on_enter writes world_in) and its entry state.
+type Import struct {
+	Alias   string
+	Source  string // the imported story's root file, relative to the story directory
+	Version string // version: as written (metadata, not enforced)
+	Entry   string // full path of the state a transition into the wrapper enters
+	// Intents maps the imported story's own intent names to their names
+	// here (<alias>__<name>), for emit_intent names rendered at run time.
+	Intents map[string]string
 }
 
 // Arm is one transition of an on: list.
@@ -167,7 +238,16 @@ type Arm struct {
 	Default   bool
 	Effects   []*Effect
 	GuardHint string
-	Pos       Pos
+	// View, when set, is shown at the end of the turn instead of the
+	// target's view (the arm's view:).
+	View *expr.Text
+	// NoHistory is push_history: false: taking the arm does not push the
+	// state it leaves onto the session's room history.
+	NoHistory bool
+	// Emit is the arm's emit: event names (nil when absent), sent to the
+	// sibling regions of a parallel state after its effects.
+	Emit *expr.Tree
+	Pos  Pos
 }
 
 // Effect is one effect item. At most one action (Set, Increment, Say,
@@ -178,11 +258,16 @@ type Effect struct {
 	Set       []SetItem // sorted by key
 	Increment []IncrementItem
 	Say       *expr.Text
-	Emit      *expr.Tree // emit: (later in the spec; kept for the trace)
+	Emit      *expr.Tree // emit: event names for the sibling regions of a parallel state
 	Invoke    *Invoke
 	// EmitIntent is the intent name (possibly a template); nil when absent.
 	EmitIntent *expr.Value
 	EmitSlots  map[string]*expr.Tree
+	// Target (inside on_complete: only) is the state the session moves to
+	// once the chain has run; TargetStay is target: "." (stay).
+	Target     string
+	TargetStay bool
+	TargetPos  Pos
 	Pos        Pos
 }
 
@@ -200,15 +285,25 @@ type IncrementItem struct {
 
 // Invoke is an invoke: effect.
 type Invoke struct {
-	Name      string     // handler, e.g. host.agent.decide
-	With      *expr.Tree // nil when absent; renders to map[string]any
-	Bind      []Bind     // sorted by world key
-	OnError   string     // resolved target state path, "" when absent
-	Once      bool
-	ID        string
-	Agent     string // agent_plugins alias, "" for the built-in path
-	Selection map[string]any
-	Pos       Pos
+	Name    string     // handler, e.g. host.agent.decide
+	With    *expr.Tree // nil when absent; renders to map[string]any
+	Bind    []Bind     // sorted by world key
+	OnError string     // resolved target state path, "" when absent
+	Once    bool
+	// ExternalSideEffect marks a call whose effect outside kitsoki cannot
+	// be undone or safely repeated: a resumed session does not issue it
+	// again when it was in flight at the crash (docs/runtime.md).
+	ExternalSideEffect bool
+	ID                 string      // the id: as written (the template source when templated)
+	IDTemplate         *expr.Value // a templated id:, rendered with with: (queued, then at dispatch); nil for a literal id
+	Agent              string      // agent_plugins alias, "" for the built-in path
+	Selection          map[string]any
+	// Background runs the call as a background job (background: true):
+	// the turn goes on, bind: job_id gets the job's id, and OnComplete
+	// runs when the job ends.
+	Background bool
+	OnComplete []*Effect
+	Pos        Pos
 }
 
 // Bind is one bind: entry. Exactly one of Path and Template is set.

@@ -193,11 +193,14 @@ func (l *loader) loadBaseView(f *file, n *yaml.Node, path, name string, doc *Vie
 	if filepath.Ext(name) != "" {
 		raw = "views/" + name
 	}
-	dir := filepath.Dir(f.abs)
+	dir, storyDir := filepath.Dir(f.abs), l.dir
+	if f.dir != "" {
+		storyDir = f.dir // an imported story's own views/
+	}
 	abs := filepath.Join(dir, filepath.FromSlash(raw))
-	if _, err := l.ws.Stat(abs); err != nil && dir != l.dir {
+	if _, err := l.ws.Stat(abs); err != nil && dir != storyDir {
 		// a room file under rooms/ names the story's views/
-		abs = filepath.Join(l.dir, filepath.FromSlash(raw))
+		abs = filepath.Join(storyDir, filepath.FromSlash(raw))
 	}
 	if _, err := l.ws.Stat(abs); errors.Is(err, fs.ErrNotExist) {
 		// No base of its own (an imported room's base is its host's):
@@ -217,6 +220,9 @@ func (l *loader) loadBaseView(f *file, n *yaml.Node, path, name string, doc *Vie
 	}
 	doc.NoBase = false
 	src := string(b)
+	for _, rename := range f.texts {
+		src = rename(src)
+	}
 	known := map[string]bool{}
 	type piece struct {
 		text    string

@@ -19,6 +19,12 @@ type file struct {
 
 	ws workspace.Root // where it is read from (its Read)
 
+	// An imported story's document (imports.go): dir is the directory its
+	// relative paths were written against, imported that it was folded.
+	dir      string
+	imported bool
+	texts    []func(string) string // renames for text read from the imported story's other files
+
 	linesOnce sync.Once
 	lines     []string // data split into lines on first use, by line
 
@@ -44,13 +50,13 @@ type entry struct {
 	key, val *yaml.Node
 }
 
-// keySpec lists the keys a mapping accepts: v1 keys are read, later keys
-// are accepted and ignored with a warning. laterPrefixes accepts (with a
-// warning) any key starting with one of them.
+// keySpec lists the keys a mapping accepts: v1 keys are read; refused holds
+// Kitsoki keys kitsoki does not run: each is a load error saying so and
+// what to do instead (the value). Any other key is an unknown-key error with
+// a suggestion; no key is accepted and ignored.
 type keySpec struct {
-	v1            []string
-	later         []string
-	laterPrefixes []string
+	v1      []string
+	refused map[string]string
 }
 
 func (l *loader) pos(f *file, n *yaml.Node) Pos {
@@ -236,7 +242,7 @@ func (fs fieldSet) at(name string) entry {
 }
 
 // fields checks the keys of mapping n against spec and returns the v1 ones.
-// Unknown keys are errors with a suggestion; later keys warnings.
+// Unknown keys are errors with a suggestion.
 func (l *loader) fields(f *file, n *yaml.Node, path string, spec *keySpec) (fieldSet, bool) {
 	fs, _, ok := l.fieldsU(f, n, path, spec)
 	return fs, ok
@@ -253,10 +259,11 @@ func (l *loader) fieldsU(f *file, n *yaml.Node, path string, spec *keySpec) (_ f
 		switch {
 		case slices.Contains(spec.v1, e.name):
 			out = append(out, e)
-		case slices.Contains(spec.later, e.name) || hasAnyPrefix(e.name, spec.laterPrefixes):
-			l.warnAt(f, e.key, joinPath(path, e.name), "%q is not supported yet and is ignored", e.name)
+		case spec.refused[e.name] != "":
+			l.errAt(f, e.key, joinPath(path, e.name), "%q is a Kitsoki key kitsoki does not support: %s", e.name, spec.refused[e.name])
+			unknown++ // already explains what is wrong
 		default:
-			cands := append(append([]string{}, spec.v1...), spec.later...)
+			cands := spec.v1
 			l.errAt(f, e.key, joinPath(path, e.name), "unknown key %q%s", e.name, didYouMean(e.name, cands))
 			unknown++
 		}
@@ -264,14 +271,6 @@ func (l *loader) fieldsU(f *file, n *yaml.Node, path string, spec *keySpec) (_ f
 	return fieldSet(out), unknown, true
 }
 
-func hasAnyPrefix(s string, prefixes []string) bool {
-	for _, p := range prefixes {
-		if strings.HasPrefix(s, p) {
-			return true
-		}
-	}
-	return false
-}
 
 // str reads a scalar as a string (null is ""). Numbers and booleans keep the
 // text they were written with.

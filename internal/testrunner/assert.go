@@ -11,6 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kitsoki/kitsoki/internal/agent/cassette"
+	"github.com/kitsoki/kitsoki/internal/inbox"
+	"github.com/kitsoki/kitsoki/internal/jobs"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 )
 
@@ -181,6 +183,8 @@ type turnView struct {
 	calls  []hostCall      // the calls host assertions count
 	all    []hostCall      // every call dispatched, answered or dropped
 	evs    []capturedEvent // the turn's trace events, as appended
+	inbox  inbox.Summary   // the session's inbox once the turn's jobs settled
+	jobs   []jobs.Info     // the session's background jobs then
 }
 
 // wantsWorldBefore reports whether the turn (or a then: block) compares
@@ -191,6 +195,17 @@ func (ts *TurnSpec) wantsWorldBefore() bool {
 	}
 	for _, b := range ts.Then {
 		if b.ExpectWorldUnchanged {
+			return true
+		}
+	}
+	return false
+}
+
+// wantsJobs reports whether the turn (or a then: block) checks the inbox
+// or the background jobs.
+func (ts *TurnSpec) wantsJobs() bool {
+	for _, b := range append([]*TurnSpec{ts}, ts.Then...) {
+		if b.ExpectInbox != nil || b.ExpectJobs != nil {
 			return true
 		}
 	}
@@ -281,7 +296,59 @@ func checkExpectations(ts *TurnSpec, tv turnView) []string {
 	}
 	fails = append(fails, checkHostCalls("expect_host_calls", ts.ExpectHostCalls, ts.ExpectNoHostCalls, tv.calls)...)
 	fails = append(fails, checkNoHostCallsOf("expect_no_host_calls", ts.NoHostCallsOf, tv.all)...)
+	fails = append(fails, checkInbox(ts.ExpectInbox, tv.inbox)...)
+	fails = append(fails, checkJobs(ts.ExpectJobs, tv.jobs)...)
 	return append(fails, checkEvents(ts.ExpectEvents, tv.evs)...)
+}
+
+// checkInbox compares expect_inbox with the inbox's unread notifications.
+func checkInbox(e *InboxExpect, got inbox.Summary) []string {
+	if e == nil {
+		return nil
+	}
+	var fails []string
+	if e.Unread != nil && *e.Unread != got.Unread {
+		fails = append(fails, fmt.Sprintf("expect_inbox.unread: got %d unread notification(s) [%s], want %d", got.Unread, strings.Join(got.Severities, " "), *e.Unread))
+	}
+	if e.NeedsAttention != nil && *e.NeedsAttention != got.NeedsAttention {
+		fails = append(fails, fmt.Sprintf("expect_inbox.needs_attention: got %d unread action_required notification(s), want %d", got.NeedsAttention, *e.NeedsAttention))
+	}
+	if e.HasSeverities {
+		want := slices.Clone(e.Severities)
+		slices.Sort(want)
+		if !slices.Equal(want, got.Severities) {
+			fails = append(fails, fmt.Sprintf("expect_inbox.severities: got [%s], want [%s] (the unread notifications' severities, sorted)",
+				strings.Join(got.Severities, " "), strings.Join(want, " ")))
+		}
+	}
+	return fails
+}
+
+// checkJobs compares expect_jobs with the session's background jobs.
+func checkJobs(e *JobsExpect, got []jobs.Info) []string {
+	if e == nil {
+		return nil
+	}
+	var fails []string
+	seen := make([]string, len(got))
+	counts := map[string]int{}
+	for i, j := range got {
+		seen[i] = j.ID + " " + j.Handler + " " + string(j.Status)
+		counts[string(j.Status)]++
+	}
+	list := strings.Join(seen, "; ")
+	if list == "" {
+		list = "none"
+	}
+	if e.Total != nil && *e.Total != len(got) {
+		fails = append(fails, fmt.Sprintf("expect_jobs.total: got %d job(s) (%s), want %d", len(got), list, *e.Total))
+	}
+	for _, k := range jobStatuses {
+		if want, ok := e.Counts[k]; ok && *want != counts[k] {
+			fails = append(fails, fmt.Sprintf("expect_jobs.%s: got %d %s job(s) (%s), want %d", k, counts[k], k, list, *want))
+		}
+	}
+	return fails
 }
 
 // checkEvents finds the expect_events entries in order among a turn's

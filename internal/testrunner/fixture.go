@@ -14,6 +14,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kitsoki/kitsoki/internal/agent/cassette"
+	"github.com/kitsoki/kitsoki/internal/inbox"
+	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/yamlnode"
 )
 
@@ -56,6 +58,12 @@ type Fixture struct {
 	// under test (the command's) must have that id.
 	AppID string
 
+	// Mode is the execution mode the flow runs in (mode:, "" = one_shot).
+	Mode string
+	// ExpectFiles are the expect_files: entries, checked when the flow
+	// ends.
+	ExpectFiles []FileExpect
+
 	// SkipReason is why the fixture is skipped ("" when it runs).
 	SkipReason string
 
@@ -69,6 +77,12 @@ type Fixture struct {
 	// resolved. It serves host.starlark.run's HTTP, replay only.
 	HTTPCassette, HTTPCassettePath string
 	httpCassetteAt                 yamlAt
+
+	// InspectCassette is starlark_inspect_cassette: as written;
+	// InspectCassettePath resolved. It answers host.starlark.run's
+	// ctx.probe calls.
+	InspectCassette, InspectCassettePath string
+	inspectCassetteAt                    yamlAt
 }
 
 // Stub is a host_handlers entry: a canned answer, optionally per call id
@@ -77,8 +91,8 @@ type Stub struct {
 	Envelope
 	Line, Col int // position of the stub's key in the fixture file
 	Delay     time.Duration
-	// Clarification is request_clarification: as written; a fixture with
-	// one is skipped (it needs background jobs).
+	// Clarification is request_clarification: the question the stub asks
+	// (as a background job) before it answers; "" for none.
 	Clarification string
 	ByCall        map[string]Envelope
 	ByOp          map[string]Envelope
@@ -125,11 +139,39 @@ type TurnSpec struct {
 	// flow ends, as the fixture-level key is; failures name the turn.
 	ExpectWorldFinal     map[string]any
 	ExpectWorldUnchanged bool // the turn leaves the world as it found it
-	// AdvanceClock moves the flow's fake clock forward after the turn.
+	// AdvanceClock moves the flow's fake clock forward after the turn;
+	// the timeouts then due fire before the turn's expectations are
+	// checked. A turn with advance_clock: and no intent only moves the
+	// clock.
 	AdvanceClock time.Duration
+	// WorldOverride (world_override:) is set into the world at the start
+	// of the turn, before its guards run.
+	WorldOverride map[string]any
 	// Then holds further expectation blocks checked after the turn, each
 	// like a turn's expect_* keys.
 	Then []*TurnSpec
+
+	// ExpectInbox and ExpectJobs check the session's inbox and background
+	// jobs once the turn's jobs have settled.
+	ExpectInbox *InboxExpect
+	ExpectJobs  *JobsExpect
+}
+
+// InboxExpect is expect_inbox: counts of the unread notifications and
+// their severities (sorted); nil fields are not checked.
+type InboxExpect struct {
+	Unread         *int
+	NeedsAttention *int
+	Severities     []string
+	HasSeverities  bool
+}
+
+// JobsExpect is expect_jobs: how many of the session's background jobs
+// there are (total) and how many are in each status; nil fields are not
+// checked.
+type JobsExpect struct {
+	Total  *int
+	Counts map[string]*int // running, awaiting_input, done, failed, cancelled
 }
 
 // EventExpect is one expect_events entry: a trace event of Kind (with
@@ -166,19 +208,19 @@ var (
 	fixtureKeys = []string{"test_kind", "description", "app", "initial_state", "initial_world", "host_handlers", "host_cassette", "turns",
 		"expect_terminal", "expect_no_errors", "expect_world_final", "expect_no_host_calls", "strict_cassette_coverage",
 		"expect_events_count_atleast", "expect_events_count_atmost", "starlark_http_cassette",
-		"host_bindings", "advance_clock",
+		"host_bindings", "advance_clock", "mode", "use_orchestrator", "expect_files", "starlark_inspect_cassette",
 		// [later]: parsed and ignored
-		"recording", "mode", "use_orchestrator", "starlark_*", "expect_files",
-		"expect_inbox", "expect_jobs"}
+		"recording", "starlark_*"}
 	turnKeys = []string{"intent", "expect_state", "expect_not_state", "expect_state_in", "expect_world", "expect_world_full",
 		"expect_slots", "expect_error", "expect_view_matches", "expect_no_view", "expect_host_calls", "expect_no_host_calls",
 		"expect_events", "expect_events_exact", "expect_world_final", "expect_world_unchanged", "advance_clock", "then",
-		// refused per fixture (SkipReason): free-text turns, world_override
-		"input", "world_override"}
+		"world_override", "expect_inbox", "expect_jobs",
+		// refused per fixture (SkipReason): free-text turns
+		"input"}
 	// thenKeys are what a then: block may hold: a turn's expectations.
 	thenKeys = []string{"expect_state", "expect_not_state", "expect_state_in", "expect_world", "expect_world_full",
 		"expect_slots", "expect_error", "expect_view_matches", "expect_no_view", "expect_host_calls", "expect_no_host_calls",
-		"expect_events", "expect_world_final", "expect_world_unchanged"}
+		"expect_events", "expect_world_final", "expect_world_unchanged", "expect_inbox", "expect_jobs"}
 	stubKeys     = []string{"data", "error", "infra_error", "delay", "by_call", "by_op", "request_clarification"}
 	envelopeKeys = []string{"data", "error", "infra_error", "delay"}
 )
@@ -282,17 +324,22 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 			fx.HTTPCassettePath = filepath.Join(dir, fx.HTTPCassettePath)
 		}
 	}
+	if fx.InspectCassette, err = yamlnode.Str(m, "starlark_inspect_cassette", "fixture"); err != nil {
+		return nil, err
+	}
+	if fx.InspectCassette != "" {
+		fx.inspectCassetteAt = at(m["starlark_inspect_cassette"])
+		fx.InspectCassettePath = filepath.FromSlash(fx.InspectCassette)
+		if !filepath.IsAbs(fx.InspectCassettePath) {
+			fx.InspectCassettePath = filepath.Join(dir, fx.InspectCassettePath)
+		}
+	}
 	if hn, ok := m["host_handlers"]; ok && hn.Tag != "!!null" {
 		if fx.HostCassette != "" {
 			return nil, fmt.Errorf("line %d: host_cassette and host_handlers are mutually exclusive", hn.Line)
 		}
 		if fx.HostHandlers, err = parseStubs(hn, file); err != nil {
 			return nil, err
-		}
-		for _, name := range sortedKeys(fx.HostHandlers) {
-			if st := fx.HostHandlers[name]; st.Clarification != "" && fx.SkipReason == "" {
-				fx.SkipReason = fmt.Sprintf("host_handlers.%s uses request_clarification:, which needs background jobs this version does not run yet", name)
-			}
 		}
 	}
 	if bn, ok := m["host_bindings"]; ok && bn.Tag != "!!null" {
@@ -327,6 +374,26 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 		}
 		*dst = &n
 	}
+	if fx.Mode, err = yamlnode.Str(m, "mode", "fixture"); err != nil {
+		return nil, err
+	}
+	if err := orchestrator.CheckExecMode(fx.Mode); err != nil {
+		return nil, bindingErr(file, m["mode"], "fixture.mode: %v", err)
+	}
+	if un, ok := m["use_orchestrator"]; ok && un.Tag != "!!null" {
+		use, err := boolField(m, "use_orchestrator", "fixture")
+		if err != nil {
+			return nil, err
+		}
+		if !use {
+			return nil, bindingErr(file, un, "fixture.use_orchestrator: false is not supported: kitsoki runs every flow through the orchestrator (with its fake clock and host stubs); remove the key")
+		}
+	}
+	if en, ok := m["expect_files"]; ok && en.Tag != "!!null" {
+		if fx.ExpectFiles, err = parseExpectFiles(en, file); err != nil {
+			return nil, err
+		}
+	}
 	if _, ok := m["recording"]; ok {
 		fx.SkipReason = "uses recording:, which this version does not run yet"
 	}
@@ -342,9 +409,6 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 			}
 			if ts.Input != "" && fx.SkipReason == "" {
 				fx.SkipReason = fmt.Sprintf("turn %d is a free-text input: turn, which this version does not route yet", i+1)
-			}
-			if _, ok := fieldsOf(t)["world_override"]; ok && fx.SkipReason == "" {
-				fx.SkipReason = fmt.Sprintf("turn %d uses world_override:, which this version does not support", i+1)
 			}
 			if ts.AdvanceClock > 0 {
 				fx.AdvanceClock = true
@@ -595,8 +659,11 @@ func parseTurn(n *yaml.Node, i int, file string) (*TurnSpec, error) {
 	if ts.Input, err = yamlnode.Str(m, "input", where); err != nil {
 		return nil, err
 	}
-	if ts.Intent == "" && ts.Input == "" {
-		return nil, fmt.Errorf("line %d: %s: intent: {name, slots} is required", n.Line, where)
+	if ts.WorldOverride, _, err = yamlnode.Mapping(m, "world_override", where); err != nil {
+		return nil, err
+	}
+	if ts.Intent == "" && ts.Input == "" && ts.AdvanceClock == 0 {
+		return nil, fmt.Errorf("line %d: %s: intent: {name, slots} is required (or advance_clock: alone, for a turn that only moves the clock)", n.Line, where)
 	}
 	if err := parseExpectations(m, where, file, ts); err != nil {
 		return nil, err
@@ -685,6 +752,16 @@ func parseExpectations(m map[string]*yaml.Node, where, file string, ts *TurnSpec
 				hc.HasTime = true
 			}
 			ts.ExpectHostCalls = append(ts.ExpectHostCalls, hc)
+		}
+	}
+	if in, ok := m["expect_inbox"]; ok && in.Tag != "!!null" {
+		if ts.ExpectInbox, err = parseExpectInbox(in, where+".expect_inbox", file); err != nil {
+			return err
+		}
+	}
+	if jn, ok := m["expect_jobs"]; ok && jn.Tag != "!!null" {
+		if ts.ExpectJobs, err = parseExpectJobs(jn, where+".expect_jobs", file); err != nil {
+			return err
 		}
 	}
 	if en, ok := m["expect_events_exact"]; ok {
@@ -794,4 +871,126 @@ func parseExpectError(n *yaml.Node, where string) (*ExpectError, error) {
 		}
 	}
 	return ee, nil
+}
+
+// count reads a whole number >= 0 for an expect_inbox / expect_jobs key.
+func count(m map[string]*yaml.Node, key, where, file string) (*int, error) {
+	v, ok := m[key]
+	if !ok || v.Tag == "!!null" {
+		return nil, nil
+	}
+	var n int
+	if v.Kind != yaml.ScalarNode || v.Decode(&n) != nil || n < 0 {
+		return nil, bindingErr(file, v, "%s.%s must be a whole number >= 0, got %q", where, key, v.Value)
+	}
+	return &n, nil
+}
+
+func parseExpectInbox(n *yaml.Node, where, file string) (*InboxExpect, error) {
+	m, err := fields(n, where, "unread", "needs_attention", "severities")
+	if err != nil {
+		return nil, err
+	}
+	e := &InboxExpect{}
+	if e.Unread, err = count(m, "unread", where, file); err != nil {
+		return nil, err
+	}
+	if e.NeedsAttention, err = count(m, "needs_attention", where, file); err != nil {
+		return nil, err
+	}
+	if sn, ok := m["severities"]; ok && sn.Tag != "!!null" {
+		if sn.Kind != yaml.SequenceNode || sn.Decode(&e.Severities) != nil {
+			return nil, bindingErr(file, sn, "%s.severities must be a list of severities (info, success, warn, error, action_required)", where)
+		}
+		for i, sev := range e.Severities {
+			if err := inbox.CheckSeverity(sev); err != nil {
+				return nil, bindingErr(file, sn.Content[i], "%s.severities[%d]: %v", where, i, err)
+			}
+		}
+		if e.Severities == nil {
+			e.Severities = []string{}
+		}
+		e.HasSeverities = true
+	}
+	return e, nil
+}
+
+// jobStatuses are the keys of expect_jobs besides total.
+var jobStatuses = []string{"running", "awaiting_input", "done", "failed", "cancelled"}
+
+func parseExpectJobs(n *yaml.Node, where, file string) (*JobsExpect, error) {
+	m, err := fields(n, where, append([]string{"total"}, jobStatuses...)...)
+	if err != nil {
+		return nil, err
+	}
+	e := &JobsExpect{Counts: map[string]*int{}}
+	if e.Total, err = count(m, "total", where, file); err != nil {
+		return nil, err
+	}
+	for _, k := range jobStatuses {
+		c, err := count(m, k, where, file)
+		if err != nil {
+			return nil, err
+		}
+		if c != nil {
+			e.Counts[k] = c
+		}
+	}
+	return e, nil
+}
+
+// FileExpect is one expect_files: entry: the file at Path (relative to the
+// fixture's directory) exists and, with ContentMatches, its text matches;
+// or, with MustNotExist, it does not exist.
+type FileExpect struct {
+	Path           string
+	Abs            string // resolved against the fixture's directory
+	ContentMatches *regexp.Regexp
+	MustNotExist   bool
+	at             yamlAt
+}
+
+// parseExpectFiles reads expect_files: a list of {path, content_matches,
+// must_not_exist}.
+func parseExpectFiles(n *yaml.Node, file string) ([]FileExpect, error) {
+	if n.Kind != yaml.SequenceNode {
+		return nil, bindingErr(file, n, "fixture.expect_files must be a list of {path, content_matches, must_not_exist}, got %s", yamlnode.KindName(n))
+	}
+	dir := filepath.Dir(file)
+	out := make([]FileExpect, 0, len(n.Content))
+	for i, en := range n.Content {
+		where := fmt.Sprintf("fixture.expect_files[%d]", i)
+		m, err := fields(en, where, "path", "content_matches", "must_not_exist")
+		if err != nil {
+			return nil, err
+		}
+		fe := FileExpect{at: at(en)}
+		if fe.Path, err = yamlnode.Str(m, "path", where); err != nil {
+			return nil, err
+		}
+		if fe.Path == "" {
+			return nil, bindingErr(file, en, "%s: path is required (relative to the fixture's directory)", where)
+		}
+		fe.Abs = filepath.FromSlash(fe.Path)
+		if !filepath.IsAbs(fe.Abs) {
+			fe.Abs = filepath.Join(dir, fe.Abs)
+		}
+		rx, err := yamlnode.Str(m, "content_matches", where)
+		if err != nil {
+			return nil, err
+		}
+		if rx != "" {
+			if fe.ContentMatches, err = regexp.Compile(rx); err != nil {
+				return nil, bindingErr(file, m["content_matches"], "%s.content_matches: %v", where, err)
+			}
+		}
+		if fe.MustNotExist, err = boolField(m, "must_not_exist", where); err != nil {
+			return nil, err
+		}
+		if fe.MustNotExist && fe.ContentMatches != nil {
+			return nil, bindingErr(file, en, "%s: must_not_exist: true cannot be combined with content_matches:", where)
+		}
+		out = append(out, fe)
+	}
+	return out, nil
 }

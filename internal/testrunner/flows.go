@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -17,8 +18,10 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agent/cassette"
 	"github.com/kitsoki/kitsoki/internal/cassette/replay"
 	"github.com/kitsoki/kitsoki/internal/clock"
+	"github.com/kitsoki/kitsoki/internal/expr"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/hosts/starlark"
+	"github.com/kitsoki/kitsoki/internal/jobs"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/secret"
@@ -55,6 +58,8 @@ type TurnResult struct {
 	NewState  string
 	View      string
 	Events    []trace.Event // the turn's trace events, with WithEvents
+
+	traceTurns []int64 // the trace turns the fixture turn wrote (its own, then delivered job turns)
 }
 
 // SessionIndex is the TurnIndex of the session checks.
@@ -64,13 +69,14 @@ const SessionIndex = -1
 type FlowOption func(*flowConfig)
 
 type flowConfig struct {
-	getenv     func(string) string
-	workspace  string // --workspace; "" = the workspace of each fixture's story
-	logger     *slog.Logger
-	keepEvents bool
-	keepTrace  bool
-	strict     bool
-	start      time.Time
+	getenv      func(string) string
+	workspace   string   // --workspace; "" = the workspace of each fixture's story
+	storiesPath []string // --stories-path: where @kitsoki/NAME imports are looked up first
+	logger      *slog.Logger
+	keepEvents  bool
+	keepTrace   bool
+	strict      bool
+	start       time.Time
 }
 
 // WithFlowGetenv sets how KITSOKI_CASSETTE_* are read (default os.Getenv).
@@ -145,7 +151,7 @@ func (r *Runner) story(path, ws string) (*story.Story, error) {
 	if st, ok := r.stories[abs]; ok {
 		return st, nil
 	}
-	st, err := story.Load(abs, story.WithWorkspace(ws), story.WithStubbedHosts()) // fixtures may stub handlers kitsoki does not build
+	st, err := story.Load(abs, story.WithWorkspace(ws), story.WithStubbedHosts(), story.WithStoriesPath(r.cfg.storiesPath...)) // fixtures may stub handlers kitsoki does not build
 	if err != nil {
 		return nil, err
 	}
@@ -164,6 +170,8 @@ type Flow struct {
 	clk *clock.Fake
 
 	httpCassette *starlark.Cassette // starlark_http_cassette:, nil without
+	// inspectCassette is starlark_inspect_cassette:, nil without.
+	inspectCassette *starlark.InspectCassette
 }
 
 // Prepare loads what a fixture needs and checks it against its story. An
@@ -221,6 +229,13 @@ func (r *Runner) Prepare(fx *Fixture) (*Flow, error) {
 			return nil, fmt.Errorf("%s: starlark_http_cassette: %w", fx.Name, err)
 		}
 		f.httpCassette = c
+	}
+	if fx.InspectCassettePath != "" {
+		c, err := starlark.LoadInspectCassette(fx.InspectCassettePath)
+		if err != nil {
+			return nil, fmt.Errorf("%s: starlark_inspect_cassette: %w", fx.Name, err)
+		}
+		f.inspectCassette = c
 	}
 	return f, nil
 }
@@ -335,12 +350,15 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 	// Flows replay cassettes recorded against the story's own routes, so
 	// pins do not apply.
 	cfg := runtime.Config{Logger: logger, Clock: f.clk, Trace: runtime.Trace{Sink: sink}, IgnorePins: true,
-		Session: &runtime.Session{ID: "flow", Root: root, World: replay.CopyMap(fx.InitialWorld)}}
+		Session: &runtime.Session{ID: "flow", Root: root, World: replay.CopyMap(fx.InitialWorld), ExecMode: fx.Mode}}
 	if f.Cassette != nil {
 		cfg.Cassette = f.Cassette
 	}
 	if f.httpCassette != nil {
 		cfg.Starlark.HTTP = f.httpCassette.Client(nil)
+	}
+	if f.inspectCassette != nil {
+		cfg.Starlark.Probe = f.inspectCassette
 	}
 	rt, err := runtime.Open(st, cfg)
 	if err != nil {
@@ -352,7 +370,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 	// Host calls are dispatched only when the fixture says how to answer
 	// them; otherwise they are dropped (answered with nothing), as Kitsoki
 	// does, so older fixtures keep passing.
-	dispatch := f.Cassette != nil || fx.HostHandlers != nil || fx.AdvanceClock || f.httpCassette != nil
+	dispatch := f.Cassette != nil || fx.HostHandlers != nil || fx.AdvanceClock || f.httpCassette != nil || f.inspectCassette != nil
 	if f.Cassette == nil && fx.HostHandlers != nil {
 		for _, name := range sortedKeys(fx.HostHandlers) {
 			hd := &stubHandler{stub: fx.HostHandlers[name], clk: f.clk, name: name}
@@ -403,16 +421,50 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 		if ts.wantsWorldBefore() {
 			before = replay.CopyMap(sess.World())
 		}
-		out, err := sess.Turn(ctx, ts.Intent, replay.CopyMap(ts.Slots), "")
+		if ts.WorldOverride != nil {
+			if err := sess.OverrideWorld(replay.CopyMap(ts.WorldOverride)); err != nil {
+				res.Turns = append(res.Turns, TurnResult{TurnIndex: i, NewState: sess.State(), Failures: []string{"world_override: " + err.Error()}})
+				break
+			}
+		}
+		var out *orchestrator.Outcome
+		var err error
+		if ts.Intent == "" && ts.Input == "" {
+			out = &orchestrator.Outcome{Outcome: orchestrator.OutcomeTransitioned, From: sess.State(), State: sess.State()}
+		} else {
+			slots, serr := renderSlots(ts.Slots, sess.World())
+			if serr != nil {
+				res.Turns = append(res.Turns, TurnResult{TurnIndex: i, NewState: sess.State(), Failures: []string{fmt.Sprintf("turns[%d].intent.slots.%v", i, serr)}})
+				break
+			}
+			out, err = sess.Turn(ctx, ts.Intent, slots, "")
+		}
 		if err != nil {
 			res.Turns = append(res.Turns, TurnResult{TurnIndex: i, NewState: sess.State(), Failures: []string{"trace: " + err.Error()}})
 			break
 		}
+		// Background jobs settle (each finished, parked on the flow's
+		// clock or waiting for an answer) and what they did is delivered,
+		// before and after the clock moves: the clock decides, never the
+		// machine's load.
+		jobOuts, err := f.settle(ctx, sess, ts.AdvanceClock)
+		if err != nil {
+			res.Turns = append(res.Turns, TurnResult{TurnIndex: i, NewState: sess.State(), Failures: []string{err.Error()}})
+			break
+		}
+		out = withJobs(out, jobOuts)
 		if ts.AdvanceClock > 0 {
-			f.clk.Advance(ts.AdvanceClock)
+			// Timeouts due once the clock moved fire, each as its own turn.
+			if out, err = tick(ctx, sess, out); err != nil {
+				res.Turns = append(res.Turns, TurnResult{TurnIndex: i, NewState: sess.State(), Failures: []string{"trace: " + err.Error()}})
+				break
+			}
 		}
 		evs := sink.events[mark:]
 		tv := turnView{out: out, world: sess.World(), before: before, slots: acceptedSlots(evs), evs: evs, all: dispatched(evs)}
+		if ts.wantsJobs() {
+			tv.inbox, tv.jobs = sess.Inbox().Summary(), sess.Jobs().List()
+		}
 		everyCall = append(everyCall, tv.all...)
 		if dispatch {
 			for _, c := range tv.all {
@@ -435,12 +487,16 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 		for _, e := range out.HostErrors {
 			hostErrs = append(hostErrs, e.Error())
 		}
-		res.Turns = append(res.Turns, TurnResult{TurnIndex: i, Passed: len(fails) == 0, Failures: fails, NewState: out.State, View: out.View})
+		tr := TurnResult{TurnIndex: i, Passed: len(fails) == 0, Failures: fails, NewState: out.State, View: out.View}
+		if f.cfg.keepEvents {
+			tr.traceTurns = traceTurns(evs)
+		}
+		res.Turns = append(res.Turns, tr)
 	}
 
 	var sfails []string
 	if fx.ExpectTerminal {
-		if s := st.States[sess.State()]; s == nil || !s.Terminal {
+		if done, _ := sess.Done(); !done {
 			sfails = append(sfails, fmt.Sprintf("expect_terminal: state %q is not terminal", sess.State()))
 		}
 	}
@@ -465,6 +521,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 			}
 		}
 	}
+	sfails = append(sfails, checkFiles(fx.ExpectFiles)...)
 	sfails = append(sfails, checkHostCalls("expect_host_calls", nil, fx.ExpectNoHostCalls, allCalls)...)
 	sfails = append(sfails, checkNoHostCallsOf("expect_no_host_calls", fx.NoHostCallsOf, everyCall)...)
 	if n, lo := len(sink.events)-seeded, fx.ExpectEventsAtLeast; lo != nil && n < *lo {
@@ -521,9 +578,13 @@ func (f *Flow) finish(res *FlowResult, mem *trace.MemSink) *FlowResult {
 			for _, ev := range evs {
 				byTurn[ev.Turn] = append(byTurn[ev.Turn], ev)
 			}
+			// A fixture turn's events are its own trace turn's and those of
+			// the background-job turns delivered after it.
 			for i := range res.Turns {
 				if t := &res.Turns[i]; t.TurnIndex >= 0 {
-					t.Events = byTurn[int64(t.TurnIndex+1)]
+					for _, n := range t.traceTurns {
+						t.Events = append(t.Events, byTurn[n]...)
+					}
 				}
 			}
 		}
@@ -558,6 +619,92 @@ func dispatched(evs []capturedEvent) []hostCall {
 	return out
 }
 
+// settle lets the session's background jobs settle and delivers what they
+// did, then, when the turn has advance_clock:, moves the flow's clock and
+// does it again.
+func (f *Flow) settle(ctx context.Context, sess *orchestrator.Session, advance time.Duration) ([]*orchestrator.Outcome, error) {
+	outs, err := sess.Settle(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("background jobs: %w", err)
+	}
+	if advance > 0 {
+		f.clk.Advance(advance)
+		more, err := sess.Settle(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("background jobs after advance_clock %s: %w", advance, err)
+		}
+		outs = append(outs, more...)
+	}
+	return outs, nil
+}
+
+// withJobs folds the job turns delivered after a user turn into its
+// outcome: the state, view and done-ness are the last turn's; says and
+// host errors add up; a fault in a job turn is the turn's error.
+func withJobs(out *orchestrator.Outcome, jobOuts []*orchestrator.Outcome) *orchestrator.Outcome {
+	if len(jobOuts) == 0 {
+		return out
+	}
+	m := *out
+	m.Says = slices.Clone(out.Says)
+	m.HostErrors = slices.Clone(out.HostErrors)
+	for _, j := range jobOuts {
+		m.Says = append(m.Says, j.Says...)
+		m.HostErrors = append(m.HostErrors, j.HostErrors...)
+		m.Handled = append(m.Handled, j.Handled...)
+		if j.Outcome == orchestrator.OutcomeError && m.Outcome != orchestrator.OutcomeError {
+			m.Outcome, m.Err = orchestrator.OutcomeError, fmt.Errorf("background job %s: %w", j.Job, j.Err)
+		}
+	}
+	last := jobOuts[len(jobOuts)-1]
+	m.State, m.Done, m.Exit = last.State, last.Done, last.Exit
+	if last.Outcome != orchestrator.OutcomeError {
+		m.View = last.View
+	}
+	return &m
+}
+
+// traceTurns lists the trace turn numbers of evs, in order.
+func traceTurns(evs []capturedEvent) []int64 {
+	var out []int64
+	for _, ev := range evs {
+		if len(out) == 0 || out[len(out)-1] != ev.Turn {
+			out = append(out, ev.Turn)
+		}
+	}
+	return out
+}
+
+// renderSlots renders the {{ }} templates among a turn's slot values
+// against the world as the turn finds it (job_id: "{{ world.last_job_id }}").
+func renderSlots(slots map[string]any, world map[string]any) (map[string]any, error) {
+	out := replay.CopyMap(slots)
+	templated := false
+	for _, v := range out {
+		if src, ok := v.(string); ok && strings.Contains(src, "{{") {
+			templated = true
+			break
+		}
+	}
+	if !templated {
+		return out, nil
+	}
+	for _, k := range sortedKeys(out) {
+		src, ok := out[k].(string)
+		if !ok || !strings.Contains(src, "{{") {
+			continue
+		}
+		v, err := expr.CompileValue(src)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+		if out[k], err = v.Eval(expr.Env{"world": world}); err != nil {
+			return nil, fmt.Errorf("%s: %q: %w", k, src, err)
+		}
+	}
+	return out, nil
+}
+
 // stubHandler answers a host_handlers entry.
 type stubHandler struct {
 	name string
@@ -574,7 +721,19 @@ func (s *stubHandler) Invoke(ctx context.Context, call *host.Call) (*host.Result
 	if env.HasDelay { // a by_call/by_op entry's own delay
 		delay = env.Delay
 	}
-	if err := cassette.SleepOn(ctx, s.clk, delay, "host_handlers."+s.name); err != nil {
+	if s.stub.Clarification != "" {
+		// As a background job: ask, and wait (on the flow's clock) for the
+		// answer a later turn gives with host.jobs.answer_clarification.
+		if _, err := jobs.RequestClarification(ctx, jobs.Question{Prompt: s.stub.Clarification}); err != nil {
+			return nil, fmt.Errorf("host_handlers.%s: %w", s.name, err)
+		}
+	}
+	if jobs.InJob(ctx) {
+		// A background job parks on the flow's clock: advance_clock wakes it.
+		if err := jobs.Sleep(ctx, delay); err != nil {
+			return nil, fmt.Errorf("host_handlers.%s: delay %s: %w", s.name, delay, err)
+		}
+	} else if err := cassette.SleepOn(ctx, s.clk, delay, "host_handlers."+s.name); err != nil {
 		return nil, err
 	}
 	if env.InfraError != "" {
@@ -656,4 +815,22 @@ func LoadFixtures(appPath, glob string) ([]*Fixture, error) {
 		out = append(out, fxs...)
 	}
 	return out, nil
+}
+
+// tick fires the timeouts due once a turn moved the clock; the turn's
+// outcome then reports where they left the session (its rejection and host
+// errors stay).
+func tick(ctx context.Context, sess *orchestrator.Session, out *orchestrator.Outcome) (*orchestrator.Outcome, error) {
+	fired, err := sess.Tick(ctx)
+	if err != nil || fired == nil {
+		return out, err
+	}
+	merged := *out
+	merged.State, merged.View, merged.Done, merged.Exit = fired.State, fired.View, fired.Done, fired.Exit
+	merged.Says = append(append([]string(nil), out.Says...), fired.Says...)
+	merged.HostErrors = append(append([]error(nil), out.HostErrors...), fired.HostErrors...)
+	if fired.Outcome == orchestrator.OutcomeError && out.Outcome != orchestrator.OutcomeError {
+		merged.Outcome, merged.Err = fired.Outcome, fired.Err
+	}
+	return &merged, nil
 }

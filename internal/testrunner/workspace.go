@@ -22,6 +22,12 @@ func WithFlowWorkspace(dir string) FlowOption {
 	return func(c *flowConfig) { c.workspace = dir }
 }
 
+// WithStoriesPath puts dirs first on the search path of the stories'
+// @kitsoki/NAME imports (the --stories-path flag; see story.WithStoriesPath).
+func WithStoriesPath(dirs ...string) FlowOption {
+	return func(c *flowConfig) { c.storiesPath = append(c.storiesPath, dirs...) }
+}
+
 // yamlAt is where a fixture key's value is written (1-based; 0 = unknown).
 type yamlAt struct{ line, col int }
 
@@ -80,6 +86,16 @@ func (r *Runner) confine(fx *Fixture) (string, error) {
 	if fx.HTTPCassettePath != "" {
 		if err := check(fx.HTTPCassettePath); err != nil {
 			return "", fmt.Errorf("%s: starlark_http_cassette: %w", fx.httpCassetteAt.where(fx.File), renamed(err, fx.HTTPCassette))
+		}
+	}
+	if fx.InspectCassettePath != "" {
+		if err := check(fx.InspectCassettePath); err != nil {
+			return "", fmt.Errorf("%s: starlark_inspect_cassette: %w", fx.inspectCassetteAt.where(fx.File), renamed(err, fx.InspectCassette))
+		}
+	}
+	for i, fe := range fx.ExpectFiles {
+		if err := check(fe.Abs); err != nil {
+			return "", fmt.Errorf("%s: expect_files[%d].path: %w", fe.at.where(fx.File), i, renamed(err, fe.Path))
 		}
 	}
 	return storyWS, nil

@@ -60,7 +60,7 @@ func TestDurabilityUnderSIGKILL(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	path := filepath.Join(t.TempDir(), "trace.jsonl")
-	header := strings.TrimSuffix(string(headerLine(t0)), "\n")
+	header := strings.TrimSuffix(string(headerLine(t0, HeaderInfo{})), "\n")
 	header += strings.Repeat(" ", lineSize-len(header)-1) + "\n"
 	if err := os.WriteFile(path, []byte(header), 0o600); err != nil {
 		t.Fatal(err)

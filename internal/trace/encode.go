@@ -333,10 +333,28 @@ func isValidNumber(s string) bool {
 }
 
 // headerLine is line 1 of every trace file.
-func headerLine(now time.Time) []byte {
+func headerLine(now time.Time, h HeaderInfo) []byte {
 	b := []byte(`{"kind":"session.header","schema_version":`)
 	b = strconv.AppendInt(b, SchemaVersion, 10)
 	b = append(b, `,"written_at":"`...)
 	b = now.UTC().AppendFormat(b, time.RFC3339Nano)
-	return append(b, "\"}\n"...)
+	b = append(b, '"')
+	for _, f := range []struct{ k, v string }{
+		{"app_id", h.AppID}, {"story_path", h.StoryPath}, {"story_hash", h.StoryHash},
+		{"kitsoki_version", h.KitsokiVersion}, {"session_id", h.SessionID}, {"forked_from", h.ForkedFrom},
+	} {
+		if f.v == "" {
+			continue
+		}
+		b = append(b, ',', '"')
+		b = append(b, f.k...)
+		b = append(b, '"', ':')
+		v, _ := json.Marshal(f.v)
+		b = append(b, v...)
+	}
+	if h.ForkedAtTurn > 0 {
+		b = append(b, `,"forked_at_turn":`...)
+		b = strconv.AppendInt(b, h.ForkedAtTurn, 10)
+	}
+	return append(b, "}\n"...)
 }

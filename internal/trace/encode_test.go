@@ -140,3 +140,81 @@ func TestIsValidNumber(t *testing.T) {
 		}
 	}
 }
+
+// A map met twice in one payload is written twice as encoding/json writes
+// it; one changed between two lines is written as it is now.
+func TestRepeatedObjectsEncodeLikeEncodingJSON(t *testing.T) {
+	sub := map[string]any{"decision": "approve", "reason": "<ok> & fine", "n": 2.5, "tags": []any{"a"}, "nested": map[string]any{"k": 1}}
+	small := map[string]any{"x": 1}
+	values := map[string]any{
+		"submission": sub, "submitted": sub, "list": []any{sub, small, small},
+		"deeper": map[string]any{"again": sub}, "small": small,
+	}
+	enc := newPayloadEncoder(nil)
+	for round := range 2 {
+		got, err := enc.encode(nil, values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("round %d:\n got %s\nwant %s", round, got, want)
+		}
+		typed, err := enc.encodeTyped(nil, HarnessReturned{Namespace: "host.agent.decide", Data: map[string]any{"submission": sub, "submitted": sub, "ok": true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantTyped, _ := json.Marshal(map[string]any{"data": map[string]any{"submission": sub, "submitted": sub, "ok": true}, "namespace": "host.agent.decide"})
+		if string(typed) != string(wantTyped) {
+			t.Errorf("round %d, typed:\n got %s\nwant %s", round, typed, wantTyped)
+		}
+		sub["reason"], sub["extra"] = "changed", true // the next round sees the change
+	}
+	if len(enc.seen) != 0 {
+		t.Errorf("the encoder still holds %d of the caller's maps", len(enc.seen))
+	}
+}
+
+// The remembered key order of a map is used only while the map has those
+// very keys: a map changed between lines (values, a key swapped for
+// another at the same length, keys added or removed) is written as
+// encoding/json writes it now.
+func TestRememberedKeyOrderFollowsChanges(t *testing.T) {
+	m := map[string]any{"a": 1, "b": 2, "c": 3, "d": 4}
+	changes := []func(){
+		func() {},
+		func() { m["a"] = "changed" },
+		func() { delete(m, "b"); m["e"] = 5 },       // same length, other keys
+		func() { delete(m, "a"); m["0"] = "first" }, // a new first key
+		func() { m["f"] = []any{1} },
+		func() { delete(m, "c"); delete(m, "d") },
+	}
+	enc := newPayloadEncoder(nil)
+	others := make([]map[string]any, keyOrderSlots+2) // push m's order out and back
+	for i := range others {
+		others[i] = map[string]any{"w": i, "x": i, "y": i, "z": i}
+	}
+	for i, change := range changes {
+		change()
+		evict := others[:0]
+		if i == 3 { // m's order pushed out, then remembered afresh
+			evict = others
+		}
+		for _, o := range evict {
+			if _, err := enc.encode(nil, map[string]any{"o": o}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := enc.encode(nil, map[string]any{"m": m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(map[string]any{"m": m})
+		if string(got) != string(want) {
+			t.Errorf("change %d:\n got %s\nwant %s", i, got, want)
+		}
+	}
+}

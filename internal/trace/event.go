@@ -28,6 +28,7 @@ const (
 	KindMachineStateExited      = "machine.state_exited"
 	KindMachineStateEntered     = "machine.state_entered"
 	KindMachineError            = "machine.error"
+	KindMachineTimeout          = "machine.timeout"
 	KindWorldUpdate             = "world.update"
 	KindHarnessCalled           = "harness.called"
 	KindHarnessDispatched       = "harness.dispatched"
@@ -36,6 +37,9 @@ const (
 	KindAgentCallStart          = "agent.call.start"
 	KindAgentCallComplete       = "agent.call.complete"
 	KindAgentCallError          = "agent.call.error"
+	KindJobStarted              = "job.started"
+	KindJobAwaitingInput        = "job.awaiting_input"
+	KindJobCompleted            = "job.completed"
 )
 
 // KindSessionStory is the turn-0 event in which Kitsoki records its story

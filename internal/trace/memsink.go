@@ -40,7 +40,7 @@ func NewMemSink(opts ...Option) *MemSink {
 	return &MemSink{
 		clk:    cfg.clock,
 		enc:    newLineEncoder(secret.New(cfg.secrets)),
-		chunks: [][]byte{headerLine(cfg.clock.Now())},
+		chunks: [][]byte{headerLine(cfg.clock.Now(), cfg.header)},
 	}
 }
 

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"golang.org/x/text/unicode/norm"
 
@@ -46,7 +48,92 @@ type payloadEncoder struct {
 	raw bytes.Buffer
 	// w writes typed objects.
 	w objWriter
+	// seen records the objects already written in the payload being
+	// encoded (see object).
+	seen []seenObject
+	// order remembers the sorted keys of the last maps written.
+	order keyOrders
 }
+
+// keyOrders remembers, for the last few maps of memoMinKeys keys or more
+// that were written, their keys in the order they are written (checked
+// and masked): a decide writes its submission in three lines (the call's
+// response, the world update, the result). A remembered order is used
+// only when the map has exactly those keys now (same length, every key
+// present), so a changed map is never written with a stale order; its
+// values are always read afresh. Holding the map keeps it alive, so its
+// address cannot be reused by another map while remembered.
+type keyOrders struct {
+	slot [keyOrderSlots]keyOrder
+	next int
+}
+
+const keyOrderSlots = 8
+
+type keyOrder struct {
+	id   unsafe.Pointer
+	keys []mapEntry // out and in only
+}
+
+// entries fills entries with m's entries in the remembered order, and
+// reports whether there was one that fits.
+func (o *keyOrders) entries(id unsafe.Pointer, m map[string]any, entries []mapEntry) ([]mapEntry, bool) {
+	for i := range o.slot {
+		ko := &o.slot[i]
+		if ko.id != id {
+			continue
+		}
+		if len(ko.keys) != len(m) {
+			return entries, false
+		}
+		for _, k := range ko.keys {
+			v, ok := m[k.in]
+			if !ok {
+				return entries, false
+			}
+			entries = append(entries, mapEntry{out: k.out, in: k.in, v: v})
+		}
+		return entries, true
+	}
+	return entries, false
+}
+
+// remember keeps the order of entries, m's sorted entries, replacing the
+// oldest remembered map's (or m's own earlier one).
+func (o *keyOrders) remember(id unsafe.Pointer, entries []mapEntry) {
+	ko := &o.slot[o.next]
+	for i := range o.slot {
+		if o.slot[i].id == id {
+			ko = &o.slot[i]
+			break
+		}
+	}
+	if ko == &o.slot[o.next] {
+		o.next = (o.next + 1) % keyOrderSlots
+	}
+	ko.id = id
+	ko.keys = ko.keys[:0]
+	for _, en := range entries {
+		ko.keys = append(ko.keys, mapEntry{out: en.out, in: en.in})
+	}
+}
+
+// seenObject is a map written at depth into b[start:end] of the current
+// payload.
+type seenObject struct {
+	id         unsafe.Pointer
+	depth      int
+	start, end int
+}
+
+// memoMinKeys is the size from which an object is remembered: a decide's
+// result carries its submission twice (submission and submitted), and
+// writing the copy costs a memmove instead of a second walk and sort.
+const memoMinKeys = 4
+
+// memoMax bounds how many objects a payload remembers, so that a payload
+// of many objects does not pay a growing search for each.
+const memoMax = 16
 
 type mapEntry struct {
 	out string // key as written (masked)
@@ -96,6 +183,7 @@ func (e *payloadEncoder) encode(b []byte, p map[string]any) ([]byte, error) {
 		return append(b, "{}"...), nil
 	}
 	b, err := e.object(b, p, 1)
+	e.forget()
 	if err != nil {
 		var pe *payloadError
 		if !errors.As(err, &pe) {
@@ -106,9 +194,17 @@ func (e *payloadEncoder) encode(b []byte, p map[string]any) ([]byte, error) {
 	return b, nil
 }
 
+// forget drops the objects of the payload just written (and the
+// references to the caller's maps).
+func (e *payloadEncoder) forget() {
+	clear(e.seen)
+	e.seen = e.seen[:0]
+}
+
 // encodeTyped appends a typed payload object to b.
 func (e *payloadEncoder) encodeTyped(b []byte, p Payload) ([]byte, error) {
 	b, err := e.typed(b, p, 1)
+	e.forget()
 	if err != nil {
 		var pe *payloadError
 		if !errors.As(err, &pe) {
@@ -362,25 +458,50 @@ func (e *payloadEncoder) value(b []byte, v any, depth int) ([]byte, error) {
 // object writes a JSON object with keys sorted like encoding/json does.
 // Keys are checked and masked (Masker.Key: long secrets only); sensitive
 // header names get their value replaced whatever it is.
+//
+// A map met again in the same payload (the same map, at the same depth) is
+// written as a copy of its first encoding: nothing can change it while one
+// payload is encoded (that would be a data race), and masking is the same
+// throughout. The record is per payload, so a map changed between two
+// lines is walked afresh.
 func (e *payloadEncoder) object(b []byte, m map[string]any, depth int) ([]byte, error) {
+	var id unsafe.Pointer
+	if len(m) >= memoMinKeys {
+		id = reflect.ValueOf(m).UnsafePointer()
+		for _, s := range e.seen {
+			if s.id == id && s.depth == depth {
+				return append(b, b[s.start:s.end]...), nil
+			}
+		}
+	}
+	start := len(b)
 	for len(e.keys) <= depth {
 		e.keys = append(e.keys, nil)
 	}
-	entries := e.keys[depth][:0]
-	for k, v := range m {
-		if err := checkString(k); err != nil {
-			// Named by position-free text, never by content: the key
-			// itself could be a secret.
-			return nil, withSeg(err, "{key}")
-		}
-		entries = append(entries, mapEntry{out: e.mask.Key(k), in: k, v: v})
+	entries, known := e.keys[depth][:0], false
+	if id != nil {
+		entries, known = e.order.entries(id, m, entries)
 	}
-	slices.SortFunc(entries, func(a, b mapEntry) int {
-		if c := strings.Compare(a.out, b.out); c != 0 {
-			return c
+	if !known {
+		entries = entries[:0]
+		for k, v := range m {
+			if err := checkString(k); err != nil {
+				// Named by position-free text, never by content: the key
+				// itself could be a secret.
+				return nil, withSeg(err, "{key}")
+			}
+			entries = append(entries, mapEntry{out: e.mask.Key(k), in: k, v: v})
 		}
-		return strings.Compare(a.in, b.in)
-	})
+		slices.SortFunc(entries, func(a, b mapEntry) int {
+			if c := strings.Compare(a.out, b.out); c != 0 {
+				return c
+			}
+			return strings.Compare(a.in, b.in)
+		})
+		if id != nil {
+			e.order.remember(id, entries)
+		}
+	}
 	e.keys[depth] = entries // keep the grown scratch for the next object
 	b = append(b, '{')
 	for i, en := range entries {
@@ -402,7 +523,11 @@ func (e *payloadEncoder) object(b []byte, m map[string]any, depth int) ([]byte, 
 		}
 	}
 	clear(entries) // drop references to the caller's values
-	return append(b, '}'), nil
+	b = append(b, '}')
+	if id != nil && len(e.seen) < memoMax {
+		e.seen = append(e.seen, seenObject{id: id, depth: depth, start: start, end: len(b)})
+	}
+	return b, nil
 }
 
 func (e *payloadEncoder) str(b []byte, s string) ([]byte, error) {

@@ -115,6 +115,14 @@ type MachineError struct {
 	State  string         `json:"state"`
 }
 
+// MachineTimeout is machine.timeout: a state's timeout came due (after
+// After, as a Go duration) and the machine moves to Target.
+type MachineTimeout struct {
+	After  string `json:"after"`
+	State  string `json:"state"`
+	Target string `json:"target"`
+}
+
 // WorldUpdate is world.update, one of three shapes: Set with one key,
 // Increment with one key, or Namespace with Skipped "cached" for a once:
 // invoke whose binds are all set.
@@ -239,6 +247,36 @@ type SessionStory struct {
 	Files map[string]string `json:"files,omitempty"`
 }
 
+// JobStarted is job.started: a background job started (in the turn whose
+// effect started it). Call is the invoke's id:, when it has one.
+type JobStarted struct {
+	Call    string `json:"call,omitempty"`
+	Handler string `json:"handler"`
+	JobID   string `json:"job_id"`
+	State   string `json:"state"`
+}
+
+// JobAwaitingInput is job.awaiting_input: a background job asked for a
+// clarification (written in the turn that delivers the question).
+type JobAwaitingInput struct {
+	Fields  map[string]any `json:"fields,omitzero"`
+	Handler string         `json:"handler"`
+	JobID   string         `json:"job_id"`
+	Prompt  string         `json:"prompt"`
+	State   string         `json:"state"`
+}
+
+// JobCompleted is job.completed: a background job ended done, failed or
+// cancelled (written in the turn that delivers its completion). State is
+// the state that started it.
+type JobCompleted struct {
+	Error   string `json:"error,omitempty"`
+	Handler string `json:"handler"`
+	JobID   string `json:"job_id"`
+	State   string `json:"state"`
+	Status  string `json:"status"`
+}
+
 func (TurnInput) Kind() string               { return KindTurnInput }
 func (TurnStart) Kind() string               { return KindTurnStart }
 func (TurnEnd) Kind() string                 { return KindTurnEnd }
@@ -250,6 +288,7 @@ func (MachineSay) Kind() string              { return KindMachineSay }
 func (MachineStateExited) Kind() string      { return KindMachineStateExited }
 func (MachineStateEntered) Kind() string     { return KindMachineStateEntered }
 func (MachineError) Kind() string            { return KindMachineError }
+func (MachineTimeout) Kind() string          { return KindMachineTimeout }
 func (WorldUpdate) Kind() string             { return KindWorldUpdate }
 func (HarnessCalled) Kind() string           { return KindHarnessCalled }
 func (HarnessDispatched) Kind() string       { return KindHarnessDispatched }
@@ -258,6 +297,9 @@ func (HarnessError) Kind() string            { return KindHarnessError }
 func (AgentCallStart) Kind() string          { return KindAgentCallStart }
 func (AgentCallComplete) Kind() string       { return KindAgentCallComplete }
 func (AgentCallError) Kind() string          { return KindAgentCallError }
+func (JobStarted) Kind() string              { return KindJobStarted }
+func (JobAwaitingInput) Kind() string        { return KindJobAwaitingInput }
+func (JobCompleted) Kind() string            { return KindJobCompleted }
 
 // NewPayload returns a new, empty payload of a kind kitsoki writes, ready
 // for Decode; ok is false for any other kind.
@@ -285,6 +327,8 @@ func NewPayload(kind string) (p Payload, ok bool) {
 		return &MachineStateEntered{}, true
 	case KindMachineError:
 		return &MachineError{}, true
+	case KindMachineTimeout:
+		return &MachineTimeout{}, true
 	case KindWorldUpdate:
 		return &WorldUpdate{}, true
 	case KindHarnessCalled:
@@ -301,6 +345,12 @@ func NewPayload(kind string) (p Payload, ok bool) {
 		return &AgentCallComplete{}, true
 	case KindAgentCallError:
 		return &AgentCallError{}, true
+	case KindJobStarted:
+		return &JobStarted{}, true
+	case KindJobAwaitingInput:
+		return &JobAwaitingInput{}, true
+	case KindJobCompleted:
+		return &JobCompleted{}, true
 	}
 	return nil, false
 }
@@ -402,6 +452,12 @@ func (p MachineError) appendFields(w *objWriter) {
 	w.str("state", p.State)
 }
 
+func (p MachineTimeout) appendFields(w *objWriter) {
+	w.str("after", p.After)
+	w.str("state", p.State)
+	w.str("target", p.Target)
+}
+
 func (p WorldUpdate) appendFields(w *objWriter) {
 	if p.Increment != nil {
 		w.counts("increment", p.Increment)
@@ -432,6 +488,31 @@ func (p HarnessReturned) appendFields(w *objWriter) {
 	}
 	w.strOmit("error", p.Error)
 	w.str("namespace", p.Namespace)
+}
+
+func (p JobStarted) appendFields(w *objWriter) {
+	w.strOmit("call", p.Call)
+	w.str("handler", p.Handler)
+	w.str("job_id", p.JobID)
+	w.str("state", p.State)
+}
+
+func (p JobAwaitingInput) appendFields(w *objWriter) {
+	if p.Fields != nil {
+		w.object("fields", p.Fields)
+	}
+	w.str("handler", p.Handler)
+	w.str("job_id", p.JobID)
+	w.str("prompt", p.Prompt)
+	w.str("state", p.State)
+}
+
+func (p JobCompleted) appendFields(w *objWriter) {
+	w.strOmit("error", p.Error)
+	w.str("handler", p.Handler)
+	w.str("job_id", p.JobID)
+	w.str("state", p.State)
+	w.str("status", p.Status)
 }
 
 func (p HarnessError) appendFields(w *objWriter) {

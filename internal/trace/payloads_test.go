@@ -109,7 +109,18 @@ func payloadSamples() []payloadSample {
 		{"agent.call.error fallback", AgentCallError{Verb: "decide", DurationMS: 3, Error: "agent: schema_invalid: x", ErrorKind: "schema_invalid",
 			Substitution: &Substitution{Reason: "schema_invalid", OriginalPlugin: "agent.local", FallbackPlugin: "agent.claude"}},
 			map[string]any{"verb": "decide", "duration_ms": int64(3), "error": "agent: schema_invalid: x", "error_kind": "schema_invalid",
-				"substitution": map[string]any{"reason": "schema_invalid", "original_plugin": "agent.local", "fallback_plugin": "agent.claude"}}},
+				"substitution": map[string]any{"reason": "schema_invalid", "original_plugin": "agent.local", "fallback_plugin": "agent.claude"}}}, {"job.started", JobStarted{Handler: "host.run", JobID: "job-1", State: "running"}, map[string]any{"handler": "host.run", "job_id": "job-1", "state": "running"}},
+		{"job.started call", JobStarted{Call: "build", Handler: "host.run", JobID: "job-2", State: "running"},
+			map[string]any{"call": "build", "handler": "host.run", "job_id": "job-2", "state": "running"}},
+		{"job.awaiting_input", JobAwaitingInput{Handler: "host.deploy", JobID: "job-1", Prompt: "Which environment?", State: "deploying"},
+			map[string]any{"handler": "host.deploy", "job_id": "job-1", "prompt": "Which environment?", "state": "deploying"}},
+		{"job.awaiting_input fields", JobAwaitingInput{Fields: map[string]any{"approved": "bool"}, Handler: "host.deploy", JobID: "job-1", Prompt: "Approve?", State: "deploying"},
+			map[string]any{"fields": map[string]any{"approved": "bool"}, "handler": "host.deploy", "job_id": "job-1", "prompt": "Approve?", "state": "deploying"}},
+		{"job.completed", JobCompleted{Handler: "host.run", JobID: "job-1", State: "running", Status: "done"},
+			map[string]any{"handler": "host.run", "job_id": "job-1", "state": "running", "status": "done"}},
+		{"job.completed failed", JobCompleted{Error: "exit 1", Handler: "host.run", JobID: "job-1", State: "running", Status: "failed"},
+			map[string]any{"error": "exit 1", "handler": "host.run", "job_id": "job-1", "state": "running", "status": "failed"}},
+		{"machine.timeout", MachineTimeout{State: "waiting", After: "240h0m0s", Target: "traveled"}, map[string]any{"state": "waiting", "after": "240h0m0s", "target": "traveled"}},
 	}
 }
 
@@ -406,8 +417,8 @@ func TestPayloadTypesMatchTheSchema(t *testing.T) {
 			t.Errorf("the schema defines %q, which is no kind kitsoki writes", name)
 		}
 	}
-	if kinds != 19 {
-		t.Errorf("%d kinds with payload types, want 19", kinds)
+	if kinds != 23 {
+		t.Errorf("%d kinds with payload types, want 23", kinds)
 	}
 
 	c, err := schema.NewCompiler("../../schemas")
@@ -470,6 +481,7 @@ func jsonFields(t reflect.Type) []jsonField {
 var allKinds = []string{
 	KindTurnInput, KindTurnStart, KindTurnEnd, KindTurnRouted, KindMachineIntentAccepted, KindMachineValidationFailed,
 	KindMachineTransition, KindMachineSay, KindMachineStateExited, KindMachineStateEntered, KindMachineError,
-	KindWorldUpdate, KindHarnessCalled, KindHarnessDispatched, KindHarnessReturned, KindHarnessError,
+	KindMachineTimeout, KindWorldUpdate, KindHarnessCalled, KindHarnessDispatched, KindHarnessReturned, KindHarnessError,
 	KindAgentCallStart, KindAgentCallComplete, KindAgentCallError, KindSessionStory,
+	KindJobStarted, KindJobAwaitingInput, KindJobCompleted,
 }

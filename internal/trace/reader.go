@@ -15,6 +15,27 @@ import (
 type Header struct {
 	SchemaVersion int
 	WrittenAt     string
+	HeaderInfo
+}
+
+// HeaderInfo is what a session.header says about the session beyond its
+// schema version. Every field is optional: headers written before these
+// fields existed (and Kitsoki's) have none of them.
+type HeaderInfo struct {
+	// AppID is the story's app.id (the call_id formula's app id).
+	AppID string `json:"app_id,omitempty"`
+	// StoryPath is the path of the story's root file as given to kitsoki.
+	StoryPath string `json:"story_path,omitempty"`
+	// StoryHash is the story's content hash (story.Story.ContentHash).
+	StoryHash string `json:"story_hash,omitempty"`
+	// KitsokiVersion is the version of kitsoki that started the session.
+	KitsokiVersion string `json:"kitsoki_version,omitempty"`
+	// SessionID is the session's id.
+	SessionID string `json:"session_id,omitempty"`
+	// ForkedFrom and ForkedAtTurn name the session and turn a fork was
+	// started from (kitsoki session fork).
+	ForkedFrom   string `json:"forked_from,omitempty"`
+	ForkedAtTurn int64  `json:"forked_at_turn,omitempty"`
 }
 
 // FormatError is a trace file that breaks a read rule. Msg is the whole
@@ -69,6 +90,30 @@ func ReadAll(r io.Reader) (Header, []Event, error) {
 		return Header{}, nil, err
 	}
 	return h, evs, nil
+}
+
+// DecodeHeader reads a trace's line 1 (without its newline) by the
+// header's read rules.
+func DecodeHeader(line []byte) (Header, error) { return decodeHeader(line) }
+
+// DecodeLine reads one event line (without its newline) as the reader
+// does: numbers as json.Number, a missing payload as {}. It applies the
+// line's own rules, not the order rules, which need the lines before it.
+func DecodeLine(line []byte) (Event, error) {
+	if _, err := checkLine(line, 0); err != nil {
+		return Event{}, err
+	}
+	if !startsObject(line) {
+		return Event{}, errors.New("trace corrupted: line is not a JSON object")
+	}
+	ev, err := decodeEvent(line, true)
+	if err != nil {
+		return Event{}, err
+	}
+	if ev.Kind == "" {
+		return Event{}, errors.New("trace corrupted: line has no kind")
+	}
+	return ev, nil
 }
 
 // position is where a trace ends: the writer resumes from it.
@@ -206,6 +251,7 @@ func decodeHeader(line []byte) (Header, error) {
 		Kind          string          `json:"kind"`
 		SchemaVersion json.RawMessage `json:"schema_version"`
 		WrittenAt     string          `json:"written_at"`
+		HeaderInfo
 	}
 	if err := json.Unmarshal(line, &raw); err != nil {
 		return Header{}, formatErr(1, "trace corrupted: line 1: %v", err)
@@ -220,7 +266,7 @@ func decodeHeader(line []byte) (Header, error) {
 	if v > SchemaVersion {
 		return Header{}, formatErr(1, "schema_version %d on disk exceeds highest supported %d", v, SchemaVersion)
 	}
-	return Header{SchemaVersion: v, WrittenAt: raw.WrittenAt}, nil
+	return Header{SchemaVersion: v, WrittenAt: raw.WrittenAt, HeaderInfo: raw.HeaderInfo}, nil
 }
 
 func clipRaw(b []byte) string {
@@ -319,4 +365,67 @@ func checkLine(line []byte, n int) ([]byte, error) {
 		return nil, formatErr(n, "trace corrupted: empty line %d", n)
 	}
 	return line, nil
+}
+
+// tailPosition checks a trace's header and its last line only and reports
+// the last (turn, seq): the O(1) resume of WithTailCheck.
+func tailPosition(f io.ReaderAt, size int64) (position, error) {
+	var p position
+	head := make([]byte, min(size, 4096))
+	if _, err := f.ReadAt(head, 0); err != nil && !errors.Is(err, io.EOF) {
+		return p, fmt.Errorf("read trace: %w", err)
+	}
+	nl := bytes.IndexByte(head, '\n')
+	if nl < 0 {
+		if size <= int64(len(head)) {
+			return p, formatErr(0, msgMissingNewline)
+		}
+		return p, formatErr(1, "trace corrupted: line 1 is longer than 4096 bytes")
+	}
+	if _, err := decodeHeader(head[:nl]); err != nil {
+		return p, err
+	}
+	last, start, err := LastLine(f, size)
+	if err != nil {
+		return p, err
+	}
+	if start == 0 { // only the header
+		return p, nil
+	}
+	ev, err := DecodeLine(last)
+	if err != nil {
+		return p, formatErr(0, "trace corrupted: last line: %v", err)
+	}
+	return position{any: true, turn: ev.Turn, seq: ev.Seq}, nil
+}
+
+// LastLine returns the last whole line of a trace of size bytes (without
+// its newline) and the offset it starts at. A file that does not end in a
+// newline is refused with the torn-write message.
+func LastLine(f io.ReaderAt, size int64) ([]byte, int64, error) {
+	if size == 0 {
+		return nil, 0, formatErr(1, "trace missing session.header on line 1")
+	}
+	end := make([]byte, 1)
+	if _, err := f.ReadAt(end, size-1); err != nil {
+		return nil, 0, fmt.Errorf("read trace: %w", err)
+	}
+	if end[0] != '\n' {
+		return nil, 0, formatErr(0, msgMissingNewline)
+	}
+	chunk := int64(8192)
+	for {
+		from := max(size-1-chunk, 0)
+		buf := make([]byte, size-1-from)
+		if _, err := f.ReadAt(buf, from); err != nil && !errors.Is(err, io.EOF) {
+			return nil, 0, fmt.Errorf("read trace: %w", err)
+		}
+		if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
+			return buf[i+1:], from + int64(i) + 1, nil
+		}
+		if from == 0 {
+			return buf, 0, nil
+		}
+		chunk *= 4
+	}
 }

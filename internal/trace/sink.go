@@ -61,6 +61,11 @@ type Option func(*config)
 type config struct {
 	clock        clock.Clock
 	syncPerEvent bool
+	noSync       bool
+	syncHook     func()
+	tailCheck    bool
+	coalesce     bool
+	header       HeaderInfo
 	secrets      []string
 	logger       *slog.Logger
 }
@@ -89,6 +94,49 @@ func WithClock(c clock.Clock) Option {
 // EndTurn and Close (kitsoki run --trace-sync=event). MemSink ignores it.
 func WithSyncPerEvent() Option {
 	return func(cfg *config) { cfg.syncPerEvent = true }
+}
+
+// WithNoSync makes the Writer never fsync the file: each line still goes
+// to the kernel in one write(2) before Append returns, so the trace
+// survives a killed process but not a power cut (kitsoki run --durability
+// process). It overrides WithSyncPerEvent. The header of a new file is
+// still synced.
+func WithNoSync() Option {
+	return func(cfg *config) { cfg.noSync = true }
+}
+
+// WithSyncHook calls fn after every fsync of the file (the header's
+// included): a test hook that counts them.
+func WithSyncHook(fn func()) Option {
+	return func(cfg *config) { cfg.syncHook = fn }
+}
+
+// WithTailCheck makes Create on an existing file check only its header and
+// its last line (it must end in a newline and decode) instead of reading
+// the whole file, so appending costs the same whatever the file's length.
+// The session journal uses it: its earlier lines were checked when they
+// were written, and resume reads the file from its last snapshot.
+func WithTailCheck() Option {
+	return func(cfg *config) { cfg.tailCheck = true }
+}
+
+// WithCoalesce makes the Writer gather the lines of a turn in the process
+// and hand them to the kernel in one write(2) at the points where losing
+// them would cost a call: after harness.dispatched (before the call goes
+// out), after harness.returned (its answer, bound), at EndTurn and at
+// Close. A killed process loses only the
+// lines computed since the last of those, which a resumed session
+// recomputes. The session journal uses it (fewer system calls per turn);
+// WithSyncPerEvent turns it off.
+func WithCoalesce() Option {
+	return func(cfg *config) { cfg.coalesce = true }
+}
+
+// WithHeader sets what a new file's session.header names beyond its
+// schema version (app id, story path and hash, kitsoki version, session
+// id). An existing file keeps its header.
+func WithHeader(h HeaderInfo) Option {
+	return func(cfg *config) { cfg.header = h }
 }
 
 // WithSecrets gives the resolved secret values to mask in payloads, by the

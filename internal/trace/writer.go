@@ -37,6 +37,11 @@ type Writer struct {
 	clk          clock.Clock
 	log          *slog.Logger
 	syncPerEvent bool
+	noSync       bool
+	syncHook     func()
+	header       HeaderInfo
+	coalesce     bool   // WithCoalesce
+	pend         []byte // a coalescing writer's lines not yet written
 	enc          *lineEncoder
 	size         int64     // bytes of whole lines in the file
 	dirty        bool      // written since the last fsync
@@ -87,7 +92,11 @@ func open(path string, f *os.File, cfg config) (*Writer, error) {
 		ident:        fi,
 		clk:          cfg.clock,
 		log:          cfg.logger,
-		syncPerEvent: cfg.syncPerEvent,
+		syncPerEvent: cfg.syncPerEvent && !cfg.noSync,
+		noSync:       cfg.noSync,
+		coalesce:     cfg.coalesce && !cfg.syncPerEvent,
+		syncHook:     cfg.syncHook,
+		header:       cfg.header,
 		enc:          newLineEncoder(secret.New(cfg.secrets)),
 		size:         fi.Size(),
 	}
@@ -100,7 +109,12 @@ func open(path string, f *os.File, cfg config) (*Writer, error) {
 		w.log.Debug("trace created", "path", path)
 		return w, nil
 	}
-	pos, err := scanPosition(io.NewSectionReader(f, 0, w.size))
+	var pos position
+	if cfg.tailCheck {
+		pos, err = tailPosition(f, w.size)
+	} else {
+		pos, err = scanPosition(io.NewSectionReader(f, 0, w.size))
+	}
 	if err != nil {
 		hint := ""
 		var fe *FormatError
@@ -120,7 +134,7 @@ func open(path string, f *os.File, cfg config) (*Writer, error) {
 // writeHeader writes line 1 and makes it and the new directory entry
 // durable, so a crash right after Create still leaves a readable trace.
 func (w *Writer) writeHeader(now time.Time) error {
-	line := headerLine(now)
+	line := headerLine(now, w.header)
 	n, err := w.f.Write(line)
 	w.size += int64(n)
 	if err != nil {
@@ -129,6 +143,7 @@ func (w *Writer) writeHeader(now time.Time) error {
 	if err := w.f.Sync(); err != nil {
 		return fmt.Errorf("trace: sync %s: %w", w.path, err)
 	}
+	w.synced()
 	syncDir(filepath.Dir(w.path))
 	return nil
 }
@@ -192,10 +207,24 @@ func (w *Writer) append(ev *Event, typed Payload) error {
 	if err != nil {
 		return err
 	}
-	if p.newTurn || now.Sub(w.lastCheck) >= identityCheckInterval || now.Before(w.lastCheck) {
+	// A coalescing writer checked the file at the previous EndTurn, just
+	// before this turn's first line; the one-second bound still applies.
+	if (p.newTurn && !w.coalesce) || now.Sub(w.lastCheck) >= identityCheckInterval || now.Before(w.lastCheck) {
 		if err := w.checkIdentity(now); err != nil {
 			return err
 		}
+	}
+	if w.coalesce {
+		kind := ev.Kind
+		if typed != nil {
+			kind = typed.Kind()
+		}
+		w.pend = append(w.pend, line...)
+		w.enc.commit(ev, p)
+		if flushesAt(kind) {
+			return w.flush()
+		}
+		return nil
 	}
 	n, err := w.f.Write(line)
 	if err != nil {
@@ -207,6 +236,40 @@ func (w *Writer) append(ev *Event, typed Payload) error {
 	if w.syncPerEvent {
 		return w.sync()
 	}
+	return nil
+}
+
+// flushesAt reports whether a coalescing writer hands its lines to the
+// kernel after an event of kind: right before a call goes out
+// (harness.dispatched) and once its answer is bound (harness.returned,
+// which carries the answer and is what a resume counts as the call's end),
+// so a killed process never loses a call's record, and its answer only in
+// the moment between the agent's reply and the bind.
+func flushesAt(kind string) bool {
+	switch kind {
+	case KindHarnessDispatched, KindHarnessReturned:
+		return true
+	}
+	return false
+}
+
+// flush writes the pending lines of a coalescing writer in one write(2).
+// A failure breaks the writer: the lines' seqs are already taken.
+func (w *Writer) flush() error {
+	if len(w.pend) == 0 {
+		return nil
+	}
+	n, err := w.f.Write(w.pend)
+	if err != nil {
+		err = w.writeFailed(n, err)
+		if w.err == nil {
+			w.err = err
+		}
+		return w.err
+	}
+	w.size += int64(n)
+	w.dirty = true
+	w.pend = w.pend[:0]
 	return nil
 }
 
@@ -234,6 +297,9 @@ func (w *Writer) EndTurn() error {
 	if err := w.usable(); err != nil {
 		return err
 	}
+	if err := w.flush(); err != nil {
+		return err
+	}
 	if err := w.sync(); err != nil {
 		return err
 	}
@@ -250,10 +316,14 @@ func (w *Writer) Close() error {
 	}
 	w.closed = true
 	var syncErr error
-	if w.dirty {
+	if w.err == nil {
+		syncErr = w.flush()
+	}
+	if w.dirty && !w.noSync {
 		if err := w.f.Sync(); err != nil {
 			syncErr = fmt.Errorf("trace: sync %s: %w", w.path, err)
 		}
+		w.synced()
 	}
 	if err := w.f.Close(); err != nil {
 		return errors.Join(syncErr, fmt.Errorf("trace: close %s: %w", w.path, err))
@@ -269,7 +339,7 @@ func (w *Writer) usable() error {
 }
 
 func (w *Writer) sync() error {
-	if !w.dirty {
+	if !w.dirty || w.noSync {
 		return nil
 	}
 	if err := w.f.Sync(); err != nil {
@@ -277,8 +347,24 @@ func (w *Writer) sync() error {
 		w.log.Error("trace broken", "path", w.path, "err", w.err)
 		return w.err
 	}
+	w.synced()
 	w.dirty = false
 	return nil
+}
+
+// synced tells the test hook about an fsync of the file.
+func (w *Writer) synced() {
+	if w.syncHook != nil {
+		w.syncHook()
+	}
+}
+
+// Size is the number of bytes of whole lines in the file: where the next
+// line will start.
+func (w *Writer) Size() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.size + int64(len(w.pend))
 }
 
 // checkIdentity fails, for good, when the path no longer names the file we
@@ -292,4 +378,74 @@ func (w *Writer) checkIdentity(now time.Time) error {
 	w.err = fmt.Errorf("trace: %s: %w", w.path, ErrReplaced)
 	w.log.Error("trace broken", "path", w.path, "err", w.err)
 	return w.err
+}
+
+// RepairTail cuts a torn last line (the bytes after the last newline, left
+// by a crash in the middle of a write) off the trace at path, under the
+// writer's lock, and reports how many bytes it cut (0 when the file ends
+// in a newline). A file another writer holds is refused: its last line may
+// be on its way. Resuming a durable session does this: the cut line is an
+// event that was never completely written, as if the crash had come just
+// before it.
+func RepairTail(path string) (int64, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return 0, fmt.Errorf("trace: %w", err)
+	}
+	defer f.Close()
+	if err := lockFile(f); err != nil {
+		return 0, fmt.Errorf("trace: repair %s: %w", path, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("trace: repair %s: %w", path, err)
+	}
+	size := fi.Size()
+	keep := size
+	buf := make([]byte, 0, 8192)
+	for keep > 0 {
+		n := min(int64(cap(buf)), keep)
+		buf = buf[:n]
+		if _, err := f.ReadAt(buf, keep-n); err != nil && !errors.Is(err, io.EOF) {
+			return 0, fmt.Errorf("trace: repair %s: %w", path, err)
+		}
+		if i := lastNewline(buf); i >= 0 {
+			keep = keep - n + int64(i) + 1
+			break
+		}
+		keep -= n
+	}
+	if keep == size {
+		return 0, nil
+	}
+	if err := f.Truncate(keep); err != nil {
+		return 0, fmt.Errorf("trace: repair %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return 0, fmt.Errorf("trace: repair %s: %w", path, err)
+	}
+	return size - keep, nil
+}
+
+func lastNewline(b []byte) int {
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] == '\n' {
+			return i
+		}
+	}
+	return -1
+}
+
+// CheckUnlocked fails when a writer holds the trace at path (a run is
+// writing it); a missing file is not an error.
+func CheckUnlocked(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("trace: %w", err)
+	}
+	defer f.Close()
+	return lockFile(f)
 }

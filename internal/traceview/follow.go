@@ -72,7 +72,7 @@ func Follow(ctx context.Context, w io.Writer, path string, o FollowOptions) erro
 
 // SessionTrace resolves a FILE|SESSION argument: an existing file is
 // itself; otherwise a session id, or the unique session id it begins, of
-// a trace under dir (kitsoki run's .kitsoki/runs).
+// a trace under dir (kitsoki run's sessions directory).
 func SessionTrace(arg, dir string) (string, error) {
 	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
 		return arg, nil

@@ -23,7 +23,11 @@ type Run struct {
 	Path          string `json:"path"`
 	SchemaVersion int    `json:"schema_version"`
 	WrittenAt     string `json:"written_at"`
-	Events        int    `json:"events"`
+	// Session is what the header says about the session (app id, story,
+	// session id, kitsoki version); empty for traces written before
+	// headers said it.
+	Session trace.HeaderInfo `json:"session"`
+	Events  int              `json:"events"`
 	// Complete is false while a writer still holds the trace open (set by
 	// Load's callers that know it; Build leaves it true).
 	Complete bool    `json:"complete"`
@@ -168,7 +172,7 @@ func Read(rd io.Reader) (*Run, error) {
 		return nil, err
 	}
 	r := Build(evs)
-	r.SchemaVersion, r.WrittenAt = h.SchemaVersion, h.WrittenAt
+	r.SchemaVersion, r.WrittenAt, r.Session = h.SchemaVersion, h.WrittenAt, h.HeaderInfo
 	return r, nil
 }
 

@@ -52,6 +52,19 @@ func Report(w io.Writer, r *Run, o ReportOptions) error {
 func WriteHeader(w io.Writer, r *Run, o ReportOptions) {
 	p := painter{o.Color}
 	fmt.Fprintf(w, "%s %s (schema %d, written %s)\n", p.bold("trace"), r.Path, r.SchemaVersion, r.WrittenAt)
+	if h := r.Session; h.SessionID != "" || h.AppID != "" {
+		line := fmt.Sprintf("session %s of %s", h.SessionID, h.AppID)
+		if h.StoryPath != "" {
+			line += " (" + h.StoryPath + ")"
+		}
+		if h.KitsokiVersion != "" {
+			line += ", kitsoki " + h.KitsokiVersion
+		}
+		if h.ForkedFrom != "" {
+			line += fmt.Sprintf(", forked from %s at turn %d", h.ForkedFrom, h.ForkedAtTurn)
+		}
+		fmt.Fprintln(w, p.dim(line))
+	}
 }
 
 // WriteTurn writes one turn.

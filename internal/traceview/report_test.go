@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -154,5 +156,22 @@ func TestSessionTrace(t *testing.T) {
 	}
 	if !strings.HasSuffix(filepath.Join(dir, "x"), "x") {
 		t.Fatal("unreachable")
+	}
+}
+
+// A header that names the session (kitsoki writes one since durable
+// sessions) gets a second line; an old header gets none.
+func TestHeaderNamesTheSession(t *testing.T) {
+	var b strings.Builder
+	WriteHeader(&b, &Run{Path: "t.jsonl", SchemaVersion: 1, WrittenAt: "w",
+		Session: trace.HeaderInfo{SessionID: "s-1", AppID: "hello", StoryPath: "stories/hello/app.yaml", KitsokiVersion: "v1.2.3"}}, ReportOptions{})
+	want := "trace t.jsonl (schema 1, written w)\nsession s-1 of hello (stories/hello/app.yaml), kitsoki v1.2.3\n"
+	if b.String() != want {
+		t.Errorf("header:\n%s\nwant:\n%s", b.String(), want)
+	}
+	b.Reset()
+	WriteHeader(&b, &Run{Path: "t.jsonl", SchemaVersion: 1, WrittenAt: "w"}, ReportOptions{})
+	if strings.Count(b.String(), "\n") != 1 {
+		t.Errorf("an old header printed %q", b.String())
 	}
 }

@@ -4,8 +4,9 @@
 // The workspace of a story is, unless one is given explicitly (--workspace
 // DIR, or the MCP server's served directory), the git work tree enclosing
 // the story's root file — the nearest directory above it holding a .git
-// entry (a directory, or the file a linked worktree or submodule has) —
-// else the story's own directory. A work tree at the user's home directory
+// entry (a directory, or the file a linked worktree or submodule has) or
+// a .kitsoki-root marker file (a stories tree whose stories import each
+// other) — else the story's own directory. A work tree at the user's home directory
 // or at the filesystem root is not taken: it would hold ~/.ssh and the
 // whole system, so the story's directory is used instead.
 //
@@ -83,9 +84,16 @@ func New(dir string) (Root, error) {
 	return Root{dir: real}, nil
 }
 
+// RootMarker is the file marking the root of a stories tree: the default
+// workspace of a story under it, and where @kitsoki/NAME imports look for
+// stories/NAME.
+const RootMarker = ".kitsoki-root"
+
 // Find returns the default workspace of the story whose root file is
-// storyFile: the enclosing git work tree, else the file's directory (see
-// the package documentation).
+// storyFile: the enclosing git work tree or stories tree (a directory
+// holding a .kitsoki-root marker file, the root Kitsoki's @kitsoki/NAME
+// imports are resolved under), whichever is nearer, else the file's
+// directory (see the package documentation).
 func Find(storyFile string) (Root, error) {
 	abs, err := filepath.Abs(storyFile)
 	if err != nil {
@@ -102,6 +110,9 @@ func Find(storyFile string) (Root, error) {
 		}
 	}
 	for d := dir; ; {
+		if _, err := os.Lstat(filepath.Join(d, RootMarker)); err == nil && d != home && d != filepath.Dir(d) {
+			return Root{dir: d}, nil
+		}
 		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
 			if d == home || d == filepath.Dir(d) {
 				break

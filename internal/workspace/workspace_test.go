@@ -40,6 +40,8 @@ func TestFind(t *testing.T) {
 		"worktree/.git", "worktree/s/app.yaml", // a linked worktree's .git is a file
 		"plain/s/app.yaml",
 		"home/.git/HEAD", "home/stories/a/app.yaml",
+		"corpus/.kitsoki-root", "corpus/stories/a/app.yaml", // a stories tree
+		"mono/.git/HEAD", "mono/kit/.kitsoki-root", "mono/kit/stories/a/app.yaml",
 	)
 	t.Setenv("HOME", filepath.Join(tmp, "home"))
 	tests := []struct{ story, want string }{
@@ -47,6 +49,8 @@ func TestFind(t *testing.T) {
 		{"worktree/s/app.yaml", "worktree"},
 		{"repo/.git/HEAD", "repo"},
 		{"home/stories/a/app.yaml", "home/stories/a"}, // a work tree at $HOME is too wide
+		{"corpus/stories/a/app.yaml", "corpus"},
+		{"mono/kit/stories/a/app.yaml", "mono/kit"}, // the nearer of .kitsoki-root and .git
 	}
 	for _, tt := range tests {
 		r, err := Find(filepath.Join(tmp, tt.story))

@@ -9,6 +9,7 @@
 //	defer s.Close()
 //	if _, err := s.Start(ctx); err != nil { ... }
 //	out, err := s.Turn(ctx, "greet", map[string]any{"name": "Ada", "style": "formal"})
+//	out, err = s.Say(ctx, "say hello to Ada") // free text, routed; out.Route says how
 //
 // A turn's error is a value: a *Rejection (the intent was refused, with
 // the code and message `kitsoki run` prints), a *FaultError (the turn

@@ -27,6 +27,9 @@ type config struct {
 	timeout        time.Duration
 	timeoutSet     bool
 	strictPins     bool
+	semantic       *bool
+	router         string
+	minConfidence  *float64
 }
 
 // WithAgent answers the agent calls routed to alias with fn. alias must be
@@ -112,6 +115,22 @@ func WithWorkspace(dir string) Option { return func(c *config) { c.workspace = d
 func WithAgentTimeout(d time.Duration) Option {
 	return func(c *config) { c.timeout, c.timeoutSet = d, true }
 }
+
+// WithSemanticRouting turns the synonym and template tiers of free-text
+// routing on or off, as `--semantic-routing` does (default: the story's
+// routing.enabled, else off).
+func WithSemanticRouting(on bool) Option { return func(c *config) { c.semantic = &on } }
+
+// WithRouter names the agent_plugins alias that routes free text the
+// deterministic tiers miss, as `--router` does (default: the story's
+// routing.agent, else agent.claude). WithAgent can answer it with a Go
+// func.
+func WithRouter(alias string) Option { return func(c *config) { c.router = alias } }
+
+// WithMinConfidence sets the router answer's bar, from 0 to 1, as
+// `--min-confidence` does (default: the story's routing.min_confidence,
+// else 0.5); an answer below it is a NO_MATCH *Rejection.
+func WithMinConfidence(bar float64) Option { return func(c *config) { c.minConfidence = &bar } }
 
 // WithStrictPins makes Open fail when a selection: pin's evidence is
 // missing, stale or failing, as `--strict-pins` does; without it such a

@@ -84,9 +84,10 @@ func (s *Session) Turn(ctx context.Context, intent string, slots map[string]any)
 // Do takes one turn from a typed intent line: the intent name, then
 // key=value slots ("greet name=Ada style=formal"; quote a value with
 // spaces), as `kitsoki run` reads a typed line. Slot values are typed by the
-// intent's declaration. Free text, which `kitsoki run` routes to an intent,
-// is not routed here yet. A line that does not parse is an error and takes
-// no turn.
+// intent's declaration. Free text, which `kitsoki run` routes to an
+// intent, goes through Say; Do reads every line as typed (a lone unknown
+// word is UNKNOWN_INTENT). A line that does not parse is an error and
+// takes no turn.
 func (s *Session) Do(ctx context.Context, line string) (*Outcome, error) {
 	s.mu.Lock()
 	if err := s.usable(); err != nil {
@@ -114,6 +115,57 @@ func (s *Session) turn(ctx context.Context, intent string, slots map[string]any,
 	return s.outcome(out, err)
 }
 
+// Say takes one free-text turn: text is routed to one of the current
+// state's intents by the tiers `kitsoki run` uses (exact match; synonyms
+// and slot templates with WithSemanticRouting or the story's
+// routing.enabled; the state's default_intent; then the router agent), and
+// the intent it resolved to is taken with the same validation as a typed
+// one. The outcome's Route says how it routed. Text nothing routes
+// confidently is a *Rejection with code NO_MATCH; a failed router call
+// is a *Rejection ROUTER_FAILED joined with the router's *CallError.
+func (s *Session) Say(ctx context.Context, text string) (*Outcome, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	if !s.started {
+		return nil, errors.New("kitsoki: session not started: call Start first")
+	}
+	out, err := s.rt.sess.Say(ctx, text)
+	o, oerr := s.outcome(out, err)
+	if o != nil && out.Route != nil {
+		r := out.Route
+		o.Route = &Route{Tier: r.Tier, Intent: r.Intent, Slots: deepCopyMap(r.Slots), Confidence: r.Confidence}
+	}
+	return o, oerr
+}
+
+// Settle waits until every background job of the session is finished,
+// parked on the clock or waiting for an answer, and delivers what they
+// did, one outcome per job turn (a question asked, a job ended). Turn
+// delivers what has ended on its own; Settle is for a caller that waits
+// for its jobs. The error joins the job turns' errors, as Turn's does.
+func (s *Session) Settle(ctx context.Context) ([]*Outcome, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	if !s.started {
+		return nil, errors.New("kitsoki: session not started: call Start first")
+	}
+	outs, err := s.rt.sess.Settle(ctx)
+	var res []*Outcome
+	var errs []error
+	for _, out := range outs {
+		o, oerr := s.outcome(out, nil)
+		res = append(res, o)
+		errs = append(errs, oerr)
+	}
+	return res, errors.Join(append(errs, err)...)
+}
+
 func (s *Session) usable() error {
 	if s.closed {
 		return errors.New("kitsoki: session is closed")
@@ -127,8 +179,13 @@ func (s *Session) outcome(out *orchestrator.Outcome, err error) (*Outcome, error
 	if err != nil {
 		return nil, err
 	}
-	o := &Outcome{From: out.From, State: out.State, View: out.View, Says: out.Says, Done: out.Done, Exit: out.Exit}
+	o := &Outcome{From: out.From, State: out.State, View: out.View, Says: out.Says, Done: out.Done, Exit: out.Exit, Job: out.Job}
 	var errs []error
+	for _, b := range out.Background {
+		bo, berr := s.outcome(b, nil)
+		o.Background = append(o.Background, bo)
+		errs = append(errs, berr)
+	}
 	switch out.Outcome {
 	case orchestrator.OutcomeRejected:
 		r := out.Rejection

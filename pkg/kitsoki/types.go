@@ -85,6 +85,10 @@ const (
 	CodeUnknownSlot      = orchestrator.CodeUnknownSlot
 	CodeInvalidSlotValue = orchestrator.CodeInvalidSlotValue
 	CodeGuardFailed      = orchestrator.CodeGuardFailed
+	// CodeNoMatch: free text no tier routed confidently (rephrase).
+	CodeNoMatch = orchestrator.CodeNoMatch
+	// CodeRouterFailed: the router agent's call failed.
+	CodeRouterFailed = orchestrator.CodeRouterFailed
 )
 
 // Rejection is a refused intent: nothing changed. Its text, "CODE:
@@ -162,6 +166,28 @@ type Outcome struct {
 	// target.
 	Done bool
 	Exit string
+	// Route is how a free-text turn (Say) was routed; nil for a typed
+	// intent.
+	Route *Route
+	// Job is the background job whose question or completion this outcome
+	// delivered ("" for a turn the caller took).
+	Job string
+	// Background are the background-job turns delivered just before this
+	// turn (what jobs did since the last one), in order.
+	Background []*Outcome
+}
+
+// Route is how free text was resolved, as the trace's turn.routed says.
+type Route struct {
+	// Tier is the tier that resolved it: exact, synonym, template,
+	// default_intent or router.
+	Tier string
+	// Intent is the intent it resolved to; "" when nothing was confident
+	// enough (the turn's error is then a NO_MATCH or ROUTER_FAILED
+	// *Rejection).
+	Intent     string
+	Slots      map[string]any
+	Confidence float64
 }
 
 // HandledError is a failed call that its invoke's on_error handled.

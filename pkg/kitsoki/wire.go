@@ -66,7 +66,8 @@ func wire(st *story.Story, cfg *config) (_ *run, err error) {
 		StrictPins: cfg.strictPins,
 		// Session.Warnings reports the pins that are not honoured.
 		PinWarning: func(string) {},
-		Session:    &runtime.Session{ID: cfg.sessionID, World: deepCopyMap(cfg.world), Root: cfg.root},
+		Session: &runtime.Session{ID: cfg.sessionID, World: deepCopyMap(cfg.world), Root: cfg.root,
+			Routing: orchestrator.RoutingConfig{Semantic: cfg.semantic, Router: cfg.router, MinConfidence: cfg.minConfidence}},
 		// A facade session has no operator: launched agents are not
 		// offered the tool that asks one.
 		Tools:    runtime.Tools{Autopilot: true},
@@ -133,6 +134,15 @@ func checkOptions(st *story.Story, cfg *config) error {
 		if cfg.agents[alias] == nil {
 			return fmt.Errorf("kitsoki.WithAgent(%q): the agent func is nil", alias)
 		}
+	}
+	if cfg.router != "" {
+		if _, ok := st.Plugins[cfg.router]; !ok {
+			return fmt.Errorf("kitsoki.WithRouter(%q): %q is not declared under agent_plugins: in %s (declared: %s)",
+				cfg.router, cfg.router, st.File, strings.Join(slices.Sorted(maps.Keys(st.Plugins)), ", "))
+		}
+	}
+	if c := cfg.minConfidence; c != nil && (*c < 0 || *c > 1) {
+		return fmt.Errorf("kitsoki.WithMinConfidence(%v): the bar must be from 0 to 1", *c)
 	}
 	if cfg.timeoutSet && cfg.timeout <= 0 {
 		return fmt.Errorf("kitsoki.WithAgentTimeout(%s): the deadline must be positive", cfg.timeout)

@@ -75,7 +75,18 @@ func WithStreamableHTTPOptions(opts ...server.StreamableHTTPOption) MCPOption {
 // body over the limit (WithMaxBodyBytes, default 4 MiB) is answered 413,
 // and an Mcp-Session-Id the handler did not mint, or whose client deleted
 // it, 404 (kitsoki then initializes a new session).
+//
+// A tools/call of the tool that mcp-go would take as it is gets answered
+// by the handler itself, which decodes the request once and writes the
+// bytes mcp-go would write; every other request goes to mcp-go. With
+// WithStreamableHTTPOptions, every request goes to mcp-go.
 func MCPHandler(a Agent, opts ...MCPOption) http.Handler {
+	return mcpHandler(a, true, opts...)
+}
+
+// mcpHandler is MCPHandler; fast=false sends every request through mcp-go
+// (the reference the fast path's output is compared with).
+func mcpHandler(a Agent, fast bool, opts ...MCPOption) http.Handler {
 	cfg := mcpConfig{tool: DefaultTool, name: "kitsoki-plugin", version: "1", path: "/mcp", maxBody: mcpguard.DefaultMaxBody}
 	for _, o := range opts {
 		o(&cfg)
@@ -90,7 +101,13 @@ func MCPHandler(a Agent, opts ...MCPOption) http.Handler {
 	ids := mcpguard.NewSessions()
 	hopts = append(hopts, cfg.serverOpts...)
 	hopts = append(hopts, server.WithSessionIdManager(ids))
-	return mcpguard.Guard(server.NewStreamableHTTPServer(srv, hopts...), cfg.maxBody, ids)
+	var h http.Handler = server.NewStreamableHTTPServer(srv, hopts...)
+	if fast && len(cfg.serverOpts) == 0 {
+		// With options of the caller's (a context func, hooks) every
+		// request goes through mcp-go, which applies them.
+		h = newFastCalls(h, a, cfg, ids)
+	}
+	return mcpguard.Guard(h, cfg.maxBody, ids)
 }
 
 // askTool adapts an Agent to an MCP tool handler.
@@ -100,21 +117,31 @@ func askTool(a Agent) server.ToolHandlerFunc {
 		if err := call.BindArguments(&req); err != nil {
 			return mcp.NewToolResultError(fmt.Sprintf("arguments are not an AskRequest: %v", err)), nil
 		}
-		resp, err := a.Ask(ctx, &req)
-		if err != nil {
-			return mcp.NewToolResultError(err.Error()), nil
-		}
-		if resp == nil {
-			resp = &AskResponse{}
-		}
-		b, err := json.Marshal(resp)
-		if err != nil {
-			return mcp.NewToolResultError(fmt.Sprintf("encode AskResponse: %v", err)), nil
+		text, structured, isError := toolResult(ctx, a, &req)
+		if isError {
+			return mcp.NewToolResultError(text), nil
 		}
 		return &mcp.CallToolResult{
-			Content:              []mcp.Content{mcp.TextContent{Type: mcp.ContentTypeText, Text: string(b)}},
-			StructuredContent:    json.RawMessage(b),
-			RawStructuredContent: b,
+			Content:              []mcp.Content{mcp.TextContent{Type: mcp.ContentTypeText, Text: text}},
+			StructuredContent:    json.RawMessage(structured),
+			RawStructuredContent: structured,
 		}, nil
 	}
+}
+
+// toolResult asks a and returns the tool result's parts: the AskResponse
+// as JSON text and as structured content, or an error text (isError).
+func toolResult(ctx context.Context, a Agent, req *AskRequest) (text string, structured []byte, isError bool) {
+	resp, err := a.Ask(ctx, req)
+	if err != nil {
+		return err.Error(), nil, true
+	}
+	if resp == nil {
+		resp = &AskResponse{}
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		return fmt.Sprintf("encode AskResponse: %v", err), nil, true
+	}
+	return string(b), b, false
 }

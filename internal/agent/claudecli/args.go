@@ -80,10 +80,14 @@ func (a *Agent) args(c *call, first bool) []string {
 	if c.effort != "" {
 		args = append(args, "--effort", c.effort)
 	}
-	args = append(args, "--disallowedTools", disallowedTools)
+	disallowed := disallowedTools
+	if c.info.ReadOnly {
+		disallowed += "," + strings.Join(agent.ReadOnlyDeniedTools(), ",")
+	}
+	args = append(args, "--disallowedTools", disallowed)
 	var allowed []string
 	if c.info.Persona != nil {
-		allowed = append(allowed, c.info.Persona.Tools...)
+		allowed = personaTools(c.info.Persona.Tools, c.bash, c.info.ReadOnly)
 	}
 	for _, name := range c.sess.ToolNames() {
 		allowed = append(allowed, "mcp__"+toolserver.ServerName+"__"+name)
@@ -210,4 +214,33 @@ func stderrTail(b []byte) string {
 		return "..." + s[len(s)-agent.QuoteLimit:]
 	}
 	return s
+}
+
+// personaTools is the --allowedTools entries of a persona's tools: a
+// read-only call drops the mutating ones; a bash profile that lists
+// programs turns Bash into one Bash(<program>:*) rule per program.
+func personaTools(tools []string, bash *agent.BashProfile, readOnly bool) []string {
+	out := make([]string, 0, len(tools))
+	for _, t := range tools {
+		switch {
+		case readOnly && slices.Contains(agent.ReadOnlyDeniedTools(), t):
+			continue
+		case t == "Bash" && bash != nil && !bash.Sandboxed:
+			for _, cmd := range bash.Allowed() {
+				out = append(out, "Bash("+cmd+":*)")
+			}
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// sandboxEnv is the environment of a sandboxed bash profile: TMPDIR is the
+// call's scratch directory, and every proxy variable points at a closed
+// loopback port so HTTP clients cannot reach the network.
+func sandboxEnv(scratch string) []string {
+	const deny = "http://127.0.0.1:9"
+	return []string{"TMPDIR=" + scratch, "HTTP_PROXY=" + deny, "HTTPS_PROXY=" + deny, "ALL_PROXY=" + deny,
+		"http_proxy=" + deny, "https_proxy=" + deny, "all_proxy=" + deny, "NO_PROXY=", "no_proxy="}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -37,6 +38,15 @@ type call struct {
 	// call.
 	resumed bool
 	needs   bool // the call has a schema: a valid submit is required
+	// dir is the child's working directory: the persona's cwd:, else the
+	// declaration's.
+	dir string
+	// bash is the persona's bash_profile: as it applies to this verb (nil
+	// for task and converse, which it does not restrict).
+	bash *agent.BashProfile
+	// scratch is a sandboxed profile's per-call TMPDIR, removed after the
+	// call.
+	scratch string
 }
 
 // Ask runs the CLI for one agent call, on the model the host resolved
@@ -57,6 +67,9 @@ func (a *Agent) Ask(ctx context.Context, ac *agent.Call) (*agent.AskResponse, er
 	}
 	defer c.sess.Close()
 	defer removeFile(c.mcpFile)
+	if c.scratch != "" {
+		defer os.RemoveAll(c.scratch)
+	}
 
 	var (
 		runs   []*result
@@ -68,7 +81,7 @@ func (a *Agent) Ask(ctx context.Context, ac *agent.Call) (*agent.AskResponse, er
 		if !first {
 			stdin = nudgeText
 		}
-		out := a.run(ctx, c.bin, a.args(c, first), c.env, stdin)
+		out := a.run(ctx, c.bin, c.dir, a.args(c, first), c.env, stdin)
 		if ctx.Err() != nil {
 			return nil, a.fail(c, agent.KindDeadlineExceeded, "claude CLI did not finish before the call's deadline: %w", context.Cause(ctx))
 		}
@@ -151,7 +164,25 @@ func (a *Agent) prepare(info *agent.Call) (*call, error) {
 	if c.mode, err = a.permissionMode(req.Verb); err != nil {
 		return nil, err
 	}
+	if info.ReadOnly {
+		c.mode = ModeDefault // only the allow-listed, non-mutating tools
+	}
 	c.env = a.environ(req, providerEnv)
+	c.dir = a.opts.Dir
+	if p := info.Persona; p != nil {
+		if p.Cwd != "" {
+			c.dir = p.Cwd
+		}
+		if p.Bash != nil && req.Verb != plugin.VerbTask && req.Verb != plugin.VerbConverse {
+			c.bash = p.Bash
+		}
+	}
+	if c.bash != nil && c.bash.Sandboxed && !info.ReadOnly {
+		if c.scratch, err = os.MkdirTemp(c.bash.SandboxBase, "kitsoki-bash-"); err != nil {
+			return nil, agent.Errorf(agent.KindTransportError, "claude CLI: bash_profile sandboxed_write: make the scratch directory: %w", err)
+		}
+		c.env = append(c.env, sandboxEnv(c.scratch)...)
+	}
 
 	cc := callContext(info.Run)
 	profile, err := toolserver.ResolveProfile(req.Verb, cc)

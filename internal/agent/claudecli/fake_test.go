@@ -59,6 +59,7 @@ type fakeLog struct {
 	Listed  []string          `json:"listed,omitempty"`
 	Results []fakeResult      `json:"results,omitempty"`
 	Denied  []string          `json:"denied,omitempty"`
+	Dir     string            `json:"dir,omitempty"`
 }
 
 type fakeResult struct {
@@ -68,7 +69,8 @@ type fakeResult struct {
 }
 
 // loggedEnv are the environment variables the fake records.
-var loggedEnv = []string{"ENABLE_TOOL_SEARCH", "CLAUDE_CODE_MAX_RETRIES", "KITSOKI_SESSION_ID", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "DECL_VAR"}
+var loggedEnv = []string{"ENABLE_TOOL_SEARCH", "CLAUDE_CODE_MAX_RETRIES", "KITSOKI_SESSION_ID", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "DECL_VAR",
+	"HTTPS_PROXY", "TMPDIR"}
 
 var valueFlags = []string{"--permission-mode", "--setting-sources", "--system-prompt", "--append-system-prompt", "--model",
 	"--disallowedTools", "--allowedTools", "--mcp-config", "--output-format", "--session-id", "--resume", "--max-turns", "--effort"}
@@ -103,6 +105,7 @@ func fakeClaude() int {
 	}
 	stdin, _ := io.ReadAll(os.Stdin)
 	entry := fakeLog{Args: args, Stdin: string(stdin), Env: map[string]string{}, Flags: flags}
+	entry.Dir, _ = os.Getwd()
 	for _, k := range loggedEnv {
 		if v, ok := os.LookupEnv(k); ok {
 			entry.Env[k] = v

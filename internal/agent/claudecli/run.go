@@ -35,14 +35,14 @@ type runOutput struct {
 // SIGKILL after waitDelay; any process the CLI left behind in its group is
 // killed once it exits, and output still held open by something outside
 // the group is cut off waitDelay after the exit.
-func (a *Agent) run(ctx context.Context, bin string, args, env []string, stdin string) runOutput {
+func (a *Agent) run(ctx context.Context, bin, dir string, args, env []string, stdin string) runOutput {
 	if err := ctx.Err(); err != nil {
 		return runOutput{startErr: err}
 	}
 	stdout := &capped{limit: maxStdout}
 	stderr := &tail{keep: stderrKeep}
 	p, err := supervise.Start(supervise.Config{
-		Name: "claude CLI", Path: bin, Args: args, Dir: a.opts.Dir, Env: env,
+		Name: "claude CLI", Path: bin, Args: args, Dir: dir, Env: env,
 		Stdin: strings.NewReader(stdin), Stdout: stdout, Stderr: stderr,
 		Grace: waitDelay, Logger: a.opts.Logger,
 	})

@@ -3,6 +3,7 @@ package mcphttp
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -382,4 +383,70 @@ func TestUnauthorizedInitializeIsReportedNotFallenBackFrom(t *testing.T) {
 	if a.conn != nil {
 		t.Error("a refused initialize left a connection (single-POST fallback) behind")
 	}
+}
+
+// TestSSEStreamWithServerRequests: on a tools/call answered as an SSE
+// stream, notifications are skipped, a ping from the server is answered
+// with an empty result and any other request with method-not-found (on
+// the same session), and the call takes the response that follows.
+func TestSSEStreamWithServerRequests(t *testing.T) {
+	var mu sync.Mutex
+	var answers []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var msg rpcMessage
+		if err := json.Unmarshal(body, &msg); err != nil {
+			http.Error(w, "bad json", http.StatusBadRequest)
+			return
+		}
+		switch msg.Method {
+		case "initialize":
+			w.Header().Set("Mcp-Session-Id", "sse-1")
+			writeJSON(w, msg.ID, `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"sse","version":"1"}}`)
+		case "notifications/initialized":
+			w.WriteHeader(http.StatusAccepted)
+		case "tools/call":
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"x\"}}\n\n")
+			fmt.Fprint(w, "data: {\"jsonrpc\":\"2.0\",\"id\":\"s1\",\"method\":\"ping\"}\n\n")
+			fmt.Fprint(w, "data: {\"jsonrpc\":\"2.0\",\"id\":\"s2\",\n")
+			fmt.Fprint(w, "data:  \"method\":\"sampling/createMessage\",\"params\":{}}\n\n")
+			fmt.Fprintf(w, "id: 7\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"{\\\"submission\\\":\\\"ok\\\"}\"}]}}\n\n", msg.ID)
+		case "":
+			mu.Lock()
+			answers = append(answers, r.Header.Get("Mcp-Session-Id")+" "+string(body))
+			mu.Unlock()
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	defer srv.Close()
+	a := newAgent(t, decl(srv.URL+"/mcp"))
+	resp, err := ask(t, a, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(resp.Submission) != `"ok"` {
+		t.Errorf("submission %s", resp.Submission)
+	}
+	want := []string{
+		`sse-1 {"jsonrpc":"2.0","id":"s1","result":{}}`,
+		`sse-1 {"jsonrpc":"2.0","id":"s2","error":{"code":-32601,"message":"kitsoki's mcp_http client does not handle sampling/createMessage"}}`,
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff(want, answers); diff != "" {
+		t.Errorf("answers to the server's requests (-want +got):\n%s", diff)
+	}
+}
+
+// TestStreamEndsWithoutResponse: an SSE stream that ends before the
+// response is a transport error saying so.
+func TestStreamEndsWithoutResponse(t *testing.T) {
+	s := newCannedServer(t, func(w http.ResponseWriter, r *http.Request, msg rpcMessage) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n\n")
+	})
+	a := newAgent(t, decl(s.URL()))
+	_, err := ask(t, a, nil)
+	wantAskError(t, err, agent.KindTransportError, "mcp_http agent: SSE stream ended without a response")
 }

@@ -68,6 +68,24 @@ func runHelper(mode string) {
 		fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", id, result)
 	}
 	switch mode {
+	case "pingpong":
+		// BenchmarkSubprocessFloor's child: per request line, one decode
+		// of the request as a plugin does, then the recorded reply line.
+		reply := []byte(os.Getenv(pingpongReplyEnv) + "\n")
+		for in.Scan() {
+			var r struct {
+				ID     json.RawMessage   `json:"id"`
+				Method string            `json:"method"`
+				Params plugin.AskRequest `json:"params"`
+			}
+			if err := json.Unmarshal(in.Bytes(), &r); err != nil {
+				fmt.Fprintln(os.Stderr, "helper: bad request:", err)
+				os.Exit(9)
+			}
+			if _, err := os.Stdout.Write(reply); err != nil {
+				os.Exit(1)
+			}
+		}
 	case "echo":
 		if err := plugin.Serve(echo.Agent{}); err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -86,7 +86,7 @@ func (h *cassetteHandler) writeAgentEvents(call *host.Call, p cassette.Picked) e
 		verb = strings.TrimPrefix(call.Namespace, host.AgentNamespace)
 	}
 	start := trace.AgentCallStart{Verb: verb, Agent: ab.Agent, Model: ab.Model, Input: ab.Input, Prompt: ab.Prompt}
-	if err := h.sink.AppendPayload(&plugin.Event{Turn: call.Turn, StatePath: call.State,
+	if err := call.SinkOr(h.sink).AppendPayload(&plugin.Event{Turn: call.Turn, StatePath: call.State,
 		CallID: callID, EpisodeID: p.Episode.ID, MatchIdx: p.Index}, start); err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func (h *cassetteHandler) writeAgentEvents(call *host.Call, p cassette.Picked) e
 		// the text is an AskError rendering, else plugin_crash.
 		ae := cassette.ReplayedError(ab.Error)
 		payload := trace.AgentCallError{Verb: verb, Agent: ab.Agent, DurationMS: ab.DurationMS, Error: ae.Error(), ErrorKind: string(ae.Kind)}
-		return h.sink.AppendPayload(&plugin.Event{Turn: call.Turn, StatePath: call.State, CallID: callID}, payload)
+		return call.SinkOr(h.sink).AppendPayload(&plugin.Event{Turn: call.Turn, StatePath: call.State, CallID: callID}, payload)
 	}
 	payload := trace.AgentCallComplete{Verb: verb, Agent: ab.Agent, Model: ab.Model, DurationMS: ab.DurationMS}
 	if ab.Response != "" {
@@ -111,7 +111,7 @@ func (h *cassetteHandler) writeAgentEvents(call *host.Call, p cassette.Picked) e
 	if len(meta) > 0 {
 		payload.Meta = meta
 	}
-	return h.sink.AppendPayload(&plugin.Event{Turn: call.Turn, StatePath: call.State, CallID: callID}, payload)
+	return call.SinkOr(h.sink).AppendPayload(&plugin.Event{Turn: call.Turn, StatePath: call.State, CallID: callID}, payload)
 }
 
 // responseValue is an agent response as a trace payload value: the JSON

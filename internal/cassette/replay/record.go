@@ -204,10 +204,12 @@ var agentVerbs = []string{"ask", "decide", "extract", "task", "converse"}
 // InvokeNames lists every invoke name a story's effects use, sorted.
 func InvokeNames(st *story.Story) []string {
 	seen := map[string]bool{}
-	add := func(effs []*story.Effect) {
+	var add func(effs []*story.Effect)
+	add = func(effs []*story.Effect) {
 		for _, e := range effs {
 			if e.Invoke != nil {
 				seen[e.Invoke.Name] = true
+				add(e.Invoke.OnComplete) // a background invoke's completion chain
 			}
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Field is one with: key or one result key.
@@ -67,8 +68,27 @@ var agentResults = []Field{
 }
 
 // Builtins returns the handlers kitsoki provides, sorted by name. Each call
-// returns a fresh table.
+// returns a fresh copy of the table (its Field slices are shared: read them,
+// don't write them).
 func Builtins() []Spec {
+	return slices.Clone(builtins())
+}
+
+// builtins is the table, built once: the loader looks handlers up for every
+// invoke of every story it loads, and rebuilding the table each time was a
+// tenth of a large story's load allocations.
+var builtins = sync.OnceValue(buildBuiltins)
+
+// byName indexes the table for Lookup.
+var byName = sync.OnceValue(func() map[string]int {
+	m := make(map[string]int, len(builtins()))
+	for i, s := range builtins() {
+		m[s.Name] = i
+	}
+	return m
+})
+
+func buildBuiltins() []Spec {
 	agent := func(verb, summary string) Spec {
 		return Spec{Name: "host.agent." + verb, Summary: summary, Fields: agentFields, Results: agentResults}
 	}
@@ -235,6 +255,37 @@ func Builtins() []Spec {
 				{Name: "diff", Type: "string", Doc: "the unified diff (first 1 MiB)"},
 				{Name: "truncated", Type: "bool"},
 			}},
+		{Name: "host.jobs.list", Summary: "List the session's background jobs, in start order.", CheckFields: true,
+			Fields:  []Field{{Name: "status", Type: "string", Doc: "only the jobs in this status: running, awaiting_input, done, failed or cancelled"}},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "jobs", Type: "list", Doc: "one {job_id, handler, state, status, call?, question?, error?} per job"}, {Name: "count", Type: "int"}}},
+		{Name: "host.jobs.status", Summary: "Describe one background job.", CheckFields: true,
+			Fields: []Field{{Name: "job_id", Type: "string", Required: true, Doc: "the job's id (job-1, …; bind job_id when starting it)"}},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "job_id", Type: "string"}, {Name: "handler", Type: "string"}, {Name: "state", Type: "string", Doc: "the state that started it"},
+				{Name: "status", Type: "string", Doc: "running, awaiting_input, done, failed or cancelled"}, {Name: "question", Type: "map", Doc: "{prompt, fields?} while awaiting_input"}, {Name: "error", Type: "string", Doc: "a failed job's error"}}},
+		{Name: "host.jobs.cancel", Summary: "Cancel a running background job (its completion is delivered as cancelled).", CheckFields: true,
+			Fields:  []Field{{Name: "job_id", Type: "string", Required: true}},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "job_id", Type: "string"}, {Name: "status", Type: "string", Doc: "the status when the cancel was asked"}}},
+		{Name: "host.jobs.answer_clarification", Summary: "Answer the question a background job is waiting on; it resumes on its next poll.", CheckFields: true,
+			Fields:  []Field{{Name: "job_id", Type: "string", Required: true}, {Name: "answer", Type: "any", Required: true, Doc: "what the question asked for"}},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "job_id", Type: "string"}}},
+		{Name: "host.inbox.add", Summary: "Post a notification to the session's inbox.", CheckFields: true,
+			Fields: []Field{
+				{Name: "title", Type: "string", Doc: "what it says (title or body is required)"},
+				{Name: "body", Type: "any", Doc: "the detail; maps and lists are kept as indented JSON"},
+				{Name: "severity", Type: "string", Doc: "info (default), success, warn, error or action_required"},
+				{Name: "kind", Type: "string", Doc: "what it is about (free text: checkpoint, incident, …)"},
+				{Name: "thread", Type: "string"},
+				{Name: "state", Type: "string", Doc: "the state it points to"},
+				{Name: "job_id", Type: "string", Doc: "the background job it is about"},
+			},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "id", Type: "string", Doc: "n-1, n-2, … in posting order"}}},
+		{Name: "host.inbox.list", Summary: "List the session's inbox notifications, in posting order.", CheckFields: true,
+			Fields: []Field{{Name: "unread_only", Type: "bool"}},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "notifications", Type: "list", Doc: "one {id, severity, title, read, kind?, body?, thread?, state?, job_id?} each"},
+				{Name: "unread", Type: "int"}, {Name: "needs_attention", Type: "int", Doc: "unread action_required ones"}}},
+		{Name: "host.inbox.mark_read", Summary: "Mark an inbox notification read.", CheckFields: true,
+			Fields:  []Field{{Name: "id", Type: "string", Required: true}},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "id", Type: "string"}}},
 		{Name: "host.transport.post", Summary: "Post a message to the terminal (kitsoki run's stdout, secrets masked).",
 			CheckFields: true,
 			Fields: []Field{
@@ -274,12 +325,11 @@ func Unbuilts() []Unbuilt {
 
 // Lookup returns the built-in handler named exactly name.
 func Lookup(name string) (Spec, bool) {
-	for _, s := range Builtins() {
-		if s.Name == name {
-			return s, true
-		}
+	i, ok := byName()[name]
+	if !ok {
+		return Spec{}, false
 	}
-	return Spec{}, false
+	return builtins()[i], true
 }
 
 // Refused returns the unbuilt family name belongs to: the family itself or

@@ -42,6 +42,7 @@ func TestCheckAgainstDescribe(t *testing.T) {
 		`app.yaml:20:17: states.start.on_enter[2].invoke: invoke "host.tickets.creat": host plugin host.tickets has no op "creat" (its ops: "close", "create") (did you mean "create"?)`,
 		`app.yaml:26:23: states.start.on.go[0].effects[0].with: invoke "host.tickets.create": with: does not match the args_schema host plugin host.tickets describes for op "create": ` +
 			`/: additionalProperties: additional properties 'extra' not allowed; /: required: missing property 'title'; /priority: type: got string, want integer`,
+		`app.yaml:36:21: states.done.on_enter[0].on_complete[0].invoke: invoke "host.tickets.clse": host plugin host.tickets has no op "clse" (its ops: "close", "create") (did you mean "close"?)`,
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("diagnostics (-want +got):\n%s", d)

@@ -153,11 +153,21 @@ func eachInvoke(st *story.Story, fn func(in *story.Invoke, path string)) {
 		states = append(states, n)
 	}
 	slices.Sort(states)
+	// A background invoke's on_complete: chain holds invokes too.
+	var visit func(in *story.Invoke, path string)
+	visit = func(in *story.Invoke, path string) {
+		fn(in, path)
+		for i, e := range in.OnComplete {
+			if e.Invoke != nil {
+				visit(e.Invoke, path+".on_complete["+strconv.Itoa(i)+"]")
+			}
+		}
+	}
 	for _, sn := range states {
 		s := st.States[sn]
 		for i, e := range s.OnEnter {
 			if e.Invoke != nil {
-				fn(e.Invoke, "states."+sn+".on_enter["+strconv.Itoa(i)+"]")
+				visit(e.Invoke, "states."+sn+".on_enter["+strconv.Itoa(i)+"]")
 			}
 		}
 		intents := make([]string, 0, len(s.On))
@@ -169,7 +179,7 @@ func eachInvoke(st *story.Story, fn func(in *story.Invoke, path string)) {
 			for j, arm := range s.On[in] {
 				for k, e := range arm.Effects {
 					if e.Invoke != nil {
-						fn(e.Invoke, fmt.Sprintf("states.%s.on.%s[%d].effects[%d]", sn, in, j, k))
+						visit(e.Invoke, fmt.Sprintf("states.%s.on.%s[%d].effects[%d]", sn, in, j, k))
 					}
 				}
 			}

@@ -73,6 +73,16 @@ func (r *run) probe(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple
 		}
 		argv = append(argv, a)
 	}
+	if pr := r.h.opts.Probe; pr != nil {
+		code, text, err := pr.Probe(r.ctx, name, pargs)
+		if err != nil {
+			return nil, fmt.Errorf("ctx.probe(%q): %w", name, err)
+		}
+		d := starlark.NewDict(2)
+		_ = d.SetKey(starlark.String("exit"), starlark.MakeInt(code))
+		_ = d.SetKey(starlark.String("out"), starlark.String(text))
+		return d, nil
+	}
 	ws := r.h.st.Workspace
 	if ws.IsZero() {
 		return nil, fmt.Errorf("ctx.probe(%q): the story has no workspace", name)

@@ -55,6 +55,9 @@ const (
 type Options struct {
 	// HTTP serves ctx.http; nil refuses every request (no cassette).
 	HTTP HTTPClient
+	// Probe answers ctx.probe instead of running the command (a flow's
+	// inspect cassette); nil runs it.
+	Probe Prober
 	// MaxSteps is the step limit per call; 0 is DefaultMaxSteps.
 	MaxSteps uint64
 	// MaxMemory is the heap growth bound per call in bytes; 0 is

@@ -1,0 +1,585 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kitsoki/kitsoki/internal/runtime"
+	"github.com/kitsoki/kitsoki/internal/session"
+	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/trace"
+)
+
+// sessionDir copies testdata/sessions/app.yaml into a fresh directory,
+// builds the slow host plugin into its bin/slow, and points SLOW_LOG at
+// dir/slow.log. It returns the story and a sessions directory.
+func sessionDir(t *testing.T) (app, sessions string) {
+	t.Helper()
+	dir := t.TempDir()
+	b, err := os.ReadFile("testdata/sessions/app.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	app = filepath.Join(dir, "app.yaml")
+	if err := os.WriteFile(app, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "bin", "slow"), "./testdata/sessions/slowplugin")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the slow plugin: %v\n%s", err, out)
+	}
+	t.Setenv("SLOW_LOG", filepath.Join(dir, "slow.log"))
+	return app, filepath.Join(dir, "sessions")
+}
+
+// loopStory writes a story without plugins: tick counts, stop ends.
+func loopStory(t *testing.T, extra string) string {
+	t.Helper()
+	src := `app: {id: loop}
+root: idle
+world:
+  n: {type: int, default: 0}
+intents:
+  tick: {}
+  stop: {}
+states:
+  idle:
+    on:
+      tick:
+        - when: "world.n >= 2"
+          target: busy
+          effects: [{increment: {n: 1}}]
+        - target: idle
+          effects: [{increment: {n: 1}}]
+      stop: {target: done}
+  busy:
+    on:
+      tick:
+        - target: busy
+          effects: [{increment: {n: 1}}]
+      stop: {target: done}
+  done: {terminal: true}
+` + extra
+	p := filepath.Join(t.TempDir(), "app.yaml")
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func onlySession(t *testing.T, dir string) session.Meta {
+	t.Helper()
+	all, err := session.Store{Dir: dir}.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 1 {
+		t.Fatalf("%d sessions in %s, want 1: %v", len(all), dir, session.SortedIDs(all))
+	}
+	return all[0]
+}
+
+func journalOf(t *testing.T, path string) *session.Journal {
+	t.Helper()
+	j, err := session.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// A scripted run stopped before the end is finished by the same command
+// with --continue: the inputs the journal holds are skipped, and the run
+// carries on from the journal's state and world.
+func TestResumeScriptedSkipsJournalInputs(t *testing.T) {
+	app := loopStory(t, "")
+	dir := t.TempDir()
+	code, _, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--intents", "tick,tick,tick")
+	if code != exitIncomplete {
+		t.Fatalf("first run: exit %d, want %d\n%s", code, exitIncomplete, errs)
+	}
+	m := onlySession(t, dir)
+	if m.State != "busy" || m.Turn != 3 || m.Finished {
+		t.Fatalf("after the first run: %+v", m)
+	}
+	code, _, errs = runCLI(t, "", "run", app, "--sessions-dir", dir, "--continue", "--intents", "tick,tick,tick,tick,stop")
+	if code != exitOK {
+		t.Fatalf("resume: exit %d\n%s", code, errs)
+	}
+	if !strings.Contains(errs, "kitsoki: resuming session "+m.ID+" after turn 3 in state \"busy\"") {
+		t.Errorf("stderr does not say where the run resumed:\n%s", errs)
+	}
+	j := journalOf(t, m.Trace)
+	if j.State != "done" || !j.Done || j.Turn != 5 || j.World["n"] != int64(4) {
+		t.Errorf("journal after resume: state %q done %v turn %d n %v, want done true 5 4", j.State, j.Done, j.Turn, j.World["n"])
+	}
+	// a finished session is not resumed again
+	code, _, errs = runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", m.ID, "--intents", "tick")
+	want := "session " + m.ID + " finished in state \"done\" at turn 5; fork it to go on: kitsoki session fork " + m.ID + " --at-turn N\n"
+	if code != exitFailure || errs != want {
+		t.Errorf("resuming a finished session: exit %d, stderr\n%s\nwant exit 1 and\n%s", code, errs, want)
+	}
+}
+
+// A resumed scripted run given other inputs than the journal took stops
+// and names the first that differs (exit 2).
+func TestResumeScriptedRefusesOtherInputs(t *testing.T) {
+	app := loopStory(t, "")
+	dir := t.TempDir()
+	if code, _, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--intents", "tick,tick"); code != exitIncomplete {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	m := onlySession(t, dir)
+	code, _, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--continue", "--intents", "tick,stop,tick")
+	want := "kitsoki: resuming session " + m.ID + `: input 2 is "stop", but the session's turn 2 took "tick"; give the same inputs as the run that started it (the journal's are skipped), or start a new session`
+	if code != exitUsage || !strings.Contains(errs, want) {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 2 and %q", code, errs, want)
+	}
+}
+
+// --continue with nothing to continue starts a new session, so the same
+// command works for the first run and every rerun.
+func TestContinueWithoutSessionStartsOne(t *testing.T) {
+	app := loopStory(t, "")
+	dir := t.TempDir()
+	code, _, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--continue", "--intents", "tick")
+	if code != exitIncomplete || !strings.Contains(errs, "no unfinished session of "+app+" in "+dir+"; starting a new one") {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	onlySession(t, dir)
+}
+
+// The REPL of a resumed session starts where the journal stopped: the
+// session is restored before the input loop, which just continues.
+func TestResumeREPLContinues(t *testing.T) {
+	app := loopStory(t, "")
+	dir := t.TempDir()
+	if code, _, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--intents", "tick,tick,tick"); code != exitIncomplete {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	m := onlySession(t, dir)
+	st, err := story.Load(app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := journalOf(t, m.Trace)
+	rt, err := runtime.Open(st, runtime.Config{Session: &runtime.Session{ID: m.ID, Journal: true, Resume: &runtime.Resume{Journal: j}},
+		Trace: runtime.Trace{Path: m.Trace}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	var out, errb bytes.Buffer
+	plan := &sessionPlan{meta: m, resume: &runtime.Resume{Journal: j}}
+	start, err := plan.start(context.Background(), rt.Session(), rt.Sink(), &errb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &runner{sess: rt.Session(), out: &out, errw: &errb}
+	r.report(start)
+	code := r.interactive(context.Background(), newLines(strings.NewReader(":world\ntick\nstop\n")))
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+	if !strings.HasPrefix(out.String(), "\n[busy] ") || !strings.Contains(out.String(), `"n": 3`) {
+		t.Errorf("the REPL did not start in the journal's state and world:\n%s", out.String())
+	}
+	if got := rt.Session().World()["n"]; got != int64(4) {
+		t.Errorf("n = %v after one more tick, want 4", got)
+	}
+}
+
+// turnsOf lists the kinds of one turn's events in a journal.
+func kindsOf(t *testing.T, path string, turn int64) []string {
+	t.Helper()
+	evs, err := trace.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, ev := range evs {
+		if ev.Turn == turn {
+			out = append(out, ev.Kind)
+		}
+	}
+	return out
+}
+
+// cutAfter truncates a journal after the first line of kind in turn (as a
+// crash right after writing it leaves it).
+func cutAfter(t *testing.T, path string, turn int64, kind string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	for i, l := range lines[1:] {
+		ev, err := trace.DecodeLine([]byte(strings.TrimSuffix(l, "\n")))
+		if err == nil && ev.Turn == turn && ev.Kind == kind {
+			if err := os.WriteFile(path, []byte(strings.Join(lines[:i+2], "")), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatalf("no %s in turn %d of %s", kind, turn, path)
+}
+
+func slowLog(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(os.Getenv("SLOW_LOG"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return strings.Fields(strings.ReplaceAll(string(b), " ", "_"))
+}
+
+// A call that started and has no end in the journal (the process died
+// during it) is issued again; one that returned is answered from the
+// journal and never issued again.
+func TestResumeReissuesInFlightCall(t *testing.T) {
+	app, dir := sessionDir(t)
+	if code, _, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--intents", "tick,tick"); code != exitIncomplete {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	m := onlySession(t, dir)
+	// Turn 2 as a crash during its call leaves it; the plugin's log
+	// keeps both answers it gave.
+	cutAfter(t, m.Trace, 2, trace.KindHarnessDispatched)
+	if code, _, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--continue", "--intents", "tick,tick,stop"); code != exitOK {
+		t.Fatalf("resume: exit %d\n%s", code, errs)
+	}
+	want := []string{
+		"start_work_turn=1_n=1", "answer_work_turn=1_n=1",
+		"start_work_turn=2_n=2", "answer_work_turn=2_n=2",
+		"start_work_turn=2_n=2", "answer_work_turn=2_n=2", // issued again: it had no end
+	}
+	if diff := cmp.Diff(want, slowLog(t)); diff != "" {
+		t.Errorf("plugin log (-want +got):\n%s", diff)
+	}
+	j := journalOf(t, m.Trace)
+	if j.World["n"] != int64(2) || j.World["v"] != int64(4) || j.State != "done" {
+		t.Errorf("world %v state %q", j.World, j.State)
+	}
+
+	// Now a crash after the call returned but before the turn ended: the
+	// resume answers it from the journal.
+	app2, dir2 := sessionDir(t)
+	if code, _, errs := runCLI(t, "", "run", app2, "--sessions-dir", dir2, "--intents", "tick"); code != exitIncomplete {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	m2 := onlySession(t, dir2)
+	cutAfter(t, m2.Trace, 1, trace.KindHarnessReturned)
+	if code, _, errs := runCLI(t, "", "run", app2, "--sessions-dir", dir2, "--continue", "--intents", "tick,stop"); code != exitOK {
+		t.Fatalf("resume: exit %d\n%s", code, errs)
+	}
+	if diff := cmp.Diff([]string{"start_work_turn=1_n=1", "answer_work_turn=1_n=1"}, slowLog(t)); diff != "" {
+		t.Errorf("a returned call was issued again (-want +got):\n%s", diff)
+	}
+	kinds := strings.Join(kindsOf(t, m2.Trace, 1), " ")
+	if !strings.Contains(kinds, "harness.returned kitsoki.resumed turn.input") || !strings.Contains(kinds, "harness.dispatched kitsoki.call.replayed") {
+		t.Errorf("turn 1 should hold the cut attempt, the resume marker and the redo with its answer from the journal:\n%s", kinds)
+	}
+	j2 := journalOf(t, m2.Trace)
+	if j2.World["v"] != int64(2) || j2.World["sum"] != int64(1) {
+		t.Errorf("world after the redo: %v", j2.World)
+	}
+}
+
+// An external_side_effect call in flight at the crash stops the resume,
+// naming the call; --resume-side-effects=retry issues it again, skip goes
+// on without it.
+func TestResumeStopsAtExternalSideEffect(t *testing.T) {
+	app, dir := sessionDir(t)
+	if code, _, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--intents", "tick,pay"); code != exitIncomplete {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	m := onlySession(t, dir)
+	cutAfter(t, m.Trace, 2, trace.KindHarnessDispatched)
+	before := len(slowLog(t))
+	code, _, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--continue", "--intents", "tick,pay,stop")
+	want := "resume stopped: turn 2 in paying: host.slow.charge (call charge) was in flight when the session stopped and is marked external_side_effect: true, so it may have taken effect already; pass --resume-side-effects=retry to issue it again or --resume-side-effects=skip to go on without it\n"
+	if code != exitFailure || errs != want {
+		t.Fatalf("exit %d, stderr:\n%s\nwant exit 1 and:\n%s", code, errs, want)
+	}
+	if len(slowLog(t)) != before {
+		t.Fatalf("the stopped resume called the plugin")
+	}
+	code, _, errs = runCLI(t, "", "run", app, "--sessions-dir", dir, "--continue", "--resume-side-effects=skip", "--intents", "tick,pay,stop")
+	if code != exitOK {
+		t.Fatalf("skip: exit %d\n%s", code, errs)
+	}
+	if len(slowLog(t)) != before {
+		t.Errorf("--resume-side-effects=skip issued the call")
+	}
+	if !strings.Contains(strings.Join(kindsOf(t, m.Trace, 2), " "), "kitsoki.call.skipped") {
+		t.Errorf("the skipped call is not in the journal")
+	}
+
+	app2, dir2 := sessionDir(t)
+	if code, _, errs := runCLI(t, "", "run", app2, "--sessions-dir", dir2, "--intents", "tick,pay"); code != exitIncomplete {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	m2 := onlySession(t, dir2)
+	cutAfter(t, m2.Trace, 2, trace.KindHarnessDispatched)
+	before = len(slowLog(t))
+	if code, _, errs := runCLI(t, "", "run", app2, "--sessions-dir", dir2, "--continue", "--resume-side-effects=retry", "--intents", "tick,pay,stop"); code != exitOK {
+		t.Fatalf("retry: exit %d\n%s", code, errs)
+	}
+	if got := slowLog(t)[before:]; !cmp.Equal(got, []string{"start_charge_turn=2_n=1", "answer_charge_turn=2_n=1"}) {
+		t.Errorf("retry: plugin log after the resume = %v", got)
+	}
+	code, _, errs = runCLI(t, "", "run", app2, "--sessions-dir", dir2, "--continue", "--resume-side-effects=later", "--intents", "tick")
+	if code != exitFailure || !strings.Contains(errs, `--resume-side-effects "later": want retry or skip (or stop, the default)`) {
+		t.Errorf("a bad --resume-side-effects: exit %d\n%s", code, errs)
+	}
+}
+
+// A story changed since the session started is replayed against the
+// journal; the first turn that decides differently stops the resume with
+// the turn, the state and both decisions, and --fork starts a new session
+// from the last turn that matched.
+func TestResumeDetectsChangedStory(t *testing.T) {
+	app := loopStory(t, "")
+	dir := t.TempDir()
+	if code, _, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--intents", "tick,tick,tick,tick"); code != exitIncomplete {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	m := onlySession(t, dir)
+	// A comment changes the hash, not a decision: the resume goes on.
+	b, _ := os.ReadFile(app)
+	if err := os.WriteFile(app, append(b, "# a comment\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", m.ID, "--intents", "tick,tick,tick,tick,tick")
+	if code != exitIncomplete || !strings.Contains(errs, "the story changed since session "+m.ID+" started; its 4 finished turn(s) replay with the same decisions") {
+		t.Fatalf("an unchanged decision: exit %d\n%s", code, errs)
+	}
+	// Now turn 3 (n is 2 there) goes elsewhere: the guard moves.
+	changed := strings.Replace(string(b), `world.n >= 2`, `world.n >= 3`, 1)
+	if err := os.WriteFile(app, []byte(changed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs = runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", m.ID, "--intents", "tick,tick,tick,tick,tick,tick")
+	want := "session " + m.ID + ": the story changed and decides differently: turn 3 in idle: the journal took arm 0 → busy, the story now takes arm 1 → idle; pass --fork to start a new session from turn 2, the last that matched\n"
+	if code != exitFailure || errs != want {
+		t.Fatalf("exit %d, stderr:\n%s\nwant exit 1 and:\n%s", code, errs, want)
+	}
+	code, _, errs = runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", m.ID, "--fork", "--intents", "tick,tick,tick,tick")
+	if code != exitIncomplete || !strings.Contains(errs, "forked session ") || !strings.Contains(errs, " from turn 2 of "+m.ID) {
+		t.Fatalf("--fork: exit %d\n%s", code, errs)
+	}
+	all, _ := session.Store{Dir: dir}.List()
+	if len(all) != 2 {
+		t.Fatalf("%d sessions, want the old one and its fork", len(all))
+	}
+	fork := all[0]
+	if fork.ID == m.ID {
+		fork = all[1]
+	}
+	j := journalOf(t, fork.Trace)
+	// the fork took turns 3 and 4 under the new story: n 2 → 3 (idle) → 4 (busy)
+	if fork.ForkedFrom != m.ID || j.Turn != 4 || j.World["n"] != int64(4) || j.State != "busy" {
+		t.Errorf("fork %+v: turn %d n %v state %q", fork, j.Turn, j.World["n"], j.State)
+	}
+	if old := journalOf(t, m.Trace); old.Turn != 5 || old.World["n"] != int64(5) {
+		t.Errorf("the old session changed: turn %d n %v", old.Turn, old.World["n"])
+	}
+}
+
+// kitsoki session fork --at-turn N starts a new session from turn N; the
+// old one stays as it was. list, show and delete see both.
+func TestSessionForkAtTurn(t *testing.T) {
+	app := loopStory(t, "")
+	dir := t.TempDir()
+	if code, _, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--intents", "tick,tick,tick,tick"); code != exitIncomplete {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	m := onlySession(t, dir)
+	before, _ := os.ReadFile(m.Trace)
+	code, out, errs := runCLI(t, "", "session", "fork", m.ID, "--at-turn", "1", "--sessions-dir", dir)
+	if code != exitOK {
+		t.Fatalf("fork: exit %d\n%s", code, errs)
+	}
+	id := strings.TrimSpace(out)
+	after, _ := os.ReadFile(m.Trace)
+	if !bytes.Equal(before, after) {
+		t.Errorf("forking changed the old journal")
+	}
+	f, err := session.Store{Dir: dir}.Get(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := journalOf(t, f.Trace)
+	if j.Turn != 1 || j.World["n"] != int64(1) || j.State != "idle" || j.Header.ForkedFrom != m.ID || j.Header.ForkedAtTurn != 1 {
+		t.Errorf("fork at turn 1: turn %d n %v state %q header %+v", j.Turn, j.World["n"], j.State, j.Header)
+	}
+	// the fork runs on from turn 1: three ticks reach busy with n = 4
+	code, _, errs = runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", id, "--intents", "tick,tick,tick,tick,stop")
+	if code != exitOK {
+		t.Fatalf("resume the fork: exit %d\n%s", code, errs)
+	}
+	if j := journalOf(t, f.Trace); j.World["n"] != int64(4) || j.State != "done" {
+		t.Errorf("fork after its run: n %v state %q", j.World["n"], j.State)
+	}
+
+	code, out, _ = runCLI(t, "", "session", "list", "--sessions-dir", dir)
+	if code != exitOK || !strings.HasPrefix(out, "ID\tSTORY\tSTATE\tTURN\tLAST ACTIVITY\tFINISHED\tCOST\n") ||
+		!strings.Contains(out, id+"\tloop\tdone\t5\t") || !strings.Contains(out, m.ID+"\tloop\tbusy\t4\t") {
+		t.Errorf("session list: exit %d\n%s", code, out)
+	}
+	code, out, _ = runCLI(t, "", "session", "show", id, "--sessions-dir", dir)
+	var shown struct {
+		Session session.Meta   `json:"session"`
+		Journal map[string]any `json:"journal"`
+	}
+	if err := json.Unmarshal([]byte(out), &shown); code != exitOK || err != nil || shown.Session.ForkedFrom != m.ID || shown.Journal["state"] != "done" {
+		t.Errorf("session show: exit %d %v\n%s", code, err, out)
+	}
+	code, _, errs = runCLI(t, "", "session", "fork", m.ID, "--at-turn", "9", "--sessions-dir", dir)
+	if code != exitFailure || !strings.Contains(errs, "fork: turn 9 did not finish in "+m.Trace+" (the last finished turn is 4): fork at turn 4 or earlier") {
+		t.Errorf("fork past the end: exit %d\n%s", code, errs)
+	}
+	if code, _, errs := runCLI(t, "", "session", "fork", m.ID, "--sessions-dir", dir); code != exitUsage || !strings.Contains(errs, "give --at-turn N") {
+		t.Errorf("fork without --at-turn: exit %d\n%s", code, errs)
+	}
+	if code, _, errs := runCLI(t, "", "session", "delete", m.ID, "--sessions-dir", dir); code != exitOK {
+		t.Fatalf("delete: exit %d\n%s", code, errs)
+	}
+	if _, err := os.Stat(m.Trace); !os.IsNotExist(err) {
+		t.Errorf("the deleted session's journal is still there")
+	}
+	code, _, errs = runCLI(t, "", "session", "show", m.ID, "--sessions-dir", dir)
+	if code != exitFailure || !strings.Contains(errs, "session "+m.ID+": no such session in "+dir) {
+		t.Errorf("show a deleted session: exit %d\n%s", code, errs)
+	}
+}
+
+// --durability machine fsyncs at every turn's end (and at the header and
+// close); process never fsyncs the journal after its header.
+func TestDurabilityFsyncs(t *testing.T) {
+	app := loopStory(t, "")
+	for _, tt := range []struct {
+		level string
+		want  int
+	}{
+		// header, turn 0 and the 3 ticks' ends (the close has nothing left)
+		{"machine", 5},
+		{"process", 1},
+	} {
+		t.Run(tt.level, func(t *testing.T) {
+			n := 0
+			g := &globals{syncHook: func() { n++ }}
+			cmd := newRunCmd(g)
+			cmd.SetArgs([]string{app, "--sessions-dir", t.TempDir(), "--durability", tt.level, "--intents", "tick,tick,tick"})
+			var out bytes.Buffer
+			cmd.SetOut(&out)
+			cmd.SetErr(&out)
+			cmd.SilenceUsage, cmd.SilenceErrors = true, true
+			err := cmd.Execute()
+			var ee *exitError
+			if !errorsAs(err, &ee) || ee.code != exitIncomplete {
+				t.Fatalf("run: %v\n%s", err, out.String())
+			}
+			if n != tt.want {
+				t.Errorf("%d fsyncs, want %d", n, tt.want)
+			}
+		})
+	}
+	code, _, errs := runCLI(t, "", "run", app, "--durability", "disk", "--intents", "tick")
+	if code != exitFailure || !strings.Contains(errs, `--durability "disk": want machine (fsync at each turn's end) or process (no fsync)`) {
+		t.Errorf("a bad --durability: exit %d\n%s", code, errs)
+	}
+}
+
+// The header of a session's journal names the app, the story, its hash,
+// kitsoki's version and the session; trace to-cassette takes the app id
+// from it; trace status prints a line per session.
+func TestSessionHeaderAndTraceStatus(t *testing.T) {
+	app := loopStory(t, "")
+	dir := t.TempDir()
+	if code, _, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", "s-1", "--intents", "tick,tick"); code != exitIncomplete {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	m := onlySession(t, dir)
+	f, err := os.Open(m.Trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _, err := trace.ReadAll(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := story.Load(app)
+	want := trace.HeaderInfo{AppID: "loop", StoryPath: app, StoryHash: st.ContentHash, KitsokiVersion: "dev", SessionID: "s-1"}
+	if diff := cmp.Diff(want, h.HeaderInfo); diff != "" {
+		t.Errorf("header (-want +got):\n%s", diff)
+	}
+	code, out, errs := runCLI(t, "", "trace", "status", "--sessions-dir", dir)
+	if code != exitOK || !strings.HasPrefix(out, "s-1\tstate=idle\tturn=2\trunning\tcost=$0.0000\tidle=") || !strings.HasSuffix(out, "\tlast_error=\"\"\n") {
+		t.Errorf("trace status: exit %d\n%s%s", code, out, errs)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.jsonl")
+	os.WriteFile(bad, []byte(`{"kind":"session.header","schema_version":1,"written_at":"2025-01-01T00:00:00Z"}`+"\n{\"turn\":0"), 0o600)
+	code, out, _ = runCLI(t, "", "trace", "status", m.Trace, bad)
+	if code != exitFailure || !strings.Contains(out, "s-1\tstate=idle") || !strings.Contains(out, "bad\tunreadable: session journal "+bad+": trace corrupted: missing trailing newline at EOF") {
+		t.Errorf("trace status of files: exit %d\n%s", code, out)
+	}
+}
+
+func errorsAs(err error, target **exitError) bool { return errors.As(err, target) }
+
+// kitsoki trace to-cassette takes the app id from a journal's header: the
+// cassette's call ids are the ones --app-id would give.
+func TestToCassetteTakesAppIDFromHeader(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, errs := runCLI(t, "", "run", hello, "--sessions-dir", dir, "--intents", "greet name=Ada,bye"); code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	m := onlySession(t, dir)
+	code, fromHeader, errs := runCLI(t, "", "trace", "to-cassette", m.Trace)
+	if code != exitOK {
+		t.Fatalf("to-cassette: exit %d\n%s", code, errs)
+	}
+	_, withFlag, _ := runCLI(t, "", "trace", "to-cassette", m.Trace, "--app-id", "hello")
+	_, other, _ := runCLI(t, "", "trace", "to-cassette", m.Trace, "--app-id", "other")
+	if fromHeader != withFlag || fromHeader == other {
+		t.Errorf("the header's app id was not used:\nfrom header:\n%s\n--app-id hello:\n%s", fromHeader, withFlag)
+	}
+}
+
+// Nothing a resume needs is a secret: the plugin's ${SLOW_LOG} is masked
+// in the journal and read from the environment again when the resumed run
+// loads the story (the plugin logs to the same file).
+func TestResumeReadsSecretsFromTheEnvironment(t *testing.T) {
+	app, dir := sessionDir(t)
+	if code, _, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--intents", "tick"); code != exitIncomplete {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	m := onlySession(t, dir)
+	cutAfter(t, m.Trace, 1, trace.KindHarnessDispatched)
+	if code, _, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--continue", "--intents", "tick,stop"); code != exitOK {
+		t.Fatalf("resume: exit %d\n%s", code, errs)
+	}
+	b, err := os.ReadFile(m.Trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), os.Getenv("SLOW_LOG")) {
+		t.Errorf("the journal holds the ${SLOW_LOG} value")
+	}
+	if got := slowLog(t); len(got) != 4 || got[2] != "start_work_turn=1_n=1" {
+		t.Errorf("the resumed plugin did not log to $SLOW_LOG: %v", got)
+	}
+}

@@ -1,0 +1,280 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/secret"
+	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/tui"
+)
+
+// tuiWiring connects a run to the terminal UI (internal/tui): the run's
+// stdout and stderr (says, logs, host.transport.post) go to the
+// transcript while the UI is up, the operator's questions to its input,
+// and agent calls to its spinner. nil when the run does not use the UI.
+type tuiWiring struct {
+	in       io.Reader
+	term     io.Writer
+	ui       atomic.Pointer[tui.UI]
+	out, err *switchWriter
+}
+
+// newTUIWiring returns the wiring when `kitsoki run` should show the
+// terminal UI: no --intents, --say or --no-tui, and stdin and stdout are
+// terminals.
+func newTUIWiring(in io.Reader, out io.Writer, o *runOpts) *tuiWiring {
+	if o.noTUI || o.intents != "" || len(o.say) > 0 || !isTerminal(in) || !isTerminalWriter(out) {
+		return nil
+	}
+	return &tuiWiring{in: in, term: out}
+}
+
+func isTerminalWriter(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isTerminal(f)
+}
+
+// stdout and stderr wrap the command's writers so that they reach the
+// transcript while the UI is up.
+func (tw *tuiWiring) stdout(w io.Writer) io.Writer {
+	if tw == nil {
+		return w
+	}
+	tw.out = &switchWriter{w: w}
+	return tw.out
+}
+
+func (tw *tuiWiring) stderr(w io.Writer) io.Writer {
+	if tw == nil {
+		return w
+	}
+	tw.err = &switchWriter{w: w}
+	return tw.err
+}
+
+// dispatched follows the session's calls for the spinner: an agent call
+// shows its agent_plugins alias (agent.claude on the built-in path) and
+// verb, any other call its handler.
+func (tw *tuiWiring) dispatched(c *host.Call) func() {
+	ui := tw.ui.Load()
+	if ui == nil {
+		return func() {}
+	}
+	ev := tui.CallStarted{Agent: c.Namespace, Purpose: c.Purpose}
+	if verb, ok := strings.CutPrefix(c.Namespace, host.AgentNamespace); ok {
+		ev.Agent, ev.Verb = orchestrator.DefaultRouter, verb
+		if c.Invoke != nil && c.Invoke.Agent != "" {
+			ev.Agent = c.Invoke.Agent
+		}
+	}
+	ui.Notify(ev)
+	return func() { ui.Notify(tui.CallEnded{}) }
+}
+
+// ask is the operator: an agent's question is asked in the UI.
+func (tw *tuiWiring) ask(ctx context.Context, question string) (string, error) {
+	ui := tw.ui.Load()
+	if ui == nil {
+		return "", fmt.Errorf("the terminal UI is not running to ask: %s", question)
+	}
+	a, err := ui.Ask(ctx, question)
+	return strings.TrimSpace(a), err
+}
+
+// run shows the UI until the session ends; it enters the story with start
+// and drives r. The trace's path is printed when the UI ends.
+func (tw *tuiWiring) run(ctx context.Context, r *runner, st *story.Story, storyPath, tracePath string, stderr io.Writer,
+	start func(context.Context) (*orchestrator.Outcome, error)) int {
+	buf := &lineBuf{}
+	r.out, r.errw = redacting(buf.writer(false), st.Secrets), redacting(buf.writer(true), st.Secrets)
+	r.tuiView = true
+	hist, err := tui.HistoryFile(storyPath)
+	if err != nil {
+		fmt.Fprintln(stderr, "kitsoki: no input history:", err)
+		hist = ""
+	}
+	d := &tuiDriver{r: r, buf: buf, start: start}
+	ui := tui.New(tui.Config{Driver: d, Mask: secret.New(st.Secrets).Text, History: hist, Help: pluginHelp,
+		Commands: []string{":world", ":plugins", ":enable", ":disable", ":reload"}})
+	tw.ui.Store(ui)
+	tw.out.set(ui.Writer(false))
+	tw.err.set(ui.Writer(true))
+	code, err := ui.Run(ctx, tw.in, tw.term)
+	tw.out.set(nil)
+	tw.err.set(nil)
+	tw.ui.Store(nil)
+	switch {
+	case errors.Is(err, tui.ErrInterrupted):
+		fmt.Fprintf(stderr, "kitsoki: interrupted; trace %s\n", tracePath)
+		return exitFailure
+	case err != nil:
+		fmt.Fprintln(stderr, "kitsoki: terminal UI:", err)
+		return exitFailure
+	}
+	fmt.Fprintf(stderr, "kitsoki: session ended; trace %s\n", tracePath)
+	return code
+}
+
+// switchWriter writes to its writer, or to the UI's while one is set.
+type switchWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+	ui io.Writer
+}
+
+func (s *switchWriter) set(ui io.Writer) {
+	s.mu.Lock()
+	s.ui = ui
+	s.mu.Unlock()
+}
+
+func (s *switchWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	w := s.w
+	if s.ui != nil {
+		w = s.ui
+	}
+	s.mu.Unlock()
+	return w.Write(p)
+}
+
+// tuiDriver drives the session for the UI through the runner, so a turn
+// prints exactly what the line protocol prints (the view aside, which the
+// UI renders from the typed view).
+type tuiDriver struct {
+	r     *runner
+	buf   *lineBuf
+	start func(context.Context) (*orchestrator.Outcome, error)
+}
+
+func (d *tuiDriver) Start(ctx context.Context) tui.Result {
+	out, err := d.start(ctx)
+	if err != nil {
+		fmt.Fprintln(d.r.errw, "kitsoki:", err)
+		return tui.Result{Lines: d.buf.take(), Fatal: true, Code: exitFailure}
+	}
+	d.r.viewShown = false
+	code, stop := d.r.afterReplay(d.r.report(out))
+	return d.result(ctx, code, stop)
+}
+
+func (d *tuiDriver) Do(ctx context.Context, line string) tui.Result {
+	d.r.viewShown = false
+	switch {
+	case line == ":world":
+		b, _ := json.MarshalIndent(d.r.sess.World(), "", "  ")
+		fmt.Fprintln(d.r.out, string(b))
+		return tui.Result{Lines: d.buf.take()}
+	case strings.HasPrefix(line, ":"):
+		if !d.r.plugins.command(ctx, line, d.r.out, d.r.errw) {
+			fmt.Fprintf(d.r.errw, "kitsoki: unknown command %s\n", line)
+		}
+		return tui.Result{Lines: d.buf.take()}
+	}
+	code, stop := d.r.turn(ctx, line)
+	return d.result(ctx, code, stop)
+}
+
+// result: a terminal state ends the UI (exit 0); an I/O or trace failure
+// ends it with exit 1; a rejection, fault or failed call is shown and the
+// UI goes on, as at the line protocol's prompt.
+func (d *tuiDriver) result(ctx context.Context, code int, stop bool) tui.Result {
+	res := tui.Result{Lines: d.buf.take(), View: d.r.viewShown}
+	switch {
+	case stop && code == exitOK:
+		res.Done = true
+	case stop && code == exitFailure && ctx.Err() == nil:
+		res.Fatal, res.Code = true, exitFailure
+	}
+	return res
+}
+
+func (d *tuiDriver) Status() tui.Status {
+	sess := d.r.sess
+	st := tui.Status{State: sess.State()}
+	if s := sess.Story().States[sess.State()]; s != nil {
+		st.Description = s.Description
+	}
+	for _, name := range sess.AllowedIntents() {
+		def := sess.IntentDef(name)
+		if def != nil && def.Hidden {
+			continue
+		}
+		in := tui.Intent{Name: name}
+		if def != nil {
+			in.Description = def.Description
+			for _, sn := range def.SlotOrder {
+				sl := def.Slots[sn]
+				ts := tui.Slot{Name: sn, Type: sl.Type, Required: sl.Required}
+				for _, v := range sl.Values {
+					ts.Values = append(ts.Values, fmt.Sprint(v))
+				}
+				sort.Strings(ts.Values)
+				in.Slots = append(in.Slots, ts)
+			}
+		}
+		st.Intents = append(st.Intents, in)
+	}
+	st.View, st.ViewErr = sess.ViewDoc()
+	return st
+}
+
+// lineBuf collects what a turn prints on its two streams, in order.
+type lineBuf struct {
+	mu    sync.Mutex
+	lines []tui.Line
+	part  [2][]byte
+}
+
+func (b *lineBuf) writer(err bool) io.Writer { return lineBufWriter{b: b, err: err} }
+
+type lineBufWriter struct {
+	b   *lineBuf
+	err bool
+}
+
+func (w lineBufWriter) Write(p []byte) (int, error) {
+	b := w.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	i := 0
+	if w.err {
+		i = 1
+	}
+	b.part[i] = append(b.part[i], p...)
+	for {
+		j := strings.IndexByte(string(b.part[i]), '\n')
+		if j < 0 {
+			break
+		}
+		b.lines = append(b.lines, tui.Line{Err: w.err, Text: string(b.part[i][:j])})
+		b.part[i] = b.part[i][j+1:]
+	}
+	return len(p), nil
+}
+
+// take returns the lines printed since the last take.
+func (b *lineBuf) take() []tui.Line {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, p := range b.part {
+		if len(p) > 0 {
+			b.lines = append(b.lines, tui.Line{Err: i == 1, Text: string(p)})
+			b.part[i] = nil
+		}
+	}
+	out := b.lines
+	b.lines = nil
+	return out
+}

@@ -1,0 +1,103 @@
+package orchestrator
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/kitsoki/kitsoki/internal/clock"
+)
+
+const timeoutStory = `
+app: {id: timeouts}
+world:
+  visits: {type: int, default: 0}
+intents: {poke: {}, wait: {}, go: {}}
+root: waiting
+states:
+  waiting:
+    view: "waiting"
+    timeout: {after: 10m, target: gone}
+    on_enter: [{increment: {visits: 1}}]
+    on:
+      poke: [{target: .}]
+      wait: [{target: waiting}]
+      go: [{target: room}]
+  room:
+    type: compound
+    initial: a
+    timeout: {after: 1h, target: gone}
+    states:
+      a:
+        timeout: {after: 5m, target: b}
+      b: {view: "b"}
+  gone:
+    view: "gone after {{ world.visits }}"
+    terminal: true
+`
+
+func TestTimeout(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	r := newRig(t, files{"app.yaml": timeoutStory}, withClock(clk))
+	clk.Advance(9 * time.Minute)
+	if out, err := r.sess.Tick(ctx); err != nil || out != nil {
+		t.Fatalf("Tick before the time is up: %v, %v; want nothing", out, err)
+	}
+	r.do("poke") // "." does not re-enter: the timer runs on
+	clk.Advance(time.Minute)
+	out, err := r.sess.Tick(ctx)
+	if err != nil || out == nil || out.State != "gone" || !out.Done || out.View != "gone after 1" {
+		t.Fatalf("Tick at 10m: %+v, %v; want gone, done", out, err)
+	}
+	var trans []string
+	for _, ev := range r.events("machine.transition") {
+		trans = append(trans, ev.Payload["from"].(string)+">"+ev.Payload["to"].(string)+":"+ev.Payload["intent"].(string))
+	}
+	if diff := cmp.Diff([]string{">waiting:__seed__", "waiting>waiting:poke", "waiting>gone:__timeout__"}, trans); diff != "" {
+		t.Errorf("transitions (-want +got):\n%s", diff)
+	}
+}
+
+func TestTimeoutReentryAndNesting(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	r := newRig(t, files{"app.yaml": timeoutStory}, withClock(clk))
+	clk.Advance(8 * time.Minute)
+	r.do("wait") // re-entry restarts the timer
+	clk.Advance(8 * time.Minute)
+	if out, _ := r.sess.Tick(ctx); out != nil {
+		t.Fatalf("timer not restarted by re-entry: fired into %s", out.State)
+	}
+	r.do("go") // leaving waiting drops its timer; room.a's and room's start
+	clk.Advance(5 * time.Minute)
+	out, err := r.sess.Tick(ctx)
+	if err != nil || out == nil || out.State != "room.b" {
+		t.Fatalf("inner timeout: %+v, %v; want room.b", out, err)
+	}
+	// A due timeout fires before the user's turn is taken.
+	clk.Advance(time.Hour)
+	o := r.do("go")
+	if r.sess.State() != "gone" || o.Rejection == nil || o.Rejection.Code != CodeIntentNotAllowed {
+		t.Fatalf("state %s, rejection %+v; want the outer timeout to have fired, then go refused in gone", r.sess.State(), o.Rejection)
+	}
+}
+
+// A timeout is traced: turn.input, machine.timeout, then the transition.
+func TestTimeoutTrace(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	r := newRig(t, files{"app.yaml": timeoutStory}, withClock(clk))
+	clk.Advance(10 * time.Minute)
+	if _, err := r.sess.Tick(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"turn.input", "turn.start", "machine.timeout", "machine.transition", "machine.state_exited", "machine.state_entered", "turn.end"}
+	if diff := cmp.Diff(want, r.kinds(1)); diff != "" {
+		t.Errorf("kinds (-want +got):\n%s", diff)
+	}
+	ev := r.events("machine.timeout")[0]
+	if got := jsonOf(t, ev.Payload); got != `{"after":"10m0s","state":"waiting","target":"gone"}` {
+		t.Errorf("payload = %s", got)
+	}
+}

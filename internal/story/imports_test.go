@@ -1,0 +1,421 @@
+package story
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// The fold: states, world keys, intents and interfaces renamed under the
+// alias (two levels deep), targets resolved, world_in on the wrapper,
+// exits mapped with their set:, paths resolved in the child's directory.
+func TestImportsFold(t *testing.T) {
+	st := load(t, "testdata/imports/fold/parent/app.yaml", nil)
+
+	var states []string
+	for name := range st.States {
+		states = append(states, name)
+	}
+	sort.Strings(states)
+	want := []string{"kid", "kid.gc", "kid.gc.hello", "kid.start", "kid.work", "landed", "main"}
+	if diff := cmp.Diff(want, states); diff != "" {
+		t.Errorf("states (-want +got):\n%s", diff)
+	}
+	var world []string
+	for _, w := range st.World {
+		if strings.HasPrefix(w.Name, "kid") {
+			world = append(world, w.Name)
+		}
+	}
+	sort.Strings(world)
+	if diff := cmp.Diff([]string{"kid__gc__greeting", "kid__outcome", "kid__ticket"}, world); diff != "" {
+		t.Errorf("world (-want +got):\n%s", diff)
+	}
+	var intents []string
+	for name := range st.Intents {
+		intents = append(intents, name)
+	}
+	sort.Strings(intents)
+	// begin is lifted (intents.import): both names; home is exported down.
+	if diff := cmp.Diff([]string{"begin", "enter_kid", "home", "kid__begin", "kid__finish", "kid__gc__wave"}, intents); diff != "" {
+		t.Errorf("intents (-want +got):\n%s", diff)
+	}
+
+	if got := st.States["main"].On["enter_kid"][0].Target; got != "kid.start" {
+		t.Errorf("main.on.enter_kid target = %q, want the entry kid.start", got)
+	}
+	w := st.States["kid"]
+	if w.Import == nil || w.Import.Entry != "kid.start" || w.Import.Alias != "kid" || w.Import.Source != "../child/app.yaml" {
+		t.Fatalf("kid wrapper Import = %+v", w.Import)
+	}
+	if got := w.Import.Intents["finish"]; got != "kid__finish" {
+		t.Errorf("wrapper intent alias finish = %q, want kid__finish", got)
+	}
+	if got := st.States["kid.gc"].Import; got == nil || got.Entry != "kid.gc.hello" || got.Intents["wave"] != "kid__gc__wave" {
+		t.Errorf("kid.gc wrapper Import = %+v", got)
+	}
+	if len(w.OnEnter) != 1 || len(w.OnEnter[0].Set) != 1 || w.OnEnter[0].Set[0].Key != "kid__ticket" {
+		t.Errorf("wrapper on_enter = %+v, want world_in's set of kid__ticket", w.OnEnter)
+	}
+	// Guards read the renamed keys; the lifted intent reaches the same arm.
+	begin := st.States["kid.start"].On["kid__begin"][0]
+	if begin.Target != "kid.work" || begin.When.Source() != "world.kid__ticket != ''" {
+		t.Errorf("kid.start.on.kid__begin = target %q when %q", begin.Target, begin.When.Source())
+	}
+	if got := st.States["kid.start"].On["begin"]; len(got) != 1 || got[0].Target != "kid.work" {
+		t.Errorf("kid.start.on.begin (lifted) = %+v", got)
+	}
+	// The exported intent keeps its name inside the child.
+	if got := st.States["kid.start"].On["home"]; len(got) != 1 {
+		t.Errorf("kid.start.on.home (exported) = %+v", got)
+	}
+	// @exit:finished → the parent's landed, with its set: after the child's.
+	fin := st.States["kid.work"].On["kid__finish"][0]
+	if fin.Target != "landed" {
+		t.Errorf("exit arm target = %q, want landed", fin.Target)
+	}
+	var keys []string
+	for _, e := range fin.Effects {
+		for _, s := range e.Set {
+			keys = append(keys, s.Key)
+		}
+	}
+	if diff := cmp.Diff([]string{"kid__outcome", "result"}, keys); diff != "" {
+		t.Errorf("exit arm sets (-want +got):\n%s", diff)
+	}
+	// The grandchild's exit maps to the child's work, renamed.
+	if got := st.States["kid.gc.hello"].On["kid__gc__wave"][0].Target; got != "kid.work" {
+		t.Errorf("grandchild exit target = %q, want kid.work", got)
+	}
+	if got := st.States["kid.work"].On["kid__begin"][0].Target; got != "kid.gc.hello" {
+		t.Errorf("target into the grandchild = %q, want its entry kid.gc.hello", got)
+	}
+	// host_bindings rebinds the child's interface; its invoke follows.
+	if in := st.Interfaces["kid__reporter"]; in == nil || in.Default != "host.run" {
+		t.Errorf("kid__reporter interface = %+v, want default host.run", in)
+	}
+	inv := st.States["kid.work"].OnEnter[0].Invoke
+	if inv == nil || !strings.HasPrefix(inv.Name, "iface.kid__reporter.announce") && inv.Name != "host.run.announce" && inv.Name != "host.run" {
+		t.Errorf("child invoke = %+v", inv)
+	}
+	// Files named by the child are the child's.
+	if _, ok := st.Prompts["../child/prompts/brief.md"]; !ok {
+		t.Errorf("prompt of the child not compiled under ../child/prompts/brief.md; have %v", keysOf(st.Prompts))
+	}
+	if _, ok := st.Schemas["../child/schemas/out.json"]; !ok {
+		t.Errorf("schema of the child not compiled under ../child/schemas/out.json; have %v", keysOf(st.Schemas))
+	}
+	if got := st.Prompts["../child/prompts/brief.md"].Source(); !strings.Contains(got, "world.ticket") {
+		t.Errorf("prompt file text = %q", got)
+	}
+}
+
+func keysOf[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// A standalone load of the child ends its exits in __exit__<name>.
+func TestImportsChildStandalone(t *testing.T) {
+	st := load(t, "testdata/imports/fold/child/app.yaml", nil)
+	if got := st.States["work"].On["finish"][0].Target; got != "__exit__finished" {
+		t.Errorf("standalone exit target = %q, want __exit__finished", got)
+	}
+	if got := st.States["work"].On["begin"][0].Target; got != "gc.hello" {
+		t.Errorf("target into gc = %q, want gc.hello", got)
+	}
+}
+
+// Rendered targets and emit_intent names inside an import are the
+// imported story's own names.
+func TestImportsRuntimeNames(t *testing.T) {
+	st := load(t, "testdata/imports/fold/parent/app.yaml", nil)
+	tests := []struct{ from, rendered, want string }{
+		{"kid.start", "work", "kid.work"},
+		{"kid.gc.hello", "hello", "kid.gc.hello"},
+		{"kid.gc.hello", "work", "kid.work"},
+		{"kid.start", "gc", "kid.gc.hello"},
+		{"main", "kid", "kid.start"},
+		{"kid.start", "landed", "landed"},
+	}
+	for _, tt := range tests {
+		got, _, err := st.ResolveTarget(tt.from, tt.rendered)
+		if err != nil || got != tt.want {
+			t.Errorf("ResolveTarget(%q, %q) = %q, %v; want %q", tt.from, tt.rendered, got, err, tt.want)
+		}
+	}
+	if _, _, err := st.ResolveTarget("kid.start", "nowhere"); err == nil {
+		t.Errorf("ResolveTarget of an unknown name: no error")
+	}
+	intents := []struct{ from, name, want string }{
+		{"kid.work", "finish", "kid__finish"},
+		{"kid.gc.hello", "wave", "kid__gc__wave"},
+		{"kid.gc.hello", "finish", "kid__finish"},
+		{"main", "finish", "finish"},
+		{"kid.work", "home", "home"},
+	}
+	for _, tt := range intents {
+		if got := st.ResolveIntent(tt.from, tt.name); got != tt.want {
+			t.Errorf("ResolveIntent(%q, %q) = %q, want %q", tt.from, tt.name, got, tt.want)
+		}
+	}
+}
+
+// writeTree writes files under a temporary directory and returns it.
+func writeTree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+const leafStory = `app: {id: leaf}
+world:
+  n: {type: int, default: 0}
+intents:
+  poke: {}
+  secret: {}
+exits:
+  done: {}
+host_interfaces:
+  bell: {default: host.run}
+root: s
+states:
+  s:
+    on:
+      poke:
+        - target: "@exit:done"
+`
+
+// Load errors of imports: where, what, and how to fix it.
+func TestImportErrors(t *testing.T) {
+	parent := func(imp string) string {
+		return "app: {id: p}\nintents:\n  go: {}\nroot: main\nstates:\n  main:\n    on:\n      go:\n        - target: main\nimports:\n" + imp
+	}
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  []string
+	}{
+		{"missing source", map[string]string{"app.yaml": parent("  x:\n    entry: s\n")},
+			[]string{"app.yaml:11:3: imports.x: source: is required (a path to the imported story, or @kitsoki/<name>)"}},
+		{"no story there", map[string]string{"app.yaml": parent("  x:\n    source: ./nope\n")},
+			[]string{`app.yaml:12:13: imports.x.source: cannot read imported story "./nope": no story file at nope (source names a story directory holding app.yaml, or its .yaml file)`}},
+		{"unknown entry", map[string]string{"app.yaml": parent("  x:\n    source: ./leaf\n    entry: z\n    exits: {done: {to: main}}\n"), "leaf/app.yaml": leafStory},
+			[]string{`app.yaml:13:12: imports.x.entry: the imported story leaf/app.yaml has no state "z" (did you mean "s"?)`}},
+		{"unmapped exit", map[string]string{"app.yaml": parent("  x:\n    source: ./leaf\n    entry: s\n"), "leaf/app.yaml": leafStory},
+			[]string{`leaf/app.yaml:16:19: @exit:done: imports.x.exits does not map the imported story's exit "done" (add imports.x.exits.done.to: <state of this story>)`}},
+		{"exit not declared by the child", map[string]string{"app.yaml": parent("  x:\n    source: ./leaf\n    entry: s\n    exits:\n      done: {to: main}\n      dnoe: {to: main}\n"), "leaf/app.yaml": leafStory},
+			[]string{`app.yaml:16:7: imports.x.exits.dnoe: the imported story declares no exit "dnoe" (did you mean "done"?)`}},
+		{"exit to an unknown state", map[string]string{"app.yaml": parent("  x:\n    source: ./leaf\n    entry: s\n    exits:\n      done: {to: mian}\n"), "leaf/app.yaml": leafStory},
+			[]string{`app.yaml:15:18: imports.x.exits.done.to: unknown state "mian" (did you mean "main"?)`}},
+		{"exit to an undeclared exit", map[string]string{"app.yaml": parent("  x:\n    source: ./leaf\n    entry: s\n    exits:\n      done: {to: \"@exit:out\"}\n"), "leaf/app.yaml": leafStory},
+			[]string{`app.yaml:15:18: imports.x.exits.done.to: @exit:out: this story declares no exit "out" in exits:`}},
+		{"world_in key", map[string]string{"app.yaml": parent("  x:\n    source: ./leaf\n    entry: s\n    exits: {done: {to: main}}\n    world_in:\n      m: \"1\"\n"), "leaf/app.yaml": leafStory},
+			[]string{`app.yaml:16:7: imports.x.world_in.m: the imported story declares no world key "m" (did you mean "n"?)`}},
+		{"host_bindings name", map[string]string{"app.yaml": parent("  x:\n    source: ./leaf\n    entry: s\n    exits: {done: {to: main}}\n    host_bindings:\n      bel: host.run\n"), "leaf/app.yaml": leafStory},
+			[]string{`app.yaml:16:7: imports.x.host_bindings.bel: the imported story declares no host interface "bel" (did you mean "bell"?)`}},
+		{"intents.import of an unexported intent", map[string]string{"app.yaml": parent("  x:\n    source: ./leaf\n    entry: s\n    exits: {done: {to: main}}\n    intents: {import: [secret]}\n"), "leaf/app.yaml": leafStory},
+			[]string{`app.yaml:15:24: imports.x.intents.import: cannot import intent "secret": the imported story does not list it in exports.intents`}},
+		{"intents.export of an unknown intent", map[string]string{"app.yaml": parent("  x:\n    source: ./leaf\n    entry: s\n    exits: {done: {to: main}}\n    intents: {export: [og]}\n"), "leaf/app.yaml": leafStory},
+			[]string{`app.yaml:15:24: imports.x.intents.export: cannot export intent "og": this story declares no such intent (did you mean "go"?)`}},
+		{"alias is a state", map[string]string{"app.yaml": parent("  main:\n    source: ./leaf\n    entry: s\n    exits: {done: {to: main}}\n"), "leaf/app.yaml": leafStory},
+			[]string{`app.yaml:11:3: imports.main: import alias "main" is also a state of this story: rename the alias or the state`}},
+		{"bad alias", map[string]string{"app.yaml": parent("  a__b:\n    source: ./leaf\n"), "leaf/app.yaml": leafStory},
+			[]string{`app.yaml:11:3: imports.a__b: import alias "a__b" must be a name (a letter, then letters, digits, - or _, without "__"): it prefixes the imported story's states (a__b.<state>) and world keys (a__b__<key>)`}},
+		{"hosts declared", map[string]string{"app.yaml": "hosts: [host.run]\n" + parent("  x:\n    source: ./h\n    entry: s\n    hosts: declared\n"), "h/app.yaml": "app: {id: h}\nhosts: [host.run, host.transport.post]\nroot: s\nstates:\n  s: {}\n"},
+			[]string{`app.yaml:15:12: imports.x.hosts: hosts: declared, but the imported story x uses hosts this story does not list: host.transport.post (add them to hosts:, or drop hosts: declared)`}},
+		{"cycle", map[string]string{"app.yaml": parent("  x:\n    source: ./a\n    entry: s\n"),
+			"a/app.yaml": "app: {id: a}\nroot: s\nstates:\n  s: {}\nimports:\n  y:\n    source: ../b\n    entry: s\n",
+			"b/app.yaml": "app: {id: b}\nroot: s\nstates:\n  s: {}\nimports:\n  z:\n    source: ../a\n    entry: s\n"},
+			[]string{`b/app.yaml:7:13: imports.z.source: import cycle: a/app.yaml → b/app.yaml → a/app.yaml`}},
+		{"self import", map[string]string{"app.yaml": parent("  x:\n    source: ./app.yaml\n    entry: main\n")},
+			[]string{`app.yaml:12:13: imports.x.source: import cycle: app.yaml → app.yaml`}},
+		{"override of an unknown state", map[string]string{"app.yaml": parent("  x:\n    source: ./leaf\n    entry: s\n    exits: {done: {to: main}}\n    overrides:\n      states:\n        t: {}\n"), "leaf/app.yaml": leafStory},
+			[]string{`app.yaml:17:9: imports.x.overrides.states.t: the imported story has no state "t" to override (did you mean "s"?)`}},
+		{"unknown import key", map[string]string{"app.yaml": parent("  x:\n    source: ./leaf\n    entyr: s\n"), "leaf/app.yaml": leafStory},
+			[]string{`app.yaml:13:5: imports.x.entyr: unknown key "entyr" (did you mean "entry"?)`}},
+		{"exports of an unknown intent", map[string]string{"app.yaml": "app: {id: e}\nintents: {go: {}}\nexports:\n  intents: [og]\nroot: s\nstates:\n  s: {}\n"},
+			[]string{`app.yaml:4:13: exports.intents[0]: exports.intents names "og", which is not a declared intent (did you mean "go"?)`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := writeTree(t, tt.files)
+			_, err := Load(filepath.Join(dir, "app.yaml"), WithLookupEnv(mapEnv(nil)))
+			if err == nil {
+				t.Fatal("Load succeeded")
+			}
+			le, ok := err.(*LoadError)
+			if !ok {
+				t.Fatalf("error %T: %v", err, err)
+			}
+			if diff := cmp.Diff(tt.want, lines(le.Diagnostics)); diff != "" {
+				t.Errorf("diagnostics (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// An intent the importer exports down replaces the imported story's
+// declaration of the same name.
+func TestImportExportedIntentDeclaredByChild(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"app.yaml":      "app: {id: p}\nintents:\n  poke: {description: mine}\nroot: main\nstates:\n  main: {}\nimports:\n  x:\n    source: ./leaf\n    entry: s\n    exits: {done: {to: main}}\n    intents: {export: [poke]}\n",
+		"leaf/app.yaml": leafStory,
+	})
+	st, err := Load(filepath.Join(dir, "app.yaml"), WithLookupEnv(mapEnv(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if st.Intents["poke"].Description != "mine" || st.Intents["x__poke"] != nil {
+		t.Errorf("poke = %+v, x__poke = %+v", st.Intents["poke"], st.Intents["x__poke"])
+	}
+	if got := st.States["x.s"].On["poke"]; len(got) != 1 || got[0].Target != "main" {
+		t.Errorf("x.s.on.poke = %+v, want the child's arm under the bare name, exiting to main", got)
+	}
+}
+
+// An import outside the workspace is refused like an include.
+func TestImportOutsideWorkspace(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"ws/app.yaml":   "app: {id: p}\nroot: main\nstates:\n  main: {}\nimports:\n  x:\n    source: ../leaf\n    entry: s\n    exits: {done: {to: main}}\n",
+		"leaf/app.yaml": leafStory,
+	})
+	_, err := Load(filepath.Join(dir, "ws", "app.yaml"), WithWorkspace(filepath.Join(dir, "ws")), WithLookupEnv(mapEnv(nil)))
+	if err == nil || !strings.Contains(err.Error(), `app.yaml:7:13: imports.x.source: imported story "../leaf" is outside the workspace`) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// @kitsoki/NAME: --stories-path first, then KITSOKI_STORIES_PATH, then
+// $KITSOKI_REPO/stories; unresolved names the path tried.
+func TestImportStoriesPath(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"app.yaml":                   "app: {id: p}\nroot: main\nstates:\n  main: {}\nimports:\n  x:\n    source: \"@kitsoki/leaf\"\n    entry: s\n    exits: {done: {to: main}}\n",
+		"flag/leaf/app.yaml":         strings.Replace(leafStory, "root: s", "root: s\n# flag", 1),
+		"env/leaf/app.yaml":          strings.Replace(leafStory, "app: {id: leaf}", "app: {id: leaf-env}", 1),
+		"repo/stories/leaf/app.yaml": strings.Replace(leafStory, "app: {id: leaf}", "app: {id: leaf-repo}", 1),
+	})
+	root := filepath.Join(dir, "app.yaml")
+	tests := []struct {
+		name string
+		opts []Option
+		env  map[string]string
+		want string // the imported file
+	}{
+		{"flag first", []Option{WithStoriesPath(filepath.Join(dir, "flag"))}, map[string]string{"KITSOKI_STORIES_PATH": filepath.Join(dir, "env"), "KITSOKI_REPO": filepath.Join(dir, "repo")}, "flag/leaf/app.yaml"},
+		{"env list", nil, map[string]string{"KITSOKI_STORIES_PATH": filepath.Join(dir, "none") + string(filepath.ListSeparator) + filepath.Join(dir, "env"), "KITSOKI_REPO": filepath.Join(dir, "repo")}, "env/leaf/app.yaml"},
+		{"repo", nil, map[string]string{"KITSOKI_REPO": filepath.Join(dir, "repo")}, "repo/stories/leaf/app.yaml"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st, err := Load(root, append(tt.opts, WithLookupEnv(mapEnv(tt.env)))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			if got := st.States["x"].Import.Source; got != tt.want {
+				t.Errorf("imported %q, want %q", got, tt.want)
+			}
+		})
+	}
+	_, err := Load(root, WithStoriesPath(filepath.Join(dir, "none")), WithLookupEnv(mapEnv(nil)))
+	want := `app.yaml:7:13: imports.x.source: cannot resolve @kitsoki/leaf: no leaf/app.yaml in the stories search path ` + filepath.Join(dir, "none")
+	if err == nil || err.Error() != want {
+		t.Errorf("err = %v\nwant %s", err, want)
+	}
+}
+
+// overrides: a whole state or intent of the imported story replaced (in
+// its names, renamed like its own), a prompt file swapped for the
+// importer's.
+func TestImportOverrides(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"app.yaml": `app: {id: p}
+hosts: [host.agent.decide]
+root: main
+states:
+  main: {}
+imports:
+  x:
+    source: ./leaf
+    entry: s
+    exits: {done: {to: main}}
+    hosts: declared
+    overrides:
+      states:
+        s:
+          view: "mine {{ world.n }}"
+          on:
+            poke:
+              - target: t
+      intents:
+        poke: {description: "Overridden."}
+      prompts:
+        prompts/a.md: prompts/mine.md
+`,
+		"prompts/mine.md":   "Mine: {{ world.n }}\n",
+		"leaf/prompts/a.md": "Theirs\n",
+		"leaf/app.yaml": `app: {id: leaf}
+hosts: [host.agent.decide]
+world:
+  n: {type: int, default: 0}
+  v: {type: object, default: {}}
+intents:
+  poke: {description: "Theirs."}
+exits:
+  done: {}
+root: s
+states:
+  s:
+    view: "theirs"
+  t:
+    on_enter:
+      - invoke: host.agent.decide
+        with: {prompt: prompts/a.md}
+        bind: {v: submitted}
+    on:
+      poke:
+        - target: "@exit:done"
+`,
+	})
+	st, err := Load(filepath.Join(dir, "app.yaml"), WithLookupEnv(mapEnv(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s := st.States["x.s"]
+	if s.View == nil || s.View.Source() != "mine {{ world.x__n }}" {
+		t.Errorf("overridden view = %v", s.View)
+	}
+	if got := s.On["x__poke"]; len(got) != 1 || got[0].Target != "x.t" {
+		t.Errorf("overridden arms = %+v", got)
+	}
+	if got := st.Intents["x__poke"].Description; got != "Overridden." {
+		t.Errorf("overridden intent description = %q", got)
+	}
+	p, ok := st.Prompts["prompts/mine.md"]
+	if !ok || p.Source() != "Mine: {{ world.n }}\n" {
+		t.Errorf("swapped prompt: have %v", keysOf(st.Prompts))
+	}
+	if _, ok := st.Prompts["leaf/prompts/a.md"]; ok {
+		t.Errorf("the swapped-out prompt was compiled too")
+	}
+}

@@ -1,0 +1,226 @@
+package tui
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/kitsoki/kitsoki/internal/orchestrator"
+)
+
+// theme is the UI's styles, made once per model.
+type theme struct {
+	err, notice, hint, prompt, state, intent, heading, key, code, cursor lipgloss.Style
+}
+
+func newTheme() theme {
+	return theme{
+		err:     lipgloss.NewStyle().Foreground(lipgloss.Color("1")),
+		notice:  lipgloss.NewStyle().Foreground(lipgloss.Color("3")),
+		hint:    lipgloss.NewStyle().Faint(true),
+		prompt:  lipgloss.NewStyle().Bold(true),
+		state:   lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("6")),
+		intent:  lipgloss.NewStyle().Bold(true),
+		heading: lipgloss.NewStyle().Bold(true).Underline(true),
+		key:     lipgloss.NewStyle().Bold(true),
+		code:    lipgloss.NewStyle().Border(lipgloss.RoundedBorder()).Padding(0, 1),
+		cursor:  lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("6")),
+	}
+}
+
+// bannerColor is the ANSI color of a banner color a story may name.
+func bannerColor(name string) (string, bool) {
+	i := slices.Index([]string{"black", "red", "green", "yellow", "blue", "magenta", "cyan", "white"}, strings.ToLower(name))
+	switch {
+	case i >= 0:
+		return fmt.Sprint(i), true
+	case strings.EqualFold(name, "gray"), strings.EqualFold(name, "grey"):
+		return "8", true
+	}
+	return "", false
+}
+
+// renderView renders the current state's view: each typed element in its
+// own form, apart by a blank line.
+func (m *Model) renderView() string {
+	if m.status.ViewErr != nil {
+		return m.th.err.Render("view: " + m.mask(m.status.ViewErr.Error()))
+	}
+	var parts []string
+	for _, el := range m.status.View {
+		if s := m.renderElement(el); s != "" {
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+func (m *Model) renderElement(el orchestrator.ViewElement) string {
+	mask, w := m.mask, m.width
+	switch el.Kind {
+	case "heading":
+		return m.th.heading.Render(mask(el.Body))
+	case "banner":
+		st := lipgloss.NewStyle().Border(lipgloss.ThickBorder()).Padding(0, 1).Bold(true)
+		if c, ok := bannerColor(el.Color); ok {
+			st = st.BorderForeground(lipgloss.Color(c)).Foreground(lipgloss.Color(c))
+		}
+		body := mask(el.Body)
+		if el.Subtitle != "" {
+			body += "\n" + lipgloss.NewStyle().Faint(true).Render(mask(el.Subtitle))
+		}
+		return st.Render(body)
+	case "kv":
+		kw := 0
+		for _, p := range el.Pairs {
+			kw = max(kw, lipgloss.Width(p.Key))
+		}
+		lines := make([]string, len(el.Pairs))
+		for i, p := range el.Pairs {
+			lines[i] = m.th.key.Render(fmt.Sprintf("%-*s", kw, mask(p.Key))) + "  " + mask(p.Value)
+		}
+		return strings.Join(lines, "\n")
+	case "list":
+		lines := make([]string, len(el.Items))
+		for i, it := range el.Items {
+			lines[i] = "• " + mask(it.Label)
+			if it.Hint != "" {
+				lines[i] += m.th.hint.Render("  " + mask(it.Hint))
+			}
+		}
+		return strings.Join(lines, "\n")
+	case "code":
+		return m.th.code.Render(mask(strings.TrimRight(el.Body, "\n")))
+	case "prose":
+		return lipgloss.NewStyle().Width(max(w-2, 20)).Render(mask(el.Body))
+	case "media":
+		return fmt.Sprintf("[%s] %s (%s)", orDefault(el.Media.Kind, "media"),
+			mask(orDefault(el.Media.Caption, el.Media.Handle)), mask(el.Media.Handle))
+	}
+	// template, base, choice (its text form; single choices are also a
+	// picker in the live area)
+	return mask(strings.TrimRight(el.Text, "\n"))
+}
+
+// picker is a single-mode choice of the current view: Up/Down move,
+// Enter on an empty line takes the item.
+type picker struct {
+	prompt string
+	items  []orchestrator.ViewItem
+	cursor int
+}
+
+// newPicker is the picker of the view's first single-mode choice with
+// items, or nil.
+func newPicker(view []orchestrator.ViewElement) *picker {
+	for _, el := range view {
+		if el.Kind == "choice" && el.Choice != nil && el.Choice.Mode == "single" && len(el.Items) > 0 {
+			return &picker{prompt: el.Choice.Prompt, items: el.Items}
+		}
+	}
+	return nil
+}
+
+func (p *picker) move(down bool) {
+	switch {
+	case down && p.cursor < len(p.items)-1:
+		p.cursor++
+	case !down && p.cursor > 0:
+		p.cursor--
+	}
+}
+
+// line is the typed line of the picked item; edit is true when the item
+// captures a slot the user still has to type (the line ends in "slot=").
+func (p *picker) line() (line string, edit bool) {
+	it := p.items[p.cursor]
+	fields := []string{it.Intent}
+	for _, k := range slices.Sorted(maps.Keys(it.Slots)) {
+		fields = append(fields, k+"="+quoteValue(it.Slots[k]))
+	}
+	if it.Param != nil {
+		return strings.Join(append(fields, it.Param.Slot+"="), " "), true
+	}
+	return strings.Join(fields, " "), false
+}
+
+func (p *picker) view(mask func(string) string, th theme) string {
+	var b strings.Builder
+	if p.prompt != "" {
+		b.WriteString(mask(p.prompt) + "\n")
+	}
+	for i, it := range p.items {
+		mark := "  "
+		label := mask(it.Label)
+		if i == p.cursor {
+			mark = th.cursor.Render("❯ ")
+			label = th.cursor.Render(label)
+		}
+		b.WriteString(mark + label + th.hint.Render(" ("+it.Intent+")"))
+		if it.Hint != "" {
+			b.WriteString(th.hint.Render("  " + mask(it.Hint)))
+		}
+		if i < len(p.items)-1 {
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
+
+// quoteValue writes a slot value as the typed line reads it: bare when it
+// has no space or quote, else in double quotes; lists and maps as JSON.
+func quoteValue(v any) string {
+	var s string
+	switch x := v.(type) {
+	case string:
+		s = x
+	case map[string]any, []any:
+		b, _ := json.Marshal(x)
+		s = string(b)
+	default:
+		s = fmt.Sprint(x)
+	}
+	if s == "" || strings.ContainsAny(s, " \t\"'") {
+		if !strings.Contains(s, `"`) {
+			return `"` + s + `"`
+		}
+		return `'` + s + `'`
+	}
+	return s
+}
+
+// closest is the candidate nearest to word (edit distance at most 2), or "".
+func closest(word string, cands []string) string {
+	best, bestD := "", 3
+	for _, c := range cands {
+		if d := distance(word, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+func distance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur := make([]int, len(rb)+1)
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(rb)]
+}

@@ -84,9 +84,20 @@ func TestTraceShowViewCommands(t *testing.T) {
 	if _, out, _ := runCLI(t, "", "trace", "show", rec); strings.Contains(out, "\x1b[") {
 		t.Error("colour with NO_COLOR")
 	}
+	dir := t.TempDir()
+	t.Setenv("KITSOKI_SESSIONS_DIR", dir)
 	code, _, errs = runCLI(t, "", "trace", "show", "20990101T000000Z-none")
-	if code != exitFailure || errs != "kitsoki trace show: 20990101T000000Z-none: no such trace file, and no session of that id in .kitsoki/runs (kitsoki run writes .kitsoki/runs/<session>.jsonl)\n" {
+	if code != exitFailure || errs != "kitsoki trace show: 20990101T000000Z-none: no such trace file, and no session of that id in "+dir+" (kitsoki run writes "+dir+"/<session>.jsonl)\n" {
 		t.Errorf("unknown session: exit %d, stderr %q", code, errs)
+	}
+	// A session id (or its start) names its journal in the sessions directory.
+	if b, err := os.ReadFile(rec); err != nil {
+		t.Fatal(err)
+	} else if err := os.WriteFile(filepath.Join(dir, "20990101T000000Z-abcd.jsonl"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := runCLI(t, "", "trace", "show", "20990101T000000Z-ab"); code != exitOK || !strings.Contains(out, "20990101T000000Z-abcd.jsonl") {
+		t.Errorf("session id: exit %d, stderr %q\n%s", code, errs, out)
 	}
 	page := filepath.Join(t.TempDir(), "v.html")
 	code, _, errs = runCLI(t, "", "trace", "view", rec, "-o", page)

@@ -103,6 +103,10 @@ func (ah *agentHandler) prepare(call *Call) (*askCall, error) {
 	return p, nil
 }
 
+// ParseTimeout reads a with.timeout value as the agent verbs do (a Go
+// duration string or a number of seconds).
+func ParseTimeout(v any) (time.Duration, error) { return parseTimeout(v) }
+
 // parseTimeout accepts a Go duration string ("90s") or a number of seconds.
 func parseTimeout(v any) (time.Duration, error) {
 	var d time.Duration

@@ -170,6 +170,11 @@ type Session struct {
 	// answered from it (see session.Resume, which the caller runs before
 	// the first input).
 	Resume *Resume
+	// Dispatcher, when set, is what the session dispatches its calls
+	// through instead of the run's host (a Temporal session workflow
+	// dispatches each call as an activity, internal/cluster); OnDispatch
+	// and a Resume's answering dispatcher still wrap it.
+	Dispatcher orchestrator.Dispatcher
 
 	// dispatch wraps the session's dispatcher (CheckJournal).
 	dispatch func(orchestrator.Dispatcher) orchestrator.Dispatcher
@@ -337,8 +342,11 @@ func Open(st *story.Story, cfg Config) (_ *Runtime, err error) {
 		opts = append(opts, orchestrator.WithJournal(0))
 	}
 	var d orchestrator.Dispatcher = rt.host
+	if s.Dispatcher != nil {
+		d = s.Dispatcher
+	}
 	if r := s.Resume; r != nil && r.Journal.Partial != nil {
-		d = session.Answering(rt.host, rt.sink, r.Journal.Partial, r.SideEffects)
+		d = session.Answering(d, rt.sink, r.Journal.Partial, r.SideEffects)
 	}
 	if cfg.OnDispatch != nil {
 		d = observedDispatcher{Dispatcher: d, on: cfg.OnDispatch}

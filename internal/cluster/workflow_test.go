@@ -63,8 +63,8 @@ func sendUpdates(t *testing.T, env *testsuite.TestWorkflowEnvironment, steps []s
 	for i, s := range steps {
 		env.RegisterDelayedCallback(func() {
 			env.UpdateWorkflow(IntentUpdate, "u"+string(rune('0'+i)), &testsuite.TestUpdateCallback{
-				OnReject:   func(err error) { *rejected = append(*rejected, err) },
-				OnAccept:   func() {},
+				OnReject: func(err error) { *rejected = append(*rejected, err) },
+				OnAccept: func() {},
 				OnComplete: func(v any, err error) {
 					if err != nil {
 						t.Errorf("update %d: %v", i, err)
@@ -246,5 +246,21 @@ func TestValueRoundTrip(t *testing.T) {
 	}
 	if d := cmp.Diff(in, out.V); d != "" {
 		t.Errorf("round trip (-in +out):\n%s", d)
+	}
+}
+
+func TestBackgroundInvokeRefused(t *testing.T) {
+	st, err := story.Load("testdata/bg/app.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	w := &Workflow{Stories: &Stories{Dir: "testdata"}}
+	env.RegisterWorkflowWithOptions(w.Session, workflow.RegisterOptions{Name: SessionWorkflowName})
+	env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Story: StoryRef{Path: "bg/app.yaml", Hash: st.ContentHash}, SessionID: "s1"})
+	want := "app.yaml:14:23: invoke host.run: background: true: background invokes are not supported in a Temporal session yet; run this story locally (kitsoki run without --temporal) or drop background:"
+	if err := env.GetWorkflowError(); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error = %v\nwant it to contain %q", err, want)
 	}
 }

@@ -106,6 +106,9 @@ func (s *Session) dispatchAll(ctx context.Context, t *turnCtx) error {
 				Phase: "post_bind_emit", Depth: pass, MaxDepth: MaxPostBindPass,
 				Error: fmt.Sprintf("post-bind emit_intent passes exceeded %d; stopping in state %q", MaxPostBindPass, s.state)})
 		}
+		if t.noSettle {
+			return nil
+		}
 		if err := s.postBind(t); err != nil {
 			return err
 		}
@@ -162,6 +165,12 @@ func (s *Session) dispatchOne(ctx context.Context, t *turnCtx, q *queued) (faile
 	fellBack := rerr != nil
 	if fellBack {
 		args = q.args
+	} else if call, ok := q.args["call"]; ok {
+		// The call-site address is fixed when the invoke is queued: a
+		// templated id: names the call the story meant at that point
+		// (stubs and cassettes key on it), not what later effects of the
+		// same block set.
+		args["call"] = call
 	}
 	if err := s.emit(t, trace.HarnessDispatched{
 		Namespace: q.inv.Name, Args: args, RerenderFellBack: fellBack, Background: false}); err != nil {

@@ -167,6 +167,7 @@ func (s *Session) Settle(ctx context.Context) ([]*Outcome, error) {
 func (s *Session) deliverJob(ctx context.Context, n jobs.Notice) (*Outcome, error) {
 	s.turn++
 	t := s.newTurn(s.turn, JobIntent, nil)
+	t.noSettle = true
 	input := fmt.Sprintf("[job] %s %s", n.Job.ID, n.Job.Status)
 	if err := s.emit(t, trace.TurnInput{Input: input, Intent: JobIntent}); err != nil {
 		return nil, err

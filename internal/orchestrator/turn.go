@@ -35,11 +35,17 @@ type turnCtx struct {
 	armView *story.Arm
 	// batchCost is the agent spend of the dispatch batch running.
 	batchCost float64
-	events  []regionEvent // emit: events waiting for the sibling regions
-	src     string        // inside a parallel state: the leaf whose arm runs ("" for the whole configuration)
+	events    []regionEvent // emit: events waiting for the sibling regions
+	src       string        // inside a parallel state: the leaf whose arm runs ("" for the whole configuration)
 	// decisions are the arms taken and calls queued, for the journal
 	// (WithJournal).
 	decisions []any
+	// noSettle skips the post-bind emit_intent passes: a background job's
+	// completion turn runs its effects and dispatches their calls, but
+	// does not re-evaluate the entered state's emit_intent guards against
+	// the binds (Kitsoki's completion handler has no settle pass either);
+	// the next user turn in that state does.
+	noSettle bool
 }
 
 func (s *Session) newTurn(n int64, intent string, slots map[string]any) *turnCtx {

@@ -627,15 +627,29 @@ func (f *Flow) settle(ctx context.Context, sess *orchestrator.Session, advance t
 	if err != nil {
 		return nil, fmt.Errorf("background jobs: %w", err)
 	}
-	if advance > 0 {
-		f.clk.Advance(advance)
-		more, err := sess.Settle(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("background jobs after advance_clock %s: %w", advance, err)
-		}
-		outs = append(outs, more...)
+	if advance <= 0 {
+		return outs, nil
 	}
-	return outs, nil
+	// The clock moves in steps, timer by timer, settling the jobs after
+	// each: a job that a completion starts inside the span (an on_complete
+	// target entering a state with another background invoke) runs on the
+	// rest of the span, as it would on a real clock.
+	end := f.clk.Now().Add(advance)
+	for {
+		step := end.Sub(f.clk.Now())
+		if at, ok := f.clk.Next(); ok && at.Before(end) {
+			step = at.Sub(f.clk.Now())
+		}
+		f.clk.Advance(step)
+		more, err := sess.Settle(ctx)
+		outs = append(outs, more...)
+		if err != nil {
+			return outs, fmt.Errorf("background jobs after advance_clock %s: %w", advance, err)
+		}
+		if !f.clk.Now().Before(end) {
+			return outs, nil
+		}
+	}
 }
 
 // withJobs folds the job turns delivered after a user turn into its

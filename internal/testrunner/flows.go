@@ -388,6 +388,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 			h.RegisterPrefix(interfaceNamespace+b.Key, ih)
 		}
 	}
+	binds := interfaceBinds(st, fx)
 	var dropped atomic.Int64
 	if !dispatch {
 		drop := host.HandlerFunc(func(context.Context, *host.Call) (*host.Result, error) {
@@ -461,7 +462,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 			}
 		}
 		evs := sink.events[mark:]
-		tv := turnView{out: out, world: sess.World(), before: before, slots: acceptedSlots(evs), evs: evs, all: dispatched(evs)}
+		tv := turnView{out: out, world: sess.World(), before: before, slots: acceptedSlots(evs), evs: evs, all: dispatched(evs, binds)}
 		if ts.wantsJobs() {
 			tv.inbox, tv.jobs = sess.Inbox().Summary(), sess.Jobs().List()
 		}
@@ -608,15 +609,42 @@ func acceptedSlots(evs []capturedEvent) map[string]any {
 }
 
 // dispatched lists the host calls of a turn from its harness.dispatched
-// events.
-func dispatched(evs []capturedEvent) []hostCall {
+// events; binds maps an interface name to the handler it is bound to.
+func dispatched(evs []capturedEvent, binds map[string]string) []hostCall {
 	var out []hostCall
 	for _, ev := range evs {
 		if p, ok := ev.typed.(trace.HarnessDispatched); ok {
-			out = append(out, hostCall{Namespace: p.Namespace, Args: p.Args})
+			c := hostCall{Namespace: p.Namespace, Args: p.Args}
+			if rest, ok := strings.CutPrefix(p.Namespace, interfaceNamespace); ok {
+				name, op, _ := strings.Cut(rest, ".")
+				if h := binds[name]; h != "" {
+					c.Bound = h
+					if op != "" {
+						c.Bound += "." + op
+					}
+				}
+			}
+			out = append(out, c)
 		}
 	}
 	return out
+}
+
+// interfaceBinds maps each host interface to the handler its calls go to:
+// the flow's host_bindings, else the story's default:.
+func interfaceBinds(st *story.Story, fx *Fixture) map[string]string {
+	binds := map[string]string{}
+	for name, in := range st.Interfaces {
+		if in.Default != "" {
+			binds[name] = in.Default
+		}
+	}
+	for _, b := range fx.HostBindings {
+		if b.Interface {
+			binds[b.Key] = b.Handler
+		}
+	}
+	return binds
 }
 
 // settle lets the session's background jobs settle and delivers what they

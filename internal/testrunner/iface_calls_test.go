@@ -1,0 +1,47 @@
+package testrunner
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kitsoki/kitsoki/internal/trace"
+)
+
+// An iface.<name>.<op> call matches expect_host_calls and the list form of
+// expect_no_host_calls by its interface name and by <handler>.<op> of the
+// handler the interface is bound to (Kitsoki's fixtures name the latter).
+func TestInterfaceCallsMatchBoundHandler(t *testing.T) {
+	evs := []capturedEvent{
+		{typed: trace.HarnessDispatched{Namespace: "iface.artifact.create", Args: map[string]any{"kind": "feature"}}},
+		{typed: trace.HarnessDispatched{Namespace: "iface.vcs.branch"}},
+		{typed: trace.HarnessDispatched{Namespace: "host.run"}},
+	}
+	calls := dispatched(evs, map[string]string{"artifact": "host.cypilot_artifacts"})
+	if d := cmp.Diff([]string{"host.cypilot_artifacts.create", "", ""}, []string{calls[0].Bound, calls[1].Bound, calls[2].Bound}); d != "" {
+		t.Errorf("bound names (-want +got):\n%s", d)
+	}
+	tests := []struct {
+		name string
+		exps []HostCallExpect
+		want []string
+	}{
+		{"bound name", []HostCallExpect{{Handler: "host.cypilot_artifacts.create", Args: map[string]any{"kind": "feature"}}}, nil},
+		{"interface name", []HostCallExpect{{Handler: "iface.artifact.create"}}, nil},
+		{"bound handler", []HostCallExpect{{Handler: "host.cypilot_artifacts"}}, nil},
+		{"other op", []HostCallExpect{{Handler: "host.cypilot_artifacts.validate"}},
+			[]string{"expect_host_calls[0]: host.cypilot_artifacts.validate was not called, want at least once [iface.artifact.create iface.vcs.branch host.run]"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if d := cmp.Diff(tt.want, checkHostCalls("expect_host_calls", tt.exps, false, calls)); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
+	}
+	got := checkNoHostCallsOf("expect_no_host_calls", []string{"host.cypilot_artifacts.create", "host.git"}, calls)
+	want := []string{"expect_no_host_calls: host.cypilot_artifacts.create was called 1 time(s), want none: [iface.artifact.create]"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("expect_no_host_calls (-want +got):\n%s", d)
+	}
+}

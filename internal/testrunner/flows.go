@@ -172,6 +172,8 @@ type Flow struct {
 	httpCassette *starlark.Cassette // starlark_http_cassette:, nil without
 	// inspectCassette is starlark_inspect_cassette:, nil without.
 	inspectCassette *starlark.InspectCassette
+	// recording answers input: turns (recording:), nil without.
+	recording *Recording
 }
 
 // Prepare loads what a fixture needs and checks it against its story. An
@@ -218,6 +220,13 @@ func (r *Runner) Prepare(fx *Fixture) (*Flow, error) {
 			return nil, fmt.Errorf("%s: %w", fx.Name, err)
 		}
 		f.Cassette = c
+	}
+	if fx.RecordingPath != "" {
+		rec, err := LoadRecording(fx.RecordingPath)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", fx.Name, err)
+		}
+		f.recording = rec
 	}
 	if err := checkBindings(fx, st, f.Cassette); err != nil {
 		return nil, err
@@ -389,6 +398,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 		}
 	}
 	binds := interfaceBinds(st, fx)
+	rec := f.recording
 	var dropped atomic.Int64
 	if !dispatch {
 		drop := host.HandlerFunc(func(context.Context, *host.Call) (*host.Result, error) {
@@ -430,6 +440,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 		}
 		var out *orchestrator.Outcome
 		var err error
+		miss := ""
 		if ts.Intent == "" && ts.Input == "" {
 			out = &orchestrator.Outcome{Outcome: orchestrator.OutcomeTransitioned, From: sess.State(), State: sess.State()}
 		} else {
@@ -438,7 +449,26 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 				res.Turns = append(res.Turns, TurnResult{TurnIndex: i, NewState: sess.State(), Failures: []string{fmt.Sprintf("turns[%d].intent.slots.%v", i, serr)}})
 				break
 			}
-			out, err = sess.Turn(ctx, ts.Intent, slots, "")
+			switch {
+			case ts.Input == "":
+				out, err = sess.Turn(ctx, ts.Intent, slots, "")
+			case rec != nil:
+				// The recording is the router: (state, input) → intent.
+				name, rslots, ok := rec.Lookup(sess.State(), ts.Input)
+				if !ok {
+					miss = fmt.Sprintf("UNKNOWN_INTENT: input %q in state %q has no entry in the recording %s; add one (state, input, intent: {name, slots})", ts.Input, sess.State(), rec.File)
+				} else {
+					out, err = sess.Turn(ctx, name, replay.CopyMap(rslots), ts.Input)
+				}
+			default:
+				// The session routes it as it routes typed text: its
+				// tiers, then the router agent (stubs or a cassette answer it).
+				out, err = sess.Say(ctx, ts.Input)
+			}
+		}
+		if miss != "" {
+			res.Turns = append(res.Turns, TurnResult{TurnIndex: i, NewState: sess.State(), Failures: []string{miss}})
+			break
 		}
 		if err != nil {
 			res.Turns = append(res.Turns, TurnResult{TurnIndex: i, NewState: sess.State(), Failures: []string{"trace: " + err.Error()}})

@@ -1,6 +1,9 @@
 package testrunner
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -43,5 +46,27 @@ func TestInterfaceCallsMatchBoundHandler(t *testing.T) {
 	want := []string{"expect_no_host_calls: host.cypilot_artifacts.create was called 1 time(s), want none: [iface.artifact.create]"}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("expect_no_host_calls (-want +got):\n%s", d)
+	}
+}
+
+func TestLoadRecordingErrors(t *testing.T) {
+	tests := []struct{ name, body, want string }{
+		{"kind", "kind: cassette\nentries: []\n", "r.yaml:1:1: kind must be recording"},
+		{"unknown key", "kind: recording\nentrys: []\n", `r.yaml:2:1: recording: unknown key "entrys" (valid: kind, app_id, app_version, generated_at, generator, min_confidence, entries)`},
+		{"no intent name", "kind: recording\nentries:\n  - {state: a, input: b, intent: {slots: {}}}\n", "r.yaml:3:34: entries[0].intent must be {name, slots} with a name"},
+		{"no state", "kind: recording\nentries:\n  - {input: b, intent: {name: x}}\n", "r.yaml:3:5: entries[0].state must be a non-empty string"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, "r.yaml")
+			if err := os.WriteFile(p, []byte(tt.body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := LoadRecording(p)
+			if err == nil || strings.TrimPrefix(err.Error(), dir+string(filepath.Separator)) != tt.want {
+				t.Errorf("error = %v, want %s", err, tt.want)
+			}
+		})
 	}
 }

@@ -162,7 +162,7 @@ func FromStory(st *story.Story) *Graph {
 			}
 		}
 		for _, ef := range s.OnEnter {
-			if ef.Invoke != nil && ef.Invoke.OnError != "" {
+			if ef.Invoke != nil && ef.Invoke.OnError != "" && !ef.Invoke.OnErrorDeferred { // a deferred target names no state of the graph
 				edges = append(edges, &Edge{From: name, To: ef.Invoke.OnError, OnError: ef.Invoke.Name})
 			}
 		}

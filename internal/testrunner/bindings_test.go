@@ -2,6 +2,7 @@ package testrunner
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,12 +151,6 @@ func TestHostBindingsSetupErrors(t *testing.T) {
 			`:4:3: host_bindings["host.run"]: host_handlers["host.run"] also stubs it, so the real handler would never answer: drop the binding or the stub`},
 		{"agent verb", "host_bindings:\n  host.agent.task: host.agent.task\n",
 			`:4:3: host_bindings["host.agent.task"]: agents do not run in flows (no transport is installed): answer host.agent.task with a host_handlers stub or a host_cassette instead`},
-		{"cassette answers the bound handler", "host_cassette: run.cassette.yaml\nhost_bindings:\n  host.run: host.run\n",
-			`:5:3: host_bindings["host.run"]: the host_cassette's episodes answer host.run, and a cassette miss does not fall back to the real handler in this version: drop the binding or those episodes`},
-	}
-	cassette := "kind: host_cassette\nepisodes:\n  - id: run\n    match: {handler: host.run}\n    response: {data: {ok: true}}\n"
-	if err := os.WriteFile(filepath.Join(dir, "flows", "run.cassette.yaml"), []byte(cassette), 0o644); err != nil {
-		t.Fatal(err)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -257,5 +252,61 @@ func TestInterfaceDefaultInAFlow(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "posted.txt")); !os.IsNotExist(err) {
 		t.Errorf("posted.txt exists (%v): the default, not host.artifacts_dir, should have answered", err)
+	}
+}
+
+// A handler bound next to a host_cassette whose episodes answer it: the
+// episodes answer first, the real handler answers what they miss (Kitsoki's
+// fixtures bind ifaces to real handlers this way). Without the binding the
+// same call is a cassette miss.
+func TestHostBindingsCassetteFirstThenRealHandler(t *testing.T) {
+	cassette := `kind: host_cassette
+episodes:
+  - id: run_once
+    match: {handler: host.run}
+    response: {data: {stdout: "recorded", exit_code: 0, stdout_json: {n: 1}}}
+  - id: probe_any
+    match: {handler: host.probe}
+    response: {data: {answer: "probed"}}
+    replay: any
+`
+	flow := `test_kind: flow
+app: ../app.yaml
+host_cassette: run.cassette.yaml
+%s
+turns:
+  - intent: {name: greet, slots: {text: "a"}}
+    expect_world: {out: "recorded", n: 1, probed: "probed"}
+  - intent: {name: greet, slots: {text: "b"}}
+    expect_world: {out: "b\n{\"n\": 3}\n", n: 3, code: 0}
+`
+	tests := []struct {
+		name, bindings string
+		want           []string // lines the report starts with, in order
+	}{
+		{"bound", "host_bindings:\n  host.run: host.run", []string{"PASS  fallback.yaml"}},
+		{"unbound", "", []string{"FAIL  fallback.yaml", "  FAIL  turn 2 → idle"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			app := bindingsStory(t)
+			dir := filepath.Join(filepath.Dir(app), "flows")
+			for name, body := range map[string]string{"run.cassette.yaml": cassette, "fallback.yaml": fmt.Sprintf(flow, tt.bindings)} {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, out := runBindings(t, app, "flows/fallback.yaml")
+			lines := strings.Split(out, "\n")
+			if len(lines) < len(tt.want) {
+				t.Fatalf("report:\n%s", out)
+			}
+			if diff := cmp.Diff(tt.want, lines[:len(tt.want)]); diff != "" {
+				t.Errorf("report (-want +got):\n%s\n%s", diff, out)
+			}
+			if tt.bindings == "" && !strings.Contains(out, "cassette miss") {
+				t.Errorf("report does not name the cassette miss:\n%s", out)
+			}
+		})
 	}
 }

@@ -43,6 +43,10 @@ type FlowResult struct {
 	// request other than the one it was recorded for), each prefixed with
 	// its turn: "turn 2: cassette episode 1 ...".
 	Warnings []string `json:",omitempty"`
+	// SetupError is why the fixture could not run at all (its story, its
+	// cassette or its fields against the story); the flow then fails with
+	// no turns.
+	SetupError string `json:",omitempty"`
 
 	Name       string `json:"-"` // report name (base name, #N for multi-document files)
 	SkipReason string `json:"-"`
@@ -352,6 +356,11 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 	cfg := runtime.Config{Logger: logger, Clock: f.clk, Trace: runtime.Trace{Sink: sink}, IgnorePins: true,
 		Session: &runtime.Session{ID: "flow", Root: root, World: replay.CopyMap(fx.InitialWorld), ExecMode: fx.Mode}}
 	if f.Cassette != nil {
+		// host_bindings next to a host_cassette: the episodes answer
+		// first, the bound real handler answers their misses.
+		if len(fx.HostBindings) > 0 {
+			f.Cassette.FallBackTo(func(name string) bool { return fallsBack(fx.HostBindings, name) })
+		}
 		cfg.Cassette = f.Cassette
 	}
 	if f.httpCassette != nil {

@@ -310,3 +310,52 @@ turns:
 		})
 	}
 }
+
+// A host_handlers stub or a host_cassette episode for a handler answers
+// every op under it, also the ops a built-in registers one by one
+// (host.git_worktree.create): the real one, outside a git work tree here,
+// would fail the call.
+func TestStubAndCassetteAnswerABuiltinsOps(t *testing.T) {
+	const app = `app: {id: ops}
+world:
+  log: {type: string, default: ""}
+intents: {go: {}}
+root: idle
+states:
+  idle:
+    on:
+      go:
+        - target: .
+          effects:
+            - invoke: host.git_worktree.create
+              with: {id: ws-1, name: fix/x}
+              bind: {log: log}
+`
+	tests := []struct{ name, answer string }{
+		{"stub", "host_handlers:\n  host.git_worktree: {data: {log: synced}}\n"},
+		{"cassette", "host_cassette: c.yaml\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := writeFiles(t, map[string]string{
+				".kitsoki-root": "",
+				"app.yaml":      app,
+				"flows/c.yaml":  "kind: host_cassette\nepisodes:\n  - id: wt\n    match: {handler: host.git_worktree}\n    response: {data: {log: synced}}\n    replay: any\n",
+				"flows/f.yaml":  "test_kind: flow\napp: ../app.yaml\n" + tt.answer + "turns:\n  - intent: go\n    expect_world: {log: synced}\nexpect_no_errors: true\n",
+			})
+			fxs, err := LoadFixtures(filepath.Join(dir, "app.yaml"), filepath.Join(dir, "flows", "f.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := NewRunner(WithFlowGetenv(noEnv))
+			defer r.Close()
+			rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := report(rep.Results, false); got != "PASS  f.yaml\n" {
+				t.Errorf("report:\n%s", got)
+			}
+		})
+	}
+}

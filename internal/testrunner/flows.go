@@ -383,6 +383,11 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 	if f.Cassette == nil && fx.HostHandlers != nil {
 		for _, name := range sortedKeys(fx.HostHandlers) {
 			hd := &stubHandler{stub: fx.HostHandlers[name], clk: f.clk, name: name}
+			// The stub answers every op under its name, also those a
+			// built-in registers one by one (host.git_worktree.create).
+			for _, op := range h.Under(name) {
+				h.Register(op, hd)
+			}
 			h.Register(name, hd)
 			h.RegisterPrefix(name, hd)
 		}

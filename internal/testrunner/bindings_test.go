@@ -359,3 +359,46 @@ states:
 		})
 	}
 }
+
+// expect_host_calls and expect_no_host_calls match an interface call by
+// the name the story invoked and by the handler it was routed to: the
+// flow's binding, else the story's default.
+func TestHostCallExpectationsSeeTheRoutedHandler(t *testing.T) {
+	tests := []struct{ name, body, want string }{
+		{"bound: the binding's handler", `host_bindings:
+  transport: host.chat
+host_handlers:
+  host.chat: {data: {path: "chat#1"}}
+turns:
+  - intent: post
+    expect_host_calls: [{handler: host.chat.post, times: 1}, {handler: iface.transport.post, times: 1}]
+    expect_no_host_calls: [host.append_to_file]
+`, "PASS  e.yaml\n"},
+		{"unbound: the story's default", `host_handlers:
+  host.append_to_file: {data: {path: "t.md"}}
+turns:
+  - intent: post
+    expect_host_calls: [{handler: host.append_to_file, args: {thread: posted.txt}}]
+    expect_no_host_calls: [host.chat]
+`, "PASS  e.yaml\n"},
+		{"a handler it was not routed to", `host_handlers:
+  host.append_to_file: {data: {path: "t.md"}}
+turns:
+  - intent: post
+    expect_host_calls: [{handler: host.chat.post}]
+`, "FAIL  e.yaml\n  FAIL  turn 1 → idle\n  ✗ expect_host_calls[0]: host.chat.post was not called, want at least once [iface.transport.post]\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			app := bindingsStory(t)
+			file := filepath.Join(filepath.Dir(app), "flows", "e.yaml")
+			if err := os.WriteFile(file, []byte("test_kind: flow\napp: ../app.yaml\n"+tt.body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, out := runBindings(t, app, "flows/e.yaml")
+			if diff := cmp.Diff(tt.want, out); diff != "" {
+				t.Errorf("report (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

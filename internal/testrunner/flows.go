@@ -475,7 +475,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 			}
 		}
 		evs := sink.events[mark:]
-		tv := turnView{out: out, world: sess.World(), before: before, slots: acceptedSlots(evs), evs: evs, all: dispatched(evs)}
+		tv := turnView{out: out, world: sess.World(), before: before, slots: acceptedSlots(evs), evs: evs, all: dispatched(evs, f.routeInterface)}
 		if ts.wantsJobs() {
 			tv.inbox, tv.jobs = sess.Inbox().Summary(), sess.Jobs().List()
 		}
@@ -623,14 +623,42 @@ func acceptedSlots(evs []capturedEvent) map[string]any {
 
 // dispatched lists the host calls of a turn from its harness.dispatched
 // events.
-func dispatched(evs []capturedEvent) []hostCall {
+func dispatched(evs []capturedEvent, route func(string) string) []hostCall {
 	var out []hostCall
 	for _, ev := range evs {
 		if p, ok := ev.typed.(trace.HarnessDispatched); ok {
-			out = append(out, hostCall{Namespace: p.Namespace, Args: p.Args})
+			out = append(out, hostCall{Namespace: p.Namespace, Args: p.Args, Routed: route(p.Namespace)})
 		}
 	}
 	return out
+}
+
+// routeInterface is the handler name an iface.<name>.<op> invoke is
+// routed to in this flow: <handler>.<op>, where handler is the fixture's
+// host_bindings entry for the interface, else the story's default; ""
+// for any other name or an interface with neither.
+func (f *Flow) routeInterface(name string) string {
+	rest, ok := strings.CutPrefix(name, interfaceNamespace)
+	if !ok {
+		return ""
+	}
+	iface, op, _ := strings.Cut(rest, ".")
+	handler := ""
+	if in, ok := f.Story.Interfaces[iface]; ok && in != nil {
+		handler = in.Default
+	}
+	for _, b := range f.Fixture.HostBindings {
+		if b.Interface && b.Key == iface {
+			handler = b.Handler
+		}
+	}
+	if handler == "" {
+		return ""
+	}
+	if op == "" {
+		return handler
+	}
+	return handler + "." + op
 }
 
 // settle lets the session's background jobs settle and delivers what they

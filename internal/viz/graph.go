@@ -52,8 +52,9 @@ type Node struct {
 	// initial: (shown in the cluster's title, no start point).
 	InitialChild    string
 	InitialTemplate string
-	// Source and Version are an import's source: and version:.
-	Source, Version string
+	// Alias, Source and Version are an import's alias, source: and
+	// version:.
+	Alias, Source, Version string
 	// Dynamic marks the pseudo-node a templated target points to; Label is
 	// the template.
 	Dynamic bool
@@ -146,7 +147,7 @@ func FromStory(st *story.Story) *Graph {
 		}
 		switch {
 		case s.Import != nil:
-			n.Kind, n.Source, n.Version, n.InitialChild = KindImport, s.Import.Source, s.Import.Version, s.Import.Entry
+			n.Kind, n.Alias, n.Source, n.Version, n.InitialChild = KindImport, s.Import.Alias, s.Import.Source, s.Import.Version, s.Import.Entry
 		case s.IsParallel():
 			n.Kind = KindParallel
 		case s.IsCompound():
@@ -357,15 +358,19 @@ func (n *Node) IsCluster() bool { return len(n.Children) > 0 || n.Region }
 
 // ClusterTitle is a cluster's label: the state's path, with its kind
 // ("compound: ", "parallel: ", "region: "), an import as
-// "import: alias (source)" and its version, and a templated initial: on
-// a second line.
+// "import: alias (source)" with its version (and "at <path>" on a second
+// line when imported inside an import), and a templated initial: on a
+// further line.
 func (n *Node) ClusterTitle() string {
 	t := n.ID
 	switch {
 	case n.Kind == KindImport:
-		t = "import: " + n.ID + " (" + n.Source + ")"
+		t = "import: " + n.Alias + " (" + n.Source + ")"
 		if n.Version != "" {
 			t += " version " + n.Version
+		}
+		if n.ID != n.Alias {
+			t += "\nat " + n.ID
 		}
 	case n.Region:
 		t = "region: " + n.ID

@@ -152,6 +152,7 @@ func TestClusters(t *testing.T) {
 		sg("clock.time"):    {"region: clock.time", sg("clock"), []string{ids["clock.time"] + "_i", ids["clock.time"], ids["clock.time.am"], ids["clock.time.pm"]}},
 		sg("clock.weather"): {"region: clock.weather", sg("clock"), []string{ids["clock.weather"] + "_i", ids["clock.weather"], ids["clock.weather.dry"], ids["clock.weather.wet"]}},
 		sg("shop"):          {"import: shop (errand/app.yaml) version 1.0", "", []string{ids["shop"] + "_i", ids["shop"], ids["shop.paid"], ids["shop.start"]}},
+		sg("shop.bag"):      {"import: bag (bag/app.yaml)<br/>at shop.bag", sg("shop"), []string{ids["shop.bag"] + "_i", ids["shop.bag"], ids["shop.bag.pick"]}},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Mermaid subgraphs (-want +got):\n%s", d)
@@ -165,6 +166,7 @@ func TestClusters(t *testing.T) {
 	wantStarts := map[string]string{
 		ids["box"] + "_i": ids["box.lid"], ids["clock.time"] + "_i": ids["clock.time.am"],
 		ids["clock.weather"] + "_i": ids["clock.weather.dry"], ids["shop"] + "_i": ids["shop.start"],
+		ids["shop.bag"] + "_i": ids["shop.bag.pick"],
 	}
 	if d := cmp.Diff(wantStarts, starts); d != "" {
 		t.Errorf("Mermaid start arrows (-want +got):\n%s", d)
@@ -207,7 +209,8 @@ func TestClusters(t *testing.T) {
 		"parallel: clock":                            {[]string{"region: clock.time", "region: clock.weather"}, 9},
 		"region: clock.time":                         {nil, 4},
 		"region: clock.weather":                      {nil, 4},
-		"import: shop (errand/app.yaml) version 1.0": {nil, 4},
+		"import: shop (errand/app.yaml) version 1.0": {[]string{"import: bag (bag/app.yaml)\\nat shop.bag"}, 7},
+		"import: bag (bag/app.yaml)\\nat shop.bag":   {nil, 3},
 	}
 	if d := cmp.Diff(wantDot, dc); d != "" {
 		t.Errorf("DOT clusters (-want +got):\n%s", d)
@@ -248,7 +251,8 @@ func TestHighlightNested(t *testing.T) {
 	}
 	want := []string{
 		"hall>shop.start:errand", "hall>box:open", "hall>clock:tick", "box>hall:close", "box.lid>box.inside:next",
-		"clock>hall:close", "clock.time.am>clock.time.pm:tick", "clock.weather.dry>clock.weather.wet:rain", "shop.start>shop.paid:shop__buy",
+		"clock>hall:close", "clock.time.am>clock.time.pm:tick", "clock.weather.dry>clock.weather.wet:rain", "shop.bag.pick>shop.paid:shop__bag__pack",
+		"shop.start>shop.bag.pick:shop__buy",
 	}
 	if d := cmp.Diff(want, taken); d != "" {
 		t.Errorf("taken (-want +got):\n%s", d)
@@ -259,7 +263,7 @@ func TestHighlightNested(t *testing.T) {
 			starts = append(starts, n.ID)
 		}
 	})
-	if d := cmp.Diff([]string{"box", "clock.time", "clock.weather", "shop"}, starts); d != "" {
+	if d := cmp.Diff([]string{"box", "clock.time", "clock.weather", "shop", "shop.bag"}, starts); d != "" {
 		t.Errorf("start arrows taken (-want +got):\n%s", d)
 	}
 	// A parallel configuration the story does not have is reported by

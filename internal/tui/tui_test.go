@@ -509,7 +509,7 @@ func TestMultiChoicePicker(t *testing.T) {
 	st := lobby
 	st.View = []orchestrator.ViewElement{{Kind: "choice", Text: "Toppings",
 		Choice: &orchestrator.ViewChoice{Mode: "multi", Prompt: "Toppings", Intent: "order", Slot: "toppings", Min: 1, Max: 2},
-		Items: []orchestrator.ViewItem{{Label: "Cheese", Value: "cheese"}, {Label: "Olives", Value: "olives"}, {Label: "Basil", Value: "basil"}}}}
+		Items:  []orchestrator.ViewItem{{Label: "Cheese", Value: "cheese"}, {Label: "Olives", Value: "olives"}, {Label: "Basil", Value: "basil"}}}}
 	d := &fakeDriver{status: st}
 	_, tm := newTest(t, d, Config{})
 	waitOut(t, tm, "❯ [ ] Cheese")

@@ -28,6 +28,8 @@ demo: build
 		--intents 'greet name=Ada style=formal,again,greet name=Grace,bye'
 
 vet:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+		if [ -n "$$out" ]; then echo "gofmt: these files are not formatted (run gofmt -w):"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
 test: vet setup-browser test-examples test-corpus test-viz-corpus

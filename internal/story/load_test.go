@@ -407,8 +407,7 @@ func TestWarnings(t *testing.T) {
 		file string
 		want []string
 	}{
-		{"errors/later.yaml", []string{
-		}},
+		{"errors/later.yaml", []string{}},
 		{"errors/warnings.yaml", []string{
 			`warnings.yaml:4:16: world.mode.type: unknown world type "enmu" (did you mean "enum"?): values of this key are not converted`,
 			`warnings.yaml:5:53: world.level.default: default "mid" is not one of the enum values`,

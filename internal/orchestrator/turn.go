@@ -35,8 +35,8 @@ type turnCtx struct {
 	armView *story.Arm
 	// batchCost is the agent spend of the dispatch batch running.
 	batchCost float64
-	events  []regionEvent // emit: events waiting for the sibling regions
-	src     string        // inside a parallel state: the leaf whose arm runs ("" for the whole configuration)
+	events    []regionEvent // emit: events waiting for the sibling regions
+	src       string        // inside a parallel state: the leaf whose arm runs ("" for the whole configuration)
 	// decisions are the arms taken and calls queued, for the journal
 	// (WithJournal).
 	decisions []any

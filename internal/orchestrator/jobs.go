@@ -303,7 +303,11 @@ func (s *Session) jobEnded(t *turnCtx, n jobs.Notice) error {
 	}
 	redirect := ""
 	if callErr != nil && n.Job.Status == jobs.Failed && inv.OnError != "" {
-		redirect = inv.OnError
+		to, err := s.onErrorTarget(inv)
+		if err != nil {
+			return err
+		}
+		redirect = to
 		t.handled = append(t.handled, HandledError{Namespace: inv.Name, Call: inv.ID, Err: callErr, OnError: inv.OnError})
 	}
 	targets := t.targets

@@ -20,17 +20,16 @@ import (
 type hostCall struct {
 	Namespace string
 	Args      map[string]any
-	// Bound is, for an iface.<name>.<op> call, the name it dispatched to:
-	// <handler>.<op> for the handler the interface is bound to (the flow's
-	// host_bindings, else the story's default:). Kitsoki records that name,
-	// so its fixtures assert on it; the interface name matches as well.
-	Bound string
+	// Routed is, for an iface.<name>.<op> invoke, the handler's own name
+	// it was routed to (<handler>.<op>); "" otherwise.
+	Routed string
 }
 
-// under reports whether the call is handler or under it, by its invoke
-// name or the name it was bound to.
+// under reports whether the call is to handler or under it, by the name
+// the story invoked or, for an interface, the handler it was routed to
+// (Kitsoki's fixtures expect either).
 func (c hostCall) under(handler string) bool {
-	return underHandler(c.Namespace, handler) || (c.Bound != "" && underHandler(c.Bound, handler))
+	return underHandler(c.Namespace, handler) || (c.Routed != "" && underHandler(c.Routed, handler))
 }
 
 // jsonEqual is the fixtures' value equality: identical JSON encodings.

@@ -43,6 +43,10 @@ type FlowResult struct {
 	// request other than the one it was recorded for), each prefixed with
 	// its turn: "turn 2: cassette episode 1 ...".
 	Warnings []string `json:",omitempty"`
+	// SetupError is why the fixture could not run at all (its story, its
+	// cassette or its fields against the story); the flow then fails with
+	// no turns.
+	SetupError string `json:",omitempty"`
 
 	Name       string `json:"-"` // report name (base name, #N for multi-document files)
 	SkipReason string `json:"-"`
@@ -361,6 +365,11 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 	cfg := runtime.Config{Logger: logger, Clock: f.clk, Trace: runtime.Trace{Sink: sink}, IgnorePins: true,
 		Session: &runtime.Session{ID: "flow", Root: root, World: replay.CopyMap(fx.InitialWorld), ExecMode: fx.Mode}}
 	if f.Cassette != nil {
+		// host_bindings next to a host_cassette: the episodes answer
+		// first, the bound real handler answers their misses.
+		if len(fx.HostBindings) > 0 {
+			f.Cassette.FallBackTo(func(name string) bool { return fallsBack(fx.HostBindings, name) })
+		}
 		cfg.Cassette = f.Cassette
 	}
 	if f.httpCassette != nil {
@@ -383,6 +392,11 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 	if f.Cassette == nil && fx.HostHandlers != nil {
 		for _, name := range sortedKeys(fx.HostHandlers) {
 			hd := &stubHandler{stub: fx.HostHandlers[name], clk: f.clk, name: name}
+			// The stub answers every op under its name, also those a
+			// built-in registers one by one (host.git_worktree.create).
+			for _, op := range h.Under(name) {
+				h.Register(op, hd)
+			}
 			h.Register(name, hd)
 			h.RegisterPrefix(name, hd)
 		}
@@ -397,7 +411,6 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 			h.RegisterPrefix(interfaceNamespace+b.Key, ih)
 		}
 	}
-	binds := interfaceBinds(st, fx)
 	rec := f.recording
 	var dropped atomic.Int64
 	if !dispatch {
@@ -492,7 +505,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 			}
 		}
 		evs := sink.events[mark:]
-		tv := turnView{out: out, world: sess.World(), before: before, slots: acceptedSlots(evs), evs: evs, all: dispatched(evs, binds)}
+		tv := turnView{out: out, world: sess.World(), before: before, slots: acceptedSlots(evs), evs: evs, all: dispatched(evs, f.routeInterface)}
 		if ts.wantsJobs() {
 			tv.inbox, tv.jobs = sess.Inbox().Summary(), sess.Jobs().List()
 		}
@@ -639,42 +652,43 @@ func acceptedSlots(evs []capturedEvent) map[string]any {
 }
 
 // dispatched lists the host calls of a turn from its harness.dispatched
-// events; binds maps an interface name to the handler it is bound to.
-func dispatched(evs []capturedEvent, binds map[string]string) []hostCall {
+// events.
+func dispatched(evs []capturedEvent, route func(string) string) []hostCall {
 	var out []hostCall
 	for _, ev := range evs {
 		if p, ok := ev.typed.(trace.HarnessDispatched); ok {
-			c := hostCall{Namespace: p.Namespace, Args: p.Args}
-			if rest, ok := strings.CutPrefix(p.Namespace, interfaceNamespace); ok {
-				name, op, _ := strings.Cut(rest, ".")
-				if h := binds[name]; h != "" {
-					c.Bound = h
-					if op != "" {
-						c.Bound += "." + op
-					}
-				}
-			}
-			out = append(out, c)
+			out = append(out, hostCall{Namespace: p.Namespace, Args: p.Args, Routed: route(p.Namespace)})
 		}
 	}
 	return out
 }
 
-// interfaceBinds maps each host interface to the handler its calls go to:
-// the flow's host_bindings, else the story's default:.
-func interfaceBinds(st *story.Story, fx *Fixture) map[string]string {
-	binds := map[string]string{}
-	for name, in := range st.Interfaces {
-		if in.Default != "" {
-			binds[name] = in.Default
+// routeInterface is the handler name an iface.<name>.<op> invoke is
+// routed to in this flow: <handler>.<op>, where handler is the fixture's
+// host_bindings entry for the interface, else the story's default; ""
+// for any other name or an interface with neither.
+func (f *Flow) routeInterface(name string) string {
+	rest, ok := strings.CutPrefix(name, interfaceNamespace)
+	if !ok {
+		return ""
+	}
+	iface, op, _ := strings.Cut(rest, ".")
+	handler := ""
+	if in, ok := f.Story.Interfaces[iface]; ok && in != nil {
+		handler = in.Default
+	}
+	for _, b := range f.Fixture.HostBindings {
+		if b.Interface && b.Key == iface {
+			handler = b.Handler
 		}
 	}
-	for _, b := range fx.HostBindings {
-		if b.Interface {
-			binds[b.Key] = b.Handler
-		}
+	if handler == "" {
+		return ""
 	}
-	return binds
+	if op == "" {
+		return handler
+	}
+	return handler + "." + op
 }
 
 // settle lets the session's background jobs settle and delivers what they

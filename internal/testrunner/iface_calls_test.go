@@ -20,8 +20,14 @@ func TestInterfaceCallsMatchBoundHandler(t *testing.T) {
 		{typed: trace.HarnessDispatched{Namespace: "iface.vcs.branch"}},
 		{typed: trace.HarnessDispatched{Namespace: "host.run"}},
 	}
-	calls := dispatched(evs, map[string]string{"artifact": "host.cypilot_artifacts"})
-	if d := cmp.Diff([]string{"host.cypilot_artifacts.create", "", ""}, []string{calls[0].Bound, calls[1].Bound, calls[2].Bound}); d != "" {
+	route := func(name string) string {
+		if op, ok := strings.CutPrefix(name, "iface.artifact."); ok {
+			return "host.cypilot_artifacts." + op
+		}
+		return ""
+	}
+	calls := dispatched(evs, route)
+	if d := cmp.Diff([]string{"host.cypilot_artifacts.create", "", ""}, []string{calls[0].Routed, calls[1].Routed, calls[2].Routed}); d != "" {
 		t.Errorf("bound names (-want +got):\n%s", d)
 	}
 	tests := []struct {

@@ -111,6 +111,18 @@ func runFlows(cmd *cobra.Command, g *globals, o *flowsOpts, app string) error {
 			return setupErr(fmt.Errorf("--trace-out: %w", err))
 		}
 	}
+	// A fixture that could not run is reported with the others, and the
+	// run still exits as a setup error, naming the first.
+	if errs := rep.SetupErrors(); len(errs) > 0 {
+		msg := errs[0]
+		switch n := len(errs) - 1; {
+		case n == 1:
+			msg += " (and 1 more fixture that could not run: see the report)"
+		case n > 1:
+			msg += fmt.Sprintf(" (and %d more fixtures that could not run: see the report)", n)
+		}
+		return setupErr(errors.New(msg))
+	}
 	if !rep.OK() {
 		return exitWith(exitFlowsFailed, errors.New(""))
 	}

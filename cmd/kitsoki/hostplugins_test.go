@@ -158,3 +158,67 @@ func TestRunPythonHostPlugin(t *testing.T) {
 		t.Errorf("ticket_id = %v", w["ticket_id"])
 	}
 }
+
+// kitsoki hosts --story lists the story's host plugins after the built-in
+// table, with the ops host.describe gives; a plugin that cannot be
+// described is shown and exits 2 with the error at its declaration; a
+// story that does not load prints only its error.
+func TestHostsListsStoryHostPlugins(t *testing.T) {
+	t.Setenv("KITSOKI_TEST_TICKETS_TOKEN", "x")
+	dir := goHostPluginDir(t)
+	app := filepath.Join(dir, "app.yaml")
+	code, out, errs := runCLI(t, "", "hosts", "--story", app, "--workspace", dir)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	want := `
+host plugins of ` + app + `:
+
+host.tickets, host.tickets.*  subprocess ./bin/tickets (app.yaml:6:3)
+  host.tickets.close  Close a ticket by id.
+    with:
+      id  string  required
+  host.tickets.create  Open a ticket; returns it.
+    with:
+      priority          one of "low", "normal", "high"
+      title     string  required
+  host.tickets.get  Read a ticket by id.
+    with:
+      id  string  required
+  host.tickets.whoami  The account the plugin's token belongs to.
+`
+	builtins, plugins, ok := strings.Cut(out, "\nhost plugins of ")
+	if !ok || !strings.Contains(builtins, "host.run  Run a program") {
+		t.Fatalf("stdout is not the built-in table then the plugins:\n%s", out)
+	}
+	if d := cmp.Diff(want, "\nhost plugins of "+plugins); d != "" {
+		t.Errorf("plugin listing (-want +got):\n%s", d)
+	}
+
+	// The plugin does not start: listed with the error, exit 2.
+	if err := os.Remove(filepath.Join(dir, "bin", "tickets")); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = runCLI(t, "", "hosts", "--story", app, "--workspace", dir)
+	spawn := `host.describe failed: host plugin host.tickets: plugin_crash: spawn "` + filepath.Join(dir, "bin", "tickets") + `": `
+	if code != exitLoad || !strings.HasPrefix(errs, "app.yaml:6:3: host_plugins.host.tickets: "+spawn) {
+		t.Errorf("exit %d, want %d; stderr:\n%s\nwant it to start with app.yaml:6:3: host_plugins.host.tickets: %s", code, exitLoad, errs, spawn)
+	}
+	if !strings.Contains(out, "(app.yaml:6:3)\n  "+spawn) {
+		t.Errorf("stdout lacks the plugin with its error:\n%s", out)
+	}
+
+	// A story without host plugins says so.
+	plain := filepath.Join("testdata", "hostrun", "app.yaml")
+	code, out, errs = runCLI(t, "", "hosts", "--story", plain)
+	if none := "host plugins of " + plain + ": none (the story declares no host_plugins:)\n"; code != exitOK || !strings.HasSuffix(out, none) {
+		t.Errorf("exit %d; stdout does not end with %q:\n%s\n%s", code, none, out, errs)
+	}
+
+	// A story that does not load: its error only.
+	missing := filepath.Join(dir, "missing.yaml")
+	code, out, errs = runCLI(t, "", "hosts", "--story", missing)
+	if code != exitLoad || out != "" || !strings.Contains(errs, "missing.yaml: cannot read story file") {
+		t.Errorf("exit %d, want %d; stdout %q; stderr:\n%s", code, exitLoad, out, errs)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -218,4 +219,56 @@ func TestHostsListing(t *testing.T) {
 	if code, _, _ := runCLI(t, "", "hosts", "extra"); code != exitUsage {
 		t.Errorf("kitsoki hosts extra: exit %d, want %d", code, exitUsage)
 	}
+}
+
+// SIGTERM to kitsoki while host.run runs a command stops the command's
+// whole process group before kitsoki exits: the grandchild it left in the
+// background does not outlive the run.
+func TestHostRunGroupStoppedWhenKitsokiIsSignalled(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "app.yaml"), `app: {id: sigterm}
+hosts: [host.run]
+root: a
+states:
+  a:
+    on_enter:
+      - invoke: host.run
+        with: {cmd: "sleep 300 & echo $! > grandchild.pid; wait", timeout: 10m}
+    terminal: true
+`)
+	cmd := kitsokiChild(t, dir, "run", "app.yaml", "--workspace", dir, "--trace", filepath.Join(dir, "t.jsonl"), "--intents", "")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(dir, "grandchild.pid")
+	pid := 0
+	for i := 0; pid == 0; i++ {
+		if i == 3000 {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("no grandchild.pid after 30 s; stderr:\n%s", stderr.String())
+		}
+		if b, err := os.ReadFile(pidFile); err == nil && strings.HasSuffix(string(b), "\n") {
+			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() == exitOK {
+		t.Errorf("kitsoki after SIGTERM: %v, want a non-zero exit; stderr:\n%s", err, stderr.String())
+	}
+	for range 500 {
+		if processGone(pid) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	t.Errorf("grandchild %d still runs after kitsoki exited; stderr:\n%s", pid, stderr.String())
 }

@@ -71,7 +71,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newValidateCmd(g), newRunCmd(g), newVersionCmd())
 	root.AddCommand(newFetchCmd(g), newMCPCmd(g))
 	root.AddCommand(newTestCmd(g), newTraceCmd())
-	root.AddCommand(newEvalCmd(g), newHostsCmd())
+	root.AddCommand(newEvalCmd(g), newHostsCmd(g))
 	root.AddCommand(newVizCmd(g))
 	root.AddCommand(newSessionCmd(g))
 	checkUsage(root)

@@ -24,7 +24,9 @@ func newVizCmd(g *globals) *cobra.Command {
 		Long: `Draw a story's state machine: every state with its description and the
 handlers its on_enter invokes, every transition labelled with its intent and
 guard, on_error redirects dashed, terminal states with a double border, and
-dotted states inside their parent as clusters.
+nested states as clusters: a compound state with a start point before its
+initial child, a parallel state with a sub-cluster per region, an imported
+sub-story labelled with its alias and source.
 
 --format mermaid (the default) pastes into Markdown; dot is Graphviz's
 language; svg and png are rendered by kitsoki-graphviz, Graphviz compiled to
@@ -33,7 +35,7 @@ $KITSOKI_GRAPHVIZ. Without --format, -o FILE picks it from the extension
 (.mmd, .dot/.gv, .svg, .png). png needs -o.
 
 --highlight-trace FILE colours the states a run entered and the
-transitions it took.`,
+transitions it took (parallel configurations P#leaf|leaf included).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := vizFormat(format, out)

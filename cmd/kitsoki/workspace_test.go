@@ -144,3 +144,24 @@ func TestMCPServeWorkspace(t *testing.T) {
 		t.Errorf("validate with --workspace: %v, want ok", sc)
 	}
 }
+
+// A fixture that cannot run is reported with the others, which still run;
+// the run then exits 2 naming the first setup error.
+func TestFlowsSetupErrorReportsTheOthers(t *testing.T) {
+	good := "test_kind: flow\napp: ../app.yaml\nturns:\n  - intent: {name: go}\n    expect_state: done\n"
+	tmp := cliTree(t, map[string]string{
+		"proj/a/app.yaml":     cliStory,
+		"proj/a/flows/a.yaml": good,
+		"proj/a/flows/b.yaml": "test_kind: flow\napp: ../app.yaml\ninitial_state: nowhere\n",
+		"proj/a/flows/c.yaml": good,
+		"proj/a/flows/d.yaml": "test_kind: flow\napp: ../app.yaml\ninitial_state: gone\n",
+	})
+	code, out, errs := runCLI(t, "", "test", "flows", filepath.Join(tmp, "proj", "a", "app.yaml"))
+	first := `b.yaml: initial_state "nowhere" is not a state of w (states: done, s)`
+	second := `d.yaml: initial_state "gone" is not a state of w (states: done, s)`
+	wantOut := "PASS  a.yaml\nFAIL  b.yaml\n  ✗ setup: " + first + "\nPASS  c.yaml\nFAIL  d.yaml\n  ✗ setup: " + second + "\n\nSummary: 2/4 flows pass\nFAIL\n"
+	wantErr := "kitsoki test flows: " + first + " (and 1 more fixture that could not run: see the report)\n"
+	if code != exitFlowsSetup || out != wantOut || errs != wantErr {
+		t.Errorf("exit %d, stdout:\n%s\nstderr:\n%s\nwant exit %d, stdout:\n%s\nstderr:\n%s", code, out, errs, exitFlowsSetup, wantOut, wantErr)
+	}
+}

@@ -70,6 +70,22 @@ func (f *Fake) Advance(d time.Duration) {
 	}
 }
 
+// Next reports the time of the earliest function still scheduled, and
+// whether there is one. A caller that moves the clock in steps (to let
+// the work a fired function starts schedule its own functions within the
+// same span) advances to it.
+func (f *Fake) Next() (time.Time, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var at time.Time
+	for i, t := range f.timers {
+		if i == 0 || t.at.Before(at) {
+			at = t.at
+		}
+	}
+	return at, len(f.timers) > 0
+}
+
 // AfterFunc runs fn once the clock has advanced by d (at once, on the
 // calling goroutine, when d <= 0). stop unschedules it and reports whether
 // it had not run yet.

@@ -408,7 +408,10 @@ func (v *validator) Visit(node *ast.Node) {
 	case *ast.PredicateNode, *ast.PointerNode:
 		v.add(n, "closures (lambdas) are not allowed in story expressions")
 	case *ast.MapNode:
-		v.add(n, "map literals are not allowed in story expressions")
+		// {} alone is allowed: comparing with the empty map (x != {})
+		if len(n.Pairs) > 0 {
+			v.add(n, "map literals are not allowed in story expressions (only the empty map {} is)")
+		}
 	case *ast.VariableDeclaratorNode:
 		v.add(n, "let is not allowed in story expressions")
 	case *ast.SequenceNode:

@@ -290,21 +290,123 @@ func rewriteOutput(m *mapped, src string, open, end int) {
 		m.copy(src, open, end)
 		return
 	}
+	if q, c, ok := ternary(src, exprStart, exprEnd); ok && start == open+2 && stop == end-2 {
+		// {{ cond ? a : b }}: pongo2 has no ternary, so it becomes
+		// {% if cond %}{{ a }}{% else %}{{ b }}{% endif %}.
+		emitTernary(m, src, exprStart, exprEnd, q, c)
+		return
+	}
 	m.copy(src, open, exprStart)
-	// A variable or literal with filters takes the formatter as one more
-	// filter (a plain call); anything with operators is wrapped in a call to
-	// it as a function (pongo2 only allows filters after a variable).
+	emitShow(m, src, exprStart, exprEnd)
+	m.copy(src, exprEnd, end)
+}
+
+// emitShow writes the expression src[from:to] through the formatter. A
+// variable or literal with filters takes the formatter as one more filter
+// (a plain call); anything with operators is wrapped in a call to it as a
+// function (pongo2 only allows filters after a variable).
+func emitShow(m *mapped, src string, from, to int) {
 	var inner mapped
-	rewriteDefault(&inner, src, exprStart, exprEnd)
+	rewriteDefault(&inner, src, from, to)
 	if filterChain.MatchString(inner.String()) {
 		m.append(&inner)
-		m.insert("|"+showFunc, exprEnd)
+		m.insert("|"+showFunc, to)
 	} else {
-		m.insert(showFunc+"(", exprStart)
+		m.insert(showFunc+"(", from)
 		m.append(&inner)
-		m.insert(")", exprEnd)
+		m.insert(")", to)
 	}
-	m.copy(src, exprEnd, end)
+}
+
+// emitTernary writes cond ? a : b (src[from:to], ? at q, its : at c) as
+// an if tag with an output of each branch; a branch that is a ternary
+// itself nests.
+func emitTernary(m *mapped, src string, from, to, q, c int) {
+	m.insert("{% if ", from)
+	rewriteDefault(m, src, from, trimRight(src, from, q))
+	m.insert(" %}", q)
+	branch := func(a, b int) {
+		a, b = trimLeft(src, a, b), trimRight(src, a, b)
+		if q2, c2, ok := ternary(src, a, b); ok {
+			emitTernary(m, src, a, b, q2, c2)
+			return
+		}
+		m.insert("{{ ", a)
+		emitShow(m, src, a, b)
+		m.insert(" }}", b)
+	}
+	branch(q+1, c)
+	m.insert("{% else %}", c)
+	branch(c+1, to)
+	m.insert("{% endif %}", to)
+}
+
+func trimLeft(src string, a, b int) int {
+	for a < b && isSpace(src[a]) {
+		a++
+	}
+	return a
+}
+
+func trimRight(src string, a, b int) int {
+	for b > a && isSpace(src[b-1]) {
+		b--
+	}
+	return b
+}
+
+// ternary finds the top-level ? of a conditional expression in
+// src[from:to] and its matching :, skipping string literals, brackets,
+// ?? and ?. and the : of a filter argument (|name:arg).
+func ternary(src string, from, to int) (q, c int, ok bool) {
+	depth, nest := 0, 0
+	q = -1
+	for i := from; i < to; i++ {
+		switch ch := src[i]; ch {
+		case '"', '\'', '`':
+			j := skipQuoted(src[:to], i)
+			if j < 0 {
+				return 0, 0, false
+			}
+			i = j - 1
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			depth--
+		case '?':
+			if i+1 < to && (src[i+1] == '?' || src[i+1] == '.') {
+				i++
+				continue
+			}
+			if depth != 0 {
+				continue
+			}
+			if q < 0 {
+				q = i
+			} else {
+				nest++
+			}
+		case ':':
+			if depth != 0 || q < 0 || isFilterColon(src, from, i) {
+				continue
+			}
+			if nest == 0 {
+				return q, i, true
+			}
+			nest--
+		}
+	}
+	return 0, 0, false
+}
+
+// isFilterColon reports whether the : at i follows |name (a filter's
+// argument).
+func isFilterColon(src string, from, i int) bool {
+	j := i
+	for j > from && (src[j-1] == '_' || src[j-1] >= 'a' && src[j-1] <= 'z' || src[j-1] >= 'A' && src[j-1] <= 'Z' || src[j-1] >= '0' && src[j-1] <= '9') {
+		j--
+	}
+	return j < i && j > from && src[j-1] == '|'
 }
 
 // rewriteDefault copies src[from:to], replacing each ?? outside string

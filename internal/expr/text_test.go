@@ -29,6 +29,13 @@ func TestTextRender(t *testing.T) {
 		{"?? in a block tag", `{% if world.flag ?? world.t %}y{% else %}n{% endif %}`, "y"},
 		{"?? follows default's falsy rule", `{{ world.zero ?? 5 }}`, "5"},
 		{"?? in plain text is text", "what?? {{ world.a }}??", "what?? b??"},
+		// cond ? a : b becomes an if tag; nested ternaries, ?? and
+		// filter arguments inside it keep their meaning.
+		{"ternary, true branch", `[{{ world.a != '' ? ': **' + world.a + '**' : '' }}]`, "[: **b**]"},
+		{"ternary, false branch", `[{{ world.x != nil ? 'set' : 'unset' }}]`, "[unset]"},
+		{"ternary, nested in the else branch", `{{ world.x ? 'x' : world.t ? 't' : 'none' }}`, "t"},
+		{"ternary with ?? and a filter", `{{ world.t ? world.x ?? 'dflt' : world.a|upper }} {{ world.x ? 1 : world.a|upper }}`, "dflt B"},
+		{"ternary: ? and : inside strings are text", `{{ world.t ? 'a ? b' : 'c : d' }}`, "a ? b"},
 		// Missing values render empty.
 		{"missing root", "[{{ nothing }}]", "[]"},
 		{"missing key", "[{{ world.missing }}]", "[]"},

@@ -208,6 +208,21 @@ func (h *Host) RegisterPrefix(prefix string, hd Handler) {
 	h.prefixes[strings.TrimSuffix(prefix, ".")] = hd
 }
 
+// Under lists, sorted, the exactly registered names below prefix (those
+// that start with prefix + "."): the ops a handler registers one by one.
+func (h *Host) Under(prefix string) []string {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	var out []string
+	for n := range h.handlers {
+		if strings.HasPrefix(n, prefix+".") {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Handler returns the handler for name: an exact registration first, then
 // the longest registered prefix.
 func (h *Host) Handler(name string) (Handler, bool) {

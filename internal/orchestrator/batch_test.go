@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -201,7 +202,7 @@ func TestPostBindPassIsCapped(t *testing.T) {
 	r := newRig(t, files{"app.yaml": batchStory}, withAgent("agent.c", c))
 	r.do("post")
 	he := r.events(trace.KindHarnessError)
-	if len(he) != 1 || he[0].Payload["phase"] != "post_bind_emit" || jsonOf(t, he[0].Payload["max_depth"]) != "4" {
+	if len(he) != 1 || he[0].Payload["phase"] != "post_bind_emit" || jsonOf(t, he[0].Payload["max_depth"]) != "8" {
 		t.Fatalf("harness.error = %v", he)
 	}
 	if c.calls.Load() != MaxPostBindPass+1 {
@@ -280,5 +281,37 @@ states:
 	}
 	if _, err := trace.ReadFile(tracePath); err != nil {
 		t.Errorf("the redacted trace does not read back: %v", err)
+	}
+}
+
+// A chain of rooms that each call out and emit on the bound result to the
+// next one settles in one turn as long as it takes at most MaxPostBindPass
+// post-bind passes (Kitsoki's budget of 8 for emit_intent composition; a
+// delivery tail chains 7).
+func TestPostBindChainWithinTheCapLands(t *testing.T) {
+	const rooms = 8 // Kitsoki's budget; the cap must allow it
+	var b strings.Builder
+	b.WriteString("app: {id: chain}\nagent_plugins: {agent.c: {plugin: builtin.inprocess}}\n")
+	b.WriteString("intents: {go: {}, next: {hidden: true}}\nroot: s\nworld:\n")
+	for i := 1; i <= rooms; i++ {
+		fmt.Fprintf(&b, "  r%d: {type: bool, default: false}\n", i)
+	}
+	b.WriteString("states:\n  s:\n    on: {go: [{target: q1}]}\n")
+	for i := 1; i <= rooms; i++ {
+		next := fmt.Sprintf("q%d", i+1)
+		if i == rooms {
+			next = "landed"
+		}
+		fmt.Fprintf(&b, "  q%d:\n    on_enter:\n      - {invoke: host.agent.ask, agent: agent.c, with: {prompt: p}, bind: {r%d: ok}}\n      - {when: \"world.r%d\", emit_intent: next}\n    on: {next: [{target: %s}]}\n", i, i, i, next)
+	}
+	b.WriteString("  landed: {}\n")
+	c := &counter{}
+	r := newRig(t, files{"app.yaml": b.String()}, withAgent("agent.c", c))
+	r.do("go")
+	if he := r.events(trace.KindHarnessError); len(he) != 0 {
+		t.Fatalf("harness.error = %v", he)
+	}
+	if r.sess.State() != "landed" || c.calls.Load() != rooms {
+		t.Errorf("state %s after %d calls, want landed after %d", r.sess.State(), c.calls.Load(), rooms)
 	}
 }

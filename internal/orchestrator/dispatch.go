@@ -106,6 +106,9 @@ func (s *Session) dispatchAll(ctx context.Context, t *turnCtx) error {
 				Phase: "post_bind_emit", Depth: pass, MaxDepth: MaxPostBindPass,
 				Error: fmt.Sprintf("post-bind emit_intent passes exceeded %d; stopping in state %q", MaxPostBindPass, s.state)})
 		}
+		if t.noSettle {
+			return nil
+		}
 		if err := s.postBind(t); err != nil {
 			return err
 		}
@@ -131,7 +134,10 @@ func (s *Session) dispatchQueue(ctx context.Context, t *turnCtx) (int, error) {
 			continue
 		}
 		t.queue = nil // the rest of the batch is dropped
-		target := q.inv.OnError
+		target, err := s.onErrorTarget(q.inv)
+		if err != nil {
+			return n, err
+		}
 		h := &t.handled[len(t.handled)-1]
 		if target == s.state {
 			h.Redirect = RedirectIgnored
@@ -155,6 +161,24 @@ func (s *Session) dispatchQueue(ctx context.Context, t *turnCtx) (int, error) {
 	return n, nil
 }
 
+// onErrorTarget is the state an invoke's on_error redirects to. A target
+// the loader deferred (a name no state of the story had where it was
+// written) is resolved now from the current state; one that still names no
+// state is a fault naming the invoke, the state and where on_error is.
+func (s *Session) onErrorTarget(inv *story.Invoke) (string, error) {
+	if !inv.OnErrorDeferred {
+		return inv.OnError, nil
+	}
+	to, stay, err := s.story.ResolveTarget(s.state, inv.OnError)
+	if err != nil {
+		return "", fault("%s: state %q: invoke %s failed and its on_error %q names no state here, %w (declare the state, or point on_error at one that exists)", inv.OnErrorPos, s.state, inv.Name, inv.OnError, err)
+	}
+	if stay {
+		return s.state, nil
+	}
+	return to, nil
+}
+
 // dispatchOne re-renders, dispatches and binds one call. failed reports a
 // host error (domain or infrastructure).
 func (s *Session) dispatchOne(ctx context.Context, t *turnCtx, q *queued) (failed bool, err error) {
@@ -162,6 +186,12 @@ func (s *Session) dispatchOne(ctx context.Context, t *turnCtx, q *queued) (faile
 	fellBack := rerr != nil
 	if fellBack {
 		args = q.args
+	} else if call, ok := q.args["call"]; ok {
+		// The call-site address is fixed when the invoke is queued: a
+		// templated id: names the call the story meant at that point
+		// (stubs and cassettes key on it), not what later effects of the
+		// same block set.
+		args["call"] = call
 	}
 	if err := s.emit(t, trace.HarnessDispatched{
 		Namespace: q.inv.Name, Args: args, RerenderFellBack: fellBack, Background: false}); err != nil {

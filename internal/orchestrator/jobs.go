@@ -167,6 +167,7 @@ func (s *Session) Settle(ctx context.Context) ([]*Outcome, error) {
 func (s *Session) deliverJob(ctx context.Context, n jobs.Notice) (*Outcome, error) {
 	s.turn++
 	t := s.newTurn(s.turn, JobIntent, nil)
+	t.noSettle = true
 	input := fmt.Sprintf("[job] %s %s", n.Job.ID, n.Job.Status)
 	if err := s.emit(t, trace.TurnInput{Input: input, Intent: JobIntent}); err != nil {
 		return nil, err
@@ -302,7 +303,11 @@ func (s *Session) jobEnded(t *turnCtx, n jobs.Notice) error {
 	}
 	redirect := ""
 	if callErr != nil && n.Job.Status == jobs.Failed && inv.OnError != "" {
-		redirect = inv.OnError
+		to, err := s.onErrorTarget(inv)
+		if err != nil {
+			return err
+		}
+		redirect = to
 		t.handled = append(t.handled, HandledError{Namespace: inv.Name, Call: inv.ID, Err: callErr, OnError: inv.OnError})
 	}
 	targets := t.targets

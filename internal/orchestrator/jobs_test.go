@@ -341,3 +341,64 @@ states:
 		t.Errorf("call ids %v, want 2 distinct", ids)
 	}
 }
+
+const settleStory = `
+app: {id: jobs-settle}
+hosts: [host.build, host.check]
+world:
+  status: {type: string, default: ""}
+intents:
+  go: {}
+  poke: {}
+  checked: {}
+root: idle
+states:
+  idle:
+    on:
+      go: [{target: building}]
+  building:
+    on_enter:
+      - invoke: host.build
+        background: true
+        on_complete:
+          - target: verify
+  verify:
+    on_enter:
+      - set: {status: ""}
+      - invoke: host.check
+        bind: {status: status}
+      - when: "world.status != ''"
+        emit_intent: checked
+    on:
+      poke: [{target: verify}]
+      checked: [{target: done}]
+  done: {}
+`
+
+// A job's completion turn enters its on_complete target and dispatches the
+// target's on_enter calls, but runs no post-bind settle pass: the
+// emit_intent whose guard reads the bind waits for the next user turn in
+// that state (Kitsoki's completion handler behaves so; its flows rely on
+// it).
+func TestJobCompletionTurnHasNoPostBindSettle(t *testing.T) {
+	build := host.HandlerFunc(func(context.Context, *host.Call) (*host.Result, error) {
+		return &host.Result{Data: map[string]any{}}, nil
+	})
+	r := newJobRig(t, settleStory, build, nil)
+	checks := 0
+	r.host.Register("host.check", host.HandlerFunc(func(context.Context, *host.Call) (*host.Result, error) {
+		checks++
+		return &host.Result{Data: map[string]any{"status": "passed"}}, nil
+	}))
+	r.turn("go")
+	outs := r.settle()
+	if len(outs) != 1 || outs[0].State != "verify" {
+		t.Fatalf("after the job: outcomes %+v, want one turn ending in verify", outs)
+	}
+	if checks != 1 || r.sess.World()["status"] != "passed" {
+		t.Fatalf("after the job: %d checks, status %v; want the target's call dispatched and bound", checks, r.sess.World()["status"])
+	}
+	if out := r.turn("poke"); out.State != "done" {
+		t.Errorf("poke in verify: state %q, want done (the user turn's post-bind pass fires checked)", out.State)
+	}
+}

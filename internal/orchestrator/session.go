@@ -43,7 +43,7 @@ type Dispatcher interface {
 // Caps on loops the engine stops itself.
 const (
 	MaxEmitDepth    = 24 // nested emit_intent hops in one turn
-	MaxPostBindPass = 4  // post-bind emit passes in one turn
+	MaxPostBindPass = 8  // post-bind emit passes in one turn
 	MaxOnErrorDepth = 4  // chained on_error redirects in one dispatch
 )
 

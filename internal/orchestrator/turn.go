@@ -35,11 +35,17 @@ type turnCtx struct {
 	armView *story.Arm
 	// batchCost is the agent spend of the dispatch batch running.
 	batchCost float64
-	events  []regionEvent // emit: events waiting for the sibling regions
-	src     string        // inside a parallel state: the leaf whose arm runs ("" for the whole configuration)
+	events    []regionEvent // emit: events waiting for the sibling regions
+	src       string        // inside a parallel state: the leaf whose arm runs ("" for the whole configuration)
 	// decisions are the arms taken and calls queued, for the journal
 	// (WithJournal).
 	decisions []any
+	// noSettle skips the post-bind emit_intent passes: a background job's
+	// completion turn runs its effects and dispatches their calls, but
+	// does not re-evaluate the entered state's emit_intent guards against
+	// the binds (Kitsoki's completion handler has no settle pass either);
+	// the next user turn in that state does.
+	noSettle bool
 }
 
 func (s *Session) newTurn(n int64, intent string, slots map[string]any) *turnCtx {
@@ -298,8 +304,17 @@ func (s *Session) validate(t *turnCtx) *Rejection {
 	if def == nil {
 		return nil
 	}
-	if rej := unknownSlot(def, t.slots); rej != nil {
+	rej, undeclared := unknownSlot(def, t.slots)
+	if rej != nil {
 		return rej
+	}
+	if len(undeclared) > 0 {
+		declared := "it declares no slots"
+		if len(def.Slots) > 0 {
+			declared = "declared slots: " + strings.Join(slices.Sorted(maps.Keys(def.Slots)), ", ")
+		}
+		s.logger.Warn("intent takes slots it does not declare", "intent", def.Name, "state", s.state,
+			"undeclared", strings.Join(undeclared, ", "), "hint", declared+"; add them to the intent's slots: to type and validate them")
 	}
 	var missing []string
 	for _, name := range def.SlotOrder {
@@ -346,9 +361,12 @@ func (s *Session) validate(t *turnCtx) *Rejection {
 	return nil
 }
 
-// unknownSlot rejects the first slot (in name order) the intent does not
-// declare, suggesting the closest declared one or listing them all.
-func unknownSlot(def *story.Intent, slots map[string]any) *Rejection {
+// unknownSlot handles the slots the intent does not declare. One that is a
+// near miss of a declared slot (a typo: "sise" for "size") is rejected, the first by name, with the declared name
+// suggested. Any other undeclared slot is accepted, as Kitsoki accepts it
+// (its flows send slots their intents do not declare), and returned in
+// undeclared (sorted) for the caller's warning.
+func unknownSlot(def *story.Intent, slots map[string]any) (rej *Rejection, undeclared []string) {
 	names := make([]string, 0, len(slots))
 	for k := range slots {
 		if def.Slots[k] == nil {
@@ -356,22 +374,17 @@ func unknownSlot(def *story.Intent, slots map[string]any) *Rejection {
 		}
 	}
 	if len(names) == 0 {
-		return nil
+		return nil, nil
 	}
 	sort.Strings(names)
-	name := names[0]
 	declared := slices.Sorted(maps.Keys(def.Slots))
-	rej := &Rejection{Code: CodeUnknownSlot, Message: fmt.Sprintf("unknown slot %q for intent %s", name, def.Name)}
-	switch sug := suggest(name, declared); {
-	case sug != "":
-		rej.Suggestions = []string{sug}
-		rej.Message += fmt.Sprintf("; did you mean %q?", sug)
-	case len(declared) == 0:
-		rej.Message += "; it declares no slots"
-	default:
-		rej.Message += "; declared slots: " + strings.Join(declared, ", ")
+	for _, name := range names {
+		if sug := suggest(name, declared); sug != "" {
+			return &Rejection{Code: CodeUnknownSlot, Suggestions: []string{sug},
+				Message: fmt.Sprintf("unknown slot %q for intent %s; did you mean %q?", name, def.Name, sug)}, nil
+		}
 	}
-	return rej
+	return nil, names
 }
 
 // intentDef returns the intent's definition: a state-local one (current

@@ -47,12 +47,9 @@ func TestIntentValidation(t *testing.T) {
 			AllowedIntents: []string{"cancel", "free", "order", "ping"}}},
 		{"order", &Rejection{Code: CodeMissingSlots, Message: `intent "order" is missing required slots: qty, size`, MissingSlots: []string{"qty", "size"}}},
 		{"order size=medium qty=2", &Rejection{Code: CodeInvalidSlotValue, Message: `slot "size" of intent "order": "medium" is not one of small, large`}},
-		{"cancel", &Rejection{Code: CodeMissingSlots, Message: `intent "cancel" is missing required slots: reason`, MissingSlots: []string{"reason"}}}, // state-local shadow
+		{"cancel", &Rejection{Code: CodeMissingSlots, Message: `intent "cancel" is missing required slots: reason`, MissingSlots: []string{"reason"}}},              // state-local shadow
+		{"order flavour=mint qty=1", &Rejection{Code: CodeMissingSlots, Message: `intent "order" is missing required slots: size`, MissingSlots: []string{"size"}}}, // an undeclared slot far from every declared one is no typo
 		{"order size=small qty=1 sise=large", &Rejection{Code: CodeUnknownSlot, Message: `unknown slot "sise" for intent order; did you mean "size"?`, Suggestions: []string{"size"}}},
-		{"order size=small qty=1 colour=red", &Rejection{Code: CodeUnknownSlot, Message: `unknown slot "colour" for intent order; declared slots: note, qty, size`}},
-		{"order zeta=1 colour=red", &Rejection{Code: CodeUnknownSlot, Message: `unknown slot "colour" for intent order; declared slots: note, qty, size`}}, // first by name, before missing slots
-		{"cancel reason=late extra=1", &Rejection{Code: CodeUnknownSlot, Message: `unknown slot "extra" for intent cancel; declared slots: reason`}},       // the state-local declaration
-		{"ping who=me", &Rejection{Code: CodeUnknownSlot, Message: `unknown slot "who" for intent ping; it declares no slots`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.line, func(t *testing.T) {
@@ -144,5 +141,23 @@ func TestParseInput(t *testing.T) {
 		if _, _, err := r.sess.ParseInput(bad); err == nil {
 			t.Errorf("ParseInput(%q) succeeded", bad)
 		}
+	}
+}
+
+// A slot the intent does not declare and that is no near miss of a declared
+// one is accepted (Kitsoki's flows send such slots) and reaches the arm's
+// effects; the story's declared slots still validate.
+func TestUndeclaredSlotAccepted(t *testing.T) {
+	for _, line := range []string{"ping who=me", "cancel reason=late extra=1", "order size=small qty=1 colour=red"} {
+		t.Run(line, func(t *testing.T) {
+			r := newRig(t, files{"app.yaml": intentsStory})
+			if out := r.do(line); out.Outcome != OutcomeTransitioned {
+				t.Fatalf("outcome = %s %+v, want transitioned", out.Outcome, out.Rejection)
+			}
+			acc := r.events("machine.intent_accepted")
+			if len(acc) != 1 {
+				t.Fatalf("machine.intent_accepted = %v", acc)
+			}
+		})
 	}
 }

@@ -220,6 +220,13 @@ func (l *loader) resolveTarget(t *targetRef) {
 		}
 		path, norm, ok := resolveStatePath(l.st.States, from, raw)
 		if !ok || strings.HasPrefix(path, ExitStatePrefix) || strings.HasPrefix(norm, ExitStatePrefix) {
+			if t.later != nil && !l.exitTargets[t.n] && !strings.HasPrefix(norm, ExitStatePrefix) {
+				// Kitsoki accepts an on_error naming a state the story
+				// does not declare; it is resolved when the call fails.
+				l.warnAt(t.f, t.n, t.path, "%s; kept as written and looked up when the call fails (a failure it cannot resolve ends the turn with an error)", l.unknownState(raw, norm))
+				t.later(norm, l.pos(t.f, t.n))
+				return
+			}
 			if !l.exitTargets[t.n] {
 				l.errAt(t.f, t.n, t.path, "%s", l.unknownState(raw, norm))
 			}

@@ -276,6 +276,9 @@ func (l *loader) loadInvoke(f *file, inv entry, fs fieldSet, path string, ref *e
 			l.targets = append(l.targets, &targetRef{
 				f: f, n: deref(oe.val), path: op, raw: raw, state: st,
 				set: func(target string, stay bool) { in.OnError = target },
+				later: func(raw string, at Pos) {
+					in.OnError, in.OnErrorDeferred, in.OnErrorPos = raw, true, at
+				},
 			})
 		}
 	}

@@ -64,7 +64,9 @@ func TestLoadErrors(t *testing.T) {
 				`targets.yaml:9:19: states.review.on.accept[0].target: unknown state "mrege" (did you mean "merge"?)`,
 				`targets.yaml:11:19: states.review.on.nested[0].target: unknown state "merge/chek" (resolved: "merge.chek") (did you mean "merge.check"?)`,
 				`targets.yaml:13:19: states.review.on.leave[0].target: @exit:done referenced but not declared in exits:`,
-				`targets.yaml:18:19: states.review.on_enter[0].on_error: unknown state "reviw" (did you mean "review"?)`,
+				// on_error: reviw (line 18) is only a warning: an on_error
+				// naming no state is looked up when the call fails
+				// (TestWarnings, onerror/app.yaml).
 			},
 		},
 		{

@@ -15,7 +15,7 @@ func TestHostCallErrors(t *testing.T) {
 		`errors.yaml:9:15: states.a.on_enter[1].with: host.run needs with.cmd: the program (argv mode) or the bash command (shell mode)`,
 		`errors.yaml:10:17: states.a.on_enter[2].invoke: state "a": on_enter invoke "host.ide.open_file": kitsoki does not provide host.ide (it needs the IDE link); serve it from a host plugin or remove the call (kitsoki hosts lists the handlers kitsoki provides)`,
 		`errors.yaml:12:17: states.a.on_enter[3].invoke: state "a": on_enter invoke "host.jira": kitsoki does not provide host.jira (it needs Jira); serve it from a host plugin or remove the call (kitsoki hosts lists the handlers kitsoki provides)`,
-		`errors.yaml:14:36: states.a.on_enter[4].with.bogus: host.artifacts_dir has no field "bogus" (fields: thread, body, title, phase_id, author, mode, artifacts_root, src_path, kind, mime, label; see kitsoki hosts)`,
+		`errors.yaml:14:36: states.a.on_enter[4].with.bogus: host.artifacts_dir has no field "bogus" (fields: thread, body, title, phase_id, author, mode, artifacts_root, workdir, src_path, kind, mime, label; see kitsoki hosts)`,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("diagnostics (-want +got):\n%s", diff)

@@ -407,8 +407,7 @@ func TestWarnings(t *testing.T) {
 		file string
 		want []string
 	}{
-		{"errors/later.yaml", []string{
-		}},
+		{"errors/later.yaml", []string{}},
 		{"errors/warnings.yaml", []string{
 			`warnings.yaml:4:16: world.mode.type: unknown world type "enmu" (did you mean "enum"?): values of this key are not converted`,
 			`warnings.yaml:5:53: world.level.default: default "mid" is not one of the enum values`,
@@ -419,6 +418,11 @@ func TestWarnings(t *testing.T) {
 			`warnings.yaml:22:24: states.start.on_enter[0].with.prompt: "prompts/welcome.md" looks like a file name but no such file exists in the story directory; it is sent as inline prompt text`,
 			`warnings.yaml:23:9: states.start.on_enter[1]: effect has several actions (set, say): only set runs; put each in its own item`,
 			`warnings.yaml:30:13: states.other.on_enter[1].id: invoke id "fetch" is also used at warnings.yaml:28:13; call sites are found by id, so keep ids unique`,
+		}},
+		// An on_error naming no state of the story as written is kept and
+		// looked up when the call fails.
+		{"onerror/app.yaml", []string{
+			`app.yaml:16:25: states.s.on.run[0].effects[0].on_error: unknown state "idle" (did you mean "kid.idle"?); kept as written and looked up when the call fails (a failure it cannot resolve ends the turn with an error)`,
 		}},
 		// Guards reading undeclared world keys; declarations in an included
 		// file, the seeded keys and host_error count. The position is the

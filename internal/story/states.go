@@ -38,6 +38,9 @@ type targetRef struct {
 	raw   string
 	state *State
 	set   func(target string, stay bool)
+	// later, when set, takes a plain state name that names no state at
+	// load: the target is resolved at run time instead (on_error).
+	later func(raw string, at Pos)
 }
 
 // normStateName turns a state path written with slashes into its dotted

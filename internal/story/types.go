@@ -289,7 +289,13 @@ type Invoke struct {
 	With    *expr.Tree // nil when absent; renders to map[string]any
 	Bind    []Bind     // sorted by world key
 	OnError string     // resolved target state path, "" when absent
-	Once    bool
+	// OnErrorDeferred marks an on_error naming no state the story declares
+	// where it was written (Kitsoki accepts such targets): OnError then
+	// holds the name as written, resolved by ResolveTarget from the state
+	// the call fails in, and OnErrorPos is where it is written.
+	OnErrorDeferred bool
+	OnErrorPos      Pos
+	Once            bool
 	// ExternalSideEffect marks a call whose effect outside kitsoki cannot
 	// be undone or safely repeated: a resumed session does not issue it
 	// again when it was in flight at the crash (docs/runtime.md).

@@ -219,7 +219,11 @@ func (l *loader) loadBaseView(f *file, n *yaml.Node, path, name string, doc *Vie
 		rel = filepath.ToSlash(r)
 	}
 	doc.NoBase = false
-	src := string(b)
+	src, ierr := l.expandIncludes(string(b), filepath.Dir(abs), rel, []string{rel})
+	if ierr != "" {
+		l.errAt(f, n, path, "%s", ierr)
+		return nil
+	}
 	for _, rename := range f.texts {
 		src = rename(src)
 	}
@@ -278,6 +282,56 @@ func (l *loader) loadBaseView(f *file, n *yaml.Node, path, name string, doc *Vie
 		})
 	}
 	return known
+}
+
+// includeTag is an {% include "path" %} in a base view (with its trim
+// markers); include's with/only forms are not matched and stay refused.
+var includeTag = regexp.MustCompile(`\{%(-?)\s*include\s+"([^"]+)"\s*(-?)%\}`)
+
+// maxIncludeDepth bounds nested includes in a base view.
+const maxIncludeDepth = 8
+
+// expandIncludes replaces each {% include "path" %} of a base view (read
+// from dir; rel names it in messages) with the named file's text, read
+// through the workspace relative to the including file, recursively. The
+// text is wrapped in an always-true if whose outer tags carry the include
+// tag's trim markers, so whitespace trims as the include's would. chain
+// lists the files being expanded, to refuse a cycle. It returns a message
+// on failure.
+func (l *loader) expandIncludes(src, dir, rel string, chain []string) (string, string) {
+	var b strings.Builder
+	at := 0
+	for _, m := range includeTag.FindAllStringSubmatchIndex(src, -1) {
+		name := src[m[4]:m[5]]
+		line := lineAt(src, m[0])
+		if filepath.IsAbs(name) || strings.Contains(filepath.ToSlash(name), "../") || name == ".." {
+			return "", fmt.Sprintf("%s:%d: {%% include %q %%}: the path must be relative to %s and stay inside its directory", rel, line, name, filepath.ToSlash(filepath.Dir(rel)))
+		}
+		abs := filepath.Join(dir, filepath.FromSlash(name))
+		irel := filepath.ToSlash(filepath.Join(filepath.Dir(rel), filepath.FromSlash(name)))
+		if slices.Contains(chain, irel) {
+			return "", fmt.Sprintf("%s:%d: {%% include %q %%} includes itself: %s", rel, line, name, strings.Join(append(slices.Clone(chain), irel), " -> "))
+		}
+		if len(chain) > maxIncludeDepth {
+			return "", fmt.Sprintf("%s:%d: {%% include %q %%}: includes nest deeper than %d", rel, line, name, maxIncludeDepth)
+		}
+		data, err := l.ws.Read(abs, irel)
+		if err != nil {
+			return "", fmt.Sprintf("%s:%d: {%% include %q %%}: cannot read %s: %v", rel, line, name, irel, unwrapPathErr(err))
+		}
+		inner, msg := l.expandIncludes(string(data), filepath.Dir(abs), irel, append(slices.Clone(chain), irel))
+		if msg != "" {
+			return "", msg
+		}
+		b.WriteString(src[at:m[0]])
+		fmt.Fprintf(&b, "{%%%s if true %%}%s{%% endif %s%%}", src[m[2]:m[3]], inner, src[m[6]:m[7]])
+		at = m[1]
+	}
+	if at == 0 {
+		return src, ""
+	}
+	b.WriteString(src[at:])
+	return b.String(), ""
 }
 
 func lineAt(src string, off int) int { return 1 + strings.Count(src[:off], "\n") }

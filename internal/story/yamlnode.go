@@ -271,7 +271,6 @@ func (l *loader) fieldsU(f *file, n *yaml.Node, path string, spec *keySpec) (_ f
 	return fieldSet(out), unknown, true
 }
 
-
 // str reads a scalar as a string (null is ""). Numbers and booleans keep the
 // text they were written with.
 func (l *loader) str(f *file, n *yaml.Node, path string) (string, bool) {

@@ -100,21 +100,20 @@ func parseBindings(n *yaml.Node, file string) ([]Binding, error) {
 // checkBindings refuses bindings nothing in the flow could honour: a
 // handler nothing answers (not built in, not stubbed, not in the
 // cassette), an agent verb or a host plugin (neither runs in a flow), an
-// interface the story never invokes, a handler bound live that a stub or
-// the cassette answers instead (a cassette miss does not fall back to the
-// real handler in this version).
+// interface the story never invokes, a handler bound live that a stub
+// answers instead. A handler the host_cassette also answers is fine: its
+// episodes answer first and the bound handler answers their misses
+// (fallsBack).
 func checkBindings(fx *Fixture, st *story.Story, c *replay.Cassette) error {
 	invokes := replay.InvokeNames(st)
 	for _, b := range fx.HostBindings {
 		where := fmt.Sprintf("%s:%d:%d: host_bindings[%q]", fx.File, b.Line, b.Col, b.Key)
 		stub, stubbed := stubFor(fx.HostHandlers, b.Handler)
-		episodes, recorded := cassetteFor(c, b.Handler)
+		_, recorded := cassetteFor(c, b.Handler)
 		_, builtin := catalog.Lookup(b.Handler)
 		switch {
 		case !b.Interface && stubbed:
 			return fmt.Errorf("%s: host_handlers[%q] also stubs it, so the real handler would never answer: drop the binding or the stub", where, stub)
-		case builtin && recorded:
-			return fmt.Errorf("%s: the host_cassette's episodes answer %s, and a cassette miss does not fall back to the real handler in this version: drop the binding or those episodes", where, episodes)
 		case b.Interface && (stubbed || recorded):
 		case builtin && strings.HasPrefix(b.Handler, host.AgentNamespace):
 			return fmt.Errorf("%s: agents do not run in flows (no transport is installed): answer %s with a host_handlers stub or a host_cassette instead", where, b.Handler)
@@ -189,6 +188,22 @@ func bound(bs []Binding, name string) bool {
 			continue
 		}
 		if name == b.Handler || strings.HasPrefix(name, b.Handler+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// fallsBack reports whether a host_cassette miss of invoke name goes to
+// the real handler: name is bound (bound), or it is the handler an
+// interface is bound to, or an op under it (the loader rewrites
+// iface.<name>.<op> to the handler's own invoke names).
+func fallsBack(bs []Binding, name string) bool {
+	if bound(bs, name) {
+		return true
+	}
+	for _, b := range bs {
+		if b.Interface && (name == b.Handler || strings.HasPrefix(name, b.Handler+".")) {
 			return true
 		}
 	}

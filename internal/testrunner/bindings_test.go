@@ -2,6 +2,7 @@ package testrunner
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,12 +151,6 @@ func TestHostBindingsSetupErrors(t *testing.T) {
 			`:4:3: host_bindings["host.run"]: host_handlers["host.run"] also stubs it, so the real handler would never answer: drop the binding or the stub`},
 		{"agent verb", "host_bindings:\n  host.agent.task: host.agent.task\n",
 			`:4:3: host_bindings["host.agent.task"]: agents do not run in flows (no transport is installed): answer host.agent.task with a host_handlers stub or a host_cassette instead`},
-		{"cassette answers the bound handler", "host_cassette: run.cassette.yaml\nhost_bindings:\n  host.run: host.run\n",
-			`:5:3: host_bindings["host.run"]: the host_cassette's episodes answer host.run, and a cassette miss does not fall back to the real handler in this version: drop the binding or those episodes`},
-	}
-	cassette := "kind: host_cassette\nepisodes:\n  - id: run\n    match: {handler: host.run}\n    response: {data: {ok: true}}\n"
-	if err := os.WriteFile(filepath.Join(dir, "flows", "run.cassette.yaml"), []byte(cassette), 0o644); err != nil {
-		t.Fatal(err)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -257,5 +252,153 @@ func TestInterfaceDefaultInAFlow(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "posted.txt")); !os.IsNotExist(err) {
 		t.Errorf("posted.txt exists (%v): the default, not host.artifacts_dir, should have answered", err)
+	}
+}
+
+// A handler bound next to a host_cassette whose episodes answer it: the
+// episodes answer first, the real handler answers what they miss (Kitsoki's
+// fixtures bind ifaces to real handlers this way). Without the binding the
+// same call is a cassette miss.
+func TestHostBindingsCassetteFirstThenRealHandler(t *testing.T) {
+	cassette := `kind: host_cassette
+episodes:
+  - id: run_once
+    match: {handler: host.run}
+    response: {data: {stdout: "recorded", exit_code: 0, stdout_json: {n: 1}}}
+  - id: probe_any
+    match: {handler: host.probe}
+    response: {data: {answer: "probed"}}
+    replay: any
+`
+	flow := `test_kind: flow
+app: ../app.yaml
+host_cassette: run.cassette.yaml
+%s
+turns:
+  - intent: {name: greet, slots: {text: "a"}}
+    expect_world: {out: "recorded", n: 1, probed: "probed"}
+  - intent: {name: greet, slots: {text: "b"}}
+    expect_world: {out: "b\n{\"n\": 3}\n", n: 3, code: 0}
+`
+	tests := []struct {
+		name, bindings string
+		want           []string // lines the report starts with, in order
+	}{
+		{"bound", "host_bindings:\n  host.run: host.run", []string{"PASS  fallback.yaml"}},
+		{"unbound", "", []string{"FAIL  fallback.yaml", "  FAIL  turn 2 → idle"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			app := bindingsStory(t)
+			dir := filepath.Join(filepath.Dir(app), "flows")
+			for name, body := range map[string]string{"run.cassette.yaml": cassette, "fallback.yaml": fmt.Sprintf(flow, tt.bindings)} {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, out := runBindings(t, app, "flows/fallback.yaml")
+			lines := strings.Split(out, "\n")
+			if len(lines) < len(tt.want) {
+				t.Fatalf("report:\n%s", out)
+			}
+			if diff := cmp.Diff(tt.want, lines[:len(tt.want)]); diff != "" {
+				t.Errorf("report (-want +got):\n%s\n%s", diff, out)
+			}
+			if tt.bindings == "" && !strings.Contains(out, "cassette miss") {
+				t.Errorf("report does not name the cassette miss:\n%s", out)
+			}
+		})
+	}
+}
+
+// A host_handlers stub or a host_cassette episode for a handler answers
+// every op under it, also the ops a built-in registers one by one
+// (host.git_worktree.create): the real one, outside a git work tree here,
+// would fail the call.
+func TestStubAndCassetteAnswerABuiltinsOps(t *testing.T) {
+	const app = `app: {id: ops}
+world:
+  log: {type: string, default: ""}
+intents: {go: {}}
+root: idle
+states:
+  idle:
+    on:
+      go:
+        - target: .
+          effects:
+            - invoke: host.git_worktree.create
+              with: {id: ws-1, name: fix/x}
+              bind: {log: log}
+`
+	tests := []struct{ name, answer string }{
+		{"stub", "host_handlers:\n  host.git_worktree: {data: {log: synced}}\n"},
+		{"cassette", "host_cassette: c.yaml\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := writeFiles(t, map[string]string{
+				".kitsoki-root": "",
+				"app.yaml":      app,
+				"flows/c.yaml":  "kind: host_cassette\nepisodes:\n  - id: wt\n    match: {handler: host.git_worktree}\n    response: {data: {log: synced}}\n    replay: any\n",
+				"flows/f.yaml":  "test_kind: flow\napp: ../app.yaml\n" + tt.answer + "turns:\n  - intent: go\n    expect_world: {log: synced}\nexpect_no_errors: true\n",
+			})
+			fxs, err := LoadFixtures(filepath.Join(dir, "app.yaml"), filepath.Join(dir, "flows", "f.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := NewRunner(WithFlowGetenv(noEnv))
+			defer r.Close()
+			rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := report(rep.Results, false); got != "PASS  f.yaml\n" {
+				t.Errorf("report:\n%s", got)
+			}
+		})
+	}
+}
+
+// expect_host_calls and expect_no_host_calls match an interface call by
+// the name the story invoked and by the handler it was routed to: the
+// flow's binding, else the story's default.
+func TestHostCallExpectationsSeeTheRoutedHandler(t *testing.T) {
+	tests := []struct{ name, body, want string }{
+		{"bound: the binding's handler", `host_bindings:
+  transport: host.chat
+host_handlers:
+  host.chat: {data: {path: "chat#1"}}
+turns:
+  - intent: post
+    expect_host_calls: [{handler: host.chat.post, times: 1}, {handler: iface.transport.post, times: 1}]
+    expect_no_host_calls: [host.append_to_file]
+`, "PASS  e.yaml\n"},
+		{"unbound: the story's default", `host_handlers:
+  host.append_to_file: {data: {path: "t.md"}}
+turns:
+  - intent: post
+    expect_host_calls: [{handler: host.append_to_file, args: {thread: posted.txt}}]
+    expect_no_host_calls: [host.chat]
+`, "PASS  e.yaml\n"},
+		{"a handler it was not routed to", `host_handlers:
+  host.append_to_file: {data: {path: "t.md"}}
+turns:
+  - intent: post
+    expect_host_calls: [{handler: host.chat.post}]
+`, "FAIL  e.yaml\n  FAIL  turn 1 → idle\n  ✗ expect_host_calls[0]: host.chat.post was not called, want at least once [iface.transport.post]\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			app := bindingsStory(t)
+			file := filepath.Join(filepath.Dir(app), "flows", "e.yaml")
+			if err := os.WriteFile(file, []byte("test_kind: flow\napp: ../app.yaml\n"+tt.body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, out := runBindings(t, app, "flows/e.yaml")
+			if diff := cmp.Diff(tt.want, out); diff != "" {
+				t.Errorf("report (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

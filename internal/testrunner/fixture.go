@@ -64,6 +64,10 @@ type Fixture struct {
 	// ends.
 	ExpectFiles []FileExpect
 
+	// RecordingPath is the recording that answers the input: turns
+	// (recording:, else <app dir>/recording.yaml when it exists; "" for
+	// none: the session's own routing answers them).
+	RecordingPath string
 	// SkipReason is why the fixture is skipped ("" when it runs).
 	SkipReason string
 
@@ -117,7 +121,7 @@ type TurnSpec struct {
 	Line   int
 	Intent string
 	Slots  map[string]any
-	Input  string // [later] free-text turn
+	Input  string // a free-text turn: the recording, else the session's routing, picks the intent
 
 	ExpectState       string
 	HasExpectState    bool
@@ -394,9 +398,14 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 			return nil, err
 		}
 	}
-	if _, ok := m["recording"]; ok {
-		fx.SkipReason = "uses recording:, which this version does not run yet"
+	recording := ""
+	if rn, ok := m["recording"]; ok && rn.Tag != "!!null" {
+		if rn.Kind != yaml.ScalarNode || rn.Value == "" {
+			return nil, bindingErr(file, rn, "recording must be the path of a recording file (relative to the fixture), e.g. recording: ../recording.yaml")
+		}
+		recording = rn.Value
 	}
+	hasInput := false
 	tn, ok := m["turns"]
 	if ok && tn.Tag != "!!null" {
 		if tn.Kind != yaml.SequenceNode {
@@ -407,14 +416,15 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 			if err != nil {
 				return nil, err
 			}
-			if ts.Input != "" && fx.SkipReason == "" {
-				fx.SkipReason = fmt.Sprintf("turn %d is a free-text input: turn, which this version does not route yet", i+1)
-			}
+			hasInput = hasInput || ts.Input != ""
 			if ts.AdvanceClock > 0 {
 				fx.AdvanceClock = true
 			}
 			fx.Turns = append(fx.Turns, ts)
 		}
+	}
+	if recording != "" || hasInput {
+		fx.RecordingPath = recordingPath(fx, dir, recording)
 	}
 	return fx, nil
 }

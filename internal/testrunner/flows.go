@@ -43,6 +43,10 @@ type FlowResult struct {
 	// request other than the one it was recorded for), each prefixed with
 	// its turn: "turn 2: cassette episode 1 ...".
 	Warnings []string `json:",omitempty"`
+	// SetupError is why the fixture could not run at all (its story, its
+	// cassette or its fields against the story); the flow then fails with
+	// no turns.
+	SetupError string `json:",omitempty"`
 
 	Name       string `json:"-"` // report name (base name, #N for multi-document files)
 	SkipReason string `json:"-"`
@@ -172,6 +176,8 @@ type Flow struct {
 	httpCassette *starlark.Cassette // starlark_http_cassette:, nil without
 	// inspectCassette is starlark_inspect_cassette:, nil without.
 	inspectCassette *starlark.InspectCassette
+	// recording answers input: turns (recording:), nil without.
+	recording *Recording
 }
 
 // Prepare loads what a fixture needs and checks it against its story. An
@@ -218,6 +224,13 @@ func (r *Runner) Prepare(fx *Fixture) (*Flow, error) {
 			return nil, fmt.Errorf("%s: %w", fx.Name, err)
 		}
 		f.Cassette = c
+	}
+	if fx.RecordingPath != "" {
+		rec, err := LoadRecording(fx.RecordingPath)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", fx.Name, err)
+		}
+		f.recording = rec
 	}
 	if err := checkBindings(fx, st, f.Cassette); err != nil {
 		return nil, err
@@ -352,6 +365,11 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 	cfg := runtime.Config{Logger: logger, Clock: f.clk, Trace: runtime.Trace{Sink: sink}, IgnorePins: true,
 		Session: &runtime.Session{ID: "flow", Root: root, World: replay.CopyMap(fx.InitialWorld), ExecMode: fx.Mode}}
 	if f.Cassette != nil {
+		// host_bindings next to a host_cassette: the episodes answer
+		// first, the bound real handler answers their misses.
+		if len(fx.HostBindings) > 0 {
+			f.Cassette.FallBackTo(func(name string) bool { return fallsBack(fx.HostBindings, name) })
+		}
 		cfg.Cassette = f.Cassette
 	}
 	if f.httpCassette != nil {
@@ -374,6 +392,11 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 	if f.Cassette == nil && fx.HostHandlers != nil {
 		for _, name := range sortedKeys(fx.HostHandlers) {
 			hd := &stubHandler{stub: fx.HostHandlers[name], clk: f.clk, name: name}
+			// The stub answers every op under its name, also those a
+			// built-in registers one by one (host.git_worktree.create).
+			for _, op := range h.Under(name) {
+				h.Register(op, hd)
+			}
 			h.Register(name, hd)
 			h.RegisterPrefix(name, hd)
 		}
@@ -388,6 +411,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 			h.RegisterPrefix(interfaceNamespace+b.Key, ih)
 		}
 	}
+	rec := f.recording
 	var dropped atomic.Int64
 	if !dispatch {
 		drop := host.HandlerFunc(func(context.Context, *host.Call) (*host.Result, error) {
@@ -429,6 +453,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 		}
 		var out *orchestrator.Outcome
 		var err error
+		miss := ""
 		if ts.Intent == "" && ts.Input == "" {
 			out = &orchestrator.Outcome{Outcome: orchestrator.OutcomeTransitioned, From: sess.State(), State: sess.State()}
 		} else {
@@ -437,7 +462,26 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 				res.Turns = append(res.Turns, TurnResult{TurnIndex: i, NewState: sess.State(), Failures: []string{fmt.Sprintf("turns[%d].intent.slots.%v", i, serr)}})
 				break
 			}
-			out, err = sess.Turn(ctx, ts.Intent, slots, "")
+			switch {
+			case ts.Input == "":
+				out, err = sess.Turn(ctx, ts.Intent, slots, "")
+			case rec != nil:
+				// The recording is the router: (state, input) → intent.
+				name, rslots, ok := rec.Lookup(sess.State(), ts.Input)
+				if !ok {
+					miss = fmt.Sprintf("UNKNOWN_INTENT: input %q in state %q has no entry in the recording %s; add one (state, input, intent: {name, slots})", ts.Input, sess.State(), rec.File)
+				} else {
+					out, err = sess.Turn(ctx, name, replay.CopyMap(rslots), ts.Input)
+				}
+			default:
+				// The session routes it as it routes typed text: its
+				// tiers, then the router agent (stubs or a cassette answer it).
+				out, err = sess.Say(ctx, ts.Input)
+			}
+		}
+		if miss != "" {
+			res.Turns = append(res.Turns, TurnResult{TurnIndex: i, NewState: sess.State(), Failures: []string{miss}})
+			break
 		}
 		if err != nil {
 			res.Turns = append(res.Turns, TurnResult{TurnIndex: i, NewState: sess.State(), Failures: []string{"trace: " + err.Error()}})
@@ -461,7 +505,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 			}
 		}
 		evs := sink.events[mark:]
-		tv := turnView{out: out, world: sess.World(), before: before, slots: acceptedSlots(evs), evs: evs, all: dispatched(evs)}
+		tv := turnView{out: out, world: sess.World(), before: before, slots: acceptedSlots(evs), evs: evs, all: dispatched(evs, f.routeInterface)}
 		if ts.wantsJobs() {
 			tv.inbox, tv.jobs = sess.Inbox().Summary(), sess.Jobs().List()
 		}
@@ -609,14 +653,42 @@ func acceptedSlots(evs []capturedEvent) map[string]any {
 
 // dispatched lists the host calls of a turn from its harness.dispatched
 // events.
-func dispatched(evs []capturedEvent) []hostCall {
+func dispatched(evs []capturedEvent, route func(string) string) []hostCall {
 	var out []hostCall
 	for _, ev := range evs {
 		if p, ok := ev.typed.(trace.HarnessDispatched); ok {
-			out = append(out, hostCall{Namespace: p.Namespace, Args: p.Args})
+			out = append(out, hostCall{Namespace: p.Namespace, Args: p.Args, Routed: route(p.Namespace)})
 		}
 	}
 	return out
+}
+
+// routeInterface is the handler name an iface.<name>.<op> invoke is
+// routed to in this flow: <handler>.<op>, where handler is the fixture's
+// host_bindings entry for the interface, else the story's default; ""
+// for any other name or an interface with neither.
+func (f *Flow) routeInterface(name string) string {
+	rest, ok := strings.CutPrefix(name, interfaceNamespace)
+	if !ok {
+		return ""
+	}
+	iface, op, _ := strings.Cut(rest, ".")
+	handler := ""
+	if in, ok := f.Story.Interfaces[iface]; ok && in != nil {
+		handler = in.Default
+	}
+	for _, b := range f.Fixture.HostBindings {
+		if b.Interface && b.Key == iface {
+			handler = b.Handler
+		}
+	}
+	if handler == "" {
+		return ""
+	}
+	if op == "" {
+		return handler
+	}
+	return handler + "." + op
 }
 
 // settle lets the session's background jobs settle and delivers what they
@@ -627,15 +699,29 @@ func (f *Flow) settle(ctx context.Context, sess *orchestrator.Session, advance t
 	if err != nil {
 		return nil, fmt.Errorf("background jobs: %w", err)
 	}
-	if advance > 0 {
-		f.clk.Advance(advance)
-		more, err := sess.Settle(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("background jobs after advance_clock %s: %w", advance, err)
-		}
-		outs = append(outs, more...)
+	if advance <= 0 {
+		return outs, nil
 	}
-	return outs, nil
+	// The clock moves in steps, timer by timer, settling the jobs after
+	// each: a job that a completion starts inside the span (an on_complete
+	// target entering a state with another background invoke) runs on the
+	// rest of the span, as it would on a real clock.
+	end := f.clk.Now().Add(advance)
+	for {
+		step := end.Sub(f.clk.Now())
+		if at, ok := f.clk.Next(); ok && at.Before(end) {
+			step = at.Sub(f.clk.Now())
+		}
+		f.clk.Advance(step)
+		more, err := sess.Settle(ctx)
+		outs = append(outs, more...)
+		if err != nil {
+			return outs, fmt.Errorf("background jobs after advance_clock %s: %w", advance, err)
+		}
+		if !f.clk.Now().Before(end) {
+			return outs, nil
+		}
+	}
 }
 
 // withJobs folds the job turns delivered after a user turn into its

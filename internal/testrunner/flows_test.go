@@ -279,7 +279,7 @@ turns:
 			}
 			r := NewRunner(WithFlowGetenv(noEnv))
 			defer r.Close()
-			_, err = r.RunFixtures(context.Background(), fxs, false, nil)
+			_, err = firstSetupError(r, fxs)
 			if err == nil || err.Error() != tt.want {
 				t.Errorf("error:\n%v\nwant:\n%s", err, tt.want)
 			}
@@ -394,7 +394,7 @@ func TestFlowSetupErrors(t *testing.T) {
 			if err == nil {
 				r := NewRunner()
 				defer r.Close()
-				_, err = r.RunFixtures(context.Background(), fxs, false, nil)
+				_, err = firstSetupError(r, fxs)
 			}
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error = %v, want it to contain %q", err, tt.want)
@@ -410,7 +410,7 @@ func TestFlowSetupErrors(t *testing.T) {
 		}
 		r := NewRunner(WithFlowGetenv(func(k string) string { return map[string]string{cassette.EnvStrict: "1"}[k] }))
 		defer r.Close()
-		_, err = r.RunFixtures(context.Background(), fxs, false, nil)
+		_, err = firstSetupError(r, fxs)
 		if err == nil || !strings.Contains(err.Error(), `KITSOKI_CASSETTE_STRICT=1 but cassette record mode is "new_episodes"`) {
 			t.Errorf("error = %v", err)
 		}
@@ -595,5 +595,47 @@ func TestFlowEventCounts(t *testing.T) {
 				t.Errorf("report:\n%s\nwant:\n%s", got, tt.want)
 			}
 		})
+	}
+}
+
+// A fixture that cannot run (a setup error) fails on its own line with
+// the error; the fixtures before and after it still run.
+func TestSetupErrorDoesNotStopTheRun(t *testing.T) {
+	dir := t.TempDir()
+	abs, err := filepath.Abs(shopApp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := "test_kind: flow\napp: " + abs + "\nturns: []\n"
+	files := map[string]string{
+		"a.yaml": good,
+		"b.yaml": "test_kind: flow\napp: " + abs + "\ninitial_state: nowhere\nturns: []\n",
+		"c.yaml": good,
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fxs, err := LoadFixtures(abs, filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRunner(WithFlowGetenv(noEnv), WithFlowWorkspace("/"))
+	defer r.Close()
+	rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Passed != 2 || rep.Failed != 1 {
+		t.Errorf("passed %d, failed %d; want 2 and 1:\n%s", rep.Passed, rep.Failed, report(rep.Results, false))
+	}
+	errs := rep.SetupErrors()
+	if len(errs) != 1 || !strings.HasPrefix(errs[0], `b.yaml: initial_state "nowhere" is not a state of`) {
+		t.Fatalf("setup errors = %q", errs)
+	}
+	want := "PASS  a.yaml\nFAIL  b.yaml\n  ✗ setup: " + errs[0] + "\nPASS  c.yaml\n"
+	if diff := cmp.Diff(want, report(rep.Results, false)); diff != "" {
+		t.Errorf("report (-want +got):\n%s", diff)
 	}
 }

@@ -1,6 +1,8 @@
 package testrunner
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,3 +81,16 @@ func greetFiles() map[string]string {
 }
 
 func contains2(s, sub string) bool { return strings.Contains(s, sub) }
+
+// firstSetupError runs fxs and returns the run's error or the first
+// fixture's setup error (nil when every fixture ran).
+func firstSetupError(r *Runner, fxs []*Fixture) (*Report, error) {
+	rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
+	if err != nil {
+		return rep, err
+	}
+	if errs := rep.SetupErrors(); len(errs) > 0 {
+		return rep, errors.New(errs[0])
+	}
+	return rep, nil
+}

@@ -104,3 +104,24 @@ func TestBuildWatchFlows(t *testing.T) {
 		t.Errorf("passed %d of %d:\n%s", rep.Passed, len(fxs), report(rep.Results, true))
 	}
 }
+
+// advance_clock moves the flow's clock timer by timer: a job started by an
+// earlier completion inside the span runs on the rest of the span, and one
+// whose delay does not fit waits for the next advance.
+func TestFlowAdvanceClockChainsJobs(t *testing.T) {
+	for _, f := range []string{"chain.yaml", "short.yaml"} {
+		fxs, err := LoadFixtures("testdata/jobchain/app.yaml", "testdata/jobchain/flows/"+f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := NewRunner(WithFlowGetenv(noEnv))
+		t.Cleanup(func() { r.Close() })
+		rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := rep.Results; len(res) != 1 || !res[0].Passed {
+			t.Errorf("%s:\n%s", f, report(res, true))
+		}
+	}
+}

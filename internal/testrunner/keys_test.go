@@ -78,7 +78,8 @@ func TestFixtureKeysFailures(t *testing.T) {
 		{"host_call_id.yaml", "FAIL  host_call_id.yaml\n  FAIL  turn 1 → counting\n" +
 			"  ✗ expect_host_calls[0]: host.counter (id other_call) was not called, want at least once [host.counter]\n"},
 		{"then.yaml", "FAIL  then.yaml\n  FAIL  turn 1 → done\n  ✗ then[0]: expect_state: got \"done\", want \"counting\"\n"},
-		{"skips.yaml", "SKIP  skips.yaml\n"},
+		{"input_miss.yaml", "FAIL  input_miss.yaml\n  FAIL  turn 2 → counting\n" +
+			"  ✗ UNKNOWN_INTENT: input \"dance\" in state \"counting\" has no entry in the recording testdata/keys/recording.yaml; add one (state, input, intent: {name, slots})\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -88,22 +89,6 @@ func TestFixtureKeysFailures(t *testing.T) {
 				t.Errorf("report (-want +got):\n%s", d)
 			}
 		})
-	}
-}
-
-// Keys that need what this version does not run skip their fixture and
-// say why; they are never ignored.
-func TestFixtureKeysRefusedBySkip(t *testing.T) {
-	res := runKeys(t, "testdata/keys/failing/skips.yaml")
-	var got []string
-	for _, r := range res {
-		got = append(got, r.SkipReason)
-	}
-	want := []string{
-		"turn 1 is a free-text input: turn, which this version does not route yet",
-	}
-	if d := cmp.Diff(want, got); d != "" {
-		t.Errorf("skip reasons (-want +got):\n%s", d)
 	}
 }
 

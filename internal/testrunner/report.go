@@ -22,21 +22,49 @@ type Report struct {
 // OK reports whether no flow failed.
 func (r *Report) OK() bool { return r.Failed == 0 }
 
-// RunFixtures prepares every fixture first (any failure is a setup error,
-// returned before anything runs), then runs them in order. each, when not
+// SetupErrors lists the setup errors of the fixtures that could not run,
+// in run order.
+func (r *Report) SetupErrors() []string {
+	var out []string
+	for _, res := range r.Results {
+		if res.SetupError != "" {
+			out = append(out, res.SetupError)
+		}
+	}
+	return out
+}
+
+// RunFixtures prepares every fixture first, then runs them in order. A
+// fixture that cannot be prepared (a setup error) does not run: its result
+// fails with SetupError, and the other fixtures still run. each, when not
 // nil, sees every result as soon as it is known. With failFast the run
-// stops after the first failing flow.
+// stops after the first failing flow. The error is for the run as a whole;
+// today nothing returns one.
 func (r *Runner) RunFixtures(ctx context.Context, fixtures []*Fixture, failFast bool, each func(*FlowResult)) (*Report, error) {
 	flows := make([]*Flow, 0, len(fixtures))
-	for _, fx := range fixtures {
+	setup := make([]error, len(fixtures))
+	for i, fx := range fixtures {
 		f, err := r.Prepare(fx)
 		if err != nil {
-			return nil, err
+			setup[i] = err
+			f = &Flow{Fixture: fx}
 		}
 		flows = append(flows, f)
 	}
 	rep := &Report{Results: []*FlowResult{}}
-	for _, f := range flows {
+	for i, f := range flows {
+		if setup[i] != nil {
+			res := &FlowResult{File: f.Fixture.File, Name: f.Fixture.Name, SetupError: setup[i].Error()}
+			rep.Results = append(rep.Results, res)
+			rep.Failed++
+			if each != nil {
+				each(res)
+			}
+			if failFast {
+				break
+			}
+			continue
+		}
 		res := f.Run(ctx)
 		if f.Story != nil {
 			maskFlowResult(secret.New(f.Story.Secrets), res)
@@ -66,7 +94,8 @@ func (r *Runner) RunFixtures(ctx context.Context, fixtures []*Fixture, failFast 
 //	  FAIL  turn N → <state>
 //	  ✗ <message>
 //
-// The session checks show as "[session]".
+// The session checks show as "[session]"; a fixture that could not run
+// shows "  ✗ setup: <error>".
 func WriteResult(w io.Writer, res *FlowResult, verbose bool) {
 	status := "PASS"
 	switch {
@@ -78,6 +107,10 @@ func WriteResult(w io.Writer, res *FlowResult, verbose bool) {
 	fmt.Fprintf(w, "%s  %s%s\n", status, res.Name, droppedNote(res.DroppedHostCalls))
 	for _, warn := range res.Warnings {
 		fmt.Fprintf(w, "  warning: %s\n", warn)
+	}
+	if res.SetupError != "" {
+		fmt.Fprintf(w, "  ✗ setup: %s\n", strings.ReplaceAll(res.SetupError, "\n", "\n    "))
+		return
 	}
 	if res.Skipped {
 		if verbose {

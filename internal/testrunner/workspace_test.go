@@ -1,7 +1,6 @@
 package testrunner
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,7 +45,7 @@ func runFlowsIn(t *testing.T, app string, opts ...FlowOption) string {
 	}
 	r := NewRunner(append([]FlowOption{WithFlowGetenv(noEnv)}, opts...)...)
 	defer r.Close()
-	rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
+	rep, err := firstSetupError(r, fxs)
 	if err != nil {
 		if strings.Contains(err.Error(), "TOPSECRET") {
 			t.Errorf("a setup error quotes a file outside the workspace: %v", err)
@@ -188,7 +187,7 @@ func TestFlowFixtureNamesFilesBesideItself(t *testing.T) {
 		}
 		r := NewRunner(WithFlowGetenv(noEnv))
 		defer r.Close()
-		if _, err := r.RunFixtures(context.Background(), fxs, false, nil); err != nil {
+		if _, err := firstSetupError(r, fxs); err != nil {
 			return err.Error()
 		}
 		return ""

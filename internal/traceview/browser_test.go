@@ -86,6 +86,10 @@ func TestBrowserTraceView(t *testing.T) {
 	if got := browser.Eval[string](t, ctx, `document.querySelector(".total-cost").textContent`); got != "$0.00283" {
 		t.Errorf("total cost = %q", got)
 	}
+	// The recorded run's header predates the session fields: nothing shown.
+	if got := browser.Eval[string](t, ctx, `document.getElementById("session").textContent`); got != "" {
+		t.Errorf("session line of an old header = %q, want empty", got)
+	}
 	browser.Screenshot(t, ctx, "trace-view.png")
 	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS("#search"), "grace")); err != nil {
 		t.Fatal(err)
@@ -93,6 +97,48 @@ func TestBrowserTraceView(t *testing.T) {
 	browser.WaitFor(t, ctx, `document.querySelectorAll("#timeline .turn:not(.hidden)").length === 1`)
 	if got := browser.Eval[string](t, ctx, `document.querySelector("#timeline .turn:not(.hidden)").dataset.turn`); got != "3" {
 		t.Errorf("search grace shows turn %s, want 3", got)
+	}
+}
+
+// TestBrowserTraceViewHeader: the page's header names the session as the
+// trace header does (id, app, story, hash, kitsoki version, fork).
+func TestBrowserTraceViewHeader(t *testing.T) {
+	ctx := browser.New(t)
+	b, err := os.ReadFile("testdata/hello-run.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := bytes.Cut(b, []byte("\n"))
+	hdr := `{"kind":"session.header","schema_version":1,"written_at":"2026-12-01T13:29:31.632802723Z","app_id":"hello","story_path":"stories/hello/app.yaml",` +
+		`"story_hash":"sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef","kitsoki_version":"v1.2.3","session_id":"20261201T132931Z-feedbeef",` +
+		`"forked_from":"20261201T120000Z-00c0ffee","forked_at_turn":2}` + "\n"
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "run.jsonl")
+	if err := os.WriteFile(tr, append([]byte(hdr), rest...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Load(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := HTML(&buf, r, false); err != nil {
+		t.Fatal(err)
+	}
+	page := filepath.Join(dir, "view.html")
+	if err := os.WriteFile(page, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+page)); err != nil {
+		t.Fatal(err)
+	}
+	browser.WaitFor(t, ctx, `document.body.dataset.ready === "1"`)
+	want := "session 20261201T132931Z-feedbeef  ·  app hello  ·  story stories/hello/app.yaml  ·  sha256:0123456789ab…  ·  kitsoki v1.2.3  ·  forked from 20261201T120000Z-00c0ffee at turn 2"
+	if got := browser.Eval[string](t, ctx, `document.getElementById("session").textContent`); got != want {
+		t.Errorf("session line = %q, want %q", got, want)
+	}
+	if got := browser.Eval[int](t, ctx, `document.querySelectorAll("#timeline .turn").length`); got != len(r.Turns) {
+		t.Errorf("turns drawn = %d, want %d", got, len(r.Turns))
 	}
 }
 

@@ -225,6 +225,10 @@ func (m *Model) key(k tea.KeyMsg) tea.Cmd {
 	case tea.KeyCtrlP, tea.KeyCtrlN:
 		m.browse(k.Type == tea.KeyCtrlP)
 		return nil
+	case tea.KeySpace:
+		if m.picker != nil && !m.busy && m.question == nil && m.input.Value() == "" && m.picker.toggle() {
+			return nil
+		}
 	}
 	m.hint = ""
 	var cmd tea.Cmd
@@ -289,7 +293,12 @@ func (m *Model) enter() tea.Cmd {
 	}
 	if line == "" && m.picker != nil {
 		var edit bool
-		line, edit = m.picker.line()
+		var err error
+		line, edit, err = m.picker.line()
+		if err != nil {
+			m.hint = err.Error()
+			return nil
+		}
 		if edit {
 			m.input.SetValue(line)
 			m.input.CursorEnd()
@@ -353,7 +362,8 @@ func (m *Model) help() string {
 :intents   what this state accepts     :world   the world as JSON
 :state     where the story is          :quit    leave (also Ctrl-D on an empty line)
 Keys: Enter sends · Tab completes intents and slot keys · Up/Down (Ctrl-P/Ctrl-N) history,
-      or move a choice picker, Enter on an empty line takes the picked item ·
+      or move a choice picker, Enter on an empty line takes the picked item
+      (Space ticks items of a multi choice; a form choice fills the line) ·
       Ctrl-C cancels the running call (a second Ctrl-C quits)`
 	if m.cfg.Help != "" {
 		h += "\n" + m.cfg.Help

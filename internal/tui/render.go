@@ -101,25 +101,46 @@ func (m *Model) renderElement(el orchestrator.ViewElement) string {
 		return fmt.Sprintf("[%s] %s (%s)", orDefault(el.Media.Kind, "media"),
 			mask(orDefault(el.Media.Caption, el.Media.Handle)), mask(el.Media.Handle))
 	}
-	// template, base, choice (its text form; single choices are also a
+	// template, base, choice (its text form; the first choice is also a
 	// picker in the live area)
 	return mask(strings.TrimRight(el.Text, "\n"))
 }
 
-// picker is a single-mode choice of the current view: Up/Down move,
-// Enter on an empty line takes the item.
+// picker is the first choice of the current view with something to pick,
+// in its mode:
+//   - single: Up/Down move, Enter on an empty line takes the item;
+//   - multi: Up/Down move, Space on an empty line ticks or unticks the
+//     item, Enter on an empty line sends the ticked values as the choice's
+//     list slot (within its min and max);
+//   - form: Enter on an empty line fills the input with the choice's
+//     intent and its fields (defaults written in) for the user to finish.
 type picker struct {
-	prompt string
-	items  []orchestrator.ViewItem
-	cursor int
+	mode     string
+	prompt   string
+	intent   string
+	slot     string
+	min, max int64
+	items    []orchestrator.ViewItem
+	fields   []orchestrator.ViewField
+	ticked   map[int]bool
+	cursor   int
 }
 
-// newPicker is the picker of the view's first single-mode choice with
-// items, or nil.
+// newPicker is the picker of the view's first choice that has items
+// (single, multi) or fields (form), or nil.
 func newPicker(view []orchestrator.ViewElement) *picker {
 	for _, el := range view {
-		if el.Kind == "choice" && el.Choice != nil && el.Choice.Mode == "single" && len(el.Items) > 0 {
-			return &picker{prompt: el.Choice.Prompt, items: el.Items}
+		if el.Kind != "choice" || el.Choice == nil {
+			continue
+		}
+		c := el.Choice
+		p := &picker{mode: c.Mode, prompt: c.Prompt, intent: c.Intent, slot: c.Slot, min: c.Min, max: c.Max,
+			items: el.Items, fields: c.Fields, ticked: map[int]bool{}}
+		switch {
+		case (c.Mode == "single" || c.Mode == "multi") && len(el.Items) > 0:
+			return p
+		case c.Mode == "form" && c.Intent != "" && len(c.Fields) > 0:
+			return p
 		}
 	}
 	return nil
@@ -134,24 +155,88 @@ func (p *picker) move(down bool) {
 	}
 }
 
-// line is the typed line of the picked item; edit is true when the item
-// captures a slot the user still has to type (the line ends in "slot=").
-func (p *picker) line() (line string, edit bool) {
+// toggle ticks or unticks the item under the cursor of a multi choice; it
+// reports whether the picker took the key.
+func (p *picker) toggle() bool {
+	if p.mode != "multi" {
+		return false
+	}
+	p.ticked[p.cursor] = !p.ticked[p.cursor]
+	return true
+}
+
+// line is the typed line of what was picked; edit is true when the line
+// still needs the user (a slot to type, a form to fill); err says why
+// nothing can be sent yet (too few or too many items ticked).
+func (p *picker) line() (line string, edit bool, err error) {
+	switch p.mode {
+	case "multi":
+		var vals []any
+		for i, it := range p.items {
+			if p.ticked[i] {
+				vals = append(vals, it.Value)
+			}
+		}
+		n := int64(len(vals))
+		switch {
+		case n < p.min || (n == 0 && p.min == 0):
+			return "", false, fmt.Errorf("tick at least %d item(s) with Space, then Enter", max(p.min, 1))
+		case p.max > 0 && n > p.max:
+			return "", false, fmt.Errorf("tick at most %d item(s) (%d ticked)", p.max, n)
+		}
+		return p.intent + " " + p.slot + "=" + quoteValue(vals), false, nil
+	case "form":
+		fields := []string{p.intent}
+		for _, f := range p.fields {
+			if f.Readonly {
+				continue
+			}
+			v := ""
+			if f.Default != "" {
+				v = quoteValue(f.Default)
+			}
+			fields = append(fields, f.Name+"="+v)
+		}
+		return strings.Join(fields, " "), true, nil
+	}
 	it := p.items[p.cursor]
 	fields := []string{it.Intent}
 	for _, k := range slices.Sorted(maps.Keys(it.Slots)) {
 		fields = append(fields, k+"="+quoteValue(it.Slots[k]))
 	}
 	if it.Param != nil {
-		return strings.Join(append(fields, it.Param.Slot+"="), " "), true
+		return strings.Join(append(fields, it.Param.Slot+"="), " "), true, nil
 	}
-	return strings.Join(fields, " "), false
+	return strings.Join(fields, " "), false, nil
 }
 
 func (p *picker) view(mask func(string) string, th theme) string {
 	var b strings.Builder
 	if p.prompt != "" {
 		b.WriteString(mask(p.prompt) + "\n")
+	}
+	if p.mode == "form" {
+		for i, f := range p.fields {
+			line := "  " + f.Name
+			if f.Type != "" {
+				line += th.hint.Render(" (" + f.Type + ")")
+			}
+			switch {
+			case f.Readonly:
+				line += " = " + mask(fmt.Sprint(f.Value))
+			case f.Default != "":
+				line += th.hint.Render(" default " + mask(f.Default))
+			}
+			if f.Hint != "" {
+				line += th.hint.Render("  " + mask(f.Hint))
+			}
+			b.WriteString(line)
+			if i < len(p.fields)-1 {
+				b.WriteString("\n")
+			}
+		}
+		b.WriteString("\n" + th.hint.Render("(Enter fills the line: "+p.intent+" field=…)"))
+		return b.String()
 	}
 	for i, it := range p.items {
 		mark := "  "
@@ -160,13 +245,27 @@ func (p *picker) view(mask func(string) string, th theme) string {
 			mark = th.cursor.Render("❯ ")
 			label = th.cursor.Render(label)
 		}
-		b.WriteString(mark + label + th.hint.Render(" ("+it.Intent+")"))
+		if p.mode == "multi" {
+			box := "[ ] "
+			if p.ticked[i] {
+				box = "[x] "
+			}
+			mark += box
+		}
+		suffix := it.Intent
+		if p.mode == "multi" {
+			suffix = it.Value
+		}
+		b.WriteString(mark + label + th.hint.Render(" ("+suffix+")"))
 		if it.Hint != "" {
 			b.WriteString(th.hint.Render("  " + mask(it.Hint)))
 		}
 		if i < len(p.items)-1 {
 			b.WriteString("\n")
 		}
+	}
+	if p.mode == "multi" {
+		b.WriteString("\n" + th.hint.Render("(Space ticks, Enter sends "+p.intent+" "+p.slot+"=[…])"))
 	}
 	return b.String()
 }

@@ -504,3 +504,62 @@ func TestLineEnteredDuringATurnIsQueued(t *testing.T) {
 		t.Errorf("lines the driver got (-want +got):\n%s", diff)
 	}
 }
+
+func TestMultiChoicePicker(t *testing.T) {
+	st := lobby
+	st.View = []orchestrator.ViewElement{{Kind: "choice", Text: "Toppings",
+		Choice: &orchestrator.ViewChoice{Mode: "multi", Prompt: "Toppings", Intent: "order", Slot: "toppings", Min: 1, Max: 2},
+		Items:  []orchestrator.ViewItem{{Label: "Cheese", Value: "cheese"}, {Label: "Olives", Value: "olives"}, {Label: "Basil", Value: "basil"}}}}
+	d := &fakeDriver{status: st}
+	_, tm := newTest(t, d, Config{})
+	waitOut(t, tm, "❯ [ ] Cheese")
+	tm.Send(tea.KeyMsg{Type: tea.KeyEnter}) // nothing ticked: refused with a hint
+	waitOut(t, tm, "tick at least 1 item(s) with Space, then Enter")
+	tm.Send(tea.KeyMsg{Type: tea.KeySpace, Runes: []rune{' '}})
+	tm.Send(tea.KeyMsg{Type: tea.KeyDown})
+	tm.Send(tea.KeyMsg{Type: tea.KeyDown})
+	tm.Send(tea.KeyMsg{Type: tea.KeySpace, Runes: []rune{' '}})
+	waitOut(t, tm, "[x] Basil")
+	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
+	waitOut(t, tm, `did order toppings='["cheese","basil"]'`)
+	enter(tm, ":quit")
+	finalCode(t, tm)
+}
+
+func TestMultiChoiceMax(t *testing.T) {
+	st := lobby
+	st.View = []orchestrator.ViewElement{{Kind: "choice",
+		Choice: &orchestrator.ViewChoice{Mode: "multi", Intent: "order", Slot: "t", Max: 1},
+		Items:  []orchestrator.ViewItem{{Label: "A", Value: "a"}, {Label: "B", Value: "b"}}}}
+	m := model(t, st, Config{})
+	m.picker = newPicker(st.View)
+	m.Update(tea.KeyMsg{Type: tea.KeySpace, Runes: []rune{' '}})
+	m.Update(tea.KeyMsg{Type: tea.KeyDown})
+	m.Update(tea.KeyMsg{Type: tea.KeySpace, Runes: []rune{' '}})
+	m.Update(tea.KeyMsg{Type: tea.KeyEnter})
+	if m.hint != "tick at most 1 item(s) (2 ticked)" {
+		t.Errorf("hint %q", m.hint)
+	}
+	// Space with a typed line is a space, not a tick.
+	typeKeys(m, "x")
+	m.Update(tea.KeyMsg{Type: tea.KeySpace, Runes: []rune{' '}})
+	if m.input.Value() != "x " {
+		t.Errorf("input %q, want %q", m.input.Value(), "x ")
+	}
+}
+
+func TestFormChoiceFillsTheLine(t *testing.T) {
+	st := lobby
+	st.View = []orchestrator.ViewElement{{Kind: "choice",
+		Choice: &orchestrator.ViewChoice{Mode: "form", Prompt: "Ship it", Intent: "ship", Fields: []orchestrator.ViewField{
+			{Name: "env", Type: "enum", Default: "staging"}, {Name: "note", Type: "string", Hint: "why"}, {Name: "id", Readonly: true, Value: 7}}}}}
+	m := model(t, st, Config{})
+	m.picker = newPicker(st.View)
+	if v := m.picker.view(func(s string) string { return s }, m.th); !strings.Contains(v, "env (enum) default staging") || !strings.Contains(v, "id = 7") {
+		t.Errorf("form view:\n%s", v)
+	}
+	m.Update(tea.KeyMsg{Type: tea.KeyEnter})
+	if got := m.input.Value(); got != "ship env=staging note=" {
+		t.Errorf("input %q, want %q", got, "ship env=staging note=")
+	}
+}

@@ -8,9 +8,10 @@ import (
 // DOT writes the graph in Graphviz's DOT language: states as rounded
 // boxes (name, description, on_enter invokes), terminal states with a
 // double border, a start point before the initial state, a cluster per
-// state with children (dashed for parallel, dotted for an imported
-// story), on_error edges dashed, and Highlight's marks filled and drawn
-// thick in orange.
+// state with children (dashed for parallel, with a sub-cluster per
+// region; dotted for an imported story) holding a start point before its
+// initial child (an import's entry), on_error edges dashed, and
+// Highlight's marks filled and drawn thick in orange.
 func DOT(g *Graph) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "digraph %s {\n", dotQuote(g.Title))
@@ -27,26 +28,30 @@ func DOT(g *Graph) string {
 		b.WriteString("  \"__start__\" [shape=point, width=0.15, label=\"\", style=filled, fillcolor=\"#333333\"];\n")
 	}
 	cluster := 0
+	var inits []*Node
 	var writeNodes func(ns []*Node, indent string)
 	writeNodes = func(ns []*Node, indent string) {
 		for _, n := range ns {
-			if len(n.Children) == 0 {
+			if !n.IsCluster() {
 				fmt.Fprintf(&b, "%s%s;\n", indent, dotNode(n))
 				continue
 			}
 			style := "rounded"
-			title := n.ID
-			switch n.Kind {
-			case KindParallel:
+			switch {
+			case n.Kind == KindParallel:
 				style = "dashed"
-				title = "parallel: " + n.ID
-			case KindImport:
+			case n.Kind == KindImport:
 				style = "dotted"
-				title = "import: " + n.ID
+			case n.Region:
+				style = "rounded,dashed"
 			}
 			fmt.Fprintf(&b, "%ssubgraph \"cluster_%d\" {\n", indent, cluster)
 			cluster++
-			fmt.Fprintf(&b, "%s  label=%s;\n%s  style=%s;\n%s  color=\"#888888\";\n", indent, dotQuote(title), indent, style, indent)
+			fmt.Fprintf(&b, "%s  label=%s;\n%s  style=%s;\n%s  color=\"#888888\";\n", indent, dotQuote(n.ClusterTitle()), indent, dotQuote(style), indent)
+			if n.InitialChild != "" && g.index[n.InitialChild] != nil {
+				fmt.Fprintf(&b, "%s  %s [shape=point, width=0.1, label=\"\", style=filled, fillcolor=\"#333333\"];\n", indent, dotQuote(initialID(n)))
+				inits = append(inits, n)
+			}
 			fmt.Fprintf(&b, "%s  %s;\n", indent, dotNode(n))
 			writeNodes(n.Children, indent+"  ")
 			fmt.Fprintf(&b, "%s}\n", indent)
@@ -59,6 +64,13 @@ func DOT(g *Graph) string {
 			attrs = " [color=\"#d9480f\", penwidth=3]"
 		}
 		fmt.Fprintf(&b, "  \"__start__\" -> %s%s;\n", dotQuote(initial.ID), attrs)
+	}
+	for _, n := range inits {
+		attrs := ""
+		if n.InitialTaken {
+			attrs = " [color=\"#d9480f\", penwidth=3]"
+		}
+		fmt.Fprintf(&b, "  %s -> %s%s;\n", dotQuote(initialID(n)), dotQuote(n.InitialChild), attrs)
 	}
 	for _, e := range g.Edges {
 		if g.index[e.From] == nil || g.index[e.To] == nil {
@@ -76,6 +88,10 @@ func DOT(g *Graph) string {
 	b.WriteString("}\n")
 	return b.String()
 }
+
+// initialID is the ID of the start point inside a cluster (Mermaid and
+// DOT): state paths never start with "__initial__".
+func initialID(n *Node) string { return "__initial__" + n.ID }
 
 func dotNode(n *Node) string {
 	attrs := []string{"label=" + dotQuote(strings.Join(n.Lines(), "\n"))}

@@ -17,12 +17,19 @@ import (
 type Kind string
 
 const (
-	// KindState is a plain state; with children it is a compound state,
-	// drawn as a cluster holding its own node and its children.
+	// KindState is a plain state; with children (dotted names under a
+	// declared state) it is drawn as a cluster holding its own node and
+	// its children.
 	KindState Kind = ""
-	// KindParallel is a state whose children run side by side.
+	// KindCompound is a type: compound state: a cluster whose initial
+	// child is reached from a start point inside it.
+	KindCompound Kind = "compound"
+	// KindParallel is a state whose children (regions) run side by side:
+	// a cluster with one sub-cluster per region.
 	KindParallel Kind = "parallel"
-	// KindImport is an imported sub-story, drawn as a cluster.
+	// KindImport is an imported sub-story's wrapper state, drawn as a
+	// cluster labelled with the alias and the source, its entry state
+	// marked like an initial child.
 	KindImport Kind = "import"
 )
 
@@ -34,13 +41,26 @@ type Node struct {
 	OnEnter     []string // the handlers its on_enter invokes
 	Terminal    bool
 	Exit        string // for an exit state: the exit's name
-	Initial     bool
+	Initial     bool   // the story's root state
 	Kind        Kind
 	Children    []*Node
+	// Region marks a region of a parallel state: drawn as a sub-cluster
+	// even without children of its own.
+	Region bool
+	// InitialChild is the ID of the child a compound state enters first,
+	// or an import's entry state; InitialTemplate is a templated
+	// initial: (shown in the cluster's title, no start point).
+	InitialChild    string
+	InitialTemplate string
+	// Alias, Source and Version are an import's alias, source: and
+	// version:.
+	Alias, Source, Version string
 	// Dynamic marks the pseudo-node a templated target points to; Label is
 	// the template.
 	Dynamic bool
 	Visited bool // Highlight: the run entered this state
+	// InitialTaken (Highlight): the run entered InitialChild from here.
+	InitialTaken bool
 }
 
 // Edge is one transition arm (or an on_error redirect).
@@ -56,10 +76,11 @@ type Edge struct {
 
 // Graph is a story's state machine.
 type Graph struct {
-	Title string
-	Nodes []*Node // top-level nodes, children inside them
-	Edges []*Edge
-	index map[string]*Node
+	Title  string
+	Nodes  []*Node // top-level nodes, children inside them
+	Edges  []*Edge
+	index  map[string]*Node
+	parent map[string]*Node // child ID -> the node it is drawn inside
 }
 
 // Node returns the node with this ID, or nil.
@@ -80,8 +101,13 @@ func (g *Graph) Walk(fn func(n *Node, depth int)) {
 // NewGraph indexes nodes given as a tree (the builder other structures
 // use: compound, parallel and imported states set Kind and Children).
 func NewGraph(title string, nodes []*Node, edges []*Edge) *Graph {
-	g := &Graph{Title: title, Nodes: nodes, Edges: edges, index: map[string]*Node{}}
-	g.Walk(func(n *Node, _ int) { g.index[n.ID] = n })
+	g := &Graph{Title: title, Nodes: nodes, Edges: edges, index: map[string]*Node{}, parent: map[string]*Node{}}
+	g.Walk(func(n *Node, _ int) {
+		g.index[n.ID] = n
+		for _, c := range n.Children {
+			g.parent[c.ID] = n
+		}
+	})
 	return g
 }
 
@@ -119,7 +145,30 @@ func FromStory(st *story.Story) *Graph {
 				n.OnEnter = append(n.OnEnter, e.Invoke.Name)
 			}
 		}
+		switch {
+		case s.Import != nil:
+			n.Kind, n.Alias, n.Source, n.Version, n.InitialChild = KindImport, s.Import.Alias, s.Import.Source, s.Import.Version, s.Import.Entry
+		case s.IsParallel():
+			n.Kind = KindParallel
+		case s.IsCompound():
+			n.Kind, n.InitialChild = KindCompound, s.Initial
+			switch {
+			case s.InitialValue != nil:
+				n.InitialTemplate = s.InitialValue.Source()
+			case s.InitialText != nil:
+				n.InitialTemplate = s.InitialText.Source()
+			}
+		}
 		nodes[name] = n
+	}
+	for _, name := range names {
+		if s := st.States[name]; s.IsParallel() {
+			for _, c := range s.Children {
+				if n := nodes[c]; n != nil {
+					n.Region = true
+				}
+			}
+		}
 	}
 	var top []*Node
 	for _, name := range names {
@@ -129,6 +178,24 @@ func FromStory(st *story.Story) *Graph {
 		} else {
 			top = append(top, n)
 		}
+	}
+	// Nested states: in declaration order (dotted names declared apart
+	// stay sorted, after them).
+	for name, n := range nodes {
+		order := map[string]int{}
+		for i, c := range st.States[name].Children {
+			order[c] = i + 1
+		}
+		if len(order) == 0 {
+			continue
+		}
+		sort.SliceStable(n.Children, func(i, j int) bool {
+			oi, oj := order[n.Children[i].ID], order[n.Children[j].ID]
+			if oi == 0 || oj == 0 {
+				return oi != 0 && oj == 0
+			}
+			return oi < oj
+		})
 	}
 	var edges []*Edge
 	dynamic := map[string]*Node{}
@@ -162,7 +229,7 @@ func FromStory(st *story.Story) *Graph {
 			}
 		}
 		for _, ef := range s.OnEnter {
-			if ef.Invoke != nil && ef.Invoke.OnError != "" {
+			if ef.Invoke != nil && ef.Invoke.OnError != "" && !ef.Invoke.OnErrorDeferred { // a deferred target names no state of the graph
 				edges = append(edges, &Edge{From: name, To: ef.Invoke.OnError, OnError: ef.Invoke.Name})
 			}
 		}
@@ -175,21 +242,38 @@ func FromStory(st *story.Story) *Graph {
 }
 
 // Highlight marks the states a run entered and the transitions it took,
-// from a trace's machine.transition and machine.state_entered events. It
-// returns the trace's states the graph does not have (sorted), so a
-// caller can say the trace is of another version of the story.
+// from a trace's machine.transition and machine.state_entered events. A
+// state path may be a parallel configuration ("P#leaf|leaf"): the
+// parallel state and every leaf count, and a leaf's enclosing states are
+// marked with it. A transition marks the arms whose intent matches
+// (or "*"), whose source holds one of the from configuration's states and
+// whose target holds one of the to configuration's; of those, the ones
+// declared innermost (the arm the session takes first), then with the
+// most specific target. A cluster's start arrow is taken when the run
+// entered the cluster and then its initial child. It returns the
+// trace's states the graph does not have (sorted), so a caller can say
+// the trace is of another version of the story.
 func (g *Graph) Highlight(evs []trace.Event) []string {
 	missing := map[string]bool{}
-	visit := func(id string) {
-		if id == "" {
+	visit := func(path string) {
+		if path == "" {
 			return
 		}
-		if n := g.index[id]; n != nil {
-			n.Visited = true
-		} else {
-			missing[id] = true
+		for _, id := range configStates(path) {
+			n := g.index[id]
+			if n == nil {
+				missing[id] = true
+				continue
+			}
+			for ; n != nil; n = g.parent[n.ID] {
+				n.Visited = true
+			}
 		}
 	}
+	// A cluster's start arrow was taken when its initial child was
+	// entered right after it (the session enters a compound state, then
+	// its initial child).
+	last := ""
 	for i := range evs {
 		ev := &evs[i]
 		switch ev.Kind {
@@ -200,16 +284,18 @@ func (g *Graph) Highlight(evs []trace.Event) []string {
 			}
 			visit(p.From)
 			visit(p.To)
-			for _, e := range g.Edges {
-				if e.From == p.From && e.To == p.To && (e.Intent == p.Intent || e.Intent == "*") {
-					e.Taken = true
-				}
-			}
+			g.markTaken(p)
+			last = ""
 		case trace.KindMachineStateEntered:
 			var p trace.MachineStateEntered
-			if trace.Decode(ev, &p) == nil {
-				visit(p.State)
+			if trace.Decode(ev, &p) != nil {
+				continue
 			}
+			visit(p.State)
+			if pn := g.parent[p.State]; pn != nil && pn.ID == last && pn.InitialChild == p.State {
+				pn.InitialTaken = true
+			}
+			last = p.State
 		}
 	}
 	out := make([]string, 0, len(missing))
@@ -218,6 +304,83 @@ func (g *Graph) Highlight(evs []trace.Event) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// markTaken marks the arms one machine.transition took.
+func (g *Graph) markTaken(p trace.MachineTransition) {
+	from, to := configStates(p.From), configStates(p.To)
+	holds := holdsAny
+	var cands []*Edge
+	depth := -1
+	for _, e := range g.Edges {
+		if e.OnError != "" || (e.Intent != p.Intent && e.Intent != "*") || !holds(e.From, from) {
+			continue
+		}
+		if !(holds(e.To, to) || e.Stay && p.From == p.To) {
+			continue
+		}
+		// Innermost source first, then the most specific target.
+		d := strings.Count(e.From, ".")*1000 + strings.Count(e.To, ".")
+		if d > depth {
+			cands, depth = cands[:0], d
+		}
+		if d == depth {
+			cands = append(cands, e)
+		}
+	}
+	for _, e := range cands {
+		e.Taken = true
+	}
+}
+
+func holdsAny(anc string, paths []string) bool {
+	for _, path := range paths {
+		if path == anc || strings.HasPrefix(path, anc+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// configStates is the states a printed state path names: the path, or
+// for a parallel configuration the parallel state and its leaves.
+func configStates(path string) []string {
+	p, rest, ok := strings.Cut(path, "#")
+	if !ok {
+		return []string{path}
+	}
+	return append([]string{p}, strings.Split(rest, "|")...)
+}
+
+// IsCluster reports whether the node is drawn as a cluster: it has
+// children, or it is a parallel state's region.
+func (n *Node) IsCluster() bool { return len(n.Children) > 0 || n.Region }
+
+// ClusterTitle is a cluster's label: the state's path, with its kind
+// ("compound: ", "parallel: ", "region: "), an import as
+// "import: alias (source)" with its version (and "at <path>" on a second
+// line when imported inside an import), and a templated initial: on a
+// further line.
+func (n *Node) ClusterTitle() string {
+	t := n.ID
+	switch {
+	case n.Kind == KindImport:
+		t = "import: " + n.Alias + " (" + n.Source + ")"
+		if n.Version != "" {
+			t += " version " + n.Version
+		}
+		if n.ID != n.Alias {
+			t += "\nat " + n.ID
+		}
+	case n.Region:
+		t = "region: " + n.ID
+	case n.Kind != KindState:
+		t = string(n.Kind) + ": " + n.ID
+	}
+	if n.InitialTemplate != "" {
+		t += "\ninitial: " + n.InitialTemplate
+	}
+	return t
 }
 
 // EdgeLabel is the text on an edge: the intent (or "on_error: handler"),

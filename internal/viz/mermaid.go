@@ -7,8 +7,9 @@ import (
 
 // Mermaid writes the graph as a Mermaid flowchart (left to right). Node
 // IDs are s0, s1… in drawing order (state paths hold characters Mermaid
-// IDs cannot); a node with children is a subgraph holding its own node
-// and its children. Terminal states are stadiums with class terminal,
+// IDs cannot); a node with children (and a parallel state's region) is a
+// subgraph sN_c holding its own node, a start circle sN_i before its
+// initial child (an import's entry) and its children. Terminal states are stadiums with class terminal,
 // the initial state is reached from a start circle, and Highlight's marks
 // become class visited and a linkStyle on the taken edges.
 func Mermaid(g *Graph) string {
@@ -34,18 +35,19 @@ func Mermaid(g *Graph) string {
 			dynamic = append(dynamic, ids[n.ID])
 		}
 	})
+	var inits []*Node
 	var writeNodes func(ns []*Node, indent string)
 	writeNodes = func(ns []*Node, indent string) {
 		for _, n := range ns {
-			if len(n.Children) == 0 {
+			if !n.IsCluster() {
 				fmt.Fprintf(&b, "%s%s\n", indent, mermaidNode(ids[n.ID], n))
 				continue
 			}
-			title := n.ID
-			if n.Kind != KindState {
-				title = string(n.Kind) + ": " + n.ID
+			fmt.Fprintf(&b, "%ssubgraph %s_c [\"%s\"]\n", indent, ids[n.ID], mermaidTitle(n.ClusterTitle()))
+			if ids[n.InitialChild] != "" {
+				fmt.Fprintf(&b, "%s  %s_i((\" \"))\n", indent, ids[n.ID])
+				inits = append(inits, n)
 			}
-			fmt.Fprintf(&b, "%ssubgraph %s_c [\"%s\"]\n", indent, ids[n.ID], mermaidText(title))
 			fmt.Fprintf(&b, "%s  %s\n", indent, mermaidNode(ids[n.ID], n))
 			writeNodes(n.Children, indent+"  ")
 			fmt.Fprintf(&b, "%send\n", indent)
@@ -60,6 +62,13 @@ func Mermaid(g *Graph) string {
 	if initial != nil {
 		fmt.Fprintf(&b, "  start_ --> %s\n", ids[initial.ID])
 		if initial.Visited {
+			taken = append(taken, edge)
+		}
+		edge++
+	}
+	for _, n := range inits {
+		fmt.Fprintf(&b, "  %s_i --> %s\n", ids[n.ID], ids[n.InitialChild])
+		if n.InitialTaken {
 			taken = append(taken, edge)
 		}
 		edge++
@@ -99,6 +108,15 @@ func Mermaid(g *Graph) string {
 		fmt.Fprintf(&b, "  linkStyle %s stroke:#d9480f,stroke-width:3px\n", strings.Join(ns, ","))
 	}
 	return b.String()
+}
+
+// mermaidTitle is a cluster title: its line breaks as <br/>.
+func mermaidTitle(t string) string {
+	lines := strings.Split(t, "\n")
+	for i, l := range lines {
+		lines[i] = mermaidText(l)
+	}
+	return strings.Join(lines, "<br/>")
 }
 
 func mermaidNode(id string, n *Node) string {

@@ -30,6 +30,8 @@ type mmChart struct {
 	Shapes    map[string]string // id -> "box", "stadium", "circle"
 	Edges     []mmEdge
 	Subgraphs map[string][]string // subgraph id -> node ids directly inside
+	Titles    map[string]string   // subgraph id -> its title
+	SubParent map[string]string   // subgraph id -> the subgraph it is inside ("" at the top)
 	Classes   map[string][]string // class -> ids
 	LinkStyle []int
 }
@@ -45,7 +47,7 @@ type mmParser struct {
 
 func parseMermaid(src string) (*mmChart, error) {
 	p := &mmParser{lines: strings.Split(strings.TrimRight(src, "\n"), "\n"),
-		chart: &mmChart{Nodes: map[string]string{}, Shapes: map[string]string{}, Subgraphs: map[string][]string{}, Classes: map[string][]string{}}}
+		chart: &mmChart{Nodes: map[string]string{}, Shapes: map[string]string{}, Subgraphs: map[string][]string{}, Titles: map[string]string{}, SubParent: map[string]string{}, Classes: map[string][]string{}}}
 	if !p.nextLine() {
 		return nil, fmt.Errorf("empty chart")
 	}
@@ -177,17 +179,23 @@ func (p *mmParser) stmt(sub string) error {
 			return p.errf("subgraph without id")
 		}
 		if p.lit("[") {
-			if _, err := p.str(); err != nil {
+			t, err := p.str()
+			if err != nil {
 				return err
 			}
 			if !p.lit("]") {
 				return p.errf("expected ]")
 			}
+			c.Titles[id] = t
 		}
 		if err := p.eol(); err != nil {
 			return err
 		}
+		if _, dup := c.Subgraphs[id]; dup {
+			return p.errf("subgraph %s declared twice", id)
+		}
 		c.Subgraphs[id] = nil
+		c.SubParent[id] = sub
 		return p.stmts(id, true)
 	case p.keyword("classDef"):
 		if p.ident() == "" {

@@ -56,6 +56,8 @@ func TestGolden(t *testing.T) {
 		{"../../stories/hello/app.yaml", "", "hello"},
 		{"../../stories/hello/app.yaml", "testdata/hello-run.jsonl", "hello-highlight"},
 		{"testdata/shapes/app.yaml", "", "shapes"},
+		{"testdata/nested/app.yaml", "", "nested"},
+		{"testdata/nested/app.yaml", "testdata/nested-run.jsonl", "nested-highlight"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := FromStory(load(t, tc.story))
@@ -122,6 +124,157 @@ func TestShapes(t *testing.T) {
 	}
 }
 
+// TestClusters checks the nested fixture's clusters through both parsers:
+// a compound state's cluster holds its node, a start point and its
+// children (its initial child reached from the start point), a parallel
+// state's holds one sub-cluster per region, an import's is labelled with
+// the alias, the source and the version and marks the entry state.
+func TestClusters(t *testing.T) {
+	g := FromStory(load(t, "testdata/nested/app.yaml"))
+	ids := nodeIDs(g)
+	c, err := parseMermaid(Mermaid(g))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type cluster struct {
+		Title, Parent string
+		Holds         []string
+	}
+	got := map[string]cluster{}
+	for id, holds := range c.Subgraphs {
+		got[id] = cluster{c.Titles[id], c.SubParent[id], holds}
+	}
+	sg := func(state string) string { return ids[state] + "_c" }
+	want := map[string]cluster{
+		sg("box"):           {"compound: box", "", []string{ids["box"] + "_i", ids["box"], ids["box.lid"]}},
+		sg("box.inside"):    {"compound: box.inside<br/>initial: {{ 'deep' }}", sg("box"), []string{ids["box.inside"], ids["box.inside.deep"]}},
+		sg("clock"):         {"parallel: clock", "", []string{ids["clock"]}},
+		sg("clock.time"):    {"region: clock.time", sg("clock"), []string{ids["clock.time"] + "_i", ids["clock.time"], ids["clock.time.am"], ids["clock.time.pm"]}},
+		sg("clock.weather"): {"region: clock.weather", sg("clock"), []string{ids["clock.weather"] + "_i", ids["clock.weather"], ids["clock.weather.dry"], ids["clock.weather.wet"]}},
+		sg("shop"):          {"import: shop (errand/app.yaml) version 1.0", "", []string{ids["shop"] + "_i", ids["shop"], ids["shop.paid"], ids["shop.start"]}},
+		sg("shop.bag"):      {"import: bag (bag/app.yaml)<br/>at shop.bag", sg("shop"), []string{ids["shop.bag"] + "_i", ids["shop.bag"], ids["shop.bag.pick"]}},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("Mermaid subgraphs (-want +got):\n%s", d)
+	}
+	starts := map[string]string{}
+	for _, e := range c.Edges {
+		if strings.HasSuffix(e.From, "_i") {
+			starts[e.From] = e.To
+		}
+	}
+	wantStarts := map[string]string{
+		ids["box"] + "_i": ids["box.lid"], ids["clock.time"] + "_i": ids["clock.time.am"],
+		ids["clock.weather"] + "_i": ids["clock.weather.dry"], ids["shop"] + "_i": ids["shop.start"],
+		ids["shop.bag"] + "_i": ids["shop.bag.pick"],
+	}
+	if d := cmp.Diff(wantStarts, starts); d != "" {
+		t.Errorf("Mermaid start arrows (-want +got):\n%s", d)
+	}
+
+	pg, err := graphviz.ParseBytes([]byte(DOT(g)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Close()
+	// label -> the labels of the clusters directly inside and its node count
+	// (nested clusters' nodes included, as Graphviz counts them).
+	type dotCluster struct {
+		Inside []string
+		Nodes  int
+	}
+	dc := map[string]dotCluster{}
+	var walk func(gr *graphviz.Graph) []string
+	walk = func(gr *graphviz.Graph) []string {
+		var labels []string
+		sub, err := gr.FirstSubGraph()
+		for ; err == nil && sub != nil; sub, err = sub.NextSubGraph() {
+			l := sub.GetStr("label")
+			n, nerr := sub.NodeNum()
+			if nerr != nil {
+				t.Fatal(nerr)
+			}
+			dc[l] = dotCluster{walk(sub), n}
+			labels = append(labels, l)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return labels
+	}
+	top := walk(pg)
+	wantDot := map[string]dotCluster{
+		"compound: box": {[]string{"compound: box.inside\\ninitial: {{ 'deep' }}"}, 5},
+		"compound: box.inside\\ninitial: {{ 'deep' }}": {nil, 2},
+		"parallel: clock":                            {[]string{"region: clock.time", "region: clock.weather"}, 9},
+		"region: clock.time":                         {nil, 4},
+		"region: clock.weather":                      {nil, 4},
+		"import: shop (errand/app.yaml) version 1.0": {[]string{"import: bag (bag/app.yaml)\\nat shop.bag"}, 7},
+		"import: bag (bag/app.yaml)\\nat shop.bag":   {nil, 3},
+	}
+	if d := cmp.Diff(wantDot, dc); d != "" {
+		t.Errorf("DOT clusters (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"compound: box", "parallel: clock", "import: shop (errand/app.yaml) version 1.0"}, top); d != "" {
+		t.Errorf("top-level DOT clusters (-want +got):\n%s", d)
+	}
+}
+
+// TestHighlightNested colours a recorded run of the nested fixture: the
+// parallel configurations (clock#clock.time.am|clock.weather.dry) count
+// their leaves and the parallel state, arms declared on an enclosing
+// state are taken from a leaf inside it, and a cluster's start arrow is
+// taken when the run entered it and then its initial child.
+func TestHighlightNested(t *testing.T) {
+	g := FromStory(load(t, "testdata/nested/app.yaml"))
+	evs, err := trace.ReadFile("testdata/nested-run.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if missing := g.Highlight(evs); len(missing) != 0 {
+		t.Errorf("missing = %v", missing)
+	}
+	var unvisited []string
+	g.Walk(func(n *Node, _ int) {
+		if !n.Visited {
+			unvisited = append(unvisited, n.ID)
+		}
+	})
+	if d := cmp.Diff([]string{"__exit__bye"}, unvisited); d != "" {
+		t.Errorf("unvisited (-want +got):\n%s", d)
+	}
+	var taken []string
+	for _, e := range g.Edges {
+		if e.Taken {
+			taken = append(taken, e.From+">"+e.To+":"+e.Intent)
+		}
+	}
+	want := []string{
+		"hall>shop.start:errand", "hall>box:open", "hall>clock:tick", "box>hall:close", "box.lid>box.inside:next",
+		"clock>hall:close", "clock.time.am>clock.time.pm:tick", "clock.weather.dry>clock.weather.wet:rain", "shop.bag.pick>shop.paid:shop__bag__pack",
+		"shop.start>shop.bag.pick:shop__buy",
+	}
+	if d := cmp.Diff(want, taken); d != "" {
+		t.Errorf("taken (-want +got):\n%s", d)
+	}
+	var starts []string
+	g.Walk(func(n *Node, _ int) {
+		if n.InitialTaken {
+			starts = append(starts, n.ID)
+		}
+	})
+	if d := cmp.Diff([]string{"box", "clock.time", "clock.weather", "shop", "shop.bag"}, starts); d != "" {
+		t.Errorf("start arrows taken (-want +got):\n%s", d)
+	}
+	// A parallel configuration the story does not have is reported by
+	// its states.
+	g = FromStory(load(t, "testdata/nested/app.yaml"))
+	got := g.Highlight([]trace.Event{{Kind: trace.KindMachineTransition, Payload: map[string]any{"from": "clock#clock.time.am|clock.sky.blue", "to": "hall", "intent": "close"}}})
+	if d := cmp.Diff([]string{"clock.sky.blue"}, got); d != "" {
+		t.Errorf("missing (-want +got):\n%s", d)
+	}
+}
+
 func TestHighlight(t *testing.T) {
 	g := FromStory(load(t, "../../stories/hello/app.yaml"))
 	evs, err := trace.ReadFile("testdata/hello-run.jsonl")
@@ -173,10 +326,15 @@ func checkStory(t *testing.T, r *gvrender.Renderer, st *story.Story) {
 			edges++
 		}
 	}
-	start := 0
+	start := 0 // start points: the story's, and one per cluster with an initial child
 	if g.Node(st.Root) != nil {
 		start = 1
 	}
+	g.Walk(func(n *Node, _ int) {
+		if n.IsCluster() && g.Node(n.InitialChild) != nil {
+			start++
+		}
+	})
 	c, err := parseMermaid(Mermaid(g))
 	if err != nil {
 		t.Fatalf("mermaid: %v", err)

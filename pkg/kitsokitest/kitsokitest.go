@@ -97,6 +97,9 @@ func RunFlows(t *testing.T, appPath string, opts ...Option) {
 			if err != nil {
 				t.Fatalf("kitsoki test flows: %v", err)
 			}
+			if e := rep.Results[0].SetupError; e != "" {
+				t.Fatalf("kitsoki test flows: %s", e)
+			}
 			report(t, rep.Results[0])
 		})
 	}

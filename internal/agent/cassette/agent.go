@@ -40,7 +40,7 @@ func (a *cassetteAgent) key(req *agent.AskRequest) *Key {
 		args[k] = v
 	}
 	args["verb"] = req.Verb
-	return NewKey(a.alias, a.c.Phase(req.StatePath), args, agentRequestHash(req))
+	return NewKey(a.alias, a.c.Phase(req.StatePath), args, func() string { return agentRequestHash(req) })
 }
 
 // SelectEpisode picks the episode that will answer the call and reserves

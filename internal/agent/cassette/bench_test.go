@@ -17,7 +17,7 @@ func BenchmarkCassetteMatch(b *testing.B) {
 	c := mustCassette(b, y.String())
 	args := map[string]any{"call": "c499", "args": map[string]any{"n": int64(499)}}
 	for b.Loop() {
-		if _, ok := c.Pick(NewKey("h", "s", args, "")); !ok {
+		if _, ok := c.Pick(NewKey("h", "s", args, nil)); !ok {
 			b.Fatal("miss")
 		}
 	}

@@ -19,7 +19,12 @@ type Key struct {
 	phase   string
 	args    map[string]any
 	enc     map[string]string // JSON encodings of looked-up values, cached
-	hash    string            // the request's hash; "" skips the check
+	// hashOf computes the request's hash the first time an episode with a
+	// request_hash is checked (nil skips the check): hashing encodes the
+	// prompt, schema and with:, which most replays never need.
+	hashOf func() string
+	hash   string
+	hashed bool
 	// refused is set by pick under WithStrictRequests: the first episode
 	// that matched but was recorded for another request.
 	refused string
@@ -27,9 +32,21 @@ type Key struct {
 
 // NewKey builds the match key of a call: the handler name (a registered
 // handler, or an agent alias), the phase of its state path, its arguments
-// and its request hash ("" skips the request_hash check).
-func NewKey(handler, phase string, args map[string]any, hash string) *Key {
-	return &Key{handler: handler, phase: phase, args: args, enc: map[string]string{}, hash: hash}
+// and how to compute its request hash (nil skips the request_hash check;
+// it is called at most once, and only when an episode has a request_hash).
+func NewKey(handler, phase string, args map[string]any, hash func() string) *Key {
+	return &Key{handler: handler, phase: phase, args: args, enc: map[string]string{}, hashOf: hash}
+}
+
+// requestHash is the call's request hash, computed once; "" without one.
+func (k *Key) requestHash() string {
+	if !k.hashed {
+		k.hashed = true
+		if k.hashOf != nil {
+			k.hash = k.hashOf()
+		}
+	}
+	return k.hash
 }
 
 // lookup returns the call's value for a match key and whether it exists.
@@ -137,16 +154,18 @@ func (c *Cassette) Pick(k *Key) (Picked, bool) {
 		if !k.matches(ep) {
 			continue
 		}
-		if ep.RequestHash != "" && k.hash != "" && ep.RequestHash != k.hash {
-			text := fmt.Sprintf("cassette episode %d %q (%s): recorded for a different request (hash %s ≠ %s)",
-				i+1, ep.ID, k.handler, ep.RequestHash, k.hash)
-			if c.strict {
-				if k.refused == "" {
-					k.refused = text + "; refused under --cassette-strict"
+		if ep.RequestHash != "" {
+			if h := k.requestHash(); h != "" && h != ep.RequestHash {
+				text := fmt.Sprintf("cassette episode %d %q (%s): recorded for a different request (hash %s ≠ %s)",
+					i+1, ep.ID, k.handler, ep.RequestHash, h)
+				if c.strict {
+					if k.refused == "" {
+						k.refused = text + "; refused under --cassette-strict"
+					}
+					continue
 				}
-				continue
+				c.warnings = append(c.warnings, text)
 			}
-			c.warnings = append(c.warnings, text)
 		}
 		p := Picked{Episode: ep, Index: c.plays[i]}
 		c.plays[i]++

@@ -52,7 +52,7 @@ func TestMatchRules(t *testing.T) {
 			}
 			yml += "episodes:\n  - id: e\n    match: " + tt.match + "\n    response: {data: {}}\n"
 			c := mustCassette(t, yml)
-			_, got := c.Pick(NewKey(tt.handler, c.Phase(tt.state), tt.args, ""))
+			_, got := c.Pick(NewKey(tt.handler, c.Phase(tt.state), tt.args, nil))
 			if got != tt.want {
 				t.Errorf("matched = %v, want %v", got, tt.want)
 			}
@@ -76,7 +76,7 @@ episodes:
 	}
 	var got []play
 	for range 5 {
-		p, ok := c.Pick(NewKey("h", "s", nil, ""))
+		p, ok := c.Pick(NewKey("h", "s", nil, nil))
 		if !ok {
 			t.Fatal("miss")
 		}
@@ -102,10 +102,10 @@ episodes:
   - {id: fetch, match: {handler: host.http, url: "https://x"}, response: {data: {}}}
   - {id: once, match: {handler: host.agent.decide, call: audit2}, response: {data: {}}}
 `)
-	if _, ok := c.Pick(NewKey("host.agent.decide", "reviewing", map[string]any{"call": "audit2"}, "")); !ok {
+	if _, ok := c.Pick(NewKey("host.agent.decide", "reviewing", map[string]any{"call": "audit2"}, nil)); !ok {
 		t.Fatal("setup: once should match")
 	}
-	k := NewKey("host.agent.decide", "intake", map[string]any{"call": "audit2", "n": 1}, "")
+	k := NewKey("host.agent.decide", "intake", map[string]any{"call": "audit2", "n": 1}, nil)
 	if _, ok := c.Pick(k); ok {
 		t.Fatal("want a miss")
 	}
@@ -121,9 +121,32 @@ episodes:
 
 func TestMissMessageEmptyCassette(t *testing.T) {
 	c := mustCassette(t, "kind: host_cassette\nepisodes: []\n")
-	k := NewKey("agent.x", "s", map[string]any{"verb": "ask"}, "")
+	k := NewKey("agent.x", "s", map[string]any{"verb": "ask"}, nil)
 	want := `cassette miss: no episode matched handler="agent.x" args={"verb":"ask"}; available episodes: []`
 	if got := c.missText(k); got != want {
 		t.Errorf("got %s\nwant %s", got, want)
+	}
+}
+
+// The request hash is computed only when an episode carries one to check,
+// and then once per key.
+func TestRequestHashIsLazy(t *testing.T) {
+	c := &Cassette{Episodes: []*Episode{{ID: "a", Match: map[string]any{"handler": "h"}}}}
+	c.plays = make([]int, len(c.Episodes))
+	calls := 0
+	hash := func() string { calls++; return "0123456789abcdef" }
+	if _, ok := c.Pick(NewKey("h", "s", nil, hash)); !ok || calls != 0 {
+		t.Fatalf("picked %v, hash computed %d times, want 0", ok, calls)
+	}
+	c.Episodes = append(c.Episodes, &Episode{ID: "b", Match: map[string]any{"handler": "h"}, RequestHash: "0123456789abcdef"},
+		&Episode{ID: "c", Match: map[string]any{"handler": "h"}, RequestHash: "fedcba9876543210", Reusable: true})
+	c.plays = make([]int, len(c.Episodes))
+	c.plays[0] = 1
+	k := NewKey("h", "s", nil, hash)
+	if p, ok := c.Pick(k); !ok || p.Episode.ID != "b" || calls != 1 {
+		t.Fatalf("picked %v %v, hash computed %d times, want 1", ok, p.Episode, calls)
+	}
+	if p, ok := c.Pick(k); !ok || p.Episode.ID != "c" || calls != 1 || len(c.warnings) != 1 {
+		t.Fatalf("picked %v %v, hash computed %d times (want 1 in all), warnings %v", ok, p.Episode, calls, c.warnings)
 	}
 }

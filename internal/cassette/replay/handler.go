@@ -22,7 +22,8 @@ import (
 // live is the handler the cassette replaces (nil if none). It answers
 // misses in new_episodes mode (the exchange is then appended), and, for a
 // host.agent.* name, the calls whose invoke names an agent alias that this
-// cassette replays in the agent role.
+// cassette replays in the agent role, and, in any mode, the misses of the
+// invokes FallBackTo names.
 func (c *Cassette) Handler(name string, sink host.Sink, appID string, live host.Handler) host.Handler {
 	return &cassetteHandler{c: c, name: name, sink: sink, appID: appID, live: live}
 }
@@ -41,11 +42,14 @@ func (h *cassetteHandler) Invoke(ctx context.Context, call *host.Call) (*host.Re
 		h.c.HasHandler(call.Invoke.Agent) {
 		return h.live.Invoke(ctx, call)
 	}
-	k := cassette.NewKey(h.name, h.c.Phase(call.State), call.Args, cassette.HostRequestHash(call.Namespace, call.Args))
+	k := cassette.NewKey(h.name, h.c.Phase(call.State), call.Args, func() string { return cassette.HostRequestHash(call.Namespace, call.Args) })
 	p, ok := h.c.Pick(k)
 	if !ok {
 		if h.c.Mode() == cassette.ModeNewEpisodes && h.live != nil {
 			return h.recordMiss(ctx, call)
+		}
+		if h.live != nil && h.c.fallsBack(call.Namespace) {
+			return h.live.Invoke(ctx, call)
 		}
 		return nil, errors.New(h.c.Miss(k))
 	}

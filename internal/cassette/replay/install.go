@@ -58,7 +58,7 @@ func (c *Cassette) ReplayAgents(st *story.Story, reg *agent.Registry, liveBuilti
 // ReplayHandlers installs the cassette's host-handler role for every
 // handler its episodes name that is not an agent alias, under the exact
 // name and as a dotted prefix (an episode for host.git also serves
-// host.git.open_pr). Episodes with an agent: block write their agent
+// host.git.open_pr, and also the ops a built-in registers one by one). Episodes with an agent: block write their agent
 // events to sink, with call_ids from the cassette's app_id or appID.
 //
 // In new_episodes mode every host.agent.<verb> gets such a handler too, in
@@ -78,6 +78,16 @@ func (c *Cassette) ReplayHandlers(h *host.Host, sink host.Sink, appID string) {
 			continue
 		}
 		seen[name] = true
+		// The episodes answer every op under name, also those a built-in
+		// registers one by one (host.git_worktree.create), each with that
+		// op's own handler as its live one.
+		for _, op := range h.Under(name) {
+			if seen[op] {
+				continue
+			}
+			live, _ := h.Handler(op)
+			h.Register(op, c.Handler(name, sink, appID, live))
+		}
 		live, _ := h.Handler(name)
 		hd := c.Handler(name, sink, appID, live)
 		h.Register(name, hd)

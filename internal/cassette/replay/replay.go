@@ -13,7 +13,21 @@ import "github.com/kitsoki/kitsoki/internal/agent/cassette"
 // cassette.Cassette: they share one play state.
 type Cassette struct {
 	*cassette.Cassette
+
+	// fallback reports whether a call that misses in replay mode goes to
+	// the live handler the cassette replaced (FallBackTo); nil = never.
+	fallback func(invoke string) bool
 }
+
+// FallBackTo makes the live handler answer the calls that match no episode
+// when bound(invoke) is true, in every record mode: the episodes intercept
+// first, the real handler is the miss fallback (a flow's host_bindings).
+// Such a miss is not a cassette miss and is not appended. Call it before
+// ReplayHandlers.
+func (c *Cassette) FallBackTo(bound func(invoke string) bool) { c.fallback = bound }
+
+// fallsBack reports whether a miss of invoke goes to the live handler.
+func (c *Cassette) fallsBack(invoke string) bool { return c.fallback != nil && c.fallback(invoke) }
 
 // Wrap gives a cassette its host-handler role.
 func Wrap(c *cassette.Cassette) *Cassette { return &Cassette{Cassette: c} }

@@ -99,23 +99,31 @@ func Sanitize(name string) string {
 	return s
 }
 
-// root is the directory a call writes in: with.artifacts_root, inside the
-// workspace, else the session's artifact directory.
+// root is the directory a call writes in: with.artifacts_root (or its
+// other name with.workdir), inside the workspace, else the session's
+// artifact directory.
 func (a *Handlers) root(call *host.Call) (string, error) {
-	raw, ok := call.Args["artifacts_root"]
+	key := "artifacts_root"
+	raw, ok := call.Args[key]
+	if w, wok := call.Args["workdir"]; wok && w != nil && w != "" {
+		if ok && raw != nil && raw != "" {
+			return "", errors.New("with.workdir and with.artifacts_root both name the directory to write in: give one of them")
+		}
+		key, raw, ok = "workdir", w, true
+	}
 	if !ok || raw == nil || raw == "" {
 		return a.SessionDir(call.SessionID)
 	}
 	name, ok := raw.(string)
 	if !ok {
-		return "", fmt.Errorf("with.artifacts_root must be a directory path, got %T", raw)
+		return "", fmt.Errorf("with.%s must be a directory path, got %T", key, raw)
 	}
 	if a.ws.IsZero() {
-		return "", errors.New("no workspace is set for this run, so with.artifacts_root cannot be checked")
+		return "", fmt.Errorf("no workspace is set for this run, so with.%s cannot be checked", key)
 	}
 	real, err := a.ws.Resolve(a.ws.Dir(), name)
 	if err != nil {
-		return "", fmt.Errorf("with.artifacts_root %w", err)
+		return "", fmt.Errorf("with.%s %w", key, err)
 	}
 	return real, nil
 }

@@ -186,6 +186,36 @@ func TestArtifactsRoot(t *testing.T) {
 	}
 }
 
+// with.workdir is the other name of with.artifacts_root; both at once is an
+// error saying to give one.
+func TestArtifactsWorkdir(t *testing.T) {
+	a, ws := newHandlers(t)
+	res, err := a.write(context.Background(), call(DirName, "s", map[string]any{"thread": "002-existing-state", "workdir": "docs/proposals/wf", "body": "b"}))
+	if err != nil || res.Err != nil {
+		t.Fatal(err, res.Err)
+	}
+	if want := filepath.Join(ws, "docs", "proposals", "wf", "002-existing-state.md"); res.Data["path"] != want {
+		t.Errorf("path = %v, want %s", res.Data["path"], want)
+	}
+	tests := []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"thread": "x", "workdir": "..", "body": "b"},
+			`host.artifacts_dir: with.workdir ".." is outside the workspace ` + ws + ` (widen the workspace with --workspace DIR)`},
+		{map[string]any{"thread": "x", "workdir": "a", "artifacts_root": "b", "body": "b"},
+			`host.artifacts_dir: with.workdir and with.artifacts_root both name the directory to write in: give one of them`},
+		{map[string]any{"thread": "x", "workdir": 3, "body": "b"},
+			`host.artifacts_dir: with.workdir must be a directory path, got int`},
+	}
+	for _, tt := range tests {
+		res, _ := a.write(context.Background(), call(DirName, "s", tt.args))
+		if got := errText(res.Err); got != tt.want {
+			t.Errorf("%v: error = %q\nwant %q", tt.args, got, tt.want)
+		}
+	}
+}
+
 func TestMediaEmit(t *testing.T) {
 	a, ws := newHandlers(t)
 	for name, body := range map[string]string{"out/deck.html": "<html>", "out/deck.chapters.json": "[]", "out/deck.semantic.json": "{}"} {

@@ -100,6 +100,7 @@ func buildBuiltins() []Spec {
 		{Name: "author", Type: "string", Doc: "informational; not written"},
 		{Name: "mode", Type: "string", Doc: "append (default) or replace"},
 		{Name: "artifacts_root", Type: "string", Doc: "write under this directory inside the workspace instead of the session's"},
+		{Name: "workdir", Type: "string", Doc: "the same as artifacts_root (Kitsoki stories write it); give one of the two"},
 		{Name: "src_path", Type: "string", Doc: "media emit: copy this file inside the workspace (with its sidecars) instead of writing body"},
 		{Name: "kind", Type: "string", Doc: "media emit: video, image, pdf, html or slideshow"},
 		{Name: "mime", Type: "string", Doc: "media emit: the MIME type (default from the file extension)"},

@@ -61,3 +61,36 @@ func TestCheckWithoutDescribe(t *testing.T) {
 		t.Errorf("diagnostics (-want +got):\n%s", d)
 	}
 }
+
+// List (kitsoki hosts --story) gives each plugin's described ops sorted by
+// name, says when a plugin does not answer host.describe, and gives the
+// declaration's diagnostic when it cannot be described.
+func TestList(t *testing.T) {
+	opsOf := func(ls []Listing) []string {
+		var out []string
+		for _, op := range ls[0].Ops {
+			out = append(out, op.Name+": "+op.Description+" "+string(op.ArgsSchema))
+		}
+		return out
+	}
+	ls := List(context.Background(), loadDescribe(t, "serve"), Options{})
+	if len(ls) != 1 || ls[0].Decl.Name != "host.tickets" || !ls[0].Described || ls[0].Err != nil {
+		t.Fatalf("serve: %+v", ls)
+	}
+	want := []string{
+		"close: Close a ticket. ",
+		"create: Open a ticket. " + string(ticketOps["create"].ArgsSchema),
+	}
+	if d := cmp.Diff(want, opsOf(ls)); d != "" {
+		t.Errorf("ops (-want +got):\n%s", d)
+	}
+	ls = List(context.Background(), loadDescribe(t, "no-describe"), Options{})
+	if len(ls) != 1 || ls[0].Described || ls[0].Err != nil || len(ls[0].Ops) != 0 {
+		t.Errorf("no-describe: %+v", ls)
+	}
+	ls = List(context.Background(), loadDescribe(t, "crash"), Options{})
+	wantErr := `app.yaml:7:3: host_plugins.host.tickets: host.describe failed: host plugin host.tickets: plugin_crash: read response: EOF (plugin closed stdout); plugin exit status 3; stderr tail: "tickets: exploding\n"`
+	if len(ls) != 1 || ls[0].Err == nil || ls[0].Err.String() != wantErr || ls[0].Described {
+		t.Errorf("crash: %+v, want the error %s", ls, wantErr)
+	}
+}

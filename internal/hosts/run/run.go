@@ -218,6 +218,10 @@ func (hd *Handler) run(ctx context.Context, req *request) *host.Result {
 		path, args = Shell, []string{"-c", req.cmd}
 	}
 	out := &capped{max: req.maxOutput}
+	// The deadline starts before the command does: a test's fake clock can
+	// then move as soon as the command shows it runs, with the timer there.
+	tctx, cancel := clock.WithTimeoutCause(ctx, hd.cfg.Clock, req.timeout, errTimeout)
+	defer cancel()
 	p, err := supervise.Start(supervise.Config{
 		Name: Name, Path: path, Args: args, Dir: req.dir, Env: hd.environ(req),
 		Stdout: out, Stderr: out, Grace: hd.cfg.Grace, Logger: hd.cfg.Logger,
@@ -228,8 +232,6 @@ func (hd *Handler) run(ctx context.Context, req *request) *host.Result {
 		}
 		return &host.Result{Data: failData(""), Err: fmt.Errorf("%s: start %q: %w", Name, path, err)}
 	}
-	tctx, cancel := clock.WithTimeoutCause(ctx, hd.cfg.Clock, req.timeout, errTimeout)
-	defer cancel()
 	exit, werr := p.Wait(tctx)
 	code := exit.Code()
 	data := map[string]any{"stdout": out.buf.String(), "exit_code": int64(code), "ok": code == 0, "truncated": out.dropped > 0}

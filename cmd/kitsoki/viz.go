@@ -42,7 +42,10 @@ transitions it took (parallel configurations P#leaf|leaf included).`,
 			if err != nil {
 				return exitWith(exitUsage, err)
 			}
-			st, err := story.Load(args[0], story.WithWorkspace(g.workspace))
+			// Drawing a story runs no handler, so an invoke of one kitsoki
+			// does not build (slidey, the IDE link, …) is drawn like any
+			// other, as flows load it.
+			st, err := story.Load(args[0], append(g.storyOpts(), story.WithStubbedHosts())...)
 			if err != nil {
 				return exitWith(exitLoad, err)
 			}

@@ -228,7 +228,7 @@ func (a *recordingAgent) Ask(ctx context.Context, call *agent.Call) (*agent.AskR
 	}
 	ab.DurationMS = dur
 	if resp != nil {
-		fillAgentBlock(ab, resp.Meta)
+		cassette.FillFromMeta(ab, resp.Meta)
 	}
 	switch {
 	case err != nil:
@@ -245,34 +245,6 @@ func (a *recordingAgent) Ask(ctx context.Context, call *agent.Call) (*agent.AskR
 }
 
 func (a *recordingAgent) Close() error { return nil }
-
-// fillAgentBlock copies model, duration, tokens and cost from a live meta.
-func fillAgentBlock(ab *cassette.AgentBlock, meta map[string]any) {
-	if meta == nil {
-		return
-	}
-	if m, ok := meta["model"].(string); ok && m != "" {
-		ab.Model = m
-	}
-	if n, ok := toInt64(meta["duration_ms"]); ok && n > 0 {
-		ab.DurationMS = n
-	}
-	if u, ok := meta["usage"].(map[string]any); ok {
-		ab.PromptTokens, _ = toInt64(u["input_tokens"])
-		ab.ResponseTokens, _ = toInt64(u["output_tokens"])
-	}
-	if ab.PromptTokens == 0 {
-		ab.PromptTokens, _ = toInt64(meta["prompt_tokens"])
-	}
-	if ab.ResponseTokens == 0 {
-		ab.ResponseTokens, _ = toInt64(meta["completion_tokens"])
-	}
-	if f, ok := toFloat64(meta["cost_usd"]); ok {
-		ab.CostUSD = f
-	} else if f, ok := toFloat64(meta["total_cost_usd"]); ok {
-		ab.CostUSD = f
-	}
-}
 
 // responseText is a submission as a cassette agent response: a JSON
 // string's text, else the JSON itself.

@@ -13,10 +13,12 @@ import (
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/expr"
 	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/number"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/trace"
+	"github.com/kitsoki/kitsoki/internal/usage"
 )
 
 // ErrInvalid is returned by Run for a dataset with validation errors.
@@ -357,7 +359,7 @@ func (p *plan) call(ctx context.Context, h *host.Host, sink *callSink, j job, o 
 	if o.Replay != nil {
 		// A replayed call takes exactly the recorded duration, so a replay
 		// reproduces the report byte for byte.
-		r.latencyMS, _ = toInt64(meta["duration_ms"])
+		r.latencyMS, _ = number.Int(meta["duration_ms"])
 	}
 
 	if err == nil && res == nil {
@@ -408,61 +410,25 @@ func (r *callResult) readMeta(meta map[string]any) {
 		return
 	}
 	for _, k := range []string{"nudges", "retries"} {
-		if n, ok := toInt64(meta[k]); ok && n > 0 {
+		if n, ok := number.Int(meta[k]); ok && n > 0 {
 			r.retried = true
 		}
 	}
-	if n, ok := toInt64(meta["attempts"]); ok && n > 1 {
+	if n, ok := number.Int(meta["attempts"]); ok && n > 1 {
 		r.retried = true
 	}
 	if meta["transport"] == "cassette" {
-		if n, ok := toInt64(meta["duration_ms"]); ok {
+		if n, ok := number.Int(meta["duration_ms"]); ok {
 			r.latencyMS = n
 		}
 	}
-	if f, ok := toFloat64(meta["cost_usd"]); ok {
-		r.cost, r.hasCost = f, true
-	} else if f, ok := toFloat64(meta["total_cost_usd"]); ok {
-		r.cost, r.hasCost = f, true
+	u := usage.FromMeta(meta)
+	if u.HasCost {
+		r.cost, r.hasCost = u.CostUSD, true
 	}
-	if u, ok := meta["usage"].(map[string]any); ok {
-		in, okIn := toInt64(u["input_tokens"])
-		out, okOut := toInt64(u["output_tokens"])
-		if okIn || okOut {
-			r.tokens, r.hasTokens = in+out, true
-		}
+	if u.HasTokens {
+		r.tokens, r.hasTokens = u.Tokens(), true
 	}
-	if !r.hasTokens {
-		in, okIn := toInt64(meta["prompt_tokens"])
-		out, okOut := toInt64(meta["completion_tokens"])
-		if okIn || okOut {
-			r.tokens, r.hasTokens = in+out, true
-		}
-	}
-}
-
-func toInt64(v any) (int64, bool) {
-	switch n := v.(type) {
-	case int:
-		return int64(n), true
-	case int64:
-		return n, true
-	case float64:
-		return int64(n), true
-	}
-	return 0, false
-}
-
-func toFloat64(v any) (float64, bool) {
-	switch n := v.(type) {
-	case int:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case float64:
-		return n, true
-	}
-	return 0, false
 }
 
 // agentsFor returns the agents a candidate's calls reach: the live ones,

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/number"
 )
 
 // SearchNamespace is the invoke name of the document-ranking verb.
@@ -62,11 +63,11 @@ func (h *Host) search(ctx context.Context, call *Call) (*Result, error) {
 	}
 	topK := len(docs)
 	if v, ok := call.Args["top_k"]; ok {
-		n, ok := toInt(v)
+		n, ok := number.Whole(v)
 		if !ok || n < 1 {
 			return nil, fmt.Errorf("%s: with.top_k must be a positive integer, got %v", SearchNamespace, v)
 		}
-		topK = min(n, len(docs))
+		topK = int(min(n, int64(len(docs))))
 	}
 	rk, err := h.ranker(call.Invoke.Agent)
 	if err != nil {
@@ -118,16 +119,4 @@ func (h *Host) ranker(alias string) (Ranker, error) {
 		h.closers = append(h.closers, c)
 	}
 	return r, nil
-}
-
-func toInt(v any) (int, bool) {
-	switch n := v.(type) {
-	case int:
-		return n, true
-	case int64:
-		return int(n), true
-	case float64:
-		return int(n), n == float64(int(n))
-	}
-	return 0, false
 }

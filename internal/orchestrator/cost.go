@@ -1,40 +1,31 @@
 package orchestrator
 
 import (
-	"encoding/json"
 	"strings"
 
+	"github.com/kitsoki/kitsoki/internal/number"
 	"github.com/kitsoki/kitsoki/internal/trace"
+	"github.com/kitsoki/kitsoki/internal/usage"
 )
 
-// agentCost is what one call's answer says it cost: meta.cost_usd of a
-// host.agent.* result (else meta.total_cost_usd), 0 for other handlers.
+// agentCost is what one call's answer says it cost: the cost
+// usage.FromMeta reads from the meta of a host.agent.* result when it is
+// positive, 0 otherwise and for other handlers.
 func agentCost(handler string, data map[string]any) float64 {
 	if !strings.HasPrefix(handler, "host.agent.") {
 		return 0
 	}
 	meta, _ := data["meta"].(map[string]any)
-	for _, k := range []string{"cost_usd", "total_cost_usd"} {
-		if f, ok := costNumber(meta[k]); ok {
-			return f
-		}
+	if u := usage.FromMeta(meta); u.CostUSD > 0 {
+		return u.CostUSD
 	}
 	return 0
 }
 
+// costNumber is a positive world cost; any other value is 0.
 func costNumber(v any) (float64, bool) {
-	switch n := v.(type) {
-	case float64:
-		return n, n > 0
-	case int:
-		return float64(n), n > 0
-	case int64:
-		return float64(n), n > 0
-	case json.Number:
-		f, err := n.Float64()
-		return f, err == nil && f > 0
-	}
-	return 0, false
+	f, ok := number.Float(v)
+	return f, ok && f > 0
 }
 
 // foldCost writes a dispatch batch's agent spend into the engine-kept

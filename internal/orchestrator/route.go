@@ -11,6 +11,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/number"
 	"github.com/kitsoki/kitsoki/internal/schema"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/trace"
@@ -473,29 +474,13 @@ func (s *Session) askRouter(ctx context.Context, t *turnCtx, text string) Route 
 	sub, _ := res.Data["submitted"].(map[string]any)
 	r := Route{Tier: TierRouter, Slots: map[string]any{}}
 	r.Intent, _ = sub["intent"].(string)
-	r.Confidence = number(sub["confidence"])
+	r.Confidence, _ = number.Float(sub["confidence"])
 	if m, ok := sub["slots"].(map[string]any); ok {
 		for k, v := range m {
 			r.Slots[k] = normalizeNumber(v)
 		}
 	}
 	return r
-}
-
-// number reads a decoded JSON number.
-func number(v any) float64 {
-	switch n := v.(type) {
-	case float64:
-		return n
-	case int64:
-		return float64(n)
-	case int:
-		return float64(n)
-	case json.Number:
-		f, _ := n.Float64()
-		return f
-	}
-	return 0
 }
 
 // normalizeNumber turns an integral json.Number into int64 and any other

@@ -29,6 +29,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/secret"
 	"github.com/kitsoki/kitsoki/internal/trace"
+	"github.com/kitsoki/kitsoki/internal/usage"
 )
 
 // EnvEndpoint is the standard OpenTelemetry variable: a base URL to which
@@ -420,12 +421,12 @@ func (e *Exporter) agentResult(s oteltrace.Span, model string, meta map[string]a
 	if name := provider(meta); name != "" {
 		s.SetAttributes(attribute.String("gen_ai.provider.name", name))
 	}
-	in, out, ok := usage(meta)
-	if ok {
-		s.SetAttributes(attribute.Int64("gen_ai.usage.input_tokens", in), attribute.Int64("gen_ai.usage.output_tokens", out))
+	u := usage.FromMeta(meta)
+	if u.HasTokens {
+		s.SetAttributes(attribute.Int64("gen_ai.usage.input_tokens", u.InputTokens), attribute.Int64("gen_ai.usage.output_tokens", u.OutputTokens))
 	}
-	if c, ok := number(meta["cost_usd"]); ok {
-		s.SetAttributes(attribute.Float64("kitsoki.cost_usd", c))
+	if u.HasCost {
+		s.SetAttributes(attribute.Float64("kitsoki.cost_usd", u.CostUSD))
 	}
 }
 
@@ -440,36 +441,6 @@ func provider(meta map[string]any) string {
 		return "anthropic"
 	}
 	return tr
-}
-
-// usage reads token counts in either shape transports report them:
-// usage.{input,output}_tokens or {prompt,completion}_tokens.
-func usage(meta map[string]any) (in, out int64, ok bool) {
-	if u, _ := meta["usage"].(map[string]any); u != nil {
-		a, ok1 := number(u["input_tokens"])
-		b, ok2 := number(u["output_tokens"])
-		if ok1 || ok2 {
-			return int64(a), int64(b), true
-		}
-	}
-	a, ok1 := number(meta["prompt_tokens"])
-	b, ok2 := number(meta["completion_tokens"])
-	return int64(a), int64(b), ok1 || ok2
-}
-
-func number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case float64:
-		return n, true
-	case int:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case json.Number:
-		f, err := n.Float64()
-		return f, err == nil
-	}
-	return 0, false
 }
 
 // messages is a gen_ai.{input,output}.messages attribute: one message

@@ -16,6 +16,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/kitsoki/kitsoki/internal/number"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/trace"
@@ -86,7 +87,10 @@ type Call struct {
 }
 
 // Cost is the world's session_cost_usd.
-func (j *Journal) Cost() float64 { return toFloat(j.World["session_cost_usd"]) }
+func (j *Journal) Cost() float64 {
+	f, _ := number.Float(j.World["session_cost_usd"])
+	return f
+}
 
 // LastError is the world's last_error.
 func (j *Journal) LastError() string { s, _ := j.World["last_error"].(string); return s }
@@ -434,28 +438,10 @@ func Normalize(v any) any {
 	return v
 }
 
+// toInt is a world value as an integer, 0 when it is not a number.
 func toInt(v any) int64 {
-	switch t := v.(type) {
-	case int64:
-		return t
-	case int:
-		return int64(t)
-	case float64:
-		return int64(t)
-	}
-	return 0
-}
-
-func toFloat(v any) float64 {
-	switch t := v.(type) {
-	case float64:
-		return t
-	case int64:
-		return float64(t)
-	case int:
-		return float64(t)
-	}
-	return 0
+	n, _ := number.Int(v)
+	return n
 }
 
 // lines decodes event lines one at a time.

@@ -7,7 +7,6 @@ package traceview
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -15,7 +14,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kitsoki/kitsoki/internal/number"
 	"github.com/kitsoki/kitsoki/internal/trace"
+	"github.com/kitsoki/kitsoki/internal/usage"
 )
 
 // Run is a trace read into turns.
@@ -445,21 +446,18 @@ func (b *builder) usage(c *Call, meta map[string]any) {
 	if m, ok := meta["model"].(string); ok && c.Model == "" {
 		c.Model = m
 	}
-	if u, ok := meta["usage"].(map[string]any); ok {
-		in, ok1 := toInt(u["input_tokens"])
-		out, ok2 := toInt(u["output_tokens"])
-		if ok1 || ok2 {
-			c.InputTokens, c.OutputTokens, c.HasUsage = in, out, true
-			b.run.Totals.InputTokens += in
-			b.run.Totals.OutputTokens += out
-		}
+	u := usage.FromMeta(meta)
+	if u.HasTokens {
+		c.InputTokens, c.OutputTokens, c.HasUsage = u.InputTokens, u.OutputTokens, true
+		b.run.Totals.InputTokens += u.InputTokens
+		b.run.Totals.OutputTokens += u.OutputTokens
 	}
-	if f, ok := toFloat(meta["cost_usd"]); ok {
-		c.CostUSD, c.HasCost = f, true
-		b.run.Totals.CostUSD += f
+	if u.HasCost {
+		c.CostUSD, c.HasCost = u.CostUSD, true
+		b.run.Totals.CostUSD += u.CostUSD
 	}
 	if meta["transport"] == "cassette" {
-		if d, ok := toInt(meta["duration_ms"]); ok {
+		if d, ok := number.Int(meta["duration_ms"]); ok {
 			c.DurationMS, c.Recorded = d, true
 		}
 	}
@@ -495,7 +493,7 @@ func (b *builder) worldUpdate(ev *trace.Event) {
 	for _, k := range ks {
 		before, known := b.world[k]
 		changes = append(changes, &WorldChange{Key: k, Op: "increment", Value: p.Increment[k], Before: before, Known: known})
-		if n, ok := toInt(before); ok {
+		if n, ok := number.Int(before); ok {
 			b.world[k] = n + p.Increment[k]
 		} else {
 			delete(b.world, k)
@@ -552,38 +550,4 @@ func sortedKeys(m map[string]any) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func toInt(v any) (int64, bool) {
-	switch n := v.(type) {
-	case json.Number:
-		i, err := n.Int64()
-		if err != nil {
-			f, ferr := n.Float64()
-			return int64(f), ferr == nil
-		}
-		return i, true
-	case int64:
-		return n, true
-	case int:
-		return int64(n), true
-	case float64:
-		return int64(n), true
-	}
-	return 0, false
-}
-
-func toFloat(v any) (float64, bool) {
-	switch n := v.(type) {
-	case json.Number:
-		f, err := n.Float64()
-		return f, err == nil
-	case float64:
-		return n, true
-	case int64:
-		return float64(n), true
-	case int:
-		return float64(n), true
-	}
-	return 0, false
 }

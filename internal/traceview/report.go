@@ -6,6 +6,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/kitsoki/kitsoki/internal/number"
 )
 
 // ReportOptions shape the terminal report.
@@ -251,8 +253,8 @@ func worldLine(c *WorldChange) string {
 	switch c.Op {
 	case "increment":
 		s := fmt.Sprintf("%s += %v", c.Key, c.Value)
-		if n, ok := toInt(c.Before); ok && c.Known {
-			if d, ok := toInt(c.Value); ok {
+		if n, ok := number.Int(c.Before); ok && c.Known {
+			if d, ok := number.Int(c.Value); ok {
 				s += fmt.Sprintf("  (%d → %d)", n, n+d)
 			}
 		}

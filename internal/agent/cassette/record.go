@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/number"
+	"github.com/kitsoki/kitsoki/internal/usage"
 )
 
 // EpisodeID is the id of a recorded episode before de-duplication.
@@ -78,8 +80,9 @@ func ResponseText(sub json.RawMessage) string {
 }
 
 // FillFromMeta copies model, duration, token counts and cost from a
-// transport's meta (claude: usage.input_tokens/output_tokens and cost_usd;
-// local models: prompt_tokens/completion_tokens).
+// transport's meta: a non-empty model and a positive duration_ms replace
+// what the block has; tokens and cost are read by usage.FromMeta and set
+// when the meta reports them.
 func FillFromMeta(ab *AgentBlock, meta map[string]any) {
 	if meta == nil {
 		return
@@ -87,54 +90,14 @@ func FillFromMeta(ab *AgentBlock, meta map[string]any) {
 	if m, ok := meta["model"].(string); ok && m != "" {
 		ab.Model = m
 	}
-	if n, ok := toInt(meta["duration_ms"]); ok {
+	if n, ok := number.Int(meta["duration_ms"]); ok && n > 0 {
 		ab.DurationMS = n
 	}
-	if u, ok := meta["usage"].(map[string]any); ok {
-		if n, ok := toInt(u["input_tokens"]); ok {
-			ab.PromptTokens = n
-		}
-		if n, ok := toInt(u["output_tokens"]); ok {
-			ab.ResponseTokens = n
-		}
+	u := usage.FromMeta(meta)
+	if u.HasTokens {
+		ab.PromptTokens, ab.ResponseTokens = u.InputTokens, u.OutputTokens
 	}
-	if n, ok := toInt(meta["prompt_tokens"]); ok && ab.PromptTokens == 0 {
-		ab.PromptTokens = n
+	if u.HasCost {
+		ab.CostUSD = u.CostUSD
 	}
-	if n, ok := toInt(meta["completion_tokens"]); ok && ab.ResponseTokens == 0 {
-		ab.ResponseTokens = n
-	}
-	if f, ok := toFloat(meta["cost_usd"]); ok {
-		ab.CostUSD = f
-	}
-}
-
-func toInt(v any) (int64, bool) {
-	switch n := v.(type) {
-	case int:
-		return int64(n), true
-	case int64:
-		return n, true
-	case float64:
-		return int64(n), true
-	case json.Number:
-		i, err := n.Int64()
-		return i, err == nil
-	}
-	return 0, false
-}
-
-func toFloat(v any) (float64, bool) {
-	switch n := v.(type) {
-	case int:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case float64:
-		return n, true
-	case json.Number:
-		f, err := n.Float64()
-		return f, err == nil
-	}
-	return 0, false
 }

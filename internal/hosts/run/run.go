@@ -24,6 +24,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/hosts/catalog"
+	"github.com/kitsoki/kitsoki/internal/number"
 	"github.com/kitsoki/kitsoki/internal/supervise"
 	"github.com/kitsoki/kitsoki/internal/workspace"
 )
@@ -172,11 +173,11 @@ func (hd *Handler) parse(args map[string]any) (*request, error) {
 		req.timeout = d
 	}
 	if raw, ok := args["max_output"]; ok && raw != nil {
-		n, ok := toInt(raw)
+		n, ok := number.Whole(raw)
 		if !ok || n < 1 {
 			return nil, fmt.Errorf("with.max_output must be a positive number of bytes, got %v", raw)
 		}
-		req.maxOutput = n
+		req.maxOutput = int(n)
 	}
 	return req, nil
 }
@@ -383,7 +384,7 @@ func parseDuration(v any) (time.Duration, error) {
 			}
 		}
 	case int, int64, float64:
-		f, _ := toFloat(x)
+		f, _ := number.Float(x)
 		if f > math.MaxInt64/float64(time.Second) {
 			return 0, fmt.Errorf("%v seconds is too long", x)
 		}
@@ -395,30 +396,6 @@ func parseDuration(v any) (time.Duration, error) {
 		return 0, fmt.Errorf("%v is not a positive duration", v)
 	}
 	return d, nil
-}
-
-func toFloat(v any) (float64, bool) {
-	switch x := v.(type) {
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case float64:
-		return x, true
-	}
-	return 0, false
-}
-
-func toInt(v any) (int, bool) {
-	switch x := v.(type) {
-	case int:
-		return x, true
-	case int64:
-		return int(x), true
-	case float64:
-		return int(x), x == math.Trunc(x) && math.Abs(x) < 1<<53
-	}
-	return 0, false
 }
 
 func typeName(v any) string {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/kitsoki/kitsoki/internal/nearmiss"
 )
 
 // A command line kitsoki cannot run (an unknown command or flag, a flag
@@ -156,7 +158,7 @@ func suggestFlags(c *cobra.Command, typed string) []string {
 		if f.Hidden {
 			return
 		}
-		d := levenshtein(strings.ToLower(typed), strings.ToLower(f.Name))
+		d := nearmiss.Distance(strings.ToLower(typed), strings.ToLower(f.Name))
 		if strings.HasPrefix(f.Name, typed) && d > suggestDistance {
 			d = suggestDistance // a prefix counts as close, after real near-misses
 		}
@@ -179,25 +181,4 @@ func suggestFlags(c *cobra.Command, typed string) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// levenshtein is the edit distance between a and b (bytes).
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

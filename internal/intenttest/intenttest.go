@@ -17,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kitsoki/kitsoki/internal/eval"
+	"github.com/kitsoki/kitsoki/internal/nearmiss"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/story"
 )
@@ -181,37 +182,14 @@ func Load(path string, st *story.Story) (*Dataset, error) {
 	return ds, nil
 }
 
+// didYouMean is ` (did you mean "x"?)` for the candidate within two edits
+// of word, or "".
 func didYouMean(word string, cands []string) string {
-	best, bestD := "", 3
-	for _, c := range cands {
-		if d := levenshtein(word, c); d < bestD {
-			best, bestD = c, d
-		}
-	}
+	best := nearmiss.Closest(word, cands, 2)
 	if best == "" {
 		return ""
 	}
 	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 // intentDef is the intent as seen from state: a state-local declaration

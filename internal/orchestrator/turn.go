@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/expr"
+	"github.com/kitsoki/kitsoki/internal/nearmiss"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
@@ -450,34 +451,7 @@ func joinValues(vals []any) string {
 
 // suggest returns the closest candidate within a small edit distance.
 func suggest(word string, candidates []string) string {
-	best, bestD := "", len(word)/2+2
-	for _, c := range candidates {
-		if d := levenshtein(word, c); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
-
-func levenshtein(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
+	return nearmiss.Closest(word, candidates, len(word)/2+1)
 }
 
 // stripANSI removes terminal escape sequences from a rendered view.

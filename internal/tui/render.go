@@ -9,6 +9,7 @@ import (
 
 	"github.com/charmbracelet/lipgloss"
 
+	"github.com/kitsoki/kitsoki/internal/nearmiss"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 )
 
@@ -294,32 +295,5 @@ func quoteValue(v any) string {
 
 // closest is the candidate nearest to word (edit distance at most 2), or "".
 func closest(word string, cands []string) string {
-	best, bestD := "", 3
-	for _, c := range cands {
-		if d := distance(word, c); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
-
-func distance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur := make([]int, len(rb)+1)
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(rb)]
+	return nearmiss.Closest(word, cands, 2)
 }

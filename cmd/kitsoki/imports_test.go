@@ -1,10 +1,11 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 )
 
 // The composition stories pass their flows: the child alone, and the
@@ -26,15 +27,7 @@ func TestFlowsImportStories(t *testing.T) {
 // search path tried.
 func TestStoriesPathFlag(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, body string) {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(name, body string) { testkit.WriteFile(t, dir, name, body) }
 	write("app.yaml", "app: {id: p}\nintents: {go: {}}\nroot: main\nstates:\n  main:\n    on:\n      go:\n        - target: leaf\nimports:\n  leaf:\n    source: \"@kitsoki/leaf\"\n    entry: s\n")
 	write("lib/leaf/app.yaml", "app: {id: leaf}\nroot: s\nstates:\n  s: {view: \"leaf\"}\n")
 	write("flows/go.yaml", "test_kind: flow\napp: ../app.yaml\nturns:\n  - intent: {name: go, slots: {}}\n    expect_state: leaf.s\n")

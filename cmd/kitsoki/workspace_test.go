@@ -2,33 +2,14 @@ package main
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 )
 
 const wsHint = " (widen the workspace with --workspace DIR)"
-
-// cliTree writes files into a resolved temp dir (no .git: each story's
-// directory is its workspace unless --workspace widens it).
-func cliTree(t *testing.T, files map[string]string) string {
-	t.Helper()
-	tmp, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, body := range files {
-		p := filepath.Join(tmp, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return tmp
-}
 
 const cliStory = "app: {id: w}\nroot: s\nintents: {go: {}}\nstates:\n  s:\n    on: {go: [{target: done}]}\n  done: {terminal: true}\n"
 
@@ -36,7 +17,7 @@ const cliStory = "app: {id: w}\nroot: s\nintents: {go: {}}\nstates:\n  s:\n    o
 // its workspace (exit 2, the file never quoted), and load it once
 // --workspace holds the file.
 func TestValidateAndRunWorkspace(t *testing.T) {
-	tmp := cliTree(t, map[string]string{
+	tmp := testkit.Tree(t, map[string]string{
 		"proj/a/app.yaml":       cliStory + "include: [../../outside/secret.yaml]\n",
 		"proj/b/app.yaml":       cliStory + "include: [../shared/more.yaml]\n",
 		"proj/shared/more.yaml": "states:\n  more: {}\n",
@@ -72,7 +53,7 @@ func TestValidateAndRunWorkspace(t *testing.T) {
 
 // `kitsoki test flows` and `kitsoki eval run` take --workspace too.
 func TestFlowsAndEvalWorkspace(t *testing.T) {
-	tmp := cliTree(t, map[string]string{
+	tmp := testkit.Tree(t, map[string]string{
 		"proj/a/app.yaml":        cliStory,
 		"proj/a/flows/f.yaml":    "test_kind: flow\napp: ../../b/app.yaml\nturns:\n  - intent: {name: go}\n    expect_state: done\n",
 		"proj/b/app.yaml":        cliStory,
@@ -105,7 +86,7 @@ func TestFlowsAndEvalWorkspace(t *testing.T) {
 // `kitsoki mcp serve` confines the stories its tools load to --root, or to
 // --workspace when given.
 func TestMCPServeWorkspace(t *testing.T) {
-	tmp := cliTree(t, map[string]string{
+	tmp := testkit.Tree(t, map[string]string{
 		"srv/a/app.yaml":  cliStory + "include: [../../extra/more.yaml]\n",
 		"extra/more.yaml": "states:\n  more: {}\n",
 		"outside/x.yaml":  "",
@@ -149,7 +130,7 @@ func TestMCPServeWorkspace(t *testing.T) {
 // the run then exits 2 naming the first setup error.
 func TestFlowsSetupErrorReportsTheOthers(t *testing.T) {
 	good := "test_kind: flow\napp: ../app.yaml\nturns:\n  - intent: {name: go}\n    expect_state: done\n"
-	tmp := cliTree(t, map[string]string{
+	tmp := testkit.Tree(t, map[string]string{
 		"proj/a/app.yaml":     cliStory,
 		"proj/a/flows/a.yaml": good,
 		"proj/a/flows/b.yaml": "test_kind: flow\napp: ../app.yaml\ninitial_state: nowhere\n",

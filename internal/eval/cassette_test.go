@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/kitsoki/kitsoki/internal/clock"
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 )
 
 // withoutGeneratedAt blanks the one line that may differ between runs.
@@ -125,7 +126,7 @@ episodes:
 			"    agent: {verb: decide, duration_ms: " + []string{"100", "200", "300", "400", "500", "600", "700", "800", "900", "1000"}[i] +
 			", cost_usd: 0.001, prompt_tokens: 10, response_tokens: 5, response: '{\"decision\":\"" + d + "\",\"reason\":\"r\"}'}\n"
 	}
-	path := writeFile(t, t.TempDir(), "c.yaml", cas)
+	path := testkit.WriteFile(t, t.TempDir(), "c.yaml", cas)
 	rp, err := LoadReplay(path)
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +146,7 @@ episodes:
 func TestReplayMiss(t *testing.T) {
 	dir := copyStory(t)
 	c := mustCheck(t, filepath.Join(dir, "evals", "audit.yaml"))
-	path := writeFile(t, t.TempDir(), "empty.yaml", "kind: host_cassette\napp_id: audit-test\nepisodes: []\n")
+	path := testkit.WriteFile(t, t.TempDir(), "empty.yaml", "kind: host_cassette\napp_id: audit-test\nepisodes: []\n")
 	rp, err := LoadReplay(path)
 	if err != nil {
 		t.Fatal(err)

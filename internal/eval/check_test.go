@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/kitsoki/kitsoki/internal/routes"
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 )
 
 // Every validation message of eval-format.md §2, one dataset each, checked
@@ -60,7 +61,7 @@ func TestCheckMessages(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := copyStory(t)
-			p := writeFile(t, dir, "evals/x.yaml", tt.dataset)
+			p := testkit.WriteFile(t, dir, "evals/x.yaml", tt.dataset)
 			c := mustCheck(t, p)
 			got := c.Errors
 			if len(tt.prefixes) > 0 {
@@ -92,7 +93,7 @@ func TestCheckReadSchema(t *testing.T) {
 	setDataset(t, filepath.Join(dir, "app.yaml"), func(s string) string {
 		return strings.Replace(s, "schema: schemas/verdict.json\n          args:", "schema: \"{{ world.claim }}.json\"\n          args:", 1)
 	})
-	p := writeFile(t, dir, "evals/x.yaml", "kind: agent_eval\napp: ../app.yaml\ncall: audit\ncomparator: enum\nexamples:\n  - {name: a, expect: {decision: approve, reason: ok}}\n")
+	p := testkit.WriteFile(t, dir, "evals/x.yaml", "kind: agent_eval\napp: ../app.yaml\ncall: audit\ncomparator: enum\nexamples:\n  - {name: a, expect: {decision: approve, reason: ok}}\n")
 	c := mustCheck(t, p)
 	if len(c.Errors) != 1 || !strings.HasPrefix(c.Errors[0], "read schema: ") || !strings.Contains(c.Errors[0], "{{ world.claim }}.json") {
 		t.Fatalf("errors = %q, want one read schema error naming the path", c.Errors)
@@ -103,7 +104,7 @@ func TestCheckReadSchema(t *testing.T) {
 // file is an error.
 func TestCheckUnparseableAndMissing(t *testing.T) {
 	dir := t.TempDir()
-	p := writeFile(t, dir, "bad.yaml", "kind: [unclosed\n")
+	p := testkit.WriteFile(t, dir, "bad.yaml", "kind: [unclosed\n")
 	c := mustCheck(t, p)
 	if len(c.Errors) != 1 || !strings.HasPrefix(c.Errors[0], "parse "+p+": ") {
 		t.Fatalf("errors = %q", c.Errors)

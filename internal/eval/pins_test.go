@@ -11,6 +11,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/routes"
 	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
@@ -114,7 +115,7 @@ func TestPinNotHonoured(t *testing.T) {
 			alias:   "agent.bad", profile: "agent.bad"},
 		{name: "stale prompt", selection: "{profile: agent.flaky, " + ev + ", fallback_profile: agent.bad}",
 			before: func(t *testing.T, dir string) {
-				writeFile(t, dir, "prompts/audit.md", "Claim: {{ args.claim }}\nAmount: {{ args.amount }}\nBe strict.\n")
+				testkit.WriteFile(t, dir, "prompts/audit.md", "Claim: {{ args.claim }}\nAmount: {{ args.amount }}\nBe strict.\n")
 			},
 			warning: `pin for call "audit" not applied: evidence evals/reports/audit/latest.json is stale (prompt_hash changed since it was measured; re-run the eval); using fallback profile "agent.bad"`,
 			alias:   "agent.bad", profile: "agent.bad"},

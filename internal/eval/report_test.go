@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/kitsoki/kitsoki/internal/routes"
 	"github.com/kitsoki/kitsoki/internal/schema"
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 )
 
 var (
@@ -98,11 +99,11 @@ func TestCheckedStatus(t *testing.T) {
 	if s, _ := c.Status(); s != StatusPassing {
 		t.Fatalf("status = %s, want passing", s)
 	}
-	writeFile(t, dir, "prompts/audit.md", "changed prompt {{ args.claim }}\n")
+	testkit.WriteFile(t, dir, "prompts/audit.md", "changed prompt {{ args.claim }}\n")
 	if s, _ := mustCheck(t, ds).Status(); s != StatusStale {
 		t.Fatalf("after a prompt edit: status = %s, want stale", s)
 	}
-	bad := writeFile(t, dir, "evals/bad.yaml", "kind: agent_eval\n")
+	bad := testkit.WriteFile(t, dir, "evals/bad.yaml", "kind: agent_eval\n")
 	if s, _ := mustCheck(t, bad).Status(); s != StatusInvalid {
 		t.Fatalf("invalid dataset: status = %s", s)
 	}
@@ -115,7 +116,7 @@ func TestLatestReport(t *testing.T) {
 		t.Fatalf("empty dir: %q %v %v", p, r, err)
 	}
 	mk := func(name, at string) {
-		writeFile(t, dir, name, `{"kind":"agent_eval_report","eval":"e","app":"a","call":"`+name+`","generated_at":"`+at+`","dataset_hash":"sha256:x","adherence_bar":{"min_pass_rate":1},"candidates":[]}`)
+		testkit.WriteFile(t, dir, name, `{"kind":"agent_eval_report","eval":"e","app":"a","call":"`+name+`","generated_at":"`+at+`","dataset_hash":"sha256:x","adherence_bar":{"min_pass_rate":1},"candidates":[]}`)
 	}
 	mk("a.json", "2026-07-01T00:00:00Z")
 	mk("b.json", "2026-07-03T00:00:00Z")
@@ -128,7 +129,7 @@ func TestLatestReport(t *testing.T) {
 	if p, _, _ := LatestReport(dir); filepath.Base(p) != "latest.json" {
 		t.Fatalf("latest.json not preferred: %q", p)
 	}
-	writeFile(t, dir, "other/x.json", `{"kind":"something"}`)
+	testkit.WriteFile(t, dir, "other/x.json", `{"kind":"something"}`)
 	if _, err := ReadReport(filepath.Join(dir, "other", "x.json")); err == nil || !strings.Contains(err.Error(), "kind must be agent_eval_report") {
 		t.Fatalf("wrong kind: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/clock"
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 )
 
 var t0 = time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)
@@ -348,7 +349,7 @@ func TestRunPlanErrors(t *testing.T) {
 	}
 	// An invalid dataset is refused outright.
 	dir := copyStory(t)
-	c := mustCheck(t, writeFile(t, dir, "evals/bad.yaml", "kind: agent_eval\n"))
+	c := mustCheck(t, testkit.WriteFile(t, dir, "evals/bad.yaml", "kind: agent_eval\n"))
 	if _, err := Run(context.Background(), c, Options{}); err != ErrInvalid {
 		t.Fatalf("invalid dataset: err = %v", err)
 	}

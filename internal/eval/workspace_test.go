@@ -1,7 +1,6 @@
 package eval
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/routes"
 	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 )
 
 const wsApp = `app: {id: ws-eval}
@@ -22,24 +22,6 @@ states:
         with: {prompt: "Pick one."}
 `
 
-func evalTree(t *testing.T, files map[string]string) string {
-	t.Helper()
-	tmp, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, body := range files {
-		p := filepath.Join(tmp, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return tmp
-}
-
 func dataset(app string) string {
 	return "kind: agent_eval\napp: " + app + "\ncall: pick\ncomparator: exact\nexamples:\n  - {name: e1, expect: {x: 1}}\n"
 }
@@ -48,7 +30,7 @@ func dataset(app string) string {
 // story's (the work tree enclosing the app, else its directory), or the
 // one --workspace names.
 func TestDatasetStaysInTheWorkspace(t *testing.T) {
-	tmp := evalTree(t, map[string]string{
+	tmp := testkit.Tree(t, map[string]string{
 		"ws/.git/HEAD":                "",
 		"ws/stories/a/app.yaml":       wsApp,
 		"ws/stories/b/app.yaml":       wsApp,
@@ -106,7 +88,7 @@ func TestDatasetStaysInTheWorkspace(t *testing.T) {
 
 // A selection: pin's evidence outside the workspace is never read.
 func TestPinEvidenceStaysInTheWorkspace(t *testing.T) {
-	tmp := evalTree(t, map[string]string{
+	tmp := testkit.Tree(t, map[string]string{
 		"ws/app.yaml": strings.Replace(wsApp, `with: {prompt: "Pick one."}`,
 			"with: {prompt: \"Pick one.\"}\n        selection: {profile: agent.claude, model: m, evidence: ../outside/latest.json}", 1),
 		"outside/latest.json": `{"eval": "TOPSECRET"}`,

@@ -6,30 +6,19 @@ import (
 	"testing"
 
 	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 )
 
 // Prompt files named at run time (a templated with.prompt or prompt_path)
 // stay inside the story's workspace, like the ones named at load.
 func TestRunTimePromptFilesStayInTheWorkspace(t *testing.T) {
-	tmp, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws := filepath.Join(tmp, "ws")
-	for name, body := range map[string]string{
+	tmp := testkit.Tree(t, map[string]string{
 		"ws/.git/HEAD":      "",
 		"ws/s/app.yaml":     "app: {id: p}\nroot: a\nstates:\n  a: {}\n",
 		"ws/shared/ok.md":   "hello {{ args.name }}",
 		"outside/secret.md": "TOPSECRET",
-	} {
-		p := filepath.Join(tmp, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
+	ws := filepath.Join(tmp, "ws")
 	if err := os.Symlink(filepath.Join(tmp, "outside", "secret.md"), filepath.Join(ws, "s", "link.md")); err != nil {
 		t.Fatal(err)
 	}

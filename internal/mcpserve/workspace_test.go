@@ -2,7 +2,6 @@ package mcpserve
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,31 +9,20 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 )
 
 // validate_story_kitsoki loads stories confined to the server's workspace:
 // the served directory, or the Workspace it is configured with.
 func TestValidateStoryStaysInTheWorkspace(t *testing.T) {
-	tmp, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, body := range map[string]string{
+	tmp := testkit.Tree(t, map[string]string{
 		"srv/a/app.yaml":        "app: {id: a}\nroot: s\nstates:\n  s: {}\ninclude: [../../outside/secret.yaml]\n",
 		"srv/b/app.yaml":        "app: {id: b}\nroot: s\nstates:\n  s: {}\ninclude: [../shared/rooms.yaml]\n",
 		"srv/shared/rooms.yaml": "states:\n  room: {}\n",
 		"outside/secret.yaml":   "TOPSECRET\n",
 		"srv/c/app.yaml":        "app: {id: c}\nroot: s\nstates:\n  s: {}\ninclude: [../../extra/rooms.yaml]\n",
 		"extra/rooms.yaml":      "states:\n  room: {}\n",
-	} {
-		p := filepath.Join(tmp, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	srv := filepath.Join(tmp, "srv")
 	loader := func(_ context.Context, path, ws string) (*story.Story, error) {
 		return story.Load(path, story.WithWorkspace(ws))

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 )
 
 func TestAgentToolsLoad(t *testing.T) {
@@ -57,13 +58,7 @@ func pluginStory(t *testing.T, plugins string, files map[string]string) []string
 	if err := os.WriteFile(filepath.Join(dir, "app.yaml"), []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testkit.Write(t, dir, files)
 	s, err := Load(filepath.Join(dir, "app.yaml"))
 	if err == nil {
 		s.Close()

@@ -1,13 +1,14 @@
 package story
 
 import (
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 )
 
 // The fold: states, world keys, intents and interfaces renamed under the
@@ -169,22 +170,6 @@ func TestImportsRuntimeNames(t *testing.T) {
 	}
 }
 
-// writeTree writes files under a temporary directory and returns it.
-func writeTree(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for name, body := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
 const leafStory = `app: {id: leaf}
 world:
   n: {type: int, default: 0}
@@ -256,7 +241,7 @@ func TestImportErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := writeTree(t, tt.files)
+			dir := testkit.Tree(t, tt.files)
 			_, err := Load(filepath.Join(dir, "app.yaml"), WithLookupEnv(mapEnv(nil)))
 			if err == nil {
 				t.Fatal("Load succeeded")
@@ -275,7 +260,7 @@ func TestImportErrors(t *testing.T) {
 // An intent the importer exports down replaces the imported story's
 // declaration of the same name.
 func TestImportExportedIntentDeclaredByChild(t *testing.T) {
-	dir := writeTree(t, map[string]string{
+	dir := testkit.Tree(t, map[string]string{
 		"app.yaml":      "app: {id: p}\nintents:\n  poke: {description: mine}\nroot: main\nstates:\n  main: {}\nimports:\n  x:\n    source: ./leaf\n    entry: s\n    exits: {done: {to: main}}\n    intents: {export: [poke]}\n",
 		"leaf/app.yaml": leafStory,
 	})
@@ -294,7 +279,7 @@ func TestImportExportedIntentDeclaredByChild(t *testing.T) {
 
 // An import outside the workspace is refused like an include.
 func TestImportOutsideWorkspace(t *testing.T) {
-	dir := writeTree(t, map[string]string{
+	dir := testkit.Tree(t, map[string]string{
 		"ws/app.yaml":   "app: {id: p}\nroot: main\nstates:\n  main: {}\nimports:\n  x:\n    source: ../leaf\n    entry: s\n    exits: {done: {to: main}}\n",
 		"leaf/app.yaml": leafStory,
 	})
@@ -307,7 +292,7 @@ func TestImportOutsideWorkspace(t *testing.T) {
 // @kitsoki/NAME: --stories-path first, then KITSOKI_STORIES_PATH, then
 // $KITSOKI_REPO/stories; unresolved names the path tried.
 func TestImportStoriesPath(t *testing.T) {
-	dir := writeTree(t, map[string]string{
+	dir := testkit.Tree(t, map[string]string{
 		"app.yaml":                   "app: {id: p}\nroot: main\nstates:\n  main: {}\nimports:\n  x:\n    source: \"@kitsoki/leaf\"\n    entry: s\n    exits: {done: {to: main}}\n",
 		"flag/leaf/app.yaml":         strings.Replace(leafStory, "root: s", "root: s\n# flag", 1),
 		"env/leaf/app.yaml":          strings.Replace(leafStory, "app: {id: leaf}", "app: {id: leaf-env}", 1),
@@ -347,7 +332,7 @@ func TestImportStoriesPath(t *testing.T) {
 // its names, renamed like its own), a prompt file swapped for the
 // importer's.
 func TestImportOverrides(t *testing.T) {
-	dir := writeTree(t, map[string]string{
+	dir := testkit.Tree(t, map[string]string{
 		"app.yaml": `app: {id: p}
 hosts: [host.agent.decide]
 root: main

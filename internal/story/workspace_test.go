@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 	"github.com/kitsoki/kitsoki/internal/workspace"
 )
 
@@ -26,10 +27,6 @@ const secret = "TOPSECRET: do not print"
 // and returns the temporary directory and the resolved workspace directory.
 func wsTree(t *testing.T, files map[string]string) (tmp, ws string) {
 	t.Helper()
-	tmp, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
 	all := map[string]string{
 		"outside/secret.yaml":  secret + "\n",
 		"outside/secret.md":    secret + "\n",
@@ -42,21 +39,7 @@ func wsTree(t *testing.T, files map[string]string) (tmp, ws string) {
 	for k, v := range files {
 		all[k] = v
 	}
-	for name, content := range all {
-		p := filepath.Join(tmp, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if strings.HasPrefix(content, "symlink:") {
-			if err := os.Symlink(filepath.Join(tmp, filepath.FromSlash(strings.TrimPrefix(content, "symlink:"))), p); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tmp = testkit.Tree(t, all)
 	return tmp, filepath.Join(tmp, "ws")
 }
 
@@ -246,7 +229,7 @@ func TestWorkspaceConfinesStoryFiles(t *testing.T) {
 					app = filepath.Join(tmp, filepath.FromSlash(name))
 				}
 			}
-			wsTreeAdd(t, tmp, tt.files)
+			testkit.Write(t, tmp, tt.files)
 			got := loadDiags(t, app)
 			var want []string
 			for _, w := range tt.want {
@@ -259,35 +242,11 @@ func TestWorkspaceConfinesStoryFiles(t *testing.T) {
 	}
 }
 
-// wsTreeAdd writes more files into a tree made by wsTree.
-func wsTreeAdd(t *testing.T, tmp string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(tmp, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if target, ok := strings.CutPrefix(content, "symlink:"); ok {
-			if err := os.Symlink(filepath.Join(tmp, filepath.FromSlash(target)), p); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err := os.WriteFile(p, []byte(content), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // TestWorkspaceFlagWidens: without a work tree the story's directory is the
 // workspace, so a file beside it is refused until --workspace widens it; a
 // --workspace that does not hold the story refuses the story itself.
 func TestWorkspaceFlagWidens(t *testing.T) {
-	tmp, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	wsTreeAdd(t, tmp, map[string]string{
+	tmp := testkit.Tree(t, map[string]string{
 		"proj/a/app.yaml":        appWith("prompt_path: ../shared/p.md", "include: ../shared/rooms.yaml\n"),
 		"proj/shared/p.md":       "hello\n",
 		"proj/shared/rooms.yaml": "states:\n  room: {}\n",

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kitsoki/kitsoki/internal/testsupport/longflow"
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 )
 
 // BenchmarkFlow1000Turns replays a 1,000-turn flow (500 agent calls) from
@@ -16,7 +17,7 @@ func BenchmarkFlow1000Turns(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		r := NewRunner(WithFlowGetenv(noEnv))
+		r := NewRunner(WithFlowGetenv(testkit.NoEnv))
 		rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
 		r.Close()
 		if err != nil || rep.Failed != 0 || rep.Passed != 1 {

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 )
 
 // bindingsStory copies testdata/bindings to a temporary directory (its own
@@ -31,7 +33,7 @@ func runBindings(t *testing.T, app, glob string) ([]*FlowResult, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRunner(WithFlowGetenv(noEnv))
+	r := NewRunner(WithFlowGetenv(testkit.NoEnv))
 	t.Cleanup(func() { r.Close() })
 	rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
 	if err != nil {
@@ -159,7 +161,7 @@ func TestHostBindingsSetupErrors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := NewRunner(WithFlowGetenv(noEnv))
+			r := NewRunner(WithFlowGetenv(testkit.NoEnv))
 			t.Cleanup(func() { r.Close() })
 			_, err = r.Prepare(fxs[0])
 			if err == nil {
@@ -337,7 +339,7 @@ states:
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := writeFiles(t, map[string]string{
+			dir := testkit.Tree(t, map[string]string{
 				".kitsoki-root": "",
 				"app.yaml":      app,
 				"flows/c.yaml":  "kind: host_cassette\nepisodes:\n  - id: wt\n    match: {handler: host.git_worktree}\n    response: {data: {log: synced}}\n    replay: any\n",
@@ -347,7 +349,7 @@ states:
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := NewRunner(WithFlowGetenv(noEnv))
+			r := NewRunner(WithFlowGetenv(testkit.NoEnv))
 			defer r.Close()
 			rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
 			if err != nil {

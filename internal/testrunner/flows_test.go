@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kitsoki/kitsoki/internal/agent/cassette"
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
@@ -25,7 +26,7 @@ func runFile(t *testing.T, file string, opts ...FlowOption) []*FlowResult {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRunner(append([]FlowOption{WithFlowGetenv(noEnv)}, opts...)...)
+	r := NewRunner(append([]FlowOption{WithFlowGetenv(testkit.NoEnv)}, opts...)...)
 	t.Cleanup(func() { r.Close() })
 	rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
 	if err != nil {
@@ -224,7 +225,7 @@ func TestFlowDropsHostCallsWithoutHandlers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := writeFiles(t, map[string]string{"f.yaml": `test_kind: flow
+			dir := testkit.Tree(t, map[string]string{"f.yaml": `test_kind: flow
 app: ` + mustAbs(t, shopApp) + `
 turns:
   - intent: {name: add}
@@ -247,7 +248,7 @@ expect_no_host_calls: true
 // A host_handlers entry keyed by an agent alias would answer nothing (stubs
 // answer invoke names), so it is a setup error that says what to key it by.
 func TestFlowStubKeyedByAgentAlias(t *testing.T) {
-	files := greetFiles()
+	files := testkit.GreetFiles()
 	files["f.yaml"] = `test_kind: flow
 app: app.yaml
 host_handlers:
@@ -264,7 +265,7 @@ host_handlers:
 turns:
   - intent: {name: greet, slots: {name: Ada}}
 `
-	dir := writeFiles(t, files)
+	dir := testkit.Tree(t, files)
 	tests := []struct{ file, want string }{
 		{"f.yaml", filepath.Join(dir, "f.yaml") + `:5:3: host_handlers["agent.g"]: "agent.g" is an agent alias, not a host handler, so this stub would answer nothing; ` +
 			`key the stub by its invoke name ("host.agent.decide"), or answer the agent from a host_cassette whose episodes have match.handler: agent.g`},
@@ -277,7 +278,7 @@ turns:
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := NewRunner(WithFlowGetenv(noEnv))
+			r := NewRunner(WithFlowGetenv(testkit.NoEnv))
 			defer r.Close()
 			_, err = firstSetupError(r, fxs)
 			if err == nil || err.Error() != tt.want {
@@ -296,12 +297,12 @@ turns:
     expect_state: greeting
     expect_world: {greeting: {text: hi}}
 `
-	dir = writeFiles(t, files)
+	dir = testkit.Tree(t, files)
 	fxs, err := LoadFixtures(filepath.Join(dir, "app.yaml"), filepath.Join(dir, "ok.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRunner(WithFlowGetenv(noEnv))
+	r := NewRunner(WithFlowGetenv(testkit.NoEnv))
 	defer r.Close()
 	rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
 	if err != nil || !rep.OK() {
@@ -330,7 +331,7 @@ states:
       boom: [{target: ".", effects: [{set: {x: "{{ world.nope.deeper }}"}}]}]
       call: [{target: ".", effects: [{invoke: host.thing, bind: {x: v}}]}]
 `
-	dir := writeFiles(t, map[string]string{"app.yaml": story, "f.yaml": `test_kind: flow
+	dir := testkit.Tree(t, map[string]string{"app.yaml": story, "f.yaml": `test_kind: flow
 app: app.yaml
 host_handlers:
   host.thing: {infra_error: thing is down}
@@ -389,7 +390,7 @@ func TestFlowSetupErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := writeFiles(t, map[string]string{"f.yaml": tt.fixture})
+			dir := testkit.Tree(t, map[string]string{"f.yaml": tt.fixture})
 			fxs, err := LoadFixtures(app, filepath.Join(dir, "f.yaml"))
 			if err == nil {
 				r := NewRunner()
@@ -402,7 +403,7 @@ func TestFlowSetupErrors(t *testing.T) {
 		})
 	}
 	t.Run("strict env", func(t *testing.T) {
-		dir := writeFiles(t, map[string]string{"f.yaml": "test_kind: flow\napp: " + app + "\nhost_cassette: c.yaml\n",
+		dir := testkit.Tree(t, map[string]string{"f.yaml": "test_kind: flow\napp: " + app + "\nhost_cassette: c.yaml\n",
 			"c.yaml": "kind: host_cassette\nrecord_mode: new_episodes\n"})
 		fxs, err := LoadFixtures(app, filepath.Join(dir, "f.yaml"))
 		if err != nil {
@@ -429,7 +430,7 @@ func TestRunFixturesFailFast(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRunner(WithFlowGetenv(noEnv))
+	r := NewRunner(WithFlowGetenv(testkit.NoEnv))
 	defer r.Close()
 	var seen int
 	rep, err := r.RunFixtures(context.Background(), fxs, true, func(*FlowResult) { seen++ })
@@ -439,7 +440,7 @@ func TestRunFixturesFailFast(t *testing.T) {
 	if len(rep.Results) != 1 || seen != 1 || rep.Failed != 1 {
 		t.Errorf("fail-fast ran %d flows (saw %d), failed %d", len(rep.Results), seen, rep.Failed)
 	}
-	rep, _ = NewRunner(WithFlowGetenv(noEnv)).RunFixtures(context.Background(), fxs, false, nil)
+	rep, _ = NewRunner(WithFlowGetenv(testkit.NoEnv)).RunFixtures(context.Background(), fxs, false, nil)
 	if len(rep.Results) != 7 || rep.Failed != 7 {
 		t.Errorf("without fail-fast: %d results, %d failed", len(rep.Results), rep.Failed)
 	}
@@ -456,7 +457,7 @@ func TestReportJSONShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRunner(WithFlowGetenv(noEnv), WithEvents())
+	r := NewRunner(WithFlowGetenv(testkit.NoEnv), WithEvents())
 	defer r.Close()
 	rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
 	if err != nil {
@@ -501,7 +502,7 @@ func TestReportJSONShape(t *testing.T) {
 }
 
 func TestDefaultFlowsGlob(t *testing.T) {
-	dir := writeFiles(t, map[string]string{"a/app.yaml": "", "a/flows/x.yaml": "", "b/app.yaml": ""})
+	dir := testkit.Tree(t, map[string]string{"a/app.yaml": "", "a/flows/x.yaml": "", "b/app.yaml": ""})
 	if got := DefaultFlowsGlob(filepath.Join(dir, "a", "app.yaml")); got != filepath.Join(dir, "a", "flows", "*.yaml") {
 		t.Errorf("with flows dir: %s", got)
 	}
@@ -515,7 +516,7 @@ func TestDefaultFlowsGlob(t *testing.T) {
 // flow's fake clock, so it moves the trace's time, not the test's.
 func TestFlowStubPrecedenceAndDelays(t *testing.T) {
 	app := mustAbs(t, shopApp)
-	dir := writeFiles(t, map[string]string{
+	dir := testkit.Tree(t, map[string]string{
 		"stub.yaml": `test_kind: flow
 app: ` + app + `
 host_handlers:
@@ -572,7 +573,7 @@ turns:
 // Without <app dir>/flows, fixtures are looked for in ./flows, then next
 // to the story as <app>-flows.
 func TestDefaultFlowsGlobWorkingDir(t *testing.T) {
-	dir := writeFiles(t, map[string]string{"stories/app.yaml": "", "flows/x.yaml": ""})
+	dir := testkit.Tree(t, map[string]string{"stories/app.yaml": "", "flows/x.yaml": ""})
 	t.Chdir(dir)
 	if got := DefaultFlowsGlob(filepath.Join("stories", "app.yaml")); got != filepath.Join("flows", "*.yaml") {
 		t.Errorf("with ./flows: %s", got)
@@ -590,7 +591,7 @@ func TestFlowEventCounts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.bounds, func(t *testing.T) {
-			dir := writeFiles(t, map[string]string{"f.yaml": "test_kind: flow\napp: " + app + "\ninitial_world: {note: x}\nturns: [{intent: add}]\n" + tt.bounds})
+			dir := testkit.Tree(t, map[string]string{"f.yaml": "test_kind: flow\napp: " + app + "\ninitial_world: {note: x}\nturns: [{intent: add}]\n" + tt.bounds})
 			if got := report(runFile(t, filepath.Join(dir, "f.yaml")), false); got != tt.want {
 				t.Errorf("report:\n%s\nwant:\n%s", got, tt.want)
 			}
@@ -621,7 +622,7 @@ func TestSetupErrorDoesNotStopTheRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRunner(WithFlowGetenv(noEnv), WithFlowWorkspace("/"))
+	r := NewRunner(WithFlowGetenv(testkit.NoEnv), WithFlowWorkspace("/"))
 	defer r.Close()
 	rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
 	if err != nil {

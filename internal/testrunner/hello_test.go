@@ -3,6 +3,8 @@ package testrunner
 import (
 	"context"
 	"testing"
+
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 )
 
 const helloApp = "../../stories/hello/app.yaml"
@@ -17,7 +19,7 @@ func TestHelloFlows(t *testing.T) {
 	if len(fxs) == 0 {
 		t.Fatal("the hello story has no flow fixtures")
 	}
-	r := NewRunner(WithFlowGetenv(noEnv))
+	r := NewRunner(WithFlowGetenv(testkit.NoEnv))
 	t.Cleanup(func() { r.Close() })
 	rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
 	if err != nil {

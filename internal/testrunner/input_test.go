@@ -4,6 +4,8 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 )
 
 const inputApp = `app: {id: input-checks}
@@ -24,12 +26,12 @@ states:
 // runInline runs the fixtures of one inline flow file against inputApp.
 func runInline(t *testing.T, flow string) string {
 	t.Helper()
-	dir := writeFiles(t, map[string]string{"app.yaml": inputApp, "flows/f.yaml": flow})
+	dir := testkit.Tree(t, map[string]string{"app.yaml": inputApp, "flows/f.yaml": flow})
 	fxs, err := LoadFixtures(filepath.Join(dir, "app.yaml"), filepath.Join(dir, "flows", "f.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRunner(WithFlowGetenv(noEnv))
+	r := NewRunner(WithFlowGetenv(testkit.NoEnv))
 	t.Cleanup(func() { r.Close() })
 	rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
 	if err != nil {

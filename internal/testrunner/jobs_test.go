@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 )
 
 func runJobs(t *testing.T, file string) []*FlowResult {
@@ -14,7 +16,7 @@ func runJobs(t *testing.T, file string) []*FlowResult {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRunner(WithFlowGetenv(noEnv))
+	r := NewRunner(WithFlowGetenv(testkit.NoEnv))
 	t.Cleanup(func() { r.Close() })
 	rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
 	if err != nil {
@@ -94,7 +96,7 @@ func TestBuildWatchFlows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRunner(WithFlowGetenv(noEnv))
+	r := NewRunner(WithFlowGetenv(testkit.NoEnv))
 	t.Cleanup(func() { r.Close() })
 	rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
 	if err != nil {
@@ -114,7 +116,7 @@ func TestFlowAdvanceClockChainsJobs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := NewRunner(WithFlowGetenv(noEnv))
+		r := NewRunner(WithFlowGetenv(testkit.NoEnv))
 		t.Cleanup(func() { r.Close() })
 		rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
 		if err != nil {

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 )
 
 // world_override: sets the world before the turn's guards run (and traces
@@ -63,7 +65,7 @@ func TestFixtureExpectFilesOutside(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRunner(WithFlowGetenv(noEnv))
+	r := NewRunner(WithFlowGetenv(testkit.NoEnv))
 	defer r.Close()
 	_, err = r.Prepare(fxs[0])
 	if err == nil || !strings.Contains(err.Error(), `files_outside.yaml:6:5: expect_files[0].path: "/etc/hostname" is outside the workspace`) {
@@ -79,7 +81,7 @@ func TestFixtureInspectCassette(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRunner(WithFlowGetenv(noEnv))
+	r := NewRunner(WithFlowGetenv(testkit.NoEnv))
 	defer r.Close()
 	rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
@@ -22,7 +23,7 @@ func runKeys(t *testing.T, file string, opts ...FlowOption) []*FlowResult {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRunner(append([]FlowOption{WithFlowGetenv(noEnv)}, opts...)...)
+	r := NewRunner(append([]FlowOption{WithFlowGetenv(testkit.NoEnv)}, opts...)...)
 	t.Cleanup(func() { r.Close() })
 	rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
 	if err != nil {
@@ -98,7 +99,7 @@ func TestFixtureAppStoryID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRunner(WithFlowGetenv(noEnv))
+	r := NewRunner(WithFlowGetenv(testkit.NoEnv))
 	defer r.Close()
 	_, err = r.Prepare(fxs[0])
 	want := `testdata/keys/failing/app_id.yaml:2:6: app: "some-other-story" names a story by id, but the story under test (testdata/keys/app.yaml) has id "keys-test": write app: keys-test, or the story's path relative to the fixture`

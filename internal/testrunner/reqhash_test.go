@@ -6,10 +6,11 @@ import (
 	"testing"
 
 	"github.com/kitsoki/kitsoki/internal/agent/cassette"
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 )
 
 func TestFlowRequestHash(t *testing.T) {
-	dir := writeFiles(t, map[string]string{
+	dir := testkit.Tree(t, map[string]string{
 		"f.yaml": "test_kind: flow\napp: " + mustAbs(t, shopApp) + "\nhost_cassette: c.yaml\nturns:\n  - intent: {name: add}\n  - intent: {name: pay}\n    expect_world: {receipt: R-1}\n",
 		"c.yaml": "kind: host_cassette\nepisodes:\n  - {id: charge, match: {handler: host.pay}, request_hash: 0123456789abcdef, response: {data: {receipt: R-1}}}\n",
 	})

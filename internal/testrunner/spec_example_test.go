@@ -3,10 +3,12 @@ package testrunner
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
@@ -19,7 +21,7 @@ func TestSpecExampleExpenseFlow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRunner(WithEvents(), WithFlowGetenv(noEnv))
+	r := NewRunner(WithEvents(), WithFlowGetenv(testkit.NoEnv))
 	defer r.Close()
 	rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
 	if err != nil {
@@ -55,7 +57,7 @@ func TestSpecExampleExpenseFlow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if contains2(string(line), "match_idx") {
+	if strings.Contains(string(line), "match_idx") {
 		t.Errorf("match_idx 0 must be omitted: %s", line)
 	}
 	meta, _ := json.Marshal(complete.Payload["meta"])

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 )
 
 // Flows drive timeouts with advance_clock:, alone on a turn or after an
@@ -15,7 +17,7 @@ func TestFlowStates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := NewRunner(WithFlowGetenv(noEnv))
+			r := NewRunner(WithFlowGetenv(testkit.NoEnv))
 			t.Cleanup(func() { r.Close() })
 			rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
 			if err != nil {
@@ -30,7 +32,7 @@ func TestFlowStates(t *testing.T) {
 
 // A turn with neither intent nor advance_clock is refused, naming both.
 func TestFlowTurnNeedsIntentOrClock(t *testing.T) {
-	dir := writeFiles(t, map[string]string{
+	dir := testkit.Tree(t, map[string]string{
 		"app.yaml":       "app: {id: x}\nroot: a\nstates: {a: {}}\n",
 		"flows/bad.yaml": "test_kind: flow\napp: ../app.yaml\nturns:\n  - expect_state: a\n",
 	})

@@ -5,35 +5,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 )
 
 const wsStory = "app: {id: w}\nroot: s\nstates:\n  s: {}\n"
-
-// flowTree writes files (relative path → content; "symlink:<rel>" makes a
-// symlink to another file of the tree) into a resolved temp dir.
-func flowTree(t *testing.T, files map[string]string) string {
-	t.Helper()
-	tmp, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, body := range files {
-		p := filepath.Join(tmp, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if target, ok := strings.CutPrefix(body, "symlink:"); ok {
-			if err := os.Symlink(filepath.Join(tmp, filepath.FromSlash(target)), p); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return tmp
-}
 
 // runFlowsIn runs the fixtures of app (its flows/ directory) and returns
 // the setup error, "" when the flows ran.
@@ -43,7 +19,7 @@ func runFlowsIn(t *testing.T, app string, opts ...FlowOption) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRunner(append([]FlowOption{WithFlowGetenv(noEnv)}, opts...)...)
+	r := NewRunner(append([]FlowOption{WithFlowGetenv(testkit.NoEnv)}, opts...)...)
 	defer r.Close()
 	rep, err := firstSetupError(r, fxs)
 	if err != nil {
@@ -118,7 +94,7 @@ func TestFlowFilesStayInTheWorkspace(t *testing.T) {
 			for k, v := range tt.files {
 				files[k] = v
 			}
-			tmp := flowTree(t, files)
+			tmp := testkit.Tree(t, files)
 			fixture := filepath.Join(tmp, "ws", "stories", "a", "flows", "f.yaml")
 			if err := os.MkdirAll(filepath.Dir(fixture), 0o755); err != nil {
 				t.Fatal(err)
@@ -139,7 +115,7 @@ func TestFlowFilesStayInTheWorkspace(t *testing.T) {
 // story is refused until WithFlowWorkspace (--workspace) widens it, and the
 // story loads with that workspace too (its include of ../shared works).
 func TestFlowWorkspaceWidens(t *testing.T) {
-	tmp := flowTree(t, map[string]string{
+	tmp := testkit.Tree(t, map[string]string{
 		"proj/a/app.yaml":        wsStory,
 		"proj/a/flows/f.yaml":    "test_kind: flow\napp: ../../b/app.yaml\n",
 		"proj/b/app.yaml":        wsStory + "include: ../shared/more.yaml\n",
@@ -169,7 +145,7 @@ func TestFlowWorkspaceWidens(t *testing.T) {
 // files under its own directory: a cassette beside it, or a story beside it
 // (which then loads in its own workspace).
 func TestFlowFixtureNamesFilesBesideItself(t *testing.T) {
-	tmp := flowTree(t, map[string]string{
+	tmp := testkit.Tree(t, map[string]string{
 		"proj/app.yaml":          wsStory,
 		"elsewhere/f.yaml":       "test_kind: flow\nhost_cassette: c.yaml\n",
 		"elsewhere/c.yaml":       "kind: host_cassette\nepisodes: []\n",
@@ -185,7 +161,7 @@ func TestFlowFixtureNamesFilesBesideItself(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := NewRunner(WithFlowGetenv(noEnv))
+		r := NewRunner(WithFlowGetenv(testkit.NoEnv))
 		defer r.Close()
 		if _, err := firstSetupError(r, fxs); err != nil {
 			return err.Error()

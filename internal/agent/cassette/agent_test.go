@@ -2,6 +2,7 @@ package cassette
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,7 +157,7 @@ episodes:
 	if !ok || ae.Kind != agent.KindDeadlineExceeded {
 		t.Fatalf("error = %v, want deadline_exceeded", err)
 	}
-	if !contains2(ae.Error(), `episode "late": delay 2s outlasts the call's deadline`) {
+	if !strings.Contains(ae.Error(), `episode "late": delay 2s outlasts the call's deadline`) {
 		t.Errorf("error = %v", ae)
 	}
 }
@@ -172,7 +173,7 @@ episodes:
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { time.Sleep(10 * time.Millisecond); cancel() }()
 	_, err := a.Ask(ctx, agent.NewCall(&agent.AskRequest{Verb: "ask"}))
-	if ae, ok := agent.AsAskError(err); !ok || ae.Kind != agent.KindDeadlineExceeded || !contains2(ae.Error(), "call cancelled") {
+	if ae, ok := agent.AsAskError(err); !ok || ae.Kind != agent.KindDeadlineExceeded || !strings.Contains(ae.Error(), "call cancelled") {
 		t.Fatalf("error = %v", err)
 	}
 	if _, ae := ask(t, a, &agent.AskRequest{Verb: "ask"}); ae != nil {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 )
 
 func TestCassetteLoadErrors(t *testing.T) {
@@ -103,7 +105,7 @@ episodes:
 }
 
 func TestIncludeExpansion(t *testing.T) {
-	dir := writeFiles(t, map[string]string{
+	dir := testkit.Tree(t, map[string]string{
 		"c.yaml": `kind: host_cassette
 episodes:
   - id: a
@@ -114,7 +116,7 @@ episodes:
 		"data/verdict.json": "{\n  \"decision\": \"approve\",\n  \"confidence\": 0.9\n}\n",
 		"prompts/p.md":      "Line one\n\"quoted\"\n",
 	})
-	c, err := Load(filepath.Join(dir, "c.yaml"), WithGetenv(noEnv))
+	c, err := Load(filepath.Join(dir, "c.yaml"), WithGetenv(testkit.NoEnv))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,19 +147,19 @@ func TestIncludeRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := writeFiles(t, map[string]string{"c.yaml": "kind: host_cassette\nepisodes:\n  - {id: a, response: {data: !include '" + tt.value + "'}}\n"})
+			dir := testkit.Tree(t, map[string]string{"c.yaml": "kind: host_cassette\nepisodes:\n  - {id: a, response: {data: !include '" + tt.value + "'}}\n"})
 			if err := os.Symlink(outside, filepath.Join(dir, "link")); err != nil {
 				t.Fatal(err)
 			}
-			_, err := Load(filepath.Join(dir, "c.yaml"), WithGetenv(noEnv))
+			_, err := Load(filepath.Join(dir, "c.yaml"), WithGetenv(testkit.NoEnv))
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "line 3: !include") {
 				t.Errorf("error = %v, want it to say %q at line 3", err, tt.want)
 			}
 		})
 	}
 	t.Run("key side", func(t *testing.T) {
-		dir := writeFiles(t, map[string]string{"c.yaml": "kind: host_cassette\n!include k: v\n"})
-		_, err := Load(filepath.Join(dir, "c.yaml"), WithGetenv(noEnv))
+		dir := testkit.Tree(t, map[string]string{"c.yaml": "kind: host_cassette\n!include k: v\n"})
+		_, err := Load(filepath.Join(dir, "c.yaml"), WithGetenv(testkit.NoEnv))
 		if err == nil || !strings.Contains(err.Error(), "!include is only allowed on the value side") {
 			t.Errorf("error = %v", err)
 		}
@@ -184,7 +186,7 @@ episodes:
 	if !bytes.HasPrefix(raw, []byte{0x28, 0xb5, 0x2f, 0xfd}) {
 		t.Fatalf("%s is not zstd: % x", zpath, raw[:8])
 	}
-	back, err := Load(zpath, WithGetenv(noEnv))
+	back, err := Load(zpath, WithGetenv(testkit.NoEnv))
 	if err != nil {
 		t.Fatal(err)
 	}

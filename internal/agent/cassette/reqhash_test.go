@@ -2,6 +2,8 @@ package cassette
 
 import (
 	"testing"
+
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 )
 
 // An episode carries the hash of the request it was recorded for. Replayed
@@ -11,7 +13,7 @@ import (
 // A request_hash that is not one is a load error naming the line.
 func TestRequestHashLoadError(t *testing.T) {
 	_, err := Parse([]byte("kind: host_cassette\nepisodes:\n  - id: a\n    match: {handler: host.x}\n    request_hash: abc\n    response: {data: {}}\n"),
-		"c.yaml", WithGetenv(noEnv))
+		"c.yaml", WithGetenv(testkit.NoEnv))
 	want := `cassette: "c.yaml": line 5: episode "a": request_hash "abc" is not a request hash (16 lowercase hex characters, as kitsoki run --record writes it); delete the key to replay without the check`
 	if err == nil || err.Error() != want {
 		t.Errorf("error:\n%v\nwant:\n%s", err, want)

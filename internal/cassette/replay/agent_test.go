@@ -2,6 +2,7 @@ package replay
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/kitsoki/kitsoki/internal/trace"
@@ -41,7 +42,7 @@ episodes:
 		}
 	}
 	line, _ := json.Marshal(starts[1])
-	if !contains2(string(line), `"episode_id":"hi","match_idx":1,`) {
+	if !strings.Contains(string(line), `"episode_id":"hi","match_idx":1,`) {
 		t.Errorf("start line = %s", line)
 	}
 }
@@ -59,12 +60,12 @@ episodes:
 		t.Fatalf("state %q, want lobby (on_error)", out.State)
 	}
 	le, _ := r.sess.World()["last_error"].(string)
-	if !contains2(le, "agent: schema_invalid: /text") {
+	if !strings.Contains(le, "agent: schema_invalid: /text") {
 		t.Errorf("last_error = %q", le)
 	}
 	out = r.do("greet", map[string]any{"name": "Bo"})
 	le, _ = r.sess.World()["last_error"].(string)
-	if out.State != "lobby" || !contains2(le, `agent: transport_error: cassette agent "agent.g": cassette miss: no episode matched handler="agent.g"`) {
+	if out.State != "lobby" || !strings.Contains(le, `agent: transport_error: cassette agent "agent.g": cassette miss: no episode matched handler="agent.g"`) {
 		t.Errorf("state %q last_error %q", out.State, le)
 	}
 	starts := r.events(trace.KindAgentCallStart)

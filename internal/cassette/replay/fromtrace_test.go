@@ -11,6 +11,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/agent/cassette"
 	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
@@ -18,7 +19,7 @@ import (
 // views, same world, same bound submissions, and the host calls match on
 // their arguments.
 func TestFromTraceReplaysTheRun(t *testing.T) {
-	live := newRig(t, greetFiles(), func(r *rig) []host.Option {
+	live := newRig(t, testkit.GreetFiles(), func(r *rig) []host.Option {
 		r.reg.Register("agent.g", liveGreeter(nil))
 		return nil
 	}, nil)
@@ -55,7 +56,7 @@ func TestFromTraceReplaysTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Strict: the request hashes taken from the trace are the replay's.
-	back, err := parseCassette(b, "x.yaml", cassette.WithGetenv(noEnv), cassette.WithStrictRequests(true))
+	back, err := parseCassette(b, "x.yaml", cassette.WithGetenv(testkit.NoEnv), cassette.WithStrictRequests(true))
 	if err != nil {
 		t.Fatalf("the cassette does not load back: %v\n%s", err, b)
 	}

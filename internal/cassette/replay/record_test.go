@@ -19,6 +19,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/agent/cassette"
 	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
@@ -73,7 +74,7 @@ func runGreet(t *testing.T, r *rig) []map[string]any {
 
 func recordGreet(t *testing.T) (*Recorder, []map[string]any) {
 	rec := NewRecorder("greet-test", "0.1.0")
-	r := newRig(t, greetFiles(), func(r *rig) []host.Option {
+	r := newRig(t, testkit.GreetFiles(), func(r *rig) []host.Option {
 		r.reg.Register("agent.g", liveGreeter(nil))
 		return nil
 	}, func(r *rig) { rec.Install(r.st, r.reg, r.h) })
@@ -110,7 +111,7 @@ func TestRecordDeterministic(t *testing.T) {
 // same errors (kinds and texts), including the host's own schema_invalid.
 func TestRecordThenReplayIdentical(t *testing.T) {
 	rec, live := recordGreet(t)
-	c, err := rec.Cassette(cassette.WithGetenv(noEnv))
+	c, err := rec.Cassette(cassette.WithGetenv(testkit.NoEnv))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +201,7 @@ func TestNewEpisodesAppends(t *testing.T) {
 			if viaEnv {
 				mode, env[cassette.EnvRecord] = "none", "new_episodes"
 			}
-			dir := writeFiles(t, map[string]string{
+			dir := testkit.Tree(t, map[string]string{
 				"c.yaml": "# my notes\nkind: host_cassette\napp_id: greet-test\nrecord_mode: " + mode + "\nepisodes:\n" +
 					"  - id: ada # hand-written\n    match: {handler: agent.g, call: compose, name: Ada}\n    agent: {response: '{\"text\":\"Hi Ada (recorded)\"}'}\n",
 			})
@@ -210,7 +211,7 @@ func TestNewEpisodesAppends(t *testing.T) {
 				t.Fatal(err)
 			}
 			var calls atomic.Int32
-			r := newRig(t, greetFiles(), func(r *rig) []host.Option {
+			r := newRig(t, testkit.GreetFiles(), func(r *rig) []host.Option {
 				r.reg.Register("agent.g", liveGreeter(&calls))
 				return []host.Option{host.WithBuiltin(c.ReplayAgents(r.st, r.reg, nil))}
 			}, nil)
@@ -234,7 +235,7 @@ func TestNewEpisodesAppends(t *testing.T) {
 					t.Errorf("file lacks %q:\n%s", want, b)
 				}
 			}
-			back, err := Load(path, cassette.WithGetenv(noEnv))
+			back, err := Load(path, cassette.WithGetenv(testkit.NoEnv))
 			if err != nil {
 				t.Fatalf("appended file does not load: %v\n%s", err, b)
 			}
@@ -249,7 +250,7 @@ func TestNewEpisodesAppends(t *testing.T) {
 func TestNoneModeNeverCallsLive(t *testing.T) {
 	c := mustCassette(t, "kind: host_cassette\nepisodes: []\n")
 	var calls atomic.Int32
-	r := newRig(t, greetFiles(), func(r *rig) []host.Option {
+	r := newRig(t, testkit.GreetFiles(), func(r *rig) []host.Option {
 		r.reg.Register("agent.g", liveGreeter(&calls))
 		return []host.Option{host.WithBuiltin(c.ReplayAgents(r.st, r.reg, nil))}
 	}, nil)
@@ -274,7 +275,7 @@ func TestRecordClassifiesPlainErrors(t *testing.T) {
 	defer cancel()
 	_, _ = a.Ask(ctx, agent.NewCall(&agent.AskRequest{Verb: "task", StatePath: "s"}))
 	_, _ = a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Verb: "ask", StatePath: "s"}))
-	c, err := rec.Cassette(cassette.WithGetenv(noEnv))
+	c, err := rec.Cassette(cassette.WithGetenv(testkit.NoEnv))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,8 +291,8 @@ func TestRecordClassifiesPlainErrors(t *testing.T) {
 // answered by the live built-in agent and appended as a host.agent.decide
 // episode with its data, which a later run replays.
 func TestNewEpisodesBuiltinPath(t *testing.T) {
-	files := greetFiles()
-	files["app.yaml"] = strings.Replace(greetStory, "        agent: agent.g\n", "", 1)
+	files := testkit.GreetFiles()
+	files["app.yaml"] = strings.Replace(testkit.GreetStory, "        agent: agent.g\n", "", 1)
 	path := filepath.Join(t.TempDir(), "c.yaml")
 	if err := os.WriteFile(path, []byte("kind: host_cassette\napp_id: greet-test\nrecord_mode: new_episodes\nepisodes: []\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -368,7 +369,7 @@ func TestRecordReplaySubmissionBytes(t *testing.T) {
 			if has := strings.Contains(string(b), "\n      submission: "); has != tt.extraKey {
 				t.Errorf("submission: key written = %v, want %v:\n%s", has, tt.extraKey, b)
 			}
-			c, err := parseCassette(b, "c.yaml", cassette.WithGetenv(noEnv))
+			c, err := parseCassette(b, "c.yaml", cassette.WithGetenv(testkit.NoEnv))
 			if err != nil {
 				t.Fatalf("%v\n%s", err, b)
 			}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kitsoki/kitsoki/internal/agent/cassette"
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
@@ -20,7 +21,7 @@ func TestReplayRequestHash(t *testing.T) {
 	)
 	recorded := func(t *testing.T, opts ...cassette.LoadOption) *Cassette {
 		rec, _ := recordGreet(t)
-		c, err := rec.Cassette(append([]cassette.LoadOption{cassette.WithGetenv(noEnv)}, opts...)...)
+		c, err := rec.Cassette(append([]cassette.LoadOption{cassette.WithGetenv(testkit.NoEnv)}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}

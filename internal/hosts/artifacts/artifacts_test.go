@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 	"github.com/kitsoki/kitsoki/internal/workspace"
 )
 
@@ -218,15 +219,7 @@ func TestArtifactsWorkdir(t *testing.T) {
 
 func TestMediaEmit(t *testing.T) {
 	a, ws := newHandlers(t)
-	for name, body := range map[string]string{"out/deck.html": "<html>", "out/deck.chapters.json": "[]", "out/deck.semantic.json": "{}"} {
-		p := filepath.Join(ws, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testkit.Write(t, ws, map[string]string{"out/deck.html": "<html>", "out/deck.chapters.json": "[]", "out/deck.semantic.json": "{}"})
 	res, err := a.write(context.Background(), call(DirName, "s", map[string]any{
 		"thread": "report", "src_path": "out/deck.html", "kind": "slideshow", "label": "Deck"}))
 	if err != nil || res.Err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 	"github.com/kitsoki/kitsoki/internal/workspace"
 )
 
@@ -43,13 +44,7 @@ func newFixture(t testing.TB) *fixture {
 
 func (f *fixture) write(rel, content string) {
 	f.t.Helper()
-	p := filepath.Join(f.ws, rel)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		f.t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		f.t.Fatal(err)
-	}
+	testkit.WriteFile(f.t, f.ws, rel, content)
 }
 
 // script writes story/<name>.star and its sidecar.

@@ -1,0 +1,135 @@
+// Package testkit holds the small helpers the tests of several packages
+// share: story trees written into temporary directories, testdata copied
+// out to be edited, the empty environment, and the one-call greeting story
+// the cassette and flow tests replay. Only tests import it.
+package testkit
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// symlinkPrefix marks a file of a tree that is a symlink: "symlink:<rel>"
+// links to <rel> inside the same tree.
+const symlinkPrefix = "symlink:"
+
+// Tree writes files into a new temporary directory, its symlinks resolved
+// (so paths compare equal to the ones the workspace check resolves), and
+// returns the directory. See Write for the files map.
+func Tree(t testing.TB, files map[string]string) string {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	Write(t, dir, files)
+	return dir
+}
+
+// Write writes files (a slash path relative to dir → its content) under
+// dir, making the directories they need. A content "symlink:<rel>" makes
+// the file a symlink to dir/<rel> instead.
+func Write(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for name, body := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if target, ok := strings.CutPrefix(body, symlinkPrefix); ok {
+			if err := os.Symlink(filepath.Join(dir, filepath.FromSlash(target)), p); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// WriteFile writes content to dir/rel (a slash path), making the
+// directories it needs, and returns the file's path.
+func WriteFile(t testing.TB, dir, rel, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	Write(t, dir, map[string]string{rel: content})
+	return p
+}
+
+// CopyDir copies the regular files and directories below src (e.g. a
+// testdata story) into a new temporary directory and returns it, so a
+// test can edit the copy.
+func CopyDir(t testing.TB, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// NoEnv is a getenv that knows no variable.
+func NoEnv(string) string { return "" }
+
+// GreetStory is a one-call story: lobby --greet--> greeting, whose
+// on_enter asks agent.g (verb decide) for a greeting against
+// schemas/greeting.json and goes back to the lobby on error.
+const GreetStory = `app: {id: greet-test, version: 0.1.0}
+agent_plugins:
+  agent.g: {plugin: builtin.inprocess}
+agents:
+  greeter: {system_prompt: "Greet.", model: test-model}
+world:
+  greeting: {type: object, default: {}}
+intents:
+  greet: {slots: {name: {type: string, required: true}}}
+  back: {}
+root: lobby
+states:
+  lobby:
+    on: {greet: [{target: greeting}]}
+  greeting:
+    view: "{{ world.greeting.text ?? '' }}"
+    on_enter:
+      - invoke: host.agent.decide
+        agent: agent.g
+        id: compose
+        with:
+          agent: greeter
+          prompt: "Greet {{ slots.name }}."
+          schema: schemas/greeting.json
+          name: "{{ slots.name }}"
+        bind: {greeting: submitted}
+        on_error: lobby
+    on: {back: [{target: lobby}]}
+`
+
+// GreetingSchema is GreetStory's schemas/greeting.json.
+const GreetingSchema = `{"type":"object","required":["text"],"properties":{"text":{"type":"string","minLength":1}},"additionalProperties":false}`
+
+// GreetFiles is GreetStory's tree: app.yaml and its schema.
+func GreetFiles() map[string]string {
+	return map[string]string{"app.yaml": GreetStory, "schemas/greeting.json": GreetingSchema}
+}

@@ -1,0 +1,78 @@
+package testkit
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestTree(t *testing.T) {
+	dir := Tree(t, map[string]string{
+		"app.yaml":         "app: {id: x}\n",
+		"deep/a/b.txt":     "b",
+		"link.yaml":        "symlink:app.yaml",
+		"deep/up/link.txt": "symlink:deep/a/b.txt",
+	})
+	if resolved, err := filepath.EvalSymlinks(dir); err != nil || resolved != dir {
+		t.Errorf("Tree dir %q resolves to %q (%v); want it resolved already", dir, resolved, err)
+	}
+	for name, want := range map[string]string{"app.yaml": "app: {id: x}\n", "deep/a/b.txt": "b", "link.yaml": "app: {id: x}\n", "deep/up/link.txt": "b"} {
+		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
+		if err != nil || string(b) != want {
+			t.Errorf("%s = %q (%v), want %q", name, b, err, want)
+		}
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "link.yaml")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("link.yaml is not a symlink (%v, %v)", fi, err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "app.yaml")); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("app.yaml mode = %v (%v), want 0644", fi.Mode().Perm(), err)
+	}
+}
+
+func TestWriteFileAndCopyDir(t *testing.T) {
+	src := t.TempDir()
+	if p := WriteFile(t, src, "a/b/c.txt", "c"); p != filepath.Join(src, "a", "b", "c.txt") {
+		t.Errorf("WriteFile path = %q", p)
+	}
+	WriteFile(t, src, "top.txt", "top")
+	dst := CopyDir(t, src)
+	got := map[string]string{}
+	err := filepath.Walk(dst, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dst, p)
+		got[filepath.ToSlash(rel)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(map[string]string{"a/b/c.txt": "c", "top.txt": "top"}, got); d != "" {
+		t.Errorf("copy (-want +got):\n%s", d)
+	}
+}
+
+func TestCopyDirMissingSourceFails(t *testing.T) {
+	ft := &fatalT{TB: t}
+	func() {
+		defer func() { _ = recover() }()
+		CopyDir(ft, filepath.Join(t.TempDir(), "missing"))
+	}()
+	if !ft.failed {
+		t.Error("CopyDir of a missing source did not fail the test")
+	}
+}
+
+// fatalT records Fatal instead of stopping the test.
+type fatalT struct {
+	testing.TB
+	failed bool
+}
+
+func (f *fatalT) Fatal(args ...any) { f.failed = true; panic("fatal") }
+func (f *fatalT) Helper()           {}

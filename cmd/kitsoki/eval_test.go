@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/kitsoki/kitsoki/internal/schema"
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
@@ -24,25 +24,7 @@ const (
 // temporary directory.
 func copyHello(t *testing.T) string {
 	t.Helper()
-	dst := t.TempDir()
-	err := filepath.WalkDir(helloDir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(helloDir, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
+	return testkit.CopyDir(t, helloDir)
 }
 
 func TestEvalList(t *testing.T) {

@@ -56,15 +56,11 @@ const maxExact = 1 << 53
 // integer text. 3.0 is whole; 3.5 is not.
 func Whole(v any) (int64, bool) {
 	switch n := v.(type) {
-	case int:
-		return int64(n), true
-	case int64:
-		return n, true
 	case float64:
 		return int64(n), n == math.Trunc(n) && math.Abs(n) < maxExact
 	case json.Number:
 		i, err := n.Int64()
 		return i, err == nil
 	}
-	return 0, false
+	return Int(v)
 }

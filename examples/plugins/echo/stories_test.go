@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 )
 
 const token = "e2e-token-5d41402abc4b2a76"
@@ -33,28 +35,6 @@ func build(t *testing.T, gobin, out, pkg string) {
 	}
 }
 
-func copyTree(t *testing.T, from, to string) {
-	t.Helper()
-	err := filepath.Walk(from, func(p string, info os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(from, p)
-		dst := filepath.Join(to, rel)
-		if info.IsDir() {
-			return os.MkdirAll(dst, 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(dst, b, info.Mode())
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestExampleStoriesEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds kitsoki and the example plugins")
@@ -70,7 +50,7 @@ func TestExampleStoriesEndToEnd(t *testing.T) {
 	build(t, gobin, filepath.Join(bin, "echo-go"), "examples/plugins/echo-go")
 	build(t, gobin, filepath.Join(bin, "echo-mcp"), "examples/plugins/echo-mcp")
 	for _, d := range []string{"stories/plugin-echo-go", "stories/plugin-echo-py", "stories/plugin-echo-mcp", "examples/plugins/echo-py"} {
-		copyTree(t, filepath.Join(root, d), filepath.Join(tree, d))
+		testkit.CopyInto(t, filepath.Join(root, d), filepath.Join(tree, d))
 	}
 
 	run := func(t *testing.T, story string, env []string, intents string) (string, []byte) {

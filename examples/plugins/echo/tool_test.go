@@ -18,6 +18,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agent/transports"
 	"github.com/kitsoki/kitsoki/internal/plugintools"
 	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 	"github.com/kitsoki/kitsoki/internal/toolserver"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
@@ -60,7 +61,7 @@ func TestToolStoryServesTheEchoTool(t *testing.T) {
 	}
 	root, tree := repoRoot(t), t.TempDir()
 	build(t, gobin, filepath.Join(tree, "bin", "echo-go"), "examples/plugins/echo-go")
-	copyTree(t, filepath.Join(root, "stories", "plugin-tools-go"), filepath.Join(tree, "stories", "plugin-tools-go"))
+	testkit.CopyInto(t, filepath.Join(root, "stories", "plugin-tools-go"), filepath.Join(tree, "stories", "plugin-tools-go"))
 	st, err := story.Load(filepath.Join(tree, "stories", "plugin-tools-go", "app.yaml"))
 	if err != nil {
 		t.Fatal(err)

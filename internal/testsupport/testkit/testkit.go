@@ -60,12 +60,19 @@ func WriteFile(t testing.TB, dir, rel, content string) string {
 	return p
 }
 
-// CopyDir copies the regular files and directories below src (e.g. a
-// testdata story) into a new temporary directory and returns it, so a
-// test can edit the copy.
+// CopyDir copies the tree at src (e.g. a testdata story) into a new
+// temporary directory and returns it, so a test can edit the copy.
 func CopyDir(t testing.TB, src string) string {
 	t.Helper()
 	dst := t.TempDir()
+	CopyInto(t, src, dst)
+	return dst
+}
+
+// CopyInto copies the directories and files below src into dst (made when
+// missing), each file with its mode (scripts stay executable).
+func CopyInto(t testing.TB, src, dst string) {
+	t.Helper()
 	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -78,16 +85,19 @@ func CopyDir(t testing.TB, src string) string {
 		if d.IsDir() {
 			return os.MkdirAll(target, 0o755)
 		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
 		b, err := os.ReadFile(p)
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(target, b, 0o644)
+		return os.WriteFile(target, b, info.Mode().Perm())
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return dst
 }
 
 // NoEnv is a getenv that knows no variable.

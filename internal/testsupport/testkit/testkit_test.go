@@ -24,11 +24,15 @@ func TestTree(t *testing.T) {
 			t.Errorf("%s = %q (%v), want %q", name, b, err, want)
 		}
 	}
-	if fi, err := os.Lstat(filepath.Join(dir, "link.yaml")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
-		t.Errorf("link.yaml is not a symlink (%v, %v)", fi, err)
+	if fi, err := os.Lstat(filepath.Join(dir, "link.yaml")); err != nil {
+		t.Error(err)
+	} else if fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("link.yaml mode %v, want a symlink", fi.Mode())
 	}
-	if fi, err := os.Stat(filepath.Join(dir, "app.yaml")); err != nil || fi.Mode().Perm() != 0o644 {
-		t.Errorf("app.yaml mode = %v (%v), want 0644", fi.Mode().Perm(), err)
+	if fi, err := os.Stat(filepath.Join(dir, "app.yaml")); err != nil {
+		t.Error(err)
+	} else if fi.Mode().Perm() != 0o644 {
+		t.Errorf("app.yaml mode = %v, want 0644", fi.Mode().Perm())
 	}
 }
 
@@ -38,7 +42,15 @@ func TestWriteFileAndCopyDir(t *testing.T) {
 		t.Errorf("WriteFile path = %q", p)
 	}
 	WriteFile(t, src, "top.txt", "top")
+	if err := os.WriteFile(filepath.Join(src, "run.sh"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	dst := CopyDir(t, src)
+	if fi, err := os.Stat(filepath.Join(dst, "run.sh")); err != nil {
+		t.Error(err)
+	} else if fi.Mode().Perm() != 0o755 {
+		t.Errorf("run.sh copied with mode %v, want 0755", fi.Mode().Perm())
+	}
 	got := map[string]string{}
 	err := filepath.Walk(dst, func(p string, fi os.FileInfo, err error) error {
 		if err != nil || fi.IsDir() {
@@ -52,7 +64,7 @@ func TestWriteFileAndCopyDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := cmp.Diff(map[string]string{"a/b/c.txt": "c", "top.txt": "top"}, got); d != "" {
+	if d := cmp.Diff(map[string]string{"a/b/c.txt": "c", "top.txt": "top", "run.sh": "#!/bin/sh\n"}, got); d != "" {
 		t.Errorf("copy (-want +got):\n%s", d)
 	}
 }

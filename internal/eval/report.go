@@ -173,18 +173,7 @@ func (r *Report) Encode() ([]byte, error) {
 
 // ReadReport reads a report file.
 func ReadReport(path string) (*Report, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read report: %w", err)
-	}
-	r := &Report{}
-	if err := json.Unmarshal(b, r); err != nil {
-		return nil, fmt.Errorf("read report %s: %w", path, err)
-	}
-	if r.Kind != KindReport {
-		return nil, fmt.Errorf("read report %s: kind must be %s, got %q", path, KindReport, r.Kind)
-	}
-	return r, nil
+	return routes.ReadReport(path, func(r *Report) string { return r.Kind })
 }
 
 // LatestReport finds the latest report in dir: latest.json when present,

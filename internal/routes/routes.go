@@ -119,19 +119,26 @@ func (r *evidence) Hashes() Hashes {
 	return Hashes{Dataset: r.DatasetHash, Prompt: r.PromptHash, Schema: r.SchemaHash, Toolbox: r.ToolboxHash}
 }
 
-// readEvidence reads the report a pin cites, with eval.ReadReport's
-// checks and messages.
+// readEvidence reads the report a pin cites.
 func readEvidence(path string) (*evidence, error) {
+	return ReadReport(path, func(r *evidence) string { return r.Kind })
+}
+
+// ReadReport reads the eval report file at path into a T (eval.Report,
+// or the evidence a pin is checked against) and checks that kindOf it is
+// KindReport; its errors are the ones `kitsoki eval` and the pin checks
+// print.
+func ReadReport[T any](path string, kindOf func(*T) string) (*T, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read report: %w", err)
 	}
-	r := &evidence{}
+	r := new(T)
 	if err := json.Unmarshal(b, r); err != nil {
 		return nil, fmt.Errorf("read report %s: %w", path, err)
 	}
-	if r.Kind != KindReport {
-		return nil, fmt.Errorf("read report %s: kind must be %s, got %q", path, KindReport, r.Kind)
+	if k := kindOf(r); k != KindReport {
+		return nil, fmt.Errorf("read report %s: kind must be %s, got %q", path, KindReport, k)
 	}
 	return r, nil
 }

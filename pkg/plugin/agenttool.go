@@ -87,14 +87,18 @@ func errToolsUnimplemented() *Error {
 // prepareTool decodes an agent_tool.invoke request's params and registers
 // the call as cancellable under its id. It runs on the reading goroutine.
 func (s *stdioServer) prepareTool(ctx context.Context, req *request, line []byte) {
+	req.tool = cancellable[AgentToolRequest](ctx, s, req, line)
+}
+
+// cancellable decodes the params of a cancellable call (agent_tool.invoke,
+// host.invoke) from line as a T, keeping why they did not decode on the
+// request, and registers the call's context under its id so
+// $/cancelRequest can cancel it.
+func cancellable[T any](ctx context.Context, s *stdioServer, req *request, line []byte) *T {
 	var env struct {
-		Params *AgentToolRequest `json:"params"`
+		Params *T `json:"params"`
 	}
-	req.paramsErr = nil
-	if err := json.Unmarshal(line, &env); err != nil {
-		req.paramsErr = err
-	}
-	req.tool = env.Params
+	req.paramsErr = json.Unmarshal(line, &env)
 	req.toolCtx, req.cancel = context.WithCancel(ctx)
 	req.key = string(bytes.TrimSpace(req.ID))
 	s.callsMu.Lock()
@@ -103,6 +107,7 @@ func (s *stdioServer) prepareTool(ctx context.Context, req *request, line []byte
 	}
 	s.calls[req.key] = req.cancel
 	s.callsMu.Unlock()
+	return env.Params
 }
 
 // settle forgets a cancellable call once it is answered.

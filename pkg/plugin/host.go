@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -102,22 +101,7 @@ func ServeHostConn(ctx context.Context, r io.Reader, w io.Writer, ops map[string
 // prepareHost decodes a host.invoke request's params and registers the
 // call as cancellable under its id. It runs on the reading goroutine.
 func (s *stdioServer) prepareHost(ctx context.Context, req *request, line []byte) {
-	var env struct {
-		Params *HostInvokeRequest `json:"params"`
-	}
-	req.paramsErr = nil
-	if err := json.Unmarshal(line, &env); err != nil {
-		req.paramsErr = err
-	}
-	req.host = env.Params
-	req.toolCtx, req.cancel = context.WithCancel(ctx)
-	req.key = string(bytes.TrimSpace(req.ID))
-	s.callsMu.Lock()
-	if s.calls == nil {
-		s.calls = map[string]context.CancelFunc{}
-	}
-	s.calls[req.key] = req.cancel
-	s.callsMu.Unlock()
+	req.host = cancellable[HostInvokeRequest](ctx, s, req, line)
 }
 
 // hostInvoke runs one host.invoke call; a panicking op becomes an error

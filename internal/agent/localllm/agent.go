@@ -69,9 +69,7 @@ type Agent struct {
 	maxTokens int
 	chatURL   string // endpoint mode
 
-	mu      sync.Mutex
-	sidecar *sidecar // managed mode, acquired on first Ask
-	closed  bool
+	sidecarHold // managed mode: the sidecar, acquired on first Ask
 
 	subset  sync.Map // schema text → []Violation (grammar gate cache)
 	compact sync.Map // schema text → the schema compacted, as sent
@@ -390,18 +388,4 @@ func (a *Agent) crashed(p *process) error {
 // Close releases this agent's hold on the sidecar; the last holder stops it
 // (SIGTERM, then SIGKILL after the grace period). Endpoint mode only drops
 // idle connections.
-func (a *Agent) Close() error {
-	a.mu.Lock()
-	if a.closed {
-		a.mu.Unlock()
-		return nil
-	}
-	a.closed = true
-	s := a.sidecar
-	a.mu.Unlock()
-	a.client.CloseIdleConnections()
-	if s == nil {
-		return nil
-	}
-	return a.cfg.Pool.release(s)
-}
+func (a *Agent) Close() error { return a.sidecarHold.close(a.client, a.cfg.Pool) }

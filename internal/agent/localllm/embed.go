@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
 )
@@ -77,9 +76,7 @@ type LocalEmbedder struct {
 	logger  *slog.Logger
 	baseURL string // endpoint mode
 
-	mu      sync.Mutex
-	sidecar *sidecar
-	closed  bool
+	sidecarHold // managed mode: the sidecar, acquired on first use
 }
 
 // NewEmbedder validates cfg and returns an embedder that does nothing until
@@ -284,18 +281,4 @@ func (e *LocalEmbedder) endpoint(ctx context.Context) (string, error) {
 }
 
 // Close stops the managed embedding sidecar if this was its last user.
-func (e *LocalEmbedder) Close() error {
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
-		return nil
-	}
-	e.closed = true
-	s := e.sidecar
-	e.mu.Unlock()
-	e.client.CloseIdleConnections()
-	if s == nil {
-		return nil
-	}
-	return e.cfg.Pool.release(s)
-}
+func (e *LocalEmbedder) Close() error { return e.sidecarHold.close(e.client, e.cfg.Pool) }

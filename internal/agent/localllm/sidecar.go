@@ -55,6 +55,34 @@ type Pool struct {
 // NewPool returns an empty pool.
 func NewPool() *Pool { return &Pool{sidecars: map[string]*sidecar{}} }
 
+// sidecarHold is a managed-mode user's hold on a pooled sidecar (an
+// agent's or an embedder's): the sidecar, once acquired, and whether the
+// user is closed.
+type sidecarHold struct {
+	mu      sync.Mutex
+	sidecar *sidecar
+	closed  bool
+}
+
+// close ends the hold once: client's idle connections are dropped and the
+// sidecar, if one was acquired, goes back to pool, which stops it when
+// this was its last holder. Later calls do nothing.
+func (h *sidecarHold) close(client *http.Client, pool *Pool) error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closed = true
+	s := h.sidecar
+	h.mu.Unlock()
+	client.CloseIdleConnections()
+	if s == nil {
+		return nil
+	}
+	return pool.release(s)
+}
+
 // processPool is the process's sidecar registry, created at start: the one
 // place sidecars are shared across sessions (each session has its own agent
 // registry and agents).

@@ -4,7 +4,6 @@ package supervise
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -12,12 +11,13 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 )
 
 // guard bounds how long a test waits for something that must happen; it
@@ -70,24 +70,6 @@ func readLine(t *testing.T, r *bufio.Reader) string {
 	return strings.TrimSuffix(line, "\n")
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // wantReaped checks pid is no child of ours any more: reaped, not a zombie.
 func wantReaped(t *testing.T, pid int) {
 	t.Helper()
@@ -131,7 +113,7 @@ func TestConfigErrors(t *testing.T) {
 // TestCrashIsSeenAndReaped: a child that exits on its own closes Done,
 // reports its status, and leaves no zombie.
 func TestCrashIsSeenAndReaped(t *testing.T) {
-	var stderr syncBuffer
+	var stderr testkit.SyncBuffer
 	cfg := helper(t, "exit", "3")
 	cfg.PipeStdin, cfg.Stderr = true, &stderr
 	p := start(t, cfg)
@@ -161,7 +143,7 @@ func TestCrashIsSeenAndReaped(t *testing.T) {
 
 func TestCopiedStreams(t *testing.T) {
 	t.Run("separate writers", func(t *testing.T) {
-		var stdout, stderr syncBuffer
+		var stdout, stderr testkit.SyncBuffer
 		cfg := helper(t, "echo")
 		cfg.Stdin, cfg.Stdout, cfg.Stderr = strings.NewReader("a\nb\n"), &stdout, &stderr
 		p := start(t, cfg)
@@ -175,7 +157,7 @@ func TestCopiedStreams(t *testing.T) {
 		}
 	})
 	t.Run("one writer for both", func(t *testing.T) {
-		var out syncBuffer
+		var out testkit.SyncBuffer
 		cfg := helper(t, "echo")
 		cfg.Stdin, cfg.Stdout, cfg.Stderr = strings.NewReader("a\nb\n"), &out, &out
 		p := start(t, cfg)
@@ -201,7 +183,7 @@ func TestStopGraceful(t *testing.T) {
 }
 
 func TestStopKillsAfterGrace(t *testing.T) {
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	cfg := helper(t, "ignore-term")
 	cfg.PipeStdout, cfg.Grace = true, 100*time.Millisecond
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
@@ -303,7 +285,7 @@ func TestGrandchildrenDieWithTheGroup(t *testing.T) {
 // TestOutputHeldOutsideTheGroupIsCut: a process that left the group keeps
 // copied output open; Done still closes, after the grace period.
 func TestOutputHeldOutsideTheGroupIsCut(t *testing.T) {
-	var logs, out syncBuffer
+	var logs, out testkit.SyncBuffer
 	cfg := helper(t, "grandparent-exits", "escape")
 	cfg.Stdout, cfg.Grace = &out, 100*time.Millisecond
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))

@@ -5,32 +5,15 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
-
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestFollow appends a recorded trace in three steps while Follow polls
 // on ticks the test sends: a turn is printed once it has ended, and when
@@ -46,7 +29,7 @@ func TestFollow(t *testing.T) {
 	var writing atomic.Bool
 	writing.Store(true)
 	tick := make(chan time.Time)
-	out := &syncBuf{}
+	out := &testkit.SyncBuffer{}
 	done := make(chan error, 1)
 	go func() {
 		done <- Follow(context.Background(), out, path, FollowOptions{Tick: tick, Writing: func(string) bool { return writing.Load() }})

@@ -21,6 +21,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
@@ -153,7 +154,7 @@ func TestCrashMidCall(t *testing.T) {
 
 func TestSecretsRedactedFromCrashDetailAndLog(t *testing.T) {
 	const secret = "hunter2-secret"
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	decl := helperDecl(t, "leak-secret")
 	decl.Env["KITSOKI_TEST_SECRET"] = secret
 	decl.Secrets = []string{secret}
@@ -353,7 +354,7 @@ func TestPluginSendingARequestIsACrash(t *testing.T) {
 }
 
 func TestUnknownResponseIDIsIgnored(t *testing.T) {
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	a := newAgent(t, helperDecl(t, "unknown-id"), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	resp, err := ask(t, a, "x", nil)
 	if err != nil {
@@ -368,7 +369,7 @@ func TestUnknownResponseIDIsIgnored(t *testing.T) {
 }
 
 func TestStderrIsLoggedLineByLineAndBounded(t *testing.T) {
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	a := newAgent(t, helperDecl(t, "stderr-spam"), WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
 	if _, err := ask(t, a, "x", nil); err != nil {
 		t.Fatal(err)
@@ -606,24 +607,6 @@ func zombie(pid int) bool {
 	}
 	fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
 	return len(fields) > 0 && fields[0] == "Z"
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent log writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestPythonExamplePlugin runs examples/plugins/echo-py, a plugin written

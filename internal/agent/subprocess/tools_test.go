@@ -14,6 +14,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
@@ -58,7 +59,7 @@ func TestInvokeToolMethodNotFoundKeepsCode(t *testing.T) {
 // TestInvokeToolCancelSendsCancelRequest: when the caller stops waiting,
 // the plugin is told which call to drop; a plain Call sends nothing.
 func TestInvokeToolCancelSendsCancelRequest(t *testing.T) {
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	a := newAgent(t, helperDecl(t, "log-lines"), WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()

@@ -5,10 +5,12 @@
 package testkit
 
 import (
+	"bytes"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -142,4 +144,26 @@ const GreetingSchema = `{"type":"object","required":["text"],"properties":{"text
 // GreetFiles is GreetStory's tree: app.yaml and its schema.
 func GreetFiles() map[string]string {
 	return map[string]string{"app.yaml": GreetStory, "schemas/greeting.json": GreetingSchema}
+}
+
+// SyncBuffer is a bytes.Buffer that goroutines may write to while a test
+// reads it: a child's output, a logger's records. The zero value is empty
+// and ready.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String is everything written so far.
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -88,3 +88,24 @@ type fatalT struct {
 
 func (f *fatalT) Fatal(args ...any) { f.failed = true; panic("fatal") }
 func (f *fatalT) Helper()           {}
+
+func TestSyncBufferConcurrentWrites(t *testing.T) {
+	var b SyncBuffer
+	done := make(chan struct{})
+	for range 4 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for range 100 {
+				if _, err := b.Write([]byte("x")); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	for range 4 {
+		<-done
+	}
+	if got := len(b.String()); got != 400 {
+		t.Errorf("len = %d, want 400", got)
+	}
+}

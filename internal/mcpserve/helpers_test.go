@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -116,22 +115,6 @@ type testClient struct{ *mcptest.Client }
 func connect(t testing.TB, url, token string, gen mcptest.Generation) *testClient {
 	t.Helper()
 	return &testClient{mcptest.Connect(t, url, token, gen, true)}
-}
-
-func (tc *testClient) toolNames(t testing.TB) []string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	res, err := tc.ListTools(ctx, mcp.ListToolsRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, tool := range res.Tools {
-		names = append(names, tool.Name)
-	}
-	sort.Strings(names)
-	return names
 }
 
 // mustCall calls a tool that must answer without a protocol error and

@@ -79,7 +79,7 @@ func TestServeHTTP(t *testing.T) {
 	}
 	for _, gen := range generations {
 		c := connect(t, ep[0], ep[1], gen)
-		if diff := cmp.Diff([]string{ToolInspectStory, ToolListPlugins, ToolValidateSchema, ToolValidateStory}, c.toolNames(t)); diff != "" {
+		if diff := cmp.Diff([]string{ToolInspectStory, ToolListPlugins, ToolValidateSchema, ToolValidateStory}, c.ToolNames(t)); diff != "" {
 			t.Errorf("%s tools (-want +got):\n%s", gen, diff)
 		}
 	}

@@ -61,7 +61,7 @@ func TestOutsideSurfacesOverHTTP(t *testing.T) {
 				s := open(t, h, Config{Profile: mustProfile(t, tc.surface), Root: root,
 					LoadStory: fakeLoader, StartRun: fakeStartRun, Plugins: tc.plugins})
 				c := connect(t, s.URL(), s.Token(), gen)
-				if diff := cmp.Diff(tc.tools, c.toolNames(t)); diff != "" {
+				if diff := cmp.Diff(tc.tools, c.ToolNames(t)); diff != "" {
 					t.Fatalf("tools (-want +got):\n%s", diff)
 				}
 				text, sc, isErr := c.mustCall(t, tc.call, tc.args)

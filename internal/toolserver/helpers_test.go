@@ -2,7 +2,6 @@ package toolserver
 
 import (
 	"context"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -108,22 +107,6 @@ type testClient struct{ *mcptest.Client }
 func connect(t testing.TB, url, token string, gen generation) *testClient {
 	t.Helper()
 	return &testClient{mcptest.Connect(t, url, token, gen, true)}
-}
-
-func (tc *testClient) toolNames(t testing.TB) []string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	res, err := tc.ListTools(ctx, mcp.ListToolsRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, tool := range res.Tools {
-		names = append(names, tool.Name)
-	}
-	sort.Strings(names)
-	return names
 }
 
 func (tc *testClient) call(t testing.TB, name string, args map[string]any) (*mcp.CallToolResult, error) {

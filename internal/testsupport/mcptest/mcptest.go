@@ -4,7 +4,9 @@
 package mcptest
 
 import (
+	"context"
 	"encoding/json"
+	"sort"
 	"testing"
 	"time"
 
@@ -50,4 +52,21 @@ func ExpectChanged(t testing.TB, changed <-chan struct{}, n int) {
 		t.Fatalf("got more than %d tools/list_changed", n)
 	case <-time.After(200 * time.Millisecond):
 	}
+}
+
+// ToolNames lists the session's tools, sorted.
+func (c *Client) ToolNames(t testing.TB) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	sort.Strings(names)
+	return names
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kitsoki/kitsoki/internal/schema"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
@@ -20,27 +18,7 @@ const routingStory = "testdata/routing/app.yaml"
 // checked against the published trace schema.
 func routedTiers(t *testing.T, path string) (tiers []string, routeCalls int) {
 	t.Helper()
-	c, err := schema.NewCompiler("../../schemas")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	sch, err := c.Compile("trace-event.schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		if _, err := sch.ValidateJSON(sc.Bytes()); err != nil {
-			t.Errorf("trace line does not match the schema: %v\n%s", err, sc.Text())
-		}
-	}
+	checkTraceSchema(t, path)
 	evs, err := trace.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

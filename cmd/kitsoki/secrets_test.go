@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"os"
@@ -9,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kitsoki/kitsoki/internal/schema"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
@@ -236,45 +234,10 @@ states:
 	}
 }
 
-// checkTraceSchema validates every line of a trace file against
-// schemas/trace-event.schema.json.
-func checkTraceSchema(t *testing.T, path string) {
-	t.Helper()
-	c, err := schema.NewCompiler("../../schemas")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	sch, err := c.Compile("trace-event.schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		if _, err := sch.ValidateJSON(sc.Bytes()); err != nil {
-			t.Errorf("line %d: %v\n%s", n, err, sc.Text())
-		}
-	}
-}
-
 // TestTraceSchemaRequiresErrorKind: the schema refuses an agent.call.error
 // line without error_kind, or with a kind that is not one of the six.
 func TestTraceSchemaRequiresErrorKind(t *testing.T) {
-	c, err := schema.NewCompiler("../../schemas")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	sch, err := c.Compile("trace-event.schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sch := traceSchema(t)
 	line := func(payload map[string]any) []byte {
 		b, _ := json.Marshal(map[string]any{"turn": 1, "seq": 2, "ts": "2025-06-01T10:00:01Z", "kind": "agent.call.error",
 			"state_path": "s", "call_id": "335599da002646d7", "payload": payload})

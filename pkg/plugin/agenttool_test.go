@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -50,34 +49,14 @@ func (unimplementedAgent) Ask(_ context.Context, req *AskRequest) (*AskResponse,
 	return Submit(req.Prompt)
 }
 
+// serveAgent runs ServeConn with a on pipes; the loop must have returned
+// when the test ends.
 func serveAgent(t *testing.T, a Agent) (send func(string), recv func() string) {
 	t.Helper()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	done := make(chan error, 1)
-	go func() { done <- ServeConn(context.Background(), inR, outW, a) }()
-	br := bufio.NewReader(outR)
-	send = func(s string) {
-		if _, err := io.WriteString(inW, s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	recv = func() string {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			t.Fatalf("read response: %v", err)
-		}
-		return strings.TrimSuffix(line, "\n")
-	}
-	t.Cleanup(func() {
-		inW.Close()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			t.Error("ServeConn did not return after EOF")
-		}
-		outR.Close()
+	send, recv, stop := onPipes(t, "ServeConn", func(ctx context.Context, r io.Reader, w io.Writer) error {
+		return ServeConn(ctx, r, w, a)
 	})
+	t.Cleanup(func() { _ = stop() })
 	return send, recv
 }
 

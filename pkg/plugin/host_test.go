@@ -1,14 +1,12 @@
 package plugin
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -35,35 +33,15 @@ var testHostOps = map[string]HostOp{
 	}},
 }
 
+// serveHost runs ServeHostConn with testHostOps on pipes; send adds the
+// line's newline. The loop must have returned when the test ends.
 func serveHost(t *testing.T) (send func(string), recv func() string) {
 	t.Helper()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	done := make(chan error, 1)
-	go func() { done <- ServeHostConn(context.Background(), inR, outW, testHostOps) }()
-	br := bufio.NewReader(outR)
-	send = func(s string) {
-		if _, err := io.WriteString(inW, s+"\n"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	recv = func() string {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			t.Fatalf("read response: %v", err)
-		}
-		return strings.TrimSuffix(line, "\n")
-	}
-	t.Cleanup(func() {
-		inW.Close()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			t.Error("ServeHostConn did not return after EOF")
-		}
-		outR.Close()
+	sendRaw, recv, stop := onPipes(t, "ServeHostConn", func(ctx context.Context, r io.Reader, w io.Writer) error {
+		return ServeHostConn(ctx, r, w, testHostOps)
 	})
-	return send, recv
+	t.Cleanup(func() { _ = stop() })
+	return func(s string) { sendRaw(s + "\n") }, recv
 }
 
 func hostInvoke(id, op string) string {

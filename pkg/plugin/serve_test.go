@@ -33,14 +33,25 @@ var testAgent = AgentFunc(func(ctx context.Context, req *AskRequest) (*AskRespon
 	return Submit(req.Prompt)
 })
 
-// serve runs ServeConn on pipes and returns a line writer, a line reader
-// and the channel ServeConn's result arrives on.
+// serve runs ServeConn with testAgent on pipes (see onPipes).
 func serve(t *testing.T) (send func(string), recv func() string, stop func() error) {
+	t.Helper()
+	return onPipes(t, "ServeConn", func(ctx context.Context, r io.Reader, w io.Writer) error {
+		return ServeConn(ctx, r, w, testAgent)
+	})
+}
+
+// onPipes runs a serve loop (ServeConn, ServeHostConn) on in-memory pipes
+// and returns a writer of raw input, a reader of one output line, and
+// stop, which closes the input and returns the loop's result (the test
+// fails when the loop has not returned 5s after its input ended). The
+// pipes are closed when the test ends.
+func onPipes(t *testing.T, name string, run func(context.Context, io.Reader, io.Writer) error) (send func(string), recv func() string, stop func() error) {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
-	go func() { done <- ServeConn(context.Background(), inR, outW, testAgent) }()
+	go func() { done <- run(context.Background(), inR, outW) }()
 	br := bufio.NewReader(outR)
 	send = func(s string) {
 		if _, err := io.WriteString(inW, s); err != nil {
@@ -60,7 +71,7 @@ func serve(t *testing.T) (send func(string), recv func() string, stop func() err
 		case err := <-done:
 			return err
 		case <-time.After(5 * time.Second):
-			t.Fatal("ServeConn did not return after EOF")
+			t.Fatal(name + " did not return after EOF")
 			return nil
 		}
 	}

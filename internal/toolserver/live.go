@@ -3,32 +3,16 @@ package toolserver
 import (
 	"context"
 	"errors"
+
+	"github.com/kitsoki/kitsoki/internal/agent"
 )
 
 // LiveCall is what a live agent call's run offers the tools of the
-// kanban-task and office-task surfaces. The host implements it for each
-// agent call it dispatches; every method acts on that call's own run, whose
-// ids the session binds, never on one named in tool arguments. Methods may
-// block (AskOperator waits for the answer) and must honour ctx, which ends
-// when the tool call or the agent call ends.
-type LiveCall interface {
-	// World returns a snapshot of the run's world variables.
-	World() map[string]any
-	// AskOperator shows question to the operator (kitsoki run prints it)
-	// and returns the answer.
-	AskOperator(ctx context.Context, question string) (string, error)
-	// AskParent sends question to the parent run's agent or operator and
-	// returns the answer.
-	AskParent(ctx context.Context, question string) (string, error)
-	// SetTitle sets the run's title.
-	SetTitle(ctx context.Context, title string) error
-	// CompleteStep records that the agent finished its current step, with
-	// a short summary.
-	CompleteStep(ctx context.Context, summary string) error
-	// EmitIntent queues an intent (with slots) on the run, to fire once
-	// the agent call has settled.
-	EmitIntent(ctx context.Context, name string, slots map[string]any) error
-}
+// kanban-task and office-task surfaces: agent.LiveRun, the one definition.
+// The host implements it for each agent call it dispatches; every method
+// acts on that call's own run, whose ids the session binds, never on one
+// named in tool arguments.
+type LiveCall = agent.LiveRun
 
 // CallContext is what kitsoki knows about a live agent call beyond the wire
 // request: the ids the session binds and the facts its profile is resolved

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -410,7 +409,7 @@ func eventMiss(i int, e EventExpect, evs []capturedEvent, payloads []any, from i
 	}
 	if e.Payload != nil {
 		j, _ := json.Marshal(e.Payload)
-		fmt.Fprintf(&b, " with payload including %s", clipTo(string(j), 200))
+		fmt.Fprintf(&b, " with payload including %s", cassette.ClipTo(string(j), 200))
 	}
 	if i > 0 {
 		fmt.Fprintf(&b, " after expect_events[%d], which matched event %d", i-1, from-1)
@@ -429,7 +428,7 @@ func eventMiss(i int, e EventExpect, evs []capturedEvent, payloads []any, from i
 			if e.HasStatePath {
 				at = fmt.Sprintf("in %q ", ev.StatePath)
 			}
-			same = append(same, fmt.Sprintf("%d: %s%s", j, at, clipTo(string(p), 200)))
+			same = append(same, fmt.Sprintf("%d: %s%s", j, at, cassette.ClipTo(string(p), 200)))
 		}
 	}
 	if len(same) > 0 {
@@ -478,16 +477,4 @@ func contains(list []string, s string) bool {
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // clipValue shortens a JSON value quoted in a message.
-func clipValue(s string) string { return clipTo(s, 80) }
-
-// clipTo shortens s to max bytes (not splitting a UTF-8 sequence), marking
-// the cut with "...".
-func clipTo(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	for max > 0 && !utf8.RuneStart(s[max]) {
-		max--
-	}
-	return s[:max] + "..."
-}
+func clipValue(s string) string { return cassette.ClipTo(s, cassette.ValueClip) }

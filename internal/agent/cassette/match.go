@@ -272,11 +272,16 @@ func (k *Key) describeDiff(ep *Episode, name string) string {
 }
 
 // clipValue shortens a JSON value quoted in a message.
-func clipValue(s string) string { return clipTo(s, 80) }
+func clipValue(s string) string { return ClipTo(s, ValueClip) }
 
-// clipTo shortens s to max bytes (not splitting a UTF-8 sequence), marking
-// the cut with "...".
-func clipTo(s string, max int) string {
+// ValueClip is how many bytes of a value a miss or assertion message
+// quotes.
+const ValueClip = 80
+
+// ClipTo shortens s to max bytes (not splitting a UTF-8 sequence), marking
+// the cut with "...": how a cassette miss and a flow assertion quote
+// values in their messages.
+func ClipTo(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}

@@ -2,7 +2,6 @@ package eval
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -238,23 +237,10 @@ func (a *recordingAgent) Ask(ctx context.Context, call *agent.Call) (*agent.AskR
 			ab.Error = (&agent.AskError{Kind: agent.KindPluginCrash, Detail: err.Error()}).Error()
 		}
 	case resp != nil:
-		ab.Response = responseText(resp.Submission)
+		ab.Response = cassette.ResponseText(resp.Submission)
 	}
 	a.rec.add(int64(req.Turn), a.handler, &cassette.Episode{Agent: ab})
 	return resp, err
 }
 
 func (a *recordingAgent) Close() error { return nil }
-
-// responseText is a submission as a cassette agent response: a JSON
-// string's text, else the JSON itself.
-func responseText(sub json.RawMessage) string {
-	if len(sub) == 0 {
-		return ""
-	}
-	var s string
-	if sub[0] == '"' && json.Unmarshal(sub, &s) == nil {
-		return s
-	}
-	return string(sub)
-}

@@ -105,11 +105,8 @@ func (s *Session) Do(ctx context.Context, line string) (*Outcome, error) {
 func (s *Session) turn(ctx context.Context, intent string, slots map[string]any, line string) (*Outcome, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.usable(); err != nil {
+	if err := s.ready(); err != nil {
 		return nil, err
-	}
-	if !s.started {
-		return nil, errors.New("kitsoki: session not started: call Start first")
 	}
 	out, err := s.rt.sess.Turn(ctx, intent, slots, line)
 	return s.outcome(out, err)
@@ -126,11 +123,8 @@ func (s *Session) turn(ctx context.Context, intent string, slots map[string]any,
 func (s *Session) Say(ctx context.Context, text string) (*Outcome, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.usable(); err != nil {
+	if err := s.ready(); err != nil {
 		return nil, err
-	}
-	if !s.started {
-		return nil, errors.New("kitsoki: session not started: call Start first")
 	}
 	out, err := s.rt.sess.Say(ctx, text)
 	o, oerr := s.outcome(out, err)
@@ -149,11 +143,8 @@ func (s *Session) Say(ctx context.Context, text string) (*Outcome, error) {
 func (s *Session) Settle(ctx context.Context) ([]*Outcome, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.usable(); err != nil {
+	if err := s.ready(); err != nil {
 		return nil, err
-	}
-	if !s.started {
-		return nil, errors.New("kitsoki: session not started: call Start first")
 	}
 	outs, err := s.rt.sess.Settle(ctx)
 	var res []*Outcome
@@ -169,6 +160,17 @@ func (s *Session) Settle(ctx context.Context) ([]*Outcome, error) {
 func (s *Session) usable() error {
 	if s.closed {
 		return errors.New("kitsoki: session is closed")
+	}
+	return nil
+}
+
+// ready is usable and started: what a turn needs.
+func (s *Session) ready() error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if !s.started {
+		return errors.New("kitsoki: session not started: call Start first")
 	}
 	return nil
 }

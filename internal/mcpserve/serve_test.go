@@ -13,6 +13,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/kitsoki/kitsoki/internal/testsupport/mcptest"
 )
 
 func TestServeStdio(t *testing.T) {
@@ -32,16 +34,8 @@ func TestServeStdio(t *testing.T) {
 	if _, err := c.Initialize(ctx, mcp.InitializeRequest{}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, tool := range res.Tools {
-		names = append(names, tool.Name)
-	}
 	want := []string{ToolCreateTask, ToolInspectStory, ToolListPlugins, ToolValidateSchema, ToolValidateStory}
-	if diff := cmp.Diff(want, sortedCopy(names)); diff != "" {
+	if diff := cmp.Diff(want, mcptest.ToolNames(t, c)); diff != "" {
 		t.Errorf("tools (-want +got):\n%s", diff)
 	}
 	out, err := c.CallTool(ctx, callReq(ToolValidateStory, map[string]any{"path": "good"}))
@@ -79,7 +73,7 @@ func TestServeHTTP(t *testing.T) {
 	}
 	for _, gen := range generations {
 		c := connect(t, ep[0], ep[1], gen)
-		if diff := cmp.Diff([]string{ToolInspectStory, ToolListPlugins, ToolValidateSchema, ToolValidateStory}, c.ToolNames(t)); diff != "" {
+		if diff := cmp.Diff([]string{ToolInspectStory, ToolListPlugins, ToolValidateSchema, ToolValidateStory}, mcptest.ToolNames(t, c)); diff != "" {
 			t.Errorf("%s tools (-want +got):\n%s", gen, diff)
 		}
 	}
@@ -149,16 +143,4 @@ func TestServeMaxBodyBytes(t *testing.T) {
 	if err := Serve(context.Background(), ServeOptions{MaxBodyBytes: -1, Stderr: io.Discard}); err == nil || !strings.Contains(err.Error(), "MaxBodyBytes -1: must be positive") {
 		t.Errorf("negative limit: err = %v", err)
 	}
-}
-
-func sortedCopy(s []string) []string {
-	out := append([]string(nil), s...)
-	for i := range out {
-		for j := i + 1; j < len(out); j++ {
-			if out[j] < out[i] {
-				out[i], out[j] = out[j], out[i]
-			}
-		}
-	}
-	return out
 }

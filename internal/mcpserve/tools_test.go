@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/testsupport/mcptest"
 	"github.com/kitsoki/kitsoki/internal/toolserver"
 )
 
@@ -61,7 +62,7 @@ func TestOutsideSurfacesOverHTTP(t *testing.T) {
 				s := open(t, h, Config{Profile: mustProfile(t, tc.surface), Root: root,
 					LoadStory: fakeLoader, StartRun: fakeStartRun, Plugins: tc.plugins})
 				c := connect(t, s.URL(), s.Token(), gen)
-				if diff := cmp.Diff(tc.tools, c.ToolNames(t)); diff != "" {
+				if diff := cmp.Diff(tc.tools, mcptest.ToolNames(t, c)); diff != "" {
 					t.Fatalf("tools (-want +got):\n%s", diff)
 				}
 				text, sc, isErr := c.mustCall(t, tc.call, tc.args)

@@ -264,17 +264,7 @@ func connect(t testing.TB, s *toolserver.Session, listen bool) *testClient {
 // tools lists the session's tools by name.
 func (tc *testClient) tools(t testing.TB) map[string]mcp.Tool {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	res, err := tc.ListTools(ctx, mcp.ListToolsRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]mcp.Tool{}
-	for _, tool := range res.Tools {
-		out[tool.Name] = tool
-	}
-	return out
+	return mcptest.Tools(t, tc)
 }
 
 // pluginToolNames lists the plugin tools (kitsoki_ prefix) offered.

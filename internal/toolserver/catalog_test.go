@@ -70,7 +70,7 @@ func TestCatalogReachesLiveSessionsFilteredBySurface(t *testing.T) {
 		t.Run(string(gen), func(t *testing.T) {
 			kc := connect(t, kanban.URL(), kanban.Token(), gen)
 			oc := connect(t, office.URL(), office.Token(), gen)
-			if diff := cmp.Diff([]string{"kitsoki_p_both"}, pluginNames(kc.ToolNames(t))); diff != "" {
+			if diff := cmp.Diff([]string{"kitsoki_p_both"}, pluginNames(mcptest.ToolNames(t, kc))); diff != "" {
 				t.Errorf("a new session starts from the current snapshot (-want +got):\n%s", diff)
 			}
 			rev := c.Current().Revision
@@ -83,10 +83,10 @@ func TestCatalogReachesLiveSessionsFilteredBySurface(t *testing.T) {
 			}
 			mcptest.ExpectChanged(t, kc.Changed, 1)
 			mcptest.ExpectChanged(t, oc.Changed, 0) // the office set did not change
-			if diff := cmp.Diff([]string{"kitsoki_p_both", "kitsoki_p_kanban"}, pluginNames(kc.ToolNames(t))); diff != "" {
+			if diff := cmp.Diff([]string{"kitsoki_p_both", "kitsoki_p_kanban"}, pluginNames(mcptest.ToolNames(t, kc))); diff != "" {
 				t.Errorf("kanban session (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff([]string{"kitsoki_p_both"}, pluginNames(oc.ToolNames(t))); diff != "" {
+			if diff := cmp.Diff([]string{"kitsoki_p_both"}, pluginNames(mcptest.ToolNames(t, oc))); diff != "" {
 				t.Errorf("office session (-want +got):\n%s", diff)
 			}
 			if got := kanban.AppliedCatalog().Revision; got != rev+1 {
@@ -123,7 +123,7 @@ func TestCatalogIgnoresOlderSnapshot(t *testing.T) {
 		t.Error("revision 1 was applied after revision 2")
 	}
 	mcptest.ExpectChanged(t, tc.Changed, 0)
-	if got := pluginNames(tc.ToolNames(t)); got != nil {
+	if got := pluginNames(mcptest.ToolNames(t, tc)); got != nil {
 		t.Errorf("the stale snapshot restored %v", got)
 	}
 	if s.ApplyCatalog(without) {
@@ -134,7 +134,7 @@ func TestCatalogIgnoresOlderSnapshot(t *testing.T) {
 		t.Error("a snapshot of a new generation was refused")
 	}
 	mcptest.ExpectChanged(t, tc.Changed, 1)
-	if diff := cmp.Diff([]string{"kitsoki_p_tag"}, pluginNames(tc.ToolNames(t))); diff != "" {
+	if diff := cmp.Diff([]string{"kitsoki_p_tag"}, pluginNames(mcptest.ToolNames(t, tc))); diff != "" {
 		t.Errorf("after the new generation (-want +got):\n%s", diff)
 	}
 }

@@ -90,7 +90,7 @@ func TestSurfacesOverHTTP(t *testing.T) {
 				live := newFakeLive()
 				s := open(t, h, SessionConfig{Profile: tc.profile, RunID: "run-7", StoryDir: root, Live: live})
 				c := connect(t, s.URL(), s.Token(), gen)
-				if diff := cmp.Diff(tc.tools, c.ToolNames(t)); diff != "" {
+				if diff := cmp.Diff(tc.tools, mcptest.ToolNames(t, c)); diff != "" {
 					t.Fatalf("tools (-want +got):\n%s", diff)
 				}
 				text, sc, isErr := c.mustCall(t, tc.call, tc.args)
@@ -170,7 +170,7 @@ func TestListChangedOncePerReplacement(t *testing.T) {
 			want++
 		}
 		for gen, c := range clients {
-			if diff := cmp.Diff(st.tools, c.ToolNames(t)); diff != "" {
+			if diff := cmp.Diff(st.tools, mcptest.ToolNames(t, c)); diff != "" {
 				t.Errorf("step %d, %s client tools (-want +got):\n%s", i, gen, diff)
 			}
 		}
@@ -195,7 +195,7 @@ func TestRefreshNotifiesOnlyOnCatalogChange(t *testing.T) {
 	h := listen(t)
 	s := open(t, h, SessionConfig{Profile: mustProfile(t, KanbanTask, nil), Live: newFakeLive(), PluginTools: catalog})
 	c := connect(t, s.URL(), s.Token(), modern)
-	if !contains(c.ToolNames(t), "kitsoki_agent_tagger_add_tag") {
+	if !contains(mcptest.ToolNames(t, c), "kitsoki_agent_tagger_add_tag") {
 		t.Fatal("plugin tool not listed")
 	}
 	if s.Refresh() {
@@ -217,7 +217,7 @@ func TestStaleClientCallingRemovedToolIsRefused(t *testing.T) {
 			live := newFakeLive()
 			s := open(t, h, SessionConfig{Profile: mustProfile(t, KanbanTask, []Capability{UserQuestion}), Live: live})
 			c := connect(t, s.URL(), s.Token(), gen)
-			if !contains(c.ToolNames(t), ToolAskUser) {
+			if !contains(mcptest.ToolNames(t, c), ToolAskUser) {
 				t.Fatal("ask tool not listed")
 			}
 			if _, err := s.SetProfile(mustProfile(t, KanbanTask, nil)); err != nil {
@@ -310,7 +310,7 @@ func TestTokens(t *testing.T) {
 	// Each token reaches its own session.
 	ca := connect(t, h.URL(), a.Token(), modern)
 	cb := connect(t, h.URL(), b.Token(), modern)
-	if !contains(ca.ToolNames(t), ToolSubmit) || contains(cb.ToolNames(t), ToolSubmit) {
+	if !contains(mcptest.ToolNames(t, ca), ToolSubmit) || contains(mcptest.ToolNames(t, cb), ToolSubmit) {
 		t.Error("tokens are not routed to their own sessions")
 	}
 	a.Close()

@@ -7,11 +7,12 @@ import (
 	"errors"
 	"math"
 	"sort"
-	"sync"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 )
 
 // fuzzAgent echoes the prompt, fails, panics or returns a result that
@@ -43,18 +44,6 @@ func (fuzzAgent) InvokeAgentTool(_ context.Context, req *AgentToolRequest) (*Age
 	return &AgentToolResult{Text: req.Name, StructuredContent: req.Arguments}, nil
 }
 
-// lockedBuffer is the plugin's stdout.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
 // FuzzServeConn runs the SDK's request loop over arbitrary input (what
 // kitsoki writes to a plugin's stdin). It must return once the input ends
 // (an error only when the last line is torn), and every line it writes
@@ -63,7 +52,7 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 // error, notifications never.
 func FuzzServeConn(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
-		var out lockedBuffer
+		var out testkit.SyncBuffer // the plugin's stdout
 		err := ServeConn(context.Background(), bytes.NewReader(in), &out, fuzzAgent{})
 
 		// What the input asks for, line by line as LineStream reads it.
@@ -97,7 +86,7 @@ func FuzzServeConn(f *testing.F) {
 
 		var gotIDs []string
 		gotNull := 0
-		for line := range bytes.Lines(out.b.Bytes()) {
+		for line := range bytes.Lines([]byte(out.String())) {
 			var resp map[string]json.RawMessage
 			if err := json.Unmarshal(line, &resp); err != nil {
 				t.Fatalf("output line is not a JSON object: %v: %q", err, line)
@@ -126,10 +115,10 @@ func FuzzServeConn(f *testing.F) {
 		sort.Strings(wantIDs)
 		sort.Strings(gotIDs)
 		if diff := cmp.Diff(wantIDs, gotIDs); diff != "" {
-			t.Fatalf("answered ids (-want +got):\n%s\noutput:\n%s", diff, out.b.Bytes())
+			t.Fatalf("answered ids (-want +got):\n%s\noutput:\n%s", diff, out.String())
 		}
 		if gotNull != wantNull {
-			t.Fatalf("%d null-id responses, want %d (one per unreadable line):\n%s", gotNull, wantNull, out.b.Bytes())
+			t.Fatalf("%d null-id responses, want %d (one per unreadable line):\n%s", gotNull, wantNull, out.String())
 		}
 	})
 }

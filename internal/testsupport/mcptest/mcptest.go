@@ -6,7 +6,7 @@ package mcptest
 import (
 	"context"
 	"encoding/json"
-	"sort"
+	"slices"
 	"testing"
 	"time"
 
@@ -54,8 +54,34 @@ func ExpectChanged(t testing.TB, changed <-chan struct{}, n int) {
 	}
 }
 
-// ToolNames lists the session's tools, sorted.
-func (c *Client) ToolNames(t testing.TB) []string {
+// Lister is an MCP client that lists tools: mcp-go's client, or a Client.
+type Lister interface {
+	ListTools(ctx context.Context, req mcp.ListToolsRequest) (*mcp.ListToolsResult, error)
+}
+
+// Tools lists the tools c is offered, by name.
+func Tools(t testing.TB, c Lister) map[string]mcp.Tool {
+	t.Helper()
+	out := map[string]mcp.Tool{}
+	for _, tool := range list(t, c) {
+		out[tool.Name] = tool
+	}
+	return out
+}
+
+// ToolNames lists the names of the tools c is offered, sorted (a name
+// offered twice stands twice).
+func ToolNames(t testing.TB, c Lister) []string {
+	t.Helper()
+	var names []string
+	for _, tool := range list(t, c) {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func list(t testing.TB, c Lister) []mcp.Tool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -63,10 +89,5 @@ func (c *Client) ToolNames(t testing.TB) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for _, tool := range res.Tools {
-		names = append(names, tool.Name)
-	}
-	sort.Strings(names)
-	return names
+	return res.Tools
 }

@@ -69,13 +69,12 @@ type sidecarHold struct {
 // this was its last holder. Later calls do nothing.
 func (h *sidecarHold) close(client *http.Client, pool *Pool) error {
 	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
+	s, already := h.sidecar, h.closed
+	h.closed = true
+	h.mu.Unlock()
+	if already {
 		return nil
 	}
-	h.closed = true
-	s := h.sidecar
-	h.mu.Unlock()
 	client.CloseIdleConnections()
 	if s == nil {
 		return nil

@@ -147,8 +147,8 @@ func typeText(e ast.Expr) string {
 }
 
 // SameNames fails when the key lists found in the source differ from the
-// ones the schema names.
-func SameNames(t *testing.T, found []string, listed map[string]bool) {
+// ones the schema names (the keys of listed).
+func SameNames[V any](t *testing.T, found []string, listed map[string]V) {
 	t.Helper()
 	var names []string
 	for n := range listed {

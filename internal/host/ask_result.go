@@ -1,6 +1,7 @@
 package host
 
 import (
+	"github.com/kitsoki/kitsoki/internal/number"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
@@ -34,15 +35,8 @@ func (c *askCall) result(a answer) *Result {
 // claude_session_id; the other verbs → stdout, exit_code, ok, submitted.
 func builtinData(verb string, submission any, meta map[string]any) map[string]any {
 	exit := 0
-	if v, ok := meta["exit_code"]; ok {
-		switch n := v.(type) {
-		case int:
-			exit = n
-		case int64:
-			exit = int(n)
-		case float64:
-			exit = int(n)
-		}
+	if n, ok := number.Int(meta["exit_code"]); ok {
+		exit = int(n)
 	}
 	d := map[string]any{"submitted": submission, "exit_code": exit, "ok": exit == 0, "meta": metaOrNil(meta)}
 	if verb == plugin.VerbDecide {

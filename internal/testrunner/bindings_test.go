@@ -1,7 +1,6 @@
 package testrunner
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -29,16 +28,7 @@ func bindingsStory(t *testing.T) string {
 // prints it.
 func runBindings(t *testing.T, app, glob string) ([]*FlowResult, string) {
 	t.Helper()
-	fxs, err := LoadFixtures(app, filepath.Join(filepath.Dir(app), glob))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := NewRunner(WithFlowGetenv(testkit.NoEnv))
-	t.Cleanup(func() { r.Close() })
-	rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := runFixtures(t, app, filepath.Join(filepath.Dir(app), glob))
 	return rep.Results, report(rep.Results, false)
 }
 
@@ -345,16 +335,7 @@ states:
 				"flows/c.yaml":  "kind: host_cassette\nepisodes:\n  - id: wt\n    match: {handler: host.git_worktree}\n    response: {data: {log: synced}}\n    replay: any\n",
 				"flows/f.yaml":  "test_kind: flow\napp: ../app.yaml\n" + tt.answer + "turns:\n  - intent: go\n    expect_world: {log: synced}\nexpect_no_errors: true\n",
 			})
-			fxs, err := LoadFixtures(filepath.Join(dir, "app.yaml"), filepath.Join(dir, "flows", "f.yaml"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := NewRunner(WithFlowGetenv(testkit.NoEnv))
-			defer r.Close()
-			rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			rep := runFixtures(t, filepath.Join(dir, "app.yaml"), filepath.Join(dir, "flows", "f.yaml"))
 			if got := report(rep.Results, false); got != "PASS  f.yaml\n" {
 				t.Errorf("report:\n%s", got)
 			}

@@ -22,17 +22,7 @@ const shopApp = "testdata/shop/app.yaml"
 // runFile runs the fixtures of one file and returns the results.
 func runFile(t *testing.T, file string, opts ...FlowOption) []*FlowResult {
 	t.Helper()
-	fxs, err := LoadFixtures(shopApp, file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := NewRunner(append([]FlowOption{WithFlowGetenv(testkit.NoEnv)}, opts...)...)
-	t.Cleanup(func() { r.Close() })
-	rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rep.Results
+	return runFixtures(t, shopApp, file, opts...).Results
 }
 
 // report renders results as `kitsoki test flows` prints them.
@@ -453,16 +443,7 @@ func TestRunFixturesFailFast(t *testing.T) {
 
 // The --json document has Kitsoki's untagged field names.
 func TestReportJSONShape(t *testing.T) {
-	fxs, err := LoadFixtures(shopApp, "testdata/shop/flows/passing.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := NewRunner(WithFlowGetenv(testkit.NoEnv), WithEvents())
-	defer r.Close()
-	rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := runFixtures(t, shopApp, "testdata/shop/flows/passing.yaml", WithEvents())
 	path := filepath.Join(t.TempDir(), "r.json")
 	if err := rep.WriteJSON(path); err != nil {
 		t.Fatal(err)
@@ -618,16 +599,7 @@ func TestSetupErrorDoesNotStopTheRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fxs, err := LoadFixtures(abs, filepath.Join(dir, "*.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := NewRunner(WithFlowGetenv(testkit.NoEnv), WithFlowWorkspace("/"))
-	defer r.Close()
-	rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := runFixtures(t, abs, filepath.Join(dir, "*.yaml"), WithFlowWorkspace("/"))
 	if rep.Passed != 2 || rep.Failed != 1 {
 		t.Errorf("passed %d, failed %d; want 2 and 1:\n%s", rep.Passed, rep.Failed, report(rep.Results, false))
 	}

@@ -33,3 +33,22 @@ func firstSetupError(r *Runner, fxs []*Fixture) (*Report, error) {
 	}
 	return rep, nil
 }
+
+// runFixtures loads the fixtures of app that file names ("" = the app's
+// own flows) and runs them with an empty environment (plus opts), failing
+// the test when they do not load or the run fails; the runner is closed
+// when the test ends.
+func runFixtures(t *testing.T, app, file string, opts ...FlowOption) *Report {
+	t.Helper()
+	fxs, err := LoadFixtures(app, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRunner(append([]FlowOption{WithFlowGetenv(testkit.NoEnv)}, opts...)...)
+	t.Cleanup(func() { r.Close() })
+	rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}

@@ -1,7 +1,6 @@
 package testrunner
 
 import (
-	"context"
 	"path/filepath"
 	"testing"
 
@@ -27,16 +26,7 @@ states:
 func runInline(t *testing.T, flow string) string {
 	t.Helper()
 	dir := testkit.Tree(t, map[string]string{"app.yaml": inputApp, "flows/f.yaml": flow})
-	fxs, err := LoadFixtures(filepath.Join(dir, "app.yaml"), filepath.Join(dir, "flows", "f.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := NewRunner(WithFlowGetenv(testkit.NoEnv))
-	t.Cleanup(func() { r.Close() })
-	rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := runFixtures(t, filepath.Join(dir, "app.yaml"), filepath.Join(dir, "flows", "f.yaml"))
 	for _, res := range rep.Results {
 		res.Name = "f.yaml"
 	}

@@ -12,17 +12,7 @@ import (
 
 func runJobs(t *testing.T, file string) []*FlowResult {
 	t.Helper()
-	fxs, err := LoadFixtures("testdata/jobs/app.yaml", file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := NewRunner(WithFlowGetenv(testkit.NoEnv))
-	t.Cleanup(func() { r.Close() })
-	rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rep.Results
+	return runFixtures(t, "testdata/jobs/app.yaml", file).Results
 }
 
 // Background jobs in flows: a clarification answered through a slot
@@ -112,16 +102,7 @@ func TestBuildWatchFlows(t *testing.T) {
 // whose delay does not fit waits for the next advance.
 func TestFlowAdvanceClockChainsJobs(t *testing.T) {
 	for _, f := range []string{"chain.yaml", "short.yaml"} {
-		fxs, err := LoadFixtures("testdata/jobchain/app.yaml", "testdata/jobchain/flows/"+f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := NewRunner(WithFlowGetenv(testkit.NoEnv))
-		t.Cleanup(func() { r.Close() })
-		rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		rep := runFixtures(t, "testdata/jobchain/app.yaml", "testdata/jobchain/flows/"+f)
 		if res := rep.Results; len(res) != 1 || !res[0].Passed {
 			t.Errorf("%s:\n%s", f, report(res, true))
 		}

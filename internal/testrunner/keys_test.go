@@ -2,7 +2,6 @@ package testrunner
 
 import (
 	"bytes"
-	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,17 +18,7 @@ const keysApp = "testdata/keys/app.yaml"
 // runKeys runs the fixtures of one file against the keys story.
 func runKeys(t *testing.T, file string, opts ...FlowOption) []*FlowResult {
 	t.Helper()
-	fxs, err := LoadFixtures(keysApp, file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := NewRunner(append([]FlowOption{WithFlowGetenv(testkit.NoEnv)}, opts...)...)
-	t.Cleanup(func() { r.Close() })
-	rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rep.Results
+	return runFixtures(t, keysApp, file, opts...).Results
 }
 
 // Every key of the fixture format, written as Kitsoki's flows write them,

@@ -26,6 +26,7 @@ import (
 	hostjobs "github.com/kitsoki/kitsoki/internal/hosts/jobs"
 	hostrun "github.com/kitsoki/kitsoki/internal/hosts/run"
 	"github.com/kitsoki/kitsoki/internal/hosts/starlark"
+	"github.com/kitsoki/kitsoki/internal/hosts/ticket"
 	"github.com/kitsoki/kitsoki/internal/hosts/transport"
 	"github.com/kitsoki/kitsoki/internal/inbox"
 	"github.com/kitsoki/kitsoki/internal/jobs"
@@ -481,6 +482,7 @@ func (rt *Runtime) newHost(cfg Config, builtin agent.Agent, routeMap map[*story.
 	hostrun.Register(h, hostrun.Config{Workspace: st.Workspace, Clock: cfg.Clock, Logger: cfg.Logger})
 	artifacts.Register(h, st.Workspace)
 	gitwt.Register(h, gitwt.Config{Workspace: st.Workspace, Out: cfg.Out, Logger: cfg.Logger})
+	ticket.Register(h, ticket.Config{Workspace: st.Workspace, Clock: cfg.Clock})
 	transport.Register(h, cfg.Out)
 	hostjobs.Register(h, rt.jobs, rt.inbox)
 	so := cfg.Starlark

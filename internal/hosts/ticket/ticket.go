@@ -243,13 +243,12 @@ func (t *Tickets) read(path, typ string) (*file, error) {
 	f := &file{ID: strings.TrimSuffix(filepath.Base(path), ".md"), Type: typ, Path: path, fields: map[string]any{}}
 	text := strings.ReplaceAll(string(b), "\r\n", "\n")
 	rest := text
-	if strings.HasPrefix(text, "---\n") {
-		end := strings.Index(text[4:], "\n---")
-		if end < 0 || (len(text) > 4+end+4 && text[4+end+4] != '\n') {
+	if fm, after, ok := splitFront(text); ok {
+		if after < 0 {
 			return nil, fmt.Errorf("%s:1: the front matter opened with --- is never closed: end it with a line holding only ---", t.rel(path))
 		}
 		var doc yaml.Node
-		if err := yaml.Unmarshal([]byte(text[4:4+end+1]), &doc); err != nil {
+		if err := yaml.Unmarshal([]byte(fm), &doc); err != nil {
 			return nil, fmt.Errorf("%s: front matter (line 1 is the first line after ---): %w", t.rel(path), err)
 		}
 		if len(doc.Content) == 1 {
@@ -261,7 +260,7 @@ func (t *Tickets) read(path, typ string) (*file, error) {
 				return nil, fmt.Errorf("%s: front matter: %w", t.rel(path), err)
 			}
 		}
-		rest = strings.TrimPrefix(text[4+end+4:], "\n")
+		rest = text[after:]
 	}
 	lines := strings.Split(rest, "\n")
 	first := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, commentPrefix) })
@@ -290,6 +289,31 @@ func (t *Tickets) read(path, typ string) (*file, error) {
 	}
 	flush()
 	return f, nil
+}
+
+// splitFront finds the front matter of text: ok when text opens with a
+// "---" line; fm is the YAML between it and the next line holding only
+// "---", after the offset where the rest of the file starts (-1 when no
+// closing line follows).
+func splitFront(text string) (fm string, after int, ok bool) {
+	if !strings.HasPrefix(text, "---\n") {
+		return "", 0, false
+	}
+	for i := 3; i < len(text); {
+		j := strings.Index(text[i:], "\n---")
+		if j < 0 {
+			break
+		}
+		end := i + j + 4 // just past the closing ---
+		if end == len(text) || text[end] == '\n' {
+			if end < len(text) {
+				end++
+			}
+			return text[4 : i+j+1], end, true
+		}
+		i = end
+	}
+	return "", -1, true
 }
 
 func (f *file) str(key string) string {
@@ -565,12 +589,12 @@ func (t *Tickets) transition(root string, args map[string]any) (map[string]any, 
 	}
 	text := strings.ReplaceAll(string(raw), "\r\n", "\n")
 	front := f.front
-	rest := text
-	if front == nil {
+	if front == nil { // no front matter, or an empty one
 		front = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-	} else {
-		end := strings.Index(text[4:], "\n---")
-		rest = strings.TrimPrefix(text[4+end+4:], "\n")
+	}
+	rest := text
+	if _, after, ok := splitFront(text); ok {
+		rest = text[after:]
 	}
 	set := false
 	for i := 0; i+1 < len(front.Content); i += 2 {

@@ -180,6 +180,18 @@ func TestTransitionAddsFrontMatter(t *testing.T) {
 	if d := cmp.Diff("---\nstatus: wontfix\n---\n# Plain\n\nNo front matter.\n", string(b)); d != "" {
 		t.Errorf("file (-want +got):\n%s", d)
 	}
+	// An empty front matter block is filled, not doubled.
+	p = filepath.Join(dir, "issues/bugs/empty.md")
+	if err := os.WriteFile(p, []byte("---\n---\nBody.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := do(t, tk, "transition", map[string]any{"id": "empty", "to": "open"}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	b, _ = os.ReadFile(p)
+	if d := cmp.Diff("---\nstatus: open\n---\nBody.\n", string(b)); d != "" {
+		t.Errorf("empty front matter (-want +got):\n%s", d)
+	}
 }
 
 func TestErrors(t *testing.T) {
@@ -258,5 +270,43 @@ func TestRegister(t *testing.T) {
 	res, err = h.Dispatch(t.Context(), &host.Call{Namespace: Name + ".search", Args: map[string]any{"query": "csv"}})
 	if err != nil || res.Err != nil || !strings.Contains(ids(t, res)[0], "export-csv") {
 		t.Errorf("search = %+v, %v", res, err)
+	}
+}
+
+// The front matter's closing line is a line holding only ---; it may be
+// empty or end the file.
+func TestFrontMatterForms(t *testing.T) {
+	tests := []struct {
+		name, file, title, status, body string
+		err                             string
+	}{
+		{"empty front matter", "---\n---\n# Heading\n", "Heading", "", "# Heading", ""},
+		{"closing line ends the file", "---\ntitle: T\nstatus: open\n---", "T", "open", "", ""},
+		{"the first closing line ends it; a later --- rule is body", "---\ntitle: T\n---\nAbove\n\n---\n\nBelow\n", "T", "", "Above\n\n---\n\nBelow", ""},
+		{"a ---- line does not close it", "---\ntitle: T\n----\n", "", "", "",
+			"host.local_files.ticket.get: issues/bugs/x.md:1: the front matter opened with --- is never closed: end it with a line holding only ---"},
+		{"no front matter", "Just text.\n", "x", "", "Just text.", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tk, dir := newTickets(t)
+			if err := os.WriteFile(filepath.Join(dir, "issues/bugs/x.md"), []byte(tt.file), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r := do(t, tk, "get", map[string]any{"id": "x"})
+			if tt.err != "" {
+				if r.Err == nil || r.Err.Error() != tt.err {
+					t.Fatalf("error = %v, want %q", r.Err, tt.err)
+				}
+				return
+			}
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			got := []any{r.Data["title"], r.Data["status"], r.Data["body"]}
+			if d := cmp.Diff([]any{tt.title, tt.status, tt.body}, got); d != "" {
+				t.Errorf("title, status, body (-want +got):\n%s", d)
+			}
+		})
 	}
 }

@@ -171,11 +171,26 @@ func (w *Workflow) Session(ctx workflow.Context, in SessionInput) (*SessionResul
 	}
 	started = true
 
+	// tick takes the timeouts due on the workflow clock as their own
+	// turns, in the main coroutine, once no update's turn runs.
+	tick := func() error {
+		if err := workflow.Await(ctx, func() bool { return !busy }); err != nil {
+			return err
+		}
+		busy, cur = true, ctx
+		defer func() { busy = false }()
+		before := sess.TurnNumber()
+		if _, err := sess.Tick(context.Background()); err != nil {
+			fault = err
+		}
+		turns += int(sess.TurnNumber() - before)
+		return nil
+	}
 	for {
-		if err := workflow.Await(ctx, func() bool {
+		if err := awaitFiringTimeouts(ctx, sess, func() bool {
 			done, _ := sess.Done()
 			return fault != nil || (!busy && (done || turns >= after))
-		}); err != nil {
+		}, tick); err != nil {
 			return nil, err
 		}
 		if fault != nil {

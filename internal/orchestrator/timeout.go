@@ -68,6 +68,19 @@ func (s *Session) Tick(ctx context.Context) (*Outcome, error) {
 	return last, nil
 }
 
+// NextTimeout is when the earliest armed timeout falls due on the
+// session's clock (false when none is armed). A driver that waits between
+// turns (the Temporal workflow) sleeps until then and calls Tick.
+func (s *Session) NextTimeout() (time.Time, bool) {
+	var best time.Time
+	for i, tm := range s.timers {
+		if i == 0 || tm.due.Before(best) {
+			best = tm.due
+		}
+	}
+	return best, len(s.timers) > 0
+}
+
 // dueTimer is the earliest due timer (declaration order breaks ties).
 func (s *Session) dueTimer() (timer, bool) {
 	now := s.clock.Now()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
@@ -52,6 +53,12 @@ type InvokeResult struct {
 	// returned an error instead of a result).
 	Fault  string  `json:"fault,omitempty"`
 	Events []Event `json:"events,omitempty"`
+	// Emitted is how many emit_intent signals the answering attempt
+	// (ActivityID, Attempt) sent; the workflow takes them before it
+	// binds the result.
+	Emitted    int    `json:"emitted,omitempty"`
+	ActivityID string `json:"activity_id,omitempty"`
+	Attempt    int32  `json:"attempt,omitempty"`
 }
 
 // CallError is a call's domain error across the activity boundary. Kind
@@ -117,6 +124,9 @@ type Activities struct {
 	// activity sets its trace sink and leaves Session nil: the session
 	// lives in the workflow.
 	Config func(st *story.Story) runtime.Config
+	// Signal sends an agent's emit_intent to the session workflow; nil
+	// uses the activity's client.
+	Signal Signaller
 }
 
 // Invoke dispatches one call through a host runtime.Open builds, and
@@ -136,7 +146,9 @@ func (a *Activities) Invoke(ctx context.Context, in InvokeInput) (*InvokeResult,
 	mask := secret.New(st.Secrets)
 	sink := newCaptureSink(st, cfg.Clock, in.Seq)
 	cfg.Session = nil
+	cfg.AttachCalls = true
 	cfg.Trace = runtime.Trace{Sink: sink}
+	live := a.live(ctx, in, mask)
 	rt, err := runtime.Open(st, cfg)
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(mask.String(fmt.Sprintf("open %s: %v", in.Story.Path, err)), "kitsoki.open", nil)
@@ -144,11 +156,11 @@ func (a *Activities) Invoke(ctx context.Context, in InvokeInput) (*InvokeResult,
 	defer rt.Close()
 	res, derr := rt.Host().Dispatch(ctx, &host.Call{Namespace: in.Namespace, Args: in.Args.Map(), Invoke: inv,
 		SessionID: in.SessionID, Turn: in.Turn, State: in.State, World: in.World.Map(),
-		Run: host.RunEnv{TitleOwned: in.TitleOwned}})
+		Run: host.RunEnv{TitleOwned: in.TitleOwned, Live: live}})
 	if te, ok := errors.AsType[*host.TraceError](derr); ok {
 		return nil, temporal.NewNonRetryableApplicationError(mask.String(te.Error()), "kitsoki.trace", nil)
 	}
-	out := &InvokeResult{}
+	out := &InvokeResult{Emitted: live.emitted(), ActivityID: live.info.ActivityID, Attempt: live.info.Attempt}
 	if derr != nil {
 		out.Fault = mask.String(derr.Error())
 	}
@@ -165,6 +177,17 @@ func (a *Activities) Invoke(ctx context.Context, in InvokeInput) (*InvokeResult,
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "kitsoki.trace", nil)
 	}
 	return out, nil
+}
+
+func (a *Activities) live(ctx context.Context, in InvokeInput, mask *secret.Masker) *remoteLive {
+	l := &remoteLive{world: in.World.Map(), signal: a.Signal, mask: mask}
+	if activity.IsActivity(ctx) {
+		l.info = activity.GetInfo(ctx)
+	}
+	if l.signal == nil {
+		l.signal = clientSignaller
+	}
+	return l
 }
 
 // captureSink keeps the events one call writes (in memory, secrets

@@ -58,6 +58,9 @@ func (d *activityDispatcher) Dispatch(_ context.Context, c *host.Call) (*host.Re
 			return nil, &host.TraceError{Err: err}
 		}
 	}
+	if err := d.takeEmits(c, &out); err != nil {
+		return nil, &host.TraceError{Err: err}
+	}
 	if out.Fault != "" {
 		return nil, errors.New(out.Fault)
 	}

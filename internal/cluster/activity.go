@@ -12,6 +12,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/runtime"
+	"github.com/kitsoki/kitsoki/internal/schema"
 	"github.com/kitsoki/kitsoki/internal/secret"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/trace"
@@ -38,6 +39,9 @@ type InvokeInput struct {
 	// the events the call writes continue from it, so their seqs (and a
 	// live call_id derived from one) are a local run's.
 	Seq int `json:"seq"`
+	// AdHoc is set for a call no invoke asked for (the free-text
+	// router's); Invoke is then unset.
+	AdHoc *AdHocCall `json:"ad_hoc,omitempty"`
 }
 
 // InvokeResult is what a call returned: the result data, the domain
@@ -132,7 +136,7 @@ type Activities struct {
 // Invoke dispatches one call through a host runtime.Open builds, and
 // returns what it answered and the events it wrote.
 func (a *Activities) Invoke(ctx context.Context, in InvokeInput) (*InvokeResult, error) {
-	st, inv, err := a.Stories.Invoke(in.Story, in.Invoke)
+	st, inv, sch, err := a.call(in)
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "kitsoki.story", nil)
 	}
@@ -156,7 +160,7 @@ func (a *Activities) Invoke(ctx context.Context, in InvokeInput) (*InvokeResult,
 	defer rt.Close()
 	res, derr := rt.Host().Dispatch(ctx, &host.Call{Namespace: in.Namespace, Args: in.Args.Map(), Invoke: inv,
 		SessionID: in.SessionID, Turn: in.Turn, State: in.State, World: in.World.Map(),
-		Run: host.RunEnv{TitleOwned: in.TitleOwned, Live: live}})
+		Run: host.RunEnv{TitleOwned: in.TitleOwned, Live: live}, Schema: sch, Purpose: adHocPurpose(in)})
 	if te, ok := errors.AsType[*host.TraceError](derr); ok {
 		return nil, temporal.NewNonRetryableApplicationError(mask.String(te.Error()), "kitsoki.trace", nil)
 	}
@@ -177,6 +181,28 @@ func (a *Activities) Invoke(ctx context.Context, in InvokeInput) (*InvokeResult,
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "kitsoki.trace", nil)
 	}
 	return out, nil
+}
+
+// call finds the invoke in of the pinned story, or rebuilds an ad hoc
+// one with its schema.
+func (a *Activities) call(in InvokeInput) (*story.Story, *story.Invoke, *schema.Schema, error) {
+	if in.AdHoc == nil {
+		st, inv, err := a.Stories.Invoke(in.Story, in.Invoke)
+		return st, inv, nil, err
+	}
+	st, err := a.Stories.Load(in.Story)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	inv, sch, err := in.AdHoc.call()
+	return st, inv, sch, err
+}
+
+func adHocPurpose(in InvokeInput) string {
+	if in.AdHoc == nil {
+		return ""
+	}
+	return in.AdHoc.Purpose
 }
 
 func (a *Activities) live(ctx context.Context, in InvokeInput, mask *secret.Masker) *remoteLive {

@@ -138,7 +138,7 @@ func (w *Workflow) Session(ctx workflow.Context, in SessionInput) (*SessionResul
 			}
 			busy, cur = true, uctx
 			defer func() { busy, cur = false, ctx }()
-			out, err := sess.Turn(context.Background(), req.Intent, req.Slots.Map(), req.Input)
+			out, err := takeTurn(sess, req)
 			if err != nil {
 				fault = err
 				return nil, err
@@ -150,8 +150,8 @@ func (w *Workflow) Session(ctx workflow.Context, in SessionInput) (*SessionResul
 			if done, _ := sess.Done(); done {
 				return fmt.Errorf("the session is in its terminal state %q: it takes no more intents", sess.State())
 			}
-			if !started || busy {
-				return nil // checked by the turn itself, in order
+			if !started || busy || freeText(req) {
+				return nil // checked by the turn itself, in order (free text: once routed)
 			}
 			if rej := sess.Check(req.Intent, req.Slots.Map()); rej != nil {
 				return temporal.NewApplicationError(rej.Error(), rej.Code, rej)

@@ -114,11 +114,15 @@ func TestRecordedHistories(t *testing.T) {
 
 // historyShape is what a recorded history must keep: each event's type
 // with its activity type, timer duration, update or signal name, and the
-// session's result.
+// session's result. Workflow task events and activity starts are left
+// out: where the server cuts workflow tasks depends on timing.
 func historyShape(h *historypb.History) []string {
 	var out []string
 	for _, e := range h.GetEvents() {
-		line := strings.TrimPrefix(e.GetEventType().String(), "EVENT_TYPE_")
+		line := e.GetEventType().String()
+		if strings.HasPrefix(line, "WorkflowTask") || line == "ActivityTaskStarted" {
+			continue
+		}
 		switch {
 		case e.GetActivityTaskScheduledEventAttributes() != nil:
 			line += " " + e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
@@ -151,10 +155,14 @@ func semDial(t *testing.T, ctx context.Context, o client.Options) client.Client 
 }
 
 // semWorker starts an in-process worker on queue for the stories in dir.
-func semWorker(t *testing.T, c client.Client, queue, dir string, cfg func(*story.Story) runtime.Config) {
+func semWorker(t *testing.T, c client.Client, queue, dir string, cfg func(*story.Story) runtime.Config, opts ...worker.Options) {
 	t.Helper()
 	stories := &cluster.Stories{Dir: dir}
-	w := worker.New(c, queue, worker.Options{})
+	var o worker.Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	w := worker.New(c, queue, o)
 	w.RegisterWorkflowWithOptions((&cluster.Workflow{Stories: stories}).Session, workflow.RegisterOptions{Name: cluster.SessionWorkflowName})
 	w.RegisterActivityWithOptions((&cluster.Activities{Stories: stories, Config: cfg}).Invoke, activity.RegisterOptions{Name: cluster.InvokeActivity})
 	if err := w.Start(); err != nil {

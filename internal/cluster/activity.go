@@ -24,7 +24,7 @@ const InvokeActivity = "kitsoki.invoke"
 // InvokeInput is one call of a session, as the workflow hands it to a
 // worker: where the invoke is in the pinned story, what it was rendered
 // with, and what the call needs of the session. It holds no resolved
-// secret: args and world are the session's own values.
+// secret: the story's secrets in args and world are sealed (sealer).
 type InvokeInput struct {
 	Story      StoryRef  `json:"story"`
 	Invoke     InvokeRef `json:"invoke"`
@@ -158,8 +158,9 @@ func (a *Activities) Invoke(ctx context.Context, in InvokeInput) (*InvokeResult,
 		return nil, temporal.NewNonRetryableApplicationError(mask.String(fmt.Sprintf("open %s: %v", in.Story.Path, err)), "kitsoki.open", nil)
 	}
 	defer rt.Close()
-	res, derr := rt.Host().Dispatch(ctx, &host.Call{Namespace: in.Namespace, Args: in.Args.Map(), Invoke: inv,
-		SessionID: in.SessionID, Turn: in.Turn, State: in.State, World: in.World.Map(),
+	seal := newSealer(st.Secrets)
+	res, derr := rt.Host().Dispatch(ctx, &host.Call{Namespace: in.Namespace, Args: seal.open(in.Args.Map()), Invoke: inv,
+		SessionID: in.SessionID, Turn: in.Turn, State: in.State, World: seal.open(in.World.Map()),
 		Run: host.RunEnv{TitleOwned: in.TitleOwned, Live: live}, Schema: sch, Purpose: adHocPurpose(in)})
 	if te, ok := errors.AsType[*host.TraceError](derr); ok {
 		return nil, temporal.NewNonRetryableApplicationError(mask.String(te.Error()), "kitsoki.trace", nil)

@@ -53,8 +53,13 @@ func (d *activityDispatcher) Dispatch(_ context.Context, c *host.Call) (*host.Re
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
 		Summary:             c.Namespace + " " + where,
 	})
-	in := InvokeInput{Story: d.ref, Invoke: at, Namespace: c.Namespace, Args: Value{c.Args},
-		SessionID: c.SessionID, Turn: c.Turn, State: c.State, World: Value{c.World},
+	st, err := d.stories.Load(d.ref)
+	if err != nil {
+		return nil, err
+	}
+	seal := newSealer(st.Secrets)
+	in := InvokeInput{Story: d.ref, Invoke: at, Namespace: c.Namespace, Args: Value{seal.seal(c.Args)},
+		SessionID: c.SessionID, Turn: c.Turn, State: c.State, World: Value{seal.seal(c.World)},
 		TitleOwned: c.Run.TitleOwned, Seq: d.sink.NextSeq(c.Turn), AdHoc: adHoc}
 	var out InvokeResult
 	if err := workflow.ExecuteActivity(ctx, InvokeActivity, in).Get(*d.cur, &out); err != nil {

@@ -244,4 +244,3 @@ func (semEmitter) Ask(ctx context.Context, c *agent.Call) (*agent.AskResponse, e
 }
 
 func (semEmitter) Close() error { return nil }
-

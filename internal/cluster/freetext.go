@@ -66,3 +66,11 @@ func takeTurn(sess *orchestrator.Session, req IntentRequest) (*orchestrator.Outc
 // freeText reports whether the update's request is free text, which only
 // its turn can check (routing decides the intent).
 func freeText(req IntentRequest) bool { return req.Intent == "" && req.Input != "" }
+
+// routing is the session's routing configuration from its input.
+func routing(in SessionInput) orchestrator.RoutingConfig {
+	if in.Routing == nil {
+		return orchestrator.RoutingConfig{}
+	}
+	return *in.Routing
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/clock"
+	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
 )
@@ -107,5 +108,38 @@ func TestFreeTextIsRoutedAsLocally(t *testing.T) {
 	}
 	if d := cmp.Diff(shapes(t, rt.Memory().Events()), shapes(t, traceOf(t, env))); d != "" {
 		t.Errorf("trace (-local +workflow):\n%s", d)
+	}
+}
+
+// TestFreeTextRoutingFromTheInput: the session input's routing (here a
+// confidence bar above the router's 0.9) decides as --min-confidence does
+// locally: the routed greeting is refused as NO_MATCH.
+func TestFreeTextRoutingFromTheInput(t *testing.T) {
+	st, err := story.Load("testdata/freetext/app.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	stories := &Stories{Dir: "testdata"}
+	env.RegisterWorkflowWithOptions((&Workflow{Stories: stories}).Session, workflow.RegisterOptions{Name: SessionWorkflowName})
+	env.RegisterActivityWithOptions((&Activities{Stories: stories, Config: routerConfig}).Invoke, activity.RegisterOptions{Name: InvokeActivity})
+	var got *TurnResult
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(IntentUpdate, "say", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { t.Errorf("rejected: %v", err) }, OnAccept: func() {},
+			OnComplete: func(v any, err error) {
+				if err != nil {
+					t.Errorf("say: %v", err)
+				}
+				got, _ = v.(*TurnResult)
+			}}, IntentRequest{Input: "say hello to Ada"})
+	}, time.Minute)
+	env.RegisterDelayedCallback(func() { env.CancelWorkflow() }, 2*time.Minute)
+	bar := 0.95
+	env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Story: StoryRef{Path: "freetext/app.yaml", Hash: st.ContentHash}, SessionID: "s1",
+		Routing: &orchestrator.RoutingConfig{MinConfidence: &bar}})
+	if got == nil || got.Outcome != "rejected" || got.Rejection == nil || got.Rejection.Code != orchestrator.CodeNoMatch {
+		t.Errorf("turn %+v, want a NO_MATCH rejection", got)
 	}
 }

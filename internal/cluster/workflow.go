@@ -44,6 +44,10 @@ type SessionInput struct {
 	ContinueAsNewAfter int `json:"continue_as_new_after,omitempty"`
 	// Carried is the session a previous run handed over; nil starts it.
 	Carried *Snapshot `json:"carried,omitempty"`
+	// Routing is how the session routes free text (kitsoki run's
+	// --router, --min-confidence, --semantic-routing); nil is the
+	// story's routing: block and the defaults.
+	Routing *orchestrator.RoutingConfig `json:"routing,omitempty"`
 }
 
 // Snapshot is what a continue-as-new carries: the story hash is the
@@ -119,7 +123,7 @@ func (w *Workflow) Session(ctx workflow.Context, in SessionInput) (*SessionResul
 	d := &activityDispatcher{cur: &cur, stories: w.Stories, ref: in.Story, sink: sink, timeout: timeout}
 	rt, err := runtime.Open(st, runtime.Config{Clock: clk, IgnorePins: true, Timeout: timeout,
 		Trace:   runtime.Trace{Sink: sink},
-		Session: &runtime.Session{ID: in.SessionID, World: in.World.Map(), Root: in.Root, Dispatcher: d}})
+		Session: &runtime.Session{ID: in.SessionID, World: in.World.Map(), Root: in.Root, Dispatcher: d, Routing: routing(in)}})
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("open session %s: %v", in.SessionID, err), "kitsoki.open", nil)
 	}

@@ -34,3 +34,12 @@ func awaitFiringTimeouts(ctx workflow.Context, sess *orchestrator.Session, cond 
 		}
 	}
 }
+
+// restore puts a continued session where its previous run left it,
+// armed timeouts included.
+func restore(sess *orchestrator.Session, c *Snapshot) error {
+	if err := sess.Restore(c.State, c.World.Map(), c.Turn); err != nil {
+		return err
+	}
+	return sess.RestoreTimeouts(c.Timeouts)
+}

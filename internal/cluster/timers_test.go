@@ -3,15 +3,18 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/kitsoki/kitsoki/internal/clock"
+	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/trace"
@@ -160,5 +163,51 @@ func TestTimeoutRearmsOnEntry(t *testing.T) {
 	}
 	if d := cmp.Diff([]string{"room after 1h0m0s"}, timeouts); d != "" {
 		t.Errorf("timeouts fired (-want +got):\n%s", d)
+	}
+}
+
+// TestContinueAsNewCarriesTimeouts: the run continues as new after the
+// poke with the 10m timeout armed; the next run fires it at the same
+// workflow time, not 10m after it started.
+func TestContinueAsNewCarriesTimeouts(t *testing.T) {
+	env, ref, _ := timeoutEnv(t)
+	start := env.Now()
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(IntentUpdate, "poke", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { t.Errorf("poke rejected: %v", err) }, OnAccept: func() {}, OnComplete: func(any, error) {}},
+			IntentRequest{Intent: "poke"})
+	}, 3*time.Minute)
+	env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Story: ref, SessionID: "s1", ContinueAsNewAfter: 1})
+	var can *workflow.ContinueAsNewError
+	if err := env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("want continue-as-new, got %v", err)
+	}
+	var next SessionInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	want := []orchestrator.ArmedTimeout{{State: "waiting", Due: start.Add(10 * time.Minute)}}
+	if next.Carried == nil {
+		t.Fatal("nothing carried")
+	}
+	if d := cmp.Diff(want, next.Carried.Timeouts, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); d != "" {
+		t.Fatalf("carried timeouts (-want +got):\n%s", d)
+	}
+
+	env2, _, _ := timeoutEnv(t)
+	env2.SetStartTime(start.Add(3 * time.Minute))
+	env2.ExecuteWorkflow(SessionWorkflowName, next)
+	if err := env2.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var res SessionResult
+	if err := env2.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.State != "gone" || res.Turn != 2 {
+		t.Errorf("result %q turn %d, want gone at turn 2", res.State, res.Turn)
+	}
+	if got := env2.Now().Sub(start); got != 10*time.Minute {
+		t.Errorf("the continued run ended %v after the session started, want 10m", got)
 	}
 }

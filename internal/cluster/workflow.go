@@ -56,6 +56,8 @@ type Snapshot struct {
 	State string `json:"state"`
 	World Value  `json:"world"`
 	Turn  int64  `json:"turn"`
+	// Timeouts are the armed state timeouts, due on the workflow clock.
+	Timeouts []orchestrator.ArmedTimeout `json:"timeouts,omitempty"`
 }
 
 // IntentRequest is the intent update's argument.
@@ -167,7 +169,7 @@ func (w *Workflow) Session(ctx workflow.Context, in SessionInput) (*SessionResul
 	}
 
 	if c := in.Carried; c != nil {
-		if err := sess.Restore(c.State, c.World.Map(), c.Turn); err != nil {
+		if err := restore(sess, c); err != nil {
 			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("continue session %s: %v", in.SessionID, err), "kitsoki.restore", nil)
 		}
 	} else if _, err := sess.Start(context.Background()); err != nil {
@@ -213,7 +215,8 @@ func (w *Workflow) Session(ctx workflow.Context, in SessionInput) (*SessionResul
 		next := in
 		next.World = Value{}
 		next.Root = ""
-		next.Carried = &Snapshot{State: sess.State(), World: Value{orchestrator.DeepCopy(sess.World())}, Turn: sess.TurnNumber()}
+		next.Carried = &Snapshot{State: sess.State(), World: Value{orchestrator.DeepCopy(sess.World())}, Turn: sess.TurnNumber(),
+			Timeouts: sess.Timeouts()}
 		return nil, workflow.NewContinueAsNewError(ctx, SessionWorkflowName, next)
 	}
 }

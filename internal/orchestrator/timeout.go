@@ -81,6 +81,39 @@ func (s *Session) NextTimeout() (time.Time, bool) {
 	return best, len(s.timers) > 0
 }
 
+// ArmedTimeout is an armed state timeout: the state that declared it and
+// when it falls due on the session's clock.
+type ArmedTimeout struct {
+	State string    `json:"state"`
+	Due   time.Time `json:"due"`
+}
+
+// Timeouts returns the armed timeouts in arming order, for a driver that
+// hands the session over (the Temporal workflow's continue-as-new).
+func (s *Session) Timeouts() []ArmedTimeout {
+	out := make([]ArmedTimeout, len(s.timers))
+	for i, tm := range s.timers {
+		out[i] = ArmedTimeout{State: tm.state, Due: tm.due}
+	}
+	return out
+}
+
+// RestoreTimeouts arms the timeouts a session handed over, after Restore;
+// each must name a state of the story that declares a timeout.
+func (s *Session) RestoreTimeouts(ts []ArmedTimeout) error {
+	for _, t := range ts {
+		st, ok := s.story.States[t.State]
+		if !ok || st.Timeout == nil {
+			return fmt.Errorf("the carried timeout of state %q: no such state with a timeout: in the story", t.State)
+		}
+	}
+	s.timers = s.timers[:0]
+	for _, t := range ts {
+		s.timers = append(s.timers, timer{state: t.State, due: t.Due})
+	}
+	return nil
+}
+
 // dueTimer is the earliest due timer (declaration order breaks ties).
 func (s *Session) dueTimer() (timer, bool) {
 	now := s.clock.Now()

@@ -121,3 +121,19 @@ func TestNextTimeout(t *testing.T) {
 		t.Errorf("NextTimeout in the terminal state = %v, want none", due)
 	}
 }
+
+func TestRestoreTimeouts(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := newRig(t, files{"app.yaml": timeoutStory}, withClock(clock.NewFake(start)))
+	want := []ArmedTimeout{{State: "room", Due: start.Add(time.Hour)}, {State: "room.a", Due: start.Add(time.Minute)}}
+	if err := r.sess.RestoreTimeouts(want); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, r.sess.Timeouts()); d != "" {
+		t.Errorf("Timeouts (-want +got):\n%s", d)
+	}
+	err := r.sess.RestoreTimeouts([]ArmedTimeout{{State: "gone", Due: start}})
+	if err == nil || err.Error() != `the carried timeout of state "gone": no such state with a timeout: in the story` {
+		t.Errorf("RestoreTimeouts(gone) = %v", err)
+	}
+}

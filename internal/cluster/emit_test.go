@@ -44,7 +44,9 @@ func emitConfig(*story.Story) runtime.Config {
 
 // TestEmitIntentIsASignal: the agent's emit_intent reaches the workflow
 // as emit_intent signals, which fire in order once the call settles, as
-// in a local run: the same final state, world and trace.
+// in a local run: the same final state, world and trace. A signal of
+// another attempt of the call is dropped (had it fired, finish would come
+// before noted and the note would be empty).
 func TestEmitIntentIsASignal(t *testing.T) {
 	st, err := story.Load("testdata/emit/app.yaml")
 	if err != nil {
@@ -58,6 +60,13 @@ func TestEmitIntentIsASignal(t *testing.T) {
 	var signals []EmitSignal
 	acts := &Activities{Stories: stories, Config: emitConfig,
 		Signal: func(_ context.Context, _, _ string, sig EmitSignal) error {
+			if len(signals) == 0 {
+				// What an earlier attempt of the call, lost with its
+				// worker, sent: dropped, not fired.
+				stale := sig
+				stale.Attempt, stale.Intent = sig.Attempt+7, "finish"
+				env.SignalWorkflow(EmitIntentSignal, stale)
+			}
 			signals = append(signals, sig)
 			env.SignalWorkflow(EmitIntentSignal, sig)
 			return nil

@@ -115,3 +115,27 @@ func TestEmitIntentIsASignal(t *testing.T) {
 		t.Errorf("trace (-local +workflow):\n%s", d)
 	}
 }
+
+// TestRemoteRunActions: on a worker, the run actions other than
+// emit_intent act on state the workflow holds and are refused by name.
+func TestRemoteRunActions(t *testing.T) {
+	l := &remoteLive{world: map[string]any{"k": "v"}, signal: func(context.Context, string, string, EmitSignal) error { return nil }}
+	ctx := context.Background()
+	_, askErr := l.AskOperator(ctx, "q?")
+	_, parentErr := l.AskParent(ctx, "q?")
+	got := []string{askErr.Error(), parentErr.Error(), l.SetTitle(ctx, "t").Error(), l.CompleteStep(ctx, "s").Error(),
+		l.EmitIntent(ctx, " ", nil).Error()}
+	want := []string{
+		"ask the operator: not available to an agent call of a Temporal session yet",
+		"this run has no parent run",
+		"set the title: not available to an agent call of a Temporal session yet",
+		"complete a step: not available to an agent call of a Temporal session yet",
+		"the intent name is empty",
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("refusals (-want +got):\n%s", d)
+	}
+	if l.emitted() != 0 || l.World()["k"] != "v" {
+		t.Errorf("emitted %d, world %v", l.emitted(), l.World())
+	}
+}

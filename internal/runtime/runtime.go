@@ -81,6 +81,10 @@ type Config struct {
 	Session *Session
 	// Tools shapes the MCP tools the run's agent calls are offered.
 	Tools Tools
+	// AttachCalls gives agent calls their run's actions (host.Call.Run)
+	// though no session is built here: a Temporal worker answering the
+	// calls of a session that lives in a workflow (internal/cluster).
+	AttachCalls bool
 	// Handlers registers host handlers by invoke name (exact, as
 	// host.Host.Register does) over a Cassette's: Go code answering a
 	// host (pkg/kitsoki's WithHandler). A Recorder records them as it
@@ -475,7 +479,7 @@ func (rt *Runtime) newHost(cfg Config, builtin agent.Agent, routeMap map[*story.
 	if builtin != nil {
 		opts = append(opts, host.WithBuiltin(builtin))
 	}
-	if cfg.Session != nil {
+	if cfg.Session != nil || cfg.AttachCalls {
 		opts = append(opts, liveCalls(st, rt.catalog(), cfg.Tools))
 	}
 	h := host.New(st, rt.reg, rt.sink, opts...)

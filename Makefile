@@ -63,6 +63,25 @@ test-corpus: build
 test-examples:
 	cd examples/gotest && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 
+# The tests against a real Temporal server (the Temporal CLI's dev server on
+# a loopback port), in the nested module integration/temporal so that
+# nothing they need enters the main module. The first run on a machine
+# installs the pinned CLI (scripts/setup-temporal.sh; a cold build takes
+# several minutes). .ci/run runs this after make test.
+.PHONY: test-temporal temporal-dev
+test-temporal:
+	cd integration/temporal && $(GO) vet ./... && \
+		TEMPORAL_CLI="$$(GO=$(GO) bash ../../scripts/setup-temporal.sh)" $(GO) test -race -count=1 -timeout 20m ./...
+
+# A Temporal dev server for your own sessions, on 127.0.0.1:7233 (UI on
+# :8233), keeping its state in .kitsoki/temporal-dev.db. Point kitsoki at
+# it with --temporal 127.0.0.1:7233. Ctrl-C stops it.
+TEMPORAL_DEV_PORT ?= 7233
+temporal-dev:
+	@mkdir -p .kitsoki
+	"$$(GO=$(GO) bash scripts/setup-temporal.sh)" server start-dev --ip 127.0.0.1 --port $(TEMPORAL_DEV_PORT) \
+		--db-filename .kitsoki/temporal-dev.db
+
 # Every fuzz target in turn, FUZZTIME each (FUZZ=FuzzLoad picks targets);
 # scripts/fuzz.sh lists them and docs/testing.md says what each covers.
 .PHONY: fuzz

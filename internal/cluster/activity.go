@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/runtime"
+	"github.com/kitsoki/kitsoki/internal/schema"
 	"github.com/kitsoki/kitsoki/internal/secret"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/trace"
@@ -22,7 +24,7 @@ const InvokeActivity = "kitsoki.invoke"
 // InvokeInput is one call of a session, as the workflow hands it to a
 // worker: where the invoke is in the pinned story, what it was rendered
 // with, and what the call needs of the session. It holds no resolved
-// secret: args and world are the session's own values.
+// secret: the story's secrets in args and world are sealed (sealer).
 type InvokeInput struct {
 	Story      StoryRef  `json:"story"`
 	Invoke     InvokeRef `json:"invoke"`
@@ -37,6 +39,9 @@ type InvokeInput struct {
 	// the events the call writes continue from it, so their seqs (and a
 	// live call_id derived from one) are a local run's.
 	Seq int `json:"seq"`
+	// AdHoc is set for a call no invoke asked for (the free-text
+	// router's); Invoke is then unset.
+	AdHoc *AdHocCall `json:"ad_hoc,omitempty"`
 }
 
 // InvokeResult is what a call returned: the result data, the domain
@@ -52,6 +57,12 @@ type InvokeResult struct {
 	// returned an error instead of a result).
 	Fault  string  `json:"fault,omitempty"`
 	Events []Event `json:"events,omitempty"`
+	// Emitted is how many emit_intent signals the answering attempt
+	// (ActivityID, Attempt) sent; the workflow takes them before it
+	// binds the result.
+	Emitted    int    `json:"emitted,omitempty"`
+	ActivityID string `json:"activity_id,omitempty"`
+	Attempt    int32  `json:"attempt,omitempty"`
 }
 
 // CallError is a call's domain error across the activity boundary. Kind
@@ -117,12 +128,15 @@ type Activities struct {
 	// activity sets its trace sink and leaves Session nil: the session
 	// lives in the workflow.
 	Config func(st *story.Story) runtime.Config
+	// Signal sends an agent's emit_intent to the session workflow; nil
+	// uses the activity's client.
+	Signal Signaller
 }
 
 // Invoke dispatches one call through a host runtime.Open builds, and
 // returns what it answered and the events it wrote.
 func (a *Activities) Invoke(ctx context.Context, in InvokeInput) (*InvokeResult, error) {
-	st, inv, err := a.Stories.Invoke(in.Story, in.Invoke)
+	st, inv, sch, err := a.call(in)
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "kitsoki.story", nil)
 	}
@@ -136,19 +150,22 @@ func (a *Activities) Invoke(ctx context.Context, in InvokeInput) (*InvokeResult,
 	mask := secret.New(st.Secrets)
 	sink := newCaptureSink(st, cfg.Clock, in.Seq)
 	cfg.Session = nil
+	cfg.AttachCalls = true
 	cfg.Trace = runtime.Trace{Sink: sink}
+	live := a.live(ctx, in, mask)
 	rt, err := runtime.Open(st, cfg)
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(mask.String(fmt.Sprintf("open %s: %v", in.Story.Path, err)), "kitsoki.open", nil)
 	}
 	defer rt.Close()
-	res, derr := rt.Host().Dispatch(ctx, &host.Call{Namespace: in.Namespace, Args: in.Args.Map(), Invoke: inv,
-		SessionID: in.SessionID, Turn: in.Turn, State: in.State, World: in.World.Map(),
-		Run: host.RunEnv{TitleOwned: in.TitleOwned}})
+	seal := newSealer(st.Secrets)
+	res, derr := rt.Host().Dispatch(ctx, &host.Call{Namespace: in.Namespace, Args: seal.open(in.Args.Map()), Invoke: inv,
+		SessionID: in.SessionID, Turn: in.Turn, State: in.State, World: seal.open(in.World.Map()),
+		Run: host.RunEnv{TitleOwned: in.TitleOwned, Live: live}, Schema: sch, Purpose: adHocPurpose(in)})
 	if te, ok := errors.AsType[*host.TraceError](derr); ok {
 		return nil, temporal.NewNonRetryableApplicationError(mask.String(te.Error()), "kitsoki.trace", nil)
 	}
-	out := &InvokeResult{}
+	out := &InvokeResult{Emitted: live.emitted(), ActivityID: live.info.ActivityID, Attempt: live.info.Attempt}
 	if derr != nil {
 		out.Fault = mask.String(derr.Error())
 	}
@@ -165,6 +182,39 @@ func (a *Activities) Invoke(ctx context.Context, in InvokeInput) (*InvokeResult,
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "kitsoki.trace", nil)
 	}
 	return out, nil
+}
+
+// call finds the invoke in of the pinned story, or rebuilds an ad hoc
+// one with its schema.
+func (a *Activities) call(in InvokeInput) (*story.Story, *story.Invoke, *schema.Schema, error) {
+	if in.AdHoc == nil {
+		st, inv, err := a.Stories.Invoke(in.Story, in.Invoke)
+		return st, inv, nil, err
+	}
+	st, err := a.Stories.Load(in.Story)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	inv, sch, err := in.AdHoc.call()
+	return st, inv, sch, err
+}
+
+func adHocPurpose(in InvokeInput) string {
+	if in.AdHoc == nil {
+		return ""
+	}
+	return in.AdHoc.Purpose
+}
+
+func (a *Activities) live(ctx context.Context, in InvokeInput, mask *secret.Masker) *remoteLive {
+	l := &remoteLive{world: in.World.Map(), signal: a.Signal, mask: mask}
+	if activity.IsActivity(ctx) {
+		l.info = activity.GetInfo(ctx)
+	}
+	if l.signal == nil {
+		l.signal = clientSignaller
+	}
+	return l
 }
 
 // captureSink keeps the events one call writes (in memory, secrets

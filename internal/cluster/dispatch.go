@@ -34,29 +34,44 @@ type activityDispatcher struct {
 // domain error or a fault) is never retried: agent calls cost money and
 // are not idempotent.
 func (d *activityDispatcher) Dispatch(_ context.Context, c *host.Call) (*host.Result, error) {
-	if c.Invoke == nil {
-		return nil, fmt.Errorf("%s: a call no invoke asked for (the free-text router) cannot run in a Temporal session yet", c.Namespace)
+	var adHoc *AdHocCall
+	at, err := InvokeRef{}, error(nil)
+	if c.Invoke != nil {
+		at, err = d.stories.Ref(d.ref, c.Invoke)
 	}
-	at, err := d.stories.Ref(d.ref, c.Invoke)
-	if err != nil {
-		return nil, err
+	if c.Invoke == nil || err != nil {
+		if adHoc, err = adHocCall(c, err); err != nil {
+			return nil, err
+		}
+	}
+	where := "at " + at.String()
+	if adHoc != nil {
+		where = "for " + adHoc.Purpose
 	}
 	ctx := workflow.WithActivityOptions(*d.cur, workflow.ActivityOptions{
 		StartToCloseTimeout: d.startToClose(c),
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
-		Summary:             fmt.Sprintf("%s at %s", c.Namespace, at),
+		Summary:             c.Namespace + " " + where,
 	})
-	in := InvokeInput{Story: d.ref, Invoke: at, Namespace: c.Namespace, Args: Value{c.Args},
-		SessionID: c.SessionID, Turn: c.Turn, State: c.State, World: Value{c.World},
-		TitleOwned: c.Run.TitleOwned, Seq: d.sink.NextSeq(c.Turn)}
+	st, err := d.stories.Load(d.ref)
+	if err != nil {
+		return nil, err
+	}
+	seal := newSealer(st.Secrets)
+	in := InvokeInput{Story: d.ref, Invoke: at, Namespace: c.Namespace, Args: Value{seal.seal(c.Args)},
+		SessionID: c.SessionID, Turn: c.Turn, State: c.State, World: Value{seal.seal(c.World)},
+		TitleOwned: c.Run.TitleOwned, Seq: d.sink.NextSeq(c.Turn), AdHoc: adHoc}
 	var out InvokeResult
 	if err := workflow.ExecuteActivity(ctx, InvokeActivity, in).Get(*d.cur, &out); err != nil {
-		return nil, &host.TraceError{Err: fmt.Errorf("%s at %s: activity %s: %w", c.Namespace, at, InvokeActivity, err)}
+		return nil, &host.TraceError{Err: fmt.Errorf("%s %s: activity %s: %w", c.Namespace, where, InvokeActivity, err)}
 	}
 	for _, e := range out.Events {
 		if err := d.sink.Append(e.trace()); err != nil {
 			return nil, &host.TraceError{Err: err}
 		}
+	}
+	if err := d.takeEmits(c, &out); err != nil {
+		return nil, &host.TraceError{Err: err}
 	}
 	if out.Fault != "" {
 		return nil, errors.New(out.Fault)

@@ -44,6 +44,10 @@ type SessionInput struct {
 	ContinueAsNewAfter int `json:"continue_as_new_after,omitempty"`
 	// Carried is the session a previous run handed over; nil starts it.
 	Carried *Snapshot `json:"carried,omitempty"`
+	// Routing is how the session routes free text (kitsoki run's
+	// --router, --min-confidence, --semantic-routing); nil is the
+	// story's routing: block and the defaults.
+	Routing *orchestrator.RoutingConfig `json:"routing,omitempty"`
 }
 
 // Snapshot is what a continue-as-new carries: the story hash is the
@@ -52,6 +56,8 @@ type Snapshot struct {
 	State string `json:"state"`
 	World Value  `json:"world"`
 	Turn  int64  `json:"turn"`
+	// Timeouts are the armed state timeouts, due on the workflow clock.
+	Timeouts []orchestrator.ArmedTimeout `json:"timeouts,omitempty"`
 }
 
 // IntentRequest is the intent update's argument.
@@ -119,7 +125,7 @@ func (w *Workflow) Session(ctx workflow.Context, in SessionInput) (*SessionResul
 	d := &activityDispatcher{cur: &cur, stories: w.Stories, ref: in.Story, sink: sink, timeout: timeout}
 	rt, err := runtime.Open(st, runtime.Config{Clock: clk, IgnorePins: true, Timeout: timeout,
 		Trace:   runtime.Trace{Sink: sink},
-		Session: &runtime.Session{ID: in.SessionID, World: in.World.Map(), Root: in.Root, Dispatcher: d}})
+		Session: &runtime.Session{ID: in.SessionID, World: in.World.Map(), Root: in.Root, Dispatcher: d, Routing: routing(in)}})
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("open session %s: %v", in.SessionID, err), "kitsoki.open", nil)
 	}
@@ -138,7 +144,7 @@ func (w *Workflow) Session(ctx workflow.Context, in SessionInput) (*SessionResul
 			}
 			busy, cur = true, uctx
 			defer func() { busy, cur = false, ctx }()
-			out, err := sess.Turn(context.Background(), req.Intent, req.Slots.Map(), req.Input)
+			out, err := takeTurn(sess, req)
 			if err != nil {
 				fault = err
 				return nil, err
@@ -150,8 +156,8 @@ func (w *Workflow) Session(ctx workflow.Context, in SessionInput) (*SessionResul
 			if done, _ := sess.Done(); done {
 				return fmt.Errorf("the session is in its terminal state %q: it takes no more intents", sess.State())
 			}
-			if !started || busy {
-				return nil // checked by the turn itself, in order
+			if !started || busy || freeText(req) {
+				return nil // checked by the turn itself, in order (free text: once routed)
 			}
 			if rej := sess.Check(req.Intent, req.Slots.Map()); rej != nil {
 				return temporal.NewApplicationError(rej.Error(), rej.Code, rej)
@@ -163,7 +169,7 @@ func (w *Workflow) Session(ctx workflow.Context, in SessionInput) (*SessionResul
 	}
 
 	if c := in.Carried; c != nil {
-		if err := sess.Restore(c.State, c.World.Map(), c.Turn); err != nil {
+		if err := restore(sess, c); err != nil {
 			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("continue session %s: %v", in.SessionID, err), "kitsoki.restore", nil)
 		}
 	} else if _, err := sess.Start(context.Background()); err != nil {
@@ -171,11 +177,26 @@ func (w *Workflow) Session(ctx workflow.Context, in SessionInput) (*SessionResul
 	}
 	started = true
 
+	// tick takes the timeouts due on the workflow clock as their own
+	// turns, in the main coroutine, once no update's turn runs.
+	tick := func() error {
+		if err := workflow.Await(ctx, func() bool { return !busy }); err != nil {
+			return err
+		}
+		busy, cur = true, ctx
+		defer func() { busy = false }()
+		before := sess.TurnNumber()
+		if _, err := sess.Tick(context.Background()); err != nil {
+			fault = err
+		}
+		turns += int(sess.TurnNumber() - before)
+		return nil
+	}
 	for {
-		if err := workflow.Await(ctx, func() bool {
+		if err := awaitFiringTimeouts(ctx, sess, func() bool {
 			done, _ := sess.Done()
 			return fault != nil || (!busy && (done || turns >= after))
-		}); err != nil {
+		}, tick); err != nil {
 			return nil, err
 		}
 		if fault != nil {
@@ -194,7 +215,8 @@ func (w *Workflow) Session(ctx workflow.Context, in SessionInput) (*SessionResul
 		next := in
 		next.World = Value{}
 		next.Root = ""
-		next.Carried = &Snapshot{State: sess.State(), World: Value{orchestrator.DeepCopy(sess.World())}, Turn: sess.TurnNumber()}
+		next.Carried = &Snapshot{State: sess.State(), World: Value{orchestrator.DeepCopy(sess.World())}, Turn: sess.TurnNumber(),
+			Timeouts: sess.Timeouts()}
 		return nil, workflow.NewContinueAsNewError(ctx, SessionWorkflowName, next)
 	}
 }

@@ -32,6 +32,10 @@ type Call struct {
 	SessionID string
 	Turn      int64
 	State     string
+	// TurnState is the state the session was in when the call's turn
+	// began (before its transition); a cassette's phase is derived from
+	// it. "" means State.
+	TurnState string
 	World     map[string]any // the world at dispatch; handlers must not modify it
 	// Run is what the session dispatching the call lends it for this call
 	// (the zero value outside a session, e.g. an eval's calls).
@@ -47,6 +51,15 @@ type Call struct {
 	// the host's sink: a background job's calls write to the job's own
 	// buffer, which the session writes out in the job's completion turn.
 	Sink Sink
+}
+
+// PhaseState is the state a cassette derives the call's phase from: the
+// state its turn began in (TurnState), else the state it runs in.
+func (c *Call) PhaseState() string {
+	if c.TurnState != "" {
+		return c.TurnState
+	}
+	return c.State
 }
 
 // SinkOr returns the call's own sink, or def when it has none.

@@ -202,7 +202,7 @@ func (s *Session) dispatchOne(ctx context.Context, t *turnCtx, q *queued) (faile
 		world[k] = v
 	}
 	res, derr := s.host.Dispatch(ctx, &host.Call{Namespace: q.inv.Name, Args: args, Invoke: q.inv,
-		SessionID: s.id, Turn: t.n, State: s.state, World: world,
+		SessionID: s.id, Turn: t.n, State: s.state, TurnState: t.start, World: world,
 		Run: host.RunEnv{Live: s.liveFor(world), TitleOwned: s.TitleOwned()}})
 	var data map[string]any
 	var callErr error

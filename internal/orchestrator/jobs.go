@@ -74,7 +74,7 @@ func (s *Session) startJob(t *turnCtx, inv *story.Invoke, args map[string]any, w
 	s.jobsStarted++
 	buf := &jobSink{now: s.sink.Now, base: jobSeqBase * s.jobsStarted}
 	jobArgs, _ := DeepCopy(args).(map[string]any) // the job's own: the trace keeps args
-	call := &host.Call{Namespace: inv.Name, Args: jobArgs, Invoke: inv, SessionID: s.id, Turn: t.n, State: s.state, World: world, Sink: buf}
+	call := &host.Call{Namespace: inv.Name, Args: jobArgs, Invoke: inv, SessionID: s.id, Turn: t.n, State: s.state, TurnState: t.start, World: world, Sink: buf}
 	disp := s.host
 	id, err := s.jobs.Submit(jobs.Spec{Handler: inv.Name, Origin: s.state, Call: inv.ID, Run: func(ctx context.Context) jobs.Result {
 		res, err := disp.Dispatch(ctx, call)

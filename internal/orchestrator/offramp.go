@@ -98,7 +98,7 @@ func (s *Session) converse(ctx context.Context, t *turnCtx, inv *story.Invoke, a
 		world[k] = v
 	}
 	res, derr := s.host.Dispatch(ctx, &host.Call{Namespace: name, Args: args, Invoke: inv,
-		SessionID: s.id, Turn: t.n, State: s.state, World: world,
+		SessionID: s.id, Turn: t.n, State: s.state, TurnState: t.start, World: world,
 		Run: host.RunEnv{Live: s.liveFor(world), TitleOwned: s.TitleOwned()}})
 	if derr != nil && isTraceErr(derr) {
 		return "", nil, derr

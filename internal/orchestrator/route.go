@@ -460,7 +460,7 @@ func (s *Session) askRouter(ctx context.Context, t *turnCtx, text string) Route 
 		world[k] = v
 	}
 	res, err := s.host.Dispatch(ctx, &host.Call{Namespace: inv.Name, Args: args, Invoke: inv,
-		SessionID: s.id, Turn: t.n, State: s.state, World: world, Schema: sch, Purpose: PurposeRoute,
+		SessionID: s.id, Turn: t.n, State: s.state, TurnState: t.start, World: world, Schema: sch, Purpose: PurposeRoute,
 		Run: host.RunEnv{Live: s.liveFor(world), TitleOwned: s.TitleOwned()}})
 	if err != nil {
 		return Route{Tier: TierRouter, Err: err}

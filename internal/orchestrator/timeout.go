@@ -68,6 +68,52 @@ func (s *Session) Tick(ctx context.Context) (*Outcome, error) {
 	return last, nil
 }
 
+// NextTimeout is when the earliest armed timeout falls due on the
+// session's clock (false when none is armed). A driver that waits between
+// turns (the Temporal workflow) sleeps until then and calls Tick.
+func (s *Session) NextTimeout() (time.Time, bool) {
+	var best time.Time
+	for i, tm := range s.timers {
+		if i == 0 || tm.due.Before(best) {
+			best = tm.due
+		}
+	}
+	return best, len(s.timers) > 0
+}
+
+// ArmedTimeout is an armed state timeout: the state that declared it and
+// when it falls due on the session's clock.
+type ArmedTimeout struct {
+	State string    `json:"state"`
+	Due   time.Time `json:"due"`
+}
+
+// Timeouts returns the armed timeouts in arming order, for a driver that
+// hands the session over (the Temporal workflow's continue-as-new).
+func (s *Session) Timeouts() []ArmedTimeout {
+	out := make([]ArmedTimeout, len(s.timers))
+	for i, tm := range s.timers {
+		out[i] = ArmedTimeout{State: tm.state, Due: tm.due}
+	}
+	return out
+}
+
+// RestoreTimeouts arms the timeouts a session handed over, after Restore;
+// each must name a state of the story that declares a timeout.
+func (s *Session) RestoreTimeouts(ts []ArmedTimeout) error {
+	for _, t := range ts {
+		st, ok := s.story.States[t.State]
+		if !ok || st.Timeout == nil {
+			return fmt.Errorf("the carried timeout of state %q: no such state with a timeout: in the story", t.State)
+		}
+	}
+	s.timers = s.timers[:0]
+	for _, t := range ts {
+		s.timers = append(s.timers, timer{state: t.State, due: t.Due})
+	}
+	return nil
+}
+
 // dueTimer is the earliest due timer (declaration order breaks ties).
 func (s *Session) dueTimer() (timer, bool) {
 	now := s.clock.Now()

@@ -101,3 +101,39 @@ func TestTimeoutTrace(t *testing.T) {
 		t.Errorf("payload = %s", got)
 	}
 }
+
+func TestNextTimeout(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(start)
+	r := newRig(t, files{"app.yaml": timeoutStory}, withClock(clk))
+	if due, ok := r.sess.NextTimeout(); !ok || !due.Equal(start.Add(10*time.Minute)) {
+		t.Fatalf("NextTimeout in waiting = %v, %v; want %v", due, ok, start.Add(10*time.Minute))
+	}
+	r.do("go") // room (1h) and room.a (5m): the earlier is due first
+	if due, ok := r.sess.NextTimeout(); !ok || !due.Equal(start.Add(5*time.Minute)) {
+		t.Fatalf("NextTimeout in room.a = %v, %v; want %v", due, ok, start.Add(5*time.Minute))
+	}
+	clk.Advance(time.Hour)
+	if _, err := r.sess.Tick(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if due, ok := r.sess.NextTimeout(); ok {
+		t.Errorf("NextTimeout in the terminal state = %v, want none", due)
+	}
+}
+
+func TestRestoreTimeouts(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := newRig(t, files{"app.yaml": timeoutStory}, withClock(clock.NewFake(start)))
+	want := []ArmedTimeout{{State: "room", Due: start.Add(time.Hour)}, {State: "room.a", Due: start.Add(time.Minute)}}
+	if err := r.sess.RestoreTimeouts(want); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, r.sess.Timeouts()); d != "" {
+		t.Errorf("Timeouts (-want +got):\n%s", d)
+	}
+	err := r.sess.RestoreTimeouts([]ArmedTimeout{{State: "gone", Due: start}})
+	if err == nil || err.Error() != `the carried timeout of state "gone": no such state with a timeout: in the story` {
+		t.Errorf("RestoreTimeouts(gone) = %v", err)
+	}
+}

@@ -17,7 +17,10 @@ import (
 
 // turnCtx is the scratch state of one turn.
 type turnCtx struct {
-	n       int64
+	n int64
+	// start is the state the session was in when the turn began; the
+	// calls of the turn carry it (host.Call.TurnState) for cassette phases.
+	start   string
 	intent  string
 	slots   map[string]any
 	queue   []*queued
@@ -53,7 +56,7 @@ func (s *Session) newTurn(n int64, intent string, slots map[string]any) *turnCtx
 	if slots == nil {
 		slots = map[string]any{}
 	}
-	return &turnCtx{n: n, intent: intent, slots: slots}
+	return &turnCtx{n: n, intent: intent, slots: slots, start: s.state}
 }
 
 // faultError is an expression or effect fault that aborts a turn.

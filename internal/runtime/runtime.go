@@ -26,6 +26,7 @@ import (
 	hostjobs "github.com/kitsoki/kitsoki/internal/hosts/jobs"
 	hostrun "github.com/kitsoki/kitsoki/internal/hosts/run"
 	"github.com/kitsoki/kitsoki/internal/hosts/starlark"
+	"github.com/kitsoki/kitsoki/internal/hosts/ticket"
 	"github.com/kitsoki/kitsoki/internal/hosts/transport"
 	"github.com/kitsoki/kitsoki/internal/inbox"
 	"github.com/kitsoki/kitsoki/internal/jobs"
@@ -80,6 +81,10 @@ type Config struct {
 	Session *Session
 	// Tools shapes the MCP tools the run's agent calls are offered.
 	Tools Tools
+	// AttachCalls gives agent calls their run's actions (host.Call.Run)
+	// though no session is built here: a Temporal worker answering the
+	// calls of a session that lives in a workflow (internal/cluster).
+	AttachCalls bool
 	// Handlers registers host handlers by invoke name (exact, as
 	// host.Host.Register does) over a Cassette's: Go code answering a
 	// host (pkg/kitsoki's WithHandler). A Recorder records them as it
@@ -474,13 +479,14 @@ func (rt *Runtime) newHost(cfg Config, builtin agent.Agent, routeMap map[*story.
 	if builtin != nil {
 		opts = append(opts, host.WithBuiltin(builtin))
 	}
-	if cfg.Session != nil {
+	if cfg.Session != nil || cfg.AttachCalls {
 		opts = append(opts, liveCalls(st, rt.catalog(), cfg.Tools))
 	}
 	h := host.New(st, rt.reg, rt.sink, opts...)
 	hostrun.Register(h, hostrun.Config{Workspace: st.Workspace, Clock: cfg.Clock, Logger: cfg.Logger})
 	artifacts.Register(h, st.Workspace)
 	gitwt.Register(h, gitwt.Config{Workspace: st.Workspace, Out: cfg.Out, Logger: cfg.Logger})
+	ticket.Register(h, ticket.Config{Workspace: st.Workspace, Clock: cfg.Clock})
 	transport.Register(h, cfg.Out)
 	hostjobs.Register(h, rt.jobs, rt.inbox)
 	so := cfg.Starlark

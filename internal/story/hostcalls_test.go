@@ -16,6 +16,9 @@ func TestHostCallErrors(t *testing.T) {
 		`errors.yaml:10:17: states.a.on_enter[2].invoke: state "a": on_enter invoke "host.ide.open_file": kitsoki does not provide host.ide (it needs the IDE link); serve it from a host plugin or remove the call (kitsoki hosts lists the handlers kitsoki provides)`,
 		`errors.yaml:12:17: states.a.on_enter[3].invoke: state "a": on_enter invoke "host.jira": kitsoki does not provide host.jira (it needs Jira); serve it from a host plugin or remove the call (kitsoki hosts lists the handlers kitsoki provides)`,
 		`errors.yaml:14:36: states.a.on_enter[4].with.bogus: host.artifacts_dir has no field "bogus" (fields: thread, body, title, phase_id, author, mode, artifacts_root, workdir, src_path, kind, mime, label; see kitsoki hosts)`,
+		"errors.yaml:16:15: states.a.on_enter[5].with: host.local_files.ticket.comment needs with.body: the comment's Markdown text",
+		`errors.yaml:16:27: states.a.on_enter[5].with.thred: host.local_files.ticket.comment has no field "thred" (did you mean "thread"?) (fields: id, body, thread, author, root, repo; see kitsoki hosts)`,
+		"errors.yaml:18:15: states.a.on_enter[6].with: host.local_files.ticket needs with.op: search, get, comment, transition or list_mine",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("diagnostics (-want +got):\n%s", diff)

@@ -108,6 +108,11 @@ func WriteResult(w io.Writer, res *FlowResult, verbose bool) {
 	for _, warn := range res.Warnings {
 		fmt.Fprintf(w, "  warning: %s\n", warn)
 	}
+	if verbose {
+		for _, e := range res.HostErrors {
+			fmt.Fprintf(w, "  host error: %s\n", e)
+		}
+	}
 	if res.SetupError != "" {
 		fmt.Fprintf(w, "  ✗ setup: %s\n", strings.ReplaceAll(res.SetupError, "\n", "\n    "))
 		return

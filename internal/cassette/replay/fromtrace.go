@@ -27,6 +27,7 @@ func FromTrace(events []trace.Event, appID string, opts ...cassette.LoadOption) 
 		ns    string
 		args  map[string]any
 		state string
+		phase string // the state its turn began in (the call's own when the trace has no turn.start before it)
 		turn  int64
 		start *trace.AgentCallStart
 		end   *agentEnd
@@ -35,9 +36,14 @@ func FromTrace(events []trace.Event, appID string, opts ...cassette.LoadOption) 
 	var lastAgent *call
 	var eps []*cassette.Episode
 	ids := map[string]bool{}
+	turnStart := map[int64]string{} // turn -> the state path of its turn.start
 	for i := range events {
 		ev := &events[i]
 		switch ev.Kind {
+		case trace.KindTurnStart:
+			if _, ok := turnStart[ev.Turn]; !ok {
+				turnStart[ev.Turn] = ev.StatePath
+			}
 		case trace.KindSessionStory:
 			var p trace.SessionStory
 			if err := trace.Decode(ev, &p); err != nil {
@@ -51,7 +57,10 @@ func FromTrace(events []trace.Event, appID string, opts ...cassette.LoadOption) 
 			if err := trace.Decode(ev, &p); err != nil {
 				return nil, err
 			}
-			c := &call{ns: p.Namespace, args: p.Args, state: ev.StatePath, turn: ev.Turn}
+			c := &call{ns: p.Namespace, args: p.Args, state: ev.StatePath, phase: ev.StatePath, turn: ev.Turn}
+			if s, ok := turnStart[ev.Turn]; ok {
+				c.phase = s
+			}
 			open = append(open, c)
 			if strings.HasPrefix(p.Namespace, host.AgentNamespace) {
 				lastAgent = c
@@ -89,12 +98,12 @@ func FromTrace(events []trace.Event, appID string, opts ...cassette.LoadOption) 
 			}
 			c := open[idx]
 			open = append(open[:idx], open[idx+1:]...)
-			hc := &host.Call{Namespace: c.ns, Args: c.args, State: c.state, Turn: c.turn}
+			hc := &host.Call{Namespace: c.ns, Args: c.args, State: c.state, TurnState: c.phase, Turn: c.turn}
 			res := &host.Result{Data: p.Data}
 			if p.Error != "" {
 				res.Err = plainError(p.Error)
 			}
-			ep := hostEpisode(c.ns, firstSegment(c.state), hc, res, nil)
+			ep := hostEpisode(c.ns, firstSegment(c.phase), hc, res, nil)
 			if ep.Agent != nil {
 				describeFromTrace(ep.Agent, c.start, c.end)
 			}

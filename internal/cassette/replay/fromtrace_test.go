@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -40,7 +41,7 @@ func TestFromTraceReplaysTheRun(t *testing.T) {
 		t.Fatalf("%d episodes, want 4", len(c.Episodes))
 	}
 	ep := c.Episodes[0]
-	if ep.ID != "recorded_host.agent.decide_greeting" || ep.Match["handler"] != "host.agent.decide" || ep.Match["phase"] != "greeting" {
+	if ep.ID != "recorded_host.agent.decide_greeting" || ep.Match["handler"] != "host.agent.decide" || ep.Match["phase"] != "lobby" {
 		t.Errorf("episode 0 = %+v", ep)
 	}
 	ab := ep.Agent
@@ -90,8 +91,9 @@ func TestFromTraceHostCalls(t *testing.T) {
 			return &host.Result{Data: map[string]any{"url": fmt.Sprint("https://pr/", call.Args["title"])}}, nil
 		}))
 	})
-	live.do("open", map[string]any{"title": "A"})
-	live.do("open", map[string]any{"title": "B"})
+	live.do("open", map[string]any{"title": "A"}) // from idle
+	live.do("open", map[string]any{"title": "B"}) // from opening
+	live.do("open", map[string]any{"title": "A"}) // from opening
 	evs, err := trace.Read(bytes.NewReader(live.sink.Bytes()))
 	if err != nil {
 		t.Fatal(err)
@@ -106,10 +108,16 @@ func TestFromTraceHostCalls(t *testing.T) {
 			t.Errorf("cassette lacks %q:\n%s", want, b)
 		}
 	}
+	// The phase is the state each turn began in (idle, then opening);
+	// within a phase the args decide, not the order: the second A skips B.
 	replay := hostRig(t, c)
-	replay.do("open", map[string]any{"title": "B"}) // args decide, not order
-	if replay.sess.World()["pr"] != "https://pr/B" {
+	replay.do("open", map[string]any{"title": "A"})
+	replay.do("open", map[string]any{"title": "A"})
+	if replay.sess.World()["pr"] != "https://pr/A" {
 		t.Errorf("pr = %v", replay.sess.World()["pr"])
+	}
+	if got, want := c.Remaining(), []string{"recorded_host.git.open_pr_opening_2"}; !slices.Equal(got, want) {
+		t.Errorf("unplayed %v, want %v", got, want)
 	}
 	if w, m := c.TakeWarnings(), c.TakeMisses(); len(w)+len(m) != 0 {
 		t.Errorf("warnings %q, misses %q", w, m)

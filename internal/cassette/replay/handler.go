@@ -42,7 +42,7 @@ func (h *cassetteHandler) Invoke(ctx context.Context, call *host.Call) (*host.Re
 		h.c.HasHandler(call.Invoke.Agent) {
 		return h.live.Invoke(ctx, call)
 	}
-	k := cassette.NewKey(h.name, h.c.Phase(call.State), call.Args, func() string { return cassette.HostRequestHash(call.Namespace, call.Args) })
+	k := cassette.NewKey(h.name, h.c.Phase(call.PhaseState()), call.Args, func() string { return cassette.HostRequestHash(call.Namespace, call.Args) })
 	p, ok := h.c.Pick(k)
 	if !ok {
 		if h.c.Mode() == cassette.ModeNewEpisodes && h.live != nil {
@@ -166,6 +166,6 @@ func (h *cassetteHandler) recordMiss(ctx context.Context, call *host.Call) (*hos
 	if errors.As(err, &te) {
 		return res, err
 	}
-	h.c.Append(hostEpisode(h.name, h.c.Phase(call.State), call, res, err))
+	h.c.Append(hostEpisode(h.name, h.c.Phase(call.PhaseState()), call, res, err))
 	return res, err
 }

@@ -257,6 +257,6 @@ func (h *recordingHandler) Invoke(ctx context.Context, call *host.Call) (*host.R
 	if errors.As(err, &te) {
 		return res, err
 	}
-	h.add(hostEpisode(h.name, firstSegment(call.State), call, res, err))
+	h.add(hostEpisode(h.name, firstSegment(call.PhaseState()), call, res, err))
 	return res, err
 }

@@ -158,7 +158,7 @@ episodes:
       call: pr
       draft: false
       handler: host.git.open_pr
-      phase: opening
+      phase: idle
       title: Fix
     request_hash: 12d98462b905fe52
     response:

@@ -200,8 +200,8 @@ func buildBuiltins() []Spec {
 		agent("extract", "Typed extraction from an agent."),
 		{Name: "host.agent.search", Summary: "Rank documents with a local embedding model (the invoke's agent: names a builtin.local_llm).",
 			Fields: []Field{
-				{Name: "query", Type: "string", Required: true},
-				{Name: "documents", Type: "list", Required: true},
+				{Name: "query", Type: "string", Required: true, Doc: "the text to rank the documents against"},
+				{Name: "documents", Type: "list", Required: true, Doc: "the texts to rank"},
 				{Name: "top_k", Type: "int", Doc: "how many results to keep"},
 			},
 			Results: []Field{
@@ -264,10 +264,10 @@ func buildBuiltins() []Spec {
 			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "job_id", Type: "string"}, {Name: "handler", Type: "string"}, {Name: "state", Type: "string", Doc: "the state that started it"},
 				{Name: "status", Type: "string", Doc: "running, awaiting_input, done, failed or cancelled"}, {Name: "question", Type: "map", Doc: "{prompt, fields?} while awaiting_input"}, {Name: "error", Type: "string", Doc: "a failed job's error"}}},
 		{Name: "host.jobs.cancel", Summary: "Cancel a running background job (its completion is delivered as cancelled).", CheckFields: true,
-			Fields:  []Field{{Name: "job_id", Type: "string", Required: true}},
+			Fields:  []Field{{Name: "job_id", Type: "string", Required: true, Doc: "the job's id (job-1, …; bind job_id when starting it)"}},
 			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "job_id", Type: "string"}, {Name: "status", Type: "string", Doc: "the status when the cancel was asked"}}},
 		{Name: "host.jobs.answer_clarification", Summary: "Answer the question a background job is waiting on; it resumes on its next poll.", CheckFields: true,
-			Fields:  []Field{{Name: "job_id", Type: "string", Required: true}, {Name: "answer", Type: "any", Required: true, Doc: "what the question asked for"}},
+			Fields:  []Field{{Name: "job_id", Type: "string", Required: true, Doc: "the job's id (job-1, …; bind job_id when starting it)"}, {Name: "answer", Type: "any", Required: true, Doc: "what the question asked for"}},
 			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "job_id", Type: "string"}}},
 		{Name: "host.inbox.add", Summary: "Post a notification to the session's inbox.", CheckFields: true,
 			Fields: []Field{
@@ -285,7 +285,7 @@ func buildBuiltins() []Spec {
 			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "notifications", Type: "list", Doc: "one {id, severity, title, read, kind?, body?, thread?, state?, job_id?} each"},
 				{Name: "unread", Type: "int"}, {Name: "needs_attention", Type: "int", Doc: "unread action_required ones"}}},
 		{Name: "host.inbox.mark_read", Summary: "Mark an inbox notification read.", CheckFields: true,
-			Fields:  []Field{{Name: "id", Type: "string", Required: true}},
+			Fields:  []Field{{Name: "id", Type: "string", Required: true, Doc: "the notification's id (host.inbox.list's id)"}},
 			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "id", Type: "string"}}},
 		{Name: "host.transport.post", Summary: "Post a message to the terminal (kitsoki run's stdout, secrets masked).",
 			CheckFields: true,
@@ -305,6 +305,7 @@ func buildBuiltins() []Spec {
 	}
 	specs = append(specs, wtAll)
 	specs = append(specs, wtOps...)
+	specs = append(specs, ticketSpecs()...)
 	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
 	return specs
 }
@@ -342,4 +343,63 @@ func Refused(name string) (Unbuilt, bool) {
 		}
 	}
 	return Unbuilt{}, false
+}
+
+// ticketSpecs are host.local_files.ticket (with.op) and its operations.
+func ticketSpecs() []Spec {
+	const name = "host.local_files.ticket"
+	common := []Field{
+		{Name: "root", Type: "string", Doc: "the directory issues/ lies under, inside the workspace (default the workspace)"},
+		{Name: "repo", Type: "string", Doc: "a hosted repository (GitHub providers of iface.ticket); must be empty here"},
+	}
+	summary := "one {id, type, title, status, severity, assignee, url, repro_command, path} per ticket: P0 first, then the newest id"
+	skipped := Field{Name: "skipped", Type: "list", Doc: "{path, error} of the ticket files that do not parse"}
+	ops := []Spec{
+		{Name: name + ".search", Summary: "Find tickets whose title or body contains a text.",
+			Fields:  []Field{{Name: "query", Type: "string", Doc: "case-insensitive text (empty: every ticket)"}, {Name: "limit", Type: "int", Doc: "at most this many (0: no limit)"}},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "tickets", Type: "list", Doc: summary}, skipped}},
+		{Name: name + ".get", Summary: "Read one ticket with its comments.",
+			Fields: []Field{{Name: "id", Type: "string", Required: true, Doc: "the file name under issues/<type>/ without .md"}},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "id", Type: "string"}, {Name: "type", Type: "string", Doc: "bug, feature or epic (its directory)"},
+				{Name: "title", Type: "string"}, {Name: "body", Type: "string"}, {Name: "status", Type: "string"}, {Name: "severity", Type: "string"},
+				{Name: "assignee", Type: "string"}, {Name: "url", Type: "string"}, {Name: "repro_command", Type: "string"}, {Name: "path", Type: "string", Doc: "relative to the workspace"},
+				{Name: "comments", Type: "list", Doc: "one {id, author, created_at, body} per comment"}}},
+		{Name: name + ".comment", Summary: "Append a comment to a ticket.",
+			Fields: []Field{{Name: "id", Type: "string", Doc: "the ticket (required unless thread names its file)"}, {Name: "body", Type: "string", Required: true, Doc: "the comment's Markdown text"},
+				{Name: "thread", Type: "string", Doc: "a ticket's .md file (relative to root) to comment on instead of id; other values are not a file and leave id to decide"},
+				{Name: "author", Type: "string", Doc: "written in the comment's heading (default kitsoki)"}},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "comment_id", Type: "string", Doc: "<id>#<n>"}}},
+		{Name: name + ".transition", Summary: "Set a ticket's status in its front matter.",
+			Fields:  []Field{{Name: "id", Type: "string", Required: true, Doc: "the file name under issues/<type>/ without .md"}, {Name: "to", Type: "string", Required: true, Doc: "the new status, e.g. resolved"}},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "id", Type: "string"}, {Name: "status", Type: "string"}}},
+		{Name: name + ".list_mine", Summary: "List the tickets of an assignee.",
+			Fields:  []Field{{Name: "filter", Type: "string", Doc: "text the assignee contains (a leading assignee= is dropped; empty: every ticket)"}},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "tickets", Type: "list", Doc: summary}, skipped}},
+	}
+	all := Spec{Name: name, Summary: "The ticket interface over Markdown files under issues/{bugs,features,epics}/: with.op selects search, get, comment, transition or list_mine (each is also " + name + ".<op>).",
+		Fields: []Field{{Name: "op", Type: "string", Required: true, Doc: "search, get, comment, transition or list_mine"}}, CheckFields: true}
+	for i := range ops {
+		ops[i].Fields = append(ops[i].Fields, common...)
+		ops[i].CheckFields = true
+		op := strings.TrimPrefix(ops[i].Name, name+".")
+		for _, f := range ops[i].Fields {
+			if j := slices.IndexFunc(all.Fields, func(g Field) bool { return g.Name == f.Name }); j >= 0 {
+				if f.Name != "root" && f.Name != "repo" {
+					all.Fields[j].Doc += ", " + op
+				}
+				continue
+			}
+			doc := op
+			if f.Name == "root" || f.Name == "repo" {
+				doc = f.Doc
+			}
+			all.Fields = append(all.Fields, Field{Name: f.Name, Type: f.Type, Doc: doc})
+		}
+		for _, f := range ops[i].Results {
+			if !slices.ContainsFunc(all.Results, func(r Field) bool { return r.Name == f.Name }) {
+				all.Results = append(all.Results, f)
+			}
+		}
+	}
+	return append(ops, all)
 }

@@ -12,6 +12,11 @@ func TestTablesAreSortedAndUnique(t *testing.T) {
 		if s.Summary == "" || len(s.Results) == 0 {
 			t.Errorf("%s: needs a summary and its result fields", s.Name)
 		}
+		for _, f := range s.Fields {
+			if f.Required && f.Doc == "" {
+				t.Errorf("%s: required with.%s has no Doc (the loader's \"needs with.%s: <doc>\" error prints it)", s.Name, f.Name, f.Name)
+			}
+		}
 		if _, ok := Refused(s.Name); ok {
 			t.Errorf("%s is both built and refused", s.Name)
 		}

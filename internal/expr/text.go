@@ -15,9 +15,10 @@ import (
 // Text is a compiled text template (view, say, prompt files): pongo2, i.e.
 // Django syntax, with autoescape off (story-format.md §11).
 type Text struct {
-	src string
-	tpl *pongo2.Template
-	m   *mapped // the source as handed to pongo2, for error positions
+	src  string
+	tpl  *pongo2.Template
+	m    *mapped // the source as handed to pongo2, for error positions
+	menu bool    // a tag reads the computed menu
 }
 
 const (
@@ -75,6 +76,10 @@ func (n *scopeNode) Execute(ctx *pongo2.ExecutionContext, w pongo2.TemplateWrite
 	ctx.Public = pongo2.Context(env)
 	ctx.Autoescape = false
 	ctx.Private[showFunc] = show
+	ctx.Private["available"] = textAvailable
+	ctx.Private["blocked"] = textBlocked
+	ctx.Private["blocked_reason"] = textBlockedReason
+	ctx.Private["intent_status"] = textIntentStatus
 	return n.body.Execute(ctx, w)
 }
 
@@ -119,7 +124,32 @@ func CompileText(src string) (*Text, error) {
 		}
 		return nil, &CompileError{Line: line, Col: col, Msg: msg}
 	}
-	return &Text{src: src, tpl: tpl, m: m}, nil
+	return &Text{src: src, tpl: tpl, m: m, menu: textUsesMenu(src)}, nil
+}
+
+// textUsesMenu reports whether a {{ }} or {% %} tag of src reads the menu.
+func textUsesMenu(src string) bool {
+	for pos := 0; pos < len(src); {
+		i := strings.IndexByte(src[pos:], '{')
+		if i < 0 || pos+i+1 >= len(src) {
+			return false
+		}
+		open := pos + i
+		kind := src[open+1]
+		if kind != '{' && kind != '%' {
+			pos = open + 1
+			continue
+		}
+		end := tagEnd(src, open+2, closerOf(kind))
+		if end < 0 {
+			return false
+		}
+		if tagUsesMenu(src[open+2 : end-2]) {
+			return true
+		}
+		pos = end
+	}
+	return false
 }
 
 func parseText(set *pongo2.TemplateSet, m *mapped) (*pongo2.Template, error) {

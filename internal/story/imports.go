@@ -1061,7 +1061,16 @@ func (r *renamer) walk(n *yaml.Node, arm *yaml.Node) {
 					r.intentKeyed(v)
 					continue
 				}
-			case "emit_intent", "default_intent", "intent":
+			case "pending_plan_path":
+				// contextual_routing's world path: its first key is the child's
+				if v.Kind == yaml.ScalarNode {
+					head, rest, _ := strings.Cut(strings.TrimPrefix(v.Value, "world."), ".")
+					if v.Value = r.worldKey(head); rest != "" {
+						v.Value += "." + rest
+					}
+					continue
+				}
+			case "emit_intent", "default_intent", "intent", "plan_accept_intent", "plan_refine_intent", "room_chat":
 				if v.Kind == yaml.ScalarNode {
 					if isTemplated(v.Value) {
 						v.Value = r.text(v.Value)

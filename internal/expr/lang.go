@@ -236,6 +236,7 @@ func compileExprWith(tpl string, start, end int, inRange, asBool bool, extra str
 	}
 	passMenu(u.menuCalls)
 	u.menuCalls = nil
+	ast.Walk(&tree.Node, coalesceChains{})
 	t, err := checker.Check(tree, config)
 	if err != nil {
 		return nil, u.fromLibError(err)
@@ -252,6 +253,42 @@ func compileExprWith(tpl string, start, end int, inRange, asBool bool, extra str
 	}
 	u.prog = prog
 	return u, nil
+}
+
+// coalesceChains makes the member chain on the left of ?? nil-safe, as
+// if every step were ?.: world.note.route.intent ?? "" is "" when note or
+// route is missing, as Kitsoki evaluates it (docs/expressions.md).
+type coalesceChains struct{}
+
+func (coalesceChains) Visit(node *ast.Node) {
+	b, ok := (*node).(*ast.BinaryNode)
+	if !ok || b.Operator != "??" {
+		return
+	}
+	left := b.Left
+	if c, ok := left.(*ast.ChainNode); ok {
+		left = c.Node
+	}
+	m, ok := left.(*ast.MemberNode)
+	if !ok {
+		return
+	}
+	for cur := m; cur != nil; {
+		cur.Optional = true
+		switch next := cur.Node.(type) {
+		case *ast.MemberNode:
+			cur = next
+		case *ast.ChainNode:
+			cur, _ = next.Node.(*ast.MemberNode)
+		default:
+			cur = nil
+		}
+	}
+	if _, ok := b.Left.(*ast.ChainNode); !ok {
+		c := &ast.ChainNode{Node: b.Left}
+		c.SetLocation(b.Left.Location())
+		b.Left = c
+	}
 }
 
 // rewriteDots turns the range-item shorthand into the hidden variable:

@@ -172,3 +172,27 @@ func TestUsesMenu(t *testing.T) {
 		t.Errorf("CompileTree: UsesMenu() = %v, err %v; want true", tr != nil && tr.UsesMenu(), err)
 	}
 }
+
+// {% for %} over a string iterates nothing; lists, maps and the reversed
+// and sorted options work as before.
+func TestForOverString(t *testing.T) {
+	env := Env{"world": map[string]any{"s": "TKT-1: a bug", "l": []any{map[string]any{"id": "a", "status": "open"}, map[string]any{"id": "b"}}}}
+	tests := []struct{ src, want string }{
+		{`{% for t in world.s|default:"" %}{% if t.status %}{{ t.id }}{% endif %}{% endfor %}`, ""},
+		{`{% for t in world.s %}x{% empty %}none{% endfor %}`, "none"},
+		{`{% for t in world.l|default:"" %}{% if t.status %}{{ t.id }}{% endif %}{% endfor %}`, "a"},
+		{`{% for t in world.l reversed %}{{ t.id }}{% endfor %}`, "ba"},
+		{`{%- for t in world.l -%}{{ t.id }}{%- endfor %}`, "ab"},
+		{`{% for k, v in world.l.0 sorted %}{{ k }}={{ v }};{% endfor %}`, "id=a;status=open;"},
+	}
+	for _, tt := range tests {
+		x, err := CompileText(tt.src)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.src, err)
+		}
+		got, err := x.Render(env)
+		if err != nil || got != tt.want {
+			t.Errorf("%s = %q, %v; want %q", tt.src, got, err, tt.want)
+		}
+	}
+}

@@ -271,7 +271,15 @@ func rewriteText(src string, wrap bool) *mapped {
 				}
 			}
 			m.copy(src, open, open+2)
-			rewriteDefault(m, src, open+2, end-2)
+			if at := forIterableEnd(src, open+2, end-2); at > 0 {
+				// {% for x in EXPR %}: EXPR|iterFilter, so a string
+				// iterates nothing (see filterIter)
+				rewriteDefault(m, src, open+2, at)
+				m.insert("|"+iterFilter, at)
+				rewriteDefault(m, src, at, end-2)
+			} else {
+				rewriteDefault(m, src, open+2, end-2)
+			}
 			m.copy(src, end-2, end)
 		case '{':
 			rewriteOutput(m, src, open, end)
@@ -283,6 +291,25 @@ func rewriteText(src string, wrap bool) *mapped {
 		m.insert(scopeEnd, len(src))
 	}
 	return m
+}
+
+var (
+	forTag      = regexp.MustCompile(`^-?\s*for\s+\w+(\s*,\s*\w+)?\s+in\s+\S`)
+	forTrailing = regexp.MustCompile(`(\s+(reversed|sorted))*\s*-?\s*$`)
+)
+
+// forIterableEnd returns the offset just past the iterable of a for tag
+// whose body is src[from:to] (before reversed/sorted), 0 for other tags.
+func forIterableEnd(src string, from, to int) int {
+	body := src[from:to]
+	if !forTag.MatchString(body) {
+		return 0
+	}
+	loc := forTrailing.FindStringIndex(body)
+	if loc == nil {
+		return to
+	}
+	return from + loc[0]
 }
 
 func closerOf(kind byte) string {

@@ -1283,6 +1283,23 @@ func placeAt(n *yaml.Node, line, col int) {
 }
 
 // applyBindings sets the default: of each bound host interface.
+// bindingFor is the importer's binding of interface name: its own, else
+// (for an interface of a story the child imports, alias__name) the binding
+// of the nearest shorter name, so binding ticket also binds bf__ticket and
+// bf__pr__ticket unless they are bound by name.
+func bindingFor(bindings map[string]*yaml.Node, name string) (*yaml.Node, bool) {
+	for {
+		if b, ok := bindings[name]; ok {
+			return b, true
+		}
+		_, rest, ok := strings.Cut(name, "__")
+		if !ok {
+			return nil, false
+		}
+		name = rest
+	}
+}
+
 func applyBindings(doc *yaml.Node, bindings map[string]*yaml.Node) {
 	if len(bindings) == 0 {
 		return
@@ -1296,7 +1313,7 @@ func applyBindings(doc *yaml.Node, bindings map[string]*yaml.Node) {
 			continue
 		}
 		for j := 0; j+1 < len(m.Content); j += 2 {
-			b, ok := bindings[m.Content[j].Value]
+			b, ok := bindingFor(bindings, m.Content[j].Value)
 			if !ok {
 				continue
 			}

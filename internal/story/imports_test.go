@@ -419,3 +419,32 @@ states:
 		t.Errorf("the swapped-out prompt was compiled too")
 	}
 }
+
+// An importer's host_bindings entry for an interface name also rebinds the
+// interfaces of that name in the stories its child imports, unless one is
+// bound by its own name.
+func TestImportBindingsReachNestedImports(t *testing.T) {
+	iface := "host_interfaces:\n  ticket:\n    operations: {comment: {}}\n    default: host.local_files.ticket\n  vcs:\n    operations: {commit: {}}\n    default: host.git\n"
+	files := map[string]string{
+		"app.yaml": "app: {id: top}\nroot: core\nstates: {}\nimports:\n  core:\n    source: ./mid\n    entry: s\n" +
+			"    host_bindings:\n      ticket: host.gh.ticket\n      vcs: host.run\n      bf__vcs: host.local\n",
+		"mid/app.yaml": "app: {id: mid}\n" + iface + "root: s\nstates:\n  s: {}\nimports:\n  bf:\n    source: ../leaf\n    entry: s\n",
+		"leaf/app.yaml": "app: {id: leaf}\n" + iface + "root: s\nstates:\n  s: {}\n",
+	}
+	st, err := Load(filepath.Join(writeTree(t, files), "app.yaml"), WithLookupEnv(mapEnv(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	got := map[string]string{}
+	for name, in := range st.Interfaces {
+		got[name] = in.Default
+	}
+	want := map[string]string{
+		"core__ticket": "host.gh.ticket", "core__bf__ticket": "host.gh.ticket",
+		"core__vcs": "host.run", "core__bf__vcs": "host.local",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("interface defaults (-want +got):\n%s", diff)
+	}
+}

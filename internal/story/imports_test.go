@@ -428,7 +428,7 @@ func TestImportBindingsReachNestedImports(t *testing.T) {
 	files := map[string]string{
 		"app.yaml": "app: {id: top}\nroot: core\nstates: {}\nimports:\n  core:\n    source: ./mid\n    entry: s\n" +
 			"    host_bindings:\n      ticket: host.gh.ticket\n      vcs: host.run\n      bf__vcs: host.local\n",
-		"mid/app.yaml": "app: {id: mid}\n" + iface + "root: s\nstates:\n  s: {}\nimports:\n  bf:\n    source: ../leaf\n    entry: s\n",
+		"mid/app.yaml":  "app: {id: mid}\n" + iface + "root: s\nstates:\n  s: {}\nimports:\n  bf:\n    source: ../leaf\n    entry: s\n",
 		"leaf/app.yaml": "app: {id: leaf}\n" + iface + "root: s\nstates:\n  s: {}\n",
 	}
 	st, err := Load(filepath.Join(writeTree(t, files), "app.yaml"), WithLookupEnv(mapEnv(nil)))

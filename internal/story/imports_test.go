@@ -448,3 +448,26 @@ func TestImportBindingsReachNestedImports(t *testing.T) {
 		t.Errorf("interface defaults (-want +got):\n%s", diff)
 	}
 }
+
+// A menu helper's literal intent name in an imported story's view is the
+// child's intent, renamed with it; other names are left alone.
+func TestImportRenamesMenuHelperNames(t *testing.T) {
+	files := map[string]string{
+		"app.yaml": "app: {id: top}\nroot: kid\nstates: {}\nimports:\n  kid:\n    source: ./child\n    entry: s\n",
+		"child/app.yaml": "app: {id: child}\nintents: {go: {}}\nroot: s\nstates:\n  s:\n" +
+			"    view:\n      - prose: \"{% if blocked('go') %}{{ blocked_reason(\\\"go\\\") }}{% endif %}{{ intent_status('other') }}\"\n        when: \"available('go')\"\n" +
+			"    on:\n      go: [{target: s}]\n",
+	}
+	st, err := Load(filepath.Join(writeTree(t, files), "app.yaml"), WithLookupEnv(mapEnv(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	el := st.States["kid.s"].ViewDoc.Elements[0]
+	if got, want := el.When.Source(), "{{ available('kid__go') }}"; got != want {
+		t.Errorf("when = %q, want %q", got, want)
+	}
+	if got, want := el.Body.Source(), `{% if blocked('kid__go') %}{{ blocked_reason("kid__go") }}{% endif %}{{ intent_status('other') }}`; got != want {
+		t.Errorf("prose = %q, want %q", got, want)
+	}
+}

@@ -13,8 +13,10 @@ import "strings"
 //   - the room chat lane (RoomChat): any other free text is room work and
 //     goes to that intent, the text in its one required string slot.
 //
-// help_chat and meta_chat (lanes an LLM classifier picks in Kitsoki) are
-// refused at load: kitsoki's tier has no classifier.
+// The tier runs only with enabled: true (absent is false, as in Kitsoki);
+// the intents are checked either way. help_chat and meta_chat (lanes an
+// LLM classifier picks in Kitsoki) are refused at load: kitsoki's tier has
+// no classifier.
 type ContextualRouting struct {
 	Enabled         bool
 	PendingPlanPath []string // world path, split at dots; nil = no plan guard
@@ -52,11 +54,10 @@ func (l *loader) loadContextual(f *file, e entry, path string, s *State) {
 		return
 	}
 	cr := &ContextualRouting{Pos: l.pos(f, d)}
-	if v, ok := fs.get("enabled"); !ok {
-		l.errAt(f, e.key, joinPath(path, "enabled"), "contextual_routing needs enabled: true (or drop the block)")
-		return
-	} else if cr.Enabled, ok = l.boolean(f, v.val, joinPath(path, "enabled")); !ok {
-		return
+	if v, ok := fs.get("enabled"); ok {
+		if cr.Enabled, ok = l.boolean(f, v.val, joinPath(path, "enabled")); !ok {
+			return
+		}
 	}
 	var planPath string
 	strField(l, f, fs, path, "pending_plan_path", &planPath)
@@ -78,11 +79,7 @@ func (l *loader) loadContextual(f *file, e entry, path string, s *State) {
 			l.worldRefs = append(l.worldRefs, &nodeRef{f: f, n: v.val, path: joinPath(path, "pending_plan_path"), value: parts[0], state: s})
 		}
 	}
-	if !cr.Enabled {
-		s.Contextual = cr
-		return
-	}
-	if cr.PendingPlanPath == nil && cr.RoomChat == "" {
+	if cr.Enabled && cr.PendingPlanPath == nil && cr.RoomChat == "" {
 		l.errAt(f, e.key, path, "contextual_routing routes nothing: set pending_plan_path (the plan guard), room_chat (the room's work lane), or both")
 		return
 	}

@@ -36,7 +36,7 @@ func TestLoadContextualErrors(t *testing.T) {
 		`bad.yaml:17:7: states.bench.contextual_routing.lanes: unknown key "lanes"`,
 		`bad.yaml:19:36: states.bench.on.work[0].when: a guard cannot read the computed menu (menu, available(), blocked(), blocked_reason(), intent_status()): it exists only while a view renders; use it in view:, a view element's when:, say: or an arm's view:, and test world keys here`,
 		`bad.yaml:20:53: states.bench.on.look[0].effects[0].set.flag: a value template cannot read the computed menu (menu, available(), blocked(), blocked_reason(), intent_status()): it exists only while a view renders; use it in view:, a view element's when:, say: or an arm's view:, and test world keys here`,
-		`bad.yaml:22:5: states.other.contextual_routing.enabled: contextual_routing needs enabled: true (or drop the block)`,
+		`bad.yaml:22:37: states.other.contextual_routing.room_chat: room_chat "look": must declare exactly one required string slot to receive the utterance, it declares 0 ()`,
 		`bad.yaml:26:5: states.idle.contextual_routing: contextual_routing routes nothing: set pending_plan_path (the plan guard), room_chat (the room's work lane), or both`,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -243,18 +243,19 @@ type loader struct {
 
 	toolNames map[string]string // exposed plugin tool name → where it was declared
 
-	synonymRefs      []*synonymRef   // intents' synonyms, checked against their slots
-	defaultIntents   []*nodeRef      // states' default_intent, checked at finish
-	contextualRefs   []contextualRef // contextual_routing intents, checked at finish
-	modes            []*nodeRef      // states' mode:, checked at finish
-	offRampStates    []*nodeRef      // states with an agent_off_ramp, checked at finish
-	offRamps         []*nodeRef      // agent_off_ramp.agent values, checked at finish
-	overlayAgents    []*nodeRef      // off_path.agent and meta_modes.*.agent, checked at finish
-	overlayRefs      []*overlayRef   // off_path and meta_modes, checked at finish
-	metaTools        []metaTools     // meta_modes' tools: overrides
-	routingAgent     *nodeRef        // routing.agent, checked against agent_plugins
-	personaProviders []*nodeRef      // agents.<name>.provider, checked against providers
-	readOnlyRooms    []*nodeRef      // states with write_mode: read_only, checked against their invokes
+	contextualRefs []contextualRef // contextual_routing intents, checked at finish (contextual.go)
+
+	synonymRefs      []*synonymRef // intents' synonyms, checked against their slots
+	defaultIntents   []*nodeRef    // states' default_intent, checked at finish
+	modes            []*nodeRef    // states' mode:, checked at finish
+	offRampStates    []*nodeRef    // states with an agent_off_ramp, checked at finish
+	offRamps         []*nodeRef    // agent_off_ramp.agent values, checked at finish
+	overlayAgents    []*nodeRef    // off_path.agent and meta_modes.*.agent, checked at finish
+	overlayRefs      []*overlayRef // off_path and meta_modes, checked at finish
+	metaTools        []metaTools   // meta_modes' tools: overrides
+	routingAgent     *nodeRef      // routing.agent, checked against agent_plugins
+	personaProviders []*nodeRef    // agents.<name>.provider, checked against providers
+	readOnlyRooms    []*nodeRef    // states with write_mode: read_only, checked against their invokes
 	// imports (imports.go)
 	importFiles  []*unitFile            // folded imported documents, loaded after the story's own files
 	wrappers     map[string]*importWrap // import wrapper states

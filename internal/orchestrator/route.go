@@ -63,10 +63,7 @@ func WithRouting(c RoutingConfig) Option { return func(s *Session) { s.routing =
 
 // Route is how a free-text line was resolved.
 type Route struct {
-	Tier string
-	// Reason is why the contextual tier chose the intent: plan_affirmation,
-	// plan_refine or room_request ("" for the other tiers).
-	Reason     string
+	Tier       string
 	Intent     string // "" when nothing was confident enough
 	Slots      map[string]any
 	Confidence float64
@@ -74,6 +71,9 @@ type Route struct {
 	Rejection *Rejection
 	// Err is the router call's failure (a *agent.AskError for an agent's).
 	Err error
+	// Reason is why the contextual tier chose the intent: plan_affirmation,
+	// plan_refine or room_request ("" for the other tiers).
+	Reason string
 }
 
 // semantic reports whether the synonym and template tiers run.

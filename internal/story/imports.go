@@ -925,16 +925,17 @@ func (r *renamer) renameValues(m map[string]string) map[string]string {
 }
 
 var (
-	worldRefRx   = regexp.MustCompile(`\bworld\.([A-Za-z_][A-Za-z0-9_]*)`)
-	worldIndexRx = regexp.MustCompile(`\bworld\[\s*("|')([^"']+)("|')\s*\]`)
-	// a menu helper called with a literal intent name (docs/stories.md, views)
-	menuCallRx     = regexp.MustCompile(`\b(available|blocked|blocked_reason|intent_status)(\(\s*["'])([A-Za-z_][A-Za-z0-9_-]*)(["']\s*\))`)
+	worldRefRx     = regexp.MustCompile(`\bworld\.([A-Za-z_][A-Za-z0-9_]*)`)
+	worldIndexRx   = regexp.MustCompile(`\bworld\[\s*("|')([^"']+)("|')\s*\]`)
 	ifaceInvokeRx  = regexp.MustCompile(`^iface\.([A-Za-z][A-Za-z0-9_]*)(\..*)?$`)
 	worldKeyedKeys = []string{"set", "increment", "bind", "unset", "append"}
 )
 
 // text rewrites world.<key> references to the child's keys in a template,
 // guard or plain string.
+// menuCallRx is a menu helper called with a literal intent name (views).
+var menuCallRx = regexp.MustCompile(`\b(available|blocked|blocked_reason|intent_status)(\(\s*["'])([A-Za-z_][A-Za-z0-9_-]*)(["']\s*\))`)
+
 func (r *renamer) text(s string) string {
 	if strings.Contains(s, "(") && menuCallRx.MatchString(s) {
 		// available('drive') names the child's intent: child__drive

@@ -163,7 +163,7 @@ func TestRejectedUpdateWritesNothing(t *testing.T) {
 	}
 	want := []string{
 		`GUARD_FAILED: no transition matched for intent "bye" in state "lobby" (type: GUARD_FAILED, retryable: true)`,
-		`UNKNOWN_INTENT: unknown intent "dance" (type: UNKNOWN_INTENT, retryable: true)`,
+		`INTENT_NOT_ALLOWED_IN_STATE: intent "dance" is not allowed in state "lobby": it is not a declared intent (allowed: bye, greet) (type: INTENT_NOT_ALLOWED_IN_STATE, retryable: true)`,
 	}
 	if d := cmp.Diff(want, msgs); d != "" {
 		t.Errorf("rejections (-want +got):\n%s", d)

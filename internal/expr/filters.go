@@ -18,6 +18,20 @@ var textFilters = map[string]pongo2.FilterFunction{
 	"reverse":  filterReverse,
 	"wordwrap": filterWordwrap,
 	showFunc:   filterShow,
+	iterFilter: filterIter,
+}
+
+// iterFilter is put after the iterable of every {% for %} (CompileText).
+const iterFilter = "__kitsoki_iter__"
+
+// filterIter makes a string iterate nothing: a for loop reads records, and
+// Kitsoki's views loop over world.x|default:"" where x may be any text
+// (pongo2 alone would iterate the characters, and fail on their fields).
+func filterIter(in, _ *pongo2.Value) (*pongo2.Value, *pongo2.Error) {
+	if in.IsString() {
+		return pongo2.AsValue([]any{}), nil
+	}
+	return in, nil
 }
 
 // registerFilters installs textFilters into pongo2's global registry. It runs

@@ -18,6 +18,10 @@ func TestGuardEval(t *testing.T) {
 		{"world.missing?.decision == nil", true},
 		{"(world.missing?.decision ?? 'none') == 'none'", true},
 		{"(world.a ?? 'x') == 'b'", true},
+		// The chain left of ?? is nil-safe, as if written with ?.
+		{"(world.missing.decision ?? 'none') == 'none'", true},
+		{"(world.nope.a.b.c ?? 'none') == 'none'", true},
+		{"(world.missing?.a.b ?? 'd') == 'd'", true},
 		{"len(world.missing) == 0", true},
 		{"len(world.tags) == 2 && len(world.m) == 2 && len('héllo') == 5", true},
 		{"run.turn == 3 and run.id == 'r1'", true},
@@ -82,7 +86,6 @@ func TestGuardEvalErrors(t *testing.T) {
 		wantCol int
 	}{
 		{src: "world.x.y == 1", wantErr: "col 9: cannot fetch y from <nil>", wantCol: 9},
-		{src: "(world.x.y ?? 'd') == 'd'", wantErr: "cannot fetch y from <nil>"}, // ?? does not catch it
 		{src: "world.x < 1", wantErr: "invalid operation: <nil> < int"},
 		{src: "world.x >= 1", wantErr: "invalid operation: <nil> >= int"},
 		{src: "slots.text == 'x'", env: Env{}, wantErr: "cannot fetch text from <nil>"},

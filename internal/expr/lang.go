@@ -30,7 +30,8 @@ var roots = []string{"world", "slots", "args", "event", "run", "result", "menu",
 
 // functions are the only functions an expression may call (story-format.md §10).
 var functions = []string{"len", "trim", "upper", "lower", "split", "join", "hasPrefix", "hasSuffix",
-	"now", "int", "float", "string", "abs", "round", "type", "get", "keys", "min", "max"}
+	"now", "int", "float", "string", "abs", "round", "type", "get", "keys", "min", "max",
+	"available", "blocked", "blocked_reason", "intent_status"}
 
 // dotName is the hidden variable a range body's "." is rewritten to. Authors
 // cannot write it themselves (compileExpr rejects sources that contain it).
@@ -68,6 +69,8 @@ func exprOptions(inRange bool, extra ...string) []expr.Option {
 	for _, f := range functions {
 		switch f {
 		case "len", "int", "float": // replaced below
+		case "available", "blocked", "blocked_reason", "intent_status":
+			opts = append(opts, expr.Function(f, menuFuncImpl(f), menuFuncSig(f)))
 		default:
 			opts = append(opts, expr.EnableBuiltin(f))
 		}
@@ -161,6 +164,9 @@ type unit struct {
 
 	reads []WorldRead // world keys read by name, in source order
 	extra string      // one more allowed root name (ValueRoot), "" for none
+	menu  bool        // reads the menu root or calls a menu helper
+
+	menuCalls []*ast.CallNode // menu helper calls, set by validate for passMenu
 }
 
 // WorldRead is a world key an expression reads by name (world.key,
@@ -228,6 +234,9 @@ func compileExprWith(tpl string, start, end int, inRange, asBool bool, extra str
 	if err := u.validate(tree.Node, inRange); err != nil {
 		return nil, err
 	}
+	passMenu(u.menuCalls)
+	u.menuCalls = nil
+	ast.Walk(&tree.Node, coalesceChains{})
 	t, err := checker.Check(tree, config)
 	if err != nil {
 		return nil, u.fromLibError(err)
@@ -244,6 +253,42 @@ func compileExprWith(tpl string, start, end int, inRange, asBool bool, extra str
 	}
 	u.prog = prog
 	return u, nil
+}
+
+// coalesceChains makes the member chain on the left of ?? nil-safe, as
+// if every step were ?.: world.note.route.intent ?? "" is "" when note or
+// route is missing, as Kitsoki evaluates it (docs/expressions.md).
+type coalesceChains struct{}
+
+func (coalesceChains) Visit(node *ast.Node) {
+	b, ok := (*node).(*ast.BinaryNode)
+	if !ok || b.Operator != "??" {
+		return
+	}
+	left := b.Left
+	if c, ok := left.(*ast.ChainNode); ok {
+		left = c.Node
+	}
+	m, ok := left.(*ast.MemberNode)
+	if !ok {
+		return
+	}
+	for cur := m; cur != nil; {
+		cur.Optional = true
+		switch next := cur.Node.(type) {
+		case *ast.MemberNode:
+			cur = next
+		case *ast.ChainNode:
+			cur, _ = next.Node.(*ast.MemberNode)
+		default:
+			cur = nil
+		}
+	}
+	if _, ok := b.Left.(*ast.ChainNode); !ok {
+		c := &ast.ChainNode{Node: b.Left}
+		c.SetLocation(b.Left.Location())
+		b.Left = c
+	}
 }
 
 // rewriteDots turns the range-item shorthand into the hidden variable:
@@ -321,6 +366,9 @@ func (u *unit) validate(root ast.Node, inRange bool) error {
 	// Identifiers are checked after the walk: the walk visits a call's
 	// callee before the call itself.
 	for _, id := range v.idents {
+		if id.Value == "menu" && !v.callees[id] {
+			u.menu = true
+		}
 		if v.callees[id] || (inRange && id.Value == dotName) || slices.Contains(roots, id.Value) || (u.extra != "" && id.Value == u.extra) {
 			continue
 		}
@@ -331,6 +379,9 @@ func (u *unit) validate(root ast.Node, inRange bool) error {
 		v.add(id, fmt.Sprintf("unknown name %q: an expression must start from one of %s%s", id.Value, rootList, hint))
 	}
 	if v.first == nil {
+		if len(v.menuCalls) > 0 {
+			u.menu, u.menuCalls = true, v.menuCalls
+		}
 		for _, r := range v.reads {
 			line, col := lineCol(u.tpl, u.tplOffset(r.at))
 			u.reads = append(u.reads, WorldRead{Key: r.key, Line: line, Col: col})
@@ -357,6 +408,8 @@ type validator struct {
 	callees map[ast.Node]bool // made on the first call: most expressions have none
 	first   *violation
 	reads   []worldRead
+
+	menuCalls []*ast.CallNode
 }
 
 // isWorld reports whether n is the root name world.
@@ -391,6 +444,13 @@ func (v *validator) Visit(node *ast.Node) {
 		}
 		v.callees[id] = true
 		v.checkFunc(id, id.Value)
+		if isMenuFunc(id.Value) {
+			if len(n.Arguments) != 1 {
+				v.add(n, fmt.Sprintf("%s takes one argument, the intent name, as in %s(\"start\"); got %d", id.Value, id.Value, len(n.Arguments)))
+				return
+			}
+			v.menuCalls = append(v.menuCalls, n)
+		}
 
 	case *ast.BuiltinNode:
 		for _, a := range n.Arguments {

@@ -15,9 +15,10 @@ import (
 // Text is a compiled text template (view, say, prompt files): pongo2, i.e.
 // Django syntax, with autoescape off (story-format.md §11).
 type Text struct {
-	src string
-	tpl *pongo2.Template
-	m   *mapped // the source as handed to pongo2, for error positions
+	src  string
+	tpl  *pongo2.Template
+	m    *mapped // the source as handed to pongo2, for error positions
+	menu bool    // a tag reads the computed menu
 }
 
 const (
@@ -75,6 +76,10 @@ func (n *scopeNode) Execute(ctx *pongo2.ExecutionContext, w pongo2.TemplateWrite
 	ctx.Public = pongo2.Context(env)
 	ctx.Autoescape = false
 	ctx.Private[showFunc] = show
+	ctx.Private["available"] = textAvailable
+	ctx.Private["blocked"] = textBlocked
+	ctx.Private["blocked_reason"] = textBlockedReason
+	ctx.Private["intent_status"] = textIntentStatus
 	return n.body.Execute(ctx, w)
 }
 
@@ -119,7 +124,32 @@ func CompileText(src string) (*Text, error) {
 		}
 		return nil, &CompileError{Line: line, Col: col, Msg: msg}
 	}
-	return &Text{src: src, tpl: tpl, m: m}, nil
+	return &Text{src: src, tpl: tpl, m: m, menu: textUsesMenu(src)}, nil
+}
+
+// textUsesMenu reports whether a {{ }} or {% %} tag of src reads the menu.
+func textUsesMenu(src string) bool {
+	for pos := 0; pos < len(src); {
+		i := strings.IndexByte(src[pos:], '{')
+		if i < 0 || pos+i+1 >= len(src) {
+			return false
+		}
+		open := pos + i
+		kind := src[open+1]
+		if kind != '{' && kind != '%' {
+			pos = open + 1
+			continue
+		}
+		end := tagEnd(src, open+2, closerOf(kind))
+		if end < 0 {
+			return false
+		}
+		if tagUsesMenu(src[open+2 : end-2]) {
+			return true
+		}
+		pos = end
+	}
+	return false
 }
 
 func parseText(set *pongo2.TemplateSet, m *mapped) (*pongo2.Template, error) {
@@ -241,7 +271,15 @@ func rewriteText(src string, wrap bool) *mapped {
 				}
 			}
 			m.copy(src, open, open+2)
-			rewriteDefault(m, src, open+2, end-2)
+			if at := forIterableEnd(src, open+2, end-2); at > 0 {
+				// {% for x in EXPR %}: EXPR|iterFilter, so a string
+				// iterates nothing (see filterIter)
+				rewriteDefault(m, src, open+2, at)
+				m.insert("|"+iterFilter, at)
+				rewriteDefault(m, src, at, end-2)
+			} else {
+				rewriteDefault(m, src, open+2, end-2)
+			}
 			m.copy(src, end-2, end)
 		case '{':
 			rewriteOutput(m, src, open, end)
@@ -253,6 +291,25 @@ func rewriteText(src string, wrap bool) *mapped {
 		m.insert(scopeEnd, len(src))
 	}
 	return m
+}
+
+var (
+	forTag      = regexp.MustCompile(`^-?\s*for\s+\w+(\s*,\s*\w+)?\s+in\s+\S`)
+	forTrailing = regexp.MustCompile(`(\s+(reversed|sorted))*\s*-?\s*$`)
+)
+
+// forIterableEnd returns the offset just past the iterable of a for tag
+// whose body is src[from:to] (before reversed/sorted), 0 for other tags.
+func forIterableEnd(src string, from, to int) int {
+	body := src[from:to]
+	if !forTag.MatchString(body) {
+		return 0
+	}
+	loc := forTrailing.FindStringIndex(body)
+	if loc == nil {
+		return to
+	}
+	return from + loc[0]
 }
 
 func closerOf(kind byte) string {

@@ -14,6 +14,7 @@ import (
 type Tree struct {
 	root    tnode
 	literal bool
+	menu    bool // some string reads the computed menu
 }
 
 // tnode is one node of a compiled tree; exactly one field is used.
@@ -36,7 +37,19 @@ func CompileTree(v any) (*Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Tree{root: root, literal: lit}, nil
+	return &Tree{root: root, literal: lit, menu: root.usesMenu()}, nil
+}
+
+func (n tnode) usesMenu() bool {
+	if n.tmpl != nil && n.tmpl.menu {
+		return true
+	}
+	for _, c := range n.vals {
+		if c.usesMenu() {
+			return true
+		}
+	}
+	return false
 }
 
 func compileNode(v any, path string, lit *bool) (tnode, error) {

@@ -14,6 +14,7 @@ type Value struct {
 	lit    any     // src as an any, so a literal's Eval does not allocate
 	single *unit   // the whole string is one {{ expr }}: Eval keeps its type
 	nodes  []vnode // otherwise the parts, rendered to a string
+	menu   bool    // some expression reads the computed menu
 }
 
 type vkind uint8
@@ -57,7 +58,7 @@ func CompileValue(src string) (*Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		v.single = u
+		v.single, v.menu = u, u.menu
 		return v, nil
 	}
 	p := &vparser{src: src, toks: toks}
@@ -68,8 +69,23 @@ func CompileValue(src string) (*Value, error) {
 	if stop.kind != tEOF {
 		return nil, p.errorAt(stop.at, fmt.Sprintf("unexpected {{ %s }} with no open {{ if }} or {{ range }}", stop.word()))
 	}
-	v.nodes = nodes
+	v.nodes, v.menu = nodes, nodesUseMenu(nodes)
 	return v, nil
+}
+
+// nodesUseMenu reports whether an expression among nodes reads the menu.
+func nodesUseMenu(nodes []vnode) bool {
+	for _, n := range nodes {
+		if n.u != nil && n.u.menu || nodesUseMenu(n.body) || nodesUseMenu(n.alt) {
+			return true
+		}
+		for _, b := range n.branches {
+			if b.cond != nil && b.cond.menu || nodesUseMenu(b.body) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Source returns the template text.

@@ -22,6 +22,7 @@ const (
 	TierExact         = "exact"
 	TierSynonym       = "synonym"
 	TierTemplate      = "template"
+	TierContextual    = "contextual"
 	TierDefaultIntent = "default_intent"
 	TierRouter        = "router"
 )
@@ -71,6 +72,9 @@ type Route struct {
 	Rejection *Rejection
 	// Err is the router call's failure (a *agent.AskError for an agent's).
 	Err error
+	// Reason is why the contextual tier chose the intent: plan_affirmation,
+	// plan_refine or room_request ("" for the other tiers).
+	Reason string
 }
 
 // semantic reports whether the synonym and template tiers run.
@@ -141,7 +145,8 @@ func (s *Session) routable() []*story.Intent {
 }
 
 // matchDeterministic runs the tiers that need no agent: exact, then (when
-// enabled) synonym and template, then the state's default_intent.
+// enabled) synonym and template, then the state's contextual_routing, then
+// its default_intent.
 func (s *Session) matchDeterministic(text string) (Route, bool) {
 	words := story.Words(text)
 	key := strings.Join(words, " ")
@@ -159,6 +164,9 @@ func (s *Session) matchDeterministic(text string) (Route, bool) {
 		if r, ok := templateMatch(intents, words); ok {
 			return r, true
 		}
+	}
+	if r, ok := s.contextualRoute(text, words); ok {
+		return r, true
 	}
 	if st := s.defaultIntentState(); st != nil && st.DefaultSlot != "" {
 		return Route{Tier: TierDefaultIntent, Intent: st.DefaultIntent, Confidence: 1,
@@ -569,7 +577,7 @@ func (s *Session) Say(ctx context.Context, text string) (*Outcome, error) {
 	if r.Err != nil && isTraceErr(r.Err) {
 		return nil, r.Err
 	}
-	routed := trace.TurnRouted{Tier: r.Tier, Input: text, Intent: r.Intent, Confidence: r.Confidence}
+	routed := trace.TurnRouted{Tier: r.Tier, Reason: r.Reason, Input: text, Intent: r.Intent, Confidence: r.Confidence}
 	if r.Intent != "" {
 		routed.Slots = r.Slots
 	}
@@ -619,7 +627,7 @@ func (s *Session) RouteIn(ctx context.Context, n int64, state, text string) (Rou
 	if r.Err != nil && isTraceErr(r.Err) {
 		return r, r.Err
 	}
-	routed := trace.TurnRouted{Tier: r.Tier, Input: text, Intent: r.Intent, Confidence: r.Confidence}
+	routed := trace.TurnRouted{Tier: r.Tier, Reason: r.Reason, Input: text, Intent: r.Intent, Confidence: r.Confidence}
 	if r.Intent != "" {
 		routed.Slots = r.Slots
 	}

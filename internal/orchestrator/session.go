@@ -271,6 +271,9 @@ func (s *Session) stateEnv(t *turnCtx) expr.Env {
 		desc = st.Description
 	}
 	env["state"] = map[string]any{"path": s.state, "description": desc}
+	if s.story.UsesMenu {
+		env["menu"] = expr.Menu(s.Menu())
+	}
 	return env
 }
 

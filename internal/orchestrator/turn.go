@@ -294,7 +294,10 @@ func (s *Session) validate(t *turnCtx) *Rejection {
 	if arms == nil {
 		allowed := s.AllowedIntents()
 		if def == nil {
-			rej := &Rejection{Code: CodeUnknownIntent, Message: fmt.Sprintf("unknown intent %q", intent), AllowedIntents: allowed}
+			// The spec's rule (1): no arms is INTENT_NOT_ALLOWED_IN_STATE,
+			// declared or not; an undeclared name also gets a suggestion.
+			rej := &Rejection{Code: CodeIntentNotAllowed, AllowedIntents: allowed,
+				Message: fmt.Sprintf("intent %q is not allowed in state %q: it is not a declared intent (allowed: %s)", intent, s.state, strings.Join(allowed, ", "))}
 			if sug := suggest(intent, s.knownIntents()); sug != "" {
 				rej.Suggestions = []string{sug}
 				rej.Message += fmt.Sprintf(" (did you mean %q?)", sug)

@@ -41,7 +41,7 @@ func TestIntentValidation(t *testing.T) {
 		line string
 		want *Rejection
 	}{
-		{"ordr size=small qty=1", &Rejection{Code: CodeUnknownIntent, Message: `unknown intent "ordr" (did you mean "order"?)`,
+		{"ordr size=small qty=1", &Rejection{Code: CodeIntentNotAllowed, Message: `intent "ordr" is not allowed in state "open": it is not a declared intent (allowed: cancel, free, order, ping) (did you mean "order"?)`,
 			Suggestions: []string{"order"}, AllowedIntents: []string{"cancel", "free", "order", "ping"}}},
 		{"elsewhere", &Rejection{Code: CodeIntentNotAllowed, Message: `intent "elsewhere" is not allowed in state "open" (allowed: cancel, free, order, ping)`,
 			AllowedIntents: []string{"cancel", "free", "order", "ping"}}},

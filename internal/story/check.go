@@ -33,6 +33,7 @@ func (l *loader) finish() {
 	l.checkArmIntents()
 	l.checkSynonyms()
 	l.checkDefaultIntents()
+	l.checkContextual()
 	l.checkModes()
 	l.checkOffRamps()
 	l.checkOverlays()

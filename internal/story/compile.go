@@ -145,6 +145,9 @@ func (l *loader) compileGuard(f *file, n *yaml.Node, path string, assign func(*e
 		if err != nil {
 			return nil, compileDiag(f, d, path, "invalid guard", err)
 		}
+		if g.UsesMenu() {
+			return nil, menuDiag(f, d, path, "a guard")
+		}
 		return g, nil
 	}, func(v any) {
 		g := v.(*expr.Guard)
@@ -166,6 +169,20 @@ type guardRef struct {
 
 // compileValue compiles a scalar at node n as a value template.
 func (l *loader) compileValue(f *file, n *yaml.Node, path string, assign func(*expr.Value)) {
+	l.compileValueIn(f, n, path, false, assign)
+}
+
+// menuDiag refuses the computed menu outside a view: it is built only while
+// a state's view (or say:) renders, so elsewhere it would always be empty.
+func menuDiag(f *file, n *yaml.Node, path, what string) *Diagnostic {
+	return &Diagnostic{Pos: posOf(f, n), Path: path, Message: what + " cannot read the computed menu " +
+		"(menu, available(), blocked(), blocked_reason(), intent_status()): it exists only while a view renders; " +
+		"use it in view:, a view element's when:, say: or an arm's view:, and test world keys here"}
+}
+
+// compileValueIn is compileValue; inView allows the computed menu (a view
+// element's when:) and marks the story as using it.
+func (l *loader) compileValueIn(f *file, n *yaml.Node, path string, inView bool, assign func(*expr.Value)) {
 	d := deref(n)
 	src := d.Value
 	if isNull(d) {
@@ -176,8 +193,17 @@ func (l *loader) compileValue(f *file, n *yaml.Node, path string, assign func(*e
 		if err != nil {
 			return nil, compileDiag(f, d, path, "invalid template", err)
 		}
+		if v.UsesMenu() && !inView {
+			return nil, menuDiag(f, d, path, "a value template")
+		}
 		return v, nil
-	}, func(v any) { assign(v.(*expr.Value)) })
+	}, func(v any) {
+		x := v.(*expr.Value)
+		if x.UsesMenu() {
+			l.st.UsesMenu = true
+		}
+		assign(x)
+	})
 }
 
 // compileText compiles a scalar at node n as a text template.
@@ -193,7 +219,13 @@ func (l *loader) compileText(f *file, n *yaml.Node, path string, assign func(*ex
 			return nil, compileDiag(f, d, path, "invalid template", err)
 		}
 		return t, nil
-	}, func(v any) { assign(v.(*expr.Text)) })
+	}, func(v any) {
+		t := v.(*expr.Text)
+		if t.UsesMenu() {
+			l.st.UsesMenu = true
+		}
+		assign(t)
+	})
 }
 
 // compileTree compiles a YAML value whose strings are value templates. When
@@ -209,6 +241,9 @@ func (l *loader) compileTree(f *file, n *yaml.Node, path string, assign func(*ex
 		}
 		t, err := expr.CompileTree(v)
 		if err == nil {
+			if t.UsesMenu() {
+				return nil, menuDiag(f, deref(n), path, "a value template")
+			}
 			return t, nil
 		}
 		if d := locateTreeErr(f, n, path); d != nil {
@@ -396,6 +431,9 @@ func (l *loader) loadPrompt(f *file, n *yaml.Node, path string, mustBeFile bool)
 		l.addJob(func() (any, *Diagnostic) {
 			t, err := expr.CompileText(string(b))
 			if err == nil {
+				if t.UsesMenu() {
+					return nil, menuDiag(f, n, path, fmt.Sprintf("prompt file %q", raw))
+				}
 				return t, nil
 			}
 			var ce *expr.CompileError
@@ -419,7 +457,13 @@ func (l *loader) loadPrompt(f *file, n *yaml.Node, path string, mustBeFile bool)
 	if pathLike.MatchString(raw) {
 		l.warnAt(f, n, path, "%q looks like a file name but no such file exists in the story directory; it is sent as inline prompt text", raw)
 	}
-	l.compileText(f, n, path, store)
+	l.compileText(f, n, path, func(t *expr.Text) {
+		if t.UsesMenu() {
+			l.diags = append(l.diags, *menuDiag(f, n, path, "a prompt"))
+			return
+		}
+		store(t)
+	})
 }
 
 // loadSchema compiles a literal with.schema path into Story.Schemas. Each

@@ -933,7 +933,17 @@ var (
 
 // text rewrites world.<key> references to the child's keys in a template,
 // guard or plain string.
+// menuCallRx is a menu helper called with a literal intent name (views).
+var menuCallRx = regexp.MustCompile(`\b(available|blocked|blocked_reason|intent_status)(\(\s*["'])([A-Za-z_][A-Za-z0-9_-]*)(["']\s*\))`)
+
 func (r *renamer) text(s string) string {
+	if strings.Contains(s, "(") && menuCallRx.MatchString(s) {
+		// available('drive') names the child's intent: child__drive
+		s = menuCallRx.ReplaceAllStringFunc(s, func(m string) string {
+			sm := menuCallRx.FindStringSubmatch(m)
+			return sm[1] + sm[2] + r.intent(sm[3]) + sm[4]
+		})
+	}
 	if !strings.Contains(s, "world") {
 		return s
 	}
@@ -1061,7 +1071,16 @@ func (r *renamer) walk(n *yaml.Node, arm *yaml.Node) {
 					r.intentKeyed(v)
 					continue
 				}
-			case "emit_intent", "default_intent", "intent":
+			case "pending_plan_path":
+				// contextual_routing's world path: its first key is the child's
+				if v.Kind == yaml.ScalarNode {
+					head, rest, _ := strings.Cut(strings.TrimPrefix(v.Value, "world."), ".")
+					if v.Value = r.worldKey(head); rest != "" {
+						v.Value += "." + rest
+					}
+					continue
+				}
+			case "emit_intent", "default_intent", "intent", "plan_accept_intent", "plan_refine_intent", "room_chat":
 				if v.Kind == yaml.ScalarNode {
 					if isTemplated(v.Value) {
 						v.Value = r.text(v.Value)
@@ -1274,6 +1293,23 @@ func placeAt(n *yaml.Node, line, col int) {
 }
 
 // applyBindings sets the default: of each bound host interface.
+// bindingFor is the importer's binding of interface name: its own, else
+// (for an interface of a story the child imports, alias__name) the binding
+// of the nearest shorter name, so binding ticket also binds bf__ticket and
+// bf__pr__ticket unless they are bound by name.
+func bindingFor(bindings map[string]*yaml.Node, name string) (*yaml.Node, bool) {
+	for {
+		if b, ok := bindings[name]; ok {
+			return b, true
+		}
+		_, rest, ok := strings.Cut(name, "__")
+		if !ok {
+			return nil, false
+		}
+		name = rest
+	}
+}
+
 func applyBindings(doc *yaml.Node, bindings map[string]*yaml.Node) {
 	if len(bindings) == 0 {
 		return
@@ -1287,7 +1323,7 @@ func applyBindings(doc *yaml.Node, bindings map[string]*yaml.Node) {
 			continue
 		}
 		for j := 0; j+1 < len(m.Content); j += 2 {
-			b, ok := bindings[m.Content[j].Value]
+			b, ok := bindingFor(bindings, m.Content[j].Value)
 			if !ok {
 				continue
 			}

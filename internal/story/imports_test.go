@@ -404,3 +404,55 @@ states:
 		t.Errorf("the swapped-out prompt was compiled too")
 	}
 }
+
+// An importer's host_bindings entry for an interface name also rebinds the
+// interfaces of that name in the stories its child imports, unless one is
+// bound by its own name.
+func TestImportBindingsReachNestedImports(t *testing.T) {
+	iface := "host_interfaces:\n  ticket:\n    operations: {comment: {}}\n    default: host.local_files.ticket\n  vcs:\n    operations: {commit: {}}\n    default: host.git\n"
+	files := map[string]string{
+		"app.yaml": "app: {id: top}\nroot: core\nstates: {}\nimports:\n  core:\n    source: ./mid\n    entry: s\n" +
+			"    host_bindings:\n      ticket: host.gh.ticket\n      vcs: host.run\n      bf__vcs: host.local\n",
+		"mid/app.yaml":  "app: {id: mid}\n" + iface + "root: s\nstates:\n  s: {}\nimports:\n  bf:\n    source: ../leaf\n    entry: s\n",
+		"leaf/app.yaml": "app: {id: leaf}\n" + iface + "root: s\nstates:\n  s: {}\n",
+	}
+	st, err := Load(filepath.Join(writeTree(t, files), "app.yaml"), WithLookupEnv(mapEnv(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	got := map[string]string{}
+	for name, in := range st.Interfaces {
+		got[name] = in.Default
+	}
+	want := map[string]string{
+		"core__ticket": "host.gh.ticket", "core__bf__ticket": "host.gh.ticket",
+		"core__vcs": "host.run", "core__bf__vcs": "host.local",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("interface defaults (-want +got):\n%s", diff)
+	}
+}
+
+// A menu helper's literal intent name in an imported story's view is the
+// child's intent, renamed with it; other names are left alone.
+func TestImportRenamesMenuHelperNames(t *testing.T) {
+	files := map[string]string{
+		"app.yaml": "app: {id: top}\nroot: kid\nstates: {}\nimports:\n  kid:\n    source: ./child\n    entry: s\n",
+		"child/app.yaml": "app: {id: child}\nintents: {go: {}}\nroot: s\nstates:\n  s:\n" +
+			"    view:\n      - prose: \"{% if blocked('go') %}{{ blocked_reason(\\\"go\\\") }}{% endif %}{{ intent_status('other') }}\"\n        when: \"available('go')\"\n" +
+			"    on:\n      go: [{target: s}]\n",
+	}
+	st, err := Load(filepath.Join(writeTree(t, files), "app.yaml"), WithLookupEnv(mapEnv(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	el := st.States["kid.s"].ViewDoc.Elements[0]
+	if got, want := el.When.Source(), "{{ available('kid__go') }}"; got != want {
+		t.Errorf("when = %q, want %q", got, want)
+	}
+	if got, want := el.Body.Source(), `{% if blocked('kid__go') %}{{ blocked_reason("kid__go") }}{% endif %}{{ intent_status('other') }}`; got != want {
+		t.Errorf("prose = %q, want %q", got, want)
+	}
+}

@@ -48,7 +48,7 @@ func schemaTables() map[string]*keySpec {
 		"manifestKeys": manifestKeys, "importKeys": importKeys, "importExitKeys": importExitKeys,
 		"importIntentKeys": importIntentKeys, "importOverrideKey": importOverrideKey, "exportsKeys": exportsKeys,
 		"timeoutKeys": timeoutKeys, "embeddingKeys": embeddingKeys, "offRampKeys": offRampKeys, "offPathKeys": offPathKeys,
-		"metaModeKeys": metaModeKeys, "metaReturnKeys": metaReturnKeys,
+		"metaModeKeys": metaModeKeys, "metaReturnKeys": metaReturnKeys, "contextualKeys": contextualKeys,
 	}
 }
 
@@ -63,7 +63,8 @@ func storyShape(u tables) (root *shape, defs map[string]*shape) {
 			"states":   shMap(shRef("state")),
 			"timeout":  u.obj(timeoutKeys, nil),
 			// agent_off_ramp: true, or its settings
-			"agent_off_ramp": shScalarOr(u.obj(offRampKeys, nil)),
+			"agent_off_ramp":     shScalarOr(u.obj(offRampKeys, nil)),
+			"contextual_routing": u.obj(contextualKeys, nil),
 		}),
 		"arm": u.obj(armKeys, map[string]*shape{
 			"effects": shList(shRef("effect")),

@@ -243,6 +243,8 @@ type loader struct {
 
 	toolNames map[string]string // exposed plugin tool name → where it was declared
 
+	contextualRefs []contextualRef // contextual_routing intents, checked at finish (contextual.go)
+
 	synonymRefs      []*synonymRef // intents' synonyms, checked against their slots
 	defaultIntents   []*nodeRef    // states' default_intent, checked at finish
 	modes            []*nodeRef    // states' mode:, checked at finish

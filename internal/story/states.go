@@ -10,7 +10,7 @@ import (
 var stateKeys = &keySpec{
 	v1: []string{"description", "view", "on_enter", "on", "terminal", "intents", "relevant_world", "default_intent",
 		"intercept_drive", "type", "initial", "states", "relevant_slots", "timeout", "mode", "agent_off_ramp",
-		"write_mode", "decider"},
+		"write_mode", "decider", "contextual_routing"},
 	refused: map[string]string{
 		"footer": "kitsoki renders no per-room footer; put the text in the view (a prose: or list: element at the end)",
 		"theme":  "kitsoki renders plain text and has no room themes; remove the key (a banner: element can carry a color)",
@@ -115,6 +115,9 @@ func (l *loader) loadState(f *file, n *yaml.Node, path string, s *State) {
 				l.modes = append(l.modes, &nodeRef{f: f, n: v.key, path: p, value: m, state: s})
 			}
 		}
+	}
+	if v, ok := fs.get("contextual_routing"); ok {
+		l.loadContextual(f, v, joinPath(path, "contextual_routing"), s)
 	}
 	if v, ok := fs.get("agent_off_ramp"); ok {
 		l.loadOffRamp(f, v, joinPath(path, "agent_off_ramp"), s)

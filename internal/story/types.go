@@ -74,6 +74,10 @@ type Story struct {
 	// host_plugins, providers and host.run's with.env; the trace writer
 	// redacts them.
 	Secrets []string
+	// UsesMenu is set when a view, view element when:, say: or other text
+	// template reads the computed menu (menu, available(), …): the session
+	// then builds it for every view it renders.
+	UsesMenu bool
 	// Warnings are non-fatal findings (e.g. [later] keys that are ignored).
 	Warnings []Diagnostic
 }
@@ -167,6 +171,9 @@ type State struct {
 	// free text no earlier tier resolved.
 	DefaultIntent string
 	DefaultSlot   string
+	// Contextual is contextual_routing: (nil when absent); see
+	// ContextualRouting.
+	Contextual *ContextualRouting
 	// WriteMode is write_mode: "" (open), WriteOpen or WriteReadOnly: the
 	// agents this room dispatches may not use mutating tools.
 	WriteMode string

@@ -772,7 +772,7 @@ func (l *loader) compileViewWhen(f *file, n *yaml.Node, path string, assign func
 		return
 	}
 	d := deref(n)
-	l.compileValue(f, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "{{ " + strings.TrimSpace(src) + " }}", Line: d.Line, Column: d.Column}, path, assign)
+	l.compileValueIn(f, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "{{ " + strings.TrimSpace(src) + " }}", Line: d.Line, Column: d.Column}, path, true, assign)
 }
 
 func (l *loader) loadItemSlots(f *file, n *yaml.Node, path string) []ViewSlot {

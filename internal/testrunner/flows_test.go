@@ -86,7 +86,7 @@ func TestFlowFailureMessages(t *testing.T) {
   FAIL  turn 4 → cart
   ✗ expect_slots: the intent was not accepted, so it has no slots
   FAIL  turn 5 → cart
-  ✗ unexpected rejection: code=UNKNOWN_INTENT: unknown intent "bogus"
+  ✗ unexpected rejection: code=INTENT_NOT_ALLOWED_IN_STATE: intent "bogus" is not allowed in state "cart": it is not a declared intent (allowed: add, pay)
 `},
 		{"view.yaml", `FAIL  view.yaml
   FAIL  turn 1 → cart

@@ -52,6 +52,7 @@ type TurnRouted struct {
 	Confidence float64        `json:"confidence"`
 	Input      string         `json:"input"`
 	Intent     string         `json:"intent,omitempty"`
+	Reason     string         `json:"reason,omitempty"` // the contextual tier's reason
 	Slots      map[string]any `json:"slots,omitzero"`
 	Tier       string         `json:"tier"`
 }
@@ -405,6 +406,7 @@ func (p TurnRouted) appendFields(w *objWriter) {
 	w.value("confidence", p.Confidence)
 	w.str("input", p.Input)
 	w.strOmit("intent", p.Intent)
+	w.strOmit("reason", p.Reason)
 	if len(p.Slots) > 0 {
 		w.object("slots", p.Slots)
 	}

@@ -131,7 +131,7 @@ func TestRejections(t *testing.T) {
 		{"bye", kitsoki.CodeGuardFailed, `GUARD_FAILED: no transition matched for intent "bye" in state "lobby"`, "Greet somebody before you leave."},
 		{"again", kitsoki.CodeIntentNotAllowed, `INTENT_NOT_ALLOWED_IN_STATE: intent "again" is not allowed in state "lobby" (allowed: bye, greet)`, ""},
 		{"greet", kitsoki.CodeMissingSlots, `MISSING_SLOTS: intent "greet" is missing required slots: name`, ""},
-		{"dance", kitsoki.CodeUnknownIntent, `UNKNOWN_INTENT: unknown intent "dance"`, ""},
+		{"dance", kitsoki.CodeIntentNotAllowed, `INTENT_NOT_ALLOWED_IN_STATE: intent "dance" is not allowed in state "lobby": it is not a declared intent (allowed: bye, greet)`, ""},
 		{"greet name=Bo style=shouty", kitsoki.CodeInvalidSlotValue, `INVALID_SLOT_VALUE: slot "style" of intent "greet": "shouty" is not one of casual, formal`, ""},
 		{"greet name=Ada nick=x", kitsoki.CodeUnknownSlot, `UNKNOWN_SLOT: unknown slot "nick" for intent greet; did you mean "name"?`, ""},
 	}

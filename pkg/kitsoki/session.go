@@ -86,7 +86,7 @@ func (s *Session) Turn(ctx context.Context, intent string, slots map[string]any)
 // spaces), as `kitsoki run` reads a typed line. Slot values are typed by the
 // intent's declaration. Free text, which `kitsoki run` routes to an
 // intent, goes through Say; Do reads every line as typed (a lone unknown
-// word is UNKNOWN_INTENT). A line that does not parse is an error and
+// word is INTENT_NOT_ALLOWED_IN_STATE). A line that does not parse is an error and
 // takes no turn.
 func (s *Session) Do(ctx context.Context, line string) (*Outcome, error) {
 	s.mu.Lock()

@@ -98,7 +98,7 @@ type Rejection struct {
 	Code           string
 	Message        string
 	MissingSlots   []string // MISSING_SLOTS: the required slots not given
-	Suggestions    []string // UNKNOWN_INTENT: near names
+	Suggestions    []string // near names of an undeclared intent (INTENT_NOT_ALLOWED_IN_STATE)
 	AllowedIntents []string // the intents the state accepts
 	GuardHint      string   // GUARD_FAILED: the arm's guard_hint
 }

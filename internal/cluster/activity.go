@@ -121,7 +121,9 @@ type Activities struct {
 
 // Invoke dispatches one call through a host runtime.Open builds, and
 // returns what it answered and the events it wrote.
-func (a *Activities) Invoke(ctx context.Context, in InvokeInput) (*InvokeResult, error) {
+func (a *Activities) Invoke(ctx context.Context, in InvokeInput) (_ *InvokeResult, ferr error) {
+	defer nonRetryablePanic(&ferr)
+	defer heartbeat(ctx)()
 	st, inv, err := a.Stories.Invoke(in.Story, in.Invoke)
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "kitsoki.story", nil)
@@ -145,6 +147,9 @@ func (a *Activities) Invoke(ctx context.Context, in InvokeInput) (*InvokeResult,
 	res, derr := rt.Host().Dispatch(ctx, &host.Call{Namespace: in.Namespace, Args: in.Args.Map(), Invoke: inv,
 		SessionID: in.SessionID, Turn: in.Turn, State: in.State, World: in.World.Map(),
 		Run: host.RunEnv{TitleOwned: in.TitleOwned}})
+	if err := stopped(ctx); err != nil {
+		return nil, err
+	}
 	if te, ok := errors.AsType[*host.TraceError](derr); ok {
 		return nil, temporal.NewNonRetryableApplicationError(mask.String(te.Error()), "kitsoki.trace", nil)
 	}
@@ -160,6 +165,9 @@ func (a *Activities) Invoke(ctx context.Context, in InvokeInput) (*InvokeResult,
 			out.Err = callError(res.Err, mask)
 		}
 		out.CallID = res.CallID
+	}
+	if err := noteReissued(ctx, sink, in); err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "kitsoki.trace", nil)
 	}
 	if out.Events, err = sink.events(); err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "kitsoki.trace", nil)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/kitsoki/kitsoki/internal/host"
@@ -28,11 +27,18 @@ type activityDispatcher struct {
 	ref     StoryRef
 	sink    *trace.MemSink
 	timeout time.Duration // start-to-close of a call that sets no with.timeout
+	// heartbeat is the calls' heartbeat timeout; lostAttempts how many
+	// times a call lost with its worker is issued in all (lost.go).
+	heartbeat    time.Duration
+	lostAttempts int
 }
 
 // Dispatch runs the call as an activity. A call that returned (data, a
-// domain error or a fault) is never retried: agent calls cost money and
-// are not idempotent.
+// domain error or a fault) is never retried here (retry: on the invoke
+// is the session's, as in a local run): agent calls cost money and are
+// not idempotent. A call lost with its worker is issued again by the
+// activity's retry policy; once it is not (external_side_effect, or its
+// attempts spent), it fails with a LostCallError.
 func (d *activityDispatcher) Dispatch(_ context.Context, c *host.Call) (*host.Result, error) {
 	if c.Invoke == nil {
 		return nil, fmt.Errorf("%s: a call no invoke asked for (the free-text router) cannot run in a Temporal session yet", c.Namespace)
@@ -41,16 +47,15 @@ func (d *activityDispatcher) Dispatch(_ context.Context, c *host.Call) (*host.Re
 	if err != nil {
 		return nil, err
 	}
-	ctx := workflow.WithActivityOptions(*d.cur, workflow.ActivityOptions{
-		StartToCloseTimeout: d.startToClose(c),
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
-		Summary:             fmt.Sprintf("%s at %s", c.Namespace, at),
-	})
+	ctx := workflow.WithActivityOptions(*d.cur, d.activityOptions(c, at))
 	in := InvokeInput{Story: d.ref, Invoke: at, Namespace: c.Namespace, Args: Value{c.Args},
 		SessionID: c.SessionID, Turn: c.Turn, State: c.State, World: Value{c.World},
 		TitleOwned: c.Run.TitleOwned, Seq: d.sink.NextSeq(c.Turn)}
 	var out InvokeResult
 	if err := workflow.ExecuteActivity(ctx, InvokeActivity, in).Get(*d.cur, &out); err != nil {
+		if reason := lostReason(err); reason != "" {
+			return &host.Result{Err: d.lostCall(c, reason)}, nil
+		}
 		return nil, &host.TraceError{Err: fmt.Errorf("%s at %s: activity %s: %w", c.Namespace, at, InvokeActivity, err)}
 	}
 	for _, e := range out.Events {

@@ -117,6 +117,10 @@ type Activities struct {
 	// activity sets its trace sink and leaves Session nil: the session
 	// lives in the workflow.
 	Config func(st *story.Story) runtime.Config
+	// SessionConfig, when set, is used instead of Config; it also gets the
+	// id of the session the call belongs to (a worker replays its
+	// --cassette per session).
+	SessionConfig func(st *story.Story, sessionID string) runtime.Config
 }
 
 // Invoke dispatches one call through a host runtime.Open builds, and
@@ -129,7 +133,10 @@ func (a *Activities) Invoke(ctx context.Context, in InvokeInput) (_ *InvokeResul
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "kitsoki.story", nil)
 	}
 	var cfg runtime.Config
-	if a.Config != nil {
+	switch {
+	case a.SessionConfig != nil:
+		cfg = a.SessionConfig(st, in.SessionID)
+	case a.Config != nil:
 		cfg = a.Config(st)
 	}
 	if cfg.Clock == nil {

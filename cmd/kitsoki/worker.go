@@ -60,6 +60,9 @@ type workerOpts struct {
 	tf       temporalFlags
 	timeout  time.Duration
 	cassette string
+	// heartbeat is --heartbeat-timeout: how soon a dead worker's call is
+	// issued again.
+	heartbeat time.Duration
 }
 
 func newWorkerCmd(g *globals) *cobra.Command {
@@ -98,6 +101,7 @@ Exit codes:
 	addTemporalFlags(cmd, &o.tf, true)
 	f := cmd.Flags()
 	f.DurationVar(&o.timeout, "agent-timeout", host.DefaultTimeout, "hard deadline of an agent call that sets no with.timeout")
+	f.DurationVar(&o.heartbeat, "heartbeat-timeout", cluster.DefaultHeartbeatTimeout, "a call whose worker sends no heartbeat for this long is issued again on another worker (sessions that set none)")
 	f.StringVar(&o.cassette, "cassette", "", "replay this cassette (.yaml or .yaml.zst) in place of the declared agents, from its start for each session")
 	addWorkspaceFlag(cmd, g)
 	return cmd
@@ -106,6 +110,9 @@ Exit codes:
 func runWorker(cmd *cobra.Command, g *globals, o *workerOpts) error {
 	if o.tf.addr == "" {
 		return exitWith(exitUsage, errors.New("kitsoki worker: give --temporal HOST:PORT, the Temporal cluster to take work from (make temporal-dev serves 127.0.0.1:7233)"))
+	}
+	if o.heartbeat <= 0 {
+		return exitWith(exitUsage, fmt.Errorf("kitsoki worker: --heartbeat-timeout must be longer than zero, got %s (default %s)", o.heartbeat, cluster.DefaultHeartbeatTimeout))
 	}
 	stderr := cmd.ErrOrStderr()
 	logger := g.logger(stderr)
@@ -131,11 +138,12 @@ func runWorker(cmd *cobra.Command, g *globals, o *workerOpts) error {
 	wiring := &workerWiring{logger: logger, timeout: o.timeout, cassette: o.cassette}
 	fatal := make(chan error, 1)
 	w, err := cluster.NewWorker(c.Temporal(), cluster.WorkerOptions{
-		TaskQueue:    c.TaskQueue(),
-		StoriesDir:   dir,
-		StoryOptions: g.storyOpts(),
-		CallTimeout:  o.timeout,
-		Config:       wiring.config,
+		TaskQueue:        c.TaskQueue(),
+		StoriesDir:       dir,
+		StoryOptions:     g.storyOpts(),
+		CallTimeout:      o.timeout,
+		HeartbeatTimeout: o.heartbeat,
+		Config:           wiring.config,
 		Worker: worker.Options{OnFatalError: func(err error) {
 			select {
 			case fatal <- err:

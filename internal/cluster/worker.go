@@ -34,6 +34,14 @@ type WorkerOptions struct {
 	// CallTimeout is the hard deadline of a call that sets no with.timeout;
 	// 0 is host.DefaultTimeout.
 	CallTimeout time.Duration
+	// HeartbeatTimeout is the heartbeat timeout of the calls of a session
+	// whose input sets none (SessionInput.HeartbeatTimeout); 0 is
+	// DefaultHeartbeatTimeout. A call whose worker died is issued again
+	// once it passes.
+	HeartbeatTimeout time.Duration
+	// LostCallAttempts is how many times a call lost with its worker is
+	// issued in all; 0 is DefaultLostCallAttempts.
+	LostCallAttempts int
 	// Config returns the runtime configuration a call of st, made by the
 	// session sessionID, is dispatched with on this worker (agents,
 	// cassette, handlers, logger, clock); see Activities.SessionConfig.
@@ -52,7 +60,7 @@ var ErrNoStoriesDir = errors.New("the stories directory does not exist")
 // SessionWorkflowName and InvokeActivity, sharing one Stories cache.
 func (o WorkerOptions) Register(r worker.Registry) {
 	stories := &Stories{Dir: o.StoriesDir, Options: o.StoryOptions}
-	wf := &Workflow{Stories: stories, CallTimeout: o.CallTimeout}
+	wf := &Workflow{Stories: stories, CallTimeout: o.CallTimeout, HeartbeatTimeout: o.HeartbeatTimeout, LostCallAttempts: o.LostCallAttempts}
 	r.RegisterWorkflowWithOptions(wf.Session, workflow.RegisterOptions{Name: SessionWorkflowName})
 	acts := &Activities{Stories: stories, SessionConfig: o.Config}
 	r.RegisterActivityWithOptions(acts.Invoke, activity.RegisterOptions{Name: InvokeActivity})

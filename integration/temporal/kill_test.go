@@ -68,7 +68,7 @@ func TestKillAWorker(t *testing.T) {
 	agentLog := filepath.Join(t.TempDir(), "agent.log")
 	t.Setenv("SLEEP_LOG", agentLog) // the workers resolve ${SLEEP_LOG} from their environment
 	queue := "kill-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	args := []string{"--stories", stories, "--task-queue", queue, "--heartbeat-timeout", "2s"}
+	args := []string{"--stories", stories, "--task-queue", queue, "--heartbeat-timeout", "5s"}
 	victim := startWorker(t, t.TempDir(), args...)
 	startWorker(t, t.TempDir(), args...)
 	victimPid := victim.cmd.Process.Pid

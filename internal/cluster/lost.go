@@ -41,8 +41,10 @@ const (
 	FailureKindLost = "lost"
 )
 
-// heartbeatEvery is how often a running call heartbeats: a fifth of the
-// timeout, so a few missed beats (a loaded worker) are not a death.
+// heartbeatEvery is how often a running call heartbeats, and the most a
+// worker holds a heartbeat back (NewWorker's MaxHeartbeatThrottleInterval):
+// a fifth of the timeout, so a few late beats (a loaded worker) are not a
+// death.
 func heartbeatEvery(timeout time.Duration) time.Duration {
 	return max(timeout/5, 50*time.Millisecond)
 }

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -88,6 +89,12 @@ func NewWorker(c client.Client, o WorkerOptions) (worker.Worker, error) {
 	q := o.TaskQueue
 	if q == "" {
 		q = DefaultTaskQueue
+	}
+	if o.Worker.MaxHeartbeatThrottleInterval == 0 {
+		// The SDK sends a call's heartbeats at most every 0.8 of its
+		// heartbeat timeout: too little margin on a loaded machine, where
+		// a live worker's call would be taken for lost and run twice.
+		o.Worker.MaxHeartbeatThrottleInterval = heartbeatEvery(cmp.Or(o.HeartbeatTimeout, DefaultHeartbeatTimeout))
 	}
 	w := worker.New(c, q, o.Worker)
 	o.Register(w)

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -101,4 +102,35 @@ func retryEvents(n int) []string {
 			i+1, i, 1000<<i))
 	}
 	return out
+}
+
+type kinded struct{}
+
+func (kinded) Error() string       { return "lost" }
+func (kinded) FailureKind() string { return "lost" }
+
+type fromJournal struct{}
+
+func (fromJournal) Error() string  { return "recorded" }
+func (fromJournal) Replayed() bool { return true }
+
+func TestFailureKind(t *testing.T) {
+	for _, tt := range []struct {
+		err      error
+		kind     string
+		replayed bool
+	}{
+		{agent.Errorf(agent.KindPluginCrash, "x"), "plugin_crash", false},
+		{fmt.Errorf("wrapped: %w", agent.Errorf(agent.KindDeadlineExceeded, "x")), "deadline_exceeded", false},
+		{errors.New("handler failed"), "host_error", false},
+		{kinded{}, "lost", false},
+		{fmt.Errorf("w: %w", fromJournal{}), "host_error", true},
+	} {
+		if got := FailureKind(tt.err); got != tt.kind {
+			t.Errorf("FailureKind(%v) = %q, want %q", tt.err, got, tt.kind)
+		}
+		if got := replayed(tt.err); got != tt.replayed {
+			t.Errorf("replayed(%v) = %v, want %v", tt.err, got, tt.replayed)
+		}
+	}
 }

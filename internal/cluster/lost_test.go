@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/kitsoki/kitsoki/internal/clock"
@@ -61,8 +62,7 @@ func lostRef(t *testing.T) StoryRef {
 // a's, behind a mock that answers the first lost calls with err.
 func lostEnv(t *testing.T, p *payHandlers, lost int, err error) (*testsuite.TestWorkflowEnvironment, *atomic.Int64) {
 	t.Helper()
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
+	env := loadedEnv()
 	stories := &Stories{Dir: "testdata"}
 	env.RegisterWorkflowWithOptions((&Workflow{Stories: stories, LostCallAttempts: 3}).Session, workflow.RegisterOptions{Name: SessionWorkflowName})
 	a := &Activities{Stories: stories, Config: p.config}
@@ -76,6 +76,17 @@ func lostEnv(t *testing.T, p *payHandlers, lost int, err error) (*testsuite.Test
 			return a.Invoke(ctx, in)
 		})
 	return env, &attempts
+}
+
+// loadedEnv is a workflow test environment whose deadlock detection
+// allows 10 s without a yield instead of 1 s: a -race test binary sharing
+// two cores with other test binaries can be off the CPU that long, while
+// workflow code that never yields still fails.
+func loadedEnv() *testsuite.TestWorkflowEnvironment {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: 10 * time.Second})
+	return env
 }
 
 func runIntents(t *testing.T, env *testsuite.TestWorkflowEnvironment, ref StoryRef, intents ...string) (SessionResult, []trace.Event) {
@@ -268,8 +279,7 @@ func kindsOf(evs []trace.Event) []string {
 // The invoke activity heartbeats while a call runs: the call below waits
 // (bounded) until the test environment saw a heartbeat from it.
 func TestInvokeHeartbeats(t *testing.T) {
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
+	env := loadedEnv()
 	beat := make(chan struct{})
 	var once sync.Once
 	env.SetOnActivityHeartbeatListener(func(*activity.Info, converter.EncodedValues) { once.Do(func() { close(beat) }) })

@@ -286,9 +286,11 @@ func TestInvokeHeartbeats(t *testing.T) {
 	stories := &Stories{Dir: "testdata"}
 	env.RegisterWorkflowWithOptions((&Workflow{Stories: stories}).Session, workflow.RegisterOptions{Name: SessionWorkflowName})
 	var waited atomic.Bool
+	var timeout atomic.Int64
 	a := &Activities{Stories: stories, Config: func(*story.Story) runtime.Config {
 		return runtime.Config{IgnorePins: true, Handlers: map[string]host.Handler{
 			"host.pay.note": host.HandlerFunc(func(ctx context.Context, _ *host.Call) (*host.Result, error) {
+				timeout.Store(int64(activity.GetInfo(ctx).HeartbeatTimeout))
 				select {
 				case <-beat:
 					waited.Store(true)
@@ -302,6 +304,9 @@ func TestInvokeHeartbeats(t *testing.T) {
 	res, _ := runIntentsWith(t, env, SessionInput{Story: lostRef(t), SessionID: "s1", HeartbeatTimeout: time.Second}, "note")
 	if !waited.Load() {
 		t.Error("the call saw no heartbeat in 10 s (heartbeat timeout 1 s: one every 200 ms)")
+	}
+	if got := time.Duration(timeout.Load()); got != time.Second {
+		t.Errorf("the activity's heartbeat timeout is %v, want the session input's 1s", got)
 	}
 	if res.World.Map()["note"] != "written" {
 		t.Errorf("world %v", res.World.Map())
@@ -350,5 +355,52 @@ func TestInvokeFailuresAreNotRetryable(t *testing.T) {
 				t.Errorf("error = %v (application error %v, non-retryable %v); want a non-retryable one containing %q", err, ok, ok && ae.NonRetryable(), tt.want)
 			}
 		})
+	}
+}
+
+// A call's activity options: the session's heartbeat timeout, a retry
+// policy that re-issues only lost calls (up to the worker's attempts),
+// one attempt for an external_side_effect invoke.
+func TestActivityOptions(t *testing.T) {
+	d := &activityDispatcher{timeout: time.Minute, heartbeat: 3 * time.Second, lostAttempts: 4}
+	for _, tt := range []struct {
+		name     string
+		inv      *story.Invoke
+		args     map[string]any
+		attempts int32
+		stc      time.Duration
+	}{
+		{"a call", &story.Invoke{Name: "host.pay.note"}, nil, 4, time.Minute + StartToCloseGrace},
+		{"with.timeout", &story.Invoke{Name: "host.pay.note"}, map[string]any{"timeout": "5s"}, 4, 5*time.Second + StartToCloseGrace},
+		{"external_side_effect", &story.Invoke{Name: "host.pay.charge", ExternalSideEffect: true}, nil, 1, time.Minute + StartToCloseGrace},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o := d.activityOptions(&host.Call{Namespace: tt.inv.Name, Invoke: tt.inv, Args: tt.args}, InvokeRef{File: "app.yaml", Line: 3, Col: 7})
+			if o.HeartbeatTimeout != 3*time.Second || o.StartToCloseTimeout != tt.stc || o.RetryPolicy.MaximumAttempts != tt.attempts {
+				t.Errorf("heartbeat %v, start-to-close %v, attempts %d; want 3s, %v, %d",
+					o.HeartbeatTimeout, o.StartToCloseTimeout, o.RetryPolicy.MaximumAttempts, tt.stc, tt.attempts)
+			}
+			if want := tt.inv.Name + " at app.yaml:3:7"; o.Summary != want {
+				t.Errorf("summary %q, want %q", o.Summary, want)
+			}
+		})
+	}
+}
+
+// A call whose context ended before it returned (the worker is stopping)
+// is a retryable kitsoki.lost error: its answer is not the call's.
+func TestStoppedIsRetryableLost(t *testing.T) {
+	if err := stopped(context.Background()); err != nil {
+		t.Fatalf("a live context: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := stopped(ctx)
+	ae, ok := errors.AsType[*temporal.ApplicationError](err)
+	if !ok || ae.Type() != ErrTypeLost || ae.NonRetryable() || lostReason(err) != "its worker stopped during the call" {
+		t.Errorf("stopped(cancelled) = %v; want a retryable %s error", err, ErrTypeLost)
+	}
+	if lostReason(temporal.NewNonRetryableApplicationError("x", "kitsoki.story", nil)) != "" {
+		t.Error("an infrastructure failure counts as a lost call")
 	}
 }

@@ -74,6 +74,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newEvalCmd(g), newHostsCmd(g))
 	root.AddCommand(newVizCmd(g))
 	root.AddCommand(newSessionCmd(g))
+	root.AddCommand(newWorkerCmd(g))
 	checkUsage(root)
 	return root
 }

@@ -61,6 +61,7 @@ func run(m *testing.M) (int, error) {
 	}
 	defer s.stop()
 	server = *s
+	defer removeBinDirs()
 	return m.Run(), nil
 }
 

@@ -26,15 +26,18 @@ const InvokeActivity = "kitsoki.invoke"
 // with, and what the call needs of the session. It holds no resolved
 // secret: the story's secrets in args and world are sealed (sealer).
 type InvokeInput struct {
-	Story      StoryRef  `json:"story"`
-	Invoke     InvokeRef `json:"invoke"`
-	Namespace  string    `json:"namespace"`
-	Args       Value     `json:"args"`
-	SessionID  string    `json:"session_id"`
-	Turn       int64     `json:"turn"`
-	State      string    `json:"state"`
-	World      Value     `json:"world"`
-	TitleOwned bool      `json:"title_owned,omitempty"`
+	Story     StoryRef  `json:"story"`
+	Invoke    InvokeRef `json:"invoke"`
+	Namespace string    `json:"namespace"`
+	Args      Value     `json:"args"`
+	SessionID string    `json:"session_id"`
+	Turn      int64     `json:"turn"`
+	State     string    `json:"state"`
+	// TurnState is the state the call's turn began in (a cassette episode's
+	// phase).
+	TurnState  string `json:"turn_state,omitempty"`
+	World      Value  `json:"world"`
+	TitleOwned bool   `json:"title_owned,omitempty"`
 	// Seq is the seq the session's trace gives its next event of Turn:
 	// the events the call writes continue from it, so their seqs (and a
 	// live call_id derived from one) are a local run's.
@@ -131,17 +134,26 @@ type Activities struct {
 	// Signal sends an agent's emit_intent to the session workflow; nil
 	// uses the activity's client.
 	Signal Signaller
+	// SessionConfig, when set, is used instead of Config; it also gets the
+	// id of the session the call belongs to (a worker replays its
+	// --cassette per session).
+	SessionConfig func(st *story.Story, sessionID string) runtime.Config
 }
 
 // Invoke dispatches one call through a host runtime.Open builds, and
 // returns what it answered and the events it wrote.
-func (a *Activities) Invoke(ctx context.Context, in InvokeInput) (*InvokeResult, error) {
+func (a *Activities) Invoke(ctx context.Context, in InvokeInput) (_ *InvokeResult, ferr error) {
+	defer nonRetryablePanic(&ferr)
+	defer heartbeat(ctx)()
 	st, inv, sch, err := a.call(in)
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "kitsoki.story", nil)
 	}
 	var cfg runtime.Config
-	if a.Config != nil {
+	switch {
+	case a.SessionConfig != nil:
+		cfg = a.SessionConfig(st, in.SessionID)
+	case a.Config != nil:
 		cfg = a.Config(st)
 	}
 	if cfg.Clock == nil {
@@ -160,8 +172,11 @@ func (a *Activities) Invoke(ctx context.Context, in InvokeInput) (*InvokeResult,
 	defer rt.Close()
 	seal := newSealer(st.Secrets)
 	res, derr := rt.Host().Dispatch(ctx, &host.Call{Namespace: in.Namespace, Args: seal.open(in.Args.Map()), Invoke: inv,
-		SessionID: in.SessionID, Turn: in.Turn, State: in.State, World: seal.open(in.World.Map()),
+		SessionID: in.SessionID, Turn: in.Turn, State: in.State, TurnState: in.TurnState, World: seal.open(in.World.Map()),
 		Run: host.RunEnv{TitleOwned: in.TitleOwned, Live: live}, Schema: sch, Purpose: adHocPurpose(in)})
+	if err := stopped(ctx); err != nil {
+		return nil, err
+	}
 	if te, ok := errors.AsType[*host.TraceError](derr); ok {
 		return nil, temporal.NewNonRetryableApplicationError(mask.String(te.Error()), "kitsoki.trace", nil)
 	}
@@ -177,6 +192,9 @@ func (a *Activities) Invoke(ctx context.Context, in InvokeInput) (*InvokeResult,
 			out.Err = callError(res.Err, mask)
 		}
 		out.CallID = res.CallID
+	}
+	if err := noteReissued(ctx, sink, in); err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "kitsoki.trace", nil)
 	}
 	if out.Events, err = sink.events(); err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "kitsoki.trace", nil)

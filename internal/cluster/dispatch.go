@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/kitsoki/kitsoki/internal/host"
@@ -28,11 +27,18 @@ type activityDispatcher struct {
 	ref     StoryRef
 	sink    *trace.MemSink
 	timeout time.Duration // start-to-close of a call that sets no with.timeout
+	// heartbeat is the calls' heartbeat timeout; lostAttempts how many
+	// times a call lost with its worker is issued in all (lost.go).
+	heartbeat    time.Duration
+	lostAttempts int
 }
 
 // Dispatch runs the call as an activity. A call that returned (data, a
-// domain error or a fault) is never retried: agent calls cost money and
-// are not idempotent.
+// domain error or a fault) is never retried here (retry: on the invoke
+// is the session's, as in a local run): agent calls cost money and are
+// not idempotent. A call lost with its worker is issued again by the
+// activity's retry policy; once it is not (external_side_effect, or its
+// attempts spent), it fails with a LostCallError.
 func (d *activityDispatcher) Dispatch(_ context.Context, c *host.Call) (*host.Result, error) {
 	var adHoc *AdHocCall
 	at, err := InvokeRef{}, error(nil)
@@ -48,21 +54,20 @@ func (d *activityDispatcher) Dispatch(_ context.Context, c *host.Call) (*host.Re
 	if adHoc != nil {
 		where = "for " + adHoc.Purpose
 	}
-	ctx := workflow.WithActivityOptions(*d.cur, workflow.ActivityOptions{
-		StartToCloseTimeout: d.startToClose(c),
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
-		Summary:             c.Namespace + " " + where,
-	})
+	ctx := workflow.WithActivityOptions(*d.cur, d.activityOptions(c, where))
 	st, err := d.stories.Load(d.ref)
 	if err != nil {
 		return nil, err
 	}
 	seal := newSealer(st.Secrets)
 	in := InvokeInput{Story: d.ref, Invoke: at, Namespace: c.Namespace, Args: Value{seal.seal(c.Args)},
-		SessionID: c.SessionID, Turn: c.Turn, State: c.State, World: Value{seal.seal(c.World)},
+		SessionID: c.SessionID, Turn: c.Turn, State: c.State, TurnState: c.TurnState, World: Value{seal.seal(c.World)},
 		TitleOwned: c.Run.TitleOwned, Seq: d.sink.NextSeq(c.Turn), AdHoc: adHoc}
 	var out InvokeResult
 	if err := workflow.ExecuteActivity(ctx, InvokeActivity, in).Get(*d.cur, &out); err != nil {
+		if reason := lostReason(err); reason != "" {
+			return &host.Result{Err: d.lostCall(c, reason)}, nil
+		}
 		return nil, &host.TraceError{Err: fmt.Errorf("%s %s: activity %s: %w", c.Namespace, where, InvokeActivity, err)}
 	}
 	for _, e := range out.Events {

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,6 +43,10 @@ type SessionInput struct {
 	// ContinueAsNewAfter is the turns a run takes before it continues as
 	// new; 0 is DefaultContinueAsNewAfter.
 	ContinueAsNewAfter int `json:"continue_as_new_after,omitempty"`
+	// HeartbeatTimeout is the heartbeat timeout of the session's calls
+	// (a dead worker's call is issued again after it); 0 is the worker's
+	// Workflow.HeartbeatTimeout.
+	HeartbeatTimeout time.Duration `json:"heartbeat_timeout,omitempty"`
 	// Carried is the session a previous run handed over; nil starts it.
 	Carried *Snapshot `json:"carried,omitempty"`
 	// Routing is how the session routes free text (kitsoki run's
@@ -99,6 +104,12 @@ type Workflow struct {
 	// CallTimeout is the hard deadline of a call that sets no
 	// with.timeout; 0 is host.DefaultTimeout.
 	CallTimeout time.Duration
+	// HeartbeatTimeout is the heartbeat timeout of the calls of a session
+	// whose input sets none; 0 is DefaultHeartbeatTimeout.
+	HeartbeatTimeout time.Duration
+	// LostCallAttempts is how many times a call lost with its worker is
+	// issued in all; 0 is DefaultLostCallAttempts.
+	LostCallAttempts int
 }
 
 // Session is the kitsoki.session workflow: one story session, its turns
@@ -122,7 +133,9 @@ func (w *Workflow) Session(ctx workflow.Context, in SessionInput) (*SessionResul
 	cur := ctx
 	clk := workflowClock{cur: &cur}
 	sink := trace.NewMemSink(trace.WithSecrets(st.Secrets), trace.WithClock(clk))
-	d := &activityDispatcher{cur: &cur, stories: w.Stories, ref: in.Story, sink: sink, timeout: timeout}
+	d := &activityDispatcher{cur: &cur, stories: w.Stories, ref: in.Story, sink: sink, timeout: timeout,
+		heartbeat:    cmp.Or(in.HeartbeatTimeout, w.HeartbeatTimeout, DefaultHeartbeatTimeout),
+		lostAttempts: cmp.Or(w.LostCallAttempts, DefaultLostCallAttempts)}
 	rt, err := runtime.Open(st, runtime.Config{Clock: clk, IgnorePins: true, Timeout: timeout,
 		Trace:   runtime.Trace{Sink: sink},
 		Session: &runtime.Session{ID: in.SessionID, World: in.World.Map(), Root: in.Root, Dispatcher: d, Routing: routing(in)}})

@@ -47,6 +47,10 @@ type Call struct {
 	// Purpose says why kitsoki made an agent call that no invoke asked
 	// for ("route" for the router agent); agent.call.start records it.
 	Purpose string
+	// Attempt numbers the calls of one dispatch under its invoke's retry:
+	// 1 for the first, 2 for the first retry; 0 for a call no session
+	// dispatched.
+	Attempt int
 	// Sink, when set, takes the trace events the call writes in place of
 	// the host's sink: a background job's calls write to the job's own
 	// buffer, which the session writes out in the job's completion turn.

@@ -129,8 +129,13 @@ type RecordedError struct{ Msg string }
 
 func (e *RecordedError) Error() string { return e.Msg }
 
+// Replayed marks the answer as the journal's: its invoke's retry: ran
+// when it was recorded, so the session does not retry it.
+func (e *RecordedError) Replayed() bool { return true }
+
 func (a *answering) Dispatch(ctx context.Context, call *host.Call) (*host.Result, error) {
-	if call.Turn != a.p.Turn {
+	if call.Turn != a.p.Turn || call.Attempt > 1 {
+		// A retry is the same position as its first attempt.
 		return a.next.Dispatch(ctx, call)
 	}
 	a.mu.Lock()

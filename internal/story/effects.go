@@ -11,7 +11,7 @@ import (
 
 var effectKeys = &keySpec{
 	v1: []string{"when", "set", "increment", "say", "emit", "invoke", "with", "bind", "on_error", "once", "id",
-		"agent", "selection", "emit_intent", "slots", "target", "external_side_effect", "background", "on_complete"},
+		"agent", "selection", "emit_intent", "slots", "target", "external_side_effect", "background", "on_complete", "retry"},
 }
 
 // actionKeys are the effect actions in precedence order: when an item has
@@ -19,7 +19,7 @@ var effectKeys = &keySpec{
 var actionKeys = []string{"set", "increment", "say", "invoke", "emit"}
 
 // invokeOnlyKeys are meaningful only next to invoke:.
-var invokeOnlyKeys = []string{"with", "bind", "on_error", "once", "id", "agent", "selection", "external_side_effect", "background", "on_complete"}
+var invokeOnlyKeys = []string{"with", "bind", "on_error", "once", "id", "agent", "selection", "external_side_effect", "background", "on_complete", "retry"}
 
 // effCtx says where an effect list sits.
 type effCtx struct {
@@ -305,6 +305,13 @@ func (l *loader) loadInvoke(f *file, inv entry, fs fieldSet, path string, ref *e
 		l.errAt(f, fs.at("once").key, joinPath(path, "once"), "once: cannot be combined with background: true (guard the invoke with when: instead)")
 	}
 	boolField(l, f, fs, path, "external_side_effect", &in.ExternalSideEffect)
+	if r, ok := fs.get("retry"); ok && !isNull(r.val) {
+		if in.Background {
+			l.errAt(f, r.key, joinPath(path, "retry"), "retry: cannot be combined with background: true (a background job's call is made once; handle its failure in on_complete:)")
+		} else {
+			in.Retry = l.loadRetry(f, r.val, joinPath(path, "retry"))
+		}
+	}
 	strField(l, f, fs, path, "id", &in.ID)
 	if id, ok := fs.get("id"); ok {
 		ref.idNode = deref(id.val)

@@ -48,7 +48,7 @@ func schemaTables() map[string]*keySpec {
 		"manifestKeys": manifestKeys, "importKeys": importKeys, "importExitKeys": importExitKeys,
 		"importIntentKeys": importIntentKeys, "importOverrideKey": importOverrideKey, "exportsKeys": exportsKeys,
 		"timeoutKeys": timeoutKeys, "embeddingKeys": embeddingKeys, "offRampKeys": offRampKeys, "offPathKeys": offPathKeys,
-		"metaModeKeys": metaModeKeys, "metaReturnKeys": metaReturnKeys, "contextualKeys": contextualKeys,
+		"metaModeKeys": metaModeKeys, "metaReturnKeys": metaReturnKeys, "contextualKeys": contextualKeys, "retryKeys": retryKeys,
 	}
 }
 
@@ -72,6 +72,7 @@ func storyShape(u tables) (root *shape, defs map[string]*shape) {
 		}),
 		"effect": u.obj(effectKeys, map[string]*shape{
 			"on_complete": shList(shRef("effect")),
+			"retry":       u.obj(retryKeys, nil),
 		}),
 		"view": {Any: []*shape{
 			shList(shRef("element")),

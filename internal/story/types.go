@@ -307,10 +307,13 @@ type Invoke struct {
 	// be undone or safely repeated: a resumed session does not issue it
 	// again when it was in flight at the crash (docs/runtime.md).
 	ExternalSideEffect bool
-	ID                 string      // the id: as written (the template source when templated)
-	IDTemplate         *expr.Value // a templated id:, rendered with with: (queued, then at dispatch); nil for a literal id
-	Agent              string      // agent_plugins alias, "" for the built-in path
-	Selection          map[string]any
+	// Retry issues the call again when it fails with one of the kinds it
+	// lists (retry:); nil makes the call once.
+	Retry      *Retry
+	ID         string      // the id: as written (the template source when templated)
+	IDTemplate *expr.Value // a templated id:, rendered with with: (queued, then at dispatch); nil for a literal id
+	Agent      string      // agent_plugins alias, "" for the built-in path
+	Selection  map[string]any
 	// Background runs the call as a background job (background: true):
 	// the turn goes on, bind: job_id gets the job's id, and OnComplete
 	// runs when the job ends.

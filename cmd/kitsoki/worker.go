@@ -44,6 +44,16 @@ func addTemporalFlags(cmd *cobra.Command, f *temporalFlags, withStories bool) {
 	}
 }
 
+// refuseWithout refuses the cluster flags without --temporal.
+func (f *temporalFlags) refuseWithout(cmd *cobra.Command) error {
+	for _, n := range []string{"namespace", "task-queue", "stories", "connect-timeout"} {
+		if fl := cmd.Flags().Lookup(n); fl != nil && fl.Changed {
+			return exitWith(exitUsage, fmt.Errorf("--%s applies to a session on a Temporal cluster: give --temporal HOST:PORT too", n))
+		}
+	}
+	return nil
+}
+
 // dial connects to the cluster the flags name; failures are exit 1 with
 // the address in the message.
 func (f *temporalFlags) dial(ctx context.Context, logger *slog.Logger) (*cluster.Client, error) {

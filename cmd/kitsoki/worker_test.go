@@ -49,3 +49,48 @@ func TestWorkerCommandErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestRunTemporalCommandErrors(t *testing.T) {
+	addr := closedAddr(t)
+	stories := t.TempDir()
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"local-only flag", []string{"run", hello, "--temporal", addr, "--trace", "x.jsonl"}, exitUsage,
+			"--trace does not apply with --temporal: the trace is in the session's workflow: kitsoki session trace ID --temporal HOST:PORT -o FILE writes it\n"},
+		{"worker flag", []string{"run", hello, "--temporal", addr, "--cassette", "c.yaml"}, exitUsage,
+			"--cassette does not apply with --temporal: give it to the workers: kitsoki worker --cassette FILE\n"},
+		{"routing flag", []string{"run", hello, "--temporal", addr, "--semantic-routing"}, exitUsage,
+			"--semantic-routing does not apply with --temporal: the workflow routes free text with the story's own routing\n"},
+		{"say and intents", []string{"run", hello, "--temporal", addr, "--say", "hi", "--intents", "bye"}, exitUsage,
+			"--say and --intents cannot be combined: give the turns as one of them (a free-text line on stdin works too)\n"},
+		{"outside the stories dir", []string{"run", hello, "--temporal", addr, "--stories", stories}, exitUsage,
+			hello + " is not inside the stories directory " + stories + " (--stories, default the current directory): the workers find a session's story by its path relative to that directory; run from it or pass --stories DIR\n"},
+		{"cluster flag without --temporal", []string{"run", hello, "--task-queue", "q", "--intents", "bye"}, exitUsage,
+			"--task-queue applies to a session on a Temporal cluster: give --temporal HOST:PORT too\n"},
+		{"bad session id", []string{"run", hello, "--temporal", addr, "--stories", "../../stories", "--session", "a b"}, exitUsage,
+			"session id \"a b\": use letters, digits, '.', '_' and '-' (at most 128, not starting with a punctuation mark)\n"},
+		{"unreachable", []string{"run", hello, "--temporal", addr, "--stories", "../../stories"}, exitFailure,
+			"kitsoki: cannot reach the Temporal server at " + addr + `: failed reaching server: connection error: desc = "transport: Error while dialing: dial tcp ` + addr +
+				`: connect: connection refused"; start one with ` + "`make temporal-dev`" + ` (127.0.0.1:7233) or pass --temporal HOST:PORT of a running cluster` + "\n"},
+		{"load error", []string{"run", "nope.yaml", "--temporal", addr}, exitLoad, ""},
+		{"session trace without --temporal", []string{"session", "trace", "x"}, exitUsage,
+			"kitsoki session trace: give --temporal HOST:PORT: a local session's trace is its journal file (kitsoki session show ID names it)\n"},
+		{"session list unreachable", []string{"session", "list", "--temporal", addr}, exitFailure,
+			"kitsoki: cannot reach the Temporal server at " + addr + `: failed reaching server: connection error: desc = "transport: Error while dialing: dial tcp ` + addr +
+				`: connect: connection refused"; start one with ` + "`make temporal-dev`" + ` (127.0.0.1:7233) or pass --temporal HOST:PORT of a running cluster` + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runCLI(t, "", tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, out, errs)
+			}
+			if tc.stderr != "" && errs != tc.stderr {
+				t.Errorf("stderr:\n%s\nwant:\n%s", errs, tc.stderr)
+			}
+		})
+	}
+}

@@ -85,6 +85,10 @@ workspace). --continue resumes the story's latest unfinished session and
 same --intents/--say as the first run, a resume skips the inputs the
 journal already holds. A call failure that an on_error handles is
 printed on stderr as one line ("agent error: … — on_error → <state>").
+With --temporal HOST:PORT the session is a workflow on a Temporal cluster,
+its turns and calls taken by kitsoki worker processes: this process starts
+it (--session ID of a running one reattaches to it) and drives it as above,
+with the same output and exit codes; see docs/temporal.md.
 
 Exit codes:
   0  a terminal state (or an @exit:) was reached

@@ -198,11 +198,18 @@ func storyRef(storiesDir, path string, st *story.Story) (cluster.StoryRef, error
 	return cluster.StoryRef{Path: filepath.ToSlash(rel), Hash: st.ContentHash}, nil
 }
 
+// clusterSession is what the driver needs of the cluster client.
+type clusterSession interface {
+	Intent(ctx context.Context, id string, req cluster.IntentRequest) (*cluster.TurnResult, error)
+	Status(ctx context.Context, id string) (*cluster.SessionStatus, error)
+	TraceJSONL(ctx context.Context, id string) ([]byte, error)
+}
+
 // remoteDriver drives a session on the cluster: it reads lines as a local
 // run does, sends each as an intent update and prints its result with the
 // local run's report.
 type remoteDriver struct {
-	c  *cluster.Client
+	c  clusterSession
 	id string
 	st *story.Story
 	r  *runner // prints outcomes (no session of its own)

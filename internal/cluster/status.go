@@ -99,6 +99,10 @@ func (r *TurnResult) Orchestrator() *orchestrator.Outcome {
 	return out
 }
 
+// NewTurnResult is the result the intent update returns for a turn's
+// outcome (turn is the session's turn number after it).
+func NewTurnResult(out *orchestrator.Outcome, turn int64) *TurnResult { return turnResult(out, turn) }
+
 // sessionView is what the status query and the attach update read of a
 // running workflow.
 type sessionView struct {

@@ -34,6 +34,9 @@ func sessionListCluster(cmd *cobra.Command, g *globals, tf *temporalFlags) error
 	w := cmd.OutOrStdout()
 	fmt.Fprintln(w, "ID\tSTORY\tSTATE\tTURN\tLAST ACTIVITY\tFINISHED\tCOST")
 	for _, si := range all {
+		if si.Error != "" && si.Running() {
+			fmt.Fprintf(cmd.ErrOrStderr(), "kitsoki: warning: %s\n", si.Error)
+		}
 		fin := "no"
 		switch {
 		case si.Done:

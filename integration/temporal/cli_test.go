@@ -80,14 +80,14 @@ type clusterEnv struct {
 	flags   []string
 }
 
-func newClusterEnv(t *testing.T) clusterEnv {
+func newClusterEnv(t *testing.T, workerArgs ...string) clusterEnv {
 	t.Helper()
 	stories, err := filepath.Abs(storiesDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	queue := "q-" + strings.ReplaceAll(t.Name(), "/", "-")
-	startWorker(t, t.TempDir(), "--stories", stories, "--task-queue", queue)
+	startWorker(t, t.TempDir(), append([]string{"--stories", stories, "--task-queue", queue}, workerArgs...)...)
 	return clusterEnv{stories: stories, flags: []string{"--temporal", server.Addr, "--task-queue", queue}}
 }
 
@@ -95,6 +95,11 @@ func (e clusterEnv) run(t *testing.T, ctx context.Context, args ...string) (stri
 	t.Helper()
 	return kitsokiRun(t, ctx, e.stories, append(args, e.flags...)...)
 }
+
+// timesAside are the trace fields that read a clock: an event's ts and
+// an agent call's duration_ms.
+var timesAside = []cmp.Option{cmpopts.IgnoreFields(trace.Event{}, "TS"),
+	cmpopts.IgnoreMapEntries(func(k string, _ any) bool { return k == "duration_ms" })}
 
 // readTrace reads a trace file: its header (written_at, story_path and
 // session_id aside) and its events (ts aside).
@@ -159,8 +164,8 @@ func TestRunOnClusterMatchesLocalRun(t *testing.T) {
 	if len(levs) < 10 {
 		t.Fatalf("the local trace has %d events", len(levs))
 	}
-	if d := cmp.Diff(levs, revs, cmpopts.IgnoreFields(trace.Event{}, "TS")); d != "" {
-		t.Errorf("trace events (-local +cluster, ts aside):\n%s", d)
+	if d := cmp.Diff(levs, revs, timesAside...); d != "" {
+		t.Errorf("trace events (-local +cluster, ts and durations aside):\n%s", d)
 	}
 }
 
@@ -296,5 +301,46 @@ func TestSessionShowRunning(t *testing.T) {
 	want := "kitsoki: session no-such: no such session on the cluster (namespace default at " + server.Addr + "; kitsoki session list --temporal " + server.Addr + " shows them)\n"
 	if code != 1 || errs != want {
 		t.Errorf("unknown session: exit %d, stderr %q; want 1, %q", code, errs, want)
+	}
+}
+
+// TestWorkerCassetteMatchesLocalRun: a worker's --cassette answers every
+// session's calls from the cassette's start, as kitsoki run --cassette
+// does: two sessions print the local run's failures handled by on_error,
+// and their traces hold the local run's events.
+func TestWorkerCassetteMatchesLocalRun(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cas, err := filepath.Abs(filepath.Join(storiesDir, "hello/cassettes/agent_errors.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newClusterEnv(t, "--cassette", cas)
+	intents := "greet name=Ada,greet name=Ada,bye"
+	localTrace := filepath.Join(t.TempDir(), "local.jsonl")
+	wantOut, wantErr, wantCode := kitsokiRun(t, ctx, e.stories, "run", "hello/app.yaml", "--cassette", cas, "--intents", intents, "--trace", localTrace)
+	if wantCode != 0 || !strings.Contains(wantErr, "on_error → lobby") {
+		t.Fatalf("local run: exit %d\n%s", wantCode, wantErr)
+	}
+	_, levs := readTrace(t, localTrace)
+	for _, id := range []string{"cas-1", "cas-2"} {
+		out, errs, code := e.run(t, ctx, "run", "hello/app.yaml", "--intents", intents, "--session", id)
+		if code != 0 {
+			t.Fatalf("%s: exit %d\nstderr:\n%s", id, code, errs)
+		}
+		if d := cmp.Diff(wantOut, out); d != "" {
+			t.Errorf("%s: stdout (-local +cluster):\n%s", id, d)
+		}
+		if d := cmp.Diff(strings.SplitN(wantErr, "\n", 2)[1], strings.SplitN(errs, "\n", 2)[1]); d != "" {
+			t.Errorf("%s: stderr after the session line (-local +cluster):\n%s", id, d)
+		}
+		remoteTrace := filepath.Join(t.TempDir(), id+".jsonl")
+		if _, errs, code := e.run(t, ctx, "session", "trace", id, "-o", remoteTrace); code != 0 {
+			t.Fatalf("session trace %s: exit %d: %s", id, code, errs)
+		}
+		_, revs := readTrace(t, remoteTrace)
+		if d := cmp.Diff(levs, revs, timesAside...); d != "" {
+			t.Errorf("%s: trace events (-local +cluster, ts and durations aside):\n%s", id, d)
+		}
 	}
 }

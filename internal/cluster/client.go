@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -259,17 +260,31 @@ func (c *Client) List(ctx context.Context) ([]SessionInfo, error) {
 			if ex.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW {
 				continue
 			}
-			si := c.info(ex)
-			c.fill(ctx, &si)
-			out = append(out, si)
+			out = append(out, c.info(ex))
 		}
 		if token = resp.GetNextPageToken(); len(token) == 0 {
 			break
 		}
 	}
+	// A running session's status is a query a worker answers (the server
+	// waits for one when none polls): they are asked ListConcurrency at a
+	// time.
+	sem := make(chan struct{}, ListConcurrency)
+	var wg sync.WaitGroup
+	for i := range out {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			c.fill(ctx, &out[i])
+		})
+	}
+	wg.Wait()
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Started.After(out[j].Started) })
 	return out, nil
 }
+
+// ListConcurrency is how many sessions' status List reads at once.
+const ListConcurrency = 8
 
 // ErrNoSession is a session id the cluster does not know.
 var ErrNoSession = errors.New("no such session on the cluster")

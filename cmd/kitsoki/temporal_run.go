@@ -129,6 +129,11 @@ func runOnCluster(cmd *cobra.Command, g *globals, o *runOpts, path string) (err 
 		fmt.Fprintf(stderr, "kitsoki: session %s on %s (namespace %s, task queue %s)\n", id, c.HostPort(), c.Namespace(), c.TaskQueue())
 	}
 	status, err := c.Attach(ctx, id)
+	if ce, ok := errors.AsType[*cluster.ClosedError](err); ok && !reattach && ce.Info.Status == "completed" {
+		// It ended at its start (a terminal root): a worker answers the
+		// query of the closed workflow, turn 0's outcome included.
+		status, err = c.Status(ctx, id)
+	}
 	if err != nil {
 		return exitWith(exitFailure, fmt.Errorf("kitsoki: %w", err))
 	}

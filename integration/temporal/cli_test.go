@@ -344,3 +344,23 @@ func TestWorkerCassetteMatchesLocalRun(t *testing.T) {
 		}
 	}
 }
+
+// TestRunOnClusterEndsAtItsStart: a story whose root is terminal prints
+// its view and exits 0, as locally, though its workflow closed before the
+// client attached.
+func TestRunOnClusterEndsAtItsStart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	stories, err := filepath.Abs("testdata/stories")
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue := "q-" + t.Name()
+	startWorker(t, t.TempDir(), "--stories", stories, "--task-queue", queue)
+	wantOut, _, wantCode := kitsokiRun(t, ctx, stories, "run", "instant/app.yaml", "--world", "n=7", "--trace", filepath.Join(t.TempDir(), "t.jsonl"))
+	out, errs, code := kitsokiRun(t, ctx, stories, "run", "instant/app.yaml", "--world", "n=7", "--session", "instant-1",
+		"--temporal", server.Addr, "--task-queue", queue)
+	if code != 0 || wantCode != 0 || out != wantOut || out != "Done before it began: 7.\n" {
+		t.Errorf("exit %d (local %d), stdout %q (local %q)\nstderr:\n%s", code, wantCode, out, wantOut, errs)
+	}
+}

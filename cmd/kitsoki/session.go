@@ -361,7 +361,9 @@ func newSessionCmd(g *globals) *cobra.Command {
 		Long: `Work with the durable sessions kitsoki run keeps in the sessions directory
 (--sessions-dir, else $KITSOKI_SESSIONS_DIR, else .kitsoki/sessions in the
 workspace). Resume one with kitsoki run app.yaml --session ID (or
---continue for the story's latest unfinished one).`,
+--continue for the story's latest unfinished one). With --temporal
+HOST:PORT, list, show and trace read the sessions on a Temporal cluster
+(kitsoki run --temporal starts them).`,
 	}
 	cmd.PersistentFlags().StringVar(&dir, "sessions-dir", "", "where sessions are kept (default $"+session.EnvDir+", else .kitsoki/sessions in the workspace)")
 	addWorkspaceFlag(cmd, g)

@@ -97,10 +97,8 @@ func sessionShowCluster(cmd *cobra.Command, g *globals, tf *temporalFlags, id st
 			st["exit"] = si.Exit
 		}
 		allowed := []string{}
-		if si.Running() {
-			if s, err := c.Status(cmd.Context(), id); err == nil {
-				allowed = s.Allowed
-			}
+		if si.Allowed != nil {
+			allowed = si.Allowed
 		}
 		st["allowed_intents"] = allowed
 		out["workflow"] = st

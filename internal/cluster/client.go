@@ -160,6 +160,8 @@ type SessionInfo struct {
 	Done  bool   `json:"done,omitempty"`
 	Exit  string `json:"exit,omitempty"`
 	World Value  `json:"world"`
+	// Allowed are the intents a running session accepts now.
+	Allowed []string `json:"allowed_intents,omitempty"`
 	// Updated is the session's last activity: its close time, else the
 	// time of its last workflow task.
 	Updated time.Time `json:"updated"`
@@ -229,7 +231,7 @@ func (c *Client) fill(ctx context.Context, si *SessionInfo) {
 			si.Error = err.Error()
 			return
 		}
-		si.State, si.Turn, si.Done, si.Exit, si.World, si.Updated = st.State, st.Turn, st.Done, st.Exit, st.World, st.Updated
+		si.State, si.Turn, si.Done, si.Exit, si.World, si.Updated, si.Allowed = st.State, st.Turn, st.Done, st.Exit, st.World, st.Updated, st.Allowed
 	case "completed":
 		var res SessionResult
 		if err := c.c.GetWorkflow(ctx, si.ID, si.RunID).Get(ctx, &res); err != nil {

@@ -1,8 +1,15 @@
 package main
 
 import (
+	"encoding/pem"
+	"io"
+	"log"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -92,5 +99,53 @@ func TestRunTemporalCommandErrors(t *testing.T) {
 				t.Errorf("stderr:\n%s\nwant:\n%s", errs, tc.stderr)
 			}
 		})
+	}
+}
+
+func TestTemporalTLSFlags(t *testing.T) {
+	addr := closedAddr(t)
+	dir := t.TempDir()
+	notPEM := filepath.Join(dir, "ca.txt")
+	if err := os.WriteFile(notPEM, []byte("not a certificate\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "nope.pem")
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		stderr string
+	}{
+		{"cert without key", []string{"--tls-cert", "c.pem"}, "kitsoki: --tls-cert and --tls-key go together: give both for mutual TLS, or neither\n"},
+		{"missing CA", []string{"--tls-ca", missing}, "kitsoki: --tls-ca: open " + missing + ": no such file or directory\n"},
+		{"CA not PEM", []string{"--tls-ca", notPEM}, "kitsoki: --tls-ca " + notPEM + ": no PEM certificate in it\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errs := runCLI(t, "", append([]string{"session", "list", "--temporal", addr}, tc.args...)...)
+			if code != exitFailure || errs != tc.stderr {
+				t.Errorf("exit %d, stderr %q; want %d, %q", code, errs, exitFailure, tc.stderr)
+			}
+		})
+	}
+
+	// A TLS endpoint on loopback: without its CA the handshake fails on
+	// the certificate; with --tls-ca it passes (the endpoint is no
+	// Temporal server, so the dial still fails, later).
+	srv := httptest.NewUnstartedServer(http.NotFoundHandler())
+	srv.EnableHTTP2 = true // gRPC asks for h2
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	defer srv.Close()
+	ca := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	host := strings.TrimPrefix(srv.URL, "https://")
+	code, _, errs := runCLI(t, "", "session", "list", "--temporal", host, "--tls")
+	if code != exitFailure || !strings.Contains(errs, "x509: certificate signed by unknown authority") {
+		t.Errorf("--tls without the CA: exit %d, stderr %q", code, errs)
+	}
+	code, _, errs = runCLI(t, "", "session", "list", "--temporal", host, "--tls-ca", ca)
+	if code != exitFailure || strings.Contains(errs, "x509") || !strings.Contains(errs, "cannot reach the Temporal server at "+host) {
+		t.Errorf("--tls-ca: exit %d, stderr %q", code, errs)
 	}
 }

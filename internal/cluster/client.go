@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -38,6 +39,11 @@ type ClientOptions struct {
 	TaskQueue string
 	// Logger receives the SDK's logs; nil discards them.
 	Logger *slog.Logger
+	// TLS, when set, connects over TLS with this configuration.
+	TLS *tls.Config
+	// APIKey, when set, authenticates every request with it (Temporal
+	// Cloud's API keys); it is never logged.
+	APIKey string
 }
 
 // Client is a connection to a Temporal cluster for kitsoki's sessions:
@@ -80,7 +86,12 @@ func Dial(ctx context.Context, o ClientOptions) (*Client, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	c, err := client.DialContext(ctx, client.Options{HostPort: o.HostPort, Namespace: ns, Logger: tlog.NewStructuredLogger(logger)})
+	opts := client.Options{HostPort: o.HostPort, Namespace: ns, Logger: tlog.NewStructuredLogger(logger),
+		ConnectionOptions: client.ConnectionOptions{TLS: o.TLS}}
+	if o.APIKey != "" {
+		opts.Credentials = client.NewAPIKeyStaticCredentials(o.APIKey)
+	}
+	c, err := client.DialContext(ctx, opts)
 	if err != nil {
 		return nil, &UnreachableError{HostPort: o.HostPort, Err: err}
 	}

@@ -364,3 +364,63 @@ func TestRunOnClusterEndsAtItsStart(t *testing.T) {
 		t.Errorf("exit %d (local %d), stdout %q (local %q)\nstderr:\n%s", code, wantCode, out, wantOut, errs)
 	}
 }
+
+// TestTraceAcrossContinueAsNew: a session that continued as new after
+// every turn still has one trace: the client walks its runs back, and the
+// events are a local run's.
+func TestTraceAcrossContinueAsNew(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	e := newClusterEnv(t)
+	st, err := story.Load(filepath.Join(storiesDir, "hello/app.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cluster.Dial(ctx, cluster.ClientOptions{HostPort: server.Addr, TaskQueue: e.flags[3]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	in := cluster.SessionInput{Story: cluster.StoryRef{Path: "hello/app.yaml", Hash: st.ContentHash}, SessionID: "can-1", ContinueAsNewAfter: 1}
+	if err := c.Start(ctx, in, st.App.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, req := range []cluster.IntentRequest{
+		{Intent: "greet", Slots: cluster.Value{V: map[string]any{"name": "Ada", "style": "formal"}}, Input: "greet name=Ada style=formal"},
+		{Intent: "bye", Slots: cluster.Value{V: map[string]any{}}, Input: "bye"},
+	} {
+		if _, err := c.Intent(ctx, "can-1", req); err != nil {
+			t.Fatalf("%s: %v", req.Intent, err)
+		}
+	}
+	runs := 0
+	for it := c.Temporal().GetWorkflowHistory(ctx, "can-1", "", false, 0); it.HasNext(); {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.GetWorkflowExecutionStartedEventAttributes().GetContinuedExecutionRunId() != "" {
+			runs++
+		}
+	}
+	if runs != 1 {
+		t.Fatalf("the last run continued %d runs, want 1 (ContinueAsNewAfter 1, 2 turns)", runs)
+	}
+	b, err := c.TraceJSONL(ctx, "can-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote := filepath.Join(t.TempDir(), "remote.jsonl")
+	if err := os.WriteFile(remote, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	local := filepath.Join(t.TempDir(), "local.jsonl")
+	if _, errs, code := kitsokiRun(t, ctx, e.stories, "run", "hello/app.yaml", "--intents", "greet name=Ada style=formal,bye", "--trace", local); code != 0 {
+		t.Fatalf("local run: exit %d: %s", code, errs)
+	}
+	_, levs := readTrace(t, local)
+	_, revs := readTrace(t, remote)
+	if d := cmp.Diff(levs, revs, timesAside...); d != "" {
+		t.Errorf("trace events (-local +cluster, ts and durations aside):\n%s", d)
+	}
+}

@@ -382,22 +382,45 @@ func (e *RejectedError) Error() string { return e.Rejection.Error() }
 // a *RejectedError with the rejection a local run reports; one the
 // terminal state refused, an error saying so.
 func (c *Client) Intent(ctx context.Context, id string, req IntentRequest) (*TurnResult, error) {
+	for attempt := 1; ; attempt++ {
+		tr, err := c.intent(ctx, id, req)
+		if err == nil {
+			return tr, nil
+		}
+		if ae, ok := errors.AsType[*temporal.ApplicationError](err); ok {
+			var rej orchestrator.Rejection
+			if ae.HasDetails() && ae.Details(&rej) == nil && rej.Code != "" {
+				return nil, &RejectedError{Rejection: &rej}
+			}
+			return nil, fmt.Errorf("session %s: %s", id, ae.Message())
+		}
+		// A run that closed to continue as new refuses the update (not
+		// found: nothing was taken); the session's next run takes it.
+		_, notFound := errors.AsType[*serviceerror.NotFound](err)
+		if notFound && attempt < maxContinuedRetries {
+			if si, derr := c.Describe(ctx, id); derr == nil && si.Running() {
+				continue
+			}
+		}
+		return nil, c.closedOr(ctx, id, err)
+	}
+}
+
+// maxContinuedRetries bounds how often Intent sends an update again to a
+// session whose run closed under it to continue as new.
+const maxContinuedRetries = 5
+
+func (c *Client) intent(ctx context.Context, id string, req IntentRequest) (*TurnResult, error) {
 	h, err := c.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: IntentUpdate,
 		Args: []any{req}, WaitForStage: client.WorkflowUpdateStageCompleted})
-	if err == nil {
-		var tr TurnResult
-		if err = h.Get(ctx, &tr); err == nil {
-			return &tr, nil
-		}
+	if err != nil {
+		return nil, err
 	}
-	if ae, ok := errors.AsType[*temporal.ApplicationError](err); ok {
-		var rej orchestrator.Rejection
-		if ae.HasDetails() && ae.Details(&rej) == nil && rej.Code != "" {
-			return nil, &RejectedError{Rejection: &rej}
-		}
-		return nil, fmt.Errorf("session %s: %s", id, ae.Message())
+	var tr TurnResult
+	if err := h.Get(ctx, &tr); err != nil {
+		return nil, err
 	}
-	return nil, c.closedOr(ctx, id, err)
+	return &tr, nil
 }
 
 // TraceJSONL returns the session's trace as a local run's trace file

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/story"
 )
 
 // scripted runs one intent or free-text line per non-blank input line ("#" starts a comment)
@@ -156,10 +157,16 @@ func (r *runner) interactive(ctx context.Context, in *lines) int {
 
 // describe prints the state's description and the intents it accepts.
 func (r *runner) describe() {
-	st := r.sess.Story().States[r.sess.State()]
-	fmt.Fprintf(r.out, "\n[%s] %s\n", r.sess.State(), st.Description)
-	for _, name := range r.sess.AllowedIntents() {
-		def := r.sess.IntentDef(name)
+	describeState(r.out, r.sess.Story(), r.sess.State(), r.sess.AllowedIntents(), r.sess.IntentDef)
+}
+
+// describeState prints a state's description and the allowed intents with
+// their slots (def looks an intent's declaration up).
+func describeState(out io.Writer, sty *story.Story, state string, allowed []string, intentDef func(string) *story.Intent) {
+	st := sty.States[state]
+	fmt.Fprintf(out, "\n[%s] %s\n", state, st.Description)
+	for _, name := range allowed {
+		def := intentDef(name)
 		if def != nil && def.Hidden {
 			continue
 		}
@@ -189,7 +196,7 @@ func (r *runner) describe() {
 				line += "  — " + def.Description
 			}
 		}
-		fmt.Fprintln(r.out, line)
+		fmt.Fprintln(out, line)
 	}
 }
 

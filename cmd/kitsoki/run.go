@@ -54,6 +54,9 @@ type runOpts struct {
 	noTUI bool
 	// sf are the durable-session flags (session.go).
 	sf sessionFlags
+	// tf, with --temporal, runs the session on a Temporal cluster
+	// (temporal_run.go).
+	tf temporalFlags
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -82,6 +85,10 @@ workspace). --continue resumes the story's latest unfinished session and
 same --intents/--say as the first run, a resume skips the inputs the
 journal already holds. A call failure that an on_error handles is
 printed on stderr as one line ("agent error: … — on_error → <state>").
+With --temporal HOST:PORT the session is a workflow on a Temporal cluster,
+its turns and calls taken by kitsoki worker processes: this process starts
+it (--session ID of a running one reattaches to it) and drives it as above,
+with the same output and exit codes; see docs/temporal.md.
 
 Exit codes:
   0  a terminal state (or an @exit:) was reached
@@ -121,10 +128,17 @@ Exit codes:
 	f.BoolVar(&o.strictPins, "strict-pins", false, "fail to load when a selection: pin's evidence is missing, stale or failing")
 	addWorkspaceFlag(cmd, g)
 	f.StringVar(&o.controlMCP, "control-mcp", "", "serve MCP plugin controls (configuration surface) on this loopback address, e.g. 127.0.0.1:0")
+	addTemporalFlags(cmd, &o.tf, true)
 	return cmd
 }
 
 func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err error) {
+	if o.tf.addr != "" {
+		return runOnCluster(cmd, g, o, path)
+	}
+	if err := o.tf.refuseWithout(cmd); err != nil {
+		return err
+	}
 	st, err := story.Load(path, g.storyOpts()...)
 	if err != nil {
 		return exitWith(exitLoad, err)

@@ -361,7 +361,9 @@ func newSessionCmd(g *globals) *cobra.Command {
 		Long: `Work with the durable sessions kitsoki run keeps in the sessions directory
 (--sessions-dir, else $KITSOKI_SESSIONS_DIR, else .kitsoki/sessions in the
 workspace). Resume one with kitsoki run app.yaml --session ID (or
---continue for the story's latest unfinished one).`,
+--continue for the story's latest unfinished one). With --temporal
+HOST:PORT, list, show and trace read the sessions on a Temporal cluster
+(kitsoki run --temporal starts them).`,
 	}
 	cmd.PersistentFlags().StringVar(&dir, "sessions-dir", "", "where sessions are kept (default $"+session.EnvDir+", else .kitsoki/sessions in the workspace)")
 	addWorkspaceFlag(cmd, g)
@@ -375,11 +377,15 @@ workspace). Resume one with kitsoki run app.yaml --session ID (or
 		}
 		return session.Store{Dir: sessionsDir("", root)}, nil
 	}
+	var tf temporalFlags
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "One line per session: id, story, state, turn, last activity, finished, cost",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if tf.addr != "" {
+				return sessionListCluster(cmd, g, &tf)
+			}
 			s, err := store()
 			if err != nil {
 				return err
@@ -410,6 +416,9 @@ workspace). Resume one with kitsoki run app.yaml --session ID (or
 		Short: "A session's index entry and where its journal stopped, as JSON",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if tf.addr != "" {
+				return sessionShowCluster(cmd, g, &tf, args[0])
+			}
 			s, err := store()
 			if err != nil {
 				return err
@@ -483,7 +492,27 @@ kitsoki run <its story> --session <new id>. The id goes to stdout.`,
 		},
 	}
 	fork.Flags().Int64Var(&at, "at-turn", 0, "the turn to fork from (0 is the session's start)")
-	cmd.AddCommand(list, show, del, fork)
+	var traceOut string
+	traceCmd := &cobra.Command{
+		Use:   "trace <ID> --temporal HOST:PORT [-o FILE]",
+		Short: "Write the JSONL trace of a session on a Temporal cluster",
+		Long: `Write the JSONL trace of a session on a Temporal cluster (to -o FILE, else
+stdout): the session.header line, then every event of every run of its
+workflow, the events a local run of the same inputs writes. The trace is
+read with a query, which a worker of the session's task queue answers.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if tf.addr == "" {
+				return exitWith(exitUsage, errTraceNeedsTemporal)
+			}
+			return sessionTraceCluster(cmd, g, &tf, args[0], traceOut)
+		},
+	}
+	traceCmd.Flags().StringVarP(&traceOut, "output", "o", "", "write the trace to this file (mode 0600) instead of stdout")
+	for _, c := range []*cobra.Command{list, show, traceCmd} {
+		addTemporalFlags(c, &tf, false)
+	}
+	cmd.AddCommand(list, show, del, fork, traceCmd)
 	return cmd
 }
 

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,27 +31,88 @@ type temporalFlags struct {
 	namespace string
 	queue     string
 	stories   string
+	// blobs is --blobs: the blob store's directory.
+	blobs string
 	// dialTimeout bounds connecting to the cluster.
 	dialTimeout time.Duration
+	// tls, tlsCA, tlsCert, tlsKey, tlsServerName connect over TLS.
+	tls                                   bool
+	tlsCA, tlsCert, tlsKey, tlsServerName string
 }
+
+// EnvTemporalAPIKey names the environment variable an API key is read
+// from (never a flag: a flag shows in the process list).
+const EnvTemporalAPIKey = "TEMPORAL_API_KEY"
 
 func addTemporalFlags(cmd *cobra.Command, f *temporalFlags, withStories bool) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.addr, "temporal", "", "HOST:PORT of a Temporal cluster's frontend (make temporal-dev serves 127.0.0.1:7233)")
 	fl.StringVar(&f.namespace, "namespace", cluster.DefaultNamespace, "Temporal namespace")
 	fl.StringVar(&f.queue, "task-queue", cluster.DefaultTaskQueue, "Temporal task queue of the kitsoki workers")
+	fl.StringVar(&f.blobs, "blobs", "", "the blob store every worker and client of the cluster shares, for payloads over 256 KiB (default $"+cluster.EnvBlobsDir+", else <stories>/.kitsoki/blobs)")
 	fl.DurationVar(&f.dialTimeout, "connect-timeout", 10*time.Second, "how long to wait for the Temporal server to answer")
+	fl.BoolVar(&f.tls, "tls", false, "connect to the cluster over TLS (implied by --tls-ca, --tls-cert and $"+EnvTemporalAPIKey+")")
+	fl.StringVar(&f.tlsCA, "tls-ca", "", "PEM file of the CA that signed the cluster's certificate (default: the system's roots)")
+	fl.StringVar(&f.tlsCert, "tls-cert", "", "PEM file of this client's certificate, for mutual TLS (with --tls-key)")
+	fl.StringVar(&f.tlsKey, "tls-key", "", "PEM file of this client's private key, for mutual TLS (with --tls-cert)")
+	fl.StringVar(&f.tlsServerName, "tls-server-name", "", "the name the cluster's certificate is checked against (default: the --temporal host)")
 	if withStories {
 		fl.StringVar(&f.stories, "stories", ".", "the stories directory every worker of the queue has; story paths are relative to it")
 	}
 }
 
+// tlsConfig is the TLS configuration the flags ask for (nil: none).
+func (f *temporalFlags) tlsConfig() (*tls.Config, error) {
+	if (f.tlsCert == "") != (f.tlsKey == "") {
+		return nil, errors.New("--tls-cert and --tls-key go together: give both for mutual TLS, or neither")
+	}
+	if !f.tls && f.tlsCA == "" && f.tlsCert == "" && f.tlsServerName == "" && os.Getenv(EnvTemporalAPIKey) == "" {
+		return nil, nil
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: f.tlsServerName}
+	if f.tlsCA != "" {
+		pem, err := os.ReadFile(f.tlsCA)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--tls-ca %s: no PEM certificate in it", f.tlsCA)
+		}
+		tc.RootCAs = pool
+	}
+	if f.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-cert %s, --tls-key %s: %w", f.tlsCert, f.tlsKey, err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
+}
+
+// refuseWithout refuses the cluster flags without --temporal.
+func (f *temporalFlags) refuseWithout(cmd *cobra.Command) error {
+	for _, n := range []string{"namespace", "task-queue", "stories", "blobs", "connect-timeout", "tls", "tls-ca", "tls-cert", "tls-key", "tls-server-name"} {
+		if fl := cmd.Flags().Lookup(n); fl != nil && fl.Changed {
+			return exitWith(exitUsage, fmt.Errorf("--%s applies to a session on a Temporal cluster: give --temporal HOST:PORT too", n))
+		}
+	}
+	return nil
+}
+
 // dial connects to the cluster the flags name; failures are exit 1 with
 // the address in the message.
 func (f *temporalFlags) dial(ctx context.Context, logger *slog.Logger) (*cluster.Client, error) {
+	tc, err := f.tlsConfig()
+	if err != nil {
+		return nil, exitWith(exitFailure, fmt.Errorf("kitsoki: %w", err))
+	}
 	ctx, cancel := context.WithTimeout(ctx, f.dialTimeout)
 	defer cancel()
-	c, err := cluster.Dial(ctx, cluster.ClientOptions{HostPort: f.addr, Namespace: f.namespace, TaskQueue: f.queue, Logger: logger})
+	blobs := &cluster.Blobs{Dir: cluster.BlobsDir(f.blobs, f.stories, os.Getenv)}
+	c, err := cluster.Dial(ctx, cluster.ClientOptions{HostPort: f.addr, Namespace: f.namespace, TaskQueue: f.queue, Logger: logger,
+		TLS: tc, APIKey: os.Getenv(EnvTemporalAPIKey), DataConverter: blobs.DataConverter()})
 	if err != nil {
 		return nil, exitWith(exitFailure, fmt.Errorf("kitsoki: %w", err))
 	}

@@ -1,8 +1,15 @@
 package main
 
 import (
+	"encoding/pem"
+	"io"
+	"log"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -47,5 +54,100 @@ func TestWorkerCommandErrors(t *testing.T) {
 				t.Errorf("stderr:\n%s\nwant:\n%s", errs, tc.stderr)
 			}
 		})
+	}
+}
+
+func TestRunTemporalCommandErrors(t *testing.T) {
+	addr := closedAddr(t)
+	stories := t.TempDir()
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"local-only flag", []string{"run", hello, "--temporal", addr, "--trace", "x.jsonl"}, exitUsage,
+			"--trace does not apply with --temporal: the trace is in the session's workflow: kitsoki session trace ID --temporal HOST:PORT -o FILE writes it\n"},
+		{"worker flag", []string{"run", hello, "--temporal", addr, "--cassette", "c.yaml"}, exitUsage,
+			"--cassette does not apply with --temporal: give it to the workers: kitsoki worker --cassette FILE\n"},
+		{"routing flag checked", []string{"run", hello, "--temporal", addr, "--min-confidence", "2"}, exitUsage,
+			"--min-confidence 2: want a number from 0 to 1\n"},
+		{"blobs without --temporal", []string{"run", hello, "--blobs", "b", "--intents", "bye"}, exitUsage,
+			"--blobs applies to a session on a Temporal cluster: give --temporal HOST:PORT too\n"},
+		{"say and intents", []string{"run", hello, "--temporal", addr, "--say", "hi", "--intents", "bye"}, exitUsage,
+			"--say and --intents cannot be combined: give the turns as one of them (a free-text line on stdin works too)\n"},
+		{"outside the stories dir", []string{"run", hello, "--temporal", addr, "--stories", stories}, exitUsage,
+			hello + " is not inside the stories directory " + stories + " (--stories, default the current directory): the workers find a session's story by its path relative to that directory; run from it or pass --stories DIR\n"},
+		{"cluster flag without --temporal", []string{"run", hello, "--task-queue", "q", "--intents", "bye"}, exitUsage,
+			"--task-queue applies to a session on a Temporal cluster: give --temporal HOST:PORT too\n"},
+		{"bad session id", []string{"run", hello, "--temporal", addr, "--stories", "../../stories", "--session", "a b"}, exitUsage,
+			"session id \"a b\": use letters, digits, '.', '_' and '-' (at most 128, not starting with a punctuation mark)\n"},
+		{"unreachable", []string{"run", hello, "--temporal", addr, "--stories", "../../stories"}, exitFailure,
+			"kitsoki: cannot reach the Temporal server at " + addr + `: failed reaching server: connection error: desc = "transport: Error while dialing: dial tcp ` + addr +
+				`: connect: connection refused"; start one with ` + "`make temporal-dev`" + ` (127.0.0.1:7233) or pass --temporal HOST:PORT of a running cluster` + "\n"},
+		{"load error", []string{"run", "nope.yaml", "--temporal", addr}, exitLoad, ""},
+		{"session trace without --temporal", []string{"session", "trace", "x"}, exitUsage,
+			"kitsoki session trace: give --temporal HOST:PORT: a local session's trace is its journal file (kitsoki session show ID names it)\n"},
+		{"session list unreachable", []string{"session", "list", "--temporal", addr}, exitFailure,
+			"kitsoki: cannot reach the Temporal server at " + addr + `: failed reaching server: connection error: desc = "transport: Error while dialing: dial tcp ` + addr +
+				`: connect: connection refused"; start one with ` + "`make temporal-dev`" + ` (127.0.0.1:7233) or pass --temporal HOST:PORT of a running cluster` + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runCLI(t, "", tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, out, errs)
+			}
+			if tc.stderr != "" && errs != tc.stderr {
+				t.Errorf("stderr:\n%s\nwant:\n%s", errs, tc.stderr)
+			}
+		})
+	}
+}
+
+func TestTemporalTLSFlags(t *testing.T) {
+	addr := closedAddr(t)
+	dir := t.TempDir()
+	notPEM := filepath.Join(dir, "ca.txt")
+	if err := os.WriteFile(notPEM, []byte("not a certificate\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "nope.pem")
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		stderr string
+	}{
+		{"cert without key", []string{"--tls-cert", "c.pem"}, "kitsoki: --tls-cert and --tls-key go together: give both for mutual TLS, or neither\n"},
+		{"missing CA", []string{"--tls-ca", missing}, "kitsoki: --tls-ca: open " + missing + ": no such file or directory\n"},
+		{"CA not PEM", []string{"--tls-ca", notPEM}, "kitsoki: --tls-ca " + notPEM + ": no PEM certificate in it\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errs := runCLI(t, "", append([]string{"session", "list", "--temporal", addr}, tc.args...)...)
+			if code != exitFailure || errs != tc.stderr {
+				t.Errorf("exit %d, stderr %q; want %d, %q", code, errs, exitFailure, tc.stderr)
+			}
+		})
+	}
+
+	// A TLS endpoint on loopback: without its CA the handshake fails on
+	// the certificate; with --tls-ca it passes (the endpoint is no
+	// Temporal server, so the dial still fails, later).
+	srv := httptest.NewUnstartedServer(http.NotFoundHandler())
+	srv.EnableHTTP2 = true // gRPC asks for h2
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	defer srv.Close()
+	ca := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	host := strings.TrimPrefix(srv.URL, "https://")
+	code, _, errs := runCLI(t, "", "session", "list", "--temporal", host, "--tls")
+	if code != exitFailure || !strings.Contains(errs, "x509: certificate signed by unknown authority") {
+		t.Errorf("--tls without the CA: exit %d, stderr %q", code, errs)
+	}
+	code, _, errs = runCLI(t, "", "session", "list", "--temporal", host, "--tls-ca", ca)
+	if code != exitFailure || strings.Contains(errs, "x509") || !strings.Contains(errs, "cannot reach the Temporal server at "+host) {
+		t.Errorf("--tls-ca: exit %d, stderr %q", code, errs)
 	}
 }

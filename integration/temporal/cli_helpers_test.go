@@ -135,7 +135,9 @@ func kitsokiRun(t *testing.T, ctx context.Context, dir string, args ...string) (
 	t.Helper()
 	cmd := exec.CommandContext(ctx, kitsoki(t), args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "KITSOKI_SESSIONS_DIR="+filepath.Join(dir, ".sessions"))
+	// A local run's session index goes to the test's own directory, never
+	// into the repository's stories.
+	cmd.Env = append(os.Environ(), "KITSOKI_SESSIONS_DIR="+t.TempDir())
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.Stdin = strings.NewReader("")

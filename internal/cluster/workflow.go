@@ -82,6 +82,7 @@ type TurnResult struct {
 	Rejection  *orchestrator.Rejection `json:"rejection,omitempty"`
 	Error      string                  `json:"error,omitempty"`
 	HostErrors []string                `json:"host_errors,omitempty"`
+	Handled    []HandledCall           `json:"handled,omitempty"`
 	Done       bool                    `json:"done,omitempty"`
 	Exit       string                  `json:"exit,omitempty"`
 	Turn       int64                   `json:"turn"`
@@ -132,13 +133,15 @@ func (w *Workflow) Session(ctx workflow.Context, in SessionInput) (*SessionResul
 	}
 	cur := ctx
 	clk := workflowClock{cur: &cur}
-	sink := trace.NewMemSink(trace.WithSecrets(st.Secrets), trace.WithClock(clk))
+	sink := trace.NewMemSink(trace.WithSecrets(st.Secrets), trace.WithClock(clk), trace.WithHeader(traceHeader(in, st)))
 	d := &activityDispatcher{cur: &cur, stories: w.Stories, ref: in.Story, sink: sink, timeout: timeout,
 		heartbeat:    cmp.Or(in.HeartbeatTimeout, w.HeartbeatTimeout, DefaultHeartbeatTimeout),
 		lostAttempts: cmp.Or(w.LostCallAttempts, DefaultLostCallAttempts)}
 	rt, err := runtime.Open(st, runtime.Config{Clock: clk, IgnorePins: true, Timeout: timeout,
-		Trace:   runtime.Trace{Sink: sink},
-		Session: &runtime.Session{ID: in.SessionID, World: in.World.Map(), Root: in.Root, Dispatcher: d, Routing: routing(in)}})
+		Trace: runtime.Trace{Sink: sink},
+		// Journal: the trace holds the decisions and snapshots a local
+		// run's durable session writes, so the two traces match.
+		Session: &runtime.Session{ID: in.SessionID, World: in.World.Map(), Root: in.Root, Dispatcher: d, Journal: true, Routing: routing(in)}})
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("open session %s: %v", in.SessionID, err), "kitsoki.open", nil)
 	}
@@ -147,7 +150,12 @@ func (w *Workflow) Session(ctx workflow.Context, in SessionInput) (*SessionResul
 
 	started, busy, turns := false, false, 0
 	var fault error
+	var last *TurnResult
 	if err := registerQueries(ctx, sess, sink); err != nil {
+		return nil, err
+	}
+	if err := registerStatus(ctx, sessionView{ctx: ctx, in: &in, sess: sess, sink: sink, started: &started, last: &last},
+		func() bool { return started && !busy }); err != nil {
 		return nil, err
 	}
 	err = workflow.SetUpdateHandlerWithOptions(ctx, IntentUpdate,
@@ -163,7 +171,8 @@ func (w *Workflow) Session(ctx workflow.Context, in SessionInput) (*SessionResul
 				return nil, err
 			}
 			turns++
-			return turnResult(out, sess.TurnNumber()), nil
+			last = turnResult(out, sess.TurnNumber())
+			return last, nil
 		},
 		workflow.UpdateHandlerOptions{Validator: func(req IntentRequest) error {
 			if done, _ := sess.Done(); done {
@@ -185,8 +194,10 @@ func (w *Workflow) Session(ctx workflow.Context, in SessionInput) (*SessionResul
 		if err := restore(sess, c); err != nil {
 			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("continue session %s: %v", in.SessionID, err), "kitsoki.restore", nil)
 		}
-	} else if _, err := sess.Start(context.Background()); err != nil {
+	} else if out, err := sess.Start(context.Background()); err != nil {
 		return nil, err
+	} else {
+		last = turnResult(out, sess.TurnNumber())
 	}
 	started = true
 
@@ -262,6 +273,7 @@ func turnResult(out *orchestrator.Outcome, turn int64) *TurnResult {
 	for _, e := range out.HostErrors {
 		r.HostErrors = append(r.HostErrors, e.Error())
 	}
+	r.Handled = handledCalls(out.Handled)
 	return r
 }
 

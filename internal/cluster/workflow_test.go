@@ -80,7 +80,7 @@ func sendUpdates(t *testing.T, env *testsuite.TestWorkflowEnvironment, steps []s
 func localRun(t *testing.T, st *story.Story, steps []step) (*runtime.Runtime, []string) {
 	t.Helper()
 	cfg := agents(st)
-	cfg.Session = &runtime.Session{ID: "s1"}
+	cfg.Session = &runtime.Session{ID: "s1", Journal: true} // as kitsoki run's durable session
 	rt, err := runtime.Open(st, cfg)
 	if err != nil {
 		t.Fatal(err)

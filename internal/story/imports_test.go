@@ -416,7 +416,7 @@ func TestImportBindingsReachNestedImports(t *testing.T) {
 		"mid/app.yaml":  "app: {id: mid}\n" + iface + "root: s\nstates:\n  s: {}\nimports:\n  bf:\n    source: ../leaf\n    entry: s\n",
 		"leaf/app.yaml": "app: {id: leaf}\n" + iface + "root: s\nstates:\n  s: {}\n",
 	}
-	st, err := Load(filepath.Join(writeTree(t, files), "app.yaml"), WithLookupEnv(mapEnv(nil)))
+	st, err := Load(filepath.Join(testkit.Tree(t, files), "app.yaml"), WithLookupEnv(mapEnv(nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,7 +443,7 @@ func TestImportRenamesMenuHelperNames(t *testing.T) {
 			"    view:\n      - prose: \"{% if blocked('go') %}{{ blocked_reason(\\\"go\\\") }}{% endif %}{{ intent_status('other') }}\"\n        when: \"available('go')\"\n" +
 			"    on:\n      go: [{target: s}]\n",
 	}
-	st, err := Load(filepath.Join(writeTree(t, files), "app.yaml"), WithLookupEnv(mapEnv(nil)))
+	st, err := Load(filepath.Join(testkit.Tree(t, files), "app.yaml"), WithLookupEnv(mapEnv(nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

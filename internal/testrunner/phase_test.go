@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 )
 
 // A cassette's phase is the state the turn began in, as Kitsoki's runner
@@ -50,12 +52,12 @@ turns:
     expect_world: {poked: work}
 strict_cassette_coverage: true
 `
-	dir := writeFiles(t, map[string]string{"app.yaml": story, "c.yaml": cas, "f.yaml": flow})
+	dir := testkit.Tree(t, map[string]string{"app.yaml": story, "c.yaml": cas, "f.yaml": flow})
 	fxs, err := LoadFixtures(filepath.Join(dir, "app.yaml"), filepath.Join(dir, "f.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRunner(WithFlowGetenv(noEnv))
+	r := NewRunner(WithFlowGetenv(testkit.NoEnv))
 	defer r.Close()
 	rep, err := r.RunFixtures(context.Background(), fxs, false, nil)
 	if err != nil {

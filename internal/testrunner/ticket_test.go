@@ -5,13 +5,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 )
 
 // A flow that binds the ticket interface to host.local_files.ticket runs
 // the real handler over the workspace's issues/ files: get binds a
 // ticket, transition rewrites it, and a missing ticket takes on_error.
 func TestHostBindingsTicketInterface(t *testing.T) {
-	dir := writeFiles(t, map[string]string{
+	dir := testkit.Tree(t, map[string]string{
 		".kitsoki-root": "",
 		"app.yaml": `app: {id: tickets}
 host_interfaces:

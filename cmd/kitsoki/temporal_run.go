@@ -1,0 +1,467 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kitsoki/kitsoki/internal/cluster"
+	"github.com/kitsoki/kitsoki/internal/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/runtime"
+	"github.com/kitsoki/kitsoki/internal/session"
+	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/trace"
+)
+
+// localOnlyRunFlags are kitsoki run's flags that have no meaning for a
+// session on the cluster, with what to do instead.
+var localOnlyRunFlags = []struct{ name, instead string }{
+	{"trace", "the trace is in the session's workflow: kitsoki session trace ID --temporal HOST:PORT -o FILE writes it"},
+	{"trace-sync", "the session's history is Temporal's"},
+	{"durability", "the session's history is Temporal's"},
+	{"continue", "reattach with --session ID (kitsoki session list --temporal HOST:PORT shows the sessions)"},
+	{"fork", "start a new session"},
+	{"resume-side-effects", "a call lost with its worker is the worker's to re-issue"},
+	{"sessions-dir", "the sessions are on the cluster"},
+	{"cassette", "give it to the workers: kitsoki worker --cassette FILE"},
+	{"cassette-strict", "the workers replay cassettes"},
+	{"record", "the workers run the agents"},
+	{"http-cassette", "the workers run host.starlark.run"},
+	{"agent-timeout", "give it to the workers: kitsoki worker --agent-timeout D"},
+	{"tool-provider", "the workers make the calls"},
+	{"autopilot", "agents in a Temporal session are not offered the operator tool"},
+	{"control-mcp", "plugins run on the workers"},
+	{"strict-pins", "the workers apply the story's pins"},
+	{"mode", "a Temporal session runs one_shot"},
+	{"otlp", "export from the workers' traces"},
+	{"otlp-content", "export from the workers' traces"},
+}
+
+// runOnCluster is kitsoki run --temporal: the session is a workflow on
+// the cluster; this process starts it (or reattaches to it with
+// --session ID) and drives it as a local run is driven, printing the same
+// says, views and errors and exiting with the same codes.
+func runOnCluster(cmd *cobra.Command, g *globals, o *runOpts, path string) (err error) {
+	for _, f := range localOnlyRunFlags {
+		if fl := cmd.Flags().Lookup(f.name); fl != nil && fl.Changed {
+			return exitWith(exitUsage, fmt.Errorf("--%s does not apply with --temporal: %s", f.name, f.instead))
+		}
+	}
+	if o.intents != "" && len(o.say) > 0 {
+		return exitWith(exitUsage, errors.New("--say and --intents cannot be combined: give the turns as one of them (a free-text line on stdin works too)"))
+	}
+	st, err := story.Load(path, g.storyOpts()...)
+	if err != nil {
+		return exitWith(exitLoad, err)
+	}
+	defer st.Close()
+	defer func() { err = maskedExit(st.Secrets, err) }()
+	stdout, stderr := redacting(cmd.OutOrStdout(), st.Secrets), redacting(cmd.ErrOrStderr(), st.Secrets)
+	logger := g.logger(stderr)
+	for _, w := range st.Warnings {
+		fmt.Fprintf(stderr, "warning: %s\n", w.String())
+	}
+	world, err := parseWorldFlags(st, o.world)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	rc, err := o.routing.config(cmd, st)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	ref, err := storyRef(o.tf.stories, path, st)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	if o.session != "" {
+		if err := session.CheckID(o.session); err != nil {
+			return exitWith(exitUsage, err)
+		}
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	c, err := o.tf.dial(ctx, logger)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+
+	id := o.session
+	reattach := false
+	if id != "" {
+		si, err := c.Describe(ctx, id)
+		switch {
+		case errors.Is(err, cluster.ErrNoSession): // a new session of that id
+		case err != nil:
+			return exitWith(exitFailure, fmt.Errorf("kitsoki: %w", err))
+		case !si.Running():
+			return exitWith(exitFailure, fmt.Errorf("kitsoki: %w", &cluster.ClosedError{Info: si}))
+		default:
+			if si.Story.Path != ref.Path {
+				return exitWith(exitFailure, fmt.Errorf("kitsoki: session %s runs %s (in the stories directory), not %s: reattach with that story", id, si.Story.Path, ref.Path))
+			}
+			if len(o.world) > 0 || o.root != "" {
+				return exitWith(exitUsage, fmt.Errorf("session %s is running: --world and --root set how a new session starts; drop them to reattach", id))
+			}
+			if si.Story.Hash != ref.Hash {
+				fmt.Fprintf(stderr, "warning: session %s runs %s as its content hash %s; the local file is now %s (the workers run the session's)\n", id, ref.Path, si.Story.Hash, ref.Hash)
+			}
+			reattach = true
+		}
+	} else {
+		id = newSessionID()
+	}
+	if !reattach {
+		in := cluster.SessionInput{Story: ref, SessionID: id, World: cluster.Value{V: world}, Root: o.root}
+		if rc != (orchestrator.RoutingConfig{}) {
+			in.Routing = &rc
+		}
+		if err := c.Start(ctx, in, st.App.ID); err != nil {
+			return exitWith(exitFailure, fmt.Errorf("kitsoki: %w", err))
+		}
+		fmt.Fprintf(stderr, "kitsoki: session %s on %s (namespace %s, task queue %s)\n", id, c.HostPort(), c.Namespace(), c.TaskQueue())
+	}
+	status, err := c.Attach(ctx, id)
+	if ce, ok := errors.AsType[*cluster.ClosedError](err); ok && !reattach && ce.Info.Status == "completed" {
+		// It ended at its start (a terminal root): a worker answers the
+		// query of the closed workflow, turn 0's outcome included.
+		status, err = c.Status(ctx, id)
+	}
+	if err != nil {
+		return exitWith(exitFailure, fmt.Errorf("kitsoki: %w", err))
+	}
+	d := &remoteDriver{c: c, id: id, st: st, r: &runner{out: stdout, errw: stderr}, state: status.State, world: status.World.Map()}
+	defer d.closeParser()
+	var first *orchestrator.Outcome
+	if reattach {
+		fmt.Fprintf(stderr, "kitsoki: reattached to session %s after turn %d in state %q\n", id, status.Turn, status.State)
+		first = &orchestrator.Outcome{Outcome: orchestrator.OutcomeTransitioned, From: status.State, State: status.State,
+			View: status.View, Done: status.Done, Exit: status.Exit}
+		if status.ViewError != "" {
+			first = &orchestrator.Outcome{Outcome: orchestrator.OutcomeError, State: status.State, Err: errors.New(status.ViewError)}
+		}
+		d.skip = int(status.Turn)
+	} else if status.Last != nil {
+		first = status.Last.Orchestrator()
+	} else {
+		first = &orchestrator.Outcome{Outcome: orchestrator.OutcomeTransitioned, State: status.State, View: status.View, Done: status.Done, Exit: status.Exit}
+	}
+	d.done = first.Done
+	if code, stopNow := d.r.report(first); stopNow {
+		return exitCode(code)
+	}
+	var code int
+	switch {
+	case o.intents != "":
+		code = d.scripted(ctx, strings.NewReader(strings.ReplaceAll(o.intents, ",", "\n")))
+	case len(o.say) > 0:
+		code = d.said(ctx, o.say)
+	case isTerminal(cmd.InOrStdin()):
+		code = d.interactive(ctx, newLines(cmd.InOrStdin()))
+	default:
+		code = d.scripted(ctx, cmd.InOrStdin())
+	}
+	if !d.done && code != exitOK {
+		fmt.Fprintf(stderr, "kitsoki: session %s goes on on the cluster; reattach with kitsoki run %s --temporal %s --session %s\n", id, path, c.HostPort(), id)
+	}
+	return exitCode(code)
+}
+
+// storyRef names the story as the workers find it: its path relative to
+// the stories directory (which it must be inside), and its content hash.
+func storyRef(storiesDir, path string, st *story.Story) (cluster.StoryRef, error) {
+	dir, err := filepath.Abs(storiesDir)
+	if err != nil {
+		return cluster.StoryRef{}, err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return cluster.StoryRef{}, err
+	}
+	rel, err := filepath.Rel(dir, abs)
+	if err != nil || !filepath.IsLocal(rel) {
+		return cluster.StoryRef{}, fmt.Errorf("%s is not inside the stories directory %s (--stories, default the current directory): the workers find a session's story by its path relative to that directory; run from it or pass --stories DIR", path, dir)
+	}
+	return cluster.StoryRef{Path: filepath.ToSlash(rel), Hash: st.ContentHash}, nil
+}
+
+// clusterSession is what the driver needs of the cluster client.
+type clusterSession interface {
+	Intent(ctx context.Context, id string, req cluster.IntentRequest) (*cluster.TurnResult, error)
+	Status(ctx context.Context, id string) (*cluster.SessionStatus, error)
+	TraceJSONL(ctx context.Context, id string) ([]byte, error)
+}
+
+// remoteDriver drives a session on the cluster: it reads lines as a local
+// run does, sends each as an intent update and prints its result with the
+// local run's report.
+type remoteDriver struct {
+	c  clusterSession
+	id string
+	st *story.Story
+	r  *runner // prints outcomes (no session of its own)
+	// state and world are the session's after the last turn.
+	state string
+	world map[string]any
+	done  bool
+	// skip is how many scripted inputs a reattached session already took.
+	skip, skipped int
+	inputs        map[int64]string // the session's turn inputs, read at the first skip
+
+	parser      *runtime.Runtime
+	parserState string
+}
+
+// parse is a session of the story, never started, restored to the remote
+// session's state: it parses input lines and tells free text from intents
+// exactly as the local run's session would in that state.
+func (d *remoteDriver) parse() (*orchestrator.Session, error) {
+	if d.parser != nil && d.parserState == d.state {
+		return d.parser.Session(), nil
+	}
+	d.closeParser()
+	rt, err := runtime.Open(d.st, runtime.Config{Session: &runtime.Session{ID: d.id}})
+	if err != nil {
+		return nil, err
+	}
+	if err := rt.Session().Restore(d.state, d.world, 0); err != nil {
+		rt.Close()
+		return nil, err
+	}
+	d.parser, d.parserState = rt, d.state
+	return rt.Session(), nil
+}
+
+func (d *remoteDriver) closeParser() {
+	if d.parser != nil {
+		d.parser.Close()
+		d.parser = nil
+	}
+}
+
+// turn sends one line: free text as IntentRequest.Input alone, a typed
+// line parsed into intent and slots (with the line as its input text).
+func (d *remoteDriver) turn(ctx context.Context, line string, free bool) (int, bool) {
+	r := d.r
+	if err := ctx.Err(); err != nil {
+		fmt.Fprintln(r.errw, "kitsoki: interrupted")
+		return exitFailure, true
+	}
+	req := cluster.IntentRequest{Input: line}
+	if !free {
+		sess, err := d.parse()
+		if err != nil {
+			fmt.Fprintln(r.errw, "kitsoki:", err)
+			return exitFailure, true
+		}
+		if !sess.IsFreeText(line) {
+			intent, slots, err := sess.ParseInput(line)
+			if err != nil {
+				fmt.Fprintln(r.errw, "kitsoki:", err)
+				return exitRejected, true
+			}
+			req.Intent, req.Slots = intent, cluster.Value{V: slots}
+		}
+	}
+	tr, err := d.c.Intent(ctx, d.id, req)
+	if rej, ok := errors.AsType[*cluster.RejectedError](err); ok {
+		return r.report(&orchestrator.Outcome{Outcome: orchestrator.OutcomeRejected, State: d.state, Rejection: rej.Rejection})
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(r.errw, "kitsoki: interrupted")
+		} else {
+			fmt.Fprintln(r.errw, "kitsoki:", err)
+		}
+		return exitFailure, true
+	}
+	d.state, d.done = tr.State, tr.Done
+	if tr.Outcome != orchestrator.OutcomeRejected {
+		if st, err := d.c.Status(ctx, d.id); err == nil {
+			d.world = st.World.Map()
+		}
+	}
+	return r.report(tr.Orchestrator())
+}
+
+// skipInput skips a scripted line a reattached session already took; a
+// line that differs from the session's input of that turn stops the run
+// (exit 2), as a local resume does.
+func (d *remoteDriver) skipInput(ctx context.Context, line string) (bool, int) {
+	if d.skipped >= d.skip {
+		return false, exitOK
+	}
+	if d.inputs == nil {
+		in, err := d.turnInputs(ctx)
+		if err != nil {
+			fmt.Fprintln(d.r.errw, "kitsoki:", err)
+			return true, exitFailure
+		}
+		d.inputs = in
+	}
+	d.skipped++
+	if in, ok := d.inputs[int64(d.skipped)]; ok && in != line {
+		fmt.Fprintf(d.r.errw, "kitsoki: reattaching to session %s: input %d is %q, but the session's turn %d took %q; give the same inputs as the run that started it (those it took are skipped), or start a new session\n",
+			d.id, d.skipped, line, d.skipped, in)
+		return true, exitUsage
+	}
+	return true, exitOK
+}
+
+// turnInputs reads the input text of each turn from the session's trace.
+func (d *remoteDriver) turnInputs(ctx context.Context) (map[int64]string, error) {
+	b, err := d.c.TraceJSONL(ctx, d.id)
+	if err != nil {
+		return nil, err
+	}
+	_, evs, err := trace.ReadAll(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("session %s: its trace does not read: %w", d.id, err)
+	}
+	out := map[int64]string{}
+	for i := range evs {
+		if evs[i].Kind == trace.KindTurnInput {
+			s, _ := evs[i].Payload["input"].(string)
+			out[evs[i].Turn] = s
+		}
+	}
+	return out, nil
+}
+
+// scripted runs one line per input line, as runner.scripted does.
+func (d *remoteDriver) scripted(ctx context.Context, in io.Reader) int {
+	r := d.r
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if skip, code := d.skipInput(ctx, line); skip {
+			if code != exitOK {
+				return code
+			}
+			continue
+		}
+		if strings.HasPrefix(line, ":") {
+			fmt.Fprintf(r.errw, "kitsoki: input line %d: %q is a terminal command; scripted input takes one intent per line (run kitsoki on a terminal for :help, :intents, :world)\n", n, line)
+			return exitFailure
+		}
+		if code, stop := d.turn(ctx, line, false); stop {
+			if code != exitOK {
+				fmt.Fprintf(r.errw, "kitsoki: stopped at input line %d: %s\n", n, line)
+			}
+			return code
+		}
+	}
+	if err := sc.Err(); err != nil {
+		fmt.Fprintln(r.errw, "kitsoki: reading input:", err)
+		return exitFailure
+	}
+	fmt.Fprintf(r.errw, "kitsoki: input ended in state %q, which is not terminal\n", d.state)
+	return exitIncomplete
+}
+
+// said runs each --say text as free text, as runner.said does.
+func (d *remoteDriver) said(ctx context.Context, says []string) int {
+	for i, text := range says {
+		if skip, code := d.skipInput(ctx, strings.TrimSpace(text)); skip {
+			if code != exitOK {
+				return code
+			}
+			continue
+		}
+		if code, stop := d.turn(ctx, text, true); stop {
+			if code != exitOK {
+				fmt.Fprintf(d.r.errw, "kitsoki: stopped at --say %d: %s\n", i+1, text)
+			}
+			return code
+		}
+	}
+	fmt.Fprintf(d.r.errw, "kitsoki: input ended in state %q, which is not terminal\n", d.state)
+	return exitIncomplete
+}
+
+// interactive is the prompt loop of a session on the cluster: the line
+// protocol's commands that read the session (:intents, :state, :world),
+// without the ones that need it in this process (:back, plugin commands).
+func (d *remoteDriver) interactive(ctx context.Context, in *lines) int {
+	r := d.r
+	d.describe(ctx)
+	for {
+		fmt.Fprint(r.out, "> ")
+		raw, ok, err := in.next(ctx)
+		if err != nil {
+			return exitFailure
+		}
+		if !ok {
+			fmt.Fprintln(r.out)
+			return exitIncomplete
+		}
+		line := strings.TrimSpace(raw)
+		switch line {
+		case "":
+			continue
+		case ":q", ":quit", ":exit":
+			return exitIncomplete
+		case ":help", "?":
+			fmt.Fprintln(r.out, `Type an intent and its slots: intent key=value key2="two words"
+:intents   what this state accepts     :world   the world as JSON
+:state     where the story is          :quit    leave (the session goes on on the cluster)`)
+			continue
+		case ":intents", ":state":
+			d.describe(ctx)
+			continue
+		case ":world":
+			st, err := d.c.Status(ctx, d.id)
+			if err != nil {
+				fmt.Fprintln(r.errw, "kitsoki:", err)
+				continue
+			}
+			b, _ := json.MarshalIndent(st.World.Map(), "", "  ")
+			fmt.Fprintln(r.out, string(b))
+			continue
+		}
+		if strings.HasPrefix(line, ":") {
+			fmt.Fprintf(r.errw, "kitsoki: %s is not available in a session on the cluster (:help lists the commands)\n", strings.Fields(line)[0])
+			continue
+		}
+		code, stop := d.turn(ctx, line, false)
+		if ctx.Err() != nil {
+			return exitFailure
+		}
+		if stop && (code == exitOK || code == exitFailure) {
+			return code
+		}
+		d.describe(ctx)
+	}
+}
+
+// describe prints the state and the intents it accepts, from the
+// session's status.
+func (d *remoteDriver) describe(ctx context.Context) {
+	st, err := d.c.Status(ctx, d.id)
+	if err != nil {
+		fmt.Fprintln(d.r.errw, "kitsoki:", err)
+		return
+	}
+	d.state = st.State
+	sess, err := d.parse()
+	if err != nil {
+		fmt.Fprintln(d.r.errw, "kitsoki:", err)
+		return
+	}
+	describeState(d.r.out, d.st, st.State, st.Allowed, sess.IntentDef)
+}

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kitsoki/kitsoki/internal/cluster"
+	"github.com/kitsoki/kitsoki/internal/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/runtime"
+	"github.com/kitsoki/kitsoki/internal/story"
+)
+
+// fakeCluster answers the driver as the session workflow does, from a
+// session in this process: the validator's check, then the turn.
+type fakeCluster struct {
+	sess *orchestrator.Session
+	reqs []cluster.IntentRequest
+}
+
+func (f *fakeCluster) Intent(ctx context.Context, _ string, req cluster.IntentRequest) (*cluster.TurnResult, error) {
+	f.reqs = append(f.reqs, req)
+	if req.Intent == "" {
+		out, err := f.sess.Say(ctx, req.Input)
+		if err != nil {
+			return nil, err
+		}
+		return cluster.NewTurnResult(out, f.sess.TurnNumber()), nil
+	}
+	if rej := f.sess.Check(req.Intent, req.Slots.Map()); rej != nil {
+		return nil, &cluster.RejectedError{Rejection: rej}
+	}
+	out, err := f.sess.Turn(ctx, req.Intent, req.Slots.Map(), req.Input)
+	if err != nil {
+		return nil, err
+	}
+	return cluster.NewTurnResult(out, f.sess.TurnNumber()), nil
+}
+
+func (f *fakeCluster) Status(context.Context, string) (*cluster.SessionStatus, error) {
+	done, exit := f.sess.Done()
+	return &cluster.SessionStatus{Started: true, State: f.sess.State(), Turn: f.sess.TurnNumber(), Done: done, Exit: exit,
+		World: cluster.Value{V: orchestrator.DeepCopy(f.sess.World())}, Allowed: f.sess.AllowedIntents()}, nil
+}
+
+func (f *fakeCluster) TraceJSONL(context.Context, string) ([]byte, error) { return nil, nil }
+
+// remoteHello starts the hello story behind a fake cluster and returns a
+// driver of it, its turn 0 already printed.
+func remoteHello(t *testing.T) (*remoteDriver, *fakeCluster, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
+	st, err := story.Load(hello)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := runtime.Open(st, runtime.Config{Agents: runtime.Agents{Live: true}, Session: &runtime.Session{ID: "s"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	start, err := rt.Session().Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeCluster{sess: rt.Session()}
+	var out, errb bytes.Buffer
+	d := &remoteDriver{c: f, id: "s", st: st, r: &runner{out: &out, errw: &errb}, state: start.State}
+	t.Cleanup(d.closeParser)
+	d.r.report(cluster.NewTurnResult(start, 0).Orchestrator())
+	return d, f, &out, &errb
+}
+
+// TestRemotePromptMatchesLocal: the prompt of a session on the cluster
+// prints what the local prompt prints for the same lines.
+func TestRemotePromptMatchesLocal(t *testing.T) {
+	input := "greet name=Ada style=formal\n:world\n:intents\nbye\n"
+	wantCode, wantOut, wantErr := runInteractive(t, input)
+	d, _, out, errb := remoteHello(t)
+	code := d.interactive(context.Background(), newLines(strings.NewReader(input)))
+	if code != wantCode || code != exitOK {
+		t.Errorf("exit %d, local %d", code, wantCode)
+	}
+	if d := cmp.Diff(wantOut, out.String()); d != "" {
+		t.Errorf("stdout (-local +cluster):\n%s", d)
+	}
+	if d := cmp.Diff(wantErr, errb.String()); d != "" {
+		t.Errorf("stderr (-local +cluster):\n%s", d)
+	}
+}
+
+func TestRemotePromptRefusesLocalCommands(t *testing.T) {
+	d, _, _, errb := remoteHello(t)
+	code := d.interactive(context.Background(), newLines(strings.NewReader(":back\n:plugins\n:quit\n")))
+	want := "kitsoki: :back is not available in a session on the cluster (:help lists the commands)\n" +
+		"kitsoki: :plugins is not available in a session on the cluster (:help lists the commands)\n"
+	if code != exitIncomplete || errb.String() != want {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit %d, stderr:\n%s", code, errb.String(), exitIncomplete, want)
+	}
+}
+
+// localScripted runs the hello story's scripted front end on input, as
+// kitsoki run does without --temporal.
+func localScripted(t *testing.T, input string) (int, string, string) {
+	t.Helper()
+	st, err := story.Load(hello)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := runtime.Open(st, runtime.Config{Agents: runtime.Agents{Live: true}, Session: &runtime.Session{ID: "s"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	var out, errb bytes.Buffer
+	r := &runner{sess: rt.Session(), out: &out, errw: &errb}
+	start, err := rt.Session().Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.report(start)
+	code := r.scripted(context.Background(), strings.NewReader(input))
+	return code, out.String(), errb.String()
+}
+
+// TestRemoteScriptedMatchesLocal: a typed line goes as intent, typed
+// slots and the line as input, free text as input alone; what is printed
+// and the exit code are the local run's (a rejection, exit 3; a free-text
+// line the router cannot route here, exit 4).
+func TestRemoteScriptedMatchesLocal(t *testing.T) {
+	for _, tc := range []struct {
+		input string
+		code  int
+		reqs  []cluster.IntentRequest
+	}{
+		{"greet name=Ada style=formal\ngreet name=Bob\n", exitRejected, []cluster.IntentRequest{
+			{Intent: "greet", Slots: cluster.Value{V: map[string]any{"name": "Ada", "style": "formal"}}, Input: "greet name=Ada style=formal"},
+			{Intent: "greet", Slots: cluster.Value{V: map[string]any{"name": "Bob"}}, Input: "greet name=Bob"},
+		}},
+		{"dance\n", exitAgent, []cluster.IntentRequest{{Input: "dance"}}}, // an unknown single word is free text
+		{"greet name=Ada\n", exitIncomplete, []cluster.IntentRequest{{Intent: "greet", Slots: cluster.Value{V: map[string]any{"name": "Ada"}}, Input: "greet name=Ada"}}},
+		{"greet name=Ada\nbye\n", exitOK, []cluster.IntentRequest{{Intent: "greet", Slots: cluster.Value{V: map[string]any{"name": "Ada"}}, Input: "greet name=Ada"}, {Intent: "bye", Slots: cluster.Value{V: map[string]any{}}, Input: "bye"}}},
+	} {
+		wantCode, wantOut, wantErr := localScripted(t, tc.input)
+		d, f, out, errb := remoteHello(t)
+		code := d.scripted(context.Background(), strings.NewReader(tc.input))
+		if code != tc.code || wantCode != tc.code {
+			t.Errorf("%q: exit %d, local %d, want %d\nstderr:\n%s", tc.input, code, wantCode, tc.code, errb.String())
+		}
+		if diff := cmp.Diff(tc.reqs, f.reqs); diff != "" {
+			t.Errorf("%q: requests (-want +got):\n%s", tc.input, diff)
+		}
+		if diff := cmp.Diff(wantOut, out.String()); diff != "" {
+			t.Errorf("%q: stdout (-local +cluster):\n%s", tc.input, diff)
+		}
+		if diff := cmp.Diff(wantErr, errb.String()); diff != "" {
+			t.Errorf("%q: stderr (-local +cluster):\n%s", tc.input, diff)
+		}
+	}
+}

@@ -88,7 +88,7 @@ func TestEmitIntentIsASignal(t *testing.T) {
 	}
 
 	cfg := emitConfig(st)
-	cfg.Session = &runtime.Session{ID: "s1"}
+	cfg.Session = &runtime.Session{ID: "s1", Journal: true} // as kitsoki run's durable session
 	rt, err := runtime.Open(st, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -78,7 +78,7 @@ func TestFreeTextIsRoutedAsLocally(t *testing.T) {
 	}
 
 	cfg := routerConfig(st)
-	cfg.Session = &runtime.Session{ID: "s1"}
+	cfg.Session = &runtime.Session{ID: "s1", Journal: true} // as kitsoki run's durable session
 	rt, err := runtime.Open(st, cfg)
 	if err != nil {
 		t.Fatal(err)

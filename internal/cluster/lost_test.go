@@ -237,7 +237,7 @@ func TestRetryOnTheWorkflowMatchesLocal(t *testing.T) {
 	}
 	lp := &payHandlers{failNotes: 2}
 	cfg := lp.config(st)
-	cfg.Session = &runtime.Session{ID: "s1"}
+	cfg.Session = &runtime.Session{ID: "s1", Journal: true} // as kitsoki run's durable session
 	rt, err := runtime.Open(st, cfg)
 	if err != nil {
 		t.Fatal(err)

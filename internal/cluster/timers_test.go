@@ -111,7 +111,7 @@ func TestTimeoutFiresOnAWorkflowTimer(t *testing.T) {
 	clk := clock.NewFake(start)
 	cfg := agents(st)
 	cfg.Clock = clk
-	cfg.Session = &runtime.Session{ID: "s1"}
+	cfg.Session = &runtime.Session{ID: "s1", Journal: true} // as kitsoki run's durable session
 	rt, err := runtime.Open(st, cfg)
 	if err != nil {
 		t.Fatal(err)

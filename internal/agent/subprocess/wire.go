@@ -37,9 +37,11 @@ import (
 // call gets its answer on its own goroutine, with no hand-off from a
 // reader thread (on a shared virtual machine that wake-up costs as much
 // as the plugin's work). When no caller waits to read, the idle reader
-// goroutine reads instead, so output between calls is still taken as it
-// comes (stdout ending, a line that breaks the protocol, a late answer)
-// and a large answer never blocks a caller writing a large request. A
+// goroutine reads instead, idleAfter after the last caller stopped
+// reading (so back-to-back calls never wake it), so output between calls
+// is still taken soon after it comes (stdout ending, a line that breaks
+// the protocol, a late answer) and a large answer never blocks a caller
+// writing a large request for long. A
 // caller that wants to read while the idle reader is blocked in a read
 // interrupts it with a read deadline in the past (rd); so does the end of
 // a reading caller's context. Without rd (a stream with no deadlines)
@@ -50,8 +52,9 @@ type conn struct {
 	logger *slog.Logger
 	fail   func(error) // records why the connection ended
 
-	tok  chan struct{} // holding its one token is the right to read
-	kick chan struct{} // tells the idle reader to take the token when it is free
+	tok       chan struct{} // holding its one token is the right to read
+	kick      chan struct{} // tells the idle reader to take the token when it is free
+	idleTimer *time.Timer   // kicks the idle reader idleAfter after the last reading caller left
 
 	mu            sync.Mutex
 	pending       map[uint64]*waiter // calls waiting; a nil waiter was abandoned
@@ -101,8 +104,21 @@ func newConn(ls *plugin.LineStream, rd readDeadliner, logger *slog.Logger, fail 
 		done: make(chan struct{}), tok: make(chan struct{}, 1), kick: make(chan struct{}, 1)}
 	c.tok <- struct{}{}
 	c.kick <- struct{}{}
+	c.idleTimer = time.AfterFunc(time.Hour, c.kickIdle)
+	c.idleTimer.Stop()
 	go c.idle()
 	return c
+}
+
+// idleAfter is how long the idle reader waits after the last caller
+// stopped reading before it reads itself.
+const idleAfter = time.Millisecond
+
+func (c *conn) kickIdle() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
 }
 
 // call sends request id with params (already encoded JSON) and waits for
@@ -186,17 +202,15 @@ func (c *conn) await(ctx context.Context, w *waiter) (reply, error) {
 }
 
 // leave is a caller no longer wanting to read. The last one to leave
-// tells the idle reader to take over.
+// has the idle reader take over in idleAfter, unless a caller reads by
+// then.
 func (c *conn) leave() {
 	c.mu.Lock()
 	c.waitingToRead--
 	last := c.waitingToRead == 0
 	c.mu.Unlock()
 	if last {
-		select {
-		case c.kick <- struct{}{}:
-		default:
-		}
+		c.idleTimer.Reset(idleAfter)
 	}
 }
 
@@ -480,6 +494,7 @@ func (c *conn) close() {
 	pending := c.pending
 	c.pending = nil
 	c.mu.Unlock()
+	c.idleTimer.Stop()
 	_ = c.ls.Close()
 	for _, w := range pending {
 		if w != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/schema"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/testsupport/median"
 	"github.com/kitsoki/kitsoki/internal/trace"
@@ -147,7 +148,7 @@ func BenchmarkDecideFloor(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
-		if _, err := sch.ValidateJSON(sub); err != nil {
+		if err := validateStandard(sch, sub); err != nil {
 			b.Fatal(err)
 		}
 		for j := range evs {
@@ -203,7 +204,7 @@ func BenchmarkDecidePhysicalFloor(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		start := time.Now()
-		if _, err := sch.ValidateJSON(sub); err != nil {
+		if err := validateStandard(sch, sub); err != nil {
 			b.Fatal(err)
 		}
 		for _, l := range lines {
@@ -215,4 +216,16 @@ func BenchmarkDecidePhysicalFloor(b *testing.B) {
 	}
 	b.StopTimer()
 	median.Report(b, times)
+}
+
+// validateStandard is what the floors validate with: the submission
+// decoded by encoding/json (schema.DecodeStandard, as the issue defines
+// the floor) and validated with the compiled schema. A decide decodes
+// with schema.Decode's own parser instead, which reads the same values.
+func validateStandard(sch *schema.Schema, sub []byte) error {
+	v, err := schema.DecodeStandard(sub)
+	if err != nil {
+		return err
+	}
+	return sch.Validate(v)
 }

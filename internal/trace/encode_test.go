@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"net/http"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -216,5 +217,43 @@ func TestRememberedKeyOrderFollowsChanges(t *testing.T) {
 		if string(got) != string(want) {
 			t.Errorf("change %d:\n got %s\nwant %s", i, got, want)
 		}
+	}
+}
+
+// A new map with the keys of a remembered one (each decide's submission
+// is a new map with the schema's keys) takes the remembered order without
+// sorting, its own values written; a map with other keys of the same
+// count, or the same keys and one more, is sorted afresh.
+func TestRememberedKeyOrderServesANewMapWithTheSameKeys(t *testing.T) {
+	enc := newPayloadEncoder(nil)
+	maps := []map[string]any{
+		{"decision": "approve", "reason": "ok", "risk": "low", "tags": []any{"a"}},
+		{"decision": "reject", "reason": "no", "risk": "high", "tags": []any{}},
+		{"decision": "reject", "reason": "no", "risk": "high", "tagz": 1},
+		{"decision": "x", "reason": "y", "risk": "z", "tags": nil, "extra": true},
+		{"tags": "last", "risk": 3, "reason": nil, "decision": 0.5},
+	}
+	for i, m := range maps {
+		got, err := enc.encode(nil, map[string]any{"submission": m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(map[string]any{"submission": m})
+		if string(got) != string(want) {
+			t.Errorf("map %d:\n got %s\nwant %s", i, got, want)
+		}
+	}
+	// Three key sets, three orders: the second and last maps took the
+	// first one's (which now names the last map) instead of a slot each.
+	last := reflect.ValueOf(maps[4]).UnsafePointer()
+	used, found := 0, false
+	for _, ko := range enc.order.slot {
+		if ko.id != nil {
+			used++
+		}
+		found = found || ko.id == last
+	}
+	if used != 3 || !found {
+		t.Errorf("%d orders remembered (want 3), the last map's among them: %v", used, found)
 	}
 }

@@ -72,7 +72,49 @@ const keyOrderSlots = 8
 
 type keyOrder struct {
 	id   unsafe.Pointer
+	sig  uint64     // keySignature of the keys
 	keys []mapEntry // out and in only
+}
+
+// keySignature is an order-free hash of a map's keys (the sum of each
+// key's FNV-1a): a new map with the keys of a remembered one (the next
+// decide's submission) finds that order without sorting. A match is only
+// a candidate: the keys are then checked one by one.
+func keySignature(sum uint64, k string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(k); i++ {
+		h ^= uint64(k[i])
+		h *= 1099511628211
+	}
+	return sum + h
+}
+
+// bySignature fills entries with the values of m, whose entries (keys
+// and values, in any order) are given, in the order remembered for
+// another map with the same keys, and records that order as id's too.
+func (o *keyOrders) bySignature(id unsafe.Pointer, sig uint64, m map[string]any, entries []mapEntry) ([]mapEntry, bool) {
+	for i := range o.slot {
+		ko := &o.slot[i]
+		if ko.id == nil || ko.sig != sig || len(ko.keys) != len(m) {
+			continue
+		}
+		out := entries[len(entries):]
+		for _, k := range ko.keys {
+			v, ok := m[k.in]
+			if !ok {
+				break
+			}
+			out = append(out, mapEntry{out: k.out, in: k.in, v: v})
+		}
+		if len(out) != len(ko.keys) {
+			continue
+		}
+		ko.id = id
+		entries = append(entries[:0], out...)
+		clear(out) // drop references to the caller's values
+		return entries, true
+	}
+	return entries, false
 }
 
 // entries fills entries with m's entries in the remembered order, and
@@ -100,7 +142,7 @@ func (o *keyOrders) entries(id unsafe.Pointer, m map[string]any, entries []mapEn
 
 // remember keeps the order of entries, m's sorted entries, replacing the
 // oldest remembered map's (or m's own earlier one).
-func (o *keyOrders) remember(id unsafe.Pointer, entries []mapEntry) {
+func (o *keyOrders) remember(id unsafe.Pointer, sig uint64, entries []mapEntry) {
 	ko := &o.slot[o.next]
 	for i := range o.slot {
 		if o.slot[i].id == id {
@@ -111,7 +153,7 @@ func (o *keyOrders) remember(id unsafe.Pointer, entries []mapEntry) {
 	if ko == &o.slot[o.next] {
 		o.next = (o.next + 1) % keyOrderSlots
 	}
-	ko.id = id
+	ko.id, ko.sig = id, sig
 	ko.keys = ko.keys[:0]
 	for _, en := range entries {
 		ko.keys = append(ko.keys, mapEntry{out: en.out, in: en.in})
@@ -484,22 +526,37 @@ func (e *payloadEncoder) object(b []byte, m map[string]any, depth int) ([]byte, 
 	}
 	if !known {
 		entries = entries[:0]
+		var sig uint64
 		for k, v := range m {
 			if err := checkString(k); err != nil {
 				// Named by position-free text, never by content: the key
 				// itself could be a secret.
 				return nil, withSeg(err, "{key}")
 			}
-			entries = append(entries, mapEntry{out: e.mask.Key(k), in: k, v: v})
-		}
-		slices.SortFunc(entries, func(a, b mapEntry) int {
-			if c := strings.Compare(a.out, b.out); c != 0 {
-				return c
+			entries = append(entries, mapEntry{in: k, v: v})
+			if id != nil {
+				sig = keySignature(sig, k)
 			}
-			return strings.Compare(a.in, b.in)
-		})
+		}
 		if id != nil {
-			e.order.remember(id, entries)
+			// Twice the room: bySignature builds the ordered entries
+			// after the ones just read.
+			entries = slices.Grow(entries, len(entries))
+			entries, known = e.order.bySignature(id, sig, m, entries)
+		}
+		if !known {
+			for i := range entries {
+				entries[i].out = e.mask.Key(entries[i].in)
+			}
+			slices.SortFunc(entries, func(a, b mapEntry) int {
+				if c := strings.Compare(a.out, b.out); c != 0 {
+					return c
+				}
+				return strings.Compare(a.in, b.in)
+			})
+			if id != nil {
+				e.order.remember(id, sig, entries)
+			}
 		}
 	}
 	e.keys[depth] = entries // keep the grown scratch for the next object

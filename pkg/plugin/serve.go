@@ -13,8 +13,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // Serve answers kitsoki's agent calls on stdin/stdout until stdin closes or
@@ -54,11 +54,12 @@ func serveConn(ctx context.Context, r io.Reader, w io.Writer, a Agent, hostOps m
 	if c, ok := r.(io.Closer); ok {
 		closer = c
 	}
-	s := &stdioServer{agent: a, hostOps: hostOps, stream: NewLineStream(r, w, closer)}
+	s := &stdioServer{agent: a, hostOps: hostOps, stream: NewLineStream(r, w, closer), ctx: ctx}
 	s.stream.OnBadMessage = s.refuse // turns on skipping over-long lines
 	s.done = make(chan error, 1)
+	s.reader = true
 	s.wg.Add(1)
-	go s.worker(ctx)
+	go s.worker()
 	select {
 	case err := <-s.done:
 		s.wg.Wait()
@@ -69,19 +70,24 @@ func serveConn(ctx context.Context, r io.Reader, w io.Writer, a Agent, hostOps m
 	}
 }
 
-// maxIdleWorkers bounds the workers kept waiting to read after a burst of
-// concurrent calls.
-const maxIdleWorkers = 4
+// readAhead is how long a worker answers a call before another worker
+// starts reading the next line: a call answered sooner wakes no other
+// thread (on a shared machine that wake-up costs more than a quick
+// answer), and during a longer one the next line (another call, a
+// $/cancelRequest) is read and answered concurrently.
+const readAhead = 50 * time.Microsecond
 
 type stdioServer struct {
 	agent  Agent
 	stream *LineStream
-	wg     sync.WaitGroup // running workers
+	ctx    context.Context // the serving context, for workers started later
+	wg     sync.WaitGroup  // running workers
 
 	hostOps map[string]HostOp // a host plugin's ops; nil when serving an agent
 
-	readMu  sync.Mutex   // one worker reads at a time
-	waiting atomic.Int32 // workers queued on readMu
+	readMu sync.Mutex // one worker reads at a time
+	mu     sync.Mutex // guards reader
+	reader bool       // a worker reads, or is about to
 
 	doneOnce sync.Once
 	done     chan error // why reading stopped
@@ -90,28 +96,56 @@ type stdioServer struct {
 	calls   map[string]context.CancelFunc // cancellable calls in flight, by raw id
 }
 
-// worker takes turns reading: it reads one request, lets the next worker
-// read while it answers, then queues to read again. The answer is computed
-// and written on the goroutine that read the request, so it never waits
-// for another thread, calls still run concurrently, and workers (with
-// their grown stacks) are reused rather than started per call.
-func (s *stdioServer) worker(ctx context.Context) {
+// worker reads one request and answers it on its own goroutine, so the
+// answer never waits for another thread; then it reads again, unless
+// another worker became the reader meanwhile (the call took longer than
+// readAhead), in which case it ends. One worker reads at a time; calls
+// still run concurrently, each on the worker that read it.
+func (s *stdioServer) worker() {
 	defer s.wg.Done()
+	fired := make(chan struct{}, 1)
+	t := time.AfterFunc(time.Hour, func() {
+		s.startReader()
+		fired <- struct{}{}
+	})
+	t.Stop()
 	for {
-		req, ok := s.read(ctx)
+		req, ok := s.read(s.ctx)
+		s.mu.Lock()
+		s.reader = false
+		s.mu.Unlock()
 		if !ok {
 			return
 		}
-		if s.waiting.Load() == 0 {
-			s.wg.Add(1)
-			go s.worker(ctx) // keep reading while this one answers
+		t.Reset(readAhead)
+		resp, err := s.call(s.ctx, req)
+		if !t.Stop() {
+			<-fired // its worker is counted before this one can end
 		}
-		resp, err := s.call(ctx, req)
 		s.reply(req.ID, resp, err)
 		s.settle(req)
-		if s.waiting.Load() >= maxIdleWorkers {
+		if !s.claimReader() {
 			return
 		}
+	}
+}
+
+// claimReader makes the caller the reader unless a worker already is.
+func (s *stdioServer) claimReader() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.reader {
+		return false
+	}
+	s.reader = true
+	return true
+}
+
+// startReader starts a worker to read the next request, if none reads.
+func (s *stdioServer) startReader() {
+	if s.claimReader() {
+		s.wg.Add(1)
+		go s.worker()
 	}
 }
 
@@ -121,9 +155,7 @@ func (s *stdioServer) worker(ctx context.Context) {
 // registered before the next line is read, so a cancellation can never
 // overtake the call it names.
 func (s *stdioServer) read(ctx context.Context) (*request, bool) {
-	s.waiting.Add(1)
 	s.readMu.Lock()
-	s.waiting.Add(-1)
 	defer s.readMu.Unlock()
 	for {
 		line, err := s.stream.ReadLine()

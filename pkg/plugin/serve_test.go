@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -188,5 +189,51 @@ func TestLineStreamReadErrors(t *testing.T) {
 	s = NewLineStream(strings.NewReader(""), io.Discard, nil)
 	if err := s.ReadObject(&v); !errors.Is(err, io.EOF) {
 		t.Errorf("clean end: %v, want io.EOF", err)
+	}
+}
+
+// scriptedReader returns its chunks one per Read, each with its error.
+type scriptedReader []struct {
+	data string
+	err  error
+}
+
+func (r *scriptedReader) Read(p []byte) (int, error) {
+	if len(*r) == 0 {
+		return 0, io.EOF
+	}
+	c := (*r)[0]
+	*r = (*r)[1:]
+	return copy(p, c.data), c.err
+}
+
+// A read deadline that cuts a line short is returned as it is, and the
+// next read goes on with the same line, for kitsoki's subprocess client
+// interrupts blocked reads that way.
+func TestLineStreamResumesALineCutByADeadline(t *testing.T) {
+	r := &scriptedReader{
+		{`{"a":`, os.ErrDeadlineExceeded},
+		{``, os.ErrDeadlineExceeded},
+		{"1}\n{\"b\":2}\n", nil},
+	}
+	s := NewLineStream(r, io.Discard, nil)
+	var got []string
+	for range 2 {
+		if _, err := s.ReadLine(); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("cut read: %v, want os.ErrDeadlineExceeded", err)
+		}
+	}
+	for range 2 {
+		line, err := s.ReadLine()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(line))
+	}
+	if diff := cmp.Diff([]string{`{"a":1}`, `{"b":2}`}, got); diff != "" {
+		t.Errorf("lines (-want +got):\n%s", diff)
+	}
+	if _, err := s.ReadLine(); !errors.Is(err, io.EOF) {
+		t.Errorf("end: %v, want io.EOF", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"unicode/utf8"
 )
@@ -91,8 +92,9 @@ type LineStream struct {
 	// *FrameError) and skipped instead of ending the stream.
 	OnBadMessage func(err error)
 
-	rmu  sync.Mutex
-	rbuf []byte // reused for lines longer than the bufio buffer
+	rmu     sync.Mutex
+	rbuf    []byte // reused for lines longer than the bufio buffer
+	resumed bool   // rbuf holds the head of a line a read deadline cut short
 
 	wmu  sync.Mutex
 	wbuf bytes.Buffer
@@ -171,9 +173,15 @@ func (s *LineStream) readMessage() ([]byte, error) {
 
 // readLine returns the next line without its newline. The slice is valid
 // until the next call. A line over the limit is a *FrameError; in lenient
-// mode the rest of it is discarded first.
+// mode the rest of it is discarded first. A read deadline of the
+// underlying reader (os.ErrDeadlineExceeded) is returned as it is, and the
+// bytes of the line read so far are kept for the next call, which goes on
+// with that line.
 func (s *LineStream) readLine() ([]byte, error) {
-	s.rbuf = s.rbuf[:0]
+	if !s.resumed {
+		s.rbuf = s.rbuf[:0]
+	}
+	s.resumed = false
 	for {
 		chunk, err := s.r.ReadSlice('\n')
 		size := len(s.rbuf) + len(chunk)
@@ -200,6 +208,10 @@ func (s *LineStream) readLine() ([]byte, error) {
 			return s.rbuf, nil
 		case errors.Is(err, bufio.ErrBufferFull):
 			s.rbuf = append(s.rbuf, chunk...)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			s.rbuf = append(s.rbuf, chunk...)
+			s.resumed = true
+			return nil, err
 		default:
 			partial := append(s.rbuf, chunk...)
 			if len(bytes.TrimSpace(partial)) == 0 {

@@ -94,11 +94,14 @@ func New(decl agent.Declaration, opts ...Option) (*Agent, error) {
 // Ask sends one agent.ask call and waits for its response, the context's
 // end, or the plugin's death, whichever comes first.
 func (a *Agent) Ask(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
-	raw, err := a.Call(ctx, plugin.MethodAsk, call.Request)
+	r, err := a.roundTrip(ctx, plugin.MethodAsk, call.Request, false, true)
 	if err != nil {
 		return nil, err
 	}
-	return decodeResult(raw)
+	if r.resp != nil {
+		return r.resp, nil
+	}
+	return decodeResult(r.result)
 }
 
 // Call sends one JSON-RPC request to the plugin, starting it if none runs,
@@ -115,22 +118,29 @@ func (a *Agent) Call(ctx context.Context, method string, params any) (json.RawMe
 // cancelled in the plugin with a $/cancelRequest notification naming its
 // id.
 func (a *Agent) call(ctx context.Context, method string, params any, notify bool) (json.RawMessage, error) {
+	r, err := a.roundTrip(ctx, method, params, notify, false)
+	return r.result, err
+}
+
+// roundTrip is call; with ask, the call is agent.ask and a well-formed
+// result may come back decoded (reply.resp).
+func (a *Agent) roundTrip(ctx context.Context, method string, params any, notify, ask bool) (reply, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, agent.Errorf(agent.KindDeadlineExceeded, "subprocess agent: context done before the call: %w", err)
+		return reply{}, agent.Errorf(agent.KindDeadlineExceeded, "subprocess agent: context done before the call: %w", err)
 	}
 	encoded, err := a.encode(params)
 	if err != nil {
-		return nil, err
+		return reply{}, err
 	}
 	defer encoded.release()
 	p, err := a.live()
 	if err != nil {
-		return nil, err
+		return reply{}, err
 	}
 	id := a.nextID.Add(1)
-	raw, err := p.conn.call(ctx, id, method, encoded.Bytes())
+	r, err := p.conn.roundTrip(ctx, id, method, encoded.Bytes(), ask)
 	if err == nil {
-		return raw, nil
+		return r, nil
 	}
 	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		// The call stays known to the connection: a late answer is
@@ -138,11 +148,11 @@ func (a *Agent) call(ctx context.Context, method string, params any, notify bool
 		if notify {
 			cancelInPlugin(p, id)
 		}
-		return nil, agent.Errorf(agent.KindDeadlineExceeded, "subprocess agent: context cancelled waiting for response: %w", err)
+		return reply{}, agent.Errorf(agent.KindDeadlineExceeded, "subprocess agent: context cancelled waiting for response: %w", err)
 	}
 	var rpcErr *jsonrpc2.Error
 	if errors.As(err, &rpcErr) {
-		return nil, &agent.AskError{Kind: agent.KindPluginCrash,
+		return reply{}, &agent.AskError{Kind: agent.KindPluginCrash,
 			Detail: fmt.Sprintf("subprocess agent: rpc error %d: %s", rpcErr.Code, agent.Clip([]byte(rpcErr.Message))), Err: err}
 	}
 	var we *writeError
@@ -150,7 +160,7 @@ func (a *Agent) call(ctx context.Context, method string, params any, notify bool
 		p.fail(fmt.Errorf("write to stdin: %w", we.err))
 		p.conn.close()
 	}
-	return nil, a.crashed(p)
+	return reply{}, a.crashed(p)
 }
 
 // crashed reports the end of p as a plugin_crash and logs it.

@@ -31,7 +31,7 @@ func FuzzStream(f *testing.F) {
 
 		// The agent's client.
 		stdout, stdin := gatedPipe(in)
-		c := newConn(plugin.NewLineStream(stdout, stdin, nil), logger, func(error) {})
+		c := newConn(plugin.NewLineStream(stdout, stdin, nil), nil, logger, func(error) {})
 		raw, err := c.call(ctx, 1, plugin.MethodAsk, params)
 		var we *writeError
 		if errors.As(err, &we) {

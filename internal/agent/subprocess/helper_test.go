@@ -134,6 +134,14 @@ func runHelper(mode string) {
 		r := next()
 		reply(r.ID, `{"submission":{"n":1}}`)
 		os.Exit(4)
+	case "garbage-after-one":
+		// Answers, then breaks the protocol while no call is in flight,
+		// and stays alive reading stdin.
+		r := next()
+		reply(r.ID, `{"submission":{"n":1}}`)
+		fmt.Println("this is not json")
+		next()
+		os.Exit(0)
 	case "garbage":
 		next()
 		fmt.Println("this is not json")

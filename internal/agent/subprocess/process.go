@@ -66,7 +66,7 @@ func spawn(decl agent.Declaration, opts *options) (*process, error) {
 
 	stdout := sup.Stdout()
 	ls := plugin.NewLineStream(stdout, p.stdin, multiCloser{stdout, p.stdin})
-	p.conn = newConn(ls, p.logger, p.connFailed)
+	p.conn = newConn(ls, stdout, p.logger, p.connFailed)
 	go p.reap()
 	go p.watch()
 	p.logger.Debug("plugin started", "command", decl.Command)

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
 
@@ -25,26 +27,62 @@ import (
 // which for a 1 KB prompt costs more than the pipe round trip, and its
 // API offers no way to hand it bytes already encoded. A request is
 // written straight from its encoded params, and a result is handed back
-// as the raw bytes of the response line. JSON-RPC error objects are
-// still *jsonrpc2.Error, so callers recover codes with errors.As.
+// as the raw bytes of the response line (or, for agent.ask, decoded in
+// the same pass as the envelope). JSON-RPC error objects are still
+// *jsonrpc2.Error, so callers recover codes with errors.As.
+//
+// Who reads. One goroutine at a time holds the right to read (tok). A
+// caller whose request is written takes it and reads until its own reply
+// arrives, handing other calls' replies to them on the way, so the usual
+// call gets its answer on its own goroutine, with no hand-off from a
+// reader thread (on a shared virtual machine that wake-up costs as much
+// as the plugin's work). When no caller waits to read, the idle reader
+// goroutine reads instead, idleAfter after the last caller stopped
+// reading (so back-to-back calls never wake it), so output between calls
+// is still taken soon after it comes (stdout ending, a line that breaks
+// the protocol, a late answer) and a large answer never blocks a caller
+// writing a large request for long. A
+// caller that wants to read while the idle reader is blocked in a read
+// interrupts it with a read deadline in the past (rd); so does the end of
+// a reading caller's context. Without rd (a stream with no deadlines)
+// callers wait for whoever reads.
 type conn struct {
 	ls     *plugin.LineStream
+	rd     readDeadliner // the stream's read side; nil: reads cannot be interrupted
 	logger *slog.Logger
 	fail   func(error) // records why the connection ended
 
-	mu      sync.Mutex
-	pending map[uint64]chan reply // calls waiting; a nil channel was abandoned
-	closed  bool
-	done    chan struct{} // closed once the connection is over
+	tok       chan struct{} // holding its one token is the right to read
+	kick      chan struct{} // tells the idle reader to take the token when it is free
+	idleTimer *time.Timer   // kicks the idle reader idleAfter after the last reading caller left
+
+	mu            sync.Mutex
+	pending       map[uint64]*waiter // calls waiting; a nil waiter was abandoned
+	closed        bool
+	done          chan struct{} // closed once the connection is over
+	waitingToRead int           // callers that sent their request and want to read
+	idleReading   bool          // the idle reader holds the token and reads
+	reader        *waiter       // the caller holding the token, if one does
+	deadlineSet   bool          // rd has a deadline in the past
 
 	wmu sync.Mutex   // guards buf
 	buf bytes.Buffer // the line being written
+}
+
+// readDeadliner is the read side of the plugin's stdout (*os.File).
+type readDeadliner interface{ SetReadDeadline(time.Time) error }
+
+// waiter is one call waiting for its reply.
+type waiter struct {
+	ch  chan reply // buffered: gets exactly one reply
+	ask bool       // an agent.ask call: its result may arrive decoded
 }
 
 // reply is what a call gets back: a result, an error object, or the end
 // of the connection.
 type reply struct {
 	result json.RawMessage
+	resp   *plugin.AskResponse // an agent.ask result decoded with its envelope
 	err    *jsonrpc2.Error
 	closed bool
 }
@@ -58,11 +96,29 @@ type writeError struct{ err error }
 func (e *writeError) Error() string { return e.err.Error() }
 func (e *writeError) Unwrap() error { return e.err }
 
-// newConn starts reading ls; fail is told the error that ends it.
-func newConn(ls *plugin.LineStream, logger *slog.Logger, fail func(error)) *conn {
-	c := &conn{ls: ls, logger: logger, fail: fail, pending: map[uint64]chan reply{}, done: make(chan struct{})}
-	go c.read()
+// newConn starts the idle reader of ls; rd, if not nil, is the read side
+// of ls whose deadline interrupts a blocked read. fail is told the error
+// that ends the connection.
+func newConn(ls *plugin.LineStream, rd readDeadliner, logger *slog.Logger, fail func(error)) *conn {
+	c := &conn{ls: ls, rd: rd, logger: logger, fail: fail, pending: map[uint64]*waiter{},
+		done: make(chan struct{}), tok: make(chan struct{}, 1), kick: make(chan struct{}, 1)}
+	c.tok <- struct{}{}
+	c.kick <- struct{}{}
+	c.idleTimer = time.AfterFunc(time.Hour, c.kickIdle)
+	c.idleTimer.Stop()
+	go c.idle()
 	return c
+}
+
+// idleAfter is how long the idle reader waits after the last caller
+// stopped reading before it reads itself.
+const idleAfter = time.Millisecond
+
+func (c *conn) kickIdle() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
 }
 
 // call sends request id with params (already encoded JSON) and waits for
@@ -70,13 +126,25 @@ func newConn(ls *plugin.LineStream, logger *slog.Logger, fail func(error)) *conn
 // is dropped quietly. Errors: ctx's, errClosed, a *writeError, or the
 // plugin's *jsonrpc2.Error.
 func (c *conn) call(ctx context.Context, id uint64, method string, params []byte) (json.RawMessage, error) {
-	ch := make(chan reply, 1)
+	r, err := c.roundTrip(ctx, id, method, params, false)
+	return r.result, err
+}
+
+// ask is call of agent.ask: a well-formed result comes back decoded
+// (resp), anything else as call returns it (result), for decodeResult to
+// judge with its own messages.
+func (c *conn) ask(ctx context.Context, id uint64, params []byte) (reply, error) {
+	return c.roundTrip(ctx, id, plugin.MethodAsk, params, true)
+}
+
+func (c *conn) roundTrip(ctx context.Context, id uint64, method string, params []byte, ask bool) (reply, error) {
+	w := &waiter{ch: make(chan reply, 1), ask: ask}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return nil, errClosed
+		return reply{}, errClosed
 	}
-	c.pending[id] = ch
+	c.pending[id] = w
 	c.mu.Unlock()
 	if err := c.write(id, true, method, params); err != nil {
 		c.mu.Lock()
@@ -84,26 +152,182 @@ func (c *conn) call(ctx context.Context, id uint64, method string, params []byte
 		delete(c.pending, id)
 		c.mu.Unlock()
 		if closed {
-			return nil, errClosed
+			return reply{}, errClosed
 		}
-		return nil, &writeError{err}
+		return reply{}, &writeError{err}
 	}
-	select {
-	case r := <-ch:
-		switch {
-		case r.closed:
-			return nil, errClosed
-		case r.err != nil:
-			return nil, r.err
-		}
-		return r.result, nil
-	case <-ctx.Done():
+	r, err := c.await(ctx, w)
+	if err != nil {
 		c.mu.Lock()
 		if _, ok := c.pending[id]; ok {
 			c.pending[id] = nil
 		}
 		c.mu.Unlock()
-		return nil, ctx.Err()
+		return reply{}, err
+	}
+	switch {
+	case r.closed:
+		return reply{}, errClosed
+	case r.err != nil:
+		return reply{}, r.err
+	}
+	return r, nil
+}
+
+// await waits for w's reply, reading it itself whenever it may.
+func (c *conn) await(ctx context.Context, w *waiter) (reply, error) {
+	c.mu.Lock()
+	c.waitingToRead++
+	if c.idleReading {
+		c.interruptLocked()
+	}
+	c.mu.Unlock()
+	defer c.leave()
+	for {
+		select {
+		case r := <-w.ch:
+			return r, nil
+		case <-ctx.Done():
+			return reply{}, ctx.Err()
+		case <-c.tok:
+			select {
+			case r := <-w.ch: // answered while the token was elsewhere
+				c.tok <- struct{}{}
+				return r, nil
+			default:
+			}
+			c.readFor(ctx, w)
+		}
+	}
+}
+
+// leave is a caller no longer wanting to read. The last one to leave
+// has the idle reader take over in idleAfter, unless a caller reads by
+// then.
+func (c *conn) leave() {
+	c.mu.Lock()
+	c.waitingToRead--
+	last := c.waitingToRead == 0
+	c.mu.Unlock()
+	if last {
+		c.idleTimer.Reset(idleAfter)
+	}
+}
+
+// readFor reads, holding the token, until w's reply is in, ctx ends or
+// the connection does; then it gives the token back.
+func (c *conn) readFor(ctx context.Context, w *waiter) {
+	c.mu.Lock()
+	c.reader = w
+	c.mu.Unlock()
+	if c.rd != nil && ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, func() {
+			c.mu.Lock()
+			if c.reader == w {
+				c.interruptLocked()
+			}
+			c.mu.Unlock()
+		})
+		defer stop()
+	}
+	defer func() {
+		c.mu.Lock()
+		c.reader = nil
+		c.clearDeadlineLocked()
+		c.mu.Unlock()
+		c.tok <- struct{}{}
+	}()
+	for len(w.ch) == 0 {
+		line, err := c.ls.ReadLine()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			c.mu.Lock()
+			c.clearDeadlineLocked()
+			c.mu.Unlock()
+			if ctx.Err() != nil {
+				return
+			}
+			continue
+		}
+		if !c.handle(line, err) {
+			return
+		}
+	}
+}
+
+// idle is the idle reader: it reads while no caller does, and gives the
+// token up as soon as one wants it.
+func (c *conn) idle() {
+	for {
+		select {
+		case <-c.kick:
+		case <-c.done:
+			return
+		}
+		select {
+		case <-c.tok:
+		case <-c.done:
+			return
+		}
+		c.mu.Lock()
+		if c.waitingToRead > 0 {
+			c.mu.Unlock()
+			c.tok <- struct{}{}
+			continue
+		}
+		c.idleReading = true
+		c.mu.Unlock()
+		for {
+			line, err := c.ls.ReadLine()
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				c.mu.Lock()
+				c.clearDeadlineLocked()
+				yield := c.waitingToRead > 0
+				if yield {
+					c.idleReading = false
+				}
+				c.mu.Unlock()
+				if yield {
+					break
+				}
+				continue
+			}
+			if !c.handle(line, err) {
+				return // the connection is over; nobody reads again
+			}
+		}
+		c.tok <- struct{}{}
+	}
+}
+
+// handle dispatches a line read; false once the connection is over.
+func (c *conn) handle(line []byte, err error) bool {
+	if err == nil {
+		err = c.dispatch(line)
+	}
+	if err != nil {
+		c.fail(err)
+		c.close()
+		return false
+	}
+	return true
+}
+
+// interruptLocked makes the read in progress (or the next) return
+// os.ErrDeadlineExceeded. c.mu is held.
+func (c *conn) interruptLocked() {
+	if c.rd == nil || c.deadlineSet {
+		return
+	}
+	if c.rd.SetReadDeadline(time.Unix(1, 0)) == nil {
+		c.deadlineSet = true
+	}
+}
+
+// clearDeadlineLocked lifts an interrupting deadline. c.mu is held.
+func (c *conn) clearDeadlineLocked() {
+	if c.deadlineSet {
+		_ = c.rd.SetReadDeadline(time.Time{})
+		c.deadlineSet = false
 	}
 }
 
@@ -140,21 +364,6 @@ func (c *conn) write(id uint64, withID bool, method string, params []byte) error
 	return err
 }
 
-// read dispatches incoming lines until one ends the connection.
-func (c *conn) read() {
-	for {
-		line, err := c.ls.ReadLine()
-		if err == nil {
-			err = c.dispatch(line)
-		}
-		if err != nil {
-			c.fail(err)
-			c.close()
-			return
-		}
-	}
-}
-
 // envelope is an incoming message as dispatch reads it.
 type envelope struct {
 	ID     json.RawMessage `json:"id"`
@@ -170,6 +379,9 @@ var errNoKind = errors.New("message is neither a request nor a response (no meth
 // object ends the connection with a *plugin.FrameError; so does a request
 // or notification, which a plugin may not send.
 func (c *conn) dispatch(line []byte) error {
+	if c.dispatchAsk(line) {
+		return nil
+	}
 	var env envelope
 	if err := json.Unmarshal(line, &env); err != nil {
 		return frameError(err, line)
@@ -203,9 +415,66 @@ func (c *conn) dispatch(line []byte) error {
 	case !ok:
 		c.logger.Warn("ignoring response #" + string(env.ID) + " with no corresponding request")
 	case ch != nil: // nil: the caller stopped waiting
-		ch <- reply{result: env.Result, err: rpcErr}
+		ch.ch <- reply{result: env.Result, err: rpcErr}
 	}
 	return nil
+}
+
+// askEnvelope is a successful agent.ask response decoded in one pass.
+type askEnvelope struct {
+	ID     json.RawMessage     `json:"id"`
+	Method *string             `json:"method"`
+	Result *plugin.AskResponse `json:"result"`
+	Error  json.RawMessage     `json:"error"`
+}
+
+// idPrefix is how a response line starts when its id comes first, as
+// kitsoki's SDK and most JSON-RPC libraries write it.
+const idPrefix = `{"jsonrpc":"2.0","id":`
+
+// dispatchAsk takes the common case in one decode: a response whose
+// numeric id leads the line and names a waiting agent.ask call, with an
+// object result and no error. It reports whether it delivered the
+// reply; anything else (another method's call, a null, malformed or
+// mistyped result, an error, a request) is left to dispatch's general
+// path, which words every refusal.
+func (c *conn) dispatchAsk(line []byte) bool {
+	if !bytes.HasPrefix(line, []byte(idPrefix)) {
+		return false
+	}
+	digits := line[len(idPrefix):]
+	n := 0
+	for n < len(digits) && n < 20 && digits[n] >= '0' && digits[n] <= '9' {
+		n++
+	}
+	if n == 0 || n == len(digits) || digits[n] != ',' {
+		return false
+	}
+	id, err := strconv.ParseUint(string(digits[:n]), 10, 64)
+	if err != nil {
+		return false
+	}
+	c.mu.Lock()
+	w := c.pending[id]
+	c.mu.Unlock()
+	if w == nil || !w.ask {
+		return false
+	}
+	var env askEnvelope
+	if json.Unmarshal(line, &env) != nil || env.Method != nil || env.Result == nil ||
+		!bytes.Equal(env.ID, digits[:n]) || (len(env.Error) > 0 && string(env.Error) != "null") {
+		return false
+	}
+	c.mu.Lock()
+	w, ok := c.pending[id]
+	if ok {
+		delete(c.pending, id)
+	}
+	c.mu.Unlock()
+	if ok && w != nil {
+		w.ch <- reply{resp: env.Result}
+	}
+	return true
 }
 
 // frameError copies the head of line, which lives in a reused buffer.
@@ -225,10 +494,11 @@ func (c *conn) close() {
 	pending := c.pending
 	c.pending = nil
 	c.mu.Unlock()
+	c.idleTimer.Stop()
 	_ = c.ls.Close()
-	for _, ch := range pending {
-		if ch != nil {
-			ch <- reply{closed: true}
+	for _, w := range pending {
+		if w != nil {
+			w.ch <- reply{closed: true}
 		}
 	}
 	close(c.done)

@@ -1,9 +1,20 @@
 package subprocess
 
 import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
 // TestIncomingMessages pins how each kind of line a plugin may write is
@@ -49,5 +60,79 @@ func TestIncomingMessages(t *testing.T) {
 				t.Errorf("process alive = %v, want %v", alive, tc.kept)
 			}
 		})
+	}
+}
+
+// Output a plugin writes while no call waits is read as it comes, so a
+// line breaking the protocol between calls ends that process at once and
+// the next call gets a fresh one (not the junk).
+func TestOutputBetweenCallsIsReadAtOnce(t *testing.T) {
+	a := newAgent(t, helperDecl(t, "garbage-after-one"))
+	if _, err := ask(t, a, "one", nil); err != nil {
+		t.Fatal(err)
+	}
+	first := a.current()
+	select {
+	case <-first.exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the line written between calls was not read: the plugin still runs")
+	}
+	if c := first.causeErr(); c == nil || describe(c) != `unmarshal response frame: invalid character 'h' in literal true (expecting 'r') (line: "this is not json")` {
+		t.Errorf("cause = %v", c)
+	}
+	resp, err := ask(t, a, "two", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(resp.Submission) != `{"n":1}` || a.currentPID() == first.pid {
+		t.Errorf("second call: %s from pid %d (first %d), want {\"n\":1} from a new process", resp.Submission, a.currentPID(), first.pid)
+	}
+}
+
+// A stream whose reads cannot be interrupted (no read deadline) still
+// serves calls: the idle reader reads every reply and hands it over.
+func TestConnWithoutReadDeadlines(t *testing.T) {
+	outR, outW := io.Pipe() // the plugin's stdout
+	inR, inW := io.Pipe()   // its stdin
+	c := newConn(plugin.NewLineStream(outR, inW, nil), nil, slog.New(slog.DiscardHandler), func(error) {})
+	defer func() {
+		c.close()
+		outW.Close()
+		inR.Close()
+	}()
+	go func() { // the plugin: answers each request with its id, last first
+		in := bufio.NewScanner(inR)
+		var ids []string
+		for in.Scan() {
+			var req struct{ ID json.RawMessage }
+			if json.Unmarshal(in.Bytes(), &req) != nil {
+				return
+			}
+			ids = append(ids, string(req.ID))
+			if len(ids) == 2 {
+				for i := len(ids) - 1; i >= 0; i-- {
+					fmt.Fprintf(outW, `{"jsonrpc":"2.0","id":%s,"result":{"submission":%s}}`+"\n", ids[i], ids[i])
+				}
+				ids = nil
+			}
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	got := make([]string, 2)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Go(func() {
+			r, err := c.ask(ctx, uint64(i+1), []byte(`{}`))
+			if err != nil {
+				got[i] = err.Error()
+				return
+			}
+			got[i] = string(r.resp.Submission)
+		})
+	}
+	wg.Wait()
+	if diff := cmp.Diff([]string{"1", "2"}, got); diff != "" {
+		t.Errorf("answers (-want +got):\n%s", diff)
 	}
 }

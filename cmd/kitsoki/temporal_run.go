@@ -275,6 +275,13 @@ func (d *remoteDriver) turn(ctx context.Context, line string, free bool) (int, b
 		}
 	}
 	tr, err := d.c.Intent(ctx, d.id, req)
+	return d.reported(ctx, tr, err)
+}
+
+// reported reports a turn taken on the cluster as a local turn is
+// reported.
+func (d *remoteDriver) reported(ctx context.Context, tr *cluster.TurnResult, err error) (int, bool) {
+	r := d.r
 	if rej, ok := errors.AsType[*cluster.RejectedError](err); ok {
 		return r.report(&orchestrator.Outcome{Outcome: orchestrator.OutcomeRejected, State: d.state, Rejection: rej.Rejection})
 	}
@@ -395,8 +402,9 @@ func (d *remoteDriver) said(ctx context.Context, says []string) int {
 }
 
 // interactive is the prompt loop of a session on the cluster: the line
-// protocol's commands that read the session (:intents, :state, :world),
-// without the ones that need it in this process (:back, plugin commands).
+// protocol's commands that read the session (:intents, :state, :world)
+// and :back (a back update), without the plugin commands, which need the
+// session in this process.
 func (d *remoteDriver) interactive(ctx context.Context, in *lines) int {
 	r := d.r
 	d.describe(ctx)
@@ -419,7 +427,23 @@ func (d *remoteDriver) interactive(ctx context.Context, in *lines) int {
 		case ":help", "?":
 			fmt.Fprintln(r.out, `Type an intent and its slots: intent key=value key2="two words"
 :intents   what this state accepts     :world   the world as JSON
-:state     where the story is          :quit    leave (the session goes on on the cluster)`)
+:state     where the story is          :back    return to the previous room
+:quit      leave (the session goes on on the cluster)`)
+			continue
+		case ":back":
+			tr, err := d.c.Intent(ctx, d.id, cluster.IntentRequest{Back: true})
+			if errors.Is(err, orchestrator.ErrNoHistory) {
+				fmt.Fprintln(r.errw, "kitsoki:", err)
+				continue
+			}
+			code, stop := d.reported(ctx, tr, err)
+			if ctx.Err() != nil {
+				return exitFailure
+			}
+			if stop && (code == exitOK || code == exitFailure) {
+				return code
+			}
+			d.describe(ctx)
 			continue
 		case ":intents", ":state":
 			d.describe(ctx)

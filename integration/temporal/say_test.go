@@ -3,6 +3,7 @@ package temporal
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,6 +13,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kitsoki/kitsoki/internal/cluster"
+	"github.com/kitsoki/kitsoki/internal/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/runtime"
+	"github.com/kitsoki/kitsoki/internal/story"
 )
 
 // testStoriesEnv is a kitsoki worker process serving testdata/stories on
@@ -172,5 +178,74 @@ func TestLargeAnswerThroughSharedBlobs(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(empty); len(entries) != 0 {
 		t.Errorf("the reading client wrote into its blob dir: %v", entries)
+	}
+}
+
+// TestBackAcrossContinueAsNew: on a real server a session that continues
+// as new after every turn keeps its room history: a back update with no
+// history is refused with the local text (orchestrator.ErrNoHistory), and
+// after a greeting, in a later run, back returns to the room a local
+// Back returns to.
+func TestBackAcrossContinueAsNew(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	e := newClusterEnv(t)
+	st, err := story.Load(filepath.Join(storiesDir, "hello/app.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cluster.Dial(ctx, cluster.ClientOptions{HostPort: server.Addr, TaskQueue: e.flags[3]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	in := cluster.SessionInput{Story: cluster.StoryRef{Path: "hello/app.yaml", Hash: st.ContentHash}, SessionID: "back-1", ContinueAsNewAfter: 1}
+	if err := c.Start(ctx, in, st.App.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Intent(ctx, "back-1", cluster.IntentRequest{Back: true}); !errors.Is(err, orchestrator.ErrNoHistory) {
+		t.Fatalf("back with no history: %v, want %v", err, orchestrator.ErrNoHistory)
+	}
+	greet := cluster.IntentRequest{Intent: "greet", Slots: cluster.Value{V: map[string]any{"name": "Ada"}}, Input: "greet name=Ada"}
+	if _, err := c.Intent(ctx, "back-1", greet); err != nil {
+		t.Fatal(err)
+	}
+	back, err := c.Intent(ctx, "back-1", cluster.IntentRequest{Back: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	rt, err := runtime.Open(st, runtime.Config{Agents: runtime.Agents{Live: true}, Session: &runtime.Session{ID: "back-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	sess := rt.Session()
+	if _, err := sess.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.Turn(ctx, "greet", map[string]any{"name": "Ada"}, "greet name=Ada"); err != nil {
+		t.Fatal(err)
+	}
+	want, err := sess.Back(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.State != want.State || back.Turn != sess.TurnNumber() || back.View != want.View {
+		t.Errorf("back on the cluster: state %q turn %d view %q; locally %q turn %d view %q",
+			back.State, back.Turn, back.View, want.State, sess.TurnNumber(), want.View)
+	}
+	runs := 0
+	for it := c.Temporal().GetWorkflowHistory(ctx, "back-1", "", false, 0); it.HasNext(); {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.GetWorkflowExecutionStartedEventAttributes().GetContinuedExecutionRunId() != "" {
+			runs++
+		}
+	}
+	if runs != 1 {
+		t.Errorf("the running run continued %d runs, want 1 (the back came in the run after the greeting's)", runs)
 	}
 }

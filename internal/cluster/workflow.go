@@ -28,6 +28,10 @@ const (
 	QueryTrace          = "trace"
 )
 
+// NoHistoryError is the application error type of a back update on a
+// session whose room history is empty (orchestrator.ErrNoHistory's text).
+const NoHistoryError = "NO_HISTORY"
+
 // DefaultContinueAsNewAfter is how many turns a run of the session
 // workflow takes before it continues as new (SessionInput.ContinueAsNewAfter
 // 0).
@@ -174,7 +178,7 @@ func (w *Workflow) Session(ctx workflow.Context, in SessionInput) (*SessionResul
 			if errors.Is(err, orchestrator.ErrNoHistory) {
 				// A back queued behind a turn that emptied the history:
 				// refused as the validator refuses it, nothing traced.
-				return nil, temporal.NewApplicationError(err.Error(), "NO_HISTORY")
+				return nil, temporal.NewApplicationError(err.Error(), NoHistoryError)
 			}
 			if err != nil {
 				fault = err
@@ -193,7 +197,7 @@ func (w *Workflow) Session(ctx workflow.Context, in SessionInput) (*SessionResul
 			}
 			if req.Back {
 				if len(sess.History()) == 0 {
-					return temporal.NewApplicationError(orchestrator.ErrNoHistory.Error(), "NO_HISTORY")
+					return temporal.NewApplicationError(orchestrator.ErrNoHistory.Error(), NoHistoryError)
 				}
 				return nil
 			}

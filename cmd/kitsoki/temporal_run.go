@@ -141,6 +141,9 @@ func runOnCluster(cmd *cobra.Command, g *globals, o *runOpts, path string) (err 
 	if err != nil {
 		return exitWith(exitFailure, fmt.Errorf("kitsoki: %w", err))
 	}
+	if reattach && rc != (orchestrator.RoutingConfig{}) && !sameRouting(rc, status.Routing) {
+		return exitWith(exitUsage, fmt.Errorf("session %s routes free text with %s, as it was started: the routing flags set how a new session routes; give the session's or none to reattach, or start a new session", id, routingFlagsText(status.Routing)))
+	}
 	d := &remoteDriver{c: c, id: id, st: st, r: &runner{out: stdout, errw: stderr}, state: status.State, world: status.World.Map()}
 	defer d.closeParser()
 	var first *orchestrator.Outcome
@@ -488,4 +491,33 @@ func (d *remoteDriver) describe(ctx context.Context) {
 		return
 	}
 	describeState(d.r.out, d.st, st.State, st.Allowed, sess.IntentDef)
+}
+
+// sameRouting reports whether the routing flags of a reattach are the
+// ones the session started with (nil: none).
+func sameRouting(a orchestrator.RoutingConfig, b *orchestrator.RoutingConfig) bool {
+	if b == nil {
+		b = &orchestrator.RoutingConfig{}
+	}
+	eq := func(x, y *bool) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
+	eqf := func(x, y *float64) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
+	return a.Router == b.Router && eq(a.Semantic, b.Semantic) && eqf(a.MinConfidence, b.MinConfidence)
+}
+
+// routingFlagsText is a session's routing as the flags that set it.
+func routingFlagsText(r *orchestrator.RoutingConfig) string {
+	var parts []string
+	if r != nil && r.Semantic != nil {
+		parts = append(parts, fmt.Sprintf("--semantic-routing=%t", *r.Semantic))
+	}
+	if r != nil && r.Router != "" {
+		parts = append(parts, "--router "+r.Router)
+	}
+	if r != nil && r.MinConfidence != nil {
+		parts = append(parts, fmt.Sprintf("--min-confidence %v", *r.MinConfidence))
+	}
+	if len(parts) == 0 {
+		return "the story's routing (no routing flags)"
+	}
+	return strings.Join(parts, " ")
 }

@@ -111,6 +111,15 @@ func TestSayOnClusterMatchesLocalRun(t *testing.T) {
 			}
 		})
 	}
+
+	// The session that stopped goes on routing as it started: a reattach
+	// with other routing flags is refused (exit 2) and takes no turn.
+	out, errs, code := e.run(t, ctx, "run", "say/app.yaml", "--session", "say-exact-only", "--semantic-routing", "--say", "forecast for Oslo")
+	want := "session say-exact-only routes free text with the story's routing (no routing flags), as it was started: " +
+		"the routing flags set how a new session routes; give the session's or none to reattach, or start a new session\n"
+	if code != 2 || out != "" || errs != want {
+		t.Errorf("reattach with --semantic-routing: exit %d (want 2)\nstdout:\n%s\nstderr:\n%s\nwant stderr:\n%s", code, out, errs, want)
+	}
 }
 
 // TestLargeAnswerThroughSharedBlobs: a worker and kitsoki run --temporal

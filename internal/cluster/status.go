@@ -35,6 +35,9 @@ type SessionStatus struct {
 	Story     StoryRef `json:"story"`
 	Started   bool     `json:"started"`
 	State     string   `json:"state"`
+	// Routing is how the session routes free text, as it was started
+	// (SessionInput.Routing; nil: the story's routing).
+	Routing *orchestrator.RoutingConfig `json:"routing,omitempty"`
 	// Overlay is the open off_path or meta mode ("" on the path).
 	Overlay string   `json:"overlay,omitempty"`
 	Turn    int64    `json:"turn"`
@@ -117,7 +120,7 @@ type sessionView struct {
 }
 
 func (v sessionView) status() *SessionStatus {
-	s := &SessionStatus{SessionID: v.in.SessionID, Story: v.in.Story, Started: *v.started, State: v.sess.State(), Overlay: v.sess.Overlay(),
+	s := &SessionStatus{SessionID: v.in.SessionID, Story: v.in.Story, Started: *v.started, State: v.sess.State(), Overlay: v.sess.Overlay(), Routing: v.in.Routing,
 		Turn: v.sess.TurnNumber(), World: Value{orchestrator.DeepCopy(v.sess.World())}, Allowed: v.sess.AllowedIntents(), Last: *v.last,
 		Updated: workflow.Now(v.ctx).UTC()}
 	s.Done, s.Exit = v.sess.Done()

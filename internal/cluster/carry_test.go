@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -95,47 +96,90 @@ type stepOutcome struct {
 	Says                    []string
 }
 
+// carryPar's steps enter a parallel state, change both regions (an
+// emitted intent), go back to the configuration before, and leave: every
+// configuration and the room history holding them cross continue-as-new.
+var carryParSteps = []carryStep{{intent: "enter"}, {intent: "rain"}, {back: true}, {intent: "rain"}, {intent: "leave"}}
+
 // TestContinueAsNewCarriesOverlayAndHistory: with ContinueAsNewAfter 1
 // every turn runs in a run of its own, so every overlay, kept
-// conversation and room history crosses a continue-as-new; the outcomes,
-// the trace (all runs, in order) and the final world are a local run's.
+// conversation, parallel configuration and room history crosses a
+// continue-as-new; the outcomes, the trace (all runs, in order) and the
+// final world are a local run's.
 func TestContinueAsNewCarriesOverlayAndHistory(t *testing.T) {
-	st, err := story.Load("testdata/carry/app.yaml")
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		story string
+		steps []carryStep
+		check func(t *testing.T, want []stepOutcome)
+	}{
+		{"carry/app.yaml", carrySteps, func(t *testing.T, want []stepOutcome) {
+			if got := want[7].Says; len(got) != 1 || got[0] != `"what did I ask" after 1 earlier exchanges` {
+				t.Fatalf("the local run's reopened mode does not recall its conversation: %q", got)
+			}
+		}},
+		{"carrypar/app.yaml", carryParSteps, func(t *testing.T, want []stepOutcome) {
+			if want[2].State != "clock#clock.calendar.day1|clock.weather.dry" {
+				t.Fatalf("the local back went to %q, want the configuration entered first", want[2].State)
+			}
+		}},
 	}
-	ref := StoryRef{Path: "carry/app.yaml", Hash: st.ContentHash}
+	for _, tc := range tests {
+		t.Run(tc.story, func(t *testing.T) {
+			st, err := story.Load(filepath.Join("testdata", tc.story))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref := StoryRef{Path: tc.story, Hash: st.ContentHash}
 
-	cfg := carryConfig(st)
-	cfg.Session = &runtime.Session{ID: "s1", Journal: true} // as kitsoki run's durable session
-	rt, err := runtime.Open(st, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
-	ctx := context.Background()
-	sess := rt.Session()
-	if _, err := sess.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var want []stepOutcome
-	for _, s := range carrySteps {
-		out, err := s.local(ctx, sess)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want = append(want, stepOutcome{out.Outcome, out.State, sess.Overlay(), out.Says})
-	}
-	if got := want[7].Says; len(got) != 1 || got[0] != `"what did I ask" after 1 earlier exchanges` {
-		t.Fatalf("the local run's reopened mode does not recall its conversation: %q", got)
-	}
+			cfg := carryConfig(st)
+			cfg.Session = &runtime.Session{ID: "s1", Journal: true} // as kitsoki run's durable session
+			rt, err := runtime.Open(st, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rt.Close()
+			ctx := context.Background()
+			sess := rt.Session()
+			if _, err := sess.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var want []stepOutcome
+			for _, s := range tc.steps {
+				out, err := s.local(ctx, sess)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, stepOutcome{out.Outcome, out.State, sess.Overlay(), out.Says})
+			}
+			tc.check(t, want)
 
-	in := SessionInput{Story: ref, SessionID: "s1", ContinueAsNewAfter: 1}
+			got, evs, res := runCarried(t, SessionInput{Story: ref, SessionID: "s1", ContinueAsNewAfter: 1}, tc.steps)
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("outcomes (-local +workflow):\n%s", d)
+			}
+			if d := cmp.Diff(shapes(t, rt.Memory().Events()), evs); d != "" {
+				t.Errorf("trace (-local +workflow):\n%s", d)
+			}
+			if res.State != sess.State() || res.Turn != sess.TurnNumber() {
+				t.Errorf("final state %q turn %d, want %q turn %d", res.State, res.Turn, sess.State(), sess.TurnNumber())
+			}
+			if d := cmp.Diff(sess.World(), res.World.Map()); d != "" {
+				t.Errorf("final world (-local +workflow):\n%s", d)
+			}
+		})
+	}
+}
+
+// runCarried runs the session one step per run of the workflow (in
+// ContinueAsNewAfter 1), each run on a test environment of its own
+// started with the input the previous run continued with, and returns
+// each step's outcome, the trace of all runs and the session's result.
+func runCarried(t *testing.T, in SessionInput, steps []carryStep) ([]stepOutcome, []eventShape, SessionResult) {
+	t.Helper()
 	var got []stepOutcome
 	var evs []eventShape
-	var res SessionResult
 	for i := 0; ; i++ {
-		if i > len(carrySteps) {
+		if i > len(steps) {
 			t.Fatalf("the session did not end after %d runs", i)
 		}
 		var s testsuite.WorkflowTestSuite
@@ -144,7 +188,7 @@ func TestContinueAsNewCarriesOverlayAndHistory(t *testing.T) {
 		env.RegisterWorkflowWithOptions((&Workflow{Stories: stories}).Session, workflow.RegisterOptions{Name: SessionWorkflowName})
 		env.RegisterActivityWithOptions((&Activities{Stories: stories, Config: carryConfig}).Invoke, activity.RegisterOptions{Name: InvokeActivity})
 		var last *TurnResult
-		if i < len(carrySteps) {
+		if i < len(steps) {
 			env.RegisterDelayedCallback(func() {
 				env.UpdateWorkflow(IntentUpdate, fmt.Sprint("u", i), &testsuite.TestUpdateCallback{
 					OnReject: func(err error) { t.Errorf("step %d rejected: %v", i, err) }, OnAccept: func() {},
@@ -154,7 +198,7 @@ func TestContinueAsNewCarriesOverlayAndHistory(t *testing.T) {
 							return
 						}
 						last = v.(*TurnResult)
-					}}, carrySteps[i].request())
+					}}, steps[i].request())
 			}, time.Minute)
 		}
 		env.ExecuteWorkflow(SessionWorkflowName, in)
@@ -183,22 +227,11 @@ func TestContinueAsNewCarriesOverlayAndHistory(t *testing.T) {
 		if err != nil {
 			t.Fatalf("run %d: %v", i, err)
 		}
+		var res SessionResult
 		if err := env.GetWorkflowResult(&res); err != nil {
 			t.Fatal(err)
 		}
-		break
-	}
-	if d := cmp.Diff(want, got); d != "" {
-		t.Errorf("outcomes (-local +workflow):\n%s", d)
-	}
-	if d := cmp.Diff(shapes(t, rt.Memory().Events()), evs); d != "" {
-		t.Errorf("trace (-local +workflow):\n%s", d)
-	}
-	if res.State != sess.State() || res.Turn != sess.TurnNumber() {
-		t.Errorf("final state %q turn %d, want %q turn %d", res.State, res.Turn, sess.State(), sess.TurnNumber())
-	}
-	if d := cmp.Diff(sess.World(), res.World.Map()); d != "" {
-		t.Errorf("final world (-local +workflow):\n%s", d)
+		return got, evs, res
 	}
 }
 

@@ -54,7 +54,7 @@ func (s *Session) overlayState(o *overlay) OverlayState {
 // meta mode.
 func (s *Session) RestoreHandover(h Handover) error {
 	for _, room := range h.History {
-		if _, ok := s.story.States[room]; !ok {
+		if !s.knownState(room) {
 			return fmt.Errorf("the carried room history names state %q, which is not in the story (states: %s)", room, joinSorted(s.story.States))
 		}
 	}

@@ -97,3 +97,48 @@ func unstarted(t *testing.T, r *rig) *rig {
 	r.sess = sess
 	return r
 }
+
+const parallelStory = `
+app: {id: par}
+intents: {rain: {}}
+root: clock
+states:
+  clock:
+    type: parallel
+    states:
+      weather:
+        type: compound
+        initial: dry
+        states:
+          dry: {on: {rain: [{target: ../wet}]}}
+          wet: {}
+      calendar:
+        type: compound
+        initial: day1
+        states:
+          day1: {}
+`
+
+// TestRestoreInAParallelConfiguration: a session restored (a local
+// resume, a continue-as-new) where the previous one stood inside a
+// parallel state takes the configuration, and its history may hold
+// configurations; a configuration that does not name one leaf per region
+// is refused.
+func TestRestoreInAParallelConfiguration(t *testing.T) {
+	const cfg = "clock#clock.calendar.day1|clock.weather.dry"
+	r := unstarted(t, newRig(t, files{"app.yaml": parallelStory}))
+	if err := r.sess.Restore(cfg, map[string]any{}, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.sess.RestoreHandover(Handover{History: []string{cfg}}); err != nil {
+		t.Fatal(err)
+	}
+	if out := r.do("rain"); out.State != "clock#clock.calendar.day1|clock.weather.wet" {
+		t.Fatalf("after rain: %q", out.State)
+	}
+	r = unstarted(t, newRig(t, files{"app.yaml": parallelStory}))
+	if err := r.sess.Restore("clock#clock.weather.dry", map[string]any{}, 1); err == nil ||
+		!strings.HasPrefix(err.Error(), `the journal's state "clock#clock.weather.dry" is not in the story (states: `) {
+		t.Fatalf("a configuration missing a region: %v", err)
+	}
+}

@@ -141,6 +141,9 @@ func runOnCluster(cmd *cobra.Command, g *globals, o *runOpts, path string) (err 
 	if err != nil {
 		return exitWith(exitFailure, fmt.Errorf("kitsoki: %w", err))
 	}
+	if reattach && rc != (orchestrator.RoutingConfig{}) && !sameRouting(rc, status.Routing) {
+		return exitWith(exitUsage, fmt.Errorf("session %s routes free text with %s, as it was started: the routing flags set how a new session routes; give the session's or none to reattach, or start a new session", id, routingFlagsText(status.Routing)))
+	}
 	d := &remoteDriver{c: c, id: id, st: st, r: &runner{out: stdout, errw: stderr}, state: status.State, world: status.World.Map()}
 	defer d.closeParser()
 	var first *orchestrator.Outcome
@@ -275,6 +278,13 @@ func (d *remoteDriver) turn(ctx context.Context, line string, free bool) (int, b
 		}
 	}
 	tr, err := d.c.Intent(ctx, d.id, req)
+	return d.reported(ctx, tr, err)
+}
+
+// reported reports a turn taken on the cluster as a local turn is
+// reported.
+func (d *remoteDriver) reported(ctx context.Context, tr *cluster.TurnResult, err error) (int, bool) {
+	r := d.r
 	if rej, ok := errors.AsType[*cluster.RejectedError](err); ok {
 		return r.report(&orchestrator.Outcome{Outcome: orchestrator.OutcomeRejected, State: d.state, Rejection: rej.Rejection})
 	}
@@ -395,8 +405,9 @@ func (d *remoteDriver) said(ctx context.Context, says []string) int {
 }
 
 // interactive is the prompt loop of a session on the cluster: the line
-// protocol's commands that read the session (:intents, :state, :world),
-// without the ones that need it in this process (:back, plugin commands).
+// protocol's commands that read the session (:intents, :state, :world)
+// and :back (a back update), without the plugin commands, which need the
+// session in this process.
 func (d *remoteDriver) interactive(ctx context.Context, in *lines) int {
 	r := d.r
 	d.describe(ctx)
@@ -419,7 +430,23 @@ func (d *remoteDriver) interactive(ctx context.Context, in *lines) int {
 		case ":help", "?":
 			fmt.Fprintln(r.out, `Type an intent and its slots: intent key=value key2="two words"
 :intents   what this state accepts     :world   the world as JSON
-:state     where the story is          :quit    leave (the session goes on on the cluster)`)
+:state     where the story is          :back    return to the previous room
+:quit      leave (the session goes on on the cluster)`)
+			continue
+		case ":back":
+			tr, err := d.c.Intent(ctx, d.id, cluster.IntentRequest{Back: true})
+			if errors.Is(err, orchestrator.ErrNoHistory) {
+				fmt.Fprintln(r.errw, "kitsoki:", err)
+				continue
+			}
+			code, stop := d.reported(ctx, tr, err)
+			if ctx.Err() != nil {
+				return exitFailure
+			}
+			if stop && (code == exitOK || code == exitFailure) {
+				return code
+			}
+			d.describe(ctx)
 			continue
 		case ":intents", ":state":
 			d.describe(ctx)
@@ -464,4 +491,33 @@ func (d *remoteDriver) describe(ctx context.Context) {
 		return
 	}
 	describeState(d.r.out, d.st, st.State, st.Allowed, sess.IntentDef)
+}
+
+// sameRouting reports whether the routing flags of a reattach are the
+// ones the session started with (nil: none).
+func sameRouting(a orchestrator.RoutingConfig, b *orchestrator.RoutingConfig) bool {
+	if b == nil {
+		b = &orchestrator.RoutingConfig{}
+	}
+	eq := func(x, y *bool) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
+	eqf := func(x, y *float64) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
+	return a.Router == b.Router && eq(a.Semantic, b.Semantic) && eqf(a.MinConfidence, b.MinConfidence)
+}
+
+// routingFlagsText is a session's routing as the flags that set it.
+func routingFlagsText(r *orchestrator.RoutingConfig) string {
+	var parts []string
+	if r != nil && r.Semantic != nil {
+		parts = append(parts, fmt.Sprintf("--semantic-routing=%t", *r.Semantic))
+	}
+	if r != nil && r.Router != "" {
+		parts = append(parts, "--router "+r.Router)
+	}
+	if r != nil && r.MinConfidence != nil {
+		parts = append(parts, fmt.Sprintf("--min-confidence %v", *r.MinConfidence))
+	}
+	if len(parts) == 0 {
+		return "the story's routing (no routing flags)"
+	}
+	return strings.Join(parts, " ")
 }

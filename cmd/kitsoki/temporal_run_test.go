@@ -23,6 +23,13 @@ type fakeCluster struct {
 
 func (f *fakeCluster) Intent(ctx context.Context, _ string, req cluster.IntentRequest) (*cluster.TurnResult, error) {
 	f.reqs = append(f.reqs, req)
+	if req.Back {
+		out, err := f.sess.Back(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return cluster.NewTurnResult(out, f.sess.TurnNumber()), nil
+	}
 	if req.Intent == "" {
 		out, err := f.sess.Say(ctx, req.Input)
 		if err != nil {
@@ -91,11 +98,42 @@ func TestRemotePromptMatchesLocal(t *testing.T) {
 	}
 }
 
+// TestRemotePromptBackMatchesLocal: :back on the prompt of a session on
+// the cluster is a back update: with no room to return to it prints the
+// local refusal and takes no turn; after a transition it returns to the
+// room as a local :back does.
+func TestRemotePromptBackMatchesLocal(t *testing.T) {
+	input := ":back\ngreet name=Ada style=formal\n:back\n:state\n"
+	wantCode, wantOut, wantErr := runInteractive(t, input)
+	if !strings.Contains(wantErr, orchestrator.ErrNoHistory.Error()) {
+		t.Fatalf("the local run did not refuse the first :back:\n%s", wantErr)
+	}
+	d, f, out, errb := remoteHello(t)
+	code := d.interactive(context.Background(), newLines(strings.NewReader(input)))
+	if code != wantCode {
+		t.Errorf("exit %d, local %d", code, wantCode)
+	}
+	if d := cmp.Diff(wantOut, out.String()); d != "" {
+		t.Errorf("stdout (-local +cluster):\n%s", d)
+	}
+	if d := cmp.Diff(wantErr, errb.String()); d != "" {
+		t.Errorf("stderr (-local +cluster):\n%s", d)
+	}
+	backs := 0
+	for _, r := range f.reqs {
+		if r.Back {
+			backs++
+		}
+	}
+	if backs != 2 {
+		t.Errorf("%d back updates sent, want 2", backs)
+	}
+}
+
 func TestRemotePromptRefusesLocalCommands(t *testing.T) {
 	d, _, _, errb := remoteHello(t)
-	code := d.interactive(context.Background(), newLines(strings.NewReader(":back\n:plugins\n:quit\n")))
-	want := "kitsoki: :back is not available in a session on the cluster (:help lists the commands)\n" +
-		"kitsoki: :plugins is not available in a session on the cluster (:help lists the commands)\n"
+	code := d.interactive(context.Background(), newLines(strings.NewReader(":plugins\n:quit\n")))
+	want := "kitsoki: :plugins is not available in a session on the cluster (:help lists the commands)\n"
 	if code != exitIncomplete || errb.String() != want {
 		t.Errorf("exit %d, stderr:\n%s\nwant exit %d, stderr:\n%s", code, errb.String(), exitIncomplete, want)
 	}

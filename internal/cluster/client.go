@@ -392,6 +392,9 @@ func (c *Client) Intent(ctx context.Context, id string, req IntentRequest) (*Tur
 			return tr, nil
 		}
 		if ae, ok := errors.AsType[*temporal.ApplicationError](err); ok {
+			if ae.Type() == NoHistoryError {
+				return nil, orchestrator.ErrNoHistory
+			}
 			var rej orchestrator.Rejection
 			if ae.HasDetails() && ae.Details(&rej) == nil && rej.Code != "" {
 				return nil, &RejectedError{Rejection: &rej}

@@ -57,6 +57,9 @@ func (a *AdHocCall) call() (*story.Invoke, *schema.Schema, error) {
 // then the router agent's call as an activity); anything else is a typed
 // intent.
 func takeTurn(sess *orchestrator.Session, req IntentRequest) (*orchestrator.Outcome, error) {
+	if req.Back {
+		return sess.Back(context.Background())
+	}
 	if req.Intent == "" && req.Input != "" {
 		return sess.Say(context.Background(), req.Input)
 	}

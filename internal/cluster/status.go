@@ -35,12 +35,17 @@ type SessionStatus struct {
 	Story     StoryRef `json:"story"`
 	Started   bool     `json:"started"`
 	State     string   `json:"state"`
-	Turn      int64    `json:"turn"`
-	Done      bool     `json:"done,omitempty"`
-	Exit      string   `json:"exit,omitempty"`
-	World     Value    `json:"world"`
-	Allowed   []string `json:"allowed_intents"`
-	View      string   `json:"view,omitempty"`
+	// Routing is how the session routes free text, as it was started
+	// (SessionInput.Routing; nil: the story's routing).
+	Routing *orchestrator.RoutingConfig `json:"routing,omitempty"`
+	// Overlay is the open off_path or meta mode ("" on the path).
+	Overlay string   `json:"overlay,omitempty"`
+	Turn    int64    `json:"turn"`
+	Done    bool     `json:"done,omitempty"`
+	Exit    string   `json:"exit,omitempty"`
+	World   Value    `json:"world"`
+	Allowed []string `json:"allowed_intents"`
+	View    string   `json:"view,omitempty"`
 	// ViewError is why the view did not render ("" when it did).
 	ViewError string `json:"view_error,omitempty"`
 	// Updated is the time of the workflow task the answer was read at
@@ -115,7 +120,7 @@ type sessionView struct {
 }
 
 func (v sessionView) status() *SessionStatus {
-	s := &SessionStatus{SessionID: v.in.SessionID, Story: v.in.Story, Started: *v.started, State: v.sess.State(),
+	s := &SessionStatus{SessionID: v.in.SessionID, Story: v.in.Story, Started: *v.started, State: v.sess.State(), Overlay: v.sess.Overlay(), Routing: v.in.Routing,
 		Turn: v.sess.TurnNumber(), World: Value{orchestrator.DeepCopy(v.sess.World())}, Allowed: v.sess.AllowedIntents(), Last: *v.last,
 		Updated: workflow.Now(v.ctx).UTC()}
 	s.Done, s.Exit = v.sess.Done()

@@ -35,11 +35,14 @@ func awaitFiringTimeouts(ctx workflow.Context, sess *orchestrator.Session, cond 
 	}
 }
 
-// restore puts a continued session where its previous run left it,
-// armed timeouts included.
+// restore puts a continued session where its previous run left it:
+// armed timeouts, room history and overlays included.
 func restore(sess *orchestrator.Session, c *Snapshot) error {
 	if err := sess.Restore(c.State, c.World.Map(), c.Turn); err != nil {
 		return err
 	}
-	return sess.RestoreTimeouts(c.Timeouts)
+	if err := sess.RestoreTimeouts(c.Timeouts); err != nil {
+		return err
+	}
+	return sess.RestoreHandover(c.Handover)
 }

@@ -28,6 +28,10 @@ const (
 	QueryTrace          = "trace"
 )
 
+// NoHistoryError is the application error type of a back update on a
+// session whose room history is empty (orchestrator.ErrNoHistory's text).
+const NoHistoryError = "NO_HISTORY"
+
 // DefaultContinueAsNewAfter is how many turns a run of the session
 // workflow takes before it continues as new (SessionInput.ContinueAsNewAfter
 // 0).
@@ -63,6 +67,8 @@ type Snapshot struct {
 	Turn  int64  `json:"turn"`
 	// Timeouts are the armed state timeouts, due on the workflow clock.
 	Timeouts []orchestrator.ArmedTimeout `json:"timeouts,omitempty"`
+	// The room history and the open and kept overlays.
+	orchestrator.Handover
 }
 
 // IntentRequest is the intent update's argument.
@@ -70,6 +76,9 @@ type IntentRequest struct {
 	Intent string `json:"intent"`
 	Slots  Value  `json:"slots"`
 	Input  string `json:"input,omitempty"`
+	// Back returns to the previous room (a local run's :back,
+	// Session.Back); Intent, Slots and Input are then empty.
+	Back bool `json:"back,omitempty"`
 }
 
 // TurnResult is a turn's outcome as the update returns it.
@@ -166,6 +175,11 @@ func (w *Workflow) Session(ctx workflow.Context, in SessionInput) (*SessionResul
 			busy, cur = true, uctx
 			defer func() { busy, cur = false, ctx }()
 			out, err := takeTurn(sess, req)
+			if errors.Is(err, orchestrator.ErrNoHistory) {
+				// A back queued behind a turn that emptied the history:
+				// refused as the validator refuses it, nothing traced.
+				return nil, temporal.NewApplicationError(err.Error(), NoHistoryError)
+			}
 			if err != nil {
 				fault = err
 				return nil, err
@@ -180,6 +194,12 @@ func (w *Workflow) Session(ctx workflow.Context, in SessionInput) (*SessionResul
 			}
 			if !started || busy || freeText(req) {
 				return nil // checked by the turn itself, in order (free text: once routed)
+			}
+			if req.Back {
+				if len(sess.History()) == 0 {
+					return temporal.NewApplicationError(orchestrator.ErrNoHistory.Error(), NoHistoryError)
+				}
+				return nil
 			}
 			if rej := sess.Check(req.Intent, req.Slots.Map()); rej != nil {
 				return temporal.NewApplicationError(rej.Error(), rej.Code, rej)
@@ -240,7 +260,7 @@ func (w *Workflow) Session(ctx workflow.Context, in SessionInput) (*SessionResul
 		next.World = Value{}
 		next.Root = ""
 		next.Carried = &Snapshot{State: sess.State(), World: Value{orchestrator.DeepCopy(sess.World())}, Turn: sess.TurnNumber(),
-			Timeouts: sess.Timeouts()}
+			Timeouts: sess.Timeouts(), Handover: sess.Handover()}
 		return nil, workflow.NewContinueAsNewError(ctx, SessionWorkflowName, next)
 	}
 }

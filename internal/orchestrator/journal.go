@@ -46,13 +46,23 @@ func (s *Session) Restore(state string, world map[string]any, n int64) error {
 	if s.started {
 		return fmt.Errorf("session already started")
 	}
-	if _, ok := s.story.States[state]; !ok {
+	if !s.knownState(state) {
 		return fmt.Errorf("the journal's state %q is not in the story (states: %s)", state, joinSorted(s.story.States))
 	}
 	s.started = true
 	s.state, s.turn = state, n
 	s.world = world
 	return nil
+}
+
+// knownState reports whether state is a state of the story or a
+// parallel configuration of it (one leaf per region).
+func (s *Session) knownState(state string) bool {
+	if _, ok := s.story.States[state]; ok {
+		return true
+	}
+	p, _ := story.SplitConfig(state)
+	return p != "" && checkConfig(s.story, state) == nil
 }
 
 // SetTurnNumber sets the number of the last turn taken, so the next turn

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 	"os"
 	"path/filepath"
 	"strings"
@@ -255,22 +256,41 @@ func TestTraceToCassette(t *testing.T) {
 	}
 }
 
-// In a live run an invoke with no handler fails with an error naming it.
-func TestRunUnknownHostIsNamed(t *testing.T) {
-	dir := t.TempDir()
-	app := filepath.Join(dir, "app.yaml")
-	if err := os.WriteFile(app, []byte(`app: {id: x}
+// An invoke of a handler nothing provides is refused when the story loads
+// (validate and run: exit 2, naming the handler), while a flow whose
+// fixture stubs the handler passes.
+func TestUnknownHandlerRefusedAtLoad(t *testing.T) {
+	dir := testkit.Tree(t, map[string]string{
+		"app.yaml": `app: {id: x}
 intents: {go: {}}
 root: a
 states:
   a: {on: {go: [{target: b}]}}
   b: {on_enter: [{invoke: host.nothing.here}]}
-`), 0o644); err != nil {
-		t.Fatal(err)
+`,
+		"flows/stub.yaml": `test_kind: flow
+app: ../app.yaml
+host_handlers:
+  host.nothing.here: {data: {v: 1}}
+turns:
+  - intent: go
+expect_no_errors: true
+`,
+	})
+	app := filepath.Join(dir, "app.yaml")
+	const want = `app.yaml:6:27: states.b.on_enter[0].invoke: state "b": on_enter invoke "host.nothing.here": no handler provides host.nothing.here: it is not built in, no host plugin serves it and it is no interface's; declare a host plugin that serves it (host_plugins:) or remove the call (kitsoki hosts lists the handlers kitsoki provides)`
+	for _, args := range [][]string{
+		{"validate", app},
+		{"run", app, "--trace", filepath.Join(dir, "t.jsonl"), "--intents", "go"},
+	} {
+		code, _, errs := runCLI(t, "", args...)
+		if code != exitLoad || !strings.Contains(errs, want) {
+			t.Errorf("kitsoki %s: exit %d (want %d) stderr:\n%s\nwant it to hold:\n%s", args[0], code, exitLoad, errs, want)
+		}
 	}
-	code, _, errs := runCLI(t, "", "run", app, "--trace", filepath.Join(dir, "t.jsonl"), "--intents", "go")
-	if code != exitAgent || !strings.Contains(errs, `no handler for invoke "host.nothing.here"`) {
-		t.Errorf("exit %d stderr %s", code, errs)
+	code, out, errs := runCLI(t, "", "test", "flows", app)
+	if code != 0 || !strings.Contains(out, "PASS  stub.yaml") {
+		t.Errorf("kitsoki test flows: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 }
 

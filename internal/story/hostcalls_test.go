@@ -26,7 +26,7 @@ func TestHostCallErrors(t *testing.T) {
 }
 
 func TestHostRunEnvSecrets(t *testing.T) {
-	st, err := Load("testdata/hostcalls/ok.yaml", WithLookupEnv(mapEnv(map[string]string{"HOSTCALLS_TOKEN": "s3cret-value"})))
+	st, err := Load("testdata/hostcalls/ok.yaml", WithLookupEnv(mapEnv(map[string]string{"HOSTCALLS_TOKEN": "s3cret-value"})), WithProvidedHandlers(fixtureHandlers...))
 	if err != nil {
 		t.Fatal(err)
 	}

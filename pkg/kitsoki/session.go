@@ -43,6 +43,7 @@ func Open(path string, opts ...Option) (*Session, error) {
 	if cfg.workspace != "" {
 		sopts = append(sopts, story.WithWorkspace(cfg.workspace))
 	}
+	sopts = append(sopts, story.WithProvidedHandlers(cfg.handlerOrder...)) // WithHandler's names are provided
 	st, err := story.Load(path, sopts...)
 	if err != nil {
 		return nil, err

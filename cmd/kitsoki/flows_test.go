@@ -292,6 +292,11 @@ expect_no_errors: true
 	if code != 0 || !strings.Contains(out, "PASS  stub.yaml") {
 		t.Errorf("kitsoki test flows: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
+	// viz loads as flows do: the call is drawn.
+	code, out, errs = runCLI(t, "", "viz", app)
+	if code != 0 || !strings.Contains(out, `s1["b<br/>on_enter: host.nothing.here"]`) {
+		t.Errorf("kitsoki viz: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
 }
 
 // The flows replay the demo cassette with the request hashes it was

@@ -325,9 +325,11 @@ func Unbuilts() []Unbuilt {
 	return []Unbuilt{
 		{Name: "host.bitbucket", Needs: "Bitbucket"},
 		{Name: "host.contact_sheet", Needs: "ffmpeg montages"},
+		{Name: "host.git", Needs: "a code host for pull requests, reviews and merges (Kitsoki's vcs provider)"},
 		{Name: "host.ide", Needs: "the IDE link"},
 		{Name: "host.jenkins", Needs: "Jenkins"},
 		{Name: "host.jira", Needs: "Jira"},
+		{Name: "host.local", Needs: "Kitsoki's local build and CI runner (its ci provider)"},
 		{Name: "host.jira_comment", Needs: "Jira"},
 		{Name: "host.slidey", Needs: "slidey"},
 		{Name: "host.video", Needs: "ffmpeg"},

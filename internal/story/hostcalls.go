@@ -88,7 +88,7 @@ func (l *loader) checkProvided(r *effectRef) {
 			append([]any{r.ctx.state.Name, r.ctx.where, in.Name}, args...)...)
 	}
 	const fix = "declare a host plugin that serves it (host_plugins:) or remove the call (kitsoki hosts lists the handlers kitsoki provides)"
-	if slices.Contains(l.opts.provided, in.Name) {
+	if slices.Contains(l.opts.provided, in.Name) || l.replayed(in.Name) {
 		return
 	}
 	if rest, ok := strings.CutPrefix(in.Name, InterfaceNamespace); ok {
@@ -137,7 +137,13 @@ func (l *loader) provided(name string) bool {
 	if _, ok := catalog.Lookup(name); ok {
 		return true
 	}
-	return slices.Contains(l.opts.provided, name) || l.pluginProvides(name)
+	return slices.Contains(l.opts.provided, name) || l.replayed(name) || l.pluginProvides(name)
+}
+
+// replayed reports whether a cassette's handler (WithReplayedHandlers)
+// answers name: exactly or as a dotted prefix.
+func (l *loader) replayed(name string) bool {
+	return slices.ContainsFunc(l.opts.replayed, func(p string) bool { return name == p || strings.HasPrefix(name, p+".") })
 }
 
 // providedNames are the handler names a did-you-mean picks from: the
@@ -151,7 +157,8 @@ func (l *loader) providedNames() []string {
 	for _, n := range slices.Sorted(maps.Keys(l.st.Interfaces)) {
 		out = append(out, InterfaceNamespace+n)
 	}
-	return append(out, l.opts.provided...)
+	out = append(out, l.opts.provided...)
+	return append(out, l.opts.replayed...)
 }
 
 // pluginProvides reports whether a host plugin of the story serves name

@@ -33,6 +33,7 @@ type options struct {
 	fsDir     string   // where fsys is mounted
 	stubbed   bool     // WithStubbedHosts
 	provided  []string // WithProvidedHandlers
+	replayed  []string // WithReplayedHandlers
 
 	storiesPath []string // WithStoriesPath
 }
@@ -59,6 +60,13 @@ func WithStubbedHosts() Option {
 // an invoke of one is not refused as a handler nothing provides.
 func WithProvidedHandlers(names ...string) Option {
 	return func(o *options) { o.provided = append(o.provided, names...) }
+}
+
+// WithReplayedHandlers names the handlers a cassette's episodes answer:
+// each name provides itself and every name under it (an episode for
+// host.git answers host.git.open_pr), as the replay installs them.
+func WithReplayedHandlers(names ...string) Option {
+	return func(o *options) { o.replayed = append(o.replayed, names...) }
 }
 
 // WithWorkspace sets the workspace every file the story reads must stay

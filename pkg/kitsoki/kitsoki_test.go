@@ -642,3 +642,35 @@ func TestConcurrentReaders(t *testing.T) {
 		t.Errorf("state = %q", s.State())
 	}
 }
+
+// A handler the story invokes and only a cassette answers is provided by
+// WithCassette: Open does not refuse it, and the episode answers the call.
+func TestCassetteProvidesHandler(t *testing.T) {
+	tape := filepath.Join(t.TempDir(), "tickets.yaml")
+	const src = `kind: host_cassette
+app_id: desk
+episodes:
+  - id: create
+    match: {handler: host.tickets}
+    response: {data: {id: T-7}}
+`
+	if err := os.WriteFile(tape, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := kitsoki.Open(deskApp, kitsoki.WithStartTime(epoch), kitsoki.WithCassette(tape),
+		kitsoki.WithAgent("agent.triage", func(context.Context, *kitsoki.AskRequest) (*kitsoki.AskResponse, error) {
+			return plugin.Submit(map[string]any{"priority": "low"})
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	do(t, s, "report text=x")
+	out := do(t, s, "file")
+	if got := s.World()["ticket"]; out.State != "filing" || got != "T-7" {
+		t.Errorf("state %q, world.ticket %v; want filing and T-7 from the cassette", out.State, got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kitsoki/kitsoki/internal/cassette/replay"
 	"os"
 	"sync"
 
@@ -44,6 +45,9 @@ func Open(path string, opts ...Option) (*Session, error) {
 		sopts = append(sopts, story.WithWorkspace(cfg.workspace))
 	}
 	sopts = append(sopts, story.WithProvidedHandlers(cfg.handlerOrder...)) // WithHandler's names are provided
+	if cfg.cassette != "" {
+		sopts = append(sopts, story.WithReplayedHandlers(replay.HandlerNames(cfg.cassette)...)) // and those the cassette answers
+	}
 	st, err := story.Load(path, sopts...)
 	if err != nil {
 		return nil, err

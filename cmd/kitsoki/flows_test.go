@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/kitsoki/kitsoki/internal/mcpserve"
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
+	"github.com/spf13/cobra"
 	"os"
 	"path/filepath"
 	"strings"
@@ -255,22 +258,58 @@ func TestTraceToCassette(t *testing.T) {
 	}
 }
 
-// In a live run an invoke with no handler fails with an error naming it.
-func TestRunUnknownHostIsNamed(t *testing.T) {
-	dir := t.TempDir()
-	app := filepath.Join(dir, "app.yaml")
-	if err := os.WriteFile(app, []byte(`app: {id: x}
+// An invoke of a handler nothing provides is refused when the story loads
+// (validate and run: exit 2, naming the handler), while a flow whose
+// fixture stubs the handler passes.
+func TestUnknownHandlerRefusedAtLoad(t *testing.T) {
+	dir := testkit.Tree(t, map[string]string{
+		"app.yaml": `app: {id: x}
 intents: {go: {}}
 root: a
 states:
   a: {on: {go: [{target: b}]}}
-  b: {on_enter: [{invoke: host.nothing.here}]}
-`), 0o644); err != nil {
+  b: {terminal: true, on_enter: [{invoke: host.nothing.here}]}
+`,
+		"flows/stub.yaml": `test_kind: flow
+app: ../app.yaml
+host_handlers:
+  host.nothing.here: {data: {v: 1}}
+turns:
+  - intent: go
+expect_no_errors: true
+`,
+	})
+	app := filepath.Join(dir, "app.yaml")
+	const want = `app.yaml:6:43: states.b.on_enter[0].invoke: state "b": on_enter invoke "host.nothing.here": no handler provides host.nothing.here: it is not built in, no host plugin serves it and it is no interface's; declare a host plugin that serves it (host_plugins:) or remove the call (kitsoki hosts lists the handlers kitsoki provides)`
+	for _, args := range [][]string{
+		{"validate", app},
+		{"run", app, "--trace", filepath.Join(dir, "t.jsonl"), "--intents", "go"},
+	} {
+		code, _, errs := runCLI(t, "", args...)
+		if code != exitLoad || !strings.Contains(errs, want) {
+			t.Errorf("kitsoki %s: exit %d (want %d) stderr:\n%s\nwant it to hold:\n%s", args[0], code, exitLoad, errs, want)
+		}
+	}
+	code, out, errs := runCLI(t, "", "test", "flows", app)
+	if code != 0 || !strings.Contains(out, "PASS  stub.yaml") {
+		t.Errorf("kitsoki test flows: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	// A cassette with episodes for the handler provides it to a run.
+	tape := filepath.Join(dir, "tape.yaml")
+	if err := os.WriteFile(tape, []byte("kind: host_cassette\napp_id: x\nepisodes:\n  - id: here\n    match: {handler: host.nothing}\n    response: {data: {v: 1}}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errs := runCLI(t, "", "run", app, "--trace", filepath.Join(dir, "t.jsonl"), "--intents", "go")
-	if code != exitAgent || !strings.Contains(errs, `no handler for invoke "host.nothing.here"`) {
-		t.Errorf("exit %d stderr %s", code, errs)
+	if code, out, errs := runCLI(t, "", "run", app, "--cassette", tape, "--trace", filepath.Join(dir, "c.jsonl"), "--intents", "go"); code != exitOK {
+		t.Errorf("kitsoki run --cassette: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	// A run an MCP client starts loads the story the same way.
+	if _, err := startRun(&globals{}, &cobra.Command{})(t.Context(), mcpserve.StartRunRequest{Story: app, Workspace: dir, Intents: []string{"go"}}); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("MCP-started run: error %v, want it to hold %s", err, want)
+	}
+	// viz loads as flows do: the call is drawn.
+	code, out, errs = runCLI(t, "", "viz", app)
+	if code != 0 || !strings.Contains(out, `s1(["b (terminal)<br/>on_enter: host.nothing.here"])`) {
+		t.Errorf("kitsoki viz: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 }
 

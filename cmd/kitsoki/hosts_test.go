@@ -211,6 +211,9 @@ func TestHostsListing(t *testing.T) {
 		"host.append_to_file",
 		"  host.jira, host.jira.*",
 		"needs the IDE link",
+		"host.starlark.run  Run a Starlark script's main(ctx)",
+		"  host.git, host.git.*",
+		"  host.local, host.local.*",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("kitsoki hosts lacks %q:\n%s", want, out)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/kitsoki/kitsoki/internal/cassette/replay"
 	"io"
 	"os"
 	"os/signal"
@@ -139,7 +140,11 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 	if err := o.tf.refuseWithout(cmd); err != nil {
 		return err
 	}
-	st, err := story.Load(path, g.storyOpts()...)
+	sopts := g.storyOpts()
+	if o.cassette != "" { // the handlers the cassette answers are provided
+		sopts = append(sopts, story.WithReplayedHandlers(replay.HandlerNames(o.cassette)...))
+	}
+	st, err := story.Load(path, sopts...)
 	if err != nil {
 		return exitWith(exitLoad, err)
 	}

@@ -52,7 +52,7 @@ trace's header does not name it).`,
 			}
 			var opts []cassette.LoadOption
 			if storyPath != "" {
-				st, err := story.Load(storyPath)
+				st, err := story.Load(storyPath, story.WithStubbedHosts()) // read for its secrets and id; the trace may come from a flow whose fixtures stubbed handlers
 				if err != nil {
 					return exitWith(exitLoad, err)
 				}

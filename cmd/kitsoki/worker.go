@@ -203,7 +203,7 @@ func runWorker(cmd *cobra.Command, g *globals, o *workerOpts) error {
 	w, err := cluster.NewWorker(c.Temporal(), cluster.WorkerOptions{
 		TaskQueue:        c.TaskQueue(),
 		StoriesDir:       dir,
-		StoryOptions:     g.storyOpts(),
+		StoryOptions:     workerStoryOpts(g, o.cassette),
 		CallTimeout:      o.timeout,
 		HeartbeatTimeout: o.heartbeat,
 		Config:           wiring.config,
@@ -301,4 +301,14 @@ func (w *workerWiring) pinWarning(msg string) {
 	}
 	w.warned[msg] = true
 	w.logger.Warn(msg)
+}
+
+// workerStoryOpts are the options each session's story loads with: the
+// handlers a --cassette answers are provided, as under kitsoki run.
+func workerStoryOpts(g *globals, cassettePath string) []story.Option {
+	opts := g.storyOpts()
+	if cassettePath != "" {
+		opts = append(opts, story.WithReplayedHandlers(replay.HandlerNames(cassettePath)...))
+	}
+	return opts
 }

@@ -51,7 +51,7 @@ func (p *payHandlers) config(*story.Story) runtime.Config {
 
 func lostRef(t *testing.T) StoryRef {
 	t.Helper()
-	st, err := story.Load("testdata/lost/app.yaml")
+	st, err := story.Load("testdata/lost/app.yaml", story.WithProvidedHandlers("host.pay.charge", "host.pay.note")) // the test registers its own
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func lostRef(t *testing.T) StoryRef {
 func lostEnv(t *testing.T, p *payHandlers, lost int, err error) (*testsuite.TestWorkflowEnvironment, *atomic.Int64) {
 	t.Helper()
 	env := loadedEnv()
-	stories := &Stories{Dir: "testdata"}
+	stories := &Stories{Dir: "testdata", Options: []story.Option{story.WithProvidedHandlers("host.pay.charge", "host.pay.note")}} // the test registers them
 	env.RegisterWorkflowWithOptions((&Workflow{Stories: stories, LostCallAttempts: 3}).Session, workflow.RegisterOptions{Name: SessionWorkflowName})
 	a := &Activities{Stories: stories, Config: p.config}
 	env.RegisterActivityWithOptions(a.Invoke, activity.RegisterOptions{Name: InvokeActivity})
@@ -231,7 +231,7 @@ func TestRetryOnTheWorkflowMatchesLocal(t *testing.T) {
 		t.Errorf("workflow time moved %v, want the backoffs 5 s + 10 s at least", waited)
 	}
 
-	st, err := story.Load("testdata/lost/app.yaml")
+	st, err := story.Load("testdata/lost/app.yaml", story.WithProvidedHandlers("host.pay.charge", "host.pay.note")) // the test registers its own
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func TestInvokeHeartbeats(t *testing.T) {
 	beat := make(chan struct{})
 	var once sync.Once
 	env.SetOnActivityHeartbeatListener(func(*activity.Info, converter.EncodedValues) { once.Do(func() { close(beat) }) })
-	stories := &Stories{Dir: "testdata"}
+	stories := &Stories{Dir: "testdata", Options: []story.Option{story.WithProvidedHandlers("host.pay.charge", "host.pay.note")}} // the test registers them
 	env.RegisterWorkflowWithOptions((&Workflow{Stories: stories}).Session, workflow.RegisterOptions{Name: SessionWorkflowName})
 	var waited atomic.Bool
 	var timeout atomic.Int64
@@ -332,7 +332,7 @@ func noteInvoke(t *testing.T, stories *Stories, ref StoryRef) InvokeRef {
 func TestInvokeFailuresAreNotRetryable(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
-	stories := &Stories{Dir: "testdata"}
+	stories := &Stories{Dir: "testdata", Options: []story.Option{story.WithProvidedHandlers("host.pay.charge", "host.pay.note")}} // the test registers them
 	a := &Activities{Stories: stories, Config: func(*story.Story) runtime.Config {
 		return runtime.Config{IgnorePins: true, Handlers: map[string]host.Handler{
 			"host.pay.note": host.HandlerFunc(func(context.Context, *host.Call) (*host.Result, error) { panic("boom") }),

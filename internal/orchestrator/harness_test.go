@@ -80,7 +80,7 @@ func newRig(t *testing.T, fs files, opts ...rigOpt) *rig {
 	for _, o := range opts {
 		o(cfg)
 	}
-	st, err := story.Load(writeStory(t, fs), cfg.storyOpts...)
+	st, err := story.Load(writeStory(t, fs), append([]story.Option{story.WithStubbedHosts()}, cfg.storyOpts...)...) // the tests register their stubs on the host
 	if err != nil {
 		t.Fatalf("load: %v", err)
 	}

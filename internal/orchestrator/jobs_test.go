@@ -69,7 +69,7 @@ type jobRig struct {
 
 func newJobRig(t *testing.T, src string, handler host.Handler, agents map[string]agent.Agent) *jobRig {
 	t.Helper()
-	st, err := story.Load(writeStory(t, files{"app.yaml": src}))
+	st, err := story.Load(writeStory(t, files{"app.yaml": src}), story.WithStubbedHosts()) // handler stubs the rig's host
 	if err != nil {
 		t.Fatal(err)
 	}

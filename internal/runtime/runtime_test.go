@@ -381,7 +381,7 @@ func TestOverridesWinOverCassette(t *testing.T) {
 		{name: "both", override: true, handler: true, wantDone: true, wantRecept: "R-go", wantUnplayed: []string{"recorded_verdict", "charge_ok"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st, err := story.Load(filepath.Join("testdata", "handled", "app.yaml"))
+			st, err := story.Load(filepath.Join("testdata", "handled", "app.yaml"), story.WithProvidedHandlers("host.pay.charge")) // Config.Handlers answers it
 			if err != nil {
 				t.Fatal(err)
 			}

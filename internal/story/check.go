@@ -265,7 +265,7 @@ func (l *loader) checkRoot() {
 // arms.
 func (l *loader) checkEffect(r *effectRef) {
 	st := r.ctx.state
-	l.checkUnbuilt(r)
+	l.checkProvided(r)
 	if in := r.e.Invoke; in != nil {
 		if len(l.st.Hosts) > 0 && in.Name != "" && !isTemplated(in.Name) && !slices.Contains(l.st.Hosts, in.Name) && !l.hostPluginProvides(in.Name) && !l.interfaceDeclared(in.Name) {
 			l.errAt(r.f, r.invokeNode, joinPath(r.path, "invoke"), "state %q: %s invoke %q is not declared in app hosts",

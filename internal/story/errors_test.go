@@ -24,7 +24,7 @@ func mapEnv(m map[string]string) func(string) (string, bool) {
 // formatted line each.
 func loadErr(t *testing.T, path string, env map[string]string) []string {
 	t.Helper()
-	s, err := Load(path, WithLookupEnv(mapEnv(env)))
+	s, err := Load(path, WithLookupEnv(mapEnv(env)), WithProvidedHandlers(fixtureHandlers...))
 	if err == nil {
 		s.Close()
 		t.Fatalf("Load(%s) succeeded, want errors", path)
@@ -337,6 +337,7 @@ func TestHostPluginErrors(t *testing.T) {
 		`hostplugins.yaml:11:73: host_plugins.host.slow: env var UNSET_VAR referenced in env.K not set`,
 		`hostplugins.yaml:12:3: host_plugins.host.noplugin: plugin: is required (plugin: subprocess)`,
 		`hostplugins.yaml:13:3: host_plugins: key "host.artifacts_dir" would replace kitsoki's own host.artifacts_dir (see kitsoki hosts); name the plugin e.g. host.my_artifacts_dir`,
+		`hostplugins.yaml:18:17: states.start.on_enter[0].invoke: state "start": on_enter invoke "host.other.create": no handler provides host.other.create: it is not built in, no host plugin serves it and it is no interface's; declare a host plugin that serves it (host_plugins:) or remove the call (kitsoki hosts lists the handlers kitsoki provides)`,
 		`hostplugins.yaml:18:17: states.start.on_enter[0].invoke: state "start": on_enter invoke "host.other.create" is not declared in app hosts`,
 	}
 	if d := cmp.Diff(want, got); d != "" {

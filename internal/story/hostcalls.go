@@ -1,6 +1,7 @@
 package story
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -70,20 +71,94 @@ func (l *loader) hostRunEnv(f *file, n *yaml.Node, path string) {
 	}
 }
 
-// checkUnbuilt refuses an invoke of a handler kitsoki does not build (it
-// needs a product kitsoki does not have) unless a host plugin provides it.
-func (l *loader) checkUnbuilt(r *effectRef) {
+// checkProvided refuses an invoke of a handler nothing provides: not
+// built in (internal/hosts/catalog), not served by a host plugin of the
+// story, not an operation of a host interface whose default: is provided,
+// and not a name the caller provides (WithProvidedHandlers). A handler
+// kitsoki knows but does not build (it needs a product kitsoki does not
+// have) gets its own message naming the product. Under WithStubbedHosts
+// (flows, viz) nothing is refused: fixtures stub handlers.
+func (l *loader) checkProvided(r *effectRef) {
 	in := r.e.Invoke
 	if in == nil || in.Name == "" || isTemplated(in.Name) || l.opts.stubbed {
 		return
 	}
-	u, ok := catalog.Refused(in.Name)
-	if !ok || l.pluginProvides(in.Name) {
+	at := func(format string, args ...any) {
+		l.errAt(r.f, r.invokeNode, joinPath(r.path, "invoke"), "state %q: %s invoke %q: "+format,
+			append([]any{r.ctx.state.Name, r.ctx.where, in.Name}, args...)...)
+	}
+	const fix = "declare a host plugin that serves it (host_plugins:) or remove the call (kitsoki hosts lists the handlers kitsoki provides)"
+	if slices.Contains(l.opts.provided, in.Name) || l.replayed(in.Name) {
 		return
 	}
-	l.errAt(r.f, r.invokeNode, joinPath(r.path, "invoke"),
-		"state %q: %s invoke %q: kitsoki does not provide %s (it needs %s); serve it from a host plugin or remove the call (kitsoki hosts lists the handlers kitsoki provides)",
-		r.ctx.state.Name, r.ctx.where, in.Name, u.Name, u.Needs)
+	if rest, ok := strings.CutPrefix(in.Name, InterfaceNamespace); ok {
+		name, op, _ := strings.Cut(rest, ".")
+		iface, ok := l.st.Interfaces[name]
+		switch {
+		case !ok:
+			at("no host_interfaces: entry %q%s; declare the interface with a default: handler, or remove the call",
+				name, didYouMean(name, slices.Sorted(maps.Keys(l.st.Interfaces))))
+		case iface.Default == "":
+			at("interface %q has no default: handler (host_interfaces.%s.default); bind it to a handler that serves it, e.g. a host plugin's, or remove the call",
+				name, name)
+		default:
+			provider := iface.Default
+			if op != "" {
+				provider += "." + op
+			}
+			if l.provided(provider) || l.provided(iface.Default) {
+				return
+			}
+			if u, ok := catalog.Refused(provider); ok {
+				at("interface %q is bound to %s (host_interfaces.%s.default), which kitsoki does not provide (it needs %s); serve %s from a host plugin, bind the interface to a handler kitsoki provides, or remove the call",
+					name, iface.Default, name, u.Needs, u.Name)
+				return
+			}
+			at("interface %q is bound to %s (host_interfaces.%s.default), which no handler provides%s; serve it from a host plugin, bind the interface to a handler kitsoki provides, or remove the call",
+				name, iface.Default, name, didYouMean(iface.Default, l.providedNames()))
+		}
+		return
+	}
+	if l.provided(in.Name) {
+		return
+	}
+	if u, ok := catalog.Refused(in.Name); ok {
+		at("kitsoki does not provide %s (it needs %s); serve it from a host plugin or remove the call (kitsoki hosts lists the handlers kitsoki provides)",
+			u.Name, u.Needs)
+		return
+	}
+	at("no handler provides %s%s: it is not built in, no host plugin serves it and it is no interface's; %s",
+		in.Name, didYouMean(in.Name, l.providedNames()), fix)
+}
+
+// provided reports whether a handler answers invoke name in a run: a
+// built-in one, a host plugin of the story, or one the caller provides.
+func (l *loader) provided(name string) bool {
+	if _, ok := catalog.Lookup(name); ok {
+		return true
+	}
+	return slices.Contains(l.opts.provided, name) || l.replayed(name) || l.pluginProvides(name)
+}
+
+// replayed reports whether a cassette's handler (WithReplayedHandlers)
+// answers name: exactly or as a dotted prefix.
+func (l *loader) replayed(name string) bool {
+	return slices.ContainsFunc(l.opts.replayed, func(p string) bool { return name == p || strings.HasPrefix(name, p+".") })
+}
+
+// providedNames are the handler names a did-you-mean picks from: the
+// built-in ones, the story's host plugins and interfaces, the caller's.
+func (l *loader) providedNames() []string {
+	var out []string
+	for _, s := range catalog.Builtins() {
+		out = append(out, s.Name)
+	}
+	out = append(out, l.st.HostPluginNames()...)
+	for _, n := range slices.Sorted(maps.Keys(l.st.Interfaces)) {
+		out = append(out, InterfaceNamespace+n)
+	}
+	out = append(out, l.opts.provided...)
+	return append(out, l.opts.replayed...)
 }
 
 // pluginProvides reports whether a host plugin of the story serves name

@@ -1,6 +1,7 @@
 package story
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -26,7 +27,7 @@ func TestHostCallErrors(t *testing.T) {
 }
 
 func TestHostRunEnvSecrets(t *testing.T) {
-	st, err := Load("testdata/hostcalls/ok.yaml", WithLookupEnv(mapEnv(map[string]string{"HOSTCALLS_TOKEN": "s3cret-value"})))
+	st, err := Load("testdata/hostcalls/ok.yaml", WithLookupEnv(mapEnv(map[string]string{"HOSTCALLS_TOKEN": "s3cret-value"})), WithProvidedHandlers(fixtureHandlers...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,5 +74,46 @@ func TestGitHandlerCallErrors(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("diagnostics (-want +got):\n%s", diff)
+	}
+}
+
+// TestUnprovidedHandlers: an invoke of a handler nothing provides is
+// refused at load, interfaces by their default: handler, unless the caller
+// provides the name or the story is loaded for flows.
+func TestUnprovidedHandlers(t *testing.T) {
+	const file = "testdata/provided/errors.yaml"
+	want := []string{
+		`errors.yaml:16:17: states.a.on_enter[0].invoke: state "a": on_enter invoke "host.frobnicate": no handler provides host.frobnicate: it is not built in, no host plugin serves it and it is no interface's; declare a host plugin that serves it (host_plugins:) or remove the call (kitsoki hosts lists the handlers kitsoki provides)`,
+		`errors.yaml:17:17: states.a.on_enter[1].invoke: state "a": on_enter invoke "host.rn": no handler provides host.rn (did you mean "host.run"?): it is not built in, no host plugin serves it and it is no interface's; declare a host plugin that serves it (host_plugins:) or remove the call (kitsoki hosts lists the handlers kitsoki provides)`,
+		`errors.yaml:18:17: states.a.on_enter[2].invoke: state "a": on_enter invoke "iface.vcs.commit": interface "vcs" is bound to host.git (host_interfaces.vcs.default), which kitsoki does not provide (it needs a code host for pull requests, reviews and merges (Kitsoki's vcs provider)); serve host.git from a host plugin, bind the interface to a handler kitsoki provides, or remove the call`,
+		`errors.yaml:19:17: states.a.on_enter[3].invoke: state "a": on_enter invoke "iface.ci.run_tests": interface "ci" is bound to host.local (host_interfaces.ci.default), which kitsoki does not provide (it needs Kitsoki's local build and CI runner (its ci provider)); serve host.local from a host plugin, bind the interface to a handler kitsoki provides, or remove the call`,
+		`errors.yaml:22:17: states.a.on_enter[5].invoke: state "a": on_enter invoke "iface.reporter.say": interface "reporter" is bound to host.trnasport.post (host_interfaces.reporter.default), which no handler provides (did you mean "host.transport.post"?); serve it from a host plugin, bind the interface to a handler kitsoki provides, or remove the call`,
+		`errors.yaml:23:17: states.a.on_enter[6].invoke: state "a": on_enter invoke "iface.bare.go": interface "bare" has no default: handler (host_interfaces.bare.default); bind it to a handler that serves it, e.g. a host plugin's, or remove the call`,
+		`errors.yaml:24:17: states.a.on_enter[7].invoke: state "a": on_enter invoke "iface.nope.go": no host_interfaces: entry "nope"; declare the interface with a default: handler, or remove the call`,
+		`errors.yaml:27:17: states.a.on_enter[10].invoke: state "a": on_enter invoke "host.slidey.render": kitsoki does not provide host.slidey (it needs slidey); serve it from a host plugin or remove the call (kitsoki hosts lists the handlers kitsoki provides)`,
+	}
+	_, err := Load(file)
+	var le *LoadError
+	if !errors.As(err, &le) {
+		t.Fatalf("Load: %v, want a *LoadError", err)
+	}
+	if diff := cmp.Diff(want, lines(le.Diagnostics)); diff != "" {
+		t.Errorf("diagnostics (-want +got):\n%s", diff)
+	}
+	for _, tc := range []struct {
+		name string
+		opts []Option
+	}{
+		{"flows stub handlers", []Option{WithStubbedHosts()}},
+		{"the caller provides them", []Option{WithProvidedHandlers("host.frobnicate", "host.rn", "iface.vcs.commit", "iface.ci.run_tests",
+			"iface.reporter.say", "iface.bare.go", "iface.nope.go", "host.slidey.render")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := Load(file, tc.opts...)
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			st.Close()
+		})
 	}
 }

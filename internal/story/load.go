@@ -29,9 +29,11 @@ type Option func(*options)
 type options struct {
 	lookupEnv func(string) (string, bool)
 	workspace string
-	fsys      fs.FS  // WithFS: read from it instead of the OS
-	fsDir     string // where fsys is mounted
-	stubbed   bool   // WithStubbedHosts
+	fsys      fs.FS    // WithFS: read from it instead of the OS
+	fsDir     string   // where fsys is mounted
+	stubbed   bool     // WithStubbedHosts
+	provided  []string // WithProvidedHandlers
+	replayed  []string // WithReplayedHandlers
 
 	storiesPath []string // WithStoriesPath
 }
@@ -51,6 +53,20 @@ func WithStoriesPath(dirs ...string) Option {
 // without it and refuse such an invoke unless a host plugin serves it.
 func WithStubbedHosts() Option {
 	return func(o *options) { o.stubbed = true }
+}
+
+// WithProvidedHandlers names handlers the caller registers on the run's
+// host itself (pkg/kitsoki's WithHandler, a cassette's host episodes), so
+// an invoke of one is not refused as a handler nothing provides.
+func WithProvidedHandlers(names ...string) Option {
+	return func(o *options) { o.provided = append(o.provided, names...) }
+}
+
+// WithReplayedHandlers names the handlers a cassette's episodes answer:
+// each name provides itself and every name under it (an episode for
+// host.git answers host.git.open_pr), as the replay installs them.
+func WithReplayedHandlers(names ...string) Option {
+	return func(o *options) { o.replayed = append(o.replayed, names...) }
 }
 
 // WithWorkspace sets the workspace every file the story reads must stay

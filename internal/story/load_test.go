@@ -16,13 +16,19 @@ import (
 // load loads a fixture that must succeed.
 func load(t *testing.T, path string, env map[string]string) *Story {
 	t.Helper()
-	s, err := Load(path, WithLookupEnv(mapEnv(env)))
+	s, err := Load(path, WithLookupEnv(mapEnv(env)), WithProvidedHandlers(fixtureHandlers...))
 	if err != nil {
 		t.Fatalf("Load(%s): %v", path, err)
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
 }
+
+// fixtureHandlers are the made-up handlers the fixtures invoke; a run's
+// host would have them registered (as the orchestrator's tests do), so
+// load and loadErr provide them. TestUnprovidedHandlers loads without.
+var fixtureHandlers = []string{"host.echo", "host.git.push", "host.probe", "host.search", "host.shell.run", "host.tool.run",
+	"iface.ticket.search", "iface.transport.post"}
 
 // armView is the comparable part of an Arm.
 type armView struct {

@@ -25,10 +25,21 @@ const (
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// deskTickets provides the desk story's host.tickets.create, which Open
+// refuses to leave unprovided; a test that reaches the call passes its own
+// WithHandler, which replaces this one.
+var deskTickets = kitsoki.WithHandler("host.tickets.create", func(context.Context, kitsoki.Call) (map[string]any, error) {
+	return nil, errors.New("the test did not expect host.tickets.create")
+})
+
 // open opens a session that the test closes, and starts it.
 func open(t *testing.T, app string, opts ...kitsoki.Option) (*kitsoki.Session, *kitsoki.Outcome) {
 	t.Helper()
-	s, err := kitsoki.Open(app, append([]kitsoki.Option{kitsoki.WithStartTime(epoch)}, opts...)...)
+	base := []kitsoki.Option{kitsoki.WithStartTime(epoch)}
+	if app == deskApp {
+		base = append(base, deskTickets)
+	}
+	s, err := kitsoki.Open(app, append(base, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,10 +377,16 @@ func TestOpenErrors(t *testing.T) {
 			`kitsoki.WithAgentTimeout(0s): the deadline must be positive`},
 		{"trace file in use", deskApp, []kitsoki.Option{kitsoki.WithTraceFile(full)},
 			`trace ` + full + ` already holds a session; pass another kitsoki.WithTraceFile path (or remove the file)`},
+		{"handler nothing provides", deskApp, nil,
+			`app.yaml:59:17: states.filing.on_enter[0].invoke: state "filing": on_enter invoke "host.tickets.create": no handler provides host.tickets.create: it is not built in, no host plugin serves it and it is no interface's; declare a host plugin that serves it (host_plugins:) or remove the call (kitsoki hosts lists the handlers kitsoki provides)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := kitsoki.Open(tt.app, tt.opts...)
+			opts := tt.opts
+			if tt.app == deskApp && tt.name != "handler nothing provides" {
+				opts = append([]kitsoki.Option{deskTickets}, opts...)
+			}
+			s, err := kitsoki.Open(tt.app, opts...)
 			if err == nil {
 				s.Close()
 				t.Fatalf("Open succeeded, want %q", tt.want)
@@ -623,5 +640,37 @@ func TestConcurrentReaders(t *testing.T) {
 	<-readers
 	if s.State() != "farewell" {
 		t.Errorf("state = %q", s.State())
+	}
+}
+
+// A handler the story invokes and only a cassette answers is provided by
+// WithCassette: Open does not refuse it, and the episode answers the call.
+func TestCassetteProvidesHandler(t *testing.T) {
+	tape := filepath.Join(t.TempDir(), "tickets.yaml")
+	const src = `kind: host_cassette
+app_id: desk
+episodes:
+  - id: create
+    match: {handler: host.tickets}
+    response: {data: {id: T-7}}
+`
+	if err := os.WriteFile(tape, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := kitsoki.Open(deskApp, kitsoki.WithStartTime(epoch), kitsoki.WithCassette(tape),
+		kitsoki.WithAgent("agent.triage", func(context.Context, *kitsoki.AskRequest) (*kitsoki.AskResponse, error) {
+			return plugin.Submit(map[string]any{"priority": "low"})
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	do(t, s, "report text=x")
+	out := do(t, s, "file")
+	if got := s.World()["ticket"]; out.State != "filing" || got != "T-7" {
+		t.Errorf("state %q, world.ticket %v; want filing and T-7 from the cassette", out.State, got)
 	}
 }

@@ -51,7 +51,9 @@ func WithAgent(alias string, fn AgentFunc) Option {
 }
 
 // WithHandler answers the invokes named name (e.g. "host.tickets.create")
-// with fn. The story must invoke that name somewhere. A handler for a
+// with fn. The story must invoke that name somewhere. Open counts the name
+// as provided, so the story's invoke of it is not refused at load as a
+// handler nothing provides (see docs/hosts.md). A handler for a
 // host.agent.<verb> name replaces the agent verb. It wins over a cassette's
 // episodes for that name. Registering a name twice keeps the last fn.
 func WithHandler(name string, fn HandlerFunc) Option {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kitsoki/kitsoki/internal/cassette/replay"
 	"os"
 	"sync"
 
@@ -31,7 +32,9 @@ type Session struct {
 // Open loads the story at path (its app.yaml) and prepares a session:
 // agents, host handlers, trace. Nothing runs until Start. A story that
 // does not load fails with the same file:line:col message `kitsoki run`
-// prints (exit code 2 there); an option the story cannot use (an
+// prints (exit code 2 there), and so does one that invokes a handler
+// nothing provides: a WithHandler name and the handlers a WithCassette
+// cassette has episodes for count as provided. An option the story cannot use (an
 // undeclared agent alias, a handler name nothing invokes, an undeclared
 // world key) fails naming the option.
 func Open(path string, opts ...Option) (*Session, error) {
@@ -42,6 +45,10 @@ func Open(path string, opts ...Option) (*Session, error) {
 	var sopts []story.Option
 	if cfg.workspace != "" {
 		sopts = append(sopts, story.WithWorkspace(cfg.workspace))
+	}
+	sopts = append(sopts, story.WithProvidedHandlers(cfg.handlerOrder...)) // WithHandler's names are provided
+	if cfg.cassette != "" {
+		sopts = append(sopts, story.WithReplayedHandlers(replay.HandlerNames(cfg.cassette)...)) // and those the cassette answers
 	}
 	st, err := story.Load(path, sopts...)
 	if err != nil {

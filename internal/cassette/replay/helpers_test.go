@@ -46,7 +46,7 @@ type rig struct {
 func newRig(t *testing.T, files map[string]string, setup func(r *rig) []host.Option, post func(r *rig)) *rig {
 	t.Helper()
 	dir := testkit.Tree(t, files)
-	st, err := story.Load(filepath.Join(dir, "app.yaml"))
+	st, err := story.Load(filepath.Join(dir, "app.yaml"), story.WithStubbedHosts()) // the rig's host answers with the test's stubs
 	if err != nil {
 		t.Fatalf("load: %v", err)
 	}

@@ -41,6 +41,24 @@ func Load(path string, opts ...cassette.LoadOption) (*Cassette, error) {
 	return Wrap(c), nil
 }
 
+// HandlerNames are the host handlers the cassette at path has episodes
+// for (agent roles left out), read before the story loads so its invokes
+// of them are not refused (story.WithReplayedHandlers). A cassette that
+// does not read gives none: the replay's own load reports why.
+func HandlerNames(path string) []string {
+	c, err := cassette.Load(path)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, h := range c.Handlers() {
+		if !IsAgentHandler(h) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
 // New is cassette.New, wrapped.
 func New(appID string, episodes []*cassette.Episode, opts ...cassette.LoadOption) (*Cassette, error) {
 	c, err := cassette.New(appID, episodes, opts...)

@@ -287,6 +287,15 @@ func buildBuiltins() []Spec {
 		{Name: "host.inbox.mark_read", Summary: "Mark an inbox notification read.", CheckFields: true,
 			Fields:  []Field{{Name: "id", Type: "string", Required: true, Doc: "the notification's id (host.inbox.list's id)"}},
 			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "id", Type: "string"}}},
+		{Name: "host.starlark.run", Summary: "Run a Starlark script's main(ctx) (sandboxed: no clock, no randomness, no writes; HTTP through a recorder) and bind the dict it returns.",
+			Fields: []Field{
+				{Name: "script", Type: "string", Required: true, Doc: "the .star file, relative to the story; its <script>.yaml sidecar types the inputs and outputs"},
+				{Name: "inputs", Type: "map", Doc: "the script's ctx.inputs, checked against the sidecar"},
+			},
+			Results: []Field{
+				{Name: "<output>", Type: "any", Doc: "each key of the dict main returns (the sidecar's outputs)"},
+				{Name: "__http_exchanges", Type: "list", Doc: "one {method, url, status} per HTTP call the script made"},
+			}},
 		{Name: "host.transport.post", Summary: "Post a message to the terminal (kitsoki run's stdout, secrets masked).",
 			CheckFields: true,
 			Fields: []Field{
@@ -316,9 +325,11 @@ func Unbuilts() []Unbuilt {
 	return []Unbuilt{
 		{Name: "host.bitbucket", Needs: "Bitbucket"},
 		{Name: "host.contact_sheet", Needs: "ffmpeg montages"},
+		{Name: "host.git", Needs: "a code host for pull requests, reviews and merges (Kitsoki's vcs provider)"},
 		{Name: "host.ide", Needs: "the IDE link"},
 		{Name: "host.jenkins", Needs: "Jenkins"},
 		{Name: "host.jira", Needs: "Jira"},
+		{Name: "host.local", Needs: "Kitsoki's local build and CI runner (its ci provider)"},
 		{Name: "host.jira_comment", Needs: "Jira"},
 		{Name: "host.slidey", Needs: "slidey"},
 		{Name: "host.video", Needs: "ffmpeg"},

@@ -24,14 +24,14 @@ type Routing struct {
 	// --min-confidence, else 0.5.
 	MinConfidence *float64
 	// FreeFormFallback is routing.free_form_fallback as written (nil when
-	// absent; see fallback.go for the landing.work default).
+	// absent; see freeform.go for the landing.work default).
 	FreeFormFallback *FreeFormFallback
 	Pos              Pos // where routing: is written (zero when absent)
 }
 
 // FreeFormFallback names the story's work-intake room: the state and the
 // intent (one required string slot) whose arms the loader copies onto the
-// states with no free-text sink of their own (fallback.go).
+// states with no free-text sink of their own (freeform.go).
 type FreeFormFallback struct {
 	State  string
 	Intent string

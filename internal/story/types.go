@@ -173,7 +173,7 @@ type State struct {
 	DefaultSlot   string
 	// Fallback is set when DefaultIntent (and its on: arms here) come from
 	// the story's free-form fallback: the work-intake state whose arms
-	// were copied (routing.free_form_fallback, fallback.go).
+	// were copied (routing.free_form_fallback, freeform.go).
 	Fallback string
 	// Contextual is contextual_routing: (nil when absent); see
 	// ContextualRouting.
@@ -228,7 +228,7 @@ type Import struct {
 	// here (<alias>__<name>), for emit_intent names rendered at run time.
 	Intents map[string]string
 	// Fallback is the imported story's routing.free_form_fallback in this
-	// story's names (nil when it declares none); see fallback.go.
+	// story's names (nil when it declares none); see freeform.go.
 	Fallback *FreeFormFallback
 }
 

@@ -149,8 +149,9 @@ func (l *loader) applyFallbacks() {
 	}
 }
 
-// takesFallback: st is a state the session can rest in, other than the
-// intake, with no free-text sink (default_intent, agent_off_ramp) and no
+// takesFallback: st is a state the session can rest in (or a parallel
+// state), not inside a parallel state, other than the intake, with no
+// free-text sink (default_intent, agent_off_ramp) and no
 // arms for the intent, its own or an enclosing state's.
 func (l *loader) takesFallback(st *State, sc *fallbackScope) bool {
 	if st.Name == sc.to || st.Terminal || st.Import != nil || strings.HasPrefix(st.Name, ExitStatePrefix) {
@@ -160,7 +161,10 @@ func (l *loader) takesFallback(st *State, sc *fallbackScope) bool {
 		return false
 	}
 	for cur := st; cur != nil; cur = l.st.States[cur.Parent] {
-		if cur.OffRamp != nil {
+		// Inside a parallel state the parallel state takes the copy: its
+		// regions find it there, and free text goes to the parallel
+		// state's sink.
+		if cur.OffRamp != nil || (cur != st && cur.Kind == KindParallel) {
 			return false
 		}
 		if cur.Parent == "" {

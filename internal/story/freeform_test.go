@@ -41,6 +41,9 @@ func TestFreeFormFallbackLandingWork(t *testing.T) {
 		{"chat_room", "work", nil, ""}, // its own default_intent
 		{"own_work", "work", []string{"menu"}, ""},
 		{"done", "work", nil, ""}, // terminal
+		{"split", "work", []string{"menu", "landing"}, "landing"},
+		{"split.left", "work", nil, ""}, // inside a parallel state: the parallel state takes it
+		{"split.left.a", "work", nil, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.state, func(t *testing.T) {

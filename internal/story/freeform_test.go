@@ -33,17 +33,20 @@ func TestFreeFormFallbackLandingWork(t *testing.T) {
 		state, intent string
 		targets       []string // nil: the state takes no fallback
 		fallback      string
+		slot          string // "" for request
 	}{
-		{"menu", "work", []string{"menu", "landing"}, "landing"},
-		{"pipe.idle", "work", []string{"menu", "landing"}, "landing"},
-		{"pipe.busy", "work", []string{"menu", "landing"}, "landing"},
-		{"kid.side", "kid__work", []string{"kid.landing"}, "kid.landing"},
-		{"chat_room", "work", nil, ""}, // its own default_intent
-		{"own_work", "work", []string{"menu"}, ""},
-		{"done", "work", nil, ""}, // terminal
-		{"split", "work", []string{"menu", "landing"}, "landing"},
-		{"split.left", "work", nil, ""}, // inside a parallel state: the parallel state takes it
-		{"split.left.a", "work", nil, ""},
+		{"menu", "work", []string{"menu", "landing"}, "landing", ""},
+		{"pipe.idle", "work", []string{"menu", "landing"}, "landing", ""},
+		{"pipe.busy", "work", []string{"menu", "landing"}, "landing", ""},
+		{"kid.side", "kid__work", []string{"kid.landing"}, "kid.landing", ""},
+		{"help.front", "help__ask", []string{"help.desk"}, "help.desk", "question"},
+		{"help.desk", "help__ask", []string{"."}, "", ""}, // the intake keeps its own
+		{"chat_room", "work", nil, "", ""},                // its own default_intent
+		{"own_work", "work", []string{"menu"}, "", ""},
+		{"done", "work", nil, "", ""}, // terminal
+		{"split", "work", []string{"menu", "landing"}, "landing", ""},
+		{"split.left", "work", nil, "", ""}, // inside a parallel state: the parallel state takes it
+		{"split.left.a", "work", nil, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.state, func(t *testing.T) {
@@ -57,8 +60,12 @@ func TestFreeFormFallbackLandingWork(t *testing.T) {
 			if st.Fallback != tt.fallback {
 				t.Errorf("Fallback = %q, want %q", st.Fallback, tt.fallback)
 			}
-			if tt.fallback != "" && (st.DefaultIntent != tt.intent || st.DefaultSlot != "request") {
-				t.Errorf("default intent = %q/%q, want %s/request", st.DefaultIntent, st.DefaultSlot, tt.intent)
+			slot := tt.slot
+			if slot == "" {
+				slot = "request"
+			}
+			if tt.fallback != "" && (st.DefaultIntent != tt.intent || st.DefaultSlot != slot) {
+				t.Errorf("default intent = %q/%q, want %s/%s", st.DefaultIntent, st.DefaultSlot, tt.intent, slot)
 			}
 		})
 	}

@@ -101,3 +101,16 @@ func TestFixtureInspectCassette(t *testing.T) {
 		t.Errorf("error = %v", err)
 	}
 }
+
+// Kitsoki's work-from-a-picker shape: the seed misfits its declared type
+// and is used as given, and an intent the picker has no arm for reaches
+// the workbench through the story's free-form fallback.
+func TestFlowFreeFormFallback(t *testing.T) {
+	res := runFixtures(t, "testdata/freeform/app.yaml", "testdata/freeform/work_from_picker.yaml").Results
+	got := report(res, false)
+	want := "PASS  work_from_picker.yaml\n" +
+		"  warning: initial_world: world key \"results\" is declared string; the seeded value [{\"id\":\"1\",\"title\":\"Seed ticket\"}] is not a string; the flow uses it as given\n"
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("report (-want +got):\n%s", d)
+	}
+}

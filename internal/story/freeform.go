@@ -98,8 +98,7 @@ func (l *loader) applyFallbacks() {
 	if sc, ok := l.fallbackScope("", l.st.Routing.FreeFormFallback, nil); ok {
 		scopes = append(scopes, sc)
 	}
-	for _, name := range slices.Sorted(maps.Keys(l.st.States)) {
-		st := l.st.States[name]
+	for name, st := range l.st.States {
 		if st.Import == nil {
 			continue
 		}
@@ -110,8 +109,14 @@ func (l *loader) applyFallbacks() {
 	if len(scopes) == 0 {
 		return
 	}
-	// The innermost scope is the one with the longest prefix.
-	slices.SortFunc(scopes, func(a, b fallbackScope) int { return len(b.prefix) - len(a.prefix) })
+	// The innermost scope is the one with the longest prefix (scopes are
+	// disjoint or nested, so the order among equal lengths is free).
+	slices.SortFunc(scopes, func(a, b fallbackScope) int {
+		if d := len(b.prefix) - len(a.prefix); d != 0 {
+			return d
+		}
+		return strings.Compare(a.prefix, b.prefix)
+	})
 	type copyTo struct {
 		st *State
 		sc *fallbackScope

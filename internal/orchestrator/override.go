@@ -10,8 +10,13 @@ import (
 // turn.start and before its guards run (a flow fixture's world_override:).
 // Each key is traced as its own world.update, so replay sees the same
 // world. Values are checked against the declared types as initial values
-// are; undeclared keys are left to the caller.
+// are (unless the session takes its world as given, WithWorldAsGiven);
+// undeclared keys are left to the caller.
 func (s *Session) OverrideWorld(kv map[string]any) error {
+	if s.asGiven {
+		s.nextOverride = kv
+		return nil
+	}
 	if err := CheckWorld(s.story, kv); err != nil {
 		return fmt.Errorf("world override: %w", err)
 	}

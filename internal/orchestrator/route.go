@@ -24,6 +24,7 @@ const (
 	TierTemplate      = "template"
 	TierContextual    = "contextual"
 	TierDefaultIntent = "default_intent"
+	TierFallback      = "free_form_fallback" // a default_intent the story's free-form fallback gave the state
 	TierRouter        = "router"
 )
 
@@ -169,7 +170,11 @@ func (s *Session) matchDeterministic(text string) (Route, bool) {
 		return r, true
 	}
 	if st := s.defaultIntentState(); st != nil && st.DefaultSlot != "" {
-		return Route{Tier: TierDefaultIntent, Intent: st.DefaultIntent, Confidence: 1,
+		tier := TierDefaultIntent
+		if st.Fallback != "" {
+			tier = TierFallback
+		}
+		return Route{Tier: tier, Intent: st.DefaultIntent, Confidence: 1,
 			Slots: map[string]any{st.DefaultSlot: strings.TrimSpace(text)}}, true
 	}
 	return Route{}, false

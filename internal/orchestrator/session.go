@@ -7,6 +7,7 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -63,6 +64,9 @@ type Session struct {
 	root  string
 
 	overrides map[string]any
+	// asGiven takes initial values and world overrides without checking
+	// them against the declared types (WithWorldAsGiven).
+	asGiven bool
 	// nextOverride is the world override the next turn applies first
 	// (OverrideWorld); nil for none.
 	nextOverride map[string]any
@@ -94,6 +98,12 @@ func WithSessionID(id string) Option { return func(s *Session) { s.id = id } }
 
 // WithWorld overrides world values at start (after defaults).
 func WithWorld(kv map[string]any) Option { return func(s *Session) { s.overrides = kv } }
+
+// WithWorldAsGiven takes the WithWorld values and later OverrideWorld
+// values as given, without checking them against the declared types: they
+// are a test fixture's seed, whose misfits the caller reports (WorldMisfits)
+// as warnings. A story's own world: defaults are checked at load either way.
+func WithWorldAsGiven() Option { return func(s *Session) { s.asGiven = true } }
 
 // WithRoot starts the session in another state than the story's root.
 func WithRoot(state string) Option { return func(s *Session) { s.root = state } }
@@ -128,8 +138,10 @@ func New(st *story.Story, h Dispatcher, sink Sink, opts ...Option) (*Session, er
 	if err := CheckExecMode(s.execMode); err != nil {
 		return nil, err
 	}
-	if err := CheckWorld(st, s.overrides); err != nil {
-		return nil, err
+	if !s.asGiven {
+		if err := CheckWorld(st, s.overrides); err != nil {
+			return nil, err
+		}
 	}
 	s.world = InitialWorld(st)
 	for k, v := range s.overrides {
@@ -143,14 +155,26 @@ func New(st *story.Story, h Dispatcher, sink Sink, opts ...Option) (*Session, er
 // types, and names the first, by key, that does not fit. Undeclared keys are
 // left to the caller.
 func CheckWorld(st *story.Story, kv map[string]any) error {
+	if m := WorldMisfits(st, kv); len(m) > 0 {
+		return errors.New(m[0])
+	}
+	return nil
+}
+
+// WorldMisfits lists, by key, the initial world values that do not fit
+// their declared types, one message each ("world key "k" is declared
+// string; the initial value [1] is not a string"). Undeclared keys are
+// left to the caller.
+func WorldMisfits(st *story.Story, kv map[string]any) []string {
+	var out []string
 	for _, k := range slices.Sorted(maps.Keys(kv)) {
 		for _, wv := range st.World {
 			if wv.Name == k && !wv.Fits(kv[k]) {
-				return fmt.Errorf("world key %q is declared %s; the initial value %s is not %s", k, wv.Type, showValue(kv[k]), wv.Takes())
+				out = append(out, fmt.Sprintf("world key %q is declared %s; the initial value %s is not %s", k, wv.Type, showValue(kv[k]), wv.Takes()))
 			}
 		}
 	}
-	return nil
+	return out
 }
 
 // showValue renders a value for a message: strings quoted, the rest as

@@ -3,6 +3,8 @@ package orchestrator
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/kitsoki/kitsoki/internal/story"
 )
 
@@ -64,5 +66,42 @@ func TestInitialWorldTypes(t *testing.T) {
 				t.Errorf("New: %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// WithWorldAsGiven (a flow fixture's seed) takes values that misfit their
+// declared types as they are, in the initial world and in world overrides;
+// WorldMisfits lists every misfit, by key, for the caller's warnings.
+func TestWorldAsGiven(t *testing.T) {
+	st, err := story.Load(writeStory(t, files{"app.yaml": typedWorldStory}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	kv := map[string]any{"s": []any{map[string]any{"id": "1"}}, "b": "x", "n": 2}
+	want := []string{
+		`world key "b" is declared bool; the initial value "x" is not true or false`,
+		`world key "s" is declared string; the initial value [{"id":"1"}] is not a string`,
+	}
+	if d := cmp.Diff(want, WorldMisfits(st, kv)); d != "" {
+		t.Errorf("WorldMisfits (-want +got):\n%s", d)
+	}
+	s, err := New(st, nil, nil, WithWorld(kv), WithWorldAsGiven())
+	if err != nil {
+		t.Fatalf("New with WithWorldAsGiven: %v", err)
+	}
+	if d := cmp.Diff(kv["s"], s.World()["s"]); d != "" {
+		t.Errorf("world s (-want +got):\n%s", d)
+	}
+	if err := s.OverrideWorld(map[string]any{"n": "many"}); err != nil {
+		t.Errorf("OverrideWorld as given: %v", err)
+	}
+	strict, err := New(st, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := strict.OverrideWorld(map[string]any{"n": "many"}); err == nil ||
+		err.Error() != `world override: world key "n" is declared int; the initial value "many" is not an int` {
+		t.Errorf("strict OverrideWorld: %v", err)
 	}
 }

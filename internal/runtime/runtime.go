@@ -154,6 +154,10 @@ type Session struct {
 	ID string
 	// World sets world values at start, over the declared defaults.
 	World map[string]any
+	// WorldAsGiven takes World and later world overrides as given, without
+	// checking them against the declared types (a flow fixture's seed;
+	// the caller reports the misfits, orchestrator.WorldMisfits).
+	WorldAsGiven bool
 	// Root is the state to start in; "" is the story's root.
 	Root string
 	// Title is the run's title from whoever started it; "" is none.
@@ -333,6 +337,9 @@ func Open(st *story.Story, cfg Config) (_ *Runtime, err error) {
 		orchestrator.WithClock(cfg.Clock), orchestrator.WithLogger(cfg.Logger), orchestrator.WithRouting(s.Routing)}
 	if s.Root != "" {
 		opts = append(opts, orchestrator.WithRoot(s.Root))
+	}
+	if s.WorldAsGiven {
+		opts = append(opts, orchestrator.WithWorldAsGiven())
 	}
 	if s.Title != "" {
 		opts = append(opts, orchestrator.WithTitle(s.Title))

@@ -41,6 +41,7 @@ func (l *loader) finish() {
 	l.checkPersonaProviders()
 	l.checkReadOnlyRooms()
 	l.markDecisionGates()
+	l.applyFallbacks()
 }
 
 // markDecisionGates sets State.DecisionGate: the state has a forward

@@ -70,6 +70,9 @@ type unit struct {
 	own      []string // its own files' hosts: (what hosts: declared checks against)
 	root     string
 	wrappers map[string]*importWrap // wrapper state → what it imports
+	// fallback is its routing.free_form_fallback, in its own names (nil
+	// when it declares none).
+	fallback *FreeFormFallback
 }
 
 // unitFile is one document to load: a file of a unit (or the importer's
@@ -93,6 +96,7 @@ type unitFile struct {
 type importWrap struct {
 	alias, source, version, entry string
 	intents                       map[string]string // bare child intent → renamed
+	fallback                      *FreeFormFallback // the imported story's routing.free_form_fallback, renamed
 }
 
 // importScope is the importer an import is folded into.
@@ -467,9 +471,14 @@ func (l *loader) readUnit(abs string, stack []string) *unit {
 		doc := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 		for _, e := range es {
 			switch e.name {
-			case "app", "routing":
-				// The imported story's identity and free-text routing are
-				// its own; the importer's govern the run.
+			case "app":
+				// The imported story's identity is its own.
+			case "routing":
+				// The importer's routing governs the run; only the imported
+				// story's free-form fallback applies, to its own states.
+				if u.fallback == nil {
+					u.fallback = l.unitFallback(f, e.val)
+				}
 			case "root":
 				if s, ok := l.str(f, e.val, "root"); ok {
 					u.root = normStateName(s)
@@ -829,6 +838,9 @@ func (l *loader) foldUnit(sc *importScope, d *importDef, child *unit) []*unitFil
 	files = append(files, &unitFile{f: f, doc: wdoc, dir: sc.dir, wrapper: d.alias, key: d.key, path: d.path})
 
 	w := &importWrap{alias: d.alias, source: l.relPath(child.abs), version: d.version, entry: d.alias + "." + entryState, intents: map[string]string{}}
+	if fb := child.fallback; fb != nil {
+		w.fallback = &FreeFormFallback{State: d.alias + "." + normStateName(fb.State), Intent: r.intent(fb.Intent), Pos: fb.Pos}
+	}
 	for name := range child.intents {
 		if nn := r.intent(name); nn != name {
 			w.intents[name] = nn
@@ -838,7 +850,11 @@ func (l *loader) foldUnit(sc *importScope, d *importDef, child *unit) []*unitFil
 	// the loader (the root story).
 	wraps := map[string]*importWrap{d.alias: w}
 	for name, cw := range child.wrappers {
-		wraps[d.alias+"."+name] = &importWrap{alias: cw.alias, source: cw.source, version: cw.version, entry: d.alias + "." + cw.entry, intents: r.renameValues(cw.intents)}
+		nw := &importWrap{alias: cw.alias, source: cw.source, version: cw.version, entry: d.alias + "." + cw.entry, intents: r.renameValues(cw.intents)}
+		if fb := cw.fallback; fb != nil {
+			nw.fallback = &FreeFormFallback{State: d.alias + "." + fb.State, Intent: r.intent(fb.Intent), Pos: fb.Pos}
+		}
+		wraps[d.alias+"."+name] = nw
 	}
 	if sc.u != nil {
 		u := sc.u
@@ -1463,7 +1479,7 @@ func (l *loader) finishImports() {
 		if st == nil {
 			continue
 		}
-		st.Import = &Import{Alias: w.alias, Source: w.source, Version: w.version, Entry: w.entry, Intents: w.intents}
+		st.Import = &Import{Alias: w.alias, Source: w.source, Version: w.version, Entry: w.entry, Intents: w.intents, Fallback: w.fallback}
 	}
 	// An entry that is itself an import enters that import's entry.
 	for _, st := range l.st.States {

@@ -47,7 +47,7 @@ func schemaTables() map[string]*keySpec {
 		"fieldKeys": fieldKeys, "agentToolKeys": agentToolKeys, "annotationKeys": annotationKeys,
 		"manifestKeys": manifestKeys, "importKeys": importKeys, "importExitKeys": importExitKeys,
 		"importIntentKeys": importIntentKeys, "importOverrideKey": importOverrideKey, "exportsKeys": exportsKeys,
-		"timeoutKeys": timeoutKeys, "embeddingKeys": embeddingKeys, "offRampKeys": offRampKeys, "offPathKeys": offPathKeys,
+		"timeoutKeys": timeoutKeys, "embeddingKeys": embeddingKeys, "fallbackKeys": fallbackKeys, "offRampKeys": offRampKeys, "offPathKeys": offPathKeys,
 		"metaModeKeys": metaModeKeys, "metaReturnKeys": metaReturnKeys, "contextualKeys": contextualKeys, "retryKeys": retryKeys,
 	}
 }
@@ -95,7 +95,7 @@ func storyShape(u tables) (root *shape, defs map[string]*shape) {
 			"slots": shMap(shScalarOr(u.obj(slotKeys, nil))),
 		}))),
 		"exits":   shMap(shScalarOr(u.obj(exitKeys, nil))),
-		"routing": u.obj(routingKeys, map[string]*shape{"embedding": u.obj(embeddingKeys, nil)}),
+		"routing": u.obj(routingKeys, map[string]*shape{"embedding": u.obj(embeddingKeys, nil), "free_form_fallback": u.obj(fallbackKeys, nil)}),
 		"states":  shMap(shRef("state")),
 		"include": {Items: &shape{}, Scalar: true},
 		"imports": shMap(u.obj(importKeys, map[string]*shape{

@@ -23,7 +23,19 @@ type Routing struct {
 	// MinConfidence is the router answer's bar; nil = the run's
 	// --min-confidence, else 0.5.
 	MinConfidence *float64
-	Pos           Pos // where routing: is written (zero when absent)
+	// FreeFormFallback is routing.free_form_fallback as written (nil when
+	// absent; see freeform.go for the landing.work default).
+	FreeFormFallback *FreeFormFallback
+	Pos              Pos // where routing: is written (zero when absent)
+}
+
+// FreeFormFallback names the story's work-intake room: the state and the
+// intent (one required string slot) whose arms the loader copies onto the
+// states with no free-text sink of their own (freeform.go).
+type FreeFormFallback struct {
+	State  string
+	Intent string
+	Pos    Pos // where the entry is (zero when auto-detected)
 }
 
 // Synonym is one synonyms: entry of an intent: a bare phrase, or a
@@ -42,7 +54,7 @@ type SynonymPart struct {
 }
 
 var routingKeys = &keySpec{
-	v1: []string{"enabled", "agent", "min_confidence", "embedding"},
+	v1: []string{"enabled", "agent", "min_confidence", "embedding", "free_form_fallback"},
 	refused: map[string]string{
 		"semantic_high_bar":       "the synonym and template tiers have fixed confidences; set routing.min_confidence for the router agent's bar",
 		"semantic_mid_bar":        "the synonym and template tiers have fixed confidences; set routing.min_confidence for the router agent's bar",
@@ -54,7 +66,6 @@ var routingKeys = &keySpec{
 		"confidence_decay":        "kitsoki keeps no routing cache; remove the key",
 		"stopwords_extra":         "the synonym matcher's word list is fixed; write the phrasing as a synonym instead",
 		"extract_llm_on_no_match": "slots come from the router agent's answer; there is no separate extraction call",
-		"free_form_fallback":      "give the state a default_intent: (the free-text sink) instead",
 	},
 }
 
@@ -126,6 +137,9 @@ func (l *loader) loadRouting(f *file, e entry) {
 	}
 	if v, ok := fs.get("embedding"); ok {
 		l.loadEmbedding(f, v.val)
+	}
+	if v, ok := fs.get("free_form_fallback"); ok {
+		l.loadFallback(f, v.val)
 	}
 	if v, ok := fs.get("min_confidence"); ok {
 		x, _ := l.value(f, v.val, "routing.min_confidence")

@@ -171,6 +171,10 @@ type State struct {
 	// free text no earlier tier resolved.
 	DefaultIntent string
 	DefaultSlot   string
+	// Fallback is set when DefaultIntent (and its on: arms here) come from
+	// the story's free-form fallback: the work-intake state whose arms
+	// were copied (routing.free_form_fallback, freeform.go).
+	Fallback string
 	// Contextual is contextual_routing: (nil when absent); see
 	// ContextualRouting.
 	Contextual *ContextualRouting
@@ -223,6 +227,9 @@ type Import struct {
 	// Intents maps the imported story's own intent names to their names
 	// here (<alias>__<name>), for emit_intent names rendered at run time.
 	Intents map[string]string
+	// Fallback is the imported story's routing.free_form_fallback in this
+	// story's names (nil when it declares none); see freeform.go.
+	Fallback *FreeFormFallback
 }
 
 // Arm is one transition of an on: list.

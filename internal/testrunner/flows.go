@@ -346,6 +346,12 @@ func (s *captureSink) AppendPayload(ev *trace.Event, p trace.Payload) error {
 	return nil
 }
 
+// seedMisfit words a WorldMisfits message for a fixture's seed, which is
+// used as given.
+func seedMisfit(m string) string {
+	return strings.Replace(m, "the initial value", "the seeded value", 1) + "; the flow uses it as given"
+}
+
 // Run runs the flow: seed, every turn with its assertions, then the session
 // checks. A Flow runs once.
 func (f *Flow) Run(ctx context.Context) *FlowResult {
@@ -368,7 +374,13 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 	// Flows replay cassettes recorded against the story's own routes, so
 	// pins do not apply.
 	cfg := runtime.Config{Logger: logger, Clock: f.clk, Trace: runtime.Trace{Sink: sink}, IgnorePins: true,
-		Session: &runtime.Session{ID: "flow", Root: root, World: replay.CopyMap(fx.InitialWorld), ExecMode: fx.Mode}}
+		Session: &runtime.Session{ID: "flow", Root: root, World: replay.CopyMap(fx.InitialWorld), WorldAsGiven: true, ExecMode: fx.Mode}}
+	// A fixture's seed is taken as given: a value that does not fit its
+	// key's declared type is a warning, not a failure (Kitsoki's flows
+	// seed lists into keys declared string).
+	for _, m := range orchestrator.WorldMisfits(st, fx.InitialWorld) {
+		res.Warnings = append(res.Warnings, "initial_world: "+seedMisfit(m))
+	}
 	if f.Cassette != nil {
 		// host_bindings next to a host_cassette: the episodes answer
 		// first, the bound real handler answers their misses.
@@ -450,6 +462,9 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 			before = replay.CopyMap(sess.World())
 		}
 		if ts.WorldOverride != nil {
+			for _, m := range orchestrator.WorldMisfits(st, ts.WorldOverride) {
+				res.Warnings = append(res.Warnings, fmt.Sprintf("turn %d: world_override: %s", i+1, seedMisfit(m)))
+			}
 			if err := sess.OverrideWorld(replay.CopyMap(ts.WorldOverride)); err != nil {
 				res.Turns = append(res.Turns, TurnResult{TurnIndex: i, NewState: sess.State(), Failures: []string{"world_override: " + err.Error()}})
 				break

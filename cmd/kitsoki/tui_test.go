@@ -23,8 +23,11 @@ import (
 	"github.com/kitsoki/kitsoki/internal/tui"
 )
 
-// TestMain lets a test run this binary as kitsoki itself (the terminal UI
-// test starts it on a pseudo-terminal).
+// tuiPatience bounds every wait of the terminal UI tests: far above what
+// a step needs on a loaded machine, so a lost event fails the test saying
+// what was awaited instead of hanging the package until its timeout.
+const tuiPatience = 30 * time.Second
+
 // screen collects what a program writes to its terminal, escape sequences
 // removed.
 type screen struct {
@@ -69,7 +72,7 @@ func (s *screen) text() string {
 // the screen shows every want.
 func (s *screen) waitFor(t *testing.T, want ...string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(tuiPatience)
 	for {
 		txt := s.text()
 		missing := ""
@@ -85,7 +88,50 @@ func (s *screen) waitFor(t *testing.T, want ...string) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the terminal never showed %q; it shows:\n%s", missing, txt)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // polls the screen: the program signals nothing else
+	}
+}
+
+// await waits for ch to close, at most tuiPatience, failing with what was
+// awaited and what the terminal shows.
+func (s *screen) await(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(tuiPatience):
+		t.Fatalf("%s within %s; the terminal shows:\n%s", what, tuiPatience, s.text())
+	}
+}
+
+// openRelease opens the fifo the agent waits on for writing, which
+// blocks until the agent opens it; if it does not within tuiPatience the
+// test opens the reading end itself, so the open returns, and fails.
+func openRelease(t *testing.T, scr *screen, fifo string) *os.File {
+	t.Helper()
+	type opened struct {
+		f   *os.File
+		err error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		ch <- opened{f, err}
+	}()
+	select {
+	case o := <-ch:
+		if o.err != nil {
+			t.Fatal(o.err)
+		}
+		return o.f
+	case <-time.After(tuiPatience):
+		if r, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+			defer r.Close()
+			if o := <-ch; o.f != nil {
+				o.f.Close()
+			}
+		}
+		t.Fatalf("the agent did not open %s within %s; the terminal shows:\n%s", fifo, tuiPatience, scr.text())
+		return nil
 	}
 }
 
@@ -142,10 +188,7 @@ func TestTUIOnAPseudoTerminal(t *testing.T) {
 	if strings.Contains(scr.text(), "sunny") {
 		t.Fatal("the view showed before the agent answered")
 	}
-	release, err := os.OpenFile(fifo, os.O_WRONLY, 0) // the agent is waiting on it
-	if err != nil {
-		t.Fatal(err)
-	}
+	release := openRelease(t, scr, fifo) // the agent is waiting on it
 	if _, err := release.WriteString("go\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -162,10 +205,10 @@ func TestTUIOnAPseudoTerminal(t *testing.T) {
 		} else if waitErr != nil {
 			t.Fatal(waitErr)
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf(":quit did not end the run; the terminal shows:\n%s", scr.text())
+	case <-time.After(tuiPatience):
+		t.Fatalf(":quit did not end the run within %s; the terminal shows:\n%s", tuiPatience, scr.text())
 	}
-	<-copied
+	scr.await(t, copied, "the terminal did not close after kitsoki exited")
 	scr.waitFor(t, "kitsoki: session ended; trace "+tracePath)
 
 	evs, err := trace.ReadFile(tracePath)
@@ -212,14 +255,25 @@ func TestNoTUIKeepsTheLinePrompt(t *testing.T) {
 	defer tty.Close()
 	scr := &screen{}
 	go scr.serve(tty)
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-exited:
+		default:
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
 	scr.waitFor(t, "[lobby] Nobody is being greeted.", "> ")
 	if _, err := tty.Write([]byte(":quit\r")); err != nil {
 		t.Fatal(err)
 	}
-	err = cmd.Wait()
+	scr.await(t, exited, ":quit did not end the run")
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != exitIncomplete {
-		t.Fatalf("exit %v, want %d; the terminal shows:\n%s", err, exitIncomplete, scr.text())
+	if !errors.As(waitErr, &ee) || ee.ExitCode() != exitIncomplete {
+		t.Fatalf("exit %v, want %d; the terminal shows:\n%s", waitErr, exitIncomplete, scr.text())
 	}
 	if strings.Contains(scr.text(), "session ended") {
 		t.Errorf("the line prompt printed the UI's closing line:\n%s", scr.text())

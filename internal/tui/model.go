@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/charmbracelet/bubbles/spinner"
@@ -28,7 +27,8 @@ type Model struct {
 	clk    clock.Clock
 	ctx    context.Context // the run's: a turn's context derives from it
 	events chan tea.Msg
-	wg     *sync.WaitGroup
+	done   <-chan struct{} // closed when the UI has ended
+	turns  *turns
 
 	th    theme
 	input textinput.Model
@@ -62,13 +62,13 @@ type resultMsg struct {
 	cancelled bool
 }
 
-func newModel(cfg Config, events chan tea.Msg, wg *sync.WaitGroup) *Model {
+func newModel(cfg Config, events chan tea.Msg, done <-chan struct{}, tr *turns) *Model {
 	ti := textinput.New()
 	ti.Prompt = Prompt
 	ti.Focus()
 	ti.CharLimit = 0
 	sp := spinner.New(spinner.WithSpinner(spinner.Dot))
-	m := &Model{cfg: cfg, mask: cfg.Mask, clk: cfg.Clock, ctx: context.Background(), events: events, wg: wg,
+	m := &Model{cfg: cfg, mask: cfg.Mask, clk: cfg.Clock, ctx: context.Background(), events: events, done: done, turns: tr,
 		th: newTheme(), input: ti, spin: sp, width: 80, hist: loadHistory(cfg.History, cfg.Mask)}
 	if m.mask == nil {
 		m.mask = func(s string) string { return s }
@@ -85,20 +85,32 @@ func (m *Model) Init() tea.Cmd {
 	return tea.Batch(textinput.Blink, m.waitEvent(), m.run(func(ctx context.Context) Result { return d.Start(ctx) }))
 }
 
-// waitEvent delivers the next outside event.
+// waitEvent delivers the next outside event; nothing once the UI has
+// ended (its goroutine does not outlive the UI).
 func (m *Model) waitEvent() tea.Cmd {
-	ch := m.events
-	return func() tea.Msg { return <-ch }
+	ch, done := m.events, m.done
+	return func() tea.Msg {
+		select {
+		case msg := <-ch:
+			return msg
+		case <-done:
+			return nil
+		}
+	}
 }
 
-// run starts f as the turn in flight.
+// run starts f as the turn in flight. The command does not call f when
+// the UI has ended before Bubble Tea started it.
 func (m *Model) run(f func(ctx context.Context) Result) tea.Cmd {
 	ctx, cancel := context.WithCancel(m.ctx)
 	m.busy, m.cancel, m.turnStart, m.calls = true, cancel, m.clk.Now(), nil
-	m.wg.Add(1)
+	tr := m.turns
 	return tea.Batch(m.spin.Tick, func() tea.Msg {
-		defer m.wg.Done()
 		defer cancel()
+		if !tr.begin() {
+			return nil
+		}
+		defer tr.done()
 		res := f(ctx)
 		return resultMsg{res: res, cancelled: ctx.Err() != nil}
 	})

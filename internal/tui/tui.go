@@ -102,34 +102,68 @@ var ErrInterrupted = errors.New("interrupted")
 // UI runs the model in a Bubble Tea program and lets other goroutines
 // (the trace observer, the operator, log writers) reach it.
 type UI struct {
-	model  *Model
-	events chan tea.Msg
-	done   chan struct{} // closed when the program ends: Notify drops events
-	wg     sync.WaitGroup
+	model   *Model
+	events  chan tea.Msg
+	done    chan struct{} // closed when the program ends: Notify drops events
+	endOnce sync.Once
+	turns   turns
 }
 
 // New builds a UI; Run starts it.
 func New(cfg Config) *UI {
 	u := &UI{events: make(chan tea.Msg, 256), done: make(chan struct{})}
-	u.model = newModel(cfg, u.events, &u.wg)
+	u.model = newModel(cfg, u.events, u.done, &u.turns)
 	return u
+}
+
+// turns accounts for the turns in flight so that Run can wait for them.
+// A turn is a Bubble Tea command, and a program that ends drops the
+// commands it has not started yet (the one Init returns among them when
+// :quit, Ctrl-D or the run's end comes first), or starts them after Run
+// returned: so a turn is counted when its command starts, not when it is
+// issued, and once the UI has ended a command starts no turn at all.
+type turns struct {
+	mu    sync.Mutex
+	ended bool
+	wg    sync.WaitGroup
+}
+
+// begin counts a turn that starts now; false once the UI has ended (the
+// driver is not called then). A true begin is followed by a done.
+func (t *turns) begin() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		return false
+	}
+	t.wg.Add(1)
+	return true
+}
+
+func (t *turns) done() { t.wg.Done() }
+
+// end lets no turn start from now on and waits for those that started.
+func (t *turns) end() {
+	t.mu.Lock()
+	t.ended = true
+	t.mu.Unlock()
+	t.wg.Wait()
 }
 
 // Model is the UI's Bubble Tea model (tests drive it directly).
 func (u *UI) Model() *Model { return u.model }
 
 // Run shows the UI on in/out until the session ends, and returns the exit
-// code. parent ending ends the UI too (ExitInterrupted, ErrInterrupted). Run returns only after the turn in
-// flight (cancelled when the UI ends) has returned.
+// code. parent ending ends the UI too (ExitInterrupted, ErrInterrupted).
+// Run returns only after the turn in flight (cancelled when the UI ends)
+// has returned, and no driver call starts after it returned.
 func (u *UI) Run(parent context.Context, in io.Reader, out io.Writer) (int, error) {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	u.model.ctx = ctx
 	p := tea.NewProgram(u.model, tea.WithInput(in), tea.WithOutput(out), tea.WithContext(ctx), tea.WithoutSignalHandler())
 	final, err := p.Run()
-	close(u.done) // from now on events are dropped, so the turn in flight cannot block on them
-	cancel()
-	u.wg.Wait()
+	u.end(cancel)
 	if errors.Is(err, tea.ErrProgramKilled) && parent.Err() != nil {
 		return ExitInterrupted, ErrInterrupted
 	}
@@ -140,6 +174,15 @@ func (u *UI) Run(parent context.Context, in io.Reader, out io.Writer) (int, erro
 		return m.code, nil
 	}
 	return u.model.code, nil
+}
+
+// end follows the program's end: from now on events are dropped (so the
+// turn in flight cannot block on them) and no turn starts; cancel cancels
+// the turn in flight, which end then waits for.
+func (u *UI) end(cancel context.CancelFunc) {
+	u.endOnce.Do(func() { close(u.done) })
+	cancel()
+	u.turns.end()
 }
 
 // CallStarted is an agent call that began: the spinner shows its agent.
@@ -184,6 +227,8 @@ func (u *UI) Ask(ctx context.Context, text string) (string, error) {
 		return a, nil
 	case <-ctx.Done():
 		return "", ctx.Err()
+	case <-u.done:
+		return "", errors.New("the terminal UI has ended")
 	}
 }
 

@@ -20,19 +20,30 @@ import (
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 )
 
+// patience bounds every wait of these tests: far above what a step needs
+// even on a loaded machine, so that a lost event fails the test with what
+// was awaited instead of hanging the package until its timeout.
+const patience = 30 * time.Second
+
 // fakeDriver is a session for the UI: Do records the line and answers
 // with reply, or with slow when the line is "slow" (it reports a call to
-// the UI and waits for release or the turn's context).
+// the UI and waits for release or the turn's context). entered, when set,
+// gets each line Do is called with.
 type fakeDriver struct {
 	ui      *UI
 	mu      sync.Mutex
+	starts  int
 	lines   []string
 	status  Status
 	release chan struct{}
+	entered chan string
 	reply   func(ctx context.Context, line string) Result
 }
 
 func (d *fakeDriver) Start(context.Context) Result {
+	d.mu.Lock()
+	d.starts++
+	d.mu.Unlock()
 	return Result{Lines: []Line{{Text: "welcome"}}, View: true}
 }
 
@@ -40,6 +51,12 @@ func (d *fakeDriver) Do(ctx context.Context, line string) Result {
 	d.mu.Lock()
 	d.lines = append(d.lines, line)
 	d.mu.Unlock()
+	if d.entered != nil {
+		select {
+		case d.entered <- line:
+		case <-ctx.Done():
+		}
+	}
 	if line == "slow" {
 		d.ui.Notify(CallStarted{Agent: "agent.slow", Verb: "decide"})
 		defer d.ui.Notify(CallEnded{})
@@ -64,6 +81,12 @@ func (d *fakeDriver) got() []string {
 	return append([]string(nil), d.lines...)
 }
 
+func (d *fakeDriver) started() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.starts
+}
+
 var lobby = Status{
 	State: "lobby", Description: "Nobody is being greeted.",
 	Intents: []Intent{
@@ -77,26 +100,59 @@ var lobby = Status{
 	View: []orchestrator.ViewElement{{Kind: "template", Text: "Greeted so far: 0", Body: "Greeted so far: 0"}},
 }
 
+// newTest runs the UI's model in a test program. When the test ends the
+// program is quit and awaited, then the UI is ended as Run ends it: the
+// turn in flight is cancelled and awaited, and no goroutine of the UI is
+// left waiting for events.
 func newTest(t *testing.T, d *fakeDriver, cfg Config) (*UI, *teatest.TestModel) {
 	t.Helper()
 	cfg.Driver = d
 	u := New(cfg)
 	d.ui = u
+	ctx, cancel := context.WithCancel(context.Background())
+	u.model.ctx = ctx
 	tm := teatest.NewTestModel(t, u.Model(), teatest.WithInitialTermSize(100, 30))
-	t.Cleanup(func() { _ = tm.Quit() })
+	t.Cleanup(func() {
+		_ = tm.Quit()
+		tm.WaitFinished(t, teatest.WithFinalTimeout(patience), teatest.WithTimeoutFn(func(tb testing.TB) {
+			tb.Errorf("the UI's program had not ended %s after Quit", patience)
+		}))
+		ended := make(chan struct{})
+		go func() { u.end(cancel); close(ended) }()
+		select {
+		case <-ended:
+		case <-time.After(patience):
+			t.Errorf("the UI's turn in flight had not returned %s after it was cancelled", patience)
+		}
+	})
 	return u, tm
 }
 
+// waitOut waits until the output the program wrote since the last
+// waitOut shows every want, and fails saying which one it never showed.
 func waitOut(t *testing.T, tm *teatest.TestModel, want ...string) {
 	t.Helper()
-	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
+	var got bytes.Buffer
+	deadline := time.Now().Add(patience)
+	for {
+		if _, err := got.ReadFrom(tm.Output()); err != nil {
+			t.Fatalf("reading the UI's output: %v", err)
+		}
+		missing := ""
 		for _, w := range want {
-			if !bytes.Contains(b, []byte(w)) {
-				return false
+			if !bytes.Contains(got.Bytes(), []byte(w)) {
+				missing = w
+				break
 			}
 		}
-		return true
-	}, teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
+		if missing == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the UI did not show %q within %s; it showed:\n%s", missing, patience, got.String())
+		}
+		time.Sleep(10 * time.Millisecond) // polls the output: the program signals nothing else
+	}
 }
 
 func enter(tm *teatest.TestModel, s string) {
@@ -104,9 +160,16 @@ func enter(tm *teatest.TestModel, s string) {
 	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
 }
 
+// finalCode waits for the program to end and returns the UI's exit code.
 func finalCode(t *testing.T, tm *teatest.TestModel) int {
 	t.Helper()
-	return tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*Model).Code()
+	return tm.FinalModel(t, waitEnd(t)...).(*Model).Code()
+}
+
+func waitEnd(t *testing.T) []teatest.FinalOpt {
+	return []teatest.FinalOpt{teatest.WithFinalTimeout(patience), teatest.WithTimeoutFn(func(testing.TB) {
+		t.Fatalf("the UI had not ended %s after it was told to", patience)
+	})}
 }
 
 func TestStartShowsStateIntentsAndView(t *testing.T) {
@@ -229,7 +292,7 @@ func TestDoneAndFatalEndTheUI(t *testing.T) {
 func readAll(t *testing.T, tm *teatest.TestModel) string {
 	t.Helper()
 	var b bytes.Buffer
-	_, _ = b.ReadFrom(tm.FinalOutput(t, teatest.WithFinalTimeout(10*time.Second)))
+	_, _ = b.ReadFrom(tm.FinalOutput(t, waitEnd(t)...))
 	return b.String()
 }
 
@@ -436,6 +499,36 @@ func TestHistoryKeepsTheLastLines(t *testing.T) {
 	}
 }
 
+// runUI runs u on a pipe the test types into; the pipe is closed when
+// the test ends, which ends the program's reading from it.
+func runUI(t *testing.T, ctx context.Context, u *UI) (io.Writer, <-chan runResult) {
+	t.Helper()
+	in, w := io.Pipe()
+	t.Cleanup(func() { _ = w.Close() })
+	done := make(chan runResult, 1)
+	go func() {
+		code, err := u.Run(ctx, in, io.Discard)
+		done <- runResult{code, err}
+	}()
+	return w, done
+}
+
+type runResult struct {
+	code int
+	err  error
+}
+
+func awaitRun(t *testing.T, done <-chan runResult, what string) runResult {
+	t.Helper()
+	select {
+	case r := <-done:
+		return r
+	case <-time.After(patience):
+		t.Fatalf("Run had not returned %s after %s", patience, what)
+		return runResult{}
+	}
+}
+
 // Run ends with exit 0 on :quit typed on its input, and with
 // ErrInterrupted when the run's context ends; either way only after the
 // turn in flight has returned.
@@ -444,43 +537,68 @@ func TestRunQuitAndInterrupt(t *testing.T) {
 		d := &fakeDriver{status: lobby}
 		u := New(Config{Driver: d})
 		d.ui = u
-		in, w := io.Pipe()
-		defer w.Close()
-		done := make(chan struct{})
-		var code int
-		var err error
-		go func() { code, err = u.Run(context.Background(), in, io.Discard); close(done) }()
-		if _, werr := w.Write([]byte(":quit\r")); werr != nil {
-			t.Fatal(werr)
+		w, done := runUI(t, context.Background(), u)
+		if _, err := w.Write([]byte(":quit\r")); err != nil {
+			t.Fatal(err)
 		}
-		<-done
-		if code != 0 || err != nil {
-			t.Errorf("Run = %d, %v; want 0, nil", code, err)
+		if r := awaitRun(t, done, ":quit"); r.code != 0 || r.err != nil {
+			t.Errorf("Run = %d, %v; want 0, nil", r.code, r.err)
 		}
 	})
 	t.Run("interrupt", func(t *testing.T) {
-		d := &fakeDriver{status: lobby, release: make(chan struct{})}
+		d := &fakeDriver{status: lobby, release: make(chan struct{}), entered: make(chan string, 1)}
 		u := New(Config{Driver: d})
 		d.ui = u
-		in, w := io.Pipe()
-		defer w.Close()
 		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		var code int
-		var err error
-		go func() { code, err = u.Run(ctx, in, io.Discard); close(done) }()
-		if _, werr := w.Write([]byte("slow\r")); werr != nil {
-			t.Fatal(werr)
+		defer cancel()
+		w, done := runUI(t, ctx, u)
+		if _, err := w.Write([]byte("slow\r")); err != nil {
+			t.Fatal(err)
 		}
-		for len(d.got()) == 0 { // the slow turn is in flight
-			time.Sleep(5 * time.Millisecond)
+		select {
+		case <-d.entered: // the slow turn is in flight
+		case <-time.After(patience):
+			t.Fatalf("the line typed was not run within %s", patience)
 		}
 		cancel()
-		<-done
-		if code != ExitInterrupted || !errors.Is(err, ErrInterrupted) {
-			t.Errorf("Run = %d, %v; want %d, %v", code, err, ExitInterrupted, ErrInterrupted)
+		if r := awaitRun(t, done, "its context ended"); r.code != ExitInterrupted || !errors.Is(r.err, ErrInterrupted) {
+			t.Errorf("Run = %d, %v; want %d, %v", r.code, r.err, ExitInterrupted, ErrInterrupted)
 		}
 	})
+}
+
+// A program that ends drops the commands it has not started, Init's
+// among them when :quit (or the run's end) comes before it (as happened
+// under load): the UI's end must not wait for a turn whose command never
+// ran, and a command run after the end must not call the driver.
+func TestEndDoesNotWaitForATurnThatNeverStarted(t *testing.T) {
+	d := &fakeDriver{status: lobby}
+	u := New(Config{Driver: d})
+	d.ui = u
+	initCmd := u.Model().Init() // issued, then dropped by the ending program
+	ended := make(chan struct{})
+	go func() { u.end(func() {}); close(ended) }()
+	select {
+	case <-ended:
+	case <-time.After(patience):
+		t.Fatalf("the UI's end waited %s for a turn whose command never ran", patience)
+	}
+	runCmd(initCmd) // late: after the end
+	if n := d.started(); n != 0 {
+		t.Errorf("the driver's Start ran %d time(s) after the UI ended", n)
+	}
+}
+
+// runCmd runs a command and the commands of a batch it returns.
+func runCmd(cmd tea.Cmd) {
+	if cmd == nil {
+		return
+	}
+	if b, ok := cmd().(tea.BatchMsg); ok {
+		for _, c := range b {
+			runCmd(c)
+		}
+	}
 }
 
 // A line entered while a turn runs is queued and runs when it ends; a

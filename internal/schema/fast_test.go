@@ -208,3 +208,58 @@ func FuzzFastValidator(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFastNumbers aims at the delicate part, numbers: any two JSON
+// numbers as a bound (every bound keyword, and enum and const) and a value,
+// compared by the fast path exactly as the library compares them.
+func FuzzFastNumbers(f *testing.F) {
+	for _, s := range [][2]string{
+		{`0.1`, `0.1`}, {`0.1000000000000000055511151231257827021181583404541015625`, `0.1`},
+		{`9223372036854775806.5`, `9223372036854775807`}, {`-9007199254740993.5`, `-9007199254740993`},
+		{`1e400`, `1e308`}, {`1e-400`, `0`}, {`-0`, `0.0`}, {`2`, `2.0`}, {`1.5e3`, `1500`},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, bound, value string) {
+		v, err := Decode([]byte(value))
+		if err != nil {
+			return
+		}
+		if _, err := Decode([]byte(bound)); err != nil || !isValidJSONNumber(bound) {
+			return
+		}
+		for _, kw := range []string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "const"} {
+			doc := `{"type":"number","` + kw + `":` + bound + `}`
+			checkFastAgrees(t, doc, value, v)
+		}
+		checkFastAgrees(t, `{"type":"integer","enum":["x",`+bound+`]}`, value, v)
+	})
+}
+
+func checkFastAgrees(t *testing.T, doc, value string, v any) {
+	t.Helper()
+	s, err := compileText(t, doc)
+	if err != nil {
+		return
+	}
+	if s.fast == nil {
+		t.Fatalf("schema %s: the fast path did not compile it", doc)
+	}
+	lib := s.sch.Validate(v) == nil
+	if fast := s.fast.valid(v); fast != lib {
+		t.Fatalf("schema %s, value %s: fast path %v, library %v", doc, value, fast, lib)
+	}
+}
+
+// isValidJSONNumber reports whether s is one JSON number and nothing else.
+func isValidJSONNumber(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if !strings.ContainsRune("0123456789+-.eE", c) {
+			return false
+		}
+	}
+	return true
+}

@@ -15,6 +15,7 @@ import (
 type agentHandler struct {
 	h    *Host
 	verb string
+	name string // AgentNamespace + verb, built once
 }
 
 // Invoke prepares the call and sends it through the host's ask chain
@@ -35,8 +36,7 @@ func (ah *agentHandler) Invoke(ctx context.Context, call *Call) (*Result, error)
 // the request and the call value. Failures here happen before anything is
 // sent or traced.
 func (ah *agentHandler) prepare(call *Call) (*askCall, error) {
-	h, verb := ah.h, ah.verb
-	name := AgentNamespace + verb
+	h, verb, name := ah.h, ah.verb, ah.name
 	p := &askCall{verb: verb, call: call, timeout: h.timeout}
 
 	p.route = h.routeFor(call)

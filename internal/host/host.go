@@ -155,6 +155,9 @@ type Host struct {
 	closers   []io.Closer
 
 	calls *runner // goroutines agent calls run on
+	// outcomes keeps the reply channels of answered agent calls for the
+	// next ones (askAgent); an abandoned call's channel is never reused.
+	outcomes sync.Pool
 
 	ask askFunc // the chain every agent call goes through (ask_chain.go)
 }
@@ -202,7 +205,7 @@ func New(st *story.Story, reg *agent.Registry, sink Sink, opts ...Option) *Host 
 	}
 	h.ask = h.askChain()
 	for _, verb := range []string{plugin.VerbAsk, plugin.VerbDecide, plugin.VerbExtract, plugin.VerbTask, plugin.VerbConverse} {
-		h.handlers[AgentNamespace+verb] = &agentHandler{h: h, verb: verb}
+		h.handlers[AgentNamespace+verb] = &agentHandler{h: h, verb: verb, name: AgentNamespace + verb}
 	}
 	return h
 }

@@ -38,8 +38,10 @@ func (s *Session) enqueue(t *turnCtx, inv *story.Invoke, where string, i int) er
 
 // renderWith renders an invoke's with: map and adds the reserved call key.
 func (s *Session) renderWith(t *turnCtx, inv *story.Invoke) (map[string]any, error) {
-	args := map[string]any{}
-	if inv.With != nil {
+	var args map[string]any
+	if inv.With == nil {
+		args = map[string]any{}
+	} else {
 		v, err := inv.With.Eval(s.env(t))
 		if err != nil {
 			return nil, err

@@ -100,6 +100,7 @@ type Schema struct {
 	Raw  json.RawMessage // the document bytes, sent as AskRequest.schema
 	Doc  any             // the parsed document
 	sch  *jsonschema.Schema
+	fast *fastSchema // nil: the schema uses a keyword the fast path lacks
 }
 
 // Compile compiles the schema file at path, relative to the compiler's root
@@ -134,7 +135,7 @@ func (c *Compiler) Compile(path string) (*Schema, error) {
 		}
 		return nil, fmt.Errorf("schema %q: %w", path, err)
 	}
-	s = &Schema{Path: path, Raw: json.RawMessage(raw), Doc: doc, sch: sch}
+	s = &Schema{Path: path, Raw: json.RawMessage(raw), Doc: doc, sch: sch, fast: fastCompile(sch)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if prev, ok := c.cache[rel]; ok {

@@ -105,8 +105,13 @@ func (s *Schema) ValidateJSON(b []byte) (any, error) {
 }
 
 // Validate checks a decoded value. Failures are *InvalidError listing every
-// leaf violation with its instance location and constraint.
+// leaf violation with its instance location and constraint. A value the
+// fast path (fast.go) finds valid is valid without asking the library;
+// everything else is the library's verdict and wording.
 func (s *Schema) Validate(v any) error {
+	if s.fast != nil && s.fast.valid(v) {
+		return nil
+	}
 	err := s.sch.Validate(v)
 	if err == nil {
 		return nil

@@ -50,8 +50,15 @@ func TestHelloSessionOnARealServer(t *testing.T) {
 	}
 	defer w.Stop()
 
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "hello-1", TaskQueue: queue},
-		cluster.SessionWorkflowName, cluster.SessionInput{Story: cluster.StoryRef{Path: "hello/app.yaml", Hash: st.ContentHash}, SessionID: "hello-1"})
+	driveHello(ctx, t, c, queue, "hello-1", st)
+}
+
+// driveHello starts the hello story as session id on queue, greets Ada,
+// says bye, and checks each turn's state and the final world.
+func driveHello(ctx context.Context, t *testing.T, c client.Client, queue, id string, st *story.Story) {
+	t.Helper()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue},
+		cluster.SessionWorkflowName, cluster.SessionInput{Story: cluster.StoryRef{Path: "hello/app.yaml", Hash: st.ContentHash}, SessionID: id})
 	if err != nil {
 		t.Fatal(err)
 	}

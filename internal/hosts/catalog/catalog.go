@@ -8,6 +8,8 @@
 package catalog
 
 import (
+	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -413,4 +415,24 @@ func ticketSpecs() []Spec {
 		}
 	}
 	return append(ops, all)
+}
+
+// CheckArgs refuses a with: key the built-in handler name does not take (a
+// templated with: the loader could not check); "call" and "op" are always
+// allowed.
+func CheckArgs(name string, args map[string]any) error {
+	spec, _ := Lookup(name)
+	for _, k := range slices.Sorted(maps.Keys(args)) {
+		if k == "call" || k == "op" {
+			continue
+		}
+		if _, ok := spec.Field(k); !ok {
+			names := make([]string, len(spec.Fields))
+			for i, f := range spec.Fields {
+				names[i] = f.Name
+			}
+			return fmt.Errorf("with.%s is not a field of %s (fields: %s)", k, name, strings.Join(names, ", "))
+		}
+	}
+	return nil
 }

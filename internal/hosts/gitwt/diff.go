@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/hosts/catalog"
 )
 
 // DiffName is the invoke name of the diff viewer.
@@ -32,7 +33,7 @@ func (d *Diff) Invoke(ctx context.Context, call *host.Call) (*host.Result, error
 	res := func(err error) (*host.Result, error) {
 		return &host.Result{Data: data, Err: fmt.Errorf("%s: %w", DiffName, err)}, nil
 	}
-	if err := checkKeys(DiffName, call.Args); err != nil {
+	if err := catalog.CheckArgs(DiffName, call.Args); err != nil {
 		return res(err)
 	}
 	title, err := str(call.Args, "title")

@@ -71,7 +71,7 @@ func (w *Worktrees) Invoke(ctx context.Context, call *host.Call, op string) *hos
 	if !slices.Contains(opNames, op) {
 		return fail(WorktreeName, fmt.Errorf("with.op %q is not an operation (operations: %s)", op, strings.Join(opNames, ", ")))
 	}
-	if err := checkKeys(name, call.Args); err != nil {
+	if err := catalog.CheckArgs(name, call.Args); err != nil {
 		return fail(name, err)
 	}
 	dir, err := repo(ctx, &w.cfg)
@@ -101,25 +101,6 @@ func (w *Worktrees) Invoke(ctx context.Context, call *host.Call, op string) *hos
 	}
 	data["ok"] = true
 	return &host.Result{Data: data}
-}
-
-// checkKeys refuses a with: key the op does not take (a templated with:
-// the loader could not check).
-func checkKeys(name string, args map[string]any) error {
-	spec, _ := catalog.Lookup(name)
-	for _, k := range slices.Sorted(maps.Keys(args)) {
-		if k == "call" || k == "op" {
-			continue
-		}
-		if _, ok := spec.Field(k); !ok {
-			names := make([]string, len(spec.Fields))
-			for i, f := range spec.Fields {
-				names[i] = f.Name
-			}
-			return fmt.Errorf("with.%s is not a field of %s (fields: %s)", k, name, strings.Join(names, ", "))
-		}
-	}
-	return nil
 }
 
 // sessionDir is the directory of the call's session's worktrees.

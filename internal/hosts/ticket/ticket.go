@@ -22,7 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -93,7 +92,7 @@ func (t *Tickets) Invoke(call *host.Call, op string) *host.Result {
 	if !slices.Contains(Ops, op) {
 		return fail(Name, fmt.Errorf("with.op %q is not an operation (operations: %s)", op, strings.Join(Ops, ", ")))
 	}
-	if err := checkKeys(name, call.Args); err != nil {
+	if err := catalog.CheckArgs(name, call.Args); err != nil {
 		return fail(name, err)
 	}
 	if repo, err := str(call.Args, "repo"); err != nil {
@@ -123,24 +122,6 @@ func (t *Tickets) Invoke(call *host.Call, op string) *host.Result {
 	}
 	data["ok"] = true
 	return &host.Result{Data: data}
-}
-
-// checkKeys refuses an argument the operation does not take.
-func checkKeys(name string, args map[string]any) error {
-	spec, _ := catalog.Lookup(name)
-	for _, k := range slices.Sorted(maps.Keys(args)) {
-		if k == "call" || k == "op" {
-			continue
-		}
-		if _, ok := spec.Field(k); !ok {
-			names := make([]string, len(spec.Fields))
-			for i, f := range spec.Fields {
-				names[i] = f.Name
-			}
-			return fmt.Errorf("with.%s is not a field of %s (fields: %s)", k, name, strings.Join(names, ", "))
-		}
-	}
-	return nil
 }
 
 func str(args map[string]any, key string) (string, error) {

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,54 +13,18 @@ import (
 	"github.com/kitsoki/kitsoki/internal/story"
 )
 
-// scripted runs one intent or free-text line per non-blank input line ("#" starts a comment)
-// and stops at the first rejection, fault, unhandled call failure or
-// terminal state. A line that stops the run is named by its number.
-func (r *runner) scripted(ctx context.Context, in io.Reader) int {
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if skip, code := r.skipInput(line); skip {
-			if code != exitOK {
-				return code
-			}
-			continue
-		}
-		if strings.HasPrefix(line, ":") {
-			fmt.Fprintf(r.errw, "kitsoki: input line %d: %q is a terminal command; scripted input takes one intent per line (run kitsoki on a terminal for :help, :intents, :world)\n", n, line)
-			return exitFailure
-		}
-		if code, stop := r.turn(ctx, line); stop {
-			if code != exitOK {
-				fmt.Fprintf(r.errw, "kitsoki: stopped at input line %d: %s\n", n, line)
-			}
-			return code
-		}
-	}
-	if err := sc.Err(); err != nil {
-		fmt.Fprintln(r.errw, "kitsoki: reading input:", err)
-		return exitFailure
-	}
-	// Background jobs still running finish (or park on a question) before
-	// the run ends, and what they did is reported; a job left waiting for
-	// an answer is cancelled when the run closes.
-	jobs, err := r.sess.Settle(ctx)
-	for _, out := range jobs {
-		if code, stop := r.afterReplay(r.report(out)); stop {
-			return code
-		}
-	}
-	if err != nil {
-		fmt.Fprintln(r.errw, "kitsoki:", err)
-		return exitFailure
-	}
-	fmt.Fprintf(r.errw, "kitsoki: input ended in state %q, which is not terminal\n", r.sess.State())
-	return exitIncomplete
-}
+// scripted runs the lines of in as scripted input (scriptLoop).
+func (r *runner) scripted(ctx context.Context, in io.Reader) int { return scriptLoop(ctx, r, in) }
+
+// said runs the --say texts (sayLoop).
+func (r *runner) said(ctx context.Context, says []string) int { return sayLoop(ctx, r, says) }
+
+// interactive is the terminal prompt (promptLoop).
+func (r *runner) interactive(ctx context.Context, in *lines) int { return promptLoop(ctx, r, in) }
+
+// The runner is the lineDriver of a session in this process.
+
+func (r *runner) writers() (io.Writer, io.Writer) { return r.out, r.errw }
 
 // turn takes one line: free text is routed (Session.Say), a typed line
 // "intent key=value ..." is parsed and taken.
@@ -91,72 +54,63 @@ func (r *runner) turn(ctx context.Context, line string) (int, bool) {
 	return r.afterReplay(r.report(out))
 }
 
-// interactive is the terminal loop: it shows where the story is and what it
-// accepts, and keeps going after rejections.
-func (r *runner) interactive(ctx context.Context, in *lines) int {
-	r.describe()
-	for {
-		fmt.Fprint(r.out, "> ")
-		raw, ok, err := in.next(ctx)
-		if err != nil {
-			return exitFailure
-		}
-		if !ok {
-			fmt.Fprintln(r.out)
-			return exitIncomplete
-		}
-		line := strings.TrimSpace(raw)
-		switch line {
-		case "":
-			continue
-		case ":q", ":quit", ":exit":
-			return exitIncomplete
-		case ":help", "?":
-			fmt.Fprintln(r.out, `Type an intent and its slots: intent key=value key2="two words"
-:intents   what this state accepts     :world   the world as JSON
-:state     where the story is          :back    return to the previous room
-:quit      leave`)
-			fmt.Fprintln(r.out, pluginHelp)
-			continue
-		case ":intents", ":state":
-			r.describe()
-			continue
-		case ":world":
-			b, _ := json.MarshalIndent(r.sess.World(), "", "  ")
-			fmt.Fprintln(r.out, string(b))
-			continue
-		case ":back":
-			out, err := r.sess.Back(ctx)
-			if errors.Is(err, orchestrator.ErrNoHistory) {
-				fmt.Fprintln(r.errw, "kitsoki:", err)
-				continue
-			}
-			if err != nil {
-				fmt.Fprintln(r.errw, "kitsoki:", err)
-				return exitFailure
-			}
-			if code, stop := r.afterReplay(r.report(out)); stop && (code == exitOK || code == exitFailure) {
-				return code
-			}
-			r.describe()
-			continue
-		}
-		if r.plugins.command(ctx, line, r.out, r.errw) {
-			continue
-		}
-		code, stop := r.turn(ctx, line)
-		if ctx.Err() != nil {
-			return exitFailure
-		}
-		if stop && (code == exitOK || code == exitFailure) {
-			return code
-		}
-		r.describe()
+// say routes one free-text line and takes the turn it resolves to.
+func (r *runner) say(ctx context.Context, text string) (int, bool) {
+	if err := ctx.Err(); err != nil {
+		fmt.Fprintln(r.errw, "kitsoki: interrupted")
+		return exitFailure, true
 	}
+	out, err := r.sess.Say(ctx, text)
+	if err != nil {
+		fmt.Fprintln(r.errw, "kitsoki:", err)
+		return exitFailure, true
+	}
+	return r.afterReplay(r.report(out))
 }
 
+func (r *runner) back(ctx context.Context) (int, bool, error) {
+	out, err := r.sess.Back(ctx)
+	if errors.Is(err, orchestrator.ErrNoHistory) {
+		return exitOK, false, err
+	}
+	if err != nil {
+		fmt.Fprintln(r.errw, "kitsoki:", err)
+		return exitFailure, true, nil
+	}
+	code, stop := r.afterReplay(r.report(out))
+	return code, stop, nil
+}
+
+func (r *runner) readWorld(context.Context) (map[string]any, error) { return r.sess.World(), nil }
+
+func (r *runner) help() string { return promptHelp + "\n:quit      leave\n" + pluginHelp }
+
+// command runs the prompt's plugin commands (:plugins, :enable, ...).
+func (r *runner) command(ctx context.Context, line string) bool {
+	return r.plugins.command(ctx, line, r.out, r.errw)
+}
+
+// settle lets the background jobs still running finish (or park on a
+// question) and reports what they did; a job left waiting for an answer
+// is cancelled when the run closes.
+func (r *runner) settle(ctx context.Context) (int, bool) {
+	jobs, err := r.sess.Settle(ctx)
+	for _, out := range jobs {
+		if code, stop := r.afterReplay(r.report(out)); stop {
+			return code, true
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(r.errw, "kitsoki:", err)
+		return exitFailure, true
+	}
+	return exitOK, false
+}
+
+func (r *runner) current() string { return r.sess.State() }
+
 // describe prints the state's description and the intents it accepts.
-func (r *runner) describe() {
+func (r *runner) describe(context.Context) {
 	describeState(r.out, r.sess.Story(), r.sess.State(), r.sess.AllowedIntents(), r.sess.IntentDef)
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"os"
@@ -68,34 +67,4 @@ func (rf *routingFlags) config(cmd *cobra.Command, st *story.Story) (orchestrato
 		c.MinConfidence = &v
 	}
 	return c, nil
-}
-
-// said runs the --say texts in order, each as a free-text turn, and stops
-// like scripted input does (at a rejection, fault, unhandled failure or
-// terminal state), naming the --say that stopped the run.
-func (r *runner) said(ctx context.Context, texts []string) int {
-	for i, text := range texts {
-		if code, stop := r.sayTurn(ctx, text); stop {
-			if code != exitOK {
-				fmt.Fprintf(r.errw, "kitsoki: stopped at --say %d: %s\n", i+1, text)
-			}
-			return code
-		}
-	}
-	fmt.Fprintf(r.errw, "kitsoki: input ended in state %q, which is not terminal\n", r.sess.State())
-	return exitIncomplete
-}
-
-// sayTurn routes one free-text line and takes the turn it resolves to.
-func (r *runner) sayTurn(ctx context.Context, text string) (int, bool) {
-	if err := ctx.Err(); err != nil {
-		fmt.Fprintln(r.errw, "kitsoki: interrupted")
-		return exitFailure, true
-	}
-	out, err := r.sess.Say(ctx, text)
-	if err != nil {
-		fmt.Fprintln(r.errw, "kitsoki:", err)
-		return exitFailure, true
-	}
-	return r.afterReplay(r.report(out))
 }

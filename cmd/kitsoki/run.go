@@ -266,11 +266,7 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 	case o.intents != "":
 		return exitCode(r.scripted(ctx, strings.NewReader(strings.ReplaceAll(o.intents, ",", "\n"))))
 	case len(o.say) > 0:
-		says, err := plan.skipSays(o.say)
-		if err != nil {
-			return exitWith(exitUsage, err)
-		}
-		return exitCode(r.said(ctx, says))
+		return exitCode(r.said(ctx, o.say))
 	case interactive:
 		return exitCode(r.interactive(ctx, in))
 	default:

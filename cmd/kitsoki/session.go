@@ -270,21 +270,6 @@ func (p *sessionPlan) save(sess *orchestrator.Session, sink orchestrator.Sink, s
 	}
 }
 
-// checkSkipped compares the inputs a scripted resume skips with the ones
-// the journal recorded (those it still holds after its last snapshot).
-func (p *sessionPlan) checkSkipped(items []string) error {
-	for i, it := range items {
-		if i >= p.skip {
-			break
-		}
-		in, ok := p.inputs[int64(i+1)]
-		if ok && strings.TrimSpace(it) != in.Text {
-			return fmt.Errorf("resuming session %s: input %d is %q, but the session's turn %d took %q; give the same inputs as the run that started it (the journal's are skipped), or start a new session", p.meta.ID, i+1, it, i+1, in.Text)
-		}
-	}
-	return nil
-}
-
 // workspaceDir is the workspace root of a command that names no story.
 func workspaceDir(g *globals) (string, error) {
 	cwd, err := os.Getwd()
@@ -328,7 +313,7 @@ func (p *sessionPlan) start(ctx context.Context, sess *orchestrator.Session, sin
 
 // skipInput skips a scripted line the resumed journal already took; a
 // line that differs from the journal's stops the run (exit 2).
-func (r *runner) skipInput(line string) (bool, int) {
+func (r *runner) skipInput(_ context.Context, line string) (bool, int) {
 	p := r.resume
 	if p == nil || p.skipped >= p.skip {
 		return false, exitOK
@@ -340,17 +325,6 @@ func (r *runner) skipInput(line string) (bool, int) {
 		return true, exitUsage
 	}
 	return true, exitOK
-}
-
-// skipSays drops the --say texts the resumed journal already took.
-func (p *sessionPlan) skipSays(says []string) ([]string, error) {
-	if p.resume == nil {
-		return says, nil
-	}
-	if err := p.checkSkipped(says); err != nil {
-		return nil, err
-	}
-	return says[min(p.skip, len(says)):], nil
 }
 
 func newSessionCmd(g *globals) *cobra.Command {

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -253,9 +251,9 @@ func (d *remoteDriver) closeParser() {
 	}
 }
 
-// turn sends one line: free text as IntentRequest.Input alone, a typed
+// send sends one line: free text as IntentRequest.Input alone, a typed
 // line parsed into intent and slots (with the line as its input text).
-func (d *remoteDriver) turn(ctx context.Context, line string, free bool) (int, bool) {
+func (d *remoteDriver) send(ctx context.Context, line string, free bool) (int, bool) {
 	r := d.r
 	if err := ctx.Err(); err != nil {
 		fmt.Fprintln(r.errw, "kitsoki: interrupted")
@@ -349,132 +347,68 @@ func (d *remoteDriver) turnInputs(ctx context.Context) (map[int64]string, error)
 	return out, nil
 }
 
-// scripted runs one line per input line, as runner.scripted does.
-func (d *remoteDriver) scripted(ctx context.Context, in io.Reader) int {
-	r := d.r
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if skip, code := d.skipInput(ctx, line); skip {
-			if code != exitOK {
-				return code
-			}
-			continue
-		}
-		if strings.HasPrefix(line, ":") {
-			fmt.Fprintf(r.errw, "kitsoki: input line %d: %q is a terminal command; scripted input takes one intent per line (run kitsoki on a terminal for :help, :intents, :world)\n", n, line)
-			return exitFailure
-		}
-		if code, stop := d.turn(ctx, line, false); stop {
-			if code != exitOK {
-				fmt.Fprintf(r.errw, "kitsoki: stopped at input line %d: %s\n", n, line)
-			}
-			return code
-		}
-	}
-	if err := sc.Err(); err != nil {
-		fmt.Fprintln(r.errw, "kitsoki: reading input:", err)
-		return exitFailure
-	}
-	fmt.Fprintf(r.errw, "kitsoki: input ended in state %q, which is not terminal\n", d.state)
-	return exitIncomplete
+// scripted runs the lines of in as scripted input (scriptLoop).
+func (d *remoteDriver) scripted(ctx context.Context, in io.Reader) int { return scriptLoop(ctx, d, in) }
+
+// said runs the --say texts (sayLoop).
+func (d *remoteDriver) said(ctx context.Context, says []string) int { return sayLoop(ctx, d, says) }
+
+// interactive is the prompt of a session on the cluster (promptLoop):
+// the line protocol's commands that read the session (:intents, :state,
+// :world) and :back (a back update), without the plugin commands, which
+// need the session in this process.
+func (d *remoteDriver) interactive(ctx context.Context, in *lines) int { return promptLoop(ctx, d, in) }
+
+// The remoteDriver is the lineDriver of a session on the cluster.
+
+func (d *remoteDriver) writers() (io.Writer, io.Writer) { return d.r.out, d.r.errw }
+
+func (d *remoteDriver) turn(ctx context.Context, line string) (int, bool) {
+	return d.send(ctx, line, false)
 }
 
-// said runs each --say text as free text, as runner.said does.
-func (d *remoteDriver) said(ctx context.Context, says []string) int {
-	for i, text := range says {
-		if skip, code := d.skipInput(ctx, strings.TrimSpace(text)); skip {
-			if code != exitOK {
-				return code
-			}
-			continue
-		}
-		if code, stop := d.turn(ctx, text, true); stop {
-			if code != exitOK {
-				fmt.Fprintf(d.r.errw, "kitsoki: stopped at --say %d: %s\n", i+1, text)
-			}
-			return code
-		}
-	}
-	fmt.Fprintf(d.r.errw, "kitsoki: input ended in state %q, which is not terminal\n", d.state)
-	return exitIncomplete
+func (d *remoteDriver) say(ctx context.Context, text string) (int, bool) {
+	return d.send(ctx, text, true)
 }
 
-// interactive is the prompt loop of a session on the cluster: the line
-// protocol's commands that read the session (:intents, :state, :world)
-// and :back (a back update), without the plugin commands, which need the
-// session in this process.
-func (d *remoteDriver) interactive(ctx context.Context, in *lines) int {
-	r := d.r
-	d.describe(ctx)
-	for {
-		fmt.Fprint(r.out, "> ")
-		raw, ok, err := in.next(ctx)
-		if err != nil {
-			return exitFailure
-		}
-		if !ok {
-			fmt.Fprintln(r.out)
-			return exitIncomplete
-		}
-		line := strings.TrimSpace(raw)
-		switch line {
-		case "":
-			continue
-		case ":q", ":quit", ":exit":
-			return exitIncomplete
-		case ":help", "?":
-			fmt.Fprintln(r.out, `Type an intent and its slots: intent key=value key2="two words"
-:intents   what this state accepts     :world   the world as JSON
-:state     where the story is          :back    return to the previous room
-:quit      leave (the session goes on on the cluster)`)
-			continue
-		case ":back":
-			tr, err := d.c.Intent(ctx, d.id, cluster.IntentRequest{Back: true})
-			if errors.Is(err, orchestrator.ErrNoHistory) {
-				fmt.Fprintln(r.errw, "kitsoki:", err)
-				continue
-			}
-			code, stop := d.reported(ctx, tr, err)
-			if ctx.Err() != nil {
-				return exitFailure
-			}
-			if stop && (code == exitOK || code == exitFailure) {
-				return code
-			}
-			d.describe(ctx)
-			continue
-		case ":intents", ":state":
-			d.describe(ctx)
-			continue
-		case ":world":
-			st, err := d.c.Status(ctx, d.id)
-			if err != nil {
-				fmt.Fprintln(r.errw, "kitsoki:", err)
-				continue
-			}
-			b, _ := json.MarshalIndent(st.World.Map(), "", "  ")
-			fmt.Fprintln(r.out, string(b))
-			continue
-		}
-		if strings.HasPrefix(line, ":") {
-			fmt.Fprintf(r.errw, "kitsoki: %s is not available in a session on the cluster (:help lists the commands)\n", strings.Fields(line)[0])
-			continue
-		}
-		code, stop := d.turn(ctx, line, false)
-		if ctx.Err() != nil {
-			return exitFailure
-		}
-		if stop && (code == exitOK || code == exitFailure) {
-			return code
-		}
-		d.describe(ctx)
+// back sends a back update.
+func (d *remoteDriver) back(ctx context.Context) (int, bool, error) {
+	tr, err := d.c.Intent(ctx, d.id, cluster.IntentRequest{Back: true})
+	if errors.Is(err, orchestrator.ErrNoHistory) {
+		return exitOK, false, err
 	}
+	code, stop := d.reported(ctx, tr, err)
+	return code, stop, nil
 }
+
+// readWorld reads the world from the session's status.
+func (d *remoteDriver) readWorld(ctx context.Context) (map[string]any, error) {
+	st, err := d.c.Status(ctx, d.id)
+	if err != nil {
+		return nil, err
+	}
+	return st.World.Map(), nil
+}
+
+func (d *remoteDriver) help() string {
+	return promptHelp + "\n:quit      leave (the session goes on on the cluster)"
+}
+
+// command refuses every other colon command: those of a local run
+// (plugins) need the session in this process.
+func (d *remoteDriver) command(_ context.Context, line string) bool {
+	if !strings.HasPrefix(line, ":") {
+		return false
+	}
+	fmt.Fprintf(d.r.errw, "kitsoki: %s is not available in a session on the cluster (:help lists the commands)\n", strings.Fields(line)[0])
+	return true
+}
+
+// settle has nothing to wait for: a session on the cluster runs no
+// background jobs (the workflow refuses them at its start).
+func (d *remoteDriver) settle(context.Context) (int, bool) { return exitOK, false }
+
+func (d *remoteDriver) current() string { return d.state }
 
 // describe prints the state and the intents it accepts, from the
 // session's status.

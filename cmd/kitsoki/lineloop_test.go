@@ -354,3 +354,26 @@ states:
 		}
 	}
 }
+
+// TestPromptHelp: :help at a local prompt lists the plugin commands; on
+// the cluster it does not, and :quit says the session goes on there.
+func TestPromptHelp(t *testing.T) {
+	common := `Type an intent and its slots: intent key=value key2="two words"
+:intents   what this state accepts     :world   the world as JSON
+:state     where the story is          :back    return to the previous room
+`
+	for _, tc := range []struct {
+		name string
+		d    lineDriver
+		want string
+	}{
+		{"local", &runner{}, common + ":quit      leave\n" +
+			":plugins   agent plugins with tools      :enable <alias> / :disable <alias>\n" +
+			":reload    re-read the story's plugins"},
+		{"cluster", &remoteDriver{}, common + ":quit      leave (the session goes on on the cluster)"},
+	} {
+		if d := cmp.Diff(tc.want, tc.d.help()); d != "" {
+			t.Errorf("%s :help (-want +got):\n%s", tc.name, d)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kitsoki/kitsoki/internal/agent/localllm"
 	"github.com/kitsoki/kitsoki/internal/eval"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/routes"
@@ -328,7 +329,9 @@ func runEval(cmd *cobra.Command, g *globals, o *evalRunOpts, path string) (err e
 		}
 		ro.Replay = rp
 	} else {
-		reg := runtime.LiveRegistry(c.Story, logger)
+		models := localllm.NewPool() // one server per local model for every candidate
+		defer models.Close()
+		reg := runtime.LiveRegistry(c.Story, logger, models)
 		defer reg.Close()
 		builtin := runtime.LiveBuiltin(c.Story, logger)
 		defer builtin.Close()

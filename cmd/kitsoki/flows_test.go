@@ -303,7 +303,7 @@ expect_no_errors: true
 		t.Errorf("kitsoki run --cassette: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 	// A run an MCP client starts loads the story the same way.
-	if _, err := startRun(&globals{}, &cobra.Command{})(t.Context(), mcpserve.StartRunRequest{Story: app, Workspace: dir, Intents: []string{"go"}}); err == nil || !strings.Contains(err.Error(), want) {
+	if _, err := startRun(&globals{}, &cobra.Command{}, nil)(t.Context(), mcpserve.StartRunRequest{Story: app, Workspace: dir, Intents: []string{"go"}}); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("MCP-started run: error %v, want it to hold %s", err, want)
 	}
 	// viz loads as flows do: the call is drawn.

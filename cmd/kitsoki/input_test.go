@@ -152,7 +152,7 @@ func TestStartRunChecksWorldTypes(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Chdir(t.TempDir())
-	start := startRun(&globals{}, newRootCmd())
+	start := startRun(&globals{}, newRootCmd(), nil)
 	_, err = start(t.Context(), mcpserve.StartRunRequest{Story: app, World: map[string]any{"greetings": "three"}})
 	if want := `world key "greetings" is declared int; the initial value "three" is not an int`; err == nil || err.Error() != want {
 		t.Errorf("error = %v, want %q", err, want)

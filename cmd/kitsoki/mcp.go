@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/kitsoki/kitsoki/internal/agent/localllm"
 	"github.com/kitsoki/kitsoki/internal/mcpguard"
 	"github.com/kitsoki/kitsoki/internal/mcpserve"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
@@ -39,7 +40,9 @@ an unknown or deleted Mcp-Session-Id is answered 404.`,
 			logger := g.logger(cmd.ErrOrStderr())
 			o.Stdin, o.Stdout, o.Stderr, o.Logger = cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), logger
 			o.LoadStory = loadStoryIn
-			o.StartRun = startRun(g, cmd)
+			models := localllm.NewPool() // the runs it starts share one server per local model
+			defer models.Close()
+			o.StartRun = startRun(g, cmd, models)
 			return mcpserve.Serve(cmd.Context(), o)
 		},
 	}
@@ -57,8 +60,8 @@ an unknown or deleted Mcp-Session-Id is answered 404.`,
 
 // startRun runs a story to the end of the given intents, as `kitsoki run
 // --intents` would, and reports where it stopped. It backs the external
-// surface's run-starting tool.
-func startRun(g *globals, cmd *cobra.Command) mcpserve.RunStarter {
+// surface's run-starting tool. Its runs start local models in models.
+func startRun(g *globals, cmd *cobra.Command, models *localllm.Pool) mcpserve.RunStarter {
 	return func(ctx context.Context, req mcpserve.StartRunRequest) (_ *mcpserve.StartRunResult, err error) {
 		st, err := story.Load(req.Story, story.WithWorkspace(req.Workspace))
 		if err != nil {
@@ -73,7 +76,7 @@ func startRun(g *globals, cmd *cobra.Command) mcpserve.RunStarter {
 		id := newSessionID()
 		path := filepath.Join(".kitsoki", "runs", id+".jsonl")
 		logger := g.logger(redacting(cmd.ErrOrStderr(), st.Secrets))
-		rt, err := openRuntime(st, runtimeConfig{session: id, trace: path, world: req.World, title: req.Title, logger: logger})
+		rt, err := openRuntime(st, runtimeConfig{session: id, trace: path, world: req.World, title: req.Title, logger: logger, models: models})
 		if err != nil {
 			return nil, err
 		}

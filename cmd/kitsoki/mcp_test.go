@@ -20,7 +20,7 @@ func TestStartRunDrivesAStory(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Chdir(t.TempDir()) // the run's trace goes under ./.kitsoki/runs
-	start := startRun(&globals{logLevel: "error"}, &cobra.Command{})
+	start := startRun(&globals{logLevel: "error"}, &cobra.Command{}, nil)
 	res, err := start(context.Background(), mcpserve.StartRunRequest{Story: abs, Intents: []string{"greet name=Ada", "bye"}})
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +60,7 @@ func TestStartRunHonoursPins(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Chdir(t.TempDir()) // the run's trace goes under ./.kitsoki/runs
-	start := startRun(&globals{logLevel: "error"}, &cobra.Command{})
+	start := startRun(&globals{logLevel: "error"}, &cobra.Command{}, nil)
 	for _, tt := range []struct {
 		evidence string
 		pinned   bool
@@ -108,7 +108,7 @@ func TestStartRunRoutesFreeText(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Chdir(t.TempDir())
-	start := startRun(&globals{logLevel: "error"}, &cobra.Command{})
+	start := startRun(&globals{logLevel: "error"}, &cobra.Command{}, nil)
 	res, err := start(context.Background(), mcpserve.StartRunRequest{Story: abs, Intents: []string{"show me the forecast for Tokyo", "quit"}})
 	if err != nil {
 		t.Fatal(err)

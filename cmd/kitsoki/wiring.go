@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/kitsoki/kitsoki/internal/agent/localllm"
 	"github.com/kitsoki/kitsoki/internal/runtime"
 	"github.com/kitsoki/kitsoki/internal/story"
 )
@@ -19,6 +20,9 @@ type runtimeConfig struct {
 	title   string
 	timeout time.Duration
 	logger  *slog.Logger
+	// models is the local model pool the server's runs share (nil: the
+	// run's own).
+	models *localllm.Pool
 }
 
 // openRuntime opens a live run of a story with a new trace file, as the
@@ -27,11 +31,12 @@ type runtimeConfig struct {
 // cannot be is logged and the call takes its fallback route.
 func openRuntime(st *story.Story, c runtimeConfig) (*runtime.Runtime, error) {
 	return runtime.Open(st, runtime.Config{
-		Logger:  c.logger,
-		Trace:   runtime.Trace{Path: c.trace},
-		Agents:  runtime.Agents{Live: true},
-		Timeout: c.timeout,
-		Session: &runtime.Session{ID: c.session, World: c.world, Title: c.title},
+		Logger:      c.logger,
+		Trace:       runtime.Trace{Path: c.trace},
+		Agents:      runtime.Agents{Live: true},
+		Timeout:     c.timeout,
+		Session:     &runtime.Session{ID: c.session, World: c.world, Title: c.title},
+		LocalModels: c.models,
 	})
 }
 

@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/kitsoki/kitsoki/internal/agent/cassette"
+	"github.com/kitsoki/kitsoki/internal/agent/localllm"
 	"github.com/kitsoki/kitsoki/internal/cassette/replay"
 	"github.com/kitsoki/kitsoki/internal/cluster"
 	"github.com/kitsoki/kitsoki/internal/host"
@@ -198,7 +199,9 @@ func runWorker(cmd *cobra.Command, g *globals, o *workerOpts) error {
 		return err
 	}
 	defer c.Close()
-	wiring := &workerWiring{logger: logger, timeout: o.timeout, cassette: o.cassette}
+	models := localllm.NewPool() // concurrent calls share one server per local model
+	defer models.Close()
+	wiring := &workerWiring{logger: logger, timeout: o.timeout, cassette: o.cassette, models: models}
 	fatal := make(chan error, 1)
 	w, err := cluster.NewWorker(c.Temporal(), cluster.WorkerOptions{
 		TaskQueue:        c.TaskQueue(),
@@ -240,6 +243,7 @@ type workerWiring struct {
 	logger   *slog.Logger
 	timeout  time.Duration
 	cassette string
+	models   *localllm.Pool // the worker's local model servers, shared by its calls
 
 	mu        sync.Mutex
 	cassettes map[cassetteKey]*replay.Cassette
@@ -252,10 +256,11 @@ type cassetteKey struct{ session, hash string }
 
 func (w *workerWiring) config(st *story.Story, sessionID string) runtime.Config {
 	cfg := runtime.Config{
-		Logger:     w.logger,
-		Agents:     runtime.Agents{Live: true},
-		Timeout:    w.timeout,
-		PinWarning: w.pinWarning,
+		Logger:      w.logger,
+		Agents:      runtime.Agents{Live: true},
+		Timeout:     w.timeout,
+		PinWarning:  w.pinWarning,
+		LocalModels: w.models,
 	}
 	if w.cassette != "" {
 		c := w.sessionCassette(st, sessionID)

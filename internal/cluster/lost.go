@@ -114,7 +114,7 @@ func lostReason(err error) string {
 
 // LostCallError is the failure of a call lost with its worker and not
 // issued again: an external_side_effect invoke, or one whose attempts are
-// spent. It is bound like any call error (ok: false, last_error,
+// spent. It fails like any call error (nothing bound, last_error,
 // on_error); retry: does not retry it.
 type LostCallError struct {
 	Namespace  string

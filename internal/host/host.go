@@ -89,7 +89,8 @@ type LiveActions = agent.LiveRun
 
 // Result is a handler's answer. Data is what bind: reads. Err is a domain
 // error (an agent failure, a stub's scripted error): the run records it in
-// world.last_error and world.host_error, and binds still apply from Data.
+// world.last_error and world.host_error (Data in host_error.data); a failed
+// call binds nothing.
 type Result struct {
 	Data map[string]any
 	Err  error

@@ -4,6 +4,8 @@
 // The types read are int, int64, float64 and json.Number; anything else
 // (strings included) is not a number. Each function says whether it found
 // one, so a caller can tell a missing or mistyped value from a zero.
+// Increment is the one exception: the reading of an increment: effect,
+// which also takes integer text and counts anything else 0.
 package number
 
 import (

@@ -220,6 +220,8 @@ func (s *Session) dispatchOne(ctx context.Context, t *turnCtx, q *queued) (faile
 	}
 	if data != nil {
 		t.batchCost += agentCost(q.inv.Name, data)
+	}
+	if data != nil && callErr == nil { // a failed call binds nothing: on_error and the trace see its own error
 		if err := s.bind(t, q.inv, data); err != nil {
 			return false, err
 		}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kitsoki/kitsoki/internal/number"
 	"github.com/kitsoki/kitsoki/internal/story"
 	"github.com/kitsoki/kitsoki/internal/trace"
 )
@@ -203,7 +204,7 @@ func (s *Session) runAction(t *turnCtx, e *story.Effect, where string, i int) er
 		}
 	case e.Increment != nil:
 		for _, it := range e.Increment {
-			s.world[it.Key] = asInt64(s.world[it.Key]) + it.By
+			s.world[it.Key] = number.Increment(s.world[it.Key], it.By)
 			if err := s.emit(t, trace.WorldUpdate{Increment: map[string]int64{it.Key: it.By}}); err != nil {
 				return err
 			}
@@ -338,27 +339,4 @@ func (s *Session) convert(key string, v any) any {
 		}
 	}
 	return v
-}
-
-// asInt64 reads a world value as an integer; non-numeric values count 0.
-func asInt64(v any) int64 {
-	switch n := v.(type) {
-	case int:
-		return int64(n)
-	case int64:
-		return n
-	case int32:
-		return int64(n)
-	case float64:
-		return int64(n)
-	case float32:
-		return int64(n)
-	case uint64:
-		return int64(n)
-	case string:
-		if i, err := strconv.ParseInt(strings.TrimSpace(n), 10, 64); err == nil {
-			return i
-		}
-	}
-	return 0
 }

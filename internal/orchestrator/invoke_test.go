@@ -260,9 +260,11 @@ func TestAgentErrors(t *testing.T) {
 			if he["namespace"] != "host.agent.decide" || he["message"] != ae.Error() {
 				t.Errorf("host_error = %v", he)
 			}
-			// Binds still apply from the failure's data.
-			if w["ok"] != false || jsonOf(t, w["code"]) != "1" {
-				t.Errorf("ok/exit_code binds after failure: ok=%v code=%v", w["ok"], w["code"])
+			// A failed call binds nothing, not even ok/exit_code from its data.
+			for _, k := range []string{"verdict", "first", "meta", "ok", "code", "summary"} {
+				if v, set := w[k]; set && v != nil && jsonOf(t, v) != "{}" {
+					t.Errorf("world[%s] = %s after a failed call, want it unbound", k, jsonOf(t, v))
+				}
 			}
 			ret := r.events(trace.KindHarnessReturned)
 			if len(ret) != 1 || ret[0].Payload["error"] != ae.Error() {

@@ -259,7 +259,7 @@ func (s *Session) jobEnded(t *turnCtx, n jobs.Notice) error {
 			return err
 		}
 	}
-	if res.Data != nil { // the binds that read the result (job_id was bound at the start)
+	if res.Data != nil && callErr == nil { // the binds that read the result (job_id was bound at the start); a failed job binds nothing
 		rest := &story.Invoke{Name: inv.Name}
 		for _, b := range inv.Bind {
 			if b.Template != nil || b.Path != "job_id" {

@@ -105,7 +105,7 @@ func newEnv(t testing.TB, decls map[string]agent.Declaration, opts Options) *env
 	e := &env{logs: &logBuffer{}, live: map[string]bool{testRun: true}}
 	logger := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e.reg = agent.NewRegistry(logger)
-	transports.Register(e.reg)
+	transports.Register(e.reg, nil)
 	e.reg.Configure(decls)
 	opts.Registry, opts.Logger = e.reg, logger
 	if opts.RunLive == nil {

@@ -34,21 +34,24 @@ func liveBuiltin(st *story.Story, logger *slog.Logger, clk clock.Clock) *claudec
 
 // LiveRegistry returns a registry with every transport this build has,
 // st's declarations and the demo agent, as Agents.Live builds it, for a
-// caller that shares one registry between runtimes (Agents.Registry).
-func LiveRegistry(st *story.Story, logger *slog.Logger) *agent.Registry {
-	return newRegistry(st, logger, true)
+// caller that shares one registry between runtimes (Agents.Registry). Its
+// builtin.local_llm agents start their servers in models, which the
+// caller closes after the registry (nil: each managed agent its own).
+func LiveRegistry(st *story.Story, logger *slog.Logger, models *localllm.Pool) *agent.Registry {
+	return newRegistry(st, logger, true, models)
 }
 
 // newRegistry is the one place a run's agent registry is built: the
-// story's declarations, and with live every transport this build has and
-// the demo agent (when the story declares it).
-func newRegistry(st *story.Story, logger *slog.Logger, live bool) *agent.Registry {
+// story's declarations, and with live every transport this build has
+// (local models in the pool models) and the demo agent (when the story
+// declares it).
+func newRegistry(st *story.Story, logger *slog.Logger, live bool, models *localllm.Pool) *agent.Registry {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	reg := agent.NewRegistry(logger)
 	if live {
-		transports.Register(reg)
+		transports.Register(reg, models)
 	}
 	reg.Configure(st.Plugins)
 	if live {
@@ -58,10 +61,11 @@ func newRegistry(st *story.Story, logger *slog.Logger, live bool) *agent.Registr
 }
 
 // localRanker builds host.agent.search rankers from builtin.local_llm
-// declarations (an embedding model, or an endpoint serving /v1/embeddings).
-func localRanker(logger *slog.Logger) host.RankerFor {
+// declarations (an embedding model, or an endpoint serving /v1/embeddings),
+// their managed servers in the pool models.
+func localRanker(logger *slog.Logger, models *localllm.Pool) host.RankerFor {
 	return func(decl agent.Declaration) (host.Ranker, io.Closer, error) {
-		e, err := localllm.EmbedderFromDeclaration(decl, logger)
+		e, err := localllm.EmbedderFromDeclaration(decl, localllm.Config{Pool: models}, logger)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/agent/localllm"
 	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/hosts/artifacts"
@@ -100,6 +101,13 @@ type Config struct {
 	// print there (kitsoki run passes its masked stdout); nil prints
 	// nothing (flows, MCP-started runs, evals).
 	Out io.Writer
+	// LocalModels is the pool of llama-server sidecars the run's
+	// builtin.local_llm agents and embedders start their servers in, for a
+	// caller running several runtimes at once that should share one server
+	// per model (mcp serve, a Temporal worker); the caller closes it after
+	// them. Nil gives the run a pool of its own, shared with no other run
+	// and closed (its servers stopped and reaped) by Close.
+	LocalModels *localllm.Pool
 }
 
 // Trace selects a run's trace sink: a new JSONL file (Path), a sink the
@@ -250,6 +258,8 @@ type Runtime struct {
 	hostPlugins *hostplugin.Plugins // the story's host_plugins:, nil unless Agents.Live
 	jobs        *jobs.Scheduler     // the session's background jobs
 	inbox       *inbox.Inbox        // the session's notifications
+	models      *localllm.Pool      // the local model servers (Config.LocalModels or its own)
+	ownModels   bool                // models is the runtime's own: Close closes it
 }
 
 // Open wires a run of st as cfg says. On error everything built so far is
@@ -269,7 +279,7 @@ func Open(st *story.Story, cfg Config) (_ *Runtime, err error) {
 			return nil, fmt.Errorf("tool provider %q: unknown tool provider (known: %s)", p, toolserver.StoryFilesProvider)
 		}
 	}
-	rt := &Runtime{story: st}
+	rt := &Runtime{story: st, models: cfg.LocalModels}
 	// Pins first: a strict-pins refusal is a load error, before anything
 	// (a trace file) exists.
 	routeMap := cfg.Routes
@@ -283,6 +293,9 @@ func Open(st *story.Story, cfg Config) (_ *Runtime, err error) {
 			rt.Close()
 		}
 	}()
+	if rt.models == nil {
+		rt.models, rt.ownModels = localllm.NewPool(), true
+	}
 	if err := rt.openSink(cfg); err != nil {
 		return nil, err
 	}
@@ -460,7 +473,7 @@ func (rt *Runtime) buildRegistry(cfg Config) {
 	if cfg.Agents.Registry != nil {
 		rt.reg = cfg.Agents.Registry
 	} else {
-		rt.reg, rt.ownReg = newRegistry(rt.story, cfg.Logger, cfg.Agents.Live), true
+		rt.reg, rt.ownReg = newRegistry(rt.story, cfg.Logger, cfg.Agents.Live, rt.models), true
 	}
 }
 
@@ -481,7 +494,7 @@ func (rt *Runtime) newHost(cfg Config, builtin agent.Agent, routeMap map[*story.
 		if builtin == nil {
 			builtin = liveBuiltin(st, cfg.Logger, cfg.Clock)
 		}
-		opts = append(opts, host.WithRanker(localRanker(cfg.Logger)))
+		opts = append(opts, host.WithRanker(localRanker(cfg.Logger, rt.models)))
 	}
 	if builtin != nil {
 		opts = append(opts, host.WithBuiltin(builtin))
@@ -561,8 +574,8 @@ func (rt *Runtime) PinWarnings() []string { return rt.warnings }
 
 // Close stops the host (its in-flight calls and built-in agent), the
 // plugin-tool service, the agents (when the registry is the runtime's
-// own), then closes the trace file Open created. Only the first Close
-// does anything.
+// own), the local model servers (when the pool is the runtime's own), then
+// closes the trace file Open created. Only the first Close does anything.
 func (rt *Runtime) Close() error {
 	if rt.closed {
 		return nil
@@ -583,6 +596,9 @@ func (rt *Runtime) Close() error {
 	}
 	if rt.reg != nil && rt.ownReg {
 		errs = append(errs, rt.reg.Close())
+	}
+	if rt.ownModels { // after the agents and rankers released their servers: stops any left
+		errs = append(errs, rt.models.Close())
 	}
 	if rt.file != nil {
 		errs = append(errs, rt.file.Close())

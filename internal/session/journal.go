@@ -366,7 +366,7 @@ func (j *Journal) applyUpdate(ev *trace.Event) error {
 		}
 	case u.Increment != nil:
 		for k, by := range u.Increment {
-			j.World[k] = toInt(j.World[k]) + by
+			j.World[k] = number.Increment(j.World[k], by) // the live reading: "3" counts 3
 		}
 	case u.Skipped != "":
 	default:

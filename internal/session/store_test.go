@@ -182,3 +182,22 @@ func TestDeleteRefusesARunningSession(t *testing.T) {
 		t.Error("the deleted session is still there")
 	}
 }
+
+// An increment of a number stored as a string is replayed as the live run
+// applied it: "3" plus 1 is 4 (it was 1, counting the string as 0).
+func TestLoadIncrementsAStringStoredNumber(t *testing.T) {
+	text := `{"kind":"session.header","schema_version":1,"written_at":"2026-01-01T00:00:00Z","app_id":"loop","session_id":"s"}
+{"turn":0,"seq":0,"ts":"2026-01-01T00:00:00Z","kind":"kitsoki.snapshot","state_path":"idle","payload":{"state":"idle","turn":0,"world":{"n":"3","m":"x"}}}
+{"turn":1,"seq":0,"ts":"2026-01-01T00:00:01Z","kind":"turn.input","state_path":"idle","payload":{"input":"tick","intent":"tick"}}
+{"turn":1,"seq":1,"ts":"2026-01-01T00:00:01Z","kind":"world.update","state_path":"idle","payload":{"increment":{"n":1}}}
+{"turn":1,"seq":2,"ts":"2026-01-01T00:00:01Z","kind":"world.update","state_path":"idle","payload":{"increment":{"m":2}}}
+{"turn":1,"seq":3,"ts":"2026-01-01T00:00:01Z","kind":"turn.end","state_path":"idle","payload":{"outcome":"transitioned","to":"idle"}}
+`
+	j, err := Load(writeJournal(t, t.TempDir(), "s.jsonl", text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]any{"n": int64(4), "m": int64(2)}, j.World); diff != "" {
+		t.Errorf("world (-want +got):\n%s", diff)
+	}
+}

@@ -493,8 +493,8 @@ func (b *builder) worldUpdate(ev *trace.Event) {
 	for _, k := range ks {
 		before, known := b.world[k]
 		changes = append(changes, &WorldChange{Key: k, Op: "increment", Value: p.Increment[k], Before: before, Known: known})
-		if n, ok := number.Int(before); ok {
-			b.world[k] = n + p.Increment[k]
+		if known {
+			b.world[k] = number.Increment(before, p.Increment[k])
 		} else {
 			delete(b.world, k)
 		}

@@ -31,8 +31,8 @@ type AgentFunc func(ctx context.Context, req *AskRequest) (*AskResponse, error)
 // HandlerFunc is a host handler: it answers the invokes of the name it is
 // registered under (WithHandler). The map is what the invoke's bind: reads.
 // A returned error is the call's failure: the world's last_error gets its
-// text, the invoke's on_error (if any) handles it, and binds still apply
-// from the map when it is not nil.
+// text, the invoke's on_error (if any) handles it, and the invoke's bind:
+// is not applied (the map, when not nil, is world.host_error.data).
 type HandlerFunc func(ctx context.Context, call Call) (map[string]any, error)
 
 // Call is one invoke dispatched to a HandlerFunc.

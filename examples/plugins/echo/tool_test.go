@@ -69,7 +69,7 @@ func TestToolStoryServesTheEchoTool(t *testing.T) {
 	defer st.Close()
 
 	reg := agent.NewRegistry(nil)
-	transports.Register(reg)
+	transports.Register(reg, nil)
 	reg.Configure(st.Plugins)
 	defer reg.Close()
 	svc, err := plugintools.New(st.Plugins, plugintools.Options{Registry: reg, RunLive: func(id string) bool { return id == "run-1" }})

@@ -25,11 +25,14 @@ import (
 const DefaultParallel = 4
 
 // Config is what the builder needs beyond a declaration. The zero value is
-// production: the user cache, the spec's pins, the process-wide sidecar pool.
+// the user cache, the spec's pins and a sidecar pool of the agent's own;
+// runtime.Open passes its run's pool, so the agents of a run share one
+// server per model.
 type Config struct {
 	// Options configures fetching in managed mode.
 	Options
-	// Pool shares sidecars (nil → the process pool).
+	// Pool shares sidecars (nil → a pool of the agent's own, shared with
+	// nothing).
 	Pool *Pool
 	// HTTPClient sends chat requests (nil → a client with keep-alive and no
 	// timeout: the call's context bounds each request).
@@ -46,9 +49,10 @@ type Config struct {
 	LookupEnv func(string) (string, bool)
 }
 
-// Builder builds builtin.local_llm agents with the production Config. It
-// validates the declaration and nothing else: no fetch, spawn or connection
-// happens before the first Ask.
+// Builder builds builtin.local_llm agents with the zero Config: each
+// managed agent has a sidecar of its own (NewBuilder with a Pool shares
+// them). It validates the declaration and nothing else: no fetch, spawn or
+// connection happens before the first Ask.
 func Builder(decl agent.Declaration, env agent.BuildEnv) (agent.Agent, error) {
 	return NewBuilder(Config{})(decl, env)
 }
@@ -87,7 +91,7 @@ func New(decl agent.Declaration, cfg Config, logger *slog.Logger) (*Agent, error
 		cfg.LookupEnv = os.LookupEnv
 	}
 	if cfg.Pool == nil {
-		cfg.Pool = processPool
+		cfg.Pool = NewPool()
 	}
 	if cfg.Parallel <= 0 {
 		cfg.Parallel = DefaultParallel

@@ -115,9 +115,10 @@ func NewEmbedder(cfg EmbedderConfig, logger *slog.Logger) (*LocalEmbedder, error
 // EmbedderFromDeclaration builds an embedder from an agent_plugins entry
 // (plugin: builtin.local_llm) used for embeddings: model: picks the
 // embedding model, endpoint: attaches to a running server, port: and
-// server_bin: configure a managed one.
-func EmbedderFromDeclaration(decl agent.Declaration, logger *slog.Logger) (*LocalEmbedder, error) {
-	return NewEmbedder(EmbedderConfig{Model: decl.Model, Endpoint: decl.Endpoint, Port: decl.Port, ServerBin: decl.ServerBin}, logger)
+// server_bin: configure a managed one; cfg supplies the rest (the run's
+// Pool).
+func EmbedderFromDeclaration(decl agent.Declaration, cfg Config, logger *slog.Logger) (*LocalEmbedder, error) {
+	return NewEmbedder(EmbedderConfig{Model: decl.Model, Endpoint: decl.Endpoint, Port: decl.Port, ServerBin: decl.ServerBin, Config: cfg}, logger)
 }
 
 // prefixed applies the model's task prefix for role.

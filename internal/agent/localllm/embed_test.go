@@ -128,7 +128,7 @@ func TestEmbedderErrors(t *testing.T) {
 	if _, err := e2.Embed(context.Background(), []string{"a"}, RoleQuery); err == nil || err.Error() != `local_llm embed: asked for 1 embeddings, got 0 (raw: {"data":[]})` {
 		t.Errorf("err = %v", err)
 	}
-	if _, err := EmbedderFromDeclaration(agent.Declaration{Model: "bge-small-en-v1.5"}, nil); err == nil ||
+	if _, err := EmbedderFromDeclaration(agent.Declaration{Model: "bge-small-en-v1.5"}, Config{}, nil); err == nil ||
 		err.Error() != `local embedder: model "bge-small-en-v1.5" has no sha256 pin, so managed mode refuses to fetch it; run llama-server with it yourself and use endpoint: mode` {
 		t.Errorf("managed bge: %v", err)
 	}

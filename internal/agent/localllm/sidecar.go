@@ -2,6 +2,7 @@ package localllm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -43,13 +44,19 @@ func (c sidecarConfig) key() string {
 	return strings.Join([]string{c.opts.CacheDir, c.serverBin, c.model, strconv.Itoa(c.port), strconv.Itoa(c.parallel), strings.Join(c.extraArgs, " ")}, "\x00")
 }
 
-// Pool is the set of llama-server sidecars running for this process. A
-// sidecar is shared by every agent (across sessions) whose configuration
-// matches and lives while at least one of them is open: the last agent's
-// Close stops it. The zero value is not usable; use NewPool.
+// Pool is a set of llama-server sidecars. A sidecar is shared by every
+// agent and embedder of the pool whose configuration matches and lives
+// while at least one of them is open: the last one's Close stops it.
+//
+// There is no process-wide pool: runtime.Open gives each run a pool of
+// its own (closed with the run), and a caller running several runs at once
+// (mcp serve, a Temporal worker, an eval's candidates) passes them one it
+// owns, so they share one server per model as before. The zero value is
+// not usable; use NewPool.
 type Pool struct {
 	mu       sync.Mutex
 	sidecars map[string]*sidecar
+	closed   bool
 }
 
 // NewPool returns an empty pool.
@@ -82,16 +89,18 @@ func (h *sidecarHold) close(client *http.Client, pool *Pool) error {
 	return pool.release(s)
 }
 
-// processPool is the process's sidecar registry, created at start: the one
-// place sidecars are shared across sessions (each session has its own agent
-// registry and agents).
-var processPool = NewPool()
+// errPoolClosed is what asking a sidecar of a closed pool answers.
+var errPoolClosed = errors.New("its local model servers were stopped: the run that owned them has ended")
 
 // acquire returns the sidecar for cfg, creating it (not starting it), and
-// counts one more user.
+// counts one more user. A closed pool hands out a sidecar that never
+// starts (errPoolClosed).
 func (p *Pool) acquire(cfg sidecarConfig) *sidecar {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closed {
+		return &sidecar{cfg: cfg, sem: make(chan struct{}, 1), users: 1, closed: true}
+	}
 	k := cfg.key()
 	s, ok := p.sidecars[k]
 	if !ok {
@@ -107,7 +116,7 @@ func (p *Pool) release(s *sidecar) error {
 	p.mu.Lock()
 	s.users--
 	last := s.users <= 0
-	if last {
+	if last && p.sidecars[s.cfg.key()] == s {
 		delete(p.sidecars, s.cfg.key())
 	}
 	p.mu.Unlock()
@@ -117,13 +126,38 @@ func (p *Pool) release(s *sidecar) error {
 	return s.stop()
 }
 
+// Close ends the pool: every sidecar still running is stopped (SIGTERM,
+// the grace period, SIGKILL) and reaped, and none starts again; an agent
+// or embedder of the pool still open fails its next call saying so. It
+// is the end of the run (or runs) that owned the pool; later calls do
+// nothing.
+func (p *Pool) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	all := make([]*sidecar, 0, len(p.sidecars))
+	for _, s := range p.sidecars {
+		all = append(all, s)
+	}
+	clear(p.sidecars)
+	p.mu.Unlock()
+	for _, s := range all {
+		s.stop()
+	}
+	return nil
+}
+
 // sidecar is one llama-server process slot: started on demand, restarted
 // after it dies.
 type sidecar struct {
-	cfg   sidecarConfig
-	users int           // guarded by Pool.mu
-	sem   chan struct{} // held while starting or stopping
-	proc  *process      // guarded by sem; nil when not running
+	cfg    sidecarConfig
+	users  int           // guarded by Pool.mu
+	sem    chan struct{} // held while starting or stopping
+	proc   *process      // guarded by sem; nil when not running
+	closed bool          // guarded by sem; stopped for good (no users, or the pool closed)
 }
 
 // process is one running llama-server, run by internal/supervise: its own
@@ -175,6 +209,9 @@ func (s *sidecar) endpoint(ctx context.Context) (p *process, restarted string, e
 		return nil, "", err
 	}
 	defer s.unlock()
+	if s.closed {
+		return nil, "", &startError{err: errPoolClosed}
+	}
 	if s.proc != nil && !s.proc.exited() {
 		return s.proc, "", nil
 	}
@@ -289,10 +326,12 @@ func (s *sidecar) waitHealthy(ctx context.Context, p *process) error {
 }
 
 // stop terminates the running process, if any: SIGTERM to its group, the
-// grace period, then SIGKILL; it returns once the process is reaped.
+// grace period, then SIGKILL; it returns once the process is reaped. A
+// stopped sidecar never starts again.
 func (s *sidecar) stop() error {
 	s.sem <- struct{}{}
 	defer func() { <-s.sem }()
+	s.closed = true
 	if s.proc == nil {
 		return nil
 	}

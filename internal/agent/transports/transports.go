@@ -10,10 +10,12 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agent/subprocess"
 )
 
-// Register installs the builder of every available transport.
-func Register(r *agent.Registry) {
+// Register installs the builder of every available transport. models is
+// the pool the builtin.local_llm agents start their llama-server sidecars
+// in (the run's, runtime.Open); nil gives each managed agent its own.
+func Register(r *agent.Registry, models *localllm.Pool) {
 	r.RegisterTransport(agent.PluginClaudeCLI, claudecli.Build)
-	r.RegisterTransport(agent.PluginLocalLLM, localllm.Builder)
+	r.RegisterTransport(agent.PluginLocalLLM, localllm.NewBuilder(localllm.Config{Pool: models}))
 	r.RegisterTransport(agent.PluginSubprocess, subprocess.Build)
 	r.RegisterTransport(agent.PluginMCPHTTP, mcphttp.Build)
 }

@@ -12,7 +12,7 @@ import (
 // silently substituted by agent.claude.
 func TestOnlyLocalLLMFallsBack(t *testing.T) {
 	reg := agent.NewRegistry(nil)
-	Register(reg)
+	Register(reg, nil)
 	decls := map[string]agent.Declaration{
 		"agent.local":  {Plugin: agent.PluginLocalLLM, Endpoint: "http://127.0.0.1:1"},
 		"agent.sub":    {Plugin: agent.PluginSubprocess, Command: "/nonexistent/plugin"},

@@ -53,12 +53,12 @@ episodes:
 	}
 	out = r.do("open", map[string]any{"title": "Dup"})
 	w := r.sess.World()
-	if out.State != "failed" || w["pr"] != "https://pr/0" || w["last_error"] != "already exists" {
-		t.Errorf("domain error: state %q pr %v last_error %v (binds apply from data on a domain error)", out.State, w["pr"], w["last_error"])
+	if out.State != "failed" || w["pr"] != "https://pr/1" || w["last_error"] != "already exists" {
+		t.Errorf("domain error: state %q pr %v last_error %v (a failed call binds nothing, even with data)", out.State, w["pr"], w["last_error"])
 	}
 	out = r.do("open", map[string]any{"title": "Down"})
 	w = r.sess.World()
-	if out.State != "failed" || w["pr"] != "https://pr/0" || w["last_error"] != "github unreachable" {
+	if out.State != "failed" || w["pr"] != "https://pr/1" || w["last_error"] != "github unreachable" {
 		t.Errorf("infra error: state %q pr %v last_error %v", out.State, w["pr"], w["last_error"])
 	}
 	out = r.do("open", map[string]any{"title": "Other"})

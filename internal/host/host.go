@@ -160,6 +160,9 @@ type Host struct {
 	outcomes sync.Pool
 
 	ask askFunc // the chain every agent call goes through (ask_chain.go)
+
+	presentOnce sync.Once
+	present     map[string]any // schemaPresent's input
 }
 
 // Option configures a Host.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -199,9 +200,9 @@ func (s *Session) dispatchOne(ctx context.Context, t *turnCtx, q *queued) (faile
 		Namespace: q.inv.Name, Args: args, RerenderFellBack: fellBack, Background: false}); err != nil {
 		return false, err
 	}
-	world := make(map[string]any, len(s.world))
-	for k, v := range s.world {
-		world[k] = v
+	world := maps.Clone(s.world)
+	if world == nil {
+		world = map[string]any{}
 	}
 	res, derr := s.dispatchRetrying(ctx, t, q.inv, &host.Call{Namespace: q.inv.Name, Args: args, Invoke: q.inv,
 		SessionID: s.id, Turn: t.n, State: s.state, TurnState: t.start, World: world,
@@ -319,7 +320,9 @@ func (s *Session) postBind(t *turnCtx) error {
 // from a result's data.
 func LookupPath(data map[string]any, path string) (any, bool) {
 	var cur any = data
-	for _, part := range strings.Split(path, ".") {
+	for rest, more := path, true; more; {
+		var part string
+		part, rest, more = strings.Cut(rest, ".")
 		name, idx := part, ""
 		if i := strings.IndexByte(part, '['); i >= 0 {
 			name, idx = part[:i], part[i:]

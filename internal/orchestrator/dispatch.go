@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"strconv"
 	"strings"
 
@@ -200,9 +199,9 @@ func (s *Session) dispatchOne(ctx context.Context, t *turnCtx, q *queued) (faile
 		Namespace: q.inv.Name, Args: args, RerenderFellBack: fellBack, Background: false}); err != nil {
 		return false, err
 	}
-	world := maps.Clone(s.world)
-	if world == nil {
-		world = map[string]any{}
+	world := make(map[string]any, len(s.world))
+	for k, v := range s.world {
+		world[k] = v
 	}
 	res, derr := s.dispatchRetrying(ctx, t, q.inv, &host.Call{Namespace: q.inv.Name, Args: args, Invoke: q.inv,
 		SessionID: s.id, Turn: t.n, State: s.state, TurnState: t.start, World: world,

@@ -89,6 +89,8 @@ type Session struct {
 	inbox       *inbox.Inbox
 	runningJobs map[string]*running // started jobs whose completion is not delivered yet
 	jobsStarted int                 // background jobs this session started
+
+	ev plugin.Event // the envelope emit hands the sink
 }
 
 // Option configures a Session.
@@ -272,7 +274,8 @@ func (s *Session) Start(ctx context.Context) (*Outcome, error) {
 
 // emit appends one event of the current turn at the current state.
 func (s *Session) emit(t *turnCtx, p trace.Payload) error {
-	if err := s.sink.AppendPayload(&plugin.Event{Turn: t.n, StatePath: s.state}, p); err != nil {
+	s.ev = plugin.Event{Turn: t.n, StatePath: s.state} // reused: sinks copy what they keep (host.Sink)
+	if err := s.sink.AppendPayload(&s.ev, p); err != nil {
 		return &host.TraceError{Err: err}
 	}
 	return nil

@@ -24,7 +24,7 @@ import (
 // abandoned call's is left to its worker's late send.
 func (h *Host) askAgent(ctx context.Context, c *askCall) (answer, error) {
 	a, ac := c.agent, c.ac
-	if in, ok := a.(agent.Inline); ok && in.AnswersInline(ac) {
+	if inline(c) {
 		return h.askInline(ctx, c), nil
 	}
 	ch, _ := h.outcomes.Get().(chan askOutcome)
@@ -42,6 +42,12 @@ func (h *Host) askAgent(ctx context.Context, c *askCall) (answer, error) {
 	case <-ctx.Done():
 		return answer{raw: ctx.Err(), answered: ac}, nil
 	}
+}
+
+// inline reports whether c's agent answers it without blocking.
+func inline(c *askCall) bool {
+	in, ok := c.agent.(agent.Inline)
+	return ok && in.AnswersInline(c.ac)
 }
 
 // askInline asks an inline call on the caller's goroutine. A context that

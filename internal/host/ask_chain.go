@@ -20,7 +20,7 @@ import (
 //	validate  the submission against with.schema
 //	record    the sub-event contract, then the sub-events into the trace
 //	deadline  the hard deadline; a late answer or one it caused is deadline_exceeded
-//	askAgent  Ask on a worker goroutine, abandoned when the context ends
+//	askAgent  Ask inline (agent.Inline) or on a worker goroutine, abandoned when the context ends
 //
 // Each step does its part before and/or after calling next, the rest of
 // the chain; a step that has nothing to do passes the answer up unchanged.

@@ -141,3 +141,31 @@ func TestLazyOnSystem(t *testing.T) {
 		t.Errorf("%v allocations, want 1", n)
 	}
 }
+
+// A context derived from a Lazy starts its timer and ends with it, as a
+// context derived from WithTimeout's does (on a Fake the child reads
+// Canceled, its cause DeadlineExceeded, in both cases).
+func TestLazyDerived(t *testing.T) {
+	f := NewFake(t0)
+	l := LazyTimeout(context.Background(), f, time.Second)
+	defer l.Stop()
+	child, cancel := context.WithCancel(l)
+	defer cancel()
+	if len(f.timers) != 1 {
+		t.Fatalf("%d timers after deriving a context, want 1", len(f.timers))
+	}
+	w, stop := WithTimeout(context.Background(), f, time.Second)
+	defer stop()
+	wchild, wcancel := context.WithCancel(w)
+	defer wcancel()
+	f.Advance(time.Second)
+	<-child.Done()
+	<-wchild.Done()
+	if child.Err() != wchild.Err() || context.Cause(child) != context.Cause(wchild) {
+		t.Errorf("child Err %v (cause %v), want %v (cause %v) as under WithTimeout",
+			child.Err(), context.Cause(child), wchild.Err(), context.Cause(wchild))
+	}
+	if !errors.Is(context.Cause(child), context.DeadlineExceeded) {
+		t.Errorf("cause = %v", context.Cause(child))
+	}
+}

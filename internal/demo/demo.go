@@ -48,5 +48,12 @@ func (Greeter) Ask(ctx context.Context, call *agent.Call) (*agent.AskResponse, e
 	return &agent.AskResponse{Submission: sub, Meta: map[string]any{"model": "scripted-demo", "cost_usd": 0}}, nil
 }
 
+// AnswersInline is true: the greeting is composed from the call alone,
+// with nothing to wait for, so the host asks it on the caller's goroutine
+// (agent.Inline).
+func (Greeter) AnswersInline(*agent.Call) bool { return true }
+
+var _ agent.Inline = Greeter{}
+
 // Close does nothing.
 func (Greeter) Close() error { return nil }

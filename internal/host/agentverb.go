@@ -87,7 +87,7 @@ func (ah *agentHandler) prepare(call *Call) (*askCall, error) {
 		p.timeout = d
 	}
 
-	p.req = &agent.AskRequest{
+	p.reqv = agent.AskRequest{
 		SessionID: call.SessionID,
 		Turn:      int(call.Turn),
 		StatePath: call.State,
@@ -96,10 +96,12 @@ func (ah *agentHandler) prepare(call *Call) (*askCall, error) {
 		With:      call.Args,
 		World:     plugin.World{Vars: call.World},
 	}
+	p.req = &p.reqv
 	if p.schema != nil {
 		p.req.Schema = p.schema.Raw
 	}
-	p.ac = h.newCall(p)
+	h.fillCall(&p.acv, p)
+	p.ac = &p.acv
 	return p, nil
 }
 
@@ -139,11 +141,17 @@ func parseTimeout(v any) (time.Duration, error) {
 // built-in claude path): the request, persona, schema validator, the
 // provider and effort, the run, and the model resolved for that agent.
 func (h *Host) newCall(c *askCall) *agent.Call {
-	ac := &agent.Call{Request: c.req, Alias: c.alias, Persona: withContext(c.persona, h.story.App.Context)}
+	ac := &agent.Call{}
+	h.fillCall(ac, c)
+	return ac
+}
+
+// fillCall sets *ac to newCall's value (prepare keeps it in the askCall).
+func (h *Host) fillCall(ac *agent.Call, c *askCall) {
+	*ac = agent.Call{Request: c.req, Alias: c.alias, Persona: withContext(c.persona, h.story.App.Context)}
 	if c.schema != nil {
 		ac.SchemaPath = c.schema.Path
-		s := c.schema
-		ac.Validate = func(b []byte) error { _, err := s.ValidateJSON(b); return err }
+		ac.Validate = c.schema.Check()
 	}
 	if c.persona != nil {
 		// The persona's defaults: with.provider and a route win.
@@ -172,7 +180,6 @@ func (h *Host) newCall(c *askCall) *agent.Call {
 	if h.run != nil {
 		ac.Run = h.run(c.call)
 	}
-	return ac
 }
 
 // withContext is p with the story's app.context: put before its system

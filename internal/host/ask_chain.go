@@ -7,6 +7,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agent"
 	"github.com/kitsoki/kitsoki/internal/schema"
 	"github.com/kitsoki/kitsoki/internal/trace"
+	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
 // An agent call goes through the host as a chain of steps around the
@@ -19,7 +20,7 @@ import (
 //	validate  the submission against with.schema
 //	record    the sub-event contract, then the sub-events into the trace
 //	deadline  the hard deadline; a late answer or one it caused is deadline_exceeded
-//	askAgent  Ask on a worker goroutine, abandoned when the context ends
+//	askAgent  Ask inline (agent.Inline) or on a worker goroutine, abandoned when the context ends
 //
 // Each step does its part before and/or after calling next, the rest of
 // the chain; a step that has nothing to do passes the answer up unchanged.
@@ -44,6 +45,14 @@ type askCall struct {
 
 	start time.Time     // when the call began (callID)
 	ep    agent.Episode // the recorded episode answering (episode)
+
+	// Storage for what prepare builds and the trace step writes, so one
+	// allocation holds the call: req points at reqv, ac at acv (a
+	// fallback's copy gets an agent.Call of its own), and ev is the
+	// envelope of each trace line the call writes (sinks copy it).
+	reqv agent.AskRequest
+	acv  agent.Call
+	ev   plugin.Event
 }
 
 // answer is what comes back up the chain.

@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -52,7 +53,7 @@ func stepHost(sink *recSink) (*Host, *clock.Fake) {
 	clk := clock.NewFake(t0)
 	h := &Host{
 		story: &story.Story{App: story.App{ID: "app"}, Providers: map[string]agent.Provider{"cheap": {Name: "cheap", Model: "provider-model"}}},
-		sink:  sink, clock: clk, mask: secret.New(), calls: newRunner(),
+		sink:  sink, clock: clk, mask: secret.New(), calls: newRunner(), logger: slog.New(slog.DiscardHandler),
 		registry: agent.NewRegistry(nil), timeout: DefaultTimeout,
 	}
 	return h, clk

@@ -20,9 +20,20 @@ import (
 //   - no response and no error is plugin_crash.
 //
 // A failed call keeps no response.
+//
+// An inline call (agent.Inline) gets a clock.Lazy: the same deadline, read
+// the same way, with no timer started unless the agent waits on Done.
 func (h *Host) stepDeadline(ctx context.Context, c *askCall, next askFunc) (answer, error) {
-	cctx, cancel := clock.WithTimeout(ctx, h.clock, c.timeout)
-	defer cancel()
+	var cctx context.Context
+	if inline(c) {
+		l := clock.LazyTimeout(ctx, h.clock, c.timeout)
+		defer l.Stop()
+		cctx = l
+	} else {
+		tctx, cancel := clock.WithTimeout(ctx, h.clock, c.timeout)
+		defer cancel()
+		cctx = tctx
+	}
 	a, err := next(cctx, c)
 	if err != nil {
 		return a, err

@@ -13,8 +13,8 @@ import (
 // persona and model of the agent that answered. A trace that cannot be
 // written is a TraceError: the call's answer is dropped and the run stops.
 func (h *Host) stepTrace(ctx context.Context, c *askCall, next askFunc) (answer, error) {
-	if err := c.call.SinkOr(h.sink).AppendPayload(&plugin.Event{Turn: c.call.Turn, StatePath: c.call.State, CallID: c.req.CallID,
-		EpisodeID: c.ep.ID, MatchIdx: c.ep.MatchIdx}, startPayload(c)); err != nil {
+	c.ev = plugin.Event{Turn: c.call.Turn, StatePath: c.call.State, CallID: c.req.CallID, EpisodeID: c.ep.ID, MatchIdx: c.ep.MatchIdx}
+	if err := c.call.SinkOr(h.sink).AppendPayload(&c.ev, h.startPayload(c)); err != nil {
 		return answer{}, &TraceError{err}
 	}
 	a, err := next(ctx, c)
@@ -43,7 +43,8 @@ func (h *Host) stepTrace(ctx context.Context, c *askCall, next askFunc) (answer,
 		p.Agent, p.Model = describe(answered)
 		closing = p
 	}
-	if err := c.call.SinkOr(h.sink).AppendPayload(&plugin.Event{Turn: c.call.Turn, StatePath: c.call.State, CallID: c.req.CallID}, closing); err != nil {
+	c.ev = plugin.Event{Turn: c.call.Turn, StatePath: c.call.State, CallID: c.req.CallID}
+	if err := c.call.SinkOr(h.sink).AppendPayload(&c.ev, closing); err != nil {
 		return answer{}, &TraceError{err}
 	}
 	return a, nil
@@ -53,7 +54,7 @@ func (h *Host) stepTrace(ctx context.Context, c *askCall, next askFunc) (answer,
 // model, the route's profile, effort and pin, and the verb's input
 // ({schema_path} on the built-in path, {schema_present: true} on a
 // plugin's, when the call has a schema).
-func startPayload(c *askCall) trace.AgentCallStart {
+func (h *Host) startPayload(c *askCall) trace.AgentCallStart {
 	p := trace.AgentCallStart{Verb: c.verb, Prompt: c.req.Prompt, Purpose: c.call.Purpose}
 	p.Agent, p.Model = describe(c.ac)
 	c.route.describeStart(&p)
@@ -64,10 +65,18 @@ func startPayload(c *askCall) trace.AgentCallStart {
 		if c.alias == "" {
 			p.Input = map[string]any{"schema_path": c.schema.Path}
 		} else {
-			p.Input = map[string]any{"schema_present": true}
+			p.Input = h.schemaPresent()
 		}
 	}
 	return p
+}
+
+// schemaPresent is the input of a plugin's agent.call.start when the call
+// has a schema, {schema_present: true}: one map per host, built at its
+// first use, shared by every line (nothing writes to a payload).
+func (h *Host) schemaPresent() map[string]any {
+	h.presentOnce.Do(func() { h.present = map[string]any{"schema_present": true} })
+	return h.present
 }
 
 // describe returns the persona and the model of a call, as an agent event

@@ -112,7 +112,9 @@ type HandlerFunc func(ctx context.Context, call *Call) (*Result, error)
 func (f HandlerFunc) Invoke(ctx context.Context, call *Call) (*Result, error) { return f(ctx, call) }
 
 // Sink is the part of the trace the host writes to. The trace package's
-// Writer and MemSink implement it.
+// Writer and MemSink implement it. A sink may set the seq and ts of the
+// event it is handed, and copies whatever it keeps of it: the caller
+// reuses the Event once Append or AppendPayload has returned.
 type Sink interface {
 	// Append writes an event with an open payload (a plugin's sub-event).
 	Append(ev *plugin.Event) error
@@ -161,6 +163,9 @@ type Host struct {
 	outcomes sync.Pool
 
 	ask askFunc // the chain every agent call goes through (ask_chain.go)
+
+	presentOnce sync.Once
+	present     map[string]any // schemaPresent's input
 }
 
 // Option configures a Host.

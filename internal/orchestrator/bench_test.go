@@ -64,8 +64,16 @@ states:
 
 // benchDecide loads the benchmark story with agent.fast answering
 // benchSubmission in process, and returns its session (tracing to sink),
-// started in state s, with a turn and the state's decide queued.
+// started in state s, with a turn and the state's decide queued. The agent
+// answers from memory and never blocks, so it is registered as such
+// (agent.InlineFunc) and asked on the session's goroutine, as the cassette
+// replayer's calls are.
 func benchDecide(b testing.TB, sink trace.Sink) (*Session, *story.Story, *turnCtx, *queued) {
+	return benchDecideWith(b, sink, func(f agent.AgentFunc) agent.Agent { return agent.InlineFunc(f) })
+}
+
+// benchDecideWith is benchDecide with the agent function wrapped by wrap.
+func benchDecideWith(b testing.TB, sink trace.Sink, wrap func(agent.AgentFunc) agent.Agent) (*Session, *story.Story, *turnCtx, *queued) {
 	app := writeStory(b, files{
 		"app.yaml":             benchStory,
 		"prompts/audit.md":     "Audit this claim: {{ args.claim }} for {{ args.amount }}.\nAnswer with a verdict.",
@@ -78,7 +86,7 @@ func benchDecide(b testing.TB, sink trace.Sink) (*Session, *story.Story, *turnCt
 	reg := agent.NewRegistry(nil)
 	reg.Configure(st.Plugins)
 	sub := json.RawMessage(benchSubmission)
-	reg.Register("agent.fast", agent.AgentFunc(func(context.Context, *agent.Call) (*agent.AskResponse, error) {
+	reg.Register("agent.fast", wrap(func(context.Context, *agent.Call) (*agent.AskResponse, error) {
 		return &agent.AskResponse{Submission: sub}, nil
 	}))
 	s, err := New(st, host.New(st, reg, sink), sink, WithSessionID("bench"))
@@ -90,15 +98,29 @@ func benchDecide(b testing.TB, sink trace.Sink) (*Session, *story.Story, *turnCt
 }
 
 // BenchmarkDecideInProcess drives one full host.agent.decide: re-render the
-// with: map, render the prompt file, dispatch to an in-process agent,
-// validate against a 10-field schema, bind, and trace every step to a file.
+// with: map, render the prompt file, dispatch to an in-process agent that
+// answers inline, validate against a 10-field schema, bind, and trace
+// every step to a file.
 func BenchmarkDecideInProcess(b *testing.B) {
+	benchmarkDecide(b, benchDecide)
+}
+
+// BenchmarkDecideInProcessWorker is BenchmarkDecideInProcess with the
+// agent registered as a plain agent.AgentFunc, which may block, so each
+// call is handed to a worker goroutine the deadline can abandon.
+func BenchmarkDecideInProcessWorker(b *testing.B) {
+	benchmarkDecide(b, func(b testing.TB, sink trace.Sink) (*Session, *story.Story, *turnCtx, *queued) {
+		return benchDecideWith(b, sink, func(f agent.AgentFunc) agent.Agent { return f })
+	})
+}
+
+func benchmarkDecide(b *testing.B, setup func(testing.TB, trace.Sink) (*Session, *story.Story, *turnCtx, *queued)) {
 	w, err := trace.Create(filepath.Join(b.TempDir(), "bench.jsonl"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer w.Close()
-	s, _, t, q := benchDecide(b, w)
+	s, _, t, q := setup(b, w)
 	ctx := context.Background()
 	times := make([]time.Duration, 0, b.N)
 	b.ReportAllocs()

@@ -321,7 +321,9 @@ func (s *Session) postBind(t *turnCtx) error {
 // from a result's data.
 func LookupPath(data map[string]any, path string) (any, bool) {
 	var cur any = data
-	for _, part := range strings.Split(path, ".") {
+	for rest, more := path, true; more; {
+		var part string
+		part, rest, more = strings.Cut(rest, ".")
 		name, idx := part, ""
 		if i := strings.IndexByte(part, '['); i >= 0 {
 			name, idx = part[:i], part[i:]

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -88,6 +89,8 @@ type Session struct {
 	inbox       *inbox.Inbox
 	runningJobs map[string]*running // started jobs whose completion is not delivered yet
 	jobsStarted int                 // background jobs this session started
+
+	ev plugin.Event // the envelope emit hands the sink
 }
 
 // Option configures a Session.
@@ -271,20 +274,50 @@ func (s *Session) Start(ctx context.Context) (*Outcome, error) {
 
 // emit appends one event of the current turn at the current state.
 func (s *Session) emit(t *turnCtx, p trace.Payload) error {
-	if err := s.sink.AppendPayload(&plugin.Event{Turn: t.n, StatePath: s.state}, p); err != nil {
+	s.ev = plugin.Event{Turn: t.n, StatePath: s.state} // reused: sinks copy what they keep (host.Sink)
+	if err := s.sink.AppendPayload(&s.ev, p); err != nil {
 		return &host.TraceError{Err: err}
 	}
 	return nil
 }
 
 // env builds the expression scope for the current turn.
+// The event and run maps are built once per turn and kept while the
+// turn's intent, its slots map and the session id stay the same
+// (turnScope); expressions only read them.
 func (s *Session) env(t *turnCtx) expr.Env {
+	sc := &t.scope
+	if sc.run == nil || sc.id != s.id || sc.n != t.n {
+		sc.run, sc.id, sc.n = map[string]any{"id": s.id, "turn": t.n}, s.id, t.n
+	}
+	if sc.event == nil || sc.intent != t.intent || !sameMap(sc.slots, t.slots) {
+		sc.event, sc.intent, sc.slots = map[string]any{"intent": t.intent, "slots": t.slots}, t.intent, t.slots
+	}
 	return expr.Env{
 		"world": s.world,
 		"slots": t.slots,
-		"event": map[string]any{"intent": t.intent, "slots": t.slots},
-		"run":   map[string]any{"id": s.id, "turn": t.n},
+		"event": sc.event,
+		"run":   sc.run,
 	}
+}
+
+// turnScope keeps the event and run maps of a turn's expression scope
+// with what they were built from.
+type turnScope struct {
+	run    map[string]any
+	id     string
+	n      int64
+	event  map[string]any
+	intent string
+	slots  map[string]any
+}
+
+// sameMap reports whether a and b are the same map (or both nil).
+func sameMap(a, b map[string]any) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 // stateEnv is the text-template scope (view, say): it adds the state.

@@ -37,6 +37,9 @@ type turnCtx struct {
 	// armView is the view: of the last arm taken this turn (nil when it
 	// had none): shown instead of the state's view at turn end.
 	armView *story.Arm
+	// scope holds the parts of the expression scope built once per turn
+	// (Session.env).
+	scope turnScope
 	// batchCost is the agent spend of the dispatch batch running.
 	batchCost float64
 	events    []regionEvent // emit: events waiting for the sibling regions

@@ -39,7 +39,7 @@ func CompileDocument(name string, raw []byte) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return &Schema{Path: name, Raw: json.RawMessage(raw), Doc: doc, sch: sch}, nil
+	return withCheck(&Schema{Path: name, Raw: json.RawMessage(raw), Doc: doc, sch: sch}), nil
 }
 
 // selfContained refuses to load anything: a document's own references never

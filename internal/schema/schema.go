@@ -101,6 +101,24 @@ type Schema struct {
 	Doc  any             // the parsed document
 	sch  *jsonschema.Schema
 	fast *fastSchema // nil: the schema uses a keyword the fast path lacks
+	// check is ValidateJSON without the value (Check), built once.
+	check func(b []byte) error
+}
+
+// withCheck gives s its Check function.
+func withCheck(s *Schema) *Schema {
+	s.check = func(b []byte) error { _, err := s.ValidateJSON(b); return err }
+	return s
+}
+
+// Check returns ValidateJSON without the value, the form agent.Call's
+// Validate takes: the same function every time, built with the schema,
+// so handing it to each call costs nothing.
+func (s *Schema) Check() func(b []byte) error {
+	if s.check == nil {
+		return func(b []byte) error { _, err := s.ValidateJSON(b); return err }
+	}
+	return s.check
 }
 
 // Compile compiles the schema file at path, relative to the compiler's root
@@ -135,7 +153,7 @@ func (c *Compiler) Compile(path string) (*Schema, error) {
 		}
 		return nil, fmt.Errorf("schema %q: %w", path, err)
 	}
-	s = &Schema{Path: path, Raw: json.RawMessage(raw), Doc: doc, sch: sch, fast: fastCompile(sch)}
+	s = withCheck(&Schema{Path: path, Raw: json.RawMessage(raw), Doc: doc, sch: sch, fast: fastCompile(sch)})
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if prev, ok := c.cache[rel]; ok {

@@ -172,3 +172,26 @@ func TestDecodeNumberTypes(t *testing.T) {
 		}
 	}
 }
+
+// TestCheck: Check is ValidateJSON without the value, the same function
+// on every call, and handing it out allocates nothing.
+func TestCheck(t *testing.T) {
+	s, err := CompileDocument("v.json", []byte(`{"type": "object", "required": ["a"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []string{`{"a": 1}`, `{}`, `[`} {
+		_, want := s.ValidateJSON([]byte(in))
+		got := s.Check()([]byte(in))
+		if (got == nil) != (want == nil) || (got != nil && got.Error() != want.Error()) {
+			t.Errorf("Check(%s) = %v, want %v", in, got, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = s.Check() }); n != 0 {
+		t.Errorf("Check allocates %v times, want 0", n)
+	}
+	var zero Schema // not built by a compiler: still usable
+	if zero.Check() == nil {
+		t.Error("the zero Schema has no Check")
+	}
+}

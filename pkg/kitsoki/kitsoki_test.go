@@ -206,6 +206,38 @@ func TestInProcessAgentAndHandler(t *testing.T) {
 	}
 }
 
+// An agent given with WithInlineAgent answers as one given with WithAgent:
+// the same outcomes and the same trace, for an answer and for a failure.
+func TestInlineAgent(t *testing.T) {
+	answers := []func(context.Context, *kitsoki.AskRequest) (*kitsoki.AskResponse, error){
+		func(context.Context, *kitsoki.AskRequest) (*kitsoki.AskResponse, error) {
+			return plugin.Submit(map[string]any{"priority": "high"})
+		},
+		func(context.Context, *kitsoki.AskRequest) (*kitsoki.AskResponse, error) {
+			return nil, &kitsoki.AgentError{Kind: kitsoki.KindTransportError, Detail: "queue is down"}
+		},
+	}
+	for i, fn := range answers {
+		run := func(opt func(string, kitsoki.AgentFunc) kitsoki.Option) ([]*kitsoki.Outcome, []byte) {
+			s, start := open(t, deskApp, opt("agent.triage", fn))
+			outs := []*kitsoki.Outcome{start, do(t, s, "report text=x")}
+			tr, err := s.Trace()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return outs, tr
+		}
+		wantOuts, wantTrace := run(kitsoki.WithAgent)
+		outs, tr := run(kitsoki.WithInlineAgent)
+		if d := cmp.Diff(wantOuts, outs, cmp.Comparer(func(a, b error) bool { return a.Error() == b.Error() })); d != "" {
+			t.Errorf("answer %d: outcomes (-WithAgent +WithInlineAgent):\n%s", i, d)
+		}
+		if d := cmp.Diff(string(wantTrace), string(tr)); d != "" {
+			t.Errorf("answer %d: trace (-WithAgent +WithInlineAgent):\n%s", i, d)
+		}
+	}
+}
+
 // An agent's failure reaches on_error with its kind; the outcome carries
 // it as an *AgentError with the text world.last_error holds.
 func TestAgentFailures(t *testing.T) {
@@ -360,6 +392,12 @@ func TestOpenErrors(t *testing.T) {
 		{"undeclared agent", deskApp, []kitsoki.Option{kitsoki.WithAgent("agent.nope", nop)},
 			`kitsoki.WithAgent("agent.nope"): "agent.nope" is not declared under agent_plugins: in ` + abs + ` (declared: agent.claude, agent.triage); declare it, e.g. agent.nope: {plugin: builtin.inprocess}`},
 		{"nil agent", deskApp, []kitsoki.Option{kitsoki.WithAgent("agent.triage", nil)},
+			`kitsoki.WithAgent("agent.triage"): the agent func is nil`},
+		{"undeclared inline agent", deskApp, []kitsoki.Option{kitsoki.WithInlineAgent("agent.nope", nop)},
+			`kitsoki.WithInlineAgent("agent.nope"): "agent.nope" is not declared under agent_plugins: in ` + abs + ` (declared: agent.claude, agent.triage); declare it, e.g. agent.nope: {plugin: builtin.inprocess}`},
+		{"nil inline agent", deskApp, []kitsoki.Option{kitsoki.WithInlineAgent("agent.triage", nil)},
+			`kitsoki.WithInlineAgent("agent.triage"): the agent func is nil`},
+		{"the last option for an alias names it", deskApp, []kitsoki.Option{kitsoki.WithInlineAgent("agent.triage", nop), kitsoki.WithAgent("agent.triage", nil)},
 			`kitsoki.WithAgent("agent.triage"): the agent func is nil`},
 		{"handler nothing invokes", deskApp, []kitsoki.Option{kitsoki.WithHandler("host.tickets.close", nopHandler)},
 			`kitsoki.WithHandler("host.tickets.close"): no invoke of ` + abs + ` names "host.tickets.close" (invoked: host.agent.decide, host.tickets.create)`},

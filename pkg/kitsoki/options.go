@@ -13,6 +13,7 @@ type Option func(*config)
 type config struct {
 	agents         map[string]AgentFunc
 	agentOrder     []string
+	inline         map[string]bool // aliases given with WithInlineAgent
 	handlers       map[string]HandlerFunc
 	handlerOrder   []string
 	cassette       string
@@ -39,15 +40,40 @@ type config struct {
 // also answers the invokes that name no agent:. It wins over WithCassette
 // for that alias. Registering an alias twice keeps the last fn.
 func WithAgent(alias string, fn AgentFunc) Option {
-	return func(c *config) {
-		if c.agents == nil {
-			c.agents = map[string]AgentFunc{}
-		}
-		if _, dup := c.agents[alias]; !dup {
-			c.agentOrder = append(c.agentOrder, alias)
-		}
-		c.agents[alias] = fn
+	return func(c *config) { c.agent(alias, fn, false) }
+}
+
+// WithInlineAgent is WithAgent for a fn that answers without blocking: it
+// never waits on I/O, a channel, a lock held for long, a process or time,
+// only computes its answer (a scripted or table-driven agent, a test
+// double). Its calls then run on the session's own goroutine instead of
+// one the call's deadline could abandon, which saves a goroutine hand-off
+// per call. The call's context still carries the deadline, and an answer
+// given once it has passed is discarded (deadline_exceeded), as for
+// WithAgent; but a fn that does block holds the session until it returns,
+// so use WithAgent for anything that may wait. The last of WithAgent and
+// WithInlineAgent given for an alias wins.
+func WithInlineAgent(alias string, fn AgentFunc) Option {
+	return func(c *config) { c.agent(alias, fn, true) }
+}
+
+func (c *config) agent(alias string, fn AgentFunc, inline bool) {
+	if c.agents == nil {
+		c.agents, c.inline = map[string]AgentFunc{}, map[string]bool{}
 	}
+	if _, dup := c.agents[alias]; !dup {
+		c.agentOrder = append(c.agentOrder, alias)
+	}
+	c.agents[alias] = fn
+	c.inline[alias] = inline
+}
+
+// agentOption is the name of the option that gave alias, for messages.
+func (c *config) agentOption(alias string) string {
+	if c.inline[alias] {
+		return "kitsoki.WithInlineAgent"
+	}
+	return "kitsoki.WithAgent"
 }
 
 // WithHandler answers the invokes named name (e.g. "host.tickets.create")

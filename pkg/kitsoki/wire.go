@@ -94,7 +94,7 @@ func wire(st *story.Story, cfg *config) (_ *run, err error) {
 		}
 	}
 	for _, alias := range cfg.agentOrder {
-		a := agentAdapter(cfg.agents[alias])
+		a := agentAdapter(cfg.agents[alias], cfg.inline[alias])
 		rc.Agents.Override[alias] = a
 		if alias == agent.DefaultAlias {
 			rc.Agents.Builtin = a
@@ -128,11 +128,11 @@ func checkOptions(st *story.Story, cfg *config) error {
 	}
 	for _, alias := range cfg.agentOrder {
 		if _, ok := st.Plugins[alias]; !ok {
-			return fmt.Errorf("kitsoki.WithAgent(%q): %q is not declared under agent_plugins: in %s (declared: %s); declare it, e.g. %s: {plugin: builtin.inprocess}",
-				alias, alias, st.File, strings.Join(slices.Sorted(maps.Keys(st.Plugins)), ", "), alias)
+			return fmt.Errorf("%s(%q): %q is not declared under agent_plugins: in %s (declared: %s); declare it, e.g. %s: {plugin: builtin.inprocess}",
+				cfg.agentOption(alias), alias, alias, st.File, strings.Join(slices.Sorted(maps.Keys(st.Plugins)), ", "), alias)
 		}
 		if cfg.agents[alias] == nil {
-			return fmt.Errorf("kitsoki.WithAgent(%q): the agent func is nil", alias)
+			return fmt.Errorf("%s(%q): the agent func is nil", cfg.agentOption(alias), alias)
 		}
 	}
 	if cfg.router != "" {
@@ -181,18 +181,19 @@ func (r *run) close() error {
 }
 
 // unimplemented answers a builtin.inprocess alias no WithAgent (and no
-// cassette) supplies.
+// cassette) supplies. It fails at once, so it answers inline.
 func unimplemented(alias string) agent.Agent {
-	return agent.AgentFunc(func(context.Context, *agent.Call) (*agent.AskResponse, error) {
+	return agent.InlineFunc(func(context.Context, *agent.Call) (*agent.AskResponse, error) {
 		return nil, agent.Errorf(agent.KindTransportError,
 			"builtin.inprocess agent %q has no implementation: register one with kitsoki.WithAgent(%q, fn)", alias, alias)
 	})
 }
 
 // agentAdapter turns a public AgentFunc into an agent: an *AgentError
-// keeps its kind, any other error is left to the host (plugin_crash).
-func agentAdapter(fn AgentFunc) agent.Agent {
-	return agent.AgentFunc(func(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
+// keeps its kind, any other error is left to the host (plugin_crash). An
+// inline one (WithInlineAgent) is asked on the caller's goroutine.
+func agentAdapter(fn AgentFunc, inline bool) agent.Agent {
+	f := agent.AgentFunc(func(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
 		// The func sees the wire request only, as a plugin behind a wire
 		// does, and its own copy of the arguments and the world
 		// snapshot: writing to them cannot reach the session.
@@ -207,6 +208,10 @@ func agentAdapter(fn AgentFunc) agent.Agent {
 		}
 		return resp, err
 	})
+	if inline {
+		return agent.InlineFunc(f)
+	}
+	return f
 }
 
 // handlerAdapter turns a public HandlerFunc into a host handler: the

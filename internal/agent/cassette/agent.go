@@ -30,7 +30,10 @@ type cassetteAgent struct {
 	live  agent.Agent
 }
 
-var _ agent.EpisodeSelector = (*cassetteAgent)(nil)
+var (
+	_ agent.EpisodeSelector = (*cassetteAgent)(nil)
+	_ agent.Inline          = (*cassetteAgent)(nil)
+)
 
 // key builds the match key of a request: handler = the alias, args = the
 // request's with plus its verb.
@@ -57,6 +60,24 @@ func (a *cassetteAgent) SelectEpisode(_ context.Context, call *agent.Call) (agen
 	a.c.pending[req] = p
 	a.c.mu.Unlock()
 	return agent.Episode{ID: p.Episode.ID, MatchIdx: p.Index, AppID: a.c.AppID}, true
+}
+
+// AnswersInline reports whether the call replays an episode reserved for
+// it (SelectEpisode) that has no delay, on a cassette that records
+// nothing: its Ask is then a lookup and a copy of the recorded answer,
+// with nothing to wait for, so the host may ask it on the caller's
+// goroutine. A call still to be matched, one whose episode has a delay to
+// wait out, and every call of a new_episodes cassette with a live agent
+// (whose misses are asked live and appended to the file under the
+// cassette's lock) run on a worker.
+func (a *cassetteAgent) AnswersInline(call *agent.Call) bool {
+	if a.c.mode == ModeNewEpisodes && a.live != nil {
+		return false
+	}
+	a.c.mu.Lock()
+	p, ok := a.c.pending[call.Request]
+	a.c.mu.Unlock()
+	return ok && p.Episode.Delay <= 0
 }
 
 // Ask answers from the reserved episode, or matches now when the host did

@@ -180,3 +180,60 @@ episodes:
 		t.Fatal(ae)
 	}
 }
+
+// TestCassetteAgentAnswersInline: a call is asked inline only when an
+// episode without a delay has been reserved for it (SelectEpisode) on a
+// cassette that records nothing; the answer it then gives is the one the
+// episode holds.
+func TestCassetteAgentAnswersInline(t *testing.T) {
+	const eps = `episodes:
+  - {id: quick, match: {call: quick}, agent: {response: '{"n": 1}'}}
+  - {id: slow, match: {call: slow}, delay: 2s, agent: {response: '{}'}}
+`
+	live := agent.AgentFunc(func(context.Context, *agent.Call) (*agent.AskResponse, error) {
+		return &agent.AskResponse{Submission: []byte(`{}`)}, nil
+	})
+	tests := []struct {
+		name    string
+		mode    string // record_mode
+		live    bool   // the agent has a live agent for misses
+		call    string
+		reserve bool // SelectEpisode ran first
+		want    bool
+	}{
+		{name: "reserved, no delay", call: "quick", reserve: true, want: true},
+		{name: "not reserved", call: "quick"},
+		{name: "reserved with a delay", call: "slow", reserve: true},
+		{name: "a miss", call: "other", reserve: true},
+		{name: "new_episodes without a live agent", mode: "new_episodes", call: "quick", reserve: true, want: true},
+		{name: "new_episodes with a live agent", mode: "new_episodes", live: true, call: "quick", reserve: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			yml := "kind: host_cassette\n"
+			if tt.mode != "" {
+				yml += "record_mode: " + tt.mode + "\n"
+			}
+			c := mustCassette(t, yml+eps, WithClock(clock.NewFake(epoch)))
+			var l agent.Agent
+			if tt.live {
+				l = live
+			}
+			a := c.Agent("agent.x", l)
+			call := agent.NewCall(&agent.AskRequest{Verb: "ask", With: map[string]any{"call": tt.call}})
+			if tt.reserve {
+				a.(agent.EpisodeSelector).SelectEpisode(context.Background(), call)
+			}
+			if got := a.(agent.Inline).AnswersInline(call); got != tt.want {
+				t.Errorf("AnswersInline = %v, want %v", got, tt.want)
+			}
+			if !tt.want {
+				return
+			}
+			resp, err := a.Ask(context.Background(), call)
+			if err != nil || string(resp.Submission) != `{"n": 1}` {
+				t.Errorf("Ask = %v, %v; want the episode's answer", resp, err)
+			}
+		})
+	}
+}

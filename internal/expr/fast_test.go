@@ -415,3 +415,32 @@ func FuzzFastTextMatchesPongo2(f *testing.F) {
 		compareText(t, tpl, env)
 	})
 }
+
+// FuzzFastValueMatchesVM evaluates any value template that compiles with
+// and without the plain paths and compares value and error.
+func FuzzFastValueMatchesVM(f *testing.F) {
+	for _, src := range valueSources {
+		f.Add(src, `{"a":{"b":[1,"x",null]},"n":2}`)
+	}
+	f.Fuzz(func(t *testing.T, src, world string) {
+		v, err := CompileValue(src)
+		if err != nil {
+			return
+		}
+		env := fastEnv()
+		var w any
+		dec := json.NewDecoder(strings.NewReader(world))
+		dec.UseNumber()
+		if dec.Decode(&w) == nil {
+			env["slots"] = w
+		}
+		got, gerr := v.Eval(env)
+		want, werr := evalVM(v, env)
+		if errDesc(gerr) != errDesc(werr) {
+			t.Fatalf("%q: error %q, the VM's %q", src, errDesc(gerr), errDesc(werr))
+		}
+		if g, w := fmt.Sprintf("%#v", got), fmt.Sprintf("%#v", want); g != w {
+			t.Fatalf("%q: %s, the VM's %s", src, g, w)
+		}
+	})
+}

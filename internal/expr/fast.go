@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/vm/runtime"
 	"github.com/flosch/pongo2/v6"
 )
 
@@ -24,22 +25,94 @@ import (
 
 // step is one step of a variable path: a map key or a list index.
 type step struct {
-	key   string
-	index int
-	isIdx bool
+	key      string
+	index    int
+	isIdx    bool
+	optional bool // expr-lang's ?.: a nil before the step ends the chain
 }
 
 // ---- value templates and guards (expr-lang) ----
 
-// exprPath is an expression that is only a root and member steps
-// (world.a.b, world["k"], world.list[0]) without ?. or ??.
-type exprPath struct {
-	root  string
-	steps []step
+// exprFast is the plain form of an expression: a path, a literal, or
+// a ?? b. get returns what expr-lang's VM returns, or false where the VM
+// must run (it then reports its own error).
+type exprFast interface {
+	get(env map[string]any) (any, bool)
 }
 
-// plainExprPath recognises a plain path in a checked expression tree.
-func plainExprPath(n ast.Node) *exprPath {
+// exprPath is a root and member steps (world.a.b, world["k"],
+// world.list[0]). In a ?. chain (chain), a step marked optional stops the
+// chain at a nil; the chain's result is then nil, untyped unless it feeds
+// a ?? (which tests it as it is).
+type exprPath struct {
+	root      string
+	steps     []step
+	chain     bool
+	normalize bool // a chain not under ??: a nil-like result becomes nil
+}
+
+// exprLit is a literal.
+type exprLit struct{ v any }
+
+func (l exprLit) get(map[string]any) (any, bool) { return l.v, true }
+
+// exprCoalesce is a ?? b: b when a is nil-like (expr-lang's IsNil).
+type exprCoalesce struct{ left, right exprFast }
+
+func (c *exprCoalesce) get(env map[string]any) (any, bool) {
+	v, ok := c.left.get(env)
+	if !ok {
+		return nil, false
+	}
+	if !isNil(v) {
+		return v, true
+	}
+	return c.right.get(env)
+}
+
+// plainExpr returns the plain form of a checked expression tree, or nil.
+func plainExpr(n ast.Node, underCoalesce bool) exprFast {
+	switch x := n.(type) {
+	case *ast.IdentifierNode, *ast.MemberNode:
+		if p := memberPath(n, false); p != nil {
+			return p
+		}
+	case *ast.ChainNode:
+		if p := memberPath(x.Node, true); p != nil {
+			p.chain, p.normalize = true, !underCoalesce
+			return p
+		}
+	case *ast.BinaryNode:
+		if x.Operator != "??" {
+			return nil
+		}
+		l, r := plainExpr(x.Left, true), plainExpr(x.Right, true)
+		if l == nil || r == nil {
+			return nil
+		}
+		return &exprCoalesce{left: l, right: r}
+	case *ast.StringNode:
+		return exprLit{x.Value}
+	case *ast.BoolNode:
+		return exprLit{x.Value}
+	case *ast.NilNode:
+		return exprLit{nil}
+	case *ast.IntegerNode:
+		// the compiler converts an integer literal to its checked type
+		if t := x.Type(); t != nil && t.Kind() == reflect.Int {
+			return exprLit{x.Value}
+		}
+	case *ast.FloatNode:
+		if t := x.Type(); t != nil && t.Kind() == reflect.Float64 {
+			return exprLit{x.Value}
+		}
+	}
+	return nil
+}
+
+// memberPath reads a root and member steps; optional steps only inside a
+// chain.
+func memberPath(n ast.Node, inChain bool) *exprPath {
 	var steps []step
 	for {
 		switch x := n.(type) {
@@ -53,20 +126,22 @@ func plainExprPath(n ast.Node) *exprPath {
 			}
 			return &exprPath{root: x.Value, steps: steps}
 		case *ast.MemberNode:
-			if x.Optional || x.Method {
+			if x.Method || x.Optional && !inChain {
 				return nil
 			}
+			st := step{optional: x.Optional}
 			switch p := x.Property.(type) {
 			case *ast.StringNode:
-				steps = append(steps, step{key: p.Value})
+				st.key = p.Value
 			case *ast.IntegerNode:
 				if p.Value < 0 {
 					return nil
 				}
-				steps = append(steps, step{index: p.Value, isIdx: true})
+				st.index, st.isIdx = p.Value, true
 			default:
 				return nil
 			}
+			steps = append(steps, st)
 			n = x.Node
 		default:
 			return nil
@@ -74,15 +149,16 @@ func plainExprPath(n ast.Node) *exprPath {
 	}
 }
 
-// get returns what expr-lang's VM returns for the path, and false where it
-// would fail (a step from nil, from something that is not a
-// map[string]any or []any, an index out of range): the VM then runs and
-// reports the error itself. A missing key is nil, as expr-lang's fetch
-// from a map gives.
+// get follows the path as the VM does: a missing key is nil (expr-lang's
+// fetch from a map); a step from nil outside ?., from anything but a
+// map[string]any or []any, or an index out of range leaves it to the VM.
 func (p *exprPath) get(env map[string]any) (any, bool) {
 	v := env[p.root]
 	for i := range p.steps {
 		s := &p.steps[i]
+		if s.optional && isNil(v) {
+			break
+		}
 		switch c := v.(type) {
 		case map[string]any:
 			if s.isIdx {
@@ -98,7 +174,26 @@ func (p *exprPath) get(env map[string]any) (any, bool) {
 			return nil, false
 		}
 	}
+	if p.normalize && isNil(v) {
+		return nil, true
+	}
 	return v, true
+}
+
+// isNil is expr-lang's runtime.IsNil (what ?? and ?. test), without
+// reflection for the common kinds.
+func isNil(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		return x == nil
+	case []any:
+		return x == nil
+	case string, bool, int, int64, float64, json.Number:
+		return false
+	}
+	return runtime.IsNil(v)
 }
 
 // ---- text templates (pongo2) ----
@@ -115,14 +210,27 @@ type fastText struct {
 // an if block.
 type fnode struct {
 	lit   string
-	path  *textPath
+	out   *textExpr
 	conds []fcond
 }
 
-// fcond is one branch of an if block; else has a nil path.
+// fcond is one branch of an if block; else has a nil cond.
 type fcond struct {
-	path *textPath
+	cond *textExpr
 	body []fnode
+}
+
+// textExpr is a path with the ?? alternatives after it, as pongo2 reads
+// them once they are rewritten: path|default:alt|default:alt…
+type textExpr struct {
+	path *textPath
+	alts []textOperand
+}
+
+// textOperand is default's argument: a path or a literal.
+type textOperand struct {
+	path *textPath
+	lit  any
 }
 
 // textPath is a variable path as pongo2 resolves it.
@@ -202,11 +310,11 @@ func (p *textParser) list() ([]fnode, string, bool) {
 		p.pos = end
 		from = end
 		if kind == '{' {
-			tp := parseTextPath(body)
-			if tp == nil {
+			te := parseTextExpr(body)
+			if te == nil {
 				return nil, "", false
 			}
-			nodes = append(nodes, fnode{path: tp})
+			nodes = append(nodes, fnode{out: te})
 			continue
 		}
 		word, rest := body, ""
@@ -233,9 +341,9 @@ func (p *textParser) list() ([]fnode, string, bool) {
 func (p *textParser) ifBlock(cond string) (fnode, bool) {
 	var n fnode
 	for word := "if"; ; {
-		var tp *textPath
+		var te *textExpr
 		if word != "else" {
-			if tp = parseTextPath(cond); tp == nil {
+			if te = parseTextExpr(cond); te == nil {
 				return n, false
 			}
 		} else if cond != "" {
@@ -245,7 +353,7 @@ func (p *textParser) ifBlock(cond string) (fnode, bool) {
 		if !ok {
 			return n, false
 		}
-		n.conds = append(n.conds, fcond{path: tp, body: body})
+		n.conds = append(n.conds, fcond{cond: te, body: body})
 		switch {
 		case stop == "endif" && p.cond == "":
 			return n, true
@@ -254,6 +362,87 @@ func (p *textParser) ifBlock(cond string) (fnode, bool) {
 		}
 		word, cond = stop, p.cond
 	}
+}
+
+// parseTextExpr parses a path followed by any number of "?? alternative"s
+// (CompileText rewrites each to |default:), an alternative being a path,
+// a quoted string without backslashes or a whole number. Paths with a
+// subscript take no alternatives (CompileText does not use the filter
+// form for them). nil for anything else.
+func parseTextExpr(s string) *textExpr {
+	var ops []string
+	last := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '"', '\'':
+			j := strings.IndexByte(s[i+1:], s[i])
+			if j < 0 {
+				return nil
+			}
+			i += j + 1
+		case '?':
+			if i+1 >= len(s) || s[i+1] != '?' {
+				return nil
+			}
+			ops = append(ops, strings.Trim(s[last:i], " \t\r"))
+			last = i + 2
+			i++
+		}
+	}
+	ops = append(ops, strings.Trim(s[last:], " \t\r"))
+	te := &textExpr{path: parseTextPath(ops[0])}
+	if te.path == nil {
+		return nil
+	}
+	for _, op := range ops[1:] {
+		if strings.ContainsAny(op, "[]") || strings.ContainsAny(ops[0], "[]") {
+			return nil
+		}
+		switch {
+		case op == "":
+			return nil
+		case op[0] == '"' || op[0] == '\'':
+			if len(op) < 2 || op[len(op)-1] != op[0] || strings.ContainsAny(op[1:len(op)-1], "\"'\\\n") {
+				return nil
+			}
+			te.alts = append(te.alts, textOperand{lit: op[1 : len(op)-1]})
+		case digitsLen(op) == len(op):
+			i, err := strconv.Atoi(op)
+			if err != nil {
+				return nil
+			}
+			te.alts = append(te.alts, textOperand{lit: i})
+		default:
+			tp := parseTextPath(op)
+			if tp == nil {
+				return nil
+			}
+			te.alts = append(te.alts, textOperand{path: tp})
+		}
+	}
+	return te
+}
+
+// value is what pongo2 makes of the expression: default replaces a value
+// that is not true by its argument, which is always evaluated.
+func (te *textExpr) value(env Env) (any, bool) {
+	v, ok := te.path.resolve(env)
+	if !ok {
+		return nil, false
+	}
+	for i := range te.alts {
+		a := &te.alts[i]
+		alt := a.lit
+		if a.path != nil {
+			if alt, ok = a.path.resolve(env); !ok {
+				return nil, false
+			}
+		}
+		if !pongo2True(v) {
+			v = alt
+		}
+	}
+	return v, true
 }
 
 // parseTextPath parses a pongo2 variable path: a name, then .name and .N
@@ -402,16 +591,16 @@ func renderFast(b *strings.Builder, nodes []fnode, env Env) bool {
 	for i := range nodes {
 		n := &nodes[i]
 		switch {
-		case n.path != nil:
-			v, ok := n.path.resolve(env)
+		case n.out != nil:
+			v, ok := n.out.value(env)
 			if !ok {
 				return false
 			}
 			writeText(b, v)
 		case n.conds != nil:
 			for _, c := range n.conds {
-				if c.path != nil {
-					v, ok := c.path.resolve(env)
+				if c.cond != nil {
+					v, ok := c.cond.value(env)
 					if !ok {
 						return false
 					}

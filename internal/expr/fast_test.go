@@ -37,7 +37,8 @@ func fastValues() map[string]any {
 		"point": fastPoint{X: 3}, "ptr": &fastPoint{X: 4}, "nilptr": nilPtr,
 		"fn":     func() string { return "called" },
 		"pvalue": pongo2.AsValue("wrapped"),
-		"Env":    Env{"a": "b"},
+		"nilmap": map[string]any(nil), "nillist": []any(nil),
+		"Env": Env{"a": "b"},
 	}
 }
 
@@ -106,7 +107,17 @@ var fastTemplates = []struct {
 	// no plain form
 	{"{{ true }} {{ 5 }}", false},
 	{"{{ args.s|upper }}", false},
-	{"{{ args.s ?? 'x' }}", false},
+	{"{{ args.s ?? 'x' }}", true},
+	{`{{ args.missing ?? "none" }}|{{ args.zero ?? 5 }}|{{ args.empty??args.s }}|{{ args.nil ?? args.nil ?? "" }}`, true},
+	{`{{ args.zero ?? args.missing ?? 'a ?? b' }} {{ args.emptymap ?? args.nolist ?? args.fzero }}`, true},
+	{`{{ args.numzero ?? "n" }} {{ args.s ?? args.s.x }} {{ args.nil ?? args.fn }} {{ args.map ?? 'm' }}`, true},
+	{`{% if args.missing ?? args.t %}y{% else %}n{% endif %}{% if args.nil ?? "" %}a{% elif args.zero ?? 0 %}b{% endif %}`, true},
+	{`{{ args.s ?? "%}" }} {{ args.nil ?? "}}" }}`, true},
+	{`{{ args.list[0] ?? "x" }}`, false},
+	{`{{ args.s ?? args.list[0] }}`, false},
+	{`{{ args.s ?? 1.5 }}`, false},
+	{`{{ args.s ?? true }}`, false},
+	{`{{ args.s ?? "a\"b" }}`, false},
 	{"{{ args.one + 1 }}", false},
 	{"{{ args.t ? 'y' : 'n' }}", false},
 	{"{{- args.s }}", false},
@@ -210,6 +221,8 @@ func TestFastTextAnswers(t *testing.T) {
 		{"{{ args.fbig }} {{ args.fsmall }} {{ args.i64 }} {{ args.int8 }} {{ args.uint }}", true, "1e+21 1e-07 1099511627776 -8 7"},
 		{"{% if args.num %}n{% endif %}{% if args.numzero %}z{% endif %}{% if args.zero %}0{% else %}-{% endif %}", true, "nz-"},
 		{"{{ args.point }} {{ args.bytes }}", true, "{3} [104 105]"},
+		{`{{ args.missing ?? "none" }} {{ args.zero ?? 5 }} {{ args.numzero ?? "n" }} {{ args.nil ?? args.s }}`, true, "none 5 0 taxi 40"},
+		{`{{ args.s ?? args.s.x }}`, false, ""},
 		{"{{ args.s.x }}", false, ""},
 		{"{{ args.s.0 }}", false, "116"},
 		{"{{ args.fn }}", false, "called"},
@@ -273,6 +286,11 @@ var valueSources = []string{
 	"{{ world.missing.x }}", "{{ world.nil.x }}", "{{ world.s.x }}", "{{ world.s[0] }}", "{{ world.map[0] }}",
 	"{{ world.point.X }}", "{{ world.ptr.X }}", "{{ world.strmap.a }}", "{{ world.strs[1] }}", "{{ world.anymap.k }}",
 	"{{ world.num.String }}", "{{ world.Env.a }}", "{{ world.list[-1] }}", "{{ world?.s }}", "{{ world.s ?? 'x' }}",
+	"{{ world.missing.a.b ?? 'x' }}", "{{ world.nil ?? world.zero ?? 1 }}", "{{ world.s.x ?? 'x' }}", "{{ world.list[9] ?? 'x' }}",
+	"{{ world.missing?.x }}", "{{ world.nested?.a.b }}", "{{ world.nested.a?.zz.c }}", "{{ world.nilptr?.X }}", "{{ world.nilptr ?? 'p' }}",
+	"{{ world.nilmap?.x }}", "{{ world.nilmap ?? 'm' }}", "{{ world.nilmap }}", "{{ world.nilmap?.x ?? world.nillist }}", "{{ world.nillist?.x }}",
+	"{{ world.emptymap ?? 'e' }}", "{{ world.empty ?? 'e' }}", "{{ world.false ?? 'f' }}", "{{ world.s ?? 2.5 }}", "{{ world.nil ?? true }}",
+	"{{ world.fn ?? 1 }}", "{{ world.missing ?? nil }}", "{{ world.missing ?? world.missing?.x }}", "{{ world.list?.[0] }}",
 	"claim {{ world.s }} for {{ world.one }} ({{ world.f }})", "{{ world.list[2] }}{{ world.nested.a.l }}",
 	"{{ range world.list }}[{{ . }}]{{ end }}", "{{ range world.nested.a.l }}{{ .x }}{{ end }}",
 }
@@ -294,8 +312,8 @@ func TestFastValueMatchesTheVM(t *testing.T) {
 			if diff := cmp.Diff(fmt.Sprintf("%#v", want), fmt.Sprintf("%#v", got)); diff != "" {
 				t.Fatalf("%q: value (-vm +fast):\n%s", src, diff)
 			}
-			if v.single != nil && v.single.path != nil {
-				if _, ok := v.single.path.get(env); ok {
+			if v.single != nil && v.single.fast != nil {
+				if _, ok := v.single.fast.get(env); ok {
 					answered++
 				}
 			}
@@ -338,38 +356,54 @@ func collectUnits(units *[]*unit, nodes []vnode) {
 // withoutPaths takes the plain paths off units and returns the function
 // that puts them back.
 func withoutPaths(units ...*unit) func() {
-	saved := make([]*exprPath, len(units))
+	saved := make([]exprFast, len(units))
 	for i, u := range units {
-		saved[i], u.path = u.path, nil
+		saved[i], u.fast = u.fast, nil
 	}
 	return func() {
 		for i, u := range units {
-			u.path = saved[i]
+			u.fast = saved[i]
 		}
 	}
 }
 
 func TestFastPathsRecognised(t *testing.T) {
+	world := func(steps ...step) *exprPath { return &exprPath{root: "world", steps: steps} }
 	tests := []struct {
 		src  string
-		want *exprPath
+		want exprFast
 	}{
-		{"world.s", &exprPath{root: "world", steps: []step{{key: "s"}}}},
-		{`world["a b"].l[2]`, &exprPath{root: "world", steps: []step{{key: "a b"}, {key: "l"}, {index: 2, isIdx: true}}}},
+		{"world.s", world(step{key: "s"})},
+		{`world["a b"].l[2]`, world(step{key: "a b"}, step{key: "l"}, step{index: 2, isIdx: true})},
 		{"args", &exprPath{root: "args"}},
-		{"world?.s", nil},
-		{"world.s ?? 1", nil},
+		{"world?.s", &exprPath{root: "world", steps: []step{{key: "s", optional: true}}, chain: true, normalize: true}},
+		{"world.a?.b", &exprPath{root: "world", steps: []step{{key: "a"}, {key: "b", optional: true}}, chain: true, normalize: true}},
+		{"world.s ?? 1", &exprCoalesce{
+			left:  &exprPath{root: "world", steps: []step{{key: "s", optional: true}}, chain: true},
+			right: exprLit{1}}},
+		{"world ?? 'x' ?? nil", &exprCoalesce{left: &exprCoalesce{left: &exprPath{root: "world"}, right: exprLit{"x"}}, right: exprLit{nil}}},
+		{"world.f ?? 1.5", &exprCoalesce{
+			left:  &exprPath{root: "world", steps: []step{{key: "f", optional: true}}, chain: true},
+			right: exprLit{1.5}}},
+		{"world.s ?? world.t", &exprCoalesce{
+			left:  &exprPath{root: "world", steps: []step{{key: "s", optional: true}}, chain: true},
+			right: world(step{key: "t"})}},
 		{"world.l[-1]", nil},
 		{"world.l[world.i]", nil},
 		{"len(world.s)", nil},
 		{"world.s == 'a'", nil},
+		{"world.s ?? len(world.t)", nil},
+		{"world.s ?? -1", &exprCoalesce{ // the optimizer folds -1
+			left:  &exprPath{root: "world", steps: []step{{key: "s", optional: true}}, chain: true},
+			right: exprLit{-1}}},
+		{"world.s ?? [1]", nil},
 	}
 	for _, tc := range tests {
 		u, err := compileExpr(tc.src, 0, len(tc.src), false, false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(tc.want, u.path, cmp.AllowUnexported(exprPath{}, step{})); diff != "" {
+		if diff := cmp.Diff(tc.want, u.fast, cmp.AllowUnexported(exprPath{}, step{}, exprCoalesce{}, exprLit{})); diff != "" {
 			t.Errorf("%q (-want +got):\n%s", tc.src, diff)
 		}
 	}

@@ -168,7 +168,7 @@ type unit struct {
 
 	menuCalls []*ast.CallNode // menu helper calls, set by validate for passMenu
 
-	path *exprPath // the expression is a plain path: run looks it up directly (fast.go)
+	fast exprFast // the expression's plain form: run tries it first (fast.go)
 }
 
 // WorldRead is a world key an expression reads by name (world.key,
@@ -254,7 +254,7 @@ func compileExprWith(tpl string, start, end int, inRange, asBool bool, extra str
 		return nil, u.fromLibError(err)
 	}
 	u.prog = prog
-	u.path = plainExprPath(tree.Node)
+	u.fast = plainExpr(tree.Node, false)
 	return u, nil
 }
 
@@ -524,8 +524,8 @@ var vmPool = sync.Pool{New: func() any { return new(vm.VM) }}
 // run evaluates the unit against env. env must be a plain map so expr-lang's
 // fast variable lookup applies; a nil map is fine (every root is nil).
 func (u *unit) run(env map[string]any) (any, error) {
-	if u.path != nil {
-		if v, ok := u.path.get(env); ok {
+	if u.fast != nil {
+		if v, ok := u.fast.get(env); ok {
 			return v, nil
 		}
 	}

@@ -199,8 +199,8 @@ func isNil(v any) bool {
 // ---- text templates (pongo2) ----
 
 // fastText is a text template in its plain form: literal text, {{ path }}
-// outputs and {% if path %} … {% elif path %} … {% else %} … {% endif %}
-// blocks.
+// outputs, {% if path %} … {% elif path %} … {% else %} … {% endif %}
+// and {% block name %} … {% endblock %}.
 type fastText struct {
 	nodes []fnode
 	size  int // bytes of literal text, to size the output
@@ -245,9 +245,11 @@ var pongo2Keywords = map[string]bool{
 }
 
 // pongo2Private are the names a text template's variables are first looked
-// up in: what pongo2 and the scope tag put in the private context.
+// up in: what pongo2, the scope tag and (from the first block on) the
+// block tag put in the private context.
 var pongo2Private = map[string]bool{
 	"pongo2": true, showFunc: true, "available": true, "blocked": true, "blocked_reason": true, "intent_status": true,
+	"block": true,
 }
 
 // plainText returns the plain form of src, or nil when src uses anything
@@ -329,7 +331,16 @@ func (p *textParser) list() ([]fnode, string, bool) {
 			}
 			nodes = append(nodes, n)
 			from = p.pos
-		case "elif", "else", "endif":
+		case "block":
+			// Without extends a block renders its body where it stands
+			// (a branch without a condition). Its name was checked.
+			body, stop, ok := p.list()
+			if !ok || stop != "endblock" {
+				return nil, "", false
+			}
+			nodes = append(nodes, fnode{conds: []fcond{{body: body}}})
+			from = p.pos
+		case "elif", "else", "endif", "endblock":
 			p.cond = rest
 			return nodes, word, true
 		default:
@@ -357,7 +368,7 @@ func (p *textParser) ifBlock(cond string) (fnode, bool) {
 		switch {
 		case stop == "endif" && p.cond == "":
 			return n, true
-		case stop == "" || stop == "endif" || word == "else":
+		case stop != "elif" && stop != "else" || word == "else":
 			return n, false
 		}
 		word, cond = stop, p.cond

@@ -104,6 +104,8 @@ var fastTemplates = []struct {
 	{"{{ args.s }}}", true},
 	{"line one\r\nline {{ args.uni }} two\n", true},
 	{"{% if world.t %}\n  {{ world.s }}\n{% endif %}\n", true},
+	{"{% block intro %}Hi {{ args.s }}{% endblock %}\n{% block rest %}{% if args.t %}{% block inner %}[{{ args.one }}]{% endblock inner %}{% endif %}{% endblock rest %}", true},
+	{"{% block a %}x{% endblock %}[{{ block.Super }}]", false},
 	// no plain form
 	{"{{ true }} {{ 5 }}", false},
 	{"{{ args.s|upper }}", false},

@@ -21,7 +21,7 @@ import (
 // up (a value of a kind it does not walk, anything that would be an
 // error), and the engine renders as before. So a result, an error message
 // or a position can never differ: every error comes from the engine.
-// docs/performance.md describes when each applies.
+// docs/expressions.md (Performance) says when each applies.
 
 // step is one step of a variable path: a map key or a list index.
 type step struct {
@@ -41,13 +41,12 @@ type exprFast interface {
 }
 
 // exprPath is a root and member steps (world.a.b, world["k"],
-// world.list[0]). In a ?. chain (chain), a step marked optional stops the
-// chain at a nil; the chain's result is then nil, untyped unless it feeds
-// a ?? (which tests it as it is).
+// world.list[0]). In a ?. chain, a step marked optional stops the chain at
+// a nil; the chain's result is then nil, untyped unless it feeds a ??
+// (which tests it as it is).
 type exprPath struct {
 	root      string
 	steps     []step
-	chain     bool
 	normalize bool // a chain not under ??: a nil-like result becomes nil
 }
 
@@ -79,7 +78,7 @@ func plainExpr(n ast.Node, underCoalesce bool) exprFast {
 		}
 	case *ast.ChainNode:
 		if p := memberPath(x.Node, true); p != nil {
-			p.chain, p.normalize = true, !underCoalesce
+			p.normalize = !underCoalesce
 			return p
 		}
 	case *ast.BinaryNode:
@@ -253,7 +252,8 @@ var pongo2Private = map[string]bool{
 }
 
 // plainText returns the plain form of src, or nil when src uses anything
-// else (filters, operators, ??, other tags, comments, whitespace control).
+// else (filters, operators, ternaries, other tags, comments, whitespace
+// control).
 // src has already compiled, so its tags are well formed.
 func plainText(src string) *fastText {
 	if strings.HasSuffix(src, "{") {
@@ -275,8 +275,9 @@ type textParser struct {
 	cond string // the condition of the elif, else or endif list stopped at
 }
 
-// list parses nodes up to the next elif, else or endif tag (returned as
-// stop, with p.pos past it and p.cond its condition) or the end ("").
+// list parses nodes up to the next elif, else, endif or endblock tag
+// (returned as stop, with p.pos past it and p.cond what follows the word)
+// or the end ("").
 func (p *textParser) list() ([]fnode, string, bool) {
 	var nodes []fnode
 	src := p.src

@@ -378,17 +378,17 @@ func TestFastPathsRecognised(t *testing.T) {
 		{"world.s", world(step{key: "s"})},
 		{`world["a b"].l[2]`, world(step{key: "a b"}, step{key: "l"}, step{index: 2, isIdx: true})},
 		{"args", &exprPath{root: "args"}},
-		{"world?.s", &exprPath{root: "world", steps: []step{{key: "s", optional: true}}, chain: true, normalize: true}},
-		{"world.a?.b", &exprPath{root: "world", steps: []step{{key: "a"}, {key: "b", optional: true}}, chain: true, normalize: true}},
+		{"world?.s", &exprPath{root: "world", steps: []step{{key: "s", optional: true}}, normalize: true}},
+		{"world.a?.b", &exprPath{root: "world", steps: []step{{key: "a"}, {key: "b", optional: true}}, normalize: true}},
 		{"world.s ?? 1", &exprCoalesce{
-			left:  &exprPath{root: "world", steps: []step{{key: "s", optional: true}}, chain: true},
+			left:  &exprPath{root: "world", steps: []step{{key: "s", optional: true}}},
 			right: exprLit{1}}},
 		{"world ?? 'x' ?? nil", &exprCoalesce{left: &exprCoalesce{left: &exprPath{root: "world"}, right: exprLit{"x"}}, right: exprLit{nil}}},
 		{"world.f ?? 1.5", &exprCoalesce{
-			left:  &exprPath{root: "world", steps: []step{{key: "f", optional: true}}, chain: true},
+			left:  &exprPath{root: "world", steps: []step{{key: "f", optional: true}}},
 			right: exprLit{1.5}}},
 		{"world.s ?? world.t", &exprCoalesce{
-			left:  &exprPath{root: "world", steps: []step{{key: "s", optional: true}}, chain: true},
+			left:  &exprPath{root: "world", steps: []step{{key: "s", optional: true}}},
 			right: world(step{key: "t"})}},
 		{"world.l[-1]", nil},
 		{"world.l[world.i]", nil},
@@ -396,7 +396,7 @@ func TestFastPathsRecognised(t *testing.T) {
 		{"world.s == 'a'", nil},
 		{"world.s ?? len(world.t)", nil},
 		{"world.s ?? -1", &exprCoalesce{ // the optimizer folds -1
-			left:  &exprPath{root: "world", steps: []step{{key: "s", optional: true}}, chain: true},
+			left:  &exprPath{root: "world", steps: []step{{key: "s", optional: true}}},
 			right: exprLit{-1}}},
 		{"world.s ?? [1]", nil},
 	}

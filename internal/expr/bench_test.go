@@ -96,3 +96,43 @@ func BenchmarkText(b *testing.B) {
 		})
 	}
 }
+
+// The decide benchmark's templates (internal/orchestrator's
+// BenchmarkDecideInProcess): its prompt file, rendered against the args the
+// host passes, and its with: map, re-rendered against the world.
+const benchPrompt = "Audit this claim: {{ args.claim }} for {{ args.amount }}.\nAnswer with a verdict."
+
+func benchDecideWith() map[string]any {
+	return map[string]any{
+		"agent": "auditor", "prompt": "prompts/audit.md", "schema": "schemas/verdict.json",
+		"args": map[string]any{"claim": "{{ world.claim }}", "amount": "{{ world.amount }}"},
+	}
+}
+
+func BenchmarkDecidePrompt(b *testing.B) {
+	t, err := CompileText(benchPrompt)
+	if err != nil {
+		b.Fatal(err)
+	}
+	env := Env{"args": map[string]any{"claim": "taxi 40", "amount": 40}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := t.Render(env); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecideWith(b *testing.B) {
+	t, err := CompileTree(benchDecideWith())
+	if err != nil {
+		b.Fatal(err)
+	}
+	env := Env{"world": map[string]any{"claim": "taxi 40", "amount": 40, "verdict": map[string]any{}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := t.Eval(env); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -17,8 +17,9 @@ import (
 type Text struct {
 	src  string
 	tpl  *pongo2.Template
-	m    *mapped // the source as handed to pongo2, for error positions
-	menu bool    // a tag reads the computed menu
+	m    *mapped   // the source as handed to pongo2, for error positions
+	menu bool      // a tag reads the computed menu
+	fast *fastText // the plain form, when src has one (fast.go)
 }
 
 const (
@@ -124,7 +125,7 @@ func CompileText(src string) (*Text, error) {
 		}
 		return nil, &CompileError{Line: line, Col: col, Msg: msg}
 	}
-	return &Text{src: src, tpl: tpl, m: m, menu: textUsesMenu(src)}, nil
+	return &Text{src: src, tpl: tpl, m: m, menu: textUsesMenu(src), fast: plainText(src)}, nil
 }
 
 // textUsesMenu reports whether a {{ }} or {% %} tag of src reads the menu.
@@ -162,10 +163,34 @@ func (t *Text) Source() string { return t.src }
 // Render renders the template against env. Missing values render empty.
 // Failures are *EvalError values pointing into the source.
 func (t *Text) Render(env Env) (string, error) {
+	if t.fast != nil {
+		if out, ok := t.fast.render(env); ok {
+			return out, nil
+		}
+	}
+	return t.renderPongo2(env)
+}
+
+// renderPongo2 renders the template with pongo2. pongo2 panics where it
+// builds the message for a variable with a [ ] subscript that it cannot
+// resolve (a field or index of a value that has none: its
+// variableResolver.String is unimplemented for subscripts); that panic
+// becomes an *EvalError instead of ending the process.
+func (t *Text) renderPongo2(env Env) (out string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg := fmt.Sprintf("pongo2 failed while rendering the template (panic: %v)", r)
+			if r == "unimplemented" {
+				msg = "a variable with a [ ] subscript reads a field or an index of a value that has none " +
+					"(pongo2 cannot say which); check the value each step of it reads"
+			}
+			out, err = "", &EvalError{Msg: msg, Err: fmt.Errorf("pongo2 panic: %v", r)}
+		}
+	}()
 	// Only one key goes through pongo2's per-render context set-up (which
 	// copies the context and checks every key with a regexp); the scope tag
 	// wrapping the template swaps the whole Env in.
-	out, err := t.tpl.Execute(pongo2.Context{envKey: env})
+	out, err = t.tpl.Execute(pongo2.Context{envKey: env})
 	if err != nil {
 		line, col, msg := t.m.locate(t.src, err)
 		return "", &EvalError{Line: line, Col: col, Msg: msg, Err: err}

@@ -2,6 +2,7 @@ package expr
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -25,6 +26,11 @@ type tnode struct {
 	vals   []tnode  // ... and their values, or a list's elements
 	isMap  bool
 	isList bool
+	// base is a map's scalar members (the rest set to nil, so the clone has
+	// room for them): Eval clones it and sets only the other members, which
+	// costs less than inserting every key into a new map.
+	base map[string]any
+	dyn  []int // indexes of the members that are not scalars
 }
 
 // CompileTree compiles every string inside v. Maps (map[string]any, or any
@@ -83,6 +89,16 @@ func compileNode(v any, path string, lit *bool) (tnode, error) {
 				return tnode{}, err
 			}
 			n.vals[i] = c
+		}
+		n.base = make(map[string]any, len(keys))
+		for i, k := range keys {
+			c := &n.vals[i]
+			if c.tmpl == nil && !c.isMap && !c.isList {
+				n.base[k] = c.scalar
+			} else {
+				n.base[k] = nil
+				n.dyn = append(n.dyn, i)
+			}
 		}
 		return n, nil
 	case []any:
@@ -143,8 +159,9 @@ func (n *tnode) eval(env Env) (any, error) {
 	case n.tmpl != nil:
 		return n.tmpl.Eval(env)
 	case n.isMap:
-		m := make(map[string]any, len(n.keys))
-		for i, k := range n.keys {
+		m := maps.Clone(n.base)
+		for _, i := range n.dyn {
+			k := n.keys[i]
 			v, err := n.vals[i].eval(env)
 			if err != nil {
 				return nil, prefixPath(k, err)

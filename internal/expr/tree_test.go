@@ -83,6 +83,7 @@ func TestTreeEvalReturnsFreshValues(t *testing.T) {
 	}
 	first, _ := tr.Eval(nil)
 	first.(map[string]any)["call"] = "audit"
+	first.(map[string]any)["a"] = "overwritten"
 	first.(map[string]any)["l"].([]any)[0] = "changed"
 	second, _ := tr.Eval(nil)
 	want := map[string]any{"a": "x", "l": []any{"y"}}

@@ -494,9 +494,8 @@ func (c *conn) dispatchAsk(line []byte) bool {
 	if w == nil || !w.ask {
 		return false
 	}
-	var env askEnvelope
-	if json.Unmarshal(line, &env) != nil || env.Method != nil || env.Result == nil ||
-		!bytes.Equal(env.ID, digits[:n]) || (len(env.Error) > 0 && string(env.Error) != "null") {
+	result, decoded := decodeAskReply(line, digits[:n])
+	if !decoded {
 		return false
 	}
 	c.mu.Lock()
@@ -506,9 +505,24 @@ func (c *conn) dispatchAsk(line []byte) bool {
 	}
 	c.mu.Unlock()
 	if ok && w != nil {
-		w.ch <- reply{resp: env.Result}
+		w.ch <- reply{resp: result}
 	}
 	return true
+}
+
+// decodeAskReply decodes a response to an agent.ask call whose id is id:
+// in one pass when it can (askReplyFast), else with encoding/json. False
+// if it is not a success response with an object result under that id.
+func decodeAskReply(line, id []byte) (*plugin.AskResponse, bool) {
+	if got, resp, ok := askReplyFast(line); ok {
+		return resp, got == string(id)
+	}
+	var env askEnvelope
+	if json.Unmarshal(line, &env) != nil || env.Method != nil || env.Result == nil ||
+		!bytes.Equal(env.ID, id) || (len(env.Error) > 0 && string(env.Error) != "null") {
+		return nil, false
+	}
+	return env.Result, true
 }
 
 // frameError copies the head of line, which lives in a reused buffer.

@@ -55,6 +55,9 @@ func serveConn(ctx context.Context, r io.Reader, w io.Writer, a Agent, hostOps m
 		closer = c
 	}
 	s := &stdioServer{agent: a, hostOps: hostOps, stream: NewLineStream(r, w, closer), ctx: ctx}
+	s.watch = time.AfterFunc(time.Hour, s.watched)
+	s.watch.Stop()
+	defer s.watch.Stop()
 	s.stream.OnBadMessage = s.refuse // turns on skipping over-long lines
 	s.done = make(chan error, 1)
 	s.reader = true
@@ -70,12 +73,16 @@ func serveConn(ctx context.Context, r io.Reader, w io.Writer, a Agent, hostOps m
 	}
 }
 
-// readAhead is how long a worker answers a call before another worker
-// starts reading the next line: a call answered sooner wakes no other
-// thread (on a shared machine that wake-up costs more than a quick
-// answer), and during a longer one the next line (another call, a
-// $/cancelRequest) is read and answered concurrently.
-const readAhead = 50 * time.Microsecond
+// readAhead is how long a worker may answer a call before another worker
+// starts reading the next line: during a longer call the next line
+// (another call, a $/cancelRequest) is read and answered concurrently.
+//
+// A call answered sooner costs no timer and wakes no other thread (on a
+// shared machine each wake-up costs more than a quick answer): one timer
+// per connection watches the answering workers, armed when a worker stops
+// reading to answer and not already armed, and looks at most once per
+// readAhead while calls come back to back (readAheadDue).
+const readAhead = time.Millisecond
 
 type stdioServer struct {
 	agent  Agent
@@ -86,8 +93,13 @@ type stdioServer struct {
 	hostOps map[string]HostOp // a host plugin's ops; nil when serving an agent
 
 	readMu sync.Mutex // one worker reads at a time
-	mu     sync.Mutex // guards reader
-	reader bool       // a worker reads, or is about to
+
+	mu        sync.Mutex  // guards the fields below
+	reader    bool        // a worker reads, or is about to
+	answering int         // workers between reading a request and replying to it
+	since     time.Time   // when the reader last stopped reading to answer
+	watching  bool        // watch is armed
+	watch     *time.Timer // starts a reader once a call outlasts readAhead
 
 	doneOnce sync.Once
 	done     chan error // why reading stopped
@@ -103,37 +115,37 @@ type stdioServer struct {
 // still run concurrently, each on the worker that read it.
 func (s *stdioServer) worker() {
 	defer s.wg.Done()
-	fired := make(chan struct{}, 1)
-	t := time.AfterFunc(time.Hour, func() {
-		s.startReader()
-		fired <- struct{}{}
-	})
-	t.Stop()
 	for {
 		req, ok := s.read(s.ctx)
 		s.mu.Lock()
 		s.reader = false
+		if ok {
+			s.answering++
+			s.since = time.Now()
+			if !s.watching {
+				s.watching = true
+				s.watch.Reset(readAhead)
+			}
+		}
 		s.mu.Unlock()
 		if !ok {
 			return
 		}
-		t.Reset(readAhead)
 		resp, err := s.call(s.ctx, req)
-		if !t.Stop() {
-			<-fired // its worker is counted before this one can end
-		}
 		s.reply(req.ID, resp, err)
 		s.settle(req)
-		if !s.claimReader() {
+		if !s.answered() {
 			return
 		}
 	}
 }
 
-// claimReader makes the caller the reader unless a worker already is.
-func (s *stdioServer) claimReader() bool {
+// answered ends a worker's call and makes it the reader unless a worker
+// already is.
+func (s *stdioServer) answered() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.answering--
 	if s.reader {
 		return false
 	}
@@ -141,12 +153,38 @@ func (s *stdioServer) claimReader() bool {
 	return true
 }
 
-// startReader starts a worker to read the next request, if none reads.
-func (s *stdioServer) startReader() {
-	if s.claimReader() {
-		s.wg.Add(1)
+// watched is the watch timer's function: it starts a worker to read the
+// next request once nobody has read for readAhead while a call is being
+// answered, and otherwise looks again when that could be the case.
+func (s *stdioServer) watched() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	start, wait := readAheadDue(s.reader, s.answering, s.since, time.Now())
+	switch {
+	case start:
+		s.watching = false
+		s.reader = true
+		s.wg.Add(1) // a worker answering is still counted: see answered
 		go s.worker()
+	case wait > 0:
+		s.watch.Reset(wait)
+	default:
+		s.watching = false
 	}
+}
+
+// readAheadDue decides for watched: start a reader now, look again in
+// wait, or (neither) stop watching until a worker next stops reading. A
+// reader is due when no worker reads, one answers, and the reader stopped
+// reading readAhead ago or more.
+func readAheadDue(reader bool, answering int, since, now time.Time) (start bool, wait time.Duration) {
+	if reader || answering == 0 {
+		return false, 0
+	}
+	if d := readAhead - now.Sub(since); d > 0 {
+		return false, d
+	}
+	return true, 0
 }
 
 // read returns the next request, answering bad lines on the way; false
@@ -221,7 +259,16 @@ type request struct {
 
 // parseRequest decodes line. A syntax error is returned; params of the
 // wrong shape are kept on the request, to be reported for agent.ask only.
+// The usual agent.ask line is decoded in one pass (parseRequestFast).
 func parseRequest(line []byte) (*request, error) {
+	if req, ok := parseRequestFast(line); ok {
+		return req, nil
+	}
+	return parseRequestStandard(line)
+}
+
+// parseRequestStandard is parseRequest with encoding/json alone.
+func parseRequestStandard(line []byte) (*request, error) {
 	var req request
 	err := json.Unmarshal(line, &req)
 	var typeErr *json.UnmarshalTypeError

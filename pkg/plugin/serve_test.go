@@ -237,3 +237,32 @@ func TestLineStreamResumesALineCutByADeadline(t *testing.T) {
 		t.Errorf("end: %v, want io.EOF", err)
 	}
 }
+
+// The watch timer starts a second reader only once the one answering has
+// not read for readAhead; quicker calls never get one.
+func TestReadAheadDue(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	cases := []struct {
+		name      string
+		reader    bool
+		answering int
+		elapsed   time.Duration // since the reader stopped reading
+		start     bool
+		wait      time.Duration
+	}{
+		{"someone reads", true, 1, time.Hour, false, 0},
+		{"nothing answered", false, 0, time.Hour, false, 0},
+		{"call just began", false, 1, 0, false, readAhead},
+		{"call under readAhead", false, 1, readAhead / 4, false, readAhead * 3 / 4},
+		{"call at readAhead", false, 1, readAhead, true, 0},
+		{"call past readAhead", false, 2, 5 * readAhead, true, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			start, wait := readAheadDue(tc.reader, tc.answering, t0, t0.Add(tc.elapsed))
+			if start != tc.start || wait != tc.wait {
+				t.Errorf("readAheadDue = %v, %v; want %v, %v", start, wait, tc.start, tc.wait)
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -42,7 +43,10 @@ func benchRequest() *agent.AskRequest {
 
 // BenchmarkSubprocessAsk is one agent.ask round trip with a 1 KB prompt
 // against the Go example plugin (examples/plugins/echo-go). Besides ns/op
-// (the mean) it reports the median.
+// (the mean) it reports the median and, where /proc has them, the
+// voluntary context switches an op of kitsoki's process and the plugin's
+// (kitsoki-vcsw/op, plugin-vcsw/op: each is a thread that blocked and
+// had to be woken again).
 func BenchmarkSubprocessAsk(b *testing.B) {
 	bin := buildExample(b, "examples/plugins/echo-go")
 	a, err := New(agent.Declaration{Alias: "agent.echo", Command: bin})
@@ -55,6 +59,7 @@ func BenchmarkSubprocessAsk(b *testing.B) {
 	if _, err := a.Ask(ctx, agent.NewCall(req)); err != nil { // spawn outside the timing
 		b.Fatal(err)
 	}
+	switches := newSwitchCounter(a.current().pid)
 	times := make([]time.Duration, 0, b.N)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -67,6 +72,62 @@ func BenchmarkSubprocessAsk(b *testing.B) {
 	}
 	b.StopTimer()
 	median.Report(b, times)
+	switches.report(b, len(times))
+}
+
+// switchCounter reads the voluntary context switches of kitsoki's
+// process and a child's, summed over their threads, from /proc.
+type switchCounter struct {
+	child         int
+	self0, child0 int64
+	self1, child1 int64
+	ok            bool
+}
+
+func newSwitchCounter(child int) *switchCounter {
+	c := &switchCounter{child: child}
+	var ok1, ok2 bool
+	c.self0, ok1 = voluntarySwitches(os.Getpid())
+	c.child0, ok2 = voluntarySwitches(child)
+	c.ok = ok1 && ok2
+	return c
+}
+
+// report adds kitsoki-vcsw/op and plugin-vcsw/op over n ops.
+func (c *switchCounter) report(b *testing.B, n int) {
+	self, ok1 := voluntarySwitches(os.Getpid())
+	child, ok2 := voluntarySwitches(c.child)
+	if !c.ok || !ok1 || !ok2 || n == 0 {
+		return
+	}
+	b.ReportMetric(float64(self-c.self0)/float64(n), "kitsoki-vcsw/op")
+	b.ReportMetric(float64(child-c.child0)/float64(n), "plugin-vcsw/op")
+}
+
+// voluntarySwitches sums voluntary_ctxt_switches over pid's threads;
+// false where /proc does not have them.
+func voluntarySwitches(pid int) (int64, bool) {
+	tasks, err := filepath.Glob(filepath.Join("/proc", strconv.Itoa(pid), "task", "*", "status"))
+	if err != nil || len(tasks) == 0 {
+		return 0, false
+	}
+	var sum int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue // a thread that ended
+		}
+		for line := range strings.Lines(string(b)) {
+			if v, ok := strings.CutPrefix(line, "voluntary_ctxt_switches:"); ok {
+				n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				if err != nil {
+					return 0, false
+				}
+				sum += n
+			}
+		}
+	}
+	return sum, true
 }
 
 // pingpongReplyEnv hands the "pingpong" helper the reply line it sends.
@@ -133,6 +194,7 @@ func BenchmarkSubprocessFloor(b *testing.B) {
 		}
 	}
 	roundTrip()
+	switches := newSwitchCounter(cmd.Process.Pid)
 	times := make([]time.Duration, 0, b.N)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -143,6 +205,7 @@ func BenchmarkSubprocessFloor(b *testing.B) {
 	}
 	b.StopTimer()
 	median.Report(b, times)
+	switches.report(b, len(times))
 }
 
 // exchangeLine starts cmd, writes line to its stdin, and returns the first

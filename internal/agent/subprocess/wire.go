@@ -38,10 +38,12 @@ import (
 // reader thread (on a shared virtual machine that wake-up costs as much
 // as the plugin's work). When no caller waits to read, the idle reader
 // goroutine reads instead, idleAfter after the last caller stopped
-// reading (so back-to-back calls never wake it), so output between calls
-// is still taken soon after it comes (stdout ending, a line that breaks
-// the protocol, a late answer) and a large answer never blocks a caller
-// writing a large request for long. A
+// reading, so output between calls is still taken soon after it comes
+// (stdout ending, a line that breaks the protocol, a late answer) and a
+// large answer never blocks a caller writing a large request for long.
+// Back-to-back calls never wake it, and cost no timer each: one timer per
+// connection, armed when the last caller leaves and not already armed,
+// looks at most once per idleAfter while calls keep coming (idleDue). A
 // caller that wants to read while the idle reader is blocked in a read
 // interrupts it with a read deadline in the past (rd); so does the end of
 // a reading caller's context. Without rd (a stream with no deadlines)
@@ -54,7 +56,7 @@ type conn struct {
 
 	tok       chan struct{} // holding its one token is the right to read
 	kick      chan struct{} // tells the idle reader to take the token when it is free
-	idleTimer *time.Timer   // kicks the idle reader idleAfter after the last reading caller left
+	idleTimer *time.Timer   // kicks the idle reader once no caller read for idleAfter (idleCheck)
 
 	mu            sync.Mutex
 	pending       map[uint64]*waiter // calls waiting; a nil waiter was abandoned
@@ -64,6 +66,8 @@ type conn struct {
 	idleReading   bool          // the idle reader holds the token and reads
 	reader        *waiter       // the caller holding the token, if one does
 	deadlineSet   bool          // rd has a deadline in the past
+	left          time.Time     // when the last caller wanting to read left
+	idleArmed     bool          // idleTimer is armed
 
 	wmu sync.Mutex   // guards buf
 	buf bytes.Buffer // the line being written
@@ -104,7 +108,7 @@ func newConn(ls *plugin.LineStream, rd readDeadliner, logger *slog.Logger, fail 
 		done: make(chan struct{}), tok: make(chan struct{}, 1), kick: make(chan struct{}, 1)}
 	c.tok <- struct{}{}
 	c.kick <- struct{}{}
-	c.idleTimer = time.AfterFunc(time.Hour, c.kickIdle)
+	c.idleTimer = time.AfterFunc(time.Hour, c.idleCheck)
 	c.idleTimer.Stop()
 	go c.idle()
 	return c
@@ -114,11 +118,38 @@ func newConn(ls *plugin.LineStream, rd readDeadliner, logger *slog.Logger, fail 
 // stopped reading before it reads itself.
 const idleAfter = time.Millisecond
 
-func (c *conn) kickIdle() {
-	select {
-	case c.kick <- struct{}{}:
-	default:
+// idleCheck is idleTimer's function: it has the idle reader take over once
+// no caller has wanted to read for idleAfter, and otherwise looks again
+// when that could be the case.
+func (c *conn) idleCheck() {
+	c.mu.Lock()
+	kick, wait := idleDue(c.closed, c.waitingToRead, c.left, time.Now())
+	if wait > 0 {
+		c.idleTimer.Reset(wait)
+	} else {
+		c.idleArmed = false
 	}
+	c.mu.Unlock()
+	if kick {
+		select {
+		case c.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// idleDue decides for idleCheck: kick the idle reader now, look again in
+// wait, or (neither) stop looking until the last caller next leaves. The
+// idle reader is due when no caller wants to read and the last one left
+// idleAfter ago or more.
+func idleDue(closed bool, waitingToRead int, left, now time.Time) (kick bool, wait time.Duration) {
+	if closed || waitingToRead > 0 {
+		return false, 0
+	}
+	if d := idleAfter - now.Sub(left); d > 0 {
+		return false, d
+	}
+	return true, 0
 }
 
 // call sends request id with params (already encoded JSON) and waits for
@@ -207,11 +238,14 @@ func (c *conn) await(ctx context.Context, w *waiter) (reply, error) {
 func (c *conn) leave() {
 	c.mu.Lock()
 	c.waitingToRead--
-	last := c.waitingToRead == 0
-	c.mu.Unlock()
-	if last {
-		c.idleTimer.Reset(idleAfter)
+	if c.waitingToRead == 0 {
+		c.left = time.Now()
+		if !c.idleArmed && !c.closed {
+			c.idleArmed = true
+			c.idleTimer.Reset(idleAfter)
+		}
 	}
+	c.mu.Unlock()
 }
 
 // readFor reads, holding the token, until w's reply is in, ctx ends or
@@ -460,9 +494,8 @@ func (c *conn) dispatchAsk(line []byte) bool {
 	if w == nil || !w.ask {
 		return false
 	}
-	var env askEnvelope
-	if json.Unmarshal(line, &env) != nil || env.Method != nil || env.Result == nil ||
-		!bytes.Equal(env.ID, digits[:n]) || (len(env.Error) > 0 && string(env.Error) != "null") {
+	result, decoded := decodeAskReply(line, digits[:n])
+	if !decoded {
 		return false
 	}
 	c.mu.Lock()
@@ -472,9 +505,24 @@ func (c *conn) dispatchAsk(line []byte) bool {
 	}
 	c.mu.Unlock()
 	if ok && w != nil {
-		w.ch <- reply{resp: env.Result}
+		w.ch <- reply{resp: result}
 	}
 	return true
+}
+
+// decodeAskReply decodes a response to an agent.ask call whose id is id:
+// in one pass when it can (askReplyFast), else with encoding/json. False
+// if it is not a success response with an object result under that id.
+func decodeAskReply(line, id []byte) (*plugin.AskResponse, bool) {
+	if got, resp, ok := askReplyFast(line); ok {
+		return resp, got == string(id)
+	}
+	var env askEnvelope
+	if json.Unmarshal(line, &env) != nil || env.Method != nil || env.Result == nil ||
+		!bytes.Equal(env.ID, id) || (len(env.Error) > 0 && string(env.Error) != "null") {
+		return nil, false
+	}
+	return env.Result, true
 }
 
 // frameError copies the head of line, which lives in a reused buffer.

@@ -136,3 +136,32 @@ func TestConnWithoutReadDeadlines(t *testing.T) {
 		t.Errorf("answers (-want +got):\n%s", diff)
 	}
 }
+
+// The idle reader takes over only once no caller has wanted to read for
+// idleAfter; back-to-back calls never hand it the reading.
+func TestIdleDue(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	cases := []struct {
+		name    string
+		closed  bool
+		waiting int
+		elapsed time.Duration // since the last caller left
+		kick    bool
+		wait    time.Duration
+	}{
+		{"closed", true, 0, time.Hour, false, 0},
+		{"a caller reads", false, 1, time.Hour, false, 0},
+		{"caller just left", false, 0, 0, false, idleAfter},
+		{"under idleAfter", false, 0, idleAfter / 4, false, idleAfter * 3 / 4},
+		{"at idleAfter", false, 0, idleAfter, true, 0},
+		{"long idle", false, 0, time.Minute, true, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			kick, wait := idleDue(tc.closed, tc.waiting, t0, t0.Add(tc.elapsed))
+			if kick != tc.kick || wait != tc.wait {
+				t.Errorf("idleDue = %v, %v; want %v, %v", kick, wait, tc.kick, tc.wait)
+			}
+		})
+	}
+}

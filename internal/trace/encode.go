@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/kitsoki/kitsoki/internal/secret"
 )
@@ -49,9 +50,65 @@ func (s *sequencer) commit(turn int64, seq int) {
 // line; a steady-state Append allocates only the ts string handed back to
 // the caller and the small scratch the payload walk may need.
 type lineEncoder struct {
-	pay *payloadEncoder
-	seq sequencer
-	buf []byte
+	pay   *payloadEncoder
+	seq   sequencer
+	buf   []byte
+	clock tsFormat
+	// tsText is where the ts strings handed back are cut from: one
+	// allocation serves many lines. Bytes once handed out are never
+	// written again.
+	tsText []byte
+}
+
+// tsTextSize is the size of a tsText chunk: 32 lines' timestamps.
+const tsTextSize = 32 * len("2006-01-02T15:04:05.999999999Z")
+
+// tsString returns ts as a string cut from tsText.
+func (e *lineEncoder) tsString(ts []byte) string {
+	if len(ts) == 0 {
+		return ""
+	}
+	if cap(e.tsText)-len(e.tsText) < len(ts) {
+		e.tsText = make([]byte, 0, max(tsTextSize, len(ts)))
+	}
+	at := len(e.tsText)
+	e.tsText = append(e.tsText, ts...)
+	return unsafe.String(&e.tsText[at], len(ts))
+}
+
+// tsFormat writes timestamps as time.RFC3339Nano does in UTC. The date and
+// time of day of the last second written are kept: lines come many a
+// second.
+type tsFormat struct {
+	sec   int64 // Unix time of the second in day
+	valid bool
+	day   [40]byte // sec's "2006-01-02T15:04:05"
+	n     int      // bytes of day
+}
+
+// append appends t in UTC in time.RFC3339Nano's layout.
+func (f *tsFormat) append(b []byte, t time.Time) []byte {
+	sec := t.Unix()
+	if !f.valid || sec != f.sec {
+		// RFC3339 writes the second without a fraction; "Z" ends it.
+		d := time.Unix(sec, 0).UTC().AppendFormat(f.day[:0], time.RFC3339)
+		f.sec, f.valid, f.n = sec, true, copy(f.day[:], d[:len(d)-1])
+	}
+	b = append(b, f.day[:f.n]...)
+	if ns := t.Nanosecond(); ns != 0 {
+		var frac [10]byte
+		frac[0] = '.'
+		for i := 9; i > 0; i-- {
+			frac[i] = byte('0' + ns%10)
+			ns /= 10
+		}
+		n := 10
+		for frac[n-1] == '0' {
+			n--
+		}
+		b = append(b, frac[:n]...)
+	}
+	return append(b, 'Z')
 }
 
 func newLineEncoder(mask *secret.Masker) *lineEncoder {
@@ -93,15 +150,15 @@ func (e *lineEncoder) encode(ev *Event, typed Payload, now time.Time) ([]byte, p
 	b = append(b, `,"ts":"`...)
 	tsStart := len(b)
 	if ev.TS == "" {
-		b = now.UTC().AppendFormat(b, time.RFC3339Nano)
+		b = e.clock.append(b, now)
 	} else {
 		t, err := time.Parse(time.RFC3339Nano, ev.TS)
 		if err != nil {
 			return nil, p, fmt.Errorf("trace: %s event: ts %q is not an RFC3339 timestamp", ev.Kind, ev.TS)
 		}
-		b = t.UTC().AppendFormat(b, time.RFC3339Nano)
+		b = e.clock.append(b, t)
 	}
-	ts := string(b[tsStart:])
+	ts := e.tsString(b[tsStart:])
 	b = append(b, `","kind":`...)
 	b = appendJSONString(b, ev.Kind)
 	if ev.StatePath != "" {
@@ -203,9 +260,15 @@ var plainByte = func() (t [256]bool) {
 // writes it with HTML escaping on: <, >, & and control characters as \u00XX
 // (except \b \f \n \r \t), U+2028/U+2029 escaped, invalid UTF-8 as \ufffd.
 func appendJSONString(b []byte, s string) []byte {
+	return appendJSONStringFrom(b, s, 0)
+}
+
+// appendJSONStringFrom is appendJSONString for s whose first i bytes are
+// known to be written as they are (plainPrefix).
+func appendJSONStringFrom(b []byte, s string, i int) []byte {
 	b = append(b, '"')
 	start := 0
-	for i := 0; i < len(s); {
+	for i < len(s) {
 		if plainByte[s[i]] {
 			i++
 			continue

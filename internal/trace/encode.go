@@ -260,7 +260,7 @@ var plainByte = func() (t [256]bool) {
 // writes it with HTML escaping on: <, >, & and control characters as \u00XX
 // (except \b \f \n \r \t), U+2028/U+2029 escaped, invalid UTF-8 as \ufffd.
 func appendJSONString(b []byte, s string) []byte {
-	return appendJSONStringFrom(b, s, 0)
+	return appendJSONStringFrom(b, s, plainPrefix(s))
 }
 
 // appendJSONStringFrom is appendJSONString for s whose first i bytes are

@@ -290,11 +290,13 @@ type shapeKey struct {
 // find returns where the shape of an object of n keys under parent at
 // depth is or goes, and whether it is there.
 func (s *shapes) find(parent string, depth, n int) (*shape, bool) {
-	h := uint32(depth)*0x9E3779B1 ^ uint32(n)*0x85EBCA77
-	for i := 0; i < len(parent); i++ {
-		h = (h ^ uint32(parent[i])) * 0x01000193
+	// The set: a mix of the depth, the size and parent's length and end
+	// bytes (enough to tell apart the keys objects are written under).
+	h := uint32(depth)*0x9E3779B1 ^ uint32(n)*0x85EBCA77 ^ uint32(len(parent))*0xC2B2AE35
+	if len(parent) > 0 {
+		h ^= (uint32(parent[0]) | uint32(parent[len(parent)-1])<<8) * 0x27D4EB2F
 	}
-	set := &s.set[h%shapeSets]
+	set := &s.set[(h^h>>15)%shapeSets]
 	for w := range set {
 		sh := &set[w]
 		if len(sh.keys) == n && sh.depth == depth && sh.parent == parent {

@@ -96,11 +96,14 @@ func (f *tsFormat) append(b []byte, t time.Time) []byte {
 	}
 	b = append(b, f.day[:f.n]...)
 	if ns := t.Nanosecond(); ns != 0 {
+		// Nine digits, trailing zeros dropped.
 		var frac [10]byte
-		frac[0] = '.'
-		for i := 9; i > 0; i-- {
-			frac[i] = byte('0' + ns%10)
-			ns /= 10
+		frac[0], frac[1] = '.', byte('0'+ns/1e8)
+		ns %= 1e8
+		for i := 8; i > 0; i -= 2 {
+			d := ns % 100
+			frac[i], frac[i+1] = digitPairs[2*d], digitPairs[2*d+1]
+			ns /= 100
 		}
 		n := 10
 		for frac[n-1] == '0' {
@@ -135,7 +138,8 @@ func (e *lineEncoder) encode(ev *Event, typed Payload, now time.Time) ([]byte, p
 			return nil, p, err
 		}
 	}
-	if err := checkEnvelope(ev); err != nil {
+	plains, err := checkEnvelope(ev)
+	if err != nil {
 		return nil, p, err
 	}
 	seq, newTurn, err := e.seq.next(ev.Turn)
@@ -160,10 +164,10 @@ func (e *lineEncoder) encode(ev *Event, typed Payload, now time.Time) ([]byte, p
 	}
 	ts := e.tsString(b[tsStart:])
 	b = append(b, `","kind":`...)
-	b = appendJSONString(b, ev.Kind)
+	b = appendEnvelopeString(b, ev.Kind, plains&1 != 0)
 	if ev.StatePath != "" {
 		b = append(b, `,"state_path":`...)
-		b = appendJSONString(b, ev.StatePath)
+		b = appendEnvelopeString(b, ev.StatePath, plains&2 != 0)
 	}
 	if ev.ParentTurn != 0 {
 		b = append(b, `,"parent_turn":`...)
@@ -171,11 +175,11 @@ func (e *lineEncoder) encode(ev *Event, typed Payload, now time.Time) ([]byte, p
 	}
 	if ev.CallID != "" {
 		b = append(b, `,"call_id":`...)
-		b = appendJSONString(b, ev.CallID)
+		b = appendEnvelopeString(b, ev.CallID, plains&4 != 0)
 	}
 	if ev.EpisodeID != "" {
 		b = append(b, `,"episode_id":`...)
-		b = appendJSONString(b, ev.EpisodeID)
+		b = appendEnvelopeString(b, ev.EpisodeID, plains&8 != 0)
 	}
 	if ev.MatchIdx != 0 {
 		b = append(b, `,"match_idx":`...)
@@ -218,34 +222,55 @@ func takeKind(ev *Event, p Payload) error {
 }
 
 // checkEnvelope applies the rules on envelope fields that the reader or the
-// format depends on.
-func checkEnvelope(ev *Event) error {
+// format depends on. Bit i of plains is set when string field i (kind,
+// state_path, call_id, episode_id) is written as it is.
+func checkEnvelope(ev *Event) (plains uint8, err error) {
 	if ev == nil {
-		return fmt.Errorf("trace: nil event")
+		return 0, fmt.Errorf("trace: nil event")
 	}
 	switch {
 	case ev.Kind == "":
-		return fmt.Errorf("trace: event has no kind")
+		return 0, fmt.Errorf("trace: event has no kind")
 	case ev.Kind == KindSessionHeader:
-		return fmt.Errorf("trace: kind %q is reserved for line 1 of the file", KindSessionHeader)
+		return 0, fmt.Errorf("trace: kind %q is reserved for line 1 of the file", KindSessionHeader)
 	case ev.Turn < 0:
-		return fmt.Errorf("trace: %s event: turn %d is negative", ev.Kind, ev.Turn)
+		return 0, fmt.Errorf("trace: %s event: turn %d is negative", ev.Kind, ev.Turn)
 	case ev.ParentTurn < 0:
-		return fmt.Errorf("trace: %s event: parent_turn %d is negative", ev.Kind, ev.ParentTurn)
+		return 0, fmt.Errorf("trace: %s event: parent_turn %d is negative", ev.Kind, ev.ParentTurn)
 	case ev.MatchIdx < 0:
-		return fmt.Errorf("trace: %s event: match_idx %d is negative", ev.Kind, ev.MatchIdx)
+		return 0, fmt.Errorf("trace: %s event: match_idx %d is negative", ev.Kind, ev.MatchIdx)
 	}
-	for _, f := range [...]struct{ name, v string }{
+	for i, f := range [...]struct{ name, v string }{
 		{"kind", ev.Kind}, {"state_path", ev.StatePath}, {"call_id", ev.CallID}, {"episode_id", ev.EpisodeID},
 	} {
-		if err := checkString(f.v); err != nil {
-			return fmt.Errorf("trace: event field %s: %w", f.name, err)
+		plain, err := checkKey(f.v)
+		if err != nil {
+			return 0, fmt.Errorf("trace: event field %s: %w", f.name, err)
+		}
+		if plain {
+			plains |= 1 << i
 		}
 	}
-	return nil
+	return plains, nil
+}
+
+// appendEnvelopeString writes an envelope field checked by checkEnvelope;
+// plain says it is written as it is.
+func appendEnvelopeString(b []byte, s string, plain bool) []byte {
+	if !plain {
+		return appendJSONString(b, s)
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 const hexDigits = "0123456789abcdef"
+
+// digitPairs holds "00" to "99".
+const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879" +
+	"8081828384858687888990919293949596979899"
 
 // plainByte marks the ASCII bytes encoding/json copies into a string
 // unescaped (with HTML escaping on): printable, and not " \ < > &.

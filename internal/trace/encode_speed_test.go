@@ -1,9 +1,16 @@
 package trace
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
+	"unsafe"
+
+	"github.com/kitsoki/kitsoki/internal/secret"
 )
 
 // Timestamps are written as time.RFC3339Nano writes them in UTC, whatever
@@ -67,6 +74,144 @@ func TestTimestampStringsStay(t *testing.T) {
 	for i, ev := range evs {
 		if ev.TS != want[i] {
 			t.Fatalf("event %d: ts %q, want %q", i, ev.TS, want[i])
+		}
+	}
+}
+
+// randomPayloads builds n payloads whose objects often repeat a few
+// shapes (the same keys under the same key at the same depth), and change
+// them now and then: a key swapped for another, added or dropped. Keys
+// and values include what the rules refuse (a NUL, an NFD string, NaN),
+// what masking rewrites (a long secret in a key or a string, a short
+// secret as a whole string, two keys masked to the same text) and
+// sensitive header names.
+func randomPayloads(r *rand.Rand, n int) []map[string]any {
+	keySets := [][]string{
+		{"decision", "reason", "confidence", "risk", "tags", "owner", "priority", "blocking", "summary", "score"},
+		{"agent", "args", "call", "prompt", "schema"},
+		{"verdict"},
+		{"a", "b", "c", "d"},
+		{"Authorization", "cookie", "accept", "X-Id"},
+		{"sk-long-secret-1", "REDACTED", "x-sk-long-secret-1", "plain"},
+		{"<k>", "é", "a\u2028", "tab\tkey", "k\"q"},
+	}
+	oddKeys := []string{"k\x00", "Jose\u0301", "extra", "decision", "", "zz", "abcdefgh", "abcdefghi", "abcdefgh\x01"}
+	strs := []string{"approve", "within policy", "p4ss", "key=sk-long-secret-1;", "<b>&</b>", "é日本", "bad\xffutf8", "line\nbreak", ""}
+	var value func(depth int) any
+	var object func(depth int) map[string]any
+	value = func(depth int) any {
+		switch k := r.IntN(20); {
+		case k < 5:
+			return strs[r.IntN(len(strs))]
+		case k < 7:
+			return int64(r.IntN(100))
+		case k < 9:
+			return float64(r.IntN(1000)) / 8
+		case k == 9:
+			return r.IntN(2) == 0
+		case k == 10:
+			return nil
+		case k == 11 && depth < 4:
+			return []any{value(depth + 1), value(depth + 1)}
+		case k < 15 && depth < 4:
+			return object(depth + 1)
+		case k == 15 && r.IntN(10) == 0:
+			return []any{"a\x00b", "Jose\u0301", math.NaN()}[r.IntN(3)]
+		}
+		return "v"
+	}
+	object = func(depth int) map[string]any {
+		keys := keySets[r.IntN(len(keySets))]
+		m := make(map[string]any, len(keys)+1)
+		for _, k := range keys {
+			m[k] = value(depth)
+		}
+		switch r.IntN(8) {
+		case 0: // a key swapped for another
+			delete(m, keys[r.IntN(len(keys))])
+			m[oddKeys[r.IntN(len(oddKeys))]] = value(depth)
+		case 1: // one more
+			m[oddKeys[r.IntN(len(oddKeys))]] = value(depth)
+		case 2: // one less
+			delete(m, keys[r.IntN(len(keys))])
+		}
+		return m
+	}
+	out := make([]map[string]any, n)
+	for i := range out {
+		out[i] = map[string]any{"submission": object(2), "set": map[string]any{"verdict": object(3)}}
+		if r.IntN(3) == 0 {
+			sub := out[i]["submission"]
+			out[i]["data"] = map[string]any{"submission": sub, "submitted": sub, "ok": true}
+		}
+	}
+	return out
+}
+
+// An encoder that has written many payloads (and remembers their shapes)
+// writes each next payload exactly as a new encoder does: the same bytes,
+// or the same error; and, with nothing to mask or refuse, the bytes
+// encoding/json writes. Each payload goes through both open maps and
+// typed payloads.
+func TestRememberedShapesChangeNothing(t *testing.T) {
+	for _, secrets := range [][]string{nil, {"sk-long-secret-1", "p4ss"}} {
+		mask := secret.New(secrets)
+		warm := newPayloadEncoder(mask)
+		r := rand.New(rand.NewPCG(7, uint64(len(secrets))))
+		var errs, masked, same int
+		for i, p := range randomPayloads(r, 3000) {
+			for _, typed := range []bool{false, true} {
+				encode := func(e *payloadEncoder) ([]byte, error) {
+					if typed {
+						return e.encodeTyped(nil, HarnessReturned{Namespace: "n", Data: p})
+					}
+					return e.encode(nil, p)
+				}
+				got, gotErr := encode(warm)
+				want, wantErr := encode(newPayloadEncoder(mask))
+				if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || string(got) != string(want) {
+					t.Fatalf("payload %d (typed %v): remembered shapes give\n%s %v\na new encoder\n%s %v", i, typed, got, gotErr, want, wantErr)
+				}
+				switch {
+				case gotErr != nil:
+					errs++
+				case len(secrets) > 0:
+					masked++
+				case bytes.Contains(got, []byte(Redacted)):
+					masked++ // a sensitive header's value, whatever it was
+				default:
+					var ref any = p
+					if typed {
+						ref = map[string]any{"data": p, "namespace": "n"}
+					}
+					j, err := json.Marshal(ref)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if string(j) != string(got) {
+						t.Fatalf("payload %d (typed %v):\n got %s\nwant %s", i, typed, got, j)
+					}
+					same++
+				}
+			}
+		}
+		// The generator must reach every case it is there for.
+		if errs < 100 || (len(secrets) > 0 && masked < 1000) || (len(secrets) == 0 && same < 1000) {
+			t.Errorf("secrets %v: %d refused, %d masked, %d compared with encoding/json", secrets, errs, masked, same)
+		}
+		// A remembered shape holds only its own string, never the caller's.
+		for _, set := range warm.shapes.set {
+			for _, sh := range set {
+				lo := uintptr(unsafe.Pointer(unsafe.StringData(sh.str)))
+				hi := lo + uintptr(len(sh.str))
+				for _, k := range sh.keys {
+					for _, s := range []string{k.in, k.enc} {
+						if p := uintptr(unsafe.Pointer(unsafe.StringData(s))); len(s) > 0 && (p < lo || p+uintptr(len(s)) > hi) {
+							t.Fatalf("shape key %q is not held in the shape's own string", s)
+						}
+					}
+				}
+			}
 		}
 	}
 }

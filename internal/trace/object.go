@@ -3,6 +3,7 @@ package trace
 import (
 	"reflect"
 	"slices"
+	"strconv"
 	"unsafe"
 )
 
@@ -86,6 +87,26 @@ func (e *payloadEncoder) known(b []byte, m map[string]any, depth int, sh *shape)
 		b = append(b, k.enc...)
 		if k.sensitive {
 			b = append(b, `"`+Redacted+`"`...)
+			continue
+		}
+		// The common leaves here; everything else (and a string to mask
+		// or escape) through value.
+		switch x := v.(type) {
+		case string:
+			if e.mask == nil && plainPrefix(x) == len(x) {
+				b = append(b, '"')
+				b = append(b, x...)
+				b = append(b, '"')
+				continue
+			}
+		case bool:
+			b = strconv.AppendBool(b, x)
+			continue
+		case int64:
+			b = strconv.AppendInt(b, x, 10)
+			continue
+		case nil:
+			b = append(b, "null"...)
 			continue
 		}
 		var err error

@@ -215,3 +215,95 @@ func TestRememberedShapesChangeNothing(t *testing.T) {
 		}
 	}
 }
+
+// Objects nested in one another whose shapes fall in one set (so each
+// new one evicts another, of another size) are written right, however
+// often: a shape being written from is never replaced under it.
+func TestNestedShapesInOneSet(t *testing.T) {
+	const levels = 5
+	size := func(level int) int { return 2 + level%2 } // 2, 3, 2, ...
+	// parents[i] is the key level i's object is written under, at depth
+	// i+2, chosen so that all levels' shapes fall in one set.
+	var parents []string
+	want := -1
+	for i := 0; len(parents) < levels && i < 1_000_000; i++ {
+		p := fmt.Sprintf("m%d%c", i, 'a'+i%26)
+		set := shapeSet(p, len(parents)+2, size(len(parents)))
+		if want < 0 {
+			want = set
+		}
+		if set == want {
+			parents = append(parents, p)
+		}
+	}
+	if len(parents) < levels {
+		t.Fatal("no colliding parents found")
+	}
+	// nest builds the levels: each object has "a", the next level (under
+	// its parent, which sorts after "a") and, when of size 3, "z"; so a
+	// level whose shape were replaced by another's while written would
+	// find the other's keys in its own map. In odd rounds the innermost
+	// object has other keys, so its shape misses and evicts one.
+	nest := func(round int) map[string]any {
+		var inner map[string]any
+		for i := levels - 1; i >= 0; i-- {
+			m := map[string]any{"a": round}
+			if inner != nil {
+				m[parents[i+1]] = inner
+			} else {
+				m[fmt.Sprintf("x%d", round%2)] = round
+			}
+			if size(i) == 3 {
+				m["z"] = i
+			}
+			inner = m
+		}
+		return map[string]any{parents[0]: inner}
+	}
+	enc := newPayloadEncoder(nil)
+	for round := range 8 {
+		p := nest(round)
+		got, err := enc.encode(nil, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, _ := json.Marshal(p)
+		if string(got) != string(w) {
+			t.Fatalf("round %d:\n got %s\nwant %s", round, got, w)
+		}
+	}
+}
+
+// A shape an enclosing object is being written from is never handed out
+// to be replaced; with both ways of a set busy, nothing is remembered.
+func TestBusyShapesAreNotReplaced(t *testing.T) {
+	// q and r: parents whose shapes fall in p's set.
+	var others []string
+	for i := 0; len(others) < 2 && i < 1_000_000; i++ {
+		if o := fmt.Sprintf("m%d%c", i, 'a'+i%26); shapeSet(o, 2, 3) == shapeSet("p", 2, 3) {
+			others = append(others, o)
+		}
+	}
+	if len(others) < 2 {
+		t.Fatal("no colliding parents found")
+	}
+	q, r := others[0], others[1]
+	var s shapes
+	set := &s.set[shapeSet("p", 2, 3)]
+	set[0] = shape{parent: q, depth: 2, keys: make([]shapeKey, 3), busy: 1}
+	set[1] = shape{parent: r, depth: 2, keys: make([]shapeKey, 3), used: true}
+	for range 3 {
+		sh, known := s.find("p", 2, 3)
+		if known || sh != &set[1] {
+			t.Fatalf("find gave way 0 %v (known %v), want way 1, the one not busy", sh == &set[0], known)
+		}
+	}
+	set[1].busy = 1
+	if sh, known := s.find("p", 2, 3); sh != nil || known {
+		t.Fatalf("with both ways busy, find gave a shape to replace")
+	}
+	// A busy shape is still found (read) by an object of its own shape.
+	if sh, known := s.find(q, 2, 3); sh != &set[0] || !known {
+		t.Fatalf("a busy shape was not found")
+	}
+}

@@ -69,6 +69,13 @@ written:
 // (ok false, b to be cut back) as soon as one of sh's keys is not in m, so
 // m then has other keys, or a value fails the rules.
 func (e *payloadEncoder) known(b []byte, m map[string]any, depth int, sh *shape) (_ []byte, ok bool) {
+	sh.busy++
+	b, ok = e.fromShape(b, m, depth, sh)
+	sh.busy--
+	return b, ok
+}
+
+func (e *payloadEncoder) fromShape(b []byte, m map[string]any, depth int, sh *shape) (_ []byte, ok bool) {
 	b = append(b, '{')
 	n := 0
 	for i := range sh.keys {
@@ -299,6 +306,9 @@ type shape struct {
 	depth  int
 	keys   []shapeKey
 	used   bool // the way used last of its set
+	// busy counts the objects being written from this shape (known): a
+	// nested object must not replace it under them.
+	busy int
 }
 
 type shapeKey struct {
@@ -311,13 +321,7 @@ type shapeKey struct {
 // find returns where the shape of an object of n keys under parent at
 // depth is or goes, and whether it is there.
 func (s *shapes) find(parent string, depth, n int) (*shape, bool) {
-	// The set: a mix of the depth, the size and parent's length and end
-	// bytes (enough to tell apart the keys objects are written under).
-	h := uint32(depth)*0x9E3779B1 ^ uint32(n)*0x85EBCA77 ^ uint32(len(parent))*0xC2B2AE35
-	if len(parent) > 0 {
-		h ^= (uint32(parent[0]) | uint32(parent[len(parent)-1])<<8) * 0x27D4EB2F
-	}
-	set := &s.set[(h^h>>15)%shapeSets]
+	set := &s.set[shapeSet(parent, depth, n)]
 	for w := range set {
 		sh := &set[w]
 		if len(sh.keys) == n && sh.depth == depth && sh.parent == parent {
@@ -325,12 +329,28 @@ func (s *shapes) find(parent string, depth, n int) (*shape, bool) {
 			return sh, true
 		}
 	}
+	// The way to replace: not the one used last, and never one an
+	// enclosing object is being written from (nil when both are).
 	w := 0
-	if set[0].used {
+	if set[0].used && set[1].busy == 0 || set[0].busy > 0 {
 		w = 1
+	}
+	if set[w].busy > 0 {
+		return nil, false
 	}
 	set[w].used, set[1-w].used = true, false
 	return &set[w], false
+}
+
+// shapeSet is the set of the shapes of n keys under parent at depth: a mix
+// of the depth, the size and parent's length and end bytes (enough to tell
+// apart the keys objects are written under).
+func shapeSet(parent string, depth, n int) int {
+	h := uint32(depth)*0x9E3779B1 ^ uint32(n)*0x85EBCA77 ^ uint32(len(parent))*0xC2B2AE35
+	if len(parent) > 0 {
+		h ^= (uint32(parent[0]) | uint32(parent[len(parent)-1])<<8) * 0x27D4EB2F
+	}
+	return int((h ^ h>>15) % shapeSets)
 }
 
 // remember makes sh the shape of the object just written into b by

@@ -189,7 +189,7 @@ func (e *lineEncoder) encode(ev *Event, typed Payload, now time.Time) ([]byte, p
 	if typed != nil {
 		b, err = e.pay.encodeTyped(b, typed)
 	} else {
-		b, err = e.pay.encode(b, ev.Payload)
+		b, err = e.pay.encodeUnder(b, ev.Payload, ev.Kind)
 	}
 	if err != nil {
 		return nil, p, fmt.Errorf("trace: %s event: %w", ev.Kind, err)

@@ -108,10 +108,17 @@ func withSeg(err error, seg string) error {
 
 // encode appends the payload object to b. A nil or empty payload is {}.
 func (e *payloadEncoder) encode(b []byte, p map[string]any) ([]byte, error) {
+	return e.encodeUnder(b, p, "")
+}
+
+// encodeUnder is encode for the payload of an event of the given kind,
+// under which its shape is remembered (see object): payloads of several
+// kinds with as many keys do not take each other's place.
+func (e *payloadEncoder) encodeUnder(b []byte, p map[string]any, kind string) ([]byte, error) {
 	if len(p) == 0 {
 		return append(b, "{}"...), nil
 	}
-	b, err := e.object(b, p, 1, "")
+	b, err := e.object(b, p, 1, kind)
 	e.forget()
 	if err != nil {
 		var pe *payloadError

@@ -394,7 +394,7 @@ func (e *payloadEncoder) value(b []byte, v any, depth int, parent string) ([]byt
 
 // str checks, masks and writes a string value. The checks and the
 // escaping share one pass over the leading run of bytes that need neither
-// (printable ASCII other than " \\ < > &): most strings are all of it.
+// (printable ASCII other than " \ < > &): most strings are all of it.
 func (e *payloadEncoder) str(b []byte, s string) ([]byte, error) {
 	i := plainPrefix(s)
 	if i < len(s) {
@@ -524,7 +524,7 @@ func checkKey(k string) (plain bool, err error) {
 }
 
 // plainPrefix is the length of the leading run of s that is printable
-// ASCII other than " \\ < > &: bytes that break no rule and that
+// ASCII other than " \ < > &: bytes that break no rule and that
 // encoding/json writes as they are.
 func plainPrefix(s string) int {
 	i := 0

@@ -348,6 +348,11 @@ func appendFloat(b []byte, f float64, bits int) ([]byte, error) {
 		return nil, ErrNaNOrInf
 	}
 	abs := math.Abs(f)
+	if bits == 64 && abs >= 1e-6 && abs < 1e6 {
+		if out, ok := appendShortDecimal(b, f); ok {
+			return out, nil
+		}
+	}
 	format := byte('f')
 	if abs != 0 {
 		if bits == 64 && (abs < 1e-6 || abs >= 1e21) || bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21) {
@@ -364,6 +369,44 @@ func appendFloat(b []byte, f float64, bits int) ([]byte, error) {
 		}
 	}
 	return b, nil
+}
+
+// pow10 holds the powers of ten appendShortDecimal tries.
+var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6}
+
+// appendShortDecimal writes f, 1e-6 <= |f| < 1e6, when it is a decimal of
+// at most six places (0.92, 7.5, 250.5): the text strconv's shortest 'f'
+// form gives, without its general digit generation. n·10⁻ᵏ is the
+// shortest text that reads back as f when k is the fewest places for
+// which it does: n and 10ᵏ are exact, so n/10ᵏ rounds exactly as reading
+// the text does, and at this magnitude one n at most fits each k. ok is
+// false for any other f.
+func appendShortDecimal(b []byte, f float64) ([]byte, bool) {
+	for k, p := range pow10 {
+		n := math.Round(f * p)
+		if n/p != f {
+			continue
+		}
+		u := uint64(math.Abs(n))
+		if k > 0 && u%10 == 0 {
+			return b, false // cannot be: k was not the fewest places
+		}
+		if f < 0 {
+			b = append(b, '-')
+		}
+		if k == 0 {
+			return strconv.AppendUint(b, u, 10), true
+		}
+		div := uint64(p)
+		b = strconv.AppendUint(b, u/div, 10)
+		b = append(b, '.')
+		frac := u % div
+		for d := div / 10; d > 0; d /= 10 { // k digits, leading zeros kept
+			b = append(b, byte('0'+frac/d%10))
+		}
+		return b, true
+	}
+	return b, false
 }
 
 // appendNumber writes a json.Number verbatim after checking it is a JSON

@@ -307,3 +307,28 @@ func TestBusyShapesAreNotReplaced(t *testing.T) {
 		t.Fatalf("a busy shape was not found")
 	}
 }
+
+// Short decimals take a path of their own; every float64 is still written
+// as encoding/json writes it.
+func TestFloatsFormatLikeEncodingJSON(t *testing.T) {
+	values := []float64{0.92, 7.5, 250.5, -2.25, 1, -1, 0.1, 0.2, 0.3, 1.005, 123456.789012, 999999.999999,
+		1e-6, 1.5e-6, 9.99999e-7, 1e6, 999999.5, 0.000001, 0.0000015, 100, 40, 0.5, 1.0 / 3, 2.0 / 3,
+		math.Copysign(0, -1), 0, 5e-324, math.MaxFloat64, 1e21, 123456.1234567, 0.1 + 0.2, 4.35, 4.345, 0.045}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 20000 {
+		places := r.IntN(8)
+		n := r.Int64N(2_000_000_000_000) - 1_000_000_000_000
+		values = append(values, float64(n)/math.Pow(10, float64(places)+6), float64(n%1_000_000)/math.Pow(10, float64(places)))
+		values = append(values, (r.Float64()-0.5)*math.Pow(10, float64(r.IntN(14)-7)))
+	}
+	for _, f := range values {
+		got, err := appendFloat(nil, f, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(f)
+		if string(got) != string(want) {
+			t.Fatalf("%v (%b): got %s, want %s", f, math.Float64bits(f), got, want)
+		}
+	}
+}

@@ -47,8 +47,10 @@ func (s *sequencer) commit(turn int64, seq int) {
 }
 
 // lineEncoder turns events into trace lines. One buffer is reused for every
-// line; a steady-state Append allocates only the ts string handed back to
-// the caller and the small scratch the payload walk may need.
+// line; a steady-state Append allocates nothing but, once every 32 lines,
+// the chunk the ts strings handed back are cut from (and what the payload
+// walk needs for values it does not know: structs, objects of a new
+// shape).
 type lineEncoder struct {
 	pay   *payloadEncoder
 	seq   sequencer
@@ -80,9 +82,9 @@ func (e *lineEncoder) tsString(ts []byte) string {
 // time of day of the last second written are kept: lines come many a
 // second.
 type tsFormat struct {
-	sec   int64 // Unix time of the second in day
+	sec   int64 // Unix time of the second day holds
 	valid bool
-	day   [40]byte // sec's "2006-01-02T15:04:05"
+	day   [40]byte // sec as "2006-01-02T15:04:05" in UTC
 	n     int      // bytes of day
 }
 

@@ -107,6 +107,7 @@ bench:
 # the flow run (docs/performance.md says how to read them).
 bench-targets:
 	$(GO) test -run '^$$' -bench 'BenchmarkDecideInProcess$$|BenchmarkDecideFloor|BenchmarkDecidePhysicalFloor|BenchmarkDecideLocalLLM|BenchmarkLocalLLMExchange' -benchmem -count 6 ./internal/orchestrator
+	$(GO) test -run '^$$' -bench 'BenchmarkEncodeDecide$$' -benchmem -count 6 ./internal/trace
 	$(GO) test -run '^$$' -bench 'BenchmarkLoadLarge' -benchmem -count 5 ./internal/story
 	$(GO) test -run '^$$' -bench 'BenchmarkLocalLLMAsk' -benchmem -count 5 ./internal/agent/localllm
 	$(GO) test -run '^$$' -bench 'BenchmarkSubprocessAsk|BenchmarkSubprocessFloor' -benchmem -count 6 ./internal/agent/subprocess

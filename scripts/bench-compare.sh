@@ -17,6 +17,7 @@ mkdir -p "$out/bin"
 # package (new path) | package (old path) | -bench pattern
 targets=(
   "internal/orchestrator|internal/orchestrator|BenchmarkDecideInProcess\$|BenchmarkDecideFloor|BenchmarkDecidePhysicalFloor|BenchmarkDecideLocalLLM|BenchmarkLocalLLMExchange"
+  "internal/trace|internal/trace|BenchmarkEncodeDecide\$"
   "internal/story|internal/story|BenchmarkLoadLarge"
   "internal/agent/localllm|internal/agent/localllm|BenchmarkLocalLLMAsk"
   "internal/agent/subprocess|internal/agent/subprocess|BenchmarkSubprocessAsk|BenchmarkSubprocessFloor"

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/kitsoki/kitsoki/internal/secret"
 )
@@ -46,12 +47,73 @@ func (s *sequencer) commit(turn int64, seq int) {
 }
 
 // lineEncoder turns events into trace lines. One buffer is reused for every
-// line; a steady-state Append allocates only the ts string handed back to
-// the caller and the small scratch the payload walk may need.
+// line; a steady-state Append allocates nothing but, once every 32 lines,
+// the chunk the ts strings handed back are cut from (and what the payload
+// walk needs for values it does not know: structs, objects of a new
+// shape).
 type lineEncoder struct {
-	pay *payloadEncoder
-	seq sequencer
-	buf []byte
+	pay   *payloadEncoder
+	seq   sequencer
+	buf   []byte
+	clock tsFormat
+	// tsText is where the ts strings handed back are cut from: one
+	// allocation serves many lines. Bytes once handed out are never
+	// written again.
+	tsText []byte
+}
+
+// tsTextSize is the size of a tsText chunk: 32 lines' timestamps.
+const tsTextSize = 32 * len("2006-01-02T15:04:05.999999999Z")
+
+// tsString returns ts as a string cut from tsText.
+func (e *lineEncoder) tsString(ts []byte) string {
+	if len(ts) == 0 {
+		return ""
+	}
+	if cap(e.tsText)-len(e.tsText) < len(ts) {
+		e.tsText = make([]byte, 0, max(tsTextSize, len(ts)))
+	}
+	at := len(e.tsText)
+	e.tsText = append(e.tsText, ts...)
+	return unsafe.String(&e.tsText[at], len(ts))
+}
+
+// tsFormat writes timestamps as time.RFC3339Nano does in UTC. The date and
+// time of day of the last second written are kept: lines come many a
+// second.
+type tsFormat struct {
+	sec   int64 // Unix time of the second day holds
+	valid bool
+	day   [40]byte // sec as "2006-01-02T15:04:05" in UTC
+	n     int      // bytes of day
+}
+
+// append appends t in UTC in time.RFC3339Nano's layout.
+func (f *tsFormat) append(b []byte, t time.Time) []byte {
+	sec := t.Unix()
+	if !f.valid || sec != f.sec {
+		// RFC3339 writes the second without a fraction; "Z" ends it.
+		d := time.Unix(sec, 0).UTC().AppendFormat(f.day[:0], time.RFC3339)
+		f.sec, f.valid, f.n = sec, true, copy(f.day[:], d[:len(d)-1])
+	}
+	b = append(b, f.day[:f.n]...)
+	if ns := t.Nanosecond(); ns != 0 {
+		// Nine digits, trailing zeros dropped.
+		var frac [10]byte
+		frac[0], frac[1] = '.', byte('0'+ns/1e8)
+		ns %= 1e8
+		for i := 8; i > 0; i -= 2 {
+			d := ns % 100
+			frac[i], frac[i+1] = digitPairs[2*d], digitPairs[2*d+1]
+			ns /= 100
+		}
+		n := 10
+		for frac[n-1] == '0' {
+			n--
+		}
+		b = append(b, frac[:n]...)
+	}
+	return append(b, 'Z')
 }
 
 func newLineEncoder(mask *secret.Masker) *lineEncoder {
@@ -78,7 +140,8 @@ func (e *lineEncoder) encode(ev *Event, typed Payload, now time.Time) ([]byte, p
 			return nil, p, err
 		}
 	}
-	if err := checkEnvelope(ev); err != nil {
+	plains, err := checkEnvelope(ev)
+	if err != nil {
 		return nil, p, err
 	}
 	seq, newTurn, err := e.seq.next(ev.Turn)
@@ -93,20 +156,20 @@ func (e *lineEncoder) encode(ev *Event, typed Payload, now time.Time) ([]byte, p
 	b = append(b, `,"ts":"`...)
 	tsStart := len(b)
 	if ev.TS == "" {
-		b = now.UTC().AppendFormat(b, time.RFC3339Nano)
+		b = e.clock.append(b, now)
 	} else {
 		t, err := time.Parse(time.RFC3339Nano, ev.TS)
 		if err != nil {
 			return nil, p, fmt.Errorf("trace: %s event: ts %q is not an RFC3339 timestamp", ev.Kind, ev.TS)
 		}
-		b = t.UTC().AppendFormat(b, time.RFC3339Nano)
+		b = e.clock.append(b, t)
 	}
-	ts := string(b[tsStart:])
+	ts := e.tsString(b[tsStart:])
 	b = append(b, `","kind":`...)
-	b = appendJSONString(b, ev.Kind)
+	b = appendEnvelopeString(b, ev.Kind, plains&1 != 0)
 	if ev.StatePath != "" {
 		b = append(b, `,"state_path":`...)
-		b = appendJSONString(b, ev.StatePath)
+		b = appendEnvelopeString(b, ev.StatePath, plains&2 != 0)
 	}
 	if ev.ParentTurn != 0 {
 		b = append(b, `,"parent_turn":`...)
@@ -114,11 +177,11 @@ func (e *lineEncoder) encode(ev *Event, typed Payload, now time.Time) ([]byte, p
 	}
 	if ev.CallID != "" {
 		b = append(b, `,"call_id":`...)
-		b = appendJSONString(b, ev.CallID)
+		b = appendEnvelopeString(b, ev.CallID, plains&4 != 0)
 	}
 	if ev.EpisodeID != "" {
 		b = append(b, `,"episode_id":`...)
-		b = appendJSONString(b, ev.EpisodeID)
+		b = appendEnvelopeString(b, ev.EpisodeID, plains&8 != 0)
 	}
 	if ev.MatchIdx != 0 {
 		b = append(b, `,"match_idx":`...)
@@ -128,7 +191,7 @@ func (e *lineEncoder) encode(ev *Event, typed Payload, now time.Time) ([]byte, p
 	if typed != nil {
 		b, err = e.pay.encodeTyped(b, typed)
 	} else {
-		b, err = e.pay.encode(b, ev.Payload)
+		b, err = e.pay.encodeUnder(b, ev.Payload, ev.Kind)
 	}
 	if err != nil {
 		return nil, p, fmt.Errorf("trace: %s event: %w", ev.Kind, err)
@@ -161,34 +224,55 @@ func takeKind(ev *Event, p Payload) error {
 }
 
 // checkEnvelope applies the rules on envelope fields that the reader or the
-// format depends on.
-func checkEnvelope(ev *Event) error {
+// format depends on. Bit i of plains is set when string field i (kind,
+// state_path, call_id, episode_id) is written as it is.
+func checkEnvelope(ev *Event) (plains uint8, err error) {
 	if ev == nil {
-		return fmt.Errorf("trace: nil event")
+		return 0, fmt.Errorf("trace: nil event")
 	}
 	switch {
 	case ev.Kind == "":
-		return fmt.Errorf("trace: event has no kind")
+		return 0, fmt.Errorf("trace: event has no kind")
 	case ev.Kind == KindSessionHeader:
-		return fmt.Errorf("trace: kind %q is reserved for line 1 of the file", KindSessionHeader)
+		return 0, fmt.Errorf("trace: kind %q is reserved for line 1 of the file", KindSessionHeader)
 	case ev.Turn < 0:
-		return fmt.Errorf("trace: %s event: turn %d is negative", ev.Kind, ev.Turn)
+		return 0, fmt.Errorf("trace: %s event: turn %d is negative", ev.Kind, ev.Turn)
 	case ev.ParentTurn < 0:
-		return fmt.Errorf("trace: %s event: parent_turn %d is negative", ev.Kind, ev.ParentTurn)
+		return 0, fmt.Errorf("trace: %s event: parent_turn %d is negative", ev.Kind, ev.ParentTurn)
 	case ev.MatchIdx < 0:
-		return fmt.Errorf("trace: %s event: match_idx %d is negative", ev.Kind, ev.MatchIdx)
+		return 0, fmt.Errorf("trace: %s event: match_idx %d is negative", ev.Kind, ev.MatchIdx)
 	}
-	for _, f := range [...]struct{ name, v string }{
+	for i, f := range [...]struct{ name, v string }{
 		{"kind", ev.Kind}, {"state_path", ev.StatePath}, {"call_id", ev.CallID}, {"episode_id", ev.EpisodeID},
 	} {
-		if err := checkString(f.v); err != nil {
-			return fmt.Errorf("trace: event field %s: %w", f.name, err)
+		plain, err := checkKey(f.v)
+		if err != nil {
+			return 0, fmt.Errorf("trace: event field %s: %w", f.name, err)
+		}
+		if plain {
+			plains |= 1 << i
 		}
 	}
-	return nil
+	return plains, nil
+}
+
+// appendEnvelopeString writes an envelope field checked by checkEnvelope;
+// plain says it is written as it is.
+func appendEnvelopeString(b []byte, s string, plain bool) []byte {
+	if !plain {
+		return appendJSONString(b, s)
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 const hexDigits = "0123456789abcdef"
+
+// digitPairs holds "00" to "99".
+const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879" +
+	"8081828384858687888990919293949596979899"
 
 // plainByte marks the ASCII bytes encoding/json copies into a string
 // unescaped (with HTML escaping on): printable, and not " \ < > &.
@@ -203,9 +287,15 @@ var plainByte = func() (t [256]bool) {
 // writes it with HTML escaping on: <, >, & and control characters as \u00XX
 // (except \b \f \n \r \t), U+2028/U+2029 escaped, invalid UTF-8 as \ufffd.
 func appendJSONString(b []byte, s string) []byte {
+	return appendJSONStringFrom(b, s, plainPrefix(s))
+}
+
+// appendJSONStringFrom is appendJSONString for s whose first i bytes are
+// known to be written as they are (plainPrefix).
+func appendJSONStringFrom(b []byte, s string, i int) []byte {
 	b = append(b, '"')
 	start := 0
-	for i := 0; i < len(s); {
+	for i < len(s) {
 		if plainByte[s[i]] {
 			i++
 			continue
@@ -260,6 +350,11 @@ func appendFloat(b []byte, f float64, bits int) ([]byte, error) {
 		return nil, ErrNaNOrInf
 	}
 	abs := math.Abs(f)
+	if bits == 64 && abs >= 1e-6 && abs < 1e6 {
+		if out, ok := appendShortDecimal(b, f); ok {
+			return out, nil
+		}
+	}
 	format := byte('f')
 	if abs != 0 {
 		if bits == 64 && (abs < 1e-6 || abs >= 1e21) || bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21) {
@@ -276,6 +371,44 @@ func appendFloat(b []byte, f float64, bits int) ([]byte, error) {
 		}
 	}
 	return b, nil
+}
+
+// pow10 holds the powers of ten appendShortDecimal tries.
+var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6}
+
+// appendShortDecimal writes f, 1e-6 <= |f| < 1e6, when it is a decimal of
+// at most six places (0.92, 7.5, 250.5): the text strconv's shortest 'f'
+// form gives, without its general digit generation. n·10⁻ᵏ is the
+// shortest text that reads back as f when k is the fewest places for
+// which it does: n and 10ᵏ are exact, so n/10ᵏ rounds exactly as reading
+// the text does, and at this magnitude one n at most fits each k. ok is
+// false for any other f.
+func appendShortDecimal(b []byte, f float64) ([]byte, bool) {
+	for k, p := range pow10 {
+		n := math.Round(f * p)
+		if n/p != f {
+			continue
+		}
+		u := uint64(math.Abs(n))
+		if k > 0 && u%10 == 0 {
+			return b, false // cannot be: k was not the fewest places
+		}
+		if f < 0 {
+			b = append(b, '-')
+		}
+		if k == 0 {
+			return strconv.AppendUint(b, u, 10), true
+		}
+		div := uint64(p)
+		b = strconv.AppendUint(b, u/div, 10)
+		b = append(b, '.')
+		frac := u % div
+		for d := div / 10; d > 0; d /= 10 { // k digits, leading zeros kept
+			b = append(b, byte('0'+frac/d%10))
+		}
+		return b, true
+	}
+	return b, false
 }
 
 // appendNumber writes a json.Number verbatim after checking it is a JSON

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -41,9 +39,11 @@ const maxDepth = 1000
 type payloadEncoder struct {
 	// mask masks secret values (nil: nothing to mask).
 	mask *secret.Masker
-	// keys holds one reusable scratch slice per nesting depth for sorting
+	// objs holds reusable scratch space per nesting depth for sorting
 	// object keys.
-	keys [][]mapEntry
+	objs []objScratch
+	// shapes remembers the keys of the objects written lately.
+	shapes shapes
 	// raw is scratch space for compacting embedded JSON.
 	raw bytes.Buffer
 	// w writes typed objects.
@@ -51,113 +51,6 @@ type payloadEncoder struct {
 	// seen records the objects already written in the payload being
 	// encoded (see object).
 	seen []seenObject
-	// order remembers the sorted keys of the last maps written.
-	order keyOrders
-}
-
-// keyOrders remembers, for the last few maps of memoMinKeys keys or more
-// that were written, their keys in the order they are written (checked
-// and masked): a decide writes its submission in three lines (the call's
-// response, the world update, the result). A remembered order is used
-// only when the map has exactly those keys now (same length, every key
-// present), so a changed map is never written with a stale order; its
-// values are always read afresh. Holding the map keeps it alive, so its
-// address cannot be reused by another map while remembered.
-type keyOrders struct {
-	slot [keyOrderSlots]keyOrder
-	next int
-}
-
-const keyOrderSlots = 8
-
-type keyOrder struct {
-	id   unsafe.Pointer
-	sig  uint64     // keySignature of the keys
-	keys []mapEntry // out and in only
-}
-
-// keySignature is an order-free hash of a map's keys (the sum of each
-// key's FNV-1a): a new map with the keys of a remembered one (the next
-// decide's submission) finds that order without sorting. A match is only
-// a candidate: the keys are then checked one by one.
-func keySignature(sum uint64, k string) uint64 {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(k); i++ {
-		h ^= uint64(k[i])
-		h *= 1099511628211
-	}
-	return sum + h
-}
-
-// bySignature fills entries with the values of m, whose entries (keys
-// and values, in any order) are given, in the order remembered for
-// another map with the same keys, and records that order as id's too.
-func (o *keyOrders) bySignature(id unsafe.Pointer, sig uint64, m map[string]any, entries []mapEntry) ([]mapEntry, bool) {
-	for i := range o.slot {
-		ko := &o.slot[i]
-		if ko.id == nil || ko.sig != sig || len(ko.keys) != len(m) {
-			continue
-		}
-		out := entries[len(entries):]
-		for _, k := range ko.keys {
-			v, ok := m[k.in]
-			if !ok {
-				break
-			}
-			out = append(out, mapEntry{out: k.out, in: k.in, v: v})
-		}
-		if len(out) != len(ko.keys) {
-			continue
-		}
-		ko.id = id
-		entries = append(entries[:0], out...)
-		clear(out) // drop references to the caller's values
-		return entries, true
-	}
-	return entries, false
-}
-
-// entries fills entries with m's entries in the remembered order, and
-// reports whether there was one that fits.
-func (o *keyOrders) entries(id unsafe.Pointer, m map[string]any, entries []mapEntry) ([]mapEntry, bool) {
-	for i := range o.slot {
-		ko := &o.slot[i]
-		if ko.id != id {
-			continue
-		}
-		if len(ko.keys) != len(m) {
-			return entries, false
-		}
-		for _, k := range ko.keys {
-			v, ok := m[k.in]
-			if !ok {
-				return entries, false
-			}
-			entries = append(entries, mapEntry{out: k.out, in: k.in, v: v})
-		}
-		return entries, true
-	}
-	return entries, false
-}
-
-// remember keeps the order of entries, m's sorted entries, replacing the
-// oldest remembered map's (or m's own earlier one).
-func (o *keyOrders) remember(id unsafe.Pointer, sig uint64, entries []mapEntry) {
-	ko := &o.slot[o.next]
-	for i := range o.slot {
-		if o.slot[i].id == id {
-			ko = &o.slot[i]
-			break
-		}
-	}
-	if ko == &o.slot[o.next] {
-		o.next = (o.next + 1) % keyOrderSlots
-	}
-	ko.id, ko.sig = id, sig
-	ko.keys = ko.keys[:0]
-	for _, en := range entries {
-		ko.keys = append(ko.keys, mapEntry{out: en.out, in: en.in})
-	}
 }
 
 // seenObject is a map written at depth into b[start:end] of the current
@@ -176,12 +69,6 @@ const memoMinKeys = 4
 // memoMax bounds how many objects a payload remembers, so that a payload
 // of many objects does not pay a growing search for each.
 const memoMax = 16
-
-type mapEntry struct {
-	out string // key as written (masked)
-	in  string // key in the caller's map
-	v   any
-}
 
 func newPayloadEncoder(mask *secret.Masker) *payloadEncoder {
 	if mask.Empty() {
@@ -221,10 +108,17 @@ func withSeg(err error, seg string) error {
 
 // encode appends the payload object to b. A nil or empty payload is {}.
 func (e *payloadEncoder) encode(b []byte, p map[string]any) ([]byte, error) {
+	return e.encodeUnder(b, p, "")
+}
+
+// encodeUnder is encode for the payload of an event of the given kind,
+// under which its shape is remembered (see object): payloads of several
+// kinds with as many keys do not take each other's place.
+func (e *payloadEncoder) encodeUnder(b []byte, p map[string]any, kind string) ([]byte, error) {
 	if len(p) == 0 {
 		return append(b, "{}"...), nil
 	}
-	b, err := e.object(b, p, 1)
+	b, err := e.object(b, p, 1, kind)
 	e.forget()
 	if err != nil {
 		var pe *payloadError
@@ -355,7 +249,7 @@ func (w *objWriter) object(k string, m map[string]any) {
 		w.b = append(w.b, "null"...)
 		return
 	}
-	b, err := w.e.object(w.b, m, w.depth+1)
+	b, err := w.e.object(w.b, m, w.depth+1, k)
 	if err == nil {
 		w.b = b
 	}
@@ -371,7 +265,7 @@ func (w *objWriter) counts(k string, m map[string]int64) {
 	for name, n := range m {
 		generic[name] = n
 	}
-	b, err := w.e.object(w.b, generic, w.depth+1)
+	b, err := w.e.object(w.b, generic, w.depth+1, k)
 	if err == nil {
 		w.b = b
 	}
@@ -383,7 +277,7 @@ func (w *objWriter) value(k string, v any) {
 	if !w.key(k) {
 		return
 	}
-	b, err := w.e.value(w.b, v, w.depth+1)
+	b, err := w.e.value(w.b, v, w.depth+1, k)
 	if err == nil {
 		w.b = b
 	}
@@ -402,7 +296,8 @@ func (w *objWriter) typed(k string, f fields) {
 	w.fail(k, err)
 }
 
-func (e *payloadEncoder) value(b []byte, v any, depth int) ([]byte, error) {
+// value writes an open value found under the key parent (see object).
+func (e *payloadEncoder) value(b []byte, v any, depth int, parent string) ([]byte, error) {
 	if depth > maxDepth {
 		return nil, ErrTooDeep
 	}
@@ -448,7 +343,7 @@ func (e *payloadEncoder) value(b []byte, v any, depth int) ([]byte, error) {
 		if x == nil {
 			return append(b, "null"...), nil
 		}
-		return e.object(b, x, depth)
+		return e.object(b, x, depth, parent)
 	case []any:
 		if x == nil {
 			return append(b, "null"...), nil
@@ -459,7 +354,7 @@ func (e *payloadEncoder) value(b []byte, v any, depth int) ([]byte, error) {
 				b = append(b, ',')
 			}
 			var err error
-			if b, err = e.value(b, el, depth+1); err != nil {
+			if b, err = e.value(b, el, depth+1, parent); err != nil {
 				return nil, withSeg(err, indexSeg(i))
 			}
 		}
@@ -487,118 +382,44 @@ func (e *payloadEncoder) value(b []byte, v any, depth int) ([]byte, error) {
 		for k, s := range x {
 			generic[k] = s
 		}
-		return e.object(b, generic, depth)
+		return e.object(b, generic, depth, parent)
 	case json.RawMessage:
-		return e.rawJSON(b, x, depth)
+		return e.rawJSON(b, x, depth, parent)
 	case fields: // a typed value nested in an open field
 		return e.typed(b, x, depth)
 	default:
-		return e.reflected(b, v, depth)
+		return e.reflected(b, v, depth, parent)
 	}
 }
 
-// object writes a JSON object with keys sorted like encoding/json does.
-// Keys are checked and masked (Masker.Key: long secrets only); sensitive
-// header names get their value replaced whatever it is.
-//
-// A map met again in the same payload (the same map, at the same depth) is
-// written as a copy of its first encoding: nothing can change it while one
-// payload is encoded (that would be a data race), and masking is the same
-// throughout. The record is per payload, so a map changed between two
-// lines is walked afresh.
-func (e *payloadEncoder) object(b []byte, m map[string]any, depth int) ([]byte, error) {
-	var id unsafe.Pointer
-	if len(m) >= memoMinKeys {
-		id = reflect.ValueOf(m).UnsafePointer()
-		for _, s := range e.seen {
-			if s.id == id && s.depth == depth {
-				return append(b, b[s.start:s.end]...), nil
-			}
-		}
-	}
-	start := len(b)
-	for len(e.keys) <= depth {
-		e.keys = append(e.keys, nil)
-	}
-	entries, known := e.keys[depth][:0], false
-	if id != nil {
-		entries, known = e.order.entries(id, m, entries)
-	}
-	if !known {
-		entries = entries[:0]
-		var sig uint64
-		for k, v := range m {
-			if err := checkString(k); err != nil {
-				// Named by position-free text, never by content: the key
-				// itself could be a secret.
-				return nil, withSeg(err, "{key}")
-			}
-			entries = append(entries, mapEntry{in: k, v: v})
-			if id != nil {
-				sig = keySignature(sig, k)
-			}
-		}
-		if id != nil {
-			// Twice the room: bySignature builds the ordered entries
-			// after the ones just read.
-			entries = slices.Grow(entries, len(entries))
-			entries, known = e.order.bySignature(id, sig, m, entries)
-		}
-		if !known {
-			for i := range entries {
-				entries[i].out = e.mask.Key(entries[i].in)
-			}
-			slices.SortFunc(entries, func(a, b mapEntry) int {
-				if c := strings.Compare(a.out, b.out); c != 0 {
-					return c
-				}
-				return strings.Compare(a.in, b.in)
-			})
-			if id != nil {
-				e.order.remember(id, sig, entries)
-			}
-		}
-	}
-	e.keys[depth] = entries // keep the grown scratch for the next object
-	b = append(b, '{')
-	for i, en := range entries {
-		if i > 0 && en.out == entries[i-1].out {
-			continue // two keys masked to the same text: keep one
-		}
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendJSONString(b, en.out)
-		b = append(b, ':')
-		if isSensitiveHeader(en.in) {
-			b = append(b, `"`+Redacted+`"`...)
-			continue
-		}
-		var err error
-		if b, err = e.value(b, en.v, depth+1); err != nil {
-			return nil, withSeg(err, "."+en.out)
-		}
-	}
-	clear(entries) // drop references to the caller's values
-	b = append(b, '}')
-	if id != nil && len(e.seen) < memoMax {
-		e.seen = append(e.seen, seenObject{id: id, depth: depth, start: start, end: len(b)})
-	}
-	return b, nil
-}
-
+// str checks, masks and writes a string value. The checks and the
+// escaping share one pass over the leading run of bytes that need neither
+// (printable ASCII other than " \ < > &): most strings are all of it.
 func (e *payloadEncoder) str(b []byte, s string) ([]byte, error) {
-	if err := checkString(s); err != nil {
-		return nil, err
+	i := plainPrefix(s)
+	if i < len(s) {
+		if err := checkRest(s, i); err != nil {
+			return nil, err
+		}
 	}
-	return appendJSONString(b, e.mask.String(s)), nil
+	if e.mask != nil {
+		if ms := e.mask.String(s); ms != s {
+			return appendJSONString(b, ms), nil
+		}
+	}
+	if i == len(s) {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"'), nil
+	}
+	return appendJSONStringFrom(b, s, i), nil
 }
 
 // rawJSON writes embedded JSON (e.g. an agent's submission). When a look
 // at the bytes proves there is nothing to check or redact, it is only
 // compacted and HTML-escaped, as encoding/json does; otherwise it is decoded
 // and walked like any other value.
-func (e *payloadEncoder) rawJSON(b []byte, r json.RawMessage, depth int) ([]byte, error) {
+func (e *payloadEncoder) rawJSON(b []byte, r json.RawMessage, depth int, parent string) ([]byte, error) {
 	if len(r) == 0 {
 		return append(b, "null"...), nil
 	}
@@ -621,7 +442,7 @@ func (e *payloadEncoder) rawJSON(b []byte, r json.RawMessage, depth int) ([]byte
 	if err != nil {
 		return nil, fmt.Errorf("payload holds invalid embedded JSON: %w", err)
 	}
-	return e.value(b, generic, depth)
+	return e.value(b, generic, depth, parent)
 }
 
 // rawIsInert reports whether embedded JSON certainly needs no change: plain
@@ -658,7 +479,7 @@ func containsFoldASCII(b []byte, w string) bool {
 
 // reflected handles any other Go value (structs, typed maps and slices,
 // http.Header, Marshalers) through the JSON encoding/json gives it.
-func (e *payloadEncoder) reflected(b []byte, v any, depth int) ([]byte, error) {
+func (e *payloadEncoder) reflected(b []byte, v any, depth int, parent string) ([]byte, error) {
 	j, err := json.Marshal(v)
 	if err != nil {
 		var uve *json.UnsupportedValueError
@@ -671,7 +492,7 @@ func (e *payloadEncoder) reflected(b []byte, v any, depth int) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("payload value of type %T cannot be encoded as JSON: %w", v, err)
 	}
-	return e.value(b, generic, depth)
+	return e.value(b, generic, depth, parent)
 }
 
 // decodeGeneric decodes one JSON value, keeping numbers as json.Number.
@@ -690,8 +511,33 @@ func decodeGeneric(b []byte) (any, error) {
 
 // checkString applies the string rules: no NUL byte, Unicode NFC. Invalid
 // UTF-8 is allowed; it is written as U+FFFD, like encoding/json does.
-func checkString(s string) error {
-	for i := 0; i < len(s); i++ {
+func checkString(s string) error { return checkRest(s, 0) }
+
+// checkKey is checkString for an object key, and reports whether the key
+// is written as it is (plainPrefix covers it).
+func checkKey(k string) (plain bool, err error) {
+	i := plainPrefix(k)
+	if i == len(k) {
+		return true, nil
+	}
+	return false, checkRest(k, i)
+}
+
+// plainPrefix is the length of the leading run of s that is printable
+// ASCII other than " \ < > &: bytes that break no rule and that
+// encoding/json writes as they are.
+func plainPrefix(s string) int {
+	i := 0
+	for i < len(s) && plainByte[s[i]] {
+		i++
+	}
+	return i
+}
+
+// checkRest is checkString for s whose first i bytes are ASCII without
+// NUL.
+func checkRest(s string, i int) error {
+	for ; i < len(s); i++ {
 		c := s[i]
 		if c == 0 {
 			return ErrNULByte

@@ -1,16 +1,17 @@
-// Package jsonwire reads JSON in one pass with encoding/json's meaning,
-// for the hot messages of the subprocess wire (wire-protocols.md §4): the
-// agent.ask request a plugin decodes and the response kitsoki decodes.
-// encoding/json validates a message in a pass of its own and then decodes
-// it by reflection, which for a 1 KB request costs more than the pipe
-// round trip.
+// Package jsonwire reads JSON in one pass with encoding/json's meaning.
+// It is the one hand-written JSON reader of kitsoki: schema.Decode reads
+// agents' submissions with it, and the subprocess wire (wire-protocols.md
+// §4) decodes its hot messages with it, the agent.ask request a plugin
+// decodes and the response kitsoki decodes. encoding/json validates a
+// message in a pass of its own and then decodes it by reflection, which
+// for a 1 KB request costs more than the pipe round trip.
 //
 // A Reader only ever takes what encoding/json would take, with the same
-// result; whatever it does not handle (invalid JSON, a number out of
-// float64's range, an unpaired surrogate escape, deep nesting) makes it
-// report false, and its callers then decode the message with
+// result; whatever it does not handle (invalid JSON, a number its
+// NumberFunc declines, an unpaired surrogate escape, deep nesting) makes
+// it report false, and its callers then decode the input with
 // encoding/json, which words the error. Input must be valid UTF-8 (the
-// line framing checks it before anything is decoded).
+// line framing, or the caller, checks it before anything is decoded).
 package jsonwire
 
 import (
@@ -20,18 +21,61 @@ import (
 	"unicode/utf8"
 )
 
-// maxDepth bounds the nesting Value follows; deeper values are left to
-// encoding/json.
-const maxDepth = 1000
+// MaxDepth bounds the nesting Value follows; deeper values are declined
+// (encoding/json has its own limit).
+const MaxDepth = 1000
+
+// NumberFunc makes the value of a number literal of JSON's grammar;
+// integral says it has neither fraction nor exponent. False declines the
+// input.
+type NumberFunc func(lit string, integral bool) (any, bool)
+
+// Float64 is encoding/json's number in an interface{}: a float64, and a
+// number beyond float64's range declined (encoding/json refuses it). It
+// is what a Reader uses unless told otherwise.
+func Float64(lit string, _ bool) (any, bool) {
+	f, err := strconv.ParseFloat(lit, 64)
+	return f, err == nil
+}
+
+// Scratch is the space a Reader gathers the members and elements of the
+// objects and arrays it is reading in, so that each map and slice is made
+// at its final size, which pays for larger documents (a map past eight
+// keys is not grown twice); the space itself is an allocation of 640
+// bytes, more than a small message's maps cost grown as they are filled,
+// which is what a Reader without one does.
+type Scratch struct {
+	members [16]member
+	elems   [8]any
+}
+
+type member struct {
+	key string
+	val any
+}
 
 // Reader reads JSON values from a string, front to back.
 type Reader struct {
-	s string
-	i int
+	s       string
+	i       int
+	number  NumberFunc
+	gather  bool     // objects and arrays are gathered in members and elems
+	members []member // the members of the objects being read, innermost last
+	elems   []any    // the same for arrays
 }
 
-// NewReader returns a Reader of s.
-func NewReader(s string) Reader { return Reader{s: s} }
+// NewReader returns a Reader of s gathering in sc (nil: filling each map
+// and slice as it reads) and making numbers with number (nil: Float64).
+func NewReader(s string, sc *Scratch, number NumberFunc) Reader {
+	r := Reader{s: s, number: number}
+	if sc != nil {
+		r.gather, r.members, r.elems = true, sc.members[:0], sc.elems[:0]
+	}
+	if number == nil {
+		r.number = Float64
+	}
+	return r
+}
 
 // Pos is the offset of the next byte to read.
 func (r *Reader) Pos() int { return r.i }
@@ -75,22 +119,58 @@ func (r *Reader) Members(member func(key string) bool) bool {
 	if !r.Take('{') {
 		return false
 	}
-	if r.Take('}') {
-		return true
-	}
-	for {
-		if r.Next() != '"' {
+	for first := true; ; first = false {
+		key, more, ok := r.member(first)
+		if !ok || !more {
+			return ok
+		}
+		if !member(key) {
 			return false
 		}
-		key, ok := r.String()
-		if !ok || !r.Take(':') || !member(key) {
-			return false
-		}
-		if r.Take(',') {
-			continue
-		}
-		return r.Take('}')
 	}
+}
+
+// member reads what stands before the next member's value of an object
+// whose { is read: a comma unless first, the key and its colon; more is
+// false where the object closes instead.
+func (r *Reader) member(first bool) (key string, more, ok bool) {
+	c := r.Next()
+	if c == '}' {
+		r.i++
+		return "", false, true
+	}
+	if !first {
+		if c != ',' {
+			return "", false, false
+		}
+		r.i++
+		c = r.Next()
+	}
+	if c != '"' {
+		return "", false, false
+	}
+	key, ok = r.String()
+	if !ok || !r.Take(':') {
+		return "", false, false
+	}
+	return key, true, true
+}
+
+// element reads what stands before the next element of an array whose [
+// is read: a comma unless first; more is false where the array closes.
+func (r *Reader) element(first bool) (more, ok bool) {
+	switch r.Next() {
+	case ']':
+		r.i++
+		return false, true
+	case ',':
+		if first {
+			return false, false
+		}
+		r.i++
+		return true, true
+	}
+	return true, first
 }
 
 // String reads a string literal, decoding escapes as encoding/json does.
@@ -236,8 +316,9 @@ func (r *Reader) hex4() (rune, bool) {
 	return ch, true
 }
 
-// number reads a number literal of JSON's grammar and returns its text.
-func (r *Reader) number() (string, bool) {
+// literalNumber reads a number literal of JSON's grammar and returns its
+// text and whether it is integral (no fraction, no exponent).
+func (r *Reader) literalNumber() (lit string, integral, ok bool) {
 	r.space()
 	start := r.i
 	if r.i < len(r.s) && r.s[r.i] == '-' {
@@ -249,26 +330,30 @@ func (r *Reader) number() (string, bool) {
 	case r.i < len(r.s) && r.s[r.i] >= '1' && r.s[r.i] <= '9':
 		r.digits()
 	default:
-		return "", false
+		return "", false, false
 	}
+	integral = true
 	if r.i < len(r.s) && r.s[r.i] == '.' {
+		integral = false
 		r.i++
 		if !r.digits() {
-			return "", false
+			return "", false, false
 		}
 	}
 	if r.i < len(r.s) && (r.s[r.i] == 'e' || r.s[r.i] == 'E') {
+		integral = false
 		r.i++
 		if r.i < len(r.s) && (r.s[r.i] == '+' || r.s[r.i] == '-') {
 			r.i++
 		}
 		if !r.digits() {
-			return "", false
+			return "", false, false
 		}
 	}
-	return r.s[start:r.i], true
+	return r.s[start:r.i], integral, true
 }
 
+// digits reads one or more decimal digits; false if there are none.
 func (r *Reader) digits() bool {
 	start := r.i
 	for r.i < len(r.s) && r.s[r.i] >= '0' && r.s[r.i] <= '9' {
@@ -280,8 +365,8 @@ func (r *Reader) digits() bool {
 // Int reads a number into an int, as encoding/json decodes one into an
 // int field: integral literals only, within int's range.
 func (r *Reader) Int() (int, bool) {
-	lit, ok := r.number()
-	if !ok {
+	lit, integral, ok := r.literalNumber()
+	if !ok || !integral {
 		return 0, false
 	}
 	n, err := strconv.ParseInt(lit, 10, strconv.IntSize)
@@ -305,39 +390,19 @@ func (r *Reader) literal(word string) bool {
 
 // Value reads any value as encoding/json decodes one into an interface{}:
 // objects map[string]any (a repeated key keeps its last value), arrays
-// []any, numbers float64, strings, bools and nil.
+// []any, numbers as the Reader's NumberFunc makes them, strings, bools
+// and nil.
 func (r *Reader) Value() (any, bool) { return r.value(0) }
 
 func (r *Reader) value(depth int) (any, bool) {
-	if depth > maxDepth {
+	if depth > MaxDepth {
 		return nil, false
 	}
 	switch c := r.Next(); {
 	case c == '{':
-		m := map[string]any{}
-		ok := r.Members(func(key string) bool {
-			v, ok := r.value(depth + 1)
-			m[key] = v
-			return ok
-		})
-		return m, ok
+		return r.object(depth)
 	case c == '[':
-		r.i++
-		a := []any{}
-		if r.Take(']') {
-			return a, true
-		}
-		for {
-			v, ok := r.value(depth + 1)
-			if !ok {
-				return nil, false
-			}
-			a = append(a, v)
-			if r.Take(',') {
-				continue
-			}
-			return a, r.Take(']')
-		}
+		return r.array(depth)
 	case c == '"':
 		return r.String()
 	case c == 't':
@@ -347,14 +412,89 @@ func (r *Reader) value(depth int) (any, bool) {
 	case c == 'n':
 		return nil, r.literal("null")
 	case c == '-' || (c >= '0' && c <= '9'):
-		lit, ok := r.number()
+		lit, integral, ok := r.literalNumber()
 		if !ok {
 			return nil, false
 		}
-		f, err := strconv.ParseFloat(lit, 64)
-		return f, err == nil
+		return r.number(lit, integral)
 	}
 	return nil, false
+}
+
+func (r *Reader) object(depth int) (any, bool) {
+	r.i++ // {
+	if !r.gather {
+		m := map[string]any{}
+		for first := true; ; first = false {
+			key, more, ok := r.member(first)
+			if !ok || !more {
+				return m, ok
+			}
+			if m[key], ok = r.value(depth + 1); !ok {
+				return nil, false
+			}
+		}
+	}
+	base := len(r.members)
+	defer func() { r.members = r.members[:base] }()
+	for first := true; ; first = false {
+		key, more, ok := r.member(first)
+		if !ok {
+			return nil, false
+		}
+		if !more {
+			ms := r.members[base:]
+			m := make(map[string]any, len(ms))
+			for _, e := range ms { // in order: a repeated key keeps its last value
+				m[e.key] = e.val
+			}
+			clear(ms) // drop the references the scratch space would keep
+			return m, true
+		}
+		val, ok := r.value(depth + 1)
+		if !ok {
+			return nil, false
+		}
+		r.members = append(r.members, member{key, val})
+	}
+}
+
+func (r *Reader) array(depth int) (any, bool) {
+	r.i++ // [
+	if !r.gather {
+		a := []any{}
+		for first := true; ; first = false {
+			more, ok := r.element(first)
+			if !ok || !more {
+				return a, ok
+			}
+			val, ok := r.value(depth + 1)
+			if !ok {
+				return nil, false
+			}
+			a = append(a, val)
+		}
+	}
+	base := len(r.elems)
+	defer func() { r.elems = r.elems[:base] }()
+	for first := true; ; first = false {
+		more, ok := r.element(first)
+		if !ok {
+			return nil, false
+		}
+		if !more {
+			es := r.elems[base:]
+			a := make([]any, len(es))
+			copy(a, es)
+			clear(es)
+			return a, true
+		}
+		val, ok := r.value(depth + 1)
+		if !ok {
+			return nil, false
+		}
+		r.elems = append(r.elems, val)
+	}
 }
 
 // Object reads an object into a map[string]any as Value does.
@@ -382,7 +522,7 @@ func (r *Reader) Raw() (string, bool) {
 
 // skip reads one value without building it.
 func (r *Reader) skip(depth int) bool {
-	if depth > maxDepth {
+	if depth > MaxDepth {
 		return false
 	}
 	switch c := r.Next(); {
@@ -390,17 +530,14 @@ func (r *Reader) skip(depth int) bool {
 		return r.Members(func(string) bool { return r.skip(depth + 1) })
 	case c == '[':
 		r.i++
-		if r.Take(']') {
-			return true
-		}
-		for {
+		for first := true; ; first = false {
+			more, ok := r.element(first)
+			if !ok || !more {
+				return ok
+			}
 			if !r.skip(depth + 1) {
 				return false
 			}
-			if r.Take(',') {
-				continue
-			}
-			return r.Take(']')
 		}
 	case c == '"':
 		return r.skipString()
@@ -411,7 +548,7 @@ func (r *Reader) skip(depth int) bool {
 	case c == 'n':
 		return r.literal("null")
 	case c == '-' || (c >= '0' && c <= '9'):
-		_, ok := r.number()
+		_, _, ok := r.literalNumber()
 		return ok
 	}
 	return false

@@ -33,18 +33,20 @@ func checkValue(t *testing.T, in string) {
 	t.Helper()
 	var want any
 	wantErr := json.Unmarshal([]byte(in), &want)
-	r := NewReader(in)
-	got, ok := r.Value()
-	ok = ok && r.End()
-	if ok && wantErr != nil {
-		t.Errorf("%q: Value took %#v; encoding/json refuses it: %v", in, got, wantErr)
-	}
-	if ok && !reflect.DeepEqual(want, got) { // cmp.Diff alone takes exponential time on deep nesting
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("%q: Value (-encoding/json +Value):\n%s", in, diff)
+	for _, sc := range []*Scratch{nil, new(Scratch)} { // filled as read, and gathered
+		r := NewReader(in, sc, nil)
+		got, ok := r.Value()
+		ok = ok && r.End()
+		if ok && wantErr != nil {
+			t.Errorf("%q (scratch %v): Value took %#v; encoding/json refuses it: %v", in, sc != nil, got, wantErr)
+		}
+		if ok && !reflect.DeepEqual(want, got) { // cmp.Diff alone takes exponential time on deep nesting
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%q (scratch %v): Value (-encoding/json +Value):\n%s", in, sc != nil, diff)
+			}
 		}
 	}
-	r = NewReader(in)
+	r := NewReader(in, nil, nil)
 	raw, ok := r.Raw()
 	ok = ok && r.End()
 	if ok && !json.Valid([]byte(in)) {
@@ -60,7 +62,7 @@ func checkValue(t *testing.T, in string) {
 
 func TestValueDeclinesWhatItMustLeave(t *testing.T) {
 	for _, in := range []string{`1e400`, `"\ud800"`, `"\udc00\ud800"`, strings.Repeat("[", 1200) + strings.Repeat("]", 1200)} {
-		r := NewReader(in)
+		r := NewReader(in, nil, nil)
 		if _, ok := r.Value(); ok {
 			t.Errorf("%.40q: Value took it; encoding/json's replacements and limits are its own", in)
 		}
@@ -82,7 +84,7 @@ func TestInt(t *testing.T) {
 		if (wantErr == nil) != tc.ok || want != tc.want {
 			t.Fatalf("%s: the case disagrees with encoding/json (%d, %v)", tc.in, want, wantErr)
 		}
-		r := NewReader(tc.in)
+		r := NewReader(tc.in, nil, nil)
 		got, ok := r.Int()
 		if ok != tc.ok || got != tc.want {
 			t.Errorf("Int(%s) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)

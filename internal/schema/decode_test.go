@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kitsoki/kitsoki/internal/jsonwire"
 )
 
 // decodeCases are inputs Decode's own parser must read as encoding/json
@@ -37,21 +39,21 @@ func TestDecodeAgreesWithEncodingJSON(t *testing.T) {
 // (or takes what it must not) shows.
 func TestDecodeLeavesWhatItDoesNotTake(t *testing.T) {
 	for in, want := range map[string]bool{
-		decodeCases[0]:                 true,
-		`"\ud83d\ude00"`:               true,
-		`{"a":"\n"}`:                   true,
-		`1e400`:                        true,
-		`"\ud83d"`:                     false, // encoding/json's replacement rule
-		"\"caf\xe9\"":                  false, // invalid UTF-8: replaced by encoding/json
-		`[1,]`:                         false,
-		`{} {}`:                        false,
-		string(deep(maxFastDepth + 2)): false,
+		decodeCases[0]:                      true,
+		`"\ud83d\ude00"`:                    true,
+		`{"a":"\n"}`:                        true,
+		`1e400`:                             true,
+		`"\ud83d"`:                          false, // encoding/json's replacement rule
+		"\"caf\xe9\"":                       false, // invalid UTF-8: replaced by encoding/json
+		`[1,]`:                              false,
+		`{} {}`:                             false,
+		string(deep(jsonwire.MaxDepth + 2)): false,
 	} {
 		if _, ok := decodeFast([]byte(in)); ok != want {
 			t.Errorf("decodeFast(%.40q) took it = %v, want %v", in, ok, want)
 		}
 	}
-	checkDecode(t, deep(maxFastDepth+2))
+	checkDecode(t, deep(jsonwire.MaxDepth+2))
 }
 
 func deep(n int) []byte {

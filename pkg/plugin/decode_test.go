@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kitsoki/kitsoki/internal/testsupport/wirecheck"
 )
 
 var requestLines = []string{
@@ -42,15 +43,7 @@ var requestLines = []string{
 // The one-pass decoder takes the usual agent.ask line, and agrees with
 // encoding/json on every line it takes.
 func TestParseRequestFastAgreesWithEncodingJSON(t *testing.T) {
-	taken := 0
-	for _, line := range requestLines {
-		if checkParseRequest(t, line) {
-			taken++
-		}
-	}
-	if taken != 9 { // the lines above the comment
-		t.Errorf("the one-pass decoder took %d of the lines, want 9", taken)
-	}
+	wirecheck.Taken(t, requestLines, 9, checkParseRequest) // the lines above the comment
 }
 
 // checkParseRequest compares parseRequestFast with encoding/json on line
@@ -79,17 +72,7 @@ func checkParseRequest(t *testing.T, line string) bool {
 	return true
 }
 
-func FuzzParseRequestFast(f *testing.F) {
-	for _, line := range requestLines {
-		f.Add(line)
-	}
-	f.Fuzz(func(t *testing.T, line string) {
-		if !utf8.ValidString(line) || strings.ContainsRune(line, '\n') {
-			return // the framing refuses or splits it first
-		}
-		checkParseRequest(t, line)
-	})
-}
+func FuzzParseRequestFast(f *testing.F) { wirecheck.Fuzz(f, requestLines, checkParseRequest) }
 
 // An id is kept as its own bytes, as encoding/json keeps a RawMessage.
 func TestParseRequestFastKeepsTheID(t *testing.T) {

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/kitsoki/kitsoki/internal/clock"
 )
 
 // Serve answers kitsoki's agent calls on stdin/stdout until stdin closes or
@@ -181,10 +183,7 @@ func readAheadDue(reader bool, answering int, since, now time.Time) (start bool,
 	if reader || answering == 0 {
 		return false, 0
 	}
-	if d := readAhead - now.Sub(since); d > 0 {
-		return false, d
-	}
-	return true, 0
+	return clock.Due(readAhead, since, now)
 }
 
 // read returns the next request, answering bad lines on the way; false

@@ -239,30 +239,22 @@ func TestLineStreamResumesALineCutByADeadline(t *testing.T) {
 }
 
 // The watch timer starts a second reader only once the one answering has
-// not read for readAhead; quicker calls never get one.
+// not read for readAhead (clock.Due's verdict); with a worker reading, or
+// no call being answered, it stops watching.
 func TestReadAheadDue(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	cases := []struct {
-		name      string
+	if start, wait := readAheadDue(false, 1, t0, t0); start || wait != readAhead {
+		t.Errorf("a call just begun: %v, %v; want a look in readAhead", start, wait)
+	}
+	if start, _ := readAheadDue(false, 2, t0, t0.Add(5*readAhead)); !start {
+		t.Error("a call past readAhead did not start a reader")
+	}
+	for name, gate := range map[string]struct {
 		reader    bool
 		answering int
-		elapsed   time.Duration // since the reader stopped reading
-		start     bool
-		wait      time.Duration
-	}{
-		{"someone reads", true, 1, time.Hour, false, 0},
-		{"nothing answered", false, 0, time.Hour, false, 0},
-		{"call just began", false, 1, 0, false, readAhead},
-		{"call under readAhead", false, 1, readAhead / 4, false, readAhead * 3 / 4},
-		{"call at readAhead", false, 1, readAhead, true, 0},
-		{"call past readAhead", false, 2, 5 * readAhead, true, 0},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			start, wait := readAheadDue(tc.reader, tc.answering, t0, t0.Add(tc.elapsed))
-			if start != tc.start || wait != tc.wait {
-				t.Errorf("readAheadDue = %v, %v; want %v, %v", start, wait, tc.start, tc.wait)
-			}
-		})
+	}{"someone reads": {true, 1}, "nothing answered": {false, 0}, "both": {true, 0}} {
+		if start, wait := readAheadDue(gate.reader, gate.answering, t0, t0.Add(time.Hour)); start || wait != 0 {
+			t.Errorf("%s: %v, %v; want no reader and no look", name, start, wait)
+		}
 	}
 }

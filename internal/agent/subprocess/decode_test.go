@@ -2,11 +2,11 @@ package subprocess
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kitsoki/kitsoki/internal/testsupport/wirecheck"
 )
 
 var replyLines = []string{
@@ -37,15 +37,7 @@ var replyLines = []string{
 // The one-pass decoder takes the usual agent.ask response, and agrees
 // with encoding/json on every line it takes.
 func TestAskReplyFastAgreesWithEncodingJSON(t *testing.T) {
-	taken := 0
-	for _, line := range replyLines {
-		if checkAskReply(t, line) {
-			taken++
-		}
-	}
-	if taken != 5 { // the lines above the comment
-		t.Errorf("the one-pass decoder took %d of the lines, want 5", taken)
-	}
+	wirecheck.Taken(t, replyLines, 5, checkAskReply) // the lines above the comment
 }
 
 func checkAskReply(t *testing.T, line string) bool {
@@ -68,14 +60,4 @@ func checkAskReply(t *testing.T, line string) bool {
 	return true
 }
 
-func FuzzAskReplyFast(f *testing.F) {
-	for _, line := range replyLines {
-		f.Add(line)
-	}
-	f.Fuzz(func(t *testing.T, line string) {
-		if !utf8.ValidString(line) || strings.ContainsRune(line, '\n') {
-			return // the framing refuses or splits it first
-		}
-		checkAskReply(t, line)
-	})
-}
+func FuzzAskReplyFast(f *testing.F) { wirecheck.Fuzz(f, replyLines, checkAskReply) }

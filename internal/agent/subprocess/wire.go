@@ -14,6 +14,7 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 
+	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
@@ -146,10 +147,7 @@ func idleDue(closed bool, waitingToRead int, left, now time.Time) (kick bool, wa
 	if closed || waitingToRead > 0 {
 		return false, 0
 	}
-	if d := idleAfter - now.Sub(left); d > 0 {
-		return false, d
-	}
-	return true, 0
+	return clock.Due(idleAfter, left, now)
 }
 
 // call sends request id with params (already encoded JSON) and waits for

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kitsoki/kitsoki/internal/agent"
+	"github.com/kitsoki/kitsoki/internal/clock"
 	"github.com/kitsoki/kitsoki/pkg/plugin"
 )
 
@@ -138,30 +139,24 @@ func TestConnWithoutReadDeadlines(t *testing.T) {
 }
 
 // The idle reader takes over only once no caller has wanted to read for
-// idleAfter; back-to-back calls never hand it the reading.
+// idleAfter (clock.Due's verdict); a closed connection or a caller
+// reading stops the looking, however long the last caller has been gone.
 func TestIdleDue(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	cases := []struct {
-		name    string
-		closed  bool
-		waiting int
-		elapsed time.Duration // since the last caller left
-		kick    bool
-		wait    time.Duration
-	}{
-		{"closed", true, 0, time.Hour, false, 0},
-		{"a caller reads", false, 1, time.Hour, false, 0},
-		{"caller just left", false, 0, 0, false, idleAfter},
-		{"under idleAfter", false, 0, idleAfter / 4, false, idleAfter * 3 / 4},
-		{"at idleAfter", false, 0, idleAfter, true, 0},
-		{"long idle", false, 0, time.Minute, true, 0},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			kick, wait := idleDue(tc.closed, tc.waiting, t0, t0.Add(tc.elapsed))
-			if kick != tc.kick || wait != tc.wait {
-				t.Errorf("idleDue = %v, %v; want %v, %v", kick, wait, tc.kick, tc.wait)
+	later := t0.Add(idleAfter / 4)
+	for _, closed := range []bool{false, true} {
+		for waiting := range 3 {
+			kick, wait := idleDue(closed, waiting, t0, later)
+			wantKick, wantWait := clock.Due(idleAfter, t0, later)
+			if closed || waiting > 0 {
+				wantKick, wantWait = false, 0
 			}
-		})
+			if kick != wantKick || wait != wantWait {
+				t.Errorf("idleDue(closed %v, %d waiting) = %v, %v; want %v, %v", closed, waiting, kick, wait, wantKick, wantWait)
+			}
+		}
+	}
+	if kick, _ := idleDue(false, 0, t0, t0.Add(idleAfter)); !kick {
+		t.Error("idleDue at idleAfter did not kick")
 	}
 }

@@ -152,10 +152,10 @@ func compareText(t *testing.T, tpl *Text, env Env) bool {
 	if got != want {
 		t.Fatalf("%q: Render = %q, pongo2 = %q", tpl.src, got, want)
 	}
-	if tpl.fast == nil {
+	if tpl.plain() == nil {
 		return false
 	}
-	out, ok := tpl.fast.render(env)
+	out, ok := tpl.plain().render(env)
 	if !ok {
 		return false
 	}
@@ -190,7 +190,7 @@ func TestFastTextMatchesPongo2(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", tc.src, err)
 		}
-		if got := tpl.fast != nil; got != tc.plain {
+		if got := tpl.plain() != nil; got != tc.plain {
 			t.Errorf("%q: has a plain form = %v, want %v", tc.src, got, tc.plain)
 		}
 		for _, env := range envs {
@@ -236,10 +236,10 @@ func TestFastTextAnswers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tpl.fast == nil {
+		if tpl.plain() == nil {
 			t.Fatalf("%q has no plain form", tc.src)
 		}
-		out, ok := tpl.fast.render(env)
+		out, ok := tpl.plain().render(env)
 		if ok != tc.answer {
 			t.Errorf("%q: the plain form answered = %v, want %v", tc.src, ok, tc.answer)
 		}
@@ -269,7 +269,7 @@ func TestFastTextKeepsPongo2Errors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tpl.fast == nil {
+		if tpl.plain() == nil {
 			t.Fatalf("%q has no plain form", tc.src)
 		}
 		_, err = tpl.Render(env)

@@ -17,9 +17,12 @@ import (
 type Text struct {
 	src  string
 	tpl  *pongo2.Template
-	m    *mapped   // the source as handed to pongo2, for error positions
-	menu bool      // a tag reads the computed menu
-	fast *fastText // the plain form, when src has one (fast.go)
+	m    *mapped // the source as handed to pongo2, for error positions
+	menu bool    // a tag reads the computed menu
+	// fast is the plain form, when src has one (fast.go), worked out on
+	// the first render: a story loads many templates it never renders.
+	fast     *fastText
+	fastOnce sync.Once
 }
 
 const (
@@ -125,7 +128,7 @@ func CompileText(src string) (*Text, error) {
 		}
 		return nil, &CompileError{Line: line, Col: col, Msg: msg}
 	}
-	return &Text{src: src, tpl: tpl, m: m, menu: textUsesMenu(src), fast: plainText(src)}, nil
+	return &Text{src: src, tpl: tpl, m: m, menu: textUsesMenu(src)}, nil
 }
 
 // textUsesMenu reports whether a {{ }} or {% %} tag of src reads the menu.
@@ -163,12 +166,18 @@ func (t *Text) Source() string { return t.src }
 // Render renders the template against env. Missing values render empty.
 // Failures are *EvalError values pointing into the source.
 func (t *Text) Render(env Env) (string, error) {
-	if t.fast != nil {
-		if out, ok := t.fast.render(env); ok {
+	if fast := t.plain(); fast != nil {
+		if out, ok := fast.render(env); ok {
 			return out, nil
 		}
 	}
 	return t.renderPongo2(env)
+}
+
+// plain is the template's plain form, nil when it has none.
+func (t *Text) plain() *fastText {
+	t.fastOnce.Do(func() { t.fast = plainText(t.src) })
+	return t.fast
 }
 
 // renderPongo2 renders the template with pongo2. pongo2 panics where it

@@ -104,17 +104,28 @@ bench:
 
 # The benchmarks the issues set speed targets on, with their floors, five
 # runs each, six for the paths with a ratio target (issue 20), three for
-# the flow run (docs/performance.md says how to read them).
+# the flow run (docs/performance.md says how to read them). A path with a
+# ratio target runs in six rounds of one run each, so that each round's
+# path and floor run seconds apart, under the same load (with -count 6 the
+# six runs of one benchmark would all come before its floor's); the log
+# goes to $(BENCH_LOG) and scripts/bench-ratios.py prints the ratios.
+BENCH_LOG ?= bench-targets.log
+RATIO_ROUNDS ?= 6
+bench-targets: SHELL := bash
 bench-targets:
-	$(GO) test -run '^$$' -bench 'BenchmarkDecideInProcess$$|BenchmarkDecideFloor|BenchmarkDecidePhysicalFloor|BenchmarkDecideLocalLLM|BenchmarkLocalLLMExchange' -benchmem -count 6 ./internal/orchestrator
+	@: > $(BENCH_LOG)
+	set -o pipefail; for i in $$(seq $(RATIO_ROUNDS)); do \
+	  $(GO) test -run '^$$' -bench 'BenchmarkDecideInProcess$$|BenchmarkDecideFloor|BenchmarkDecidePhysicalFloor|BenchmarkDecideLocalLLM|BenchmarkLocalLLMExchange' -benchmem -count 1 ./internal/orchestrator && \
+	  $(GO) test -run '^$$' -bench 'BenchmarkSubprocessAsk|BenchmarkSubprocessFloor' -benchmem -count 1 ./internal/agent/subprocess && \
+	  $(GO) test -run '^$$' -bench . -benchmem -count 1 ./internal/agent/mcphttp || exit 1; \
+	done | tee -a $(BENCH_LOG)
 	$(GO) test -run '^$$' -bench 'BenchmarkEncodeDecide$$' -benchmem -count 6 ./internal/trace
 	$(GO) test -run '^$$' -bench 'BenchmarkLoadLarge' -benchmem -count 5 ./internal/story
 	$(GO) test -run '^$$' -bench 'BenchmarkLocalLLMAsk' -benchmem -count 5 ./internal/agent/localllm
-	$(GO) test -run '^$$' -bench 'BenchmarkSubprocessAsk|BenchmarkSubprocessFloor' -benchmem -count 6 ./internal/agent/subprocess
-	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./internal/agent/mcphttp
 	$(GO) test -run '^$$' -bench 'BenchmarkProfileAssembly' -benchmem -count 5 ./internal/toolserver
 	$(GO) test -run '^$$' -bench 'BenchmarkPluginToolCall' -benchmem -count 5 ./internal/plugintools
 	$(GO) test -run '^$$' -bench 'BenchmarkTestFlows1000Turns' -benchmem -count 3 ./cmd/kitsoki
+	python3 scripts/bench-ratios.py $(BENCH_LOG)
 
 # Pre-warm the local-model cache (network; not part of make test).
 fetch-llama-server: build

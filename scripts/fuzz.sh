@@ -26,6 +26,14 @@ FuzzCassette ./internal/agent/cassette
 FuzzFlowFixture ./internal/testrunner
 FuzzHTTP ./internal/toolserver
 FuzzServeConn ./pkg/plugin
+FuzzParseRequestFast ./pkg/plugin
+FuzzAskReplyFast ./internal/agent/subprocess
+FuzzValue ./internal/jsonwire
+FuzzDecode ./internal/schema
+FuzzFastValidator ./internal/schema
+FuzzFastNumbers ./internal/schema
+FuzzFastTextMatchesPongo2 ./internal/expr
+FuzzFastValueMatchesVM ./internal/expr
 "
 
 want=" $* "

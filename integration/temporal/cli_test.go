@@ -335,13 +335,11 @@ func TestRunOnClusterEndsAtItsStart(t *testing.T) {
 	}
 }
 
-// TestTraceAcrossContinueAsNew: a session that continued as new after
-// every turn still has one trace: the client walks its runs back, and the
-// events are a local run's.
-func TestTraceAcrossContinueAsNew(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	e := newClusterEnv(t)
+// startContinuingHello starts session id of the hello story on e's task
+// queue, continuing as new after every turn, and returns the client that
+// drives it (closed when the test ends) with the story it loaded.
+func startContinuingHello(ctx context.Context, t *testing.T, e clusterEnv, id string) (*cluster.Client, *story.Story) {
+	t.Helper()
 	st, err := story.Load(filepath.Join(storiesDir, "hello/app.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -350,11 +348,22 @@ func TestTraceAcrossContinueAsNew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	in := cluster.SessionInput{Story: cluster.StoryRef{Path: "hello/app.yaml", Hash: st.ContentHash}, SessionID: "can-1", ContinueAsNewAfter: 1}
+	t.Cleanup(c.Close)
+	in := cluster.SessionInput{Story: cluster.StoryRef{Path: "hello/app.yaml", Hash: st.ContentHash}, SessionID: id, ContinueAsNewAfter: 1}
 	if err := c.Start(ctx, in, st.App.ID); err != nil {
 		t.Fatal(err)
 	}
+	return c, st
+}
+
+// TestTraceAcrossContinueAsNew: a session that continued as new after
+// every turn still has one trace: the client walks its runs back, and the
+// events are a local run's.
+func TestTraceAcrossContinueAsNew(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	e := newClusterEnv(t)
+	c, _ := startContinuingHello(ctx, t, e, "can-1")
 	for _, req := range []cluster.IntentRequest{
 		{Intent: "greet", Slots: cluster.Value{V: map[string]any{"name": "Ada", "style": "formal"}}, Input: "greet name=Ada style=formal"},
 		{Intent: "bye", Slots: cluster.Value{V: map[string]any{}}, Input: "bye"},

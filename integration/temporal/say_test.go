@@ -17,7 +17,6 @@ import (
 	"github.com/kitsoki/kitsoki/internal/cluster"
 	"github.com/kitsoki/kitsoki/internal/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/runtime"
-	"github.com/kitsoki/kitsoki/internal/story"
 )
 
 // testStoriesEnv is a kitsoki worker process serving testdata/stories on
@@ -199,19 +198,7 @@ func TestBackAcrossContinueAsNew(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	e := newClusterEnv(t)
-	st, err := story.Load(filepath.Join(storiesDir, "hello/app.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := cluster.Dial(ctx, cluster.ClientOptions{HostPort: server.Addr, TaskQueue: e.flags[3]})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	in := cluster.SessionInput{Story: cluster.StoryRef{Path: "hello/app.yaml", Hash: st.ContentHash}, SessionID: "back-1", ContinueAsNewAfter: 1}
-	if err := c.Start(ctx, in, st.App.ID); err != nil {
-		t.Fatal(err)
-	}
+	c, st := startContinuingHello(ctx, t, e, "back-1")
 	if _, err := c.Intent(ctx, "back-1", cluster.IntentRequest{Back: true}); !errors.Is(err, orchestrator.ErrNoHistory) {
 		t.Fatalf("back with no history: %v, want %v", err, orchestrator.ErrNoHistory)
 	}

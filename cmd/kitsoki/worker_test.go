@@ -28,44 +28,51 @@ func closedAddr(t *testing.T) string {
 func TestWorkerCommandErrors(t *testing.T) {
 	addr := closedAddr(t)
 	missing := filepath.Join(t.TempDir(), "nope")
-	for _, tc := range []struct {
-		name   string
-		args   []string
-		code   int
-		stderr string
-	}{
+	for _, tc := range []cliCase{
 		{"no address", []string{"worker"}, exitUsage,
 			"kitsoki worker: give --temporal HOST:PORT, the Temporal cluster to take work from (make temporal-dev serves 127.0.0.1:7233)\n"},
 		{"no stories dir", []string{"worker", "--temporal", addr, "--stories", missing}, exitFailure,
 			"kitsoki worker: --stories " + missing + ": not a directory; pass the directory the sessions' story paths are relative to\n"},
 		{"unreachable", []string{"worker", "--temporal", addr, "--stories", "../../stories"}, exitFailure,
-			"kitsoki: cannot reach the Temporal server at " + addr + `: failed reaching server: connection error: desc = "transport: Error while dialing: dial tcp ` + addr +
-				`: connect: connection refused"; start one with ` + "`make temporal-dev`" + ` (127.0.0.1:7233) or pass --temporal HOST:PORT of a running cluster` + "\n"},
+			unreachable(addr)},
 		{"bad cassette", []string{"worker", "--temporal", addr, "--stories", "../../stories", "--cassette", missing}, exitFailure,
 			"kitsoki worker: --cassette: cassette: \"" + missing + "\": open " + missing + ": no such file or directory\n"},
 		{"arguments", []string{"worker", "extra"}, exitUsage, ""},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			code, out, errs := runCLI(t, "", tc.args...)
-			if code != tc.code {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, out, errs)
-			}
-			if tc.stderr != "" && errs != tc.stderr {
-				t.Errorf("stderr:\n%s\nwant:\n%s", errs, tc.stderr)
-			}
-		})
+		t.Run(tc.name, tc.check)
 	}
+}
+
+// cliCase is one command line, the exit code it must give and, when not
+// empty, its whole stderr.
+type cliCase struct {
+	name   string
+	args   []string
+	code   int
+	stderr string
+}
+
+func (tc cliCase) check(t *testing.T) {
+	code, out, errs := runCLI(t, "", tc.args...)
+	if code != tc.code {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, out, errs)
+	}
+	if tc.stderr != "" && errs != tc.stderr {
+		t.Errorf("stderr:\n%s\nwant:\n%s", errs, tc.stderr)
+	}
+}
+
+// unreachable is the error for a Temporal server that is not listening at
+// addr.
+func unreachable(addr string) string {
+	return "kitsoki: cannot reach the Temporal server at " + addr + `: failed reaching server: connection error: desc = "transport: Error while dialing: dial tcp ` + addr +
+		`: connect: connection refused"; start one with ` + "`make temporal-dev`" + ` (127.0.0.1:7233) or pass --temporal HOST:PORT of a running cluster` + "\n"
 }
 
 func TestRunTemporalCommandErrors(t *testing.T) {
 	addr := closedAddr(t)
 	stories := t.TempDir()
-	for _, tc := range []struct {
-		name   string
-		args   []string
-		code   int
-		stderr string
-	}{
+	for _, tc := range []cliCase{
 		{"local-only flag", []string{"run", hello, "--temporal", addr, "--trace", "x.jsonl"}, exitUsage,
 			"--trace does not apply with --temporal: the trace is in the session's workflow: kitsoki session trace ID --temporal HOST:PORT -o FILE writes it\n"},
 		{"worker flag", []string{"run", hello, "--temporal", addr, "--cassette", "c.yaml"}, exitUsage,
@@ -83,24 +90,14 @@ func TestRunTemporalCommandErrors(t *testing.T) {
 		{"bad session id", []string{"run", hello, "--temporal", addr, "--stories", "../../stories", "--session", "a b"}, exitUsage,
 			"session id \"a b\": use letters, digits, '.', '_' and '-' (at most 128, not starting with a punctuation mark)\n"},
 		{"unreachable", []string{"run", hello, "--temporal", addr, "--stories", "../../stories"}, exitFailure,
-			"kitsoki: cannot reach the Temporal server at " + addr + `: failed reaching server: connection error: desc = "transport: Error while dialing: dial tcp ` + addr +
-				`: connect: connection refused"; start one with ` + "`make temporal-dev`" + ` (127.0.0.1:7233) or pass --temporal HOST:PORT of a running cluster` + "\n"},
+			unreachable(addr)},
 		{"load error", []string{"run", "nope.yaml", "--temporal", addr}, exitLoad, ""},
 		{"session trace without --temporal", []string{"session", "trace", "x"}, exitUsage,
 			"kitsoki session trace: give --temporal HOST:PORT: a local session's trace is its journal file (kitsoki session show ID names it)\n"},
 		{"session list unreachable", []string{"session", "list", "--temporal", addr}, exitFailure,
-			"kitsoki: cannot reach the Temporal server at " + addr + `: failed reaching server: connection error: desc = "transport: Error while dialing: dial tcp ` + addr +
-				`: connect: connection refused"; start one with ` + "`make temporal-dev`" + ` (127.0.0.1:7233) or pass --temporal HOST:PORT of a running cluster` + "\n"},
+			unreachable(addr)},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			code, out, errs := runCLI(t, "", tc.args...)
-			if code != tc.code {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, out, errs)
-			}
-			if tc.stderr != "" && errs != tc.stderr {
-				t.Errorf("stderr:\n%s\nwant:\n%s", errs, tc.stderr)
-			}
-		})
+		t.Run(tc.name, tc.check)
 	}
 }
 

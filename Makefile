@@ -2,9 +2,9 @@
 # `make test` is what CI runs.
 GO ?= go
 BIN := bin/kitsoki
-# The version `kitsoki --version` and the MCP server report (internal/version).
+# The version `kitsoki --version` and the MCP server report (internal/base/version).
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X github.com/kitsoki/kitsoki/internal/version.stamped=$(VERSION)
+LDFLAGS := -X github.com/kitsoki/kitsoki/internal/base/version.stamped=$(VERSION)
 
 .PHONY: schemas all build demo test test-examples test-corpus test-viz-corpus setup-browser vet bench bench-targets evals clean fetch-llama-server fetch-models test-llama-real
 
@@ -42,12 +42,12 @@ setup-browser:
 	bash scripts/setup-browser.sh
 
 # kitsoki viz over every corpus story that loads: the Mermaid and the DOT
-# parse and an SVG renders (internal/viz TestCorpusStories). Skipped where
+# parse and an SVG renders (internal/view/viz TestCorpusStories). Skipped where
 # the corpus is not beside the checkout.
 test-viz-corpus:
 	@if [ -d ../shared/kitsoki/stories/stories ]; then \
 		KITSOKI_REPO=$$PWD/../shared/kitsoki/stories KITSOKI_VIZ_CORPUS=$$PWD/../shared/kitsoki/stories/stories \
-			$(GO) test -count=1 -run '^TestCorpusStories$$' ./internal/viz; \
+			$(GO) test -count=1 -run '^TestCorpusStories$$' ./internal/view/viz; \
 	else echo "viz corpus: skipped (../shared/kitsoki not found beside the checkout)"; fi
 
 # Kitsoki's stories and flows (../shared/kitsoki) against bin/kitsoki: fails
@@ -97,7 +97,7 @@ evals: build
 # schemas/*.json are generated from the loader's key tables; a test fails
 # when they are stale.
 schemas:
-	KITSOKI_WRITE_SCHEMAS=1 $(GO) test -count=1 -run 'SchemaFiles?IsCurrent|SchemaFilesAreCurrent' ./internal/story ./internal/testrunner ./internal/agent/cassette ./internal/eval
+	KITSOKI_WRITE_SCHEMAS=1 $(GO) test -count=1 -run 'SchemaFiles?IsCurrent|SchemaFilesAreCurrent' ./internal/load/story ./internal/check/testrunner ./internal/agents/cassette ./internal/check/eval
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
@@ -115,15 +115,15 @@ bench-targets: SHELL := bash
 bench-targets:
 	@: > $(BENCH_LOG)
 	set -o pipefail; for i in $$(seq $(RATIO_ROUNDS)); do \
-	  $(GO) test -run '^$$' -bench 'BenchmarkDecideInProcess$$|BenchmarkDecideFloor|BenchmarkDecidePhysicalFloor|BenchmarkDecideLocalLLM|BenchmarkLocalLLMExchange' -benchmem -count 1 ./internal/orchestrator && \
-	  $(GO) test -run '^$$' -bench 'BenchmarkSubprocessAsk|BenchmarkSubprocessFloor' -benchmem -count 1 ./internal/agent/subprocess && \
-	  $(GO) test -run '^$$' -bench . -benchmem -count 1 ./internal/agent/mcphttp || exit 1; \
+	  $(GO) test -run '^$$' -bench 'BenchmarkDecideInProcess$$|BenchmarkDecideFloor|BenchmarkDecidePhysicalFloor|BenchmarkDecideLocalLLM|BenchmarkLocalLLMExchange' -benchmem -count 1 ./internal/run/orchestrator && \
+	  $(GO) test -run '^$$' -bench 'BenchmarkSubprocessAsk|BenchmarkSubprocessFloor' -benchmem -count 1 ./internal/agents/subprocess && \
+	  $(GO) test -run '^$$' -bench . -benchmem -count 1 ./internal/agents/mcphttp || exit 1; \
 	done | tee -a $(BENCH_LOG)
-	$(GO) test -run '^$$' -bench 'BenchmarkEncodeDecide$$' -benchmem -count 6 ./internal/trace
-	$(GO) test -run '^$$' -bench 'BenchmarkLoadLarge' -benchmem -count 5 ./internal/story
-	$(GO) test -run '^$$' -bench 'BenchmarkLocalLLMAsk' -benchmem -count 5 ./internal/agent/localllm
-	$(GO) test -run '^$$' -bench 'BenchmarkProfileAssembly' -benchmem -count 5 ./internal/toolserver
-	$(GO) test -run '^$$' -bench 'BenchmarkPluginToolCall' -benchmem -count 5 ./internal/plugintools
+	$(GO) test -run '^$$' -bench 'BenchmarkEncodeDecide$$' -benchmem -count 6 ./internal/observe/trace
+	$(GO) test -run '^$$' -bench 'BenchmarkLoadLarge' -benchmem -count 5 ./internal/load/story
+	$(GO) test -run '^$$' -bench 'BenchmarkLocalLLMAsk' -benchmem -count 5 ./internal/agents/localllm
+	$(GO) test -run '^$$' -bench 'BenchmarkProfileAssembly' -benchmem -count 5 ./internal/agents/toolserver
+	$(GO) test -run '^$$' -bench 'BenchmarkPluginToolCall' -benchmem -count 5 ./internal/run/plugintools
 	$(GO) test -run '^$$' -bench 'BenchmarkTestFlows1000Turns' -benchmem -count 3 ./cmd/kitsoki
 	python3 scripts/bench-ratios.py $(BENCH_LOG)
 

@@ -16,14 +16,14 @@ mkdir -p "$out/bin"
 
 # package (new path) | package (old path) | -bench pattern
 targets=(
-  "internal/orchestrator|internal/orchestrator|BenchmarkDecideInProcess\$|BenchmarkDecideFloor|BenchmarkDecidePhysicalFloor|BenchmarkDecideLocalLLM|BenchmarkLocalLLMExchange"
-  "internal/trace|internal/trace|BenchmarkEncodeDecide\$"
-  "internal/story|internal/story|BenchmarkLoadLarge"
-  "internal/agent/localllm|internal/agent/localllm|BenchmarkLocalLLMAsk"
-  "internal/agent/subprocess|internal/agent/subprocess|BenchmarkSubprocessAsk|BenchmarkSubprocessFloor"
-  "internal/agent/mcphttp|internal/agent/mcphttp|."
-  "internal/toolserver|internal/mcp|BenchmarkProfileAssembly"
-  "internal/plugintools|internal/plugintools|BenchmarkPluginToolCall"
+  "internal/run/orchestrator|internal/orchestrator|BenchmarkDecideInProcess\$|BenchmarkDecideFloor|BenchmarkDecidePhysicalFloor|BenchmarkDecideLocalLLM|BenchmarkLocalLLMExchange"
+  "internal/observe/trace|internal/trace|BenchmarkEncodeDecide\$"
+  "internal/load/story|internal/story|BenchmarkLoadLarge"
+  "internal/agents/localllm|internal/agent/localllm|BenchmarkLocalLLMAsk"
+  "internal/agents/subprocess|internal/agent/subprocess|BenchmarkSubprocessAsk|BenchmarkSubprocessFloor"
+  "internal/agents/mcphttp|internal/agent/mcphttp|."
+  "internal/agents/toolserver|internal/toolserver|BenchmarkProfileAssembly"
+  "internal/run/plugintools|internal/plugintools|BenchmarkPluginToolCall"
   "cmd/kitsoki|cmd/kitsoki|BenchmarkTestFlows1000Turns"
 )
 

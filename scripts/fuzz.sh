@@ -17,23 +17,23 @@ FUZZMINIMIZE=${FUZZMINIMIZE:-2000x}
 
 # target package
 TARGETS="
-FuzzLoad ./internal/story
-FuzzRead ./internal/trace
-FuzzAppendJSONString ./internal/trace
-FuzzFloat ./internal/trace
-FuzzStream ./internal/agent/subprocess
-FuzzCassette ./internal/agent/cassette
-FuzzFlowFixture ./internal/testrunner
-FuzzHTTP ./internal/toolserver
-FuzzServeConn ./pkg/plugin
-FuzzParseRequestFast ./pkg/plugin
-FuzzAskReplyFast ./internal/agent/subprocess
-FuzzValue ./internal/jsonwire
-FuzzDecode ./internal/schema
-FuzzFastValidator ./internal/schema
-FuzzFastNumbers ./internal/schema
-FuzzFastTextMatchesPongo2 ./internal/expr
-FuzzFastValueMatchesVM ./internal/expr
+FuzzLoad ./internal/load/story
+FuzzRead ./internal/observe/trace
+FuzzAppendJSONString ./internal/observe/trace
+FuzzFloat ./internal/observe/trace
+FuzzStream ./internal/agents/subprocess
+FuzzCassette ./internal/agents/cassette
+FuzzFlowFixture ./internal/check/testrunner
+FuzzHTTP ./internal/agents/toolserver
+FuzzServeConn ./plugin
+FuzzParseRequestFast ./plugin
+FuzzAskReplyFast ./internal/agents/subprocess
+FuzzValue ./internal/base/jsonwire
+FuzzDecode ./internal/base/schema
+FuzzFastValidator ./internal/base/schema
+FuzzFastNumbers ./internal/base/schema
+FuzzFastTextMatchesPongo2 ./internal/base/expr
+FuzzFastValueMatchesVM ./internal/base/expr
 "
 
 want=" $* "

@@ -90,4 +90,4 @@ version="$(chroot "$chroot_dir" dpkg-query -W -f '${Version}' llama.cpp-tools)"
 echo "llama-real: llama-server (llama.cpp-tools $version) healthy on $endpoint" >&2
 
 cd "$repo"
-KITSOKI_LLAMA_ENDPOINT="$endpoint" "$go_cmd" test -count=1 -v -run '^TestReal' ./internal/agent/localllm/
+KITSOKI_LLAMA_ENDPOINT="$endpoint" "$go_cmd" test -count=1 -v -run '^TestReal' ./internal/agents/localllm/

@@ -8,10 +8,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 img=docs/views/img
-run=internal/traceview/testdata/hello-run.jsonl
+run=internal/view/traceview/testdata/hello-run.jsonl
 mkdir -p "$img"
 bin/kitsoki viz stories/hello/app.yaml --highlight-trace "$run" -o "$img/viz-hello.png"
-bin/kitsoki viz internal/viz/testdata/shapes/app.yaml -o "$img/viz-shapes.png"
+bin/kitsoki viz internal/view/viz/testdata/shapes/app.yaml -o "$img/viz-shapes.png"
 
 # trace show on a terminal: its ANSI colours as HTML, then a screenshot.
 tmp=$(mktemp -d)
@@ -32,7 +32,7 @@ trap 'rm -rf "$tmp"' EXIT
   --user-data-dir="$tmp/profile" --hide-scrollbars --window-size=1000,900 \
   --screenshot="$PWD/$img/trace-show.png" "file://$tmp/show.html" 2>/dev/null
 
-KITSOKI_TEST_ARTIFACTS="$tmp/artifacts" go test -count=1 -run 'TestBrowserTraceView|TestBrowserMatrix' ./internal/traceview ./internal/evalview >/dev/null
+KITSOKI_TEST_ARTIFACTS="$tmp/artifacts" go test -count=1 -run 'TestBrowserTraceView|TestBrowserMatrix' ./internal/view/traceview ./internal/view/evalview >/dev/null
 cp "$tmp/artifacts/TestBrowserTraceView/trace-view.png" "$img/trace-view.png"
 cp "$tmp/artifacts/TestBrowserMatrix/eval-matrix.png" "$img/eval-matrix.png"
 echo "view-pictures: wrote $(ls "$img" | tr '\n' ' ')"

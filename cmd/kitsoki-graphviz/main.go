@@ -11,7 +11,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/kitsoki/kitsoki/internal/viz/gvrender"
+	"github.com/kitsoki/kitsoki/internal/view/viz/gvrender"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }

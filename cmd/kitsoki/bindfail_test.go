@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kitsoki/kitsoki/internal/trace"
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
 )
 
 // A failed agent call whose bind reads its submission (result.submitted.x)

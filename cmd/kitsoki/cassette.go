@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/kitsoki/kitsoki/internal/agent/cassette"
-	"github.com/kitsoki/kitsoki/internal/cassette/replay"
-	"github.com/kitsoki/kitsoki/internal/runtime"
-	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/agents/cassette"
+	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/run/replay"
+	"github.com/kitsoki/kitsoki/internal/run/runtime"
 )
 
 // agentSetup wires `kitsoki run --cassette FILE` (replay a cassette in

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/load/story"
 )
 
 // TestBuiltinPathUsesTheClaudeDeclaration runs an invoke without agent:

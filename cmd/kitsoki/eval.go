@@ -13,12 +13,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kitsoki/kitsoki/internal/agent/localllm"
-	"github.com/kitsoki/kitsoki/internal/eval"
-	"github.com/kitsoki/kitsoki/internal/host"
-	"github.com/kitsoki/kitsoki/internal/routes"
-	"github.com/kitsoki/kitsoki/internal/runtime"
-	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/agents/localllm"
+	"github.com/kitsoki/kitsoki/internal/check/eval"
+	"github.com/kitsoki/kitsoki/internal/hosts/host"
+	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/run/routes"
+	"github.com/kitsoki/kitsoki/internal/run/runtime"
 	"github.com/spf13/cobra"
 )
 

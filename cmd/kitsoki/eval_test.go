@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/kitsoki/kitsoki/internal/schema"
+	"github.com/kitsoki/kitsoki/internal/base/schema"
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
 	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
-	"github.com/kitsoki/kitsoki/internal/trace"
 )
 
 const (

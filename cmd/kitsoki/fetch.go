@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/kitsoki/kitsoki/internal/agent/localllm"
+	"github.com/kitsoki/kitsoki/internal/agents/localllm"
 	"github.com/spf13/cobra"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kitsoki/kitsoki/internal/testrunner"
+	"github.com/kitsoki/kitsoki/internal/check/testrunner"
 )
 
 // Exit codes of `kitsoki test flows` (cassettes-and-flows.md §6).

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/kitsoki/kitsoki/internal/mcpserve"
+	"github.com/kitsoki/kitsoki/internal/serve/mcpserve"
 	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 	"github.com/spf13/cobra"
 	"os"
@@ -12,10 +12,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kitsoki/kitsoki/internal/trace"
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
 )
 
-const shopApp = "../../internal/testrunner/testdata/shop/app.yaml"
+const shopApp = "../../internal/check/testrunner/testdata/shop/app.yaml"
 
 func TestFlowsHelloPass(t *testing.T) {
 	code, out, errs := runCLI(t, "", "test", "flows", hello)
@@ -44,11 +44,11 @@ func TestFlowsExitCodes(t *testing.T) {
 	}{
 		{"bad host_bindings", []string{"test", "flows", shopApp, "--flows", badBindings}, 2, nil,
 			`kitsoki test flows: ` + badBindings + `:2:16: host_bindings must be a mapping of {interface or handler: handler}, e.g. host_bindings: {host.run: host.run} or {transport: host.artifacts_dir}; got a list` + "\n"},
-		{"failing flows", []string{"test", "flows", shopApp, "--flows", "../../internal/testrunner/testdata/shop/failing/*.yaml"}, 1,
+		{"failing flows", []string{"test", "flows", shopApp, "--flows", "../../internal/check/testrunner/testdata/shop/failing/*.yaml"}, 1,
 			[]string{"FAIL  state.yaml\n  FAIL  turn 1 → cart\n  ✗ expect_state: got \"cart\", want \"paying\"\n", "\nSummary: 0/7 flows pass\nFAIL\n"}, ""},
 		{"verbose passing", []string{"test", "flows", shopApp, "--v"}, 0,
 			[]string{"PASS  passing.yaml#1\n  ok    turn 1 → cart\n", "SKIP  passing.yaml#3\n  skipped: test_kind is \"\", not flow\n", "Summary: 2/2 flows pass\nPASS\n"}, ""},
-		{"fail fast", []string{"test", "flows", shopApp, "--flows", "../../internal/testrunner/testdata/shop/failing/*.yaml", "--fail-fast"}, 1,
+		{"fail fast", []string{"test", "flows", shopApp, "--flows", "../../internal/check/testrunner/testdata/shop/failing/*.yaml", "--fail-fast"}, 1,
 			[]string{"FAIL  events.yaml\n", "\nSummary: 0/1 flows pass\nFAIL\n"}, ""},
 		{"bad fixture", []string{"test", "flows", shopApp, "--flows", bad}, 2, nil,
 			`kitsoki test flows: ` + bad + `: line 2: turns[0]: unknown key "expect_stat"`},

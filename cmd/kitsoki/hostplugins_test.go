@@ -9,8 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kitsoki/kitsoki/internal/secret"
-	"github.com/kitsoki/kitsoki/internal/trace"
+	"github.com/kitsoki/kitsoki/internal/base/secret"
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
 )
 
 // goHostPluginDir copies testdata/hostplugins into a fresh directory and

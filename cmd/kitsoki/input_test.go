@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kitsoki/kitsoki/internal/mcpserve"
-	"github.com/kitsoki/kitsoki/internal/trace"
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
+	"github.com/kitsoki/kitsoki/internal/serve/mcpserve"
 )
 
 // typedWorld is a story with one world key of each declared type; its root

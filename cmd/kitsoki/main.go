@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kitsoki/kitsoki/internal/version"
+	"github.com/kitsoki/kitsoki/internal/base/version"
 )
 
 // Exit codes, documented in `kitsoki run --help` and docs/runtime.md.
@@ -88,7 +88,7 @@ func newVersionCmd() *cobra.Command {
 		Use:   "version",
 		Short: "Print the kitsoki version",
 		Long: `Print the kitsoki version, as --version does. A release build stamps it with
--ldflags "-X github.com/kitsoki/kitsoki/internal/version.stamped=<version>";
+-ldflags "-X github.com/kitsoki/kitsoki/internal/base/version.stamped=<version>";
 otherwise it is the module version the binary was built from, else "dev".`,
 		Args: cobra.NoArgs,
 		Run:  func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), "kitsoki", version.String()) },

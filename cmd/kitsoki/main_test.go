@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kitsoki/kitsoki/internal/trace"
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
 )
 
 // runCLI runs the CLI in-process with stdin from a string.

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/kitsoki/kitsoki/internal/agent/localllm"
-	"github.com/kitsoki/kitsoki/internal/mcpguard"
-	"github.com/kitsoki/kitsoki/internal/mcpserve"
-	"github.com/kitsoki/kitsoki/internal/orchestrator"
-	"github.com/kitsoki/kitsoki/internal/secret"
-	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/agents/localllm"
+	"github.com/kitsoki/kitsoki/internal/base/mcpguard"
+	"github.com/kitsoki/kitsoki/internal/base/secret"
+	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/serve/mcpserve"
 	"github.com/spf13/cobra"
 )
 

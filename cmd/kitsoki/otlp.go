@@ -9,11 +9,11 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/kitsoki/kitsoki/internal/otelexport"
-	"github.com/kitsoki/kitsoki/internal/runtime"
-	"github.com/kitsoki/kitsoki/internal/secret"
-	"github.com/kitsoki/kitsoki/internal/story"
-	"github.com/kitsoki/kitsoki/internal/version"
+	"github.com/kitsoki/kitsoki/internal/base/secret"
+	"github.com/kitsoki/kitsoki/internal/base/version"
+	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/observe/otelexport"
+	"github.com/kitsoki/kitsoki/internal/run/runtime"
 )
 
 // otlpOpts are run's OpenTelemetry flags.

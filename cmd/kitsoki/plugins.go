@@ -7,10 +7,10 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/kitsoki/kitsoki/internal/mcpserve"
-	"github.com/kitsoki/kitsoki/internal/plugintools"
-	"github.com/kitsoki/kitsoki/internal/story"
-	"github.com/kitsoki/kitsoki/internal/toolserver"
+	"github.com/kitsoki/kitsoki/internal/agents/toolserver"
+	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/run/plugintools"
+	"github.com/kitsoki/kitsoki/internal/serve/mcpserve"
 )
 
 // pluginRuntime is what a run owns for plugin-contributed agent tools: the

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kitsoki/kitsoki/internal/runtime"
-	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/run/runtime"
 )
 
 // toolStory is a story whose plugin declares agent tools. The plugin is

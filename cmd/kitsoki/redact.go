@@ -4,11 +4,11 @@ import (
 	"errors"
 	"io"
 
-	"github.com/kitsoki/kitsoki/internal/secret"
+	"github.com/kitsoki/kitsoki/internal/base/secret"
 )
 
 // redacting wraps w so that what is written is masked as plain text by
-// the rule every artifact follows (internal/secret): a secret value of 8
+// the rule every artifact follows (internal/base/secret): a secret value of 8
 // bytes or more wherever it occurs, a shorter one where it stands as a
 // whole word. The CLI writes whole lines (and slog whole records) in
 // single Write calls, so a secret never straddles two writes. Everything a

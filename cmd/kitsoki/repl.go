@@ -9,8 +9,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kitsoki/kitsoki/internal/orchestrator"
-	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
 )
 
 // scripted runs the lines of in as scripted input (scriptLoop).

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kitsoki/kitsoki/internal/orchestrator"
-	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
 )
 
 // semanticRoutingEnv forces the synonym and template tiers on (1, true,

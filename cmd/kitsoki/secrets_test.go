@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kitsoki/kitsoki/internal/trace"
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
 )
 
 // leakySecret is the ${LEAKY_TOKEN} value the leaky story's plugins leak.

@@ -13,13 +13,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kitsoki/kitsoki/internal/orchestrator"
-	"github.com/kitsoki/kitsoki/internal/runtime"
-	"github.com/kitsoki/kitsoki/internal/session"
-	"github.com/kitsoki/kitsoki/internal/story"
-	"github.com/kitsoki/kitsoki/internal/trace"
-	"github.com/kitsoki/kitsoki/internal/version"
-	"github.com/kitsoki/kitsoki/internal/workspace"
+	"github.com/kitsoki/kitsoki/internal/base/version"
+	"github.com/kitsoki/kitsoki/internal/base/workspace"
+	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
+	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/run/runtime"
+	"github.com/kitsoki/kitsoki/internal/run/session"
 )
 
 // sessionFlags are kitsoki run's durable-session flags.

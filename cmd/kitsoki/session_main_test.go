@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/kitsoki/kitsoki/internal/session"
+	"github.com/kitsoki/kitsoki/internal/run/session"
 )
 
 // TestMain keeps every session the package's tests start out of the

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kitsoki/kitsoki/internal/trace"
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
 )
 
 const starlarkDir = "testdata/starlark"

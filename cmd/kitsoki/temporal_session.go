@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kitsoki/kitsoki/internal/cluster"
+	"github.com/kitsoki/kitsoki/internal/run/cluster"
 )
 
 // The kitsoki session commands against a cluster (--temporal): the same

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/kitsoki/kitsoki/internal/schema"
+	"github.com/kitsoki/kitsoki/internal/base/schema"
 )
 
 // TestTraceLinesMatchTheSchema runs the demo from its cassette and checks

@@ -15,7 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kitsoki/kitsoki/internal/traceview"
+	"github.com/kitsoki/kitsoki/internal/view/traceview"
 )
 
 // runsDir is where kitsoki run keeps its sessions' traces by default, seen

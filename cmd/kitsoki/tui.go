@@ -12,14 +12,14 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/kitsoki/kitsoki/internal/host"
-	"github.com/kitsoki/kitsoki/internal/orchestrator"
-	"github.com/kitsoki/kitsoki/internal/secret"
-	"github.com/kitsoki/kitsoki/internal/story"
-	"github.com/kitsoki/kitsoki/internal/tui"
+	"github.com/kitsoki/kitsoki/internal/base/secret"
+	"github.com/kitsoki/kitsoki/internal/hosts/host"
+	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/view/tui"
 )
 
-// tuiWiring connects a run to the terminal UI (internal/tui): the run's
+// tuiWiring connects a run to the terminal UI (internal/view/tui): the run's
 // stdout and stderr (says, logs, host.transport.post) go to the
 // transcript while the UI is up, the operator's questions to its input,
 // and agent calls to its spinner. nil when the run does not use the UI.

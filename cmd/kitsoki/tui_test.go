@@ -17,10 +17,10 @@ import (
 	"github.com/creack/pty"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kitsoki/kitsoki/internal/runtime"
-	"github.com/kitsoki/kitsoki/internal/story"
-	"github.com/kitsoki/kitsoki/internal/trace"
-	"github.com/kitsoki/kitsoki/internal/tui"
+	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
+	"github.com/kitsoki/kitsoki/internal/run/runtime"
+	"github.com/kitsoki/kitsoki/internal/view/tui"
 )
 
 // tuiPatience bounds every wait of the terminal UI tests: far above what

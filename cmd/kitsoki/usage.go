@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/kitsoki/kitsoki/internal/nearmiss"
+	"github.com/kitsoki/kitsoki/internal/base/nearmiss"
 )
 
 // A command line kitsoki cannot run (an unknown command or flag, a flag

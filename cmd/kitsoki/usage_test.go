@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kitsoki/kitsoki/internal/version"
+	"github.com/kitsoki/kitsoki/internal/base/version"
 )
 
 // A mistyped command line exits 2 with a suggestion and runs nothing: a CI

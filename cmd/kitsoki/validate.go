@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/hosts/hostplugin"
-	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/spf13/cobra"
 )
 

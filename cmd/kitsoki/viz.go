@@ -9,11 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kitsoki/kitsoki/internal/eval"
-	"github.com/kitsoki/kitsoki/internal/evalview"
-	"github.com/kitsoki/kitsoki/internal/story"
-	"github.com/kitsoki/kitsoki/internal/trace"
-	"github.com/kitsoki/kitsoki/internal/viz"
+	"github.com/kitsoki/kitsoki/internal/check/eval"
+	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
+	"github.com/kitsoki/kitsoki/internal/view/evalview"
+	"github.com/kitsoki/kitsoki/internal/view/viz"
 )
 
 func newVizCmd(g *globals) *cobra.Command {

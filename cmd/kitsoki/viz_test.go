@@ -41,8 +41,8 @@ func TestVizCommand(t *testing.T) {
 		{name: "story that does not load", args: []string{"viz", "testdata/nope/app.yaml"}, code: exitLoad},
 		{name: "highlight trace missing", args: []string{"viz", hello, "--highlight-trace", filepath.Join(dir, "none.jsonl")}, code: exitFailure,
 			stderr: "kitsoki viz: --highlight-trace: read trace: open " + filepath.Join(dir, "none.jsonl") + ": no such file or directory\n"},
-		{name: "highlight of another story", args: []string{"viz", hello, "--highlight-trace", "../../internal/traceview/testdata/failures.jsonl"},
-			stdout: "flowchart LR", stderr: "kitsoki viz: warning: ../../internal/traceview/testdata/failures.jsonl: the run went through states this story does not have: auditing, triage (is the trace of another version of the story?)\n"},
+		{name: "highlight of another story", args: []string{"viz", hello, "--highlight-trace", "../../internal/view/traceview/testdata/failures.jsonl"},
+			stdout: "flowchart LR", stderr: "kitsoki viz: warning: ../../internal/view/traceview/testdata/failures.jsonl: the run went through states this story does not have: auditing, triage (is the trace of another version of the story?)\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.name == "no renderer" {
@@ -70,8 +70,8 @@ func TestVizCommand(t *testing.T) {
 }
 
 func TestTraceShowViewCommands(t *testing.T) {
-	const rec = "../../internal/traceview/testdata/hello-run.jsonl"
-	golden, err := os.ReadFile("../../internal/traceview/testdata/hello-run.show.golden")
+	const rec = "../../internal/view/traceview/testdata/hello-run.jsonl"
+	golden, err := os.ReadFile("../../internal/view/traceview/testdata/hello-run.show.golden")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,9 +6,9 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/kitsoki/kitsoki/internal/agent/localllm"
-	"github.com/kitsoki/kitsoki/internal/runtime"
-	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/agents/localllm"
+	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/run/runtime"
 )
 
 // runtimeConfig is what a run started over MCP needs beyond its story.

@@ -17,13 +17,13 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/kitsoki/kitsoki/internal/agent/cassette"
-	"github.com/kitsoki/kitsoki/internal/agent/localllm"
-	"github.com/kitsoki/kitsoki/internal/cassette/replay"
-	"github.com/kitsoki/kitsoki/internal/cluster"
-	"github.com/kitsoki/kitsoki/internal/host"
-	"github.com/kitsoki/kitsoki/internal/runtime"
-	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/agents/cassette"
+	"github.com/kitsoki/kitsoki/internal/agents/localllm"
+	"github.com/kitsoki/kitsoki/internal/hosts/host"
+	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/run/cluster"
+	"github.com/kitsoki/kitsoki/internal/run/replay"
+	"github.com/kitsoki/kitsoki/internal/run/runtime"
 )
 
 // temporalFlags are the flags every --temporal command shares.

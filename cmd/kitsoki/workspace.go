@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/load/story"
 )
 
 const workspaceUsage = "directory every file the story reads must stay inside (default: the story's git work tree, else its directory)"

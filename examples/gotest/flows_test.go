@@ -3,7 +3,7 @@ package gotest
 import (
 	"testing"
 
-	"github.com/kitsoki/kitsoki/pkg/kitsokitest"
+	"github.com/kitsoki/kitsoki/kitsokitest"
 )
 
 // Every flow fixture of the hello story (stories/hello/flows/*.yaml), one

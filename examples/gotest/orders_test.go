@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/kitsoki/kitsoki/pkg/kitsoki"
-	"github.com/kitsoki/kitsoki/pkg/plugin"
+	"github.com/kitsoki/kitsoki"
+	"github.com/kitsoki/kitsoki/plugin"
 )
 
 const ordersApp = "testdata/orders/app.yaml"

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kitsoki/kitsoki/pkg/kitsoki"
+	"github.com/kitsoki/kitsoki"
 )
 
 const (

@@ -14,9 +14,9 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"go.temporal.io/sdk/client"
 
-	"github.com/kitsoki/kitsoki/internal/cluster"
-	"github.com/kitsoki/kitsoki/internal/story"
-	"github.com/kitsoki/kitsoki/internal/trace"
+	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
+	"github.com/kitsoki/kitsoki/internal/run/cluster"
 )
 
 // TestWorkerProcessRunsASession starts `kitsoki worker` as a child

@@ -21,10 +21,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.temporal.io/sdk/client"
 
-	"github.com/kitsoki/kitsoki/internal/cluster"
-	"github.com/kitsoki/kitsoki/internal/runtime"
-	"github.com/kitsoki/kitsoki/internal/story"
-	"github.com/kitsoki/kitsoki/internal/trace"
+	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
+	"github.com/kitsoki/kitsoki/internal/run/cluster"
+	"github.com/kitsoki/kitsoki/internal/run/runtime"
 )
 
 // The kill-a-worker acceptance test: two `kitsoki worker` processes take

@@ -18,22 +18,22 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/cluster"
-	"github.com/kitsoki/kitsoki/internal/demo"
-	"github.com/kitsoki/kitsoki/internal/runtime"
-	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/agents/agent"
+	"github.com/kitsoki/kitsoki/internal/agents/demo"
+	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/run/cluster"
+	"github.com/kitsoki/kitsoki/internal/run/runtime"
 )
 
 // EnvRecordHistories, set to 1, makes TestRecordedHistories write the
-// histories it records into internal/cluster/testdata/histories (the
+// histories it records into internal/run/cluster/testdata/histories (the
 // replay tests of the main module read them); otherwise it checks that
 // the committed ones are still what the workflow produces.
 const EnvRecordHistories = "KITSOKI_RECORD_HISTORIES"
 
 const (
-	historiesDir    = "../../internal/cluster/testdata/histories"
-	clusterTestdata = "../../internal/cluster/testdata"
+	historiesDir    = "../../internal/run/cluster/testdata/histories"
+	clusterTestdata = "../../internal/run/cluster/testdata"
 )
 
 // recording is one session recorded from the dev server.

@@ -12,9 +12,9 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/kitsoki/kitsoki/internal/cluster"
-	"github.com/kitsoki/kitsoki/internal/runtime"
-	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/run/cluster"
+	"github.com/kitsoki/kitsoki/internal/run/runtime"
 )
 
 // TestSecretsStayOutOfHistory runs a story whose host.run call sees a

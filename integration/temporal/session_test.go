@@ -12,11 +12,11 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/cluster"
-	"github.com/kitsoki/kitsoki/internal/demo"
-	"github.com/kitsoki/kitsoki/internal/runtime"
-	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/agents/agent"
+	"github.com/kitsoki/kitsoki/internal/agents/demo"
+	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/run/cluster"
+	"github.com/kitsoki/kitsoki/internal/run/runtime"
 )
 
 const storiesDir = "../../stories"

@@ -7,7 +7,7 @@ import (
 	"os"
 
 	"github.com/kitsoki/kitsoki/examples/plugins/echo"
-	"github.com/kitsoki/kitsoki/pkg/plugin"
+	"github.com/kitsoki/kitsoki/plugin"
 )
 
 func main() {

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/examples/plugins/echo"
-	"github.com/kitsoki/kitsoki/pkg/plugin"
+	"github.com/kitsoki/kitsoki/plugin"
 )
 
 func main() {

@@ -28,7 +28,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kitsoki/kitsoki/pkg/plugin"
+	"github.com/kitsoki/kitsoki/plugin"
 )
 
 // Agent is the echo agent. Its zero value is ready to use.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kitsoki/kitsoki/pkg/plugin"
+	"github.com/kitsoki/kitsoki/plugin"
 )
 
 // ToolName is the one agent tool the echo plugin serves. A story declares

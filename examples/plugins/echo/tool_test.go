@@ -14,13 +14,13 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/kitsoki/kitsoki/examples/plugins/echo"
-	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/agent/transports"
-	"github.com/kitsoki/kitsoki/internal/plugintools"
-	"github.com/kitsoki/kitsoki/internal/story"
+	"github.com/kitsoki/kitsoki/internal/agents/agent"
+	"github.com/kitsoki/kitsoki/internal/agents/toolserver"
+	"github.com/kitsoki/kitsoki/internal/agents/transports"
+	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/run/plugintools"
 	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
-	"github.com/kitsoki/kitsoki/internal/toolserver"
-	"github.com/kitsoki/kitsoki/pkg/plugin"
+	"github.com/kitsoki/kitsoki/plugin"
 )
 
 func TestEchoTool(t *testing.T) {

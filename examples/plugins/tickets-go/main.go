@@ -12,7 +12,7 @@ import (
 	"os"
 	"sync"
 
-	"github.com/kitsoki/kitsoki/pkg/plugin"
+	"github.com/kitsoki/kitsoki/plugin"
 )
 
 // tracker is the plugin's state: it lives as long as the process, which

@@ -18,8 +18,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/kitsoki/kitsoki/internal/host"
-	"github.com/kitsoki/kitsoki/internal/workspace"
+	"github.com/kitsoki/kitsoki/internal/base/workspace"
+	"github.com/kitsoki/kitsoki/internal/hosts/host"
 )
 
 // The handler names.

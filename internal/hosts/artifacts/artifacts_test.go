@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/base/workspace"
+	"github.com/kitsoki/kitsoki/internal/hosts/host"
 	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
-	"github.com/kitsoki/kitsoki/internal/workspace"
 )
 
 func newHandlers(t *testing.T) (*Handlers, string) {

@@ -17,9 +17,9 @@ import (
 	"os/exec"
 	"strings"
 
+	"github.com/kitsoki/kitsoki/internal/base/supervise"
+	"github.com/kitsoki/kitsoki/internal/base/workspace"
 	"github.com/kitsoki/kitsoki/internal/hosts/artifacts"
-	"github.com/kitsoki/kitsoki/internal/supervise"
-	"github.com/kitsoki/kitsoki/internal/workspace"
 )
 
 // Git is the program every handler runs (looked up in PATH).

@@ -10,8 +10,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/hosts/catalog"
+	"github.com/kitsoki/kitsoki/internal/hosts/host"
 )
 
 // WorktreeName is the invoke name of the workspace provider; each op is

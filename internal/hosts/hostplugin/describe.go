@@ -13,10 +13,10 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 
-	"github.com/kitsoki/kitsoki/internal/expr"
-	"github.com/kitsoki/kitsoki/internal/schema"
-	"github.com/kitsoki/kitsoki/internal/story"
-	"github.com/kitsoki/kitsoki/pkg/plugin"
+	"github.com/kitsoki/kitsoki/internal/base/expr"
+	"github.com/kitsoki/kitsoki/internal/base/schema"
+	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/plugin"
 )
 
 // DescribeTimeout bounds how long kitsoki validate waits for one plugin's

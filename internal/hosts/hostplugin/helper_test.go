@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kitsoki/kitsoki/internal/story"
-	"github.com/kitsoki/kitsoki/pkg/plugin"
+	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/plugin"
 )
 
 // The test binary doubles as every host plugin the tests need: with

@@ -7,7 +7,7 @@
 //
 // The connection, the process (spawned on the first call, reused,
 // respawned after a crash, stopped on Close) and every bad-input check are
-// internal/agent/subprocess's: a plugin is a subprocess.Agent whose Call
+// internal/agents/subprocess's: a plugin is a subprocess.Agent whose Call
 // sends host.invoke instead of agent.ask.
 package hostplugin
 
@@ -24,14 +24,14 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 
-	"github.com/kitsoki/kitsoki/internal/agent"
-	"github.com/kitsoki/kitsoki/internal/agent/subprocess"
-	"github.com/kitsoki/kitsoki/internal/clock"
-	"github.com/kitsoki/kitsoki/internal/host"
-	"github.com/kitsoki/kitsoki/internal/schema"
-	"github.com/kitsoki/kitsoki/internal/story"
-	"github.com/kitsoki/kitsoki/internal/trace"
-	"github.com/kitsoki/kitsoki/pkg/plugin"
+	"github.com/kitsoki/kitsoki/internal/agents/agent"
+	"github.com/kitsoki/kitsoki/internal/agents/subprocess"
+	"github.com/kitsoki/kitsoki/internal/base/clock"
+	"github.com/kitsoki/kitsoki/internal/base/schema"
+	"github.com/kitsoki/kitsoki/internal/hosts/host"
+	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
+	"github.com/kitsoki/kitsoki/plugin"
 )
 
 // DefaultTimeout is the hard deadline of a host plugin call whose

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/kitsoki/kitsoki/internal/story"
-	"github.com/kitsoki/kitsoki/pkg/plugin"
+	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/plugin"
 )
 
 // Listing is one host plugin of a story as `kitsoki hosts --story` shows

@@ -12,10 +12,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kitsoki/kitsoki/internal/host"
 	"github.com/kitsoki/kitsoki/internal/hosts/catalog"
-	"github.com/kitsoki/kitsoki/internal/inbox"
-	"github.com/kitsoki/kitsoki/internal/jobs"
+	"github.com/kitsoki/kitsoki/internal/hosts/host"
+	"github.com/kitsoki/kitsoki/internal/run/inbox"
+	"github.com/kitsoki/kitsoki/internal/run/jobs"
 )
 
 // The handler names.

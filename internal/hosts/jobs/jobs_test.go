@@ -7,12 +7,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kitsoki/kitsoki/internal/clock"
-	"github.com/kitsoki/kitsoki/internal/host"
-	"github.com/kitsoki/kitsoki/internal/inbox"
-	"github.com/kitsoki/kitsoki/internal/jobs"
-	"github.com/kitsoki/kitsoki/internal/story"
-	"github.com/kitsoki/kitsoki/internal/trace"
+	"github.com/kitsoki/kitsoki/internal/base/clock"
+	"github.com/kitsoki/kitsoki/internal/hosts/host"
+	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
+	"github.com/kitsoki/kitsoki/internal/run/inbox"
+	"github.com/kitsoki/kitsoki/internal/run/jobs"
 )
 
 func setup(t *testing.T) (*host.Host, *jobs.Scheduler, *inbox.Inbox) {

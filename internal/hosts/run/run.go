@@ -21,12 +21,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kitsoki/kitsoki/internal/clock"
-	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/base/clock"
+	"github.com/kitsoki/kitsoki/internal/base/number"
+	"github.com/kitsoki/kitsoki/internal/base/supervise"
+	"github.com/kitsoki/kitsoki/internal/base/workspace"
 	"github.com/kitsoki/kitsoki/internal/hosts/catalog"
-	"github.com/kitsoki/kitsoki/internal/number"
-	"github.com/kitsoki/kitsoki/internal/supervise"
-	"github.com/kitsoki/kitsoki/internal/workspace"
+	"github.com/kitsoki/kitsoki/internal/hosts/host"
 )
 
 // Name is the invoke name of the handler.

@@ -17,10 +17,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/kitsoki/kitsoki/internal/clock"
-	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/base/clock"
+	"github.com/kitsoki/kitsoki/internal/base/workspace"
 	"github.com/kitsoki/kitsoki/internal/hosts/catalog"
-	"github.com/kitsoki/kitsoki/internal/workspace"
+	"github.com/kitsoki/kitsoki/internal/hosts/host"
 )
 
 func newWS(t testing.TB) workspace.Root {

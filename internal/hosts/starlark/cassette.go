@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kitsoki/kitsoki/internal/secret"
+	"github.com/kitsoki/kitsoki/internal/base/secret"
 	"go.yaml.in/yaml/v3"
 )
 

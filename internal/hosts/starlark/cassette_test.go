@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/kitsoki/kitsoki/internal/secret"
+	"github.com/kitsoki/kitsoki/internal/base/secret"
 )
 
 func writeCassette(t *testing.T, body string) string {

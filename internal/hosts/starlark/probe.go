@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kitsoki/kitsoki/internal/supervise"
+	"github.com/kitsoki/kitsoki/internal/base/supervise"
 	"go.starlark.net/starlark"
 )
 

@@ -24,10 +24,10 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/base/workspace"
+	"github.com/kitsoki/kitsoki/internal/hosts/host"
 	"github.com/kitsoki/kitsoki/internal/hosts/starlark/sidecar"
-	"github.com/kitsoki/kitsoki/internal/story"
-	"github.com/kitsoki/kitsoki/internal/workspace"
+	"github.com/kitsoki/kitsoki/internal/load/story"
 	starjson "go.starlark.net/lib/json"
 	starmath "go.starlark.net/lib/math"
 	"go.starlark.net/starlark"

@@ -32,10 +32,10 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/kitsoki/kitsoki/internal/clock"
-	"github.com/kitsoki/kitsoki/internal/host"
+	"github.com/kitsoki/kitsoki/internal/base/clock"
+	"github.com/kitsoki/kitsoki/internal/base/workspace"
 	"github.com/kitsoki/kitsoki/internal/hosts/catalog"
-	"github.com/kitsoki/kitsoki/internal/workspace"
+	"github.com/kitsoki/kitsoki/internal/hosts/host"
 )
 
 // Name is the handler; Name + "." + op serves one operation.

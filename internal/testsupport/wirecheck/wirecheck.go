@@ -1,6 +1,6 @@
 // Package wirecheck runs the differential checks of the subprocess wire's
-// one-pass decoders (pkg/plugin's request, internal/agent/subprocess's
-// response, both on internal/jsonwire) against encoding/json: over a
+// one-pass decoders (plugin's request, internal/agents/subprocess's
+// response, both on internal/base/jsonwire) against encoding/json: over a
 // list of lines, and as a fuzz target.
 package wirecheck
 

@@ -20,7 +20,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/kitsoki/kitsoki/pkg/plugin"
+	"github.com/kitsoki/kitsoki/plugin"
 )
 
 func logLine(kind string, req *plugin.AskRequest) {

@@ -11,7 +11,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/kitsoki/kitsoki/pkg/plugin"
+	"github.com/kitsoki/kitsoki/plugin"
 )
 
 func logLine(format string, args ...any) {

@@ -1,0 +1,427 @@
+package localllm
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kitsoki/kitsoki/internal/agents/agent"
+)
+
+// recorded is one request the in-test OpenAI-compatible server saw.
+type recorded struct {
+	Path   string
+	Header http.Header
+	Body   map[string]any
+}
+
+// chatServer is an in-test OpenAI-compatible server. reply answers each
+// request (nil → a fixed valid answer); every request is recorded.
+type chatServer struct {
+	*httptest.Server
+	mu   sync.Mutex
+	reqs []recorded
+}
+
+func newChatServer(t *testing.T, reply func(w http.ResponseWriter, body map[string]any)) *chatServer {
+	t.Helper()
+	cs := &chatServer{}
+	cs.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw, _ := io.ReadAll(r.Body)
+		var body map[string]any
+		_ = json.Unmarshal(raw, &body)
+		cs.mu.Lock()
+		cs.reqs = append(cs.reqs, recorded{Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
+		cs.mu.Unlock()
+		if reply == nil {
+			_, _ = io.WriteString(w, `{"model":"served-model","choices":[{"finish_reason":"stop","message":{"content":"{\"verdict\":\"approve\"}"}}],"usage":{"prompt_tokens":12,"completion_tokens":5}}`)
+			return
+		}
+		reply(w, body)
+	}))
+	t.Cleanup(cs.Close)
+	return cs
+}
+
+func (cs *chatServer) requests() []recorded {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return append([]recorded(nil), cs.reqs...)
+}
+
+func newEndpointAgent(t *testing.T, decl agent.Declaration, cfg Config) *Agent {
+	t.Helper()
+	if decl.Plugin == "" {
+		decl.Plugin = agent.PluginLocalLLM
+	}
+	a, err := New(decl, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
+	return a
+}
+
+const (
+	inSubsetSchema  = `{"type":"object","properties":{"verdict":{"type":"string","enum":["approve","reject"]}},"required":["verdict"],"additionalProperties":false}`
+	outSubsetSchema = `{"type":"object","properties":{"tags":{"type":"array","items":{"type":"string"},"uniqueItems":true}}}`
+)
+
+func decode(t *testing.T, s string) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestAskRequestShapes(t *testing.T) {
+	rf := func(schema string) any {
+		return map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "submission", "strict": true, "schema": decode(t, schema)}}
+	}
+	tests := []struct {
+		name        string
+		grammar     bool
+		jsonSchema  bool
+		schema      string
+		persona     string
+		wantFormat  any // nil: no response_format
+		wantGrammar bool
+		wantJSON    bool
+		wantSkipped string
+	}{
+		{name: "neither: no schema", grammar: true},
+		{name: "neither: grammar off", schema: inSubsetSchema},
+		{name: "grammar", grammar: true, schema: inSubsetSchema, persona: "You judge pull requests.", wantFormat: rf(inSubsetSchema), wantGrammar: true},
+		{name: "grammar, schema outside the subset", grammar: true, schema: outSubsetSchema, wantSkipped: "uniqueItems at /properties/tags/uniqueItems is outside the llama.cpp grammar subset"},
+		{name: "json_schema, any schema", jsonSchema: true, schema: outSubsetSchema, wantFormat: rf(outSubsetSchema), wantJSON: true},
+		{name: "json_schema wins over grammar", grammar: true, jsonSchema: true, schema: inSubsetSchema, wantFormat: rf(inSubsetSchema), wantJSON: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := newChatServer(t, nil)
+			a := newEndpointAgent(t, agent.Declaration{Endpoint: cs.URL + "/", Model: "qwen", Grammar: tc.grammar, JSONSchema: tc.jsonSchema}, Config{})
+			ctx := context.Background()
+			req := &agent.AskRequest{Verb: "decide", Prompt: "Approve?", CallID: "c1"}
+			if tc.schema != "" {
+				req.Schema = json.RawMessage(tc.schema)
+			}
+			call := &agent.Call{Request: req, Model: "qwen"}
+			if tc.persona != "" {
+				call.Persona = &agent.Persona{Name: "judge", SystemPrompt: tc.persona}
+			}
+			resp, err := a.Ask(ctx, call)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reqs := cs.requests()
+			if len(reqs) != 1 {
+				t.Fatalf("server saw %d requests, want 1", len(reqs))
+			}
+			if reqs[0].Path != "/v1/chat/completions" {
+				t.Errorf("path = %q", reqs[0].Path)
+			}
+			if ct := reqs[0].Header.Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type = %q", ct)
+			}
+			if h := reqs[0].Header.Get("Authorization"); h != "" {
+				t.Errorf("unexpected Authorization %q", h)
+			}
+			msgs := []any{}
+			if tc.persona != "" {
+				msgs = append(msgs, map[string]any{"role": "system", "content": tc.persona})
+			}
+			msgs = append(msgs, map[string]any{"role": "user", "content": "Approve?"})
+			want := map[string]any{"model": "qwen", "messages": msgs, "max_tokens": float64(DefaultMaxTokens)}
+			if tc.wantFormat != nil {
+				want["response_format"] = tc.wantFormat
+			}
+			if d := cmp.Diff(want, reqs[0].Body); d != "" {
+				t.Errorf("request body (-want +got):\n%s", d)
+			}
+			wantMeta := map[string]any{"model": "qwen", "prompt_tokens": 12, "completion_tokens": 5, "grammar": tc.wantGrammar, "json_schema": tc.wantJSON}
+			if tc.wantSkipped != "" {
+				wantMeta["grammar_skipped"] = tc.wantSkipped
+			}
+			if d := cmp.Diff(wantMeta, resp.Meta); d != "" {
+				t.Errorf("meta (-want +got):\n%s", d)
+			}
+			if got := string(resp.Submission); got != `{"verdict":"approve"}` {
+				t.Errorf("submission = %s", got)
+			}
+		})
+	}
+}
+
+func TestAskAPIKey(t *testing.T) {
+	const secret = "sk-very-secret-value"
+	env := func(vals map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := vals[k]; return v, ok }
+	}
+	t.Run("bearer read at call time", func(t *testing.T) {
+		cs := newChatServer(t, nil)
+		vals := map[string]string{}
+		a := newEndpointAgent(t, agent.Declaration{Endpoint: cs.URL, APIKeyEnv: "GLM_API_KEY"}, Config{LookupEnv: env(vals)})
+		vals["GLM_API_KEY"] = secret // set after the build: read per call
+		if _, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: "hi"})); err != nil {
+			t.Fatal(err)
+		}
+		if got := cs.requests()[0].Header.Get("Authorization"); got != "Bearer "+secret {
+			t.Errorf("Authorization = %q", got)
+		}
+	})
+	for _, tc := range []struct {
+		name string
+		vals map[string]string
+	}{{"unset", map[string]string{}}, {"empty", map[string]string{"GLM_API_KEY": ""}}} {
+		t.Run(tc.name+" is a hard error, nothing sent", func(t *testing.T) {
+			cs := newChatServer(t, nil)
+			a := newEndpointAgent(t, agent.Declaration{Endpoint: cs.URL, APIKeyEnv: "GLM_API_KEY"}, Config{LookupEnv: env(tc.vals)})
+			_, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: "hi"}))
+			wantErr(t, err, agent.KindTransportError, "agent: transport_error: local_llm agent: api_key_env GLM_API_KEY is not set: refusing to send an unauthenticated request (export GLM_API_KEY or remove api_key_env:)")
+			if n := len(cs.requests()); n != 0 {
+				t.Errorf("server saw %d requests, want 0", n)
+			}
+		})
+	}
+	t.Run("the key never reaches an error", func(t *testing.T) {
+		cs := newChatServer(t, func(w http.ResponseWriter, _ map[string]any) {
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = io.WriteString(w, "bad key Bearer "+secret)
+		})
+		a := newEndpointAgent(t, agent.Declaration{Endpoint: cs.URL, APIKeyEnv: "K"}, Config{LookupEnv: env(map[string]string{"K": secret})})
+		_, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: "hi"}))
+		wantErr(t, err, agent.KindTransportError, "agent: transport_error: local_llm agent: http 401: bad key Bearer [redacted]")
+	})
+}
+
+// wantErr checks that err is an AskError of kind with exactly text.
+func wantErr(t *testing.T, err error, kind agent.ErrorKind, text string) {
+	t.Helper()
+	ae, ok := agent.AsAskError(err)
+	if !ok {
+		t.Fatalf("error %v (%T) is not an AskError", err, err)
+	}
+	if ae.Kind != kind {
+		t.Errorf("kind = %s, want %s", ae.Kind, kind)
+	}
+	if err.Error() != text {
+		t.Errorf("error text:\n got %s\nwant %s", err.Error(), text)
+	}
+}
+
+func TestAskReplyErrors(t *testing.T) {
+	big := strings.Repeat("x", maxBody+10)
+	tests := []struct {
+		name   string
+		status int
+		body   string
+		want   string
+	}{
+		{"4xx", 400, "bad request", "agent: transport_error: local_llm agent: http 400: bad request"},
+		{"5xx", 503, "loading", "agent: transport_error: local_llm agent: http 503: loading"},
+		{"unparseable", 200, "not json", "agent: transport_error: local_llm agent: unmarshal chat response: invalid character 'o' in literal null (expecting 'u') (raw: not json)"},
+		{"missing choices", 200, `{"usage":{}}`, `agent: transport_error: local_llm agent: response has no choices (raw: {"usage":{}})`},
+		{"empty choices", 200, `{"choices":[]}`, `agent: transport_error: local_llm agent: response has no choices (raw: {"choices":[]})`},
+		{"empty content", 200, `{"choices":[{"message":{"content":"  "}}]}`, `agent: transport_error: local_llm agent: first choice has empty content (raw: {"choices":[{"message":{"content":"  "}}]})`},
+		{"null content", 200, `{"choices":[{"message":{"content":null}}]}`, `agent: transport_error: local_llm agent: first choice has empty content (raw: {"choices":[{"message":{"content":null}}]})`},
+		{"truncated", 200, `{"choices":[{"finish_reason":"length","message":{"content":"{\"verdict\":\"appr"}}]}`, `agent: transport_error: local_llm agent: answer truncated at max_tokens 1024 (finish_reason "length"): the JSON is incomplete; shorten the expected answer or raise max_tokens`},
+		{"body over 16 MiB", 200, big, "agent: transport_error: local_llm agent: response body exceeds 16 MiB: refused"},
+		{"long body is clipped", 500, strings.Repeat("e", 300), "agent: transport_error: local_llm agent: http 500: " + strings.Repeat("e", 256) + "..."},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := newChatServer(t, func(w http.ResponseWriter, _ map[string]any) {
+				w.WriteHeader(tc.status)
+				_, _ = io.WriteString(w, tc.body)
+			})
+			a := newEndpointAgent(t, agent.Declaration{Endpoint: cs.URL}, Config{})
+			_, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: "p"}))
+			wantErr(t, err, agent.KindTransportError, tc.want)
+		})
+	}
+}
+
+func TestAskFailOpen(t *testing.T) {
+	cs := newChatServer(t, func(w http.ResponseWriter, body map[string]any) {
+		if _, ok := body["response_format"]; ok {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"error":{"code":400,"message":"JSON schema conversion failed"}}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"choices":[{"finish_reason":"stop","message":{"content":"{\"verdict\":\"maybe\"}"}}],"usage":{"prompt_tokens":1,"completion_tokens":2}}`)
+	})
+	a := newEndpointAgent(t, agent.Declaration{Endpoint: cs.URL, Model: "m", Grammar: true}, Config{})
+	resp, err := a.Ask(context.Background(), &agent.Call{Request: &agent.AskRequest{Prompt: "p", Schema: json.RawMessage(inSubsetSchema)}, Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := cs.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("server saw %d requests, want 2 (constrained, then unconstrained)", len(reqs))
+	}
+	if _, ok := reqs[1].Body["response_format"]; ok {
+		t.Error("the retry still carried response_format")
+	}
+	want := map[string]any{"model": "m", "prompt_tokens": 1, "completion_tokens": 2, "grammar": false, "json_schema": false,
+		"fail_open": `http 400: {"error":{"code":400,"message":"JSON schema conversion failed"}}`}
+	if d := cmp.Diff(want, resp.Meta); d != "" {
+		t.Errorf("meta (-want +got):\n%s", d)
+	}
+}
+
+func TestSubmissionFrom(t *testing.T) {
+	tests := []struct {
+		content   string
+		hasSchema bool
+		want      string
+	}{
+		{"  {\"a\":1}\n", true, `{"a":1}`},
+		{"```json\n{\"a\":1}\n```", true, `{"a":1}`},
+		{"{\n\t\"a\" :\n 1 }", true, `{"a":1}`},
+		{"```\n[1,2]\n```  ", true, `[1,2]`},
+		{"plain words", false, `"plain words"`},
+		{"plain words", true, `plain words`}, // left for validation to reject
+	}
+	for _, tc := range tests {
+		if got := string(submissionFrom(tc.content, tc.hasSchema)); got != tc.want {
+			t.Errorf("submissionFrom(%q, %v) = %s, want %s", tc.content, tc.hasSchema, got, tc.want)
+		}
+	}
+}
+
+func TestAskDeadlines(t *testing.T) {
+	release := make(chan struct{})
+	cs := newChatServer(t, func(w http.ResponseWriter, _ map[string]any) { <-release })
+	t.Cleanup(func() { close(release) })
+	a := newEndpointAgent(t, agent.Declaration{Endpoint: cs.URL}, Config{})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := a.Ask(ctx, agent.NewCall(&agent.AskRequest{Prompt: "p"}))
+	wantErr(t, err, agent.KindDeadlineExceeded, "agent: deadline_exceeded: local_llm agent: context already done: context canceled")
+
+	ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err = a.Ask(ctx, agent.NewCall(&agent.AskRequest{Prompt: "p"}))
+	if ae, ok := agent.AsAskError(err); !ok || ae.Kind != agent.KindDeadlineExceeded || !strings.HasPrefix(ae.Detail, "local_llm agent: http do: ") {
+		t.Errorf("hung server: got %v", err)
+	}
+
+	// The request's own deadline bounds the call too.
+	dl := time.Now().Add(50 * time.Millisecond).Format(time.RFC3339Nano)
+	_, err = a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: "p", Deadline: dl}))
+	if ae, ok := agent.AsAskError(err); !ok || ae.Kind != agent.KindDeadlineExceeded {
+		t.Errorf("request deadline: got %v", err)
+	}
+}
+
+func TestAskConnectionRefused(t *testing.T) {
+	cs := newChatServer(t, nil)
+	url := cs.URL
+	cs.Close()
+	a := newEndpointAgent(t, agent.Declaration{Endpoint: url}, Config{})
+	_, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: "p"}))
+	ae, ok := agent.AsAskError(err)
+	if !ok || ae.Kind != agent.KindTransportError || !strings.HasPrefix(ae.Detail, "local_llm agent: http do: ") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestBuilderValidates(t *testing.T) {
+	tests := []struct {
+		decl agent.Declaration
+		want string
+	}{
+		{agent.Declaration{}, "builtin.local_llm plugin requires model: or endpoint:"},
+		{agent.Declaration{Endpoint: "127.0.0.1:8080"}, `builtin.local_llm endpoint: "127.0.0.1:8080" is not an http(s) URL (e.g. http://127.0.0.1:8080)`},
+		{agent.Declaration{Model: "qwen9"}, `builtin.local_llm: unknown model "qwen9" (pinned models: nomic-embed-text-v1.5, qwen2.5-1.5b-instruct); to use another model run llama-server yourself and use endpoint: mode`},
+		{agent.Declaration{Model: "qwen2.5-1.5b-instruct"}, "builtin.local_llm: no pinned llama-server build for plan9/386 (pinned: darwin/arm64, linux/amd64): set server_bin: to a llama-server you built, or use endpoint: mode against a server you run"},
+	}
+	for _, tc := range tests {
+		_, err := NewBuilder(Config{Options: Options{Platform: "plan9/386"}})(tc.decl, agent.BuildEnv{})
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("Builder(%+v) error = %v, want %q", tc.decl, err, tc.want)
+		}
+	}
+}
+
+func TestFallbackEligible(t *testing.T) {
+	a, err := Builder(agent.Declaration{Endpoint: "http://127.0.0.1:1"}, agent.BuildEnv{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fe, ok := a.(interface{ FallbackEligible() bool })
+	if !ok || !fe.FallbackEligible() {
+		t.Error("a local_llm agent must report itself fallback-eligible")
+	}
+}
+
+// TestTheCallsModelReachesTheEndpoint: an endpoint is asked for the call's
+// model (the host resolved it: the declaration's, or a route's), and meta
+// reports that model; a call without one sends none and meta reports the
+// server's.
+func TestTheCallsModelReachesTheEndpoint(t *testing.T) {
+	cs := newChatServer(t, nil)
+	a := newEndpointAgent(t, agent.Declaration{Alias: "agent.local", Endpoint: cs.URL, Model: "declared"}, Config{})
+	req := &agent.AskRequest{Verb: "ask", Prompt: "hi"}
+	var metas []any
+	for _, model := range []string{"declared", "pinned-small", ""} {
+		resp, err := a.Ask(context.Background(), &agent.Call{Request: req, Model: model})
+		if err != nil {
+			t.Fatal(err)
+		}
+		metas = append(metas, resp.Meta["model"])
+	}
+	rs := cs.requests()
+	_, sent := rs[2].Body["model"]
+	if rs[0].Body["model"] != "declared" || rs[1].Body["model"] != "pinned-small" || sent {
+		t.Errorf("models sent: %v, %v, %v", rs[0].Body["model"], rs[1].Body["model"], rs[2].Body["model"])
+	}
+	if diff := cmp.Diff([]any{"declared", "pinned-small", "served-model"}, metas); diff != "" {
+		t.Errorf("meta.model (-want +got):\n%s", diff)
+	}
+}
+
+// TestChatRequestEncode: the hand-assembled body is the bytes json.Marshal
+// gives for the same request once the schema is compact.
+func TestChatRequestEncode(t *testing.T) {
+	schema := compactSchema(json.RawMessage("{\n  \"type\": \"object\",\n  \"properties\": {\"v\": {\"enum\": [\"a\", \"b\"]}}\n}"))
+	if string(schema) != `{"type":"object","properties":{"v":{"enum":["a","b"]}}}` {
+		t.Fatalf("compactSchema = %s", schema)
+	}
+	if got := string(compactSchema(json.RawMessage(`{not json`))); got != `{not json` {
+		t.Errorf("compactSchema(invalid) = %s, want it unchanged", got)
+	}
+	tests := []struct {
+		name string
+		req  chatRequest
+	}{
+		{"user only", chatRequest{Messages: []chatMessage{{Role: "user", Content: "hi"}}, MaxTokens: 8}},
+		{"model and persona", chatRequest{Model: "qwen", MaxTokens: DefaultMaxTokens, Messages: []chatMessage{
+			{Role: "system", Content: "Be <strict> & \"fair\"\n\ttabbed \u2028 é"}, {Role: "user", Content: "Decide."}}}},
+		{"schema", chatRequest{Model: "m", MaxTokens: 64, Messages: []chatMessage{{Role: "user", Content: "x"}},
+			ResponseFormat: newResponseFormat(schema)}},
+		{"no messages", chatRequest{MaxTokens: 1, Messages: []chatMessage{}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			want, err := json.Marshal(&tc.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(string(want), string(tc.req.encode())); diff != "" {
+				t.Errorf("encode differs from json.Marshal (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,394 @@
+// Package secret masks the values a story resolves from ${VAR} references
+// (the env: and headers: of agent_plugins and providers) in everything
+// kitsoki writes: traces, cassettes, eval reports, MCP tool results,
+// stdout, stderr and logs. Every writer uses one Masker, so the rule is the
+// same everywhere:
+//
+//   - a value of MinSubstring (8) bytes or more is masked wherever it
+//     occurs as a substring, in string values, object keys and text;
+//   - a shorter value is masked only where a whole string value equals it
+//     (a JSON string, a YAML scalar), or, in plain text, where a whole line
+//     (surrounding spaces aside) equals it; it is never masked inside an
+//     object key or inside a longer text, so short settings such as
+//     DEBUG=1 or MODE=crash never garble a message;
+//   - the agent error kinds (plugin_crash, schema_invalid, ...) and the
+//     agent verbs (ask, decide, ...) are never rewritten: an occurrence of
+//     a value that lies inside one of them is left alone.
+//
+// Each masked occurrence becomes Mask ("REDACTED"); overlapping
+// occurrences become one. Kitsoki's envelope fields (event kinds, call
+// ids) are never passed through a Masker.
+package secret
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Mask replaces every masked occurrence of a secret.
+const Mask = "REDACTED"
+
+// MinSubstring is the length from which a value is masked wherever it
+// occurs as a substring.
+const MinSubstring = 8
+
+// keptWords are never rewritten by masking: the error kinds of the agent
+// contract (internal/agents/agent's AskError kinds), so the AskError text
+// "agent: <kind>: <detail>" keeps its kind whatever the secrets are, and
+// the agent verbs, so a short setting such as MODE=ask never turns an
+// event's "verb" into REDACTED. A test keeps the list in step with
+// internal/agents/agent and plugin.
+var keptWords = [...]string{
+	"schema_invalid",
+	"plugin_crash",
+	"deadline_exceeded",
+	"transport_error",
+	"sub_event_namespace_violation",
+	"sub_event_call_id_mismatch",
+	"ask",
+	"decide",
+	"extract",
+	"task",
+	"converse",
+}
+
+// KeptWords returns the words masking never rewrites.
+func KeptWords() []string { return slices.Clone(keptWords[:]) }
+
+// Masker masks a fixed set of secret values. The zero value and a nil
+// *Masker mask nothing. A Masker is immutable and safe for concurrent use.
+type Masker struct {
+	long  []string // >= MinSubstring bytes, distinct, longest first
+	short []string // 1..MinSubstring-1 bytes, distinct, longest first
+	all   [][]byte // long and short, as bytes, for MayOccur
+}
+
+// New returns a Masker for the given values. Empty values and repeats are
+// ignored.
+func New(values ...[]string) *Masker {
+	m := &Masker{}
+	for _, vs := range values {
+		for _, v := range vs {
+			switch {
+			case v == "":
+			case len(v) >= MinSubstring:
+				if !slices.Contains(m.long, v) {
+					m.long = append(m.long, v)
+				}
+			default:
+				if !slices.Contains(m.short, v) {
+					m.short = append(m.short, v)
+				}
+			}
+		}
+	}
+	byLen := func(a, b string) int { return cmp.Compare(len(b), len(a)) }
+	slices.SortStableFunc(m.long, byLen)
+	slices.SortStableFunc(m.short, byLen)
+	for _, v := range slices.Concat(m.long, m.short) {
+		m.all = append(m.all, []byte(v))
+	}
+	return m
+}
+
+// Empty reports whether m masks nothing.
+func (m *Masker) Empty() bool { return m == nil || len(m.long)+len(m.short) == 0 }
+
+// MayOccur reports whether any secret could be masked somewhere in b: it
+// is false only when no value occurs in b at all. Writers use it to skip
+// work on data that certainly holds no secret.
+func (m *Masker) MayOccur(b []byte) bool {
+	if m.Empty() {
+		return false
+	}
+	for _, v := range m.all {
+		if bytes.Contains(b, v) {
+			return true
+		}
+	}
+	return false
+}
+
+// String masks a whole string value (a JSON string, a YAML scalar): the
+// whole of it when it equals a secret, and every occurrence of a long
+// secret inside it.
+func (m *Masker) String(s string) string {
+	if m.Empty() || s == "" {
+		return s
+	}
+	if slices.Contains(m.short, s) || slices.Contains(m.long, s) {
+		if isKept(s) {
+			return s
+		}
+		return Mask
+	}
+	return m.replace(s, false)
+}
+
+// Key masks an object key: only long secrets, where they occur as a
+// substring. A short value is never masked in a key, so the keys of
+// kitsoki's own payloads are never rewritten.
+func (m *Masker) Key(s string) string {
+	if m.Empty() || s == "" || len(m.long) == 0 {
+		return s
+	}
+	return m.replace(s, false)
+}
+
+// Number masks the text of a number (a JSON number, a YAML integer or
+// float): it becomes Mask when a long secret occurs in it. A short value
+// never masks a number, so DEBUG=1 leaves "turn: 1" alone. The second
+// result reports whether it was masked.
+func (m *Masker) Number(s string) (string, bool) {
+	if m.Empty() || len(m.long) == 0 || m.replace(s, false) == s {
+		return s, false
+	}
+	return Mask, true
+}
+
+// Text masks free text (a log line, an error message, a line on stderr):
+// long secrets wherever they occur, a short one where a whole line
+// (surrounding spaces aside) equals it.
+func (m *Masker) Text(s string) string {
+	if m.Empty() || s == "" {
+		return s
+	}
+	return m.replace(s, true)
+}
+
+// replace masks the occurrences in s: every occurrence of a long secret,
+// and, with lines set, every line that is a short one. Occurrences inside
+// a kept word are left alone; overlapping ones merge.
+func (m *Masker) replace(s string, lines bool) string {
+	var spans [][2]int
+	for _, v := range m.long {
+		for off := 0; off <= len(s)-len(v); {
+			i := strings.Index(s[off:], v)
+			if i < 0 {
+				break
+			}
+			start, end := off+i, off+i+len(v)
+			off = start + 1
+			if !insideKept(s, start, end) {
+				spans = append(spans, [2]int{start, end})
+			}
+		}
+	}
+	if lines && len(m.short) > 0 {
+		for start := 0; start < len(s); {
+			end := strings.IndexByte(s[start:], '\n')
+			if end < 0 {
+				end = len(s)
+			} else {
+				end += start
+			}
+			line := s[start:end]
+			trimmed := strings.TrimSpace(line)
+			if trimmed != "" && slices.Contains(m.short, trimmed) && !isKept(trimmed) {
+				at := start + strings.Index(line, trimmed)
+				spans = append(spans, [2]int{at, at + len(trimmed)})
+			}
+			start = end + 1
+		}
+	}
+	if spans == nil {
+		return s
+	}
+	slices.SortFunc(spans, func(a, b [2]int) int { return cmp.Compare(a[0], b[0]) })
+	var out strings.Builder
+	out.Grow(len(s))
+	pos := 0
+	for i := 0; i < len(spans); {
+		start, end := spans[i][0], spans[i][1]
+		for i++; i < len(spans) && spans[i][0] < end; i++ {
+			end = max(end, spans[i][1])
+		}
+		out.WriteString(s[pos:start])
+		out.WriteString(Mask)
+		pos = end
+	}
+	out.WriteString(s[pos:])
+	return out.String()
+}
+
+func isKept(s string) bool { return slices.Contains(keptWords[:], s) }
+
+// insideKept reports whether s[start:end] lies within an occurrence of a
+// kept word in s.
+func insideKept(s string, start, end int) bool {
+	for _, w := range keptWords {
+		if len(w) < end-start {
+			continue
+		}
+		lo := max(0, end-len(w))
+		hi := min(len(s), start+len(w))
+		if lo >= hi {
+			continue
+		}
+		for off := lo; off+len(w) <= hi; {
+			i := strings.Index(s[off:hi], w)
+			if i < 0 {
+				break
+			}
+			ws := off + i
+			if ws <= start && end <= ws+len(w) {
+				return true
+			}
+			off = ws + 1
+		}
+	}
+	return false
+}
+
+// Value returns a masked copy of a JSON-shaped value: strings as String,
+// object keys as Key, json.Number as Number, recursively through
+// map[string]any, []any, []string and map[string]string; json.RawMessage
+// is decoded, masked and re-encoded when a secret may occur in it. Other
+// values are returned as they are. The argument is never modified.
+func (m *Masker) Value(v any) any {
+	if m.Empty() {
+		return v
+	}
+	return m.value(v, 0)
+}
+
+// maxDepth bounds the walk; a value nested deeper is replaced whole by
+// Mask rather than written unmasked.
+const maxDepth = 10000
+
+func (m *Masker) value(v any, depth int) any {
+	if depth > maxDepth {
+		return Mask
+	}
+	switch x := v.(type) {
+	case string:
+		return m.String(x)
+	case map[string]any:
+		if x == nil {
+			return x
+		}
+		out := make(map[string]any, len(x))
+		for k, el := range x {
+			out[m.Key(k)] = m.value(el, depth+1)
+		}
+		return out
+	case []any:
+		if x == nil {
+			return x
+		}
+		out := make([]any, len(x))
+		for i, el := range x {
+			out[i] = m.value(el, depth+1)
+		}
+		return out
+	case []string:
+		if x == nil {
+			return x
+		}
+		out := make([]string, len(x))
+		for i, el := range x {
+			out[i] = m.String(el)
+		}
+		return out
+	case map[string]string:
+		if x == nil {
+			return x
+		}
+		out := make(map[string]string, len(x))
+		for k, el := range x {
+			out[m.Key(k)] = m.String(el)
+		}
+		return out
+	case json.Number:
+		if masked, ok := m.Number(string(x)); ok {
+			return masked
+		}
+		return x
+	case json.RawMessage:
+		b, err := m.JSON(x)
+		if err != nil {
+			return json.RawMessage(`"` + Mask + `"`)
+		}
+		return json.RawMessage(b)
+	default:
+		return v
+	}
+}
+
+// JSON masks a JSON document: its string values as String, its object keys
+// as Key. A document in which no secret occurs is returned as it is;
+// otherwise it is decoded (numbers kept exact) and re-encoded compactly,
+// object keys sorted. Invalid JSON is an error.
+func (m *Masker) JSON(b []byte) ([]byte, error) {
+	if !m.MayOccur(b) {
+		return b, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("more than one JSON value")
+	}
+	return json.Marshal(m.value(v, 0))
+}
+
+// Writer returns a writer that masks what is written to w as Text. The
+// text of each Write is masked on its own, so a secret split across two
+// writes is not found: kitsoki writes whole lines (and slog whole records)
+// in single calls. Writes are serialised, since a logger's goroutines and
+// the command share the writer. With nothing to mask it returns w.
+func (m *Masker) Writer(w io.Writer) io.Writer {
+	if m.Empty() {
+		return w
+	}
+	return &maskWriter{w: w, m: m}
+}
+
+type maskWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+	m  *Masker
+}
+
+// Write masks p and reports len(p) written when the masked text was.
+func (mw *maskWriter) Write(p []byte) (int, error) {
+	text := mw.m.Text(string(p))
+	mw.mu.Lock()
+	defer mw.mu.Unlock()
+	if _, err := io.WriteString(mw.w, text); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Error returns err with its text masked as Text; errors.Is and errors.As
+// still see err. A nil err stays nil, and so does err itself when nothing
+// in its text needs masking.
+func (m *Masker) Error(err error) error {
+	if err == nil || m.Empty() {
+		return err
+	}
+	text := err.Error()
+	masked := m.Text(text)
+	if masked == text {
+		return err
+	}
+	return &maskedError{err: err, text: masked}
+}
+
+type maskedError struct {
+	err  error
+	text string
+}
+
+func (e *maskedError) Error() string { return e.text }
+func (e *maskedError) Unwrap() error { return e.err }

@@ -1,0 +1,89 @@
+package host
+
+import (
+	"github.com/kitsoki/kitsoki/internal/agents/agent"
+	"github.com/kitsoki/kitsoki/internal/load/story"
+)
+
+// resolveModel is the one place that decides which model an agent call runs
+// on: the model handed to the transport in agent.Call.Model and recorded in
+// the call's trace events. alias is the agent asked ("" = the built-in
+// claude path, configured from the agent.claude declaration).
+//
+// By what the agent's declaration is:
+//   - the claude CLI (the built-in path, builtin.claude_cli): the route's
+//     model, else the provider's, else the persona's, else the
+//     declaration's;
+//   - builtin.local_llm with endpoint:: the route's model, else the
+//     declaration's (a persona's model names a claude model, not one the
+//     endpoint serves);
+//   - builtin.local_llm managed: the declaration's, always: the sidecar
+//     serves its one pinned model;
+//   - anything else (plugins, in-process agents), whose wire carries no
+//     model: the route's, else the persona's, else the declaration's.
+func (h *Host) resolveModel(alias string, ac *agent.Call, r *Route) string {
+	declAlias := alias
+	if declAlias == "" {
+		declAlias = agent.DefaultAlias
+	}
+	var d agent.Declaration
+	if h.registry != nil {
+		d, _ = h.registry.Declaration(declAlias)
+	}
+	var provider string
+	if ac.Provider != nil {
+		provider = ac.Provider.Model
+	}
+	return modelFor(alias == "", d, r, provider, ac.Persona)
+}
+
+// RouteModel is the model a call made as persona (nil for none) and routed
+// by r runs on, by the rule the host applies to every call: for labels
+// decided before any call is made (eval candidates).
+func RouteModel(st *story.Story, r *Route, persona *agent.Persona) string {
+	alias, provider := r.Alias, ""
+	declAlias := alias
+	if declAlias == "" {
+		declAlias = agent.DefaultAlias
+	}
+	if p, ok := st.Providers[r.Provider]; ok && r.Provider != "" {
+		provider = p.Model
+	}
+	return modelFor(alias == "", st.Plugins[declAlias], r, provider, persona)
+}
+
+// modelFor is resolveModel's rule on its inputs: builtin says the call
+// takes the built-in claude path, d is the declaration of the agent asked
+// (agent.claude's on the built-in path).
+func modelFor(builtin bool, d agent.Declaration, r *Route, provider string, p *agent.Persona) string {
+	kind := d.Plugin
+	if builtin {
+		kind = agent.PluginClaudeCLI
+	}
+	var route, persona string
+	if r != nil {
+		route = r.Model
+	}
+	if p != nil {
+		persona = p.Model
+	}
+	switch {
+	case kind == agent.PluginClaudeCLI:
+		return firstOf(route, provider, persona, d.Model)
+	case kind == agent.PluginLocalLLM && d.Endpoint == "":
+		return d.Model
+	case kind == agent.PluginLocalLLM:
+		return firstOf(route, d.Model)
+	default:
+		return firstOf(route, persona, d.Model)
+	}
+}
+
+func firstOf(models ...string) string {
+	for _, m := range models {
+		if m != "" {
+			return m
+		}
+	}
+	return ""
+}

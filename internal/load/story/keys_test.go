@@ -1,0 +1,96 @@
+package story
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kitsoki/kitsoki/internal/agents/agent"
+)
+
+// The Kitsoki keys kitsoki implements load into the model.
+func TestLoadKitsokiKeys(t *testing.T) {
+	s, err := Load("testdata/keys/ok.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if len(s.Warnings) != 0 {
+		t.Errorf("warnings: %v", s.Warnings)
+	}
+	abs, _ := filepath.Abs("testdata/keys")
+	abs, _ = filepath.EvalSymlinks(abs)
+	f := false
+	tests := []struct {
+		name      string
+		got, want any
+	}{
+		{"app.context", s.App.Context, "A story about keys."},
+		{"reader", *s.Agents["reader"], agent.Persona{Name: "reader", SystemPrompt: "Read things.", Tools: []string{"Read", "Bash"}, ToolsSet: true,
+			Effort: "high", Provider: "cheap", Cwd: filepath.Join(abs, "sub"), ExternalSideEffect: &f, Bash: &agent.BashProfile{ReadOnly: true}}},
+		{"lister bash", s.Agents["lister"].Bash, &agent.BashProfile{Commands: []string{"git", "jq"}}},
+		{"builder bash", s.Agents["builder"].Bash, &agent.BashProfile{Sandboxed: true, SandboxBase: filepath.Join(abs, ".scratch")}},
+		{"world types", worldTypesOf(s, "cost", "blob", "name", "items"), []string{"float", "object", "string", "list"}},
+		{"world.ide seeded", worldTypesOf(s, "ide"), []string{"object"}},
+		{"slot type alias", s.Intents["go"].Slots["dir"].Type, "string"},
+		{"slot list", s.Intents["go"].Slots["tags"].Type, "list"},
+		{"validator", s.Intents["go"].Slots["dir"].Validator.Source(), "value != 'down'"},
+		{"inline root", s.Root, InlineRoot},
+		{"root write_mode", s.States[InlineRoot].WriteMode, WriteReadOnly},
+		{"root decider", s.States[InlineRoot].Decider, DeciderLLM},
+		{"hall decider", s.States["hall"].Decider, DeciderHuman},
+		{"arm view", s.States[InlineRoot].On["go"][0].View.Source(), "You go {{ slots.dir }}."},
+		{"push_history", []bool{s.States[InlineRoot].On["go"][0].NoHistory, s.States["hall"].On["pick"][0].NoHistory}, []bool{false, true}},
+		// hall's pick leads to another state and nothing emits it.
+		{"gates", []bool{s.States[InlineRoot].DecisionGate, s.States["hall"].DecisionGate}, []bool{true, true}},
+	}
+	for _, tt := range tests {
+		if d := cmp.Diff(tt.want, tt.got); d != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.name, d)
+		}
+	}
+}
+
+func worldTypesOf(s *Story, names ...string) []string {
+	var out []string
+	for _, n := range names {
+		for _, v := range s.World {
+			if v.Name == n {
+				out = append(out, v.Type)
+			}
+		}
+	}
+	return out
+}
+
+// A Kitsoki key kitsoki does not run, or a bad value of one it does, is a
+// load error at the key, saying what to write instead.
+func TestLoadKitsokiKeyErrors(t *testing.T) {
+	got := loadErr(t, "testdata/keys/bad.yaml", nil)
+	want := []string{
+		`bad.yaml:1:21: app.context_file: unknown key "context_file"`,
+		`bad.yaml:2:1: phases: "phases" is a Kitsoki key kitsoki does not support: phase templates are not expanded; write each room out under states:`,
+		`bad.yaml:3:1: proposals: "proposals" is a Kitsoki key kitsoki does not support: the draft, review, execute pattern is not built in; write it as states: a room whose on_enter asks an agent for the draft, a review room with accept and refine arms, and the invoke on accept`,
+		`bad.yaml:7:13: agents.a.effort: unknown effort "huge": use one of low, medium, high, xhigh, max (did you mean "high"?)`,
+		`bad.yaml:8:15: agents.a.provider: provider "nope" is not declared in providers:`,
+		`bad.yaml:9:19: agents.a.bash_profile: unknown bash profile "write-all": write read-only, {commands: [git, jq]} or {sandboxed_write: DIR}`,
+		`bad.yaml:10:5: agents.a.inherit_claude_default: "inherit_claude_default" is a Kitsoki key kitsoki does not support: kitsoki always starts the claude CLI with its own settings (project and local sources); remove the key`,
+		`bad.yaml:13:31: agents.b.bash_profile.commands[0]: "rm -rf" is not a program name; list bare names such as git`,
+		`bad.yaml:16:20: agents.c.bash_profile.sandboxed: unknown bash profile "sandboxed": write read-only, {commands: [git, jq]} or {sandboxed_write: DIR}`,
+		`bad.yaml:21:24: routing.embedding.enabled: kitsoki has no embedding routing tier: set enabled: false (or remove routing.embedding); synonyms: and the router agent cover paraphrase`,
+		`bad.yaml:22:3: routing.cache_cap: "cache_cap" is a Kitsoki key kitsoki does not support: kitsoki keeps no routing cache; remove the key`,
+		`bad.yaml:26:27: intents.go.slots.dir.format: "format" is a Kitsoki key kitsoki does not support: describe the expected shape with format_hint: and check it with validator: (an expression over value)`,
+		`bad.yaml:26:54: intents.go.slots.dir.validator: invalid validator: unknown name "nope": an expression must start from one of world, slots, args, event, run, result, menu, item (did you mean world.nope?)`,
+		`bad.yaml:30:17: states.start.write_mode: unknown write_mode "readonly": use open or read_only (did you mean "read_only"?)`,
+		`bad.yaml:31:14: states.start.decider: unknown decider "robot": use human (the room always waits for the operator) or llm (its emit_intent chain always runs)`,
+		`bad.yaml:32:5: states.start.footer: "footer" is a Kitsoki key kitsoki does not support: kitsoki renders no per-room footer; put the text in the view (a prose: or list: element at the end)`,
+		`bad.yaml:39:17: states.start.on.go[1].view: a transition's view: is one text template that replaces the target's view for this turn, got a list`,
+		`bad.yaml:41:17: states.quiet.write_mode: write_mode: read_only restricts the agents a room dispatches, and state "quiet" invokes none; add the host.agent.* invoke or remove write_mode`,
+		`bad.yaml:44:9: states.quiet.on_enter[1].target: target: on an effect is only valid inside a background invoke's on_complete: (for a transition, write target: on the arm)`,
+		`bad.yaml:46:17: states.loud.write_mode: write_mode: read_only conflicts with agent "d" (invoked at bad.yaml:48:17), which declares external_side_effect: true; make the room open or the agent external_side_effect: false`,
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("diagnostics (-want +got):\n%s", d)
+	}
+}

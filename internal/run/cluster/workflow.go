@@ -1,0 +1,313 @@
+package cluster
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/kitsoki/kitsoki/internal/hosts/host"
+	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
+	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/run/runtime"
+)
+
+// Names the workflow, its update and its queries are registered under.
+const (
+	SessionWorkflowName = "kitsoki.session"
+	IntentUpdate        = "intent"
+	QueryState          = "state"
+	QueryWorld          = "world"
+	QueryView           = "view"
+	QueryAllowed        = "allowed_intents"
+	QueryTrace          = "trace"
+)
+
+// NoHistoryError is the application error type of a back update on a
+// session whose room history is empty (orchestrator.ErrNoHistory's text).
+const NoHistoryError = "NO_HISTORY"
+
+// DefaultContinueAsNewAfter is how many turns a run of the session
+// workflow takes before it continues as new (SessionInput.ContinueAsNewAfter
+// 0).
+const DefaultContinueAsNewAfter = 200
+
+// SessionInput starts (or continues) a session workflow.
+type SessionInput struct {
+	Story     StoryRef `json:"story"`
+	SessionID string   `json:"session_id"`
+	// World overrides the declared defaults at start.
+	World Value  `json:"world"`
+	Root  string `json:"root,omitempty"`
+	// ContinueAsNewAfter is the turns a run takes before it continues as
+	// new; 0 is DefaultContinueAsNewAfter.
+	ContinueAsNewAfter int `json:"continue_as_new_after,omitempty"`
+	// HeartbeatTimeout is the heartbeat timeout of the session's calls
+	// (a dead worker's call is issued again after it); 0 is the worker's
+	// Workflow.HeartbeatTimeout.
+	HeartbeatTimeout time.Duration `json:"heartbeat_timeout,omitempty"`
+	// Carried is the session a previous run handed over; nil starts it.
+	Carried *Snapshot `json:"carried,omitempty"`
+	// Routing is how the session routes free text (kitsoki run's
+	// --router, --min-confidence, --semantic-routing); nil is the
+	// story's routing: block and the defaults.
+	Routing *orchestrator.RoutingConfig `json:"routing,omitempty"`
+}
+
+// Snapshot is what a continue-as-new carries: the story hash is the
+// input's.
+type Snapshot struct {
+	State string `json:"state"`
+	World Value  `json:"world"`
+	Turn  int64  `json:"turn"`
+	// Timeouts are the armed state timeouts, due on the workflow clock.
+	Timeouts []orchestrator.ArmedTimeout `json:"timeouts,omitempty"`
+	// The room history and the open and kept overlays.
+	orchestrator.Handover
+}
+
+// IntentRequest is the intent update's argument.
+type IntentRequest struct {
+	Intent string `json:"intent"`
+	Slots  Value  `json:"slots"`
+	Input  string `json:"input,omitempty"`
+	// Back returns to the previous room (a local run's :back,
+	// Session.Back); Intent, Slots and Input are then empty.
+	Back bool `json:"back,omitempty"`
+}
+
+// TurnResult is a turn's outcome as the update returns it.
+type TurnResult struct {
+	Outcome    string                  `json:"outcome"`
+	From       string                  `json:"from,omitempty"`
+	State      string                  `json:"state"`
+	View       string                  `json:"view,omitempty"`
+	Says       []string                `json:"says,omitempty"`
+	Rejection  *orchestrator.Rejection `json:"rejection,omitempty"`
+	Error      string                  `json:"error,omitempty"`
+	HostErrors []string                `json:"host_errors,omitempty"`
+	Handled    []HandledCall           `json:"handled,omitempty"`
+	Done       bool                    `json:"done,omitempty"`
+	Exit       string                  `json:"exit,omitempty"`
+	Turn       int64                   `json:"turn"`
+}
+
+// SessionResult is the workflow's result once the session reached a
+// terminal state.
+type SessionResult struct {
+	State string `json:"state"`
+	World Value  `json:"world"`
+	Turn  int64  `json:"turn"`
+	Exit  string `json:"exit,omitempty"`
+}
+
+// Workflow is the session workflow's dependencies on a worker.
+type Workflow struct {
+	// Stories loads the pinned story (the same directory the activities
+	// read).
+	Stories *Stories
+	// CallTimeout is the hard deadline of a call that sets no
+	// with.timeout; 0 is host.DefaultTimeout.
+	CallTimeout time.Duration
+	// HeartbeatTimeout is the heartbeat timeout of the calls of a session
+	// whose input sets none; 0 is DefaultHeartbeatTimeout.
+	HeartbeatTimeout time.Duration
+	// LostCallAttempts is how many times a call lost with its worker is
+	// issued in all; 0 is DefaultLostCallAttempts.
+	LostCallAttempts int
+}
+
+// Session is the kitsoki.session workflow: one story session, its turns
+// taken one at a time from intent updates, every call an activity.
+func (w *Workflow) Session(ctx workflow.Context, in SessionInput) (*SessionResult, error) {
+	st, err := w.Stories.Load(in.Story)
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "kitsoki.story", nil)
+	}
+	if err := checkWorkflowStory(st); err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "kitsoki.story", nil)
+	}
+	after := in.ContinueAsNewAfter
+	if after <= 0 {
+		after = DefaultContinueAsNewAfter
+	}
+	timeout := w.CallTimeout
+	if timeout == 0 {
+		timeout = host.DefaultTimeout
+	}
+	cur := ctx
+	clk := workflowClock{cur: &cur}
+	sink := trace.NewMemSink(trace.WithSecrets(st.Secrets), trace.WithClock(clk), trace.WithHeader(traceHeader(in, st)))
+	d := &activityDispatcher{cur: &cur, stories: w.Stories, ref: in.Story, sink: sink, timeout: timeout,
+		heartbeat:    cmp.Or(in.HeartbeatTimeout, w.HeartbeatTimeout, DefaultHeartbeatTimeout),
+		lostAttempts: cmp.Or(w.LostCallAttempts, DefaultLostCallAttempts)}
+	rt, err := runtime.Open(st, runtime.Config{Clock: clk, IgnorePins: true, Timeout: timeout,
+		Trace: runtime.Trace{Sink: sink},
+		// Journal: the trace holds the decisions and snapshots a local
+		// run's durable session writes, so the two traces match.
+		Session: &runtime.Session{ID: in.SessionID, World: in.World.Map(), Root: in.Root, Dispatcher: d, Journal: true, Routing: routing(in)}})
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("open session %s: %v", in.SessionID, err), "kitsoki.open", nil)
+	}
+	defer rt.Close()
+	sess := rt.Session()
+
+	started, busy, turns := false, false, 0
+	var fault error
+	var last *TurnResult
+	if err := registerQueries(ctx, sess, sink); err != nil {
+		return nil, err
+	}
+	if err := registerStatus(ctx, sessionView{ctx: ctx, in: &in, sess: sess, sink: sink, started: &started, last: &last},
+		func() bool { return started && !busy }); err != nil {
+		return nil, err
+	}
+	err = workflow.SetUpdateHandlerWithOptions(ctx, IntentUpdate,
+		func(uctx workflow.Context, req IntentRequest) (*TurnResult, error) {
+			if err := workflow.Await(uctx, func() bool { return started && !busy }); err != nil {
+				return nil, err
+			}
+			busy, cur = true, uctx
+			defer func() { busy, cur = false, ctx }()
+			out, err := takeTurn(sess, req)
+			if errors.Is(err, orchestrator.ErrNoHistory) {
+				// A back queued behind a turn that emptied the history:
+				// refused as the validator refuses it, nothing traced.
+				return nil, temporal.NewApplicationError(err.Error(), NoHistoryError)
+			}
+			if err != nil {
+				fault = err
+				return nil, err
+			}
+			turns++
+			last = turnResult(out, sess.TurnNumber())
+			return last, nil
+		},
+		workflow.UpdateHandlerOptions{Validator: func(req IntentRequest) error {
+			if done, _ := sess.Done(); done {
+				return fmt.Errorf("the session is in its terminal state %q: it takes no more intents", sess.State())
+			}
+			if !started || busy || freeText(req) {
+				return nil // checked by the turn itself, in order (free text: once routed)
+			}
+			if req.Back {
+				if len(sess.History()) == 0 {
+					return temporal.NewApplicationError(orchestrator.ErrNoHistory.Error(), NoHistoryError)
+				}
+				return nil
+			}
+			if rej := sess.Check(req.Intent, req.Slots.Map()); rej != nil {
+				return temporal.NewApplicationError(rej.Error(), rej.Code, rej)
+			}
+			return nil
+		}})
+	if err != nil {
+		return nil, err
+	}
+
+	if c := in.Carried; c != nil {
+		if err := restore(sess, c); err != nil {
+			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("continue session %s: %v", in.SessionID, err), "kitsoki.restore", nil)
+		}
+	} else if out, err := sess.Start(context.Background()); err != nil {
+		return nil, err
+	} else {
+		last = turnResult(out, sess.TurnNumber())
+	}
+	started = true
+
+	// tick takes the timeouts due on the workflow clock as their own
+	// turns, in the main coroutine, once no update's turn runs.
+	tick := func() error {
+		if err := workflow.Await(ctx, func() bool { return !busy }); err != nil {
+			return err
+		}
+		busy, cur = true, ctx
+		defer func() { busy = false }()
+		before := sess.TurnNumber()
+		if _, err := sess.Tick(context.Background()); err != nil {
+			fault = err
+		}
+		turns += int(sess.TurnNumber() - before)
+		return nil
+	}
+	for {
+		if err := awaitFiringTimeouts(ctx, sess, func() bool {
+			done, _ := sess.Done()
+			return fault != nil || (!busy && (done || turns >= after))
+		}, tick); err != nil {
+			return nil, err
+		}
+		if fault != nil {
+			return nil, fault
+		}
+		// Updates accepted before the decision finish first.
+		if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+			return nil, err
+		}
+		if busy {
+			continue
+		}
+		if done, exit := sess.Done(); done {
+			return &SessionResult{State: sess.State(), World: Value{orchestrator.DeepCopy(sess.World())}, Turn: sess.TurnNumber(), Exit: exit}, nil
+		}
+		next := in
+		next.World = Value{}
+		next.Root = ""
+		next.Carried = &Snapshot{State: sess.State(), World: Value{orchestrator.DeepCopy(sess.World())}, Turn: sess.TurnNumber(),
+			Timeouts: sess.Timeouts(), Handover: sess.Handover()}
+		return nil, workflow.NewContinueAsNewError(ctx, SessionWorkflowName, next)
+	}
+}
+
+func registerQueries(ctx workflow.Context, sess *orchestrator.Session, sink *trace.MemSink) error {
+	queries := []struct {
+		name string
+		fn   any
+	}{
+		{QueryState, func() (string, error) { return sess.State(), nil }},
+		{QueryWorld, func() (map[string]any, error) { return sess.World(), nil }},
+		{QueryView, func() (string, error) { return sess.View() }},
+		{QueryAllowed, func() ([]string, error) { return sess.AllowedIntents(), nil }},
+		{QueryTrace, func() ([]trace.Event, error) { return sink.Events(), nil }},
+	}
+	for _, q := range queries {
+		if err := workflow.SetQueryHandler(ctx, q.name, q.fn); err != nil {
+			return fmt.Errorf("query %s: %w", q.name, err)
+		}
+	}
+	return nil
+}
+
+func turnResult(out *orchestrator.Outcome, turn int64) *TurnResult {
+	r := &TurnResult{Outcome: out.Outcome, From: out.From, State: out.State, View: out.View, Says: out.Says,
+		Rejection: out.Rejection, Done: out.Done, Exit: out.Exit, Turn: turn}
+	if out.Err != nil {
+		r.Error = out.Err.Error()
+	}
+	for _, e := range out.HostErrors {
+		r.HostErrors = append(r.HostErrors, e.Error())
+	}
+	r.Handled = handledCalls(out.Handled)
+	return r
+}
+
+// ErrBackground is the refusal of a story with background jobs: the job
+// scheduler runs goroutines on the wall clock, which a workflow must not.
+var ErrBackground = errors.New("background invokes are not supported in a Temporal session yet")
+
+// checkWorkflowStory refuses what a workflow cannot run deterministically.
+func checkWorkflowStory(st *story.Story) error {
+	for _, inv := range Invokes(st) {
+		if inv.Background {
+			return fmt.Errorf("%s:%d:%d: invoke %s: background: true: %w; run this story locally (kitsoki run without --temporal) or drop background:",
+				inv.Pos.File, inv.Pos.Line, inv.Pos.Col, inv.Name, ErrBackground)
+		}
+	}
+	return nil
+}

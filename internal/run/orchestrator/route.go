@@ -1,0 +1,650 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/kitsoki/kitsoki/internal/agents/agent"
+	"github.com/kitsoki/kitsoki/internal/base/number"
+	"github.com/kitsoki/kitsoki/internal/base/schema"
+	"github.com/kitsoki/kitsoki/internal/hosts/host"
+	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
+)
+
+// The tiers that resolve a free-text turn, as turn.routed records them.
+const (
+	TierExact         = "exact"
+	TierSynonym       = "synonym"
+	TierTemplate      = "template"
+	TierContextual    = "contextual"
+	TierDefaultIntent = "default_intent"
+	TierFallback      = "free_form_fallback" // a default_intent the story's free-form fallback gave the state
+	TierRouter        = "router"
+)
+
+// Routing defaults.
+const (
+	DefaultRouter        = "agent.claude" // the router agent when neither --router nor routing.agent names one
+	DefaultMinConfidence = 0.5            // the router answer's bar
+	// RouteNone is the router's answer when no allowed intent fits.
+	RouteNone = "none"
+	// PurposeRoute is agent.call.start's purpose for a router call.
+	PurposeRoute = "route"
+)
+
+// CodeNoMatch is the rejection of free text no tier could route: the
+// router said none or was below the confidence bar.
+const CodeNoMatch = "NO_MATCH"
+
+// CodeRouterFailed is the rejection of free text whose router call failed.
+const CodeRouterFailed = "ROUTER_FAILED"
+
+// RoutingConfig is how a run routes free text; its zero value leaves every
+// choice to the story's routing: block and the defaults.
+type RoutingConfig struct {
+	// Semantic forces the synonym and template tiers on or off (the
+	// --semantic-routing flag, KITSOKI_SEMANTIC_ROUTING); nil = the
+	// story's routing.enabled, else off.
+	Semantic *bool
+	// Router is the router agent's alias (--router); "" = routing.agent,
+	// else agent.claude.
+	Router string
+	// MinConfidence is the router's bar (--min-confidence); nil =
+	// routing.min_confidence, else 0.5.
+	MinConfidence *float64
+}
+
+// WithRouting sets how free text is routed.
+func WithRouting(c RoutingConfig) Option { return func(s *Session) { s.routing = c } }
+
+// Route is how a free-text line was resolved.
+type Route struct {
+	Tier       string
+	Intent     string // "" when nothing was confident enough
+	Slots      map[string]any
+	Confidence float64
+	// Rejection says why no intent was chosen (Intent == "").
+	Rejection *Rejection
+	// Err is the router call's failure (a *agent.AskError for an agent's).
+	Err error
+	// Reason is why the contextual tier chose the intent: plan_affirmation,
+	// plan_refine or room_request ("" for the other tiers).
+	Reason string
+}
+
+// semantic reports whether the synonym and template tiers run.
+func (s *Session) semantic() bool {
+	if s.routing.Semantic != nil {
+		return *s.routing.Semantic
+	}
+	return s.story.Routing.Enabled != nil && *s.story.Routing.Enabled
+}
+
+// RouterAlias is the agent that routes free text in this session.
+func (s *Session) RouterAlias() string {
+	switch {
+	case s.routing.Router != "":
+		return s.routing.Router
+	case s.story.Routing.Agent != "":
+		return s.story.Routing.Agent
+	}
+	return DefaultRouter
+}
+
+// MinConfidence is the router answer's bar in this session.
+func (s *Session) MinConfidence() float64 {
+	switch {
+	case s.routing.MinConfidence != nil:
+		return *s.routing.MinConfidence
+	case s.story.Routing.MinConfidence != nil:
+		return *s.story.Routing.MinConfidence
+	}
+	return DefaultMinConfidence
+}
+
+// IsFreeText reports whether a line is free text rather than a typed
+// intent. A typed line is "intent key=value …": it starts with a word that
+// has no "=" and every later field is key=value, and either it names an
+// intent the story knows or it has at least one slot. Anything else (a
+// sentence, an apostrophe, an unknown lone word) is free text.
+func (s *Session) IsFreeText(line string) bool {
+	if s.over != nil || s.overlayFor(line) != nil {
+		return true
+	}
+	fields, err := splitFields(line)
+	if err != nil || len(fields) == 0 || strings.Contains(fields[0], "=") {
+		return err != nil
+	}
+	for _, f := range fields[1:] {
+		if k, _, ok := strings.Cut(f, "="); !ok || k == "" {
+			return true
+		}
+	}
+	if len(fields) > 1 {
+		return false
+	}
+	return !slices.Contains(s.knownIntents(), fields[0])
+}
+
+// routable is the intents free text may resolve to in the current state:
+// the allowed ones (arms here or in an ancestor) that are declared and not
+// hidden, sorted.
+func (s *Session) routable() []*story.Intent {
+	var out []*story.Intent
+	for _, name := range s.AllowedIntents() {
+		if def := s.intentDef(name); def != nil && !def.Hidden {
+			out = append(out, def)
+		}
+	}
+	return out
+}
+
+// matchDeterministic runs the tiers that need no agent: exact, then (when
+// enabled) synonym and template, then the state's contextual_routing, then
+// its default_intent.
+func (s *Session) matchDeterministic(text string) (Route, bool) {
+	words := story.Words(text)
+	key := strings.Join(words, " ")
+	intents := s.routable()
+	if key == "" {
+		return Route{}, false
+	}
+	if r, ok := exactMatch(intents, key); ok {
+		return r, true
+	}
+	if s.semantic() {
+		if r, ok := synonymMatch(intents, words); ok {
+			return r, true
+		}
+		if r, ok := templateMatch(intents, words); ok {
+			return r, true
+		}
+	}
+	if r, ok := s.contextualRoute(text, words); ok {
+		return r, true
+	}
+	if st := s.defaultIntentState(); st != nil && st.DefaultSlot != "" {
+		tier := TierDefaultIntent
+		if st.Fallback != "" {
+			tier = TierFallback
+		}
+		return Route{Tier: tier, Intent: st.DefaultIntent, Confidence: 1,
+			Slots: map[string]any{st.DefaultSlot: strings.TrimSpace(text)}}, true
+	}
+	return Route{}, false
+}
+
+// exactMatch: the words are an intent's name, its title, or one of its
+// examples that no other allowed intent also lists.
+func exactMatch(intents []*story.Intent, key string) (Route, bool) {
+	norm := func(s string) string { return strings.Join(story.Words(s), " ") }
+	for _, in := range intents {
+		if norm(in.Name) == key || (in.Title != "" && norm(in.Title) == key) {
+			return Route{Tier: TierExact, Intent: in.Name, Confidence: 1, Slots: map[string]any{}}, true
+		}
+	}
+	var hit *story.Intent
+	for _, in := range intents {
+		if slices.ContainsFunc(in.Examples, func(e string) bool { return norm(e) == key }) {
+			if hit != nil {
+				return Route{}, false // an example two intents share is no exact match
+			}
+			hit = in
+		}
+	}
+	if hit == nil {
+		return Route{}, false
+	}
+	return Route{Tier: TierExact, Intent: hit.Name, Confidence: 1, Slots: map[string]any{}}, true
+}
+
+// synonymMatch: every word of a bare synonym occurs in the input. Two
+// intents matching is no match (the router decides).
+func synonymMatch(intents []*story.Intent, words []string) (Route, bool) {
+	var hit string
+	for _, in := range intents {
+		for _, syn := range in.Synonyms {
+			if syn.Parts != nil || !containsAll(words, story.Words(syn.Text)) {
+				continue
+			}
+			if hit != "" && hit != in.Name {
+				return Route{}, false
+			}
+			hit = in.Name
+		}
+	}
+	if hit == "" {
+		return Route{}, false
+	}
+	var in *story.Intent
+	for _, c := range intents {
+		if c.Name == hit {
+			in = c
+		}
+	}
+	return Route{Tier: TierSynonym, Intent: hit, Confidence: 0.9, Slots: enumSlots(in, words)}, true
+}
+
+// enumSlots fills the intent's slots that declare synonyms: when the
+// words hold the slot's values or their synonyms, and all stand for one
+// value, the slot gets that value. Slots without synonyms are left to the
+// user to type.
+func enumSlots(in *story.Intent, words []string) map[string]any {
+	out := map[string]any{}
+	for _, name := range in.SlotOrder {
+		sl := in.Slots[name]
+		if len(sl.Synonyms) == 0 {
+			continue
+		}
+		var found []any
+		add := func(v any) {
+			if !slices.ContainsFunc(found, func(x any) bool { return fmt.Sprint(x) == fmt.Sprint(v) }) {
+				found = append(found, v)
+			}
+		}
+		for _, v := range sl.Values {
+			if containsAll(words, story.Words(fmt.Sprint(v))) {
+				add(v)
+			}
+		}
+		for _, syn := range sl.Synonyms {
+			if containsAll(words, syn.Words) {
+				add(syn.Value)
+			}
+		}
+		if len(found) == 1 {
+			out[name] = found[0]
+		}
+	}
+	return out
+}
+
+func containsAll(words, want []string) bool {
+	if len(want) == 0 {
+		return false
+	}
+	for _, w := range want {
+		if !slices.Contains(words, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// templateMatch: the input, word by word, is a template: its literal
+// words in place and each {slot} capturing the words up to the next
+// literal (at least one). Captured text is typed by the slot's type; the
+// first template that matches wins, intents in name order.
+func templateMatch(intents []*story.Intent, words []string) (Route, bool) {
+	for _, in := range intents {
+		for _, syn := range in.Synonyms {
+			if syn.Parts == nil {
+				continue
+			}
+			if slots, ok := matchParts(syn.Parts, words, in); ok {
+				return Route{Tier: TierTemplate, Intent: in.Name, Confidence: 0.8, Slots: slots}, true
+			}
+		}
+	}
+	return Route{}, false
+}
+
+func matchParts(parts []story.SynonymPart, words []string, in *story.Intent) (map[string]any, bool) {
+	slots := map[string]any{}
+	i := 0
+	for pi, p := range parts {
+		if p.Slot == "" {
+			if i >= len(words) || words[i] != p.Word {
+				return nil, false
+			}
+			i++
+			continue
+		}
+		end := len(words) // the last capture takes the rest
+		if pi+1 < len(parts) {
+			next := parts[pi+1].Word
+			end = -1
+			for j := i + 1; j < len(words); j++ {
+				if words[j] == next {
+					end = j
+					break
+				}
+			}
+			if end < 0 {
+				return nil, false
+			}
+		}
+		if end <= i {
+			return nil, false
+		}
+		sl := in.Slots[p.Slot]
+		capture := strings.Join(words[i:end], " ")
+		if v, ok := sl.Parse(capture); ok { // an enum value, its synonym, or a typo of one
+			slots[p.Slot] = v
+		} else {
+			slots[p.Slot] = TypedValue(slotType(sl), capture)
+		}
+		i = end
+	}
+	if i != len(words) {
+		return nil, false
+	}
+	return slots, true
+}
+
+// RouterSchema is the JSON Schema of the router's answer in the current
+// state: one branch per routable intent, {intent, slots, confidence} with
+// the intent's slots typed, and a "none" branch.
+func (s *Session) RouterSchema() ([]byte, error) {
+	var branches []any
+	conf := map[string]any{"type": "number", "minimum": 0, "maximum": 1}
+	for _, in := range s.routable() {
+		props := map[string]any{}
+		for _, name := range in.SlotOrder {
+			props[name] = slotSchema(in.Slots[name])
+		}
+		branches = append(branches, map[string]any{
+			"type": "object", "required": []string{"intent", "confidence"}, "additionalProperties": false,
+			"properties": map[string]any{
+				"intent":     map[string]any{"enum": []string{in.Name}},
+				"slots":      map[string]any{"type": "object", "additionalProperties": false, "properties": props},
+				"confidence": conf,
+			},
+		})
+	}
+	branches = append(branches, map[string]any{
+		"type": "object", "required": []string{"intent", "confidence"}, "additionalProperties": false,
+		"properties": map[string]any{
+			"intent":     map[string]any{"enum": []string{RouteNone}},
+			"slots":      map[string]any{"type": "object", "maxProperties": 0},
+			"confidence": conf,
+		},
+	})
+	return json.Marshal(map[string]any{"$schema": "https://json-schema.org/draft/2020-12/schema", "anyOf": branches})
+}
+
+// slotSchema types one slot for the router: its values as an enum, else
+// its declared type.
+func slotSchema(sl *story.Slot) map[string]any {
+	out := map[string]any{}
+	if sl.Description != "" {
+		out["description"] = sl.Description
+	}
+	if len(sl.Values) > 0 {
+		out["enum"] = sl.Values
+		return out
+	}
+	switch sl.Type {
+	case "int":
+		out["type"] = "integer"
+	case "float":
+		out["type"] = "number"
+	case "bool":
+		out["type"] = "boolean"
+	case "list":
+		out["type"] = "array"
+	default:
+		out["type"] = "string"
+	}
+	return out
+}
+
+// RouterPrompt is the router's prompt: the state, each routable intent
+// with its description, slots and examples, then the user's text.
+func (s *Session) RouterPrompt(text string) string {
+	var b strings.Builder
+	if c := s.story.App.Context; c != "" {
+		fmt.Fprintf(&b, "%s\n\n", strings.TrimSpace(c))
+	}
+	fmt.Fprintf(&b, "Route what the user typed to one of the intents allowed in state %q.\n", s.state)
+	if st := s.focus(); st != nil && st.Description != "" {
+		fmt.Fprintf(&b, "The state: %s\n", st.Description)
+	}
+	b.WriteString("\nIntents:\n")
+	for _, in := range s.routable() {
+		fmt.Fprintf(&b, "- %s", in.Name)
+		if d := firstNonEmpty(in.Description, in.Title); d != "" {
+			fmt.Fprintf(&b, ": %s", d)
+		}
+		b.WriteString("\n")
+		for _, name := range in.SlotOrder {
+			sl := in.Slots[name]
+			typ := firstNonEmpty(sl.Type, "string")
+			req := "optional"
+			if sl.Required {
+				req = "required"
+			}
+			fmt.Fprintf(&b, "    slot %s (%s, %s)", name, typ, req)
+			if len(sl.Values) > 0 {
+				fmt.Fprintf(&b, " one of %s", joinValues(sl.Values))
+			}
+			if sl.Description != "" {
+				fmt.Fprintf(&b, ": %s", sl.Description)
+			}
+			b.WriteString("\n")
+		}
+		if len(in.Examples) > 0 {
+			q := make([]string, len(in.Examples))
+			for i, e := range in.Examples {
+				q[i] = fmt.Sprintf("%q", e)
+			}
+			fmt.Fprintf(&b, "    examples: %s\n", strings.Join(q, ", "))
+		}
+	}
+	fmt.Fprintf(&b, "- %s: nothing above fits\n", RouteNone)
+	b.WriteString("\nAnswer with the intent, the slots the text fills (leave out those it does not), and your confidence from 0 to 1.\n\n")
+	fmt.Fprintf(&b, "User: %s\n", text)
+	return b.String()
+}
+
+func firstNonEmpty(a ...string) string {
+	for _, s := range a {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// askRouter asks the router agent with a decide through the host.
+func (s *Session) askRouter(ctx context.Context, t *turnCtx, text string) Route {
+	alias := s.RouterAlias()
+	raw, err := s.RouterSchema()
+	if err != nil {
+		return Route{Tier: TierRouter, Err: fmt.Errorf("router schema: %w", err)}
+	}
+	sch, err := schema.CompileDocument("router schema of state "+s.state, raw)
+	if err != nil {
+		return Route{Tier: TierRouter, Err: fmt.Errorf("router schema: %w", err)}
+	}
+	inv := &story.Invoke{Name: host.AgentNamespace + "decide"}
+	if alias != DefaultRouter {
+		inv.Agent = alias // agent.claude is the built-in path, as for an invoke without agent:
+	}
+	args := map[string]any{"prompt": s.RouterPrompt(text), "call": PurposeRoute}
+	world := make(map[string]any, len(s.world))
+	for k, v := range s.world {
+		world[k] = v
+	}
+	res, err := s.host.Dispatch(ctx, &host.Call{Namespace: inv.Name, Args: args, Invoke: inv,
+		SessionID: s.id, Turn: t.n, State: s.state, TurnState: t.start, World: world, Schema: sch, Purpose: PurposeRoute,
+		Run: host.RunEnv{Live: s.liveFor(world), TitleOwned: s.TitleOwned()}})
+	if err != nil {
+		return Route{Tier: TierRouter, Err: err}
+	}
+	if res == nil {
+		return Route{Tier: TierRouter, Err: fmt.Errorf("the router agent %s gave no answer", alias)}
+	}
+	if res.Err != nil {
+		return Route{Tier: TierRouter, Err: res.Err}
+	}
+	sub, _ := res.Data["submitted"].(map[string]any)
+	r := Route{Tier: TierRouter, Slots: map[string]any{}}
+	r.Intent, _ = sub["intent"].(string)
+	r.Confidence, _ = number.Float(sub["confidence"])
+	if m, ok := sub["slots"].(map[string]any); ok {
+		for k, v := range m {
+			r.Slots[k] = normalizeNumber(v)
+		}
+	}
+	return r
+}
+
+// normalizeNumber turns an integral json.Number into int64 and any other
+// into float64, as typed input has them.
+func normalizeNumber(v any) any {
+	if n, ok := v.(json.Number); ok {
+		if i, err := n.Int64(); err == nil {
+			return i
+		}
+		f, _ := n.Float64()
+		return f
+	}
+	if f, ok := v.(float64); ok && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+		return int64(f)
+	}
+	return v
+}
+
+// Resolve runs the tiers on a free-text line without taking a turn or
+// calling the router: the deterministic result, if any. Benchmarks and
+// the intents test use it.
+func (s *Session) Resolve(text string) (Route, bool) { return s.matchDeterministic(text) }
+
+// route resolves free text: the deterministic tiers, then the router.
+func (s *Session) route(ctx context.Context, t *turnCtx, text string) Route {
+	if r, ok := s.matchDeterministic(text); ok {
+		return r
+	}
+	r := s.askRouter(ctx, t, text)
+	allowed := make([]string, 0)
+	for _, in := range s.routable() {
+		allowed = append(allowed, in.Name)
+	}
+	switch {
+	case r.Err != nil:
+		msg := r.Err.Error()
+		if ae, ok := errors.AsType[*agent.AskError](r.Err); ok {
+			msg = ae.Error()
+		}
+		r.Rejection = &Rejection{Code: CodeRouterFailed, AllowedIntents: allowed,
+			Message: fmt.Sprintf("the router agent %s could not route %q: %s", s.RouterAlias(), text, msg)}
+	case r.Intent == RouteNone || r.Intent == "":
+		r.Intent = ""
+		r.Rejection = &Rejection{Code: CodeNoMatch, AllowedIntents: allowed,
+			Message: fmt.Sprintf("could not tell what %q means here; rephrase, or type one of: %s", text, strings.Join(allowed, ", "))}
+	case r.Confidence < s.MinConfidence():
+		r.Rejection = &Rejection{Code: CodeNoMatch, AllowedIntents: allowed, Candidates: []string{r.Intent},
+			Message: fmt.Sprintf("not sure what %q means here (maybe %s, confidence %.2f < %.2f); rephrase, or type one of: %s",
+				text, r.Intent, r.Confidence, s.MinConfidence(), strings.Join(allowed, ", "))}
+		r.Intent = ""
+	}
+	return r
+}
+
+// Say takes one free-text turn: the line is routed (turn.routed says by
+// which tier) and the intent it resolved to is taken like a typed one,
+// with the same validation. Free text that nothing routes is rejected
+// (NO_MATCH, or ROUTER_FAILED when the router call failed, whose failure
+// is also in the outcome's HostErrors).
+func (s *Session) Say(ctx context.Context, text string) (*Outcome, error) {
+	if !s.started {
+		return nil, fmt.Errorf("session not started: call Start first")
+	}
+	if len(s.timers) > 0 {
+		if _, err := s.Tick(ctx); err != nil {
+			return nil, err
+		}
+	}
+	s.turn++
+	t := s.newTurn(s.turn, "", nil)
+	if err := s.emit(t, trace.TurnInput{Input: text}); err != nil {
+		return nil, err
+	}
+	if err := s.emit(t, trace.TurnStart{Turn: t.n, Input: text}); err != nil {
+		return nil, err
+	}
+	if err := s.applyOverride(t); err != nil {
+		return nil, err
+	}
+	if s.over != nil || s.story.OffPath != nil || s.story.MetaModes != nil {
+		if out, ok, err := s.sayOverlay(ctx, t, text); ok {
+			return out, err
+		}
+	}
+	r := s.route(ctx, t, text)
+	if r.Err != nil && isTraceErr(r.Err) {
+		return nil, r.Err
+	}
+	routed := trace.TurnRouted{Tier: r.Tier, Reason: r.Reason, Input: text, Intent: r.Intent, Confidence: r.Confidence}
+	if r.Intent != "" {
+		routed.Slots = r.Slots
+	}
+	if err := s.emit(t, routed); err != nil {
+		return nil, err
+	}
+	if r.Rejection != nil && r.Rejection.Code == CodeNoMatch {
+		if st := s.offRampState(); st != nil {
+			out, err := s.offRamp(ctx, t, st.OffRamp, text)
+			if out != nil {
+				out.Route = &r
+			}
+			return out, err
+		}
+	}
+	if r.Rejection != nil {
+		out, err := s.reject(t, r.Rejection)
+		if out != nil && r.Err != nil {
+			out.HostErrors = append(out.HostErrors, fmt.Errorf("router %s: %w", s.RouterAlias(), r.Err))
+		}
+		if out != nil {
+			out.Route = &r
+		}
+		return out, err
+	}
+	t.intent, t.slots = r.Intent, copySlots(r.Slots)
+	out, err := s.takeTurn(ctx, t)
+	if out != nil {
+		out.Route = &r
+	}
+	return out, err
+}
+
+// RouteIn routes free text as if the session were in state, without
+// taking a turn or entering the state: the tiers, then the router (whose
+// agent.call.* and the turn.routed event are traced under turn n). The
+// intents test uses it; the session's own state is left as it was.
+func (s *Session) RouteIn(ctx context.Context, n int64, state, text string) (Route, error) {
+	if s.story.States[state] == nil {
+		return Route{}, fmt.Errorf("state %q is not declared%s", state, suggestQuoted(state, sortedKeys(s.story.States)))
+	}
+	prev := s.state
+	s.state = state
+	defer func() { s.state = prev }()
+	t := s.newTurn(n, "", nil)
+	r := s.route(ctx, t, text)
+	if r.Err != nil && isTraceErr(r.Err) {
+		return r, r.Err
+	}
+	routed := trace.TurnRouted{Tier: r.Tier, Reason: r.Reason, Input: text, Intent: r.Intent, Confidence: r.Confidence}
+	if r.Intent != "" {
+		routed.Slots = r.Slots
+	}
+	if err := s.emit(t, routed); err != nil {
+		return r, err
+	}
+	return r, s.sink.EndTurn()
+}
+
+func suggestQuoted(word string, cands []string) string {
+	if sug := suggest(word, cands); sug != "" {
+		return fmt.Sprintf(" (did you mean %q?)", sug)
+	}
+	return ""
+}

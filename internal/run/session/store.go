@@ -1,0 +1,213 @@
+package session
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
+)
+
+// EnvDir names the environment variable that overrides the sessions
+// directory (below --sessions-dir).
+const EnvDir = "KITSOKI_SESSIONS_DIR"
+
+// DefaultDir is the sessions directory under a workspace root.
+func DefaultDir(workspaceRoot string) string {
+	return filepath.Join(workspaceRoot, ".kitsoki", "sessions")
+}
+
+// Store is a sessions directory: <id>.jsonl is a session's journal (its
+// trace) and <id>.json its index entry (Meta).
+type Store struct{ Dir string }
+
+// Meta is a session's index entry: what kitsoki session list shows without
+// reading the journal. It is written when the session starts and when its
+// run ends; an entry whose journal has grown since (TraceBytes differs:
+// the run is going on, or was killed) is brought up to date from the
+// journal's tail when listed.
+type Meta struct {
+	ID         string    `json:"id"`
+	AppID      string    `json:"app_id,omitempty"`
+	Story      string    `json:"story"` // absolute path of the story's root file
+	StoryHash  string    `json:"story_hash,omitempty"`
+	Version    string    `json:"kitsoki_version,omitempty"`
+	Trace      string    `json:"trace"` // the journal's path
+	Created    time.Time `json:"created"`
+	Updated    time.Time `json:"updated"` // last activity
+	State      string    `json:"state"`
+	Turn       int64     `json:"turn"`
+	Finished   bool      `json:"finished"`
+	Exit       string    `json:"exit,omitempty"`
+	CostUSD    float64   `json:"cost_usd"`
+	LastError  string    `json:"last_error,omitempty"`
+	ForkedFrom string    `json:"forked_from,omitempty"`
+	ForkedAt   int64     `json:"forked_at_turn,omitempty"`
+	TraceBytes int64     `json:"trace_bytes"`
+}
+
+var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// CheckID refuses an id that could not be a file name in the directory.
+func CheckID(id string) error {
+	if !idRE.MatchString(id) || strings.Contains(id, "..") {
+		return fmt.Errorf("session id %q: use letters, digits, '.', '_' and '-' (at most 128, not starting with a punctuation mark)", id)
+	}
+	return nil
+}
+
+// TracePath is where a session's journal lives by default.
+func (s Store) TracePath(id string) string { return filepath.Join(s.Dir, id+".jsonl") }
+
+func (s Store) metaPath(id string) string { return filepath.Join(s.Dir, id+".json") }
+
+// ErrNotFound is Get's error for an id the directory does not hold.
+var ErrNotFound = errors.New("no such session")
+
+// Put writes a session's index entry (atomically: a temporary file renamed
+// over the old one).
+func (s Store) Put(m Meta) error {
+	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+		return fmt.Errorf("sessions: %w", err)
+	}
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(s.Dir, "."+m.ID+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("sessions: %w", err)
+	}
+	_, werr := tmp.Write(append(b, '\n'))
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("sessions: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), s.metaPath(m.ID)); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("sessions: %w", err)
+	}
+	return nil
+}
+
+// Get returns a session's index entry, brought up to date from its
+// journal when the journal has grown since the entry was written.
+func (s Store) Get(id string) (Meta, error) {
+	if err := CheckID(id); err != nil {
+		return Meta{}, err
+	}
+	b, err := os.ReadFile(s.metaPath(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return Meta{}, fmt.Errorf("session %s: %w in %s", id, ErrNotFound, s.Dir)
+	}
+	if err != nil {
+		return Meta{}, fmt.Errorf("sessions: %w", err)
+	}
+	var m Meta
+	if err := json.Unmarshal(b, &m); err != nil {
+		return Meta{}, fmt.Errorf("sessions: %s: %w", s.metaPath(id), err)
+	}
+	return s.refresh(m), nil
+}
+
+// refresh brings m up to date when its journal grew since it was written.
+func (s Store) refresh(m Meta) Meta {
+	fi, err := os.Stat(m.Trace)
+	if err != nil || fi.Size() == m.TraceBytes {
+		return m
+	}
+	j, err := Load(m.Trace)
+	if err != nil {
+		m.LastError = err.Error()
+		return m
+	}
+	return j.Describe(m)
+}
+
+// Describe fills m's state fields from the journal.
+func (j *Journal) Describe(m Meta) Meta {
+	m.State, m.Turn, m.Finished, m.Exit = j.State, j.Turn, j.Done, j.Exit
+	if j.Partial != nil {
+		m.Turn = j.Partial.Turn
+	}
+	m.CostUSD, m.LastError = j.Cost(), j.LastError()
+	if !j.LastTS.IsZero() {
+		m.Updated = j.LastTS
+	}
+	m.TraceBytes = j.Size
+	if j.StoryHash != "" {
+		m.StoryHash = j.StoryHash
+	}
+	return m
+}
+
+// List returns every session in the directory, most recent activity first.
+func (s Store) List() ([]Meta, error) {
+	ents, err := os.ReadDir(s.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sessions: %w", err)
+	}
+	var out []Meta
+	for _, e := range ents {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".json") || strings.HasPrefix(name, ".") {
+			continue
+		}
+		m, err := s.Get(strings.TrimSuffix(name, ".json"))
+		if err != nil {
+			continue // a stray file: not a session
+		}
+		out = append(out, m)
+	}
+	slices.SortStableFunc(out, func(a, b Meta) int {
+		if c := b.Updated.Compare(a.Updated); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
+}
+
+// Latest returns the most recently active unfinished session of the story
+// whose root file is storyFile; ok is false when there is none.
+func (s Store) Latest(storyFile string) (Meta, bool, error) {
+	all, err := s.List()
+	if err != nil {
+		return Meta{}, false, err
+	}
+	for _, m := range all {
+		if m.Story == storyFile && !m.Finished {
+			return m, true, nil
+		}
+	}
+	return Meta{}, false, nil
+}
+
+// Delete removes a session's index entry and its journal.
+func (s Store) Delete(id string) error {
+	m, err := s.Get(id)
+	if err != nil {
+		return err
+	}
+	if err := trace.CheckUnlocked(m.Trace); err != nil {
+		return fmt.Errorf("session %s is running (its journal %s: %w); stop it first", id, m.Trace, err)
+	}
+	if err := os.Remove(m.Trace); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("sessions: %w", err)
+	}
+	if err := os.Remove(s.metaPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("sessions: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,81 @@
+package traceview
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
+)
+
+// A trace cannot put markup or script in the page: its data is JSON with
+// <, > and & escaped, inside a script element of type application/json.
+func TestHTMLEscapesTrace(t *testing.T) {
+	r := Build([]trace.Event{{Turn: 1, Kind: trace.KindTurnInput, Payload: map[string]any{"input": "</script><img src=x onerror=alert(1)>", "intent": ""}}})
+	var buf bytes.Buffer
+	if err := HTML(&buf, r, false); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	if strings.Contains(page, "<img src=x") || strings.Count(page, "</script>") != 2 {
+		t.Errorf("trace text escaped the data block:\n%s", page[strings.Index(page, `id="run-data"`):][:200])
+	}
+	for _, bad := range []string{"http://", "https://", "<script src", "<link "} {
+		if strings.Contains(page, bad) {
+			t.Errorf("the page refers outside itself: %q", bad)
+		}
+	}
+	if !strings.Contains(page, "var LIVE = /*LIVE*/false;") {
+		t.Error("a written page is not live")
+	}
+}
+
+func TestServer(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	b, err := os.ReadFile("testdata/failures.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(path, b, 0o644)
+	writing := true
+	srv := httptest.NewServer((&Server{Path: path, Writing: func(string) bool { return writing }}).Handler())
+	defer srv.Close()
+	get := func(p string) (*http.Response, string) {
+		t.Helper()
+		resp, err := http.Get(srv.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp, string(body)
+	}
+	resp, body := get("/")
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/html; charset=utf-8" || !strings.Contains(body, "var LIVE = true;") {
+		t.Errorf("GET /: %d %s, live=%v", resp.StatusCode, resp.Header.Get("Content-Type"), strings.Contains(body, "var LIVE = true;"))
+	}
+	for _, w := range []bool{true, false} {
+		writing = w
+		resp, body = get("/run.json")
+		var r Run
+		if err := json.Unmarshal([]byte(body), &r); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("GET /run.json: %d %v", resp.StatusCode, err)
+		}
+		if r.Complete == w || r.Events != 30 || len(r.Turns) != 4 {
+			t.Errorf("writing=%v: complete=%v events=%d turns=%d", w, r.Complete, r.Events, len(r.Turns))
+		}
+	}
+	os.WriteFile(path, []byte("not a trace\n"), 0o644)
+	if resp, body = get("/run.json"); resp.StatusCode != 500 || !strings.Contains(body, "trace missing session.header on line 1") {
+		t.Errorf("a broken trace: %d %q", resp.StatusCode, body)
+	}
+	if resp, _ = get("/other"); resp.StatusCode != 404 {
+		t.Errorf("GET /other: %d", resp.StatusCode)
+	}
+}

@@ -3,7 +3,7 @@ package kitsoki
 import (
 	"context"
 
-	"github.com/kitsoki/kitsoki/internal/run/jobs"
+	"github.com/kitsoki/kitsoki/internal/base/jobs"
 )
 
 // RequestClarification asks the session a question from a HandlerFunc

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/kitsoki/kitsoki/internal/hosts/catalog"
 	"github.com/kitsoki/kitsoki/internal/hosts/hostplugin"
+	"github.com/kitsoki/kitsoki/internal/load/catalog"
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/plugin"
 	"github.com/spf13/cobra"
@@ -68,7 +68,7 @@ func newHostsCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// writeHosts prints the handler table of internal/hosts/catalog.
+// writeHosts prints the handler table of internal/load/catalog.
 func writeHosts(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for i, s := range catalog.Builtins() {

@@ -1,6 +1,6 @@
 package cassette
 
-import "github.com/kitsoki/kitsoki/internal/load/docschema"
+import "github.com/kitsoki/kitsoki/internal/base/docschema"
 
 // cassetteLists names every key list the cassette parser reads, for the
 // drift test.

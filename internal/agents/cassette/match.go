@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/kitsoki/kitsoki/internal/load/yamlnode"
+	"github.com/kitsoki/kitsoki/internal/base/yamlnode"
 )
 
 // Key is what an episode is matched against: the handler name (the

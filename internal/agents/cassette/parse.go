@@ -9,7 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/kitsoki/kitsoki/internal/load/yamlnode"
+	"github.com/kitsoki/kitsoki/internal/base/yamlnode"
 )
 
 // cassetteKeys are the top-level keys of a cassette file.

@@ -3,7 +3,7 @@ package eval
 import (
 	"reflect"
 
-	"github.com/kitsoki/kitsoki/internal/load/docschema"
+	"github.com/kitsoki/kitsoki/internal/base/docschema"
 )
 
 // DatasetJSONSchema returns the JSON Schema of an eval dataset file,

@@ -10,8 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kitsoki/kitsoki/internal/agents/cassette"
-	"github.com/kitsoki/kitsoki/internal/run/inbox"
-	"github.com/kitsoki/kitsoki/internal/run/jobs"
+	"github.com/kitsoki/kitsoki/internal/base/inbox"
+	"github.com/kitsoki/kitsoki/internal/base/jobs"
 	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
 )
 

@@ -8,10 +8,10 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/kitsoki/kitsoki/internal/hosts/catalog"
+	"github.com/kitsoki/kitsoki/internal/base/yamlnode"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
+	"github.com/kitsoki/kitsoki/internal/load/catalog"
 	"github.com/kitsoki/kitsoki/internal/load/story"
-	"github.com/kitsoki/kitsoki/internal/load/yamlnode"
 	"github.com/kitsoki/kitsoki/internal/run/replay"
 )
 

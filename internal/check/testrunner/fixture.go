@@ -14,8 +14,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kitsoki/kitsoki/internal/agents/cassette"
-	"github.com/kitsoki/kitsoki/internal/load/yamlnode"
-	"github.com/kitsoki/kitsoki/internal/run/inbox"
+	"github.com/kitsoki/kitsoki/internal/base/inbox"
+	"github.com/kitsoki/kitsoki/internal/base/yamlnode"
 	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
 )
 

@@ -1,6 +1,6 @@
 package testrunner
 
-import "github.com/kitsoki/kitsoki/internal/load/docschema"
+import "github.com/kitsoki/kitsoki/internal/base/docschema"
 
 // fixtureLists names every key list the fixture parser reads, for the
 // drift test.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kitsoki/kitsoki/internal/load/docschema"
+	"github.com/kitsoki/kitsoki/internal/base/docschema"
 	"github.com/kitsoki/kitsoki/internal/testsupport/schematest"
 )
 

@@ -10,7 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kitsoki/kitsoki/internal/agents/cassette"
-	"github.com/kitsoki/kitsoki/internal/load/yamlnode"
+	"github.com/kitsoki/kitsoki/internal/base/yamlnode"
 )
 
 // Recording answers a flow's free-text input: turns: (state, input) →

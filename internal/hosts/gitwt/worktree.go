@@ -10,8 +10,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kitsoki/kitsoki/internal/hosts/catalog"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
+	"github.com/kitsoki/kitsoki/internal/load/catalog"
 )
 
 // WorktreeName is the invoke name of the workspace provider; each op is

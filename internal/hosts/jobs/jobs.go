@@ -12,10 +12,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kitsoki/kitsoki/internal/hosts/catalog"
+	"github.com/kitsoki/kitsoki/internal/base/inbox"
+	"github.com/kitsoki/kitsoki/internal/base/jobs"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
-	"github.com/kitsoki/kitsoki/internal/run/inbox"
-	"github.com/kitsoki/kitsoki/internal/run/jobs"
+	"github.com/kitsoki/kitsoki/internal/load/catalog"
 )
 
 // The handler names.

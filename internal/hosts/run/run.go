@@ -25,8 +25,8 @@ import (
 	"github.com/kitsoki/kitsoki/internal/base/number"
 	"github.com/kitsoki/kitsoki/internal/base/supervise"
 	"github.com/kitsoki/kitsoki/internal/base/workspace"
-	"github.com/kitsoki/kitsoki/internal/hosts/catalog"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
+	"github.com/kitsoki/kitsoki/internal/load/catalog"
 )
 
 // Name is the invoke name of the handler.

@@ -19,8 +19,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/kitsoki/kitsoki/internal/base/clock"
 	"github.com/kitsoki/kitsoki/internal/base/workspace"
-	"github.com/kitsoki/kitsoki/internal/hosts/catalog"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
+	"github.com/kitsoki/kitsoki/internal/load/catalog"
 )
 
 func newWS(t testing.TB) workspace.Root {

@@ -26,7 +26,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/base/workspace"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
-	"github.com/kitsoki/kitsoki/internal/hosts/starlark/sidecar"
+	"github.com/kitsoki/kitsoki/internal/load/sidecar"
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	starjson "go.starlark.net/lib/json"
 	starmath "go.starlark.net/lib/math"

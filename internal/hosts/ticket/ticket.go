@@ -34,8 +34,8 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/base/clock"
 	"github.com/kitsoki/kitsoki/internal/base/workspace"
-	"github.com/kitsoki/kitsoki/internal/hosts/catalog"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
+	"github.com/kitsoki/kitsoki/internal/load/catalog"
 )
 
 // Name is the handler; Name + "." + op serves one operation.

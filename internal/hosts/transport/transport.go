@@ -13,8 +13,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/kitsoki/kitsoki/internal/hosts/catalog"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
+	"github.com/kitsoki/kitsoki/internal/load/catalog"
 )
 
 // Name is the invoke name of the handler.

@@ -5,12 +5,12 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kitsoki/kitsoki/internal/hosts/catalog"
+	"github.com/kitsoki/kitsoki/internal/load/catalog"
 	"go.yaml.in/yaml/v3"
 )
 
 // builtinWith checks the literal with: mapping d of an invoke of a built-in
-// handler against the handler table (internal/hosts/catalog): unknown keys
+// handler against the handler table (internal/load/catalog): unknown keys
 // and missing required ones are errors. For host.run it also resolves the
 // ${VAR} references of with.env values, which become secrets.
 func (l *loader) builtinWith(f *file, d *yaml.Node, wp, name string) {
@@ -72,7 +72,7 @@ func (l *loader) hostRunEnv(f *file, n *yaml.Node, path string) {
 }
 
 // checkProvided refuses an invoke of a handler nothing provides: not
-// built in (internal/hosts/catalog), not served by a host plugin of the
+// built in (internal/load/catalog), not served by a host plugin of the
 // story, not an operation of a host interface whose default: is provided,
 // and not a name the caller provides (WithProvidedHandlers). A handler
 // kitsoki knows but does not build (it needs a product kitsoki does not

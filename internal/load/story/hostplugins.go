@@ -1,7 +1,7 @@
 package story
 
 import (
-	"github.com/kitsoki/kitsoki/internal/hosts/catalog"
+	"github.com/kitsoki/kitsoki/internal/load/catalog"
 	"path/filepath"
 	"slices"
 	"sort"

@@ -3,7 +3,7 @@ package story
 import (
 	"slices"
 
-	"github.com/kitsoki/kitsoki/internal/load/docschema"
+	"github.com/kitsoki/kitsoki/internal/base/docschema"
 )
 
 // The JSON Schema of a story file, for editors (yaml-language-server and

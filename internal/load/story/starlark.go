@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/base/workspace"
-	"github.com/kitsoki/kitsoki/internal/hosts/starlark/sidecar"
+	"github.com/kitsoki/kitsoki/internal/load/sidecar"
 	"go.yaml.in/yaml/v3"
 )
 

@@ -7,11 +7,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kitsoki/kitsoki/internal/base/inbox"
+	"github.com/kitsoki/kitsoki/internal/base/jobs"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
-	"github.com/kitsoki/kitsoki/internal/run/inbox"
-	"github.com/kitsoki/kitsoki/internal/run/jobs"
 	"github.com/kitsoki/kitsoki/plugin"
 )
 

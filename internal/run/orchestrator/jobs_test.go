@@ -10,11 +10,11 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/agents/agent"
 	"github.com/kitsoki/kitsoki/internal/base/clock"
+	"github.com/kitsoki/kitsoki/internal/base/inbox"
+	"github.com/kitsoki/kitsoki/internal/base/jobs"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
-	"github.com/kitsoki/kitsoki/internal/run/inbox"
-	"github.com/kitsoki/kitsoki/internal/run/jobs"
 )
 
 const jobStory = `

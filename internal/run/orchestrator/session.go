@@ -19,11 +19,11 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/base/clock"
 	"github.com/kitsoki/kitsoki/internal/base/expr"
+	"github.com/kitsoki/kitsoki/internal/base/inbox"
+	"github.com/kitsoki/kitsoki/internal/base/jobs"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
-	"github.com/kitsoki/kitsoki/internal/run/inbox"
-	"github.com/kitsoki/kitsoki/internal/run/jobs"
 	"github.com/kitsoki/kitsoki/plugin"
 )
 

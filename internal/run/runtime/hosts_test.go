@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kitsoki/kitsoki/internal/hosts/catalog"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
+	"github.com/kitsoki/kitsoki/internal/load/catalog"
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/run/runtime"
 )

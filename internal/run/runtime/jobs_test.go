@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kitsoki/kitsoki/internal/base/jobs"
 	"github.com/kitsoki/kitsoki/internal/load/story"
-	"github.com/kitsoki/kitsoki/internal/run/jobs"
 	"github.com/kitsoki/kitsoki/internal/run/runtime"
 )
 

@@ -18,8 +18,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kitsoki/kitsoki/internal/base/docschema"
 	"github.com/kitsoki/kitsoki/internal/base/schema"
-	"github.com/kitsoki/kitsoki/internal/load/docschema"
 )
 
 // Current fails unless the file at path (relative to the test's package,

@@ -270,6 +270,7 @@ type loader struct {
 	overlayRefs      []*overlayRef // off_path and meta_modes, checked at finish
 	metaTools        []metaTools   // meta_modes' tools: overrides
 	routingAgent     *nodeRef      // routing.agent, checked against agent_plugins
+	extractAgent     *nodeRef      // routing.extract_llm_agent when extraction is on
 	personaProviders []*nodeRef    // agents.<name>.provider, checked against providers
 	readOnlyRooms    []*nodeRef    // states with write_mode: read_only, checked against their invokes
 	// imports (imports.go)

@@ -37,8 +37,8 @@ func TestLoadRoutingErrors(t *testing.T) {
 	want := []string{
 		`bad.yaml:3:12: routing.enabled: expected true or false, got the scalar "yes please"`,
 		`bad.yaml:4:10: routing.agent: routing.agent "agent.roter" is not declared in agent_plugins (did you mean "agent.router"?) (declared: agent.claude, agent.router)`,
-		`bad.yaml:5:19: routing.min_confidence: routing.min_confidence must be from 0 to 1, got 2`,
-		`bad.yaml:6:3: routing.cache_cap: "cache_cap" is a Kitsoki key kitsoki does not support: kitsoki keeps no routing cache; remove the key`,
+		`bad.yaml:5:19: routing.min_confidence: min_confidence must be from 0 to 1, got 2`,
+		`bad.yaml:6:14: routing.cache_cap: expected an integer, got the scalar "lots"`,
 		`bad.yaml:11:16: intents.forecast.synonyms[0]: synonym captures {town}, which is not a slot of intent "forecast"; declared slots: city, day`,
 		`bad.yaml:11:37: intents.forecast.synonyms[1]: synonym "{city}{day}": captures {city} and {day} are adjacent; put a word between them`,
 		`bad.yaml:11:52: intents.forecast.synonyms[2]: synonym "for {city": unterminated "{"; a capture is written {slot_name}`,

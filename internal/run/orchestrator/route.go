@@ -249,7 +249,45 @@ func exactMatch(intents []*story.Intent, key string) (Route, bool) {
 	if hit == nil {
 		return Route{}, false
 	}
-	return Route{Tier: TierExact, Intent: hit.Name, Confidence: 1, Slots: map[string]any{}}, true
+	// An example of an intent with required slots must name them ("go
+	// south"), else it is no exact match ("n": the next tiers read it).
+	slots := valueSlots(hit, strings.Fields(key))
+	if unfilledRequired(hit, slots) {
+		return Route{}, false
+	}
+	return Route{Tier: TierExact, Intent: hit.Name, Confidence: 1, Slots: slots}, true
+}
+
+// valueSlots fills the intent's enum slots whose values (or their
+// synonyms) the words hold, when all stand for one value.
+func valueSlots(in *story.Intent, words []string) map[string]any {
+	out := map[string]any{}
+	for _, name := range in.SlotOrder {
+		sl := in.Slots[name]
+		if len(sl.Values) == 0 {
+			continue
+		}
+		var found []any
+		add := func(v any) {
+			if !slices.ContainsFunc(found, func(x any) bool { return fmt.Sprint(x) == fmt.Sprint(v) }) {
+				found = append(found, v)
+			}
+		}
+		for _, v := range sl.Values {
+			if containsAll(words, story.Words(fmt.Sprint(v))) {
+				add(v)
+			}
+		}
+		for _, syn := range sl.Synonyms {
+			if containsAll(words, syn.Words) {
+				add(syn.Value)
+			}
+		}
+		if len(found) == 1 {
+			out[name] = found[0]
+		}
+	}
+	return out
 }
 
 // enumSlots fills the intent's slots that declare synonyms: when the
@@ -699,3 +737,16 @@ func suggestQuoted(word string, cands []string) string {
 	}
 	return ""
 }
+
+// CheckIn validates an intent as if the session were in state (Check),
+// leaving the session's state as it was. The intents test uses it.
+func (s *Session) CheckIn(state, intent string, slots map[string]any) *Rejection {
+	prev := s.state
+	s.state = state
+	defer func() { s.state = prev }()
+	return s.Check(intent, slots)
+}
+
+// SetRouterTemperature sets the temperature sent to the router and
+// extraction agents (nil: none).
+func (s *Session) SetRouterTemperature(t *float64) { s.routing.Temperature = t }

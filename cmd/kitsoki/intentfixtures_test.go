@@ -66,3 +66,27 @@ func TestIntentFixtureErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestRunRecordingAnswersFreeText(t *testing.T) {
+	app := kitsokiApp(t, "cloak")
+	rec := filepath.Join(filepath.Dir(app), "recording.yaml")
+	tr := filepath.Join(t.TempDir(), "t.jsonl")
+	code, out, errs := runCLI(t, "", "run", app, "--recording", rec, "--trace", tr, "--say", "head south", "--say", "go north", "--say", "go to the cloakroom")
+	if code != exitIncomplete {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	if !strings.Contains(out, "BAR (DARK)") || !strings.Contains(out, "CLOAKROOM") {
+		t.Errorf("head south must reach the bar and the recording's \"go to the cloakroom\" the cloakroom:\n%s", out)
+	}
+	b, err := os.ReadFile(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"tier":"recording"`) {
+		t.Errorf("the trace records no turn routed by the recording:\n%s", b)
+	}
+	code, _, errs = runCLI(t, "", "run", app, "--recording", rec, "--say", "dance a jig")
+	if code == exitOK || !strings.Contains(errs, `UNKNOWN_INTENT: input "dance a jig" in state "foyer" has no entry in the recording`) {
+		t.Errorf("a recording miss: exit %d\n%s", code, errs)
+	}
+}

@@ -36,6 +36,14 @@ type options struct {
 	replayed  []string // WithReplayedHandlers
 
 	storiesPath []string // WithStoriesPath
+	library     string   // WithLibrary
+}
+
+// WithLibrary names the story library shipped with kitsoki: the last
+// place @kitsoki/NAME is looked up (DIR/NAME/app.yaml), after every search
+// path. Its files may be read although they are outside the workspace.
+func WithLibrary(dir string) Option {
+	return func(o *options) { o.library = dir }
 }
 
 // WithStoriesPath adds directories to the front of the search path of
@@ -134,6 +142,9 @@ func Load(path string, opts ...Option) (*Story, error) {
 		if ws, err = workspace.For(abs, o.workspace); err != nil {
 			return nil, &LoadError{Diagnostics: []Diagnostic{{Pos: Pos{File: filepath.Base(abs)}, Message: err.Error()}}}
 		}
+	}
+	if o.library != "" && o.fsys == nil {
+		ws = ws.With(o.library)
 	}
 	if _, err := ws.Resolve(dir, abs); err != nil {
 		var oe *workspace.OutsideError

@@ -72,7 +72,6 @@ type Embedding struct {
 	Endpoint string // a running embedding server ("" = a managed one for Model)
 	Model    string // the embedding model id
 	Dim      int    // vector truncation (0 = the model's default)
-	CacheDir string // where document vectors are kept between runs ("" = none)
 	// ConfidentBar is the top cosine needed (default 0.82); Margin the gap
 	// to the second (default 0.08).
 	ConfidentBar, Margin float64
@@ -252,7 +251,9 @@ func (l *loader) loadEmbedding(f *file, n *yaml.Node) *Embedding {
 	em := &Embedding{ConfidentBar: DefaultConfidentBar, Margin: DefaultMargin, Pos: l.pos(f, deref(n))}
 	strField(l, f, fs, path, "endpoint", &em.Endpoint)
 	strField(l, f, fs, path, "model", &em.Model)
-	strField(l, f, fs, path, "cache_dir", &em.CacheDir)
+	if v, ok := fs.get("cache_dir"); ok {
+		l.errAt(f, v.key, joinPath(path, "cache_dir"), "routing.embedding.cache_dir is not supported: kitsoki embeds the intents for each turn and keeps no vector cache on disk; remove it")
+	}
 	if v, ok := fs.get("dim"); ok {
 		if d, ok := l.integer(f, v.val, joinPath(path, "dim")); ok {
 			if d <= 0 {

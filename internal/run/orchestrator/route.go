@@ -568,6 +568,9 @@ func (s *Session) route(ctx context.Context, t *turnCtx, text string) Route {
 		if r, ok := s.lexical(text, words, key); ok {
 			return r
 		}
+		if r, ok := s.embeddingRoute(ctx, text, words); ok {
+			return r
+		}
 		if r, ok := s.contextualRoute(text, words); ok {
 			return r
 		}

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -262,4 +263,61 @@ func loadStoryErr(t *testing.T, src string) string {
 		t.Fatal("the story loaded")
 	}
 	return err.Error()
+}
+
+// fakeRanker scores documents by the words of the query they hold.
+type fakeRanker struct{ scores map[string]float64 }
+
+func (f fakeRanker) Rank(_ context.Context, _ string, docs []string) ([]Scored, error) {
+	var out []Scored
+	for i, d := range docs {
+		name := strings.SplitN(d, ".", 2)[0]
+		out = append(out, Scored{Index: i, Score: f.scores[name]})
+	}
+	slices.SortStableFunc(out, func(a, b Scored) int {
+		if a.Score > b.Score {
+			return -1
+		}
+		if a.Score < b.Score {
+			return 1
+		}
+		return 0
+	})
+	return out, nil
+}
+
+func TestEmbeddingTier(t *testing.T) {
+	ra := &routerAgent{sub: `{"intent":"rest","confidence":0.9}`}
+	routing := ", enabled: true, embedding: {endpoint: \"http://127.0.0.1:1\", confident_bar: 0.8, margin: 0.1}"
+	for _, tt := range []struct {
+		name   string
+		scores map[string]float64
+		tier   string
+		intent string
+		code   string
+	}{
+		{"confident", map[string]float64{"hunt": 0.91, "ford": 0.5}, TierEmbedding, "hunt", ""},
+		{"too close to call", map[string]float64{"hunt": 0.91, "ford": 0.85}, TierEmbedding, "", CodeAmbiguousIntent},
+		{"below the bar: the router", map[string]float64{"hunt": 0.7}, TierRouter, "rest", ""},
+		// 0.82 passes confident_bar but not the semantic high bar (0.9):
+		// the user is asked to confirm.
+		{"between the semantic bars", map[string]float64{"hunt": 0.82}, TierEmbedding, "", CodeClarify},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			extra := routing
+			if tt.code == CodeClarify {
+				extra += ", semantic_high_bar: 0.9"
+			}
+			r := keysRig(t, extra, withAgent("agent.router", ra))
+			r.sess.ranker = fakeRanker{tt.scores}
+			out, err := r.sess.Say(context.Background(), "track some game")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := out.Route
+			if got.Tier != tt.tier || got.Intent != tt.intent || (tt.code != "" && (got.Rejection == nil || got.Rejection.Code != tt.code)) {
+				t.Errorf("route %+v", got)
+			}
+		})
+	}
 }

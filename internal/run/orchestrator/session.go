@@ -85,6 +85,7 @@ type Session struct {
 	journal  int // snapshot every this many turns; 0: no journal events (WithJournal)
 	routing  RoutingConfig
 	cache    *turnCache // the turn cache, when the story keeps one
+	ranker   Ranker     // the embedding tier's model (routing.embedding)
 
 	jobs        *jobs.Scheduler
 	inbox       *inbox.Inbox

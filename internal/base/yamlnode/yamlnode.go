@@ -30,7 +30,7 @@ func Fields(n *yaml.Node, where string, allowed ...string) (map[string]*yaml.Nod
 		k, v := n.Content[i], n.Content[i+1]
 		if !keyAllowed(k.Value, allowed) {
 			hint := ""
-			if best := nearmiss.Closest(k.Value, allowed, 2); best != "" {
+			if best := nearmiss.Closest(k.Value, allowed, 2); best != "" && len(k.Value) >= 4 {
 				hint = fmt.Sprintf(" (did you mean %q?)", best)
 			}
 			return nil, fmt.Errorf("line %d: %s: unknown key %q%s (valid: %s)", k.Line, where, k.Value, hint, strings.Join(allowed, ", "))

@@ -18,7 +18,8 @@ const TierVerbValue = "verb_value"
 // its one slot). The text must be a verb followed by words that read as a
 // value of that slot: one of an enum slot's values or synonyms (as a
 // template capture reads them), or, for a slot of another type, the rest
-// of the text as typed — then only after the intent's name or title. A
+// of the text as typed — then only after the intent's name or title, and
+// only for an intent with no synonym templates (they read its text). A
 // lone enum value is the value with no verb. Two intents reading the text
 // is no match.
 // Enum readings run before the semantic tiers and text readings after them,
@@ -31,7 +32,7 @@ func (s *Session) verbValueMatch(intents []*story.Intent, text string, enums boo
 	var hit *Route
 	for _, in := range intents {
 		slot := valueSlot(in)
-		if slot == "" || (len(in.Slots[slot].Values) > 0) != enums {
+		if slot == "" || (len(in.Slots[slot].Values) > 0) != enums || (!enums && hasTemplate(in)) {
 			continue
 		}
 		r, ok := readVerbValue(in, slot, fields)
@@ -47,6 +48,17 @@ func (s *Session) verbValueMatch(intents []*story.Intent, text string, enums boo
 		return Route{}, false
 	}
 	return *hit, true
+}
+
+// hasTemplate reports whether the intent has a synonym template: then its
+// templates, not the verb-value tier, read its text slots.
+func hasTemplate(in *story.Intent) bool {
+	for _, syn := range in.Synonyms {
+		if syn.Parts != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // valueSlot is the slot a verb-value reading fills: the intent's one

@@ -112,7 +112,8 @@ func TestRouteTiers(t *testing.T) {
 	}{
 		{"exact name", nil, "desk", "Forecast", Route{Tier: TierExact, Intent: "forecast", Confidence: 1, Slots: map[string]any{}}, true},
 		{"exact title", nil, "desk", "show the FORECAST!", Route{Tier: TierExact, Intent: "forecast", Confidence: 1, Slots: map[string]any{}}, true},
-		{"exact unique example", nil, "desk", "What's the weather?", Route{Tier: TierExact, Intent: "forecast", Confidence: 1, Slots: map[string]any{}}, true},
+		{"an example leaving a required slot unfilled is no exact match", nil, "desk", "What's the weather?", Route{}, false},
+		{"exact title in another state", nil, "shown", "Leave", Route{Tier: TierExact, Intent: "quit", Confidence: 1, Slots: map[string]any{}}, true},
 		{"shared example is no exact match", nil, "desk", "weather please", Route{}, false},
 		{"hidden intent is not routed", nil, "desk", "secret", Route{}, false},
 		{"synonyms off by default", nil, "desk", "it looks sunny today", Route{}, false},

@@ -321,3 +321,16 @@ func TestEmbeddingTier(t *testing.T) {
 		})
 	}
 }
+
+func TestRouterTemperature(t *testing.T) {
+	ra := &routerAgent{sub: `{"intent":"hunt","confidence":0.9}`}
+	r := keysRig(t, "", withAgent("agent.router", ra))
+	temp := 0.2
+	r.sess.SetRouterTemperature(&temp)
+	if _, err := r.sess.Say(context.Background(), "track some game"); err != nil {
+		t.Fatal(err)
+	}
+	if got := ra.calls[0].Request.With["temperature"]; got != 0.2 {
+		t.Errorf("with.temperature = %v, want 0.2", got)
+	}
+}

@@ -70,7 +70,7 @@ func TestIntentsSetupErrors(t *testing.T) {
 ` + filepath.Join(dir, "bad.yaml") + `:3:5: cases[1]: say: is required
 ` + filepath.Join(dir, "bad.yaml") + `:3:27: cases[1].intent: intent "nope" is not declared in the story; name a declared intent, or none for an utterance that should route nowhere
 ` + filepath.Join(dir, "bad.yaml") + `:3:33: cases[1].extra: unknown key "extra" (a case has state, say, intent, slots)`},
-		{"no dataset flag", nil, exitUsage, "--dataset FILE is required: a YAML file of cases: [{state, say, intent, slots}]"},
+		{"no dataset flag: the fixtures, of which there are none", nil, exitIntentsSetup, "no intents fixtures (documents with test_kind: intents) in testdata/routing/intents/dataset.yaml, testdata/routing/intents/router.yaml; write some, or pass --dataset FILE"},
 		{"bad bar", []string{"--dataset", intentsDataset, "--min-accuracy", "1.5"}, exitUsage, "--min-accuracy 1.5: want a number from 0 to 1"},
 	}
 	for _, tt := range tests {

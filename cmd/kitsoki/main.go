@@ -5,6 +5,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/kitsoki/kitsoki/internal/load/project"
 	"io"
 	"log/slog"
 	"os"
@@ -47,6 +48,10 @@ type globals struct {
 	storiesPath []string
 	// syncHook, set by tests, counts a run's trace fsyncs.
 	syncHook func()
+	// project is the working directory's .kitsoki.yaml (read before any
+	// command runs); library the story library shipped with kitsoki.
+	project *project.Config
+	library string
 }
 
 func (g *globals) logger(w io.Writer) *slog.Logger {
@@ -65,6 +70,14 @@ func newRootCmd() *cobra.Command {
 		Version:       version.String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			cfg, err := project.Load(".")
+			if err != nil {
+				return exitWith(exitUsage, err)
+			}
+			g.project, g.library = cfg, storyLibrary()
+			return nil
+		},
 	}
 	root.SetVersionTemplate(versionLine + "\n")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log level on stderr: debug, info, warn or error")

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/kitsoki/kitsoki/internal/check/testrunner"
 	"github.com/kitsoki/kitsoki/internal/run/replay"
 	"io"
 	"os"
@@ -26,6 +27,7 @@ import (
 )
 
 type runOpts struct {
+	recording string // --recording: a Kitsoki recording answers free text
 	otlp      otlpOpts
 	trace     string
 	traceSync string
@@ -123,6 +125,7 @@ Exit codes:
 	f.BoolVar(&o.autopilot, "autopilot", false, "run unattended: agents are not offered the tool that asks the operator")
 	f.StringArrayVar(&o.toolProviders, "tool-provider", nil, "attach a tool provider's MCP tools to every agent call, e.g. story-files (repeatable)")
 	f.StringVar(&o.cassette, "cassette", "", "replay this cassette (.yaml or .yaml.zst) in place of the declared agents")
+	f.StringVar(&o.recording, "recording", "", "answer free text from this Kitsoki recording (kind: recording: state, input → intent) in place of the router agent; an input it lacks is UNKNOWN_INTENT")
 	f.BoolVar(&o.cassetteStrict, "cassette-strict", false, "with --cassette: fail a call whose episode was recorded for a different request (default: answer it and warn)")
 	f.StringVar(&o.record, "record", "", "run the real agents and write every agent exchange and host call to this cassette")
 	f.StringVar(&o.httpCassette, "http-cassette", "", "serve host.starlark.run's HTTP from this cassette; with --record, fetch and record what it misses")
@@ -189,6 +192,13 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 	routing, err := o.routing.config(cmd, st)
 	if err != nil {
 		return exitWith(exitFailure, err)
+	}
+	if o.recording != "" {
+		rec, err := testrunner.LoadRecording(o.recording)
+		if err != nil {
+			return exitWith(exitFailure, err)
+		}
+		routing.Recording = rec
 	}
 	if err := orchestrator.CheckExecMode(o.mode); err != nil {
 		return exitWith(exitUsage, fmt.Errorf("--mode: %w", err))

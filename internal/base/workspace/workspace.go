@@ -44,6 +44,26 @@ const MaxFileSize = 16 << 20
 type Root struct {
 	dir string // absolute; symlinks resolved unless m is set
 	m   *mount // nil: the operating system's files
+	// also are trusted read-only directories outside dir whose files a
+	// story may read too: the story library shipped with kitsoki (With).
+	also []string
+}
+
+// With returns r that also contains the directories dirs (each absolute,
+// symlinks resolved): the story library shipped with kitsoki, whose
+// stories @kitsoki/NAME imports read. Directories that do not exist are
+// left out.
+func (r Root) With(dirs ...string) Root {
+	out := r
+	out.also = append([]string(nil), r.also...)
+	for _, d := range dirs {
+		if real, err := filepath.EvalSymlinks(d); err == nil {
+			if abs, err := filepath.Abs(real); err == nil {
+				out.also = append(out.also, abs)
+			}
+		}
+	}
+	return out
 }
 
 // mount is an fs.FS holding the contents of an OS directory.
@@ -195,6 +215,11 @@ func (r Root) IsZero() bool { return r.dir == "" }
 // Contains reports whether the resolved absolute path real lies inside the
 // workspace (the workspace directory itself included).
 func (r Root) Contains(real string) bool {
+	for _, d := range r.also {
+		if rel, err := filepath.Rel(d, real); err == nil && (rel == "." || filepath.IsLocal(rel)) {
+			return true
+		}
+	}
 	if r.dir == "" {
 		return false
 	}

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/kitsoki/kitsoki/internal/base/nearmiss"
 	"slices"
 	"sort"
 	"strings"
@@ -28,7 +29,11 @@ func Fields(n *yaml.Node, where string, allowed ...string) (map[string]*yaml.Nod
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if !keyAllowed(k.Value, allowed) {
-			return nil, fmt.Errorf("line %d: %s: unknown key %q (valid: %s)", k.Line, where, k.Value, strings.Join(allowed, ", "))
+			hint := ""
+			if best := nearmiss.Closest(k.Value, allowed, 2); best != "" && len(k.Value) >= 4 {
+				hint = fmt.Sprintf(" (did you mean %q?)", best)
+			}
+			return nil, fmt.Errorf("line %d: %s: unknown key %q%s (valid: %s)", k.Line, where, k.Value, hint, strings.Join(allowed, ", "))
 		}
 		if _, dup := out[k.Value]; dup {
 			return nil, fmt.Errorf("line %d: %s: key %q appears twice", k.Line, where, k.Value)

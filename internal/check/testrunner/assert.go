@@ -194,6 +194,10 @@ type turnView struct {
 	evs    []capturedEvent // the turn's trace events, as appended
 	inbox  inbox.Summary   // the session's inbox once the turn's jobs settled
 	jobs   []jobs.Info     // the session's background jobs then
+	// jobsBefore are the jobs when the turn started (expect_jobs' list
+	// form counts those that became terminal during it).
+	jobsBefore []jobs.Info
+	terminal   bool // the session is in a terminal state after the turn
 }
 
 // wantsWorldBefore reports whether the turn (or a then: block) compares
@@ -257,12 +261,28 @@ func checkExpectations(ts *TurnSpec, tv turnView) []string {
 			fails = append(fails, fmt.Sprintf("expect_error: got code %s, want %s (%s)", out.Rejection.Code, ee.Code, out.Rejection.Message))
 		}
 		if out.Outcome == orchestrator.OutcomeRejected {
+			if ee.GuardHint != "" && out.Rejection.GuardHint != ee.GuardHint {
+				fails = append(fails, fmt.Sprintf("expect_error.guard_hint: got %q, want %q", out.Rejection.GuardHint, ee.GuardHint))
+			}
+			for _, want := range ee.MissingSlots {
+				if !contains(out.Rejection.MissingSlots, want) {
+					fails = append(fails, fmt.Sprintf("expect_error.missing_slots: %q is not among the missing slots [%s]",
+						want, strings.Join(out.Rejection.MissingSlots, " ")))
+				}
+			}
 			for _, want := range ee.AllowedContains {
 				if !contains(out.Rejection.AllowedIntents, want) {
 					fails = append(fails, fmt.Sprintf("expect_error.allowed_contains: %q is not among the allowed intents [%s]",
 						want, strings.Join(out.Rejection.AllowedIntents, " ")))
 				}
 			}
+		}
+	}
+	if ts.ExpectTerminal != nil && *ts.ExpectTerminal != tv.terminal {
+		if tv.terminal {
+			fails = append(fails, fmt.Sprintf("expect_terminal: false, but the turn ended in the terminal state %q", out.State))
+		} else {
+			fails = append(fails, fmt.Sprintf("expect_terminal: true, but the turn ended in %q, which is not terminal", out.State))
 		}
 	}
 	if ts.HasExpectState && out.State != ts.ExpectState {
@@ -307,6 +327,8 @@ func checkExpectations(ts *TurnSpec, tv turnView) []string {
 	fails = append(fails, checkNoHostCallsOf("expect_no_host_calls", ts.NoHostCallsOf, tv.all)...)
 	fails = append(fails, checkInbox(ts.ExpectInbox, tv.inbox)...)
 	fails = append(fails, checkJobs(ts.ExpectJobs, tv.jobs)...)
+	fails = append(fails, checkJobList(ts.ExpectJobs, tv.jobsBefore, tv.jobs)...)
+	fails = append(fails, checkEventsExact(ts.ExpectEventsExact, tv.evs)...)
 	return append(fails, checkEvents(ts.ExpectEvents, tv.evs)...)
 }
 
@@ -355,6 +377,101 @@ func checkJobs(e *JobsExpect, got []jobs.Info) []string {
 	for _, k := range jobStatuses {
 		if want, ok := e.Counts[k]; ok && *want != counts[k] {
 			fails = append(fails, fmt.Sprintf("expect_jobs.%s: got %d %s job(s) (%s), want %d", k, counts[k], k, list, *want))
+		}
+	}
+	return fails
+}
+
+// checkJobList checks expect_jobs written as a list: the jobs that became
+// terminal during the turn (unknown before it, or not terminal then), in
+// start order; each entry takes the next of them with its namespace as
+// handler, whose status must be the entry's. Jobs no entry names pass.
+func checkJobList(e *JobsExpect, before, after []jobs.Info) []string {
+	if e == nil || e.List == nil {
+		return nil
+	}
+	was := map[string]jobs.Status{}
+	for _, j := range before {
+		was[j.ID] = j.Status
+	}
+	var ended []jobs.Info
+	for _, j := range after {
+		if !contains(terminalJobStatuses, string(j.Status)) {
+			continue
+		}
+		if st, ok := was[j.ID]; ok && contains(terminalJobStatuses, string(st)) {
+			continue
+		}
+		ended = append(ended, j)
+	}
+	slices.SortStableFunc(ended, func(a, b jobs.Info) int { return a.Started.Compare(b.Started) })
+	var fails []string
+	used := make([]bool, len(ended))
+	for i, want := range e.List {
+		k := -1
+		for j := range ended {
+			if !used[j] && ended[j].Handler == want.Namespace {
+				k = j
+				break
+			}
+		}
+		if k < 0 {
+			fails = append(fails, fmt.Sprintf("expect_jobs[%d]: no %s job ended this turn (%d job(s) ended: %s)", i, want.Namespace, len(ended), jobList(ended)))
+			continue
+		}
+		used[k] = true
+		if string(ended[k].Status) != want.Status {
+			fails = append(fails, fmt.Sprintf("expect_jobs[%d]: the %s job %s ended %s, want %s%s", i, want.Namespace, ended[k].ID, ended[k].Status, want.Status, jobErr(ended[k])))
+		}
+	}
+	return fails
+}
+
+func jobList(js []jobs.Info) string {
+	if len(js) == 0 {
+		return "none"
+	}
+	out := make([]string, len(js))
+	for i, j := range js {
+		out[i] = j.Handler + " " + string(j.Status)
+	}
+	return strings.Join(out, ", ")
+}
+
+func jobErr(j jobs.Info) string {
+	if j.Error != "" {
+		return " (" + j.Error + ")"
+	}
+	return ""
+}
+
+// checkEventsExact checks expect_events_exact: the turn's events of the
+// kinds the list names are exactly the list, in order.
+func checkEventsExact(exps []EventExpect, evs []capturedEvent) []string {
+	if exps == nil {
+		return nil
+	}
+	kinds := map[string]bool{}
+	for _, e := range exps {
+		kinds[e.Kind] = true
+	}
+	var picked []capturedEvent
+	for _, ev := range evs {
+		if kinds[ev.Kind] {
+			picked = append(picked, ev)
+		}
+	}
+	if len(picked) != len(exps) {
+		got := make([]string, len(picked))
+		for i, ev := range picked {
+			got[i] = ev.Kind
+		}
+		return []string{fmt.Sprintf("expect_events_exact: the turn has %d event(s) of the listed kinds [%s], want %d", len(picked), strings.Join(got, " "), len(exps))}
+	}
+	var fails []string
+	for i, e := range exps {
+		if f := checkEvents([]EventExpect{e}, picked[i:i+1]); f != nil {
+			fails = append(fails, strings.Replace(f[0], "expect_events[0]", fmt.Sprintf("expect_events_exact[%d]", i), 1))
 		}
 	}
 	return fails

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/agents/cassette"
 	"github.com/kitsoki/kitsoki/internal/base/inbox"
+	"github.com/kitsoki/kitsoki/internal/base/nearmiss"
 	"github.com/kitsoki/kitsoki/internal/base/yamlnode"
 	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
 )
@@ -57,6 +58,11 @@ type Fixture struct {
 	// AppID is app: written as a story id rather than a path: the story
 	// under test (the command's) must have that id.
 	AppID string
+
+	// NoDispatch is use_orchestrator: false: Kitsoki's machine-only
+	// runner, where no host call is dispatched (each is answered with
+	// nothing), whatever host_handlers or a cassette say.
+	NoDispatch bool
 
 	// Mode is the execution mode the flow runs in (mode:, "" = one_shot).
 	Mode string
@@ -122,6 +128,16 @@ type TurnSpec struct {
 	Intent string
 	Slots  map[string]any
 	Input  string // a free-text turn: the recording, else the session's routing, picks the intent
+	// DisplayInput (display_input:, as Kitsoki's trace to-flow writes it)
+	// is the user's words an intent turn records in turn.input and
+	// turn.start in place of none.
+	DisplayInput string
+	// ExpectTerminal (turn level) checks the session is (true) or is not
+	// (false) in a terminal state after the turn; nil: not checked.
+	ExpectTerminal *bool
+	// ExpectEventsExact are the turn's events of the kinds it names,
+	// exactly, in order.
+	ExpectEventsExact []EventExpect
 
 	ExpectState       string
 	HasExpectState    bool
@@ -176,6 +192,17 @@ type InboxExpect struct {
 type JobsExpect struct {
 	Total  *int
 	Counts map[string]*int // running, awaiting_input, done, failed, cancelled
+	// List is expect_jobs written as a list (Kitsoki's form): each entry
+	// takes the next job that became terminal (done, failed, cancelled or
+	// awaiting_input) during the turn, in start order, whose handler is its
+	// namespace, and its status must be the entry's.
+	List []JobExpect
+}
+
+// JobExpect is one entry of expect_jobs as a list.
+type JobExpect struct {
+	Namespace, Status string
+	Line              int
 }
 
 // EventExpect is one expect_events entry: a trace event of Kind (with
@@ -195,6 +222,10 @@ type EventExpect struct {
 type ExpectError struct {
 	Code            string
 	AllowedContains []string
+	// GuardHint is the rejection's guard hint, exactly; MissingSlots are
+	// slots its missing_slots must include.
+	GuardHint    string
+	MissingSlots []string
 }
 
 // HostCallExpect expects calls to Handler (exactly or under it as a dotted
@@ -212,19 +243,15 @@ var (
 	fixtureKeys = []string{"test_kind", "description", "app", "initial_state", "initial_world", "host_handlers", "host_cassette", "turns",
 		"expect_terminal", "expect_no_errors", "expect_world_final", "expect_no_host_calls", "strict_cassette_coverage",
 		"expect_events_count_atleast", "expect_events_count_atmost", "starlark_http_cassette",
-		"host_bindings", "advance_clock", "mode", "use_orchestrator", "expect_files", "starlark_inspect_cassette",
-		// [later]: parsed and ignored
-		"recording", "starlark_*"}
+		"host_bindings", "advance_clock", "mode", "use_orchestrator", "expect_files", "starlark_inspect_cassette", "recording"}
 	turnKeys = []string{"intent", "expect_state", "expect_not_state", "expect_state_in", "expect_world", "expect_world_full",
 		"expect_slots", "expect_error", "expect_view_matches", "expect_no_view", "expect_host_calls", "expect_no_host_calls",
 		"expect_events", "expect_events_exact", "expect_world_final", "expect_world_unchanged", "advance_clock", "then",
-		"world_override", "expect_inbox", "expect_jobs",
-		// refused per fixture (SkipReason): free-text turns
-		"input"}
+		"world_override", "expect_inbox", "expect_jobs", "input", "display_input", "expect_terminal"}
 	// thenKeys are what a then: block may hold: a turn's expectations.
 	thenKeys = []string{"expect_state", "expect_not_state", "expect_state_in", "expect_world", "expect_world_full",
 		"expect_slots", "expect_error", "expect_view_matches", "expect_no_view", "expect_host_calls", "expect_no_host_calls",
-		"expect_events", "expect_world_final", "expect_world_unchanged", "expect_inbox", "expect_jobs"}
+		"expect_events", "expect_events_exact", "expect_world_final", "expect_world_unchanged", "expect_inbox", "expect_jobs", "expect_terminal"}
 	stubKeys     = []string{"data", "error", "infra_error", "delay", "by_call", "by_op", "request_clarification"}
 	envelopeKeys = []string{"data", "error", "infra_error", "delay"}
 )
@@ -389,9 +416,7 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !use {
-			return nil, bindingErr(file, un, "fixture.use_orchestrator: false is not supported: kitsoki runs every flow through the orchestrator (with its fake clock and host stubs); remove the key")
-		}
+		fx.NoDispatch = !use
 	}
 	if en, ok := m["expect_files"]; ok && en.Tag != "!!null" {
 		if fx.ExpectFiles, err = parseExpectFiles(en, file); err != nil {
@@ -669,6 +694,12 @@ func parseTurn(n *yaml.Node, i int, file string) (*TurnSpec, error) {
 	if ts.Input, err = yamlnode.Str(m, "input", where); err != nil {
 		return nil, err
 	}
+	if ts.DisplayInput, err = yamlnode.Str(m, "display_input", where); err != nil {
+		return nil, err
+	}
+	if ts.DisplayInput != "" && ts.Input != "" {
+		return nil, bindingErr(file, m["display_input"], "%s: display_input is the words an intent: turn records; a turn with input: records its input already", where)
+	}
 	if ts.WorldOverride, _, err = yamlnode.Mapping(m, "world_override", where); err != nil {
 		return nil, err
 	}
@@ -732,6 +763,13 @@ func parseExpectations(m map[string]*yaml.Node, where, file string, ts *TurnSpec
 	if ts.ExpectWorldUnchanged, err = boolField(m, "expect_world_unchanged", where); err != nil {
 		return err
 	}
+	if v, ok := m["expect_terminal"]; ok && v.Tag != "!!null" {
+		b, err := boolField(m, "expect_terminal", where)
+		if err != nil {
+			return bindingErr(file, v, "%s.expect_terminal must be true or false (whether the session is in a terminal state after the turn), got %s", where, yamlnode.KindName(v))
+		}
+		ts.ExpectTerminal = &b
+	}
 	if hn, ok := m["expect_host_calls"]; ok && hn.Tag != "!!null" {
 		if hn.Kind != yaml.SequenceNode {
 			return fmt.Errorf("line %d: %s.expect_host_calls must be a list", hn.Line, where)
@@ -774,8 +812,10 @@ func parseExpectations(m map[string]*yaml.Node, where, file string, ts *TurnSpec
 			return err
 		}
 	}
-	if en, ok := m["expect_events_exact"]; ok {
-		return fmt.Errorf("line %d: %s.expect_events_exact is not supported: write expect_events, whose entries are found in order among the turn's events (kind, and what the payload must include)", en.Line, where)
+	if en, ok := m["expect_events_exact"]; ok && en.Tag != "!!null" {
+		if ts.ExpectEventsExact, err = parseExpectEvents(en, where+".expect_events_exact"); err != nil {
+			return err
+		}
 	}
 	if en, ok := m["expect_events"]; ok && en.Tag != "!!null" {
 		if ts.ExpectEvents, err = parseExpectEvents(en, where+".expect_events"); err != nil {
@@ -862,13 +902,21 @@ func parseExpectError(n *yaml.Node, where string) (*ExpectError, error) {
 	if n.Kind == yaml.ScalarNode { // expect_error: GUARD_FAILED
 		return &ExpectError{Code: n.Value}, nil
 	}
-	m, err := fields(n, where, "code", "allowed_contains")
+	m, err := fields(n, where, "code", "allowed_contains", "guard_hint", "missing_slots")
 	if err != nil {
 		return nil, err
 	}
 	ee := &ExpectError{}
 	if ee.Code, err = yamlnode.Str(m, "code", where); err != nil {
 		return nil, err
+	}
+	if ee.GuardHint, err = yamlnode.Str(m, "guard_hint", where); err != nil {
+		return nil, err
+	}
+	if mn, ok := m["missing_slots"]; ok && mn.Tag != "!!null" {
+		if mn.Kind != yaml.SequenceNode || mn.Decode(&ee.MissingSlots) != nil {
+			return nil, fmt.Errorf("line %d: %s.missing_slots must be a list of slot names, got %s", mn.Line, where, yamlnode.KindName(mn))
+		}
 	}
 	if an, ok := m["allowed_contains"]; ok && an.Tag != "!!null" {
 		switch an.Kind {
@@ -929,6 +977,12 @@ func parseExpectInbox(n *yaml.Node, where, file string) (*InboxExpect, error) {
 var jobStatuses = []string{"running", "awaiting_input", "done", "failed", "cancelled"}
 
 func parseExpectJobs(n *yaml.Node, where, file string) (*JobsExpect, error) {
+	if n.Kind == yaml.SequenceNode {
+		return parseJobList(n, where, file)
+	}
+	if n.Kind != yaml.MappingNode {
+		return nil, bindingErr(file, n, "%s must be a list of {namespace, status} (the jobs that ended this turn) or a mapping of counts {total, running, awaiting_input, done, failed, cancelled}, got %s", where, yamlnode.KindName(n))
+	}
 	m, err := fields(n, where, append([]string{"total"}, jobStatuses...)...)
 	if err != nil {
 		return nil, err
@@ -945,6 +999,36 @@ func parseExpectJobs(n *yaml.Node, where, file string) (*JobsExpect, error) {
 		if c != nil {
 			e.Counts[k] = c
 		}
+	}
+	return e, nil
+}
+
+// terminalJobStatuses are the statuses a job reaches by the end of a turn
+// that expect_jobs' list form matches.
+var terminalJobStatuses = []string{"done", "failed", "cancelled", "awaiting_input"}
+
+func parseJobList(n *yaml.Node, where, file string) (*JobsExpect, error) {
+	e := &JobsExpect{List: []JobExpect{}}
+	for i, en := range n.Content {
+		ew := fmt.Sprintf("%s[%d]", where, i)
+		m, err := fields(en, ew, "namespace", "status")
+		if err != nil {
+			return nil, err
+		}
+		j := JobExpect{Line: en.Line}
+		if j.Namespace, err = yamlnode.Str(m, "namespace", ew); err != nil {
+			return nil, err
+		}
+		if j.Status, err = yamlnode.Str(m, "status", ew); err != nil {
+			return nil, err
+		}
+		if j.Namespace == "" {
+			return nil, bindingErr(file, en, "%s: namespace is required (the job's handler, e.g. host.run)", ew)
+		}
+		if !contains(terminalJobStatuses, j.Status) {
+			return nil, bindingErr(file, en, "%s.status %q is not one of %s%s", ew, j.Status, strings.Join(terminalJobStatuses, ", "), suggestion(j.Status, terminalJobStatuses))
+		}
+		e.List = append(e.List, j)
 	}
 	return e, nil
 }
@@ -1003,4 +1087,13 @@ func parseExpectFiles(n *yaml.Node, file string) ([]FileExpect, error) {
 		out = append(out, fe)
 	}
 	return out, nil
+}
+
+// suggestion is ` (did you mean "x"?)` for the candidate within two edits
+// of word, or "".
+func suggestion(word string, cands []string) string {
+	if best := nearmiss.Closest(word, cands, 2); best != "" {
+		return fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	return ""
 }

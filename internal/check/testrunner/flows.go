@@ -374,7 +374,10 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 	// Flows replay cassettes recorded against the story's own routes, so
 	// pins do not apply.
 	cfg := runtime.Config{Logger: logger, Clock: f.clk, Trace: runtime.Trace{Sink: sink}, IgnorePins: true,
-		Session: &runtime.Session{ID: "flow", Root: root, World: replay.CopyMap(fx.InitialWorld), WorldAsGiven: true, ExecMode: fx.Mode}}
+		Session: &runtime.Session{ID: "flow", Root: root, World: replay.CopyMap(fx.InitialWorld), WorldAsGiven: true, ExecMode: fx.Mode,
+			// Kitsoki's flow runner routes with routing.enabled, which
+			// defaults to true.
+			Routing: orchestrator.RoutingConfig{SemanticDefault: true}}}
 	// A fixture's seed is taken as given: a value that does not fit its
 	// key's declared type is a warning, not a failure (Kitsoki's flows
 	// seed lists into keys declared string).
@@ -405,8 +408,8 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 	// Host calls are dispatched only when the fixture says how to answer
 	// them; otherwise they are dropped (answered with nothing), as Kitsoki
 	// does, so older fixtures keep passing.
-	dispatch := f.Cassette != nil || fx.HostHandlers != nil || fx.AdvanceClock || f.httpCassette != nil || f.inspectCassette != nil
-	if f.Cassette == nil && fx.HostHandlers != nil {
+	dispatch := !fx.NoDispatch && (f.Cassette != nil || fx.HostHandlers != nil || fx.AdvanceClock || f.httpCassette != nil || f.inspectCassette != nil)
+	if dispatch && f.Cassette == nil && fx.HostHandlers != nil {
 		for _, name := range sortedKeys(fx.HostHandlers) {
 			hd := &stubHandler{stub: fx.HostHandlers[name], clk: f.clk, name: name}
 			// The stub answers every op under its name, also those a
@@ -461,6 +464,10 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 		if ts.wantsWorldBefore() {
 			before = replay.CopyMap(sess.World())
 		}
+		var jobsBefore []jobs.Info
+		if ts.wantsJobs() {
+			jobsBefore = sess.Jobs().List()
+		}
 		if ts.WorldOverride != nil {
 			for _, m := range orchestrator.WorldMisfits(st, ts.WorldOverride) {
 				res.Warnings = append(res.Warnings, fmt.Sprintf("turn %d: world_override: %s", i+1, seedMisfit(m)))
@@ -483,7 +490,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 			}
 			switch {
 			case ts.Input == "":
-				out, err = sess.Turn(ctx, ts.Intent, slots, "")
+				out, err = sess.Turn(ctx, ts.Intent, slots, ts.DisplayInput)
 			case rec != nil:
 				// The recording is the router: (state, input) → intent.
 				name, rslots, ok := rec.Lookup(sess.State(), ts.Input)
@@ -526,8 +533,9 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 		evs := sink.events[mark:]
 		tv := turnView{out: out, world: sess.World(), before: before, slots: acceptedSlots(evs), evs: evs, all: dispatched(evs, f.routeInterface)}
 		if ts.wantsJobs() {
-			tv.inbox, tv.jobs = sess.Inbox().Summary(), sess.Jobs().List()
+			tv.inbox, tv.jobs, tv.jobsBefore = sess.Inbox().Summary(), sess.Jobs().List(), jobsBefore
 		}
+		tv.terminal, _ = sess.Done()
 		everyCall = append(everyCall, tv.all...)
 		if dispatch {
 			for _, c := range tv.all {

@@ -55,7 +55,7 @@ func TestFlowJobKeyParseErrors(t *testing.T) {
 	const head = "test_kind: flow\napp: ../app.yaml\nturns:\n  - intent: look\n"
 	tests := []struct{ name, in, want string }{
 		{"inbox unknown key", head + "    expect_inbox: {unred: 1}\n",
-			`flows/f.yaml: line 5: turns[0].expect_inbox: unknown key "unred" (valid: unread, needs_attention, severities)`},
+			`flows/f.yaml: line 5: turns[0].expect_inbox: unknown key "unred" (did you mean "unread"?) (valid: unread, needs_attention, severities)`},
 		{"inbox count", head + "    expect_inbox: {unread: many}\n",
 			`flows/f.yaml:5:28: turns[0].expect_inbox.unread must be a whole number >= 0, got "many"`},
 		{"inbox severity", head + "    expect_inbox: {severities: [info, loud]}\n",

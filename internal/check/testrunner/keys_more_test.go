@@ -33,8 +33,6 @@ func TestFixtureWorldOverride(t *testing.T) {
 // position and what to do.
 func TestFixtureKeyErrors(t *testing.T) {
 	tests := []struct{ file, want string }{
-		{"orchestrator_false.yaml", "testdata/keys/more/orchestrator_false.yaml:3:19: fixture.use_orchestrator: false is not supported: " +
-			"kitsoki runs every flow through the orchestrator (with its fake clock and host stubs); remove the key"},
 		{"bad_mode.yaml", "testdata/keys/more/bad_mode.yaml:3:7: fixture.mode: unknown execution mode \"stagd\": use one_shot or staged"},
 		{"files_both.yaml", "testdata/keys/more/files_both.yaml:6:5: fixture.expect_files[0]: must_not_exist: true cannot be combined with content_matches:"},
 	}

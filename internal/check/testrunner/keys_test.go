@@ -124,7 +124,7 @@ func TestFixtureKeyParseErrors(t *testing.T) {
 		{"then not a list", head + "turns:\n  - intent: look\n    then: {expect_state: a}\n",
 			`flows/f.yaml:5:11: turns[0].then must be a list of expectation blocks (- expect_state: done), got a mapping`},
 		{"then unknown key", head + "turns:\n  - intent: look\n    then:\n      - intent: look\n",
-			`flows/f.yaml: line 6: turns[0].then[0]: unknown key "intent" (valid: expect_state, expect_not_state, expect_state_in, expect_world, expect_world_full, expect_slots, expect_error, expect_view_matches, expect_no_view, expect_host_calls, expect_no_host_calls, expect_events, expect_world_final, expect_world_unchanged, expect_inbox, expect_jobs)`},
+			`flows/f.yaml: line 6: turns[0].then[0]: unknown key "intent" (valid: expect_state, expect_not_state, expect_state_in, expect_world, expect_world_full, expect_slots, expect_error, expect_view_matches, expect_no_view, expect_host_calls, expect_no_host_calls, expect_events, expect_events_exact, expect_world_final, expect_world_unchanged, expect_inbox, expect_jobs, expect_terminal)`},
 		{"by_call delay", head + "host_handlers:\n  host.x:\n    by_call:\n      c: {delay: later}\nturns: []\n",
 			`flows/f.yaml:6:18: host_handlers.host.x.by_call.c.delay: "later" is not a duration (write e.g. 200ms, 2s, 3d)`},
 		{"world_unchanged", head + "turns:\n  - intent: look\n    expect_world_unchanged: maybe\n",

@@ -152,3 +152,9 @@ func recordingPath(fx *Fixture, dir, given string) string {
 	}
 	return ""
 }
+
+// Name is the recording's file, for messages.
+func (r *Recording) Name() string { return r.File }
+
+// Entries is the number of entries.
+func (r *Recording) Entries() int { return len(r.entries) }

@@ -3,6 +3,7 @@ package starlark
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kitsoki/kitsoki/internal/base/nearmiss"
 	"github.com/kitsoki/kitsoki/internal/base/secret"
 	"go.yaml.in/yaml/v3"
 )
@@ -88,6 +90,9 @@ type Cassette struct {
 	matchOn      []string
 	filterH      []string
 	filterQ      []string
+	filterP      []string // filter_post_data_parameters: body fields redacted on write
+	ignoreHosts  []string // requests to these hosts go to the live client, never replayed or recorded
+	ignoreLocal  bool     // ignore_localhost: localhost, 127.0.0.1 and [::1] likewise
 	repeats      bool
 	exchanges    []*Exchange
 	recorded     bool // something new to write
@@ -101,8 +106,14 @@ type cassetteFile struct {
 	MatchOn               []string    `yaml:"match_on,omitempty"`
 	FilterHeaders         []string    `yaml:"filter_headers,omitempty"`
 	FilterQueryParameters []string    `yaml:"filter_query_parameters,omitempty"`
+	FilterPostData        []string    `yaml:"filter_post_data_parameters,omitempty"`
+	IgnoreHosts           []string    `yaml:"ignore_hosts,omitempty"`
+	IgnoreLocalhost       bool        `yaml:"ignore_localhost,omitempty"`
 	AllowPlaybackRepeats  bool        `yaml:"allow_playback_repeats,omitempty"`
 	Exchanges             []*Exchange `yaml:"exchanges"`
+	// Episodes is the list under its other name (Kitsoki's cassettes
+	// write episodes: too); a file gives one of the two.
+	Episodes []*Exchange `yaml:"episodes,omitempty"`
 }
 
 // CassetteKind is the kind: a cassette file declares.
@@ -144,13 +155,20 @@ func (c *Cassette) parse(data []byte) error {
 		return errors.New("expected a mapping with kind: http_cassette and exchanges:")
 	}
 	if err := knownKeys(doc.Content[0], "", []string{"kind", "record_mode", "match_on", "filter_headers",
-		"filter_query_parameters", "allow_playback_repeats", "exchanges"}); err != nil {
+		"filter_query_parameters", "filter_post_data_parameters", "ignore_hosts", "ignore_localhost", "allow_playback_repeats", "exchanges", "episodes"}); err != nil {
 		return err
 	}
+	list := "exchanges"
 	exs := mapGet(doc.Content[0], "exchanges")
+	if ep := mapGet(doc.Content[0], "episodes"); ep != nil {
+		if exs != nil {
+			return fmt.Errorf("line %d: episodes: and exchanges: are the same list; write one", ep.Line)
+		}
+		exs, list = ep, "episodes"
+	}
 	if exs != nil && exs.Kind == yaml.SequenceNode {
 		for i, e := range exs.Content {
-			p := fmt.Sprintf("exchanges[%d]", i)
+			p := fmt.Sprintf("%s[%d]", list, i)
 			if err := knownKeys(e, p, []string{"request", "match", "response", "replay"}); err != nil {
 				return err
 			}
@@ -174,6 +192,9 @@ func (c *Cassette) parse(data []byte) error {
 	if err := doc.Decode(&f); err != nil {
 		return err
 	}
+	if f.Episodes != nil {
+		f.Exchanges, f.Episodes = f.Episodes, nil
+	}
 	if f.Kind != CassetteKind {
 		return fmt.Errorf("kind: is %q; an HTTP cassette says kind: %s", f.Kind, CassetteKind)
 	}
@@ -186,7 +207,7 @@ func (c *Cassette) parse(data []byte) error {
 		}
 	}
 	for i, e := range f.Exchanges {
-		p := fmt.Sprintf("exchanges[%d]", i)
+		p := fmt.Sprintf("%s[%d]", list, i)
 		switch {
 		case e == nil || (e.Request == nil) == (e.Match == nil):
 			return fmt.Errorf("%s: give exactly one of request: (a recorded request) or match: (a selector)", p)
@@ -214,6 +235,7 @@ func (c *Cassette) parse(data []byte) error {
 		c.matchOn = []string{"method", "url"}
 	}
 	c.filterH, c.filterQ, c.repeats, c.exchanges = f.FilterHeaders, f.FilterQueryParameters, f.AllowPlaybackRepeats, f.Exchanges
+	c.filterP, c.ignoreHosts, c.ignoreLocal = f.FilterPostData, f.IgnoreHosts, f.IgnoreLocalhost
 	return nil
 }
 
@@ -240,7 +262,7 @@ func knownKeys(n *yaml.Node, path string, keys []string) error {
 			if path != "" {
 				p = path + "." + k.Value
 			}
-			return fmt.Errorf("line %d: %s: unknown key (known: %s)", k.Line, p, strings.Join(keys, ", "))
+			return fmt.Errorf("line %d: %s: unknown key%s (known: %s)", k.Line, p, closest(k.Value, keys), strings.Join(keys, ", "))
 		}
 	}
 	return nil
@@ -438,7 +460,8 @@ func (c *Cassette) Save(mask *secret.Masker) error {
 	if !c.recorded {
 		return nil
 	}
-	f := cassetteFile{Kind: CassetteKind, FilterHeaders: c.filterH, FilterQueryParameters: c.filterQ, AllowPlaybackRepeats: c.repeats}
+	f := cassetteFile{Kind: CassetteKind, FilterHeaders: c.filterH, FilterQueryParameters: c.filterQ, AllowPlaybackRepeats: c.repeats,
+		FilterPostData: c.filterP, IgnoreHosts: c.ignoreHosts, IgnoreLocalhost: c.ignoreLocal}
 	if c.mode != ModeNone {
 		f.RecordMode = c.mode
 	}
@@ -453,7 +476,7 @@ func (c *Cassette) Save(mask *secret.Masker) error {
 				r.URL = mask.Text(c.filterURL(u).String())
 			}
 			r.Headers = c.filterHeaders(r.Headers, mask)
-			r.Body = mask.Text(r.Body)
+			r.Body = mask.Text(c.filterBody(r.Body, r.Headers))
 			out.Request = &r
 		}
 		out.Response = HTTPResponse{Status: e.Response.Status, Headers: c.filterHeaders(e.Response.Headers, mask), Body: mask.Text(e.Response.Body)}
@@ -520,6 +543,9 @@ type cassetteClient struct {
 
 func (cc *cassetteClient) Do(ctx context.Context, req *HTTPRequest) (*HTTPResponse, error) {
 	c := cc.c
+	if c.ignored(req.URL) {
+		return liveDo(ctx, cc.live, req)
+	}
 	c.mu.Lock()
 	if c.replays() {
 		if e := c.find(req); e != nil {
@@ -586,4 +612,75 @@ func liveDo(ctx context.Context, client *http.Client, req *HTTPRequest) (*HTTPRe
 		out.Headers[k] = strings.Join(res.Header.Values(k), ", ")
 	}
 	return out, nil
+}
+
+// closest is ` (did you mean "x"?)` for the key within two edits of k, or
+// "".
+func closest(k string, keys []string) string {
+	if best := nearmiss.Closest(k, keys, 2); best != "" {
+		return fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	return ""
+}
+
+// ignored reports whether a request's host is one the cassette passes
+// through (ignore_hosts, ignore_localhost): such requests are neither
+// replayed nor recorded.
+func (c *Cassette) ignored(rawURL string) bool {
+	if len(c.ignoreHosts) == 0 && !c.ignoreLocal {
+		return false
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return false
+	}
+	h := u.Hostname()
+	if c.ignoreLocal && (h == "localhost" || h == "127.0.0.1" || h == "::1") {
+		return true
+	}
+	return slices.ContainsFunc(c.ignoreHosts, func(x string) bool { return strings.EqualFold(x, h) })
+}
+
+// filterBody redacts the filter_post_data_parameters of a request body
+// when it is written: fields of a form body, or top-level keys of a JSON
+// object body. Other bodies are written as they are.
+func (c *Cassette) filterBody(body string, headers map[string]string) string {
+	if len(c.filterP) == 0 || body == "" {
+		return body
+	}
+	var obj map[string]any
+	if json.Unmarshal([]byte(body), &obj) == nil {
+		changed := false
+		for _, k := range c.filterP {
+			if _, ok := obj[k]; ok {
+				obj[k], changed = Redacted, true
+			}
+		}
+		if !changed {
+			return body
+		}
+		b, err := json.Marshal(obj)
+		if err != nil {
+			return body
+		}
+		return string(b)
+	}
+	if ct := headerGet(headers, "Content-Type"); ct != "" && !strings.Contains(ct, "form") {
+		return body
+	}
+	q, err := url.ParseQuery(body)
+	if err != nil {
+		return body
+	}
+	changed := false
+	for _, k := range c.filterP {
+		if _, ok := q[k]; ok {
+			q.Set(k, Redacted)
+			changed = true
+		}
+	}
+	if !changed {
+		return body
+	}
+	return q.Encode()
 }

@@ -37,7 +37,7 @@ func (l *loader) finish() {
 	l.checkModes()
 	l.checkOffRamps()
 	l.checkOverlays()
-	l.checkRoutingAgent()
+	l.checkRoutingAgents()
 	l.checkPersonaProviders()
 	l.checkReadOnlyRooms()
 	l.markDecisionGates()

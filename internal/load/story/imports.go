@@ -362,7 +362,7 @@ func (l *loader) resolveImportSource(sc *importScope, d *importDef) (string, boo
 			}
 		}
 		if cand == "" {
-			tried := "(empty: pass --stories-path DIR, or set KITSOKI_STORIES_PATH or KITSOKI_REPO)"
+			tried := "(empty: pass --stories-path DIR, set KITSOKI_STORIES_PATH or KITSOKI_REPO, or list story_dirs in .kitsoki.yaml)"
 			if len(dirs) > 0 {
 				tried = strings.Join(dirs, ", ")
 			}
@@ -431,6 +431,7 @@ func (l *loader) storiesPath(from string) []string {
 		}
 		d = p
 	}
+	add(l.opts.library)
 	return out
 }
 

@@ -456,3 +456,25 @@ func TestImportRenamesMenuHelperNames(t *testing.T) {
 		t.Errorf("prose = %q, want %q", got, want)
 	}
 }
+
+// The story library shipped with kitsoki (WithLibrary) is searched last,
+// and its files are read although they are outside the workspace.
+func TestImportLibrary(t *testing.T) {
+	ws := testkit.Tree(t, map[string]string{
+		"app.yaml": "app: {id: p}\nroot: main\nstates:\n  main: {}\nimports:\n  x:\n    source: \"@kitsoki/leaf\"\n    entry: s\n    exits: {done: {to: main}}\n",
+	})
+	lib := testkit.Tree(t, map[string]string{"leaf/app.yaml": strings.Replace(leafStory, "app: {id: leaf}", "app: {id: leaf-lib}", 1)})
+	root := filepath.Join(ws, "app.yaml")
+	st, err := Load(root, WithWorkspace(ws), WithLibrary(lib), WithLookupEnv(mapEnv(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if got := st.States["x"].Import.Source; !strings.HasSuffix(got, "leaf/app.yaml") {
+		t.Errorf("imported %q", got)
+	}
+	// Without it the import is outside every search path.
+	if _, err := Load(root, WithWorkspace(ws), WithLookupEnv(mapEnv(nil))); err == nil || !strings.Contains(err.Error(), "cannot resolve @kitsoki/leaf") {
+		t.Errorf("without the library: %v", err)
+	}
+}

@@ -36,6 +36,14 @@ type options struct {
 	replayed  []string // WithReplayedHandlers
 
 	storiesPath []string // WithStoriesPath
+	library     string   // WithLibrary
+}
+
+// WithLibrary names the story library shipped with kitsoki: the last
+// place @kitsoki/NAME is looked up (DIR/NAME/app.yaml), after every search
+// path. Its files may be read although they are outside the workspace.
+func WithLibrary(dir string) Option {
+	return func(o *options) { o.library = dir }
 }
 
 // WithStoriesPath adds directories to the front of the search path of
@@ -134,6 +142,9 @@ func Load(path string, opts ...Option) (*Story, error) {
 		if ws, err = workspace.For(abs, o.workspace); err != nil {
 			return nil, &LoadError{Diagnostics: []Diagnostic{{Pos: Pos{File: filepath.Base(abs)}, Message: err.Error()}}}
 		}
+	}
+	if o.library != "" && o.fsys == nil {
+		ws = ws.With(o.library)
 	}
 	if _, err := ws.Resolve(dir, abs); err != nil {
 		var oe *workspace.OutsideError
@@ -270,6 +281,7 @@ type loader struct {
 	overlayRefs      []*overlayRef // off_path and meta_modes, checked at finish
 	metaTools        []metaTools   // meta_modes' tools: overrides
 	routingAgent     *nodeRef      // routing.agent, checked against agent_plugins
+	extractAgent     *nodeRef      // routing.extract_llm_agent when extraction is on
 	personaProviders []*nodeRef    // agents.<name>.provider, checked against providers
 	readOnlyRooms    []*nodeRef    // states with write_mode: read_only, checked against their invokes
 	// imports (imports.go)

@@ -10,25 +10,6 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Routing is the routing: block: how free text is turned into an intent
-// (docs/runtime.md, "Free text").
-type Routing struct {
-	// Enabled turns on the synonym and template tiers; nil when the story
-	// does not say (the run's --semantic-routing and
-	// KITSOKI_SEMANTIC_ROUTING win over it either way).
-	Enabled *bool
-	// Agent is the agent_plugins alias of the router agent ("" = the run's
-	// --router, else agent.claude).
-	Agent string
-	// MinConfidence is the router answer's bar; nil = the run's
-	// --min-confidence, else 0.5.
-	MinConfidence *float64
-	// FreeFormFallback is routing.free_form_fallback as written (nil when
-	// absent; see freeform.go for the landing.work default).
-	FreeFormFallback *FreeFormFallback
-	Pos              Pos // where routing: is written (zero when absent)
-}
-
 // FreeFormFallback names the story's work-intake room: the state and the
 // intent (one required string slot) whose arms the loader copies onto the
 // states with no free-text sink of their own (freeform.go).
@@ -51,116 +32,6 @@ type Synonym struct {
 type SynonymPart struct {
 	Word string // lower-cased literal word ("" for a capture)
 	Slot string // the slot a capture fills ("" for a word)
-}
-
-var routingKeys = &keySpec{
-	v1: []string{"enabled", "agent", "min_confidence", "embedding", "free_form_fallback"},
-	refused: map[string]string{
-		"semantic_high_bar":       "the synonym and template tiers have fixed confidences; set routing.min_confidence for the router agent's bar",
-		"semantic_mid_bar":        "the synonym and template tiers have fixed confidences; set routing.min_confidence for the router agent's bar",
-		"cache_enabled":           "kitsoki keeps no routing cache; remove the key",
-		"cache_max_age":           "kitsoki keeps no routing cache; remove the key",
-		"cache_cap":               "kitsoki keeps no routing cache; remove the key",
-		"cache_trim_fraction":     "kitsoki keeps no routing cache; remove the key",
-		"revalidate_strikes":      "kitsoki keeps no routing cache; remove the key",
-		"confidence_decay":        "kitsoki keeps no routing cache; remove the key",
-		"stopwords_extra":         "the synonym matcher's word list is fixed; write the phrasing as a synonym instead",
-		"extract_llm_on_no_match": "slots come from the router agent's answer; there is no separate extraction call",
-	},
-}
-
-// embeddingKeys are the keys of routing.embedding (Kitsoki's opt-in
-// embedding tier, which kitsoki does not run: only enabled: false loads).
-var embeddingKeys = &keySpec{v1: []string{"enabled", "model", "dim", "endpoint", "confident_bar", "margin"}}
-
-// loadEmbedding checks routing.embedding: Kitsoki's embedding tier is off
-// unless enabled: true, and kitsoki has no such tier, so a disabled block
-// (the default) loads as the no-op it is in Kitsoki and enabled: true is
-// refused.
-func (l *loader) loadEmbedding(f *file, n *yaml.Node) {
-	const path = "routing.embedding"
-	fs, ok := l.fields(f, n, path, embeddingKeys)
-	if !ok {
-		return
-	}
-	var on bool
-	boolField(l, f, fs, path, "enabled", &on)
-	if on {
-		l.errAt(f, fs.at("enabled").val, joinPath(path, "enabled"),
-			"kitsoki has no embedding routing tier: set enabled: false (or remove routing.embedding); synonyms: and the router agent cover paraphrase")
-	}
-	for _, k := range []string{"model", "endpoint"} {
-		var s string
-		strField(l, f, fs, path, k, &s)
-	}
-	if d, ok := fs.get("dim"); ok {
-		if n, ok := l.integer(f, d.val, joinPath(path, "dim")); ok && n <= 0 {
-			l.errAt(f, d.val, joinPath(path, "dim"), "dim must be a positive whole number, got %d", n)
-		}
-	}
-	for _, k := range []string{"confident_bar", "margin"} {
-		if v, ok := fs.get(k); ok {
-			x, _ := l.value(f, v.val, joinPath(path, k))
-			switch x.(type) {
-			case int, int64, float64:
-			default:
-				l.errAt(f, v.val, joinPath(path, k), "%s must be a number from 0 to 1, got %s", k, kindName(deref(v.val)))
-			}
-		}
-	}
-}
-
-// loadRouting reads the top-level routing: block.
-func (l *loader) loadRouting(f *file, e entry) {
-	if !l.once(f, e) {
-		return
-	}
-	r := &l.st.Routing
-	r.Pos = l.pos(f, e.key)
-	fs, ok := l.fields(f, e.val, "routing", routingKeys)
-	if !ok {
-		return
-	}
-	if v, ok := fs.get("enabled"); ok {
-		if b, ok := l.boolean(f, v.val, "routing.enabled"); ok {
-			r.Enabled = &b
-		}
-	}
-	if v, ok := fs.get("agent"); ok {
-		if s, ok := l.str(f, v.val, "routing.agent"); ok {
-			if s == "" {
-				l.errAt(f, v.val, "routing.agent", "routing.agent is empty; name an agent_plugins alias (e.g. agent.claude)")
-			}
-			r.Agent = s
-			l.routingAgent = &nodeRef{f: f, n: v.val, path: "routing.agent", value: s}
-		}
-	}
-	if v, ok := fs.get("embedding"); ok {
-		l.loadEmbedding(f, v.val)
-	}
-	if v, ok := fs.get("free_form_fallback"); ok {
-		l.loadFallback(f, v.val)
-	}
-	if v, ok := fs.get("min_confidence"); ok {
-		x, _ := l.value(f, v.val, "routing.min_confidence")
-		var c float64
-		switch n := x.(type) {
-		case int:
-			c = float64(n)
-		case int64:
-			c = float64(n)
-		case float64:
-			c = n
-		default:
-			l.errAt(f, v.val, "routing.min_confidence", "routing.min_confidence must be a number from 0 to 1, got %s", kindName(deref(v.val)))
-			return
-		}
-		if c < 0 || c > 1 {
-			l.errAt(f, v.val, "routing.min_confidence", "routing.min_confidence must be from 0 to 1, got %v", c)
-			return
-		}
-		r.MinConfidence = &c
-	}
 }
 
 // loadSynonyms reads an intent's synonyms: list. A {slot} must name a slot
@@ -351,17 +222,4 @@ func (l *loader) intentFor(s *State, name string) *Intent {
 		st = l.st.States[st.Parent]
 	}
 	return l.st.Intents[name]
-}
-
-// checkRoutingAgent checks routing.agent names a declared agent plugin.
-func (l *loader) checkRoutingAgent() {
-	r := l.routingAgent
-	if r == nil || r.value == "" {
-		return
-	}
-	if _, ok := l.st.Plugins[r.value]; ok {
-		return
-	}
-	names := slices.Sorted(maps.Keys(l.st.Plugins))
-	l.errAt(r.f, r.n, r.path, "routing.agent %q is not declared in agent_plugins%s (declared: %s)", r.value, didYouMean(r.value, names), strings.Join(names, ", "))
 }

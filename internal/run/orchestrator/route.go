@@ -26,6 +26,7 @@ const (
 	TierDefaultIntent = "default_intent"
 	TierFallback      = "free_form_fallback" // a default_intent the story's free-form fallback gave the state
 	TierRouter        = "router"
+	TierExtract       = "extract_llm" // routing.extract_llm_on_no_match's call
 )
 
 // Routing defaults.
@@ -36,6 +37,8 @@ const (
 	RouteNone = "none"
 	// PurposeRoute is agent.call.start's purpose for a router call.
 	PurposeRoute = "route"
+	// PurposeExtractRoute is the purpose of the extraction tier's call.
+	PurposeExtractRoute = "route_extract"
 )
 
 // CodeNoMatch is the rejection of free text no tier could route: the
@@ -58,6 +61,17 @@ type RoutingConfig struct {
 	// MinConfidence is the router's bar (--min-confidence); nil =
 	// routing.min_confidence, else 0.5.
 	MinConfidence *float64
+	// SemanticDefault is whether the semantic tiers run when neither
+	// Semantic nor the story's routing.enabled says: flows and the intents
+	// test run them (Kitsoki's routing.enabled defaults to true there),
+	// runs do not.
+	SemanticDefault bool
+	// Temperature, when set, is sent to the router and extraction agents
+	// in the call's with-map (an intents fixture's temperature).
+	Temperature *float64
+	// Recording, when set, answers free text in place of the router
+	// agent (kitsoki run --recording).
+	Recording Recording
 }
 
 // WithRouting sets how free text is routed.
@@ -76,6 +90,8 @@ type Route struct {
 	// Reason is why the contextual tier chose the intent: plan_affirmation,
 	// plan_refine or room_request ("" for the other tiers).
 	Reason string
+	// Missing are the slots a partial template could not read.
+	Missing []string `json:"-"`
 }
 
 // semantic reports whether the synonym and template tiers run.
@@ -83,7 +99,10 @@ func (s *Session) semantic() bool {
 	if s.routing.Semantic != nil {
 		return *s.routing.Semantic
 	}
-	return s.story.Routing.Enabled != nil && *s.story.Routing.Enabled
+	if s.story.Routing.Enabled != nil {
+		return *s.story.Routing.Enabled
+	}
+	return s.routing.SemanticDefault
 }
 
 // RouterAlias is the agent that routes free text in this session.
@@ -145,29 +164,40 @@ func (s *Session) routable() []*story.Intent {
 	return out
 }
 
-// matchDeterministic runs the tiers that need no agent: exact, then (when
-// enabled) synonym and template, then the state's contextual_routing, then
-// its default_intent.
-func (s *Session) matchDeterministic(text string) (Route, bool) {
-	words := story.Words(text)
-	key := strings.Join(words, " ")
+// lexical runs the tiers that read the text alone: exact, verb-value,
+// then (when enabled) the bare synonyms and examples and the templates,
+// their verdicts banded by the semantic bars.
+func (s *Session) lexical(text string, words []string, key string) (Route, bool) {
 	intents := s.routable()
-	if key == "" {
-		return Route{}, false
-	}
 	if r, ok := exactMatch(intents, key); ok {
 		return r, true
 	}
+	if r, ok := s.verbValueMatch(intents, text, true); ok {
+		return r, true
+	}
 	if s.semantic() {
-		if r, ok := synonymMatch(intents, words); ok {
-			return r, true
+		if r, ok := s.synonymMatch(intents, text, words); ok {
+			if r, ok := s.band(r); ok {
+				return r, true
+			}
 		}
 		if r, ok := templateMatch(intents, words); ok {
-			return r, true
+			if r, ok := s.band(r); ok {
+				return r, true
+			}
 		}
 	}
-	if r, ok := s.contextualRoute(text, words); ok {
-		return r, true
+	return s.verbValueMatch(intents, text, false)
+}
+
+// sinks are the tiers after the model tiers: the turn cache, the state's
+// default_intent (or the free-form fallback), then an exact match of an
+// intent the state does not allow.
+func (s *Session) sinks(text, key string) (Route, bool) {
+	if s.semantic() {
+		if r, ok := s.cacheLookup(text); ok {
+			return r, true
+		}
 	}
 	if st := s.defaultIntentState(); st != nil && st.DefaultSlot != "" {
 		tier := TierDefaultIntent
@@ -177,7 +207,25 @@ func (s *Session) matchDeterministic(text string) (Route, bool) {
 		return Route{Tier: tier, Intent: st.DefaultIntent, Confidence: 1,
 			Slots: map[string]any{st.DefaultSlot: strings.TrimSpace(text)}}, true
 	}
-	return Route{}, false
+	return s.outOfStateMatch(key)
+}
+
+// matchDeterministic runs the tiers that need no agent: the lexical ones,
+// the state's contextual_routing, the turn cache, default_intent and the
+// out-of-state match.
+func (s *Session) matchDeterministic(text string) (Route, bool) {
+	words := story.Words(text)
+	key := strings.Join(words, " ")
+	if key == "" {
+		return Route{}, false
+	}
+	if r, ok := s.lexical(text, words, key); ok {
+		return r, true
+	}
+	if r, ok := s.contextualRoute(text, words); ok {
+		return r, true
+	}
+	return s.sinks(text, key)
 }
 
 // exactMatch: the words are an intent's name, its title, or one of its
@@ -201,34 +249,45 @@ func exactMatch(intents []*story.Intent, key string) (Route, bool) {
 	if hit == nil {
 		return Route{}, false
 	}
-	return Route{Tier: TierExact, Intent: hit.Name, Confidence: 1, Slots: map[string]any{}}, true
-}
-
-// synonymMatch: every word of a bare synonym occurs in the input. Two
-// intents matching is no match (the router decides).
-func synonymMatch(intents []*story.Intent, words []string) (Route, bool) {
-	var hit string
-	for _, in := range intents {
-		for _, syn := range in.Synonyms {
-			if syn.Parts != nil || !containsAll(words, story.Words(syn.Text)) {
-				continue
-			}
-			if hit != "" && hit != in.Name {
-				return Route{}, false
-			}
-			hit = in.Name
-		}
-	}
-	if hit == "" {
+	// An example of an intent with required slots must name them ("go
+	// south"), else it is no exact match ("n": the next tiers read it).
+	slots := valueSlots(hit, strings.Fields(key))
+	if unfilledRequired(hit, slots) {
 		return Route{}, false
 	}
-	var in *story.Intent
-	for _, c := range intents {
-		if c.Name == hit {
-			in = c
+	return Route{Tier: TierExact, Intent: hit.Name, Confidence: 1, Slots: slots}, true
+}
+
+// valueSlots fills the intent's enum slots whose values (or their
+// synonyms) the words hold, when all stand for one value.
+func valueSlots(in *story.Intent, words []string) map[string]any {
+	out := map[string]any{}
+	for _, name := range in.SlotOrder {
+		sl := in.Slots[name]
+		if len(sl.Values) == 0 {
+			continue
+		}
+		var found []any
+		add := func(v any) {
+			if !slices.ContainsFunc(found, func(x any) bool { return fmt.Sprint(x) == fmt.Sprint(v) }) {
+				found = append(found, v)
+			}
+		}
+		for _, v := range sl.Values {
+			if containsAll(words, story.Words(fmt.Sprint(v))) {
+				add(v)
+			}
+		}
+		for _, syn := range sl.Synonyms {
+			if containsAll(words, syn.Words) {
+				add(syn.Value)
+			}
+		}
+		if len(found) == 1 {
+			out[name] = found[0]
 		}
 	}
-	return Route{Tier: TierSynonym, Intent: hit, Confidence: 0.9, Slots: enumSlots(in, words)}, true
+	return out
 }
 
 // enumSlots fills the intent's slots that declare synonyms: when the
@@ -275,67 +334,6 @@ func containsAll(words, want []string) bool {
 		}
 	}
 	return true
-}
-
-// templateMatch: the input, word by word, is a template: its literal
-// words in place and each {slot} capturing the words up to the next
-// literal (at least one). Captured text is typed by the slot's type; the
-// first template that matches wins, intents in name order.
-func templateMatch(intents []*story.Intent, words []string) (Route, bool) {
-	for _, in := range intents {
-		for _, syn := range in.Synonyms {
-			if syn.Parts == nil {
-				continue
-			}
-			if slots, ok := matchParts(syn.Parts, words, in); ok {
-				return Route{Tier: TierTemplate, Intent: in.Name, Confidence: 0.8, Slots: slots}, true
-			}
-		}
-	}
-	return Route{}, false
-}
-
-func matchParts(parts []story.SynonymPart, words []string, in *story.Intent) (map[string]any, bool) {
-	slots := map[string]any{}
-	i := 0
-	for pi, p := range parts {
-		if p.Slot == "" {
-			if i >= len(words) || words[i] != p.Word {
-				return nil, false
-			}
-			i++
-			continue
-		}
-		end := len(words) // the last capture takes the rest
-		if pi+1 < len(parts) {
-			next := parts[pi+1].Word
-			end = -1
-			for j := i + 1; j < len(words); j++ {
-				if words[j] == next {
-					end = j
-					break
-				}
-			}
-			if end < 0 {
-				return nil, false
-			}
-		}
-		if end <= i {
-			return nil, false
-		}
-		sl := in.Slots[p.Slot]
-		capture := strings.Join(words[i:end], " ")
-		if v, ok := sl.Parse(capture); ok { // an enum value, its synonym, or a typo of one
-			slots[p.Slot] = v
-		} else {
-			slots[p.Slot] = TypedValue(slotType(sl), capture)
-		}
-		i = end
-	}
-	if i != len(words) {
-		return nil, false
-	}
-	return slots, true
 }
 
 // RouterSchema is the JSON Schema of the router's answer in the current
@@ -454,38 +452,51 @@ func firstNonEmpty(a ...string) string {
 
 // askRouter asks the router agent with a decide through the host.
 func (s *Session) askRouter(ctx context.Context, t *turnCtx, text string) Route {
-	alias := s.RouterAlias()
+	return s.askAgent(ctx, t, text, modelCall{alias: s.RouterAlias(), verb: "decide", tier: TierRouter, purpose: PurposeRoute})
+}
+
+// modelCall says which agent a model tier asks, and how.
+type modelCall struct {
+	alias, verb, tier, purpose string
+}
+
+// askAgent asks an agent, through the host, to route the text: the
+// router prompt and schema, answered with {intent, slots, confidence}.
+func (s *Session) askAgent(ctx context.Context, t *turnCtx, text string, mc modelCall) Route {
 	raw, err := s.RouterSchema()
 	if err != nil {
-		return Route{Tier: TierRouter, Err: fmt.Errorf("router schema: %w", err)}
+		return Route{Tier: mc.tier, Err: fmt.Errorf("router schema: %w", err)}
 	}
 	sch, err := schema.CompileDocument("router schema of state "+s.state, raw)
 	if err != nil {
-		return Route{Tier: TierRouter, Err: fmt.Errorf("router schema: %w", err)}
+		return Route{Tier: mc.tier, Err: fmt.Errorf("router schema: %w", err)}
 	}
-	inv := &story.Invoke{Name: host.AgentNamespace + "decide"}
-	if alias != DefaultRouter {
-		inv.Agent = alias // agent.claude is the built-in path, as for an invoke without agent:
+	inv := &story.Invoke{Name: host.AgentNamespace + mc.verb}
+	if mc.alias != DefaultRouter {
+		inv.Agent = mc.alias // agent.claude is the built-in path, as for an invoke without agent:
 	}
-	args := map[string]any{"prompt": s.RouterPrompt(text), "call": PurposeRoute}
+	args := map[string]any{"prompt": s.RouterPrompt(text), "call": mc.purpose}
+	if s.routing.Temperature != nil {
+		args["temperature"] = *s.routing.Temperature
+	}
 	world := make(map[string]any, len(s.world))
 	for k, v := range s.world {
 		world[k] = v
 	}
 	res, err := s.host.Dispatch(ctx, &host.Call{Namespace: inv.Name, Args: args, Invoke: inv,
-		SessionID: s.id, Turn: t.n, State: s.state, TurnState: t.start, World: world, Schema: sch, Purpose: PurposeRoute,
+		SessionID: s.id, Turn: t.n, State: s.state, TurnState: t.start, World: world, Schema: sch, Purpose: mc.purpose,
 		Run: host.RunEnv{Live: s.liveFor(world), TitleOwned: s.TitleOwned()}})
 	if err != nil {
-		return Route{Tier: TierRouter, Err: err}
+		return Route{Tier: mc.tier, Err: err}
 	}
 	if res == nil {
-		return Route{Tier: TierRouter, Err: fmt.Errorf("the router agent %s gave no answer", alias)}
+		return Route{Tier: mc.tier, Err: fmt.Errorf("the agent %s gave no answer", mc.alias)}
 	}
 	if res.Err != nil {
-		return Route{Tier: TierRouter, Err: res.Err}
+		return Route{Tier: mc.tier, Err: res.Err}
 	}
 	sub, _ := res.Data["submitted"].(map[string]any)
-	r := Route{Tier: TierRouter, Slots: map[string]any{}}
+	r := Route{Tier: mc.tier, Slots: map[string]any{}}
 	r.Intent, _ = sub["intent"].(string)
 	r.Confidence, _ = number.Float(sub["confidence"])
 	if m, ok := sub["slots"].(map[string]any); ok {
@@ -494,6 +505,35 @@ func (s *Session) askRouter(ctx context.Context, t *turnCtx, text string) Route 
 		}
 	}
 	return r
+}
+
+// extractRoute is routing.extract_llm_on_no_match: the extraction agent
+// (routing.extract_llm_agent) is asked to route the text, and its answer
+// is banded like a semantic verdict. A failure, a none or a weak answer
+// is no match: the router is asked next (the call's failure is in the
+// trace's agent.call events).
+func (s *Session) extractRoute(ctx context.Context, t *turnCtx, text string) (Route, bool, error) {
+	rt := s.story.Routing
+	if !rt.ExtractLLMOnNoMatch || t == nil {
+		return Route{}, false, nil
+	}
+	r := s.askAgent(ctx, t, text, modelCall{alias: rt.ExtractLLMAgent, verb: "extract", tier: TierExtract, purpose: PurposeExtractRoute})
+	if r.Err != nil {
+		if isTraceErr(r.Err) {
+			return r, false, r.Err
+		}
+		return Route{}, false, nil
+	}
+	if r.Intent == "" || r.Intent == RouteNone {
+		return Route{}, false, nil
+	}
+	if br, ok := s.band(r); ok {
+		if br.Rejection == nil {
+			s.cacheStore(text, br)
+		}
+		return br, true, nil
+	}
+	return Route{}, false, nil
 }
 
 // normalizeNumber turns an integral json.Number into int64 and any other
@@ -517,10 +557,32 @@ func normalizeNumber(v any) any {
 // the intents test use it.
 func (s *Session) Resolve(text string) (Route, bool) { return s.matchDeterministic(text) }
 
-// route resolves free text: the deterministic tiers, then the router.
+// route resolves free text: the lexical tiers, the contextual tier, the
+// extraction call (when the story asks for it), the turn cache,
+// default_intent, the out-of-state match, then the router (or the
+// recording the run replays).
 func (s *Session) route(ctx context.Context, t *turnCtx, text string) Route {
-	if r, ok := s.matchDeterministic(text); ok {
-		return r
+	words := story.Words(text)
+	key := strings.Join(words, " ")
+	if key != "" {
+		if r, ok := s.lexical(text, words, key); ok {
+			return r
+		}
+		if r, ok := s.embeddingRoute(ctx, text, words); ok {
+			return r
+		}
+		if r, ok := s.contextualRoute(text, words); ok {
+			return r
+		}
+		if r, ok, err := s.extractRoute(ctx, t, text); err != nil || ok {
+			return r
+		}
+		if r, ok := s.sinks(text, key); ok {
+			return r
+		}
+	}
+	if s.routing.Recording != nil {
+		return s.recordedRoute(text)
 	}
 	r := s.askRouter(ctx, t, text)
 	allowed := make([]string, 0)
@@ -544,8 +606,38 @@ func (s *Session) route(ctx context.Context, t *turnCtx, text string) Route {
 			Message: fmt.Sprintf("not sure what %q means here (maybe %s, confidence %.2f < %.2f); rephrase, or type one of: %s",
 				text, r.Intent, r.Confidence, s.MinConfidence(), strings.Join(allowed, ", "))}
 		r.Intent = ""
+	default:
+		s.cacheStore(text, r)
 	}
 	return r
+}
+
+// Recording answers free text from a recording instead of a router agent:
+// (state, input) → intent and slots (Kitsoki's kind: recording files).
+type Recording interface {
+	Lookup(state, input string) (intent string, slots map[string]any, ok bool)
+	Name() string // the file, for messages
+}
+
+// TierRecording is the tier a replayed recording answers in.
+const TierRecording = "recording"
+
+// recordedRoute answers from the run's recording; an input it has no
+// entry for is UNKNOWN_INTENT, as Kitsoki's replay harness answers.
+func (s *Session) recordedRoute(text string) Route {
+	rec := s.routing.Recording
+	name, slots, ok := rec.Lookup(s.state, strings.TrimSpace(text))
+	if !ok {
+		allowed := s.AllowedIntents()
+		return Route{Tier: TierRecording, Rejection: &Rejection{Code: CodeUnknownIntent, AllowedIntents: allowed,
+			Message: fmt.Sprintf("input %q in state %q has no entry in the recording %s; add one (state, input, intent: {name, slots}), or type one of: %s",
+				text, s.state, rec.Name(), strings.Join(allowed, ", "))}}
+	}
+	out := make(map[string]any, len(slots))
+	for k, v := range slots {
+		out[k] = v
+	}
+	return Route{Tier: TierRecording, Intent: name, Slots: out, Confidence: 1}
 }
 
 // Say takes one free-text turn: the line is routed (turn.routed says by
@@ -648,3 +740,16 @@ func suggestQuoted(word string, cands []string) string {
 	}
 	return ""
 }
+
+// CheckIn validates an intent as if the session were in state (Check),
+// leaving the session's state as it was. The intents test uses it.
+func (s *Session) CheckIn(state, intent string, slots map[string]any) *Rejection {
+	prev := s.state
+	s.state = state
+	defer func() { s.state = prev }()
+	return s.Check(intent, slots)
+}
+
+// SetRouterTemperature sets the temperature sent to the router and
+// extraction agents (nil: none).
+func (s *Session) SetRouterTemperature(t *float64) { s.routing.Temperature = t }

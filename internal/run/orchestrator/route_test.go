@@ -39,7 +39,7 @@ intents:
   chat:
     slots:
       message: {type: string, required: true}
-  quit: {title: Leave}
+  quit: {title: Leave, synonyms: ["goodbye"]}
 root: desk
 states:
   desk:
@@ -112,12 +112,19 @@ func TestRouteTiers(t *testing.T) {
 	}{
 		{"exact name", nil, "desk", "Forecast", Route{Tier: TierExact, Intent: "forecast", Confidence: 1, Slots: map[string]any{}}, true},
 		{"exact title", nil, "desk", "show the FORECAST!", Route{Tier: TierExact, Intent: "forecast", Confidence: 1, Slots: map[string]any{}}, true},
-		{"exact unique example", nil, "desk", "What's the weather?", Route{Tier: TierExact, Intent: "forecast", Confidence: 1, Slots: map[string]any{}}, true},
+		{"an example leaving a required slot unfilled is no exact match", nil, "desk", "What's the weather?", Route{}, false},
+		{"exact title in another state", nil, "shown", "Leave", Route{Tier: TierExact, Intent: "quit", Confidence: 1, Slots: map[string]any{}}, true},
 		{"shared example is no exact match", nil, "desk", "weather please", Route{}, false},
 		{"hidden intent is not routed", nil, "desk", "secret", Route{}, false},
 		{"synonyms off by default", nil, "desk", "it looks sunny today", Route{}, false},
-		{"synonym", &on, "desk", "it looks sunny today", Route{Tier: TierSynonym, Intent: "forecast", Confidence: 0.9, Slots: map[string]any{}}, true},
-		{"synonym forced off", &off, "desk", "it looks sunny today", Route{}, false},
+		{"synonym", &on, "desk", "goodbye everyone", Route{Tier: TierSynonym, Intent: "quit", Confidence: 0.9, Slots: map[string]any{}}, true},
+		{"synonym leaves a required slot to the router", &on, "desk", "it looks sunny today", Route{}, false},
+		{"synonym forced off", &off, "desk", "goodbye everyone", Route{}, false},
+		{"verb value of a text slot", nil, "shown", "chat about rain", Route{Tier: TierVerbValue, Intent: "chat", Confidence: 1, Slots: map[string]any{"message": "about rain"}}, true},
+		{"a text slot with templates is left to them", nil, "desk", "forecast Tokyo", Route{}, false},
+		{"verb value of an enum slot", nil, "desk", "units imperial", Route{Tier: TierVerbValue, Intent: "units", Confidence: 1, Slots: map[string]any{"system": "imperial"}}, true},
+		{"a lone enum value", nil, "desk", "metric", Route{Tier: TierVerbValue, Intent: "units", Confidence: 1, Slots: map[string]any{"system": "metric"}}, true},
+		{"verb with no value is no verb value", nil, "desk", "units please now", Route{}, false},
 		{"template", &on, "desk", "forecast for New York", Route{Tier: TierTemplate, Intent: "forecast", Confidence: 0.8, Slots: map[string]any{"city": "new york"}}, true},
 		{"default intent", nil, "shown", "tell me more about rain", Route{Tier: TierDefaultIntent, Intent: "chat", Confidence: 1, Slots: map[string]any{"message": "tell me more about rain"}}, true},
 		{"exact beats default intent", nil, "shown", "leave", Route{Tier: TierExact, Intent: "quit", Confidence: 1, Slots: map[string]any{}}, true},
@@ -139,12 +146,12 @@ func TestRouteTiers(t *testing.T) {
 func TestStoryRoutingEnabled(t *testing.T) {
 	src := strings.Replace(routeStory, "routing: {agent: agent.router}", "routing: {agent: agent.router, enabled: true}", 1)
 	r := newRig(t, files{"app.yaml": src})
-	if got, ok := r.sess.Resolve("sunny"); !ok || got.Tier != TierSynonym {
+	if got, ok := r.sess.Resolve("goodbye"); !ok || got.Tier != TierSynonym {
 		t.Errorf("routing.enabled: true: Resolve = %+v, %v; want the synonym tier", got, ok)
 	}
 	off := false
 	r = newRig(t, files{"app.yaml": src}, func(c *rigConfig) { c.routing.Semantic = &off })
-	if _, ok := r.sess.Resolve("sunny"); ok {
+	if _, ok := r.sess.Resolve("goodbye"); ok {
 		t.Errorf("--semantic-routing=false must win over routing.enabled")
 	}
 }

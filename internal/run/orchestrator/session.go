@@ -84,6 +84,8 @@ type Session struct {
 	live     liveState
 	journal  int // snapshot every this many turns; 0: no journal events (WithJournal)
 	routing  RoutingConfig
+	cache    *turnCache // the turn cache, when the story keeps one
+	ranker   Ranker     // the embedding tier's model (routing.embedding)
 
 	jobs        *jobs.Scheduler
 	inbox       *inbox.Inbox
@@ -129,6 +131,9 @@ func New(st *story.Story, h Dispatcher, sink Sink, opts ...Option) (*Session, er
 	}
 	if s.inbox == nil {
 		s.inbox = inbox.New()
+	}
+	if st.Routing.Cache.Enabled {
+		s.cache = newTurnCache(st.Routing.Cache)
 	}
 	if _, ok := st.States[s.root]; !ok {
 		if p, _ := story.SplitConfig(s.root); p == "" {

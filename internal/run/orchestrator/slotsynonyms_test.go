@@ -77,12 +77,15 @@ func TestSlotSynonymsInTheSynonymTiers(t *testing.T) {
 		{"walk up", Route{Tier: TierTemplate, Intent: "go", Confidence: 0.8, Slots: map[string]any{"direction": "north"}}},
 		{"walk down under", Route{Tier: TierTemplate, Intent: "go", Confidence: 0.8, Slots: map[string]any{"direction": "south"}}},
 		{"walk nrth", Route{Tier: TierTemplate, Intent: "go", Confidence: 0.8, Slots: map[string]any{"direction": "north"}}},
-		{"walk sideways", Route{Tier: TierTemplate, Intent: "go", Confidence: 0.8, Slots: map[string]any{"direction": "sideways"}}},
+		// A capture no value reads is a partial template (0.65): between
+		// the bars, the user is asked for the slot.
+		{"walk sideways", Route{Tier: TierTemplate, Confidence: 0.65, Slots: map[string]any{}, Missing: []string{"direction"},
+			Rejection: &Rejection{Code: CodeMissingSlots, Candidates: []string{"go"}, MissingSlots: []string{"direction"},
+				Message: "go needs direction; type it with the slot filled (e.g. go direction=…)"}}},
 		{"let's head up", Route{Tier: TierSynonym, Intent: "go", Confidence: 0.9, Slots: map[string]any{"direction": "north"}}},
-		{"head south", Route{Tier: TierSynonym, Intent: "go", Confidence: 0.9, Slots: map[string]any{"direction": "south"}}},
-		{"head", Route{Tier: TierSynonym, Intent: "go", Confidence: 0.9, Slots: map[string]any{}}},
-		{"head n or s", Route{Tier: TierSynonym, Intent: "go", Confidence: 0.9, Slots: map[string]any{}}}, // two values: left to the user
-		{"peek left", Route{Tier: TierSynonym, Intent: "look", Confidence: 0.9, Slots: map[string]any{}}}, // no synonyms: not filled
+		// A verb (the synonym "head") and a value: the verb-value tier.
+		{"head south", Route{Tier: TierVerbValue, Intent: "go", Confidence: 1, Slots: map[string]any{"direction": "south"}}},
+		{"peek left", Route{Tier: TierVerbValue, Intent: "look", Confidence: 1, Slots: map[string]any{"side": "left"}}},
 	} {
 		t.Run(tc.text, func(t *testing.T) {
 			r := newRig(t, files{"app.yaml": compassStory}, func(c *rigConfig) { c.routing.Semantic = &on })
@@ -95,12 +98,20 @@ func TestSlotSynonymsInTheSynonymTiers(t *testing.T) {
 			}
 		})
 	}
+	// A bare synonym that leaves a required slot unfilled is no match (the
+	// router extracts the slot), whether no value or two are named.
+	for _, text := range []string{"head", "head n or s"} {
+		r := newRig(t, files{"app.yaml": compassStory}, func(c *rigConfig) { c.routing.Semantic = &on })
+		if got, ok := r.sess.Resolve(text); ok {
+			t.Errorf("Resolve(%q) = %+v, want no match", text, got)
+		}
+	}
 	r := newRig(t, files{"app.yaml": compassStory}, func(c *rigConfig) { c.routing.Semantic = &on })
 	out, err := r.sess.Say(context.Background(), "walk sideways")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Rejection == nil || out.Rejection.Code != CodeInvalidSlotValue {
-		t.Errorf("a capture that is no value nor synonym: rejection %v, want INVALID_SLOT_VALUE", out.Rejection)
+	if out.Rejection == nil || out.Rejection.Code != CodeMissingSlots {
+		t.Errorf("a capture that is no value nor synonym: rejection %v, want MISSING_SLOTS", out.Rejection)
 	}
 }

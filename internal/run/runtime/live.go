@@ -13,6 +13,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/base/clock"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
 	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
 )
 
 // LiveBuiltin returns the agent of the built-in claude path (invokes with
@@ -83,6 +84,21 @@ func (r embedRanker) Rank(ctx context.Context, query string, docs []string) ([]h
 	out := make([]host.Ranked, len(ranked))
 	for i, x := range ranked {
 		out[i] = host.Ranked{Index: x.Index, Doc: x.Doc, Score: x.Score}
+	}
+	return out, nil
+}
+
+// embedRoutingRanker is the embedding tier's Ranker over a local embedder.
+type embedRoutingRanker struct{ e *localllm.LocalEmbedder }
+
+func (r embedRoutingRanker) Rank(ctx context.Context, query string, docs []string) ([]orchestrator.Scored, error) {
+	ranked, err := r.e.Rank(ctx, query, docs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]orchestrator.Scored, len(ranked))
+	for i, x := range ranked {
+		out[i] = orchestrator.Scored{Index: x.Index, Score: x.Score}
 	}
 	return out, nil
 }

@@ -260,6 +260,7 @@ type Runtime struct {
 	inbox       *inbox.Inbox        // the session's notifications
 	models      *localllm.Pool      // the local model servers (Config.LocalModels or its own)
 	ownModels   bool                // models is the runtime's own: Close closes it
+	embedder    io.Closer           // the embedding tier's model (routing.embedding), nil without one
 }
 
 // Open wires a run of st as cfg says. On error everything built so far is
@@ -350,6 +351,14 @@ func Open(st *story.Story, cfg Config) (_ *Runtime, err error) {
 		orchestrator.WithClock(cfg.Clock), orchestrator.WithLogger(cfg.Logger), orchestrator.WithRouting(s.Routing)}
 	if s.Root != "" {
 		opts = append(opts, orchestrator.WithRoot(s.Root))
+	}
+	if em := st.Routing.Embedding; em != nil && cfg.Agents.Live {
+		e, err := localllm.NewEmbedder(localllm.EmbedderConfig{Model: em.Model, Endpoint: em.Endpoint, Config: localllm.Config{Pool: rt.models}}, cfg.Logger)
+		if err != nil {
+			return nil, fmt.Errorf("routing.embedding: %w", err)
+		}
+		rt.embedder = e
+		opts = append(opts, orchestrator.WithRanker(embedRoutingRanker{e}))
 	}
 	if s.WorldAsGiven {
 		opts = append(opts, orchestrator.WithWorldAsGiven())
@@ -596,6 +605,9 @@ func (rt *Runtime) Close() error {
 	}
 	if rt.reg != nil && rt.ownReg {
 		errs = append(errs, rt.reg.Close())
+	}
+	if rt.embedder != nil {
+		errs = append(errs, rt.embedder.Close())
 	}
 	if rt.ownModels { // after the agents and rankers released their servers: stops any left
 		errs = append(errs, rt.models.Close())

@@ -30,10 +30,6 @@ FuzzParseRequestFast ./plugin
 FuzzAskReplyFast ./internal/agents/subprocess
 FuzzValue ./internal/base/jsonwire
 FuzzDecode ./internal/base/schema
-FuzzFastValidator ./internal/base/schema
-FuzzFastNumbers ./internal/base/schema
-FuzzFastTextMatchesPongo2 ./internal/base/expr
-FuzzFastValueMatchesVM ./internal/base/expr
 "
 
 want=" $* "

@@ -37,7 +37,7 @@ func TestToText(t *testing.T) {
 			t.Errorf("toText(%#v) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
-	// The float fast path must agree with %v.
+	// Floats formatted with strconv must read as %v prints them.
 	for _, f := range []float64{0, -0.5, 1e-7, 123456789, 1e20, 3.14159, 2.5e-5} {
 		if got, want := toText(f), fmt.Sprintf("%v", f); got != want {
 			t.Errorf("toText(%v) = %q, %%v gives %q", f, got, want)

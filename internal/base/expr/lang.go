@@ -167,8 +167,6 @@ type unit struct {
 	menu  bool        // reads the menu root or calls a menu helper
 
 	menuCalls []*ast.CallNode // menu helper calls, set by validate for passMenu
-
-	fast exprFast // the expression's plain form: run tries it first (fast.go)
 }
 
 // WorldRead is a world key an expression reads by name (world.key,
@@ -254,7 +252,6 @@ func compileExprWith(tpl string, start, end int, inRange, asBool bool, extra str
 		return nil, u.fromLibError(err)
 	}
 	u.prog = prog
-	u.fast = plainExpr(tree.Node, false)
 	return u, nil
 }
 
@@ -521,19 +518,10 @@ func (u *unit) fromLibError(err error) error {
 
 var vmPool = sync.Pool{New: func() any { return new(vm.VM) }}
 
-// run evaluates the unit against env. env must be a plain map so expr-lang's
-// fast variable lookup applies; a nil map is fine (every root is nil).
+// run evaluates the unit's compiled program with expr-lang's VM. env must
+// be a plain map so expr-lang's fast variable lookup applies; a nil map is
+// fine (every root is nil).
 func (u *unit) run(env map[string]any) (any, error) {
-	if u.fast != nil {
-		if v, ok := u.fast.get(env); ok {
-			return v, nil
-		}
-	}
-	return u.runVM(env)
-}
-
-// runVM evaluates the unit with expr-lang's VM.
-func (u *unit) runVM(env map[string]any) (any, error) {
 	m := vmPool.Get().(*vm.VM)
 	out, err := m.Run(u.prog, env)
 	vmPool.Put(m)

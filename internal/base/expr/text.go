@@ -19,10 +19,6 @@ type Text struct {
 	tpl  *pongo2.Template
 	m    *mapped // the source as handed to pongo2, for error positions
 	menu bool    // a tag reads the computed menu
-	// fast is the plain form, when src has one (fast.go), worked out on
-	// the first render: a story loads many templates it never renders.
-	fast     *fastText
-	fastOnce sync.Once
 }
 
 const (
@@ -163,29 +159,14 @@ func parseText(set *pongo2.TemplateSet, m *mapped) (*pongo2.Template, error) {
 // Source returns the template text as written.
 func (t *Text) Source() string { return t.src }
 
-// Render renders the template against env. Missing values render empty.
-// Failures are *EvalError values pointing into the source.
-func (t *Text) Render(env Env) (string, error) {
-	if fast := t.plain(); fast != nil {
-		if out, ok := fast.render(env); ok {
-			return out, nil
-		}
-	}
-	return t.renderPongo2(env)
-}
-
-// plain is the template's plain form, nil when it has none.
-func (t *Text) plain() *fastText {
-	t.fastOnce.Do(func() { t.fast = plainText(t.src) })
-	return t.fast
-}
-
-// renderPongo2 renders the template with pongo2. pongo2 panics where it
-// builds the message for a variable with a [ ] subscript that it cannot
-// resolve (a field or index of a value that has none: its
-// variableResolver.String is unimplemented for subscripts); that panic
-// becomes an *EvalError instead of ending the process.
-func (t *Text) renderPongo2(env Env) (out string, err error) {
+// Render renders the template against env with pongo2. Missing values
+// render empty. Failures are *EvalError values pointing into the source.
+//
+// pongo2 panics where it builds the message for a variable with a [ ]
+// subscript that it cannot resolve (a field or index of a value that has
+// none: its variableResolver.String is unimplemented for subscripts); that
+// panic becomes an *EvalError instead of ending the process.
+func (t *Text) Render(env Env) (out string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			msg := fmt.Sprintf("pongo2 failed while rendering the template (panic: %v)", r)

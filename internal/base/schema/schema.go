@@ -100,7 +100,6 @@ type Schema struct {
 	Raw  json.RawMessage // the document bytes, sent as AskRequest.schema
 	Doc  any             // the parsed document
 	sch  *jsonschema.Schema
-	fast *fastSchema // nil: the schema uses a keyword the fast path lacks
 	// check is ValidateJSON without the value (Check), built once.
 	check func(b []byte) error
 }
@@ -153,7 +152,7 @@ func (c *Compiler) Compile(path string) (*Schema, error) {
 		}
 		return nil, fmt.Errorf("schema %q: %w", path, err)
 	}
-	s = withCheck(&Schema{Path: path, Raw: json.RawMessage(raw), Doc: doc, sch: sch, fast: fastCompile(sch)})
+	s = withCheck(&Schema{Path: path, Raw: json.RawMessage(raw), Doc: doc, sch: sch})
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if prev, ok := c.cache[rel]; ok {

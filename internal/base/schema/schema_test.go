@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -193,5 +194,74 @@ func TestCheck(t *testing.T) {
 	var zero Schema // not built by a compiler: still usable
 	if zero.Check() == nil {
 		t.Error("the zero Schema has no Check")
+	}
+}
+
+// compileText compiles one schema document from memory.
+func compileText(t testing.TB, doc string) *Schema {
+	t.Helper()
+	s, err := NewCompilerFS(fstest.MapFS{"s.json": {Data: []byte(doc)}}, "/story").Compile("s.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestValidateNumbersAsDecoded: the values Decode makes of a submission's
+// numbers (int64, float64, the text of one beyond float64) are judged as
+// the JSON numbers they were: exactly, whatever their Go type.
+func TestValidateNumbersAsDecoded(t *testing.T) {
+	tests := []struct {
+		schema string
+		value  string
+		valid  bool
+	}{
+		{`{"type":"integer"}`, `1`, true},
+		{`{"type":"integer"}`, `1.0`, true},
+		{`{"type":"integer"}`, `1.5`, false},
+		{`{"type":"integer"}`, `1e3`, true},
+		{`{"type":"number"}`, `1e400`, false}, // beyond float64: Decode keeps its text
+		{`{"maximum":9007199254740992}`, `9007199254740992`, true},
+		{`{"maximum":9007199254740992}`, `9007199254740993`, false}, // an int64 is compared exactly
+		{`{"minimum":0.1}`, `0.1`, true},
+		{`{"minimum":0.1}`, `0.09999999999999999`, false},
+		{`{"exclusiveMaximum":2.5}`, `2.5`, false},
+		{`{"exclusiveMaximum":2.5}`, `2.4999999999999996`, true},
+		{`{"enum":["a",2]}`, `2.0`, true},
+		{`{"const":0}`, `-0`, true},
+		{`{"maxLength":3}`, `"日本語"`, true}, // lengths count characters
+		{`{"maxLength":3}`, `"日本語x"`, false},
+	}
+	for _, tt := range tests {
+		s := compileText(t, tt.schema)
+		_, err := s.ValidateJSON([]byte(tt.value))
+		if got := err == nil; got != tt.valid {
+			t.Errorf("schema %s, value %s: valid = %v (%v), want %v", tt.schema, tt.value, got, err, tt.valid)
+		}
+	}
+}
+
+// TestInvalidValuesGetTheLibrarysMessages: each violation names the
+// instance location and the constraint, in the schema library's words.
+func TestInvalidValuesGetTheLibrarysMessages(t *testing.T) {
+	s := compileText(t, `{"type":"object","additionalProperties":false,"required":["a"],
+		"properties":{"a":{"type":"integer","maximum":3},"l":{"type":"array","items":{"type":"string"}}}}`)
+	tests := []struct{ value, want string }{
+		{`{"a":4}`, "/a: maximum: got 4, want 3"},
+		{`{"a":"x"}`, "/a: type: got string, want integer"},
+		{`{}`, "/: required: missing property 'a'"},
+		{`{"a":1,"b":2}`, "/: additionalProperties: additional properties 'b' not allowed"},
+		{`{"a":1,"l":["x",2]}`, "/l/1: type: got number, want string"},
+	}
+	for _, tt := range tests {
+		_, err := s.ValidateJSON([]byte(tt.value))
+		var ie *InvalidError
+		if !errors.As(err, &ie) {
+			t.Errorf("%s: error %v, want an *InvalidError", tt.value, err)
+			continue
+		}
+		if err.Error() != tt.want {
+			t.Errorf("%s: %q, want %q", tt.value, err, tt.want)
+		}
 	}
 }

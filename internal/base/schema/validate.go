@@ -104,14 +104,11 @@ func (s *Schema) ValidateJSON(b []byte) (any, error) {
 	return v, nil
 }
 
-// Validate checks a decoded value. Failures are *InvalidError listing every
-// leaf violation with its instance location and constraint. A value the
-// fast path (fast.go) finds valid is valid without asking the library;
-// everything else is the library's verdict and wording.
+// Validate checks a decoded value with the schema library, the one
+// validator kitsoki has. Failures are *InvalidError listing every leaf
+// violation with its instance location and constraint, in the library's
+// words.
 func (s *Schema) Validate(v any) error {
-	if s.fast != nil && s.fast.valid(v) {
-		return nil
-	}
 	err := s.sch.Validate(v)
 	if err == nil {
 		return nil

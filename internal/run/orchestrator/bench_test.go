@@ -4,10 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/vm"
+	"github.com/flosch/pongo2/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/kitsoki/kitsoki/internal/agents/agent"
 	"github.com/kitsoki/kitsoki/internal/base/schema"
@@ -36,6 +42,9 @@ const benchSchema = `{
 }`
 
 const benchSubmission = `{"decision":"approve","reason":"within policy","confidence":0.92,"risk":"low","tags":["travel","taxi"],"owner":"ann","priority":2,"blocking":false,"summary":"Taxi fare under the auto-approve limit.","score":7.5}`
+
+// benchPrompt is the benchmark story's prompt file.
+const benchPrompt = "Audit this claim: {{ args.claim }} for {{ args.amount }}.\nAnswer with a verdict."
 
 const benchStory = `
 app: {id: bench}
@@ -76,7 +85,7 @@ func benchDecide(b testing.TB, sink trace.Sink) (*Session, *story.Story, *turnCt
 func benchDecideWith(b testing.TB, sink trace.Sink, wrap func(agent.AgentFunc) agent.Agent) (*Session, *story.Story, *turnCtx, *queued) {
 	app := writeStory(b, files{
 		"app.yaml":             benchStory,
-		"prompts/audit.md":     "Audit this claim: {{ args.claim }} for {{ args.amount }}.\nAnswer with a verdict.",
+		"prompts/audit.md":     benchPrompt,
 		"schemas/verdict.json": benchSchema,
 	})
 	st, err := story.Load(app)
@@ -86,7 +95,10 @@ func benchDecideWith(b testing.TB, sink trace.Sink, wrap func(agent.AgentFunc) a
 	reg := agent.NewRegistry(nil)
 	reg.Configure(st.Plugins)
 	sub := json.RawMessage(benchSubmission)
-	reg.Register("agent.fast", wrap(func(context.Context, *agent.Call) (*agent.AskResponse, error) {
+	reg.Register("agent.fast", wrap(func(_ context.Context, c *agent.Call) (*agent.AskResponse, error) {
+		if c.Request.Prompt != benchPromptWant { // the floors render the same prompt
+			return nil, fmt.Errorf("prompt %q, want %q", c.Request.Prompt, benchPromptWant)
+		}
 		return &agent.AskResponse{Submission: sub}, nil
 	}))
 	s, err := New(st, host.New(st, reg, sink), sink, WithSessionID("bench"))
@@ -138,13 +150,16 @@ func benchmarkDecide(b *testing.B, setup func(testing.TB, trace.Sink) (*Session,
 }
 
 // BenchmarkDecideFloor is the part of BenchmarkDecideInProcess that no
-// implementation can skip: the five trace lines trace-format.md §5 requires
-// of a decide (harness.dispatched, agent.call.start, agent.call.complete,
-// world.update, harness.returned), each encoded and written with its own
-// write(2) as §3 requires, and the submission parsed and validated against
-// the 10-field schema by the schema library. The payloads are the ones a
-// real dispatch produces. Rendering, routing, the agent call and binding
-// come on top of this.
+// implementation can skip, done with the libraries kitsoki uses: the
+// with: map's two templates evaluated by expr-lang and the prompt file
+// rendered by pongo2 (floorWork), the submission decoded by encoding/json
+// and validated against the 10-field schema by santhosh-tekuri/jsonschema,
+// and the five trace lines trace-format.md §5 requires of a decide
+// (harness.dispatched, agent.call.start, agent.call.complete,
+// world.update, harness.returned), each encoded by the trace writer and
+// written with its own write(2) as §3 requires. The payloads are the ones
+// a real dispatch produces. Routing, the agent call and binding come on
+// top of this.
 func BenchmarkDecideFloor(b *testing.B) {
 	mem := trace.NewMemSink()
 	s, st, t, q := benchDecide(b, mem)
@@ -164,15 +179,13 @@ func BenchmarkDecideFloor(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer w.Close()
-	sub := json.RawMessage(benchSubmission)
+	work := newFloorWork(b, sch, s.world)
 	times := make([]time.Duration, 0, b.N)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
-		if err := validateStandard(sch, sub); err != nil {
-			b.Fatal(err)
-		}
+		work.do(b)
 		for j := range evs {
 			ev := evs[j]
 			ev.TS = ""
@@ -187,11 +200,13 @@ func BenchmarkDecideFloor(b *testing.B) {
 }
 
 // BenchmarkDecidePhysicalFloor is what BenchmarkDecideInProcess cannot go
-// below on this machine whatever kitsoki does: the five trace lines of one
-// decide, encoded beforehand (the bytes a real dispatch wrote), each handed
-// to the kernel with one write(2), and the submission decoded and
-// validated with the compiled schema. No encoding, rendering, dispatch or
-// binding: issue 20's decide target is a ratio to this.
+// below on this machine with the libraries kitsoki uses, whatever kitsoki
+// does around them: the rendering and validation of floorWork (expr-lang,
+// pongo2, encoding/json and santhosh-tekuri/jsonschema, each compiled
+// once and called directly), and the five trace lines of one decide,
+// encoded beforehand (the bytes a real dispatch wrote), each handed to the
+// kernel with one write(2). No trace encoding, dispatch or binding: the
+// decide target (≤ 2.5×, issue 29) is a ratio to this.
 func BenchmarkDecidePhysicalFloor(b *testing.B) {
 	dir := b.TempDir()
 	w, err := trace.Create(filepath.Join(dir, "decide.jsonl"))
@@ -220,15 +235,13 @@ func BenchmarkDecidePhysicalFloor(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer f.Close()
-	sub := json.RawMessage(benchSubmission)
+	work := newFloorWork(b, sch, s.world)
 	times := make([]time.Duration, 0, b.N)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
 		start := time.Now()
-		if err := validateStandard(sch, sub); err != nil {
-			b.Fatal(err)
-		}
+		work.do(b)
 		for _, l := range lines {
 			if _, err := f.Write(l); err != nil {
 				b.Fatal(err)
@@ -240,14 +253,70 @@ func BenchmarkDecidePhysicalFloor(b *testing.B) {
 	median.Report(b, times)
 }
 
-// validateStandard is what the floors validate with: the submission
-// decoded by encoding/json (schema.DecodeStandard, as the issue defines
-// the floor) and validated with the compiled schema. A decide decodes
-// with schema.Decode's own parser instead, which reads the same values.
-func validateStandard(sch *schema.Schema, sub []byte) error {
-	v, err := schema.DecodeStandard(sub)
-	if err != nil {
-		return err
+// floorWork is the rendering and validation every decide of the benchmark
+// story does, through the libraries alone, each compiled once: the with:
+// map's {{ world.claim }} and {{ world.amount }} as expr-lang programs run
+// on one reused VM, the prompt file as a pongo2 template rendered against
+// the args they make, and the submission decoded by encoding/json (the
+// schema library's UnmarshalJSON) and validated by
+// santhosh-tekuri/jsonschema with the story's compiled schema.
+type floorWork struct {
+	claim, amount *vm.Program
+	machine       vm.VM
+	prompt        *pongo2.Template
+	sch           *schema.Schema
+	world         map[string]any
+	sub           []byte
+}
+
+// benchPromptWant is what the benchmark's prompt file renders to.
+const benchPromptWant = "Audit this claim: taxi 40 for 40.\nAnswer with a verdict."
+
+func newFloorWork(b testing.TB, sch *schema.Schema, world map[string]any) *floorWork {
+	if sch == nil {
+		b.Fatal("the benchmark schema was not compiled at load")
 	}
-	return sch.Validate(v)
+	env := expr.Env(map[string]any{"world": map[string]any{}})
+	claim, err := expr.Compile("world.claim", env)
+	if err != nil {
+		b.Fatal(err)
+	}
+	amount, err := expr.Compile("world.amount", env)
+	if err != nil {
+		b.Fatal(err)
+	}
+	prompt, err := pongo2.FromString(benchPrompt)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := &floorWork{claim: claim, amount: amount, prompt: prompt, sch: sch, world: world, sub: []byte(benchSubmission)}
+	if out := w.do(b); out != benchPromptWant {
+		b.Fatalf("the floor's prompt is %q, want %q", out, benchPromptWant)
+	}
+	return w
+}
+
+// do renders and validates once and returns the prompt.
+func (w *floorWork) do(b testing.TB) string {
+	env := map[string]any{"world": w.world}
+	claim, err := w.machine.Run(w.claim, env)
+	if err != nil {
+		b.Fatal(err)
+	}
+	amount, err := w.machine.Run(w.amount, env)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := w.prompt.Execute(pongo2.Context{"args": map[string]any{"claim": claim, "amount": amount}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(w.sub))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := w.sch.Validate(v); err != nil {
+		b.Fatal(err)
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -121,6 +122,13 @@ func TestArmView(t *testing.T) {
 	}
 	if out := r.do("go dir=south"); out.View != "hall, count 0" {
 		t.Errorf("view after an arm without view: = %q", out.View)
+	}
+	// Only the arm's view is rendered: the target's own is not needed, so a
+	// target view that cannot render does not fail the turn.
+	broken := strings.Replace(keysStory, `view: "room"`, `view: "{{ world.count.x }}"`, 1)
+	r = newRig(t, files{"app.yaml": broken})
+	if out := r.do("go dir=north"); out.Err != nil || out.View != "You go north; count 0." {
+		t.Errorf("arm view over a target view that fails: view %q, err %v", out.View, out.Err)
 	}
 }
 

@@ -450,6 +450,25 @@ func firstNonEmpty(a ...string) string {
 	return ""
 }
 
+// routerSchema compiles the router schema raw of the current state once
+// per session: a state's schema changes only with the intents its guards
+// allow, so a session meets few, and each is compiled the first time.
+func (s *Session) routerSchema(raw []byte) (*schema.Schema, error) {
+	key := s.state + "\x00" + string(raw)
+	if sch, ok := s.routerSchemas[key]; ok {
+		return sch, nil
+	}
+	sch, err := schema.CompileDocument("router schema of state "+s.state, raw)
+	if err != nil {
+		return nil, err
+	}
+	if s.routerSchemas == nil {
+		s.routerSchemas = map[string]*schema.Schema{}
+	}
+	s.routerSchemas[key] = sch
+	return sch, nil
+}
+
 // askRouter asks the router agent with a decide through the host.
 func (s *Session) askRouter(ctx context.Context, t *turnCtx, text string) Route {
 	return s.askAgent(ctx, t, text, modelCall{alias: s.RouterAlias(), verb: "decide", tier: TierRouter, purpose: PurposeRoute})
@@ -467,7 +486,7 @@ func (s *Session) askAgent(ctx context.Context, t *turnCtx, text string, mc mode
 	if err != nil {
 		return Route{Tier: mc.tier, Err: fmt.Errorf("router schema: %w", err)}
 	}
-	sch, err := schema.CompileDocument("router schema of state "+s.state, raw)
+	sch, err := s.routerSchema(raw)
 	if err != nil {
 		return Route{Tier: mc.tier, Err: fmt.Errorf("router schema: %w", err)}
 	}

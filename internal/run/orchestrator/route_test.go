@@ -352,3 +352,36 @@ func benchRouteRig(b *testing.B, semantic *bool) *Session {
 	}
 	return s
 }
+
+// TestRouterSchemaCompiledOncePerState: the router schema of a state is
+// compiled the first time the router is asked there and reused after, and
+// the answers are still validated against it.
+func TestRouterSchemaCompiledOncePerState(t *testing.T) {
+	ra := &routerAgent{sub: `{"intent":"none","confidence":0.9}`}
+	r := newRig(t, files{"app.yaml": routeStory}, withAgent("agent.router", ra))
+	for range 3 {
+		out, err := r.sess.Say(context.Background(), "blah blah")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Outcome != OutcomeRejected || out.Rejection.Code != CodeNoMatch {
+			t.Fatalf("outcome %+v rejection %+v", out, out.Rejection)
+		}
+	}
+	if n := len(r.sess.routerSchemas); n != 1 {
+		t.Errorf("%d router schemas compiled for three routes in one state, want 1", n)
+	}
+	ra.mu.Lock()
+	ra.sub = `{"intent":"units","slots":{"system":"kelvin"},"confidence":0.9}`
+	ra.mu.Unlock()
+	out, err := r.sess.Say(context.Background(), "blah blah")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Outcome != OutcomeRejected || out.Rejection.Code != CodeRouterFailed {
+		t.Errorf("an answer the reused schema rejects: outcome %+v rejection %+v, want %s", out, out.Rejection, CodeRouterFailed)
+	}
+	if len(ra.calls) != 4 {
+		t.Errorf("router asked %d times, want 4", len(ra.calls))
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/base/expr"
 	"github.com/kitsoki/kitsoki/internal/base/inbox"
 	"github.com/kitsoki/kitsoki/internal/base/jobs"
+	"github.com/kitsoki/kitsoki/internal/base/schema"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
@@ -93,6 +94,10 @@ type Session struct {
 	jobsStarted int                 // background jobs this session started
 
 	ev plugin.Event // the envelope emit hands the sink
+
+	// routerSchemas are the router schemas compiled so far, by state and
+	// schema text (routerSchema).
+	routerSchemas map[string]*schema.Schema
 }
 
 // Option configures a Session.

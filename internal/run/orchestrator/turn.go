@@ -180,9 +180,13 @@ func (s *Session) runTurn(ctx context.Context, t *turnCtx, chain func() error) (
 			return s.abort(t, err)
 		}
 	}
-	view, err := s.View()
+	// One view is rendered: the arm's when it has one, else the state's.
+	var view string
+	var err error
 	if t.armView != nil && t.armView.View != nil {
 		view, err = t.armView.View.Render(s.stateEnv(t))
+	} else {
+		view, err = s.View()
 	}
 	if err != nil {
 		return s.abort(t, fault("view of state %q: %w", s.state, err))

@@ -41,6 +41,15 @@ type Call struct {
 	// ReadOnly is set for a call made from a write_mode: read_only room:
 	// the agent may not use mutating tools (ReadOnlyDeniedTools()).
 	ReadOnly bool
+	// Budgets are the spending caps the call counts against (the run's
+	// --max-cost, its profile's quota). The host checks them before the
+	// call and charges the answer's cost after it; a transport making
+	// several requests for the call checks them between requests
+	// (CheckCost) and fails with their *CostCapError.
+	Budgets []*Budget
+	// Profile names the .kitsoki.yaml profile the call was routed to, ""
+	// for none.
+	Profile string
 }
 
 // ReadOnlyDeniedTools are the tools a read-only call may not use.

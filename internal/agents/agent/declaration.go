@@ -1,6 +1,9 @@
 package agent
 
-import "log/slog"
+import (
+	"log/slog"
+	"time"
+)
 
 // Plugin type names accepted in agent_plugins: declarations.
 const (
@@ -9,11 +12,30 @@ const (
 	PluginSubprocess = "subprocess"
 	PluginMCPHTTP    = "mcp_http"
 	PluginLocalLLM   = "builtin.local_llm"
+	PluginAnthropic  = "builtin.anthropic"
+	PluginOpenAI     = "builtin.openai"
+	PluginCodexCLI   = "builtin.codex_cli"
+	PluginCopilotCLI = "builtin.copilot_cli"
 )
 
 // PluginTypes lists the declarable plugin types in the order error messages
 // name them.
-var PluginTypes = []string{PluginClaudeCLI, PluginInProcess, PluginSubprocess, PluginMCPHTTP, PluginLocalLLM}
+var PluginTypes = []string{PluginClaudeCLI, PluginInProcess, PluginSubprocess, PluginMCPHTTP, PluginLocalLLM,
+	PluginAnthropic, PluginOpenAI, PluginCodexCLI, PluginCopilotCLI}
+
+// DefaultModel is the model an API backend runs on when neither the
+// call's route nor the declaration names one: the API needs a model, and
+// the host records the one it resolved. Other plugin types have none ("":
+// the agent CLIs have their own defaults).
+func DefaultModel(pluginType string) string {
+	switch pluginType {
+	case PluginAnthropic:
+		return "claude-sonnet-4-5"
+	case PluginOpenAI:
+		return "gpt-4.1-mini"
+	}
+	return ""
+}
 
 // DefaultAlias is the alias of the built-in claude agent, injected into every
 // story that does not declare it.
@@ -49,6 +71,89 @@ type Declaration struct {
 	// Manifest is the absolute path of the manifest the tools were read
 	// from, "" when they were declared inline (or not at all).
 	Manifest string
+
+	// The keys of the API backends (builtin.anthropic, builtin.openai) and
+	// the agent CLIs (builtin.codex_cli, builtin.copilot_cli).
+
+	// BaseURL is the API root (base_url:); "" is the provider's own.
+	BaseURL string
+	// API selects builtin.openai's wire API (api:): "chat" (Chat
+	// Completions, the default) or "responses".
+	API string
+	// Stream is stream: (nil: the transport's default, streaming).
+	Stream *bool
+	// MaxTokens is max_tokens: the output bound of one request (0: the
+	// transport's default).
+	MaxTokens int
+	// MaxTurns bounds the model round trips of one call (max_turns:; 0:
+	// the transport's default).
+	MaxTurns int
+	// Effort is the default reasoning effort of the agent's calls
+	// (effort:); a route's or persona's wins.
+	Effort string
+	// Timeout bounds the wait for each HTTP response and, while a stream
+	// is read, for its next bytes (timeout:; 0: the transport's default).
+	Timeout time.Duration
+	// Retries is how many times an API request refused with 429 or 5xx
+	// (or whose connection failed) is sent again (retries:; nil: the
+	// transport's default, 0: never).
+	Retries *int
+	// Sandbox and Approval are an agent CLI's sandbox and approval modes
+	// (sandbox:, approval:); "" is kitsoki's per-verb default.
+	Sandbox  string
+	Approval string
+	// Pricing prices the model's tokens for cost_usd and the cost caps
+	// (pricing:); nil uses the built-in price list.
+	Pricing *Pricing
+	// Quota caps what the agent's calls may cost in one run (a profile's
+	// quota:); nil is no cap beyond the run's.
+	Quota *Quota
+	// Source says where the declaration was written, for messages:
+	// "agent_plugins.agent.x" ("" means that, from Alias) or
+	// ".kitsoki.yaml profiles.fast".
+	Source string
+}
+
+// Where names the declaration in a message ("agent_plugins.<alias>", or
+// the profile it came from).
+func (d Declaration) Where() string {
+	if d.Source != "" {
+		return d.Source
+	}
+	return "agent_plugins." + d.Alias
+}
+
+// StreamOr is the declaration's stream: setting, def when it has none.
+func (d Declaration) StreamOr(def bool) bool {
+	if d.Stream == nil {
+		return def
+	}
+	return *d.Stream
+}
+
+// RetriesOr is the declaration's retries: setting, def when it has none.
+func (d Declaration) RetriesOr(def int) int {
+	if d.Retries == nil {
+		return def
+	}
+	return *d.Retries
+}
+
+// Pricing is what a model's tokens cost, in US dollars per million
+// tokens. Cache prices of 0 are taken from the input price (cache reads
+// at the provider's discount, cache writes at its surcharge).
+type Pricing struct {
+	InputPerMTok      float64
+	OutputPerMTok     float64
+	CacheReadPerMTok  float64
+	CacheWritePerMTok float64
+}
+
+// Quota caps one agent's spending in a run: MaxCostUSD dollars (0: no
+// cap) and MaxCalls calls (0: no cap).
+type Quota struct {
+	MaxCostUSD float64
+	MaxCalls   int
 }
 
 // BuildEnv is what a transport builder gets besides the declaration.

@@ -3,7 +3,6 @@ package httpllm
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/agents/agent"
@@ -99,6 +98,10 @@ func modelMissing(ae *APIError) bool {
 
 // Truncated is the failure of an answer cut off at the output bound.
 func Truncated(h Hints, maxTokens int) *agent.AskError {
+	if maxTokens <= 0 {
+		return agent.Errorf(agent.KindTransportError, "%s: the answer was cut off at the model's output limit: set max_tokens: under %s, or ask for a shorter answer",
+			h.API, h.Where)
+	}
 	return agent.Errorf(agent.KindTransportError, "%s: the answer was cut off at max_tokens %d: raise max_tokens: under %s",
 		h.API, maxTokens, h.Where)
 }
@@ -130,9 +133,4 @@ func plural(n int, one, many string) string {
 // know.
 func ErrUnsupportedEffort(api, effort, known string) *agent.AskError {
 	return agent.Errorf(agent.KindTransportError, "%s: effort %q is not one of %s", api, effort, known)
-}
-
-// Usagef formats a token count pair for logs.
-func Usagef(t Tokens) string {
-	return fmt.Sprintf("in=%d out=%d cache_read=%d cache_write=%d", t.Input, t.Output, t.CacheRead, t.CacheWrite)
 }

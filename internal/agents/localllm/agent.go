@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	schemapkg "github.com/kitsoki/kitsoki/internal/base/schema"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -17,6 +16,9 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agents/agent"
+	"github.com/kitsoki/kitsoki/internal/agents/httpllm"
+	"github.com/kitsoki/kitsoki/internal/agents/openai"
+	"github.com/kitsoki/kitsoki/internal/base/secret"
 )
 
 // DefaultParallel is the --parallel slot count of a managed sidecar: routing
@@ -47,7 +49,14 @@ type Config struct {
 	StopGrace time.Duration
 	// LookupEnv reads api_key_env at call time (nil → os.LookupEnv).
 	LookupEnv func(string) (string, bool)
+	// Backoff is the first wait before an endpoint-mode request is
+	// retried (0 → httpllm.DefaultBackoff); Options.Clock measures it.
+	Backoff time.Duration
 }
+
+// DefaultTimeout bounds the wait for an answer (a cold CPU model is slow)
+// when the declaration sets no timeout:.
+const DefaultTimeout = 10 * time.Minute
 
 // Builder builds builtin.local_llm agents with the zero Config: each
 // managed agent has a sidecar of its own (NewBuilder with a Pool shares
@@ -69,9 +78,10 @@ type Agent struct {
 	decl      agent.Declaration
 	cfg       Config
 	logger    *slog.Logger
-	client    *http.Client
+	http      *http.Client
+	client    *httpllm.Client // sends through builtin.openai's Endpoint
 	maxTokens int
-	chatURL   string // endpoint mode
+	baseURL   string // endpoint mode: the API root, <endpoint>/v1
 
 	sidecarHold // managed mode: the sidecar, acquired on first Ask
 
@@ -102,12 +112,12 @@ func New(decl agent.Declaration, cfg Config, logger *slog.Logger) (*Agent, error
 	if cfg.StopGrace <= 0 {
 		cfg.StopGrace = defaultStopGrace
 	}
-	a := &Agent{decl: decl, cfg: cfg, logger: logger, client: cfg.HTTPClient, maxTokens: cfg.MaxTokens}
+	a := &Agent{decl: decl, cfg: cfg, logger: logger, http: cfg.HTTPClient, maxTokens: cfg.MaxTokens}
 	if a.maxTokens <= 0 {
 		a.maxTokens = DefaultMaxTokens
 	}
-	if a.client == nil {
-		a.client = &http.Client{Transport: &http.Transport{
+	if a.http == nil {
+		a.http = &http.Client{Transport: &http.Transport{
 			Proxy:               nil, // a local model server is never reached through a proxy
 			MaxIdleConnsPerHost: 16,
 			IdleConnTimeout:     90 * time.Second,
@@ -119,7 +129,7 @@ func New(decl agent.Declaration, cfg Config, logger *slog.Logger) (*Agent, error
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fmt.Errorf("builtin.local_llm endpoint: %q is not an http(s) URL (e.g. http://127.0.0.1:8080)", decl.Endpoint)
 		}
-		a.chatURL = strings.TrimRight(decl.Endpoint, "/") + "/v1/chat/completions"
+		a.baseURL = strings.TrimRight(decl.Endpoint, "/") + "/v1"
 	case decl.Model == "":
 		return nil, errors.New("builtin.local_llm plugin requires model: or endpoint:")
 	default:
@@ -134,7 +144,24 @@ func New(decl agent.Declaration, cfg Config, logger *slog.Logger) (*Agent, error
 			}
 		}
 	}
+	a.client = a.newClient()
 	return a, nil
+}
+
+// newClient is the agent's HTTP client: an endpoint someone else runs is
+// retried on 429 and 5xx like any API (retries:, default 2); a managed
+// sidecar is not (kitsoki owns it: a failure is its crash, reported as
+// one).
+func (a *Agent) newClient() *httpllm.Client {
+	retries := httpllm.DefaultRetries
+	if a.baseURL == "" {
+		retries = 0
+	}
+	d := a.decl
+	if d.Timeout <= 0 {
+		d.Timeout = DefaultTimeout
+	}
+	return openai.NewClient(d, openai.Config{HTTP: a.http, Clock: a.cfg.Clock, Backoff: a.cfg.Backoff}, a.logger, "local model server", retries)
 }
 
 // FallbackEligible reports that a submission of this agent rejected by
@@ -145,13 +172,16 @@ func (a *Agent) FallbackEligible() bool { return true }
 // Ask sends the call to the model and returns its answer as the
 // submission. The model is the call's (call.Model, as the host resolved it):
 // an endpoint is asked for it by name, and a managed sidecar, which serves
-// its one pinned model, refuses any other.
+// its one pinned model, refuses any other. The exchange goes through the
+// builtin.openai transport's Endpoint: one chat completion, constrained by
+// the schema when the declaration says so, unconstrained again when the
+// server refuses the constraint (fail open).
 func (a *Agent) Ask(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, agent.Errorf(agent.KindDeadlineExceeded, "local_llm agent: context already done: %w", err)
 	}
 	req, model := call.Request, call.Model
-	if a.chatURL == "" { // managed: the sidecar serves its pinned model
+	if a.baseURL == "" { // managed: the sidecar serves its pinned model
 		if model != "" && model != a.decl.Model {
 			return nil, agent.Errorf(agent.KindTransportError, "local_llm agent: model %q is not served here: a managed sidecar serves its pinned model %q only (declare another alias for %q)", model, a.decl.Model, model)
 		}
@@ -175,43 +205,83 @@ func (a *Agent) Ask(ctx context.Context, call *agent.Call) (*agent.AskResponse, 
 		key = v
 	}
 
-	chatURL := a.chatURL
+	base := a.baseURL
 	var proc *process
 	meta := make(map[string]any, 8)
-	if chatURL == "" {
+	if base == "" {
 		p, restarted, err := a.managedEndpoint(ctx)
 		if err != nil {
 			return nil, err
 		}
 		proc = p
-		chatURL = p.baseURL + "/v1/chat/completions"
+		base = p.baseURL + "/v1"
 		if restarted != "" {
 			meta["sidecar_restarted"] = restarted
 		}
 	}
 
+	ep := a.endpoint(base, key)
 	body, c := a.buildRequest(req, call.Persona, model, meta)
-	status, raw, err := a.post(ctx, chatURL, key, &body)
-	if err == nil && body.ResponseFormat != nil && isFailOpen(status, raw) {
+	st := &httpllm.Stats{}
+	resp, err := ep.Chat(ctx, &body, st)
+	var ae *httpllm.APIError
+	if errors.As(err, &ae) && body.ResponseFormat != nil && isFailOpen(ae.Status, ae.Body) {
 		// The server could not apply the constraint: answer unconstrained,
 		// record it, and let validation be the guarantee.
-		a.logger.Warn("local_llm: server refused the schema constraint; retrying unconstrained", "status", status, "reply", agent.Clip(a.scrub(raw, key)))
-		meta["fail_open"] = fmt.Sprintf("http %d: %s", status, agent.Clip(a.scrub(raw, key)))
+		reply := agent.Clip(a.scrub(ae.Body, key))
+		a.logger.Warn("local_llm: server refused the schema constraint; retrying unconstrained", "status", ae.Status, "reply", reply)
+		meta["fail_open"] = fmt.Sprintf("http %d: %s", ae.Status, reply)
 		body.ResponseFormat, c.grammar, c.jsonSchema = nil, false, false
-		status, raw, err = a.post(ctx, chatURL, key, &body)
+		resp, err = ep.Chat(ctx, &body, st)
+	}
+	if st.Retries > 0 {
+		meta["http_retries"] = st.Retries
 	}
 	if err != nil {
-		if proc != nil {
+		var ce *httpllm.ConnError
+		if proc != nil && errors.As(err, &ce) {
 			if crash := a.crashed(proc); crash != nil {
 				return nil, crash
 			}
 		}
-		return nil, err
+		return nil, a.exchangeError(ctx, err, key)
 	}
-	if status >= 400 {
-		return nil, agent.Errorf(agent.KindTransportError, "local_llm agent: http %d: %s", status, agent.Clip(a.scrub(raw, key)))
+	return a.parseReply(resp, model, c, meta)
+}
+
+// endpoint is the call's endpoint: the agent's client, with the key (if
+// any) masked and sent as a bearer token.
+func (a *Agent) endpoint(base, key string) *openai.Endpoint {
+	client := a.client
+	if key != "" {
+		cp := *client
+		cp.Mask = secret.New(append([]string{key}, a.decl.Secrets...))
+		client = &cp
 	}
-	return a.parseReply(raw, model, c, meta)
+	return &openai.Endpoint{Client: client, BaseURL: base, Header: openai.AuthHeader(key), Stream: a.decl.StreamOr(false)}
+}
+
+// exchangeError is the call's failure when the exchange failed: the
+// server's refusal with its body, a connection that failed, the call's
+// end.
+func (a *Agent) exchangeError(ctx context.Context, err error, key string) error {
+	var (
+		ae *httpllm.APIError
+		ce *httpllm.ConnError
+	)
+	switch {
+	case ctx.Err() != nil:
+		return agent.Errorf(agent.KindDeadlineExceeded, "local_llm agent: the call ended before the answer came: %w", context.Cause(ctx))
+	case errors.As(err, &ae):
+		msg := fmt.Sprintf("local_llm agent: http %d: %s", ae.Status, agent.Clip(a.scrub(bytes.TrimSpace(ae.Body), key)))
+		if ae.Attempts > 1 {
+			msg += fmt.Sprintf(" (after %d attempts)", ae.Attempts)
+		}
+		return agent.Errorf(agent.KindTransportError, "%s", msg)
+	case errors.As(err, &ce):
+		return agent.Errorf(agent.KindTransportError, "local_llm agent: %v: check endpoint: under %s (and that the server is up)", ce, a.decl.Where())
+	}
+	return agent.Errorf(agent.KindTransportError, "local_llm agent: %s", a.scrub([]byte(err.Error()), key))
 }
 
 // constraint is what a request asked of the server.
@@ -222,12 +292,12 @@ type constraint struct {
 // buildRequest assembles the chat request: the model, the persona's
 // system prompt and the prompt as messages, max_tokens, and response_format
 // when the declaration and the schema call for it.
-func (a *Agent) buildRequest(req *agent.AskRequest, persona *agent.Persona, model string, meta map[string]any) (chatRequest, constraint) {
-	body := chatRequest{Model: model, MaxTokens: a.maxTokens, Messages: make([]chatMessage, 0, 2)}
+func (a *Agent) buildRequest(req *agent.AskRequest, persona *agent.Persona, model string, meta map[string]any) (openai.ChatRequest, constraint) {
+	body := openai.ChatRequest{Model: model, MaxTokens: a.maxTokens, Messages: make([]openai.ChatMessage, 0, 2)}
 	if persona != nil && persona.SystemPrompt != "" {
-		body.Messages = append(body.Messages, chatMessage{Role: "system", Content: persona.SystemPrompt})
+		body.Messages = append(body.Messages, openai.ChatMessage{Role: "system", Content: persona.SystemPrompt})
 	}
-	body.Messages = append(body.Messages, chatMessage{Role: "user", Content: req.Prompt})
+	body.Messages = append(body.Messages, openai.ChatMessage{Role: "user", Content: req.Prompt})
 	c := constraint{hasSchema: hasSchema(req.Schema)}
 	switch {
 	case !c.hasSchema:
@@ -243,13 +313,10 @@ func (a *Agent) buildRequest(req *agent.AskRequest, persona *agent.Persona, mode
 	return body, c
 }
 
-// parseReply turns a 2xx body into the response, or names what is wrong
-// with it.
-func (a *Agent) parseReply(raw []byte, model string, c constraint, meta map[string]any) (*agent.AskResponse, error) {
-	var cr chatResponse
-	if err := json.Unmarshal(raw, &cr); err != nil {
-		return nil, agent.Errorf(agent.KindTransportError, "local_llm agent: unmarshal chat response: %w (raw: %s)", err, agent.Clip(raw))
-	}
+// parseReply turns a completion into the response, or names what is
+// wrong with it.
+func (a *Agent) parseReply(cr *openai.ChatResponse, model string, c constraint, meta map[string]any) (*agent.AskResponse, error) {
+	raw := cr.Raw
 	if len(cr.Choices) == 0 {
 		return nil, agent.Errorf(agent.KindTransportError, "local_llm agent: response has no choices (raw: %s)", agent.Clip(raw))
 	}
@@ -264,44 +331,11 @@ func (a *Agent) parseReply(raw []byte, model string, c constraint, meta map[stri
 		model = cr.Model
 	}
 	meta["model"] = model
-	meta["prompt_tokens"] = cr.Usage.PromptTokens
-	meta["completion_tokens"] = cr.Usage.CompletionTokens
+	meta["prompt_tokens"] = int(cr.Usage.PromptTokens)
+	meta["completion_tokens"] = int(cr.Usage.CompletionTokens)
 	meta["grammar"] = c.grammar
 	meta["json_schema"] = c.jsonSchema
 	return &agent.AskResponse{Submission: submissionFrom(*first.Message.Content, c.hasSchema), Meta: meta}, nil
-}
-
-// post sends one chat request and returns the status and the body (at most
-// maxBody bytes). Only transport failures are errors.
-func (a *Agent) post(ctx context.Context, u, key string, body *chatRequest) (int, []byte, error) {
-	buf := body.encode()
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(buf))
-	if err != nil {
-		return 0, nil, agent.Errorf(agent.KindTransportError, "local_llm agent: build request: %w", err)
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	if key != "" {
-		hreq.Header.Set("Authorization", "Bearer "+key)
-	}
-	resp, err := a.client.Do(hreq)
-	if err != nil {
-		if ctx.Err() != nil {
-			return 0, nil, agent.Errorf(agent.KindDeadlineExceeded, "local_llm agent: http do: %w", err)
-		}
-		return 0, nil, agent.Errorf(agent.KindTransportError, "local_llm agent: http do: %w", err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
-	if err != nil {
-		if ctx.Err() != nil {
-			return 0, nil, agent.Errorf(agent.KindDeadlineExceeded, "local_llm agent: read response: %w", err)
-		}
-		return 0, nil, agent.Errorf(agent.KindTransportError, "local_llm agent: read response: %w", err)
-	}
-	if len(raw) > maxBody {
-		return 0, nil, agent.Errorf(agent.KindTransportError, "local_llm agent: response body exceeds %d MiB: refused", maxBody>>20)
-	}
-	return resp.StatusCode, raw, nil
 }
 
 // scrub removes the bearer token from server text quoted in an error, in
@@ -392,4 +426,4 @@ func (a *Agent) crashed(p *process) error {
 // Close releases this agent's hold on the sidecar; the last holder stops it
 // (SIGTERM, then SIGKILL after the grace period). Endpoint mode only drops
 // idle connections.
-func (a *Agent) Close() error { return a.sidecarHold.close(a.client, a.cfg.Pool) }
+func (a *Agent) Close() error { return a.sidecarHold.close(a.http, a.cfg.Pool) }

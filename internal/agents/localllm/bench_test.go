@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agents/agent"
+	"github.com/kitsoki/kitsoki/internal/agents/openai"
 	"github.com/kitsoki/kitsoki/internal/testsupport/servertime"
 )
 
@@ -68,14 +69,20 @@ func BenchmarkLocalLLMAsk(b *testing.B) {
 		for b.Loop() {
 			meta := make(map[string]any, 8)
 			body, c := a.buildRequest(req, call.Persona, call.Model, meta)
-			_ = body.encode()
-			if _, err := a.parseReply(canned, call.Model, c, meta); err != nil {
+			if _, err := json.Marshal(&body); err != nil {
+				b.Fatal(err)
+			}
+			var cr openai.ChatResponse
+			if err := json.Unmarshal(canned, &cr); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := a.parseReply(&cr, call.Model, c, meta); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("raw_roundtrip", func(b *testing.B) {
-		body, _ := json.Marshal(chatRequest{Model: "m", MaxTokens: DefaultMaxTokens, Messages: []chatMessage{{Role: "user", Content: req.Prompt}}, ResponseFormat: newResponseFormat(req.Schema)})
+		body, _ := json.Marshal(openai.ChatRequest{Model: "m", MaxTokens: DefaultMaxTokens, Messages: []openai.ChatMessage{{Role: "user", Content: req.Prompt}}, ResponseFormat: newResponseFormat(req.Schema)})
 		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 		defer client.CloseIdleConnections()
 		run(b, func() error {

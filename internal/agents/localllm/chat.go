@@ -3,8 +3,9 @@ package localllm
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
 	"strings"
+
+	"github.com/kitsoki/kitsoki/internal/agents/openai"
 )
 
 // maxBody is the largest response body read from a server (16 MiB).
@@ -16,92 +17,12 @@ const maxBody = 16 << 20
 // off by it fails as a transport_error rather than as truncated JSON.
 const DefaultMaxTokens = 1024
 
-type chatMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
-
-type chatRequest struct {
-	Model          string          `json:"model,omitempty"`
-	Messages       []chatMessage   `json:"messages"`
-	MaxTokens      int             `json:"max_tokens"`
-	ResponseFormat *responseFormat `json:"response_format,omitempty"`
-}
-
-// responseFormat is the OpenAI json_schema response format. llama-server
-// reads json_schema.schema from it and turns it into a grammar; OpenAI-native
-// endpoints honour name and strict. One shape serves both.
-type responseFormat struct {
-	Type       string      `json:"type"`
-	JSONSchema *schemaSpec `json:"json_schema"`
-}
-
-type schemaSpec struct {
-	Name   string          `json:"name"`
-	Strict bool            `json:"strict"`
-	Schema json.RawMessage `json:"schema"`
-}
-
-func newResponseFormat(schema json.RawMessage) *responseFormat {
-	return &responseFormat{Type: "json_schema", JSONSchema: &schemaSpec{Name: "submission", Strict: true, Schema: schema}}
-}
-
-// encode returns the request body: the JSON json.Marshal gives for r, except
-// that the schema (compact, valid JSON already) is copied in as it is,
-// where json.Marshal would re-scan and re-compact it on every call and
-// escape any <, > or & in it. For a typical schema that re-scan cost more
-// than the rest of the request.
-func (r *chatRequest) encode() []byte {
-	size := 128 + len(r.Model)
-	for _, m := range r.Messages {
-		size += len(m.Content) + 32
-	}
-	if r.ResponseFormat != nil {
-		size += len(r.ResponseFormat.JSONSchema.Schema) + 96
-	}
-	b := make([]byte, 0, size)
-	b = append(b, '{')
-	if r.Model != "" {
-		b = append(b, `"model":`...)
-		b = appendString(b, r.Model)
-		b = append(b, ',')
-	}
-	b = append(b, `"messages":[`...)
-	for i, m := range r.Messages {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"role":`...)
-		b = appendString(b, m.Role)
-		b = append(b, `,"content":`...)
-		b = appendString(b, m.Content)
-		b = append(b, '}')
-	}
-	b = append(b, `],"max_tokens":`...)
-	b = strconv.AppendInt(b, int64(r.MaxTokens), 10)
-	if rf := r.ResponseFormat; rf != nil {
-		s := rf.JSONSchema
-		b = append(b, `,"response_format":{"type":`...)
-		b = appendString(b, rf.Type)
-		b = append(b, `,"json_schema":{"name":`...)
-		b = appendString(b, s.Name)
-		b = append(b, `,"strict":`...)
-		b = strconv.AppendBool(b, s.Strict)
-		b = append(b, `,"schema":`...)
-		if len(s.Schema) == 0 {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, s.Schema...)
-		}
-		b = append(b, "}}"...)
-	}
-	return append(b, '}')
-}
-
-// appendString appends s as a JSON string, encoded by encoding/json.
-func appendString(b []byte, s string) []byte {
-	q, _ := json.Marshal(s) // a string always encodes
-	return append(b, q...)
+// newResponseFormat is the OpenAI json_schema response format.
+// llama-server reads json_schema.schema from it and turns it into a
+// grammar; OpenAI-native endpoints honour name and strict. One shape
+// serves both.
+func newResponseFormat(schema json.RawMessage) *openai.ResponseFormat {
+	return &openai.ResponseFormat{Type: "json_schema", JSONSchema: &openai.SchemaSpec{Name: "submission", Strict: true, Schema: schema}}
 }
 
 // compactSchema returns schema without layout whitespace, or as it is when
@@ -114,40 +35,18 @@ func compactSchema(schema json.RawMessage) json.RawMessage {
 	return buf.Bytes()
 }
 
-type chatResponse struct {
-	Model   string `json:"model"`
-	Choices []struct {
-		Message struct {
-			Content *string `json:"content"`
-		} `json:"message"`
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-	} `json:"usage"`
-}
-
 // submissionFrom turns a model's answer text into a submission: trimmed,
-// without a ```json / ``` fence, compacted when it is JSON. Text that is not JSON is sent as a JSON
-// string when the call has no schema (a free-form ask), and as is otherwise,
-// so the host's validation reports it (and falls back).
+// without a ```json / ``` fence, compacted when it is JSON. Text that is
+// not JSON is sent as a JSON string when the call has no schema (a
+// free-form ask), and as is otherwise, so the host's validation reports it
+// (and falls back).
 func submissionFrom(content string, hasSchema bool) json.RawMessage {
-	s := strings.TrimSpace(content)
-	if rest, ok := strings.CutPrefix(s, "```"); ok {
-		rest = strings.TrimPrefix(rest, "json")
-		s = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "```"))
+	b, ok := openai.AnswerJSON(content)
+	if ok || hasSchema {
+		return b
 	}
-	b := []byte(s)
-	var compact bytes.Buffer
-	if json.Compact(&compact, b) == nil { // valid JSON, stored without the model's layout whitespace
-		return compact.Bytes()
-	}
-	if !hasSchema {
-		q, _ := json.Marshal(s)
-		return q
-	}
-	return b
+	q, _ := json.Marshal(strings.TrimSpace(content))
+	return q
 }
 
 // isFailOpen reports whether an HTTP 4xx reply to a constrained request is

@@ -102,7 +102,7 @@ func NewEmbedder(cfg EmbedderConfig, logger *slog.Logger) (*LocalEmbedder, error
 		return nil, fmt.Errorf("local embedder: %w", err)
 	}
 	cfg.Config = a.cfg
-	e := &LocalEmbedder{cfg: cfg, model: m, client: a.client, logger: logger}
+	e := &LocalEmbedder{cfg: cfg, model: m, client: a.http, logger: logger}
 	if cfg.Endpoint != "" {
 		if _, err := url.Parse(cfg.Endpoint); err != nil {
 			return nil, fmt.Errorf("local embedder: endpoint: %w", err)

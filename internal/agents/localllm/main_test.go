@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/kitsoki/kitsoki/internal/agents/openai"
 	"net"
 	"net/http"
 	"os"
@@ -84,7 +85,7 @@ func fakeServerMain(args []string) int {
 		_, _ = w.Write([]byte(`{"status":"ok"}`))
 	})
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
-		var req chatRequest
+		var req openai.ChatRequest
 		_ = json.NewDecoder(r.Body).Decode(&req)
 		mu.Lock()
 		st.ChatRequests++

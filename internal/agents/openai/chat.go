@@ -89,6 +89,9 @@ type StreamOptions struct {
 // ChatResponse is a chat completion (whole, or put together from a
 // stream).
 type ChatResponse struct {
+	// Raw is the body of a whole (not streamed) answer, for messages
+	// that quote it.
+	Raw     []byte       `json:"-"`
 	ID      string       `json:"id"`
 	Model   string       `json:"model"`
 	Choices []ChatChoice `json:"choices"`
@@ -159,6 +162,7 @@ func readChat(resp *http.Response) (*ChatResponse, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, &ReplyError{Msg: fmt.Sprintf("the answer is not a chat completion: %v", err), Raw: b}
 	}
+	r.Raw = b
 	return &r, nil
 }
 

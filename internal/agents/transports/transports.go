@@ -4,9 +4,11 @@ package transports
 
 import (
 	"github.com/kitsoki/kitsoki/internal/agents/agent"
+	"github.com/kitsoki/kitsoki/internal/agents/anthropic"
 	"github.com/kitsoki/kitsoki/internal/agents/claudecli"
 	"github.com/kitsoki/kitsoki/internal/agents/localllm"
 	"github.com/kitsoki/kitsoki/internal/agents/mcphttp"
+	"github.com/kitsoki/kitsoki/internal/agents/openai"
 	"github.com/kitsoki/kitsoki/internal/agents/subprocess"
 )
 
@@ -18,4 +20,6 @@ func Register(r *agent.Registry, models *localllm.Pool) {
 	r.RegisterTransport(agent.PluginLocalLLM, localllm.NewBuilder(localllm.Config{Pool: models}))
 	r.RegisterTransport(agent.PluginSubprocess, subprocess.Build)
 	r.RegisterTransport(agent.PluginMCPHTTP, mcphttp.Build)
+	r.RegisterTransport(agent.PluginAnthropic, anthropic.Build)
+	r.RegisterTransport(agent.PluginOpenAI, openai.Build)
 }

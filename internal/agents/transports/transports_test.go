@@ -14,10 +14,12 @@ func TestOnlyLocalLLMFallsBack(t *testing.T) {
 	reg := agent.NewRegistry(nil)
 	Register(reg, nil)
 	decls := map[string]agent.Declaration{
-		"agent.local":  {Plugin: agent.PluginLocalLLM, Endpoint: "http://127.0.0.1:1"},
-		"agent.sub":    {Plugin: agent.PluginSubprocess, Command: "/nonexistent/plugin"},
-		"agent.remote": {Plugin: agent.PluginMCPHTTP, Endpoint: "http://127.0.0.1:1/mcp"},
-		"agent.cli":    {Plugin: agent.PluginClaudeCLI, Command: "/nonexistent/claude"},
+		"agent.local":      {Plugin: agent.PluginLocalLLM, Endpoint: "http://127.0.0.1:1"},
+		"agent.sub":        {Plugin: agent.PluginSubprocess, Command: "/nonexistent/plugin"},
+		"agent.remote":     {Plugin: agent.PluginMCPHTTP, Endpoint: "http://127.0.0.1:1/mcp"},
+		"agent.cli":        {Plugin: agent.PluginClaudeCLI, Command: "/nonexistent/claude"},
+		"agent.claude_api": {Plugin: agent.PluginAnthropic},
+		"agent.gpt":        {Plugin: agent.PluginOpenAI},
 	}
 	reg.Configure(decls)
 	t.Cleanup(func() { _ = reg.Close() })

@@ -61,7 +61,7 @@ func refuseTools(pluginType string) string {
 	switch pluginType {
 	case agent.PluginMCPHTTP:
 		return "mcp_http plugins cannot declare agent tools: kitsoki only calls their ask tool and does not run them; contribute tools from a subprocess plugin"
-	case agent.PluginClaudeCLI, agent.PluginInProcess, agent.PluginLocalLLM:
+	case agent.PluginClaudeCLI, agent.PluginInProcess, agent.PluginLocalLLM, agent.PluginAnthropic, agent.PluginOpenAI, agent.PluginCodexCLI, agent.PluginCopilotCLI:
 		return fmt.Sprintf("%s is a builtin plugin and cannot declare agent tools: only subprocess plugins contribute tools", pluginType)
 	}
 	return ""

@@ -49,6 +49,7 @@ func schemaTables() map[string]*keySpec {
 		"importIntentKeys": importIntentKeys, "importOverrideKey": importOverrideKey, "exportsKeys": exportsKeys,
 		"timeoutKeys": timeoutKeys, "embeddingKeys": embeddingKeys, "fallbackKeys": fallbackKeys, "offRampKeys": offRampKeys, "offPathKeys": offPathKeys,
 		"metaModeKeys": metaModeKeys, "metaReturnKeys": metaReturnKeys, "contextualKeys": contextualKeys, "retryKeys": retryKeys,
+		"pricingKeys": pricingKeys,
 	}
 }
 
@@ -84,7 +85,7 @@ func storyShape(u tables) (root *shape, defs map[string]*shape) {
 	root = u.obj(topKeys, map[string]*shape{
 		"app":           u.obj(appKeys, nil),
 		"agents":        shMap(u.obj(personaKeys, nil)),
-		"agent_plugins": shMap(u.obj(pluginKeys, map[string]*shape{"agent_tools": shList(shRef("agent_tool"))})),
+		"agent_plugins": shMap(u.obj(pluginKeys, map[string]*shape{"agent_tools": shList(shRef("agent_tool")), "pricing": u.obj(pricingKeys, nil)})),
 		"host_plugins":  shMap(u.obj(hostPluginKeys, nil)),
 		"host_interfaces": shMap(u.obj(interfaceKeys, map[string]*shape{
 			"operations": shMap(shScalarOr(u.obj(interfaceOpKeys, nil))),

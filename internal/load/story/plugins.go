@@ -12,6 +12,7 @@ import (
 var pluginKeys = &keySpec{v1: []string{
 	"plugin", "command", "args", "env", "endpoint", "tool", "headers", "model", "grammar", "port",
 	"server_bin", "api_key_env", "json_schema", "enabled", "agent_tools", "manifest",
+	"base_url", "api", "stream", "max_tokens", "max_turns", "effort", "timeout", "retries", "sandbox", "approval", "pricing",
 }}
 
 // loadPlugins reads agent_plugins: as wire-protocols.md §1 says. ${VAR}
@@ -49,6 +50,7 @@ func (l *loader) loadPlugins(f *file, e entry) {
 		strField(l, f, fs, path, "api_key_env", &d.APIKeyEnv)
 		boolField(l, f, fs, path, "json_schema", &d.JSONSchema)
 		boolField(l, f, fs, path, "enabled", &d.Enabled)
+		l.loadBackendKeys(f, fs, path, &d)
 		if p, ok := fs.get("port"); ok {
 			if i, ok := l.integer(f, p.val, joinPath(path, "port")); ok {
 				if i < 0 || i > 65535 {
@@ -88,8 +90,9 @@ func (l *loader) checkPluginType(f *file, pe entry, fs fieldSet, path string, d 
 		l.errAt(f, at, path, "plugin: is required")
 		return
 	}
+	l.checkBackendKeys(f, fs, path, d)
 	switch d.Plugin {
-	case agent.PluginClaudeCLI, agent.PluginInProcess:
+	case agent.PluginClaudeCLI, agent.PluginInProcess, agent.PluginAnthropic, agent.PluginOpenAI, agent.PluginCodexCLI, agent.PluginCopilotCLI:
 	case agent.PluginSubprocess:
 		if d.Command == "" {
 			l.errAt(f, pe.key, path, "subprocess plugin requires command:")

@@ -352,6 +352,10 @@ func NewPayload(kind string) (p Payload, ok bool) {
 		return &JobAwaitingInput{}, true
 	case KindJobCompleted:
 		return &JobCompleted{}, true
+	case KindAgentSwitched:
+		return &AgentSwitched{}, true
+	case KindCostCapReached:
+		return &CostCapReached{}, true
 	}
 	return nil, false
 }

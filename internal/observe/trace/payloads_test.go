@@ -118,6 +118,14 @@ func payloadSamples() []payloadSample {
 			map[string]any{"fields": map[string]any{"approved": "bool"}, "handler": "host.deploy", "job_id": "job-1", "prompt": "Approve?", "state": "deploying"}},
 		{"job.completed", JobCompleted{Handler: "host.run", JobID: "job-1", State: "running", Status: "done"},
 			map[string]any{"handler": "host.run", "job_id": "job-1", "state": "running", "status": "done"}},
+		{"kitsoki.agent.switched", AgentSwitched{Command: ":model gpt-5-mini", Switch: "model", Profile: "gpt", Model: "gpt-5-mini", PreviousProfile: "gpt", PreviousModel: "gpt-4.1-mini"},
+			map[string]any{"command": ":model gpt-5-mini", "switch": "model", "profile": "gpt", "model": "gpt-5-mini", "previous_profile": "gpt", "previous_model": "gpt-4.1-mini"}},
+		{"kitsoki.agent.switched to the story's", AgentSwitched{Command: ":provider none", Switch: "provider", PreviousProfile: "fast", PreviousEffort: "low"},
+			map[string]any{"command": ":provider none", "switch": "provider", "previous_profile": "fast", "previous_effort": "low"}},
+		{"kitsoki.cost_cap", CostCapReached{Scope: "--max-cost", CapUSD: 0.5, SpentUSD: 0.5125, Calls: 7},
+			map[string]any{"scope": "--max-cost", "cap_usd": 0.5, "spent_usd": 0.5125, "calls": int64(7)}},
+		{"kitsoki.cost_cap calls", CostCapReached{Scope: "profile fast's quota", MaxCalls: 3, Calls: 3, SpentUSD: 0},
+			map[string]any{"scope": "profile fast's quota", "max_calls": int64(3), "spent_usd": float64(0), "calls": int64(3)}},
 		{"job.completed failed", JobCompleted{Error: "exit 1", Handler: "host.run", JobID: "job-1", State: "running", Status: "failed"},
 			map[string]any{"error": "exit 1", "handler": "host.run", "job_id": "job-1", "state": "running", "status": "failed"}},
 		{"machine.timeout", MachineTimeout{State: "waiting", After: "240h0m0s", Target: "traveled"}, map[string]any{"state": "waiting", "after": "240h0m0s", "target": "traveled"}},
@@ -417,8 +425,8 @@ func TestPayloadTypesMatchTheSchema(t *testing.T) {
 			t.Errorf("the schema defines %q, which is no kind kitsoki writes", name)
 		}
 	}
-	if kinds != 23 {
-		t.Errorf("%d kinds with payload types, want 23", kinds)
+	if kinds != 25 {
+		t.Errorf("%d kinds with payload types, want 25", kinds)
 	}
 
 	c, err := schema.NewCompiler("../../../schemas")
@@ -483,5 +491,5 @@ var allKinds = []string{
 	KindMachineTransition, KindMachineSay, KindMachineStateExited, KindMachineStateEntered, KindMachineError,
 	KindMachineTimeout, KindWorldUpdate, KindHarnessCalled, KindHarnessDispatched, KindHarnessReturned, KindHarnessError,
 	KindAgentCallStart, KindAgentCallComplete, KindAgentCallError, KindSessionStory,
-	KindJobStarted, KindJobAwaitingInput, KindJobCompleted,
+	KindJobStarted, KindJobAwaitingInput, KindJobCompleted, KindAgentSwitched, KindCostCapReached,
 }

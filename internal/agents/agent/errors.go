@@ -24,6 +24,10 @@ type AskError struct {
 	Kind   ErrorKind
 	Detail string
 	Err    error // underlying cause, optional
+	// CostUSD is what the failed call cost, when the transport knows
+	// (tokens billed before it failed); the host charges it to the
+	// call's spending caps.
+	CostUSD float64
 }
 
 // Error renders the error as wire-protocols.md §3 specifies.

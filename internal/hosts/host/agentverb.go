@@ -39,27 +39,33 @@ func (ah *agentHandler) prepare(call *Call) (*askCall, error) {
 	h, verb, name := ah.h, ah.verb, ah.name
 	p := &askCall{verb: verb, call: call, timeout: h.timeout}
 
-	p.route = h.routeFor(call)
-	if alias := p.route.alias(call.Invoke); alias != "" {
-		p.alias = alias
-		a, err := h.registry.Get(p.alias)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		p.agent = a
-	} else {
-		if h.builtin == nil {
-			return nil, fmt.Errorf("%s: the built-in claude path (an invoke with no agent:) is not available in this build; name an agent_plugins alias with agent:", name)
-		}
-		p.agent = h.builtin
-	}
-
 	if pn, ok := call.Args["agent"].(string); ok && pn != "" {
 		persona, ok := h.story.Agents[pn]
 		if !ok {
 			return nil, fmt.Errorf("%s: with.agent %q is not declared in agents", name, pn)
 		}
 		p.persona = persona
+	}
+
+	p.route = h.routeFor(call)
+	p.alias = p.route.alias(call.Invoke)
+	chosen, err := h.choose(p)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", name, err)
+	case chosen != nil:
+		p.agent = chosen
+	case p.alias != "":
+		a, err := h.registry.Get(p.alias)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		p.agent = a
+	default:
+		if h.builtin == nil {
+			return nil, fmt.Errorf("%s: the built-in claude path (an invoke with no agent:) is not available in this build; name an agent_plugins alias with agent:", name)
+		}
+		p.agent = h.builtin
 	}
 
 	if call.Schema != nil {
@@ -173,13 +179,25 @@ func (h *Host) fillCall(ac *agent.Call, c *askCall) {
 			ac.Provider = &spec
 		}
 	}
+	if ch := c.choice; ch != nil {
+		ac.Profile = ch.Profile
+		if ch.Provider != nil {
+			ac.ProviderName, ac.Provider = ch.Provider.Name, ch.Provider
+		}
+	}
+	if ac.Effort == "" && h.registry != nil {
+		if d, ok := h.registry.Declaration(c.answeringAlias()); ok {
+			ac.Effort = d.Effort // the declaration's (a profile's) effort: comes last
+		}
+	}
 	if st := h.story.States[c.req.StatePath]; st != nil && st.WriteMode == story.WriteReadOnly {
 		ac.ReadOnly = true
 	}
-	ac.Model = h.resolveModel(c.alias, ac, c.route)
+	ac.Model = h.resolveModel(c, ac)
 	if h.run != nil {
 		ac.Run = h.run(c.call)
 	}
+	ac.Budgets = h.budgets(c)
 }
 
 // withContext is p with the story's app.context: put before its system

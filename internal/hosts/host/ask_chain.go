@@ -15,6 +15,7 @@ import (
 //
 //	callID    the live call_id (from the next seq) and the request's deadline
 //	episode   a replaying agent's episode: the cassette call_id, episode_id, match_idx
+//	budget    the spending caps: a cap reached stops the run; the answer's cost is charged
 //	trace     agent.call.start before; agent.call.complete or .error after
 //	fallback  schema_invalid from a fallback-eligible agent: once more on agent.claude
 //	validate  the submission against with.schema
@@ -41,7 +42,10 @@ type askCall struct {
 	schema  *schema.Schema
 	req     *agent.AskRequest
 	timeout time.Duration
-	route   *Route // nil unless a pin or an eval routes the invoke
+	route   *Route // nil unless a pin, an eval or a profile routes the invoke
+	// choice is the profile the default agent's call went to (a
+	// Selection's), nil when none applied.
+	choice *Choice
 
 	start time.Time     // when the call began (callID)
 	ep    agent.Episode // the recorded episode answering (episode)
@@ -90,6 +94,7 @@ func (h *Host) askChain() askFunc {
 	return chain(h.askAgent,
 		h.stepCallID,
 		h.stepEpisode,
+		h.stepBudget,
 		h.stepTrace,
 		h.stepFallback,
 		stepValidate,

@@ -25,8 +25,11 @@ func (h *Host) stepFallback(ctx context.Context, c *askCall, next askFunc) (answ
 	subst := &trace.Substitution{Reason: string(agent.KindSchemaInvalid), OriginalPlugin: c.alias, FallbackPlugin: agent.DefaultAlias}
 	fc := *c
 	fc.alias = agent.DefaultAlias
+	fb, gerr := h.choose(&fc) // the default agent: a profile's, if one is chosen
+	if fb == nil && gerr == nil {
+		fb, gerr = h.registry.Get(agent.DefaultAlias)
+	}
 	fc.ac = h.newCall(&fc)
-	fb, gerr := h.registry.Get(agent.DefaultAlias)
 	if gerr != nil {
 		return answer{err: agent.Errorf(agent.KindTransportError, "fallback to %s: %v", agent.DefaultAlias, gerr),
 			answered: fc.ac, subst: subst}, nil

@@ -151,6 +151,10 @@ type Host struct {
 
 	routes map[*story.Invoke]*Route // per-invoke routes (pins, eval candidates)
 
+	selection *Selection               // the default agent's profile (WithSelection)
+	budget    *agent.Budget            // the run's --max-cost (WithBudget)
+	quotas    map[string]*agent.Budget // profiles' quotas by alias, guarded by mu
+
 	run func(*Call) *agent.Run // the run of each agent call (WithRun)
 
 	rankerFor RankerFor

@@ -19,22 +19,29 @@ import (
 //     endpoint serves);
 //   - builtin.local_llm managed: the declaration's, always: the sidecar
 //     serves its one pinned model;
+//   - builtin.anthropic and builtin.openai: the route's, else the
+//     declaration's, else the backend's default model (the API needs one);
+//   - builtin.codex_cli and builtin.copilot_cli: the route's, else the
+//     declaration's ("": the CLI's default);
 //   - anything else (plugins, in-process agents), whose wire carries no
 //     model: the route's, else the persona's, else the declaration's.
-func (h *Host) resolveModel(alias string, ac *agent.Call, r *Route) string {
-	declAlias := alias
-	if declAlias == "" {
-		declAlias = agent.DefaultAlias
-	}
+//
+// A persona's model names a claude model: only the claude CLI takes it.
+//
+// A call a profile took over (c.choice) is resolved on the profile's
+// declaration: its model: (the profile's model, or a live :model, arrives
+// as the route's).
+func (h *Host) resolveModel(c *askCall, ac *agent.Call) string {
 	var d agent.Declaration
 	if h.registry != nil {
-		d, _ = h.registry.Declaration(declAlias)
+		d, _ = h.registry.Declaration(c.answeringAlias())
 	}
 	var provider string
 	if ac.Provider != nil {
 		provider = ac.Provider.Model
 	}
-	return modelFor(alias == "", d, r, provider, ac.Persona)
+	builtin := c.alias == "" && (c.choice == nil || c.choice.Alias == "")
+	return modelFor(builtin, d, c.route, provider, ac.Persona)
 }
 
 // RouteModel is the model a call made as persona (nil for none) and routed
@@ -73,6 +80,10 @@ func modelFor(builtin bool, d agent.Declaration, r *Route, provider string, p *a
 	case kind == agent.PluginLocalLLM && d.Endpoint == "":
 		return d.Model
 	case kind == agent.PluginLocalLLM:
+		return firstOf(route, d.Model)
+	case kind == agent.PluginAnthropic || kind == agent.PluginOpenAI:
+		return firstOf(route, d.Model, agent.DefaultModel(kind))
+	case kind == agent.PluginCodexCLI || kind == agent.PluginCopilotCLI:
 		return firstOf(route, d.Model)
 	default:
 		return firstOf(route, persona, d.Model)

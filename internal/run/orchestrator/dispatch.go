@@ -253,9 +253,17 @@ func (s *Session) dispatchOne(ctx context.Context, t *turnCtx, q *queued) (faile
 	return callErr != nil, s.takePending(t)
 }
 
+// isTraceErr reports whether err stops the run: a trace that cannot be
+// written (host.TraceError), or an error that says it stops the run (a
+// spending cap reached, agent.CostCapError). The turn stops instead of
+// running the invoke's on_error.
 func isTraceErr(err error) bool {
 	var te *host.TraceError
-	return errors.As(err, &te)
+	if errors.As(err, &te) {
+		return true
+	}
+	var stop interface{ StopsRun() bool }
+	return errors.As(err, &stop) && stop.StopsRun()
 }
 
 // bind writes the result into the world, keys in sorted order. A path that

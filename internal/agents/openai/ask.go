@@ -67,7 +67,9 @@ func (a *Agent) Ask(ctx context.Context, call *agent.Call) (*agent.AskResponse, 
 		defer s.tools.Close()
 	}
 	if err := s.run(ctx); err != nil {
-		return nil, httpllm.Describe(ctx, err, s.hints)
+		ae := httpllm.Describe(ctx, err, s.hints)
+		ae.CostUSD = s.cost // what the turns that were answered cost
+		return nil, ae
 	}
 	a.keep(s)
 	return s.response(), nil

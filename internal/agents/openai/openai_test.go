@@ -15,6 +15,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agents/agent"
 	"github.com/kitsoki/kitsoki/internal/base/clock"
 	meta "github.com/kitsoki/kitsoki/internal/observe/usage"
+	"github.com/kitsoki/kitsoki/internal/testsupport/fakeopenai"
 	"github.com/kitsoki/kitsoki/plugin"
 )
 
@@ -42,17 +43,17 @@ func (v variant) name() string {
 var variants = []variant{{APIChat, false}, {APIChat, true}, {APIResponses, false}, {APIResponses, true}}
 
 type env struct {
-	fake  *fakeAPI
+	fake  *fakeopenai.Server
 	clock *clock.Fake
 	agent *Agent
 }
 
-func setup(t *testing.T, v variant, decl agent.Declaration, replies ...reply) *env {
+func setup(t *testing.T, v variant, decl agent.Declaration, replies ...fakeopenai.Reply) *env {
 	t.Helper()
-	f := newFake(t, replies...)
+	f := fakeopenai.New(t, replies...)
 	decl.Alias, decl.API, decl.Stream = "agent.gpt", v.api, &v.stream
 	if decl.BaseURL == "" {
-		decl.BaseURL = f.base()
+		decl.BaseURL = f.Base()
 	}
 	if decl.APIKeyEnv == "" {
 		decl.APIKeyEnv = DefaultKeyEnv
@@ -87,7 +88,7 @@ func each(t *testing.T, f func(t *testing.T, v variant)) {
 
 func TestDecide(t *testing.T) {
 	each(t, func(t *testing.T, v variant) {
-		e := setup(t, v, agent.Declaration{}, reply{text: `{"verdict":"yes"}`, in: 1000, out: 20, cached: 400})
+		e := setup(t, v, agent.Declaration{}, fakeopenai.Reply{Text: `{"verdict":"yes"}`, In: 1000, Out: 20, Cached: 400})
 		resp, err := e.agent.Ask(context.Background(), decideCall("agent.gpt"))
 		if err != nil {
 			t.Fatal(err)
@@ -95,41 +96,41 @@ func TestDecide(t *testing.T) {
 		if string(resp.Submission) != `{"verdict":"yes"}` || resp.Meta["strict"] != true {
 			t.Errorf("submission %s, meta %v", resp.Submission, resp.Meta)
 		}
-		req := e.fake.request(0)
-		if got := req.header.Get("Authorization"); got != "Bearer "+key {
+		req := e.fake.Request(0)
+		if got := req.Header.Get("Authorization"); got != "Bearer "+key {
 			t.Errorf("Authorization %q", got)
 		}
-		if got, _ := req.body["stream"].(bool); got != v.stream {
-			t.Errorf("stream %v", req.body["stream"])
+		if got, _ := req.Body["stream"].(bool); got != v.stream {
+			t.Errorf("stream %v", req.Body["stream"])
 		}
 		var want any
 		json.Unmarshal([]byte(schema), &want)
 		if v.api == APIChat {
-			if req.path != "/v1/chat/completions" {
-				t.Errorf("path %s", req.path)
+			if req.Path != "/v1/chat/completions" {
+				t.Errorf("path %s", req.Path)
 			}
 			wantRF := map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "submission", "strict": true, "schema": want}}
-			if diff := cmp.Diff(wantRF, req.body["response_format"]); diff != "" {
+			if diff := cmp.Diff(wantRF, req.Body["response_format"]); diff != "" {
 				t.Errorf("response_format (-want +got):\n%s", diff)
 			}
-			msgs := req.list("messages")
+			msgs := req.List("messages")
 			if msgs[0]["role"] != "system" || msgs[0]["content"] != "You review changes." || msgs[1]["content"] != "Is the change safe?" {
 				t.Errorf("messages %v", msgs)
 			}
-			if v.stream && !cmp.Equal(map[string]any{"include_usage": true}, req.body["stream_options"]) {
-				t.Errorf("stream_options %v", req.body["stream_options"])
+			if v.stream && !cmp.Equal(map[string]any{"include_usage": true}, req.Body["stream_options"]) {
+				t.Errorf("stream_options %v", req.Body["stream_options"])
 			}
 		} else {
-			if req.path != "/v1/responses" || req.body["instructions"] != "You review changes." || req.body["store"] != false {
-				t.Errorf("path %s, body %v", req.path, req.body)
+			if req.Path != "/v1/responses" || req.Body["instructions"] != "You review changes." || req.Body["store"] != false {
+				t.Errorf("path %s, body %v", req.Path, req.Body)
 			}
 			wantText := map[string]any{"format": map[string]any{"type": "json_schema", "name": "submission", "strict": true, "schema": want}}
-			if diff := cmp.Diff(wantText, req.body["text"]); diff != "" {
+			if diff := cmp.Diff(wantText, req.Body["text"]); diff != "" {
 				t.Errorf("text (-want +got):\n%s", diff)
 			}
 		}
-		if req.body["tools"] != nil {
-			t.Errorf("a decide is offered no tools: %v", req.body["tools"])
+		if req.Body["tools"] != nil {
+			t.Errorf("a decide is offered no tools: %v", req.Body["tools"])
 		}
 		u := meta.FromMeta(resp.Meta)
 		if u.InputTokens != 1000 || u.OutputTokens != 20 || !u.HasCost {
@@ -139,7 +140,7 @@ func TestDecide(t *testing.T) {
 }
 
 func TestCostFromTheReportedModel(t *testing.T) {
-	e := setup(t, variants[0], agent.Declaration{}, reply{text: `{"verdict":"yes"}`, in: 1_000_000, out: 1_000_000, cached: 500_000})
+	e := setup(t, variants[0], agent.Declaration{}, fakeopenai.Reply{Text: `{"verdict":"yes"}`, In: 1_000_000, Out: 1_000_000, Cached: 500_000})
 	resp, err := e.agent.Ask(context.Background(), decideCall("agent.gpt"))
 	if err != nil {
 		t.Fatal(err)
@@ -154,8 +155,8 @@ func TestCostFromTheReportedModel(t *testing.T) {
 func TestTaskToolRoundTrip(t *testing.T) {
 	each(t, func(t *testing.T, v variant) {
 		e := setup(t, v, agent.Declaration{},
-			reply{calls: []fcall{{"call_a", "get_world_kitsoki", `{}`}}, in: 300, out: 10},
-			reply{text: `{"verdict":"no"}`, in: 400, out: 10},
+			fakeopenai.Reply{Calls: []fakeopenai.Call{{ID: "call_a", Name: "get_world_kitsoki", Args: `{}`}}, In: 300, Out: 10},
+			fakeopenai.Reply{Text: `{"verdict":"no"}`, In: 400, Out: 10},
 		)
 		c := decideCall("")
 		c.Request.Verb = plugin.VerbTask
@@ -166,19 +167,19 @@ func TestTaskToolRoundTrip(t *testing.T) {
 		if string(resp.Submission) != `{"verdict":"no"}` || resp.Meta["num_turns"] != 2 {
 			t.Errorf("submission %s, meta %v", resp.Submission, resp.Meta)
 		}
-		first := e.fake.request(0)
+		first := e.fake.Request(0)
 		name := func(m map[string]any) string {
 			if fn, ok := m["function"].(map[string]any); ok {
 				return fn["name"].(string)
 			}
 			return m["name"].(string)
 		}
-		if got := joinNames(first.body["tools"].([]any), name); got != "complete_step_kitsoki,emit_intent_kitsoki,get_world_kitsoki" {
+		if got := fakeopenai.JoinNames(first.Body["tools"].([]any), name); got != "complete_step_kitsoki,emit_intent_kitsoki,get_world_kitsoki" {
 			t.Errorf("tools %s (submit is not offered: the answer is the constrained final message)", got)
 		}
-		second := e.fake.request(1)
+		second := e.fake.Request(1)
 		if v.api == APIChat {
-			msgs := second.list("messages")
+			msgs := second.List("messages")
 			asst, tool := msgs[len(msgs)-2], msgs[len(msgs)-1]
 			calls := asst["tool_calls"].([]any)
 			if asst["role"] != "assistant" || calls[0].(map[string]any)["id"] != "call_a" {
@@ -188,7 +189,7 @@ func TestTaskToolRoundTrip(t *testing.T) {
 				t.Errorf("tool message %v", tool)
 			}
 		} else {
-			items := second.list("input")
+			items := second.List("input")
 			var kinds []string
 			for _, it := range items {
 				kinds = append(kinds, fmtType(it))
@@ -219,7 +220,7 @@ func fmtType(m map[string]any) string {
 
 func TestSchemaInvalidAnswerIsRetried(t *testing.T) {
 	each(t, func(t *testing.T, v variant) {
-		e := setup(t, v, agent.Declaration{}, reply{text: `{"verdict":"perhaps"}`}, reply{text: "```json\n{\"verdict\": \"no\"}\n```"})
+		e := setup(t, v, agent.Declaration{}, fakeopenai.Reply{Text: `{"verdict":"perhaps"}`}, fakeopenai.Reply{Text: "```json\n{\"verdict\": \"no\"}\n```"})
 		resp, err := e.agent.Ask(context.Background(), decideCall("agent.gpt"))
 		if err != nil {
 			t.Fatal(err)
@@ -231,14 +232,14 @@ func TestSchemaInvalidAnswerIsRetried(t *testing.T) {
 		if v.api == APIResponses {
 			key = "input"
 		}
-		items := e.fake.request(1).list(key)
+		items := e.fake.Request(1).List(key)
 		last := items[len(items)-1]
 		if last["role"] != "user" || !strings.Contains(last["content"].(string), "does not match the required JSON schema: /verdict:") {
 			t.Errorf("the violations go back: %v", last)
 		}
 	})
 	t.Run("every try invalid", func(t *testing.T) {
-		bad := reply{text: "not json"}
+		bad := fakeopenai.Reply{Text: "not json"}
 		e := setup(t, variants[0], agent.Declaration{}, bad, bad, bad)
 		_, err := e.agent.Ask(context.Background(), decideCall("agent.gpt"))
 		ae, ok := agent.AsAskError(err)
@@ -251,9 +252,9 @@ func TestSchemaInvalidAnswerIsRetried(t *testing.T) {
 func TestRateLimitThenSuccess(t *testing.T) {
 	each(t, func(t *testing.T, v variant) {
 		e := setup(t, v, agent.Declaration{},
-			reply{status: 429, header: http.Header{"Retry-After-Ms": {"1500"}},
-				body: `{"error":{"message":"Rate limit reached for gpt-4.1-mini","type":"requests","param":null,"code":"rate_limit_exceeded"}}`},
-			reply{text: `{"verdict":"yes"}`},
+			fakeopenai.Reply{Status: 429, Header: http.Header{"Retry-After-Ms": {"1500"}},
+				Body: `{"error":{"message":"Rate limit reached for gpt-4.1-mini","type":"requests","param":null,"code":"rate_limit_exceeded"}}`},
+			fakeopenai.Reply{Text: `{"verdict":"yes"}`},
 		)
 		resp, err := e.agent.Ask(context.Background(), decideCall("agent.gpt"))
 		if err != nil {
@@ -266,7 +267,7 @@ func TestRateLimitThenSuccess(t *testing.T) {
 }
 
 func TestServerErrorExhausted(t *testing.T) {
-	fail := reply{status: 500, body: `{"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}`}
+	fail := fakeopenai.Reply{Status: 500, Body: `{"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}`}
 	e := setup(t, variants[0], agent.Declaration{}, fail, fail, fail)
 	_, err := e.agent.Ask(context.Background(), decideCall("agent.gpt"))
 	want := "agent: transport_error: openai API: http 500 server_error: The server had an error while processing your request. (after 3 attempts): the provider failed; run again later (retries: under agent_plugins.agent.gpt sets how often kitsoki retries)"
@@ -278,21 +279,21 @@ func TestServerErrorExhausted(t *testing.T) {
 func TestCostCap(t *testing.T) {
 	each(t, func(t *testing.T, v variant) {
 		// 100k input tokens of gpt-4.1-mini: $0.04, over the $0.01 cap.
-		e := setup(t, v, agent.Declaration{}, reply{calls: []fcall{{"call_a", "get_world_kitsoki", `{}`}}, in: 100_000, out: 10})
+		e := setup(t, v, agent.Declaration{}, fakeopenai.Reply{Calls: []fakeopenai.Call{{ID: "call_a", Name: "get_world_kitsoki", Args: `{}`}}, In: 100_000, Out: 10})
 		c := decideCall("agent.gpt")
 		c.Request.Verb = plugin.VerbTask
 		c.Budgets = []*agent.Budget{agent.NewBudget("--max-cost", "raise --max-cost", 0.01, 0)}
 		_, err := e.agent.Ask(context.Background(), c)
 		var cap *agent.CostCapError
-		if !errors.As(err, &cap) || e.fake.count() != 1 {
-			t.Fatalf("error %v after %d requests, want the cost cap after one", err, e.fake.count())
+		if !errors.As(err, &cap) || e.fake.Count() != 1 {
+			t.Fatalf("error %v after %d requests, want the cost cap after one", err, e.fake.Count())
 		}
 	})
 }
 
 func TestConverse(t *testing.T) {
 	each(t, func(t *testing.T, v variant) {
-		e := setup(t, v, agent.Declaration{}, reply{text: "Hello, Ann."}, reply{text: "You are Ann."})
+		e := setup(t, v, agent.Declaration{}, fakeopenai.Reply{Text: "Hello, Ann."}, fakeopenai.Reply{Text: "You are Ann."})
 		c := decideCall("agent.gpt")
 		c.Request.Verb, c.Request.Schema, c.Request.Prompt = plugin.VerbConverse, nil, "I am Ann."
 		first, err := e.agent.Ask(context.Background(), c)
@@ -312,7 +313,7 @@ func TestConverse(t *testing.T) {
 			key = "input"
 		}
 		var texts []string
-		for _, m := range e.fake.request(1).list(key) {
+		for _, m := range e.fake.Request(1).List(key) {
 			if s, ok := m["content"].(string); ok {
 				texts = append(texts, s)
 			}
@@ -325,18 +326,18 @@ func TestConverse(t *testing.T) {
 
 func TestStrictOnlyWhereTheSchemaAllows(t *testing.T) {
 	loose := `{"type":"object","properties":{"verdict":{"type":"string"},"note":{"type":"string"}},"required":["verdict"]}`
-	e := setup(t, variants[0], agent.Declaration{}, reply{text: `{"verdict":"yes"}`})
+	e := setup(t, variants[0], agent.Declaration{}, fakeopenai.Reply{Text: `{"verdict":"yes"}`})
 	c := decideCall("agent.gpt")
 	c.Request.Schema = json.RawMessage(loose)
 	if _, err := e.agent.Ask(context.Background(), c); err != nil {
 		t.Fatal(err)
 	}
-	rf := e.fake.request(0).body["response_format"].(map[string]any)["json_schema"].(map[string]any)
+	rf := e.fake.Request(0).Body["response_format"].(map[string]any)["json_schema"].(map[string]any)
 	if rf["strict"] != false {
 		t.Errorf("a schema strict mode refuses is sent with strict false: %v", rf)
 	}
 	// A schema whose root is not an object is wrapped and unwrapped.
-	e = setup(t, variants[0], agent.Declaration{}, reply{text: `{"value":["a","b"]}`})
+	e = setup(t, variants[0], agent.Declaration{}, fakeopenai.Reply{Text: `{"value":["a","b"]}`})
 	c.Request.Schema = json.RawMessage(`{"type":"array","items":{"type":"string"}}`)
 	resp, err := e.agent.Ask(context.Background(), c)
 	if err != nil || string(resp.Submission) != `["a","b"]` {
@@ -346,8 +347,8 @@ func TestStrictOnlyWhereTheSchemaAllows(t *testing.T) {
 
 func TestAnyCompatibleEndpoint(t *testing.T) {
 	// A local server needs no key: none is sent.
-	f := newFake(t, reply{text: "hi", model: "qwen2.5"})
-	a, err := New(agent.Declaration{Alias: "agent.local", BaseURL: f.base(), Model: "qwen2.5"}, Config{LookupEnv: func(string) (string, bool) { return "", false }}, nil)
+	f := fakeopenai.New(t, fakeopenai.Reply{Text: "hi", Model: "qwen2.5"})
+	a, err := New(agent.Declaration{Alias: "agent.local", BaseURL: f.Base(), Model: "qwen2.5"}, Config{LookupEnv: func(string) (string, bool) { return "", false }}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,25 +358,25 @@ func TestAnyCompatibleEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := f.request(0)
-	if req.header.Get("Authorization") != "" || req.body["model"] != "qwen2.5" || resp.Meta["cost_usd"] != nil {
-		t.Errorf("header %v, body %v, meta %v", req.header, req.body, resp.Meta)
+	req := f.Request(0)
+	if req.Header.Get("Authorization") != "" || req.Body["model"] != "qwen2.5" || resp.Meta["cost_usd"] != nil {
+		t.Errorf("header %v, body %v, meta %v", req.Header, req.Body, resp.Meta)
 	}
 }
 
 func TestMaxTokensParameter(t *testing.T) {
-	e := setup(t, variants[0], agent.Declaration{MaxTokens: 300}, reply{text: `{"verdict":"yes"}`})
+	e := setup(t, variants[0], agent.Declaration{MaxTokens: 300}, fakeopenai.Reply{Text: `{"verdict":"yes"}`})
 	e.agent.Ask(context.Background(), decideCall("agent.gpt"))
-	if b := e.fake.request(0).body; b["max_tokens"] != float64(300) || b["max_completion_tokens"] != nil {
+	if b := e.fake.Request(0).Body; b["max_tokens"] != float64(300) || b["max_completion_tokens"] != nil {
 		t.Errorf("a compatible server gets max_tokens: %v", b)
 	}
 	e.agent.official = true // as for api.openai.com
-	e.fake.replies = append(e.fake.replies, reply{text: `{"verdict":"yes"}`})
+	e.fake.Add(fakeopenai.Reply{Text: `{"verdict":"yes"}`})
 	e.agent.Ask(context.Background(), decideCall("agent.gpt"))
-	if b := e.fake.request(1).body; b["max_completion_tokens"] != float64(300) || b["max_tokens"] != nil {
+	if b := e.fake.Request(1).Body; b["max_completion_tokens"] != float64(300) || b["max_tokens"] != nil {
 		t.Errorf("the OpenAI API gets max_completion_tokens: %v", b)
 	}
-	e = setup(t, variants[0], agent.Declaration{MaxTokens: 300}, reply{text: `{"verdict":`, finish: "length"})
+	e = setup(t, variants[0], agent.Declaration{MaxTokens: 300}, fakeopenai.Reply{Text: `{"verdict":`, Finish: "length"})
 	if _, err := e.agent.Ask(context.Background(), decideCall("agent.gpt")); err == nil ||
 		err.Error() != "agent: transport_error: openai API: the answer was cut off at max_tokens 300: raise max_tokens: under agent_plugins.agent.gpt" {
 		t.Errorf("truncated: %v", err)
@@ -392,8 +393,8 @@ func TestBadInputIsOneClearLine(t *testing.T) {
 		}
 	})
 	t.Run("unknown model", func(t *testing.T) {
-		e := setup(t, variants[2], agent.Declaration{}, reply{status: 404,
-			body: `{"error":{"message":"The model ` + "`gpt-nope`" + ` does not exist or you do not have access to it.","type":"invalid_request_error","param":null,"code":"model_not_found"}}`})
+		e := setup(t, variants[2], agent.Declaration{}, fakeopenai.Reply{Status: 404,
+			Body: `{"error":{"message":"The model ` + "`gpt-nope`" + ` does not exist or you do not have access to it.","type":"invalid_request_error","param":null,"code":"model_not_found"}}`})
 		c := decideCall("agent.gpt")
 		c.Model = "gpt-nope"
 		_, err := e.agent.Ask(context.Background(), c)

@@ -66,36 +66,12 @@ type Tools struct {
 	namespace string
 }
 
-// Open opens the call's tool session: the profile its verb and run give
-// (toolserver.ResolveProfile), bound to its run (or detached, reading the
-// request's world), with the run's plugin tools and the call's schema
-// behind the submit tool.
+// Open opens the call's tool session in process: SessionConfig's session,
+// reached through mcp-go's in-process client.
 func Open(ctx context.Context, call *agent.Call, o Options) (*Tools, error) {
-	req := call.Request
-	cc := callContext(call.Run)
-	profile, err := toolserver.ResolveProfile(req.Verb, cc)
+	cfg, err := SessionConfig(call, o)
 	if err != nil {
 		return nil, err
-	}
-	cfg := toolserver.SessionConfig{
-		Profile: profile, RunID: req.SessionID, SessionID: req.CallID, Schema: req.Schema, Validate: call.Validate,
-		Live: toolserver.Detached(req.World.Vars), Secrets: o.Secrets, Clock: o.Clock, Logger: o.Logger,
-	}
-	if cc != nil {
-		if cc.RunID != "" {
-			cfg.RunID = cc.RunID
-		}
-		cfg.WorkspaceID, cfg.StoryDir = cc.WorkspaceID, cc.StoryDir
-		if cc.Live != nil {
-			cfg.Live = cc.Live
-		}
-		if call.Run.Catalog != nil {
-			cat, ok := call.Run.Catalog.(*toolserver.Catalog)
-			if !ok {
-				return nil, fmt.Errorf("the run's tool catalog is a %T, not kitsoki's MCP catalog (*toolserver.Catalog)", call.Run.Catalog)
-			}
-			cfg.Catalog = cat
-		}
 	}
 	sess, err := toolserver.NewSession(cfg)
 	if err != nil {
@@ -115,11 +91,73 @@ func Open(ctx context.Context, call *agent.Call, o Options) (*Tools, error) {
 		sess.Close()
 		return nil, fmt.Errorf("connect to the call's tools: %w", err)
 	}
-	ns := o.Namespace
-	if ns == "" {
-		ns = agent.DefaultAlias
+	return &Tools{call: call, sess: sess, client: c, namespace: Namespace(call, o.Namespace)}, nil
+}
+
+// Namespace is the sub-event namespace of a call's tool calls: ns when
+// given, else the call's alias, else agent.claude (the built-in path).
+func Namespace(call *agent.Call, ns string) string {
+	switch {
+	case ns != "":
+		return ns
+	case call.Alias != "":
+		return call.Alias
 	}
-	return &Tools{call: call, sess: sess, client: c, namespace: ns}, nil
+	return agent.DefaultAlias
+}
+
+// SessionConfig is the configuration of a call's tool session: the
+// profile its verb and run give (toolserver.ResolveProfile), bound to its
+// run (or detached, reading the request's world), with the run's plugin
+// tools and the call's schema behind the submit tool. The agent CLI
+// transports open it on kitsoki's loopback MCP server instead.
+func SessionConfig(call *agent.Call, o Options) (toolserver.SessionConfig, error) {
+	req := call.Request
+	cc := callContext(call.Run)
+	profile, err := toolserver.ResolveProfile(req.Verb, cc)
+	if err != nil {
+		return toolserver.SessionConfig{}, err
+	}
+	cfg := toolserver.SessionConfig{
+		Profile: profile, RunID: req.SessionID, SessionID: req.CallID, Schema: req.Schema, Validate: call.Validate,
+		Live: toolserver.Detached(req.World.Vars), Secrets: o.Secrets, Clock: o.Clock, Logger: o.Logger,
+	}
+	if cc != nil {
+		if cc.RunID != "" {
+			cfg.RunID = cc.RunID
+		}
+		cfg.WorkspaceID, cfg.StoryDir = cc.WorkspaceID, cc.StoryDir
+		if cc.Live != nil {
+			cfg.Live = cc.Live
+		}
+		if call.Run.Catalog != nil {
+			cat, ok := call.Run.Catalog.(*toolserver.Catalog)
+			if !ok {
+				return toolserver.SessionConfig{}, fmt.Errorf("the run's tool catalog is a %T, not kitsoki's MCP catalog (*toolserver.Catalog)", call.Run.Catalog)
+			}
+			cfg.Catalog = cat
+		}
+	}
+	return cfg, nil
+}
+
+// SubEvents records a session's tool calls as sub-events of the call
+// ("<namespace>.mcp.<tool>", with its outcome and duration, never its
+// arguments or result), as the claude CLI's tool calls are.
+func SubEvents(call *agent.Call, namespace string, evs []toolserver.ToolEvent) []agent.Event {
+	if len(evs) == 0 {
+		return nil
+	}
+	req := call.Request
+	out := make([]agent.Event, len(evs))
+	for i, ev := range evs {
+		out[i] = agent.Event{
+			Turn: int64(req.Turn), TS: ev.At.UTC().Format(time.RFC3339Nano), Kind: namespace + ".mcp." + ev.Tool,
+			StatePath: req.StatePath, CallID: req.CallID,
+			Payload: map[string]any{"tool": ev.Tool, "outcome": ev.Outcome, "duration_ms": ev.Duration.Milliseconds()},
+		}
+	}
+	return out
 }
 
 // callContext is what the call's profile and ids are resolved from.
@@ -195,25 +233,8 @@ func (t *Tools) Call(ctx context.Context, name string, args json.RawMessage) (Re
 // Submission is the first valid submission made through the submit tool.
 func (t *Tools) Submission() (json.RawMessage, bool) { return t.sess.Submission() }
 
-// SubEvents records each tool call as a sub-event of the agent call
-// ("<namespace>.mcp.<tool>", with its outcome and duration, never its
-// arguments or result), as the claude CLI's tool calls are.
-func (t *Tools) SubEvents() []agent.Event {
-	evs := t.sess.ToolEvents()
-	if len(evs) == 0 {
-		return nil
-	}
-	req := t.call.Request
-	out := make([]agent.Event, len(evs))
-	for i, ev := range evs {
-		out[i] = agent.Event{
-			Turn: int64(req.Turn), TS: ev.At.UTC().Format(time.RFC3339Nano), Kind: t.namespace + ".mcp." + ev.Tool,
-			StatePath: req.StatePath, CallID: req.CallID,
-			Payload: map[string]any{"tool": ev.Tool, "outcome": ev.Outcome, "duration_ms": ev.Duration.Milliseconds()},
-		}
-	}
-	return out
-}
+// SubEvents records each tool call as a sub-event of the agent call.
+func (t *Tools) SubEvents() []agent.Event { return SubEvents(t.call, t.namespace, t.sess.ToolEvents()) }
 
 // Close ends the session: its tools stop working.
 func (t *Tools) Close() {

@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agents/agent"
@@ -147,6 +148,10 @@ type Run struct {
 	Env    []string
 	Stdin  string
 	Logger *slog.Logger
+	// OnLine, when set, sees each line of stdout as it comes; returning
+	// true stops the run (its process group is terminated) and marks the
+	// output Stopped.
+	OnLine func(line []byte) (stop bool)
 }
 
 // Output is what one run produced.
@@ -157,6 +162,8 @@ type Output struct {
 	// StartErr is set when the process could not be started or waited
 	// for (not for a non-zero exit).
 	StartErr error
+	// Stopped says OnLine stopped the run.
+	Stopped bool
 }
 
 // Exec starts the CLI, waits for it and reaps it (internal/base/supervise:
@@ -168,16 +175,23 @@ func Exec(ctx context.Context, r Run) Output {
 	}
 	stdout := &capped{limit: MaxStdout}
 	stderr := &tail{keep: stderrKeep}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var w interface{ Write([]byte) (int, error) } = stdout
+	lines := &lineWatch{w: stdout, on: r.OnLine, stop: stop}
+	if r.OnLine != nil {
+		w = lines
+	}
 	p, err := supervise.Start(supervise.Config{
 		Name: r.Name, Path: r.Path, Args: r.Args, Dir: r.Dir, Env: r.Env,
-		Stdin: strings.NewReader(r.Stdin), Stdout: stdout, Stderr: stderr,
+		Stdin: strings.NewReader(r.Stdin), Stdout: w, Stderr: stderr,
 		Grace: Grace, Logger: r.Logger,
 	})
 	if err != nil {
 		return Output{StartErr: err}
 	}
-	exit, _ := p.Wait(ctx)
-	out := Output{Stdout: stdout.Bytes(), Stderr: stderr.buf, ExitCode: exit.Code()}
+	exit, _ := p.Wait(wctx)
+	out := Output{Stdout: stdout.Bytes(), Stderr: stderr.buf, ExitCode: exit.Code(), Stopped: lines.stopped.Load()}
 	if exit.State == nil {
 		out.StartErr = exit.Err
 	}
@@ -221,6 +235,37 @@ type capped struct {
 func (c *capped) Write(p []byte) (int, error) {
 	if room := c.limit - c.Len(); room > 0 {
 		c.Buffer.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+// lineWatch passes what it is written to w, and each whole line to on;
+// on asking to stop cancels the run.
+type lineWatch struct {
+	w       *capped
+	on      func([]byte) bool
+	stop    context.CancelFunc
+	part    []byte
+	stopped atomic.Bool
+}
+
+func (l *lineWatch) Write(p []byte) (int, error) {
+	l.w.Write(p)
+	l.part = append(l.part, p...)
+	for {
+		i := bytes.IndexByte(l.part, '\n')
+		if i < 0 {
+			break
+		}
+		line := l.part[:i]
+		l.part = l.part[i+1:]
+		if !l.stopped.Load() && l.on(line) {
+			l.stopped.Store(true)
+			l.stop()
+		}
+	}
+	if len(l.part) > MaxStdout {
+		l.part = nil
 	}
 	return len(p), nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agents/agent"
@@ -51,19 +52,53 @@ func (a *Agent) Ask(ctx context.Context, c *agent.Call) (*agent.AskResponse, err
 	defer cleanup()
 	env := clirun.Environ(a.opts.Environ, map[string]string{"KITSOKI_SESSION_ID": req.SessionID}, a.decl.Env,
 		map[string]string{TokenEnv: sess.Token()})
-	out := clirun.Exec(ctx, clirun.Run{Name: "codex CLI", Path: bin, Args: a.args(r), Dir: r.dir, Env: env, Stdin: req.Prompt, Logger: a.opts.Logger})
+	var unreachable string
+	out := clirun.Exec(ctx, clirun.Run{Name: "codex CLI", Path: bin, Args: a.args(r), Dir: r.dir, Env: env, Stdin: req.Prompt,
+		Logger: a.opts.Logger, OnLine: func(line []byte) bool {
+			unreachable = offline(line)
+			return unreachable != ""
+		}})
+	if out.Stopped {
+		return nil, agent.Errorf(agent.KindTransportError, "codex CLI cannot reach its model provider (%s): %s",
+			mask.Text(unreachable), a.reachHint())
+	}
 	if ctx.Err() != nil {
 		return nil, agent.Errorf(agent.KindDeadlineExceeded, "codex CLI did not finish before the call's deadline: %w", context.Cause(ctx))
 	}
 	if out.StartErr != nil {
 		return nil, agent.Errorf(agent.KindPluginCrash, "codex CLI: start %s: %v", bin, out.StartErr)
 	}
+	if a.opts.OnOutput != nil {
+		a.opts.OnOutput(out.Stdout)
+	}
 	res := parseOutput(out.Stdout)
-	if err := check(res, out, mask); err != nil {
+	if err := check(res, out, mask, a.decl.Where()); err != nil {
 		return nil, err
 	}
 	a.remember(c, res)
 	return a.response(c, r, res, sess, structured, mask), nil
+}
+
+// offline reads an event line: the CLI's message when it says it cannot
+// reach its model provider. It would wait for the network without end;
+// the call fails at once instead.
+func offline(line []byte) string {
+	var ev event
+	if json.Unmarshal(line, &ev) != nil || ev.Type != "error" {
+		return ""
+	}
+	if strings.Contains(ev.Message, "waiting for network") || strings.Contains(ev.Message, "Connection failed") {
+		return ev.Message
+	}
+	return ""
+}
+
+// reachHint says what to check when the provider cannot be reached.
+func (a *Agent) reachHint() string {
+	if a.decl.BaseURL != "" {
+		return "check base_url: under " + a.decl.Where() + " (and that the server is up)"
+	}
+	return "check the network (and codex login status)"
 }
 
 // plan decides the run: sandbox, approval, model, effort, the MCP
@@ -101,9 +136,11 @@ func (a *Agent) plan(c *agent.Call, sess *toolserver.Session) (run, *openai.Stru
 
 // check turns a failed run into the call's failure: the CLI's own
 // message, its exit status and the tail of its stderr, secrets masked.
-func check(res *result, out clirun.Output, mask *secret.Masker) error {
+func check(res *result, out clirun.Output, mask *secret.Masker, where string) error {
 	msg := ""
 	switch f := res.failure(); {
+	case res.failed != "" && modelRefused(f):
+		msg = "codex CLI reported a failure: " + f + ": set model: under " + where + " to one its provider serves"
 	case res.failed != "":
 		msg = "codex CLI reported a failure: " + f
 	case out.ExitCode != 0 && f != "":
@@ -117,6 +154,12 @@ func check(res *result, out clirun.Output, mask *secret.Masker) error {
 		msg += "; stderr: " + t
 	}
 	return agent.Errorf(agent.KindPluginCrash, "%s", mask.Text(agent.Clip([]byte(msg))))
+}
+
+// modelRefused reports a failure about the model asked for.
+func modelRefused(msg string) bool {
+	m := strings.ToLower(msg)
+	return strings.Contains(m, "model") && (strings.Contains(m, "does not exist") || strings.Contains(m, "not supported") || strings.Contains(m, "not found"))
 }
 
 // remember keeps a converse call's thread for the session's next call.

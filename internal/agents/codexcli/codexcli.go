@@ -45,6 +45,9 @@ type Options struct {
 	Environ []string
 	Logger  *slog.Logger
 	Clock   clock.Clock
+	// OnOutput, when set, receives each run's stdout (the tests record
+	// it).
+	OnOutput func(stdout []byte)
 }
 
 // Agent runs the codex CLI. It is safe for concurrent use.

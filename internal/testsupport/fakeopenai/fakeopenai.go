@@ -36,6 +36,9 @@ func (f *Server) Add(replies ...Reply) {
 	f.mu.Unlock()
 }
 
+// Close stops the server early (a test of an unreachable endpoint).
+func (f *Server) Close() { f.srv.Close() }
+
 // URL is the server's root.
 func (f *Server) URL() string { return f.srv.URL }
 
@@ -76,7 +79,9 @@ func (rep Reply) modelOr(def string) string {
 
 // Call is a function call of a reply: its call id, the function and
 // its JSON arguments.
-type Call struct{ ID, Name, Args string }
+// Namespace, when set, is the tool namespace the function belongs to (a
+// Responses function call names its namespace apart).
+type Call struct{ ID, Name, Args, Namespace string }
 
 // New starts a server answering replies in order; it is closed when
 // the test ends.
@@ -209,7 +214,11 @@ func (rep Reply) outputItems() []any {
 			"content": []any{map[string]any{"type": "output_text", "text": rep.Text, "annotations": []any{}}}})
 	}
 	for _, c := range rep.Calls {
-		out = append(out, map[string]any{"type": "function_call", "id": "fc_" + c.ID, "call_id": c.ID, "name": c.Name, "arguments": c.Args, "status": "completed"})
+		fc := map[string]any{"type": "function_call", "id": "fc_" + c.ID, "call_id": c.ID, "name": c.Name, "arguments": c.Args, "status": "completed"}
+		if c.Namespace != "" {
+			fc["namespace"] = c.Namespace
+		}
+		out = append(out, fc)
 	}
 	return out
 }

@@ -6,7 +6,7 @@ BIN := bin/kitsoki
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/kitsoki/kitsoki/internal/base/version.stamped=$(VERSION)
 
-.PHONY: schemas all build demo test test-examples test-corpus test-viz-corpus setup-browser vet bench bench-targets evals clean fetch-llama-server fetch-models test-llama-real
+.PHONY: schemas all build demo test test-examples test-corpus test-viz-corpus setup-browser setup-agent-clis vet bench bench-targets evals clean fetch-llama-server fetch-models test-llama-real
 
 all: build
 
@@ -40,6 +40,11 @@ test: vet setup-browser test-examples test-corpus test-viz-corpus
 # skip, except with CI=true, where they fail.
 setup-browser:
 	bash scripts/setup-browser.sh
+
+# The codex and copilot CLIs, from the npm registry into
+# .kitsoki/tools/agent-clis (their real-CLI tests skip without them).
+setup-agent-clis:
+	bash scripts/setup-agent-clis.sh
 
 # kitsoki viz over every corpus story that loads: the Mermaid and the DOT
 # parse and an SVG renders (internal/view/viz TestCorpusStories). Skipped where

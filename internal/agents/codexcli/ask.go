@@ -31,7 +31,7 @@ func (a *Agent) Ask(ctx context.Context, c *agent.Call) (*agent.AskResponse, err
 		ctx, cancel = context.WithDeadline(ctx, d)
 		defer cancel()
 	}
-	bin, err := cli.LookPath(a.decl.Command, a.decl.Where())
+	bin, err := codexCLI().LookPath(a.decl.Command, a.decl.Where())
 	if err != nil {
 		return nil, err
 	}

@@ -34,8 +34,10 @@ const TokenEnv = "KITSOKI_MCP_TOKEN"
 // set.
 const ProviderID = "kitsoki"
 
-var cli = clirun.CLI{Name: "codex CLI", Command: "codex",
-	Install: "install it (scripts/setup-agent-clis.sh, or npm install -g @openai/codex)"}
+func codexCLI() clirun.CLI {
+	return clirun.CLI{Name: "codex CLI", Command: "codex",
+		Install: "install it (scripts/setup-agent-clis.sh, or npm install -g @openai/codex)"}
+}
 
 // Options configures an agent beyond its declaration; the zero value is
 // the process environment, the system clock and a discarded log.

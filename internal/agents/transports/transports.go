@@ -6,6 +6,8 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agents/agent"
 	"github.com/kitsoki/kitsoki/internal/agents/anthropic"
 	"github.com/kitsoki/kitsoki/internal/agents/claudecli"
+	"github.com/kitsoki/kitsoki/internal/agents/codexcli"
+	"github.com/kitsoki/kitsoki/internal/agents/copilotcli"
 	"github.com/kitsoki/kitsoki/internal/agents/localllm"
 	"github.com/kitsoki/kitsoki/internal/agents/mcphttp"
 	"github.com/kitsoki/kitsoki/internal/agents/openai"
@@ -22,4 +24,6 @@ func Register(r *agent.Registry, models *localllm.Pool) {
 	r.RegisterTransport(agent.PluginMCPHTTP, mcphttp.Build)
 	r.RegisterTransport(agent.PluginAnthropic, anthropic.Build)
 	r.RegisterTransport(agent.PluginOpenAI, openai.Build)
+	r.RegisterTransport(agent.PluginCodexCLI, codexcli.Build)
+	r.RegisterTransport(agent.PluginCopilotCLI, copilotcli.Build)
 }

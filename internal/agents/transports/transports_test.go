@@ -20,6 +20,8 @@ func TestOnlyLocalLLMFallsBack(t *testing.T) {
 		"agent.cli":        {Plugin: agent.PluginClaudeCLI, Command: "/nonexistent/claude"},
 		"agent.claude_api": {Plugin: agent.PluginAnthropic},
 		"agent.gpt":        {Plugin: agent.PluginOpenAI},
+		"agent.codex":      {Plugin: agent.PluginCodexCLI},
+		"agent.copilot":    {Plugin: agent.PluginCopilotCLI},
 	}
 	reg.Configure(decls)
 	t.Cleanup(func() { _ = reg.Close() })

@@ -48,7 +48,14 @@ func Find(t *testing.T, name, env string) string {
 // fresh temporary directory, and the proxies closed.
 func Environ(t *testing.T, homeVar string) []string {
 	t.Helper()
-	home := t.TempDir()
+	return EnvironAt(t, t.TempDir(), homeVar)
+}
+
+// EnvironAt is Environ with HOME at home, for the tests of a CLI that
+// unpacks itself into HOME on its first run (copilot): a package's tests
+// share one, made in TestMain.
+func EnvironAt(t *testing.T, home, homeVar string) []string {
+	t.Helper()
 	const deny = "http://127.0.0.1:9"
 	env := []string{"HOME=" + home, homeVar + "=" + filepath.Join(home, "cli"),
 		"HTTP_PROXY=" + deny, "HTTPS_PROXY=" + deny, "ALL_PROXY=" + deny,

@@ -21,6 +21,10 @@ import (
 )
 
 // File and LocalFile are the names Load looks for.
+//
+// The agent profiles (profiles:, Kitsoki's harness_profiles:,
+// default_profile:, story_profiles:, agent_profiles:) are read here and
+// resolved when a run chooses one (Profile.Resolve).
 const (
 	File      = ".kitsoki.yaml"
 	LocalFile = ".kitsoki.local.yaml"
@@ -35,15 +39,28 @@ type Config struct {
 	// --stories-path, KITSOKI_STORIES_PATH and $KITSOKI_REPO/stories.
 	// Relative entries are taken from the file's directory.
 	StoryDirs []string
+	// Profiles are the named agent profiles of profiles: and Kitsoki's
+	// harness_profiles:, by name (docs/agents/profiles.md).
+	Profiles map[string]*Profile
+	// DefaultProfile names the profile a run starts on when neither a
+	// flag nor story_profiles: chooses one (default_profile:); "" keeps
+	// the story's own agents. DefaultAt is where it was written.
+	DefaultProfile string
+	DefaultAt      Pos
+	// StoryProfiles chooses a profile per story, by app id or by the
+	// story's directory name (story_profiles:).
+	StoryProfiles map[string]string
+	// AgentProfiles chooses a profile per persona, by the agents: entry's
+	// name (agent_profiles:).
+	AgentProfiles map[string]string
 }
 
 // Keys are the top-level keys of Kitsoki's .kitsoki.yaml.
-var Keys = []string{"story_dirs", "harness_profiles", "default_profile", "intercept", "mining", "root", "project_profile"}
+var Keys = []string{"story_dirs", "harness_profiles", "default_profile", "intercept", "mining", "root", "project_profile",
+	"profiles", "story_profiles", "agent_profiles"}
 
 // refused are Kitsoki's keys kitsoki reads but does not act on, and why.
 var refused = map[string]string{
-	"harness_profiles": "kitsoki selects agents per story (agent_plugins:); named agent profiles are not built yet",
-	"default_profile":  "kitsoki selects agents per story (agent_plugins:); named agent profiles are not built yet",
 	"intercept":        "kitsoki has no intercept command (the pre-model prompt gate); route typed text with kitsoki run instead",
 	"mining":           "kitsoki has no ambient session miner",
 	"root":             "kitsoki run needs a story file; the implicit dev-story root is Kitsoki's own story",
@@ -88,11 +105,14 @@ func Load(dir string) (*Config, error) {
 	if cfg == nil {
 		cfg = &Config{}
 	}
-	if local != nil && len(local.StoryDirs) > 0 {
-		cfg.StoryDirs = local.StoryDirs // the local file wins, as in Kitsoki
+	if local != nil {
+		cfg.overlay(local) // the local file wins, as in Kitsoki
 	}
 	if cfg.Path == "" && local != nil {
 		cfg.Path = local.Path
+	}
+	if err := cfg.Check(); err != nil {
+		return nil, err
 	}
 	return cfg, nil
 }
@@ -131,6 +151,14 @@ func Parse(b []byte, path string) (*Config, error) {
 		switch {
 		case k.Value == "story_dirs":
 			cfg.StoryDirs = p.dirs(v, filepath.Dir(path))
+		case k.Value == "profiles" || k.Value == "harness_profiles":
+			p.profiles(cfg, k.Value, v)
+		case k.Value == "default_profile":
+			cfg.DefaultProfile, cfg.DefaultAt = p.scalar(v, k.Value), Pos{File: path, Line: v.Line, Col: v.Column}
+		case k.Value == "story_profiles":
+			cfg.StoryProfiles = p.strMap(v, k.Value)
+		case k.Value == "agent_profiles":
+			cfg.AgentProfiles = p.strMap(v, k.Value)
 		case refused[k.Value] != "":
 			p.bad(k, k.Value, "%q is a Kitsoki key kitsoki does not act on: %s; remove it", k.Value, refused[k.Value])
 		default:
@@ -145,6 +173,83 @@ func Parse(b []byte, path string) (*Config, error) {
 		return nil, p.errs
 	}
 	return cfg, nil
+}
+
+// overlay lays the local file's settings over cfg's: story_dirs and
+// default_profile replace, a profile's keys replace the shared profile's
+// one by one (a new profile is added), and the per-story and per-agent
+// choices replace by name.
+func (cfg *Config) overlay(local *Config) {
+	if len(local.StoryDirs) > 0 {
+		cfg.StoryDirs = local.StoryDirs
+	}
+	if local.DefaultProfile != "" {
+		cfg.DefaultProfile, cfg.DefaultAt = local.DefaultProfile, local.DefaultAt
+	}
+	for name, lp := range local.Profiles {
+		if cfg.Profiles == nil {
+			cfg.Profiles = map[string]*Profile{}
+		}
+		if base, ok := cfg.Profiles[name]; ok {
+			base.merge(lp)
+		} else {
+			cfg.Profiles[name] = lp
+		}
+	}
+	cfg.StoryProfiles = mergeMap(cfg.StoryProfiles, local.StoryProfiles)
+	cfg.AgentProfiles = mergeMap(cfg.AgentProfiles, local.AgentProfiles)
+}
+
+func mergeMap(base, over map[string]string) map[string]string {
+	if len(over) == 0 {
+		return base
+	}
+	if base == nil {
+		base = map[string]string{}
+	}
+	for k, v := range over {
+		base[k] = v
+	}
+	return base
+}
+
+// Check reports a name that names no profile: default_profile:, a
+// story's or an agent's choice.
+func (cfg *Config) Check() error {
+	var errs Errors
+	unknown := func(pos Pos, path, name string) {
+		errs = append(errs, &Error{File: pos.File, Line: pos.Line, Col: pos.Col, Path: path,
+			Msg: fmt.Sprintf("profile %q is not declared (declared: %s)", name, cfg.profileList())})
+	}
+	for _, name := range sortedKeys(cfg.Profiles) {
+		if err := cfg.Profiles[name].check(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if n := cfg.DefaultProfile; n != "" && cfg.Profiles[n] == nil {
+		unknown(cfg.DefaultAt, "default_profile", n)
+	}
+	for _, m := range []struct {
+		key  string
+		vals map[string]string
+	}{{"story_profiles", cfg.StoryProfiles}, {"agent_profiles", cfg.AgentProfiles}} {
+		for _, k := range sortedKeys(m.vals) {
+			if n := m.vals[k]; cfg.Profiles[n] == nil {
+				unknown(Pos{File: cfg.Path}, m.key+"."+k, n)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+func (cfg *Config) profileList() string {
+	if len(cfg.Profiles) == 0 {
+		return "none; declare them under profiles:"
+	}
+	return strings.Join(sortedKeys(cfg.Profiles), ", ")
 }
 
 type parser struct {

@@ -40,12 +40,11 @@ func TestLoadStoryDirs(t *testing.T) {
 func slices_equal(a, b []string) bool { return strings.Join(a, "\x00") == strings.Join(b, "\x00") }
 
 func TestParseErrors(t *testing.T) {
-	src := "story_dir: [a]\nstory_dirs: {a: b}\nharness_profiles: {x: {}}\nintercept: {enabled: true}\n"
+	src := "story_dir: [a]\nstory_dirs: {a: b}\nharness_profiles: {x: {backend: claude}}\nintercept: {enabled: true}\n"
 	_, err := Parse([]byte(src), "p/.kitsoki.yaml")
 	want := strings.Join([]string{
-		`p/.kitsoki.yaml:1:1: story_dir: unknown key "story_dir" (did you mean "story_dirs"?) (known: story_dirs, harness_profiles, default_profile, intercept, mining, root, project_profile)`,
+		`p/.kitsoki.yaml:1:1: story_dir: unknown key "story_dir" (did you mean "story_dirs"?) (known: story_dirs, harness_profiles, default_profile, intercept, mining, root, project_profile, profiles, story_profiles, agent_profiles)`,
 		`p/.kitsoki.yaml:2:13: story_dirs: story_dirs must be a list of directories (e.g. [stories, ../shared/stories]), got a mapping`,
-		`p/.kitsoki.yaml:3:1: harness_profiles: "harness_profiles" is a Kitsoki key kitsoki does not act on: kitsoki selects agents per story (agent_plugins:); named agent profiles are not built yet; remove it`,
 		`p/.kitsoki.yaml:4:1: intercept: "intercept" is a Kitsoki key kitsoki does not act on: kitsoki has no intercept command (the pre-model prompt gate); route typed text with kitsoki run instead; remove it`,
 	}, "\n")
 	if err == nil || err.Error() != want {

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kitsoki/kitsoki/internal/agents/agent"
 	"github.com/kitsoki/kitsoki/internal/agents/localllm"
 	"github.com/kitsoki/kitsoki/internal/check/eval"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
@@ -240,6 +241,9 @@ type evalRunOpts struct {
 	record    string
 	reportDir string
 	pinnedBy  string
+	// af measures one profile or agent instead of the matrix's, and caps
+	// the run's cost.
+	af agentFlags
 }
 
 func newEvalRunCmd(g *globals) *cobra.Command {
@@ -278,6 +282,9 @@ Progress goes to stderr: a bar on a terminal, one line per call otherwise.`,
 	f.StringVar(&o.record, "record", "", "write the live answers to this eval cassette")
 	f.StringVar(&o.reportDir, "report-dir", "", "write the report here instead of <dataset dir>/reports/<call>")
 	f.StringVar(&o.pinnedBy, "pinned-by", "", "record who pins the decision (sets decision.pinned_by and pinned_at)")
+	f.StringVar(&o.af.profile, "profile", "", "measure this .kitsoki.yaml profile instead of the matrix's profiles")
+	f.StringVar(&o.af.agent, "agent", "", "measure this agent_plugins alias, or a backend on its defaults (anthropic, openai, codex, copilot), instead of the matrix's profiles")
+	f.Float64Var(&o.af.maxCost, "max-cost", 0, "stop the run once its calls have cost this many US dollars (0: no cap)")
 	return cmd
 }
 
@@ -288,6 +295,16 @@ func runEval(cmd *cobra.Command, g *globals, o *evalRunOpts, path string) (err e
 		return exitWith(exitFailure, err)
 	}
 	defer c.Close()
+	var budget *agent.Budget
+	if c.Story != nil {
+		// The .kitsoki.yaml profiles are candidates a matrix can name.
+		if _, budget, err = o.af.plan(g, c.Story); err != nil {
+			return exitWith(exitUsage, err)
+		}
+		if name := o.af.profile + o.af.agent; name != "" {
+			c.Dataset.Matrix.Profiles = []string{name}
+		}
+	}
 	if c.Story != nil { // what the run prints, logs and errors included, is masked
 		out, stderr = redacting(out, c.Story.Secrets), redacting(stderr, c.Story.Secrets)
 		defer func() { err = maskedExit(c.Story.Secrets, err) }()
@@ -321,7 +338,7 @@ func runEval(cmd *cobra.Command, g *globals, o *evalRunOpts, path string) (err e
 
 	logger := g.logger(stderr)
 	ro := eval.Options{Parallel: o.parallel, CallDeadline: o.deadline, Strict: o.strict, PinnedBy: o.pinnedBy, Logger: logger,
-		Progress: eval.NewProgress(stderr, isTerminal(stderrFile(cmd)))}
+		Progress: eval.NewProgress(stderr, isTerminal(stderrFile(cmd))), Budget: budget}
 	if o.cassette != "" {
 		rp, err := eval.LoadReplay(o.cassette)
 		if err != nil {

@@ -355,7 +355,8 @@ states:
 	}
 }
 
-// TestPromptHelp: :help at a local prompt lists the plugin commands; on
+// TestPromptHelp: :help at a local prompt lists the plugin commands and
+// the agent switches; on
 // the cluster it does not, and :quit says the session goes on there.
 func TestPromptHelp(t *testing.T) {
 	common := `Type an intent and its slots: intent key=value key2="two words"
@@ -369,7 +370,8 @@ func TestPromptHelp(t *testing.T) {
 	}{
 		{"local", &runner{}, common + ":quit      leave\n" +
 			":plugins   agent plugins with tools      :enable <alias> / :disable <alias>\n" +
-			":reload    re-read the story's plugins"},
+			":reload    re-read the story's plugins\n" +
+			":provider [profile|none]   switch the default agent   :model [name|n]   :effort [level]"},
 		{"cluster", &remoteDriver{}, common + ":quit      leave (the session goes on on the cluster)"},
 	} {
 		if d := cmp.Diff(tc.want, tc.d.help()); d != "" {

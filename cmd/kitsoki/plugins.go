@@ -22,6 +22,9 @@ type pluginRuntime struct {
 	path string // the story file, re-read by :reload
 	ws   string // its workspace, the same on reload
 	ctl  *toolserver.HTTPServer
+	// profiles adds the run's profile agents to a reloaded story, so
+	// :reload keeps them.
+	profiles func(*story.Story)
 }
 
 // startPlugins wraps the plugin-tool service of a run (runtime.Open with
@@ -134,6 +137,9 @@ func (p *pluginRuntime) reload(out, errw io.Writer) {
 		return
 	}
 	defer st.Close()
+	if p.profiles != nil {
+		p.profiles(st)
+	}
 	if err := p.svc.Reload(st.Plugins); err != nil {
 		fmt.Fprintf(errw, "kitsoki: %v\n", err)
 		return

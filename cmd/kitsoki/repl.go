@@ -37,7 +37,7 @@ func (r *runner) turn(ctx context.Context, line string) (int, bool) {
 		out, err := r.sess.Say(ctx, line)
 		if err != nil {
 			fmt.Fprintln(r.errw, "kitsoki:", err)
-			return exitFailure, true
+			return failCode(err), true
 		}
 		return r.afterReplay(r.report(out))
 	}
@@ -49,7 +49,7 @@ func (r *runner) turn(ctx context.Context, line string) (int, bool) {
 	out, err := r.sess.Turn(ctx, intent, slots, line)
 	if err != nil {
 		fmt.Fprintln(r.errw, "kitsoki:", err)
-		return exitFailure, true
+		return failCode(err), true
 	}
 	return r.afterReplay(r.report(out))
 }
@@ -63,7 +63,7 @@ func (r *runner) say(ctx context.Context, text string) (int, bool) {
 	out, err := r.sess.Say(ctx, text)
 	if err != nil {
 		fmt.Fprintln(r.errw, "kitsoki:", err)
-		return exitFailure, true
+		return failCode(err), true
 	}
 	return r.afterReplay(r.report(out))
 }
@@ -83,11 +83,15 @@ func (r *runner) back(ctx context.Context) (int, bool, error) {
 
 func (r *runner) readWorld(context.Context) (map[string]any, error) { return r.sess.World(), nil }
 
-func (r *runner) help() string { return promptHelp + "\n:quit      leave\n" + pluginHelp }
+func (r *runner) help() string {
+	return promptHelp + "\n:quit      leave\n" + pluginHelp + "\n" + switchHelp
+}
 
-// command runs the prompt's plugin commands (:plugins, :enable, ...).
+// command runs the prompt's own commands: the live agent switches
+// (:provider, :model, :effort) and the plugin commands (:plugins,
+// :enable, ...). The terminal UI runs them through here too.
 func (r *runner) command(ctx context.Context, line string) bool {
-	return r.plugins.command(ctx, line, r.out, r.errw)
+	return r.switches.command(line, r.out, r.errw) || r.plugins.command(ctx, line, r.out, r.errw)
 }
 
 // settle lets the background jobs still running finish (or park on a

@@ -60,6 +60,8 @@ type runOpts struct {
 	// tf, with --temporal, runs the session on a Temporal cluster
 	// (temporal_run.go).
 	tf temporalFlags
+	// af chooses the default agent and caps the run's cost (profiles.go).
+	af agentFlags
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -133,6 +135,7 @@ Exit codes:
 	addWorkspaceFlag(cmd, g)
 	f.StringVar(&o.controlMCP, "control-mcp", "", "serve MCP plugin controls (configuration surface) on this loopback address, e.g. 127.0.0.1:0")
 	addTemporalFlags(cmd, &o.tf, true)
+	addAgentFlags(cmd.Flags(), &o.af)
 	return cmd
 }
 
@@ -150,6 +153,10 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 	st, err := story.Load(path, sopts...)
 	if err != nil {
 		return exitWith(exitLoad, err)
+	}
+	agents, budget, err := o.af.plan(g, st) // before the masking: it adds the profiles' secrets
+	if err != nil {
+		return exitWith(exitUsage, err)
 	}
 	defer func() { err = maskedExit(st.Secrets, err) }()
 	// Nothing the run prints, logs included (a plugin's stderr is logged),
@@ -223,6 +230,8 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 		Session:    session,
 		Tools:      runtime.Tools{Plugins: true, Providers: o.toolProviders, Autopilot: o.autopilot},
 		Out:        stdout,
+		Selection:  agents.Selection,
+		Budget:     budget,
 	}
 	if tw != nil {
 		cfg.OnDispatch = tw.dispatched
@@ -251,6 +260,8 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 		return exitWith(exitFailure, err)
 	}
 	defer plugins.Close()
+	plugins.profiles = agents.Apply
+	switches := &switchCommands{plan: agents, record: rt.Record}
 
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -260,14 +271,14 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 		return plan.start(ctx, sess, rt.Sink(), stderr)
 	}
 	if tw != nil {
-		r := &runner{sess: sess, plugins: plugins, replay: as.replayCheck, resume: plan}
+		r := &runner{sess: sess, plugins: plugins, switches: switches, replay: as.replayCheck, resume: plan}
 		return exitCode(tw.run(ctx, r, st, path, o.trace, stderr, start))
 	}
 	out, err := start(ctx)
 	if err != nil {
-		return exitWith(exitFailure, err)
+		return exitWith(failCode(err), err)
 	}
-	r := &runner{sess: sess, out: stdout, errw: stderr, plugins: plugins, replay: as.replayCheck, resume: plan}
+	r := &runner{sess: sess, out: stdout, errw: stderr, plugins: plugins, switches: switches, replay: as.replayCheck, resume: plan}
 	if code, stopNow := r.afterReplay(r.report(out)); stopNow {
 		return exitCode(code)
 	}
@@ -339,6 +350,9 @@ type runner struct {
 	out     io.Writer
 	errw    io.Writer
 	plugins *pluginRuntime // nil: no plugin commands
+	// switches are the live agent switches (:provider, :model, :effort);
+	// nil: none.
+	switches *switchCommands
 	// replay, with --cassette, prints the turn's replay warnings and misses
 	// and says whether it missed.
 	replay func(io.Writer) bool

@@ -105,8 +105,8 @@ func (tw *tuiWiring) run(ctx context.Context, r *runner, st *story.Story, storyP
 		hist = ""
 	}
 	d := &tuiDriver{r: r, buf: buf, start: start}
-	ui := tui.New(tui.Config{Driver: d, Mask: secret.New(st.Secrets).Text, History: hist, Help: pluginHelp,
-		Commands: []string{":world", ":plugins", ":enable", ":disable", ":reload"}})
+	ui := tui.New(tui.Config{Driver: d, Mask: secret.New(st.Secrets).Text, History: hist, Help: pluginHelp + "\n" + switchHelp,
+		Commands: []string{":world", ":plugins", ":enable", ":disable", ":reload", ":provider", ":model", ":effort"}})
 	tw.ui.Store(ui)
 	tw.out.set(ui.Writer(false))
 	tw.err.set(ui.Writer(true))
@@ -177,7 +177,7 @@ func (d *tuiDriver) Do(ctx context.Context, line string) tui.Result {
 		fmt.Fprintln(d.r.out, string(b))
 		return tui.Result{Lines: d.buf.take()}
 	case strings.HasPrefix(line, ":"):
-		if !d.r.plugins.command(ctx, line, d.r.out, d.r.errw) {
+		if !d.r.command(ctx, line) {
 			fmt.Fprintf(d.r.errw, "kitsoki: unknown command %s\n", line)
 		}
 		return tui.Result{Lines: d.buf.take()}

@@ -141,7 +141,7 @@ func TestPinNotHonoured(t *testing.T) {
 			warning: `pin for call "audit" not applied: it cites no evidence report (set selection.evidence to the call's latest.json); using fallback profile "claude"`,
 			alias:   "", profile: "claude"},
 		{name: "unknown fallback", selection: "{profile: agent.flaky, evidence: evals/reports/audit/nothere.json, fallback_profile: nobody}",
-			warning: `pin for call "audit" not applied: evidence evals/reports/audit/nothere.json is missing (run kitsoki eval run --live to produce it); fallback_profile cannot be used (profile "nobody" is neither "claude" (the built-in claude path), an agent_plugins alias (agent.bad, agent.claude, agent.crash, agent.flaky, agent.good, agent.local, agent.retry, agent.slow) nor a providers: entry (none declared)); using the default route (agent.good)`,
+			warning: `pin for call "audit" not applied: evidence evals/reports/audit/nothere.json is missing (run kitsoki eval run --live to produce it); fallback_profile cannot be used (profile "nobody" is neither "claude" (the built-in claude path), an agent_plugins alias (agent.bad, agent.claude, agent.crash, agent.flaky, agent.good, agent.local, agent.retry, agent.slow), a providers: entry (none declared) nor a .kitsoki.yaml profile); using the default route (agent.good)`,
 			alias:   "agent.good", profile: "agent.good"},
 		{name: "unknown pinned profile", selection: "{profile: nobody, " + ev + "}",
 			warning: `pin for call "audit" not applied: evidence evals/reports/audit/latest.json is failing: it measured no candidate nobody/; using the default route (agent.good)`,

@@ -58,6 +58,9 @@ type Options struct {
 	PinnedBy string
 	// Now is the report's generated_at (default: Clock.Now()).
 	Now time.Time
+	// Budget is the run's spending cap (--max-cost), shared by every
+	// candidate: once it is reached the run stops with its error.
+	Budget *agent.Budget
 	// Clock measures call durations (default the system clock).
 	Clock    clock.Clock
 	Logger   *slog.Logger
@@ -94,6 +97,8 @@ type callResult struct {
 	tokens     int64
 	hasTokens  bool
 	outcome    Outcome
+	// stop is the cost cap that stopped the run at this call.
+	stop error
 }
 
 // plan is everything a run needs, resolved before the first call.
@@ -274,7 +279,7 @@ func (p *plan) execute(ctx context.Context, o *Options) ([]*callResult, error) {
 		rt, err := runtime.Open(p.c.Story, runtime.Config{
 			Logger: o.Logger, Clock: o.Clock, Timeout: o.CallDeadline,
 			Trace:  runtime.Trace{Sink: sink},
-			Agents: agents,
+			Agents: agents, Budget: o.Budget,
 			Routes: map[*story.Invoke]*host.Route{p.c.Site.Invoke: c.route},
 		})
 		if err != nil {
@@ -299,19 +304,24 @@ func (p *plan) execute(ctx context.Context, o *Options) ([]*callResult, error) {
 	results := make([]*callResult, len(jobs))
 	sem := make(chan struct{}, o.Parallel)
 	var wg sync.WaitGroup
+	runCtx, stopRun := context.WithCancelCause(ctx)
+	defer stopRun(nil)
 	for i := range jobs {
 		select {
 		case sem <- struct{}{}:
-		case <-ctx.Done():
+		case <-runCtx.Done():
 			wg.Wait()
-			return nil, fmt.Errorf("eval run interrupted: %w", ctx.Err())
+			return nil, runStopped(ctx, runCtx)
 		}
 		wg.Add(1)
 		go func(i int) {
 			defer func() { <-sem; wg.Done() }()
 			j := jobs[i]
-			r := p.call(ctx, hosts[j.cand], sink, j, o)
+			r := p.call(runCtx, hosts[j.cand], sink, j, o)
 			results[i] = r
+			if r.stop != nil {
+				stopRun(r.stop) // a cost cap: no call goes out any more
+			}
 			if o.Progress != nil {
 				o.Progress.Done(CallReport{Candidate: p.cands[j.cand].Label(), Example: d.Examples[j.ex].Name,
 					Repeat: j.rep + 1, Pass: r.outcome.Pass, Reason: r.outcome.Reason})
@@ -319,10 +329,20 @@ func (p *plan) execute(ctx context.Context, o *Options) ([]*callResult, error) {
 		}(i)
 	}
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("eval run interrupted: %w", err)
+	if runCtx.Err() != nil {
+		return nil, runStopped(ctx, runCtx)
 	}
 	return results, nil
+}
+
+// runStopped is the error of a run that ended before its last call: the
+// cost cap that stopped it, else the interruption.
+func runStopped(ctx, runCtx context.Context) error {
+	var cap *agent.CostCapError
+	if cause := context.Cause(runCtx); errors.As(cause, &cap) {
+		return fmt.Errorf("eval run stopped, no report written: %w", cap)
+	}
+	return fmt.Errorf("eval run interrupted: %w", ctx.Err())
 }
 
 // call dispatches one example to one candidate and scores the answer.
@@ -365,7 +385,11 @@ func (p *plan) call(ctx context.Context, h *host.Host, sink *callSink, j job, o 
 	if err == nil && res == nil {
 		err = errors.New("the host returned no result")
 	}
+	var cap *agent.CostCapError
 	switch {
+	case errors.As(err, &cap):
+		r.errKind, r.stop = "cost_cap", cap
+		r.outcome = Outcome{Reason: err.Error()}
 	case err != nil:
 		r.errKind = "dispatch_error"
 		r.outcome = Outcome{Reason: err.Error()}

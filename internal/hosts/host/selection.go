@@ -24,11 +24,15 @@ type Choice struct {
 	// Provider is a claude profile's environment, handed to the claude
 	// CLI as a providers: entry is.
 	Provider *agent.Provider
+	// Quota is the profile's spending cap (quota:), counted over the
+	// calls the profile answers; Where names the profile in its message.
+	Quota *agent.Quota
+	Where string
 }
 
 // IsZero reports whether c changes nothing.
 func (c Choice) IsZero() bool {
-	return c.Profile == "" && c.Alias == "" && c.Model == "" && c.Effort == "" && c.Provider == nil
+	return c.Profile == "" && c.Alias == "" && c.Model == "" && c.Effort == "" && c.Provider == nil && c.Quota == nil
 }
 
 // Selection is a session's choice of its default agent: the current one
@@ -143,23 +147,28 @@ func (h *Host) budgets(c *askCall) []*agent.Budget {
 	if h.budget != nil {
 		out = append(out, h.budget)
 	}
-	if h.registry == nil {
-		return out
+	key, where, q := "", "", (*agent.Quota)(nil)
+	switch {
+	case c.choice != nil && c.choice.Quota != nil:
+		key, where, q = "choice:"+c.choice.Profile, c.choice.Where, c.choice.Quota
+	case h.registry != nil:
+		alias := c.answeringAlias()
+		if d, ok := h.registry.Declaration(alias); ok && d.Quota != nil {
+			key, where, q = alias, d.Where(), d.Quota
+		}
 	}
-	alias := c.answeringAlias()
-	d, ok := h.registry.Declaration(alias)
-	if !ok || d.Quota == nil {
+	if q == nil {
 		return out
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	b, ok := h.quotas[alias]
+	b, ok := h.quotas[key]
 	if !ok {
-		b = agent.NewBudget(d.Where()+" quota", "raise quota: under "+d.Where(), d.Quota.MaxCostUSD, d.Quota.MaxCalls)
+		b = agent.NewBudget(where+" quota", "raise quota: under "+where, q.MaxCostUSD, q.MaxCalls)
 		if h.quotas == nil {
 			h.quotas = map[string]*agent.Budget{}
 		}
-		h.quotas[alias] = b
+		h.quotas[key] = b
 	}
 	return append(out, b)
 }

@@ -69,8 +69,25 @@ func ProfileRoute(st *story.Story, profile string) (route *host.Route, backend s
 	if _, ok := st.Providers[profile]; ok {
 		return &host.Route{Profile: profile, Provider: profile}, BackendBuiltin, nil
 	}
-	return nil, "", fmt.Errorf("profile %q is neither %q (the built-in claude path), an agent_plugins alias (%s) nor a providers: entry (%s)",
-		profile, host.ProfileClaude, listOrNone(sortedKeys(st.Plugins)), listOrNone(sortedKeys(st.Providers)))
+	// A .kitsoki.yaml profile, added to the story's declarations as
+	// profile.<name> (internal/run/profiles).
+	if d, ok := st.Plugins["profile."+profile]; ok {
+		return &host.Route{Profile: profile, Alias: "profile." + profile}, d.Plugin, nil
+	}
+	return nil, "", fmt.Errorf("profile %q is neither %q (the built-in claude path), an agent_plugins alias (%s), a providers: entry (%s) nor a .kitsoki.yaml profile",
+		profile, host.ProfileClaude, listOrNone(storyAliases(st)), listOrNone(sortedKeys(st.Providers)))
+}
+
+// storyAliases are the story's own agent_plugins aliases (without the
+// profiles' declarations).
+func storyAliases(st *story.Story) []string {
+	var out []string
+	for _, a := range sortedKeys(st.Plugins) {
+		if !strings.HasPrefix(a, "profile.") {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 func listOrNone(s []string) string {

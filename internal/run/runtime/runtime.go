@@ -38,6 +38,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/run/plugintools"
 	"github.com/kitsoki/kitsoki/internal/run/routes"
 	"github.com/kitsoki/kitsoki/internal/run/session"
+	"github.com/kitsoki/kitsoki/plugin"
 )
 
 // Config selects how Open wires a run. The zero value is a session of the
@@ -101,6 +102,13 @@ type Config struct {
 	// print there (kitsoki run passes its masked stdout); nil prints
 	// nothing (flows, MCP-started runs, evals).
 	Out io.Writer
+	// Selection is the run's choice of its default agent (a .kitsoki.yaml
+	// profile, --profile or --agent; internal/run/profiles), which live
+	// switches change; nil keeps the story's own agents.
+	Selection *host.Selection
+	// Budget is the run's spending cap (--max-cost); an eval's candidates
+	// share one. Nil is no cap.
+	Budget *agent.Budget
 	// LocalModels is the pool of llama-server sidecars the run's
 	// builtin.local_llm agents and embedders start their servers in, for a
 	// caller running several runtimes at once that should share one server
@@ -498,7 +506,7 @@ func (rt *Runtime) overrideAgents(cfg Config) {
 func (rt *Runtime) newHost(cfg Config, builtin agent.Agent, routeMap map[*story.Invoke]*host.Route) *host.Host {
 	st := rt.story
 	opts := []host.Option{host.WithLogger(cfg.Logger), host.WithClock(cfg.Clock), host.WithDefaultTimeout(cfg.Timeout),
-		host.WithRoutes(routeMap)}
+		host.WithRoutes(routeMap), host.WithSelection(cfg.Selection), host.WithBudget(cfg.Budget)}
 	if cfg.Agents.Live {
 		if builtin == nil {
 			builtin = liveBuiltin(st, cfg.Logger, cfg.Clock)
@@ -558,6 +566,17 @@ func liveCalls(st *story.Story, cat *toolserver.Catalog, tools Tools) host.Optio
 
 // Story is the run's story.
 func (rt *Runtime) Story() *story.Story { return rt.story }
+
+// Record writes an event the operator caused between turns (a live
+// switch of the agent, kitsoki.agent.switched) into the session's trace:
+// under the turn the session is at and its state.
+func (rt *Runtime) Record(p trace.Payload) error {
+	ev := &plugin.Event{}
+	if rt.sess != nil {
+		ev.Turn, ev.StatePath = rt.sess.TurnNumber(), rt.sess.State()
+	}
+	return rt.sink.AppendPayload(ev, p)
+}
 
 // Registry is the run's agent registry.
 func (rt *Runtime) Registry() *agent.Registry { return rt.reg }

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kitsoki/kitsoki/internal/agents/agent"
+	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
+	"github.com/kitsoki/kitsoki/internal/run/profiles"
+)
+
+// agentFlags choose a run's default agent and cap its spending: --profile,
+// --agent and --max-cost on kitsoki run and kitsoki eval run.
+type agentFlags struct {
+	profile string
+	agent   string
+	maxCost float64
+}
+
+func addAgentFlags(f *pflag.FlagSet, a *agentFlags) {
+	f.StringVar(&a.profile, "profile", "", "answer the default agent's calls (no agent:, or agent.claude) with this .kitsoki.yaml profile")
+	f.StringVar(&a.agent, "agent", "", "answer the default agent's calls with this agent_plugins alias, or a backend on its defaults (anthropic, openai, codex, copilot, claude)")
+	f.Float64Var(&a.maxCost, "max-cost", 0, "stop the run once its agent calls have cost this many US dollars (0: no cap)")
+}
+
+// plan resolves the profiles of .kitsoki.yaml for st and the run's
+// choice, adds the profiles' agents (and their secrets) to st, and
+// returns the plan and the run's budget (nil without --max-cost).
+func (a *agentFlags) plan(g *globals, st *story.Story) (*profiles.Plan, *agent.Budget, error) {
+	if a.maxCost < 0 {
+		return nil, nil, fmt.Errorf("--max-cost %v: want 0 (no cap) or more US dollars", a.maxCost)
+	}
+	p, err := profiles.New(g.project, st, profiles.Request{Profile: a.profile, Agent: a.agent})
+	if err != nil {
+		return nil, nil, err
+	}
+	p.Apply(st)
+	var b *agent.Budget
+	if a.maxCost > 0 {
+		b = agent.NewBudget("--max-cost", "raise --max-cost", a.maxCost, 0)
+	}
+	return p, b, nil
+}
+
+// switchHelp documents the prompt's live switches.
+const switchHelp = `:provider [profile|none]   switch the default agent   :model [name|n]   :effort [level]`
+
+// switchCommands are the live switches of the default agent, the one
+// implementation the plain prompt and the terminal UI share: :provider,
+// :model and :effort change the agent from the next call on and write
+// kitsoki.agent.switched into the trace; without a value they say what
+// the agent is and what they take.
+type switchCommands struct {
+	plan   *profiles.Plan
+	record func(trace.Payload) error // the run's trace (runtime.Record)
+}
+
+// command runs a switch and reports whether line was one.
+func (s *switchCommands) command(line string, out, errw io.Writer) bool {
+	fields := strings.Fields(line)
+	if len(fields) == 0 {
+		return false
+	}
+	what, ok := strings.CutPrefix(fields[0], ":")
+	if !ok || (what != profiles.SwitchProvider && what != profiles.SwitchModel && what != profiles.SwitchEffort) {
+		return false
+	}
+	if s == nil || s.plan == nil {
+		fmt.Fprintf(errw, "kitsoki: :%s: this run cannot switch its agent\n", what)
+		return true
+	}
+	if len(fields) == 1 {
+		fmt.Fprintf(out, "agent: %s\n:%s takes %s\n", s.plan.Describe(), what, s.plan.Options(what))
+		return true
+	}
+	p, err := s.plan.Switch(what, strings.Join(fields[1:], " "))
+	if err != nil {
+		fmt.Fprintln(errw, "kitsoki:", err)
+		return true
+	}
+	if err := s.record(p); err != nil {
+		fmt.Fprintln(errw, "kitsoki: recording the switch in the trace:", err)
+		return true
+	}
+	fmt.Fprintf(out, "agent: %s\n", s.plan.Describe())
+	return true
+}
+
+// failCode is the exit code of a turn that failed with err: a spending
+// cap reached is an agent failure (4), anything else the run's (1).
+func failCode(err error) int {
+	var cap *agent.CostCapError
+	if errors.As(err, &cap) {
+		return exitAgent
+	}
+	return exitFailure
+}

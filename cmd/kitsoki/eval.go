@@ -301,8 +301,13 @@ func runEval(cmd *cobra.Command, g *globals, o *evalRunOpts, path string) (err e
 		if _, budget, err = o.af.plan(g, c.Story); err != nil {
 			return exitWith(exitUsage, err)
 		}
-		if name := o.af.profile + o.af.agent; name != "" {
-			c.Dataset.Matrix.Profiles = []string{name}
+		if name := o.af.profile + o.af.agent; name != "" { // one candidate profile, its models as the matrix lists them
+			m := &c.Dataset.Matrix
+			models := m.Models[name]
+			m.Profiles, m.Models = []string{name}, nil
+			if len(models) > 0 {
+				m.Models = map[string][]string{name: models}
+			}
 		}
 	}
 	if c.Story != nil { // what the run prints, logs and errors included, is masked

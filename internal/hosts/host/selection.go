@@ -2,6 +2,7 @@ package host
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/kitsoki/kitsoki/internal/agents/agent"
@@ -74,14 +75,20 @@ func (s *Selection) Set(c Choice) (previous Choice) {
 	return previous
 }
 
-// For is the choice of a call made as persona ("" for none); ok is false
-// when the call keeps the story's default agent.
-func (s *Selection) For(persona string) (Choice, bool) {
+// For is the choice of a call made as persona ("" for none) to the
+// default agent (defaultAgent) or to another builtin agent; ok is false
+// when the call keeps its agent. A configured choice takes the default
+// agent's calls only; an explicit one (a flag, a switch) every builtin
+// agent's.
+func (s *Selection) For(persona string, defaultAgent bool) (Choice, bool) {
 	if s == nil {
 		return Choice{}, false
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if !defaultAgent && !s.explicit {
+		return Choice{}, false
+	}
 	if !s.explicit && persona != "" {
 		if c, ok := s.persona[persona]; ok {
 			return c, true
@@ -101,18 +108,35 @@ func WithBudget(b *agent.Budget) Option { return func(h *Host) { h.budget = b } 
 // goes to the default agent a selection replaces.
 func usesDefault(alias string) bool { return alias == "" || alias == agent.DefaultAlias }
 
-// choose applies the selection to a call of the default agent: its
-// choice, and the agent that answers it (nil: the call's own).
+// replaceable reports whether an explicit choice may take the calls of
+// alias: a builtin agent (the claude CLI, a local model, an in-process
+// stand-in, an API backend, an agent CLI), not a program of the story's
+// own (subprocess, mcp_http), whose contract is its own.
+func (h *Host) replaceable(alias string) bool {
+	if h.registry == nil {
+		return false
+	}
+	d, ok := h.registry.Declaration(alias)
+	return ok && strings.HasPrefix(d.Plugin, "builtin.")
+}
+
+// choose applies the selection to a call: its choice, and the agent that
+// answers it (nil: the call's own). A call a pin or an eval routes keeps
+// its route.
 func (h *Host) choose(c *askCall) (agent.Agent, error) {
-	if c.route != nil || !usesDefault(c.alias) {
+	if c.route != nil || h.selection == nil {
+		return nil, nil
+	}
+	def := usesDefault(c.alias)
+	if !def && !h.replaceable(c.alias) {
 		return nil, nil
 	}
 	persona := ""
 	if c.persona != nil {
 		persona = c.persona.Name
 	}
-	ch, ok := h.selection.For(persona)
-	if !ok {
+	ch, ok := h.selection.For(persona, def)
+	if !ok || ch.Alias == c.alias {
 		return nil, nil
 	}
 	c.choice = &ch

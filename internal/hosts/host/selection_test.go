@@ -37,11 +37,13 @@ func profileHost(t *testing.T, cost float64, quota *agent.Quota, opts ...Option)
 	for k, v := range st.Plugins {
 		decls[k] = v
 	}
+	decls["agent.sub"] = agent.Declaration{Plugin: agent.PluginSubprocess, Command: "/bin/true"}
 	decls["profile.fast"] = agent.Declaration{Plugin: agent.PluginOpenAI, Model: "fast-model", Effort: "low", Source: ".kitsoki.yaml profiles.fast", Quota: quota}
 	reg := agent.NewRegistry(nil)
 	reg.Configure(decls)
 	reg.Register("profile.fast", answer("fast"))
 	reg.Register("agent.plug", answer("plug"))
+	reg.Register("agent.sub", answer("sub"))
 	sink := trace.NewMemSink()
 	h := New(st, reg, sink, append([]Option{WithBuiltin(answer("builtin"))}, opts...)...)
 	t.Cleanup(func() { h.Close() })
@@ -58,8 +60,11 @@ func decide(t *testing.T, h *Host, inv *story.Invoke, with map[string]any) (*Res
 
 var fast = Choice{Profile: "fast", Alias: "profile.fast"}
 
+// TestAProfileTakesTheDefaultAgentsCalls: a configured profile
+// (default_profile:) answers the default agent's calls; the story's other
+// agents keep theirs.
 func TestAProfileTakesTheDefaultAgentsCalls(t *testing.T) {
-	h, invs, sink, asked := profileHost(t, 0, nil, WithSelection(NewSelection(fast, true, nil)))
+	h, invs, sink, asked := profileHost(t, 0, nil, WithSelection(NewSelection(fast, false, nil)))
 	res, err := decide(t, h, invs["builtin"], nil)
 	if err != nil || res.Err != nil {
 		t.Fatal(err, res.Err)
@@ -85,6 +90,23 @@ func TestAProfileTakesTheDefaultAgentsCalls(t *testing.T) {
 	}
 	if start.Profile != "fast" || start.Model != "fast-model" || start.Effort != "low" {
 		t.Errorf("agent.call.start %+v", start)
+	}
+}
+
+// TestAnExplicitProfileTakesTheBuiltinAgents: a profile chosen for the
+// run (--profile, --agent, :provider) answers every builtin agent's calls
+// too (agent.plug is builtin.inprocess), not a subprocess plugin's.
+func TestAnExplicitProfileTakesTheBuiltinAgents(t *testing.T) {
+	h, invs, _, asked := profileHost(t, 0, nil, WithSelection(NewSelection(fast, true, nil)))
+	if _, err := decide(t, h, invs["plug"], nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := decide(t, h, &story.Invoke{Name: "host.agent.decide", Agent: "agent.sub"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := "fast model=fast-model effort=low profile=fast alias=agent.plug|sub model= effort= profile= alias=agent.sub"
+	if got := strings.Join(*asked, "|"); got != want {
+		t.Errorf("asked:\n%s\nwant:\n%s", got, want)
 	}
 }
 
@@ -137,7 +159,7 @@ func TestRunCostCapStopsTheRun(t *testing.T) {
 }
 
 func TestAProfilesQuota(t *testing.T) {
-	h, invs, _, _ := profileHost(t, 0, &agent.Quota{MaxCalls: 1}, WithSelection(NewSelection(fast, true, nil)))
+	h, invs, _, _ := profileHost(t, 0, &agent.Quota{MaxCalls: 1}, WithSelection(NewSelection(fast, false, nil)))
 	if _, err := decide(t, h, invs["builtin"], nil); err != nil {
 		t.Fatal(err)
 	}

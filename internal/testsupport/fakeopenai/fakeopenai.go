@@ -27,6 +27,15 @@ type Server struct {
 	mu       sync.Mutex
 	replies  []Reply
 	requests []Recorded
+	respond  func(body map[string]any) Reply // NewFunc's
+}
+
+// NewFunc starts a server answering every request with respond's reply
+// to its body (for calls made in parallel, whose order is not known).
+func NewFunc(t *testing.T, respond func(body map[string]any) Reply) *Server {
+	f := New(t)
+	f.respond = respond
+	return f
 }
 
 // Add scripts more replies.
@@ -104,6 +113,9 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	f.requests = append(f.requests, Recorded{Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
+	if f.respond != nil {
+		f.replies = append(f.replies, f.respond(body))
+	}
 	if len(f.replies) == 0 {
 		f.mu.Unlock()
 		f.t.Errorf("unscripted request %d", len(f.requests))

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
+	"github.com/kitsoki/kitsoki/internal/testsupport/agentcli"
+	"github.com/kitsoki/kitsoki/internal/testsupport/fakeopenai"
+)
+
+// helloCopy copies the demo story (app.yaml, prompts, schemas, evals) to
+// a fresh directory, writes .kitsoki.yaml there and makes it the working
+// directory, where kitsoki reads its project config.
+func helloCopy(t *testing.T, kitsokiYAML string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, f := range []string{"app.yaml", "prompts/greet.md", "schemas/greeting.json", "evals/compose.yaml"} {
+		b, err := os.ReadFile(filepath.Join("../../stories/hello", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if kitsokiYAML != "" {
+		if err := os.WriteFile(filepath.Join(dir, ".kitsoki.yaml"), []byte(kitsokiYAML), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(dir)
+	return dir
+}
+
+// greeter answers the demo story's decide as a model would: the register
+// the prompt asks for.
+func greeter(body map[string]any) fakeopenai.Reply {
+	b, _ := json.Marshal(body)
+	tone, text := "casual", "Hey there, nice to see you!"
+	if strings.Contains(string(b), "formal register") {
+		tone, text = "formal", "Good day. It is a pleasure."
+	}
+	sub, _ := json.Marshal(map[string]any{"text": text, "tone": tone, "done": true})
+	return fakeopenai.Reply{Text: string(sub), In: 2000, Out: 40}
+}
+
+const testKey = "sk-test-kitsoki-0123456789abcdef"
+
+func profileYAML(f *fakeopenai.Server) string {
+	return "profiles:\n  fast:\n    backend: openai\n    base_url: " + f.Base() + "\n    model: gpt-4.1-mini\n    api_key_env: KITSOKI_TEST_OPENAI_KEY\n"
+}
+
+func events(t *testing.T, path, kind string) []trace.Event {
+	t.Helper()
+	evs, err := trace.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []trace.Event
+	for _, ev := range evs {
+		if ev.Kind == kind {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func TestRunProfileOnTheDemoStory(t *testing.T) {
+	f := fakeopenai.NewFunc(t, greeter)
+	helloCopy(t, profileYAML(f))
+	t.Setenv("KITSOKI_TEST_OPENAI_KEY", testKey)
+	tr := filepath.Join(t.TempDir(), "t.jsonl")
+	code, out, errs := runCLI(t, "", "run", "app.yaml", "--profile", "fast", "--trace", tr, "--intents", "greet name=Ada style=formal,bye")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	if !strings.Contains(out, "Good day. It is a pleasure.") || !strings.Contains(out, "Ada was greeted (formal).") {
+		t.Errorf("stdout:\n%s", out)
+	}
+	starts := events(t, tr, trace.KindAgentCallStart)
+	var st trace.AgentCallStart
+	if len(starts) != 1 || trace.Decode(&starts[0], &st) != nil || st.Profile != "fast" || st.Model != "gpt-4.1-mini" || st.Agent != "greeter" {
+		t.Errorf("agent.call.start %+v", st)
+	}
+	req := f.Request(0)
+	if req.Header.Get("Authorization") != "Bearer "+testKey || req.Body["response_format"] == nil {
+		t.Errorf("the decide reached the endpoint as OpenAI's wire: %v", req.Body)
+	}
+	raw, _ := os.ReadFile(tr)
+	if strings.Contains(string(raw)+out+errs, testKey) {
+		t.Error("the API key is in the trace or the output")
+	}
+	if !strings.Contains(string(raw), `"input_tokens":2000`) {
+		t.Error("the call's usage is not in the trace")
+	}
+}
+
+func TestMaxCostStopsTheRun(t *testing.T) {
+	f := fakeopenai.NewFunc(t, greeter)
+	helloCopy(t, profileYAML(f))
+	t.Setenv("KITSOKI_TEST_OPENAI_KEY", testKey)
+	tr := filepath.Join(t.TempDir(), "t.jsonl")
+	// A greeting costs 2000 tokens in at $0.40/MTok and 40 out at
+	// $1.60/MTok: $0.000864, over a cap of $0.0005.
+	code, out, errs := runCLI(t, "", "run", "app.yaml", "--profile", "fast", "--max-cost", "0.0005", "--trace", tr,
+		"--intents", "greet name=Ada,again,greet name=Bob")
+	if code != exitAgent {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitAgent, out, errs)
+	}
+	if want := "kitsoki: cost cap reached: --max-cost is $0.0005 and this run's agent calls have cost $0.0009 (1 calls); raise --max-cost to go on"; !strings.Contains(errs, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, errs)
+	}
+	if f.Count() != 1 {
+		t.Errorf("%d requests: the second call must not go out", f.Count())
+	}
+	if len(events(t, tr, trace.KindCostCapReached)) != 1 {
+		t.Error("no kitsoki.cost_cap in the trace")
+	}
+}
+
+func TestRunBadAgentInput(t *testing.T) {
+	f := fakeopenai.NewFunc(t, greeter)
+	cases := []struct {
+		name, yaml string
+		args       []string
+		code       int
+		want       string
+	}{
+		// The call fails, its on_error goes back to the lobby, the input
+		// ends there (exit 6); the failure is one line on stderr.
+		{"missing key", profileYAML(f), []string{"--profile", "fast"}, exitIncomplete,
+			"openai API key missing: KITSOKI_TEST_OPENAI_KEY is not set; export KITSOKI_TEST_OPENAI_KEY=<your key>, or name the variable that holds it with api_key_env: under .kitsoki.yaml profiles.fast"},
+		{"unknown profile", profileYAML(f), []string{"--profile", "slow"}, exitUsage,
+			`--profile slow: profile "slow" is not declared in .kitsoki.yaml (declared: fast)`},
+		{"unknown agent", "", []string{"--agent", "gemini"}, exitUsage,
+			"--agent gemini: not an agent_plugins alias of the story (agent.claude, agent.demo) nor a backend (anthropic, claude, codex, copilot, local_llm, openai)"},
+		{"CLI not on PATH", "profiles:\n  cx: {backend: codex, command: codex-not-installed-here}\n", []string{"--profile", "cx"}, exitIncomplete,
+			`codex CLI "codex-not-installed-here" not found (exec: "codex-not-installed-here": executable file not found in $PATH): install it (scripts/setup-agent-clis.sh, or npm install -g @openai/codex) so that codex is on PATH, or set command: <path to codex> under .kitsoki.yaml profiles.cx`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			helloCopy(t, tc.yaml)
+			args := append([]string{"run", "app.yaml", "--trace", filepath.Join(t.TempDir(), "t.jsonl"), "--intents", "greet name=Ada"}, tc.args...)
+			code, out, errs := runCLI(t, "", args...)
+			if code != tc.code || !strings.Contains(errs, tc.want) {
+				t.Errorf("exit %d (want %d)\nstderr:\n%s\nwant it to contain:\n%s\nstdout:\n%s", code, tc.code, errs, tc.want, out)
+			}
+		})
+	}
+}
+
+func TestEvalLiveWithAProfile(t *testing.T) {
+	f := fakeopenai.NewFunc(t, greeter)
+	dir := helloCopy(t, profileYAML(f))
+	t.Setenv("KITSOKI_TEST_OPENAI_KEY", testKey)
+	reports := t.TempDir()
+	code, out, errs := runCLI(t, "", "eval", "run", "--live", "--profile", "fast", "--report-dir", reports, filepath.Join(dir, "evals", "compose.yaml"))
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	if !strings.Contains(out, "fast/gpt-4.1-mini") || f.Count() != 15 {
+		t.Errorf("%d requests\nstdout:\n%s", f.Count(), out)
+	}
+	b, err := os.ReadFile(filepath.Join(reports, "latest.json"))
+	if err != nil || !strings.Contains(string(b), `"profile": "fast"`) {
+		t.Errorf("report: %v\n%.500s", err, b)
+	}
+}
+
+func TestRunAgentCodexOnTheDemoStory(t *testing.T) {
+	bin := agentcli.Find(t, "codex", "KITSOKI_CODEX")
+	f := fakeopenai.NewFunc(t, greeter)
+	helloCopy(t, "")
+	home := t.TempDir()
+	cfg := "model_provider = \"fake\"\n\n[model_providers.fake]\nname = \"fake\"\nbase_url = \"" + f.Base() + "\"\nwire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = 0\n"
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// codex on its defaults reads its own config (CODEX_HOME): here a
+	// model provider on the fake endpoint; every other URL is closed.
+	t.Setenv("CODEX_HOME", home)
+	t.Setenv("PATH", filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"} {
+		t.Setenv(k, "http://127.0.0.1:9")
+	}
+	t.Setenv("NO_PROXY", "127.0.0.1,localhost")
+	t.Setenv("no_proxy", "127.0.0.1,localhost")
+	tr := filepath.Join(t.TempDir(), "t.jsonl")
+	code, out, errs := runCLI(t, "", "run", "app.yaml", "--agent", "codex", "--trace", tr, "--intents", "greet name=Ada style=casual,bye")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	if !strings.Contains(out, "Hey there, nice to see you!") {
+		t.Errorf("stdout:\n%s", out)
+	}
+	var st trace.AgentCallStart
+	starts := events(t, tr, trace.KindAgentCallStart)
+	if len(starts) != 1 || trace.Decode(&starts[0], &st) != nil || st.Profile != "codex" {
+		t.Errorf("agent.call.start %+v", st)
+	}
+	if f.Request(0).Path != "/v1/responses" {
+		t.Errorf("codex asked %s", f.Request(0).Path)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agents/agent"
 	"github.com/kitsoki/kitsoki/internal/base/clock"
 	meta "github.com/kitsoki/kitsoki/internal/observe/usage"
+	"github.com/kitsoki/kitsoki/internal/testsupport/fakeanthropic"
 	"github.com/kitsoki/kitsoki/plugin"
 )
 
@@ -26,17 +27,17 @@ const (
 var start = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 
 type env struct {
-	fake  *fakeAPI
+	fake  *fakeanthropic.Server
 	clock *clock.Fake
 	agent *Agent
 }
 
-func setup(t *testing.T, decl agent.Declaration, replies ...reply) *env {
+func setup(t *testing.T, decl agent.Declaration, replies ...fakeanthropic.Reply) *env {
 	t.Helper()
-	f := newFake(t, replies...)
+	f := fakeanthropic.New(t, replies...)
 	decl.Alias = "agent.api"
 	if decl.BaseURL == "" {
-		decl.BaseURL = f.srv.URL
+		decl.BaseURL = f.URL()
 	}
 	clk := clock.NewFake(start)
 	a, err := New(decl, Config{Clock: clk, LookupEnv: func(k string) (string, bool) {
@@ -64,7 +65,7 @@ func TestDecideStreamedAndWhole(t *testing.T) {
 	for _, stream := range []bool{true, false} {
 		t.Run(map[bool]string{true: "stream", false: "whole"}[stream], func(t *testing.T) {
 			e := setup(t, agent.Declaration{Stream: &stream},
-				reply{msg: apiMessage("tool_use", 1200, 40, toolUse("toolu_1", "submit_kitsoki", map[string]any{"verdict": "yes"}))})
+				fakeanthropic.Reply{Msg: fakeanthropic.Message("tool_use", 1200, 40, fakeanthropic.ToolUse("toolu_1", "submit_kitsoki", map[string]any{"verdict": "yes"}))})
 			resp, err := e.agent.Ask(context.Background(), decideCall("agent.api"))
 			if err != nil {
 				t.Fatal(err)
@@ -72,12 +73,12 @@ func TestDecideStreamedAndWhole(t *testing.T) {
 			if string(resp.Submission) != `{"verdict":"yes"}` {
 				t.Errorf("submission %s", resp.Submission)
 			}
-			req := e.fake.request(0)
+			req := e.fake.Request(0)
 			if got, _ := req["stream"].(bool); got != stream {
 				t.Errorf("stream %v, want %v", req["stream"], stream)
 			}
 			checkDecideRequest(t, req)
-			h := e.fake.headers[0]
+			h := e.fake.Header(0)
 			if h.Get("x-api-key") != key || h.Get("anthropic-version") != Version {
 				t.Errorf("headers %v", h)
 			}
@@ -132,8 +133,8 @@ func checkDecideRequest(t *testing.T, req map[string]any) {
 
 func TestTaskToolRoundTrip(t *testing.T) {
 	e := setup(t, agent.Declaration{},
-		reply{msg: apiMessage("tool_use", 500, 20, text("Let me look at the world."), toolUse("toolu_a", "get_world_kitsoki", map[string]any{}))},
-		reply{msg: apiMessage("tool_use", 700, 30, toolUse("toolu_b", "submit_kitsoki", map[string]any{"verdict": "no"}))},
+		fakeanthropic.Reply{Msg: fakeanthropic.Message("tool_use", 500, 20, fakeanthropic.Text("Let me look at the world."), fakeanthropic.ToolUse("toolu_a", "get_world_kitsoki", map[string]any{}))},
+		fakeanthropic.Reply{Msg: fakeanthropic.Message("tool_use", 700, 30, fakeanthropic.ToolUse("toolu_b", "submit_kitsoki", map[string]any{"verdict": "no"}))},
 	)
 	c := decideCall("")
 	c.Request.Verb = plugin.VerbTask
@@ -144,7 +145,7 @@ func TestTaskToolRoundTrip(t *testing.T) {
 	if string(resp.Submission) != `{"verdict":"no"}` || resp.Meta["num_turns"] != 2 {
 		t.Errorf("submission %s, meta %v", resp.Submission, resp.Meta)
 	}
-	first := e.fake.request(0)
+	first := e.fake.Request(0)
 	if first["tool_choice"] != nil {
 		t.Errorf("a task does not force a tool: %v", first["tool_choice"])
 	}
@@ -155,7 +156,7 @@ func TestTaskToolRoundTrip(t *testing.T) {
 	if got := strings.Join(names, ","); got != "complete_step_kitsoki,emit_intent_kitsoki,get_world_kitsoki,submit_kitsoki" {
 		t.Errorf("tools %s", got)
 	}
-	msgs := e.fake.request(1)["messages"].([]any)
+	msgs := e.fake.Request(1)["messages"].([]any)
 	if len(msgs) != 3 {
 		t.Fatalf("second request's messages: %v", msgs)
 	}
@@ -177,8 +178,8 @@ func TestTaskToolRoundTrip(t *testing.T) {
 }
 
 func TestSchemaInvalidAnswerIsSentBackAndRetried(t *testing.T) {
-	bad := reply{msg: apiMessage("tool_use", 100, 10, toolUse("toolu_1", "submit_kitsoki", map[string]any{"verdict": "perhaps"}))}
-	good := reply{msg: apiMessage("tool_use", 150, 10, toolUse("toolu_2", "submit_kitsoki", map[string]any{"verdict": "yes"}))}
+	bad := fakeanthropic.Reply{Msg: fakeanthropic.Message("tool_use", 100, 10, fakeanthropic.ToolUse("toolu_1", "submit_kitsoki", map[string]any{"verdict": "perhaps"}))}
+	good := fakeanthropic.Reply{Msg: fakeanthropic.Message("tool_use", 150, 10, fakeanthropic.ToolUse("toolu_2", "submit_kitsoki", map[string]any{"verdict": "yes"}))}
 	e := setup(t, agent.Declaration{}, bad, good)
 	resp, err := e.agent.Ask(context.Background(), decideCall("agent.api"))
 	if err != nil {
@@ -187,12 +188,12 @@ func TestSchemaInvalidAnswerIsSentBackAndRetried(t *testing.T) {
 	if string(resp.Submission) != `{"verdict":"yes"}` || resp.Meta["repairs"] != 1 {
 		t.Errorf("submission %s, meta %v", resp.Submission, resp.Meta)
 	}
-	msgs := e.fake.request(1)["messages"].([]any)
+	msgs := e.fake.Request(1)["messages"].([]any)
 	res := msgs[2].(map[string]any)["content"].([]any)[0].(map[string]any)
 	if res["is_error"] != true || !strings.Contains(res["content"].(string), "does not match the schema") {
 		t.Errorf("the violation goes back as an error tool_result: %v", res)
 	}
-	if e.fake.request(1)["tool_choice"] == nil {
+	if e.fake.Request(1)["tool_choice"] == nil {
 		t.Error("the retry still forces submit")
 	}
 
@@ -203,16 +204,16 @@ func TestSchemaInvalidAnswerIsSentBackAndRetried(t *testing.T) {
 		if !ok || ae.Kind != agent.KindSchemaInvalid || !strings.Contains(ae.Detail, "did not match the schema after 3 tries") {
 			t.Fatalf("error %v", err)
 		}
-		if e.fake.count() != 3 {
-			t.Errorf("%d requests, want 3 (1 + %d repairs)", e.fake.count(), Repairs)
+		if e.fake.Count() != 3 {
+			t.Errorf("%d requests, want 3 (1 + %d repairs)", e.fake.Count(), Repairs)
 		}
 	})
 }
 
 func TestRateLimitThenSuccessOnTheClock(t *testing.T) {
 	e := setup(t, agent.Declaration{},
-		reply{status: 429, header: http.Header{"Retry-After": {"3"}}, body: `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}`},
-		reply{msg: apiMessage("tool_use", 10, 5, toolUse("toolu_1", "submit_kitsoki", map[string]any{"verdict": "yes"}))},
+		fakeanthropic.Reply{Status: 429, Header: http.Header{"Retry-After": {"3"}}, Body: `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}`},
+		fakeanthropic.Reply{Msg: fakeanthropic.Message("tool_use", 10, 5, fakeanthropic.ToolUse("toolu_1", "submit_kitsoki", map[string]any{"verdict": "yes"}))},
 	)
 	resp, err := e.agent.Ask(context.Background(), decideCall("agent.api"))
 	if err != nil {
@@ -224,7 +225,7 @@ func TestRateLimitThenSuccessOnTheClock(t *testing.T) {
 }
 
 func TestServerErrorExhausted(t *testing.T) {
-	fail := reply{status: 500, body: `{"type":"error","error":{"type":"api_error","message":"Internal server error"}}`}
+	fail := fakeanthropic.Reply{Status: 500, Body: `{"type":"error","error":{"type":"api_error","message":"Internal server error"}}`}
 	e := setup(t, agent.Declaration{}, fail, fail, fail)
 	_, err := e.agent.Ask(context.Background(), decideCall("agent.api"))
 	want := "agent: transport_error: anthropic API: http 500 api_error: Internal server error (after 3 attempts): the provider failed; run again later (retries: under agent_plugins.agent.api sets how often kitsoki retries)"
@@ -238,19 +239,19 @@ func TestServerErrorExhausted(t *testing.T) {
 
 func TestOverloadedStreamIsRetried(t *testing.T) {
 	e := setup(t, agent.Declaration{},
-		reply{msg: apiMessage("end_turn", 10, 1), streamErr: "overloaded_error"},
-		reply{msg: apiMessage("tool_use", 10, 5, toolUse("toolu_1", "submit_kitsoki", map[string]any{"verdict": "no"}))},
+		fakeanthropic.Reply{Msg: fakeanthropic.Message("end_turn", 10, 1), StreamErr: "overloaded_error"},
+		fakeanthropic.Reply{Msg: fakeanthropic.Message("tool_use", 10, 5, fakeanthropic.ToolUse("toolu_1", "submit_kitsoki", map[string]any{"verdict": "no"}))},
 	)
 	resp, err := e.agent.Ask(context.Background(), decideCall("agent.api"))
-	if err != nil || string(resp.Submission) != `{"verdict":"no"}` || e.fake.count() != 2 {
-		t.Fatalf("%v %v after %d requests", resp, err, e.fake.count())
+	if err != nil || string(resp.Submission) != `{"verdict":"no"}` || e.fake.Count() != 2 {
+		t.Fatalf("%v %v after %d requests", resp, err, e.fake.Count())
 	}
 }
 
 func TestCostCapStopsTheToolLoop(t *testing.T) {
 	e := setup(t, agent.Declaration{},
 		// 10000 input tokens at $3/MTok: $0.03, over the $0.02 cap.
-		reply{msg: apiMessage("tool_use", 10000, 10, toolUse("toolu_a", "get_world_kitsoki", map[string]any{}))},
+		fakeanthropic.Reply{Msg: fakeanthropic.Message("tool_use", 10000, 10, fakeanthropic.ToolUse("toolu_a", "get_world_kitsoki", map[string]any{}))},
 	)
 	c := decideCall("agent.api")
 	c.Request.Verb = plugin.VerbTask
@@ -263,15 +264,15 @@ func TestCostCapStopsTheToolLoop(t *testing.T) {
 	if !strings.Contains(err.Error(), "cost cap reached: --max-cost is $0.0200 and this run's agent calls have cost $0.0301 (0 calls); raise --max-cost to go on") {
 		t.Errorf("error %q", err)
 	}
-	if e.fake.count() != 1 {
-		t.Errorf("%d requests: the loop must stop before the second", e.fake.count())
+	if e.fake.Count() != 1 {
+		t.Errorf("%d requests: the loop must stop before the second", e.fake.Count())
 	}
 }
 
 func TestAskWithoutSchema(t *testing.T) {
 	e := setup(t, agent.Declaration{},
-		reply{msg: apiMessage("end_turn", 10, 5, text("It is safe."))},
-		reply{msg: apiMessage("end_turn", 10, 5, text("It is safe."))},
+		fakeanthropic.Reply{Msg: fakeanthropic.Message("end_turn", 10, 5, fakeanthropic.Text("It is safe."))},
+		fakeanthropic.Reply{Msg: fakeanthropic.Message("end_turn", 10, 5, fakeanthropic.Text("It is safe."))},
 	)
 	c := decideCall("")
 	c.Request.Verb, c.Request.Schema = plugin.VerbAsk, nil
@@ -282,7 +283,7 @@ func TestAskWithoutSchema(t *testing.T) {
 	if resp.Submission != nil || resp.Meta["result"] != "It is safe." {
 		t.Errorf("built-in path: submission %s, result %v", resp.Submission, resp.Meta["result"])
 	}
-	for _, tl := range e.fake.request(0)["tools"].([]any) {
+	for _, tl := range e.fake.Request(0)["tools"].([]any) {
 		if tl.(map[string]any)["name"] == "submit_kitsoki" {
 			t.Error("an ask without a schema is offered submit")
 		}
@@ -296,8 +297,8 @@ func TestAskWithoutSchema(t *testing.T) {
 
 func TestConverseKeepsTheThread(t *testing.T) {
 	e := setup(t, agent.Declaration{},
-		reply{msg: apiMessage("end_turn", 10, 5, text("Hello, Ann."))},
-		reply{msg: apiMessage("end_turn", 20, 5, text("You said Ann."))},
+		fakeanthropic.Reply{Msg: fakeanthropic.Message("end_turn", 10, 5, fakeanthropic.Text("Hello, Ann."))},
+		fakeanthropic.Reply{Msg: fakeanthropic.Message("end_turn", 20, 5, fakeanthropic.Text("You said Ann."))},
 	)
 	c := decideCall("agent.api")
 	c.Request.Verb, c.Request.Schema, c.Request.Prompt = plugin.VerbConverse, nil, "I am Ann."
@@ -310,7 +311,7 @@ func TestConverseKeepsTheThread(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs := e.fake.request(1)["messages"].([]any)
+	msgs := e.fake.Request(1)["messages"].([]any)
 	if len(msgs) != 3 || msgs[1].(map[string]any)["role"] != "assistant" {
 		t.Errorf("second converse request: %v", msgs)
 	}
@@ -321,15 +322,15 @@ func TestConverseKeepsTheThread(t *testing.T) {
 
 func TestEffortIsAThinkingBudget(t *testing.T) {
 	e := setup(t, agent.Declaration{},
-		reply{msg: apiMessage("end_turn", 10, 5, text("done"))},
-		reply{msg: apiMessage("tool_use", 10, 5, toolUse("toolu_1", "submit_kitsoki", map[string]any{"verdict": "no"}))},
+		fakeanthropic.Reply{Msg: fakeanthropic.Message("end_turn", 10, 5, fakeanthropic.Text("done"))},
+		fakeanthropic.Reply{Msg: fakeanthropic.Message("tool_use", 10, 5, fakeanthropic.ToolUse("toolu_1", "submit_kitsoki", map[string]any{"verdict": "no"}))},
 	)
 	c := decideCall("agent.api")
 	c.Request.Verb, c.Request.Schema, c.Effort = plugin.VerbAsk, nil, "medium"
 	if _, err := e.agent.Ask(context.Background(), c); err != nil {
 		t.Fatal(err)
 	}
-	req := e.fake.request(0)
+	req := e.fake.Request(0)
 	if !cmp.Equal(map[string]any{"type": "enabled", "budget_tokens": float64(4096)}, req["thinking"]) || req["max_tokens"] != float64(DefaultMaxTokens+4096) {
 		t.Errorf("thinking %v, max_tokens %v", req["thinking"], req["max_tokens"])
 	}
@@ -339,8 +340,8 @@ func TestEffortIsAThinkingBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.fake.request(1)["thinking"] != nil || !strings.Contains(resp.Meta["effort_skipped"].(string), "forced submit") {
-		t.Errorf("a forced decide sends no thinking: %v, meta %v", e.fake.request(1)["thinking"], resp.Meta)
+	if e.fake.Request(1)["thinking"] != nil || !strings.Contains(resp.Meta["effort_skipped"].(string), "forced submit") {
+		t.Errorf("a forced decide sends no thinking: %v, meta %v", e.fake.Request(1)["thinking"], resp.Meta)
 	}
 	c.Effort = "extreme"
 	if _, err := e.agent.Ask(context.Background(), c); err == nil || !strings.Contains(err.Error(), `effort "extreme" is not one of low, medium, high, xhigh, max`) {
@@ -358,7 +359,7 @@ func TestBadInputIsOneClearLine(t *testing.T) {
 		}
 	})
 	t.Run("unknown model", func(t *testing.T) {
-		e := setup(t, agent.Declaration{}, reply{status: 404, body: `{"type":"error","error":{"type":"not_found_error","message":"model: claude-nope"}}`})
+		e := setup(t, agent.Declaration{}, fakeanthropic.Reply{Status: 404, Body: `{"type":"error","error":{"type":"not_found_error","message":"model: claude-nope"}}`})
 		c := decideCall("agent.api")
 		c.Model = "claude-nope"
 		_, err := e.agent.Ask(context.Background(), c)
@@ -368,7 +369,7 @@ func TestBadInputIsOneClearLine(t *testing.T) {
 		}
 	})
 	t.Run("bad key", func(t *testing.T) {
-		e := setup(t, agent.Declaration{}, reply{status: 401, body: `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`})
+		e := setup(t, agent.Declaration{}, fakeanthropic.Reply{Status: 401, Body: `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`})
 		_, err := e.agent.Ask(context.Background(), decideCall("agent.api"))
 		if err == nil || !strings.Contains(err.Error(), "anthropic API refused the key in ANTHROPIC_API_KEY") || strings.Contains(err.Error(), key) {
 			t.Errorf("error %v", err)

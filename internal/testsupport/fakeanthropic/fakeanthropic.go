@@ -1,4 +1,9 @@
-package anthropic
+// Package fakeanthropic is an Anthropic Messages API on 127.0.0.1 for
+// tests: POST /v1/messages answered with scripted replies, whole or as
+// the event stream Anthropic documents (message_start, content blocks
+// with text_delta and input_json_delta, ping, message_delta with the
+// usage, message_stop), every request kept.
+package fakeanthropic
 
 import (
 	"encoding/json"
@@ -10,39 +15,62 @@ import (
 	"testing"
 )
 
-// fakeAPI is a Messages API on 127.0.0.1 that answers each request with
-// the next scripted reply, whole or as the event stream Anthropic
+// Server is a Messages API on 127.0.0.1 that answers each request with
+// the next scripted Reply, whole or as the event stream Anthropic
 // documents, as the request asks, and keeps every request it got.
-type fakeAPI struct {
+type Server struct {
 	t   *testing.T
 	srv *httptest.Server
 
 	mu       sync.Mutex
-	replies  []reply
+	replies  []Reply
 	requests []map[string]any
 	headers  []http.Header
+	respond  func(map[string]any) Reply
 }
 
-// reply is one scripted answer: a message, an HTTP error, or an event
+// Reply is one scripted answer: a message, an HTTP error, or an event
 // stream that reports an error.
-type reply struct {
-	msg        map[string]any
-	status     int
-	body       string
-	header     http.Header
-	streamErr  string // an error event's type, sent after message_start
-	chunkInput int    // input_json_delta chunk size (default 7)
+type Reply struct {
+	// Msg is the message answered (Message builds one).
+	Msg map[string]any
+	// Status, Body and Header make the reply an HTTP error.
+	Status int
+	Body   string
+	Header http.Header
+	// StreamErr is the type of an error event sent after message_start.
+	StreamErr string
+	// ChunkInput is the input_json_delta chunk size (default 7).
+	ChunkInput int
 }
 
-func newFake(t *testing.T, replies ...reply) *fakeAPI {
+func New(t *testing.T, replies ...Reply) *Server {
 	t.Helper()
-	f := &fakeAPI{t: t, replies: replies}
+	f := &Server{t: t, replies: replies}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
 }
 
-func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
+// NewFunc starts a server answering every request with respond's reply
+// to its body.
+func NewFunc(t *testing.T, respond func(body map[string]any) Reply) *Server {
+	f := New(t)
+	f.respond = respond
+	return f
+}
+
+// URL is the API root (the base_url).
+func (f *Server) URL() string { return f.srv.URL }
+
+// Header is the nth request's header.
+func (f *Server) Header(n int) http.Header {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.headers[n]
+}
+
+func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
 		w.WriteHeader(http.StatusNotFound)
 		io.WriteString(w, `{"type":"error","error":{"type":"not_found_error","message":"Not Found"}}`)
@@ -56,6 +84,9 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.requests = append(f.requests, body)
 	f.headers = append(f.headers, r.Header.Clone())
+	if f.respond != nil {
+		f.replies = append(f.replies, f.respond(body))
+	}
 	if len(f.replies) == 0 {
 		f.mu.Unlock()
 		f.t.Errorf("unscripted request %d", len(f.requests))
@@ -65,19 +96,19 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	rep := f.replies[0]
 	f.replies = f.replies[1:]
 	f.mu.Unlock()
-	for k, v := range rep.header {
+	for k, v := range rep.Header {
 		w.Header()[k] = v
 	}
 	switch {
-	case rep.status != 0:
+	case rep.Status != 0:
 		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(rep.status)
-		io.WriteString(w, rep.body)
+		w.WriteHeader(rep.Status)
+		io.WriteString(w, rep.Body)
 	case body["stream"] == true:
 		writeStream(w, rep)
 	default:
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(rep.msg)
+		json.NewEncoder(w).Encode(rep.Msg)
 	}
 }
 
@@ -85,9 +116,9 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 // deltas and a content_block_stop per block (text in two text_deltas,
 // tool input in input_json_delta chunks), a ping, message_delta with the
 // stop reason and output usage, and message_stop.
-func writeStream(w http.ResponseWriter, rep reply) {
+func writeStream(w http.ResponseWriter, rep Reply) {
 	w.Header().Set("Content-Type", "text/event-stream")
-	msg := rep.msg
+	msg := rep.Msg
 	send := func(name string, v any) {
 		b, _ := json.Marshal(v)
 		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b)
@@ -102,11 +133,11 @@ func writeStream(w http.ResponseWriter, rep reply) {
 	send("message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": msg["id"], "type": "message", "role": "assistant", "model": msg["model"], "content": []any{},
 		"stop_reason": nil, "stop_sequence": nil, "usage": startUsage}})
-	if rep.streamErr != "" {
-		send("error", map[string]any{"type": "error", "error": map[string]any{"type": rep.streamErr, "message": "Overloaded"}})
+	if rep.StreamErr != "" {
+		send("error", map[string]any{"type": "error", "error": map[string]any{"type": rep.StreamErr, "message": "Overloaded"}})
 		return
 	}
-	chunk := rep.chunkInput
+	chunk := rep.ChunkInput
 	if chunk == 0 {
 		chunk = 7
 	}
@@ -141,7 +172,8 @@ func writeStream(w http.ResponseWriter, rep reply) {
 }
 
 // request returns the nth request's body (0-based).
-func (f *fakeAPI) request(n int) map[string]any {
+// Request is the nth request body (0-based).
+func (f *Server) Request(n int) map[string]any {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if n >= len(f.requests) {
@@ -150,14 +182,15 @@ func (f *fakeAPI) request(n int) map[string]any {
 	return f.requests[n]
 }
 
-func (f *fakeAPI) count() int {
+// Count is how many requests came.
+func (f *Server) Count() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.requests)
 }
 
-// message builds a Messages API answer.
-func apiMessage(stop string, in, out int, content ...map[string]any) map[string]any {
+// Message builds a Messages API answer.
+func Message(stop string, in, out int, content ...map[string]any) map[string]any {
 	c := make([]any, len(content))
 	for i, x := range content {
 		c[i] = x
@@ -167,8 +200,10 @@ func apiMessage(stop string, in, out int, content ...map[string]any) map[string]
 		"usage": map[string]any{"input_tokens": in, "output_tokens": out, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}
 }
 
-func text(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
+// Text is a text block.
+func Text(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
 
-func toolUse(id, name string, input any) map[string]any {
+// ToolUse is a tool_use block.
+func ToolUse(id, name string, input any) map[string]any {
 	return map[string]any{"type": "tool_use", "id": id, "name": name, "input": input}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
 	"github.com/kitsoki/kitsoki/internal/testsupport/agentcli"
+	"github.com/kitsoki/kitsoki/internal/testsupport/fakeanthropic"
 	"github.com/kitsoki/kitsoki/internal/testsupport/fakeopenai"
 )
 
@@ -42,12 +43,7 @@ func helloCopy(t *testing.T, kitsokiYAML string) string {
 // greeter answers the demo story's decide as a model would: the register
 // the prompt asks for.
 func greeter(body map[string]any) fakeopenai.Reply {
-	b, _ := json.Marshal(body)
-	tone, text := "casual", "Hey there, nice to see you!"
-	if strings.Contains(string(b), "formal register") {
-		tone, text = "formal", "Good day. It is a pleasure."
-	}
-	sub, _ := json.Marshal(map[string]any{"text": text, "tone": tone, "done": true})
+	_, sub := greeting(body)
 	return fakeopenai.Reply{Text: string(sub), In: 2000, Out: 40}
 }
 
@@ -207,5 +203,94 @@ func TestRunAgentCodexOnTheDemoStory(t *testing.T) {
 	}
 	if f.Request(0).Path != "/v1/responses" {
 		t.Errorf("codex asked %s", f.Request(0).Path)
+	}
+}
+
+// quickEval is a two-example dataset of the demo story's call, each
+// example once: what TestEvalLiveOnEachBackend measures.
+const quickEval = `kind: agent_eval
+app: ../app.yaml
+call: compose
+agent: greeter
+task:
+  goal: "Pick the register the visitor asked for."
+  boundedness: {max_turns: 1, tool_policy: none, prepared_context: true}
+  adherence_bar: {min_pass_rate: 0.95}
+matrix:
+  profiles: [agent.demo]
+  repeat: 1
+comparator: {kind: enum, field: tone}
+examples:
+  - name: ada-casual
+    args: {name: Ada, style: casual}
+    expect: {text: "Hey Ada!", tone: casual, done: true}
+  - name: grace-formal
+    args: {name: Grace, style: formal}
+    expect: {text: "Good day, Grace.", tone: formal, done: true}
+selection: {strategy: cheapest_passing}
+`
+
+// greeting is the demo story's answer in the register body asks for.
+func greeting(body any) (tone string, sub []byte) {
+	b, _ := json.Marshal(body)
+	tone, text := "casual", "Hey there, nice to see you!"
+	if strings.Contains(string(b), "formal register") {
+		tone, text = "formal", "Good day. It is a pleasure."
+	}
+	sub, _ = json.Marshal(map[string]any{"text": text, "tone": tone, "done": true})
+	return tone, sub
+}
+
+// anthropicGreeter answers the decide through the submit tool, as
+// Claude does when tool_choice forces it.
+func anthropicGreeter(body map[string]any) fakeanthropic.Reply {
+	_, sub := greeting(body)
+	var in map[string]any
+	json.Unmarshal(sub, &in)
+	return fakeanthropic.Reply{Msg: fakeanthropic.Message("tool_use", 900, 30, fakeanthropic.ToolUse("toolu_1", "submit_kitsoki", in))}
+}
+
+func TestEvalLiveOnEachBackend(t *testing.T) {
+	oa := fakeopenai.NewFunc(t, greeter)
+	an := fakeanthropic.NewFunc(t, anthropicGreeter)
+	base := func(name, backend, url, extra string) string {
+		return "  " + name + ":\n    backend: " + backend + "\n    base_url: " + url + "\n" + extra
+	}
+	profiles := "profiles:\n" +
+		base("chat", "openai", oa.Base(), "    api_key_env: KITSOKI_TEST_OPENAI_KEY\n") +
+		base("responses", "openai", oa.Base(), "    api: responses\n    api_key_env: KITSOKI_TEST_OPENAI_KEY\n") +
+		base("claude-api", "anthropic", an.URL(), "    api_key_env: KITSOKI_TEST_ANTHROPIC_KEY\n") +
+		base("cx", "codex", oa.Base(), "") +
+		base("cp", "copilot", oa.Base(), "    model: gpt-4.1-mini\n")
+	dir := helloCopy(t, profiles)
+	if err := os.WriteFile(filepath.Join(dir, "evals", "quick.yaml"), []byte(quickEval), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KITSOKI_TEST_OPENAI_KEY", testKey)
+	t.Setenv("KITSOKI_TEST_ANTHROPIC_KEY", testKey)
+	cases := []struct {
+		profile string
+		cli     string // the CLI the profile needs ("" none)
+		homeVar string
+	}{{"chat", "", ""}, {"responses", "", ""}, {"claude-api", "", ""}, {"cx", "codex", "CODEX_HOME"}, {"cp", "copilot", "COPILOT_HOME"}}
+	for _, tc := range cases {
+		t.Run(tc.profile, func(t *testing.T) {
+			if tc.cli != "" {
+				bin := agentcli.Find(t, tc.cli, "KITSOKI_"+strings.ToUpper(tc.cli))
+				for _, kv := range agentcli.Environ(t, tc.homeVar) {
+					k, v, _ := strings.Cut(kv, "=")
+					t.Setenv(k, v)
+				}
+				t.Setenv("PATH", filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+			}
+			reports := t.TempDir()
+			code, out, errs := runCLI(t, "", "eval", "run", "--live", "--profile", tc.profile, "--report-dir", reports, filepath.Join(dir, "evals", "quick.yaml"))
+			if code != exitOK {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+			}
+			if !strings.Contains(out, "pass") || !strings.Contains(out, "decision: cheapest_passing -> "+tc.profile+"/") {
+				t.Errorf("stdout:\n%s", out)
+			}
+		})
 	}
 }

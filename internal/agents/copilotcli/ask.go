@@ -36,6 +36,9 @@ func (a *Agent) Ask(ctx context.Context, c *agent.Call) (*agent.AskResponse, err
 	if err != nil {
 		return nil, err
 	}
+	if a.decl.BaseURL != "" && c.Model == "" {
+		return nil, agent.Errorf(agent.KindTransportError, "copilot CLI: a base_url: provider needs a model (Copilot's own models do not apply): set model: under %s", a.decl.Where())
+	}
 	provider, keys := a.providerEnv(c.Model)
 	if name := a.decl.APIKeyEnv; name != "" && a.decl.BaseURL != "" && len(keys) == 0 {
 		return nil, agent.Errorf(agent.KindTransportError, "copilot CLI: api_key_env %s is not set; export %s=<your key>, or remove api_key_env: under %s", name, name, a.decl.Where())

@@ -137,3 +137,12 @@ func TestMissingProviderKey(t *testing.T) {
 		t.Errorf("error:\n%v\nwant:\n%s", err, want)
 	}
 }
+
+func TestABaseURLNeedsAModel(t *testing.T) {
+	a := New(agent.Declaration{Alias: "agent.copilot", Command: os.Args[0], BaseURL: "http://127.0.0.1:1/v1"}, Options{})
+	_, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Verb: plugin.VerbAsk}))
+	want := "agent: transport_error: copilot CLI: a base_url: provider needs a model (Copilot's own models do not apply): set model: under agent_plugins.agent.copilot"
+	if err == nil || err.Error() != want {
+		t.Errorf("error:\n%v\nwant:\n%s", err, want)
+	}
+}

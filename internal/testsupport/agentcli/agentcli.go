@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -72,12 +73,14 @@ func EnvironAt(t *testing.T, home, homeVar string) []string {
 	return env
 }
 
-// moduleRoot is the directory of the go.mod above the working directory.
+// moduleRoot is the directory of the go.mod above this file (a test
+// may have changed its working directory).
 func moduleRoot() string {
-	dir, err := os.Getwd()
-	if err != nil {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
 		return ""
 	}
+	dir := filepath.Dir(file)
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
 			return dir

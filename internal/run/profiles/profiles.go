@@ -132,6 +132,9 @@ func (p *Plan) starting(st *story.Story, req Request) (host.Choice, bool, error)
 // with its defaults (its declaration added as profile.<backend>).
 func (p *Plan) agentChoice(st *story.Story, name string) (host.Choice, error) {
 	for _, alias := range []string{name, "agent." + name} {
+		if alias == agent.DefaultAlias {
+			return host.Choice{Profile: name}, nil // the story's own claude agent, on the built-in path
+		}
 		if _, ok := st.Plugins[alias]; ok {
 			return host.Choice{Profile: name, Alias: alias}, nil
 		}

@@ -294,3 +294,20 @@ func TestEvalLiveOnEachBackend(t *testing.T) {
 		})
 	}
 }
+
+func TestHostsAndValidateListTheAgentTypes(t *testing.T) {
+	code, out, _ := runCLI(t, "", "hosts")
+	for _, typ := range []string{"builtin.anthropic", "builtin.openai", "builtin.codex_cli", "builtin.copilot_cli"} {
+		if code != exitOK || !strings.Contains(out, "  "+typ+"  ") {
+			t.Errorf("kitsoki hosts does not list %s:\n%s", typ, out)
+		}
+	}
+	helloCopy(t, "profiles:\n  fast: {backend: anthropic, model: claude-haiku-4-5}\n  syn: {backend: claude, env: {T: \"${KITSOKI_UNSET_FOR_TEST}\"}}\n")
+	code, out, errs := runCLI(t, "", "validate", "app.yaml")
+	want := "app.yaml: ok (4 states, 4 intents, 2 agent plugins)\n  agent.claude  builtin.claude_cli\n  agent.demo  builtin.inprocess\n" +
+		"profiles (.kitsoki.yaml):\n  fast  builtin.anthropic  model claude-haiku-4-5\n" +
+		"  syn  not usable: .kitsoki.yaml:3:31: profiles.syn.env: env var KITSOKI_UNSET_FOR_TEST is not set (export it, or choose another profile)\n"
+	if code != exitOK || out != want {
+		t.Errorf("exit %d\nstdout:\n%s\nwant:\n%s\nstderr:\n%s", code, out, want, errs)
+	}
+}

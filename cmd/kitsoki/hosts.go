@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/kitsoki/kitsoki/internal/agents/agent"
 	"github.com/kitsoki/kitsoki/internal/hosts/hostplugin"
 	"github.com/kitsoki/kitsoki/internal/load/catalog"
 	"github.com/kitsoki/kitsoki/internal/load/story"
@@ -83,6 +84,11 @@ func writeHosts(w io.Writer) error {
 	fmt.Fprintln(tw, "not built (refused at load unless a host plugin serves them):")
 	for _, u := range catalog.Unbuilts() {
 		fmt.Fprintf(tw, "  %s, %s.*\tneeds %s\n", u.Name, u.Name, u.Needs)
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "agent plugin types (agent_plugins: plugin:; a .kitsoki.yaml profile's backend:; docs/agents):")
+	for _, t := range agent.PluginTypes {
+		fmt.Fprintf(tw, "  %s\t%s\n", t, agent.PluginSummary(t))
 	}
 	return tw.Flush()
 }

@@ -44,6 +44,9 @@ var localOnlyRunFlags = []struct{ name, instead string }{
 	{"mode", "a Temporal session runs one_shot"},
 	{"otlp", "export from the workers' traces"},
 	{"otlp-content", "export from the workers' traces"},
+	{"profile", "the workers make the agent calls (profiles apply to the runs kitsoki run drives in its own process)"},
+	{"agent", "the workers make the agent calls (profiles apply to the runs kitsoki run drives in its own process)"},
+	{"max-cost", "the workers make the agent calls"},
 }
 
 // runOnCluster is kitsoki run --temporal: the session is a workflow on

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
+	"slices"
 	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/hosts/hostplugin"
+	"github.com/kitsoki/kitsoki/internal/load/project"
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/spf13/cobra"
 )
@@ -61,6 +65,8 @@ Exit codes: 0 the story loads, 2 it does not (or, with --strict, has warnings).`
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (%d states, %d intents, %d agent plugins)\n",
 				args[0], len(st.States), len(st.Intents), len(st.Plugins))
+			writeAgentPlugins(cmd.OutOrStdout(), st)
+			writeProfiles(cmd.OutOrStdout(), g.project, st)
 			return nil
 		},
 	}
@@ -68,6 +74,53 @@ Exit codes: 0 the story loads, 2 it does not (or, with --strict, has warnings).`
 	cmd.Flags().BoolVar(&strict, "strict", false, "fail when the story has warnings (a guard reading an undeclared world key, ...)")
 	addWorkspaceFlag(cmd, g)
 	return cmd
+}
+
+// writeAgentPlugins lists the story's agents, one line each: alias,
+// plugin type, and model when it names one.
+func writeAgentPlugins(w io.Writer, st *story.Story) {
+	aliases := make([]string, 0, len(st.Plugins))
+	for a := range st.Plugins {
+		aliases = append(aliases, a)
+	}
+	slices.Sort(aliases)
+	for _, a := range aliases {
+		d := st.Plugins[a]
+		line := "  " + a + "  " + d.Plugin
+		if d.Model != "" {
+			line += "  model " + d.Model
+		}
+		if !d.Enabled {
+			line += "  (disabled)"
+		}
+		fmt.Fprintln(w, line)
+	}
+}
+
+// writeProfiles lists the .kitsoki.yaml profiles a run of st could take:
+// name, plugin type and model, or why one would not resolve (a variable
+// of its env: not set).
+func writeProfiles(w io.Writer, cfg *project.Config, st *story.Story) {
+	if cfg == nil || len(cfg.Profiles) == 0 {
+		return
+	}
+	names := make([]string, 0, len(cfg.Profiles))
+	for n := range cfg.Profiles {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	fmt.Fprintf(w, "profiles (%s):\n", cfg.Path)
+	for _, n := range names {
+		r, err := cfg.Profiles[n].Resolve(st.Dir, os.LookupEnv)
+		switch {
+		case err != nil:
+			fmt.Fprintf(w, "  %s  not usable: %v\n", n, err)
+		case r.Decl.Model != "":
+			fmt.Fprintf(w, "  %s  %s  model %s\n", n, r.Decl.Plugin, r.Decl.Model)
+		default:
+			fmt.Fprintf(w, "  %s  %s\n", n, r.Decl.Plugin)
+		}
+	}
 }
 
 // strictErr reports warnings as the errors --strict makes them: one line

@@ -23,6 +23,32 @@ const (
 var PluginTypes = []string{PluginClaudeCLI, PluginInProcess, PluginSubprocess, PluginMCPHTTP, PluginLocalLLM,
 	PluginAnthropic, PluginOpenAI, PluginCodexCLI, PluginCopilotCLI}
 
+// PluginSummary says in a line what a plugin type is, for kitsoki hosts
+// and messages ("" for a type kitsoki does not know).
+func PluginSummary(pluginType string) string {
+	switch pluginType {
+	case PluginClaudeCLI:
+		return "the Claude Code CLI (claude -p), handed kitsoki's MCP tools"
+	case PluginInProcess:
+		return "an agent written in Go, registered by the program that runs the story"
+	case PluginSubprocess:
+		return "a plugin program speaking JSON-RPC on stdio (command:, args:)"
+	case PluginMCPHTTP:
+		return "an MCP server's ask tool over HTTP (endpoint:, tool:)"
+	case PluginLocalLLM:
+		return "a local llama.cpp model: managed (model:) or a server someone runs (endpoint:)"
+	case PluginAnthropic:
+		return "Anthropic's Messages API with an API key (ANTHROPIC_API_KEY or api_key_env:, base_url:)"
+	case PluginOpenAI:
+		return "the OpenAI API or any compatible server: Chat Completions or Responses (api:, base_url:, api_key_env:)"
+	case PluginCodexCLI:
+		return "the OpenAI Codex CLI (codex exec --json), handed kitsoki's MCP tools (sandbox:, approval:)"
+	case PluginCopilotCLI:
+		return "the GitHub Copilot CLI (copilot, JSON output), handed kitsoki's MCP tools (approval:, sandbox:)"
+	}
+	return ""
+}
+
 // DefaultModel is the model an API backend runs on when neither the
 // call's route nor the declaration names one: the API needs a model, and
 // the host records the one it resolved. Other plugin types have none ("":

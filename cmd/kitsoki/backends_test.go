@@ -110,7 +110,7 @@ func TestMaxCostStopsTheRun(t *testing.T) {
 	if code != exitAgent {
 		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitAgent, out, errs)
 	}
-	if want := "kitsoki: cost cap reached: --max-cost is $0.0005 and this run's agent calls have cost $0.0009 (1 calls); raise --max-cost to go on"; !strings.Contains(errs, want) {
+	if want := "kitsoki: cost cap reached: --max-cost is $0.0005 and this run's agent calls have cost $0.0009 (1 call); raise --max-cost to go on"; !strings.Contains(errs, want) {
 		t.Errorf("stderr lacks %q:\n%s", want, errs)
 	}
 	if f.Count() != 1 {

@@ -43,7 +43,7 @@ func (b *Budget) Check(running float64) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.maxCost > 0 && b.spent+running >= b.maxCost {
-		return &CostCapError{Scope: b.Scope, Fix: b.Fix, Cap: b.maxCost, Spent: b.spent + running, Calls: b.calls}
+		return &CostCapError{Scope: b.Scope, Fix: b.Fix, Cap: b.maxCost, Spent: b.spent + running, Calls: b.calls, InFlight: running > 0}
 	}
 	if running == 0 && b.maxCalls > 0 && b.calls >= b.maxCalls {
 		return &CostCapError{Scope: b.Scope, Fix: b.Fix, MaxCalls: b.maxCalls, Spent: b.spent, Calls: b.calls}
@@ -83,6 +83,9 @@ type CostCapError struct {
 	MaxCalls int
 	Spent    float64
 	Calls    int
+	// InFlight is set when the cap was reached inside a call (between
+	// the requests of a tool loop): Spent counts that call too.
+	InFlight bool
 }
 
 func (e *CostCapError) Error() string {
@@ -93,7 +96,18 @@ func (e *CostCapError) Error() string {
 	if e.MaxCalls > 0 {
 		return fmt.Sprintf("cost cap reached: %s allows %d agent calls and %d were made ($%.4f)%s", e.Scope, e.MaxCalls, e.Calls, e.Spent, fix)
 	}
-	return fmt.Sprintf("cost cap reached: %s is $%.4f and this run's agent calls have cost $%.4f (%d calls)%s", e.Scope, e.Cap, e.Spent, e.Calls, fix)
+	calls := plural(e.Calls, "call")
+	if e.InFlight {
+		calls = plural(e.Calls, "finished call") + " and the one in flight"
+	}
+	return fmt.Sprintf("cost cap reached: %s is $%.4f and this run's agent calls have cost $%.4f (%s)%s", e.Scope, e.Cap, e.Spent, calls, fix)
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // StopsRun marks the error as one that ends the run rather than the

@@ -261,7 +261,7 @@ func TestCostCapStopsTheToolLoop(t *testing.T) {
 	if !errors.As(err, &cap) {
 		t.Fatalf("error %v, want a cost cap", err)
 	}
-	if !strings.Contains(err.Error(), "cost cap reached: --max-cost is $0.0200 and this run's agent calls have cost $0.0301 (0 calls); raise --max-cost to go on") {
+	if !strings.Contains(err.Error(), "cost cap reached: --max-cost is $0.0200 and this run's agent calls have cost $0.0301 (0 finished calls and the one in flight); raise --max-cost to go on") {
 		t.Errorf("error %q", err)
 	}
 	if e.fake.Count() != 1 {

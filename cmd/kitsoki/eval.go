@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kitsoki/kitsoki/internal/agents/agent"
 	"github.com/kitsoki/kitsoki/internal/agents/localllm"
 	"github.com/kitsoki/kitsoki/internal/check/eval"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
@@ -295,20 +294,9 @@ func runEval(cmd *cobra.Command, g *globals, o *evalRunOpts, path string) (err e
 		return exitWith(exitFailure, err)
 	}
 	defer c.Close()
-	var budget *agent.Budget
-	if c.Story != nil {
-		// The .kitsoki.yaml profiles are candidates a matrix can name.
-		if _, budget, err = o.af.plan(g, c.Story); err != nil {
-			return exitWith(exitUsage, err)
-		}
-		if name := o.af.profile + o.af.agent; name != "" { // one candidate profile, its models as the matrix lists them
-			m := &c.Dataset.Matrix
-			models := m.Models[name]
-			m.Profiles, m.Models = []string{name}, nil
-			if len(models) > 0 {
-				m.Models = map[string][]string{name: models}
-			}
-		}
+	budget, err := o.af.evalPlan(g, c)
+	if err != nil {
+		return exitWith(exitUsage, err)
 	}
 	if c.Story != nil { // what the run prints, logs and errors included, is masked
 		out, stderr = redacting(out, c.Story.Secrets), redacting(stderr, c.Story.Secrets)

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kitsoki/kitsoki/internal/agents/agent"
+	"github.com/kitsoki/kitsoki/internal/check/eval"
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
 	"github.com/kitsoki/kitsoki/internal/run/profiles"
@@ -99,4 +100,27 @@ func failCode(err error) int {
 		return exitAgent
 	}
 	return exitFailure
+}
+
+// evalPlan applies --profile, --agent and --max-cost to an eval run: the
+// .kitsoki.yaml profiles become candidates a matrix can name, a chosen
+// profile or agent replaces the matrix's candidates (its models as the
+// matrix lists them), and the budget caps the run.
+func (af agentFlags) evalPlan(g *globals, c *eval.Checked) (*agent.Budget, error) {
+	if c.Story == nil {
+		return nil, nil
+	}
+	_, budget, err := af.plan(g, c.Story)
+	if err != nil {
+		return nil, err
+	}
+	if name := af.profile + af.agent; name != "" {
+		m := &c.Dataset.Matrix
+		models := m.Models[name]
+		m.Profiles, m.Models = []string{name}, nil
+		if len(models) > 0 {
+			m.Models = map[string][]string{name: models}
+		}
+	}
+	return budget, nil
 }

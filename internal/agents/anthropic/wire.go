@@ -206,77 +206,106 @@ func (e *streamError) Error() string {
 // signature_delta), message_delta the stop reason and the output usage,
 // message_stop ends it; ping is ignored and error fails it.
 func readStream(resp *http.Response) (*response, error) {
-	var (
-		msg     *response
-		partial = map[int]*strings.Builder{} // tool_use input JSON by block index
-		done    bool
-	)
+	sb := &streamBuilder{partial: map[int]*strings.Builder{}}
 	err := httpllm.Events(resp.Body, func(ev httpllm.Event) error {
 		var e streamEvent
 		if err := json.Unmarshal([]byte(ev.Data), &e); err != nil {
 			return fmt.Errorf("stream event %q is not JSON: %w (%s)", ev.Name, err, clip([]byte(ev.Data)))
 		}
-		switch e.Type {
-		case "message_start":
-			msg = e.Message
-			if msg == nil {
-				return fmt.Errorf("message_start without a message")
-			}
-			msg.Content = msg.Content[:0]
-		case "content_block_start":
-			if msg == nil || e.ContentBlock == nil || e.Index != len(msg.Content) {
-				return fmt.Errorf("content_block_start %d out of order", e.Index)
-			}
-			b := *e.ContentBlock
-			if b.Type == "tool_use" {
-				b.Input = nil
-				partial[e.Index] = &strings.Builder{}
-			}
-			msg.Content = append(msg.Content, b)
-		case "content_block_delta":
-			if msg == nil || e.Index < 0 || e.Index >= len(msg.Content) || e.Delta == nil {
-				return fmt.Errorf("content_block_delta %d for no block", e.Index)
-			}
-			applyDelta(&msg.Content[e.Index], partial[e.Index], e.Delta)
-		case "content_block_stop":
-			if msg != nil && e.Index >= 0 && e.Index < len(msg.Content) {
-				if p, ok := partial[e.Index]; ok {
-					in := strings.TrimSpace(p.String())
-					if in == "" {
-						in = "{}"
-					}
-					msg.Content[e.Index].Input = json.RawMessage(in)
-				}
-			}
-		case "message_delta":
-			if msg != nil && e.Delta != nil {
-				msg.StopReason = e.Delta.StopReason
-			}
-			if msg != nil && e.Usage != nil {
-				mergeUsage(&msg.Usage, e.Usage)
-			}
-		case "message_stop":
-			done = true
-			return io.EOF
-		case "error":
-			se := &streamError{Type: "error"}
-			if e.Error != nil {
-				se.Type, se.Message = e.Error.Type, e.Error.Message
-			}
-			if se.Type == "overloaded_error" || se.Type == "api_error" {
-				return httpllm.Retry(se)
-			}
-			return se
-		}
-		return nil
+		return sb.add(&e)
 	})
 	if err != nil {
 		return nil, err
 	}
-	if msg == nil || !done {
+	if sb.msg == nil || !sb.done {
 		return nil, httpllm.Retry(fmt.Errorf("the stream ended before message_stop"))
 	}
-	return msg, nil
+	return sb.msg, nil
+}
+
+// streamBuilder holds a streamed message while its events arrive.
+type streamBuilder struct {
+	msg     *response
+	partial map[int]*strings.Builder // tool_use input JSON by block index
+	done    bool
+}
+
+// add applies one event; io.EOF after message_stop ends the stream.
+func (sb *streamBuilder) add(e *streamEvent) error {
+	switch e.Type {
+	case "message_start":
+		if e.Message == nil {
+			return fmt.Errorf("message_start without a message")
+		}
+		sb.msg = e.Message
+		sb.msg.Content = sb.msg.Content[:0]
+	case "content_block_start":
+		return sb.start(e)
+	case "content_block_delta":
+		if sb.msg == nil || e.Index < 0 || e.Index >= len(sb.msg.Content) || e.Delta == nil {
+			return fmt.Errorf("content_block_delta %d for no block", e.Index)
+		}
+		applyDelta(&sb.msg.Content[e.Index], sb.partial[e.Index], e.Delta)
+	case "content_block_stop":
+		sb.stop(e.Index)
+	case "message_delta":
+		if sb.msg != nil && e.Delta != nil {
+			sb.msg.StopReason = e.Delta.StopReason
+		}
+		if sb.msg != nil && e.Usage != nil {
+			mergeUsage(&sb.msg.Usage, e.Usage)
+		}
+	case "message_stop":
+		sb.done = true
+		return io.EOF
+	case "error":
+		return streamFailure(e)
+	}
+	return nil
+}
+
+// start opens a content block; a tool_use block's input arrives as
+// input_json_delta fragments.
+func (sb *streamBuilder) start(e *streamEvent) error {
+	if sb.msg == nil || e.ContentBlock == nil || e.Index != len(sb.msg.Content) {
+		return fmt.Errorf("content_block_start %d out of order", e.Index)
+	}
+	b := *e.ContentBlock
+	if b.Type == "tool_use" {
+		b.Input = nil
+		sb.partial[e.Index] = &strings.Builder{}
+	}
+	sb.msg.Content = append(sb.msg.Content, b)
+	return nil
+}
+
+// stop closes a block: a tool_use block gets its input put together.
+func (sb *streamBuilder) stop(i int) {
+	if sb.msg == nil || i < 0 || i >= len(sb.msg.Content) {
+		return
+	}
+	p, ok := sb.partial[i]
+	if !ok {
+		return
+	}
+	in := strings.TrimSpace(p.String())
+	if in == "" {
+		in = "{}"
+	}
+	sb.msg.Content[i].Input = json.RawMessage(in)
+}
+
+// streamFailure is the error of an error event: overloaded and API
+// errors are retried, others are not.
+func streamFailure(e *streamEvent) error {
+	se := &streamError{Type: "error"}
+	if e.Error != nil {
+		se.Type, se.Message = e.Error.Type, e.Error.Message
+	}
+	if se.Type == "overloaded_error" || se.Type == "api_error" {
+		return httpllm.Retry(se)
+	}
+	return se
 }
 
 // applyDelta adds a delta to its block.

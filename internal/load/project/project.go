@@ -61,10 +61,10 @@ var Keys = []string{"story_dirs", "harness_profiles", "default_profile", "interc
 
 // refused are Kitsoki's keys kitsoki reads but does not act on, and why.
 var refused = map[string]string{
-	"intercept":        "kitsoki has no intercept command (the pre-model prompt gate); route typed text with kitsoki run instead",
-	"mining":           "kitsoki has no ambient session miner",
-	"root":             "kitsoki run needs a story file; the implicit dev-story root is Kitsoki's own story",
-	"project_profile":  "kitsoki run needs a story file; the implicit dev-story root is Kitsoki's own story",
+	"intercept":       "kitsoki has no intercept command (the pre-model prompt gate); route typed text with kitsoki run instead",
+	"mining":          "kitsoki has no ambient session miner",
+	"root":            "kitsoki run needs a story file; the implicit dev-story root is Kitsoki's own story",
+	"project_profile": "kitsoki run needs a story file; the implicit dev-story root is Kitsoki's own story",
 }
 
 // Error is a problem in a config file, at a position.

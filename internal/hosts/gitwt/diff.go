@@ -138,7 +138,7 @@ func (d *Diff) proposed(ctx context.Context, args map[string]any) (string, strin
 	}
 	a, b := filepath.ToSlash(filepath.Join("a", rel)), filepath.ToSlash(filepath.Join("b", rel))
 	text, err := git(ctx, &d.cfg, tmp, "diff", "--no-index", "--no-color", "--no-ext-diff", "--no-prefix", "--", a, b)
-	if ge := (*gitError)(nil); errors.As(err, &ge) && ge.code == 1 {
+	if ge := (*gitError)(nil); errors.As(err, &ge) && ge.Code == 1 {
 		err = nil // differences found
 	}
 	return text, "proposed " + filepath.ToSlash(rel), err

@@ -155,7 +155,7 @@ func (w *Worktrees) branchOf(ctx context.Context, dir string) (string, error) {
 	out, err := git(ctx, &w.cfg, dir, "symbolic-ref", "--quiet", "--short", "HEAD")
 	if err != nil {
 		var ge *gitError
-		if errors.As(err, &ge) && ge.code == 1 {
+		if errors.As(err, &ge) && ge.Code == 1 {
 			return "", nil
 		}
 		return "", err

@@ -317,6 +317,7 @@ func buildBuiltins() []Spec {
 	specs = append(specs, wtAll)
 	specs = append(specs, wtOps...)
 	specs = append(specs, ticketSpecs()...)
+	specs = append(specs, vcsSpecs()...)
 	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
 	return specs
 }

@@ -135,3 +135,51 @@ func family(name, what string, ops []Spec) []Spec {
 	}
 	return append(out, all)
 }
+
+// ciOps are the operations of the ci interface.
+func ciOps() []Spec {
+	limits := []Field{
+		{Name: "timeout", Type: "duration", Doc: "e.g. 5m or a number of seconds; default 10m; the process group is stopped when it passes"},
+		{Name: "max_output", Type: "int", Doc: "bytes of log kept (default 1048576); counts are read from all of it"},
+	}
+	runResults := []Field{
+		{Name: "ok", Type: "bool", Doc: "the command exited 0 (and no test failed)"},
+		{Name: "state", Type: "string", Doc: "success or failure"},
+		{Name: "log", Type: "string", Doc: "the output, stdout and stderr as written (go test -json: go test's text)"},
+		{Name: "exit_code", Type: "int", Doc: "-1 when a signal ended it"},
+		{Name: "command", Type: "string", Doc: "the command that ran"},
+		{Name: "truncated", Type: "bool", Doc: "the log went past max_output"},
+		{Name: "sha", Type: "string", Doc: "the commit the run was recorded against as a check (local forge)"},
+	}
+	return []Spec{
+		{Name: "run_tests", Summary: "Run the tests in a work tree (with.test_cmd, else git config kitsoki.ci.test, else detected: go test, cargo test, npm test, make test, pytest).",
+			Fields: append([]Field{workdirField,
+				{Name: "test_cmd", Type: "string", Doc: "the command line (run with bash -c); empty: the configured or detected one"},
+				{Name: "target", Type: "string", Doc: "what to test: replaces ./... for go test, else appended as one argument"},
+				{Name: "junit", Type: "string", Doc: "a JUnit XML report the command writes (relative to the work tree): the counts come from it"}}, limits...),
+			Results: append(runResults,
+				Field{Name: "passed", Type: "int", Doc: "tests passed, when the output is go test, JUnit, TAP, cargo, pytest or jest shaped (absent otherwise)"},
+				Field{Name: "failed", Type: "int"}, Field{Name: "skipped", Type: "int"},
+				Field{Name: "junit", Type: "string", Doc: "with.junit as given"})},
+		{Name: "build", Summary: "Build a work tree (with.build_cmd, else git config kitsoki.ci.build, else detected: go build, cargo build, npm run build, make; none: nothing to build, ok).",
+			Fields: append([]Field{workdirField,
+				{Name: "build_cmd", Type: "string", Doc: "the command line (run with bash -c); empty: the configured or detected one"},
+				{Name: "target", Type: "string", Doc: "what to build: replaces ./... for go build, else appended as one argument"}}, limits...),
+			Results: append(runResults, Field{Name: "skipped_run", Type: "bool", Doc: "no build command was given, configured or detected"})},
+		{Name: "remote_status", Summary: "A pull request's CI state from the forge (local: the checks run_tests and build recorded for its head).",
+			Fields: []Field{{Name: "pr_id", Type: "string", Required: true, Doc: "the pull request (open_pr's pr_id)"}},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "state", Type: "string", Doc: "success, failure or pending"},
+				{Name: "checks", Type: "string", Doc: "the failing checks' names, comma-separated"},
+				{Name: "check_runs", Type: "list", Doc: "one {name, state, sha, summary, log, url} per check"},
+				{Name: "pr_id", Type: "string"}, {Name: "head_sha", Type: "string"}, {Name: "pr_state", Type: "string"}, {Name: "url", Type: "string"}}},
+	}
+}
+
+// CIOps returns the ci operation names.
+func CIOps() []string {
+	var ops []string
+	for _, s := range ciOps() {
+		ops = append(ops, s.Name)
+	}
+	return ops
+}

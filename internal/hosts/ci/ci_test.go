@@ -48,7 +48,6 @@ func goEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	t.Cleanup(func() {})
 	t.Setenv("GOCACHE", lines[0])
 	t.Setenv("GOMODCACHE", lines[1])
 	t.Setenv("GOTOOLCHAIN", "local")
@@ -235,7 +234,9 @@ func TestTimeout(t *testing.T) {
 	fake := clock.NewFake(time.Unix(0, 0))
 	hd := New(Config{Workspace: ws, Clock: fake})
 	done := make(chan *host.Result)
-	go func() { done <- invoke(hd, "run_tests", map[string]any{"test_cmd": "echo started > started; sleep 300", "timeout": "5s"}) }()
+	go func() {
+		done <- invoke(hd, "run_tests", map[string]any{"test_cmd": "echo started > started; sleep 300", "timeout": "5s"})
+	}()
 	for {
 		if _, err := os.Stat(filepath.Join(repo.Dir, "started")); err == nil {
 			break

@@ -1,7 +1,7 @@
 // Package gitwt is the git-backed handlers: host.git_worktree (the
 // workspace interface provider: list, get, create, sync, cleanup_scan,
-// cleanup_apply over linked worktrees under
-// <workspace>/.kitsoki/worktrees/<session>/<id>) and host.diff.open (the
+// cleanup_apply over linked worktrees at <workspace>/.worktrees/<id>, the
+// session that made each one recorded under .kitsoki/worktrees) and host.diff.open (the
 // view-only fallback: a diff rendered as text in the run's output). Every
 // git command runs through the process supervisor, argv only, no shell.
 package gitwt
@@ -16,6 +16,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/base/workspace"
 	"github.com/kitsoki/kitsoki/internal/hosts/artifacts"
 	"github.com/kitsoki/kitsoki/internal/hosts/cmdrun"
+	"github.com/kitsoki/kitsoki/internal/hosts/gitrepo"
 )
 
 // Git is the program every handler runs (looked up in PATH).
@@ -53,12 +54,11 @@ func git(ctx context.Context, cfg *Config, dir string, args ...string) (string, 
 	return out.Stdout, err
 }
 
-// Tool is git as every git-backed handler runs it: credential prompts off
-// (a git command waiting on a terminal prompt would stall the run), no
-// pager, and the fix named when git is missing.
+// Tool is git as every git-backed handler runs it (gitrepo.Tool).
 func Tool(logger *slog.Logger) cmdrun.Tool {
-	return cmdrun.Tool{Program: Git, Env: []string{"GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat"}, Logger: logger,
-		MaxOutput: maxOutput, Missing: "install git, or remove the call"}
+	t := gitrepo.Tool(logger)
+	t.MaxOutput = maxOutput
+	return t
 }
 
 // repo checks that git is installed and that the workspace lies in a git

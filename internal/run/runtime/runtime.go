@@ -15,6 +15,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agents/agent"
@@ -24,6 +25,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/base/inbox"
 	"github.com/kitsoki/kitsoki/internal/base/jobs"
 	"github.com/kitsoki/kitsoki/internal/hosts/artifacts"
+	"github.com/kitsoki/kitsoki/internal/hosts/ci"
 	"github.com/kitsoki/kitsoki/internal/hosts/gitwt"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
 	"github.com/kitsoki/kitsoki/internal/hosts/hostplugin"
@@ -32,6 +34,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/hosts/starlark"
 	"github.com/kitsoki/kitsoki/internal/hosts/ticket"
 	"github.com/kitsoki/kitsoki/internal/hosts/transport"
+	"github.com/kitsoki/kitsoki/internal/hosts/vcs"
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
 	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
@@ -508,6 +511,9 @@ func (rt *Runtime) newHost(cfg Config, builtin agent.Agent, routeMap map[*story.
 	gitwt.Register(h, gitwt.Config{Workspace: st.Workspace, Out: cfg.Out, Logger: cfg.Logger})
 	ticket.Register(h, ticket.Config{Workspace: st.Workspace, Clock: cfg.Clock})
 	transport.Register(h, cfg.Out)
+	forgeLock := &sync.Mutex{} // the local forge's, shared by the vcs and ci handlers
+	vcs.Register(h, vcs.Config{Workspace: st.Workspace, Clock: cfg.Clock, Logger: cfg.Logger, Lock: forgeLock})
+	ci.Register(h, ci.Config{Workspace: st.Workspace, Clock: cfg.Clock, Logger: cfg.Logger, Lock: forgeLock})
 	hostjobs.Register(h, rt.jobs, rt.inbox)
 	so := cfg.Starlark
 	if so.Logger == nil {

@@ -120,7 +120,40 @@ func (c *call) diff(ctx context.Context) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return diffData(text, gitrepo.Files(names), base), nil
+	files := gitrepo.Files(names)
+	newText, newFiles, err := untracked(ctx, repo, spec)
+	if err != nil {
+		return nil, err
+	}
+	return diffData(text+newText, append(files, newFiles...), base), nil
+}
+
+// untracked is the diff of the work tree's new files (not ignored, not yet
+// added): each shown as created, as a commit of every change would record
+// it.
+func untracked(ctx context.Context, repo *gitrepo.Repo, spec []string) (string, []any, error) {
+	out, err := repo.Git(ctx, append([]string{"ls-files", "--others", "--exclude-standard", "--full-name"}, spec...)...)
+	if err != nil {
+		return "", nil, err
+	}
+	var text strings.Builder
+	files := gitrepo.Files(out)
+	for _, f := range files {
+		rel := f.(string)
+		d, err := repo.Git(ctx, "-C", repo.Top, "diff", "--no-color", "--no-index", "--", "/dev/null", rel)
+		var ee *cmdrun.ExitError
+		if errors.As(err, &ee) && ee.Code == 1 {
+			d, err = ee.Stdout, nil // --no-index exits 1 when the files differ
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		text.WriteString(d)
+		if text.Len() > maxDiff {
+			break
+		}
+	}
+	return text.String(), files, nil
 }
 
 func diffData(text string, files []any, base string) map[string]any {

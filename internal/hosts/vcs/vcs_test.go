@@ -91,8 +91,8 @@ func TestLocalForgeRoundTrip(t *testing.T) {
 	if d["base"] != "main" || !strings.Contains(d["diff"].(string), "+two") {
 		t.Errorf("diff = %v, want the change to a.txt against main", d)
 	}
-	if diff := cmp.Diff([]any{"a.txt"}, d["files"]); diff != "" {
-		t.Errorf("diff files (-want +got; untracked b.txt is not in a git diff):\n%s", diff)
+	if diff := cmp.Diff([]any{"a.txt", "b.txt"}, d["files"]); diff != "" || !strings.Contains(d["diff"].(string), "+new file") {
+		t.Errorf("diff files (-want +got; the new b.txt too):\n%s", diff)
 	}
 
 	c := f.do(f.git, "commit", map[string]any{"workdir": wt, "message": "Fix a", "stage_all": true})

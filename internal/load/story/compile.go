@@ -381,6 +381,25 @@ func (l *loader) agentWith(f *file, with *yaml.Node, path string, ref *effectRef
 			l.loadSchema(f, d, p)
 		}
 	}
+	// Kitsoki's task form: acceptance.schema is compiled once like
+	// with.schema. (Its context.prompt is compiled when the call is made.)
+	for _, e := range es {
+		sub := deref(e.val)
+		if sub == nil || sub.Kind != yaml.MappingNode || e.name != "acceptance" {
+			continue
+		}
+		inner, _ := l.entries(f, sub, joinPath(path, e.name))
+		for _, ie := range inner {
+			d := deref(ie.val)
+			if d == nil || d.Kind != yaml.ScalarNode || d.Tag != "!!str" || d.Value == "" || isTemplated(d.Value) {
+				continue
+			}
+			p := joinPath(joinPath(path, e.name), ie.name)
+			if ie.name == "schema" {
+				l.loadSchema(f, d, p)
+			}
+		}
+	}
 }
 
 // pathLike matches a value that looks like a file name rather than prompt

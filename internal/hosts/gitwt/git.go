@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"regexp"
+	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/base/workspace"
 	"github.com/kitsoki/kitsoki/internal/hosts/artifacts"
@@ -81,9 +83,19 @@ func repo(ctx context.Context, cfg *Config) (string, error) {
 	return ws.Dir(), nil
 }
 
-// sanitize makes a worktree id or a session id a safe directory name, as
-// artifact names are made.
-func sanitize(s string) string { return artifacts.Sanitize(s) }
+// safeName is a name kept as it is for a directory: what a story passes as
+// a worktree id (Kitsoki's stories name their work directories by it).
+var safeName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,199}$`)
+
+// sanitize makes a worktree id or a session id a safe directory name: one
+// that already is one is kept verbatim, any other is made one as artifact
+// names are.
+func sanitize(s string) string {
+	if safeName.MatchString(s) && !strings.Contains(s, "..") {
+		return s
+	}
+	return artifacts.Sanitize(s)
+}
 
 // str reads with.<key> as a string; absent or null is "".
 func str(args map[string]any, key string) (string, error) {

@@ -354,30 +354,49 @@ func (c *capped) Write(p []byte) (int, error) {
 // [) and does not parse.
 func parseJSON(out []byte, data map[string]any) {
 	lines := bytes.Split(out, []byte("\n"))
-	var last []byte
-	for i := len(lines) - 1; i >= 0; i-- {
-		if l := bytes.TrimSpace(lines[i]); len(l) > 0 {
-			last = l
-			break
-		}
+	end := len(lines) - 1
+	for end >= 0 && len(bytes.TrimSpace(lines[end])) == 0 {
+		end--
 	}
-	if len(last) == 0 {
+	if end < 0 {
 		return
 	}
+	last := bytes.TrimSpace(lines[end])
+	v, err := oneDocument(last)
+	if err == nil {
+		data["stdout_json"] = normalize(v)
+		return
+	}
+	// A document printed over several lines (jq's default output): the
+	// text from the last line that opens one at its start to the end.
+	if c := last[0]; c == '}' || c == ']' {
+		for i := end - 1; i >= 0; i-- {
+			l := lines[i]
+			if len(l) == 0 || (l[0] != '{' && l[0] != '[') {
+				continue
+			}
+			if v, err := oneDocument(bytes.Join(lines[i:end+1], []byte("\n"))); err == nil {
+				data["stdout_json"] = normalize(v)
+				return
+			}
+		}
+	}
+	if last[0] == '{' || last[0] == '[' {
+		data["stdout_json_parse_error"] = err.Error()
+	}
+}
+
+// oneDocument decodes b as exactly one JSON document (numbers kept as
+// json.Number).
+func oneDocument(b []byte) (any, error) {
 	var v any
-	dec := json.NewDecoder(bytes.NewReader(last))
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	err := dec.Decode(&v)
 	if err == nil && dec.More() {
 		err = errors.New("more than one JSON document on the line")
 	}
-	if err == nil {
-		data["stdout_json"] = normalize(v)
-		return
-	}
-	if last[0] == '{' || last[0] == '[' {
-		data["stdout_json_parse_error"] = err.Error()
-	}
+	return v, err
 }
 
 // normalize turns json.Numbers into int64 when they are integers, float64

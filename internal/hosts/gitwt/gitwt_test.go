@@ -351,3 +351,20 @@ func TestDiffOpenProposed(t *testing.T) {
 		t.Errorf("no change: %v %v", r.Data, r.Err)
 	}
 }
+
+// An id that is already a safe directory name is the directory's name as
+// written (Kitsoki's stories spell the path out: .worktrees/<id>); one that
+// is not is made one.
+func TestWorktreeIDs(t *testing.T) {
+	ws := newRepo(t)
+	w := NewWorktrees(Config{Workspace: ws})
+	for id, dir := range map[string]string{"bf-T-1-": "bf-T-1-", "a b/c": "a-b-c", "x.y_z": "x.y_z"} {
+		r := w.Invoke(context.Background(), call("s", map[string]any{"name": "b/" + dir, "id": id}), "create")
+		if r.Err != nil {
+			t.Fatalf("create %q: %v", id, r.Err)
+		}
+		if want := filepath.Join(ws.Dir(), ".worktrees", dir); r.Data["path"] != want || r.Data["id"] != dir {
+			t.Errorf("id %q: %v %v, want %s", id, r.Data["id"], r.Data["path"], want)
+		}
+	}
+}

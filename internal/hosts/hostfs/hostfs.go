@@ -23,6 +23,20 @@ type FS struct{ ws workspace.Root }
 // New returns the workspace ws as an FS.
 func New(ws workspace.Root) FS { return FS{ws: ws} }
 
+// Dir returns an FS rooted at dir, a directory of kitsoki's own (the
+// sessions directory), made when missing: paths are checked to stay in it
+// as they are for a workspace.
+func Dir(dir string) (FS, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return FS{}, err
+	}
+	ws, err := workspace.New(dir)
+	if err != nil {
+		return FS{}, err
+	}
+	return FS{ws: ws}, nil
+}
+
 // Workspace is the workspace the FS checks paths against.
 func (f FS) Workspace() workspace.Root { return f.ws }
 

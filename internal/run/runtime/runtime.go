@@ -25,6 +25,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/base/inbox"
 	"github.com/kitsoki/kitsoki/internal/base/jobs"
 	"github.com/kitsoki/kitsoki/internal/hosts/artifacts"
+	"github.com/kitsoki/kitsoki/internal/hosts/chat"
 	"github.com/kitsoki/kitsoki/internal/hosts/ci"
 	"github.com/kitsoki/kitsoki/internal/hosts/gitwt"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
@@ -104,6 +105,9 @@ type Config struct {
 	// print there (kitsoki run passes its masked stdout); nil prints
 	// nothing (flows, MCP-started runs, evals).
 	Out io.Writer
+	// SessionsDir is where the run's chats are kept (host.chat.*, beside
+	// the session's journal); "" is the workspace's .kitsoki/sessions.
+	SessionsDir string
 	// LocalModels is the pool of llama-server sidecars the run's
 	// builtin.local_llm agents and embedders start their servers in, for a
 	// caller running several runtimes at once that should share one server
@@ -520,8 +524,24 @@ func (rt *Runtime) newHost(cfg Config, builtin agent.Agent, routeMap map[*story.
 		so.Logger = cfg.Logger
 	}
 	starlark.Register(h, st, so)
+	chat.Register(h, chat.Config{Dir: sessionsDir(cfg, st), Clock: cfg.Clock, Logger: cfg.Logger})
 	registerInterfaces(h, st)
 	return h
+}
+
+// sessionsDir is where the run keeps its chats: Config.SessionsDir, else
+// the workspace's sessions directory ("" without a workspace: no chats).
+func sessionsDir(cfg Config, st *story.Story) string {
+	if cfg.SessionsDir != "" {
+		return cfg.SessionsDir
+	}
+	if st.Workspace.IsZero() {
+		return ""
+	}
+	if fsys, _ := st.Workspace.FS(); fsys != nil {
+		return ""
+	}
+	return session.DefaultDir(st.Workspace.Dir())
 }
 
 func (rt *Runtime) catalog() *toolserver.Catalog {

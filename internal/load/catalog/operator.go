@@ -1,0 +1,59 @@
+package catalog
+
+// chatSpecs are the host.chat.* handlers: durable conversations of a
+// session, kept beside it in the sessions directory.
+func chatSpecs() []Spec {
+	scope := []Field{
+		{Name: "app", Type: "string", Required: true, Doc: "the story (app id) the chat belongs to"},
+		{Name: "room", Type: "string", Required: true, Doc: "the room (state) it is about"},
+		{Name: "scope_key", Type: "string", Doc: "a further key inside the room (a workspace id, a ticket)"},
+	}
+	chatID := Field{Name: "chat_id", Type: "string", Required: true, Doc: "the chat (resolve's or create's chat_id)"}
+	summary := []Field{{Name: "ok", Type: "bool"}, {Name: "chat_id", Type: "string"}, {Name: "title", Type: "string"},
+		{Name: "status", Type: "string", Doc: "active or archived"}}
+	title := Field{Name: "title", Type: "string", Doc: "the title a new chat gets"}
+	driveFields := []Field{
+		{Name: "chat_id", Type: "string", Doc: "the chat (or chat_ref)"},
+		{Name: "chat_ref", Type: "string", Doc: "a reference resolve_ref understands, with app and room"},
+		{Name: "app", Type: "string", Doc: "with chat_ref"}, {Name: "room", Type: "string", Doc: "with chat_ref"}, {Name: "scope_key", Type: "string", Doc: "with chat_ref"},
+		{Name: "payload", Type: "string", Required: true, Doc: "the user's message of the turn"},
+		{Name: "agent", Type: "string", Doc: "persona from agents: that answers"},
+		{Name: "working_dir", Type: "string", Doc: "the agent's working directory"},
+		{Name: "await", Type: "bool", Doc: "accepted for Kitsoki's stories: the turn always runs in the call (use background: true on the invoke to not wait)"},
+		{Name: "timeout_seconds", Type: "int", Doc: "how long to wait for a chat another call is driving (default 300)"},
+		{Name: "transport", Type: "string", Doc: "where the message came from (tui, mcp, state_machine, …; default state_machine)"},
+		{Name: "thread", Type: "string"}, {Name: "actor", Type: "string"}, {Name: "correlation_id", Type: "string"},
+	}
+	return []Spec{
+		{Name: "host.chat.resolve", Summary: "Get or create the session's chat for (app, room, scope_key).", CheckFields: true,
+			Fields: append(scope, title), Results: append(summary, Field{Name: "is_new", Type: "bool", Doc: "the chat was created by this call"})},
+		{Name: "host.chat.create", Summary: "Create a new chat (every call makes one; use resolve in on_enter).", CheckFields: true,
+			Fields: append(scope, title), Results: append(summary, Field{Name: "is_new", Type: "bool"})},
+		{Name: "host.chat.list", Summary: "List the session's chats of (app, room[, scope_key]), newest activity first.", CheckFields: true,
+			Fields: append(scope, Field{Name: "all_status", Type: "bool", Doc: "archived chats too"}),
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "chats", Type: "list", Doc: "one {id, title, message_count, last_active_at, status} per chat"},
+				{Name: "count", Type: "int"}, {Name: "rendered", Type: "string", Doc: "the list as Markdown, for a view"}}},
+		{Name: "host.chat.transcript", Summary: "A chat's messages.", CheckFields: true,
+			Fields: []Field{chatID, {Name: "since_seq", Type: "int", Doc: "only messages after this seq"}, {Name: "max_turns", Type: "int", Doc: "at most this many, the latest (default 20)"}},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "messages", Type: "list", Doc: "one {seq, role, text, at} per message"},
+				{Name: "latest_seq", Type: "int"}, {Name: "title", Type: "string"}, {Name: "rendered", Type: "string", Doc: "the messages as Markdown"}}},
+		{Name: "host.chat.fork", Summary: "Copy a chat's messages into a new chat (its parent_chat_id the old one).", CheckFields: true,
+			Fields:  []Field{chatID, {Name: "title", Type: "string", Doc: "default the old title with (fork)"}},
+			Results: append(summary, Field{Name: "parent_chat_id", Type: "string"})},
+		{Name: "host.chat.archive", Summary: "Archive a chat (list hides it unless all_status).", CheckFields: true,
+			Fields: []Field{chatID}, Results: summary},
+		{Name: "host.chat.rename", Summary: "Set a chat's title.", CheckFields: true,
+			Fields: []Field{chatID, {Name: "title", Type: "string", Required: true, Doc: "the new title"}}, Results: summary},
+		{Name: "host.chat.suggest_title", Summary: "Ask an agent for a 4-8 word title from the chat's transcript (an agent call: recorded and replayed like any).", CheckFields: true,
+			Fields:  []Field{chatID, {Name: "agent", Type: "string", Doc: "persona from agents: that answers"}},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "chat_id", Type: "string"}, {Name: "title", Type: "string", Doc: "the suggestion (the chat is not renamed)"}}},
+		{Name: "host.chat.resolve_ref", Summary: "Resolve a reference to a chat: its id, an id prefix, a position in list (1 = the newest), \"current\", or words of its title.", CheckFields: true,
+			Fields:  append([]Field{{Name: "ref", Type: "string", Required: true, Doc: "the reference"}}, scope...),
+			Results: summary},
+		{Name: "host.chat.drive", Summary: "Run one turn of a chat: the payload and the agent's answer are added to its transcript (the answer through host.agent.converse).", CheckFields: true,
+			Fields: driveFields,
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "drive_id", Type: "string", Doc: "<chat_id>#<seq of the user message>"},
+				{Name: "chat_id", Type: "string"}, {Name: "enqueued_at", Type: "int", Doc: "Unix microseconds"},
+				{Name: "status", Type: "string", Doc: "done or failed"}, {Name: "result_seq", Type: "int"}, {Name: "result_text", Type: "string"}, {Name: "error", Type: "string"}}},
+	}
+}

@@ -319,6 +319,7 @@ func buildBuiltins() []Spec {
 	specs = append(specs, ticketSpecs()...)
 	specs = append(specs, vcsSpecs()...)
 	specs = append(specs, chatSpecs()...)
+	specs = append(specs, ideSpecs()...)
 	specs = append(specs, family("host.local", "the ci interface: tests and builds run in a work tree, checks read from the forge", ciOps())...)
 	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
 	return specs

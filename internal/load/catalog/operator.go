@@ -57,3 +57,32 @@ func chatSpecs() []Spec {
 				{Name: "status", Type: "string", Doc: "done or failed"}, {Name: "result_seq", Type: "int"}, {Name: "result_text", Type: "string"}, {Name: "error", Type: "string"}}},
 	}
 }
+
+// ideSpecs are the host.ide.* handlers: the editor the run is set to use,
+// else the terminal.
+func ideSpecs() []Spec {
+	path := Field{Name: "path", Type: "string", Required: true, Doc: "a file inside the workspace"}
+	surface := Field{Name: "surface", Type: "string", Doc: "editor:<name> (the editor showed it), text (printed on the run's output) or none"}
+	connected := Field{Name: "connected", Type: "bool", Doc: "an editor was used"}
+	return []Spec{
+		{Name: "host.ide.open_file", Summary: "Open a file in the run's editor (KITSOKI_EDITOR, git config kitsoki.editor, $VISUAL, $EDITOR), else name it on the run's output.", CheckFields: true,
+			Fields: []Field{path, {Name: "line", Type: "int", Doc: "the line to show"}, {Name: "column", Type: "int"}},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "path", Type: "string", Doc: "absolute"}, {Name: "opened", Type: "bool", Doc: "the editor opened it"}, connected, surface}},
+		{Name: "host.ide.open_diff", Summary: "Show a file against proposed content (code --wait --diff, else printed) and ask the operator for the verdict; accepted writes the proposed content into the file.", CheckFields: true,
+			Fields: []Field{path,
+				{Name: "new_text", Type: "string", Doc: "the proposed content"},
+				{Name: "new_text_path", Type: "string", Doc: "a file inside the workspace holding it (give one of the two)"},
+				{Name: "title", Type: "string", Doc: "shown with the diff and in the question"}},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "verdict", Type: "string", Doc: "accepted, rejected, or empty when nobody could answer (no operator, nothing shown)"},
+				{Name: "applied", Type: "bool", Doc: "the proposed content was written into path"}, {Name: "reviewed", Type: "bool", Doc: "the diff was shown"},
+				surface, connected, {Name: "diff", Type: "string", Doc: "the unified diff"}, {Name: "path", Type: "string"}}},
+		{Name: "host.ide.get_open_editors", Summary: "The files this run opened in the editor (open_file, open_diff), in order.", CheckFields: true,
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "editors", Type: "list", Doc: "one {path, line} per file"}, {Name: "count", Type: "int"}, connected, surface}},
+		{Name: "host.ide.get_selection", Summary: "The editor's selection: needs a live link to the editor, which kitsoki does not hold, so connected is false.", CheckFields: true,
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "connected", Type: "bool", Doc: "always false"}, {Name: "file", Type: "string"}, {Name: "text", Type: "string"},
+				{Name: "range", Type: "map"}, {Name: "reason", Type: "string"}}},
+		{Name: "host.ide.get_diagnostics", Summary: "The editor's diagnostics: needs a live link to the editor, which kitsoki does not hold, so connected is false and the list empty.", CheckFields: true,
+			Fields:  []Field{{Name: "path", Type: "string", Doc: "a file to ask about"}},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "connected", Type: "bool", Doc: "always false"}, {Name: "diagnostics", Type: "list"}, {Name: "count", Type: "int"}, {Name: "reason", Type: "string"}}},
+	}
+}

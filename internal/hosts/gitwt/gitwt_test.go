@@ -13,6 +13,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/base/workspace"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
 	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/testsupport/fakeop"
 )
 
 // newRepo makes a git repository with one commit on main and returns its
@@ -365,6 +366,30 @@ func TestWorktreeIDs(t *testing.T) {
 		}
 		if want := filepath.Join(ws.Dir(), ".worktrees", dir); r.Data["path"] != want || r.Data["id"] != dir {
 			t.Errorf("id %q: %v %v, want %s", id, r.Data["id"], r.Data["path"], want)
+		}
+	}
+}
+
+// With an operator, the printed diff's verdict is asked at the prompt.
+func TestDiffOpenAsksTheOperator(t *testing.T) {
+	ws := newRepo(t)
+	if err := os.WriteFile(filepath.Join(ws.Dir(), "a.txt"), []byte("two\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for answers, want := range map[string]string{"accept": "accept", "no": "reject", "": ""} {
+		var out bytes.Buffer
+		op := &fakeop.Operator{}
+		if answers != "" {
+			op.Answers = []string{answers}
+		}
+		c := call("s", map[string]any{"paths": []any{"a.txt"}, "title": "T"})
+		c.Run.Live = op
+		r, _ := NewDiff(Config{Workspace: ws, Out: &out}).Invoke(context.Background(), c)
+		if r.Err != nil || r.Data["verdict"] != want || r.Data["reviewed"] != true {
+			t.Errorf("answer %q: %v %v", answers, r.Data["verdict"], r.Err)
+		}
+		if len(op.Asked) != 1 || op.Asked[0] != "Accept the change to T (diff against HEAD)? Answer accept or reject." {
+			t.Errorf("asked %q", op.Asked)
 		}
 	}
 }

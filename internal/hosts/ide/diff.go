@@ -151,30 +151,44 @@ func (hd *Handler) print(title, rel, text string, e editor) {
 // rejected, or "" when the run has no operator (a text view captures no
 // decision then, and none is recorded).
 func (hd *Handler) ask(ctx context.Context, call *host.Call, rel, title string) (string, error) {
-	live := call.Run.Live
-	if live == nil {
-		return "", nil
-	}
 	what := rel
 	if title != "" {
 		what = title + " (" + rel + ")"
+	}
+	accept, answered, err := AskVerdict(ctx, call.Run.Live, what)
+	switch {
+	case err != nil || !answered:
+		return "", err
+	case accept:
+		return Accepted, nil
+	}
+	return Rejected, nil
+}
+
+// AskVerdict asks the operator of live (the call's run) whether to accept
+// the change to what, up to twice when the answer is neither. answered is
+// false when the run has no operator or none answered; err is set only
+// when the call's context ended.
+func AskVerdict(ctx context.Context, live host.LiveActions, what string) (accept, answered bool, err error) {
+	if live == nil {
+		return false, false, nil
 	}
 	q := fmt.Sprintf("Accept the change to %s? Answer accept or reject.", what)
 	for range 2 {
 		a, err := live.AskOperator(ctx, q)
 		if err != nil {
 			if ctx.Err() != nil {
-				return "", err
+				return false, false, err
 			}
-			return "", nil // no operator can answer: no verdict
+			return false, false, nil // no operator can answer: no verdict
 		}
 		switch strings.ToLower(strings.TrimSpace(a)) {
 		case "accept", "accepted", "a", "yes", "y":
-			return Accepted, nil
+			return true, true, nil
 		case "reject", "rejected", "r", "no", "n":
-			return Rejected, nil
+			return false, true, nil
 		}
 		q = fmt.Sprintf("%q is neither accept nor reject. Accept the change to %s?", a, what)
 	}
-	return "", nil
+	return false, false, nil
 }

@@ -3,7 +3,6 @@ package ide
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,29 +10,11 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/base/workspace"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
+	"github.com/kitsoki/kitsoki/internal/testsupport/fakeop"
 	"github.com/kitsoki/kitsoki/internal/testsupport/gitfixture"
 )
 
-// operator answers the operator's questions from a list.
-type operator struct {
-	answers []string
-	asked   []string
-}
-
-func (o *operator) World() map[string]any { return nil }
-func (o *operator) AskOperator(_ context.Context, q string) (string, error) {
-	o.asked = append(o.asked, q)
-	if len(o.answers) == 0 {
-		return "", errors.New("no operator")
-	}
-	a := o.answers[0]
-	o.answers = o.answers[1:]
-	return a, nil
-}
-func (o *operator) AskParent(context.Context, string) (string, error)        { return "", nil }
-func (o *operator) SetTitle(context.Context, string) error                   { return nil }
-func (o *operator) CompleteStep(context.Context, string) error               { return nil }
-func (o *operator) EmitIntent(context.Context, string, map[string]any) error { return nil }
+type operator = fakeop.Operator
 
 type fixture struct {
 	repo *gitfixture.Repo
@@ -100,7 +81,7 @@ func TestVSCodeEditor(t *testing.T) {
 	if r.Err != nil || r.Data["opened"] != true || r.Data["surface"] != "editor:code" {
 		t.Fatalf("open_file = %v, %v", r.Data, r.Err)
 	}
-	op := &operator{answers: []string{"maybe", "accept"}}
+	op := &operator{Answers: []string{"maybe", "accept"}}
 	r = f.call("open_diff", map[string]any{"path": "doc.md", "new_text_path": "next.md", "title": "Refine"}, op)
 	if r.Err != nil || r.Data["verdict"] != Accepted || r.Data["applied"] != true || r.Data["reviewed"] != true {
 		t.Fatalf("open_diff = %v, %v", r.Data, r.Err)
@@ -112,8 +93,8 @@ func TestVSCodeEditor(t *testing.T) {
 	if got := readFile(t, log); got != want {
 		t.Errorf("code was run with:\n%s\nwant:\n%s", got, want)
 	}
-	if len(op.asked) != 2 || op.asked[0] != "Accept the change to Refine (doc.md)? Answer accept or reject." || !strings.Contains(op.asked[1], `"maybe" is neither accept nor reject`) {
-		t.Errorf("questions: %q", op.asked)
+	if len(op.Asked) != 2 || op.Asked[0] != "Accept the change to Refine (doc.md)? Answer accept or reject." || !strings.Contains(op.Asked[1], `"maybe" is neither accept nor reject`) {
+		t.Errorf("questions: %q", op.Asked)
 	}
 	r = f.call("get_open_editors", nil, nil)
 	if r.Data["count"] != int64(1) || r.Data["connected"] != true {
@@ -129,7 +110,7 @@ func TestVSCodeEditor(t *testing.T) {
 // output is no surface at all.
 func TestTerminalFallback(t *testing.T) {
 	f := newFixture(t, map[string]string{"EDITOR": "vim"}, true)
-	r := f.call("open_diff", map[string]any{"path": "doc.md", "new_text": "one\n2\n"}, &operator{answers: []string{"reject"}})
+	r := f.call("open_diff", map[string]any{"path": "doc.md", "new_text": "one\n2\n"}, &operator{Answers: []string{"reject"}})
 	if r.Err != nil || r.Data["verdict"] != Rejected || r.Data["applied"] != false || r.Data["surface"] != "text" {
 		t.Fatalf("open_diff = %v, %v", r.Data, r.Err)
 	}
@@ -150,7 +131,7 @@ func TestTerminalFallback(t *testing.T) {
 		t.Errorf("open_file: %v %q", r.Data, f.out)
 	}
 	quiet := newFixture(t, nil, false)
-	r = quiet.call("open_diff", map[string]any{"path": "doc.md", "new_text": "x\n"}, &operator{answers: []string{"accept"}})
+	r = quiet.call("open_diff", map[string]any{"path": "doc.md", "new_text": "x\n"}, &operator{Answers: []string{"accept"}})
 	if r.Data["surface"] != "none" || r.Data["reviewed"] != false || r.Data["verdict"] != "" {
 		t.Errorf("no output: %v", r.Data)
 	}

@@ -241,7 +241,7 @@ func buildBuiltins() []Spec {
 				{Name: "stdout_json", Type: "any", Doc: "the last non-empty line, when it parses as one JSON document"},
 				{Name: "stdout_json_parse_error", Type: "string", Doc: "set instead when that line starts like JSON but does not parse"},
 			}},
-		{Name: "host.diff.open", Summary: "Show a change against a base as a text diff in the run's output (view-only: no verdict).",
+		{Name: "host.diff.open", Summary: "Show a change against a base as a text diff in the run's output; the operator, when there is one, is asked to accept or reject it.",
 			CheckFields: true,
 			Fields: []Field{
 				{Name: "paths", Type: "list", Doc: "changes on disk: files or directories inside the workspace (a string is one path); default the whole tree"},
@@ -254,7 +254,7 @@ func buildBuiltins() []Spec {
 				{Name: "ok", Type: "bool"},
 				{Name: "surface", Type: "string", Doc: "text when printed on the run's output, none when the run has none (flows)"},
 				{Name: "reviewed", Type: "bool", Doc: "the diff was shown"},
-				{Name: "verdict", Type: "string", Doc: "always empty: a text diff captures no accept/reject"},
+				{Name: "verdict", Type: "string", Doc: "accept or reject as the operator answered at the prompt; empty when nobody could (no operator, nothing printed)"},
 				{Name: "diff", Type: "string", Doc: "the unified diff (first 1 MiB)"},
 				{Name: "truncated", Type: "bool"},
 			}},

@@ -66,7 +66,7 @@ func ideSpecs() []Spec {
 	connected := Field{Name: "connected", Type: "bool", Doc: "an editor was used"}
 	return []Spec{
 		{Name: "host.ide.open_file", Summary: "Open a file in the run's editor (KITSOKI_EDITOR, git config kitsoki.editor, $VISUAL, $EDITOR), else name it on the run's output.", CheckFields: true,
-			Fields: []Field{path, {Name: "line", Type: "int", Doc: "the line to show"}, {Name: "column", Type: "int"}},
+			Fields:  []Field{path, {Name: "line", Type: "int", Doc: "the line to show"}, {Name: "column", Type: "int"}},
 			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "path", Type: "string", Doc: "absolute"}, {Name: "opened", Type: "bool", Doc: "the editor opened it"}, connected, surface}},
 		{Name: "host.ide.open_diff", Summary: "Show a file against proposed content (code --wait --diff, else printed) and ask the operator for the verdict; accepted writes the proposed content into the file.", CheckFields: true,
 			Fields: []Field{path,

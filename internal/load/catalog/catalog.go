@@ -320,6 +320,8 @@ func buildBuiltins() []Spec {
 	specs = append(specs, vcsSpecs()...)
 	specs = append(specs, chatSpecs()...)
 	specs = append(specs, ideSpecs()...)
+	specs = append(specs, family("host.gh.ticket", "the ticket interface over GitHub Issues through the gh CLI", ghTicketOps())...)
+	specs = append(specs, workspaceManagerSpecs()...)
 	specs = append(specs, family("host.local", "the ci interface: tests and builds run in a work tree, checks read from the forge", ciOps())...)
 	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
 	return specs

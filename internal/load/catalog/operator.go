@@ -86,3 +86,58 @@ func ideSpecs() []Spec {
 			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "connected", Type: "bool", Doc: "always false"}, {Name: "diagnostics", Type: "list"}, {Name: "count", Type: "int"}, {Name: "reason", Type: "string"}}},
 	}
 }
+
+// ghTicketOps are host.gh.ticket's operations: the ticket interface over
+// GitHub Issues.
+func ghTicketOps() []Spec {
+	repo := Field{Name: "repo", Type: "string", Required: true, Doc: "the GitHub repository, owner/name"}
+	id := Field{Name: "id", Type: "string", Required: true, Doc: "the issue number (42, #42 or owner/name#42)"}
+	summary := "one {id, title, status, priority, assignee, url, type, source} per issue"
+	return []Spec{
+		{Name: "create", Summary: "Open an issue (labels from severity, component, target; kitsoki's metadata in a fenced block of the body).",
+			Fields: []Field{repo, {Name: "title", Type: "string", Required: true, Doc: "the issue's title"}, {Name: "body", Type: "string"},
+				{Name: "severity", Type: "string", Doc: "P0..P3, a label"}, {Name: "component", Type: "string", Doc: "the label comp:<component>"},
+				{Name: "target", Type: "string", Doc: "the label target:<target>"}, {Name: "labels", Type: "list", Doc: "more labels"},
+				{Name: "trace_ref", Type: "string"}, {Name: "kitsoki_rev", Type: "string"}, {Name: "filed_by", Type: "string"},
+				{Name: "legacy_id", Type: "string"}, {Name: "repro_command", Type: "string"}},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "id", Type: "string"}, {Name: "number", Type: "int"}, {Name: "url", Type: "string"}}},
+		{Name: "search", Summary: "Find issues (gh issue list --search).",
+			Fields:  []Field{repo, {Name: "query", Type: "string", Doc: "GitHub's search syntax (empty: the open issues)"}, {Name: "limit", Type: "int"}},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "tickets", Type: "list", Doc: summary}}},
+		{Name: "get", Summary: "Read an issue with its comments and kitsoki's metadata block.",
+			Fields: []Field{repo, id},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "id", Type: "string"}, {Name: "title", Type: "string"}, {Name: "body", Type: "string"},
+				{Name: "status", Type: "string"}, {Name: "priority", Type: "string"}, {Name: "assignee", Type: "string"}, {Name: "url", Type: "string"},
+				{Name: "type", Type: "string", Doc: "bug, feature or epic, from labels or the title; never empty"}, {Name: "source", Type: "string", Doc: "github"},
+				{Name: "comments", Type: "list", Doc: "one {id, author, created_at, body} per comment"}, {Name: "repro_command", Type: "string"},
+				{Name: "legacy_id", Type: "string"}, {Name: "kitsoki_meta", Type: "map"}}},
+		{Name: "comment", Summary: "Comment on an issue.",
+			Fields:  []Field{repo, id, {Name: "body", Type: "string", Required: true, Doc: "the comment's Markdown text"}, {Name: "thread", Type: "string", Doc: "accepted for Kitsoki's stories; the issue is with.id"}},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "comment_id", Type: "string", Doc: "the comment's URL"}, {Name: "id", Type: "string"}}},
+		{Name: "transition", Summary: "Close, reopen or mark an issue in progress.",
+			Fields:  []Field{repo, id, {Name: "to", Type: "string", Required: true, Doc: "resolved (closed, done, fixed, wontfix), open (reopened, todo) or in_progress"}},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "id", Type: "string"}, {Name: "status", Type: "string"}}},
+		{Name: "list_mine", Summary: "List an assignee's issues (default @me).",
+			Fields:  []Field{repo, {Name: "filter", Type: "string", Doc: "the assignee (a leading assignee= is dropped; default @me)"}},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "tickets", Type: "list", Doc: summary}}},
+	}
+}
+
+// GHTicketOps returns host.gh.ticket's operation names.
+func GHTicketOps() []string {
+	var ops []string
+	for _, s := range ghTicketOps() {
+		ops = append(ops, s.Name)
+	}
+	return ops
+}
+
+// workspaceManagerSpecs is host.workspace_manager.get.
+func workspaceManagerSpecs() []Spec {
+	return []Spec{{Name: "host.workspace_manager.get", CheckFields: true,
+		Summary: "Load a workspace snapshot (id, root path, repos, issue, pull requests) from the workspace-manager CLI ($KITSOKI_WORKSPACE_MANAGER, else workspace-manager on PATH: <cmd> get <workspace_id> prints JSON).",
+		Fields:  []Field{{Name: "workspace_id", Type: "string", Required: true, Doc: "the workspace the CLI knows"}},
+		Results: []Field{{Name: "ok", Type: "bool"}, {Name: "id", Type: "string"}, {Name: "root_path", Type: "string"},
+			{Name: "repos", Type: "list", Doc: "one {name, path, branch, …} per repository"}, {Name: "issue", Type: "map"}, {Name: "prs", Type: "list"},
+			{Name: "<key>", Type: "any", Doc: "every other key the CLI printed"}}}}
+}

@@ -28,6 +28,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/hosts/chat"
 	"github.com/kitsoki/kitsoki/internal/hosts/ci"
 	"github.com/kitsoki/kitsoki/internal/hosts/gitwt"
+	"github.com/kitsoki/kitsoki/internal/hosts/ghticket"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
 	"github.com/kitsoki/kitsoki/internal/hosts/hostplugin"
 	"github.com/kitsoki/kitsoki/internal/hosts/ide"
@@ -37,6 +38,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/hosts/ticket"
 	"github.com/kitsoki/kitsoki/internal/hosts/transport"
 	"github.com/kitsoki/kitsoki/internal/hosts/vcs"
+	"github.com/kitsoki/kitsoki/internal/hosts/wsmanager"
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
 	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
@@ -527,6 +529,8 @@ func (rt *Runtime) newHost(cfg Config, builtin agent.Agent, routeMap map[*story.
 	starlark.Register(h, st, so)
 	chat.Register(h, chat.Config{Dir: sessionsDir(cfg, st), Clock: cfg.Clock, Logger: cfg.Logger})
 	ide.Register(h, ide.Config{Workspace: st.Workspace, Out: cfg.Out, Logger: cfg.Logger})
+	ghticket.Register(h, ghticket.Config{Workspace: st.Workspace, Logger: cfg.Logger})
+	wsmanager.Register(h, wsmanager.Config{Workspace: st.Workspace, Logger: cfg.Logger})
 	registerInterfaces(h, st)
 	return h
 }

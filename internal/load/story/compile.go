@@ -381,11 +381,11 @@ func (l *loader) agentWith(f *file, with *yaml.Node, path string, ref *effectRef
 			l.loadSchema(f, d, p)
 		}
 	}
-	// Kitsoki's task form: acceptance.schema is compiled once like
-	// with.schema. (Its context.prompt is compiled when the call is made.)
+	// Kitsoki's task form: acceptance.schema and context.prompt are
+	// compiled once, like with.schema and with.prompt.
 	for _, e := range es {
 		sub := deref(e.val)
-		if sub == nil || sub.Kind != yaml.MappingNode || e.name != "acceptance" {
+		if sub == nil || sub.Kind != yaml.MappingNode || (e.name != "acceptance" && e.name != "context") {
 			continue
 		}
 		inner, _ := l.entries(f, sub, joinPath(path, e.name))
@@ -395,8 +395,11 @@ func (l *loader) agentWith(f *file, with *yaml.Node, path string, ref *effectRef
 				continue
 			}
 			p := joinPath(joinPath(path, e.name), ie.name)
-			if ie.name == "schema" {
+			switch {
+			case e.name == "acceptance" && ie.name == "schema":
 				l.loadSchema(f, d, p)
+			case e.name == "context" && ie.name == "prompt":
+				l.loadPrompt(f, d, p, false)
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/kitsoki/kitsoki/internal/load/catalog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -210,13 +211,43 @@ func TestHostsListing(t *testing.T) {
 		"host.artifacts_dir.list",
 		"host.append_to_file",
 		"  host.jira, host.jira.*",
-		"needs the IDE link",
+		"  host.slidey, host.slidey.*",
+		"  host.cypilot_artifacts, host.cypilot_artifacts.*",
 		"host.starlark.run  Run a Starlark script's main(ctx)",
-		"  host.git, host.git.*",
-		"  host.local, host.local.*",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("kitsoki hosts lacks %q:\n%s", want, out)
+		}
+	}
+	// The handlers of the vcs, ci, chat and IDE families and the GitHub
+	// and workspace-manager ones are listed with their fields and results,
+	// and are no longer among the refused.
+	for _, spec := range catalog.Builtins() {
+		for _, prefix := range []string{"host.git.", "host.github.", "host.local.", "host.chat.", "host.ide.", "host.gh.ticket", "host.workspace_manager."} {
+			if !strings.HasPrefix(spec.Name, prefix) {
+				continue
+			}
+			if !strings.Contains(out, spec.Name+"  "+spec.Summary+"\n") {
+				t.Errorf("kitsoki hosts lacks the line of %s", spec.Name)
+			}
+			if len(spec.Results) == 0 {
+				t.Errorf("%s lists no results", spec.Name)
+			}
+		}
+	}
+	for _, want := range []string{
+		"    stage_all  bool    commit every change, untracked files included",
+		"    checks           string  the names of the failing checks, comma-separated",
+		"    new_text_path  string  a file inside the workspace holding it (give one of the two)",
+		"    payload          string  required; the user's message of the turn",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kitsoki hosts lacks the field line %q", want)
+		}
+	}
+	for _, gone := range []string{"  host.git, host.git.*", "  host.local, host.local.*", "  host.ide, host.ide.*", "needs the IDE link"} {
+		if strings.Contains(out, gone) {
+			t.Errorf("kitsoki hosts still refuses %q", gone)
 		}
 	}
 	if code, _, _ := runCLI(t, "", "hosts", "extra"); code != exitUsage {

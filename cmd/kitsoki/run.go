@@ -214,15 +214,16 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 		session.Operator = terminalOperator(in, stdout)
 	}
 	cfg := runtime.Config{
-		Logger:     logger,
-		Trace:      tr,
-		Agents:     runtime.Agents{Live: true},
-		Timeout:    o.timeout,
-		StrictPins: o.strictPins,
-		PinWarning: pinWarnings(stderr),
-		Session:    session,
-		Tools:      runtime.Tools{Plugins: true, Providers: o.toolProviders, Autopilot: o.autopilot},
-		Out:        stdout,
+		Logger:      logger,
+		Trace:       tr,
+		Agents:      runtime.Agents{Live: true},
+		Timeout:     o.timeout,
+		StrictPins:  o.strictPins,
+		PinWarning:  pinWarnings(stderr),
+		Session:     session,
+		Tools:       runtime.Tools{Plugins: true, Providers: o.toolProviders, Autopilot: o.autopilot},
+		Out:         stdout,
+		SessionsDir: plan.store.Dir,
 	}
 	if tw != nil {
 		cfg.OnDispatch = tw.dispatched

@@ -1,8 +1,10 @@
 package expr
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -13,12 +15,13 @@ import (
 // textFilters are the filters Kitsoki adds to pongo2 (story-format.md §11).
 // wordwrap replaces pongo2's own, which counts words, not columns.
 var textFilters = map[string]pongo2.FilterFunction{
-	"col":      filterCol,
-	"rcol":     filterRcol,
-	"reverse":  filterReverse,
-	"wordwrap": filterWordwrap,
-	showFunc:   filterShow,
-	iterFilter: filterIter,
+	"col":       filterCol,
+	"rcol":      filterRcol,
+	"reference": filterReference,
+	"reverse":   filterReverse,
+	"wordwrap":  filterWordwrap,
+	showFunc:    filterShow,
+	iterFilter:  filterIter,
 }
 
 // iterFilter is put after the iterable of every {% for %} (CompileText).
@@ -49,6 +52,33 @@ func registerFilters() error {
 		}
 	}
 	return nil
+}
+
+// filterReference embeds a document as cited evidence (Kitsoki's
+// `reference` filter): the content, line-numbered (right-aligned to the
+// last number's width), inside a <reference src=LABEL lines="1-N"
+// sha256=…> block whose hash is the first 8 hex digits of the content's
+// SHA-256. The content is written as it is, never parsed as a template; a
+// nil or empty input gives nothing, so a misspelt variable shows as empty
+// rather than as an empty block.
+func filterReference(in, param *pongo2.Value) (*pongo2.Value, *pongo2.Error) {
+	if in.IsNil() {
+		return pongo2.AsSafeValue(""), nil
+	}
+	text := toText(in.Interface())
+	if text == "" {
+		return pongo2.AsSafeValue(""), nil
+	}
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	sum := sha256.Sum256([]byte(text))
+	w := len(strconv.Itoa(len(lines)))
+	var b strings.Builder
+	fmt.Fprintf(&b, "<reference src=%q lines=\"1-%d\" sha256=\"%x\">\n", param.String(), len(lines), sum[:4])
+	for i, l := range lines {
+		fmt.Fprintf(&b, "%*d | %s\n", w, i+1, l)
+	}
+	b.WriteString("</reference>")
+	return pongo2.AsSafeValue(b.String()), nil
 }
 
 // filterShow is show as a filter.

@@ -76,6 +76,9 @@ func TestTextRender(t *testing.T) {
 		{"wordwrap is not per word count", `{{ "a b c d"|wordwrap:3 }}`, "a b\nc d"},
 		{"wordwrap keeps line breaks", "{{ args.text|wordwrap:9 }}", "one\ntwo three\nfour"},
 		{"wordwrap long word", `{{ "abcdefgh ij"|wordwrap:4 }}`, "abcdefgh\nij"},
+		{"reference", `{{ args.text|reference:"notes.md" }}`, "<reference src=\"notes.md\" lines=\"1-2\" sha256=\"8dd0d534\">\n1 | one\n2 | two three four\n</reference>"},
+		{"reference of nothing", `[{{ world.missing|reference:"x" }}]`, "[]"},
+		{"reference is not parsed", `{{ "{{ a }}"|reference:"t" }}`, "<reference src=\"t\" lines=\"1-1\" sha256=\"4bc3b22b\">\n1 | {{ a }}\n</reference>"},
 	}
 	env := testEnv()
 	env["args"].(map[string]any)["text"] = "one\ntwo three four"
@@ -215,5 +218,23 @@ func TestTextConcurrent(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// The reference filter's line numbers are right-aligned to the last one's
+// width.
+func TestReferenceLineNumbers(t *testing.T) {
+	tx, err := CompileText(`{{ args.doc|reference:"d" }}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := "a\nb\nc\nd\ne\nf\ng\nh\ni\nj\n"
+	got, err := tx.Render(Env{"args": map[string]any{"doc": doc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(got, "\n")
+	if !strings.HasPrefix(lines[0], `<reference src="d" lines="1-10" sha256="`) || lines[1] != " 1 | a" || lines[10] != "10 | j" || lines[11] != "</reference>" {
+		t.Errorf("got:\n%s", got)
 	}
 }

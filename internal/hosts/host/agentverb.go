@@ -64,7 +64,7 @@ func (ah *agentHandler) prepare(call *Call) (*askCall, error) {
 
 	if call.Schema != nil {
 		p.schema = call.Schema
-	} else if sp, ok := call.Args["schema"].(string); ok && sp != "" {
+	} else if sp := schemaPath(call.Args); sp != "" {
 		s, err := h.schema(sp)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
@@ -103,6 +103,18 @@ func (ah *agentHandler) prepare(call *Call) (*askCall, error) {
 	h.fillCall(&p.acv, p)
 	p.ac = &p.acv
 	return p, nil
+}
+
+// schemaPath is with.schema, else Kitsoki's task form acceptance.schema.
+func schemaPath(with map[string]any) string {
+	if sp, _ := with["schema"].(string); sp != "" {
+		return sp
+	}
+	if a, ok := with["acceptance"].(map[string]any); ok {
+		sp, _ := a["schema"].(string)
+		return sp
+	}
+	return ""
 }
 
 // ParseTimeout reads a with.timeout value as the agent verbs do (a Go

@@ -105,6 +105,22 @@ type Handler interface {
 	Invoke(ctx context.Context, call *Call) (*Result, error)
 }
 
+// LiveOnReplay is implemented by a handler some of whose calls keep state
+// of the run itself (a chat's transcript): a recording does not keep those
+// calls and a replay runs them, the agent calls they make recorded and
+// replayed in their place.
+type LiveOnReplay interface {
+	Handler
+	LiveOnReplay(call *Call) bool
+}
+
+// RunsOnReplay reports whether h is a LiveOnReplay handler that runs call
+// on a replay.
+func RunsOnReplay(h Handler, call *Call) bool {
+	l, ok := h.(LiveOnReplay)
+	return ok && l.LiveOnReplay(call)
+}
+
 // HandlerFunc adapts a function to a Handler.
 type HandlerFunc func(ctx context.Context, call *Call) (*Result, error)
 

@@ -27,6 +27,25 @@ func (h *Host) renderPrompt(with map[string]any) (string, error) {
 		return render(t, pp, with)
 	}
 	p, _ := with["prompt"].(string)
+	args, ok := with["args"]
+	if !ok {
+		args = with
+	}
+	if p == "" {
+		// Kitsoki's task form: context.prompt with context.args; and
+		// converse's question, the turn's text.
+		if c, ok := with["context"].(map[string]any); ok {
+			if cp, _ := c["prompt"].(string); cp != "" {
+				p, args = cp, c["args"]
+				if args == nil {
+					args = map[string]any{}
+				}
+			}
+		}
+		if q, _ := with["question"].(string); p == "" && q != "" {
+			return q, nil
+		}
+	}
 	if p == "" {
 		return "", errors.New("with.prompt is required (a prompt file relative to the story directory, or the prompt text)")
 	}
@@ -37,7 +56,7 @@ func (h *Host) renderPrompt(with map[string]any) (string, error) {
 	if t == nil {
 		return p, nil
 	}
-	return render(t, p, with)
+	return renderArgs(t, p, args)
 }
 
 func render(t *expr.Text, path string, with map[string]any) (string, error) {
@@ -45,6 +64,11 @@ func render(t *expr.Text, path string, with map[string]any) (string, error) {
 	if !ok {
 		args = with
 	}
+	return renderArgs(t, path, args)
+}
+
+// renderArgs renders a prompt template that sees args as args.
+func renderArgs(t *expr.Text, path string, args any) (string, error) {
 	out, err := t.Render(expr.Env{"args": args})
 	if err != nil {
 		return "", fmt.Errorf("prompt %s: %w", path, err)

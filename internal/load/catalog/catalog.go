@@ -135,7 +135,7 @@ func buildBuiltins() []Spec {
 	}
 	wtOps := []Spec{
 		{Name: "host.git_worktree.list", Summary: "List the repository's worktrees.",
-			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "workspaces", Type: "list", Doc: "one {id, path, branch, dirty, session} per worktree; session is set for those under .kitsoki/worktrees"}}},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "workspaces", Type: "list", Doc: "one {id, path, branch, dirty, session} per worktree; session is the one that made it (kitsoki's, under .worktrees)"}}},
 		{Name: "host.git_worktree.get", Summary: "Describe a worktree of this session.",
 			Fields:  []Field{{Name: "id", Type: "string", Required: true, Doc: "the worktree's id, as create returned it"}},
 			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "id", Type: "string"}, {Name: "path", Type: "string"}, {Name: "branch", Type: "string"}, {Name: "dirty", Type: "bool"}}},
@@ -144,9 +144,9 @@ func buildBuiltins() []Spec {
 				{Name: "name", Type: "string", Required: true, Doc: "the branch: created from base, or checked out when it exists"},
 				{Name: "id", Type: "string", Doc: "the directory name (default name with / as -)"},
 				{Name: "base", Type: "string", Doc: "branch, tag or commit a new branch starts at (default HEAD)"},
-				{Name: "session_id", Type: "string", Doc: "must be this run's session when given"},
+				{Name: "session_id", Type: "string", Doc: "must be this run's session when given; another session's worktree is refused"},
 			},
-			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "id", Type: "string"}, {Name: "path", Type: "string", Doc: "absolute: <workspace>/.kitsoki/worktrees/<session>/<id>"}, {Name: "branch", Type: "string"}, {Name: "created", Type: "bool", Doc: "false when the worktree already existed"}}},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "id", Type: "string"}, {Name: "path", Type: "string", Doc: "absolute: <workspace>/.worktrees/<id>"}, {Name: "branch", Type: "string"}, {Name: "created", Type: "bool", Doc: "false when the worktree already existed"}}},
 		{Name: "host.git_worktree.sync", Summary: "Fast-forward a worktree's branch to its upstream.",
 			Fields:  []Field{{Name: "id", Type: "string", Required: true, Doc: "the worktree's id"}},
 			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "id", Type: "string"}, {Name: "path", Type: "string"}, {Name: "log", Type: "string", Doc: "git pull's output, or why there was nothing to do"}}},
@@ -241,7 +241,7 @@ func buildBuiltins() []Spec {
 				{Name: "stdout_json", Type: "any", Doc: "the last non-empty line, when it parses as one JSON document"},
 				{Name: "stdout_json_parse_error", Type: "string", Doc: "set instead when that line starts like JSON but does not parse"},
 			}},
-		{Name: "host.diff.open", Summary: "Show a change against a base as a text diff in the run's output (view-only: no verdict).",
+		{Name: "host.diff.open", Summary: "Show a change against a base as a text diff in the run's output; the operator, when there is one, is asked to accept or reject it.",
 			CheckFields: true,
 			Fields: []Field{
 				{Name: "paths", Type: "list", Doc: "changes on disk: files or directories inside the workspace (a string is one path); default the whole tree"},
@@ -254,7 +254,7 @@ func buildBuiltins() []Spec {
 				{Name: "ok", Type: "bool"},
 				{Name: "surface", Type: "string", Doc: "text when printed on the run's output, none when the run has none (flows)"},
 				{Name: "reviewed", Type: "bool", Doc: "the diff was shown"},
-				{Name: "verdict", Type: "string", Doc: "always empty: a text diff captures no accept/reject"},
+				{Name: "verdict", Type: "string", Doc: "accept or reject as the operator answered at the prompt; empty when nobody could (no operator, nothing printed)"},
 				{Name: "diff", Type: "string", Doc: "the unified diff (first 1 MiB)"},
 				{Name: "truncated", Type: "bool"},
 			}},
@@ -317,6 +317,12 @@ func buildBuiltins() []Spec {
 	specs = append(specs, wtAll)
 	specs = append(specs, wtOps...)
 	specs = append(specs, ticketSpecs()...)
+	specs = append(specs, vcsSpecs()...)
+	specs = append(specs, chatSpecs()...)
+	specs = append(specs, ideSpecs()...)
+	specs = append(specs, family("host.gh.ticket", "the ticket interface over GitHub Issues through the gh CLI", ghTicketOps())...)
+	specs = append(specs, workspaceManagerSpecs()...)
+	specs = append(specs, family("host.local", "the ci interface: tests and builds run in a work tree, checks read from the forge", ciOps())...)
 	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
 	return specs
 }
@@ -327,11 +333,9 @@ func Unbuilts() []Unbuilt {
 	return []Unbuilt{
 		{Name: "host.bitbucket", Needs: "Bitbucket"},
 		{Name: "host.contact_sheet", Needs: "ffmpeg montages"},
-		{Name: "host.git", Needs: "a code host for pull requests, reviews and merges (Kitsoki's vcs provider)"},
-		{Name: "host.ide", Needs: "the IDE link"},
+		{Name: "host.cypilot_artifacts", Needs: "cypilot"},
 		{Name: "host.jenkins", Needs: "Jenkins"},
 		{Name: "host.jira", Needs: "Jira"},
-		{Name: "host.local", Needs: "Kitsoki's local build and CI runner (its ci provider)"},
 		{Name: "host.jira_comment", Needs: "Jira"},
 		{Name: "host.slidey", Needs: "slidey"},
 		{Name: "host.video", Needs: "ffmpeg"},

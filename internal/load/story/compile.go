@@ -381,6 +381,28 @@ func (l *loader) agentWith(f *file, with *yaml.Node, path string, ref *effectRef
 			l.loadSchema(f, d, p)
 		}
 	}
+	// Kitsoki's task form: acceptance.schema and context.prompt are
+	// compiled once, like with.schema and with.prompt.
+	for _, e := range es {
+		sub := deref(e.val)
+		if sub == nil || sub.Kind != yaml.MappingNode || (e.name != "acceptance" && e.name != "context") {
+			continue
+		}
+		inner, _ := l.entries(f, sub, joinPath(path, e.name))
+		for _, ie := range inner {
+			d := deref(ie.val)
+			if d == nil || d.Kind != yaml.ScalarNode || d.Tag != "!!str" || d.Value == "" || isTemplated(d.Value) {
+				continue
+			}
+			p := joinPath(joinPath(path, e.name), ie.name)
+			switch {
+			case e.name == "acceptance" && ie.name == "schema":
+				l.loadSchema(f, d, p)
+			case e.name == "context" && ie.name == "prompt":
+				l.loadPrompt(f, d, p, false)
+			}
+		}
+	}
 }
 
 // pathLike matches a value that looks like a file name rather than prompt

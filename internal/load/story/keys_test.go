@@ -89,6 +89,7 @@ func TestLoadKitsokiKeyErrors(t *testing.T) {
 		`bad.yaml:41:17: states.quiet.write_mode: write_mode: read_only restricts the agents a room dispatches, and state "quiet" invokes none; add the host.agent.* invoke or remove write_mode`,
 		`bad.yaml:44:9: states.quiet.on_enter[1].target: target: on an effect is only valid inside a background invoke's on_complete: (for a transition, write target: on the arm)`,
 		`bad.yaml:46:17: states.loud.write_mode: write_mode: read_only conflicts with agent "d" (invoked at bad.yaml:48:17), which declares external_side_effect: true; make the room open or the agent external_side_effect: false`,
+		`bad.yaml:49:47: states.loud.on_enter[0].with.acceptance.schema: schema "s.json": no such file or directory`,
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("diagnostics (-want +got):\n%s", d)

@@ -15,6 +15,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agents/agent"
@@ -24,14 +25,20 @@ import (
 	"github.com/kitsoki/kitsoki/internal/base/inbox"
 	"github.com/kitsoki/kitsoki/internal/base/jobs"
 	"github.com/kitsoki/kitsoki/internal/hosts/artifacts"
+	"github.com/kitsoki/kitsoki/internal/hosts/chat"
+	"github.com/kitsoki/kitsoki/internal/hosts/ci"
+	"github.com/kitsoki/kitsoki/internal/hosts/ghticket"
 	"github.com/kitsoki/kitsoki/internal/hosts/gitwt"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
 	"github.com/kitsoki/kitsoki/internal/hosts/hostplugin"
+	"github.com/kitsoki/kitsoki/internal/hosts/ide"
 	hostjobs "github.com/kitsoki/kitsoki/internal/hosts/jobs"
 	hostrun "github.com/kitsoki/kitsoki/internal/hosts/run"
 	"github.com/kitsoki/kitsoki/internal/hosts/starlark"
 	"github.com/kitsoki/kitsoki/internal/hosts/ticket"
 	"github.com/kitsoki/kitsoki/internal/hosts/transport"
+	"github.com/kitsoki/kitsoki/internal/hosts/vcs"
+	"github.com/kitsoki/kitsoki/internal/hosts/wsmanager"
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
 	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
@@ -101,6 +108,9 @@ type Config struct {
 	// print there (kitsoki run passes its masked stdout); nil prints
 	// nothing (flows, MCP-started runs, evals).
 	Out io.Writer
+	// SessionsDir is where the run's chats are kept (host.chat.*, beside
+	// the session's journal); "" is the workspace's .kitsoki/sessions.
+	SessionsDir string
 	// LocalModels is the pool of llama-server sidecars the run's
 	// builtin.local_llm agents and embedders start their servers in, for a
 	// caller running several runtimes at once that should share one server
@@ -517,14 +527,36 @@ func (rt *Runtime) newHost(cfg Config, builtin agent.Agent, routeMap map[*story.
 	gitwt.Register(h, gitwt.Config{Workspace: st.Workspace, Out: cfg.Out, Logger: cfg.Logger})
 	ticket.Register(h, ticket.Config{Workspace: st.Workspace, Clock: cfg.Clock})
 	transport.Register(h, cfg.Out)
+	forgeLock := &sync.Mutex{} // the local forge's, shared by the vcs and ci handlers
+	vcs.Register(h, vcs.Config{Workspace: st.Workspace, Clock: cfg.Clock, Logger: cfg.Logger, Lock: forgeLock})
+	ci.Register(h, ci.Config{Workspace: st.Workspace, Clock: cfg.Clock, Logger: cfg.Logger, Lock: forgeLock})
 	hostjobs.Register(h, rt.jobs, rt.inbox)
 	so := cfg.Starlark
 	if so.Logger == nil {
 		so.Logger = cfg.Logger
 	}
 	starlark.Register(h, st, so)
+	chat.Register(h, chat.Config{Dir: sessionsDir(cfg, st), Clock: cfg.Clock, Logger: cfg.Logger})
+	ide.Register(h, ide.Config{Workspace: st.Workspace, Out: cfg.Out, Logger: cfg.Logger})
+	ghticket.Register(h, ghticket.Config{Workspace: st.Workspace, Logger: cfg.Logger})
+	wsmanager.Register(h, wsmanager.Config{Workspace: st.Workspace, Logger: cfg.Logger})
 	registerInterfaces(h, st)
 	return h
+}
+
+// sessionsDir is where the run keeps its chats: Config.SessionsDir, else
+// the workspace's sessions directory ("" without a workspace: no chats).
+func sessionsDir(cfg Config, st *story.Story) string {
+	if cfg.SessionsDir != "" {
+		return cfg.SessionsDir
+	}
+	if st.Workspace.IsZero() {
+		return ""
+	}
+	if fsys, _ := st.Workspace.FS(); fsys != nil {
+		return ""
+	}
+	return session.DefaultDir(st.Workspace.Dir())
 }
 
 func (rt *Runtime) catalog() *toolserver.Catalog {

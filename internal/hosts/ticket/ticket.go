@@ -32,6 +32,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kitsoki/kitsoki/internal/base/yamlnode"
+
 	"github.com/kitsoki/kitsoki/internal/base/clock"
 	"github.com/kitsoki/kitsoki/internal/base/workspace"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
@@ -230,6 +232,9 @@ func (t *Tickets) read(path, typ string) (*file, error) {
 		}
 		var doc yaml.Node
 		if err := yaml.Unmarshal([]byte(fm), &doc); err != nil {
+			return nil, fmt.Errorf("%s: front matter (line 1 is the first line after ---): %w", t.rel(path), err)
+		}
+		if err := yamlnode.CheckExpansion(&doc, 0); err != nil {
 			return nil, fmt.Errorf("%s: front matter (line 1 is the first line after ---): %w", t.rel(path), err)
 		}
 		if len(doc.Content) == 1 {

@@ -167,3 +167,27 @@ func (s *SyncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// AliasBomb is a YAML mapping entry, bomb:, of about a kilobyte whose
+// nested anchors stand for ten million nodes: seven levels of lists, each
+// holding ten aliases of the level below. Put it after the keys a parser
+// needs first (a kind: line); every parser of user YAML must refuse it
+// (internal/base/yamlnode.CheckExpansion) before walking it.
+func AliasBomb() string {
+	var b strings.Builder
+	b.WriteString("bomb:\n  - &b0 [x, x, x, x, x, x, x, x, x, x]\n")
+	for i := 1; i <= 6; i++ {
+		b.WriteString("  - &b" + string(rune('0'+i)) + " [")
+		for j := range 10 {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("*b" + string(rune('0'+i-1)))
+		}
+		b.WriteString("]\n")
+	}
+	return b.String()
+}
+
+// AliasBombError is the text every refusal of AliasBomb holds.
+const AliasBombError = "YAML aliases make this document too large"

@@ -1,7 +1,6 @@
 package cassette
 
 import (
-
 	"strings"
 	"testing"
 

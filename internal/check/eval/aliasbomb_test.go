@@ -1,7 +1,6 @@
 package eval
 
 import (
-
 	"strings"
 	"testing"
 

@@ -218,13 +218,18 @@ func (hd *Handler) run(ctx context.Context, req *request) *host.Result {
 	if !req.argv {
 		path, args = Shell, []string{"-c", req.cmd}
 	}
+	dir, closeDir, err := hd.openDir(req.dir)
+	if err != nil {
+		return &host.Result{Data: failData(""), Err: fmt.Errorf("%s: with.cwd: %w", Name, err)}
+	}
+	defer closeDir()
 	out := &capped{max: req.maxOutput}
 	// The deadline starts before the command does: a test's fake clock can
 	// then move as soon as the command shows it runs, with the timer there.
 	tctx, cancel := clock.WithTimeoutCause(ctx, hd.cfg.Clock, req.timeout, errTimeout)
 	defer cancel()
 	p, err := supervise.Start(supervise.Config{
-		Name: Name, Path: path, Args: args, Dir: req.dir, Env: hd.environ(req),
+		Name: Name, Path: path, Args: args, Dir: dir, Env: hd.environ(req),
 		Stdout: out, Stderr: out, Grace: hd.cfg.Grace, Logger: hd.cfg.Logger,
 	})
 	if err != nil {
@@ -251,6 +256,35 @@ func (hd *Handler) run(ctx context.Context, req *request) *host.Result {
 }
 
 var errTimeout = errors.New("host.run timeout")
+
+// openDir opens the working directory dir (checked by cwd) through the
+// workspace root and returns a path the child can change into that names
+// the directory opened, not its path: /proc/self/fd/N, which the child
+// resolves through the descriptor it inherits until it execs. A directory
+// of the path that a symlink replaced after the check cannot lead the
+// command out of the workspace. Where there is no /proc, or no workspace,
+// the path is used as it is.
+func (hd *Handler) openDir(dir string) (string, func(), error) {
+	ws := hd.cfg.Workspace
+	if ws.IsZero() || !procFD() {
+		return dir, func() {}, nil
+	}
+	f, err := ws.Open(dir)
+	if err != nil {
+		return "", nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.IsDir() {
+		f.Close()
+		return "", nil, fmt.Errorf("%s is not a directory", dir)
+	}
+	return "/proc/self/fd/" + strconv.Itoa(int(f.Fd())), func() { f.Close() }, nil
+}
+
+// procFD reports whether /proc/self/fd names this process's descriptors.
+func procFD() bool {
+	fi, err := os.Stat("/proc/self/fd")
+	return err == nil && fi.IsDir()
+}
 
 // environ is the inherited environment with with.env over it, and PWD set
 // to the working directory as a shell sets it.

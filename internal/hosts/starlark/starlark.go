@@ -17,7 +17,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"runtime/metrics"
 	"sort"
@@ -183,14 +182,14 @@ func (h *Handler) Invoke(ctx context.Context, call *host.Call) (*host.Result, er
 	if err != nil {
 		return fail(KindPath, "%v", err)
 	}
-	src, err := workspace.ReadFile(real, script)
+	src, err := h.st.Workspace.Read(real, script)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%s: script %s: %w", Name, script, err)
 		}
 		return nil, fmt.Errorf("%s: read script %s: %w", Name, script, err)
 	}
-	scData, err := workspace.ReadFile(real+sidecar.Suffix, script+sidecar.Suffix)
+	scData, err := h.st.Workspace.Read(real+sidecar.Suffix, script+sidecar.Suffix)
 	if err != nil {
 		return nil, fmt.Errorf("%s: read sidecar %s%s: %w", Name, script, sidecar.Suffix, err)
 	}
@@ -502,8 +501,14 @@ func (r *run) fsRead(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(real)
+	// Through the workspace root: a symlink swapped in after confine
+	// checked the path cannot lead the read out of the workspace.
+	f, err := r.h.st.Workspace.Open(real)
 	if err != nil {
+		var oe *workspace.OutsideError
+		if errors.As(err, &oe) {
+			return nil, fmt.Errorf("ctx.fs.read: %w", err)
+		}
 		return nil, fmt.Errorf("ctx.fs.read(%q): %w", p, unwrapPath(err))
 	}
 	defer f.Close()
@@ -537,7 +542,7 @@ func (r *run) fsExists(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 	if err != nil {
 		return nil, err
 	}
-	_, err = os.Stat(real)
+	_, err = r.h.st.Workspace.StatInside(real)
 	return starlark.Bool(err == nil), nil
 }
 
@@ -550,7 +555,7 @@ func (r *run) fsGlob(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	if _, err := r.confine("ctx.fs.glob", strings.ReplaceAll(strings.ReplaceAll(pat, "*", "x"), "?", "x")); err != nil {
 		return nil, err
 	}
-	matches, err := filepath.Glob(filepath.Join(ws.Dir(), filepath.FromSlash(pat)))
+	matches, err := ws.Glob(filepath.Join(ws.Dir(), filepath.FromSlash(pat)))
 	if err != nil {
 		return nil, fmt.Errorf("ctx.fs.glob(%q): %w", pat, err)
 	}

@@ -5,7 +5,11 @@
 // same everywhere:
 //
 //   - a value of MinSubstring (8) bytes or more is masked wherever it
-//     occurs as a substring, in string values, object keys and text;
+//     occurs as a substring, in string values, object keys and text, and
+//     so is each encoded form of it (Forms: JSON-escaped, HTML-safe or not,
+//     twice over, YAML-quoted, HTML- and JavaScript-escaped), so a value
+//     holding ", \, <, >, & or non-ASCII characters is masked in the
+//     encoded text an artifact holds too;
 //   - a shorter value is masked only where a whole string value equals it
 //     (a JSON string, a YAML scalar), or, in plain text, where a whole line
 //     (surrounding spaces aside) equals it; it is never masked inside an
@@ -66,7 +70,8 @@ func KeptWords() []string { return slices.Clone(keptWords[:]) }
 type Masker struct {
 	long  []string // >= MinSubstring bytes, distinct, longest first
 	short []string // 1..MinSubstring-1 bytes, distinct, longest first
-	all   [][]byte // long and short, as bytes, for MayOccur
+	forms []string // every encoded form of each long value (Forms), distinct
+	all   [][]byte // the forms and the short values, as bytes, for MayOccur
 }
 
 // New returns a Masker for the given values. Empty values and repeats are
@@ -91,7 +96,14 @@ func New(values ...[]string) *Masker {
 	byLen := func(a, b string) int { return cmp.Compare(len(b), len(a)) }
 	slices.SortStableFunc(m.long, byLen)
 	slices.SortStableFunc(m.short, byLen)
-	for _, v := range slices.Concat(m.long, m.short) {
+	for _, v := range m.long {
+		for _, f := range Forms(v) {
+			if !slices.Contains(m.forms, f) {
+				m.forms = append(m.forms, f)
+			}
+		}
+	}
+	for _, v := range slices.Concat(m.forms, m.short) {
 		m.all = append(m.all, []byte(v))
 	}
 	return m
@@ -167,7 +179,7 @@ func (m *Masker) Text(s string) string {
 // a kept word are left alone; overlapping ones merge.
 func (m *Masker) replace(s string, lines bool) string {
 	var spans [][2]int
-	for _, v := range m.long {
+	for _, v := range m.forms {
 		for off := 0; off <= len(s)-len(v); {
 			i := strings.Index(s[off:], v)
 			if i < 0 {

@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -122,4 +123,46 @@ func TestForms(t *testing.T) {
 	if got := secret.Forms("plain-secret-123"); len(got) != 1 {
 		t.Errorf("a secret no encoder rewrites has one form, got %q", got)
 	}
+}
+
+// FuzzMaskEncoded: a long secret, put into a text and encoded as kitsoki
+// encodes (JSON, YAML, HTML), leaves no trace of itself once the encoded
+// text is masked.
+func FuzzMaskEncoded(f *testing.F) {
+	f.Add(tricky, "before ", " after")
+	f.Add("plain-secret-123", "", "")
+	f.Add(`<script>"x"</script>`, `{"a":`, "}")
+	f.Fuzz(func(t *testing.T, s, before, after string) {
+		if len(s) < secret.MinSubstring || !utf8.ValidString(s) || !utf8.ValidString(before+s+after) {
+			t.Skip()
+		}
+		for _, w := range secret.KeptWords() {
+			if strings.Contains(w, s) {
+				t.Skip()
+			}
+		}
+		m := secret.New([]string{s})
+		text := before + s + after
+		for name, enc := range map[string]func(string) (string, error){
+			"json": func(x string) (string, error) {
+				b, err := json.Marshal(map[string]string{"v": x})
+				return string(b), err
+			},
+			"yaml": func(x string) (string, error) {
+				b, err := yaml.Marshal(map[string]string{"v": x})
+				return string(b), err
+			},
+			"html": func(x string) (string, error) { return html.EscapeString(x), nil },
+		} {
+			out, err := enc(text)
+			if err != nil {
+				continue
+			}
+			encodedAlone, _ := enc(s)
+			masked := m.Text(out)
+			if !strings.Contains(masked, secret.Mask) {
+				t.Errorf("%s: nothing masked in %q (the secret encodes as %q)", name, out, encodedAlone)
+			}
+		}
+	})
 }

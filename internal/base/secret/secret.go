@@ -71,6 +71,9 @@ type Masker struct {
 	long  []string // >= MinSubstring bytes, distinct, longest first
 	short []string // 1..MinSubstring-1 bytes, distinct, longest first
 	forms []string // every encoded form of each long value (Forms), distinct
+	// blocks: the lines of each long value holding a line break, which a
+	// YAML block scalar writes indented.
+	blocks [][]string
 	all   [][]byte // the forms and the short values, as bytes, for MayOccur
 }
 
@@ -97,6 +100,9 @@ func New(values ...[]string) *Masker {
 	slices.SortStableFunc(m.long, byLen)
 	slices.SortStableFunc(m.short, byLen)
 	for _, v := range m.long {
+		if strings.Contains(v, "\n") && strings.TrimLeft(v, "\n") != "" {
+			m.blocks = append(m.blocks, strings.Split(strings.TrimLeft(v, "\n"), "\n"))
+		}
 		for _, f := range Forms(v) {
 			if !slices.Contains(m.forms, f) {
 				m.forms = append(m.forms, f)
@@ -124,7 +130,56 @@ func (m *Masker) MayOccur(b []byte) bool {
 			return true
 		}
 	}
+	for _, lines := range m.blocks {
+		if allOccur(b, lines) {
+			return true
+		}
+	}
 	return false
+}
+
+// allOccur reports whether every non-empty line occurs in b.
+func allOccur(b []byte, lines []string) bool {
+	for _, l := range lines {
+		if l != "" && !bytes.Contains(b, []byte(l)) {
+			return false
+		}
+	}
+	return true
+}
+
+// blockSpans finds a multi-line secret written as a YAML block scalar:
+// its lines with indentation after each line break.
+func blockSpans(s string, lines []string) [][2]int {
+	var spans [][2]int
+	for off := 0; off < len(s); {
+		i := strings.Index(s[off:], lines[0])
+		if i < 0 {
+			break
+		}
+		start := off + i
+		end, ok := start+len(lines[0]), true
+		for _, l := range lines[1:] {
+			if end >= len(s) || s[end] != '\n' {
+				ok = false
+				break
+			}
+			end++
+			for end < len(s) && s[end] == ' ' {
+				end++
+			}
+			if !strings.HasPrefix(s[end:], l) {
+				ok = false
+				break
+			}
+			end += len(l)
+		}
+		if ok {
+			spans = append(spans, [2]int{start, end})
+		}
+		off = start + 1
+	}
+	return spans
 }
 
 // String masks a whole string value (a JSON string, a YAML scalar): the
@@ -191,6 +246,9 @@ func (m *Masker) replace(s string, lines bool) string {
 				spans = append(spans, [2]int{start, end})
 			}
 		}
+	}
+	for _, bl := range m.blocks {
+		spans = append(spans, blockSpans(s, bl)...)
 	}
 	if lines && len(m.short) > 0 {
 		for start := 0; start < len(s); {

@@ -74,7 +74,7 @@ type Masker struct {
 	// blocks: the lines of each long value holding a line break, which a
 	// YAML block scalar writes indented.
 	blocks [][]string
-	all   [][]byte // the forms and the short values, as bytes, for MayOccur
+	all    [][]byte // the forms and the short values, as bytes, for MayOccur
 }
 
 // New returns a Masker for the given values. Empty values and repeats are

@@ -34,6 +34,8 @@ FuzzFastValidator ./internal/base/schema
 FuzzFastNumbers ./internal/base/schema
 FuzzFastTextMatchesPongo2 ./internal/base/expr
 FuzzFastValueMatchesVM ./internal/base/expr
+FuzzCheckExpansion ./internal/base/yamlnode
+FuzzMaskEncoded ./internal/base/secret
 "
 
 want=" $* "

@@ -71,9 +71,9 @@ type Masker struct {
 	long  []string // >= MinSubstring bytes, distinct, longest first
 	short []string // 1..MinSubstring-1 bytes, distinct, longest first
 	forms []string // every encoded form of each long value (Forms), distinct
-	// blocks: the lines of each long value holding a line break, which a
-	// YAML block scalar writes indented.
-	blocks [][]string
+	// blocks: each long value holding a line break, which YAML writes
+	// with indentation after it.
+	blocks []block
 	all    [][]byte // the forms and the short values, as bytes, for MayOccur
 }
 
@@ -100,8 +100,8 @@ func New(values ...[]string) *Masker {
 	slices.SortStableFunc(m.long, byLen)
 	slices.SortStableFunc(m.short, byLen)
 	for _, v := range m.long {
-		if strings.Contains(v, "\n") && strings.TrimLeft(v, "\n") != "" {
-			m.blocks = append(m.blocks, strings.Split(strings.TrimLeft(v, "\n"), "\n"))
+		if bl, ok := newBlock(v); ok {
+			m.blocks = append(m.blocks, bl)
 		}
 		for _, f := range Forms(v) {
 			if !slices.Contains(m.forms, f) {
@@ -130,8 +130,8 @@ func (m *Masker) MayOccur(b []byte) bool {
 			return true
 		}
 	}
-	for _, lines := range m.blocks {
-		if allOccur(b, lines) {
+	for _, bl := range m.blocks {
+		if allOccur(b, bl) {
 			return true
 		}
 	}
@@ -139,8 +139,8 @@ func (m *Masker) MayOccur(b []byte) bool {
 }
 
 // allOccur reports whether every non-empty line occurs in b.
-func allOccur(b []byte, lines []string) bool {
-	for _, l := range lines {
+func allOccur(b []byte, bl block) bool {
+	for _, l := range bl.lines {
 		if l != "" && !bytes.Contains(b, []byte(l)) {
 			return false
 		}
@@ -148,23 +148,50 @@ func allOccur(b []byte, lines []string) bool {
 	return true
 }
 
-// blockSpans finds a multi-line secret written as a YAML block scalar:
-// its lines with indentation after each line break.
-func blockSpans(s string, lines []string) [][2]int {
+// block is a long value holding line breaks (\n, U+0085, U+2028,
+// U+2029), which YAML writes with indentation after each: its lines and
+// the break after each but the last.
+type block struct {
+	lines, breaks []string
+}
+
+// newBlock splits v at its line breaks; ok is false when it has none.
+func newBlock(v string) (block, bool) {
+	var bl block
+	start := 0
+	for i, r := range v {
+		switch r {
+		case '\n', '\u0085', '\u2028', '\u2029':
+			bl.lines = append(bl.lines, v[start:i])
+			bl.breaks = append(bl.breaks, string(r))
+			start = i + len(string(r))
+		}
+	}
+	if len(bl.breaks) == 0 || strings.TrimSpace(v) == "" {
+		return block{}, false
+	}
+	bl.lines = append(bl.lines, v[start:])
+	return bl, true
+}
+
+// blockSpans finds a multi-line secret written as YAML writes it: its
+// lines with indentation after each line break.
+func blockSpans(s string, bl block) [][2]int {
 	var spans [][2]int
+	first := bl.lines[0]
 	for off := 0; off < len(s); {
-		i := strings.Index(s[off:], lines[0])
+		i := strings.Index(s[off:], first)
 		if i < 0 {
 			break
 		}
 		start := off + i
-		end, ok := start+len(lines[0]), true
-		for _, l := range lines[1:] {
-			if end >= len(s) || s[end] != '\n' {
+		end, ok := start+len(first), true
+		for k, l := range bl.lines[1:] {
+			if !strings.HasPrefix(s[end:], bl.breaks[k]) {
 				ok = false
 				break
 			}
-			end++
+			end += len(bl.breaks[k])
 			for end < len(s) && s[end] == ' ' {
 				end++
 			}
@@ -174,7 +201,7 @@ func blockSpans(s string, lines []string) [][2]int {
 			}
 			end += len(l)
 		}
-		if ok {
+		if ok && end > start {
 			spans = append(spans, [2]int{start, end})
 		}
 		off = start + 1

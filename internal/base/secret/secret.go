@@ -195,6 +195,9 @@ func blockSpans(s string, bl block) [][2]int {
 			for end < len(s) && s[end] == ' ' {
 				end++
 			}
+			// The line's own leading spaces are not told from the
+			// indentation.
+			l = strings.TrimLeft(l, " ")
 			if !strings.HasPrefix(s[end:], l) {
 				ok = false
 				break

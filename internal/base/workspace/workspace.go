@@ -366,25 +366,12 @@ func (r Root) Read(path, name string) ([]byte, error) {
 	return b, nil
 }
 
-// Stat is os.Stat on r's files (see Read): through the root for a path
-// inside the workspace. A path a symlink leads out of it is stat'ed as it
-// is: a stat reads no content, and callers use it to word the error (the
-// read itself is refused).
+// Stat is os.Stat on r's files (see Read). A stat reads no content, so
+// it is made by path (StatInside refuses a path a symlink leads out of the
+// workspace); opening the file is what goes through the root.
 func (r Root) Stat(path string) (fs.FileInfo, error) {
 	if r.m == nil {
-		if _, inside := r.rel(path); !inside {
-			return os.Stat(path)
-		}
-		var fi fs.FileInfo
-		err := r.do(path, func(root *os.Root, rel string) (err error) {
-			fi, err = root.Stat(rel)
-			return err
-		})
-		var oe *OutsideError
-		if errors.As(err, &oe) {
-			return os.Stat(path)
-		}
-		return fi, err
+		return os.Stat(path)
 	}
 	n, ok := r.m.name(filepath.Clean(path))
 	if !ok {

@@ -51,32 +51,53 @@ func CheckExpansion(doc *yaml.Node, limit int64) error {
 	if limit <= 0 {
 		limit = MaxAliasNodes
 	}
-	c := &counter{sizes: map[*yaml.Node]int64{}, cap: 1 << 62}
+	if !hasAlias(doc) {
+		return nil // the common case: nothing to expand, nothing allocated
+	}
+	c := &counter{anchored: map[*yaml.Node]int64{}, cap: 1 << 62}
 	total := c.size(doc)
-	physical := int64(len(c.sizes))
-	if total-physical <= limit {
+	if total-c.physical <= limit {
 		return nil
 	}
-	e := &ExpansionError{Limit: limit, Physical: physical}
+	e := &ExpansionError{Limit: limit, Physical: c.physical}
 	if a := c.biggest; a != nil {
 		e.Alias, e.Line, e.Column, e.Size = a.Value, a.Line, a.Column, c.biggestSize
 	}
 	return e
 }
 
-// counter memoises the expanded size of each node, saturating at cap.
+// hasAlias reports whether the tree under n holds an alias.
+func hasAlias(n *yaml.Node) bool {
+	if n.Kind == yaml.AliasNode {
+		return true
+	}
+	for _, ch := range n.Content {
+		if hasAlias(ch) {
+			return true
+		}
+	}
+	return false
+}
+
+// counter works out expanded sizes, saturating at cap. Only an anchored
+// node can be reached twice (through its aliases), so only those sizes
+// are kept: every written node is visited once.
 type counter struct {
-	sizes       map[*yaml.Node]int64
+	anchored    map[*yaml.Node]int64
+	physical    int64 // written nodes visited
 	cap         int64
 	biggest     *yaml.Node // the alias whose anchor stands for the most
 	biggestSize int64
 }
 
 func (c *counter) size(n *yaml.Node) int64 {
-	if s, ok := c.sizes[n]; ok {
-		return s
+	if n.Anchor != "" {
+		if s, ok := c.anchored[n]; ok {
+			return s
+		}
+		c.anchored[n] = c.cap // a cycle (which the parser refuses) counts as too big
 	}
-	c.sizes[n] = c.cap // a cycle (which the parser refuses) counts as too big
+	c.physical++
 	var s int64
 	if n.Kind == yaml.AliasNode {
 		if n.Alias != nil {
@@ -91,6 +112,8 @@ func (c *counter) size(n *yaml.Node) int64 {
 			s = min(s+c.size(ch), c.cap)
 		}
 	}
-	c.sizes[n] = s
+	if n.Anchor != "" {
+		c.anchored[n] = s
+	}
 	return s
 }

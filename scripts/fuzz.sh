@@ -30,6 +30,8 @@ FuzzParseRequestFast ./plugin
 FuzzAskReplyFast ./internal/agents/subprocess
 FuzzValue ./internal/base/jsonwire
 FuzzDecode ./internal/base/schema
+FuzzCheckExpansion ./internal/base/yamlnode
+FuzzMaskEncoded ./internal/base/secret
 "
 
 want=" $* "

@@ -22,6 +22,9 @@ func parseCassette(b []byte, path string) (*Cassette, error) {
 	if err := yaml.Unmarshal(yamlnode.TrimBOM(b), &doc); err != nil {
 		return nil, err
 	}
+	if err := yamlnode.CheckExpansion(&doc, 0); err != nil {
+		return nil, err
+	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
 		return nil, fmt.Errorf(`kind must be %q, got ""`, CassetteKind)
 	}

@@ -16,6 +16,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kitsoki/kitsoki/internal/base/yamlnode"
+
 	"github.com/kitsoki/kitsoki/internal/base/nearmiss"
 	"github.com/kitsoki/kitsoki/internal/check/eval"
 	"github.com/kitsoki/kitsoki/internal/load/story"
@@ -76,6 +78,9 @@ func Load(path string, st *story.Story) (*Dataset, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		return nil, fmt.Errorf("dataset %s: YAML syntax error: %w", path, err)
+	}
+	if err := yamlnode.CheckExpansion(&doc, 0); err != nil {
+		return nil, fmt.Errorf("dataset %s: %w", path, err)
 	}
 	ds := &Dataset{Path: path}
 	var errs Errors

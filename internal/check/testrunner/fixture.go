@@ -272,6 +272,9 @@ func ParseFixtures(b []byte, file, defaultApp string) ([]*Fixture, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", file, err)
 		}
+		if err := yamlnode.CheckExpansion(&n, 0); err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
 		if len(n.Content) == 0 {
 			continue
 		}

@@ -219,8 +219,13 @@ func (hd *Handler) run(ctx context.Context, req *request) *host.Result {
 	if !req.argv {
 		path, args = Shell, []string{"-c", req.cmd}
 	}
+	dir, closeDir, err := hd.openDir(req.dir)
+	if err != nil {
+		return &host.Result{Data: failData(""), Err: fmt.Errorf("%s: with.cwd: %w", Name, err)}
+	}
+	defer closeDir()
 	out := &capped{max: req.maxOutput}
-	exit, err := hd.Exec(ctx, Command{Path: path, Args: args, Dir: req.dir, Env: hd.environ(req), Timeout: req.timeout, Output: out})
+	exit, err := hd.Exec(ctx, Command{Path: path, Args: args, Dir: dir, Env: hd.environ(req), Timeout: req.timeout, Output: out})
 	code := exit.Code()
 	data := map[string]any{"stdout": out.buf.String(), "exit_code": int64(code), "ok": code == 0, "truncated": out.dropped > 0}
 	if err == nil {
@@ -302,6 +307,35 @@ func (hd *Handler) Environ(dir string, env map[string]string) []string {
 }
 
 var errTimeout = errors.New("host.run timeout")
+
+// openDir opens the working directory dir (checked by cwd) through the
+// workspace root and returns a path the child can change into that names
+// the directory opened, not its path: /proc/self/fd/N, which the child
+// resolves through the descriptor it inherits until it execs. A directory
+// of the path that a symlink replaced after the check cannot lead the
+// command out of the workspace. Where there is no /proc, or no workspace,
+// the path is used as it is.
+func (hd *Handler) openDir(dir string) (string, func(), error) {
+	ws := hd.cfg.Workspace
+	if ws.IsZero() || !procFD() {
+		return dir, func() {}, nil
+	}
+	f, err := ws.Open(dir)
+	if err != nil {
+		return "", nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.IsDir() {
+		f.Close()
+		return "", nil, fmt.Errorf("%s is not a directory", dir)
+	}
+	return "/proc/self/fd/" + strconv.Itoa(int(f.Fd())), func() { f.Close() }, nil
+}
+
+// procFD reports whether /proc/self/fd names this process's descriptors.
+func procFD() bool {
+	fi, err := os.Stat("/proc/self/fd")
+	return err == nil && fi.IsDir()
+}
 
 // environ is the inherited environment with with.env over it, and PWD set
 // to the working directory as a shell sets it.

@@ -21,6 +21,8 @@ import (
 	"github.com/kitsoki/kitsoki/internal/base/nearmiss"
 	"github.com/kitsoki/kitsoki/internal/base/secret"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kitsoki/kitsoki/internal/base/yamlnode"
 )
 
 // Record modes of an HTTP cassette (as VCR.py names them).
@@ -150,6 +152,9 @@ func (c *Cassette) parse(data []byte) error {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return fmt.Errorf("not valid YAML: %w", err)
+	}
+	if err := yamlnode.CheckExpansion(&doc, 0); err != nil {
+		return err
 	}
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		return errors.New("expected a mapping with kind: http_cassette and exchanges:")

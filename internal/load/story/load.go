@@ -20,6 +20,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/base/expr"
 	"github.com/kitsoki/kitsoki/internal/base/schema"
 	"github.com/kitsoki/kitsoki/internal/base/workspace"
+	"github.com/kitsoki/kitsoki/internal/base/yamlnode"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -394,6 +395,10 @@ func parseFile(f *file) (*yaml.Node, []Diagnostic) {
 			return nil, nil
 		}
 		return nil, []Diagnostic{yamlDiag(f, err)}
+	}
+	var ee *yamlnode.ExpansionError
+	if err := yamlnode.CheckExpansion(&doc, 0); errors.As(err, &ee) {
+		return nil, []Diagnostic{{Pos: Pos{File: f.rel, Line: ee.Line, Col: ee.Column}, Message: ee.Reason()}}
 	}
 	var diags []Diagnostic
 	var extra yaml.Node

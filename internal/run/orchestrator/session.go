@@ -127,7 +127,7 @@ func WithLogger(l *slog.Logger) Option { return func(s *Session) { s.logger = l 
 // New returns a session for st that dispatches through h and traces to sink.
 // Call Start before the first Turn.
 func New(st *story.Story, h Dispatcher, sink Sink, opts ...Option) (*Session, error) {
-	s := &Session{story: st, host: h, sink: sink, clock: clock.System{}, logger: slog.Default(), root: st.Root}
+	s := &Session{story: st, host: storableDispatcher{next: h}, sink: sink, clock: clock.System{}, logger: slog.Default(), root: st.Root}
 	for _, o := range opts {
 		o(s)
 	}

@@ -241,11 +241,10 @@ func BenchmarkDecidePhysicalFloor(b *testing.B) {
 }
 
 // validateStandard is what the floors validate with: the submission
-// decoded by encoding/json (schema.DecodeStandard, as the issue defines
-// the floor) and validated with the compiled schema. A decide decodes
-// with schema.Decode's own parser instead, which reads the same values.
+// decoded by schema.Decode (encoding/json) and validated with the compiled
+// schema, as a decide does.
 func validateStandard(sch *schema.Schema, sub []byte) error {
-	v, err := schema.DecodeStandard(sub)
+	v, err := schema.Decode(sub)
 	if err != nil {
 		return err
 	}

@@ -91,6 +91,28 @@ type pending struct {
 // once the line is stored. now is the sink's clock reading, used when ev.TS
 // is empty.
 func (e *lineEncoder) encode(ev *Event, typed Payload, now time.Time) ([]byte, pending, error) {
+	payload, p, err := e.check(ev, typed, now)
+	if err != nil {
+		return nil, p, err
+	}
+	e.line = line{Turn: ev.Turn, Seq: p.seq, TS: p.ts, Kind: ev.Kind, StatePath: ev.StatePath, ParentTurn: ev.ParentTurn,
+		CallID: ev.CallID, EpisodeID: ev.EpisodeID, MatchIdx: ev.MatchIdx, Payload: payload}
+	if e.buf.Cap() > 1<<20 {
+		e.buf = bytes.Buffer{} // one huge line does not pin its buffer for the rest of the run
+	}
+	e.buf.Reset()
+	err = e.json.Encode(&e.line)
+	e.line.Payload = nil // keep no reference to the caller's values
+	if err != nil {
+		return nil, p, fmt.Errorf("trace: %s event: payload cannot be encoded as JSON: %w", ev.Kind, err)
+	}
+	return e.buf.Bytes(), p, nil
+}
+
+// check applies every rule to ev (its kind, envelope, turn order, ts and
+// payload) and returns the scrubbed payload to encode and what the line
+// will assign; nothing is assigned yet.
+func (e *lineEncoder) check(ev *Event, typed Payload, now time.Time) (any, pending, error) {
 	var p pending
 	if typed != nil && ev != nil {
 		if err := takeKind(ev, typed); err != nil {
@@ -112,19 +134,7 @@ func (e *lineEncoder) encode(ev *Event, typed Payload, now time.Time) ([]byte, p
 	if err != nil {
 		return nil, p, fmt.Errorf("trace: %s event: %w", ev.Kind, err)
 	}
-	e.line = line{Turn: ev.Turn, Seq: seq, TS: ts, Kind: ev.Kind, StatePath: ev.StatePath, ParentTurn: ev.ParentTurn,
-		CallID: ev.CallID, EpisodeID: ev.EpisodeID, MatchIdx: ev.MatchIdx, Payload: payload}
-	if e.buf.Cap() > 1<<20 {
-		e.buf = bytes.Buffer{} // one huge line does not pin its buffer for the rest of the run
-	}
-	e.buf.Reset()
-	err = e.json.Encode(&e.line)
-	e.line.Payload = nil // keep no reference to the caller's values
-	if err != nil {
-		return nil, p, fmt.Errorf("trace: %s event: payload cannot be encoded as JSON: %w", ev.Kind, err)
-	}
-	p = pending{turn: ev.Turn, seq: seq, ts: ts, newTurn: newTurn}
-	return e.buf.Bytes(), p, nil
+	return payload, pending{turn: ev.Turn, seq: seq, ts: ts, newTurn: newTurn}, nil
 }
 
 // timestamp is the ts an event is written with: ev.TS normalised to UTC

@@ -192,7 +192,7 @@ func checkEnvelope(ev *Event) error {
 	for _, f := range [...]struct{ name, v string }{
 		{"kind", ev.Kind}, {"state_path", ev.StatePath}, {"call_id", ev.CallID}, {"episode_id", ev.EpisodeID},
 	} {
-		if _, err := checkKey(f.v); err != nil {
+		if err := checkString(f.v); err != nil {
 			return fmt.Errorf("trace: event field %s: %w", f.name, err)
 		}
 	}

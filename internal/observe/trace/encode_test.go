@@ -167,3 +167,24 @@ func TestScrubCopiesWhatItChanges(t *testing.T) {
 		t.Errorf("masked lines lost a value:\n%s", out)
 	}
 }
+
+// Increments are counts: their keys are masked, a sensitive header name
+// keeps its count, and the caller's map is left as it was.
+func TestScrubIncrements(t *testing.T) {
+	const long = "sk-0123456789"
+	inc := map[string]int64{"n-" + long: 2, "cookie": 3}
+	s := NewMemSink(WithSecrets([]string{long}))
+	if err := s.AppendPayload(&Event{Turn: 1}, WorldUpdate{Increment: inc}); err != nil {
+		t.Fatal(err)
+	}
+	if got := lines(s.Bytes())[1]; !strings.HasSuffix(got, `"payload":{"increment":{"cookie":3,"n-REDACTED":2}}}`) {
+		t.Errorf("line %s", got)
+	}
+	if inc["n-"+long] != 2 || len(inc) != 2 {
+		t.Errorf("the caller's map changed: %v", inc)
+	}
+	if err := s.AppendPayload(&Event{Turn: 1}, WorldUpdate{Increment: map[string]int64{"a\x00": 1}}); err == nil ||
+		!strings.Contains(err.Error(), "payload contains NUL byte at payload.increment{key}") {
+		t.Errorf("NUL in an increment's key: %v", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -223,27 +224,32 @@ func (s *scrubber) obj(k string, m *map[string]any) {
 }
 
 // counts scrubs a field holding named integers (world.update's
-// increments): only its keys can break a rule or hold a secret.
+// increments): only its keys can break a rule or hold a secret. The
+// values are counts, not header values, so a sensitive header name keeps
+// its count. Two keys masked to the same text keep the count of the one
+// that sorts first, as in an open object.
 func (s *scrubber) counts(k string, m *map[string]int64) {
 	if s.err != nil || *m == nil {
 		return
 	}
 	changed := false
-	for name := range *m {
-		out, ch, err := s.key(name)
+	for _, name := range slices.Sorted(maps.Keys(*m)) {
+		out, _, err := s.key(name)
 		if err != nil {
 			s.fail(k, err)
 			return
 		}
-		changed = changed || ch || out != name
+		changed = changed || out != name
 	}
 	if !changed {
 		return
 	}
 	c := make(map[string]int64, len(*m))
-	for name, n := range *m {
+	for _, name := range slices.Sorted(maps.Keys(*m)) {
 		out, _, _ := s.key(name)
-		c[out] += n
+		if _, dup := c[out]; !dup {
+			c[out] = (*m)[name]
+		}
 	}
 	*m, s.changed = c, true
 }
@@ -338,10 +344,8 @@ func (s *scrubber) nested(v scrubbable, depth int) (any, bool, error) {
 
 // string checks a string and masks it.
 func (s *scrubber) string(v string) (string, bool, error) {
-	if i := plainPrefix(v); i < len(v) {
-		if err := checkRest(v, i); err != nil {
-			return "", false, err
-		}
+	if err := checkString(v); err != nil {
+		return "", false, err
 	}
 	if s.mask != nil {
 		if out := s.mask.String(v); out != v {
@@ -354,7 +358,7 @@ func (s *scrubber) string(v string) (string, bool, error) {
 // key checks an object key and masks it (long secrets only); sensitive
 // reports a header name whose value is always redacted.
 func (s *scrubber) key(k string) (out string, sensitive bool, err error) {
-	if _, err := checkKey(k); err != nil {
+	if err := checkString(k); err != nil {
 		// Named by position-free text, never by content: the key
 		// itself could be a secret.
 		return "", false, withSeg(err, "{key}")
@@ -637,16 +641,11 @@ func decodeGeneric(b []byte) (any, error) {
 
 // checkString applies the string rules: no NUL byte, Unicode NFC. Invalid
 // UTF-8 is allowed; it is written as U+FFFD, like encoding/json does.
-func checkString(s string) error { return checkRest(s, 0) }
-
-// checkKey is checkString for an object key, and reports whether the key
-// is plain (plainPrefix covers it).
-func checkKey(k string) (plain bool, err error) {
-	i := plainPrefix(k)
-	if i == len(k) {
-		return true, nil
+func checkString(s string) error {
+	if i := plainPrefix(s); i < len(s) {
+		return checkRest(s, i)
 	}
-	return false, checkRest(k, i)
+	return nil
 }
 
 // plainPrefix is the length of the leading run of s that is printable

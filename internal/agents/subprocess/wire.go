@@ -452,7 +452,8 @@ func (c *conn) dispatch(line []byte) error {
 	return nil
 }
 
-// askEnvelope is a successful agent.ask response decoded in one pass.
+// askEnvelope is a successful agent.ask response, decoded with its result
+// in one json.Unmarshal.
 type askEnvelope struct {
 	ID     json.RawMessage     `json:"id"`
 	Method *string             `json:"method"`
@@ -508,13 +509,10 @@ func (c *conn) dispatchAsk(line []byte) bool {
 	return true
 }
 
-// decodeAskReply decodes a response to an agent.ask call whose id is id:
-// in one pass when it can (askReplyFast), else with encoding/json. False
-// if it is not a success response with an object result under that id.
+// decodeAskReply decodes a response to an agent.ask call whose id is id,
+// envelope and result in one encoding/json decode. False if it is not a
+// success response with an object result under that id.
 func decodeAskReply(line, id []byte) (*plugin.AskResponse, bool) {
-	if got, resp, ok := askReplyFast(line); ok {
-		return resp, got == string(id)
-	}
 	var env askEnvelope
 	if json.Unmarshal(line, &env) != nil || env.Method != nil || env.Result == nil ||
 		!bytes.Equal(env.ID, id) || (len(env.Error) > 0 && string(env.Error) != "null") {

@@ -108,7 +108,7 @@ func Guard(next http.Handler, maxBody int64, sessions *Sessions) http.Handler {
 				http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
 				return
 			}
-			r.Body = &bufferedBody{Reader: bytes.NewReader(body), b: body}
+			r.Body = bufferedBody{bytes.NewReader(body)}
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -122,22 +122,9 @@ func TooLarge(w http.ResponseWriter, maxBody int64) {
 }
 
 // bufferedBody is a request body Guard has read in full.
-type bufferedBody struct {
-	*bytes.Reader
-	b []byte
-}
+type bufferedBody struct{ *bytes.Reader }
 
-func (*bufferedBody) Close() error { return nil }
-
-// Body returns the request body Guard buffered, without consuming it (the
-// next handler can still read r.Body), and whether there is one.
-func Body(r *http.Request) ([]byte, bool) {
-	bb, ok := r.Body.(*bufferedBody)
-	if !ok {
-		return nil, false
-	}
-	return bb.b, true
-}
+func (bufferedBody) Close() error { return nil }
 
 // readBody reads a request body: into one buffer of the declared length
 // when there is one (Guard has checked it against the limit, and net/http

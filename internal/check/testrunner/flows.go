@@ -306,11 +306,13 @@ func invokesVia(st *story.Story, alias string) []string {
 	return sortedKeys(seen)
 }
 
-// captureSink is the flow's trace: a MemSink that also keeps the events as
-// they are appended, so each turn's assertions read its own events without
+// captureSink is the flow's trace: a sink that applies the writer's rules
+// (a MemSink when the trace or its events are kept, else a
+// trace.Discard, which encodes nothing) and also keeps the events as they
+// are appended, so each turn's assertions read its own events without
 // decoding the trace.
 type captureSink struct {
-	*trace.MemSink
+	trace.Sink
 	events []capturedEvent
 }
 
@@ -331,7 +333,7 @@ func (e *capturedEvent) payload() any {
 }
 
 func (s *captureSink) Append(ev *trace.Event) error {
-	if err := s.MemSink.Append(ev); err != nil {
+	if err := s.Sink.Append(ev); err != nil {
 		return err
 	}
 	s.events = append(s.events, capturedEvent{Event: *ev})
@@ -339,7 +341,7 @@ func (s *captureSink) Append(ev *trace.Event) error {
 }
 
 func (s *captureSink) AppendPayload(ev *trace.Event, p trace.Payload) error {
-	if err := s.MemSink.AppendPayload(ev, p); err != nil {
+	if err := s.Sink.AppendPayload(ev, p); err != nil {
 		return err
 	}
 	s.events = append(s.events, capturedEvent{Event: *ev, typed: p})
@@ -365,8 +367,13 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 	// A plugin's stderr is logged: the flow's logger masks the secrets of
 	// the story it runs, which the logger's maker could not know.
 	logger := slog.New(secret.New(st.Secrets).Handler(f.cfg.logger.Handler()))
-	mem := trace.NewMemSink(trace.WithSecrets(st.Secrets), trace.WithClock(f.clk))
-	sink := &captureSink{MemSink: mem}
+	topts := []trace.Option{trace.WithSecrets(st.Secrets), trace.WithClock(f.clk)}
+	var mem *trace.MemSink // nil: nobody reads the trace, so no line is encoded
+	sink := &captureSink{Sink: trace.NewDiscard(topts...)}
+	if f.cfg.keepTrace || f.cfg.keepEvents {
+		mem = trace.NewMemSink(topts...)
+		sink.Sink = mem
+	}
 	root := fx.InitialState
 	if root == "" {
 		root = st.Root

@@ -35,7 +35,7 @@ const (
 	// KindCallReissued is the event the activity writes after the events
 	// of a call it answered on a later attempt than the first (its
 	// earlier attempts were lost with their workers).
-	KindCallReissued = "kitsoki.call.reissued"
+	KindCallReissued = trace.KindCallReissued
 	// FailureKindLost is the failure kind of a lost call that is not
 	// issued again (LostCallError); retry: never lists it.
 	FailureKindLost = "lost"
@@ -178,8 +178,8 @@ func noteReissued(ctx context.Context, sink *captureSink, in InvokeInput) error 
 	if n <= 1 {
 		return nil
 	}
-	return sink.Append(&trace.Event{Turn: in.Turn, StatePath: in.State, Kind: KindCallReissued,
-		Payload: map[string]any{"namespace": in.Namespace, "attempt": int(n)}})
+	return sink.AppendPayload(&trace.Event{Turn: in.Turn, StatePath: in.State},
+		trace.CallReissued{Namespace: in.Namespace, Attempt: int(n)})
 }
 
 // nonRetryablePanic turns a panic of the activity into a non-retryable

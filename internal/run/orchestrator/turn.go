@@ -46,7 +46,7 @@ type turnCtx struct {
 	src       string        // inside a parallel state: the leaf whose arm runs ("" for the whole configuration)
 	// decisions are the arms taken and calls queued, for the journal
 	// (WithJournal).
-	decisions []any
+	decisions []trace.Decision
 	// noSettle skips the post-bind emit_intent passes: a background job's
 	// completion turn runs its effects and dispatches their calls, but
 	// does not re-evaluate the entered state's emit_intent guards against

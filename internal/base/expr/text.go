@@ -15,10 +15,13 @@ import (
 // Text is a compiled text template (view, say, prompt files): pongo2, i.e.
 // Django syntax, with autoescape off (story-format.md §11).
 type Text struct {
-	src  string
-	tpl  *pongo2.Template
-	m    *mapped // the source as handed to pongo2, for error positions
-	menu bool    // a tag reads the computed menu
+	src string
+	// plainSrc is the source with its references renamed (WithNames),
+	// which the plain form is worked out from; "" when nothing is renamed.
+	plainSrc string
+	tpl      *pongo2.Template
+	m        *mapped // the source as handed to pongo2, for error positions
+	menu     bool    // a tag reads the computed menu
 	// fast is the plain form, when src has one (fast.go), worked out on
 	// the first render: a story loads many templates it never renders.
 	fast     *fastText
@@ -51,7 +54,10 @@ func textSet() (*pongo2.TemplateSet, error) {
 		if textErr = registerFilters(); textErr != nil {
 			return
 		}
-		textErr = pongo2.RegisterTag(scopeTag, scopeParser)
+		if textErr = pongo2.RegisterTag(scopeTag, scopeParser); textErr != nil {
+			return
+		}
+		textErr = pongo2.RegisterTag(tokensTag, tokensParser)
 	})
 	if textErr != nil {
 		return nil, textErr
@@ -108,13 +114,20 @@ func (noLoader) Get(path string) (io.Reader, error) {
 // routed through the same formatter value templates use (so maps and lists
 // print as JSON, floats without padding, bools as true/false, nil as "").
 // Errors are *CompileError values pointing into src.
-func CompileText(src string) (*Text, error) {
+func CompileText(src string, opts ...CompileOption) (*Text, error) {
 	set, err := textSet()
 	if err != nil {
 		return nil, err
 	}
 	defer textSets.Put(set)
 	m := rewriteText(src, true)
+	plainSrc := ""
+	if names := configOf(opts).names; names != nil && mayRefer(src) {
+		if reps := textRenames(set, m.String(), names); len(reps) > 0 {
+			plainSrc = applySplices(src, m.sourceSplices(reps))
+			m = m.splice(reps)
+		}
+	}
 	tpl, err := parseText(set, m)
 	if err != nil {
 		line, col, msg := m.locate(src, err)
@@ -128,7 +141,7 @@ func CompileText(src string) (*Text, error) {
 		}
 		return nil, &CompileError{Line: line, Col: col, Msg: msg}
 	}
-	return &Text{src: src, tpl: tpl, m: m, menu: textUsesMenu(src)}, nil
+	return &Text{src: src, plainSrc: plainSrc, tpl: tpl, m: m, menu: textUsesMenu(src)}, nil
 }
 
 // textUsesMenu reports whether a {{ }} or {% %} tag of src reads the menu.
@@ -176,7 +189,13 @@ func (t *Text) Render(env Env) (string, error) {
 
 // plain is the template's plain form, nil when it has none.
 func (t *Text) plain() *fastText {
-	t.fastOnce.Do(func() { t.fast = plainText(t.src) })
+	t.fastOnce.Do(func() {
+		src := t.src
+		if t.plainSrc != "" {
+			src = t.plainSrc
+		}
+		t.fast = plainText(src)
+	})
 	return t.fast
 }
 

@@ -37,9 +37,9 @@ type tnode struct {
 // map, whose keys are then converted with %v) evaluate to map[string]any and
 // lists to []any. Errors name the path of the failing string, e.g.
 // `args.claim: col 4: unknown name "x" …`, and wrap the *CompileError.
-func CompileTree(v any) (*Tree, error) {
+func CompileTree(v any, opts ...CompileOption) (*Tree, error) {
 	lit := true
-	root, err := compileNode(v, "", &lit)
+	root, err := compileNode(v, "", &lit, configOf(opts).names)
 	if err != nil {
 		return nil, err
 	}
@@ -58,13 +58,13 @@ func (n tnode) usesMenu() bool {
 	return false
 }
 
-func compileNode(v any, path string, lit *bool) (tnode, error) {
+func compileNode(v any, path string, lit *bool, names Names) (tnode, error) {
 	switch x := v.(type) {
 	case string:
 		if !strings.Contains(x, "{{") {
 			return tnode{scalar: x}, nil // a literal, as CompileValue would find
 		}
-		tv, err := CompileValue(x)
+		tv, err := compileValue(x, names)
 		if err != nil {
 			if path == "" {
 				return tnode{}, err
@@ -84,7 +84,7 @@ func compileNode(v any, path string, lit *bool) (tnode, error) {
 		slices.Sort(keys)
 		n := tnode{isMap: true, keys: keys, vals: make([]tnode, len(keys))}
 		for i, k := range keys {
-			c, err := compileNode(x[k], join(path, k), lit)
+			c, err := compileNode(x[k], join(path, k), lit, names)
 			if err != nil {
 				return tnode{}, err
 			}
@@ -104,7 +104,7 @@ func compileNode(v any, path string, lit *bool) (tnode, error) {
 	case []any:
 		n := tnode{isList: true, vals: make([]tnode, len(x))}
 		for i, e := range x {
-			c, err := compileNode(e, path+"["+strconv.Itoa(i)+"]", lit)
+			c, err := compileNode(e, path+"["+strconv.Itoa(i)+"]", lit, names)
 			if err != nil {
 				return tnode{}, err
 			}
@@ -122,7 +122,7 @@ func compileNode(v any, path string, lit *bool) (tnode, error) {
 		for it.Next() {
 			m[fmt.Sprint(it.Key().Interface())] = it.Value().Interface()
 		}
-		return compileNode(m, path, lit)
+		return compileNode(m, path, lit, names)
 	case reflect.Slice, reflect.Array:
 		if _, isBytes := v.([]byte); isBytes {
 			break
@@ -131,7 +131,7 @@ func compileNode(v any, path string, lit *bool) (tnode, error) {
 		for i := range l {
 			l[i] = rv.Index(i).Interface()
 		}
-		return compileNode(l, path, lit)
+		return compileNode(l, path, lit, names)
 	}
 	return tnode{scalar: v}, nil
 }

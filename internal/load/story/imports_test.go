@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kitsoki/kitsoki/internal/base/expr"
 	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 )
 
@@ -64,8 +65,16 @@ func TestImportsFold(t *testing.T) {
 	}
 	// Guards read the renamed keys; the lifted intent reaches the same arm.
 	begin := st.States["kid.start"].On["kid__begin"][0]
-	if begin.Target != "kid.work" || begin.When.Source() != "world.kid__ticket != ''" {
+	if begin.Target != "kid.work" || begin.When.Source() != "world.ticket != ''" {
 		t.Errorf("kid.start.on.kid__begin = target %q when %q", begin.Target, begin.When.Source())
+	}
+	for _, tt := range []struct {
+		world map[string]any
+		want  bool
+	}{{map[string]any{"kid__ticket": "T1"}, true}, {map[string]any{"ticket": "T1", "kid__ticket": ""}, false}} {
+		if got, err := begin.When.Eval(expr.Env{"world": tt.world}); err != nil || got != tt.want {
+			t.Errorf("when %q with world %v = %v, %v; want %v (it reads kid__ticket)", begin.When.Source(), tt.world, got, err, tt.want)
+		}
 	}
 	if got := st.States["kid.start"].On["begin"]; len(got) != 1 || got[0].Target != "kid.work" {
 		t.Errorf("kid.start.on.begin (lifted) = %+v", got)
@@ -387,8 +396,10 @@ states:
 	}
 	defer st.Close()
 	s := st.States["x.s"]
-	if s.View == nil || s.View.Source() != "mine {{ world.x__n }}" {
+	if s.View == nil || s.View.Source() != "mine {{ world.n }}" {
 		t.Errorf("overridden view = %v", s.View)
+	} else if got, err := s.View.Render(expr.Env{"world": map[string]any{"n": 1, "x__n": 2}}); err != nil || got != "mine 2" {
+		t.Errorf("overridden view renders %q, %v; want %q (it reads x__n)", got, err, "mine 2")
 	}
 	if got := s.On["x__poke"]; len(got) != 1 || got[0].Target != "x.t" {
 		t.Errorf("overridden arms = %+v", got)
@@ -449,10 +460,12 @@ func TestImportRenamesMenuHelperNames(t *testing.T) {
 	}
 	defer st.Close()
 	el := st.States["kid.s"].ViewDoc.Elements[0]
-	if got, want := el.When.Source(), "{{ available('kid__go') }}"; got != want {
-		t.Errorf("when = %q, want %q", got, want)
+	menu := expr.Menu([]expr.MenuEntry{{Intent: "kid__go", Reason: "kid's"}, {Intent: "go", Primary: true, Reason: "parent's"}, {Intent: "other", Primary: true}})
+	env := expr.Env{"menu": menu}
+	if got, err := el.When.Eval(env); err != nil || got != false {
+		t.Errorf("when %q = %v, %v; want false (kid__go is blocked)", el.When.Source(), got, err)
 	}
-	if got, want := el.Body.Source(), `{% if blocked('kid__go') %}{{ blocked_reason("kid__go") }}{% endif %}{{ intent_status('other') }}`; got != want {
-		t.Errorf("prose = %q, want %q", got, want)
+	if got, err := el.Body.Render(env); err != nil || got != "kid'savailable" {
+		t.Errorf("prose %q renders %q, %v; want %q", el.Body.Source(), got, err, "kid'savailable")
 	}
 }

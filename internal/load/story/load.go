@@ -20,6 +20,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/base/expr"
 	"github.com/kitsoki/kitsoki/internal/base/schema"
 	"github.com/kitsoki/kitsoki/internal/base/workspace"
+	"github.com/kitsoki/kitsoki/internal/load/compose"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -284,6 +285,9 @@ type loader struct {
 	rootStates   map[string]bool        // states of the story's own files
 	unitFiles    map[string]*file       // imported files by path, parsed once
 	unitReported map[*file]bool         // imported files whose parse errors are reported
+	// foreign holds the values of exit sets appended to imported arms:
+	// they are compiled with the chain of the names they are written in.
+	foreign map[*yaml.Node]*compose.Chain
 }
 
 // nodeRef is a value to check once every file is loaded.
@@ -532,8 +536,8 @@ func (l *loader) loadImported() {
 			l.errAt(uf.f, uf.key, uf.path, "import alias %q is also a state of this story: rename the alias or the state", uf.wrapper)
 			continue
 		}
-		l.rewritePaths(uf.doc, uf.dir)
-		f := &file{rel: uf.f.rel, abs: uf.f.abs, data: uf.f.data, ws: uf.f.ws, doc: uf.doc, dir: uf.dir, imported: true, texts: uf.texts}
+		doc := l.rewritePaths(uf.doc, uf.dir)
+		f := &file{rel: uf.f.rel, abs: uf.f.abs, data: uf.f.data, ws: uf.f.ws, doc: doc, dir: uf.dir, imported: true, chain: uf.chain}
 		f.parseOnce.Do(func() {})
 		l.loadFile(f, false)
 		l.flushJobs()

@@ -230,6 +230,10 @@ type Import struct {
 	// Fallback is the imported story's routing.free_form_fallback in this
 	// story's names (nil when it declares none); see freeform.go.
 	Fallback *FreeFormFallback
+	// World lists the import's private world keys (its own imports'
+	// included), sorted: a transition into the import from outside sets
+	// them back to their defaults before world_in runs.
+	World []string
 }
 
 // Arm is one transition of an on: list.

@@ -30,7 +30,16 @@ type Names interface {
 type CompileOption func(*compileConfig)
 
 type compileConfig struct {
-	names Names
+	names  Names
+	values func(src string) (*Value, error)
+}
+
+// WithValues makes CompileTree take the value template of each string that
+// holds {{ from values instead of compiling it itself, so a caller that
+// compiles many trees can share the templates they repeat (the loader's
+// compile cache). values compiles src with the caller's Names.
+func WithValues(values func(src string) (*Value, error)) CompileOption {
+	return func(c *compileConfig) { c.values = values }
 }
 
 // WithNames renames the references of the compiled text with names (nil
@@ -283,3 +292,8 @@ func applySplices(s string, reps []splice) string {
 	b.WriteString(s[at:])
 	return b.String()
 }
+
+// Renamable reports whether src may hold a reference Names renames (a
+// world key or a menu helper's intent): text that cannot compiles the same
+// with any Names.
+func Renamable(src string) bool { return mayRefer(src) }

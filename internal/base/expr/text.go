@@ -21,6 +21,7 @@ type Text struct {
 	plainSrc string
 	tpl      *pongo2.Template
 	m        *mapped // the source as handed to pongo2, for error positions
+	literal  bool    // src holds no "{": it renders as it is, without pongo2
 	menu     bool    // a tag reads the computed menu
 	// fast is the plain form, when src has one (fast.go), worked out on
 	// the first render: a story loads many templates it never renders.
@@ -115,6 +116,11 @@ func (noLoader) Get(path string) (io.Reader, error) {
 // print as JSON, floats without padding, bools as true/false, nil as "").
 // Errors are *CompileError values pointing into src.
 func CompileText(src string, opts ...CompileOption) (*Text, error) {
+	if !strings.Contains(src, "{") {
+		// No tag, variable or comment can start: pongo2 would render the
+		// text as it is, so it is kept as it is.
+		return &Text{src: src, literal: true}, nil
+	}
 	set, err := textSet()
 	if err != nil {
 		return nil, err
@@ -179,6 +185,9 @@ func (t *Text) Source() string { return t.src }
 // Render renders the template against env. Missing values render empty.
 // Failures are *EvalError values pointing into the source.
 func (t *Text) Render(env Env) (string, error) {
+	if t.literal {
+		return t.src, nil
+	}
 	if fast := t.plain(); fast != nil {
 		if out, ok := fast.render(env); ok {
 			return out, nil
@@ -205,6 +214,9 @@ func (t *Text) plain() *fastText {
 // variableResolver.String is unimplemented for subscripts); that panic
 // becomes an *EvalError instead of ending the process.
 func (t *Text) renderPongo2(env Env) (out string, err error) {
+	if t.literal {
+		return t.src, nil
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			msg := fmt.Sprintf("pongo2 failed while rendering the template (panic: %v)", r)

@@ -1,10 +1,10 @@
 // Package compose folds an imported story into the story importing it
 // (imports:, see docs/stories.md). The loader (internal/load/story) reads
 // the imported story's files and its own imports; compose renames them
-// under the import's alias, on parsed trees, and never changes a parsed
-// document: a fold returns new nodes only where a name changes and shares
-// everything else, so a story imported twice is parsed once and folded
-// twice without copying it.
+// under the import's alias, on the parsed trees, in place: each import owns
+// its parse (the loader parses a file again only for a second import of
+// it), so a fold copies nothing but the little the importer writes into
+// the imported story (exit sets, bindings, overrides).
 //
 // Two kinds of renaming are done, each where its language is parsed:
 //

@@ -25,10 +25,11 @@ var (
 	ifaceInvoke = regexp.MustCompile(`^iface\.([A-Za-z][A-Za-z0-9_]*)(\..*)?$`)
 )
 
-// Fold returns doc, a mapping of top-level sections of the imported story,
-// with its names renamed under the import. doc is not changed: the result
-// shares every node that keeps its names. A node reached through several
-// YAML aliases is folded once.
+// Fold renames the names of doc, a mapping of top-level sections of the
+// imported story, under the import, in place: the caller owns doc (the
+// loader gives each import its own parse of a file imported twice), so
+// nothing is copied. A node reached through several YAML aliases is folded
+// once. It returns doc.
 func (im *Import) Fold(doc *yaml.Node) *yaml.Node {
 	f := &folder{im: im, memo: map[*yaml.Node]*yaml.Node{}, reported: map[string]bool{}, arms: map[*yaml.Node]bool{}}
 	return f.mapping(doc, func(k, v *yaml.Node) (*yaml.Node, *yaml.Node) {
@@ -38,9 +39,48 @@ func (im *Import) Fold(doc *yaml.Node) *yaml.Node {
 
 type folder struct {
 	im       *Import
-	memo     map[*yaml.Node]*yaml.Node // alias targets folded so far
+	memo     map[*yaml.Node]*yaml.Node // anchored nodes folded so far
 	reported map[string]bool           // unmapped exits reported
 	arms     map[*yaml.Node]bool       // on: arms (the other mappings with target: are effect items)
+	renamed  map[*yaml.Node]bool       // anchored scalars renamed (an alias reaches them again)
+	names    map[nameKey]string        // new names made so far, made once each
+}
+
+type nameKey struct {
+	kind byte // 'w' world key, 'i' intent, 'k' interface, 's' state path
+	name string
+}
+
+// name is the new name of name, made by mk the first time it is asked
+// for: a name renamed in many places is one string.
+func (f *folder) name(kind byte, name string, mk func(string) string) string {
+	k := nameKey{kind, name}
+	if to, ok := f.names[k]; ok {
+		return to
+	}
+	if f.names == nil {
+		f.names = map[nameKey]string{}
+	}
+	to := mk(name)
+	f.names[k] = to
+	return to
+}
+
+// world is the importer's name of a world key (the key itself when it is
+// not the imported story's).
+func (f *folder) world(k string) string {
+	if !f.im.World[k] {
+		return k
+	}
+	return f.name('w', k, f.im.Key)
+}
+
+// intent is the importer's name of an intent.
+func (f *folder) intent(name string) string {
+	if _, ok := f.im.Intent(name); !ok {
+		return name
+	}
+	return f.name('i', name, f.im.Key)
 }
 
 // section folds one top-level section.
@@ -49,16 +89,16 @@ func (f *folder) section(name string, v *yaml.Node) *yaml.Node {
 	return f.shared(v, func(d *yaml.Node) *yaml.Node {
 		switch {
 		case name == "world" && d.Kind == yaml.MappingNode:
-			return f.renameKeys(d, func(k string) string { to, _ := im.WorldKey(k); return to })
+			return f.renameKeys(d, f.world)
 		case name == "host_interfaces" && d.Kind == yaml.MappingNode:
-			return f.renameKeys(d, im.Key)
+			return f.renameKeys(d, func(k string) string { return f.name('k', k, im.Key) })
 		case name == "intents" && d.Kind == yaml.MappingNode:
 			// An intent the importer exports down is the importer's: the
 			// imported story's declaration of it gives way.
 			return f.intentKeyed(dropKeys(d, im.Bare))
 		case name == "states" && d.Kind == yaml.MappingNode:
 			return f.mapping(d, func(k, v *yaml.Node) (*yaml.Node, *yaml.Node) {
-				return renamedScalar(k, im.Alias+"."+NormState(k.Value)), f.walk(v)
+				return f.rename(k, f.name('s', NormState(k.Value), func(p string) string { return im.Alias + "." + p })), f.walk(v)
 			})
 		case slices.Contains(namespaced, name):
 			return d // the wrong shape: the loader reports it
@@ -67,24 +107,20 @@ func (f *folder) section(name string, v *yaml.Node) *yaml.Node {
 	})
 }
 
-// shared folds the node v stands for (an alias's target once, however
-// many aliases reach it) and returns what stands for the result.
+// shared folds the node v stands for (an anchored node once, however many
+// aliases reach it) and returns what stands for the result.
 func (f *folder) shared(v *yaml.Node, fold func(*yaml.Node) *yaml.Node) *yaml.Node {
 	if v == nil {
 		return nil
 	}
 	if v.Kind == yaml.DocumentNode && len(v.Content) == 1 {
-		if c := f.shared(v.Content[0], fold); c != v.Content[0] {
-			n := *v
-			n.Content = []*yaml.Node{c}
-			return &n
-		}
+		v.Content[0] = f.shared(v.Content[0], fold)
 		return v
 	}
-	if v.Kind != yaml.AliasNode {
-		return fold(v)
+	if v.Kind != yaml.AliasNode && v.Anchor == "" {
+		return fold(v) // reached once: no alias names it
 	}
-	t := v.Alias
+	t := v
 	for t != nil && t.Kind == yaml.AliasNode {
 		t = t.Alias
 	}
@@ -97,12 +133,11 @@ func (f *folder) shared(v *yaml.Node, fold func(*yaml.Node) *yaml.Node) *yaml.No
 		out = fold(t)
 		f.memo[t] = out
 	}
-	if out == t {
+	if v == t || out == t {
 		return v
 	}
-	n := *v
-	n.Alias = out
-	return &n
+	v.Alias = out // a fold replaced the anchored node (not done today)
+	return v
 }
 
 // walk folds a state, arm, effect or view node (or a list of them).
@@ -140,21 +175,21 @@ func (f *folder) state(n *yaml.Node) *yaml.Node {
 			// contextual_routing's world path: its first key is the
 			// imported story's
 			head, rest, _ := strings.Cut(strings.TrimPrefix(d.Value, "world."), ".")
-			to, _ := f.im.WorldKey(head)
+			to := f.world(head)
 			if rest != "" {
 				to += "." + rest
 			}
-			return k, renamedScalar(d, to)
+			return k, f.rename(d, to)
 		case slices.Contains(intentValued, k.Value) && d.Kind == yaml.ScalarNode:
 			if templated(d.Value) {
 				return k, v // a template: renamed where it is compiled
 			}
-			return k, renamedScalar(d, f.im.IntentName(d.Value))
+			return k, f.rename(d, f.intent(d.Value))
 		case k.Value == "relevant_world" && d.Kind == yaml.SequenceNode:
 			return k, f.worldList(d)
 		case k.Value == "invoke" && d.Kind == yaml.ScalarNode:
 			if m := ifaceInvoke.FindStringSubmatch(d.Value); m != nil && f.im.Ifaces[m[1]] {
-				return k, renamedScalar(d, InterfaceNamespace+f.im.Key(m[1])+m[2])
+				return k, f.rename(d, InterfaceNamespace+f.im.Key(m[1])+m[2])
 			}
 			return k, v
 		case k.Value == "with":
@@ -170,7 +205,7 @@ func (f *folder) state(n *yaml.Node) *yaml.Node {
 		return k, f.walk(v)
 	})
 	if exitSet != nil {
-		out = f.appendSet(out, n, exitSet, exitAt)
+		f.appendSet(out, exitSet, exitAt)
 	}
 	return out
 }
@@ -181,13 +216,12 @@ func (f *folder) state(n *yaml.Node) *yaml.Node {
 func (f *folder) worldKeyed(key string, d *yaml.Node) *yaml.Node {
 	switch d.Kind {
 	case yaml.MappingNode:
-		return f.renameKeys(d, func(k string) string { to, _ := f.im.WorldKey(k); return to })
+		return f.renameKeys(d, f.world)
 	case yaml.SequenceNode:
 		return f.worldList(d)
 	case yaml.ScalarNode:
 		if key == "unset" {
-			to, _ := f.im.WorldKey(d.Value)
-			return renamedScalar(d, to)
+			return f.rename(d, f.world(d.Value))
 		}
 	}
 	return d
@@ -197,8 +231,7 @@ func (f *folder) worldKeyed(key string, d *yaml.Node) *yaml.Node {
 func (f *folder) worldList(d *yaml.Node) *yaml.Node {
 	return f.items(d, func(it *yaml.Node) *yaml.Node {
 		if x := deref(it); x != nil && x.Kind == yaml.ScalarNode {
-			to, _ := f.im.WorldKey(x.Value)
-			return renamedScalar(x, to)
+			return f.rename(x, f.world(x.Value))
 		}
 		return it
 	})
@@ -225,16 +258,13 @@ func (f *folder) intentKeyed(m *yaml.Node) *yaml.Node {
 		}
 		nv := f.walk(v)
 		if f.im.Lifted[k.Value] && f.im.Intents[k.Value] {
-			extra = append(extra, k, nv)
+			bare := *k // the same arms under the bare name
+			extra = append(extra, &bare, nv)
 		}
-		return renamedScalar(k, f.im.IntentName(k.Value)), nv
+		return f.rename(k, f.intent(k.Value)), nv
 	})
-	if len(extra) == 0 {
-		return out
-	}
-	c := *out
-	c.Content = append(slices.Clip(out.Content), extra...)
-	return &c
+	out.Content = append(out.Content, extra...)
+	return out
 }
 
 // with folds an invoke's with: mapping: a prompt file the importer swaps
@@ -247,7 +277,7 @@ func (f *folder) with(d *yaml.Node) *yaml.Node {
 		x := deref(v)
 		if x != nil && x.Kind == yaml.ScalarNode && (k.Value == "prompt" || k.Value == "prompt_path") {
 			if to, ok := f.im.Prompts[x.Value]; ok {
-				return k, renamedScalar(x, to)
+				return k, f.rename(x, to)
 			}
 		}
 		return k, v
@@ -273,13 +303,9 @@ func (f *folder) target(v *yaml.Node, isTarget bool) (*yaml.Node, *yaml.Node) {
 					f.im.Report(v, fmt.Sprintf("@exit:%s referenced but not declared in exits:", name))
 				}
 			}
-			return renamedScalar(v, "."), nil // reported: not reported again as a target
+			return f.rename(v, "."), nil // reported: not reported again as a target
 		}
-		to := renamedScalar(v, x.To)
-		if to == v { // keep the node identity for ExitTarget
-			c := *v
-			to = &c
-		}
+		to := f.rename(v, x.To)
 		if f.im.ExitTarget != nil {
 			f.im.ExitTarget(to)
 		}
@@ -288,138 +314,101 @@ func (f *folder) target(v *yaml.Node, isTarget bool) (*yaml.Node, *yaml.Node) {
 		}
 		return to, nil
 	}
-	if to, ok := f.im.State(raw); ok {
-		return renamedScalar(v, to), nil
+	if norm := NormState(raw); f.im.States[FirstSeg(norm)] {
+		return f.rename(v, f.name('s', norm, func(p string) string { return f.im.Alias + "." + p })), nil
 	}
 	return v, nil
 }
 
-// appendSet appends a copy of set to out, the folded orig: to an arm's
-// effects: as one more {set: …} effect (the list made when missing), or to
-// an effect item holding target: (an on_complete transition) as its own
-// set: when it has none. The copy is placed at the target (at), in the
+// appendSet appends a copy of set to n (an arm or effect item): to an
+// arm's effects: as one more {set: …} effect (the list made when missing),
+// or to an effect item holding target: (an on_complete transition) as its
+// own set: when it has none. The copy is placed at the target (at), in the
 // imported story's file, where the loader reports what is wrong with it.
-func (f *folder) appendSet(out, orig, set, at *yaml.Node) *yaml.Node {
+func (f *folder) appendSet(n, set, at *yaml.Node) {
 	c := Copy(set)
 	PlaceAt(c, at.Line, at.Column)
 	if f.im.Appended != nil {
 		f.im.Appended(c)
 	}
-	res := *out
-	res.Content = slices.Clip(out.Content)
-	if !f.arms[orig] {
-		for i := 0; i+1 < len(res.Content); i += 2 {
-			if res.Content[i].Value == "set" {
-				return out
+	if !f.arms[n] {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == "set" {
+				return
 			}
 		}
-		res.Content = append(res.Content, Scalar("set"), c)
-		return &res
+		n.Content = append(n.Content, Scalar("set"), c)
+		return
 	}
 	eff := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: at.Line, Column: at.Column, Content: []*yaml.Node{Scalar("set"), c}}
-	for i := 0; i+1 < len(res.Content); i += 2 {
-		if res.Content[i].Value != "effects" {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value != "effects" {
 			continue
 		}
-		l := deref(res.Content[i+1])
-		switch {
+		switch l := deref(n.Content[i+1]); {
 		case l != nil && l.Kind == yaml.SequenceNode:
-			nl := *l
-			nl.Content = append(slices.Clip(l.Content), eff)
-			res.Content[i+1] = &nl
+			l.Content = append(l.Content, eff)
 		case isNull(l):
-			res.Content[i+1] = &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{eff}}
-		default:
-			return out // the wrong shape: the loader reports it
+			n.Content[i+1] = &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{eff}}
 		}
-		return &res
+		return // another shape is the loader's to report
 	}
-	res.Content = append(res.Content, Scalar("effects"), &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{eff}})
-	return &res
+	n.Content = append(n.Content, Scalar("effects"), &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{eff}})
 }
 
-// mapping folds each pair of a mapping with fn, returning n itself when no
-// pair changed.
+// mapping folds each pair of a mapping with fn.
 func (f *folder) mapping(n *yaml.Node, fn func(k, v *yaml.Node) (*yaml.Node, *yaml.Node)) *yaml.Node {
-	var out []*yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		nk, nv := fn(k, v)
-		if out == nil && (nk != k || nv != v) {
-			out = make([]*yaml.Node, len(n.Content))
-			copy(out, n.Content[:i])
-		}
-		if out != nil {
-			out[i], out[i+1] = nk, nv
-		}
+		n.Content[i], n.Content[i+1] = fn(n.Content[i], n.Content[i+1])
 	}
-	if out == nil {
-		return n
-	}
-	if len(n.Content)%2 == 1 {
-		out[len(out)-1] = n.Content[len(n.Content)-1]
-	}
-	c := *n
-	c.Content = out
-	return &c
+	return n
 }
 
-// items folds each item of a list with fn, returning n itself when none
-// changed.
+// items folds each item of a list with fn.
 func (f *folder) items(n *yaml.Node, fn func(*yaml.Node) *yaml.Node) *yaml.Node {
-	var out []*yaml.Node
 	for i, it := range n.Content {
-		nit := fn(it)
-		if out == nil && nit != it {
-			out = make([]*yaml.Node, len(n.Content))
-			copy(out, n.Content[:i])
-		}
-		if out != nil {
-			out[i] = nit
-		}
+		n.Content[i] = fn(it)
 	}
-	if out == nil {
-		return n
-	}
-	c := *n
-	c.Content = out
-	return &c
+	return n
 }
 
 // renameKeys renames the keys of a mapping, keeping its values.
 func (f *folder) renameKeys(d *yaml.Node, rename func(string) string) *yaml.Node {
 	return f.mapping(d, func(k, v *yaml.Node) (*yaml.Node, *yaml.Node) {
-		return renamedScalar(k, rename(k.Value)), v
+		return f.rename(k, rename(k.Value)), v
 	})
 }
 
-// renamedScalar is n with value v: n itself when v is its value.
-func renamedScalar(n *yaml.Node, v string) *yaml.Node {
+// rename sets scalar n's value to v, once for an anchored scalar (which
+// aliases reach again, already renamed).
+func (f *folder) rename(n *yaml.Node, v string) *yaml.Node {
 	if n.Value == v {
 		return n
 	}
-	c := *n
-	c.Value = v
-	return &c
+	if n.Anchor != "" {
+		if f.renamed[n] {
+			return n
+		}
+		if f.renamed == nil {
+			f.renamed = map[*yaml.Node]bool{}
+		}
+		f.renamed[n] = true
+	}
+	n.Value = v
+	return n
 }
 
-// dropKeys returns m without the pairs whose key is in names.
+// dropKeys takes the pairs whose key is in names out of m.
 func dropKeys(m *yaml.Node, names map[string]bool) *yaml.Node {
 	if len(names) == 0 {
 		return m
 	}
-	out, dropped := make([]*yaml.Node, 0, len(m.Content)), false
+	out := m.Content[:0]
 	for i := 0; i+1 < len(m.Content); i += 2 {
-		if names[m.Content[i].Value] {
-			dropped = true
-			continue
+		if !names[m.Content[i].Value] {
+			out = append(out, m.Content[i], m.Content[i+1])
 		}
-		out = append(out, m.Content[i], m.Content[i+1])
 	}
-	if !dropped {
-		return m
-	}
-	c := *m
-	c.Content = out
-	return &c
+	m.Content = out
+	return m
 }

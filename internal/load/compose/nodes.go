@@ -6,8 +6,8 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Bind returns doc with the default: of each host interface the importer
-// binds (host_bindings) replaced by the importer's handler. A binding of a
+// Bind sets, in doc (which the caller owns), the default: of each host
+// interface the importer binds (host_bindings) to the importer's handler. A binding of a
 // name also binds that name in the stories the imported story imports
 // (ticket binds bf__ticket and bf__pr__ticket) unless they are bound by
 // their own name. The handler is placed at the interface's name, in the
@@ -34,21 +34,19 @@ func Bind(doc *yaml.Node, bindings map[string]*yaml.Node) *yaml.Node {
 	})
 }
 
-// withDefault is an interface body with its default: set to handler.
+// withDefault sets an interface body's default: to handler.
 func withDefault(body, handler *yaml.Node) *yaml.Node {
 	if body == nil || body.Kind != yaml.MappingNode {
 		return &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{Scalar("default"), handler}}
 	}
-	out := *body
-	out.Content = append([]*yaml.Node(nil), body.Content...)
-	for i := 0; i+1 < len(out.Content); i += 2 {
-		if out.Content[i].Value == "default" {
-			out.Content[i+1] = handler
-			return &out
+	for i := 0; i+1 < len(body.Content); i += 2 {
+		if body.Content[i].Value == "default" {
+			body.Content[i+1] = handler
+			return body
 		}
 	}
-	out.Content = append(out.Content, Scalar("default"), handler)
-	return &out
+	body.Content = append(body.Content, Scalar("default"), handler)
+	return body
 }
 
 // BindingFor is the importer's binding of interface name: its own, else
@@ -67,9 +65,9 @@ func BindingFor(bindings map[string]*yaml.Node, name string) (*yaml.Node, bool) 
 	}
 }
 
-// Without returns doc without the entries of section whose key is in
-// names (overridden states and intents); state names are normalised
-// before they are compared.
+// Without takes the entries of section whose key is in names (overridden
+// states and intents) out of doc, which the caller owns; state names are
+// normalised before they are compared.
 func Without(doc *yaml.Node, section string, names map[string]bool) *yaml.Node {
 	f := &folder{}
 	return f.mapping(doc, func(k, v *yaml.Node) (*yaml.Node, *yaml.Node) {
@@ -77,29 +75,25 @@ func Without(doc *yaml.Node, section string, names map[string]bool) *yaml.Node {
 		if k.Value != section || m == nil || m.Kind != yaml.MappingNode {
 			return k, v
 		}
-		out, dropped := make([]*yaml.Node, 0, len(m.Content)), false
+		out := m.Content[:0]
 		for i := 0; i+1 < len(m.Content); i += 2 {
 			name := m.Content[i].Value
 			if section == "states" {
 				name = NormState(name)
 			}
-			if names[name] {
-				dropped = true
-				continue
+			if !names[name] {
+				out = append(out, m.Content[i], m.Content[i+1])
 			}
-			out = append(out, m.Content[i], m.Content[i+1])
 		}
-		if !dropped {
-			return k, v
-		}
-		c := *m
-		c.Content = out
-		return k, &c
+		m.Content = out
+		return k, v
 	})
 }
 
-// Copy copies n. A node reached several times (through YAML aliases) is
-// copied once and stays shared, so the copy is as large as the text.
+// Copy copies n (what the importer writes and the fold places in the
+// imported story: an exit's set:, a binding, an override). A node reached
+// several times (through YAML aliases) is copied once and stays shared, so
+// the copy is as large as the text.
 func Copy(n *yaml.Node) *yaml.Node {
 	return copyNode(n, map[*yaml.Node]*yaml.Node{})
 }

@@ -119,6 +119,7 @@ func (w *workers) drain() {
 		w.next++
 		w.mu.Unlock()
 		t.val, t.diag = t.run()
+		t.run = nil // what it captured (nodes, files) is not needed any more
 	}
 }
 
@@ -142,7 +143,7 @@ func (l *loader) compileGuard(f *file, n *yaml.Node, path string, assign func(*e
 	}
 	names := l.namesAt(f, d)
 	l.addJob(func() (any, *Diagnostic) {
-		g, err := expr.CompileGuard(d.Value, names)
+		g, err := l.cache.guard(d.Value, names)
 		if err != nil {
 			return nil, compileDiag(f, d, path, "invalid guard", err)
 		}
@@ -191,7 +192,7 @@ func (l *loader) compileValueIn(f *file, n *yaml.Node, path string, inView bool,
 	}
 	names := l.namesAt(f, d)
 	l.addJob(func() (any, *Diagnostic) {
-		v, err := expr.CompileValue(src, names)
+		v, err := l.cache.value(src, names)
 		if err != nil {
 			return nil, compileDiag(f, d, path, "invalid template", err)
 		}
@@ -217,7 +218,7 @@ func (l *loader) compileText(f *file, n *yaml.Node, path string, assign func(*ex
 	d := deref(n)
 	names := l.namesAt(f, d)
 	l.addJob(func() (any, *Diagnostic) {
-		t, err := expr.CompileText(src, names)
+		t, err := l.cache.text(src, names)
 		if err != nil {
 			return nil, compileDiag(f, d, path, "invalid template", err)
 		}
@@ -243,7 +244,7 @@ func (l *loader) compileTree(f *file, n *yaml.Node, path string, assign func(*ex
 				return nil, &Diagnostic{Pos: posOf(f, n), Path: path, Message: fmt.Sprintf("cannot decode value: %v", err)}
 			}
 		}
-		t, err := expr.CompileTree(v, names)
+		t, err := expr.CompileTree(v, expr.WithValues(func(src string) (*expr.Value, error) { return l.cache.value(src, names) }))
 		if err == nil {
 			if t.UsesMenu() {
 				return nil, menuDiag(f, deref(n), path, "a value template")
@@ -433,7 +434,7 @@ func (l *loader) loadPrompt(f *file, n *yaml.Node, path string, mustBeFile bool)
 			rel = filepath.ToSlash(r)
 		}
 		l.addJob(func() (any, *Diagnostic) {
-			t, err := expr.CompileText(string(b))
+			t, err := l.cache.text(string(b), nil)
 			if err == nil {
 				if t.UsesMenu() {
 					return nil, menuDiag(f, n, path, fmt.Sprintf("prompt file %q", raw))

@@ -84,9 +84,15 @@ type unit struct {
 // file for a wrapper state and overrides), and the directory its relative
 // paths are written against.
 type unitFile struct {
-	f   *file
-	doc *yaml.Node // a mapping of top-level keys
+	f *file
+	// doc is a document the fold made (a wrapper state, overrides); nil
+	// for a file of the imported story, parsed again when it is loaded.
+	doc *yaml.Node
 	dir string
+	// steps are the folds to apply to the document, innermost import
+	// first.
+	steps []foldStep
+	again *reparse // the file parsed again, started ahead of loading
 
 	// chain renames the references of its templates and expressions
 	// (and of the base views its states extend).

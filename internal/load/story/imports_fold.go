@@ -25,12 +25,13 @@ func (l *loader) foldUnit(sc *importScope, d *importDef, child *unit) []*unitFil
 		l.hostChecks = append(l.hostChecks, hostCheck{f: sc.f, n: d.hostsModeKey, path: joinPath(d.path, "hosts"), alias: d.alias, hosts: child.hosts, u: sc.u})
 	}
 	l.checkImportExits(sc, d)
-	files := l.overrideFiles(sc.f, d, child)
-	var in *file // what the fold finds wrong is in the file it folds
-	im.Report = func(n *yaml.Node, msg string) { l.errAt(in, n, "", "%s", msg) }
-	for _, uf := range files {
-		in = uf.f
-		uf.doc = im.Fold(compose.Bind(uf.doc, bindings))
+	files, without := l.overrideFiles(sc.f, d, child)
+	for i, uf := range files {
+		st := foldStep{im: im, bindings: bindings}
+		if i < len(child.files) {
+			st.without = without // not the document of the overrides
+		}
+		uf.steps = append(uf.steps, st)
 	}
 	for _, ch := range child.chains {
 		ch.Add(im)
@@ -111,9 +112,9 @@ func (l *loader) writtenIn(set *yaml.Node, chain *compose.Chain) {
 	}
 }
 
-// namesAt is what the template or expression at node n of file f is
+// namesAt is the chain the template or expression at node n of file f is
 // compiled with: nil in the story's own files.
-func (l *loader) namesAt(f *file, n *yaml.Node) expr.CompileOption {
+func (l *loader) namesAt(f *file, n *yaml.Node) *compose.Chain {
 	chain := f.chain
 	if c, ok := l.foreign[n]; ok {
 		chain = c
@@ -121,9 +122,17 @@ func (l *loader) namesAt(f *file, n *yaml.Node) expr.CompileOption {
 		chain = c
 	}
 	if chain.Empty() {
+		return nil
+	}
+	return chain
+}
+
+// withNames is the compile option of a chain.
+func withNames(c *compose.Chain) expr.CompileOption {
+	if c.Empty() {
 		return expr.WithNames(nil)
 	}
-	return expr.WithNames(chain)
+	return expr.WithNames(c)
 }
 
 // importPrompts reads overrides.prompts: each prompt file of the child the
@@ -188,16 +197,41 @@ func (l *loader) checkImportExits(sc *importScope, d *importDef) {
 	}
 }
 
-// overrideFiles returns the child's files with the states and intents the
-// importer overrides taken out, plus a document of the overriding ones
-// (read from the importer's file, in the child's names).
-func (l *loader) overrideFiles(f *file, d *importDef, child *unit) []*unitFile {
-	var overDoc *yaml.Node
-	files := make([]*unitFile, len(child.files))
-	for i, uf := range child.files {
-		c := *uf
-		files[i] = &c
+// foldStep is one import's fold of a document: the states and intents the
+// importer overrides taken out, its bindings set, its names renamed.
+type foldStep struct {
+	im       *compose.Import
+	bindings map[string]*yaml.Node
+	without  map[string]map[string]bool // section → overridden names
+}
+
+// foldedDoc is the document of an imported file folded by each import it
+// went through.
+func (l *loader) foldedDoc(uf *unitFile) *yaml.Node {
+	doc := uf.doc
+	if doc == nil {
+		doc = l.unitDoc(uf)
 	}
+	for _, st := range uf.steps {
+		for _, section := range []string{"states", "intents"} {
+			if names := st.without[section]; len(names) > 0 {
+				doc = compose.Without(doc, section, names)
+			}
+		}
+		doc = compose.Bind(doc, st.bindings)
+		st.im.Report = func(n *yaml.Node, msg string) { l.errAt(uf.f, n, "", "%s", msg) }
+		doc = st.im.Fold(doc)
+	}
+	return doc
+}
+
+// overrideFiles returns the child's files plus a document of the states
+// and intents the importer overrides (read from the importer's file, in
+// the child's names), and the names to take out of the child's files.
+func (l *loader) overrideFiles(f *file, d *importDef, child *unit) ([]*unitFile, map[string]map[string]bool) {
+	var overDoc *yaml.Node
+	files := slices.Clone(child.files)
+	without := map[string]map[string]bool{}
 	replace := func(section string, over []entry, have map[string]bool, kind string) {
 		names := map[string]bool{}
 		m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
@@ -211,14 +245,12 @@ func (l *loader) overrideFiles(f *file, d *importDef, child *unit) []*unitFile {
 				continue
 			}
 			names[name] = true
-			m.Content = append(m.Content, o.key, o.val)
+			m.Content = append(m.Content, o.key, compose.Copy(o.val)) // the fold renames it in place
 		}
 		if len(names) == 0 {
 			return
 		}
-		for _, uf := range files {
-			uf.doc = compose.Without(uf.doc, section, names)
-		}
+		without[section] = names
 		if overDoc == nil {
 			overDoc = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 		}
@@ -229,7 +261,7 @@ func (l *loader) overrideFiles(f *file, d *importDef, child *unit) []*unitFile {
 	if overDoc != nil {
 		files = append(files, &unitFile{f: f, doc: overDoc, dir: child.dir, chain: child.chain})
 	}
-	return files
+	return files, without
 }
 
 // wrapperFile is the document of the import's wrapper state, in the
@@ -339,72 +371,55 @@ type hostCheck struct {
 	u     *unit // the importer when it is itself imported; nil for the root
 }
 
-// rewritePaths returns an imported document with its relative file paths
-// (prompt files, schemas, scripts, system prompt files, cassettes)
-// relative to the root story's directory, so they name the imported
-// story's files. n is not changed.
-func (l *loader) rewritePaths(n *yaml.Node, dir string) *yaml.Node {
-	if n == nil || dir == l.dir {
-		return n
+// rewritePaths makes the relative file paths of an imported document
+// (prompt files, schemas, scripts, system prompt files, cassettes), in
+// place, relative to the root story's directory, so they name the imported
+// story's files.
+func (l *loader) rewritePaths(n *yaml.Node, dir string) {
+	if dir == l.dir {
+		return
 	}
-	seen := map[*yaml.Node]*yaml.Node{}
-	var walk func(n *yaml.Node) *yaml.Node
-	walk = func(n *yaml.Node) *yaml.Node {
+	var seen map[*yaml.Node]bool // anchored nodes, which aliases reach again
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
 		d := deref(n)
-		if d == nil || (d.Kind != yaml.MappingNode && d.Kind != yaml.SequenceNode) {
-			return n
+		if d == nil || d.Kind == yaml.ScalarNode {
+			return
 		}
-		if out, ok := seen[d]; ok {
-			return out
+		if d.Anchor != "" {
+			if seen[d] {
+				return
+			}
+			if seen == nil {
+				seen = map[*yaml.Node]bool{}
+			}
+			seen[d] = true
 		}
-		seen[d] = d
-		var out []*yaml.Node
 		for i, c := range d.Content {
-			nc := c
-			if d.Kind == yaml.SequenceNode || i%2 == 1 {
-				nc = walk(c)
-				if d.Kind == yaml.MappingNode {
-					nc = l.rewritePath(d.Content[i-1].Value, nc, dir)
-				}
-			}
-			if out == nil && nc != c {
-				out = slices.Clone(d.Content)
-			}
-			if out != nil {
-				out[i] = nc
+			walk(c)
+			if d.Kind == yaml.MappingNode && i%2 == 1 {
+				l.rewritePath(d.Content[i-1].Value, deref(c), dir)
 			}
 		}
-		if out == nil {
-			return n
-		}
-		c := *d
-		c.Content = out
-		seen[d] = &c
-		return &c
 	}
-	return walk(n)
+	walk(n)
 }
 
-// rewritePath is the value v of key k with its file path rewritten.
-func (l *loader) rewritePath(k string, v *yaml.Node, dir string) *yaml.Node {
-	s := deref(v)
+// rewritePath rewrites the file path of scalar s, the value of key k.
+func (l *loader) rewritePath(k string, s *yaml.Node, dir string) {
 	if s == nil || s.Kind != yaml.ScalarNode || !slices.Contains(pathKeys, k) || s.Value == "" || isTemplated(s.Value) || filepath.IsAbs(filepath.FromSlash(s.Value)) || strings.Contains(s.Value, "\n") {
-		return v
+		return
 	}
 	p := filepath.Join(dir, filepath.FromSlash(s.Value))
 	if k == "prompt" {
 		// with.prompt is a file only when one is there.
 		if st, err := l.ws.Stat(p); err != nil || !st.Mode().IsRegular() {
-			return v
+			return
 		}
 	}
-	rel, err := filepath.Rel(l.dir, p)
-	if err != nil {
-		return v
+	if rel, err := filepath.Rel(l.dir, p); err == nil {
+		s.Value = filepath.ToSlash(rel)
 	}
-	c := *s
-	c.Value = filepath.ToSlash(rel)
-	return &c
 }
 
 // pathKeys are the keys whose values are files relative to the story

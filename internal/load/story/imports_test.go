@@ -469,3 +469,94 @@ func TestImportRenamesMenuHelperNames(t *testing.T) {
 		t.Errorf("prose %q renders %q, %v; want %q", el.Body.Source(), got, err, "kid'savailable")
 	}
 }
+
+// Only real references to the imported story's world are renamed: text
+// that mentions world.k in a description, in prose around a template, in
+// a string literal or in a template comment keeps it as written.
+func TestImportRenamesOnlyReferences(t *testing.T) {
+	files := map[string]string{
+		"app.yaml": "app: {id: top}\nworld:\n  k: {type: string, default: \"P\"}\nroot: kid\nstates: {}\nimports:\n  kid:\n    source: ./child\n    entry: s\n",
+		"child/app.yaml": `app: {id: child}
+hosts: [host.run]
+world:
+  k: {type: string, default: ""}
+  note: {type: string, default: ""}
+intents:
+  go: {description: "Copies world.k into the note."}
+root: s
+states:
+  s:
+    description: "Shows world.k."
+    view: "{# world.k is the ticket #}Prose about world.k: {{ world.k }} {{ 'world.k' }}"
+    on_enter:
+      - say: "{% comment %}{{ world.k }}{% endcomment %}say world.k={{ world.k }}"
+      - invoke: host.run
+        with: {cmd: "echo world.k", cwd: "{{ world.k }}"}
+    on:
+      go:
+        - when: 'world.k == "world.k" || world.k != ""'
+          target: s
+          effects:
+            - set: {note: "world.k is {{ world.k }} ({{ \"world.k\" }})"}
+`,
+	}
+	st, err := Load(filepath.Join(testkit.Tree(t, files), "app.yaml"), WithLookupEnv(mapEnv(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	env := expr.Env{"world": map[string]any{"kid__k": "K", "k": "P"}}
+	s := st.States["kid.s"]
+	if s.Description != "Shows world.k." {
+		t.Errorf("description = %q, want it as written", s.Description)
+	}
+	if got := st.Intents["kid__go"].Description; got != "Copies world.k into the note." {
+		t.Errorf("intent description = %q, want it as written", got)
+	}
+	if got, err := s.View.Render(env); err != nil || got != "Prose about world.k: K world.k" {
+		t.Errorf("view renders %q, %v", got, err)
+	}
+	if got, err := s.OnEnter[0].Say.Render(env); err != nil || got != "say world.k=K" {
+		t.Errorf("say renders %q, %v", got, err)
+	}
+	with, err := s.OnEnter[1].Invoke.With.Eval(env)
+	if diff := cmp.Diff(map[string]any{"cmd": "echo world.k", "cwd": "K"}, with); err != nil || diff != "" {
+		t.Errorf("with (-want +got): %v\n%s", err, diff)
+	}
+	arm := s.On["kid__go"][0]
+	for _, tt := range []struct {
+		k    string
+		want bool
+	}{{"world.k", true}, {"", false}, {"K", true}} {
+		if got, err := arm.When.Eval(expr.Env{"world": map[string]any{"kid__k": tt.k, "k": "parent"}}); err != nil || got != tt.want {
+			t.Errorf("guard with kid__k=%q = %v, %v; want %v", tt.k, got, err, tt.want)
+		}
+	}
+	set := arm.Effects[0].Set[0]
+	if set.Key != "kid__note" {
+		t.Errorf("set key = %q, want kid__note", set.Key)
+	}
+	if got, err := set.Value.Eval(env); err != nil || got != "world.k is K (world.k)" {
+		t.Errorf("set value = %v, %v", got, err)
+	}
+}
+
+// A story imported twice is parsed once and folded twice: each import has
+// its own names, and neither fold changes what the other sees.
+func TestImportTwiceSharesTheParse(t *testing.T) {
+	files := map[string]string{
+		"app.yaml": "app: {id: top}\nintents: {go: {}}\nroot: main\nstates:\n  main:\n    on:\n      go: [{target: a}]\nimports:\n" +
+			"  a:\n    source: ./leaf\n    entry: s\n    exits: {done: {to: main}}\n  b:\n    source: ./leaf\n    entry: s\n    exits: {done: {to: b}}\n",
+		"leaf/app.yaml": leafStory,
+	}
+	st := load(t, filepath.Join(testkit.Tree(t, files), "app.yaml"), nil)
+	for _, tt := range []struct{ state, intent, target string }{{"a.s", "a__poke", "main"}, {"b.s", "b__poke", "b.s"}} {
+		arms := st.States[tt.state].On[tt.intent]
+		if len(arms) != 1 || arms[0].Target != tt.target {
+			t.Errorf("%s.on.%s = %+v, want target %s", tt.state, tt.intent, arms, tt.target)
+		}
+	}
+	if st.Interfaces["a__bell"] == nil || st.Interfaces["b__bell"] == nil || st.Interfaces["a__b__bell"] != nil {
+		t.Errorf("interfaces = %v", keysOf(st.Interfaces))
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/kitsoki/kitsoki/internal/load/compose"
 	"go.yaml.in/yaml/v3"
@@ -19,7 +20,7 @@ func (l *loader) readUnit(abs string, stack []string) *unit {
 	u.chains = []*compose.Chain{u.chain}
 	rootF := l.unitFile(abs)
 	rootF.parse()
-	if rootF.doc == nil {
+	if rootF.doc == nil && !rootF.taken { // taken: read for an earlier import
 		if len(rootF.parseDiags) == 0 && !l.unitReported[rootF] {
 			l.diags = append(l.diags, Diagnostic{Pos: Pos{File: rootF.rel}, Message: "imported story file is empty"})
 		}
@@ -35,18 +36,17 @@ func (l *loader) readUnit(abs string, stack []string) *unit {
 	for len(queue) > 0 {
 		f := queue[0]
 		queue = queue[1:]
+		l.parseAhead(queue)
 		f.parse()
 		l.unitDiags(f)
-		if f.doc == nil {
+		doc := l.takeDoc(f)
+		if doc == nil {
 			continue
 		}
-		// The parsed document is shared by every import of the file:
-		// the fold never changes it.
-		es, ok := l.entries(f, f.doc, "")
+		es, ok := l.entries(f, doc, "")
 		if !ok {
 			continue
 		}
-		doc := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 		for _, e := range es {
 			switch e.name {
 			case "app":
@@ -87,11 +87,10 @@ func (l *loader) readUnit(abs string, stack []string) *unit {
 					e entry
 				}{f, e})
 			default:
-				doc.Content = append(doc.Content, e.key, e.val)
 				l.collectNames(u, f, e)
 			}
 		}
-		u.files = append(u.files, &unitFile{f: f, doc: doc, dir: u.dir, chain: u.chain})
+		u.files = append(u.files, &unitFile{f: f, dir: u.dir, chain: u.chain})
 	}
 	u.own = slices.Clone(u.hosts)
 	for _, ia := range importsAt {
@@ -104,9 +103,79 @@ func (l *loader) readUnit(abs string, stack []string) *unit {
 	return u
 }
 
-// unitFile returns the file at abs, registered for diagnostics, its parse
-// started on the workers. A story imported several times is parsed once,
-// and each fold shares the parsed document.
+// takeDoc is the parsed document of an imported file, read for its names
+// and dropped once they are read: the file is parsed again when its folded
+// document is loaded (unitDoc), so an import's trees are not all held at
+// once. A file imported twice is parsed again for the second import.
+func (l *loader) takeDoc(f *file) *yaml.Node {
+	if f.taken {
+		return parseData(f.data)
+	}
+	f.taken = true
+	doc := f.doc
+	f.doc = nil
+	return doc
+}
+
+// unitMachinery are the top-level sections of an imported file that are
+// the import machinery's (read by readUnit); the others are folded and
+// loaded.
+var unitMachinery = []string{"app", "routing", "root", "exits", "exports", "include", "imports"}
+
+// reparse is a parse of an imported file's content again, started on the
+// workers a few files ahead of the loader (loadImported).
+type reparse struct {
+	once sync.Once
+	data []byte
+	doc  *yaml.Node
+}
+
+func (r *reparse) get() *yaml.Node {
+	r.once.Do(func() { r.doc = parseData(r.data) })
+	return r.doc
+}
+
+func (r *reparse) job() (any, *Diagnostic) {
+	r.get()
+	return nil, nil
+}
+
+// reparseAhead starts parsing again, on the workers, the next imported
+// files to load (as many as there are workers).
+func (l *loader) reparseAhead(next []*unitFile) {
+	for _, uf := range next[:min(len(next), l.lookahead)] {
+		if uf.doc == nil && uf.again == nil {
+			uf.again = &reparse{data: uf.f.data}
+			l.work.submit(&job{run: uf.again.job})
+		}
+	}
+}
+
+// unitDoc is an imported file parsed again: a mapping of the sections
+// loaded from it, for one import to fold in place. Its problems were
+// reported when it was first read.
+func (l *loader) unitDoc(uf *unitFile) *yaml.Node {
+	f := uf.f
+	if uf.again == nil {
+		uf.again = &reparse{data: f.data}
+	}
+	parsed := uf.again.get()
+	uf.again = nil
+	doc := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	n := len(l.diags)
+	es, _ := l.entries(f, parsed, "")
+	l.diags = l.diags[:n]
+	for _, e := range es {
+		if !slices.Contains(unitMachinery, e.name) {
+			doc.Content = append(doc.Content, e.key, e.val)
+		}
+	}
+	return doc
+}
+
+// unitFile returns the file at abs, registered for diagnostics, parsed
+// when the import reading it asks (parseAhead). A story imported
+// several times is read and checked once.
 func (l *loader) unitFile(abs string) *file {
 	if f, ok := l.unitFiles[abs]; ok {
 		return f
@@ -123,7 +192,6 @@ func (l *loader) unitFile(abs string) *file {
 		l.unitFiles = map[string]*file{}
 	}
 	l.unitFiles[abs] = f
-	l.work.submit(&job{run: f.parseJob})
 	return f
 }
 
@@ -264,4 +332,3 @@ func collectStateIntents(n *yaml.Node, into map[string]bool) {
 		}
 	}
 }
-

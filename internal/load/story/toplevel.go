@@ -481,7 +481,7 @@ func (l *loader) loadSlots(f *file, n *yaml.Node, base string, in *Intent) {
 				s.ValidatorPos = l.pos(f, d)
 				names := l.namesAt(f, d)
 				l.addJob(func() (any, *Diagnostic) {
-					g, err := expr.CompileValidator(d.Value, names)
+					g, err := l.cache.validator(d.Value, names)
 					if err != nil {
 						return nil, compileDiag(f, d, vp, "invalid validator", err)
 					}

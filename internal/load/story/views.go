@@ -265,7 +265,7 @@ func (l *loader) loadBaseView(f *file, n *yaml.Node, path, name string, doc *Vie
 		}
 		names := l.namesAt(f, n) // an imported room's base is its own story's
 		l.addJob(func() (any, *Diagnostic) {
-			t, err := expr.CompileText(p.text, names)
+			t, err := l.cache.text(p.text, names)
 			if err != nil {
 				return nil, &Diagnostic{Pos: Pos{File: rel, Line: lineAt(src, p.off)}, Path: path,
 					Message: fmt.Sprintf("invalid template in base view: %v", err)}

@@ -25,6 +25,9 @@ type file struct {
 	dir      string
 	imported bool
 	chain    *compose.Chain // renames the references of its templates and expressions
+	taken    bool           // read for an import's names (takeDoc)
+
+	submitted bool // its parse is queued on the workers (parseAhead)
 
 	linesOnce sync.Once
 	lines     []string // data split into lines on first use, by line

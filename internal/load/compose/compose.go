@@ -51,9 +51,9 @@ type Import struct {
 
 	// Report is told of a problem in the imported story at node n.
 	Report func(n *yaml.Node, msg string)
-	// ExitTarget is told of each target node written from an exit's to:,
-	// which is checked where the to: is written.
-	ExitTarget func(n *yaml.Node)
+	// ExitTarget is told of each target node written from the to: of
+	// exit, which is checked where the to: is written.
+	ExitTarget func(n *yaml.Node, exit string)
 	// Appended is told of each exit set: appended to an arm of the
 	// imported story: it is written in the importer's names, and so is
 	// compiled with the importer's Chain, not the imported story's.

@@ -307,7 +307,7 @@ func (f *folder) target(v *yaml.Node, isTarget bool) (*yaml.Node, *yaml.Node) {
 		}
 		to := f.rename(v, x.To)
 		if f.im.ExitTarget != nil {
-			f.im.ExitTarget(to)
+			f.im.ExitTarget(to, name)
 		}
 		if isTarget {
 			return to, x.Set

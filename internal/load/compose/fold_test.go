@@ -183,7 +183,7 @@ func TestFoldExitSets(t *testing.T) {
 	var appended []*yaml.Node
 	var targets []*yaml.Node
 	im.Appended = func(n *yaml.Node) { appended = append(appended, n) }
-	im.ExitTarget = func(n *yaml.Node) { targets = append(targets, n) }
+	im.ExitTarget = func(n *yaml.Node, _ string) { targets = append(targets, n) }
 	doc := parse(t, `states:
   s:
     on:

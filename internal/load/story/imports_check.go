@@ -49,12 +49,21 @@ func (l *loader) finishImports() {
 			l.errAt(hc.f, hc.n, hc.path, "hosts: declared, but the imported story %s uses hosts this story does not list: %s (add them to hosts:, or drop hosts: declared)", hc.alias, strings.Join(missing, ", "))
 		}
 	}
+	vars := make(map[string]*WorldVar, len(l.st.World))
+	for _, v := range l.st.World {
+		vars[v.Name] = v
+	}
 	for name, w := range l.wrappers {
 		st := l.st.States[name]
 		if st == nil {
 			continue
 		}
-		st.Import = &Import{Alias: w.alias, Source: w.source, Version: w.version, Entry: w.entry, Intents: w.intents, Fallback: w.fallback, World: w.world}
+		st.Import = &Import{Alias: w.alias, Source: w.source, Version: w.version, Entry: w.entry, Intents: w.intents, Fallback: w.fallback}
+		for _, k := range w.world {
+			if v := vars[k]; v != nil {
+				st.Import.World = append(st.Import.World, v)
+			}
+		}
 	}
 	// An entry that is itself an import enters that import's entry.
 	for _, st := range l.st.States {

@@ -24,7 +24,6 @@ func (l *loader) foldUnit(sc *importScope, d *importDef, child *unit) []*unitFil
 	if d.hostsMode == "declared" {
 		l.hostChecks = append(l.hostChecks, hostCheck{f: sc.f, n: d.hostsModeKey, path: joinPath(d.path, "hosts"), alias: d.alias, hosts: child.hosts, u: sc.u})
 	}
-	l.checkImportExits(sc, d)
 	files, without := l.overrideFiles(sc.f, d, child)
 	for i, uf := range files {
 		st := foldStep{im: im, bindings: bindings}
@@ -92,7 +91,14 @@ func (l *loader) newImport(sc *importScope, d *importDef, child *unit) *compose.
 			im.ExitTo[x.name] = compose.Exit{To: ix.to, Set: ix.set}
 		}
 	}
-	im.ExitTarget = func(n *yaml.Node) { l.exitTargets[n] = true } // a bad to: is reported there, once
+	deferred := l.checkImportExits(sc, d)
+	im.ExitTarget = func(n *yaml.Node, exit string) {
+		if ref, ok := deferred[exit]; ok {
+			l.exitDeferred[n] = ref // resolved once every import is folded
+			return
+		}
+		l.exitTargets[n] = true // a bad to: is reported there, once
+	}
 	written := sc.chain()
 	im.Appended = func(set *yaml.Node) { l.writtenIn(set, written) }
 	return im
@@ -182,19 +188,35 @@ func (l *loader) importBindings(f *file, d *importDef, child *unit) map[string]*
 
 // checkImportExits checks each exits.<name>.to against the importer's
 // states: now for an imported importer, once loaded for the root story.
-func (l *loader) checkImportExits(sc *importScope, d *importDef) {
+// An imported importer's to: may name a state of a story importing it
+// (A imports B imports C, and B sends C's exit to A's state): such a to:
+// is returned, by exit, to be resolved once the whole story is folded.
+func (l *loader) checkImportExits(sc *importScope, d *importDef) map[string]*deferredExit {
+	deferred := map[string]*deferredExit{}
 	for _, x := range d.exitOrder {
 		ix, ok := d.exits[x.name]
 		if !ok || ix.toN == nil {
 			continue
 		}
 		ref := nodeRef{f: sc.f, n: ix.toN, path: joinPath(joinPath(joinPath(d.path, "exits"), x.name), "to"), value: ix.to}
-		if sc.u != nil {
-			l.checkExitTo(ref, sc.u.states, sc.u.exits)
-		} else {
+		switch v := ix.to; {
+		case sc.u == nil:
 			l.exitToChecks = append(l.exitToChecks, ref)
+		case v != "" && v != "." && !strings.HasPrefix(v, "@exit:") && !isTemplated(v) && !sc.u.states[firstSeg(normStateName(v))]:
+			deferred[x.name] = &deferredExit{ref: ref}
+		default:
+			l.checkExitTo(ref, sc.u.states, sc.u.exits)
 		}
 	}
+	return deferred
+}
+
+// deferredExit is an imported importer's exits.<name>.to naming no state
+// of its own: the targets it wrote resolve in the whole story, and the
+// first that does not is reported at the to:.
+type deferredExit struct {
+	ref      nodeRef
+	reported bool
 }
 
 // foldStep is one import's fold of a document: the states and intents the
@@ -246,6 +268,11 @@ func (l *loader) overrideFiles(f *file, d *importDef, child *unit) ([]*unitFile,
 			}
 			names[name] = true
 			m.Content = append(m.Content, o.key, compose.Copy(o.val)) // the fold renames it in place
+			if section == "states" {
+				// intents the overriding room declares are the imported
+				// story's, renamed with it
+				collectStateIntents(o.val, child.intents)
+			}
 		}
 		if len(names) == 0 {
 			return

@@ -165,6 +165,11 @@ func TestImportsRuntimeNames(t *testing.T) {
 	if _, _, err := st.ResolveTarget("kid.start", "nowhere"); err == nil {
 		t.Errorf("ResolveTarget of an unknown name: no error")
 	}
+	// An exit rendered inside an import is not mapped at run time.
+	_, _, err := st.ResolveTarget("kid.work", "@exit:finished")
+	if want := `which names an exit inside the import kid: an imported story's exits are mapped where it is folded, so only a literal target: "@exit:finished" can take one; render a state name`; err == nil || err.Error() != want {
+		t.Errorf("ResolveTarget(@exit inside an import) = %v\nwant %s", err, want)
+	}
 	intents := []struct{ from, name, want string }{
 		{"kid.work", "finish", "kid__finish"},
 		{"kid.gc.hello", "wave", "kid__gc__wave"},
@@ -245,6 +250,10 @@ func TestImportErrors(t *testing.T) {
 			[]string{`app.yaml:17:9: imports.x.overrides.states.t: the imported story has no state "t" to override (did you mean "s"?)`}},
 		{"unknown import key", map[string]string{"app.yaml": parent("  x:\n    source: ./leaf\n    entyr: s\n"), "leaf/app.yaml": leafStory},
 			[]string{`app.yaml:13:5: imports.x.entyr: unknown key "entyr" (did you mean "entry"?)`}},
+		{"exit to a state of no story in the chain", map[string]string{"app.yaml": parent("  x:\n    source: ./mid\n    entry: s\n"),
+			"mid/app.yaml": "app: {id: mid}\nroot: s\nstates:\n  s: {}\nimports:\n  y:\n    source: ../leaf\n    entry: s\n    exits:\n      done: {to: nowhere}\n",
+			"leaf/app.yaml": leafStory},
+			[]string{`mid/app.yaml:10:18: imports.y.exits.done.to: unknown state "nowhere": it is neither a state of this story nor of a story importing it`}},
 		{"exports of an unknown intent", map[string]string{"app.yaml": "app: {id: e}\nintents: {go: {}}\nexports:\n  intents: [og]\nroot: s\nstates:\n  s: {}\n"},
 			[]string{`app.yaml:4:13: exports.intents[0]: exports.intents names "og", which is not a declared intent (did you mean "go"?)`}},
 	}

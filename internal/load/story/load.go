@@ -151,9 +151,9 @@ func Load(path string, opts ...Option) (*Story, error) {
 		loaded:      map[string]bool{},
 		declared:    map[string]bool{},
 		wrappers:    map[string]*importWrap{},
-		exitTargets: map[*yaml.Node]bool{},
-		promptSeen:  map[string]bool{},
-		schemaUses:  map[string]*[]schemaUse{},
+		exitTargets: map[*yaml.Node]bool{}, exitDeferred: map[*yaml.Node]*deferredExit{},
+		promptSeen: map[string]bool{},
+		schemaUses: map[string]*[]schemaUse{},
 		st: &Story{
 			Dir:       dir,
 			File:      abs,
@@ -274,17 +274,18 @@ type loader struct {
 	personaProviders []*nodeRef    // agents.<name>.provider, checked against providers
 	readOnlyRooms    []*nodeRef    // states with write_mode: read_only, checked against their invokes
 	// imports (imports.go)
-	importFiles  []*unitFile            // folded imported documents, loaded after the story's own files
-	wrappers     map[string]*importWrap // import wrapper states
-	exitToChecks []nodeRef              // root-level imports.<alias>.exits.<name>.to
-	exitTargets  map[*yaml.Node]bool    // targets an exit mapping wrote (checked at its to:)
-	exportChecks []nodeRef              // root-level intents.export names
-	hostChecks   []hostCheck            // hosts: declared imports
-	exportRefs   []nodeRef              // exports.intents of the story itself
-	rootHosts    []string               // hosts: of the story's own files
-	rootStates   map[string]bool        // states of the story's own files
-	unitFiles    map[string]*file       // imported files by path, parsed once
-	unitReported map[*file]bool         // imported files whose parse errors are reported
+	importFiles  []*unitFile                  // folded imported documents, loaded after the story's own files
+	wrappers     map[string]*importWrap       // import wrapper states
+	exitToChecks []nodeRef                    // root-level imports.<alias>.exits.<name>.to
+	exitTargets  map[*yaml.Node]bool          // targets an exit mapping wrote (checked at its to:)
+	exitDeferred map[*yaml.Node]*deferredExit // targets an imported importer's exit to: wrote, naming a state of a story importing it
+	exportChecks []nodeRef                    // root-level intents.export names
+	hostChecks   []hostCheck                  // hosts: declared imports
+	exportRefs   []nodeRef                    // exports.intents of the story itself
+	rootHosts    []string                     // hosts: of the story's own files
+	rootStates   map[string]bool              // states of the story's own files
+	unitFiles    map[string]*file             // imported files by path, parsed once
+	unitReported map[*file]bool               // imported files whose parse errors are reported
 	// foreign holds the values of exit sets appended to imported arms:
 	// they are compiled with the chain of the names they are written in.
 	foreign map[*yaml.Node]*compose.Chain

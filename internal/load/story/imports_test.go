@@ -251,7 +251,7 @@ func TestImportErrors(t *testing.T) {
 		{"unknown import key", map[string]string{"app.yaml": parent("  x:\n    source: ./leaf\n    entyr: s\n"), "leaf/app.yaml": leafStory},
 			[]string{`app.yaml:13:5: imports.x.entyr: unknown key "entyr" (did you mean "entry"?)`}},
 		{"exit to a state of no story in the chain", map[string]string{"app.yaml": parent("  x:\n    source: ./mid\n    entry: s\n"),
-			"mid/app.yaml": "app: {id: mid}\nroot: s\nstates:\n  s: {}\nimports:\n  y:\n    source: ../leaf\n    entry: s\n    exits:\n      done: {to: nowhere}\n",
+			"mid/app.yaml":  "app: {id: mid}\nroot: s\nstates:\n  s: {}\nimports:\n  y:\n    source: ../leaf\n    entry: s\n    exits:\n      done: {to: nowhere}\n",
 			"leaf/app.yaml": leafStory},
 			[]string{`mid/app.yaml:10:18: imports.y.exits.done.to: unknown state "nowhere": it is neither a state of this story nor of a story importing it`}},
 		{"exports of an unknown intent", map[string]string{"app.yaml": "app: {id: e}\nintents: {go: {}}\nexports:\n  intents: [og]\nroot: s\nstates:\n  s: {}\n"},

@@ -43,3 +43,20 @@ func BenchmarkLoadHeap(b *testing.B) {
 	}
 	b.ReportMetric(live/1e6, "live-MB")
 }
+
+// BenchmarkLoadStory loads the story named by KITSOKI_HEAP_STORY (skipped
+// without it), for paired old-vs-new runs on a corpus story.
+func BenchmarkLoadStory(b *testing.B) {
+	path := os.Getenv("KITSOKI_HEAP_STORY")
+	if path == "" {
+		b.Skip("KITSOKI_HEAP_STORY names no story")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		st, err := Load(path, WithStubbedHosts())
+		if err != nil {
+			b.Fatal(err)
+		}
+		st.Close()
+	}
+}

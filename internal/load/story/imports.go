@@ -213,81 +213,104 @@ func (l *loader) readImportDef(f *file, ie entry) (*importDef, bool) {
 		d.worldIn, _ = l.entries(f, wi.val, joinPath(path, "world_in"))
 	}
 	if ex, ok := fs.get("exits"); ok {
-		es, _ := l.entries(f, ex.val, joinPath(path, "exits"))
-		for _, xe := range es {
-			xp := joinPath(joinPath(path, "exits"), xe.name)
-			xf, ok := l.fields(f, xe.val, xp, importExitKeys)
-			if !ok {
-				continue
-			}
-			ix := importExit{entry: xe}
-			to, ok := xf.get("to")
-			if !ok {
-				l.errAt(f, xe.key, xp, "to: is required (the state of this story the exit %s leads to)", xe.name)
-				continue
-			}
-			if s, ok := l.str(f, to.val, joinPath(xp, "to")); ok {
-				ix.to, ix.toN = strings.TrimSpace(s), deref(to.val)
-			}
-			if st, ok := xf.get("set"); ok {
-				if n := deref(st.val); n != nil && n.Kind == yaml.MappingNode {
-					ix.set = n
-				} else if !isNull(n) {
-					l.errAt(f, n, joinPath(xp, "set"), "expected a mapping of world keys to values, got %s", kindName(n))
-				}
-			}
-			d.exits[xe.name] = ix
-			d.exitOrder = append(d.exitOrder, xe)
-		}
+		l.readImportExits(f, ex, d)
 	}
 	if hb, ok := fs.get("host_bindings"); ok {
 		d.bindings, _ = l.entries(f, hb.val, joinPath(path, "host_bindings"))
 	}
 	if in, ok := fs.get("intents"); ok {
-		ip := joinPath(path, "intents")
-		xf, _ := l.fields(f, in.val, ip, importIntentKeys)
-		for _, k := range []string{"export", "import"} {
-			x, ok := xf.get(k)
-			if !ok {
-				continue
+		l.readImportIntents(f, in, d)
+	}
+	if ov, ok := fs.get("overrides"); ok {
+		l.readImportOverrides(f, ov, d)
+	}
+	if hm, ok := fs.get("hosts"); ok {
+		l.readImportHosts(f, hm, d)
+	}
+	return d, true
+}
+
+// readImportExits reads imports.<alias>.exits: each exit's to: and set:.
+func (l *loader) readImportExits(f *file, ex entry, d *importDef) {
+	es, _ := l.entries(f, ex.val, joinPath(d.path, "exits"))
+	for _, xe := range es {
+		xp := joinPath(joinPath(d.path, "exits"), xe.name)
+		xf, ok := l.fields(f, xe.val, xp, importExitKeys)
+		if !ok {
+			continue
+		}
+		ix := importExit{entry: xe}
+		to, ok := xf.get("to")
+		if !ok {
+			l.errAt(f, xe.key, xp, "to: is required (the state of this story the exit %s leads to)", xe.name)
+			continue
+		}
+		if s, ok := l.str(f, to.val, joinPath(xp, "to")); ok {
+			ix.to, ix.toN = strings.TrimSpace(s), deref(to.val)
+		}
+		if st, ok := xf.get("set"); ok {
+			if n := deref(st.val); n != nil && n.Kind == yaml.MappingNode {
+				ix.set = n
+			} else if !isNull(n) {
+				l.errAt(f, n, joinPath(xp, "set"), "expected a mapping of world keys to values, got %s", kindName(n))
 			}
-			items, _ := l.list(f, x.val, joinPath(ip, k))
-			for i, it := range items {
-				if s, ok := l.str(f, it, indexPath(joinPath(ip, k), i)); ok && s != "" {
-					en := entry{name: s, key: deref(it)}
-					if k == "export" {
-						d.export = append(d.export, en)
-					} else {
-						d.imports = append(d.imports, en)
-					}
+		}
+		d.exits[xe.name] = ix
+		d.exitOrder = append(d.exitOrder, xe)
+	}
+}
+
+// readImportIntents reads imports.<alias>.intents: export and import.
+func (l *loader) readImportIntents(f *file, in entry, d *importDef) {
+	ip := joinPath(d.path, "intents")
+	xf, _ := l.fields(f, in.val, ip, importIntentKeys)
+	for _, k := range []string{"export", "import"} {
+		x, ok := xf.get(k)
+		if !ok {
+			continue
+		}
+		items, _ := l.list(f, x.val, joinPath(ip, k))
+		for i, it := range items {
+			if s, ok := l.str(f, it, indexPath(joinPath(ip, k), i)); ok && s != "" {
+				en := entry{name: s, key: deref(it)}
+				if k == "export" {
+					d.export = append(d.export, en)
+				} else {
+					d.imports = append(d.imports, en)
 				}
 			}
 		}
 	}
-	if ov, ok := fs.get("overrides"); ok {
-		op := joinPath(path, "overrides")
-		of, _ := l.fields(f, ov.val, op, importOverrideKey)
-		if x, ok := of.get("states"); ok {
-			d.overStates, _ = l.entries(f, x.val, joinPath(op, "states"))
-		}
-		if x, ok := of.get("intents"); ok {
-			d.overIntents, _ = l.entries(f, x.val, joinPath(op, "intents"))
-		}
-		if x, ok := of.get("prompts"); ok {
-			d.overPrompts, _ = l.entries(f, x.val, joinPath(op, "prompts"))
-		}
+}
+
+// readImportOverrides reads imports.<alias>.overrides: states, intents
+// and prompts.
+func (l *loader) readImportOverrides(f *file, ov entry, d *importDef) {
+	op := joinPath(d.path, "overrides")
+	of, _ := l.fields(f, ov.val, op, importOverrideKey)
+	if x, ok := of.get("states"); ok {
+		d.overStates, _ = l.entries(f, x.val, joinPath(op, "states"))
 	}
-	if hm, ok := fs.get("hosts"); ok {
-		if s, ok := l.str(f, hm.val, joinPath(path, "hosts")); ok {
-			switch s {
-			case "", "inherit", "declared":
-				d.hostsMode, d.hostsModeKey = s, deref(hm.val)
-			default:
-				l.errAt(f, hm.val, joinPath(path, "hosts"), "hosts must be inherit (the imported story's hosts: join this story's) or declared (every host the imported story lists must be in this story's hosts:), got %q", s)
-			}
-		}
+	if x, ok := of.get("intents"); ok {
+		d.overIntents, _ = l.entries(f, x.val, joinPath(op, "intents"))
 	}
-	return d, true
+	if x, ok := of.get("prompts"); ok {
+		d.overPrompts, _ = l.entries(f, x.val, joinPath(op, "prompts"))
+	}
+}
+
+// readImportHosts reads imports.<alias>.hosts: inherit or declared.
+func (l *loader) readImportHosts(f *file, hm entry, d *importDef) {
+	s, ok := l.str(f, hm.val, joinPath(d.path, "hosts"))
+	if !ok {
+		return
+	}
+	switch s {
+	case "", "inherit", "declared":
+		d.hostsMode, d.hostsModeKey = s, deref(hm.val)
+	default:
+		l.errAt(f, hm.val, joinPath(d.path, "hosts"), "hosts must be inherit (the imported story's hosts: join this story's) or declared (every host the imported story lists must be in this story's hosts:), got %q", s)
+	}
 }
 
 // foldImport reads one import and returns its renamed documents plus the

@@ -41,15 +41,6 @@ var (
 	aliasRx           = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`)
 )
 
-// sharedSections are the top-level keys of an imported story loaded under
-// their own names; namespacedSections are renamed under the alias. Every
-// other top-level key of an imported file (app, root, exits, exports,
-// imports, include, routing) is the import machinery's or the importer's.
-var (
-	sharedSections     = []string{"hosts", "agents", "agent_plugins", "host_plugins", "providers"}
-	namespacedSections = []string{"world", "intents", "host_interfaces", "states"}
-)
-
 // unit is one story read for folding: its files' documents, in its own
 // namespace (its own imports already folded in), and the names they
 // declare.
@@ -133,9 +124,7 @@ func (sc *importScope) chain() *compose.Chain {
 // loadImports folds the root story's imports: (from any of its files).
 func (l *loader) loadImports(f *file, e entry) {
 	sc := &importScope{f: f, dir: l.dir, stack: []string{l.st.File}}
-	for _, uf := range l.foldImports(sc, e) {
-		l.importFiles = append(l.importFiles, uf)
-	}
+	l.importFiles = append(l.importFiles, l.foldImports(sc, e)...)
 }
 
 // foldImports folds every entry of an imports: mapping into the scope,

@@ -203,12 +203,13 @@ func newConfig(opts []expr.Option) *conf.Config {
 // the range-item shorthand (".", ".field"); asBool rejects an expression
 // whose type is known at compile time and is not bool.
 func compileExpr(tpl string, start, end int, inRange, asBool bool) (*unit, error) {
-	return compileExprWith(tpl, start, end, inRange, asBool, "")
+	return compileExprWith(tpl, start, end, inRange, asBool, "", nil)
 }
 
 // compileExprWith is compileExpr; a non-empty extra (ValueRoot) is one more
-// name the expression may start from.
-func compileExprWith(tpl string, start, end int, inRange, asBool bool, extra string) (*unit, error) {
+// name the expression may start from, and names (when not nil) renames the
+// world keys and menu intents the expression refers to.
+func compileExprWith(tpl string, start, end int, inRange, asBool bool, extra string, names Names) (*unit, error) {
 	u := &unit{src: tpl[start:end], tpl: tpl, off: start, extra: extra}
 	if i := strings.Index(u.src, dotName); i >= 0 {
 		return nil, u.compileError(utf8.RuneCountInString(u.src[:i]), fmt.Sprintf("%q is a reserved name", dotName))
@@ -230,6 +231,9 @@ func compileExprWith(tpl string, start, end int, inRange, asBool bool, extra str
 	tree, err := parser.ParseWithConfig(u.src, config)
 	if err != nil {
 		return nil, u.fromLibError(err)
+	}
+	if names != nil {
+		ast.Walk(&tree.Node, renameRefs{names})
 	}
 	if err := u.validate(tree.Node, inRange); err != nil {
 		return nil, err

@@ -44,7 +44,11 @@ type branch struct {
 // CompileValue compiles a value template. A string without "{{" is a literal
 // and is returned unchanged by Eval. Errors are *CompileError values whose
 // Line and Col point into src.
-func CompileValue(src string) (*Value, error) {
+func CompileValue(src string, opts ...CompileOption) (*Value, error) {
+	return compileValue(src, configOf(opts).names)
+}
+
+func compileValue(src string, names Names) (*Value, error) {
 	v := &Value{src: src, lit: src}
 	if !strings.Contains(src, "{{") {
 		return v, nil
@@ -54,14 +58,14 @@ func CompileValue(src string) (*Value, error) {
 		return nil, err
 	}
 	if len(toks) == 2 && toks[0].kind == tExpr && toks[0].at == 0 && toks[0].close == len(src) {
-		u, err := compileExpr(src, toks[0].start, toks[0].end, false, false)
+		u, err := compileExprWith(src, toks[0].start, toks[0].end, false, false, "", names)
 		if err != nil {
 			return nil, err
 		}
 		v.single, v.menu = u, u.menu
 		return v, nil
 	}
-	p := &vparser{src: src, toks: toks}
+	p := &vparser{src: src, toks: toks, names: names}
 	nodes, stop, err := p.list(false)
 	if err != nil {
 		return nil, err
@@ -399,9 +403,10 @@ func cutKeyword(s, kw string) (string, bool) {
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 type vparser struct {
-	src  string
-	toks []vtok
-	pos  int
+	src   string
+	toks  []vtok
+	pos   int
+	names Names
 }
 
 func (p *vparser) next() vtok {
@@ -418,7 +423,7 @@ func (p *vparser) errorAt(off int, msg string) *CompileError {
 }
 
 func (p *vparser) compile(t vtok, inRange bool) (*unit, error) {
-	return compileExpr(p.src, t.start, t.end, inRange, false)
+	return compileExprWith(p.src, t.start, t.end, inRange, false, "", p.names)
 }
 
 // list parses nodes up to (and returns) the next else, else if, end or EOF.

@@ -229,6 +229,13 @@ func (l *loader) resolveTarget(t *targetRef) {
 				t.later(norm, l.pos(t.f, t.n))
 				return
 			}
+			if x := l.exitDeferred[t.n]; x != nil {
+				if !x.reported {
+					x.reported = true
+					l.errAt(x.ref.f, x.ref.n, x.ref.path, "%s: it is neither a state of this story nor of a story importing it", l.unknownState(x.ref.value, normStateName(x.ref.value)))
+				}
+				return
+			}
 			if !l.exitTargets[t.n] {
 				l.errAt(t.f, t.n, t.path, "%s", l.unknownState(raw, norm))
 			}

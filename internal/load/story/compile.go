@@ -119,6 +119,7 @@ func (w *workers) drain() {
 		w.next++
 		w.mu.Unlock()
 		t.val, t.diag = t.run()
+		t.run = nil // what it captured (nodes, files) is not needed any more
 	}
 }
 
@@ -140,8 +141,9 @@ func (l *loader) compileGuard(f *file, n *yaml.Node, path string, assign func(*e
 		l.errAt(f, d, path, "expected a guard expression, got %s", kindNameOrNull(d))
 		return
 	}
+	names := l.namesAt(f, d)
 	l.addJob(func() (any, *Diagnostic) {
-		g, err := expr.CompileGuard(d.Value)
+		g, err := l.cache.guard(d.Value, names)
 		if err != nil {
 			return nil, compileDiag(f, d, path, "invalid guard", err)
 		}
@@ -188,8 +190,9 @@ func (l *loader) compileValueIn(f *file, n *yaml.Node, path string, inView bool,
 	if isNull(d) {
 		src = ""
 	}
+	names := l.namesAt(f, d)
 	l.addJob(func() (any, *Diagnostic) {
-		v, err := expr.CompileValue(src)
+		v, err := l.cache.value(src, names)
 		if err != nil {
 			return nil, compileDiag(f, d, path, "invalid template", err)
 		}
@@ -213,8 +216,9 @@ func (l *loader) compileText(f *file, n *yaml.Node, path string, assign func(*ex
 		return
 	}
 	d := deref(n)
+	names := l.namesAt(f, d)
 	l.addJob(func() (any, *Diagnostic) {
-		t, err := expr.CompileText(src)
+		t, err := l.cache.text(src, names)
 		if err != nil {
 			return nil, compileDiag(f, d, path, "invalid template", err)
 		}
@@ -231,6 +235,7 @@ func (l *loader) compileText(f *file, n *yaml.Node, path string, assign func(*ex
 // compileTree compiles a YAML value whose strings are value templates. When
 // the tree fails, the failing string is located so the error points at it.
 func (l *loader) compileTree(f *file, n *yaml.Node, path string, assign func(*expr.Tree)) {
+	names := l.namesAt(f, n)
 	l.addJob(func() (any, *Diagnostic) {
 		var v any
 		if n != nil {
@@ -239,7 +244,7 @@ func (l *loader) compileTree(f *file, n *yaml.Node, path string, assign func(*ex
 				return nil, &Diagnostic{Pos: posOf(f, n), Path: path, Message: fmt.Sprintf("cannot decode value: %v", err)}
 			}
 		}
-		t, err := expr.CompileTree(v)
+		t, err := expr.CompileTree(v, expr.WithValues(func(src string) (*expr.Value, error) { return l.cache.value(src, names) }))
 		if err == nil {
 			if t.UsesMenu() {
 				return nil, menuDiag(f, deref(n), path, "a value template")
@@ -451,7 +456,7 @@ func (l *loader) loadPrompt(f *file, n *yaml.Node, path string, mustBeFile bool)
 			rel = filepath.ToSlash(r)
 		}
 		l.addJob(func() (any, *Diagnostic) {
-			t, err := expr.CompileText(string(b))
+			t, err := l.cache.text(string(b), nil)
 			if err == nil {
 				if t.UsesMenu() {
 					return nil, menuDiag(f, n, path, fmt.Sprintf("prompt file %q", raw))

@@ -229,11 +229,13 @@ func (l *loader) loadEffectTarget(f *file, fs fieldSet, path string, ctx effCtx,
 	if !ok {
 		return
 	}
+	e.TargetPos = l.pos(f, deref(t.val))
 	if isTemplated(raw) {
-		l.errAt(f, deref(t.val), p, "an on_complete target: must name a state, \".\" or @exit:<name>; it cannot be a template")
+		// Rendered when the job completes (Kitsoki's on_complete
+		// target may be a template), resolved then.
+		l.compileValue(f, t.val, p, func(v *expr.Value) { e.TargetTemplate = v })
 		return
 	}
-	e.TargetPos = l.pos(f, deref(t.val))
 	l.targets = append(l.targets, &targetRef{
 		f: f, n: deref(t.val), path: p, raw: raw, state: ctx.state,
 		set: func(target string, stay bool) { e.Target, e.TargetStay = target, stay },

@@ -21,6 +21,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/base/schema"
 	"github.com/kitsoki/kitsoki/internal/base/workspace"
 	"github.com/kitsoki/kitsoki/internal/base/yamlnode"
+	"github.com/kitsoki/kitsoki/internal/load/compose"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -162,9 +163,9 @@ func Load(path string, opts ...Option) (*Story, error) {
 		loaded:      map[string]bool{},
 		declared:    map[string]bool{},
 		wrappers:    map[string]*importWrap{},
-		exitTargets: map[*yaml.Node]bool{},
-		promptSeen:  map[string]bool{},
-		schemaUses:  map[string]*[]schemaUse{},
+		exitTargets: map[*yaml.Node]bool{}, exitDeferred: map[*yaml.Node]*deferredExit{},
+		promptSeen: map[string]bool{},
+		schemaUses: map[string]*[]schemaUse{},
 		st: &Story{
 			Dir:       dir,
 			File:      abs,
@@ -286,17 +287,25 @@ type loader struct {
 	personaProviders []*nodeRef    // agents.<name>.provider, checked against providers
 	readOnlyRooms    []*nodeRef    // states with write_mode: read_only, checked against their invokes
 	// imports (imports.go)
-	importFiles  []*unitFile            // folded imported documents, loaded after the story's own files
-	wrappers     map[string]*importWrap // import wrapper states
-	exitToChecks []nodeRef              // root-level imports.<alias>.exits.<name>.to
-	exitTargets  map[*yaml.Node]bool    // targets an exit mapping wrote (checked at its to:)
-	exportChecks []nodeRef              // root-level intents.export names
-	hostChecks   []hostCheck            // hosts: declared imports
-	exportRefs   []nodeRef              // exports.intents of the story itself
-	rootHosts    []string               // hosts: of the story's own files
-	rootStates   map[string]bool        // states of the story's own files
-	unitFiles    map[string]*file       // imported files by path, parsed once
-	unitReported map[*file]bool         // imported files whose parse errors are reported
+	importFiles  []*unitFile                  // folded imported documents, loaded after the story's own files
+	wrappers     map[string]*importWrap       // import wrapper states
+	exitToChecks []nodeRef                    // root-level imports.<alias>.exits.<name>.to
+	exitTargets  map[*yaml.Node]bool          // targets an exit mapping wrote (checked at its to:)
+	exitDeferred map[*yaml.Node]*deferredExit // targets an imported importer's exit to: wrote, naming a state of a story importing it
+	exportChecks []nodeRef                    // root-level intents.export names
+	hostChecks   []hostCheck                  // hosts: declared imports
+	exportRefs   []nodeRef                    // exports.intents of the story itself
+	rootHosts    []string                     // hosts: of the story's own files
+	rootStates   map[string]bool              // states of the story's own files
+	unitFiles    map[string]*file             // imported files by path, parsed once
+	unitReported map[*file]bool               // imported files whose parse errors are reported
+	// foreign holds the values of exit sets appended to imported arms:
+	// they are compiled with the chain of the names they are written in.
+	foreign map[*yaml.Node]*compose.Chain
+
+	cache compileCache // each distinct template compiled once (compilecache.go)
+
+	lookahead int // files parsed ahead of the one being read
 }
 
 // nodeRef is a value to check once every file is loaded.
@@ -326,22 +335,26 @@ type exitDecl struct {
 // time, in the order they were found, so diagnostics and declaration order
 // do not depend on the scheduling.
 func (l *loader) run(abs string) {
-	l.work = startWorkers(runtime.GOMAXPROCS(0))
+	l.lookahead = runtime.GOMAXPROCS(0)
+	l.work = startWorkers(l.lookahead)
 	root := l.newFile(abs)
 	root.parse()
 	l.hashed = append(l.hashed, root)
 	l.loadFile(root, true)
 	l.flushJobs()
+	root.doc = nil // loaded: what the checks and jobs need they hold themselves
 	// Included files are read a generation at a time, in order (files
 	// included by included files form the next one).
 	for len(l.queue) > 0 {
 		batch := l.queue
 		l.queue = nil
-		for _, f := range batch {
+		for i, f := range batch {
+			l.parseAhead(batch[i+1:])
 			f.parse()
 			l.hashed = append(l.hashed, f)
 			l.loadFile(f, false)
 			l.flushJobs()
+			f.doc = nil
 		}
 	}
 	l.loadImported()
@@ -416,6 +429,31 @@ func parseFile(f *file) (*yaml.Node, []Diagnostic) {
 		return nil, diags
 	}
 	return root, diags
+}
+
+// parseData parses a file's content again (it parsed before): its
+// top-level node, nil when it holds nothing.
+func parseData(data []byte) *yaml.Node {
+	var doc yaml.Node
+	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil {
+		return nil
+	}
+	if root := deref(&doc); !isNull(root) {
+		return root
+	}
+	return nil
+}
+
+// parseAhead starts parsing, on the workers, the first files of next
+// that are not started: as many as there are workers, so parsing runs
+// ahead of the loader without holding every file's tree at once.
+func (l *loader) parseAhead(next []*file) {
+	for _, f := range next[:min(len(next), l.lookahead)] {
+		if !f.submitted {
+			f.submitted = true
+			l.work.submit(&job{run: f.parseJob})
+		}
+	}
 }
 
 // parseJob is parse as a job for the workers.
@@ -544,17 +582,25 @@ func (l *loader) loadImported() {
 	for k := range l.st.States {
 		l.rootStates[k] = true
 	}
-	for _, uf := range l.importFiles {
+	// Each imported file is parsed, folded and loaded in turn, and dropped
+	// once loaded, so the collector takes its tree back while the rest
+	// loads.
+	for i, uf := range l.importFiles {
+		l.reparseAhead(l.importFiles[i+1:])
+		l.importFiles[i] = nil
 		if uf.wrapper != "" && l.rootStates[uf.wrapper] {
 			l.errAt(uf.f, uf.key, uf.path, "import alias %q is also a state of this story: rename the alias or the state", uf.wrapper)
 			continue
 		}
-		l.rewritePaths(uf.doc, uf.dir)
-		f := &file{rel: uf.f.rel, abs: uf.f.abs, data: uf.f.data, ws: uf.f.ws, doc: uf.doc, dir: uf.dir, imported: true, texts: uf.texts}
+		doc := l.foldedDoc(uf)
+		l.rewritePaths(doc, uf.dir)
+		f := &file{rel: uf.f.rel, abs: uf.f.abs, data: uf.f.data, ws: uf.f.ws, doc: doc, dir: uf.dir, imported: true, chain: uf.chain}
 		f.parseOnce.Do(func() {})
 		l.loadFile(f, false)
 		l.flushJobs()
+		f.doc = nil
 	}
+	l.importFiles = nil
 }
 
 // once records that a single-valued top-level key (app, root) is declared,
@@ -667,7 +713,6 @@ func (l *loader) loadInclude(f *file, e entry) {
 			if !l.loaded[m] {
 				nf := l.newFile(m)
 				l.queue = append(l.queue, nf)
-				l.work.submit(&job{run: nf.parseJob})
 			}
 		}
 	}

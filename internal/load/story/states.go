@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/base/expr"
+	"github.com/kitsoki/kitsoki/internal/load/compose"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -45,10 +46,7 @@ type targetRef struct {
 
 // normStateName turns a state path written with slashes into its dotted
 // form.
-func normStateName(s string) string {
-	s = strings.ReplaceAll(s, "/", ".")
-	return strings.Trim(s, ".")
-}
+func normStateName(s string) string { return compose.NormState(s) }
 
 func (l *loader) loadStates(f *file, e entry) {
 	l.loadStateMap(f, e.val, "states", nil)

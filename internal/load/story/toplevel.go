@@ -479,8 +479,9 @@ func (l *loader) loadSlots(f *file, n *yaml.Node, base string, in *Intent) {
 				l.errAt(f, d, vp, "validator: is an expression over value that must be true for the slot to be accepted (e.g. \"value != 'down'\"), got %s", kindNameOrNull(d))
 			} else {
 				s.ValidatorPos = l.pos(f, d)
+				names := l.namesAt(f, d)
 				l.addJob(func() (any, *Diagnostic) {
-					g, err := expr.CompileValidator(d.Value)
+					g, err := l.cache.validator(d.Value, names)
 					if err != nil {
 						return nil, compileDiag(f, d, vp, "invalid validator", err)
 					}

@@ -230,6 +230,10 @@ type Import struct {
 	// Fallback is the imported story's routing.free_form_fallback in this
 	// story's names (nil when it declares none); see freeform.go.
 	Fallback *FreeFormFallback
+	// World lists the import's private world (its own imports' included),
+	// by key: a transition into the import from outside sets it back to
+	// its defaults before world_in runs.
+	World []*WorldVar
 }
 
 // Arm is one transition of an on: list.
@@ -278,11 +282,15 @@ type Effect struct {
 	EmitIntent *expr.Value
 	EmitSlots  map[string]*expr.Tree
 	// Target (inside on_complete: only) is the state the session moves to
-	// once the chain has run; TargetStay is target: "." (stay).
-	Target     string
-	TargetStay bool
-	TargetPos  Pos
-	Pos        Pos
+	// once the chain has run; TargetStay is target: "." (stay). When
+	// target: is a template, TargetTemplate is set instead and rendered
+	// when the job completes, to a name resolved like an arm's rendered
+	// target (Story.ResolveTarget) from the state the job started in.
+	Target         string
+	TargetStay     bool
+	TargetTemplate *expr.Value
+	TargetPos      Pos
+	Pos            Pos
 }
 
 // SetItem is one key of a set: block.

@@ -224,9 +224,6 @@ func (l *loader) loadBaseView(f *file, n *yaml.Node, path, name string, doc *Vie
 		l.errAt(f, n, path, "%s", ierr)
 		return nil
 	}
-	for _, rename := range f.texts {
-		src = rename(src)
-	}
 	known := map[string]bool{}
 	type piece struct {
 		text    string
@@ -266,8 +263,9 @@ func (l *loader) loadBaseView(f *file, n *yaml.Node, path, name string, doc *Vie
 		if p.isBlock {
 			doc.Base[i].Block = p.block
 		}
+		names := l.namesAt(f, n) // an imported room's base is its own story's
 		l.addJob(func() (any, *Diagnostic) {
-			t, err := expr.CompileText(p.text)
+			t, err := l.cache.text(p.text, names)
 			if err != nil {
 				return nil, &Diagnostic{Pos: Pos{File: rel, Line: lineAt(src, p.off)}, Path: path,
 					Message: fmt.Sprintf("invalid template in base view: %v", err)}

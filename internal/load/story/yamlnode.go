@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/kitsoki/kitsoki/internal/base/workspace"
+	"github.com/kitsoki/kitsoki/internal/load/compose"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -23,7 +24,10 @@ type file struct {
 	// relative paths were written against, imported that it was folded.
 	dir      string
 	imported bool
-	texts    []func(string) string // renames for text read from the imported story's other files
+	chain    *compose.Chain // renames the references of its templates and expressions
+	taken    bool           // read for an import's names (takeDoc)
+
+	submitted bool // its parse is queued on the workers (parseAhead)
 
 	linesOnce sync.Once
 	lines     []string // data split into lines on first use, by line

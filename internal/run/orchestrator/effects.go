@@ -154,7 +154,7 @@ func pathChain(s *Session, path string) []string {
 // to the post-bind pass).
 func (s *Session) runEffects(t *turnCtx, effects []*story.Effect, where string) error {
 	for i, e := range effects {
-		if e.Target != "" { // on_complete only: tried once the chain has run
+		if e.Target != "" || e.TargetTemplate != nil { // on_complete only: tried once the chain has run
 			t.targets = append(t.targets, e)
 			continue
 		}

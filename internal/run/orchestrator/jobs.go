@@ -341,11 +341,17 @@ func (s *Session) jobEnded(t *turnCtx, n jobs.Notice) error {
 					continue
 				}
 			}
-			to := e.Target
+			to, stay := e.Target, e.TargetStay
+			if e.TargetTemplate != nil {
+				var err error
+				if to, stay, err = s.jobTarget(t, e, n.Job.Origin, where, i); err != nil {
+					return err
+				}
+			}
 			if err := s.emit(t, trace.MachineTransition{From: s.state, To: to, Intent: JobIntent}); err != nil {
 				return err
 			}
-			if e.TargetStay {
+			if stay {
 				return nil
 			}
 			return s.enterPath(t, s.state, to)
@@ -353,6 +359,30 @@ func (s *Session) jobEnded(t *turnCtx, n jobs.Notice) error {
 		return nil
 	}
 	return nil
+}
+
+// jobTarget renders an on_complete target template and resolves the name
+// from the state the job started in (origin), as an arm's rendered target
+// is resolved: inside an import the name is the imported story's own.
+// "." stays where the session is.
+func (s *Session) jobTarget(t *turnCtx, e *story.Effect, origin, where string, i int) (string, bool, error) {
+	src := e.TargetTemplate.Source()
+	v, err := e.TargetTemplate.Eval(s.env(t))
+	if err != nil {
+		return "", false, fault("%s, target effect %d (%s): target %q: %w", where, i, e.TargetPos, src, err)
+	}
+	text := ""
+	if v != nil {
+		text = fmt.Sprint(v)
+	}
+	to, stay, err := s.story.ResolveTarget(origin, text)
+	if err != nil {
+		return "", false, fault("%s, target effect %d (%s): target %q rendered %q, %w", where, i, e.TargetPos, src, text, err)
+	}
+	if stay {
+		return s.state, true, nil
+	}
+	return to, false, nil
 }
 
 // jobSeqBase spaces the seqs jobSink reports per job, so two jobs started

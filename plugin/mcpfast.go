@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"mime"
-	"net"
 	"net/http"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/kitsoki/kitsoki/internal/base/loopback"
 	"github.com/kitsoki/kitsoki/internal/base/mcpguard"
 )
 
@@ -160,27 +160,10 @@ func plainID(id json.RawMessage) bool {
 }
 
 // loopbackSafe reports whether mcp-go's DNS-rebinding check would let r
-// through: a server bound to loopback serves only loopback Host names.
-// When unsure it says no, and mcp-go decides.
-func loopbackSafe(r *http.Request) bool {
-	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if !ok || local == nil || !isLoopback(local.String()) {
-		return true
-	}
-	return isLoopback(r.Host)
-}
-
-func isLoopback(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
+// through: a server bound to loopback serves only loopback Host names
+// (loopback.Check, which also refuses a foreign Origin). When unsure it
+// says no, and mcp-go decides.
+func loopbackSafe(r *http.Request) bool { return loopback.Check(r) == nil }
 
 // answer runs the agent and writes the tools/call response.
 func (f *fastCalls) answer(ctx context.Context, w http.ResponseWriter, id json.RawMessage, modern bool, req *AskRequest) {

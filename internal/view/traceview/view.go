@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/kitsoki/kitsoki/internal/base/loopback"
 )
 
 //go:embed page/trace.html
@@ -57,7 +59,9 @@ func (s *Server) load() (*Run, error) {
 	return r, nil
 }
 
-// Handler is GET / (the page, live) and GET /run.json (the run).
+// Handler is GET / (the page, live) and GET /run.json (the run). A
+// request that came over loopback but names another host or comes from
+// another site's page (DNS rebinding) is refused 403 (loopback.Guard).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, req *http.Request) {
@@ -80,7 +84,7 @@ func (s *Server) Handler() http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		_ = json.NewEncoder(w).Encode(r)
 	})
-	return mux
+	return loopback.Guard(mux)
 }
 
 func (s *Server) fail(w http.ResponseWriter, err error) {

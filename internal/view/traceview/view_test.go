@@ -79,3 +79,49 @@ func TestServer(t *testing.T) {
 		t.Errorf("GET /other: %d", resp.StatusCode)
 	}
 }
+
+// A page on another site that rebinds its domain to 127.0.0.1 cannot
+// read the run: a request over loopback naming another host, or coming
+// from another origin, is refused.
+func TestServerRefusesDNSRebinding(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	b, err := os.ReadFile("testdata/failures.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(path, b, 0o600)
+	srv := httptest.NewServer((&Server{Path: path, Writing: func(string) bool { return false }}).Handler())
+	defer srv.Close()
+	for _, c := range []struct {
+		host, origin string
+		want         int
+	}{
+		{"attacker.example", "", http.StatusForbidden},
+		{"attacker.example:" + srv.URL[strings.LastIndex(srv.URL, ":")+1:], "http://attacker.example", http.StatusForbidden},
+		{"", "https://attacker.example", http.StatusForbidden},
+		{"", "", http.StatusOK},
+		{"localhost", "", http.StatusOK},
+	} {
+		for _, p := range []string{"/", "/run.json"} {
+			req, _ := http.NewRequest(http.MethodGet, srv.URL+p, nil)
+			if c.host != "" {
+				req.Host = c.host
+			}
+			if c.origin != "" {
+				req.Header.Set("Origin", c.origin)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != c.want {
+				t.Errorf("GET %s Host %q Origin %q: %d, want %d", p, c.host, c.origin, resp.StatusCode, c.want)
+			}
+			if c.want == http.StatusForbidden && strings.Contains(string(body), "session") {
+				t.Errorf("a refused request got the run: %.80s", body)
+			}
+		}
+	}
+}

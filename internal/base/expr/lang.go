@@ -163,6 +163,7 @@ type unit struct {
 	m    *mapped // set when src was rewritten; maps src bytes to tpl bytes
 
 	reads []WorldRead // world keys read by name, in source order
+	roots []string    // the roots it reads (world, slots, …), in source order, once each
 	extra string      // one more allowed root name (ValueRoot), "" for none
 	menu  bool        // reads the menu root or calls a menu helper
 
@@ -371,6 +372,9 @@ func (u *unit) validate(root ast.Node, inRange bool) error {
 	for _, id := range v.idents {
 		if id.Value == "menu" && !v.callees[id] {
 			u.menu = true
+		}
+		if !v.callees[id] && slices.Contains(roots, id.Value) && !slices.Contains(u.roots, id.Value) {
+			u.roots = append(u.roots, id.Value)
 		}
 		if v.callees[id] || (inRange && id.Value == dotName) || slices.Contains(roots, id.Value) || (u.extra != "" && id.Value == u.extra) {
 			continue

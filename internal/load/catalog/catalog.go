@@ -34,7 +34,15 @@ type Spec struct {
 	// in Fields, and a missing Required one. Agent verbs take template
 	// variables as extra keys, so they are not checked here.
 	CheckFields bool
+	// Shell, when set, names the with: field that is a bash command line:
+	// values spliced into it are shell-quoted when the call is made, and
+	// validate warns when it is built from slots.
+	Shell *Shell
 }
+
+// Shell describes a handler's shell command line: the Command field is
+// run by bash unless the Argv field is given (then no shell is involved).
+type Shell struct{ Command, Argv string }
 
 // Unbuilt is a handler family kitsoki knows from other stories but does
 // not provide: it needs a product kitsoki does not have.
@@ -223,7 +231,7 @@ func buildBuiltins() []Spec {
 		{Name: "host.artifacts_dir.post", Summary: "host.artifacts_dir as a transport's post op.",
 			CheckFields: true, Fields: artifactFields, Results: artifactResults},
 		{Name: "host.run", Summary: "Run a program with arguments (argv mode, no shell) or a bash command, inside the workspace.",
-			CheckFields: true,
+			CheckFields: true, Shell: &Shell{Command: "cmd", Argv: "args"},
 			Fields: []Field{
 				{Name: "cmd", Type: "string", Required: true, Doc: "the program (argv mode) or the bash command (shell mode)"},
 				{Name: "args", Type: "list", Doc: "present: argv mode, cmd is executed with these arguments and no shell; use it for templated values"},

@@ -249,6 +249,9 @@ func (l *loader) loadInvoke(f *file, inv entry, fs fieldSet, path string, ref *e
 	}
 	in.Name = name
 	ref.invokeNode = deref(inv.val)
+	if ok && isTemplated(name) {
+		l.compileValue(f, inv.val, p, func(v *expr.Value) { in.NameTemplate = v })
+	}
 	if w, ok := fs.get("with"); ok && !isNull(w.val) {
 		wp := joinPath(path, "with")
 		if d := deref(w.val); d.Kind != yaml.MappingNode {

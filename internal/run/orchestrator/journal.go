@@ -119,9 +119,9 @@ func (s *Session) decide(t *turnCtx, index int, intent, target string) {
 }
 
 // decideCall records a call queued (journaling sessions only).
-func (s *Session) decideCall(t *turnCtx, inv *story.Invoke) {
+func (s *Session) decideCall(t *turnCtx, inv *story.Invoke, name string) {
 	if s.journal > 0 {
-		d := map[string]any{"state": s.state, "namespace": inv.Name}
+		d := map[string]any{"state": s.state, "namespace": name}
 		if inv.ID != "" {
 			d["call"] = inv.ID
 		}

@@ -29,6 +29,11 @@ type sessionFlags struct {
 	durability   string
 	sideEffects  string
 	fork         bool
+	// resumeInputs says what scripted inputs given to a resumed session
+	// are: new (turns after the journal's last) or replay (the whole run
+	// from turn 1, the journal's checked and skipped); "" picks replay for
+	// --continue and new for --session ID.
+	resumeInputs string
 }
 
 func addSessionFlags(cmd *cobra.Command, f *sessionFlags) {
@@ -37,6 +42,7 @@ func addSessionFlags(cmd *cobra.Command, f *sessionFlags) {
 	fl.StringVar(&f.dir, "sessions-dir", "", "where sessions are kept (default $"+session.EnvDir+", else .kitsoki/sessions in the workspace)")
 	fl.StringVar(&f.durability, "durability", "machine", "machine: fsync at each turn's end, survives a power cut; process: no fsync, survives a killed process")
 	fl.StringVar(&f.sideEffects, "resume-side-effects", "", "resuming, for an external_side_effect call in flight at the crash: retry (issue it again) or skip (go on without it); default: stop")
+	fl.StringVar(&f.resumeInputs, "resume-inputs", "", "resuming with --intents, --say or stdin lines: new (they are turns after the journal's last) or replay (they are the run from turn 1; those the journal holds are checked and skipped); default: replay with --continue, new with --session ID")
 	fl.BoolVar(&f.fork, "fork", false, "resuming into a changed story that decides differently: start a new session from the last turn that matched")
 }
 
@@ -58,9 +64,16 @@ type sessionPlan struct {
 	store  session.Store
 	meta   session.Meta
 	resume *runtime.Resume
-	// skip is how many inputs of a scripted run the journal already
-	// holds; skipped counts those skipped so far.
+	// replay says the scripted inputs replay the run from turn 1 (else
+	// they are new turns); skip is how many of them the journal already
+	// holds (0 when they are new), skipped counts those skipped so far,
+	// and after is the journal's last turn.
+	replay        bool
 	skip, skipped int
+	after         int
+	// explained says the rule was printed (at the first scripted input);
+	// announced says the first input taken was named.
+	explained, announced bool
 	// check reports the inputs skipped that differ from the journal's.
 	inputs map[int64]session.Input
 }
@@ -83,6 +96,11 @@ func (f *sessionFlags) plan(ctx context.Context, g *globals, o *runOpts, st *sto
 	}
 	if f.resumeLatest && o.session != "" {
 		return nil, exitWith(exitUsage, errors.New("--continue picks the latest unfinished session; give it or --session ID, not both"))
+	}
+	switch f.resumeInputs {
+	case "", "new", "replay":
+	default:
+		return nil, exitWith(exitUsage, fmt.Errorf("--resume-inputs %q: want new (the inputs are turns after the journal's last) or replay (they are the run from turn 1, the journal's skipped)", f.resumeInputs))
 	}
 	var m session.Meta
 	found := false
@@ -148,12 +166,16 @@ func (f *sessionFlags) plan(ctx context.Context, g *globals, o *runOpts, st *sto
 	p.meta = m
 	p.resume = &runtime.Resume{Journal: j, SideEffects: policy}
 	p.inputs = j.Inputs
-	p.skip = int(j.Turn)
+	p.after = int(j.Turn)
 	if j.Partial != nil {
-		p.skip = int(j.Partial.Turn)
+		p.after = int(j.Partial.Turn)
 	}
 	if !j.Started {
-		p.skip = 0
+		p.after = 0
+	}
+	p.replay = f.resumeInputs == "replay" || (f.resumeInputs == "" && f.resumeLatest)
+	if p.replay {
+		p.skip = p.after
 	}
 	return p, nil
 }
@@ -299,6 +321,7 @@ func (p *sessionPlan) start(ctx context.Context, sess *orchestrator.Session, sin
 	default:
 		fmt.Fprintf(stderr, "kitsoki: resuming session %s after turn %d in state %q (trace %s)\n", p.meta.ID, j.Turn, j.State, p.meta.Trace)
 	}
+
 	out, err := session.Resume(ctx, sess, sink, j)
 	if err != nil || out != nil {
 		return out, err
@@ -315,16 +338,41 @@ func (p *sessionPlan) start(ctx context.Context, sess *orchestrator.Session, sin
 // line that differs from the journal's stops the run (exit 2).
 func (r *runner) skipInput(_ context.Context, line string) (bool, int) {
 	p := r.resume
-	if p == nil || p.skipped >= p.skip {
+	if p == nil {
+		return false, exitOK
+	}
+	if !p.explained {
+		p.explained = true
+		p.explain(r.errw)
+	}
+	if p.skipped >= p.skip {
+		if !p.announced {
+			p.announced = true
+			fmt.Fprintf(r.errw, "kitsoki: resuming session %s: taking input %d %q as turn %d\n", p.meta.ID, p.skipped+1, line, p.after+1)
+		}
 		return false, exitOK
 	}
 	p.skipped++
 	if in, ok := p.inputs[int64(p.skipped)]; ok && in.Text != line {
-		fmt.Fprintf(r.errw, "kitsoki: resuming session %s: input %d is %q, but the session's turn %d took %q; give the same inputs as the run that started it (the journal's are skipped), or start a new session\n",
+		fmt.Fprintf(r.errw, "kitsoki: resuming session %s: input %d is %q, but the session's turn %d took %q; give the same inputs as the run that started it (the journal's are skipped), run them as new turns with --resume-inputs=new, or start a new session\n",
 			p.meta.ID, p.skipped, line, p.skipped, in.Text)
 		return true, exitUsage
 	}
+	fmt.Fprintf(r.errw, "kitsoki: resuming session %s: skipping input %d %q: the journal's turn %d took it\n", p.meta.ID, p.skipped, line, p.skipped)
 	return true, exitOK
+}
+
+// explain says what the scripted inputs of a resume are: the run replayed
+// from turn 1 (the journal's skipped) or new turns after the journal's.
+func (p *sessionPlan) explain(w io.Writer) {
+	switch {
+	case !p.replay:
+		fmt.Fprintf(w, "kitsoki: resuming session %s: the inputs given are new turns after the journal's turn %d (--resume-inputs=replay would take them as the run from turn 1)\n", p.meta.ID, p.after)
+	case p.skip == 0:
+		fmt.Fprintf(w, "kitsoki: resuming session %s: the inputs given replay the run from turn 1; the journal holds no finished turn, so none is skipped\n", p.meta.ID)
+	default:
+		fmt.Fprintf(w, "kitsoki: resuming session %s: the inputs given replay the run from turn 1: inputs 1 to %d are the journal's turns and are skipped, each checked against it (--resume-inputs=new would run them as new turns)\n", p.meta.ID, p.skip)
+	}
 }
 
 func newSessionCmd(g *globals) *cobra.Command {

@@ -140,7 +140,7 @@ func TestResumeScriptedRefusesOtherInputs(t *testing.T) {
 	}
 	m := onlySession(t, dir)
 	code, _, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--continue", "--intents", "tick,stop,tick")
-	want := "kitsoki: resuming session " + m.ID + `: input 2 is "stop", but the session's turn 2 took "tick"; give the same inputs as the run that started it (the journal's are skipped), or start a new session`
+	want := "kitsoki: resuming session " + m.ID + `: input 2 is "stop", but the session's turn 2 took "tick"; give the same inputs as the run that started it (the journal's are skipped), run them as new turns with --resume-inputs=new, or start a new session`
 	if code != exitUsage || !strings.Contains(errs, want) {
 		t.Errorf("exit %d, stderr:\n%s\nwant exit 2 and %q", code, errs, want)
 	}
@@ -361,7 +361,7 @@ func TestResumeDetectsChangedStory(t *testing.T) {
 	if err := os.WriteFile(app, append(b, "# a comment\n"...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", m.ID, "--intents", "tick,tick,tick,tick,tick")
+	code, _, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", m.ID, "--resume-inputs", "replay", "--intents", "tick,tick,tick,tick,tick")
 	if code != exitIncomplete || !strings.Contains(errs, "the story changed since session "+m.ID+" started; its 4 finished turn(s) replay with the same decisions") {
 		t.Fatalf("an unchanged decision: exit %d\n%s", code, errs)
 	}
@@ -370,12 +370,12 @@ func TestResumeDetectsChangedStory(t *testing.T) {
 	if err := os.WriteFile(app, []byte(changed), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errs = runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", m.ID, "--intents", "tick,tick,tick,tick,tick,tick")
+	code, _, errs = runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", m.ID, "--resume-inputs", "replay", "--intents", "tick,tick,tick,tick,tick,tick")
 	want := "session " + m.ID + ": the story changed and decides differently: turn 3 in idle: the journal took arm 0 → busy, the story now takes arm 1 → idle; pass --fork to start a new session from turn 2, the last that matched\n"
 	if code != exitFailure || errs != want {
 		t.Fatalf("exit %d, stderr:\n%s\nwant exit 1 and:\n%s", code, errs, want)
 	}
-	code, _, errs = runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", m.ID, "--fork", "--intents", "tick,tick,tick,tick")
+	code, _, errs = runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", m.ID, "--resume-inputs", "replay", "--fork", "--intents", "tick,tick,tick,tick")
 	if code != exitIncomplete || !strings.Contains(errs, "forked session ") || !strings.Contains(errs, " from turn 2 of "+m.ID) {
 		t.Fatalf("--fork: exit %d\n%s", code, errs)
 	}
@@ -424,8 +424,9 @@ func TestSessionForkAtTurn(t *testing.T) {
 	if j.Turn != 1 || j.World["n"] != int64(1) || j.State != "idle" || j.Header.ForkedFrom != m.ID || j.Header.ForkedAtTurn != 1 {
 		t.Errorf("fork at turn 1: turn %d n %v state %q header %+v", j.Turn, j.World["n"], j.State, j.Header)
 	}
-	// the fork runs on from turn 1: three ticks reach busy with n = 4
-	code, _, errs = runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", id, "--intents", "tick,tick,tick,tick,stop")
+	// the fork runs on from turn 1: its inputs are new turns, three ticks
+	// reach busy with n = 4
+	code, _, errs = runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", id, "--intents", "tick,tick,tick,stop")
 	if code != exitOK {
 		t.Fatalf("resume the fork: exit %d\n%s", code, errs)
 	}
@@ -462,6 +463,68 @@ func TestSessionForkAtTurn(t *testing.T) {
 	code, _, errs = runCLI(t, "", "session", "show", m.ID, "--sessions-dir", dir)
 	if code != exitFailure || !strings.Contains(errs, "session "+m.ID+": no such session in "+dir) {
 		t.Errorf("show a deleted session: exit %d\n%s", code, errs)
+	}
+}
+
+// A fork resumed with inputs runs them all as new turns after the fork's
+// last turn, and says so; --resume-inputs=replay takes them as the run
+// from turn 1 and names each it skips. (Before, the first two inputs were
+// skipped silently because the fork's journal held two turns.)
+func TestForkResumedWithNewInputsRunsThem(t *testing.T) {
+	app := loopStory(t, "")
+	dir := t.TempDir()
+	if code, _, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--intents", "tick,tick,tick"); code != exitIncomplete {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	m := onlySession(t, dir)
+	code, out, errs := runCLI(t, "", "session", "fork", m.ID, "--at-turn", "2", "--sessions-dir", dir)
+	if code != exitOK {
+		t.Fatalf("fork: exit %d\n%s", code, errs)
+	}
+	fork := strings.TrimSpace(out)
+	// turns 3 and 4 tick (n 2 → 4, busy), turn 5 stops
+	code, _, errs = runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", fork, "--intents", "tick,tick,stop")
+	if code != exitOK {
+		t.Fatalf("resume the fork: exit %d\n%s", code, errs)
+	}
+	for _, want := range []string{
+		"kitsoki: resuming session " + fork + ": the inputs given are new turns after the journal's turn 2 (--resume-inputs=replay would take them as the run from turn 1)\n",
+		"kitsoki: resuming session " + fork + `: taking input 1 "tick" as turn 3` + "\n",
+	} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs)
+		}
+	}
+	f, err := session.Store{Dir: dir}.Get(fork)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j := journalOf(t, f.Trace); j.Turn != 5 || j.World["n"] != int64(4) || j.State != "done" {
+		t.Errorf("fork after its run: turn %d n %v state %q; want 5 4 done (every new input run)", j.Turn, j.World["n"], j.State)
+	}
+
+	// --resume-inputs=replay: the inputs are the run from turn 1.
+	code, out, _ = runCLI(t, "", "session", "fork", m.ID, "--at-turn", "2", "--sessions-dir", dir)
+	if code != exitOK {
+		t.Fatal("second fork")
+	}
+	fork2 := strings.TrimSpace(out)
+	code, _, errs = runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", fork2, "--resume-inputs", "replay", "--intents", "tick,tick,stop")
+	if code != exitOK {
+		t.Fatalf("replayed resume: exit %d\n%s", code, errs)
+	}
+	for _, want := range []string{
+		"kitsoki: resuming session " + fork2 + ": the inputs given replay the run from turn 1: inputs 1 to 2 are the journal's turns and are skipped, each checked against it (--resume-inputs=new would run them as new turns)\n",
+		"kitsoki: resuming session " + fork2 + `: skipping input 1 "tick": the journal's turn 1 took it` + "\n",
+		"kitsoki: resuming session " + fork2 + `: skipping input 2 "tick": the journal's turn 2 took it` + "\n",
+		"kitsoki: resuming session " + fork2 + `: taking input 3 "stop" as turn 3` + "\n",
+	} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs)
+		}
+	}
+	if code, _, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", fork2, "--resume-inputs", "later", "--intents", "tick"); code != exitUsage || !strings.Contains(errs, `--resume-inputs "later": want new`) {
+		t.Errorf("a bad --resume-inputs: exit %d\n%s", code, errs)
 	}
 }
 

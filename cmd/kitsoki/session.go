@@ -136,6 +136,13 @@ func (f *sessionFlags) plan(ctx context.Context, g *globals, o *runOpts, st *sto
 	if o.trace != "" && absPath(o.trace) != m.Trace {
 		return nil, exitWith(exitUsage, fmt.Errorf("session %s keeps its journal at %s; drop --trace to resume it", m.ID, m.Trace))
 	}
+	named := ""
+	if o.trace != "" {
+		named = absPath(o.trace)
+	}
+	if _, err := store.Journal(m, named); err != nil {
+		return nil, exitWith(exitFailure, err)
+	}
 	if m.Story != st.File {
 		return nil, exitWith(exitFailure, fmt.Errorf("session %s runs %s, not %s: resume it with that story (or fork it)", m.ID, m.Story, st.File))
 	}
@@ -450,7 +457,9 @@ HOST:PORT, list, show and trace read the sessions on a Temporal cluster
 				return exitWith(exitFailure, err)
 			}
 			out := map[string]any{"session": m}
-			if j, err := session.Load(m.Trace); err == nil {
+			if _, err := s.Journal(m, ""); err != nil {
+				out["journal_error"] = err.Error()
+			} else if j, err := session.Load(m.Trace); err == nil {
 				st := map[string]any{"state": j.State, "turn": j.Turn, "world": j.World, "finished": j.Done}
 				if j.Partial != nil {
 					st["unfinished_turn"] = map[string]any{"turn": j.Partial.Turn, "input": j.Partial.Input.Text, "calls": j.Partial.Calls}
@@ -476,8 +485,13 @@ HOST:PORT, list, show and trace read the sessions on a Temporal cluster
 			if err != nil {
 				return err
 			}
-			if err := s.Delete(args[0]); err != nil {
+			kept, err := s.Delete(args[0])
+			if err != nil {
 				return exitWith(exitFailure, err)
+			}
+			if kept != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "kitsoki: deleted session %s's index entry; its journal %s is outside the sessions directory %s and was left in place\n", args[0], kept, s.Dir)
+				return nil
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "kitsoki: deleted session %s\n", args[0])
 			return nil
@@ -502,6 +516,9 @@ kitsoki run <its story> --session <new id>. The id goes to stdout.`,
 			}
 			m, err := s.Get(args[0])
 			if err != nil {
+				return exitWith(exitFailure, err)
+			}
+			if _, err := s.Journal(m, ""); err != nil {
 				return exitWith(exitFailure, err)
 			}
 			fm, _, err := forkSession(s, m, at, nil)
@@ -604,6 +621,10 @@ gets a line saying why; the exit code is then 1.`,
 					fmt.Fprintf(cmd.ErrOrStderr(), "kitsoki: no sessions in %s\n", s.Dir)
 				}
 				for _, m := range all {
+					if _, err := s.Journal(m, ""); err != nil {
+						line(m.ID, nil, err)
+						continue
+					}
 					j, err := session.Load(m.Trace)
 					line(m.ID, j, err)
 				}

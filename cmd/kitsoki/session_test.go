@@ -646,3 +646,57 @@ func TestResumeReadsSecretsFromTheEnvironment(t *testing.T) {
 		t.Errorf("the resumed plugin did not log to $SLOW_LOG: %v", got)
 	}
 }
+
+// A session's index entry is not trusted to name the journal: one edited
+// to point outside the sessions directory is refused (nothing is read or
+// appended there) unless the command names that journal with --trace;
+// delete leaves such a journal where it is.
+func TestSessionIndexTraceIsConfined(t *testing.T) {
+	app := loopStory(t, "")
+	dir := t.TempDir()
+	if code, _, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--intents", "tick"); code != exitIncomplete {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	m := onlySession(t, dir)
+	victim := filepath.Join(t.TempDir(), "victim.jsonl")
+	b, err := os.ReadFile(m.Trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(victim, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m.Trace = victim
+	if err := (session.Store{Dir: dir}).Put(m); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", m.ID, "--intents", "tick")
+	want := "session " + m.ID + ": its index entry names the journal " + victim + ", outside the sessions directory " + dir + "; kitsoki uses a journal outside it only when the command names it: resume with --trace " + victim + " (or move the journal into the directory)"
+	if code != exitFailure || !strings.Contains(errs, want) {
+		t.Errorf("resume through an edited index: exit %d\n%s\nwant exit 1 and %q", code, errs, want)
+	}
+	if after, _ := os.ReadFile(victim); !bytes.Equal(after, b) {
+		t.Errorf("the file outside the sessions directory was written")
+	}
+	for _, args := range [][]string{{"session", "fork", m.ID, "--at-turn", "1"}} {
+		if code, _, errs := runCLI(t, "", append(args, "--sessions-dir", dir)...); code != exitFailure || !strings.Contains(errs, "outside the sessions directory") {
+			t.Errorf("%v: exit %d\n%s", args, code, errs)
+		}
+	}
+	code, out, _ := runCLI(t, "", "session", "show", m.ID, "--sessions-dir", dir)
+	if code != exitOK || !strings.Contains(out, `"journal_error": "session `+m.ID+": its index entry names the journal") {
+		t.Errorf("show: exit %d\n%s", code, out)
+	}
+	// Naming the journal on the command line is the user's own choice.
+	code, _, errs = runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", m.ID, "--trace", victim, "--intents", "tick")
+	if code != exitIncomplete {
+		t.Errorf("resume with --trace naming the journal: exit %d\n%s", code, errs)
+	}
+	code, _, errs = runCLI(t, "", "session", "delete", m.ID, "--sessions-dir", dir)
+	if code != exitOK || !strings.Contains(errs, "its journal "+victim+" is outside the sessions directory "+dir+" and was left in place") {
+		t.Errorf("delete: exit %d\n%s", code, errs)
+	}
+	if _, err := os.Stat(victim); err != nil {
+		t.Errorf("delete removed a file outside the sessions directory: %v", err)
+	}
+}

@@ -3,12 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kitsoki/kitsoki/internal/base/outfile"
 	"github.com/kitsoki/kitsoki/internal/check/eval"
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
@@ -77,7 +77,7 @@ transitions it took (parallel configurations P#leaf|leaf included).`,
 				_, err = cmd.OutOrStdout().Write(b)
 				return err
 			}
-			if err := os.WriteFile(out, b, 0o644); err != nil {
+			if err := outfile.WriteFile(out, b); err != nil {
 				return exitWith(exitFailure, fmt.Errorf("kitsoki viz: %w", err))
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "kitsoki: wrote %s (%s, %d states)\n", out, f, len(st.States))

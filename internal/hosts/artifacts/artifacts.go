@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/kitsoki/kitsoki/internal/base/outfile"
 	"github.com/kitsoki/kitsoki/internal/base/workspace"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
 )
@@ -265,7 +266,7 @@ func (a *Handlers) list(_ context.Context, call *host.Call) (*host.Result, error
 func (a *Handlers) put(path, text string, replace bool) (string, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := outfile.MkdirAll(filepath.Dir(path)); err != nil {
 		return "", fmt.Errorf("make the artifact directory: %w", err)
 	}
 	if err := a.confine(path); err != nil { // MkdirAll may have met a symlink
@@ -281,7 +282,7 @@ func (a *Handlers) put(path, text string, replace bool) (string, error) {
 			prefix = separator
 		}
 	}
-	f, err := os.OpenFile(path, flag, 0o644)
+	f, err := os.OpenFile(path, flag, outfile.File)
 	if err != nil {
 		return "", fmt.Errorf("write artifact: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kitsoki/kitsoki/internal/base/outfile"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
 )
 
@@ -58,7 +59,7 @@ func (a *Handlers) emit(call *host.Call, thread, src string) (*host.Result, erro
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+	if err := outfile.MkdirAll(filepath.Dir(dst)); err != nil {
 		return argErr(name, fmt.Errorf("make the artifact directory: %w", err))
 	}
 	if err := a.confine(dst); err != nil {
@@ -90,7 +91,7 @@ func copyFile(src, dst string) (err error) {
 		return fmt.Errorf("copy artifact: %w", err)
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, outfile.File)
 	if err != nil {
 		return fmt.Errorf("copy artifact: %w", err)
 	}

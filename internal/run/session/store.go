@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kitsoki/kitsoki/internal/base/outfile"
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
 )
 
@@ -74,7 +75,7 @@ var ErrNotFound = errors.New("no such session")
 // Put writes a session's index entry (atomically: a temporary file renamed
 // over the old one).
 func (s Store) Put(m Meta) error {
-	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+	if err := outfile.MkdirAll(s.Dir); err != nil {
 		return fmt.Errorf("sessions: %w", err)
 	}
 	b, err := json.MarshalIndent(m, "", "  ")

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kitsoki/kitsoki/internal/base/bidi"
 	"github.com/kitsoki/kitsoki/internal/base/loopback"
 )
 
@@ -28,7 +29,8 @@ func HTML(w io.Writer, r *Run, live bool) error {
 	if err != nil {
 		return fmt.Errorf("traceview: encoding the run: %w", err)
 	}
-	page := strings.Replace(pageHTML, "/*RUN*/", string(data), 1)
+	// Bidi overrides and isolates in the data are shown as marks.
+	page := strings.Replace(pageHTML, "/*RUN*/", bidi.Reveal(string(data)), 1)
 	if live {
 		page = strings.Replace(page, "/*LIVE*/false", "true", 1)
 	}
@@ -82,7 +84,12 @@ func (s *Server) Handler() http.Handler {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
-		_ = json.NewEncoder(w).Encode(r)
+		b, err := json.Marshal(r)
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		_, _ = io.WriteString(w, bidi.Reveal(string(b))+"\n") // the page's feed: marks, as in the page
 	})
 	return loopback.Guard(mux)
 }

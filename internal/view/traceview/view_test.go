@@ -125,3 +125,39 @@ func TestServerRefusesDNSRebinding(t *testing.T) {
 		}
 	}
 }
+
+// Bidi override and isolate characters in a trace (U+202A–202E,
+// U+2066–2069) could reorder what the page shows (a Trojan Source
+// answer); the page and its live run.json show each as a visible mark.
+func TestHTMLShowsBidiControls(t *testing.T) {
+	in := "pay \u202etxt.exe\u202c and \u2066isolated\u2069 \u202a\u202b\u202d\u2067\u2068"
+	r := Build([]trace.Event{{Turn: 1, Kind: trace.KindTurnInput, Payload: map[string]any{"input": in, "intent": ""}}})
+	var buf bytes.Buffer
+	if err := HTML(&buf, r, false); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	for _, c := range []rune{0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069} {
+		if strings.ContainsRune(page, c) {
+			t.Errorf("the page holds U+%04X raw", c)
+		}
+	}
+	if !strings.Contains(page, "pay [U+202E RLO]txt.exe[U+202C PDF] and [U+2066 LRI]isolated[U+2069 PDI]") {
+		t.Errorf("the marks are missing: %s", page[strings.Index(page, "pay"):][:120])
+	}
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	b, _ := os.ReadFile("testdata/failures.jsonl")
+	b = bytes.Replace(b, []byte(`"input":"`), []byte(`"input":"\u202e`), 1)
+	os.WriteFile(path, b, 0o600)
+	srv := httptest.NewServer((&Server{Path: path, Writing: func(string) bool { return false }}).Handler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/run.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if strings.ContainsRune(string(body), 0x202e) || !strings.Contains(string(body), "[U+202E RLO]") {
+		t.Errorf("run.json holds the override raw or lacks its mark")
+	}
+}

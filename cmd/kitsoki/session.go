@@ -345,8 +345,8 @@ func (p *sessionPlan) start(ctx context.Context, sess *orchestrator.Session, sin
 // line that differs from the journal's stops the run (exit 2).
 func (r *runner) skipInput(_ context.Context, line string) (bool, int) {
 	p := r.resume
-	if p == nil {
-		return false, exitOK
+	if p == nil || p.after == 0 {
+		return false, exitOK // no turn taken yet: both rules take every input
 	}
 	if !p.explained {
 		p.explained = true
@@ -375,8 +375,6 @@ func (p *sessionPlan) explain(w io.Writer) {
 	switch {
 	case !p.replay:
 		fmt.Fprintf(w, "kitsoki: resuming session %s: the inputs given are new turns after the journal's turn %d (--resume-inputs=replay would take them as the run from turn 1)\n", p.meta.ID, p.after)
-	case p.skip == 0:
-		fmt.Fprintf(w, "kitsoki: resuming session %s: the inputs given replay the run from turn 1; the journal holds no finished turn, so none is skipped\n", p.meta.ID)
 	default:
 		fmt.Fprintf(w, "kitsoki: resuming session %s: the inputs given replay the run from turn 1: inputs 1 to %d are the journal's turns and are skipped, each checked against it (--resume-inputs=new would run them as new turns)\n", p.meta.ID, p.skip)
 	}

@@ -23,6 +23,9 @@ type Text struct {
 	// the first render: a story loads many templates it never renders.
 	fast     *fastText
 	fastOnce sync.Once
+	// reads are the world keys it reads (WorldReads), found on first ask.
+	reads     []WorldRead
+	readsOnce sync.Once
 }
 
 const (

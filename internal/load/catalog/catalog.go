@@ -34,6 +34,9 @@ type Spec struct {
 	// in Fields, and a missing Required one. Agent verbs take template
 	// variables as extra keys, so they are not checked here.
 	CheckFields bool
+	// ResultsComplete says Results lists every field the handler's data
+	// can hold, so a bind: reading another is an error, not a warning.
+	ResultsComplete bool
 	// Shell, when set, names the with: field that is a bash command line:
 	// values spliced into it are shell-quoted when the call is made, and
 	// validate warns when it is built from slots.
@@ -73,8 +76,12 @@ var agentFields = []Field{
 var agentResults = []Field{
 	{Name: "ok", Type: "bool"},
 	{Name: "exit_code", Type: "int", Doc: "0 on success"},
-	{Name: "submitted", Type: "map", Doc: "the agent's submission (also as submission)"},
-	{Name: "meta", Type: "map", Doc: "the agent's meta, when it sent one (agent_plugins agents)"},
+	{Name: "submitted", Type: "map", Doc: "the agent's submission"},
+	{Name: "submission", Type: "map", Doc: "the same, as agent_plugins agents answer it"},
+	{Name: "meta", Type: "map", Doc: "the agent's meta, when it sent one"},
+	{Name: "stdout", Type: "string", Doc: "the built-in path's text answer (every verb but decide)"},
+	{Name: "rationale", Type: "string", Doc: "the built-in path's reasoning (decide)"},
+	{Name: "claude_session_id", Type: "string", Doc: "the built-in path's claude session (decide)"},
 }
 
 // Builtins returns the handlers kitsoki provides, sorted by name. Each call
@@ -97,6 +104,19 @@ var byName = sync.OnceValue(func() map[string]int {
 	}
 	return m
 })
+
+// completeResults are the handlers whose Results list every field their
+// data can hold (each package's tests check what it returns against the
+// table): a bind: reading another field of theirs is a load error. The
+// others (agent verbs, whose answers are the agent's; scripts; plugins'
+// tickets) may return more, so such a bind is a warning.
+var completeResults = []string{
+	"host.run",
+	"host.artifacts_dir", "host.artifacts_dir.post", "host.artifacts_dir.list",
+	"host.append_to_file", "host.append_to_file.post",
+	"host.jobs.list", "host.jobs.status", "host.jobs.cancel", "host.jobs.answer_clarification",
+	"host.inbox.add", "host.inbox.list", "host.inbox.mark_read",
+}
 
 func buildBuiltins() []Spec {
 	agent := func(verb, summary string) Spec {
@@ -325,6 +345,9 @@ func buildBuiltins() []Spec {
 	specs = append(specs, wtAll)
 	specs = append(specs, wtOps...)
 	specs = append(specs, ticketSpecs()...)
+	for i := range specs {
+		specs[i].ResultsComplete = slices.Contains(completeResults, specs[i].Name)
+	}
 	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
 	return specs
 }

@@ -218,6 +218,7 @@ func (l *loader) compileText(f *file, n *yaml.Node, path string, assign func(*ex
 		if err != nil {
 			return nil, compileDiag(f, d, path, "invalid template", err)
 		}
+		t.WorldReads() // found here, on a worker, for checkTextReads
 		return t, nil
 	}, func(v any) {
 		t := v.(*expr.Text)
@@ -225,6 +226,9 @@ func (l *loader) compileText(f *file, n *yaml.Node, path string, assign func(*ex
 			l.st.UsesMenu = true
 		}
 		assign(t)
+		if len(t.WorldReads()) > 0 {
+			l.texts = append(l.texts, textRef{f: f, n: d, path: path, t: t})
+		}
 	})
 }
 

@@ -247,6 +247,8 @@ type loader struct {
 	worldRefs []*nodeRef // relevant_world and exits.requires entries
 	slotRefs  []*nodeRef // relevant_slots entries
 	guards    []guardRef // compiled guards that read world keys by name
+	texts     []textRef  // compiled text templates that read world keys by name
+	binds     []bindRef  // bind: entries, checked against their handler's results
 	exitOrder []exitDecl // declaration order of exits, for the __exit__ states
 
 	work       *workers                // runs parses and jobs while files are read

@@ -104,3 +104,53 @@ states:
 		t.Errorf("stubbed: %v", errs)
 	}
 }
+
+// A view that reads a world key the story neither declares nor writes,
+// and a bind: of a field its handler never returns, are found at load
+// with a did-you-mean: an error where the handler's results are complete
+// (host.run), a warning where they may not be (an agent verb) or for a
+// view (a key may come from --world or a resumed world).
+func TestViewAndBindTypos(t *testing.T) {
+	app := `app: {id: typos}
+world:
+  receipt: {type: string, default: ""}
+intents: {go: {}}
+root: a
+states:
+  a:
+    view: "Receipt: {{ world.reciept }} {{ world.receipt }} {{ world.later }} {{ world.last_error }}"
+    on:
+      go:
+        - target: b
+          effects:
+            - invoke: host.run
+              with: {cmd: "echo hi"}
+              bind: {receipt: stdot, code: exit_code, later: "{{ result.okk }}"}
+            - invoke: host.agent.ask
+              with: {prompt: "hi"}
+              bind: {receipt: answer.text, later: stdout}
+            - invoke: host.run
+              with: {cmd: "sleep 1"}
+              background: true
+              bind: {later: job_id}
+  b:
+    view:
+      - prose: "{{ world.recipt }}"
+`
+	errs, warns := loadInline(t, app)
+	wantErrs := []string{
+		`app.yaml:15:31: states.a.on.go[0].effects[0].bind.receipt: bind reads "stdot", which host.run does not return (did you mean "stdout"?) (it returns: stdout, exit_code, ok, truncated, stdout_json, stdout_json_parse_error)`,
+		`app.yaml:15:73: states.a.on.go[0].effects[0].bind.later: bind reads "okk", which host.run does not return (did you mean "ok"?) (it returns: stdout, exit_code, ok, truncated, stdout_json, stdout_json_parse_error)`,
+	}
+	if d := cmp.Diff(wantErrs, errs); d != "" {
+		t.Errorf("errors (-want +got):\n%s", d)
+	}
+	wantWarns := []string{
+		`app.yaml:8:30: states.a.view: the template reads world key "reciept", which world: does not declare and no set:, increment: or bind: writes (did you mean "receipt"?); it renders empty`,
+		`app.yaml:18:31: states.a.on.go[0].effects[1].bind.receipt: bind reads "answer", which host.agent.ask does not return (it returns: ok, exit_code, submitted, submission, meta, stdout, rationale, claude_session_id); it may bind nothing`,
+		`app.yaml:25:26: states.b.view[0].prose: the template reads world key "recipt", which world: does not declare and no set:, increment: or bind: writes (did you mean "receipt"?); it renders empty`,
+	}
+	if d := cmp.Diff(wantWarns, warns); d != "" {
+		t.Errorf("warnings (-want +got):\n%s", d)
+	}
+}

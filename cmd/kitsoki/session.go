@@ -20,6 +20,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/run/runtime"
 	"github.com/kitsoki/kitsoki/internal/run/session"
+	"github.com/kitsoki/kitsoki/internal/view/traceview"
 )
 
 // sessionFlags are kitsoki run's durable-session flags.
@@ -560,6 +561,26 @@ func storyName(m session.Meta) string {
 	return filepath.Base(m.Story)
 }
 
+// runStatus says whether a session finished, runs, exited or was
+// interrupted: finished from the journal; running while a writer holds
+// its lock; interrupted when a turn did not finish, or when the journal
+// grew past the size its index entry recorded when the run ended
+// (indexed: the entry as written, nil for a trace given as a file); else
+// exited.
+func runStatus(path string, j *session.Journal, indexed *session.Meta) string {
+	switch {
+	case j.Done:
+		return "finished"
+	case traceview.WriterActive(path):
+		return "running"
+	case j.Partial != nil:
+		return "interrupted"
+	case indexed != nil && indexed.TraceBytes != j.Size:
+		return "interrupted"
+	}
+	return "exited"
+}
+
 // newTraceStatusCmd is kitsoki trace status: one line per session.
 func newTraceStatusCmd() *cobra.Command {
 	g := &globals{}
@@ -571,22 +592,25 @@ func newTraceStatusCmd() *cobra.Command {
 $KITSOKI_SESSIONS_DIR, else .kitsoki/sessions in the workspace), or of the
 trace files given: id, state, turn, whether it finished, cost, idle time
 (since its last event) and its last error. A trace that cannot be read
-gets a line saying why; the exit code is then 1.`,
+gets a line saying why; the exit code is then 1.
+
+Whether it finished is one of: finished (a terminal state or exit was
+reached), running (a process holds the journal's writer lock), exited (its
+process ended without a terminal state, as when the input ran out), or
+interrupted (its process died: a turn did not finish, or the journal grew
+after the index entry was last written and nobody holds it).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			now := time.Now()
 			w := cmd.OutOrStdout()
 			bad := false
-			line := func(id string, j *session.Journal, err error) {
+			line := func(id, path string, j *session.Journal, indexed *session.Meta, err error) {
 				if err != nil {
 					bad = true
 					fmt.Fprintf(w, "%s\tunreadable: %v\n", id, err)
 					return
 				}
 				m := j.Describe(session.Meta{ID: id})
-				fin := "running"
-				if m.Finished {
-					fin = "finished"
-				}
+				fin := runStatus(path, j, indexed)
 				idle := "-"
 				if !m.Updated.IsZero() {
 					idle = now.Sub(m.Updated).Round(time.Second).String()
@@ -600,7 +624,7 @@ gets a line saying why; the exit code is then 1.`,
 					if err == nil && j.Header.SessionID != "" {
 						id = j.Header.SessionID
 					}
-					line(id, j, err)
+					line(id, p, j, nil, err)
 				}
 			} else {
 				s := session.Store{Dir: dir}
@@ -620,11 +644,16 @@ gets a line saying why; the exit code is then 1.`,
 				}
 				for _, m := range all {
 					if _, err := s.Journal(m, ""); err != nil {
-						line(m.ID, nil, err)
+						line(m.ID, m.Trace, nil, nil, err)
+						continue
+					}
+					indexed, err := s.Entry(m.ID)
+					if err != nil {
+						line(m.ID, m.Trace, nil, nil, err)
 						continue
 					}
 					j, err := session.Load(m.Trace)
-					line(m.ID, j, err)
+					line(m.ID, m.Trace, j, &indexed, err)
 				}
 			}
 			if bad {

@@ -589,10 +589,31 @@ func TestSessionHeaderAndTraceStatus(t *testing.T) {
 	if diff := cmp.Diff(want, h.HeaderInfo); diff != "" {
 		t.Errorf("header (-want +got):\n%s", diff)
 	}
+	// The run ended (its input ran out) without a terminal state: exited,
+	// not running.
 	code, out, errs := runCLI(t, "", "trace", "status", "--sessions-dir", dir)
-	if code != exitOK || !strings.HasPrefix(out, "s-1\tstate=idle\tturn=2\trunning\tcost=$0.0000\tidle=") || !strings.HasSuffix(out, "\tlast_error=\"\"\n") {
+	if code != exitOK || !strings.HasPrefix(out, "s-1\tstate=idle\tturn=2\texited\tcost=$0.0000\tidle=") || !strings.HasSuffix(out, "\tlast_error=\"\"\n") {
 		t.Errorf("trace status: exit %d\n%s%s", code, out, errs)
 	}
+	// A process killed after its index entry was written leaves a journal
+	// that grew past it, and nobody holding it: interrupted.
+	stale := m
+	stale.TraceBytes = 10
+	if err := (session.Store{Dir: dir}).Put(stale); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := runCLI(t, "", "trace", "status", "--sessions-dir", dir); code != exitOK || !strings.HasPrefix(out, "s-1\tstate=idle\tturn=2\tinterrupted\t") {
+		t.Errorf("trace status of a killed run: exit %d\n%s%s", code, out, errs)
+	}
+	// While a writer holds the journal, it is running.
+	lock, err := trace.Create(m.Trace, trace.WithTailCheck())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := runCLI(t, "", "trace", "status", m.Trace); code != exitOK || !strings.HasPrefix(out, "s-1\tstate=idle\tturn=2\trunning\t") {
+		t.Errorf("trace status of a held journal: exit %d\n%s", code, out)
+	}
+	lock.Close()
 	bad := filepath.Join(t.TempDir(), "bad.jsonl")
 	os.WriteFile(bad, []byte(`{"kind":"session.header","schema_version":1,"written_at":"2025-01-01T00:00:00Z"}`+"\n{\"turn\":0"), 0o600)
 	code, out, _ = runCLI(t, "", "trace", "status", m.Trace, bad)

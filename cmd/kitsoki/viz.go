@@ -45,7 +45,8 @@ transitions it took (parallel configurations P#leaf|leaf included).`,
 			// Drawing a story runs no handler, so an invoke of one kitsoki
 			// does not build (slidey, the IDE link, …) is drawn like any
 			// other, as flows load it.
-			st, err := story.Load(args[0], append(g.storyOpts(), story.WithStubbedHosts())...)
+			// A drawing needs no secret: ${VAR}s are not resolved.
+			st, err := story.Load(args[0], append(g.storyOpts(), story.WithStubbedHosts(), story.WithoutSecrets())...)
 			if err != nil {
 				return exitWith(exitLoad, err)
 			}

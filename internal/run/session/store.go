@@ -167,6 +167,23 @@ func (s Store) holds(path string) bool {
 	return err != nil || fi.Mode()&fs.ModeSymlink == 0 // the journal itself is no symlink
 }
 
+// Entry returns a session's index entry as written, not brought up to
+// date from its journal (Get does that).
+func (s Store) Entry(id string) (Meta, error) {
+	if err := CheckID(id); err != nil {
+		return Meta{}, err
+	}
+	b, err := os.ReadFile(s.metaPath(id))
+	if err != nil {
+		return Meta{}, fmt.Errorf("sessions: %w", err)
+	}
+	var m Meta
+	if err := json.Unmarshal(b, &m); err != nil {
+		return Meta{}, fmt.Errorf("sessions: %s: %w", s.metaPath(id), err)
+	}
+	return m, nil
+}
+
 // refresh brings m up to date when its journal grew since it was written.
 // A journal outside the directory is not read.
 func (s Store) refresh(m Meta) Meta {

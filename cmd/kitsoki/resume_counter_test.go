@@ -59,7 +59,7 @@ func TestResumeIncrementsAStringStoredCounterAsLive(t *testing.T) {
 			if code, _, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", id, "--intents", tt.first); code != exitIncomplete {
 				t.Fatalf("first run: exit %d, want %d\n%s", code, exitIncomplete, errs)
 			}
-			code, out, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", id, "--intents", inputs)
+			code, out, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", id, "--resume-inputs", "replay", "--intents", inputs)
 			if code != exitOK || !strings.Contains(errs, "kitsoki: resuming session "+id) {
 				t.Fatalf("resume: exit %d\n%s", code, errs)
 			}

@@ -84,9 +84,12 @@ Every run is a durable session: every step is written to its journal, a
 JSONL trace (--trace, default <sessions dir>/<session>.jsonl; the sessions
 dir is --sessions-dir, $KITSOKI_SESSIONS_DIR or .kitsoki/sessions in the
 workspace). --continue resumes the story's latest unfinished session and
---session ID resumes that one (kitsoki session list shows them); given the
-same --intents/--say as the first run, a resume skips the inputs the
-journal already holds. A call failure that an on_error handles is
+--session ID resumes that one (kitsoki session list shows them). With
+--continue, --intents/--say replay the run from turn 1 (the inputs the
+journal holds are checked and skipped, so the same command finishes a
+stopped run); with --session ID they are new turns after the journal's
+last; --resume-inputs=new|replay picks either, and the run names on stderr
+the inputs it skips and the first it takes. A call failure that an on_error handles is
 printed on stderr as one line ("agent error: … — on_error → <state>").
 With --temporal HOST:PORT the session is a workflow on a Temporal cluster,
 its turns and calls taken by kitsoki worker processes: this process starts

@@ -20,6 +20,9 @@ type Text struct {
 	m       *mapped // the source as handed to pongo2, for error positions
 	literal bool    // src holds no "{": it renders as it is, without pongo2
 	menu    bool    // a tag reads the computed menu
+	// reads are the world keys it reads (WorldReads), found on first ask.
+	reads     []WorldRead
+	readsOnce sync.Once
 }
 
 const (

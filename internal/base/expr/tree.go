@@ -148,6 +148,20 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
+// Member returns the template of the top-level map member key, or nil
+// when the tree is no map, has no such member, or the member is not a
+// template string.
+func (t *Tree) Member(key string) *Value {
+	if !t.root.isMap {
+		return nil
+	}
+	i, ok := slices.BinarySearch(t.root.keys, key)
+	if !ok {
+		return nil
+	}
+	return t.root.vals[i].tmpl
+}
+
 // IsLiteral reports whether no string in the tree contains {{.
 func (t *Tree) IsLiteral() bool { return t.literal }
 

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
+	"github.com/kitsoki/kitsoki/internal/base/outfile"
 	"github.com/kitsoki/kitsoki/internal/base/secret"
 )
 
@@ -152,7 +152,7 @@ func (r *Report) WriteJSON(path string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return outfile.WriteFile(path, append(b, '\n'))
 }
 
 // droppedNote is the report's note on host calls a fixture without stubs

@@ -34,7 +34,18 @@ type Spec struct {
 	// in Fields, and a missing Required one. Agent verbs take template
 	// variables as extra keys, so they are not checked here.
 	CheckFields bool
+	// ResultsComplete says Results lists every field the handler's data
+	// can hold, so a bind: reading another is an error, not a warning.
+	ResultsComplete bool
+	// Shell, when set, names the with: field that is a bash command line:
+	// values spliced into it are shell-quoted when the call is made, and
+	// validate warns when it is built from slots.
+	Shell *Shell
 }
+
+// Shell describes a handler's shell command line: the Command field is
+// run by bash unless the Argv field is given (then no shell is involved).
+type Shell struct{ Command, Argv string }
 
 // Unbuilt is a handler family kitsoki knows from other stories but does
 // not provide: it needs a product kitsoki does not have.
@@ -65,8 +76,12 @@ var agentFields = []Field{
 var agentResults = []Field{
 	{Name: "ok", Type: "bool"},
 	{Name: "exit_code", Type: "int", Doc: "0 on success"},
-	{Name: "submitted", Type: "map", Doc: "the agent's submission (also as submission)"},
-	{Name: "meta", Type: "map", Doc: "the agent's meta, when it sent one (agent_plugins agents)"},
+	{Name: "submitted", Type: "map", Doc: "the agent's submission"},
+	{Name: "submission", Type: "map", Doc: "the same, as agent_plugins agents answer it"},
+	{Name: "meta", Type: "map", Doc: "the agent's meta, when it sent one"},
+	{Name: "stdout", Type: "string", Doc: "the built-in path's text answer (every verb but decide)"},
+	{Name: "rationale", Type: "string", Doc: "the built-in path's reasoning (decide)"},
+	{Name: "claude_session_id", Type: "string", Doc: "the built-in path's claude session (decide)"},
 }
 
 // Builtins returns the handlers kitsoki provides, sorted by name. Each call
@@ -89,6 +104,19 @@ var byName = sync.OnceValue(func() map[string]int {
 	}
 	return m
 })
+
+// completeResults are the handlers whose Results list every field their
+// data can hold (each package's tests check what it returns against the
+// table): a bind: reading another field of theirs is a load error. The
+// others (agent verbs, whose answers are the agent's; scripts; plugins'
+// tickets) may return more, so such a bind is a warning.
+var completeResults = []string{
+	"host.run",
+	"host.artifacts_dir", "host.artifacts_dir.post", "host.artifacts_dir.list",
+	"host.append_to_file", "host.append_to_file.post",
+	"host.jobs.list", "host.jobs.status", "host.jobs.cancel", "host.jobs.answer_clarification",
+	"host.inbox.add", "host.inbox.list", "host.inbox.mark_read",
+}
 
 func buildBuiltins() []Spec {
 	agent := func(verb, summary string) Spec {
@@ -223,7 +251,7 @@ func buildBuiltins() []Spec {
 		{Name: "host.artifacts_dir.post", Summary: "host.artifacts_dir as a transport's post op.",
 			CheckFields: true, Fields: artifactFields, Results: artifactResults},
 		{Name: "host.run", Summary: "Run a program with arguments (argv mode, no shell) or a bash command, inside the workspace.",
-			CheckFields: true,
+			CheckFields: true, Shell: &Shell{Command: "cmd", Argv: "args"},
 			Fields: []Field{
 				{Name: "cmd", Type: "string", Required: true, Doc: "the program (argv mode) or the bash command (shell mode)"},
 				{Name: "args", Type: "list", Doc: "present: argv mode, cmd is executed with these arguments and no shell; use it for templated values"},
@@ -323,6 +351,9 @@ func buildBuiltins() []Spec {
 	specs = append(specs, family("host.gh.ticket", "the ticket interface over GitHub Issues through the gh CLI", ghTicketOps())...)
 	specs = append(specs, workspaceManagerSpecs()...)
 	specs = append(specs, family("host.local", "the ci interface: tests and builds run in a work tree, checks read from the forge", ciOps())...)
+	for i := range specs {
+		specs[i].ResultsComplete = slices.Contains(completeResults, specs[i].Name)
+	}
 	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
 	return specs
 }

@@ -30,6 +30,8 @@ func (l *loader) finish() {
 	l.checkWorldRefs()
 	l.checkSlotRefs()
 	l.checkGuardReads()
+	l.checkTextReads()
+	l.checkBinds()
 	l.checkArmIntents()
 	l.checkSynonyms()
 	l.checkDefaultIntents()

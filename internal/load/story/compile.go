@@ -222,6 +222,7 @@ func (l *loader) compileText(f *file, n *yaml.Node, path string, assign func(*ex
 		if err != nil {
 			return nil, compileDiag(f, d, path, "invalid template", err)
 		}
+		t.WorldReads() // found here, on a worker, for checkTextReads
 		return t, nil
 	}, func(v any) {
 		t := v.(*expr.Text)
@@ -229,6 +230,9 @@ func (l *loader) compileText(f *file, n *yaml.Node, path string, assign func(*ex
 			l.st.UsesMenu = true
 		}
 		assign(t)
+		if len(t.WorldReads()) > 0 {
+			l.texts = append(l.texts, textRef{f: f, n: d, path: path, t: t})
+		}
 	})
 }
 

@@ -251,6 +251,9 @@ func (l *loader) loadInvoke(f *file, inv entry, fs fieldSet, path string, ref *e
 	}
 	in.Name = name
 	ref.invokeNode = deref(inv.val)
+	if ok && isTemplated(name) {
+		l.compileValue(f, inv.val, p, func(v *expr.Value) { in.NameTemplate = v })
+	}
 	if w, ok := fs.get("with"); ok && !isNull(w.val) {
 		wp := joinPath(path, "with")
 		if d := deref(w.val); d.Kind != yaml.MappingNode {
@@ -269,7 +272,7 @@ func (l *loader) loadInvoke(f *file, inv entry, fs fieldSet, path string, ref *e
 		l.errAt(f, deref(inv.val), p, "%s needs with.script: the path of a .star file (relative to the story)", starlarkInvoke)
 	}
 	if b, ok := fs.get("bind"); ok {
-		in.Bind = l.loadBind(f, b.val, joinPath(path, "bind"))
+		in.Bind = l.loadBind(f, b.val, joinPath(path, "bind"), in)
 	}
 	if oe, ok := fs.get("on_error"); ok {
 		op := joinPath(path, "on_error")
@@ -342,7 +345,7 @@ func (l *loader) loadInvoke(f *file, inv entry, fs fieldSet, path string, ref *e
 	return in
 }
 
-func (l *loader) loadBind(f *file, n *yaml.Node, path string) []Bind {
+func (l *loader) loadBind(f *file, n *yaml.Node, path string, in *Invoke) []Bind {
 	es, _ := l.entries(f, n, path)
 	sort.SliceStable(es, func(i, j int) bool { return es[i].name < es[j].name })
 	out := make([]Bind, 0, len(es))
@@ -361,6 +364,7 @@ func (l *loader) loadBind(f *file, n *yaml.Node, path string) []Bind {
 			out = append(out, Bind{Key: e.name})
 		case bindPathRE.MatchString(src):
 			out = append(out, Bind{Key: e.name, Path: src})
+			l.binds = append(l.binds, bindRef{f: f, n: deref(e.val), path: p, in: in, source: src})
 		default:
 			l.errAt(f, deref(e.val), p, "invalid bind source %q: write a dotted path such as submitted.items[0], or a {{ }} template", src)
 		}
@@ -368,7 +372,12 @@ func (l *loader) loadBind(f *file, n *yaml.Node, path string) []Bind {
 	// out is final now: pointers into it stay valid for the compile jobs.
 	for i, e := range templates {
 		b := &out[at[i]]
-		l.compileValue(f, e.val, joinPath(path, e.name), func(v *expr.Value) { b.Template = v })
+		p := joinPath(path, e.name)
+		node := deref(e.val)
+		l.compileValue(f, e.val, p, func(v *expr.Value) {
+			b.Template = v
+			l.binds = append(l.binds, bindRef{f: f, n: node, path: p, in: in, tmpl: v})
+		})
 	}
 	return out
 }

@@ -93,6 +93,15 @@ func WithLookupEnv(f func(string) (string, bool)) Option {
 	return func(o *options) { o.lookupEnv = f }
 }
 
+// WithoutSecrets loads a story without resolving its secrets: no
+// environment variable is read, and every ${VAR} stands for the empty
+// string (so an unset one is no error, and the story holds no secret).
+// For callers that only look at the story's shape (kitsoki viz): a story
+// loaded so must not be run.
+func WithoutSecrets() Option {
+	return func(o *options) { o.lookupEnv = func(string) (string, bool) { return "", true } }
+}
+
 // WithFS makes Load read the story from fsys instead of the operating
 // system: fsys holds the contents of the directory dir, and every path
 // outside dir does not exist. The path given to Load (and every path in the
@@ -111,9 +120,29 @@ func WithFS(fsys fs.FS, dir string) Option {
 	return func(o *options) { o.fsys, o.fsDir = fsys, dir }
 }
 
-// Load reads the story whose root file is path, with its includes, checks
-// it, and compiles its guards, templates, prompt files and schemas. On
-// failure it returns a *LoadError listing every problem found.
+// RootFileName is the root file a story directory holds.
+const RootFileName = "app.yaml"
+
+// RootFile is the root file a story path names: the path itself, or, for
+// a directory, its app.yaml (as typed: dir/app.yaml). Every command that
+// takes a story path takes a story directory so.
+func RootFile(path string) string { return rootFile(path, workspace.Root{}) }
+
+func rootFile(path string, ws workspace.Root) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	if fi, err := ws.Stat(abs); err == nil && fi.IsDir() {
+		return filepath.Join(path, RootFileName)
+	}
+	return path
+}
+
+// Load reads the story whose root file is path (a story directory means
+// its app.yaml), with its includes, checks it, and compiles its guards,
+// templates, prompt files and schemas. On failure it returns a *LoadError
+// listing every problem found.
 func Load(path string, opts ...Option) (*Story, error) {
 	o := options{lookupEnv: os.LookupEnv}
 	for _, opt := range opts {
@@ -131,13 +160,19 @@ func Load(path string, opts ...Option) (*Story, error) {
 			return nil, &LoadError{Diagnostics: []Diagnostic{{Pos: Pos{File: filepath.Base(path)}, Message: err.Error()}}}
 		}
 	}
+	typed := path
+	path = rootFile(path, ws)
 	abs, err := filepath.Abs(path)
 	if err == nil {
 		_, err = ws.Stat(abs)
 	}
 	if err != nil {
-		return nil, &LoadError{Diagnostics: []Diagnostic{{Pos: Pos{File: filepath.Base(path)},
-			Message: fmt.Sprintf("cannot read story file: %v", unwrapPathErr(err))}}}
+		msg := fmt.Sprintf("cannot read story file: %v", unwrapPathErr(err))
+		if path != typed && errors.Is(err, fs.ErrNotExist) {
+			msg = fmt.Sprintf("%s is a directory without an %s: name the story's root file", typed, RootFileName)
+		}
+		// The path as typed: a base name alone does not say which file.
+		return nil, &LoadError{Diagnostics: []Diagnostic{{Pos: Pos{File: path}, Message: msg}}}
 	}
 	dir := filepath.Dir(abs)
 	if o.fsys == nil {
@@ -260,6 +295,8 @@ type loader struct {
 	worldRefs []*nodeRef // relevant_world and exits.requires entries
 	slotRefs  []*nodeRef // relevant_slots entries
 	guards    []guardRef // compiled guards that read world keys by name
+	texts     []textRef  // compiled text templates that read world keys by name
+	binds     []bindRef  // bind: entries, checked against their handler's results
 	exitOrder []exitDecl // declaration order of exits, for the __exit__ states
 
 	work       *workers                // runs parses and jobs while files are read
@@ -388,6 +425,21 @@ func (l *loader) newFile(abs string) *file {
 
 var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
+// parserProblems are the problems yaml.v3's parser (not its scanner)
+// reports; it gives their line 0-based.
+var parserProblems = []string{
+	"did not find expected ',' or ']'", "did not find expected ',' or '}'",
+	"did not find expected '-' indicator", "did not find expected <document start>",
+	"did not find expected <stream-start>", "did not find expected key",
+	"did not find expected node content", "found duplicate %TAG directive",
+	"found duplicate %YAML directive", "found incompatible YAML document",
+	"found undefined tag handle",
+}
+
+func parserProblem(msg string) bool {
+	return slices.ContainsFunc(parserProblems, func(p string) bool { return strings.HasPrefix(msg, p) })
+}
+
 // parseFile reads and parses one file into its top-level node (nil for an
 // empty file or on error) and the problems found. It touches nothing but f,
 // so files can be parsed concurrently.
@@ -478,6 +530,11 @@ func yamlDiag(f *file, err error) Diagnostic {
 	}
 	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
+		if parserProblem(m[2]) {
+			// yaml.v3 counts a parser error's line from 0 (a scanner
+			// error's it counts from 1): the line meant is the next one.
+			line++
+		}
 		return Diagnostic{Pos: Pos{File: f.rel, Line: line, Col: 1}, Message: "YAML syntax error: " + m[2]}
 	}
 	return Diagnostic{Pos: Pos{File: f.rel}, Message: "YAML syntax error: " + strings.TrimPrefix(msg, "yaml: ")}

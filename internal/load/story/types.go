@@ -307,10 +307,13 @@ type IncrementItem struct {
 
 // Invoke is an invoke: effect.
 type Invoke struct {
-	Name    string     // handler, e.g. host.agent.decide
-	With    *expr.Tree // nil when absent; renders to map[string]any
-	Bind    []Bind     // sorted by world key
-	OnError string     // resolved target state path, "" when absent
+	Name string // handler, e.g. host.agent.decide (the template source when templated)
+	// NameTemplate is a templated name (invoke: "host.{{ world.kind }}"),
+	// rendered when the call is queued; nil for a literal name.
+	NameTemplate *expr.Value
+	With         *expr.Tree // nil when absent; renders to map[string]any
+	Bind         []Bind     // sorted by world key
+	OnError      string     // resolved target state path, "" when absent
 	// OnErrorDeferred marks an on_error naming no state the story declares
 	// where it was written (Kitsoki accepts such targets): OnError then
 	// holds the name as written, resolved by ResolveTarget from the state

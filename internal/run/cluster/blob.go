@@ -14,6 +14,8 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/kitsoki/kitsoki/internal/base/outfile"
 )
 
 // DefaultBlobThreshold is the payload size (bytes, the encoded payload
@@ -90,7 +92,7 @@ func (b *Blobs) Put(data []byte) (string, error) {
 	if fi, err := os.Stat(p); err == nil && fi.Size() == int64(len(data)) {
 		return digest, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	if err := outfile.MkdirAll(filepath.Dir(p)); err != nil {
 		return "", fmt.Errorf("blob store %s: %w", b.Dir, err)
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")

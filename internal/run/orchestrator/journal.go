@@ -112,8 +112,8 @@ func (s *Session) decide(t *turnCtx, index int, intent, target string) {
 }
 
 // decideCall records a call queued (journaling sessions only).
-func (s *Session) decideCall(t *turnCtx, inv *story.Invoke) {
+func (s *Session) decideCall(t *turnCtx, inv *story.Invoke, name string) {
 	if s.journal > 0 {
-		t.decisions = append(t.decisions, trace.CallQueued(s.state, inv.Name, inv.ID))
+		t.decisions = append(t.decisions, trace.CallQueued(s.state, name, inv.ID))
 	}
 }

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
@@ -67,12 +68,22 @@ func (p *Partial) CheckSideEffects(st *story.Story, policy SideEffects) error {
 			continue
 		}
 		for _, inv := range invokes(st) {
-			if inv.Name == c.Namespace && (c.Call == "" || inv.ID == c.Call) && inv.ExternalSideEffect {
+			if callsName(inv, c.Namespace) && (c.Call == "" || inv.ID == c.Call) && inv.ExternalSideEffect {
 				return &SideEffectError{Turn: p.Turn, State: c.State, Namespace: c.Namespace, Call: c.Call}
 			}
 		}
 	}
 	return nil
+}
+
+// callsName reports whether inv may have made a call to namespace: its
+// name, or, templated, one its literal text before {{ begins.
+func callsName(inv *story.Invoke, namespace string) bool {
+	if inv.NameTemplate == nil {
+		return inv.Name == namespace
+	}
+	prefix, _, _ := strings.Cut(inv.Name, "{{")
+	return strings.HasPrefix(namespace, prefix)
 }
 
 // invokes lists every invoke of st.

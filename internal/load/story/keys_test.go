@@ -70,7 +70,8 @@ func TestLoadKitsokiKeyErrors(t *testing.T) {
 	got := loadErr(t, "testdata/keys/bad.yaml", nil)
 	want := []string{
 		`bad.yaml:1:21: app.context_file: unknown key "context_file"`,
-		`bad.yaml:2:1: phases: "phases" is a Kitsoki key kitsoki does not support: phase templates are not expanded; write each room out under states:`,
+		`bad.yaml:2:1: phases.template: phases: needs template: (the phase_templates entry each phase instantiates)`,
+		`bad.yaml:2:1: phases.graph: phases: needs graph: (one entry per phase: its parameters, next: arcs, cycle_budgets:)`,
 		`bad.yaml:3:1: proposals: "proposals" is a Kitsoki key kitsoki does not support: the draft, review, execute pattern is not built in; write it as states: a room whose on_enter asks an agent for the draft, a review room with accept and refine arms, and the invoke on accept`,
 		`bad.yaml:7:13: agents.a.effort: unknown effort "huge": use one of low, medium, high, xhigh, max (did you mean "high"?)`,
 		`bad.yaml:8:15: agents.a.provider: provider "nope" is not declared in providers:`,

@@ -259,6 +259,8 @@ type loader struct {
 
 	toolNames map[string]string // exposed plugin tool name → where it was declared
 
+	phases *phaseState // phase_templates:, phases:, checkpoint_intents: (phases.go)
+
 	contextualRefs []contextualRef // contextual_routing intents, checked at finish (contextual.go)
 
 	synonymRefs      []*synonymRef // intents' synonyms, checked against their slots
@@ -331,6 +333,7 @@ func (l *loader) run(abs string) {
 			l.flushJobs()
 		}
 	}
+	l.expandPhases()
 	l.loadImported()
 	l.runJobs()
 	l.finish()
@@ -430,11 +433,8 @@ func yamlDiag(f *file, err error) Diagnostic {
 
 var topKeys = &keySpec{
 	v1: []string{"app", "hosts", "agents", "agent_plugins", "host_plugins", "host_interfaces", "providers", "world", "intents", "root", "exits", "include", "states", "routing",
-		"imports", "exports", "off_path", "meta_modes"},
+		"imports", "exports", "off_path", "meta_modes", "phase_templates", "phases", "checkpoint_intents"},
 	refused: map[string]string{
-		"phase_templates":    "phase templates are not expanded; write each room out under states:",
-		"phases":             "phase templates are not expanded; write each room out under states:",
-		"checkpoint_intents": "declare the intents under intents: and give each room that accepts them an on: arm",
 		"proposals":          "the draft, review, execute pattern is not built in; write it as states: a room whose on_enter asks an agent for the draft, a review room with accept and refine arms, and the invoke on accept",
 		"prompts":            "there is no story-wide prompt table; name the prompt file where it is used (with.prompt_path, or agents.<name>.system_prompt_path)",
 		"decider":            "there is no story-wide decider; set decider: on the states that need one",
@@ -504,6 +504,15 @@ func (l *loader) loadFile(f *file, isRoot bool) {
 	}
 	if e, ok := top.get("meta_modes"); ok {
 		l.loadMetaModes(f, e)
+	}
+	if e, ok := top.get("phase_templates"); ok {
+		l.loadPhaseTemplates(f, e)
+	}
+	if e, ok := top.get("phases"); ok {
+		l.loadPhasesBlock(f, e)
+	}
+	if e, ok := top.get("checkpoint_intents"); ok {
+		l.loadCheckpointIntents(f, e)
 	}
 	if e, ok := top.get("include"); ok {
 		l.loadInclude(f, e)

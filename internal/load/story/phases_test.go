@@ -1,0 +1,107 @@
+package story
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// A phase template's mistakes are load errors at the key: an unknown
+// parameter, a reference no parameter fills, a state name placeholder, a
+// value of the wrong type, a budget that is not positive.
+func TestPhaseTemplateErrors(t *testing.T) {
+	got := loadErr(t, "testdata/phases/bad.yaml", nil)
+	want := []string{
+		`bad.yaml:3:7: root: unknown state "a_executing"`,
+		`bad.yaml:9:35: phase_templates.step.parameters.count.default: parameter "count" is declared type: int, got the scalar "two"`,
+		`bad.yaml:10:20: phase_templates.step.parameters.flag.type: unknown parameter type "boolen": use string, int, float, bool, list, object or any (did you mean "boolean"?)`,
+		`bad.yaml:13:15: phases.graph.a: {{ tpl.titel }}: phase "a" has no parameter "titel" (did you mean "title"?)`,
+		`bad.yaml:16:7: phase_templates.step.states.{idd}_extra: state name "{idd}_extra" uses {idd}, which is not a parameter of the template (id, title, count, flag) (did you mean "id"?)`,
+		`bad.yaml:24:7: phases.graph.a.colour: "colour" is not a parameter of phase template "step" (it declares id, title, count, flag; next:, cycle_budgets: and on_enter: are the other keys)`,
+		`bad.yaml:26:27: phases.graph.a.cycle_budgets.go: a cycle budget must be a positive number of times, got 0`,
+		`bad.yaml:27:5: phases.graph.b: phase "b" needs parameter "title" (phase template "step" declares it required)`,
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("diagnostics (-want +got):\n%s", d)
+	}
+	got = loadErr(t, "testdata/phases/missing.yaml", nil)
+	want = []string{`missing.yaml:4:13: phases.template: phase template "stepp" is not declared in phase_templates: (did you mean "step"?)`}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("diagnostics (-want +got):\n%s", d)
+	}
+}
+
+// Templates nothing instantiates and checkpoint intents without phases
+// change nothing, and the loader says so.
+func TestPhaseTemplateUnusedWarns(t *testing.T) {
+	s, err := Load("testdata/phases/unused.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	want := []string{
+		`unused.yaml:3:1: checkpoint_intents: checkpoint_intents: are merged into the <phase>_awaiting_reply rooms phases: stamps out, and this story declares no phases:`,
+		`unused.yaml:6:3: phase_templates.step: phase template "step" is never instantiated (no phases: names it)`,
+	}
+	if d := cmp.Diff(want, lines(s.Warnings)); d != "" {
+		t.Errorf("warnings (-want +got):\n%s", d)
+	}
+}
+
+// A room the story writes out itself replaces the stamped one, and the
+// phase's cycle budgets still cap its arcs: an arc it has gets the count
+// and the guard, an arc it lacks gets the next: target, and both fall
+// through to the phase's error room.
+func TestPhaseHandWrittenRoomKeepsBudgets(t *testing.T) {
+	s, err := Load("testdata/phases/handwritten.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	b := s.States["b_executing"]
+	if b.View == nil || b.View.Source() != "written out" {
+		t.Fatalf("b_executing is not the story's own room: %+v", b.View)
+	}
+	type arm struct {
+		Target, When string
+		Default      bool
+		Incr         string
+	}
+	summary := func(intent string) []arm {
+		var out []arm
+		for _, a := range b.On[intent] {
+			x := arm{Target: a.Target, Default: a.Default}
+			if a.When != nil {
+				x.When = a.When.Source()
+			}
+			for _, e := range a.Effects {
+				for _, in := range e.Increment {
+					x.Incr = in.Key
+				}
+			}
+			out = append(out, x)
+		}
+		return out
+	}
+	want := map[string][]arm{
+		"go": {
+			{Target: "terminated", When: "(world.ready) && (world.cycle__b__go < 1)", Incr: "cycle__b__go"},
+			{Target: "b_error", Default: true},
+		},
+		"again": {
+			{Target: "a_executing", When: "world.cycle__b__again < 2", Incr: "cycle__b__again"},
+			{Target: "b_error", Default: true},
+		},
+	}
+	for intent, w := range want {
+		if d := cmp.Diff(w, summary(intent)); d != "" {
+			t.Errorf("on.%s (-want +got):\n%s", intent, d)
+		}
+	}
+	if got := worldTypesOf(s, "cycle__b__go", "cycle__b__again"); !cmp.Equal(got, []string{"int", "int"}) {
+		t.Errorf("counters declared as %v", got)
+	}
+	if s.States["b_error"] == nil || s.States["a_executing"] == nil {
+		t.Error("the template's other rooms were not stamped")
+	}
+}

@@ -206,7 +206,20 @@ func (d *tuiDriver) Status() tui.Status {
 	if s := sess.Story().States[sess.State()]; s != nil {
 		st.Description = s.Description
 	}
-	for _, name := range sess.AllowedIntents() {
+	if room := sess.Room(); room != nil {
+		st.Room, st.Theme = room.Name, room.Theme
+		st.Transcript = room.Transcript
+		if st.Transcript == "" {
+			// As in Kitsoki: a conversational room starts clear, others keep
+			// what came before.
+			st.Transcript = tui.TranscriptPersistent
+			if room.Mode == story.ModeConversational {
+				st.Transcript = tui.TranscriptTransient
+			}
+		}
+		st.Footer, st.FooterErr = sess.Footer()
+	}
+	for _, name := range sess.MenuIntents() {
 		def := sess.IntentDef(name)
 		if def != nil && def.Hidden {
 			continue

@@ -31,6 +31,7 @@ func (l *loader) finish() {
 	l.checkSlotRefs()
 	l.checkGuardReads()
 	l.checkArmIntents()
+	l.checkMenus()
 	l.checkSynonyms()
 	l.checkDefaultIntents()
 	l.checkContextual()

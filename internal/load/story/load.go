@@ -259,7 +259,8 @@ type loader struct {
 
 	toolNames map[string]string // exposed plugin tool name → where it was declared
 
-	phases *phaseState // phase_templates:, phases:, checkpoint_intents: (phases.go)
+	phases   *phaseState // phase_templates:, phases:, checkpoint_intents: (phases.go)
+	menuRefs []*nodeRef  // states' menu: entries, checked at finish (roomkeys.go)
 
 	contextualRefs []contextualRef // contextual_routing intents, checked at finish (contextual.go)
 
@@ -435,9 +436,9 @@ var topKeys = &keySpec{
 	v1: []string{"app", "hosts", "agents", "agent_plugins", "host_plugins", "host_interfaces", "providers", "world", "intents", "root", "exits", "include", "states", "routing",
 		"imports", "exports", "off_path", "meta_modes", "phase_templates", "phases", "checkpoint_intents"},
 	refused: map[string]string{
-		"proposals":          "the draft, review, execute pattern is not built in; write it as states: a room whose on_enter asks an agent for the draft, a review room with accept and refine arms, and the invoke on accept",
-		"prompts":            "there is no story-wide prompt table; name the prompt file where it is used (with.prompt_path, or agents.<name>.system_prompt_path)",
-		"decider":            "there is no story-wide decider; set decider: on the states that need one",
+		"proposals": "the draft, review, execute pattern is not built in; write it as states: a room whose on_enter asks an agent for the draft, a review room with accept and refine arms, and the invoke on accept",
+		"prompts":   "there is no story-wide prompt table; name the prompt file where it is used (with.prompt_path, or agents.<name>.system_prompt_path)",
+		"decider":   "there is no story-wide decider; set decider: on the states that need one",
 	},
 }
 

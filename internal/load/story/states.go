@@ -10,11 +10,7 @@ import (
 var stateKeys = &keySpec{
 	v1: []string{"description", "view", "on_enter", "on", "terminal", "intents", "relevant_world", "default_intent",
 		"intercept_drive", "type", "initial", "states", "relevant_slots", "timeout", "mode", "agent_off_ramp",
-		"write_mode", "decider", "contextual_routing"},
-	refused: map[string]string{
-		"footer": "kitsoki renders no per-room footer; put the text in the view (a prose: or list: element at the end)",
-		"theme":  "kitsoki renders plain text and has no room themes; remove the key (a banner: element can carry a color)",
-	},
+		"write_mode", "decider", "contextual_routing", "menu", "transcript", "footer", "theme"},
 }
 
 var armKeys = &keySpec{
@@ -138,6 +134,7 @@ func (l *loader) loadState(f *file, n *yaml.Node, path string, s *State) {
 	if v, ok := fs.get("view"); ok {
 		l.loadView(f, v, joinPath(path, "view"), s)
 	}
+	l.loadRoomKeys(f, fs, path, s)
 	if w, ok := fs.get("write_mode"); ok {
 		p := joinPath(path, "write_mode")
 		if m, ok := l.str(f, w.val, p); ok {

@@ -205,6 +205,19 @@ type State struct {
 	InitialValue *expr.Value
 	InitialText  *expr.Text
 	InitialPos   Pos
+	// Menu is menu: the intents the room's menu lists, in that order (nil
+	// when absent: every intent, in declaration order). The room still
+	// takes the intents it does not list.
+	Menu []string
+	// Transcript is transcript: "" , TranscriptPersistent or
+	// TranscriptTransient (a room only).
+	Transcript string
+	// Footer is footer: the room's status line under the prompt, a text
+	// template (nil when absent).
+	Footer *expr.Text
+	// Theme is theme: the room's colours in the terminal UI ("" for the
+	// default; a room only).
+	Theme string
 	// OffRamp is the agent_off_ramp: entry (nil when absent or false).
 	OffRamp *OffRamp
 	// Mode is ModeConversational for an agent room, "" otherwise.

@@ -35,7 +35,7 @@ func (s *Session) Menu() []expr.MenuEntry {
 			out = append(out, s.menuEntry(st, name, env))
 		}
 	}
-	return out
+	return s.orderByMenu(out)
 }
 
 func (s *Session) menuEntry(st *story.State, name string, env expr.Env) expr.MenuEntry {

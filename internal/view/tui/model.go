@@ -165,8 +165,14 @@ func (m *Model) finish(msg resultMsg) tea.Cmd {
 		out = append(out, m.th.notice.Render("(cancelled)"))
 		m.hint = "(Ctrl-C again quits; :quit leaves)"
 	}
+	clear := false
 	if !msg.res.Fatal {
+		prev := m.status
 		m.status = m.cfg.Driver.Status()
+		clear = entersTransient(prev, m.status)
+		if prev.Room != m.status.Room || prev.Theme != m.status.Theme {
+			m.th = themeFor(m.status.Theme)
+		}
 		m.picker = newPicker(m.status.View)
 		if msg.res.View {
 			if v := m.renderView(); v != "" {
@@ -175,6 +181,9 @@ func (m *Model) finish(msg resultMsg) tea.Cmd {
 		}
 	}
 	print := m.println(strings.Join(out, "\n"))
+	if clear {
+		print = tea.Sequence(tea.ClearScreen, print)
+	}
 	queued := m.queued
 	m.queued = ""
 	switch {
@@ -192,6 +201,13 @@ func (m *Model) finish(msg resultMsg) tea.Cmd {
 		m.input.CursorEnd()
 	}
 	return print
+}
+
+// entersTransient reports whether a turn entered a room (a top-level state
+// other than the one it started in) whose transcript is transient: the
+// room starts on a clear screen, its earlier output scrolled away.
+func entersTransient(prev, next Status) bool {
+	return prev.Room != "" && next.Room != prev.Room && next.Transcript == TranscriptTransient
 }
 
 // println prints text above the live area (the transcript); nothing for
@@ -405,10 +421,25 @@ func (m *Model) View() string {
 		b.WriteString(m.spinnerLine() + "\n")
 	}
 	b.WriteString(m.input.View())
+	if f := m.footer(); f != "" {
+		b.WriteString("\n" + f)
+	}
 	if m.hint != "" {
 		b.WriteString("\n" + m.th.hint.Render(m.mask(m.hint)))
 	}
 	return b.String()
+}
+
+// footer is the room's status line under the input: its footer:
+// rendered, or the render error.
+func (m *Model) footer() string {
+	if m.status.FooterErr != nil {
+		return m.th.err.Render("footer: " + m.mask(m.status.FooterErr.Error()))
+	}
+	if m.status.Footer == "" {
+		return ""
+	}
+	return m.th.hint.Render(m.mask(strings.TrimRight(m.status.Footer, "\n")))
 }
 
 // spinnerLine: the spinner, the agent at work and the elapsed time.

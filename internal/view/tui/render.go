@@ -18,8 +18,16 @@ type theme struct {
 	err, notice, hint, prompt, state, intent, heading, key, code, cursor lipgloss.Style
 }
 
-func newTheme() theme {
-	return theme{
+func newTheme() theme { return themeFor("") }
+
+// themeAccents are the accent colours of the room themes (theme:): the
+// state line, intents, headings, the picker cursor and code borders take
+// it. An unknown name draws as the default, as in Kitsoki.
+var themeAccents = map[string]string{"meta-blue": "4", "meta-amber": "214", "off-path": "5"}
+
+// themeFor is the UI's styles under a room theme.
+func themeFor(name string) theme {
+	th := theme{
 		err:     lipgloss.NewStyle().Foreground(lipgloss.Color("1")),
 		notice:  lipgloss.NewStyle().Foreground(lipgloss.Color("3")),
 		hint:    lipgloss.NewStyle().Faint(true),
@@ -31,6 +39,15 @@ func newTheme() theme {
 		code:    lipgloss.NewStyle().Border(lipgloss.RoundedBorder()).Padding(0, 1),
 		cursor:  lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("6")),
 	}
+	if c, ok := themeAccents[name]; ok {
+		accent := lipgloss.Color(c)
+		th.state = th.state.Foreground(accent)
+		th.cursor = th.cursor.Foreground(accent)
+		th.intent = th.intent.Foreground(accent)
+		th.heading = th.heading.Foreground(accent)
+		th.code = th.code.BorderForeground(accent)
+	}
+	return th
 }
 
 // bannerColor is the ANSI color of a banner color a story may name.

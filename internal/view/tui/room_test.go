@@ -1,0 +1,55 @@
+package tui
+
+import (
+	"testing"
+
+	"github.com/charmbracelet/lipgloss"
+)
+
+// The room's footer: shows under the input.
+func TestFooterShowsUnderTheInput(t *testing.T) {
+	st := lobby
+	st.Room, st.Footer = "lobby", "guests 0 · doors open"
+	d := &fakeDriver{status: st}
+	_, tm := newTest(t, d, Config{})
+	waitOut(t, tm, "[lobby]", "guests 0 · doors open")
+	enter(tm, ":quit")
+	finalCode(t, tm)
+}
+
+// A room with transcript: transient starts on a clear screen when a turn
+// enters it from another room; staying in it, or entering a persistent
+// room, keeps the transcript.
+func TestTransientRoomClearsOnEntry(t *testing.T) {
+	hall := Status{Room: "hall", Transcript: TranscriptPersistent}
+	chat := Status{Room: "chat", Transcript: TranscriptTransient}
+	tests := []struct {
+		name       string
+		prev, next Status
+		want       bool
+	}{
+		{"into a transient room", hall, chat, true},
+		{"staying in it", chat, chat, false},
+		{"into a persistent room", chat, hall, false},
+		{"the first frame", Status{}, chat, false},
+	}
+	for _, tt := range tests {
+		if got := entersTransient(tt.prev, tt.next); got != tt.want {
+			t.Errorf("%s: entersTransient = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// A room theme changes the accent colour of the state line; an unknown
+// theme draws as the default.
+func TestRoomThemeAccent(t *testing.T) {
+	def := themeFor("")
+	if got := themeFor("no-such-theme").state.GetForeground(); got != def.state.GetForeground() {
+		t.Errorf("unknown theme: state colour %v, want the default %v", got, def.state.GetForeground())
+	}
+	for name, c := range themeAccents {
+		if got := themeFor(name).state.GetForeground(); got != lipgloss.Color(c) {
+			t.Errorf("theme %s: state colour %v, want %v", name, got, c)
+		}
+	}
+}

@@ -36,6 +36,8 @@ type options struct {
 	replayed  []string // WithReplayedHandlers
 
 	storiesPath []string // WithStoriesPath
+
+	promptOverlay string // WithPromptOverlay
 }
 
 // WithStoriesPath adds directories to the front of the search path of
@@ -259,6 +261,10 @@ type loader struct {
 
 	toolNames map[string]string // exposed plugin tool name → where it was declared
 
+	promptShared  []string // prompts.shared directories, absolute (prompts.go)
+	promptOverlay string   // the prompt overlay directory, absolute ("" for none)
+	lateTemplates []func() // prompt assemblies that wait for the imports
+
 	phases   *phaseState // phase_templates:, phases:, checkpoint_intents: (phases.go)
 	menuRefs []*nodeRef  // states' menu: entries, checked at finish (roomkeys.go)
 
@@ -318,6 +324,9 @@ type exitDecl struct {
 func (l *loader) run(abs string) {
 	l.work = startWorkers(runtime.GOMAXPROCS(0))
 	root := l.newFile(abs)
+	if l.opts.promptOverlay != "" {
+		l.setOverlay(nil, nil, l.opts.promptOverlay)
+	}
 	root.parse()
 	l.hashed = append(l.hashed, root)
 	l.loadFile(root, true)
@@ -336,6 +345,9 @@ func (l *loader) run(abs string) {
 	}
 	l.expandPhases()
 	l.loadImported()
+	for _, late := range l.lateTemplates {
+		late()
+	}
 	l.runJobs()
 	l.finish()
 	l.st.ContentHash = contentHash(l.hashed)
@@ -434,7 +446,7 @@ func yamlDiag(f *file, err error) Diagnostic {
 
 var topKeys = &keySpec{
 	v1: []string{"app", "hosts", "agents", "agent_plugins", "host_plugins", "host_interfaces", "providers", "world", "intents", "root", "exits", "include", "states", "routing",
-		"imports", "exports", "off_path", "meta_modes", "phase_templates", "phases", "checkpoint_intents"},
+		"imports", "exports", "off_path", "meta_modes", "phase_templates", "phases", "checkpoint_intents", "prompts"},
 	refused: map[string]string{
 		"proposals": "the draft, review, execute pattern is not built in; write it as states: a room whose on_enter asks an agent for the draft, a review room with accept and refine arms, and the invoke on accept",
 		"prompts":   "there is no story-wide prompt table; name the prompt file where it is used (with.prompt_path, or agents.<name>.system_prompt_path)",
@@ -463,6 +475,9 @@ func (l *loader) loadFile(f *file, isRoot bool) {
 		l.loadApp(f, e)
 	} else if isRoot {
 		l.errAt(f, doc, "", "app: is required (app: {id: my-story})")
+	}
+	if e, ok := top.get("prompts"); ok {
+		l.loadPromptsConfig(f, e, isRoot)
 	}
 	if e, ok := top.get("hosts"); ok {
 		l.loadHosts(f, e)

@@ -145,7 +145,7 @@ func (l *loader) loadView(f *file, v entry, path string, s *State) {
 	case d != nil && d.Kind == yaml.MappingNode:
 		l.loadViewMapping(f, d, path, s)
 	default:
-		l.compileText(f, v.val, path, func(t *expr.Text) { s.View = t })
+		l.compileViewText(f, v.val, path, func(t *expr.Text) { s.View = t })
 	}
 }
 
@@ -397,7 +397,7 @@ func (l *loader) loadElement(f *file, n *yaml.Node, path string) *ViewElement {
 	bp := joinPath(path, el.Kind)
 	switch el.Kind {
 	case "prose", "heading", "code", "template":
-		l.compileText(f, body.val, bp, func(t *expr.Text) { el.Body = t })
+		l.compileViewText(f, body.val, bp, func(t *expr.Text) { el.Body = t })
 	case "banner":
 		l.loadBanner(f, body.val, bp, el)
 	case "kv":

@@ -32,6 +32,7 @@ func (l *loader) finish() {
 	l.checkGuardReads()
 	l.checkArmIntents()
 	l.checkMenus()
+	l.checkAnnotations()
 	l.checkSynonyms()
 	l.checkDefaultIntents()
 	l.checkContextual()

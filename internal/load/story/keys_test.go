@@ -85,7 +85,6 @@ func TestLoadKitsokiKeyErrors(t *testing.T) {
 		`bad.yaml:26:54: intents.go.slots.dir.validator: invalid validator: unknown name "nope": an expression must start from one of world, slots, args, event, run, result, menu, item (did you mean world.nope?)`,
 		`bad.yaml:30:17: states.start.write_mode: unknown write_mode "readonly": use open or read_only (did you mean "read_only"?)`,
 		`bad.yaml:31:14: states.start.decider: unknown decider "robot": use human (the room always waits for the operator) or llm (its emit_intent chain always runs)`,
-		`bad.yaml:39:17: states.start.on.go[1].view: a transition's view: is one text template that replaces the target's view for this turn, got a list`,
 		`bad.yaml:41:17: states.quiet.write_mode: write_mode: read_only restricts the agents a room dispatches, and state "quiet" invokes none; add the host.agent.* invoke or remove write_mode`,
 		`bad.yaml:44:9: states.quiet.on_enter[1].target: target: on an effect is only valid inside a background invoke's on_complete: (for a transition, write target: on the arm)`,
 		`bad.yaml:46:17: states.loud.write_mode: write_mode: read_only conflicts with agent "d" (invoked at bad.yaml:48:17), which declares external_side_effect: true; make the room open or the agent external_side_effect: false`,

@@ -265,8 +265,9 @@ type loader struct {
 	promptOverlay string   // the prompt overlay directory, absolute ("" for none)
 	lateTemplates []func() // prompt assemblies that wait for the imports
 
-	phases   *phaseState // phase_templates:, phases:, checkpoint_intents: (phases.go)
-	menuRefs []*nodeRef  // states' menu: entries, checked at finish (roomkeys.go)
+	phases       *phaseState   // phase_templates:, phases:, checkpoint_intents: (phases.go)
+	menuRefs     []*nodeRef    // states' menu: entries, checked at finish (roomkeys.go)
+	annotateRefs []annotateRef // media elements' annotate_intent:, checked at finish
 
 	contextualRefs []contextualRef // contextual_routing intents, checked at finish (contextual.go)
 

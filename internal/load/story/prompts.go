@@ -148,4 +148,3 @@ func (l *loader) assemblePrompt(f *file, n *yaml.Node, path, src string, from tm
 	}
 	run()
 }
-

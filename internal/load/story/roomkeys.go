@@ -3,6 +3,8 @@ package story
 import (
 	"slices"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/kitsoki/kitsoki/internal/base/expr"
 )
 
@@ -106,4 +108,64 @@ func (l *loader) checkMenus() {
 		slices.Sort(takes)
 		l.errAt(r.f, r.n, r.path, "menu: names %q, which state %q has no on: arms for%s", r.value, r.state.Name, didYouMean(r.value, takes))
 	}
+}
+
+// annotateRef is a media element's annotate_intent:, checked once every
+// state is known: the room must take the intent, and the intent must have
+// the feedback slot.
+type annotateRef struct {
+	f     *file
+	n     *yaml.Node
+	path  string
+	media *ViewMedia
+	state *State
+}
+
+func (l *loader) checkAnnotations() {
+	for _, r := range l.annotateRefs {
+		if r.state == nil {
+			continue
+		}
+		name := r.media.AnnotateIntent
+		taken := false
+		var takes []string
+		for st := r.state; st != nil; st = l.st.States[st.Parent] {
+			if len(st.On[name]) > 0 {
+				taken = true
+			}
+			for k := range st.On {
+				takes = append(takes, k)
+			}
+			if st.Parent == "" {
+				break
+			}
+		}
+		if !taken {
+			slices.Sort(takes)
+			l.errAt(r.f, r.n, r.path, "annotate_intent: %q is not an intent state %q takes (it has no on: arms for it)%s", name, r.state.Name, didYouMean(name, takes))
+			continue
+		}
+		def := l.intentIn(r.state, name)
+		if def == nil {
+			continue // an undeclared intent takes any slots
+		}
+		if _, ok := def.Slots[r.media.AnnotateSlot]; !ok {
+			l.errAt(r.f, r.n, r.path, "annotate_intent: %q has no slot %q for the annotation's text (annotate_feedback_slot: names it; the default is feedback)%s",
+				name, r.media.AnnotateSlot, didYouMean(r.media.AnnotateSlot, def.SlotOrder))
+		}
+	}
+}
+
+// intentIn is the definition of intent name as state s sees it: its own
+// or an enclosing state's intents:, else the story's (nil when none).
+func (l *loader) intentIn(s *State, name string) *Intent {
+	for st := s; st != nil; st = l.st.States[st.Parent] {
+		if in := st.Intents[name]; in != nil {
+			return in
+		}
+		if st.Parent == "" {
+			break
+		}
+	}
+	return l.st.Intents[name]
 }

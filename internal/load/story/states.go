@@ -283,16 +283,38 @@ func (l *loader) loadArm(f *file, n *yaml.Node, path string, s *State, intent st
 			effCtx{state: s, where: "on." + intent, arm: a})
 	}
 	if v, ok := fs.get("view"); ok {
-		vp := joinPath(path, "view")
-		if d := deref(v.val); d == nil || d.Kind != yaml.ScalarNode || isNull(d) {
-			l.errAt(f, d, vp, "a transition's view: is one text template that replaces the target's view for this turn, got %s", kindNameOrNull(d))
-		} else {
-			l.compileText(f, v.val, vp, func(t *expr.Text) { a.View = t })
-		}
+		l.loadArmView(f, v, joinPath(path, "view"), s, a)
 	}
 	if em, ok := fs.get("emit"); ok {
 		// Events for the sibling regions, sent after the arm's effects.
 		l.compileTree(f, em.val, joinPath(path, "emit"), func(t *expr.Tree) { a.Emit = t })
 	}
 	return a, hasWhen
+}
+
+// loadArmView reads a transition's view:, shown at the end of the turn in
+// place of the target's: any form a state's view takes (a text template,
+// a list of elements, extends/blocks, template_file).
+func (l *loader) loadArmView(f *file, v entry, vp string, s *State, a *Arm) {
+	d := deref(v.val)
+	switch {
+	case d == nil || isNull(d):
+		l.errAt(f, v.key, vp, "view: is empty; give the transition's view (a text, a list of elements, or extends/blocks) or remove the key")
+	case d.Kind == yaml.MappingNode && mapEntry(d, "template_file") != nil && mapEntry(d, "extends") == nil && mapEntry(d, "blocks") == nil:
+		fs, ok := l.fields(f, d, vp, viewMapKeys)
+		if ok {
+			l.loadTemplateFile(f, fs.at("template_file"), joinPath(vp, "template_file"), func(t *expr.Text) { a.View = t })
+		}
+	case d.Kind == yaml.MappingNode || d.Kind == yaml.SequenceNode:
+		holder := &State{Name: s.Name, Parent: s.Parent}
+		l.loadView(f, v, vp, holder)
+		a.ViewDoc = holder.ViewDoc
+		for i := range l.annotateRefs {
+			if l.annotateRefs[i].state == holder {
+				l.annotateRefs[i].state = s
+			}
+		}
+	default:
+		l.compileViewText(f, v.val, vp, func(t *expr.Text) { a.View = t })
+	}
 }

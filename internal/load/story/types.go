@@ -266,8 +266,10 @@ type Arm struct {
 	Effects   []*Effect
 	GuardHint string
 	// View, when set, is shown at the end of the turn instead of the
-	// target's view (the arm's view:).
-	View *expr.Text
+	// target's view (the arm's view:); ViewDoc is its typed form (a list
+	// of elements, or extends/blocks). At most one is set.
+	View    *expr.Text
+	ViewDoc *ViewDoc
 	// NoHistory is push_history: false: taking the arm does not push the
 	// state it leaves onto the session's room history.
 	NoHistory bool

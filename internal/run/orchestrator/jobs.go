@@ -308,7 +308,7 @@ func (s *Session) jobEnded(t *turnCtx, n jobs.Notice) error {
 			return err
 		}
 		redirect = to
-		t.handled = append(t.handled, HandledError{Namespace: inv.Name, Call: inv.ID, Err: callErr, OnError: inv.OnError})
+		t.handled = append(t.handled, HandledError{Namespace: inv.Name, Call: inv.ID, Err: callErr, OnError: inv.OnError, Background: true})
 	}
 	targets := t.targets
 	t.targets = nil

@@ -181,12 +181,17 @@ func (s *Session) runTurn(ctx context.Context, t *turnCtx, chain func() error) (
 		}
 	}
 	view, err := s.View()
-	if t.armView != nil && t.armView.View != nil {
+	switch {
+	case t.armView == nil:
+	case t.armView.View != nil:
 		view, err = t.armView.View.Render(s.stateEnv(t))
+	case t.armView.ViewDoc != nil:
+		view, err = viewText(t.armView.ViewDoc, s.stateEnv(t))
 	}
 	if err != nil {
 		return s.abort(t, fault("view of state %q: %w", s.state, err))
 	}
+	view = withErrorBanner(view, t.handled)
 	payload := trace.TurnEnd{Outcome: OutcomeTransitioned, To: s.state}
 	if view != "" {
 		payload.View = stripANSI(view)
@@ -481,4 +486,35 @@ func stripANSI(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// ErrorBanner is the line a turn's view gets for each failed call an
+// on_error: redirect handled, so the failure is never silent: the room it
+// lands in may not mention it. The text is Kitsoki's. A background job's
+// failure is reported by its inbox notice instead.
+const ErrorBanner = "⚠ Action failed: "
+
+// withErrorBanner appends the banner of each handled failure to view (each
+// message once).
+func withErrorBanner(view string, handled []HandledError) string {
+	if len(handled) == 0 {
+		return view
+	}
+	var lines []string
+	for _, h := range handled {
+		if h.Err == nil || h.Background {
+			continue
+		}
+		line := ErrorBanner + h.Err.Error()
+		if !slices.Contains(lines, line) {
+			lines = append(lines, line)
+		}
+	}
+	if len(lines) == 0 {
+		return view
+	}
+	if view == "" {
+		return strings.Join(lines, "\n")
+	}
+	return view + "\n\n" + strings.Join(lines, "\n")
 }

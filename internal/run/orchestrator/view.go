@@ -20,6 +20,7 @@ type ViewElement struct {
 	Color    string // banner
 	Pairs    []ViewPair
 	Items    []ViewItem // list and choice items whose when: holds
+	Marker   string     // list: its bullet as written ("" for the default)
 	Choice   *ViewChoice
 	Media    *ViewMedia
 }
@@ -52,8 +53,13 @@ type ViewField struct {
 	Value                                            any // a readonly field's expr value
 }
 
-// ViewMedia is a rendered media element.
-type ViewMedia struct{ Handle, Caption, Kind string }
+// ViewMedia is a rendered media element: Path is the artifact's file
+// (path:, "" when absent); an annotation of it dispatches AnnotateIntent
+// with its text in slot AnnotateSlot ("" when the element sets none).
+type ViewMedia struct {
+	Handle, Caption, Kind, Path  string
+	AnnotateIntent, AnnotateSlot string
+}
 
 // ViewDoc renders the current state's typed view as elements. A string view
 // is one "template" element; no view is nil.
@@ -257,18 +263,26 @@ func renderElement(el *story.ViewElement, env expr.Env) (ViewElement, error) {
 		if r.Items, err = renderItems(el.Items, env); err != nil {
 			return r, err
 		}
+		r.Marker = el.Marker
+		marker := el.Marker
+		if marker == "" {
+			marker = "-"
+		}
 		lines := make([]string, len(r.Items))
-		width := labelWidth(r.Items)
+		width := labelWidth(r.Items) + len([]rune(marker)) + 1
 		for i, it := range r.Items {
-			lines[i] = withHint("- "+it.Label, width+2, it.Hint)
+			lines[i] = withHint(marker+" "+it.Label, width, it.Hint)
 		}
 		r.Text = strings.Join(lines, "\n")
 	case "choice":
 		return renderChoice(el, r, env)
 	case "media":
-		m := &ViewMedia{Kind: el.Media.Kind}
+		m := &ViewMedia{Kind: el.Media.Kind, AnnotateIntent: el.Media.AnnotateIntent, AnnotateSlot: el.Media.AnnotateSlot}
 		if m.Handle, err = text(el.Media.Handle, env); err != nil {
 			return r, fmt.Errorf("handle: %w", err)
+		}
+		if m.Path, err = text(el.Media.Path, env); err != nil {
+			return r, fmt.Errorf("path: %w", err)
 		}
 		m.Caption = m.Handle
 		if el.Media.Caption != nil {
@@ -281,7 +295,11 @@ func renderElement(el *story.ViewElement, env expr.Env) (ViewElement, error) {
 		if kind == "" {
 			kind = "media"
 		}
-		r.Text = fmt.Sprintf("[%s] %s (%s)", kind, m.Caption, m.Handle)
+		where := m.Handle
+		if m.Path != "" {
+			where = m.Path // the pointer shows the file when the story gives it
+		}
+		r.Text = fmt.Sprintf("[%s] %s (%s)", kind, m.Caption, where)
 	}
 	return r, nil
 }

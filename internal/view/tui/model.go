@@ -12,13 +12,14 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/kitsoki/kitsoki/internal/base/clock"
+	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
 )
 
 // Prompt is the input line's prompt.
 const Prompt = "> "
 
 // builtinCommands are the `:` commands the UI handles itself.
-func builtinCommands() []string { return []string{":help", ":intents", ":state", ":quit"} }
+func builtinCommands() []string { return []string{":help", ":intents", ":state", ":annotate", ":quit"} }
 
 // Model is the UI's Bubble Tea model.
 type Model struct {
@@ -355,6 +356,13 @@ func (m *Model) submit(line string) tea.Cmd {
 	case ":intents", ":state":
 		return tea.Sequence(echo, m.println(m.describe()))
 	}
+	if word, note, _ := strings.Cut(line, " "); word == ":annotate" {
+		turn, err := annotateLine(m.status.View, strings.TrimSpace(note))
+		if err != nil {
+			return tea.Sequence(echo, m.println(m.th.err.Render(err.Error())))
+		}
+		line = turn
+	}
 	if strings.HasPrefix(line, ":") {
 		word, _, _ := strings.Cut(line, " ")
 		if !slices.Contains(m.cfg.Commands, word) {
@@ -363,6 +371,21 @@ func (m *Model) submit(line string) tea.Cmd {
 	}
 	d := m.cfg.Driver
 	return tea.Sequence(echo, m.run(func(ctx context.Context) Result { return d.Do(ctx, line) }))
+}
+
+// annotateLine is the turn an annotation of the view's media sends: the
+// intent of the first media element with annotate_intent:, the note in
+// its feedback slot.
+func annotateLine(view []orchestrator.ViewElement, note string) (string, error) {
+	for _, el := range view {
+		if el.Kind == "media" && el.Media != nil && el.Media.AnnotateIntent != "" {
+			if note == "" {
+				return "", fmt.Errorf(":annotate needs a note: :annotate <what to change>")
+			}
+			return el.Media.AnnotateIntent + " " + el.Media.AnnotateSlot + "=" + quoteValue(note), nil
+		}
+	}
+	return "", fmt.Errorf(":annotate: the view shows no media element that takes annotations (annotate_intent:)")
 }
 
 func (m *Model) commands() []string {

@@ -103,9 +103,10 @@ func (m *Model) renderElement(el orchestrator.ViewElement) string {
 		}
 		return strings.Join(lines, "\n")
 	case "list":
+		marker := orDefault(el.Marker, "•")
 		lines := make([]string, len(el.Items))
 		for i, it := range el.Items {
-			lines[i] = "• " + mask(it.Label)
+			lines[i] = marker + " " + mask(it.Label)
 			if it.Hint != "" {
 				lines[i] += m.th.hint.Render("  " + mask(it.Hint))
 			}
@@ -116,8 +117,12 @@ func (m *Model) renderElement(el orchestrator.ViewElement) string {
 	case "prose":
 		return lipgloss.NewStyle().Width(max(w-2, 20)).Render(mask(el.Body))
 	case "media":
-		return fmt.Sprintf("[%s] %s (%s)", orDefault(el.Media.Kind, "media"),
-			mask(orDefault(el.Media.Caption, el.Media.Handle)), mask(el.Media.Handle))
+		line := fmt.Sprintf("[%s] %s (%s)", orDefault(el.Media.Kind, "media"),
+			mask(orDefault(el.Media.Caption, el.Media.Handle)), mask(orDefault(el.Media.Path, el.Media.Handle)))
+		if el.Media.AnnotateIntent != "" {
+			line += m.th.hint.Render("  (:annotate <note> sends " + el.Media.AnnotateIntent + ")")
+		}
+		return line
 	}
 	// template, base, choice (its text form; the first choice is also a
 	// picker in the live area)

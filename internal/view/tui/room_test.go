@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/charmbracelet/lipgloss"
+
+	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
 )
 
 // The room's footer: shows under the input.
@@ -52,4 +54,33 @@ func TestRoomThemeAccent(t *testing.T) {
 			t.Errorf("theme %s: state colour %v, want %v", name, got, c)
 		}
 	}
+}
+
+// :annotate sends the note to the first media element that takes
+// annotations, in its feedback slot; without such an element, or without
+// a note, it says why.
+func TestAnnotateSendsTheMediaIntent(t *testing.T) {
+	view := []orchestrator.ViewElement{
+		{Kind: "prose", Body: "The sheet."},
+		{Kind: "media", Media: &orchestrator.ViewMedia{Handle: "h1", AnnotateIntent: "annotate", AnnotateSlot: "remark"}},
+	}
+	got, err := annotateLine(view, "warmer sky")
+	if err != nil || got != `annotate remark="warmer sky"` {
+		t.Errorf("annotateLine = %q, %v", got, err)
+	}
+	if _, err := annotateLine(view, ""); err == nil {
+		t.Error("an empty note was accepted")
+	}
+	if _, err := annotateLine(view[:1], "x"); err == nil {
+		t.Error("a view without annotatable media was accepted")
+	}
+	st := lobby
+	st.View = view
+	d := &fakeDriver{status: st}
+	_, tm := newTest(t, d, Config{})
+	waitOut(t, tm, "(:annotate <note> sends annotate)")
+	enter(tm, ":annotate warmer sky")
+	waitOut(t, tm, `did annotate remark="warmer sky"`)
+	enter(tm, ":quit")
+	finalCode(t, tm)
 }

@@ -273,7 +273,6 @@ type loader struct {
 
 	synonymRefs      []*synonymRef // intents' synonyms, checked against their slots
 	defaultIntents   []*nodeRef    // states' default_intent, checked at finish
-	modes            []*nodeRef    // states' mode:, checked at finish
 	offRampStates    []*nodeRef    // states with an agent_off_ramp, checked at finish
 	offRamps         []*nodeRef    // agent_off_ramp.agent values, checked at finish
 	overlayAgents    []*nodeRef    // off_path.agent and meta_modes.*.agent, checked at finish

@@ -105,10 +105,9 @@ func (l *loader) loadState(f *file, n *yaml.Node, path string, s *State) {
 		p := joinPath(path, "mode")
 		if m, ok := l.str(f, v.val, p); ok {
 			if m != ModeConversational {
-				l.errAt(f, v.val, p, "unknown state mode %q (the one mode is %q: an agent room whose free text goes to its default_intent)%s", m, ModeConversational, didYouMean(m, []string{ModeConversational}))
+				l.errAt(f, v.val, p, "unknown state mode %q (the one mode is %q: an agent room, whose free text goes to its default_intent, else to the story's free-form fallback)%s", m, ModeConversational, didYouMean(m, []string{ModeConversational}))
 			} else {
 				s.Mode = m
-				l.modes = append(l.modes, &nodeRef{f: f, n: v.key, path: p, value: m, state: s})
 			}
 		}
 	}

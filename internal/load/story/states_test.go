@@ -117,12 +117,11 @@ func TestParseDuration(t *testing.T) {
 	}
 }
 
-// TestModeErrors: mode: takes "conversational" only, and a conversational
-// room needs a default_intent of its own or an enclosing state's.
+// TestModeErrors: mode: takes "conversational" only; a conversational
+// room without a default_intent loads (its free text falls back).
 func TestModeErrors(t *testing.T) {
 	want := []string{
-		`mode_errors.yaml:7:11: states.a.mode: unknown state mode "conversatonal" (the one mode is "conversational": an agent room whose free text goes to its default_intent) (did you mean "conversational"?)`,
-		`mode_errors.yaml:9:5: states.b.mode: mode: conversational needs default_intent: on the state (or an enclosing one): the intent, with one required string slot, that the room's free text goes to`,
+		`mode_errors.yaml:7:11: states.a.mode: unknown state mode "conversatonal" (the one mode is "conversational": an agent room, whose free text goes to its default_intent, else to the story's free-form fallback) (did you mean "conversational"?)`,
 	}
 	if diff := cmp.Diff(want, loadErr(t, "testdata/states/mode_errors.yaml", nil)); diff != "" {
 		t.Errorf("diagnostics (-want +got):\n%s", diff)

@@ -264,6 +264,7 @@ type loader struct {
 	promptShared  []string // prompts.shared directories, absolute (prompts.go)
 	promptOverlay string   // the prompt overlay directory, absolute ("" for none)
 	lateTemplates []func() // prompt assemblies that wait for the imports
+	contextPath   *nodeRef // app.context_path
 
 	phases       *phaseState   // phase_templates:, phases:, checkpoint_intents: (phases.go)
 	menuRefs     []*nodeRef    // states' menu: entries, checked at finish (roomkeys.go)
@@ -271,16 +272,17 @@ type loader struct {
 
 	contextualRefs []contextualRef // contextual_routing intents, checked at finish (contextual.go)
 
-	synonymRefs      []*synonymRef // intents' synonyms, checked against their slots
-	defaultIntents   []*nodeRef    // states' default_intent, checked at finish
-	offRampStates    []*nodeRef    // states with an agent_off_ramp, checked at finish
-	offRamps         []*nodeRef    // agent_off_ramp.agent values, checked at finish
-	overlayAgents    []*nodeRef    // off_path.agent and meta_modes.*.agent, checked at finish
-	overlayRefs      []*overlayRef // off_path and meta_modes, checked at finish
-	metaTools        []metaTools   // meta_modes' tools: overrides
-	routingAgent     *nodeRef      // routing.agent, checked against agent_plugins
-	personaProviders []*nodeRef    // agents.<name>.provider, checked against providers
-	readOnlyRooms    []*nodeRef    // states with write_mode: read_only, checked against their invokes
+	synonymRefs      []*synonymRef    // intents' synonyms, checked against their slots
+	defaultIntents   []*nodeRef       // states' default_intent, checked at finish
+	offRampStates    []*nodeRef       // states with an agent_off_ramp, checked at finish
+	offRamps         []*nodeRef       // agent_off_ramp.agent values, checked at finish
+	overlayAgents    []*nodeRef       // off_path.agent and meta_modes.*.agent, checked at finish
+	overlayRefs      []*overlayRef    // off_path and meta_modes, checked at finish
+	metaTools        []metaTools      // meta_modes' tools: and cwd: overrides
+	overlayPersonas  []overlayPersona // off_path.persona
+	routingAgent     *nodeRef         // routing.agent, checked against agent_plugins
+	personaProviders []*nodeRef       // agents.<name>.provider, checked against providers
+	readOnlyRooms    []*nodeRef       // states with write_mode: read_only, checked against their invokes
 	// imports (imports.go)
 	importFiles  []*unitFile            // folded imported documents, loaded after the story's own files
 	wrappers     map[string]*importWrap // import wrapper states
@@ -348,6 +350,7 @@ func (l *loader) run(abs string) {
 	for _, late := range l.lateTemplates {
 		late()
 	}
+	l.loadContext()
 	l.runJobs()
 	l.finish()
 	l.st.ContentHash = contentHash(l.hashed)

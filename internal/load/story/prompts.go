@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kitsoki/kitsoki/internal/base/expr"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -147,4 +148,49 @@ func (l *loader) assemblePrompt(f *file, n *yaml.Node, path, src string, from tm
 		return
 	}
 	run()
+}
+
+// projectContext is the prompt file that gives the story's context when
+// app: sets neither context nor context_path (Kitsoki's convention).
+const projectContext = "prompts/_project.md"
+
+// loadContext reads app.context_path (or, when app: sets no context,
+// prompts/_project.md if the story has it) into App.Context: a prompt file
+// found along the prompt search path, its includes resolved, rendered once
+// (it is the same for every agent call).
+func (l *loader) loadContext() {
+	r := l.contextPath
+	if r == nil {
+		if l.st.App.Context != "" {
+			return
+		}
+		if _, err := l.ws.Stat(filepath.Join(l.dir, filepath.FromSlash(projectContext))); err != nil && l.overlayFile(projectContext) == "" {
+			return
+		}
+		r = &nodeRef{path: "app", value: projectContext}
+	}
+	f := r.f
+	if f == nil {
+		f = &file{rel: filepath.Base(l.st.File)}
+	}
+	sc := l.promptScope(nil)
+	tf, data, err := l.findTemplate(r.value, tmplFile{}, sc)
+	if err != nil {
+		l.errAt(f, r.n, r.path, "context file %q: %v", r.value, err)
+		return
+	}
+	src, msg := l.assemble(string(data), tf, sc, []string{tf.rel})
+	if msg != "" {
+		l.errAt(f, r.n, r.path, "%s", msg)
+		return
+	}
+	t, err := expr.CompileText(src)
+	if err == nil {
+		src, err = t.Render(expr.Env{})
+	}
+	if err != nil {
+		l.errAt(f, r.n, r.path, "context file %s: %v (it is rendered once, with no world)", tf.rel, err)
+		return
+	}
+	l.st.App.Context = src
 }

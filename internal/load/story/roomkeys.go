@@ -3,9 +3,8 @@ package story
 import (
 	"slices"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/kitsoki/kitsoki/internal/base/expr"
+	"go.yaml.in/yaml/v3"
 )
 
 // The room keys a surface reads: menu: (which of the room's intents its

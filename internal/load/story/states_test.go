@@ -153,7 +153,7 @@ func TestOverlayErrors(t *testing.T) {
 		`overlay_errors.yaml:14:12: meta_modes.one.agent: agent "gide" is not declared in agents: (did you mean "guide"?)`,
 		"overlay_errors.yaml:15:3: meta_modes.two: a meta mode needs agent: (a persona from agents:, or story-author)",
 		"overlay_errors.yaml:17:3: meta_modes.three: trigger /meta is already used by meta_modes.four",
-		"overlay_errors.yaml:20:5: meta_modes.three.cwd: meta_modes cwd: is not supported: the mode's agent runs where its persona's calls run; drop cwd:",
+		"overlay_errors.yaml:20:10: meta_modes.three.cwd: cwd \"${MODE_DIR}\" names ${MODE_DIR}, which is not set",
 		`overlay_errors.yaml:21:14: meta_modes.three.persist: expected true or false, got the scalar "sometimes"`,
 		`overlay_errors.yaml:22:30: meta_modes.three.return.mesage: unknown key "mesage" (did you mean "message"?)`,
 	}

@@ -16,7 +16,7 @@ import (
 )
 
 var appKeys = &keySpec{
-	v1: []string{"id", "version", "title", "author", "license", "context"},
+	v1: []string{"id", "version", "title", "author", "license", "context", "context_path"},
 }
 
 func (l *loader) loadApp(f *file, e entry) {
@@ -34,6 +34,13 @@ func (l *loader) loadApp(f *file, e entry) {
 	strField(l, f, fs, "app", "author", &a.Author)
 	strField(l, f, fs, "app", "license", &a.License)
 	strField(l, f, fs, "app", "context", &a.Context)
+	if cp, ok := fs.get("context_path"); ok {
+		if c, has := fs.get("context"); has {
+			l.errAt(f, c.key, "app.context", "set only one of app.context and app.context_path")
+		} else if s, ok := l.str(f, cp.val, "app.context_path"); ok && s != "" {
+			l.contextPath = &nodeRef{f: f, n: cp.val, path: "app.context_path", value: s}
+		}
+	}
 	if strings.TrimSpace(a.ID) == "" {
 		at := e.val
 		if id, ok := fs.get("id"); ok {

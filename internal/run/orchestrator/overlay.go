@@ -38,13 +38,48 @@ func (s *Session) overlayFor(line string) *story.Overlay {
 	if s.story.MetaModes == nil {
 		return nil
 	}
+	if m := s.groupedOverlay(strings.Fields(line)); m != nil {
+		return m
+	}
 	cmd, name, _ := strings.Cut(line, " ")
 	name = strings.TrimSpace(name)
 	for _, n := range slices.Sorted(maps.Keys(s.story.MetaModes)) {
 		m := s.story.MetaModes[n]
-		if m.Trigger == cmd && (name == "" || name == n) {
+		if m.Group == "" && m.Trigger == cmd && (name == "" || name == n) {
 			return m
 		}
+	}
+	return nil
+}
+
+// groupedOverlay is the grouped meta mode "/meta <group> [<verb>]" opens:
+// the group's verb, or its default verb; a bare "/meta <verb>" is the
+// story group's verb, as in Kitsoki.
+func (s *Session) groupedOverlay(words []string) *story.Overlay {
+	if len(words) < 2 || len(words) > 3 || words[0] != "/meta" {
+		return nil
+	}
+	group, verb := words[1], ""
+	if len(words) == 3 {
+		verb = words[2]
+	}
+	find := func(group, verb string) *story.Overlay {
+		for _, n := range slices.Sorted(maps.Keys(s.story.MetaModes)) {
+			m := s.story.MetaModes[n]
+			if m.Group != group {
+				continue
+			}
+			if (verb == "" && m.Default) || (verb != "" && strings.TrimPrefix(m.Trigger, "/") == verb) {
+				return m
+			}
+		}
+		return nil
+	}
+	if m := find(group, verb); m != nil {
+		return m
+	}
+	if verb == "" {
+		return find("story", group)
 	}
 	return nil
 }

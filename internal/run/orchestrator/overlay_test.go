@@ -108,3 +108,35 @@ func TestOffPathReturnState(t *testing.T) {
 		t.Fatalf("state %s overlay %q", r.sess.State(), r.sess.Overlay())
 	}
 }
+
+// Grouped meta modes open with /meta <group> <verb>; /meta <group> opens
+// the group's default verb, and a bare /meta <verb> the story group's.
+func TestGroupedMetaModes(t *testing.T) {
+	const src = `
+app: {id: grouped}
+agents: {guide: {system_prompt: "You guide."}}
+root: hall
+states: {hall: {view: "the hall"}}
+meta_modes:
+  story.edit: {trigger: edit, group: story, default: true, agent: guide, banner: "editing"}
+  story.ask: {trigger: ask, group: story, agent: guide, banner: "asking"}
+  ops.ask: {trigger: ask, group: ops, agent: guide, banner: "ops asking"}
+`
+	r := newRig(t, files{"app.yaml": src})
+	for _, tt := range []struct{ line, want string }{
+		{"/meta story", "story.edit"},
+		{"/meta story ask", "story.ask"},
+		{"/meta ask", "story.ask"},
+		{"/meta ops ask", "ops.ask"},
+		{"/meta ops", ""},
+		{"/ask", ""},
+	} {
+		got := ""
+		if o := r.sess.overlayFor(tt.line); o != nil {
+			got = o.Name
+		}
+		if got != tt.want {
+			t.Errorf("%q opens %q, want %q", tt.line, got, tt.want)
+		}
+	}
+}

@@ -81,7 +81,7 @@ func TestLoadKitsokiKeyErrors(t *testing.T) {
 		`bad.yaml:16:20: agents.c.bash_profile.sandboxed: unknown bash profile "sandboxed": write read-only, {commands: [git, jq]} or {sandboxed_write: DIR}`,
 		`bad.yaml:21:24: routing.embedding.enabled: kitsoki has no embedding routing tier: set enabled: false (or remove routing.embedding); synonyms: and the router agent cover paraphrase`,
 		`bad.yaml:22:3: routing.cache_cap: "cache_cap" is a Kitsoki key kitsoki does not support: kitsoki keeps no routing cache; remove the key`,
-		`bad.yaml:26:27: intents.go.slots.dir.format: "format" is a Kitsoki key kitsoki does not support: describe the expected shape with format_hint: and check it with validator: (an expression over value)`,
+		`bad.yaml:26:35: intents.go.slots.dir.format: unknown slot format "emial": use one of date, date-time, duration, email, hostname, ipv4, ipv6, iri, iri-reference, jql, json-pointer, period, relative-json-pointer, semver, time, uri, uri-reference, uri-template, uuid (did you mean "email"?)`,
 		`bad.yaml:26:54: intents.go.slots.dir.validator: invalid validator: unknown name "nope": an expression must start from one of world, slots, args, event, run, result, menu, item (did you mean world.nope?)`,
 		`bad.yaml:30:17: states.start.write_mode: unknown write_mode "readonly": use open or read_only (did you mean "read_only"?)`,
 		`bad.yaml:31:14: states.start.decider: unknown decider "robot": use human (the room always waits for the operator) or llm (its emit_intent chain always runs)`,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/agents/agent"
 	"github.com/kitsoki/kitsoki/internal/base/expr"
+	"github.com/kitsoki/kitsoki/internal/base/schema"
 	"github.com/kitsoki/kitsoki/internal/base/workspace"
 	"go.yaml.in/yaml/v3"
 )
@@ -405,10 +406,7 @@ var intentKeys = &keySpec{
 }
 
 var slotKeys = &keySpec{
-	v1: []string{"type", "required", "default", "values", "description", "examples", "prompt", "format_hint", "validator", "synonyms"},
-	refused: map[string]string{
-		"format": "describe the expected shape with format_hint: and check it with validator: (an expression over value)",
-	},
+	v1: []string{"type", "required", "default", "values", "description", "examples", "prompt", "format_hint", "validator", "synonyms", "format"},
 }
 
 // slotTypes are the slot types story-format.md §6 names, and list (a
@@ -500,6 +498,13 @@ func (l *loader) loadSlots(f *file, n *yaml.Node, base string, in *Intent) {
 		strListField(l, f, fs, path, "examples", &s.Examples)
 		strField(l, f, fs, path, "prompt", &s.Prompt)
 		strField(l, f, fs, path, "format_hint", &s.FormatHint)
+		if fm, ok := fs.get("format"); ok {
+			strField(l, f, fs, path, "format", &s.Format)
+			if s.Format != "" && !slices.Contains(schema.SlotFormats, s.Format) {
+				l.errAt(f, fm.val, joinPath(path, "format"), "unknown slot format %q: use one of %s%s", s.Format, strings.Join(schema.SlotFormats, ", "), didYouMean(s.Format, schema.SlotFormats))
+				s.Format = ""
+			}
+		}
 		if d, ok := fs.get("default"); ok && !isNull(d.val) {
 			s.Default, _ = l.value(f, d.val, joinPath(path, "default"))
 			s.HasDefault = true

@@ -133,7 +133,10 @@ type Slot struct {
 	Examples    []string
 	Prompt      string
 	FormatHint  string
-	Synonyms    []SlotSynonym // an enum slot's synonyms:, value by value
+	// Format (format:) names the semantic format a string value must
+	// have (one of schema.SlotFormats, e.g. email, date, jql); "" for none.
+	Format   string
+	Synonyms []SlotSynonym // an enum slot's synonyms:, value by value
 	// Validator (validator:) must be true, with value bound to the slot's
 	// value, for the slot to be accepted; nil when absent.
 	Validator    *expr.Guard

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/base/expr"
 	"github.com/kitsoki/kitsoki/internal/base/nearmiss"
+	"github.com/kitsoki/kitsoki/internal/base/schema"
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
 )
@@ -354,6 +355,12 @@ func (s *Session) validate(t *turnCtx) *Rejection {
 			}
 			return &Rejection{Code: CodeInvalidSlotValue,
 				Message: fmt.Sprintf("slot %q of intent %q: %q is not one of %s", name, intent, fmt.Sprint(v), joinValues(sl.Values))}
+		}
+		if sl.Format != "" {
+			if err := schema.CheckFormat(sl.Format, t.slots[name]); err != nil {
+				return &Rejection{Code: CodeInvalidSlotValue,
+					Message: fmt.Sprintf("slot %q of intent %q: %v (its format is %s)", name, intent, err, sl.Format)}
+			}
 		}
 		if sl.Validator != nil {
 			env := s.env(t)

@@ -186,7 +186,7 @@ func (h *Host) fillCall(ac *agent.Call, c *askCall) {
 // prompt (a persona of its own when p is nil); p itself when there is no
 // context.
 func withContext(p *agent.Persona, context string) *agent.Persona {
-	if context == "" {
+	if context == "" || (p != nil && p.InheritDefault) {
 		return p
 	}
 	out := &agent.Persona{}

@@ -91,10 +91,7 @@ func (l *loader) loadHosts(f *file, e entry) {
 
 var personaKeys = &keySpec{
 	v1: []string{"system_prompt", "system_prompt_path", "model", "tools", "effort", "provider", "bash_profile", "cwd",
-		"external_side_effect"},
-	refused: map[string]string{
-		"inherit_claude_default": "kitsoki always starts the claude CLI with its own settings (project and local sources); remove the key",
-	},
+		"external_side_effect", "inherit_claude_default"},
 }
 
 // efforts are the reasoning efforts a persona may name (claude --effort).
@@ -114,6 +111,7 @@ func (l *loader) loadAgents(f *file, e entry) {
 			continue
 		}
 		strField(l, f, fs, path, "model", &p.Model)
+		boolField(l, f, fs, path, "inherit_claude_default", &p.InheritDefault)
 		l.loadPersonaExtras(f, fs, path, p)
 		p.ToolsSet = strListField(l, f, fs, path, "tools", &p.Tools)
 		if p.ToolsSet && p.Tools == nil {

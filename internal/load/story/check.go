@@ -33,6 +33,7 @@ func (l *loader) finish() {
 	l.checkArmIntents()
 	l.checkMenus()
 	l.checkAnnotations()
+	l.noteProposals()
 	l.checkSynonyms()
 	l.checkDefaultIntents()
 	l.checkContextual()

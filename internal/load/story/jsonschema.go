@@ -50,7 +50,8 @@ func schemaTables() map[string]*keySpec {
 		"timeoutKeys": timeoutKeys, "embeddingKeys": embeddingKeys, "fallbackKeys": fallbackKeys, "offRampKeys": offRampKeys, "offPathKeys": offPathKeys,
 		"metaModeKeys": metaModeKeys, "metaReturnKeys": metaReturnKeys, "contextualKeys": contextualKeys, "retryKeys": retryKeys,
 		"phaseTemplateKeys": phaseTemplateKeys, "phaseParamKeys": phaseParamKeys, "phasesKeys": phasesKeys,
-		"promptsKeys": promptsKeys,
+		"promptsKeys": promptsKeys, "proposalKeys": proposalKeys, "proposalStepKeys": proposalStepKeys,
+		"proposalExecKeys": proposalExecKeys, "proposalPolicyKeys": proposalPolicyKeys,
 	}
 }
 
@@ -105,6 +106,12 @@ func storyShape(u tables) (root *shape, defs map[string]*shape) {
 		// graph: a phase's parameters beside next:, cycle_budgets:, on_enter:
 		"phases":  u.obj(phasesKeys, map[string]*shape{"graph": shMap(&shape{})}),
 		"prompts": u.obj(promptsKeys, nil),
+		"proposals": shMap(u.obj(proposalKeys, map[string]*shape{
+			"draft":   u.obj(proposalStepKeys, nil),
+			"refine":  u.obj(proposalStepKeys, nil),
+			"execute": u.obj(proposalExecKeys, map[string]*shape{"on_complete": shList(shRef("effect"))}),
+			"policy":  u.obj(proposalPolicyKeys, nil),
+		})),
 		"exits":   shMap(shScalarOr(u.obj(exitKeys, nil))),
 		"routing": u.obj(routingKeys, map[string]*shape{"embedding": u.obj(embeddingKeys, nil), "free_form_fallback": u.obj(fallbackKeys, nil)}),
 		"states":  shMap(shRef("state")),

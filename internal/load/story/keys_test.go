@@ -73,7 +73,6 @@ func TestLoadKitsokiKeyErrors(t *testing.T) {
 		`bad.yaml:1:21: app.context_file: unknown key "context_file"`,
 		`bad.yaml:2:1: phases.template: phases: needs template: (the phase_templates entry each phase instantiates)`,
 		`bad.yaml:2:1: phases.graph: phases: needs graph: (one entry per phase: its parameters, next: arcs, cycle_budgets:)`,
-		`bad.yaml:3:1: proposals: "proposals" is a Kitsoki key kitsoki does not support: the draft, review, execute pattern is not built in; write it as states: a room whose on_enter asks an agent for the draft, a review room with accept and refine arms, and the invoke on accept`,
 		`bad.yaml:7:13: agents.a.effort: unknown effort "huge": use one of low, medium, high, xhigh, max (did you mean "high"?)`,
 		`bad.yaml:8:15: agents.a.provider: provider "nope" is not declared in providers:`,
 		`bad.yaml:9:19: agents.a.bash_profile: unknown bash profile "write-all": write read-only, {commands: [git, jq]} or {sandboxed_write: DIR}`,

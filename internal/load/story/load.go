@@ -265,6 +265,7 @@ type loader struct {
 	promptOverlay string   // the prompt overlay directory, absolute ("" for none)
 	lateTemplates []func() // prompt assemblies that wait for the imports
 	contextPath   *nodeRef // app.context_path
+	proposalAt    *nodeRef // the first proposals: (proposals.go)
 
 	phases       *phaseState   // phase_templates:, phases:, checkpoint_intents: (phases.go)
 	menuRefs     []*nodeRef    // states' menu: entries, checked at finish (roomkeys.go)
@@ -449,11 +450,9 @@ func yamlDiag(f *file, err error) Diagnostic {
 
 var topKeys = &keySpec{
 	v1: []string{"app", "hosts", "agents", "agent_plugins", "host_plugins", "host_interfaces", "providers", "world", "intents", "root", "exits", "include", "states", "routing",
-		"imports", "exports", "off_path", "meta_modes", "phase_templates", "phases", "checkpoint_intents", "prompts"},
+		"imports", "exports", "off_path", "meta_modes", "phase_templates", "phases", "checkpoint_intents", "prompts", "proposals"},
 	refused: map[string]string{
-		"proposals": "the draft, review, execute pattern is not built in; write it as states: a room whose on_enter asks an agent for the draft, a review room with accept and refine arms, and the invoke on accept",
-		"prompts":   "there is no story-wide prompt table; name the prompt file where it is used (with.prompt_path, or agents.<name>.system_prompt_path)",
-		"decider":   "there is no story-wide decider; set decider: on the states that need one",
+		"decider": "there is no story-wide decider; set decider: on the states that need one",
 	},
 }
 
@@ -532,6 +531,9 @@ func (l *loader) loadFile(f *file, isRoot bool) {
 	}
 	if e, ok := top.get("checkpoint_intents"); ok {
 		l.loadCheckpointIntents(f, e)
+	}
+	if e, ok := top.get("proposals"); ok {
+		l.loadProposals(f, e)
 	}
 	if e, ok := top.get("include"); ok {
 		l.loadInclude(f, e)

@@ -147,6 +147,9 @@ func (l *loader) loadMetaModes(f *file, e entry) {
 		}
 		strField(l, f, fs, path, "group", &o.Group)
 		boolField(l, f, fs, path, "default", &o.Default)
+		if g, ok := fs.get("group"); ok && o.Group != "" && strings.TrimSpace(trigger) != "" && me.name != o.Group+"."+strings.TrimPrefix(trigger, "/") {
+			l.errAt(f, g.val, joinPath(path, "group"), "a grouped meta mode is keyed <group>.<trigger>: name it %q", o.Group+"."+strings.TrimPrefix(trigger, "/"))
+		}
 		if d, ok := fs.get("default"); ok && o.Default && o.Group == "" {
 			l.errAt(f, d.key, joinPath(path, "default"), "default: true makes the mode its group's default verb, and the mode has no group:")
 		}

@@ -57,6 +57,10 @@ type Story struct {
 	OffPath   *Overlay
 	MetaModes map[string]*Overlay
 
+	// Proposals are the proposals: kinds by name (nil when none): checked
+	// declarations, not run (proposals.go).
+	Proposals map[string]*Proposal
+
 	// Schemas holds every schema referenced by a literal with.schema path,
 	// compiled, keyed by the path as written (relative to Dir).
 	Schemas map[string]*schema.Schema

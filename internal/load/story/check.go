@@ -34,6 +34,7 @@ func (l *loader) finish() {
 	l.checkMenus()
 	l.checkAnnotations()
 	l.noteProposals()
+	l.checkDeciderAgent()
 	l.checkSynonyms()
 	l.checkDefaultIntents()
 	l.checkContextual()

@@ -51,7 +51,7 @@ func schemaTables() map[string]*keySpec {
 		"metaModeKeys": metaModeKeys, "metaReturnKeys": metaReturnKeys, "contextualKeys": contextualKeys, "retryKeys": retryKeys,
 		"phaseTemplateKeys": phaseTemplateKeys, "phaseParamKeys": phaseParamKeys, "phasesKeys": phasesKeys,
 		"promptsKeys": promptsKeys, "proposalKeys": proposalKeys, "proposalStepKeys": proposalStepKeys,
-		"proposalExecKeys": proposalExecKeys, "proposalPolicyKeys": proposalPolicyKeys,
+		"proposalExecKeys": proposalExecKeys, "proposalPolicyKeys": proposalPolicyKeys, "deciderKeys": deciderKeys,
 	}
 }
 
@@ -106,6 +106,7 @@ func storyShape(u tables) (root *shape, defs map[string]*shape) {
 		// graph: a phase's parameters beside next:, cycle_budgets:, on_enter:
 		"phases":  u.obj(phasesKeys, map[string]*shape{"graph": shMap(&shape{})}),
 		"prompts": u.obj(promptsKeys, nil),
+		"decider": u.obj(deciderKeys, nil),
 		"proposals": shMap(u.obj(proposalKeys, map[string]*shape{
 			"draft":   u.obj(proposalStepKeys, nil),
 			"refine":  u.obj(proposalStepKeys, nil),

@@ -266,6 +266,7 @@ type loader struct {
 	lateTemplates []func() // prompt assemblies that wait for the imports
 	contextPath   *nodeRef // app.context_path
 	proposalAt    *nodeRef // the first proposals: (proposals.go)
+	deciderAgent  *nodeRef // decider.agent, checked at finish (decider.go)
 
 	phases       *phaseState   // phase_templates:, phases:, checkpoint_intents: (phases.go)
 	menuRefs     []*nodeRef    // states' menu: entries, checked at finish (roomkeys.go)
@@ -450,10 +451,7 @@ func yamlDiag(f *file, err error) Diagnostic {
 
 var topKeys = &keySpec{
 	v1: []string{"app", "hosts", "agents", "agent_plugins", "host_plugins", "host_interfaces", "providers", "world", "intents", "root", "exits", "include", "states", "routing",
-		"imports", "exports", "off_path", "meta_modes", "phase_templates", "phases", "checkpoint_intents", "prompts", "proposals"},
-	refused: map[string]string{
-		"decider": "there is no story-wide decider; set decider: on the states that need one",
-	},
+		"imports", "exports", "off_path", "meta_modes", "phase_templates", "phases", "checkpoint_intents", "prompts", "proposals", "decider"},
 }
 
 // loadFile reads one story file's top-level keys into the story.
@@ -534,6 +532,9 @@ func (l *loader) loadFile(f *file, isRoot bool) {
 	}
 	if e, ok := top.get("proposals"); ok {
 		l.loadProposals(f, e)
+	}
+	if e, ok := top.get("decider"); ok {
+		l.loadDecider(f, e)
 	}
 	if e, ok := top.get("include"); ok {
 		l.loadInclude(f, e)

@@ -57,6 +57,9 @@ type Story struct {
 	OffPath   *Overlay
 	MetaModes map[string]*Overlay
 
+	// Decider is the decider: block (nil when absent): the judge the
+	// session asks at a decision gate that owes an autonomous decision.
+	Decider *Decider
 	// Proposals are the proposals: kinds by name (nil when none): checked
 	// declarations, not run (proposals.go).
 	Proposals map[string]*Proposal

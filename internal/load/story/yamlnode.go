@@ -369,3 +369,19 @@ func (l *loader) list(f *file, n *yaml.Node, path string) ([]*yaml.Node, bool) {
 	}
 	return d.Content, true
 }
+
+// number reads a YAML number (an integer or a float).
+func (l *loader) number(f *file, n *yaml.Node, path string) (float64, bool) {
+	d := deref(n)
+	if d != nil && d.Kind == yaml.ScalarNode && (d.Tag == "!!int" || d.Tag == "!!float") {
+		var v float64
+		if err := d.Decode(&v); err == nil {
+			return v, true
+		}
+	}
+	if d == nil {
+		d = n
+	}
+	l.errAt(f, d, path, "expected a number, got %s", kindName(d))
+	return 0, false
+}

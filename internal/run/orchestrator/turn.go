@@ -181,6 +181,9 @@ func (s *Session) runTurn(ctx context.Context, t *turnCtx, chain func() error) (
 			return s.abort(t, err)
 		}
 	}
+	if err := s.engineDecide(ctx, t); err != nil {
+		return s.abort(t, err)
+	}
 	view, err := s.View()
 	switch {
 	case t.armView == nil:

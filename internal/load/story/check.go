@@ -38,6 +38,7 @@ func (l *loader) finish() {
 	l.checkSynonyms()
 	l.checkDefaultIntents()
 	l.checkContextual()
+	l.checkLanes()
 	l.checkOffRamps()
 	l.checkOverlays()
 	l.checkRoutingAgent()

@@ -273,6 +273,7 @@ type loader struct {
 	annotateRefs []annotateRef // media elements' annotate_intent:, checked at finish
 
 	contextualRefs []contextualRef // contextual_routing intents, checked at finish (contextual.go)
+	laneRefs       []nodeRef       // contextual_routing help_chat and meta_chat, checked at finish
 
 	synonymRefs      []*synonymRef    // intents' synonyms, checked against their slots
 	defaultIntents   []*nodeRef       // states' default_intent, checked at finish

@@ -37,14 +37,31 @@ type Overlay struct {
 // OverlayHandler is the handler an overlay's turns call.
 const OverlayHandler = "host.agent.converse"
 
-// BuiltinStoryAuthor is the persona a meta mode may name without declaring
-// it in agents:.
-const BuiltinStoryAuthor = "story-author"
+// BuiltinStoryAuthor and BuiltinStoryExplainer are the personas a meta
+// mode may name without declaring them in agents:.
+const (
+	BuiltinStoryAuthor    = "story-author"
+	BuiltinStoryExplainer = "story-explainer"
+)
 
 const storyAuthorPrompt = `You help the author of the story they are playing improve it.
 Each message starts with a [context] block: the state they are in, its view
 and the world. Answer questions about the story, suggest changes, and when
 they agree to one, edit the story files in the story directory.`
+
+const storyExplainerPrompt = `You answer questions about the story the user is playing: how to use it,
+what the current room does, what they can do next. Each message starts with
+a [context] block: the state they are in, its view and the world. Read the
+story files when you need to; change nothing.`
+
+// builtinPersona is the built-in persona name (story-author or
+// story-explainer).
+func builtinPersona(name string) *Persona {
+	if name == BuiltinStoryExplainer {
+		return &Persona{Name: name, SystemPrompt: storyExplainerPrompt, Tools: []string{"Read", "Glob", "Grep"}, ToolsSet: true}
+	}
+	return &Persona{Name: name, SystemPrompt: storyAuthorPrompt}
+}
 
 var offPathKeys = &keySpec{v1: []string{"trigger", "banner", "return", "agent", "persona"}}
 
@@ -254,8 +271,8 @@ func (l *loader) checkOverlays() {
 		if _, ok := l.st.Agents[r.value]; ok {
 			continue
 		}
-		if r.value == BuiltinStoryAuthor && strings.HasPrefix(r.path, "meta_modes.") {
-			l.st.Agents[BuiltinStoryAuthor] = &Persona{Name: BuiltinStoryAuthor, SystemPrompt: storyAuthorPrompt}
+		if (r.value == BuiltinStoryAuthor || r.value == BuiltinStoryExplainer) && strings.HasPrefix(r.path, "meta_modes.") {
+			l.st.Agents[r.value] = builtinPersona(r.value)
 			continue
 		}
 		names := slices.Sorted(func(yield func(string) bool) {

@@ -130,13 +130,19 @@ func (s *Session) sayOverlay(ctx context.Context, t *turnCtx, text string) (out 
 		out, err := s.stayWith(t, o.def.Message)
 		return out, true, err
 	}
+	out, err = s.overlayMessage(ctx, t, o, line)
+	return out, true, err
+}
+
+// overlayMessage sends one message of an open overlay to its agent.
+func (s *Session) overlayMessage(ctx context.Context, t *turnCtx, o *overlay, line string) (*Outcome, error) {
 	args := map[string]any{"prompt": s.overlayPrompt(o, line)}
 	if o.def.Agent != "" {
 		args["agent"] = o.def.Agent
 	}
 	answer, callErr, err := s.converse(ctx, t, o.def.Invoke, args)
 	if err != nil {
-		return nil, true, err
+		return nil, err
 	}
 	if callErr != nil {
 		out, err := s.reject(t, &Rejection{Code: CodeOverlayFailed,
@@ -144,14 +150,38 @@ func (s *Session) sayOverlay(ctx context.Context, t *turnCtx, text string) (out 
 		if out != nil {
 			out.HostErrors = append(out.HostErrors, callErr)
 		}
-		return out, true, err
+		return out, err
 	}
 	o.transcript = append(o.transcript, "user: "+line, "agent: "+answer)
-	out, err = s.stayWith(t, answer)
+	out, err := s.stayWith(t, answer)
 	if out != nil {
 		out.View = ""
 	}
-	return out, true, err
+	return out, err
+}
+
+// openLane sends free text a contextual lane took to the lane's meta mode
+// agent, its conversation kept across the room's turns (as the mode's
+// own is); state and world stay as they were, and the next line is routed
+// in the room again.
+func (s *Session) openLane(ctx context.Context, t *turnCtx, r Route, text string) (*Outcome, error) {
+	def := s.story.MetaModes[r.Lane]
+	if def == nil {
+		return nil, fmt.Errorf("contextual lane %q names no meta mode", r.Lane)
+	}
+	o := &overlay{def: def}
+	if prev, ok := s.kept[def.Name]; ok {
+		o = prev
+	}
+	if s.kept == nil {
+		s.kept = map[string]*overlay{}
+	}
+	s.kept[def.Name] = o
+	out, err := s.overlayMessage(ctx, t, o, strings.TrimSpace(text))
+	if out != nil {
+		out.Route = &r
+	}
+	return out, err
 }
 
 // overlayPrompt is what an overlay's agent is sent: where the player is

@@ -74,8 +74,11 @@ type Route struct {
 	// Err is the router call's failure (a *agent.AskError for an agent's).
 	Err error
 	// Reason is why the contextual tier chose the intent: plan_affirmation,
-	// plan_refine or room_request ("" for the other tiers).
+	// plan_refine or room_request, or the class its classifier answered
+	// (intent, help, meta_edit, room_request); "" for the other tiers.
 	Reason string
+	// Lane is the meta mode a help or meta_edit class opens (contextlanes.go).
+	Lane string
 }
 
 // semantic reports whether the synonym and template tiers run.
@@ -515,14 +518,29 @@ func normalizeNumber(v any) any {
 // Resolve runs the tiers on a free-text line without taking a turn or
 // calling the router: the deterministic result, if any. Benchmarks and
 // the intents test use it.
-func (s *Session) Resolve(text string) (Route, bool) { return s.matchDeterministic(text) }
-
-// route resolves free text: the deterministic tiers, then the router.
-func (s *Session) route(ctx context.Context, t *turnCtx, text string) Route {
-	if r, ok := s.matchDeterministic(text); ok {
-		return r
+func (s *Session) Resolve(text string) (Route, bool) {
+	r, ok := s.matchDeterministic(text)
+	if ok && r.Reason == reasonClassify {
+		return Route{}, false // the classifier is an agent call
 	}
-	r := s.askRouter(ctx, t, text)
+	return r, ok
+}
+
+// route resolves free text: the deterministic tiers, then the router (or,
+// in a room with contextual lanes, the classifier).
+func (s *Session) route(ctx context.Context, t *turnCtx, text string) Route {
+	r, ok := s.matchDeterministic(text)
+	switch {
+	case ok && r.Reason == reasonClassify:
+		r = s.classify(ctx, t, s.contextualState(), text)
+		if r.Lane != "" {
+			return r
+		}
+	case ok:
+		return r
+	default:
+		r = s.askRouter(ctx, t, text)
+	}
 	allowed := make([]string, 0)
 	for _, in := range s.routable() {
 		allowed = append(allowed, in.Name)
@@ -588,6 +606,9 @@ func (s *Session) Say(ctx context.Context, text string) (*Outcome, error) {
 	}
 	if err := s.emit(t, routed); err != nil {
 		return nil, err
+	}
+	if r.Lane != "" {
+		return s.openLane(ctx, t, r, text)
 	}
 	if r.Rejection != nil && r.Rejection.Code == CodeNoMatch {
 		if st := s.offRampState(); st != nil {

@@ -89,4 +89,3 @@ func TestEngineDecider(t *testing.T) {
 		t.Errorf("decider: human was judged (%d asks, state %s)", len(pinned.asked), r.sess.State())
 	}
 }
-

@@ -171,6 +171,9 @@ func (h *Host) fillCall(ac *agent.Call, c *askCall) {
 	if ac.ProviderName != "" {
 		if spec, ok := h.story.Providers[ac.ProviderName]; ok {
 			ac.Provider = &spec
+			if ac.Effort == "" {
+				ac.Effort = spec.Effort // the provider's effort: under the persona's and a route's
+			}
 		}
 	}
 	if st := h.story.States[c.req.StatePath]; st != nil && st.WriteMode == story.WriteReadOnly {

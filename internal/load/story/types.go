@@ -302,6 +302,9 @@ type Effect struct {
 	// EmitIntent is the intent name (possibly a template); nil when absent.
 	EmitIntent *expr.Value
 	EmitSlots  map[string]*expr.Tree
+	// Effects (effects:) run as part of this one: after its action, and
+	// before the transition of an on_complete target:.
+	Effects []*Effect
 	// Target (inside on_complete: only) is the state the session moves to
 	// once the chain has run; TargetStay is target: "." (stay).
 	Target     string

@@ -341,6 +341,11 @@ func (s *Session) jobEnded(t *turnCtx, n jobs.Notice) error {
 					continue
 				}
 			}
+			if len(e.Effects) > 0 { // the target's own effects land first
+				if err := s.runEffects(t, e.Effects, fmt.Sprintf("%s, target effect %d's effects", where, i)); err != nil {
+					return err
+				}
+			}
 			to := e.Target
 			if err := s.emit(t, trace.MachineTransition{From: s.state, To: to, Intent: JobIntent}); err != nil {
 				return err

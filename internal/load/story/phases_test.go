@@ -105,3 +105,28 @@ func TestPhaseHandWrittenRoomKeepsBudgets(t *testing.T) {
 		t.Error("the template's other rooms were not stamped")
 	}
 }
+
+// A phase template's states take every key a state takes, references
+// filled in per phase.
+func TestPhaseTemplateTakesEveryStateKey(t *testing.T) {
+	s, err := Load("testdata/phases/everykey.yaml", WithStubbedHosts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	b := s.States["b_executing"]
+	if b == nil {
+		t.Fatal("b_executing was not stamped")
+	}
+	got := []any{b.Description, b.Mode, b.Decider, b.WriteMode, len(b.ViewDoc.Elements), b.ViewDoc.Elements[1].Marker, b.Menu,
+		b.DefaultIntent, b.RelevantWorld, b.RelevantSlots, b.Footer != nil, b.Transcript, b.Theme, b.InterceptDrive,
+		b.Timeout != nil, b.Contextual != nil && b.Contextual.Enabled, b.Intents["poke"].Description, len(b.OnEnter),
+		b.OnEnter[3].Invoke.ID, b.On["go"][0].Target, b.On["go"][0].GuardHint, b.On["go"][0].NoHistory}
+	want := []any{"Bee", ModeConversational, DeciderLLM, WriteOpen, 2, "+", []string{"go", "talk"},
+		"talk", []string{"n"}, []string{"message"}, true, TranscriptTransient, "meta-blue", "rest",
+		true, true, "Poke Bee.", 6,
+		"b_run", "terminated", "not yet", true}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("stamped room (-want +got):\n%s", d)
+	}
+}

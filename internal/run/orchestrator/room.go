@@ -40,12 +40,19 @@ func (s *Session) menuOf() []string {
 
 // MenuIntents is the intents the room offers, in the order its menu shows
 // them: the governing menu:'s entries the state takes, or every allowed
-// intent (sorted) when no menu: is declared. The state still takes the
+// intent, higher priority: first, then by name, when no menu: is declared. The state still takes the
 // intents a menu: leaves out.
 func (s *Session) MenuIntents() []string {
 	allowed := s.AllowedIntents()
 	m := s.menuOf()
 	if m == nil {
+		prio := func(name string) int {
+			if def := s.intentDef(name); def != nil {
+				return def.Priority
+			}
+			return 0
+		}
+		slices.SortStableFunc(allowed, func(a, b string) int { return prio(b) - prio(a) })
 		return allowed
 	}
 	out := make([]string, 0, len(m))

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -41,5 +42,40 @@ func TestRoomFooterAndMenu(t *testing.T) {
 	}
 	if d := cmp.Diff([]string{"light", "refill", "descend"}, order); d != "" {
 		t.Errorf("menu entries (-want +got):\n%s", d)
+	}
+}
+
+// An intent's priority: puts it first in the menu; a slot's prompt: is
+// the question a MISSING_SLOTS rejection asks; its format_hint: and
+// examples: tell the router what the slot holds.
+func TestIntentAndSlotHints(t *testing.T) {
+	const src = `
+app: {id: hints}
+intents:
+  look: {}
+  order:
+    priority: 50
+    slots:
+      dish: {type: string, required: true, prompt: "What would you like?", format_hint: "a dish from the board", examples: [soup, pie]}
+root: inn
+states:
+  inn:
+    on:
+      look: [{target: .}]
+      order: [{target: .}]
+`
+	r := newRig(t, files{"app.yaml": src})
+	if d := cmp.Diff([]string{"order", "look"}, r.sess.MenuIntents()); d != "" {
+		t.Errorf("menu intents (-want +got):\n%s", d)
+	}
+	if m := r.sess.Menu(); len(m) != 2 || m[0].Intent != "order" {
+		t.Errorf("menu = %+v", m)
+	}
+	out := r.do("order")
+	if out.Rejection == nil || out.Rejection.Message != `intent "order" is missing required slots: dish (dish: What would you like?)` {
+		t.Errorf("rejection = %+v", out.Rejection)
+	}
+	if p := r.sess.RouterPrompt("something to eat"); !strings.Contains(p, "(format: a dish from the board) e.g. soup, pie") {
+		t.Errorf("router prompt:\n%s", p)
 	}
 }

@@ -430,6 +430,12 @@ func (s *Session) RouterPrompt(text string) string {
 			if sl.Description != "" {
 				fmt.Fprintf(&b, ": %s", sl.Description)
 			}
+			if sl.FormatHint != "" {
+				fmt.Fprintf(&b, " (format: %s)", sl.FormatHint)
+			}
+			if len(sl.Examples) > 0 {
+				fmt.Fprintf(&b, " e.g. %s", strings.Join(sl.Examples, ", "))
+			}
 			b.WriteString("\n")
 		}
 		if len(in.Examples) > 0 {

@@ -381,7 +381,17 @@ func (s *Session) validate(t *turnCtx) *Rejection {
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)
-		return &Rejection{Code: CodeMissingSlots, Message: fmt.Sprintf("intent %q is missing required slots: %s", intent, strings.Join(missing, ", ")), MissingSlots: missing}
+		msg := fmt.Sprintf("intent %q is missing required slots: %s", intent, strings.Join(missing, ", "))
+		var asks []string
+		for _, name := range missing {
+			if p := def.Slots[name].Prompt; p != "" { // the slot's own question
+				asks = append(asks, name+": "+p)
+			}
+		}
+		if len(asks) > 0 {
+			msg += " (" + strings.Join(asks, "; ") + ")"
+		}
+		return &Rejection{Code: CodeMissingSlots, Message: msg, MissingSlots: missing}
 	}
 	return nil
 }

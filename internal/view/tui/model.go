@@ -491,6 +491,9 @@ func (m *Model) describe() string {
 	if m.status.Description != "" {
 		b.WriteString(" " + m.mask(m.status.Description))
 	}
+	if len(m.status.Relevant) > 0 {
+		b.WriteString(m.th.hint.Render("  " + m.mask(strings.Join(m.status.Relevant, " "))))
+	}
 	for _, in := range m.status.Intents {
 		b.WriteString("\n  " + m.th.intent.Render(in.Name))
 		var slots []string

@@ -84,3 +84,14 @@ func TestAnnotateSendsTheMediaIntent(t *testing.T) {
 	enter(tm, ":quit")
 	finalCode(t, tm)
 }
+
+// The state line carries the relevant world values and slots.
+func TestStateLineShowsRelevant(t *testing.T) {
+	st := lobby
+	st.Relevant = []string{"guests=3", "<name>"}
+	d := &fakeDriver{status: st}
+	_, tm := newTest(t, d, Config{})
+	waitOut(t, tm, "guests=3 <name>")
+	enter(tm, ":quit")
+	finalCode(t, tm)
+}

@@ -63,7 +63,10 @@ type Status struct {
 	// (theme:, "" for the default); Transcript how the transcript treats
 	// what was printed before the room is entered: TranscriptTransient
 	// starts the room on a clear screen.
-	Room       string
+	Room string
+	// Relevant are the state's relevant_world: values and relevant_slots:
+	// names, "key=value" or "slot", shown beside the state.
+	Relevant   []string
 	Footer     string
 	FooterErr  error
 	Theme      string

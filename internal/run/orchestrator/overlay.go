@@ -100,7 +100,11 @@ func (s *Session) sayOverlay(ctx context.Context, t *turnCtx, text string) (out 
 		s.over = o
 		banner := def.Banner
 		if banner == "" {
-			banner = "*** " + def.Name + " — type " + def.Exit + " to return ***"
+			name := def.Name
+			if def.Label != "" {
+				name += ": " + def.Label // a meta mode's label: names it for people
+			}
+			banner = "*** " + name + " — type " + def.Exit + " to return ***"
 		}
 		out, err := s.stayWith(t, banner)
 		if out != nil {

@@ -140,3 +140,21 @@ meta_modes:
 		}
 	}
 }
+
+// A meta mode without a banner: opens with one that names it by its
+// label:.
+func TestMetaModeLabelNamesTheBanner(t *testing.T) {
+	const src = `
+app: {id: labelled}
+agents: {guide: {system_prompt: "You guide."}}
+root: hall
+states: {hall: {view: "the hall"}}
+meta_modes:
+  notes: {trigger: notes, label: "take notes", agent: guide}
+`
+	r := newRig(t, files{"app.yaml": src})
+	out := say(t, r, "/notes")
+	if got := strings.Join(out.Says, " "); got != "*** notes: take notes — type /onpath to return ***" {
+		t.Errorf("banner = %q", got)
+	}
+}

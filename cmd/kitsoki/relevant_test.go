@@ -17,3 +17,17 @@ func TestRelevantIndicator(t *testing.T) {
 		t.Errorf("indicator (-want +got):\n%s", d)
 	}
 }
+
+// An intent's title: and description: both reach the menu, the title
+// first.
+func TestMenuHintShowsTitleAndDescription(t *testing.T) {
+	for _, tt := range []struct{ title, desc, want string }{
+		{"Borrow a book", "From any shelf.", "Borrow a book: From any shelf."},
+		{"Borrow a book", "", "Borrow a book"},
+		{"", "From any shelf.", "From any shelf."},
+	} {
+		if got := menuHint(&story.Intent{Title: tt.title, Description: tt.desc}); got != tt.want {
+			t.Errorf("menuHint(%q, %q) = %q, want %q", tt.title, tt.desc, got, tt.want)
+		}
+	}
+}

@@ -227,7 +227,7 @@ func (d *tuiDriver) Status() tui.Status {
 		}
 		in := tui.Intent{Name: name}
 		if def != nil {
-			in.Description = def.Description
+			in.Description = menuHint(def)
 			for _, sn := range def.SlotOrder {
 				sl := def.Slots[sn]
 				ts := tui.Slot{Name: sn, Type: sl.Type, Required: sl.Required}

@@ -158,3 +158,19 @@ meta_modes:
 		t.Errorf("banner = %q", got)
 	}
 }
+
+// A meta mode with persist: false starts a new conversation each time it
+// opens.
+func TestMetaModeWithoutPersistStartsAfresh(t *testing.T) {
+	ag := &echoAgent{}
+	src := strings.Replace(overlayStory, "    agent: story-author\n", "    agent: story-author\n    persist: false\n", 1)
+	r := newRig(t, files{"app.yaml": src}, withHostOpts(host.WithBuiltin(ag)))
+	say(t, r, "/meta")
+	say(t, r, "make it warmer")
+	say(t, r, "/onpath")
+	say(t, r, "/meta")
+	say(t, r, "and shorter")
+	if p := ag.prompts[len(ag.prompts)-1]; strings.Contains(p, "make it warmer") {
+		t.Errorf("persist: false kept the conversation: %q", p)
+	}
+}

@@ -56,7 +56,7 @@ intents:
   order:
     priority: 50
     slots:
-      dish: {type: string, required: true, prompt: "What would you like?", format_hint: "a dish from the board", examples: [soup, pie]}
+      dish: {type: string, required: true, description: "the dish", prompt: "What would you like?", format_hint: "a dish from the board", examples: [soup, pie]}
 root: inn
 states:
   inn:
@@ -75,7 +75,7 @@ states:
 	if out.Rejection == nil || out.Rejection.Message != `intent "order" is missing required slots: dish (dish: What would you like?)` {
 		t.Errorf("rejection = %+v", out.Rejection)
 	}
-	if p := r.sess.RouterPrompt("something to eat"); !strings.Contains(p, "(format: a dish from the board) e.g. soup, pie") {
+	if p := r.sess.RouterPrompt("something to eat"); !strings.Contains(p, "slot dish (string, required): the dish (format: a dish from the board) e.g. soup, pie") {
 		t.Errorf("router prompt:\n%s", p)
 	}
 }

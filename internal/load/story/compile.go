@@ -137,7 +137,7 @@ func (w *workers) finish() {
 func (l *loader) compileGuard(f *file, n *yaml.Node, path string, assign func(*expr.Guard)) {
 	d := deref(n)
 	if d == nil || d.Kind != yaml.ScalarNode || d.Tag == "!!null" {
-		l.errAt(f, d, path, "expected a guard expression, got %s", kindNameOrNull(d))
+		l.errAt(f, d, path, "expected a guard expression, got %s%s", kindNameOrNull(d), shapeHint(path, d))
 		return
 	}
 	l.addJob(func() (any, *Diagnostic) {

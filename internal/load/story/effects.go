@@ -276,7 +276,7 @@ func (l *loader) loadInvoke(f *file, inv entry, fs fieldSet, path string, ref *e
 	if w, ok := fs.get("with"); ok && !isNull(w.val) {
 		wp := joinPath(path, "with")
 		if d := deref(w.val); d.Kind != yaml.MappingNode {
-			l.errAt(f, d, wp, "expected a mapping of call arguments, got %s", kindName(d))
+			l.errAt(f, d, wp, "expected a mapping of call arguments, got %s%s", kindName(d), shapeHint(wp, d))
 		} else {
 			l.builtinWith(f, d, wp, name)
 			l.compileTree(f, d, wp, func(t *expr.Tree) { in.With = t })

@@ -77,7 +77,7 @@ func TestLoadKitsokiKeyErrors(t *testing.T) {
 		`bad.yaml:8:15: agents.a.provider: provider "nope" is not declared in providers:`,
 		`bad.yaml:9:19: agents.a.bash_profile: unknown bash profile "write-all": write read-only, {commands: [git, jq]} or {sandboxed_write: DIR}`,
 		`bad.yaml:13:31: agents.b.bash_profile.commands[0]: "rm -rf" is not a program name; list bare names such as git`,
-		`bad.yaml:16:20: agents.c.bash_profile.sandboxed: unknown bash profile "sandboxed": write read-only, {commands: [git, jq]} or {sandboxed_write: DIR}`,
+		`bad.yaml:16:20: agents.c.bash_profile.sandboxed: unknown bash profile "sandboxed": write read-only, {commands: [git, jq]} or {sandboxed_write: DIR} (did you mean "sandboxed_write"?)`,
 		`bad.yaml:21:24: routing.embedding.enabled: kitsoki has no embedding routing tier: set enabled: false (or remove routing.embedding); synonyms: and the router agent cover paraphrase`,
 		`bad.yaml:22:3: routing.cache_cap: "cache_cap" is a Kitsoki key kitsoki does not support: kitsoki keeps no routing cache; remove the key`,
 		`bad.yaml:26:35: intents.go.slots.dir.format: unknown slot format "emial": use one of date, date-time, duration, email, hostname, ipv4, ipv6, iri, iri-reference, jql, json-pointer, period, relative-json-pointer, semver, time, uri, uri-reference, uri-template, uuid (did you mean "email"?)`,

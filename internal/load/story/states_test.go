@@ -137,7 +137,7 @@ func TestOffRampErrors(t *testing.T) {
 		`offramp_errors.yaml:9:35: states.a.agent_off_ramp.trigger: trigger: belongs to off_path:; agent_off_ramp takes agent, persona and banner`,
 		`offramp_errors.yaml:12:5: states.b.agent_off_ramp: agent_off_ramp on a terminal state: there is no menu to stay on; put it on a room the story rests in`,
 		`offramp_errors.yaml:17:5: states.c.agent_off_ramp: agent_off_ramp on a mode: conversational room: its free text already goes to its default_intent; drop one of the two`,
-		`offramp_errors.yaml:19:21: states.d.agent_off_ramp: expected true or false, got the scalar "sometimes"`,
+		`offramp_errors.yaml:19:21: states.d.agent_off_ramp: expected true or false, got the scalar "sometimes"; agent_off_ramp: takes true, false or a mapping {agent, persona, banner}, e.g. agent_off_ramp: {agent: guide}`,
 	}
 	got := loadErr(t, "testdata/states/offramp_errors.yaml", nil)
 	if diff := cmp.Diff(want, got); diff != "" {

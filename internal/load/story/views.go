@@ -165,6 +165,10 @@ func (l *loader) loadView(f *file, v entry, path string, s *State) {
 }
 
 func (l *loader) loadViewMapping(f *file, n *yaml.Node, path string, s *State) {
+	if kind := elementKindKey(n); kind != "" {
+		l.errAt(f, n, path, "a view mapping takes extends: and blocks:, or template_file:; %s: is a view element, and elements go in a list (did you mean view: [{%s: ...}]?)", kind, kind)
+		return
+	}
 	fs, ok := l.fields(f, n, path, viewMapKeys)
 	if !ok {
 		return
@@ -511,6 +515,26 @@ func (l *loader) bodyFields(f *file, n *yaml.Node, path string, spec *keySpec, k
 	return l.fields(f, n, path, spec)
 }
 
+// elementKindKey is the first key of mapping n that names a view element
+// kind, when n has no key of a view mapping; "" otherwise.
+func elementKindKey(n *yaml.Node) string {
+	d := deref(n)
+	if d == nil || d.Kind != yaml.MappingNode {
+		return ""
+	}
+	kind := ""
+	for i := 0; i+1 < len(d.Content); i += 2 {
+		k := d.Content[i].Value
+		if slices.Contains(viewMapKeys.v1, k) {
+			return ""
+		}
+		if kind == "" && slices.Contains(ViewKinds, k) {
+			kind = k
+		}
+	}
+	return kind
+}
+
 // mapEntry is the key node of key k in mapping n (nil when absent).
 func mapEntry(n *yaml.Node, k string) *yaml.Node {
 	d := deref(n)
@@ -556,6 +580,10 @@ func (l *loader) loadBanner(f *file, n *yaml.Node, path string, el *ViewElement)
 }
 
 func (l *loader) loadKV(f *file, n *yaml.Node, path string, el *ViewElement) {
+	if d := deref(n); d != nil && d.Kind == yaml.MappingNode && len(d.Content) > 0 && mapEntry(d, "pairs") == nil && mapEntry(d, "when") == nil {
+		l.errAt(f, n, path, "a kv element takes pairs: (a mapping of label: value), e.g. kv: {pairs: {Loans: \"{{ world.loans }}\"}} (did you mean kv: {pairs: {%s: ...}}?)", d.Content[0].Value)
+		return
+	}
 	fs, ok := l.bodyFields(f, n, path, kvKeys, "kv")
 	if !ok {
 		return

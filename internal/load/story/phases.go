@@ -519,8 +519,10 @@ func (l *loader) substPhase(f *file, n *yaml.Node, inst *phaseInstance) bool {
 					if v, found := inst.params[g[2]]; found {
 						return v
 					}
-					l.errAt(f, n, "phases.graph."+inst.id, "{{ tpl.%s }}: phase %q has no parameter %q%s", g[2], inst.id, g[2], didYouMean(g[2], sortedKeys(boolSet(inst.params))))
-					ok = false
+					// As in Kitsoki, a reference the phase gives no value
+					// for renders as nothing.
+					l.warnAt(f, n, "phases.graph."+inst.id, "{{ tpl.%s }}: phase %q gives %q no value (no default either), so it is left empty%s", g[2], inst.id, g[2], didYouMean(g[2], sortedKeys(boolSet(inst.params))))
+					return ""
 				case g[2] == "next" && g[3] != "":
 					if t, found := inst.next[g[3]]; found {
 						return phaseTarget(t)

@@ -1,21 +1,23 @@
 package story
 
 import (
+	"errors"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 )
 
 // A phase template's mistakes are load errors at the key: an unknown
-// parameter, a reference no parameter fills, a state name placeholder, a
-// value of the wrong type, a budget that is not positive.
+// parameter, a state name placeholder, a value of the wrong type, a budget
+// that is not positive. A {{ tpl.X }} the phase gives no value renders as
+// nothing, as in Kitsoki, and the loader warns.
 func TestPhaseTemplateErrors(t *testing.T) {
 	got := loadErr(t, "testdata/phases/bad.yaml", nil)
 	want := []string{
-		`bad.yaml:3:7: root: unknown state "a_executing"`,
 		`bad.yaml:9:35: phase_templates.step.parameters.count.default: parameter "count" is declared type: int, got the scalar "two"`,
 		`bad.yaml:10:20: phase_templates.step.parameters.flag.type: unknown parameter type "boolen": use string, int, float, bool, list, object or any (did you mean "boolean"?)`,
-		`bad.yaml:13:15: phases.graph.a: {{ tpl.titel }}: phase "a" has no parameter "titel" (did you mean "title"?)`,
+		`bad.yaml:15:25: states.a_executing.on.go[0].target: unknown state "b_executing" (did you mean "a_executing"?)`,
 		`bad.yaml:16:7: phase_templates.step.states.{idd}_extra: state name "{idd}_extra" uses {idd}, which is not a parameter of the template (id, title, count, flag) (did you mean "id"?)`,
 		`bad.yaml:24:7: phases.graph.a.colour: "colour" is not a parameter of phase template "step" (it declares id, title, count, flag; next:, cycle_budgets: and on_enter: are the other keys)`,
 		`bad.yaml:26:27: phases.graph.a.cycle_budgets.go: a cycle budget must be a positive number of times, got 0`,
@@ -23,6 +25,11 @@ func TestPhaseTemplateErrors(t *testing.T) {
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("diagnostics (-want +got):\n%s", d)
+	}
+	_, err := Load("testdata/phases/bad.yaml", WithProvidedHandlers(fixtureHandlers...))
+	var le *LoadError
+	if !errors.As(err, &le) || !slices.Contains(lines(le.Warnings), `bad.yaml:13:15: phases.graph.a: {{ tpl.titel }}: phase "a" gives "titel" no value (no default either), so it is left empty (did you mean "title"?)`) {
+		t.Errorf("warnings of bad.yaml: %v", err)
 	}
 	got = loadErr(t, "testdata/phases/missing.yaml", nil)
 	want = []string{`missing.yaml:4:13: phases.template: phase template "stepp" is not declared in phase_templates: (did you mean "step"?)`}

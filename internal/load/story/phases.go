@@ -143,7 +143,8 @@ func (l *loader) loadPhaseParams(f *file, n *yaml.Node, base string) []*phasePar
 		strField(l, f, fs, path, "type", &p.typ)
 		if t, ok := fs.get("type"); ok {
 			if _, known := phaseParamTypes[p.typ]; !known {
-				l.errAt(f, t.val, joinPath(path, "type"), "unknown parameter type %q: use string, int, float, bool, list, object or any%s",
+				// Kitsoki does not check the type; the values are not checked against it.
+				l.warnAt(f, t.val, joinPath(path, "type"), "unknown parameter type %q is not checked: use string, int, float, bool, list, object or any%s",
 					p.typ, didYouMean(p.typ, sortedKeys(boolSet(phaseParamTypes))))
 			}
 		}
@@ -187,7 +188,8 @@ func (l *loader) checkPhaseParamValue(f *file, n *yaml.Node, path string, p *pha
 		ok = d.Kind == yaml.MappingNode
 	}
 	if !ok {
-		l.errAt(f, d, path, "parameter %q is declared type: %s, got %s", p.name, p.typ, kindName(d))
+		// Kitsoki substitutes the value as written; so does kitsoki, and says so.
+		l.warnAt(f, d, path, "parameter %q is declared type: %s, got %s; it is substituted as written", p.name, p.typ, kindName(d))
 	}
 }
 
@@ -331,9 +333,11 @@ func (l *loader) phaseInstance(f *file, pe entry, tpl *phaseTemplate) *phaseInst
 		default:
 			p := declared[e.name]
 			if p == nil && !refs[e.name] {
-				l.errAt(f, e.key, ep, "%q is not a parameter of phase template %q (it declares %s; next:, cycle_budgets: and on_enter: are the other keys)%s",
+				// As in Kitsoki, every key of a graph entry is a parameter
+				// value; one the template neither declares nor reads is
+				// most likely a typo, so the loader says so.
+				l.warnAt(f, e.key, ep, "%q is not a parameter of phase template %q, which neither declares nor reads it (it declares %s; next:, cycle_budgets: and on_enter: are the other keys)%s",
 					e.name, phaseTemplateName(l, tpl), paramNames(tpl), didYouMean(e.name, append(paramList(tpl), "next", "cycle_budgets", "on_enter")))
-				continue
 			}
 			if p != nil {
 				l.checkPhaseParamValue(f, e.val, ep, p)

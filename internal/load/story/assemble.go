@@ -258,7 +258,7 @@ func (l *loader) assembleExtends(src string, m []int, from tmplFile, sc tmplScop
 	}
 	for name := range overrides {
 		if _, ok := baseBlocks[name]; !ok {
-			return "", fmt.Sprintf("%s: {%% block %s %%} overrides no block of %s (it declares %s)", describeName(from), name, f.rel, strings.Join(sortedKeys(boolSet(baseBlocks)), ", "))
+			return "", fmt.Sprintf("%s: {%% block %s %%} overrides no block of %s (it declares %s)%s", describeName(from), name, f.rel, strings.Join(sortedKeys(boolSet(baseBlocks)), ", "), didYouMean(name, sortedKeys(boolSet(baseBlocks))))
 		}
 	}
 	var b strings.Builder

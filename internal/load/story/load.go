@@ -185,6 +185,8 @@ func Load(path string, opts ...Option) (*Story, error) {
 		return nil, &LoadError{Diagnostics: l.diags, Warnings: l.warns}
 	}
 	l.st.Warnings = l.warns
+	l.st.PromptOverlay = l.promptOverlay
+	l.st.promptAssembler = &loader{dir: l.dir, ws: l.ws, promptOverlay: l.promptOverlay, promptShared: l.promptShared, wrappers: l.wrappers}
 	return l.st, nil
 }
 

@@ -1,6 +1,7 @@
 package story
 
 import (
+	"errors"
 	"path/filepath"
 	"strings"
 
@@ -193,4 +194,21 @@ func (l *loader) loadContext() {
 		return
 	}
 	l.st.App.Context = src
+}
+
+// AssemblePrompt resolves the {% include %}, {% extends %} and
+// {% import %} tags of a prompt file read at run time (a templated prompt
+// path, rendered): src is the text of the file at abs. The tags resolve
+// along the prompt search path, as those of prompt files named literally
+// do at load; the text returned has none left.
+func (s *Story) AssemblePrompt(abs, src string) (string, error) {
+	if s == nil || s.promptAssembler == nil || !needsAssembly(src) {
+		return src, nil
+	}
+	rel := s.promptAssembler.relPath(abs)
+	out, msg := s.promptAssembler.assemble(src, tmplFile{abs: abs, rel: rel}, tmplScope{kind: promptTemplate, storyDir: s.Dir}, []string{rel})
+	if msg != "" {
+		return "", errors.New(msg)
+	}
+	return out, nil
 }

@@ -73,6 +73,13 @@ type Story struct {
 	// SchemaCompiler compiles schemas named by templated paths at run time,
 	// rooted in Dir like the load-time ones.
 	SchemaCompiler *schema.Compiler
+	// PromptOverlay is the prompt overlay directory (prompts.overlay: or
+	// WithPromptOverlay), absolute; "" for none. A prompt path rendered at
+	// run time resolves in it first, as literal ones do at load.
+	PromptOverlay string
+	// promptAssembler resolves the include, extends and import tags of a
+	// prompt file read at run time, along the prompt search path.
+	promptAssembler *loader
 	// importCompilers compile the schemas of imported stories, each rooted
 	// in its own story directory.
 	importCompilers map[string]*schema.Compiler

@@ -33,7 +33,10 @@ type ViewDoc struct {
 type ViewSegment struct {
 	Text    *expr.Text
 	Block   string
-	Default *expr.Text
+	Default *expr.Text // nil for a block whose default holds blocks: its pieces follow
+	// Within names the blocks the segment sits in (outermost first) when
+	// the base nests blocks; a view filling one of them replaces it.
+	Within []string
 }
 
 // ViewElement is one typed view element. Kind says which fields are set.
@@ -301,22 +304,16 @@ func (l *loader) loadBaseView(f *file, n *yaml.Node, path, name string, doc *Vie
 		src = rename(src)
 	}
 	known := map[string]bool{}
-	type piece struct {
-		text    string
-		block   string
-		isBlock bool
-		off     int
-	}
-	var pieces []piece
+	var pieces []basePiece
 	at, open, openName, openEnd := 0, false, "", 0
 	for _, m := range blockTag.FindAllStringSubmatchIndex(src, -1) {
 		tag := src[m[2]:m[3]]
 		if strings.HasPrefix(tag, "block") {
 			if open {
-				l.errAt(f, n, path, "%s:%d: nested {%% block %%} tags are not supported in a base view", rel, lineAt(src, m[0]))
-				return nil
+				// Blocks inside blocks: cut the base as a tree.
+				return l.nestedBase(f, n, path, rel, src, doc)
 			}
-			pieces = append(pieces, piece{text: src[at:m[0]], off: at})
+			pieces = append(pieces, basePiece{text: src[at:m[0]], off: at})
 			open, openName, openEnd = true, src[m[4]:m[5]], m[1]
 			continue
 		}
@@ -324,7 +321,7 @@ func (l *loader) loadBaseView(f *file, n *yaml.Node, path, name string, doc *Vie
 			l.errAt(f, n, path, "%s:%d: {%% endblock %%} without a {%% block %%}", rel, lineAt(src, m[0]))
 			return nil
 		}
-		pieces = append(pieces, piece{text: src[openEnd:m[0]], block: openName, isBlock: true, off: openEnd})
+		pieces = append(pieces, basePiece{text: src[openEnd:m[0]], block: openName, isBlock: true, off: openEnd})
 		known[openName] = true
 		open, at = false, m[1]
 	}
@@ -332,12 +329,70 @@ func (l *loader) loadBaseView(f *file, n *yaml.Node, path, name string, doc *Vie
 		l.errAt(f, n, path, "%s: {%% block %s %%} is never closed with {%% endblock %%}", rel, openName)
 		return nil
 	}
-	pieces = append(pieces, piece{text: src[at:], off: at})
+	pieces = append(pieces, basePiece{text: src[at:], off: at})
+	l.compileBase(path, rel, src, pieces, doc)
+	return known
+}
+
+// basePiece is a piece of a base view as cut: text, a block with its
+// default (isBlock), or the place of a block whose default holds blocks
+// (marker; its text follows as pieces within it).
+type basePiece struct {
+	text    string
+	block   string
+	isBlock bool
+	marker  bool
+	within  []string
+	off     int
+}
+
+// nestedBase cuts a base view whose blocks hold blocks: a block without
+// blocks inside is one segment with its default, as at the top; one with
+// blocks inside is a place, followed by the pieces of its default, each
+// marked as within it, so filling the outer block replaces all of them and
+// filling an inner one only its own.
+func (l *loader) nestedBase(f *file, n *yaml.Node, path, rel, src string, doc *ViewDoc) map[string]bool {
+	bodies, tree, err := parseBlocks(src)
+	if err != nil {
+		l.errAt(f, n, path, "%s: %v", rel, err)
+		return nil
+	}
+	known := map[string]bool{}
+	for name := range bodies {
+		known[name] = true
+	}
+	var pieces []basePiece
+	var flat func(nodes []*tmplNode, within []string)
+	flat = func(nodes []*tmplNode, within []string) {
+		for _, nd := range nodes {
+			off := strings.Index(src, nd.text)
+			switch {
+			case nd.block == "":
+				pieces = append(pieces, basePiece{text: nd.text, within: within, off: max(off, 0)})
+			case !slices.ContainsFunc(nd.children, func(c *tmplNode) bool { return c.block != "" }):
+				pieces = append(pieces, basePiece{text: bodies[nd.block], block: nd.block, isBlock: true, within: within, off: max(strings.Index(src, nd.open), 0)})
+			default:
+				pieces = append(pieces, basePiece{block: nd.block, marker: true, within: within})
+				flat(nd.children, append(slices.Clone(within), nd.block))
+			}
+		}
+	}
+	flat(tree, nil)
+	l.compileBase(path, rel, src, pieces, doc)
+	return known
+}
+
+// compileBase compiles the pieces of a base view into doc.Base.
+func (l *loader) compileBase(path, rel, src string, pieces []basePiece, doc *ViewDoc) {
 	doc.Base = make([]ViewSegment, len(pieces))
 	for i, p := range pieces {
 		i, p := i, p
-		if p.isBlock {
+		doc.Base[i].Within = p.within
+		if p.isBlock || p.marker {
 			doc.Base[i].Block = p.block
+		}
+		if p.marker {
+			continue
 		}
 		l.addJob(func() (any, *Diagnostic) {
 			t, err := expr.CompileText(p.text)
@@ -354,7 +409,6 @@ func (l *loader) loadBaseView(f *file, n *yaml.Node, path, name string, doc *Vie
 			}
 		})
 	}
-	return known
 }
 
 // includeTag is an {% include "path" %} in a base view (with its trim

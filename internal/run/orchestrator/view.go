@@ -151,6 +151,9 @@ func renderDoc(doc *story.ViewDoc, env expr.Env) ([]ViewElement, error) {
 		return out, nil
 	}
 	for _, seg := range doc.Base {
+		if filledWithin(doc, seg.Within) {
+			continue // an enclosing block the view fills replaces it
+		}
 		if seg.Block == "" {
 			t, err := seg.Text.Render(env)
 			if err != nil {
@@ -171,6 +174,9 @@ func renderDoc(doc *story.ViewDoc, env expr.Env) ([]ViewElement, error) {
 			out = append(out, r...)
 			continue
 		}
+		if seg.Default == nil {
+			continue // its default's pieces follow
+		}
 		t, err := seg.Default.Render(env)
 		if err != nil {
 			return nil, fmt.Errorf("base view %q, block %q: %w", doc.Extends, seg.Block, err)
@@ -178,6 +184,17 @@ func renderDoc(doc *story.ViewDoc, env expr.Env) ([]ViewElement, error) {
 		out = append(out, ViewElement{Kind: "base", Text: t, Body: t})
 	}
 	return out, nil
+}
+
+// filledWithin reports whether the view fills one of the blocks a base
+// segment sits in.
+func filledWithin(doc *story.ViewDoc, within []string) bool {
+	for _, b := range within {
+		if _, ok := doc.Blocks[b]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 func renderElements(els []*story.ViewElement, block, where string, env expr.Env) ([]ViewElement, error) {

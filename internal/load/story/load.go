@@ -480,7 +480,7 @@ func (l *loader) loadFile(f *file, isRoot bool) {
 		l.errAt(f, doc, "", "app: is required (app: {id: my-story})")
 	}
 	if e, ok := top.get("prompts"); ok {
-		l.loadPromptsConfig(f, e, isRoot)
+		l.loadPromptsConfig(f, e, isRoot) // before any prompt is read
 	}
 	if e, ok := top.get("hosts"); ok {
 		l.loadHosts(f, e)
@@ -524,21 +524,7 @@ func (l *loader) loadFile(f *file, isRoot bool) {
 	if e, ok := top.get("meta_modes"); ok {
 		l.loadMetaModes(f, e)
 	}
-	if e, ok := top.get("phase_templates"); ok {
-		l.loadPhaseTemplates(f, e)
-	}
-	if e, ok := top.get("phases"); ok {
-		l.loadPhasesBlock(f, e)
-	}
-	if e, ok := top.get("checkpoint_intents"); ok {
-		l.loadCheckpointIntents(f, e)
-	}
-	if e, ok := top.get("proposals"); ok {
-		l.loadProposals(f, e)
-	}
-	if e, ok := top.get("decider"); ok {
-		l.loadDecider(f, e)
-	}
+	l.loadStoryBlocks(f, top)
 	if e, ok := top.get("include"); ok {
 		l.loadInclude(f, e)
 	}
@@ -547,6 +533,23 @@ func (l *loader) loadFile(f *file, isRoot bool) {
 	}
 	if e, ok := top.get("imports"); ok {
 		l.loadImports(f, e)
+	}
+}
+
+// loadStoryBlocks reads the story-wide blocks that stamp out or drive
+// rooms: phase_templates:, phases:, checkpoint_intents:, proposals: and
+// decider:.
+func (l *loader) loadStoryBlocks(f *file, top fieldSet) {
+	for _, b := range []struct {
+		key  string
+		load func(*file, entry)
+	}{
+		{"phase_templates", l.loadPhaseTemplates}, {"phases", l.loadPhasesBlock}, {"checkpoint_intents", l.loadCheckpointIntents},
+		{"proposals", l.loadProposals}, {"decider", l.loadDecider},
+	} {
+		if e, ok := top.get(b.key); ok {
+			b.load(f, e)
+		}
 	}
 }
 

@@ -51,8 +51,10 @@ type runOpts struct {
 	// httpCassette serves host.starlark.run's HTTP (recorded with --record).
 	httpCassette string
 	// say are free-text lines to run instead of reading stdin (--say).
-	say     []string
-	routing routingFlags
+	say []string
+	// promptOverlay shadows the story's prompt files (--prompt-overlay).
+	promptOverlay string
+	routing       routingFlags
 	// noTUI keeps the line protocol on a terminal (--no-tui).
 	noTUI bool
 	// sf are the durable-session flags (session.go).
@@ -133,6 +135,7 @@ Exit codes:
 	f.StringVar(&o.record, "record", "", "run the real agents and write every agent exchange and host call to this cassette")
 	f.StringVar(&o.httpCassette, "http-cassette", "", "serve host.starlark.run's HTTP from this cassette; with --record, fetch and record what it misses")
 	f.BoolVar(&o.strictPins, "strict-pins", false, "fail to load when a selection: pin's evidence is missing, stale or failing")
+	f.StringVar(&o.promptOverlay, "prompt-overlay", "", "a directory whose prompt files shadow the story's of the same name (over the story's prompts.overlay)")
 	addWorkspaceFlag(cmd, g)
 	f.StringVar(&o.controlMCP, "control-mcp", "", "serve MCP plugin controls (configuration surface) on this loopback address, e.g. 127.0.0.1:0")
 	addTemporalFlags(cmd, &o.tf, true)
@@ -149,6 +152,9 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 	sopts := g.storyOpts()
 	if o.cassette != "" { // the handlers the cassette answers are provided
 		sopts = append(sopts, story.WithReplayedHandlers(replay.HandlerNames(o.cassette)...))
+	}
+	if o.promptOverlay != "" {
+		sopts = append(sopts, story.WithPromptOverlay(o.promptOverlay))
 	}
 	st, err := story.Load(path, sopts...)
 	if err != nil {

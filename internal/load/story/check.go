@@ -33,10 +33,14 @@ func (l *loader) finish() {
 	l.checkTextReads()
 	l.checkBinds()
 	l.checkArmIntents()
+	l.checkMenus()
+	l.checkAnnotations()
+	l.noteProposals()
+	l.checkDeciderAgent()
 	l.checkSynonyms()
 	l.checkDefaultIntents()
 	l.checkContextual()
-	l.checkModes()
+	l.checkLanes()
 	l.checkOffRamps()
 	l.checkOverlays()
 	l.checkRoutingAgents()
@@ -484,16 +488,6 @@ func (l *loader) checkSlotRefs() {
 
 // ModeConversational is the mode: of an agent room.
 const ModeConversational = "conversational"
-
-// checkModes checks that a conversational room has a free-text sink: a
-// default_intent of its own or of an enclosing state.
-func (l *loader) checkModes() {
-	for _, r := range l.modes {
-		if r.state.InheritedDefaultIntent(l.st) == nil {
-			l.errAt(r.f, r.n, r.path, "mode: conversational needs default_intent: on the state (or an enclosing one): the intent, with one required string slot, that the room's free text goes to")
-		}
-	}
-}
 
 // InheritedDefaultIntent is the state that supplies s's default_intent:
 // s itself, else its nearest enclosing state with one; nil when none does.

@@ -11,7 +11,7 @@ import (
 
 var effectKeys = &keySpec{
 	v1: []string{"when", "set", "increment", "say", "emit", "invoke", "with", "bind", "on_error", "once", "id",
-		"agent", "selection", "emit_intent", "slots", "target", "external_side_effect", "background", "on_complete", "retry"},
+		"agent", "selection", "emit_intent", "slots", "target", "external_side_effect", "background", "on_complete", "retry", "effects"},
 }
 
 // actionKeys are the effect actions in precedence order: when an item has
@@ -125,8 +125,12 @@ func (l *loader) loadEffect(f *file, n *yaml.Node, path string, ctx effCtx) *Eff
 	if hasTarget {
 		l.loadEffectTarget(f, fs, path, ctx, e, hasEmit, actions)
 	}
+	sub, hasSub := fs.get("effects")
+	if hasSub {
+		e.Effects = l.loadSubEffects(f, sub.val, joinPath(path, "effects"), ctx)
+	}
 	switch {
-	case hasTarget:
+	case hasTarget, hasSub:
 		// a target: effect has no action; loadEffectTarget checked it
 	case len(actions) == 0 && !hasEmit && unknown == 0:
 		// (with unknown keys, the unknown-key error is the real problem)
@@ -207,6 +211,26 @@ var bindPathRE = regexp.MustCompile(`^[^.\[\]\s{}]+(\[\d+\])*(\.[^.\[\]\s{}]+(\[
 // loadEffectTarget reads an effect's target: (valid only inside
 // on_complete:, alone on its effect): the state the session moves to when
 // the job's completion chain has run.
+// loadSubEffects reads an effect's effects:: effects that run as part of
+// it (after its own action; before the transition of an on_complete
+// target:), checked like on_complete's: no background job, no
+// on_complete of their own.
+func (l *loader) loadSubEffects(f *file, n *yaml.Node, path string, ctx effCtx) []*Effect {
+	sub := ctx
+	sub.onComplete = false // a sub-effect makes no transition of its own
+	out := l.loadEffects(f, n, path, sub)
+	items, _ := l.list(f, n, path)
+	for i, e := range out {
+		if e.Invoke != nil && e.Invoke.Background && i < len(items) {
+			l.errAt(f, items[i], indexPath(path, i), "an effect's effects: cannot start a background job (background: true)")
+		}
+		if e.Invoke != nil && len(e.Invoke.OnComplete) > 0 && i < len(items) {
+			l.errAt(f, items[i], indexPath(path, i), "an effect's effects: cannot have an on_complete: of their own")
+		}
+	}
+	return out
+}
+
 func (l *loader) loadEffectTarget(f *file, fs fieldSet, path string, ctx effCtx, e *Effect, hasEmit bool, actions []string) {
 	t := fs.at("target")
 	p := joinPath(path, "target")
@@ -257,7 +281,7 @@ func (l *loader) loadInvoke(f *file, inv entry, fs fieldSet, path string, ref *e
 	if w, ok := fs.get("with"); ok && !isNull(w.val) {
 		wp := joinPath(path, "with")
 		if d := deref(w.val); d.Kind != yaml.MappingNode {
-			l.errAt(f, d, wp, "expected a mapping of call arguments, got %s", kindName(d))
+			l.errAt(f, d, wp, "expected a mapping of call arguments, got %s%s", kindName(d), shapeHint(wp, d))
 		} else {
 			l.builtinWith(f, d, wp, name)
 			l.compileTree(f, d, wp, func(t *expr.Tree) { in.With = t })

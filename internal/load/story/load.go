@@ -39,6 +39,8 @@ type options struct {
 
 	storiesPath []string // WithStoriesPath
 	library     string   // WithLibrary
+
+	promptOverlay string // WithPromptOverlay
 }
 
 // WithLibrary names the story library shipped with kitsoki: the last
@@ -231,6 +233,8 @@ func Load(path string, opts ...Option) (*Story, error) {
 		return nil, &LoadError{Diagnostics: l.diags, Warnings: l.warns}
 	}
 	l.st.Warnings = l.warns
+	l.st.PromptOverlay = l.promptOverlay
+	l.st.promptAssembler = &loader{dir: l.dir, ws: l.ws, promptOverlay: l.promptOverlay, promptShared: l.promptShared, wrappers: l.wrappers}
 	return l.st, nil
 }
 
@@ -309,20 +313,33 @@ type loader struct {
 
 	toolNames map[string]string // exposed plugin tool name → where it was declared
 
-	contextualRefs []contextualRef // contextual_routing intents, checked at finish (contextual.go)
+	promptShared  []string // prompts.shared directories, absolute (prompts.go)
+	promptOverlay string   // the prompt overlay directory, absolute ("" for none)
+	lateTemplates []func() // prompt assemblies that wait for the imports
+	contextPath   *nodeRef // app.context_path
+	proposalAt    *nodeRef // the first proposals: (proposals.go)
+	deciderAgent  *nodeRef // decider.agent, checked at finish (decider.go)
 
-	synonymRefs      []*synonymRef // intents' synonyms, checked against their slots
-	defaultIntents   []*nodeRef    // states' default_intent, checked at finish
-	modes            []*nodeRef    // states' mode:, checked at finish
-	offRampStates    []*nodeRef    // states with an agent_off_ramp, checked at finish
-	offRamps         []*nodeRef    // agent_off_ramp.agent values, checked at finish
-	overlayAgents    []*nodeRef    // off_path.agent and meta_modes.*.agent, checked at finish
-	overlayRefs      []*overlayRef // off_path and meta_modes, checked at finish
-	metaTools        []metaTools   // meta_modes' tools: overrides
-	routingAgent     *nodeRef      // routing.agent, checked against agent_plugins
-	extractAgent     *nodeRef      // routing.extract_llm_agent when extraction is on
-	personaProviders []*nodeRef    // agents.<name>.provider, checked against providers
-	readOnlyRooms    []*nodeRef    // states with write_mode: read_only, checked against their invokes
+	phases       *phaseState   // phase_templates:, phases:, checkpoint_intents: (phases.go)
+	menuRefs     []*nodeRef    // states' menu: entries, checked at finish (roomkeys.go)
+	annotateRefs []annotateRef // media elements' annotate_intent:, checked at finish
+
+	contextualRefs []contextualRef // contextual_routing intents, checked at finish (contextual.go)
+	laneRefs       []nodeRef       // contextual_routing help_chat and meta_chat, checked at finish
+
+	synonymRefs      []*synonymRef    // intents' synonyms, checked against their slots
+	defaultIntents   []*nodeRef       // states' default_intent, checked at finish
+	offRampStates    []*nodeRef       // states with an agent_off_ramp, checked at finish
+	offRamps         []*nodeRef       // agent_off_ramp.agent values, checked at finish
+	overlayAgents    []*nodeRef       // off_path.agent and meta_modes.*.agent, checked at finish
+	overlayRefs      []*overlayRef    // off_path and meta_modes, checked at finish
+	metaTools        []metaTools      // meta_modes' tools: and cwd: overrides
+	overlayPersonas  []overlayPersona // off_path.persona
+	routingAgent     *nodeRef         // routing.agent, checked against agent_plugins
+	extractAgent     *nodeRef         // routing.extract_llm_agent when extraction is on
+	modes            []*nodeRef       // states' mode:, checked at finish
+	personaProviders []*nodeRef       // agents.<name>.provider, checked against providers
+	readOnlyRooms    []*nodeRef       // states with write_mode: read_only, checked against their invokes
 	// imports (imports.go)
 	importFiles  []*unitFile                  // folded imported documents, loaded after the story's own files
 	wrappers     map[string]*importWrap       // import wrapper states
@@ -375,6 +392,9 @@ func (l *loader) run(abs string) {
 	l.lookahead = runtime.GOMAXPROCS(0)
 	l.work = startWorkers(l.lookahead)
 	root := l.newFile(abs)
+	if l.opts.promptOverlay != "" {
+		l.setOverlay(nil, nil, l.opts.promptOverlay)
+	}
 	root.parse()
 	l.hashed = append(l.hashed, root)
 	l.loadFile(root, true)
@@ -394,7 +414,12 @@ func (l *loader) run(abs string) {
 			f.doc = nil
 		}
 	}
+	l.expandPhases()
 	l.loadImported()
+	for _, late := range l.lateTemplates {
+		late()
+	}
+	l.loadContext()
 	l.runJobs()
 	l.finish()
 	l.st.ContentHash = contentHash(l.hashed)
@@ -542,15 +567,7 @@ func yamlDiag(f *file, err error) Diagnostic {
 
 var topKeys = &keySpec{
 	v1: []string{"app", "hosts", "agents", "agent_plugins", "host_plugins", "host_interfaces", "providers", "world", "intents", "root", "exits", "include", "states", "routing",
-		"imports", "exports", "off_path", "meta_modes"},
-	refused: map[string]string{
-		"phase_templates":    "phase templates are not expanded; write each room out under states:",
-		"phases":             "phase templates are not expanded; write each room out under states:",
-		"checkpoint_intents": "declare the intents under intents: and give each room that accepts them an on: arm",
-		"proposals":          "the draft, review, execute pattern is not built in; write it as states: a room whose on_enter asks an agent for the draft, a review room with accept and refine arms, and the invoke on accept",
-		"prompts":            "there is no story-wide prompt table; name the prompt file where it is used (with.prompt_path, or agents.<name>.system_prompt_path)",
-		"decider":            "there is no story-wide decider; set decider: on the states that need one",
-	},
+		"imports", "exports", "off_path", "meta_modes", "phase_templates", "phases", "checkpoint_intents", "prompts", "proposals", "decider"},
 }
 
 // loadFile reads one story file's top-level keys into the story.
@@ -574,6 +591,9 @@ func (l *loader) loadFile(f *file, isRoot bool) {
 		l.loadApp(f, e)
 	} else if isRoot {
 		l.errAt(f, doc, "", "app: is required (app: {id: my-story})")
+	}
+	if e, ok := top.get("prompts"); ok {
+		l.loadPromptsConfig(f, e, isRoot) // before any prompt is read
 	}
 	if e, ok := top.get("hosts"); ok {
 		l.loadHosts(f, e)
@@ -617,6 +637,7 @@ func (l *loader) loadFile(f *file, isRoot bool) {
 	if e, ok := top.get("meta_modes"); ok {
 		l.loadMetaModes(f, e)
 	}
+	l.loadStoryBlocks(f, top)
 	if e, ok := top.get("include"); ok {
 		l.loadInclude(f, e)
 	}
@@ -625,6 +646,23 @@ func (l *loader) loadFile(f *file, isRoot bool) {
 	}
 	if e, ok := top.get("imports"); ok {
 		l.loadImports(f, e)
+	}
+}
+
+// loadStoryBlocks reads the story-wide blocks that stamp out or drive
+// rooms: phase_templates:, phases:, checkpoint_intents:, proposals: and
+// decider:.
+func (l *loader) loadStoryBlocks(f *file, top fieldSet) {
+	for _, b := range []struct {
+		key  string
+		load func(*file, entry)
+	}{
+		{"phase_templates", l.loadPhaseTemplates}, {"phases", l.loadPhasesBlock}, {"checkpoint_intents", l.loadCheckpointIntents},
+		{"proposals", l.loadProposals}, {"decider", l.loadDecider},
+	} {
+		if e, ok := top.get(b.key); ok {
+			b.load(f, e)
+		}
 	}
 }
 

@@ -178,6 +178,11 @@ func (s *Session) runEffects(t *turnCtx, effects []*story.Effect, where string) 
 				return err
 			}
 		}
+		if len(e.Effects) > 0 {
+			if err := s.runEffects(t, e.Effects, fmt.Sprintf("%s, effect %d's effects", where, i)); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -309,7 +309,7 @@ func (s *Session) jobEnded(t *turnCtx, n jobs.Notice) error {
 			return err
 		}
 		redirect = to
-		t.handled = append(t.handled, HandledError{Namespace: name, Call: inv.ID, Err: callErr, OnError: inv.OnError})
+		t.handled = append(t.handled, HandledError{Namespace: name, Call: inv.ID, Err: callErr, OnError: inv.OnError, Background: true})
 	}
 	targets := t.targets
 	t.targets = nil
@@ -340,6 +340,11 @@ func (s *Session) jobEnded(t *turnCtx, n jobs.Notice) error {
 				}
 				if !ok {
 					continue
+				}
+			}
+			if len(e.Effects) > 0 { // the target's own effects land first
+				if err := s.runEffects(t, e.Effects, fmt.Sprintf("%s, target effect %d's effects", where, i)); err != nil {
+					return err
 				}
 			}
 			to, stay := e.Target, e.TargetStay

@@ -59,6 +59,7 @@ func TestFlowFailureMessages(t *testing.T) {
   ✗ expect_world_full: unexpected key "last_error" = "" (string)
   ✗ expect_world_full: unexpected key "receipt" = "" (string)
   ✗ expect_world_full: unexpected key "session_cost_usd" = 0 (float64)
+  ✗ expect_world_full: unexpected key "session_id" = "flow" (string)
   ✗ expect_world_full: unexpected key "turn_cost_usd" = 0 (float64)
   ✗ expect_world_full: unexpected key "write_mode_scope" = "" (string)
   ✗ expect_world_full: missing key "bogus" (want true (bool))
@@ -70,6 +71,7 @@ func TestFlowFailureMessages(t *testing.T) {
       	"note":             string("gift"),
     + 	"receipt":          string(""),
     + 	"session_cost_usd": int64(0),
+    + 	"session_id":       string("flow"),
     + 	"turn_cost_usd":    int64(0),
     + 	"write_mode_scope": string(""),
       }
@@ -194,6 +196,7 @@ func TestFlowSeed(t *testing.T) {
 		{trace.KindMachineTransition, `{"from":"","intent":"__seed__","to":"paying"}`},
 		{trace.KindWorldUpdate, `{"set":{"items":2}}`},
 		{trace.KindWorldUpdate, `{"set":{"note":"seeded"}}`},
+		{trace.KindWorldUpdate, `{"set":{"session_id":"flow"}}`}, // the flow's session id, projected
 	}
 	if d := cmp.Diff(want, turn0); d != "" {
 		t.Errorf("turn 0 (-want +got):\n%s", d)

@@ -59,7 +59,7 @@ func TestFixtureKeysFailures(t *testing.T) {
 			"  ✗ expect_no_host_calls: host.counter was called 1 time(s), want none: [host.counter]\n"},
 		{"unchanged.yaml", "FAIL  unchanged.yaml\n  FAIL  turn 1 → counting\n  ✗ expect_world_unchanged: world differs (-want +got):\n" +
 			"      map[string]any{\n    - \t\"count\":      int64(0),\n    + \t\"count\":      int64(3),\n" +
-			"      \t\"last_error\": string(\"\"),\n      \t\"pinged\":     bool(false),\n      \t... // 3 identical entries\n      }\n"},
+			"      \t\"last_error\": string(\"\"),\n      \t\"pinged\":     bool(false),\n      \t... // 4 identical entries\n      }\n"},
 		// Checked at the flow's end: pinged (false after turn 1) passes.
 		{"world_final.yaml", "FAIL  world_final.yaml\n  FAIL  [session]\n" +
 			"  ✗ turns[0].expect_world_final[\"count\"]: got 0 (int), want 4 (int)\n" +

@@ -124,6 +124,12 @@ func (hd *Handler) Invoke(ctx context.Context, call *host.Call, op string) *host
 	return &host.Result{Data: data}
 }
 
+// Connected reports whether the run's editor can show a native diff and
+// gate it (a VS Code family editor): what a story's world.ide.connected
+// says and host.ide.open_diff answers as connected. A terminal editor or
+// none is not connected: the terminal is the surface then.
+func (hd *Handler) Connected(ctx context.Context) bool { return hd.editor(ctx).kind == "vscode" }
+
 // editor is the command files are opened with.
 type editor struct {
 	argv   []string

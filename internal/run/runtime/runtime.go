@@ -271,6 +271,7 @@ type Runtime struct {
 	models      *localllm.Pool      // the local model servers (Config.LocalModels or its own)
 	ownModels   bool                // models is the runtime's own: Close closes it
 	embedder    io.Closer           // the embedding tier's model (routing.embedding), nil without one
+	ide         *ide.Handler        // host.ide.*: its editor is world.ide.connected's source in a live run
 }
 
 // Open wires a run of st as cfg says. On error everything built so far is
@@ -372,6 +373,12 @@ func Open(st *story.Story, cfg Config) (_ *Runtime, err error) {
 	}
 	if s.WorldAsGiven {
 		opts = append(opts, orchestrator.WithWorldAsGiven())
+	}
+	if cfg.Agents.Live && cfg.Cassette == nil {
+		// world.ide.connected follows the run's editor in a live run; a
+		// flow or a replay has none, as Kitsoki's flows are disconnected,
+		// so a replay takes the branches its recording took headless.
+		opts = append(opts, orchestrator.WithIDEProbe(rt.ide.Connected))
 	}
 	if s.Title != "" {
 		opts = append(opts, orchestrator.WithTitle(s.Title))
@@ -537,7 +544,7 @@ func (rt *Runtime) newHost(cfg Config, builtin agent.Agent, routeMap map[*story.
 	}
 	starlark.Register(h, st, so)
 	chat.Register(h, chat.Config{Dir: sessionsDir(cfg, st), Clock: cfg.Clock, Logger: cfg.Logger})
-	ide.Register(h, ide.Config{Workspace: st.Workspace, Out: cfg.Out, Logger: cfg.Logger})
+	rt.ide = ide.Register(h, ide.Config{Workspace: st.Workspace, Out: cfg.Out, Logger: cfg.Logger})
 	ghticket.Register(h, ghticket.Config{Workspace: st.Workspace, Logger: cfg.Logger})
 	wsmanager.Register(h, wsmanager.Config{Workspace: st.Workspace, Logger: cfg.Logger})
 	registerInterfaces(h, st)

@@ -191,5 +191,3 @@ func TestIDEConnectedInTheWorld(t *testing.T) {
 		}
 	})
 }
-
-

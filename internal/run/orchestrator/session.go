@@ -85,9 +85,10 @@ type Session struct {
 	live     liveState
 	journal  int // snapshot every this many turns; 0: no journal events (WithJournal)
 	routing  RoutingConfig
-	cache    *turnCache // the turn cache, when the story keeps one
-	ranker   Ranker     // the embedding tier's model (routing.embedding)
-	ideProbe IDEProbe   // world.ide.connected's source (WithIDEProbe)
+	cache    *turnCache        // the turn cache, when the story keeps one
+	ranker   Ranker            // the embedding tier's model (routing.embedding)
+	ideProbe IDEProbe          // world.ide.connected's source (WithIDEProbe)
+	stems    map[string]string // the words stemmed so far (semantic.go)
 
 	jobs        *jobs.Scheduler
 	inbox       *inbox.Inbox

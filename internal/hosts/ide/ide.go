@@ -172,7 +172,7 @@ func (hd *Handler) editor(ctx context.Context) editor {
 		return pick(v, EnvEditor)
 	}
 	if ws := hd.cfg.Workspace; !ws.IsZero() {
-		if r, err := gitrepo.Open(ctx, gitrepo.Tool(hd.cfg.Logger), ws.Dir(), ws.Dir()); err == nil {
+		if r, err := gitrepo.Open(ctx, gitrepo.Tool(hd.cfg.Workspace, hd.cfg.Logger), ws.Dir(), ws.Dir()); err == nil {
 			if v, ok, _ := r.Config(ctx, Setting); ok && strings.TrimSpace(v) != "" {
 				return pick(v, "git config "+Setting)
 			}
@@ -188,7 +188,7 @@ func (hd *Handler) editor(ctx context.Context) editor {
 
 // run starts the editor with args and waits for it.
 func (hd *Handler) run(ctx context.Context, e editor, args ...string) error {
-	t := cmdrun.Tool{Program: e.argv[0], Logger: hd.cfg.Logger,
+	t := cmdrun.Tool{Program: e.argv[0], Logger: hd.cfg.Logger, Root: hd.cfg.Workspace,
 		Missing: fmt.Sprintf("install it, or name another editor (%s, git config %s, $VISUAL or $EDITOR; set by %s)", EnvEditor, Setting, e.source)}
 	_, err := t.Run(ctx, hd.cfg.Workspace.Dir(), append(slices.Clone(e.argv[1:]), args...)...)
 	return err

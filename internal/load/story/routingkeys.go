@@ -9,7 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/kitsoki/kitsoki/internal/agents/localllm"
+	"github.com/kitsoki/kitsoki/internal/base/usercache"
 )
 
 // Routing is the routing: block: how free text is turned into an intent
@@ -330,7 +330,7 @@ func (l *loader) cacheDir(f *file, n *yaml.Node, path string) string {
 // userCacheDir is kitsoki's directory in the user cache, symlinks
 // resolved ("" when the OS has none).
 func userCacheDir() string {
-	d, err := localllm.DefaultCacheDir()
+	d, err := usercache.Dir()
 	if err != nil {
 		return ""
 	}

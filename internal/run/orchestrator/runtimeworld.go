@@ -50,6 +50,9 @@ func (s *Session) seedRuntimeWorld(ctx context.Context, t *turnCtx) error {
 // that was written without it, as turn 0 would have. It is not traced: a
 // later resume fills in the same id again.
 func (s *Session) restoreSessionID() {
+	if s.world == nil {
+		return // a session restored without a world (a remote run's view)
+	}
 	if v, _ := s.world[WorldSessionID].(string); v == "" && s.id != "" {
 		s.world[WorldSessionID] = s.id
 	}

@@ -467,7 +467,7 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 		dispatch = true
 		counted = func(c hostCall) bool { return bound(fx.HostBindings, c.Namespace) }
 	}
-	if err := sess.Seed(); err != nil {
+	if err := sess.SeedContext(ctx); err != nil {
 		res.Turns = append(res.Turns, TurnResult{TurnIndex: SessionIndex, Failures: []string{"seed: " + err.Error()}})
 		return f.finish(res, mem)
 	}

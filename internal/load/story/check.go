@@ -137,11 +137,15 @@ var seededWorld = []WorldVar{
 	{Name: "turn_cost_usd", Type: "float", Default: 0.0, HasDefault: true},
 	{Name: "last_error", Type: "string", Default: "", HasDefault: true},
 	{Name: "write_mode_scope", Type: "string", Default: "", HasDefault: true},
+	// session_id is the run's session id, filled in when the session
+	// starts unless the world's seed gives one (orchestrator.seedSessionID).
+	{Name: "session_id", Type: "string", Default: "", HasDefault: true},
 }
 
-// ideWorld is Kitsoki's engine-seeded editor-link key. kitsoki has no IDE
-// link, so it is {connected: false}; it is added to the world when a guard
-// reads it and the story does not declare it.
+// ideWorld is Kitsoki's engine-seeded editor-link key: {connected: bool},
+// projected at the start of every turn of a live run from the run's editor
+// (orchestrator.WithIDEProbe; false in flows and replays). It is added to
+// the world when a guard reads it and the story does not declare it.
 var ideWorld = WorldVar{Name: "ide", Type: "object", Default: map[string]any{"connected": false}, HasDefault: true}
 
 func (l *loader) seedWorld() {

@@ -176,6 +176,9 @@ func (s *Session) deliverJob(ctx context.Context, n jobs.Notice) (*Outcome, erro
 	if err := s.emit(t, trace.TurnStart{Turn: t.n, Input: input}); err != nil {
 		return nil, err
 	}
+	if err := s.projectIDE(ctx, t); err != nil {
+		return nil, err
+	}
 	var out *Outcome
 	var err error
 	if n.Kind == jobs.NoticeAwaiting {

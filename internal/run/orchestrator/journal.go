@@ -52,6 +52,7 @@ func (s *Session) Restore(state string, world map[string]any, n int64) error {
 	s.started = true
 	s.state, s.turn = state, n
 	s.world = world
+	s.restoreSessionID()
 	return nil
 }
 

@@ -719,7 +719,7 @@ func (s *Session) Say(ctx context.Context, text string) (*Outcome, error) {
 	if err := s.emit(t, trace.TurnStart{Turn: t.n, Input: text}); err != nil {
 		return nil, err
 	}
-	if err := s.applyOverride(t); err != nil {
+	if err := s.beginTurnWorld(ctx, t); err != nil {
 		return nil, err
 	}
 	if s.over != nil || s.story.OffPath != nil || s.story.MetaModes != nil {

@@ -109,7 +109,7 @@ func (s *Session) userTurn(ctx context.Context, intent string, slots map[string]
 	if err := s.emit(t, trace.TurnStart{Turn: t.n, Input: input, Direct: true}); err != nil {
 		return nil, err
 	}
-	if err := s.applyOverride(t); err != nil {
+	if err := s.beginTurnWorld(ctx, t); err != nil {
 		return nil, err
 	}
 	return s.takeTurn(ctx, t)

@@ -77,6 +77,15 @@ func runOnCluster(cmd *cobra.Command, g *globals, o *runOpts, path string) (err 
 	if err != nil {
 		return exitWith(exitUsage, err)
 	}
+	// --stories names the workers' stories directory: the session names
+	// its story by its path there. Without it the story travels with the
+	// session, as a bundle in the blob store the workers run.
+	var ref cluster.StoryRef
+	if cmd.Flags().Changed("stories") {
+		if ref, err = cluster.PathRef(o.tf.stories, path, st); err != nil {
+			return exitWith(exitUsage, err)
+		}
+	}
 	if o.session != "" {
 		if err := session.CheckID(o.session); err != nil {
 			return exitWith(exitUsage, err)
@@ -89,11 +98,10 @@ func runOnCluster(cmd *cobra.Command, g *globals, o *runOpts, path string) (err 
 		return err
 	}
 	defer c.Close()
-	// The story travels with the session: its files go to the blob store
-	// as a bundle the workers run, so no worker needs a copy of them.
-	ref, err := cluster.PackStory(path, st, o.tf.blobStore(), o.tf.stories, g.storyOpts()...)
-	if err != nil {
-		return exitWith(exitFailure, fmt.Errorf("kitsoki: %w", err))
+	if ref.Path == "" {
+		if ref, err = cluster.PackStory(path, st, o.tf.blobStore(), o.tf.stories, g.storyOpts()...); err != nil {
+			return exitWith(exitFailure, fmt.Errorf("kitsoki: %w", err))
+		}
 	}
 
 	id := o.session

@@ -1,6 +1,7 @@
 package story
 
 import (
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -430,29 +431,8 @@ func (l *loader) resolveImportSource(sc *importScope, d *importDef) (string, boo
 // (colon-separated), $KITSOKI_REPO/stories, then the stories/ directory
 // beside the nearest .kitsoki-root marker above the importer.
 func (l *loader) storiesPath(from string) []string {
-	var out []string
-	add := func(d string) {
-		if d == "" {
-			return
-		}
-		if a, err := filepath.Abs(d); err == nil {
-			d = a
-		}
-		if !slices.Contains(out, d) {
-			out = append(out, d)
-		}
-	}
-	for _, d := range l.opts.storiesPath {
-		add(d)
-	}
-	if v, ok := l.opts.lookupEnv("KITSOKI_STORIES_PATH"); ok {
-		for _, d := range filepath.SplitList(v) {
-			add(d)
-		}
-	}
-	if v, ok := l.opts.lookupEnv("KITSOKI_REPO"); ok && v != "" {
-		add(filepath.Join(v, "stories"))
-	}
+	out := searchPath(l.opts)
+	add := func(d string) { out = addDir(out, d) }
 	for d := from; ; {
 		if _, err := l.ws.Stat(filepath.Join(d, workspace.RootMarker)); err == nil {
 			add(filepath.Join(d, "stories"))
@@ -466,4 +446,52 @@ func (l *loader) storiesPath(from string) []string {
 	}
 	add(l.opts.library)
 	return out
+}
+
+// SearchPath is the part of the @kitsoki/NAME search path that the load
+// options and the environment set, in order: the WithStoriesPath
+// directories, KITSOKI_STORIES_PATH, $KITSOKI_REPO/stories (absolute,
+// each once). The directories found from the importer (a .kitsoki-root
+// marker's stories/) and the library come after them and are not in it.
+// A story bundle records it, so a worker looks imports up where the
+// client did.
+func SearchPath(opts ...Option) []string {
+	o := options{lookupEnv: os.LookupEnv}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.lookupEnv == nil {
+		o.lookupEnv = os.LookupEnv
+	}
+	return searchPath(o)
+}
+
+func searchPath(o options) []string {
+	var out []string
+	for _, d := range o.storiesPath {
+		out = addDir(out, d)
+	}
+	if v, ok := o.lookupEnv("KITSOKI_STORIES_PATH"); ok {
+		for _, d := range filepath.SplitList(v) {
+			out = addDir(out, d)
+		}
+	}
+	if v, ok := o.lookupEnv("KITSOKI_REPO"); ok && v != "" {
+		out = addDir(out, filepath.Join(v, "stories"))
+	}
+	return out
+}
+
+// addDir appends d, made absolute, to dirs unless it is empty or there.
+func addDir(dirs []string, d string) []string {
+	if d == "" {
+		return dirs
+	}
+	if a, err := filepath.Abs(d); err == nil {
+		d = a
+	}
+	if slices.Contains(dirs, d) {
+		return dirs
+	}
+	return append(dirs, d)
 }

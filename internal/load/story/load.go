@@ -58,6 +58,15 @@ func WithStoriesPath(dirs ...string) Option {
 	return func(o *options) { o.storiesPath = append(o.storiesPath, dirs...) }
 }
 
+// WithSearchPath sets the directories @kitsoki/NAME is looked up in
+// before KITSOKI_STORIES_PATH and $KITSOKI_REPO/stories to exactly dirs,
+// replacing those of every WithStoriesPath before it (a worker loading a
+// story bundle looks imports up where the client did, not where its own
+// flags say).
+func WithSearchPath(dirs ...string) Option {
+	return func(o *options) { o.storiesPath = append([]string(nil), dirs...) }
+}
+
 // WithStubbedHosts loads the story for `kitsoki test flows`, where flow
 // fixtures answer host handlers with stubs and cassettes: an invoke of a
 // handler kitsoki does not build (it needs Jira, an IDE, slidey, …) is not

@@ -84,13 +84,16 @@ func (b *Blobs) path(digest string) (string, error) {
 	return filepath.Join(b.Dir, "sha256", hexd[:2], hexd), nil
 }
 
-// Put stores data and returns its digest.
+// Put stores data and returns its digest. A blob already stored is kept
+// when its content is data; one whose file was damaged is written again.
 func (b *Blobs) Put(data []byte) (string, error) {
 	sum := sha256.Sum256(data)
 	digest := "sha256:" + hex.EncodeToString(sum[:])
 	p, _ := b.path(digest)
 	if fi, err := os.Stat(p); err == nil && fi.Size() == int64(len(data)) {
-		return digest, nil
+		if old, err := os.ReadFile(p); err == nil && sha256.Sum256(old) == sum {
+			return digest, nil
+		}
 	}
 	if err := outfile.MkdirAll(filepath.Dir(p)); err != nil {
 		return "", fmt.Errorf("blob store %s: %w", b.Dir, err)

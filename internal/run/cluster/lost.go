@@ -32,6 +32,10 @@ const (
 	// ErrTypeLost is the (retryable) application error type of a call
 	// whose worker stopped during it: its answer is not the call's.
 	ErrTypeLost = "kitsoki.lost"
+	// ErrTypeUnavailable is the (retryable) application error type of a
+	// call whose worker cannot read the session's story bundle: the call
+	// did not run there, so another worker takes it.
+	ErrTypeUnavailable = "kitsoki.unavailable"
 	// KindCallReissued is the event the activity writes after the events
 	// of a call it answered on a later attempt than the first (its
 	// earlier attempts were lost with their workers).
@@ -106,8 +110,13 @@ func lostReason(err error) string {
 			return "no result within the start-to-close timeout"
 		}
 	}
-	if ae, ok := errors.AsType[*temporal.ApplicationError](err); ok && ae.Type() == ErrTypeLost {
-		return "its worker stopped during the call"
+	if ae, ok := errors.AsType[*temporal.ApplicationError](err); ok {
+		switch ae.Type() {
+		case ErrTypeLost:
+			return "its worker stopped during the call"
+		case ErrTypeUnavailable:
+			return "its worker could not read the session's story: " + ae.Message()
+		}
 	}
 	return ""
 }

@@ -63,6 +63,12 @@ func entriesOf(b []byte) []Entry {
 func turnEntries(t *traceview.Turn) []Entry {
 	var out []Entry
 	add := func(kind, text, note string) { out = append(out, Entry{Turn: t.N, Kind: kind, Text: text, Note: note}) }
+	// A resume's marker comes first: it is written before the turn's input.
+	for _, it := range t.Items {
+		if it.Other != nil && it.Other.Kind == trace.KindResumed {
+			add(EntryNotice, resumedText(it.Other.Payload), "")
+		}
+	}
 	if t.N > 0 && (t.Input != "" || t.Intent != "") {
 		add(EntryInput, inputText(t), routeNote(t))
 	}
@@ -88,8 +94,6 @@ func turnEntries(t *traceview.Turn) []Entry {
 			for _, msg := range failedCalls(it.Call) {
 				add(EntryError, msg, "")
 			}
-		case it.Other != nil && it.Other.Kind == trace.KindResumed:
-			add(EntryNotice, resumedText(it.Other.Payload), "")
 		}
 	}
 	return out

@@ -224,7 +224,7 @@ func (r *webReplays) load(g *globals) func(path string) (*story.Story, error) {
 func (r *webReplays) config(o *webOpts, logger *slog.Logger) func(st *story.Story) (runtime.Config, func() error, error) {
 	return func(st *story.Story) (runtime.Config, func() error, error) {
 		cfg := runtime.Config{Logger: logger, Agents: runtime.Agents{Live: true}, Timeout: o.timeout,
-			Tools: runtime.Tools{Plugins: true, Autopilot: true},
+			Tools:      runtime.Tools{Plugins: true, Autopilot: true},
 			PinWarning: func(w string) { logger.Warn("selection pin not honoured", "detail", w) }}
 		if p := r.host[st.File]; p != "" {
 			c, err := replay.Load(p, cassette.WithSecrets(st.Secrets))

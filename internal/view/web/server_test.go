@@ -316,7 +316,9 @@ func TestFork(t *testing.T) {
 	s.until("turn 0", settled("lobby"))
 	for _, line := range []string{"greet name=Ada style=formal", "again"} {
 		ts.do(t, "POST", "/api/sessions/"+id+"/input", map[string]any{"text": line})
-		s.until(line, func(s *stream) bool { return settled(s.Status["state"].(string))(s) && len(s.texts(EntryInput)) == 2-boolInt(line != "again") })
+		s.until(line, func(s *stream) bool {
+			return settled(s.Status["state"].(string))(s) && len(s.texts(EntryInput)) == 2-boolInt(line != "again")
+		})
 	}
 	s.until("lobby", settled("lobby"))
 	code, out := ts.do(t, "POST", "/api/sessions/"+id+"/fork", map[string]any{"at": 1})

@@ -39,23 +39,29 @@ type CostCapReached struct {
 func (AgentSwitched) Kind() string  { return KindAgentSwitched }
 func (CostCapReached) Kind() string { return KindCostCapReached }
 
-func (p AgentSwitched) appendFields(w *objWriter) {
-	w.str("command", p.Command)
-	w.strOmit("effort", p.Effort)
-	w.strOmit("model", p.Model)
-	w.strOmit("previous_effort", p.PreviousEffort)
-	w.strOmit("previous_model", p.PreviousModel)
-	w.strOmit("previous_profile", p.PreviousProfile)
-	w.strOmit("profile", p.Profile)
-	w.str("switch", p.Switch)
+func (p AgentSwitched) scrub(s *scrubber) (any, bool) {
+	c := s.begin()
+	s.str("command", &p.Command)
+	s.str("effort", &p.Effort)
+	s.str("model", &p.Model)
+	s.str("previous_effort", &p.PreviousEffort)
+	s.str("previous_model", &p.PreviousModel)
+	s.str("previous_profile", &p.PreviousProfile)
+	s.str("profile", &p.Profile)
+	s.str("switch", &p.Switch)
+	if s.end(c) {
+		return p, true
+	}
+	return nil, false
 }
 
-func (p CostCapReached) appendFields(w *objWriter) {
-	w.int("calls", p.Calls)
-	if p.CapUSD != 0 {
-		w.value("cap_usd", p.CapUSD)
+func (p CostCapReached) scrub(s *scrubber) (any, bool) {
+	c := s.begin()
+	s.float("cap_usd", p.CapUSD)
+	s.str("scope", &p.Scope)
+	s.float("spent_usd", p.SpentUSD)
+	if s.end(c) {
+		return p, true
 	}
-	w.intOmit("max_calls", p.MaxCalls)
-	w.str("scope", p.Scope)
-	w.value("spent_usd", p.SpentUSD)
+	return nil, false
 }

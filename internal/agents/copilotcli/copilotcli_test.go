@@ -129,9 +129,11 @@ func TestCLINotOnPath(t *testing.T) {
 }
 
 func TestMissingProviderKey(t *testing.T) {
-	a := New(agent.Declaration{Alias: "agent.copilot", Command: os.Args[0], BaseURL: "http://127.0.0.1:1/v1", Model: "gpt-4.1-mini", APIKeyEnv: "NOT_SET_ANYWHERE_KEY"},
+	a := New(agent.Declaration{Alias: "agent.copilot", Command: os.Args[0], BaseURL: "http://127.0.0.1:1/v1", APIKeyEnv: "NOT_SET_ANYWHERE_KEY"},
 		Options{LookupEnv: func(string) (string, bool) { return "", false }})
-	_, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Verb: plugin.VerbAsk}))
+	c := agent.NewCall(&agent.AskRequest{Verb: plugin.VerbAsk})
+	c.Model = "gpt-4.1-mini" // a base_url without a model is refused first
+	_, err := a.Ask(context.Background(), c)
 	want := "agent: transport_error: copilot CLI: api_key_env NOT_SET_ANYWHERE_KEY is not set; export NOT_SET_ANYWHERE_KEY=<your key>, or remove api_key_env: under agent_plugins.agent.copilot"
 	if err == nil || err.Error() != want {
 		t.Errorf("error:\n%v\nwant:\n%s", err, want)

@@ -1,13 +1,20 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kitsoki/kitsoki/internal/load/project"
+	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
+	"github.com/kitsoki/kitsoki/internal/run/runtime"
 	"github.com/kitsoki/kitsoki/internal/testsupport/agentcli"
 	"github.com/kitsoki/kitsoki/internal/testsupport/fakeanthropic"
 	"github.com/kitsoki/kitsoki/internal/testsupport/fakeopenai"
@@ -309,5 +316,75 @@ func TestHostsAndValidateListTheAgentTypes(t *testing.T) {
 		"  syn  not usable: .kitsoki.yaml:3:31: profiles.syn.env: env var KITSOKI_UNSET_FOR_TEST is not set (export it, or choose another profile)\n"
 	if code != exitOK || out != want {
 		t.Errorf("exit %d\nstdout:\n%s\nwant:\n%s\nstderr:\n%s", code, out, want, errs)
+	}
+}
+
+// TestLiveSwitchReachesTheNextCall: at the terminal prompt, :model
+// changes the model of the next agent call on the wire, and :provider
+// none gives the story's own agent back; both switches are in the trace.
+// The prompt is wired as runStory wires it (the plan of --profile fast,
+// its selection in the runtime, the switches recording into the trace);
+// a test's stdin is no terminal, so the loop is fed from a reader.
+func TestLiveSwitchReachesTheNextCall(t *testing.T) {
+	f := fakeopenai.NewFunc(t, greeter)
+	dir := helloCopy(t, profileYAML(f))
+	t.Setenv("KITSOKI_TEST_OPENAI_KEY", testKey)
+	st, err := story.Load(filepath.Join(dir, "app.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cfg, err := project.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	af := &agentFlags{profile: "fast"}
+	plan, budget, err := af.plan(&globals{project: cfg}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := filepath.Join(t.TempDir(), "t.jsonl")
+	rt, err := runtime.Open(st, runtime.Config{Agents: runtime.Agents{Live: true}, Session: &runtime.Session{ID: "s"},
+		Trace: runtime.Trace{Path: tr}, Selection: plan.Selection, Budget: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	sess := rt.Session()
+	r := &runner{sess: sess, out: &out, errw: &errb, switches: &switchCommands{plan: plan, record: rt.Record}}
+	start, err := sess.Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.report(start)
+	in := "greet name=Ada\nagain\n:model gpt-5-mini\ngreet name=Bob\nagain\n:provider none\ngreet name=Cy\nbye\n"
+	code := r.interactive(context.Background(), newLines(strings.NewReader(in)))
+	rt.Close()
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+	if !strings.Contains(out.String(), "agent: profile fast (model gpt-5-mini)") || !strings.Contains(out.String(), "Cy was greeted") {
+		t.Errorf("stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
+	}
+	if f.Count() != 2 {
+		t.Fatalf("%d requests to the endpoint, want 2 (the third greeting is the story's own agent)", f.Count())
+	}
+	if m0, m1 := f.Request(0).Body["model"], f.Request(1).Body["model"]; m0 != "gpt-4.1-mini" || m1 != "gpt-5-mini" {
+		t.Errorf("models on the wire: %v then %v", m0, m1)
+	}
+	var got []trace.AgentSwitched
+	for _, ev := range events(t, tr, trace.KindAgentSwitched) {
+		var p trace.AgentSwitched
+		if err := trace.Decode(&ev, &p); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, p)
+	}
+	want := []trace.AgentSwitched{
+		{Command: ":model gpt-5-mini", Switch: "model", Profile: "fast", Model: "gpt-5-mini", PreviousProfile: "fast", PreviousModel: "gpt-4.1-mini"},
+		{Command: ":provider none", Switch: "provider", PreviousProfile: "fast", PreviousModel: "gpt-5-mini"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("kitsoki.agent.switched (-want +got):\n%s", diff)
 	}
 }

@@ -126,13 +126,13 @@ func TestSwitch(t *testing.T) {
 		want      trace.AgentSwitched
 		describe  string
 	}{
-		{SwitchModel, "2", trace.AgentSwitched{Command: ":model 2", Switch: "model", Profile: "fast", Model: "claude-sonnet-4-5", PreviousProfile: "fast"},
+		{SwitchModel, "2", trace.AgentSwitched{Command: ":model 2", Switch: "model", Profile: "fast", Model: "claude-sonnet-4-5", PreviousProfile: "fast", PreviousModel: "claude-haiku-4-5"},
 			"profile fast (model claude-sonnet-4-5)"},
 		{SwitchEffort, "high", trace.AgentSwitched{Command: ":effort high", Switch: "effort", Profile: "fast", Model: "claude-sonnet-4-5", Effort: "high",
 			PreviousProfile: "fast", PreviousModel: "claude-sonnet-4-5"}, "profile fast (model claude-sonnet-4-5, effort high)"},
-		{SwitchProvider, "gpt", trace.AgentSwitched{Command: ":provider gpt", Switch: "provider", Profile: "gpt",
+		{SwitchProvider, "gpt", trace.AgentSwitched{Command: ":provider gpt", Switch: "provider", Profile: "gpt", Model: "gpt-5-mini",
 			PreviousProfile: "fast", PreviousModel: "claude-sonnet-4-5", PreviousEffort: "high"}, "profile gpt (model gpt-5-mini)"},
-		{SwitchModel, "gpt-5", trace.AgentSwitched{Command: ":model gpt-5", Switch: "model", Profile: "gpt", Model: "gpt-5", PreviousProfile: "gpt"}, "profile gpt (model gpt-5)"},
+		{SwitchModel, "gpt-5", trace.AgentSwitched{Command: ":model gpt-5", Switch: "model", Profile: "gpt", Model: "gpt-5", PreviousProfile: "gpt", PreviousModel: "gpt-5-mini"}, "profile gpt (model gpt-5)"},
 		{SwitchProvider, "none", trace.AgentSwitched{Command: ":provider none", Switch: "provider", PreviousProfile: "gpt", PreviousModel: "gpt-5"}, "the story's own agents"},
 	}
 	for _, s := range steps {

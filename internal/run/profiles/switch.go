@@ -58,8 +58,21 @@ func (p *Plan) Switch(what, arg string) (trace.AgentSwitched, error) {
 		return trace.AgentSwitched{}, fmt.Errorf("unknown switch %q (provider, model or effort)", what)
 	}
 	prev := p.Selection.Set(next)
-	return trace.AgentSwitched{Command: ":" + what + " " + arg, Switch: what, Profile: next.Profile, Model: next.Model, Effort: next.Effort,
-		PreviousProfile: prev.Profile, PreviousModel: prev.Model, PreviousEffort: prev.Effort}, nil
+	return trace.AgentSwitched{Command: ":" + what + " " + arg, Switch: what, Profile: next.Profile, Model: p.modelOf(next), Effort: next.Effort,
+		PreviousProfile: prev.Profile, PreviousModel: p.modelOf(prev), PreviousEffort: prev.Effort}, nil
+}
+
+// modelOf is the model a choice's calls run on, as far as the plan knows
+// it: the switched model, else the model its profile declares ("" when
+// the backend's default or the story's own agent decides).
+func (p *Plan) modelOf(c host.Choice) string {
+	if c.Model != "" {
+		return c.Model
+	}
+	if r, ok := p.resolved[c.Profile]; ok {
+		return r.Decl.Model
+	}
+	return ""
 }
 
 // model reads :model's argument: a name, or the number of one of the
@@ -126,10 +139,8 @@ func (p *Plan) Describe() string {
 		return "the story's own agents"
 	}
 	var parts []string
-	if c.Model != "" {
-		parts = append(parts, "model "+c.Model)
-	} else if r, ok := p.resolved[c.Profile]; ok && r.Decl.Model != "" {
-		parts = append(parts, "model "+r.Decl.Model)
+	if m := p.modelOf(c); m != "" {
+		parts = append(parts, "model "+m)
 	}
 	if c.Effort != "" {
 		parts = append(parts, "effort "+c.Effort)

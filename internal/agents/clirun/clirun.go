@@ -105,6 +105,24 @@ func (s *Server) Close() error {
 	return nil
 }
 
+// Lookup reads a variable of the child's environment: the
+// declaration's env: first, then base (the process environment when
+// nil), as Environ builds it.
+func Lookup(name string, declEnv map[string]string, base []string) (string, bool) {
+	if v, ok := declEnv[name]; ok {
+		return v, true
+	}
+	if base == nil {
+		return os.LookupEnv(name)
+	}
+	for _, kv := range base {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			return v, true
+		}
+	}
+	return "", false
+}
+
 // Environ is the child's environment: base (os.Environ() when nil) with
 // kitsoki's binary directory first on PATH, then each map of extra in
 // order (a later one wins), sorted.

@@ -35,6 +35,12 @@ func (a *Agent) Ask(ctx context.Context, c *agent.Call) (*agent.AskResponse, err
 	if err != nil {
 		return nil, err
 	}
+	if name := a.decl.APIKeyEnv; name != "" {
+		if v, ok := clirun.Lookup(name, a.decl.Env, a.opts.Environ); !ok || v == "" {
+			return nil, agent.Errorf(agent.KindTransportError, "codex CLI: api_key_env %s is not set; export %s=<your key>, or remove api_key_env: under %s",
+				name, name, a.decl.Where())
+		}
+	}
 	mask := secret.New(a.decl.Secrets)
 	cfg, err := toolloop.SessionConfig(c, toolloop.Options{Secrets: a.decl.Secrets, Clock: a.opts.Clock, Logger: a.opts.Logger})
 	if err != nil {

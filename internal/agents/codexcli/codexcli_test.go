@@ -119,3 +119,22 @@ func TestCLINotOnPath(t *testing.T) {
 		t.Errorf("error:\n%v\nwant:\n%s", err, want)
 	}
 }
+
+// A declared api_key_env that is not set fails before the CLI runs, in
+// kitsoki's words (codex's own is "Missing environment variable"); the
+// declaration's env: counts as set.
+func TestMissingProviderKey(t *testing.T) {
+	decl := agent.Declaration{Alias: "agent.codex", Command: os.Args[0], BaseURL: "http://127.0.0.1:1/v1", APIKeyEnv: "NOT_SET_ANYWHERE_KEY"}
+	a := New(decl, Options{Environ: []string{"PATH=/usr/bin"}})
+	_, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Verb: plugin.VerbAsk}))
+	want := "agent: transport_error: codex CLI: api_key_env NOT_SET_ANYWHERE_KEY is not set; export NOT_SET_ANYWHERE_KEY=<your key>, or remove api_key_env: under agent_plugins.agent.codex"
+	if err == nil || err.Error() != want {
+		t.Errorf("error:\n%v\nwant:\n%s", err, want)
+	}
+	if v, ok := clirun.Lookup("NOT_SET_ANYWHERE_KEY", map[string]string{"NOT_SET_ANYWHERE_KEY": "k"}, []string{"PATH=/usr/bin"}); !ok || v != "k" {
+		t.Errorf("env: is not looked up: %q %v", v, ok)
+	}
+	if v, ok := clirun.Lookup("PATH", nil, []string{"PATH=/usr/bin"}); !ok || v != "/usr/bin" {
+		t.Errorf("the base environment is not looked up: %q %v", v, ok)
+	}
+}

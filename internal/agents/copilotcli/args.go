@@ -2,10 +2,10 @@ package copilotcli
 
 import (
 	"encoding/json"
-	"os"
 	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/agents/agent"
+	"github.com/kitsoki/kitsoki/internal/agents/clirun"
 	"github.com/kitsoki/kitsoki/internal/agents/toolloop"
 	"github.com/kitsoki/kitsoki/internal/agents/toolserver"
 )
@@ -114,19 +114,8 @@ func (a *Agent) providerEnv(model string) (map[string]string, []string) {
 // lookup reads a variable of the child's base environment (or the
 // declaration's env:).
 func (a *Agent) lookup(name string) (string, bool) {
-	if v, ok := a.decl.Env[name]; ok {
-		return v, true
-	}
-	if a.opts.LookupEnv != nil {
+	if _, ok := a.decl.Env[name]; !ok && a.opts.LookupEnv != nil {
 		return a.opts.LookupEnv(name)
 	}
-	if a.opts.Environ == nil {
-		return os.LookupEnv(name)
-	}
-	for _, kv := range a.opts.Environ {
-		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
-			return v, true
-		}
-	}
-	return "", false
+	return clirun.Lookup(name, a.decl.Env, a.opts.Environ)
 }

@@ -396,3 +396,19 @@ func TestBadInputIsOneClearLine(t *testing.T) {
 		}
 	})
 }
+
+// An extract is answered as a decide is: the submit tool alone, forced.
+func TestExtract(t *testing.T) {
+	e := setup(t, agent.Declaration{},
+		fakeanthropic.Reply{Msg: fakeanthropic.Message("tool_use", 300, 8, fakeanthropic.ToolUse("toolu_1", "submit_kitsoki", map[string]any{"verdict": "no"}))})
+	c := decideCall("agent.api")
+	c.Request.Verb = plugin.VerbExtract
+	resp, err := e.agent.Ask(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(resp.Submission) != `{"verdict":"no"}` {
+		t.Errorf("submission %s", resp.Submission)
+	}
+	checkDecideRequest(t, e.fake.Request(0))
+}

@@ -424,3 +424,28 @@ func TestBadInputIsOneClearLine(t *testing.T) {
 		}
 	})
 }
+
+// An extract is answered as a decide is: the schema as the response
+// format, strict, and no tools.
+func TestExtract(t *testing.T) {
+	each(t, func(t *testing.T, v variant) {
+		e := setup(t, v, agent.Declaration{}, fakeopenai.Reply{Text: `{"verdict":"no"}`, In: 300, Out: 8})
+		c := decideCall("agent.gpt")
+		c.Request.Verb = plugin.VerbExtract
+		resp, err := e.agent.Ask(context.Background(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(resp.Submission) != `{"verdict":"no"}` || resp.Meta["strict"] != true {
+			t.Errorf("submission %s, meta %v", resp.Submission, resp.Meta)
+		}
+		req := e.fake.Request(0)
+		format := req.Body["response_format"]
+		if v.api == APIResponses {
+			format = req.Body["text"]
+		}
+		if format == nil || req.Body["tools"] != nil || e.fake.Count() != 1 {
+			t.Errorf("format %v, tools %v, %d requests", format, req.Body["tools"], e.fake.Count())
+		}
+	})
+}

@@ -50,6 +50,7 @@ gocyclo)
   ;;
 esac
 
+keys=$(printf '%s\n' "$keys" | grep . | sort -u || true)
 known=$(grep -E "^$check " "$known_file" | sed 's/[[:space:]]*#.*$//' | sort -u || true)
 new=$(comm -23 <(printf '%s\n' "$keys" | grep . | sort -u) <(printf '%s\n' "$known" | grep . || true))
 stale=$(comm -13 <(printf '%s\n' "$keys" | grep . | sort -u) <(printf '%s\n' "$known" | grep . || true))
@@ -65,8 +66,8 @@ if [ -n "$new" ]; then
 fi
 if [ -n "$stale" ]; then
   echo "$check: these entries of $known_file no longer match a finding; delete them:" >&2
-  printf '  %s\n' $'\n'"$stale" | grep -v '^  $' >&2
+  printf '%s\n' "$stale" | sed 's/^/  /' >&2
   status=1
 fi
-echo "$check: $(printf '%s\n' "$keys" | grep -c . || true) findings, $n_known of them known in $known_file"
+echo "$check: $(printf '%s\n' "$keys" | grep -c . || true) findings (file and code or function), $n_known of them known in $known_file"
 exit $status

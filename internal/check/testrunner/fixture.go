@@ -469,15 +469,6 @@ func fields(n *yaml.Node, where string, allowed ...string) (map[string]*yaml.Nod
 	return m, nil
 }
 
-// fieldsOf is a mapping node's fields, unchecked (nil for other nodes).
-func fieldsOf(n *yaml.Node) map[string]*yaml.Node {
-	m, err := fields(n, "", "*")
-	if err != nil {
-		return nil
-	}
-	return m
-}
-
 // clockDuration reads an advance_clock value: a Go duration, or a whole
 // number of days ("11d"), which Go durations do not have.
 func clockDuration(s string) (time.Duration, error) {

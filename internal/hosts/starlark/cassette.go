@@ -158,6 +158,7 @@ func (c *Cassette) parse(data []byte) error {
 		return err
 	}
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		//lint:ignore ST1005 the message ends with a YAML key as the author writes it, colon included.
 		return errors.New("expected a mapping with kind: http_cassette and exchanges:")
 	}
 	if err := knownKeys(doc.Content[0], "", []string{"kind", "record_mode", "match_on", "filter_headers",

@@ -18,7 +18,6 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -37,22 +36,19 @@ func (f Func) String() string {
 	return fmt.Sprintf("%s:%d: %s is %d lines", f.File, f.Line, f.Name, f.Lines)
 }
 
-// Skip reports whether a path under the root is left out of the walk: test
-// files, test support packages, testdata fixtures, hidden and underscore
-// folders, and nested modules (they are checked from their own root).
+// skipDir reports whether a folder under the root is left out of the walk:
+// test support packages, testdata fixtures, and hidden and underscore
+// folders. Nested modules (examples, integration tests) are walked: their
+// code is ours too.
 func skipDir(root, path, name string) bool {
 	if path == root {
 		return false
 	}
-	if name == "testdata" || name == "testsupport" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
-		return true
-	}
-	_, err := os.Stat(filepath.Join(path, "go.mod"))
-	return err == nil
+	return name == "testdata" || name == "testsupport" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")
 }
 
 // Measure walks root and returns every function declared in a non-test Go
-// file, sorted by file and line.
+// file (one not named *_test.go), sorted by file and line.
 func Measure(root string) ([]Func, error) {
 	var out []Func
 	fset := token.NewFileSet()

@@ -14,7 +14,7 @@ import (
 const maxLines = 100
 
 // TestMeasure pins the counting rule on a fixture: lines between the braces,
-// gocyclo's names, test files and nested modules left out, literal-only
+// gocyclo's names, test files and test support left out, nested modules walked, literal-only
 // returns marked as tables.
 func TestMeasure(t *testing.T) {
 	got, err := Measure(filepath.Join("testdata", "src"))
@@ -29,6 +29,7 @@ func TestMeasure(t *testing.T) {
 		{File: "a.go", Line: 27, Name: "PtrTable", Lines: 3, Table: true},
 		{File: "a.go", Line: 34, Name: "NotTable", Lines: 2},
 		{File: "a.go", Line: 41, Name: "(*G).Generic", Lines: 0},
+		{File: "nested/n.go", Line: 3, Name: "Nested", Lines: 0},
 		{File: "sub/b.go", Line: 3, Name: "Closure", Lines: 4, Table: false},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

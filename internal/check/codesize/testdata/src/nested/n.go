@@ -1,3 +1,3 @@
 package nested
 
-func Hidden() {}
+func Nested() {}

@@ -13,9 +13,9 @@ import (
 // maxLines is the budget of a non-test function's body.
 const maxLines = 100
 
-// TestMeasure pins the counting rule on a fixture: lines between the braces,
-// gocyclo's names, test files and test support left out, nested modules walked, literal-only
-// returns marked as tables.
+// TestMeasure pins the counting rule on a fixture: lines between the
+// braces, gocyclo's names, test files and test support left out, nested
+// modules walked, literal-only returns marked as tables.
 func TestMeasure(t *testing.T) {
 	got, err := Measure(filepath.Join("testdata", "src"))
 	if err != nil {

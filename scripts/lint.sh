@@ -15,18 +15,31 @@ cd "$(dirname "$0")/.."
 GO=${GO:-go}
 known_file=scripts/lint-known.txt
 check=${1:?usage: scripts/lint.sh staticcheck|gocyclo}
+# The tools print their findings on stdout; go run's own lines (a module
+# being downloaded, the tool's exit status) go to stderr, shown on failure.
+errf=$(mktemp)
+trap 'rm -f "$errf"' EXIT
 
 # Each finding becomes a key "CHECK FILE WHAT" (WHAT is the staticcheck
 # code or the function name), the form of the lines in lint-known.txt.
 case $check in
 staticcheck)
   tool=${STATICCHECK:?STATICCHECK is the pinned staticcheck module@version}
-  raw=$($GO run "$tool" ./... 2>&1) && status=0 || status=$?
+  raw=$($GO run "$tool" ./... 2>"$errf") && status=0 || status=$?
   # A line looks like: path/file.go:12:3: message (CODE)
   findings=$(printf '%s\n' "$raw" | grep -E '^[^ ]+\.go:[0-9]+:[0-9]+: ' || true)
   if [ "$status" -ne 0 ] && [ -z "$findings" ]; then
     printf '%s\n' "$raw" >&2
+    cat "$errf" >&2
     echo "staticcheck: failed without findings (see above)" >&2
+    exit 1
+  fi
+  # Anything else it prints (a type error, a package that does not load)
+  # has no code to key it by: it fails the check as it is.
+  odd=$(printf '%s\n' "$raw" | grep -vE '^[^ ]+\.go:[0-9]+:[0-9]+: .*\([A-Z]+[0-9]+\)$|^$' || true)
+  if [ -n "$odd" ]; then
+    printf '%s\n' "$odd" >&2
+    echo "staticcheck: output that is not a finding (see above)" >&2
     exit 1
   fi
   keys=$(printf '%s\n' "$findings" | sed -nE 's/^([^:]+\.go):[0-9]+:[0-9]+: .*\(([A-Z]+[0-9]+)\)$/staticcheck \1 \2/p')
@@ -34,13 +47,14 @@ staticcheck)
 gocyclo)
   tool=${GOCYCLO:?GOCYCLO is the pinned gocyclo module@version}
   # gocyclo exits 1 when it reports anything; its lines are the findings.
-  findings=$($GO run "$tool" -over 30 -ignore '_test.go|testsupport|testdata' . 2>&1 || true)
-  if printf '%s\n' "$findings" | grep -qvE '^[0-9]+ [^ ]+ [^ ]+ [^ ]+:[0-9]+:[0-9]+$|^exit status 1$|^$'; then
+  findings=$($GO run "$tool" -over 30 -ignore '_test.go|testsupport|testdata' . 2>"$errf") && status=0 || status=$?
+  if { [ "$status" -ne 0 ] && [ -z "$findings" ]; } ||
+    printf '%s\n' "$findings" | grep -qvE '^[0-9]+ [^ ]+ [^ ]+ [^ ]+:[0-9]+:[0-9]+$|^$'; then
     printf '%s\n' "$findings" >&2
-    echo "gocyclo: unexpected output (see above)" >&2
+    cat "$errf" >&2
+    echo "gocyclo: failed, or printed what is not a finding (see above)" >&2
     exit 1
   fi
-  findings=$(printf '%s\n' "$findings" | grep -E '^[0-9]+ ' || true)
   # A line looks like: 74 pkg (*T).Name path/file.go:12:1
   keys=$(printf '%s\n' "$findings" | sed -nE 's/^[0-9]+ [^ ]+ ([^ ]+) ([^:]+):[0-9]+:[0-9]+$/gocyclo \2 \1/p')
   ;;

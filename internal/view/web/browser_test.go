@@ -406,3 +406,51 @@ func TestBrowserCorpus(t *testing.T) {
 	tb.noOverflow()
 	tb.shot("proposal-390.png")
 }
+
+// hostileDOM is a script that finds what hostile content would have made
+// of the page had it been parsed as markup: the names of any such
+// elements, links to javascript:, and the title the content tries to set.
+const hostileDOM = `(function(){
+  var bad = [];
+  document.querySelectorAll("#app script, #app img, #app b, #app i, #app iframe:not([src^='/'])").forEach(function (e) { bad.push(e.tagName); });
+  document.querySelectorAll("a[href]").forEach(function (a) { if (/^\s*javascript:/i.test(a.getAttribute("href"))) bad.push("javascript link"); });
+  if (document.title.indexOf("pwned") >= 0) bad.push("title " + document.title);
+  return bad.join(",");
+})()`
+
+// TestBrowserHostile: a story whose texts, world and agent answer carry
+// markup and script (testdata/kinds) is shown as text in the browser:
+// nothing of it becomes an element or runs, on the home page, the
+// session page (view, transcript, world pane) and after the agent's
+// answer.
+func TestBrowserHostile(t *testing.T) {
+	tb := newTab(t)
+	ts := startServer(t, serverOpts{stories: []string{kindsApp}, cassettes: map[string]string{kindsApp: kindsCassette}, debug: true})
+	tb.do(chromedp.Navigate(ts.URL + "/?token=" + ts.Token))
+	tb.wait(`document.body.dataset.ready === "home"`)
+	if got := tb.str(hostileDOM); got != "" {
+		t.Errorf("home page: %s", got)
+	}
+	if got := tb.str(`document.querySelector('article[data-story="kinds"]').innerText`); !strings.Contains(got, "Kinds <script>document.title='pwned'</script>") {
+		t.Errorf("the story's title is not shown as text: %q", got)
+	}
+	tb.click(`button[data-start="kinds"]`)
+	tb.ready("gallery")
+	if got := tb.str(`document.querySelector("#view h3.el-heading").textContent`); got != "Gallery <script>document.title='pwned'</script>" {
+		t.Errorf("heading = %q", got)
+	}
+	if got := tb.str(`document.querySelector("#view .el-banner strong").textContent`); got != "Banner <b>bold</b>" {
+		t.Errorf("banner = %q", got)
+	}
+	tb.click(`#tab-world`)
+	tb.wait(`document.getElementById("pane-world").innerText.indexOf("<img src=x onerror=") >= 0`)
+	tb.click(`#intents button[data-intent="ask"]`)
+	tb.wait(`document.querySelectorAll("#transcript .entry.say").length > 0 && document.body.dataset.busy === ""`)
+	if got := tb.saidLast(); !strings.HasPrefix(got, `<script>document.title="pwned"</script><img src=x`) {
+		t.Errorf("the agent's answer as text = %q", got)
+	}
+	tb.shot("hostile.png")
+	if got := tb.str(hostileDOM); got != "" {
+		t.Errorf("session page: %s", got)
+	}
+}

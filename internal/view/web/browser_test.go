@@ -422,7 +422,7 @@ const hostileDOM = `(function(){
 // markup and script (testdata/kinds) is shown as text in the browser:
 // nothing of it becomes an element or runs, on the home page, the
 // session page (view, transcript, world pane) and after the agent's
-// answer.
+// answer. The same story's multi and form choices are played too.
 func TestBrowserHostile(t *testing.T) {
 	tb := newTab(t)
 	ts := startServer(t, serverOpts{stories: []string{kindsApp}, cassettes: map[string]string{kindsApp: kindsCassette}, debug: true})
@@ -452,5 +452,39 @@ func TestBrowserHostile(t *testing.T) {
 	tb.shot("hostile.png")
 	if got := tb.str(hostileDOM); got != "" {
 		t.Errorf("session page: %s", got)
+	}
+
+	// The multi choice: too many ticks are refused on the page, two go.
+	tb.click(`#intents button[data-intent="multi"]`)
+	tb.ready("multiroom")
+	for _, v := range []string{"a", "b", "c"} {
+		tb.click(`#view form.multi input[value="` + v + `"]`)
+	}
+	tb.click(`#view form.multi button.pick`)
+	if got := tb.str(`document.querySelector("#view form.multi > span.hint").textContent`); got != "tick between 1 and 2" {
+		t.Errorf("three ticks: %q", got)
+	}
+	tb.click(`#view form.multi input[value="b"]`)
+	tb.click(`#view form.multi button.pick`)
+	tb.ready("gallery")
+	if got := tb.saidLast(); got != "tagged a,c" {
+		t.Errorf("said %q", got)
+	}
+	// The form choice: its fields inside the template's sentence.
+	tb.click(`#intents button[data-intent="form"]`)
+	tb.ready("formroom")
+	if got := tb.str(`document.querySelector('#view form.form input[name="nights"]').value`); got != "2" {
+		t.Errorf("nights starts at %q, want the default 2", got)
+	}
+	tb.typeIn(`#view form.form input[name="city"]`, "Oslo")
+	tb.do(chromedp.SetValue(chromedp.CSS(`#view form.form select[name="size"]`), "m"))
+	tb.shot("form-choice.png")
+	tb.click(`#view form.form button[type="submit"]`)
+	tb.ready("gallery")
+	if got := tb.saidLast(); got != "booked Oslo for 2 nights" {
+		t.Errorf("said %q", got)
+	}
+	if got := tb.str(hostileDOM); got != "" {
+		t.Errorf("after the choices: %s", got)
 	}
 }

@@ -487,4 +487,22 @@ func TestBrowserHostile(t *testing.T) {
 	if got := tb.str(hostileDOM); got != "" {
 		t.Errorf("after the choices: %s", got)
 	}
+
+	// --debug: the world pane edits a key; the next turn applies it.
+	tb.click(`#tab-world`)
+	edit := `#pane-world form[data-edit="booked"]`
+	tb.do(chromedp.SetValue(chromedp.CSS(edit+` textarea`), `"by hand`))
+	tb.click(edit + ` button`)
+	if got := tb.str(`document.querySelector('` + edit + ` .hint').textContent`); !strings.HasPrefix(got, "not JSON: ") {
+		t.Errorf("bad JSON: %q", got)
+	}
+	tb.do(chromedp.SetValue(chromedp.CSS(edit+` textarea`), `"by hand"`))
+	tb.click(edit + ` button`)
+	tb.wait(`document.getElementById("pending") && document.querySelector("#pending code").textContent === '{"booked":"by hand"}'`)
+	tb.typeIn(`#line`, "hello"+kb.Enter)
+	tb.wait(`document.querySelector('#pane-world tr[data-key="booked"] pre.value').textContent === '"by hand"' && document.body.dataset.busy === ""`)
+	if browser.Eval[bool](t, tb.ctx, `document.getElementById("pending") !== null`) {
+		t.Error("the edit is still pending after the turn")
+	}
+	tb.shot("world-edit.png")
 }

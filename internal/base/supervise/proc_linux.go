@@ -149,7 +149,7 @@ func getsid() (int, error) {
 // child is one of kitsoki's children as /proc/<pid>/stat describes it.
 type child struct {
 	pid, ppid, pgrp, sid int
-	zombie, marked bool
+	zombie, marked       bool
 }
 
 // children lists kitsoki's children: after a reap, the processes

@@ -99,8 +99,9 @@ func (s Store) keyID(key string) (string, error) {
 	return e.ID, nil
 }
 
-// unbindKey removes key when it still names id.
-func (s Store) unbindKey(key, id string) error {
+// UnbindKey removes key when it still names id (a create that failed
+// after binding it).
+func (s Store) UnbindKey(key, id string) error {
 	if got, err := s.keyID(key); err != nil || got != id {
 		return nil
 	}

@@ -194,7 +194,7 @@ func (s Store) remove(m Meta) error {
 		}
 	}
 	if m.Key != "" {
-		if err := s.unbindKey(m.Key, m.ID); err != nil {
+		if err := s.UnbindKey(m.Key, m.ID); err != nil {
 			return err
 		}
 	}

@@ -217,7 +217,9 @@ func (f *Frame) fill(out *orchestrator.Outcome) {
 		f.Says = append(f.Says, b.Says...)
 		f.fillCalls(b)
 	}
-	f.Outcome = out.Outcome
+	if out.Outcome != orchestrator.OutcomeTransitioned || f.Outcome == "" {
+		f.Outcome = out.Outcome // a refused or faulted start is that
+	}
 	f.From = out.From
 	f.Says = append(f.Says, out.Says...)
 	f.Rejection = out.Rejection

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kitsoki/kitsoki/internal/agents/localllm"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/run/driver"
@@ -54,33 +55,50 @@ func (c *sessionCmd) sessions(cmd *cobra.Command) (*driver.Sessions, error) {
 	if err != nil {
 		return nil, err
 	}
-	stderr := cmd.ErrOrStderr()
+	return sessionService(c.g, store, cmd.ErrOrStderr(), sessionAgents{cassette: c.cassette, timeout: c.timeout}), nil
+}
+
+// sessionAgents are how the sessions of the session API get their agents.
+type sessionAgents struct {
+	cassette string
+	timeout  time.Duration
+	// models is the local model pool the sessions share (nil: each its
+	// own).
+	models *localllm.Pool
+}
+
+// sessionService is the session API over store: stories loaded with the
+// workspace flags, live agents (or a cassette), no operator, the story's
+// pins honoured as kitsoki run honours them.
+func sessionService(g *globals, store session.Store, stderr io.Writer, a sessionAgents) *driver.Sessions {
 	return &driver.Sessions{
 		Store:  store,
 		Stderr: stderr,
 		Load: func(path string) (*story.Story, error) {
-			var opts []story.Option
-			if c.cassette != "" {
-				opts = append(opts, story.WithReplayedHandlers(replay.HandlerNames(c.cassette)...))
+			opts := g.storyOpts()
+			if a.cassette != "" {
+				opts = append(opts, story.WithReplayedHandlers(replay.HandlerNames(a.cassette)...))
 			}
-			return story.Load(path, append(c.g.storyOpts(), opts...)...)
+			return story.Load(path, opts...)
 		},
 		Config: func(st *story.Story) (runtime.Config, func() error, error) {
+			masked := redacting(stderr, st.Secrets)
 			cfg := runtime.Config{
-				Logger:     c.g.logger(redacting(stderr, st.Secrets)),
-				Agents:     runtime.Agents{Live: true},
-				Timeout:    c.timeout,
-				PinWarning: pinWarnings(redacting(stderr, st.Secrets)),
-				Tools:      runtime.Tools{Autopilot: true},
+				Logger:      g.logger(masked),
+				Agents:      runtime.Agents{Live: true},
+				Timeout:     a.timeout,
+				PinWarning:  pinWarnings(masked),
+				Tools:       runtime.Tools{Autopilot: true},
+				LocalModels: a.models,
 			}
-			as, err := setupAgents(&runOpts{cassette: c.cassette}, st)
+			as, err := setupAgents(&runOpts{cassette: a.cassette}, st)
 			if err != nil {
 				return cfg, nil, err
 			}
 			as.configure(&cfg)
 			return cfg, func() error { as.finish(stderr); return nil }, nil
 		},
-	}, nil
+	}
 }
 
 func newSessionCmd(g *globals) *cobra.Command {

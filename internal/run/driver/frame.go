@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/kitsoki/kitsoki/internal/base/jobs"
+	"github.com/kitsoki/kitsoki/internal/base/secret"
 	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/run/session"
 )
@@ -260,6 +261,44 @@ func jsonLines(b []byte) json.RawMessage {
 	}
 	buf.WriteByte(']')
 	return slices.Clip(buf.Bytes())
+}
+
+// Mask masks the story's secrets in everything the frame shows (the
+// trace lines it carries were masked when they were written).
+func (f *Frame) Mask(m *secret.Masker) {
+	if m.Empty() {
+		return
+	}
+	t := m.Text
+	f.Description, f.View, f.ViewError, f.Error = t(f.Description), t(f.View), t(f.ViewError), t(f.Error)
+	for _, l := range [][]string{f.Says, f.CallErrors, f.Handled} {
+		for i := range l {
+			l[i] = t(l[i])
+		}
+	}
+	for i := range f.ViewElements {
+		e := &f.ViewElements[i]
+		e.Text, e.Body, e.Subtitle = t(e.Text), t(e.Body), t(e.Subtitle)
+		for j := range e.Pairs {
+			e.Pairs[j].Value = t(e.Pairs[j].Value)
+		}
+		for j := range e.Items {
+			e.Items[j].Label, e.Items[j].Hint = t(e.Items[j].Label), t(e.Items[j].Hint)
+		}
+	}
+	if r := f.Rejection; r != nil {
+		masked := *r
+		masked.Message, masked.GuardHint = t(r.Message), t(r.GuardHint)
+		f.Rejection = &masked
+	}
+	if f.World != nil {
+		f.World, _ = m.Value(f.World).(map[string]any)
+	}
+	if f.Route != nil {
+		route := *f.Route
+		route.Slots, _ = m.Value(route.Slots).(map[string]any)
+		f.Route = &route
+	}
 }
 
 // ErrorFrame is the frame of a call that could not run (a busy session,

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/kitsoki/kitsoki/internal/base/secret"
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/run/runtime"
@@ -197,11 +198,9 @@ func (o *Open) frame(ctx context.Context, out *orchestrator.Outcome, outcome str
 	if err != nil {
 		return nil, err
 	}
-	m := o.meta
-	if o.plan != nil {
-		m = o.plan.Meta()
-	}
-	return NewFrame(m, st, out, outcome, events), nil
+	f := NewFrame(o.Meta(), st, out, outcome, events)
+	f.Mask(secret.New(o.Story().Secrets))
+	return f, nil
 }
 
 // Meta is the session's index entry.
@@ -263,7 +262,9 @@ func (s *Sessions) Inspect(ctx context.Context, ref string) (*Frame, error) {
 			return nil, err
 		}
 	}
-	return NewFrame(j.Describe(m), status, nil, "status", nil), nil
+	f := NewFrame(j.Describe(m), status, nil, "status", nil)
+	f.Mask(secret.New(st.Secrets))
+	return f, nil
 }
 
 // Trace is a session's journal (the JSONL trace, secrets masked as it was

@@ -33,6 +33,8 @@ type ServeOptions struct {
 	MaxBodyBytes int64
 	LoadStory    StoryLoader
 	StartRun     RunStarter
+	// Sessions backs the session tools of the external surface.
+	Sessions Sessions
 
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
@@ -86,6 +88,7 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 		Workspace: opts.Workspace,
 		LoadStory: opts.LoadStory,
 		StartRun:  opts.StartRun,
+		Sessions:  opts.Sessions,
 		Logger:    opts.Logger,
 	}
 	if opts.Stdio {

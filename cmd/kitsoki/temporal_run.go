@@ -17,6 +17,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/run/cluster"
 	"github.com/kitsoki/kitsoki/internal/run/driver"
+	"github.com/kitsoki/kitsoki/internal/run/driver/remote"
 	"github.com/kitsoki/kitsoki/internal/run/session"
 )
 
@@ -92,7 +93,7 @@ func runOnCluster(cmd *cobra.Command, g *globals, o *runOpts, path string) (err 
 		return err
 	}
 	defer c.Close()
-	d, err := driver.OpenCluster(ctx, c, driver.ClusterRequest{Story: st, Ref: ref, ID: o.session, World: world, Root: o.root, Routing: rc, Stderr: stderr})
+	d, err := remote.Open(ctx, c, remote.Request{Story: st, Ref: ref, ID: o.session, World: world, Root: o.root, Routing: rc, Stderr: stderr})
 	if err != nil {
 		return err
 	}

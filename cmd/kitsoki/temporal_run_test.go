@@ -11,6 +11,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/run/cluster"
 	"github.com/kitsoki/kitsoki/internal/run/driver"
+	"github.com/kitsoki/kitsoki/internal/run/driver/remote"
 	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/run/runtime"
 )
@@ -79,7 +80,7 @@ func remoteHello(t *testing.T) (*driver.Console, *fakeCluster, *bytes.Buffer, *b
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := driver.NewCluster(f, "s", st, status)
+	d := remote.New(f, "s", st, status)
 	t.Cleanup(func() { d.Close() })
 	con := &driver.Console{D: d, Out: &out, Err: &errb, Extra: clusterCommands{}, QuitHelp: "leave (the session goes on on the cluster)"}
 	con.Report(cluster.NewTurnResult(start, 0).Orchestrator())

@@ -3,11 +3,13 @@
 // `kitsoki session` commands, the MCP session tools and the Go API's
 // Session. One interface, Driver, has two implementations: Local, a
 // session in this process (new, or resumed from its journal under the
-// session's writer lock), and Cluster, a session that is a workflow on a
-// Temporal cluster. Console is the one line front end (prompt, script,
-// --say and the `:` commands) over any Driver; Sessions is the session
-// API (create, continue, inspect, list, fork, delete, prune) over a
-// sessions directory, and Frame its JSON answer.
+// session's writer lock), and remote.Driver (internal/run/driver/remote),
+// a session that is a workflow on a Temporal cluster, in a package of its
+// own so that the Go API does not link the Temporal SDK. Console is the
+// one line front end (prompt, script, --say and the `:` commands) over
+// any Driver; Sessions is the session API (create, continue, inspect,
+// list, fork, delete, prune) over a sessions directory, and Frame its JSON
+// answer.
 package driver
 
 import (
@@ -149,9 +151,9 @@ type SlotInfo struct {
 	Values   []string `json:"values,omitempty"` // an enum's values, sorted
 }
 
-// intents describes the allowed intents with def, the story's (or the
+// Intents describes the allowed intents with def, the story's (or the
 // session's) lookup of a declaration.
-func intents(allowed []string, def func(string) *story.Intent) []IntentInfo {
+func Intents(allowed []string, def func(string) *story.Intent) []IntentInfo {
 	out := make([]IntentInfo, 0, len(allowed))
 	for _, name := range allowed {
 		in := IntentInfo{Name: name, Slots: []SlotInfo{}}

@@ -126,7 +126,7 @@ func (l *Local) Settle(ctx context.Context) ([]*orchestrator.Outcome, error) {
 func (l *Local) Status(context.Context) (*Status, error) {
 	s := l.sess
 	st := &Status{ID: s.ID(), State: s.State(), Turn: s.TurnNumber(), World: orchestrator.DeepCopy(s.World()).(map[string]any),
-		Intents: intents(s.AllowedIntents(), s.IntentDef)}
+		Intents: Intents(s.AllowedIntents(), s.IntentDef)}
 	if d := s.Story().States[s.State()]; d != nil {
 		st.Description = d.Description
 	}

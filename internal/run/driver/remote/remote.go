@@ -1,4 +1,9 @@
-package driver
+// Package remote is the driver of a session that is a workflow on a
+// Temporal cluster (internal/run/cluster): the same driver.Driver a local
+// session has, so the console, the prompt and the session commands drive
+// it unchanged. It is a package of its own so that what needs no cluster
+// (the Go API, local runs) does not link the Temporal SDK.
+package remote
 
 import (
 	"bytes"
@@ -11,11 +16,12 @@ import (
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
 	"github.com/kitsoki/kitsoki/internal/run/cluster"
+	"github.com/kitsoki/kitsoki/internal/run/driver"
 	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/run/runtime"
 )
 
-// ClusterSession is what the cluster driver needs of the cluster client
+// ClusterSession is what the driver needs of the cluster client
 // (cluster.Client has it; tests answer it from a local session).
 type ClusterSession interface {
 	Intent(ctx context.Context, id string, req cluster.IntentRequest) (*cluster.TurnResult, error)
@@ -23,9 +29,9 @@ type ClusterSession interface {
 	TraceJSONL(ctx context.Context, id string) ([]byte, error)
 }
 
-// ClusterRequest says which session on a cluster a run is: a new one of
+// Request says which session on a cluster a run is: a new one of
 // the story, or (ID of a running one) a reattach.
-type ClusterRequest struct {
+type Request struct {
 	Story *story.Story
 	// Ref names the story as the workers find it.
 	Ref cluster.StoryRef
@@ -39,9 +45,9 @@ type ClusterRequest struct {
 	Stderr io.Writer
 }
 
-// Cluster is a session that is a workflow on a Temporal cluster: every
+// Driver is a session that is a workflow on a Temporal cluster: every
 // input is an update, what it prints is the local run's.
-type Cluster struct {
+type Driver struct {
 	c  ClusterSession
 	id string
 	st *story.Story
@@ -60,9 +66,9 @@ type Cluster struct {
 	parserState string
 }
 
-// OpenCluster starts the session of r on the cluster, or reattaches to
+// Open starts the session of r on the cluster, or reattaches to
 // the running session r.ID, and returns its driver.
-func OpenCluster(ctx context.Context, c *cluster.Client, r ClusterRequest) (*Cluster, error) {
+func Open(ctx context.Context, c *cluster.Client, r Request) (*Driver, error) {
 	id, reattach, err := clusterTarget(ctx, c, r)
 	if err != nil {
 		return nil, err
@@ -74,7 +80,7 @@ func OpenCluster(ctx context.Context, c *cluster.Client, r ClusterRequest) (*Clu
 			in.Routing = &r.Routing
 		}
 		if err := c.Start(ctx, in, r.Story.App.ID); err != nil {
-			return nil, Exit(ExitFailure, fmt.Errorf("kitsoki: %w", err))
+			return nil, driver.Exit(driver.ExitFailure, fmt.Errorf("kitsoki: %w", err))
 		}
 		fmt.Fprintf(stderr, "kitsoki: session %s on %s (namespace %s, task queue %s)\n", id, c.HostPort(), c.Namespace(), c.TaskQueue())
 	}
@@ -85,12 +91,12 @@ func OpenCluster(ctx context.Context, c *cluster.Client, r ClusterRequest) (*Clu
 		status, err = c.Status(ctx, id)
 	}
 	if err != nil {
-		return nil, Exit(ExitFailure, fmt.Errorf("kitsoki: %w", err))
+		return nil, driver.Exit(driver.ExitFailure, fmt.Errorf("kitsoki: %w", err))
 	}
 	if reattach && r.Routing != (orchestrator.RoutingConfig{}) && !sameRouting(r.Routing, status.Routing) {
-		return nil, Exit(ExitUsage, fmt.Errorf("session %s routes free text with %s, as it was started: the routing flags set how a new session routes; give the session's or none to reattach, or start a new session", id, routingFlagsText(status.Routing)))
+		return nil, driver.Exit(driver.ExitUsage, fmt.Errorf("session %s routes free text with %s, as it was started: the routing flags set how a new session routes; give the session's or none to reattach, or start a new session", id, routingFlagsText(status.Routing)))
 	}
-	d := NewCluster(c, id, r.Story, status)
+	d := New(c, id, r.Story, status)
 	switch {
 	case reattach:
 		fmt.Fprintf(stderr, "kitsoki: reattached to session %s after turn %d in state %q\n", id, status.Turn, status.State)
@@ -108,24 +114,24 @@ func OpenCluster(ctx context.Context, c *cluster.Client, r ClusterRequest) (*Clu
 }
 
 // clusterTarget decides between a new session and a reattach to r.ID.
-func clusterTarget(ctx context.Context, c *cluster.Client, r ClusterRequest) (id string, reattach bool, err error) {
+func clusterTarget(ctx context.Context, c *cluster.Client, r Request) (id string, reattach bool, err error) {
 	if r.ID == "" {
-		return NewID(), false, nil
+		return driver.NewID(), false, nil
 	}
 	si, err := c.Describe(ctx, r.ID)
 	switch {
 	case errors.Is(err, cluster.ErrNoSession): // a new session of that id
 		return r.ID, false, nil
 	case err != nil:
-		return "", false, Exit(ExitFailure, fmt.Errorf("kitsoki: %w", err))
+		return "", false, driver.Exit(driver.ExitFailure, fmt.Errorf("kitsoki: %w", err))
 	case !si.Running():
-		return "", false, Exit(ExitFailure, fmt.Errorf("kitsoki: %w", &cluster.ClosedError{Info: si}))
+		return "", false, driver.Exit(driver.ExitFailure, fmt.Errorf("kitsoki: %w", &cluster.ClosedError{Info: si}))
 	}
 	if si.Story.Path != r.Ref.Path {
-		return "", false, Exit(ExitFailure, fmt.Errorf("kitsoki: session %s runs %s (in the stories directory), not %s: reattach with that story", r.ID, si.Story.Path, r.Ref.Path))
+		return "", false, driver.Exit(driver.ExitFailure, fmt.Errorf("kitsoki: session %s runs %s (in the stories directory), not %s: reattach with that story", r.ID, si.Story.Path, r.Ref.Path))
 	}
 	if len(r.World) > 0 || r.Root != "" {
-		return "", false, Exit(ExitUsage, fmt.Errorf("session %s is running: --world and --root set how a new session starts; drop them to reattach", r.ID))
+		return "", false, driver.Exit(driver.ExitUsage, fmt.Errorf("session %s is running: --world and --root set how a new session starts; drop them to reattach", r.ID))
 	}
 	if si.Story.Hash != r.Ref.Hash {
 		fmt.Fprintf(r.Stderr, "warning: session %s runs %s as its content hash %s; the local file is now %s (the workers run the session's)\n", r.ID, r.Ref.Path, si.Story.Hash, r.Ref.Hash)
@@ -133,27 +139,27 @@ func clusterTarget(ctx context.Context, c *cluster.Client, r ClusterRequest) (id
 	return r.ID, true, nil
 }
 
-// NewCluster is the driver of the running session id whose status is
+// New is the driver of the running session id whose status is
 // status; Begin reports where it stands.
-func NewCluster(c ClusterSession, id string, st *story.Story, status *cluster.SessionStatus) *Cluster {
-	return &Cluster{c: c, id: id, st: st, state: status.State, world: status.World.Map(), done: status.Done,
+func New(c ClusterSession, id string, st *story.Story, status *cluster.SessionStatus) *Driver {
+	return &Driver{c: c, id: id, st: st, state: status.State, world: status.World.Map(), done: status.Done,
 		first: &orchestrator.Outcome{Outcome: orchestrator.OutcomeTransitioned, State: status.State, View: status.View, Done: status.Done, Exit: status.Exit}}
 }
 
-func (d *Cluster) ID() string          { return d.id }
-func (d *Cluster) Story() *story.Story { return d.st }
+func (d *Driver) ID() string          { return d.id }
+func (d *Driver) Story() *story.Story { return d.st }
 
 // Done reports whether the session reached a terminal state.
-func (d *Cluster) Done() bool { return d.done }
+func (d *Driver) Done() bool { return d.done }
 
 // Begin reports where the session stands: it started (or was attached
 // to) when the driver was opened.
-func (d *Cluster) Begin(context.Context) (*orchestrator.Outcome, error) { return d.first, nil }
+func (d *Driver) Begin(context.Context) (*orchestrator.Outcome, error) { return d.first, nil }
 
 // parse is a session of the story, never started, restored to the remote
 // session's state: it parses input lines and tells free text from intents
 // exactly as the local run's session would in that state.
-func (d *Cluster) parse() (*orchestrator.Session, error) {
+func (d *Driver) parse() (*orchestrator.Session, error) {
 	if d.parser != nil && d.parserState == d.state {
 		return d.parser.Session(), nil
 	}
@@ -170,7 +176,7 @@ func (d *Cluster) parse() (*orchestrator.Session, error) {
 	return rt.Session(), nil
 }
 
-func (d *Cluster) closeParser() {
+func (d *Driver) closeParser() {
 	if d.parser != nil {
 		d.parser.Close()
 		d.parser = nil
@@ -180,20 +186,20 @@ func (d *Cluster) closeParser() {
 // Take sends one input as an intent update: free text as
 // IntentRequest.Input alone, a typed line parsed into intent and slots
 // (with the line as its input text).
-func (d *Cluster) Take(ctx context.Context, in Input) (*orchestrator.Outcome, error) {
+func (d *Driver) Take(ctx context.Context, in driver.Input) (*orchestrator.Outcome, error) {
 	req := cluster.IntentRequest{Input: in.Text}
 	switch in.Kind {
-	case KindIntent:
+	case driver.KindIntent:
 		req = cluster.IntentRequest{Intent: in.Intent, Slots: cluster.Value{V: in.Slots}}
-	case KindRaw, KindLine:
+	case driver.KindRaw, driver.KindLine:
 		sess, err := d.parse()
 		if err != nil {
 			return nil, err
 		}
-		if in.Kind == KindLine || !sess.IsFreeText(in.Text) {
+		if in.Kind == driver.KindLine || !sess.IsFreeText(in.Text) {
 			intent, slots, err := sess.ParseInput(in.Text)
 			if err != nil {
-				return nil, &InputError{Err: err}
+				return nil, &driver.InputError{Err: err}
 			}
 			req.Intent, req.Slots = intent, cluster.Value{V: slots}
 		}
@@ -204,7 +210,7 @@ func (d *Cluster) Take(ctx context.Context, in Input) (*orchestrator.Outcome, er
 
 // result turns a turn taken on the cluster into the outcome a local turn
 // has: a rejection the update's validator gave is a rejected outcome.
-func (d *Cluster) result(ctx context.Context, tr *cluster.TurnResult, err error) (*orchestrator.Outcome, error) {
+func (d *Driver) result(ctx context.Context, tr *cluster.TurnResult, err error) (*orchestrator.Outcome, error) {
 	if rej, ok := errors.AsType[*cluster.RejectedError](err); ok {
 		return &orchestrator.Outcome{Outcome: orchestrator.OutcomeRejected, State: d.state, Rejection: rej.Rejection}, nil
 	}
@@ -221,7 +227,7 @@ func (d *Cluster) result(ctx context.Context, tr *cluster.TurnResult, err error)
 }
 
 // Back sends a back update.
-func (d *Cluster) Back(ctx context.Context) (*orchestrator.Outcome, error) {
+func (d *Driver) Back(ctx context.Context) (*orchestrator.Outcome, error) {
 	tr, err := d.c.Intent(ctx, d.id, cluster.IntentRequest{Back: true})
 	if errors.Is(err, orchestrator.ErrNoHistory) {
 		return nil, err
@@ -231,12 +237,12 @@ func (d *Cluster) Back(ctx context.Context) (*orchestrator.Outcome, error) {
 
 // Settle has nothing to wait for: a session on the cluster runs no
 // background jobs (the workflow refuses them at its start).
-func (d *Cluster) Settle(context.Context) ([]*orchestrator.Outcome, error) { return nil, nil }
+func (d *Driver) Settle(context.Context) ([]*orchestrator.Outcome, error) { return nil, nil }
 
 // Status reads the session's status query; the intents' declarations
 // and the typed view come from this process's copy of the story, restored
 // to the session's state and world.
-func (d *Cluster) Status(ctx context.Context) (*Status, error) {
+func (d *Driver) Status(ctx context.Context) (*driver.Status, error) {
 	st, err := d.c.Status(ctx, d.id)
 	if err != nil {
 		return nil, err
@@ -246,8 +252,8 @@ func (d *Cluster) Status(ctx context.Context) (*Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &Status{ID: d.id, State: st.State, Turn: st.Turn, World: st.World.Map(), View: st.View, Done: st.Done, Exit: st.Exit,
-		Intents: intents(st.Allowed, sess.IntentDef)}
+	out := &driver.Status{ID: d.id, State: st.State, Turn: st.Turn, World: st.World.Map(), View: st.View, Done: st.Done, Exit: st.Exit,
+		Intents: driver.Intents(st.Allowed, sess.IntentDef)}
 	if s := d.st.States[st.State]; s != nil {
 		out.Description = s.Description
 	}
@@ -262,7 +268,7 @@ func (d *Cluster) Status(ctx context.Context) (*Status, error) {
 // Skip skips a scripted line a reattached session already took; a line
 // that differs from the session's input of that turn stops the run (exit
 // 2), as a local resume does.
-func (d *Cluster) Skip(ctx context.Context, line string) (bool, error) {
+func (d *Driver) Skip(ctx context.Context, line string) (bool, error) {
 	if d.skipped >= d.skip {
 		return false, nil
 	}
@@ -275,14 +281,14 @@ func (d *Cluster) Skip(ctx context.Context, line string) (bool, error) {
 	}
 	d.skipped++
 	if in, ok := d.inputs[int64(d.skipped)]; ok && in != line {
-		return true, Exit(ExitUsage, fmt.Errorf("reattaching to session %s: input %d is %q, but the session's turn %d took %q; give the same inputs as the run that started it (those it took are skipped), or start a new session",
+		return true, driver.Exit(driver.ExitUsage, fmt.Errorf("reattaching to session %s: input %d is %q, but the session's turn %d took %q; give the same inputs as the run that started it (those it took are skipped), or start a new session",
 			d.id, d.skipped, line, d.skipped, in))
 	}
 	return true, nil
 }
 
 // turnInputs reads the input text of each turn from the session's trace.
-func (d *Cluster) turnInputs(ctx context.Context) (map[int64]string, error) {
+func (d *Driver) turnInputs(ctx context.Context) (map[int64]string, error) {
 	b, err := d.c.TraceJSONL(ctx, d.id)
 	if err != nil {
 		return nil, err
@@ -302,7 +308,7 @@ func (d *Cluster) turnInputs(ctx context.Context) (map[int64]string, error) {
 }
 
 // Close releases the parser; the session goes on on the cluster.
-func (d *Cluster) Close() error {
+func (d *Driver) Close() error {
 	d.closeParser()
 	return nil
 }

@@ -69,7 +69,9 @@ func (m mcpSessions) Render(ctx context.Context, c mcpserve.Caller, ref string) 
 	return b.String(), nil
 }
 
-func (m mcpSessions) Trace(_ context.Context, ref string) ([]byte, error) { return m.pool.Sessions.Trace(ref) }
+func (m mcpSessions) Trace(_ context.Context, ref string) ([]byte, error) {
+	return m.pool.Sessions.Trace(ref)
+}
 
 func (m mcpSessions) List(context.Context) (any, error) {
 	all, err := m.pool.Sessions.List()

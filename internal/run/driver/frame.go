@@ -81,9 +81,9 @@ type FrameRoute struct {
 
 // FrameJob is a background job that has not ended.
 type FrameJob struct {
-	ID       string        `json:"id"`
-	Handler  string        `json:"handler"`
-	Status   string        `json:"status"`
+	ID       string         `json:"id"`
+	Handler  string         `json:"handler"`
+	Status   string         `json:"status"`
 	Question *jobs.Question `json:"question,omitempty"`
 }
 
@@ -117,16 +117,16 @@ func StatusName(code int) string {
 
 // ViewElement is one element of a typed view in a frame.
 type ViewElement struct {
-	Kind     string             `json:"kind"`
-	Block    string             `json:"block,omitempty"`
-	Text     string             `json:"text"`
-	Body     string             `json:"body,omitempty"`
-	Subtitle string             `json:"subtitle,omitempty"`
-	Color    string             `json:"color,omitempty"`
-	Pairs    []ViewPair         `json:"pairs,omitempty"`
-	Items    []ViewItem         `json:"items,omitempty"`
-	Choice   *ViewChoice        `json:"choice,omitempty"`
-	Media    *ViewMedia `json:"media,omitempty"`
+	Kind     string      `json:"kind"`
+	Block    string      `json:"block,omitempty"`
+	Text     string      `json:"text"`
+	Body     string      `json:"body,omitempty"`
+	Subtitle string      `json:"subtitle,omitempty"`
+	Color    string      `json:"color,omitempty"`
+	Pairs    []ViewPair  `json:"pairs,omitempty"`
+	Items    []ViewItem  `json:"items,omitempty"`
+	Choice   *ViewChoice `json:"choice,omitempty"`
+	Media    *ViewMedia  `json:"media,omitempty"`
 }
 
 // ViewPair is a kv element's pair.

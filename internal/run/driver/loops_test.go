@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-		"strings"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -282,4 +282,3 @@ func TestSayLoop(t *testing.T) {
 		})
 	}
 }
-

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"github.com/kitsoki/kitsoki/internal/check/testrunner"
@@ -157,10 +158,9 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 	for _, w := range st.Warnings {
 		fmt.Fprintf(stderr, "warning: %s\n", w.String())
 	}
-	for _, p := range o.toolProviders {
-		if p != toolserver.StoryFilesProvider {
-			return exitWith(exitFailure, fmt.Errorf("--tool-provider %q: unknown tool provider (known: %s)", p, toolserver.StoryFilesProvider))
-		}
+	tr, err := o.checkFlags(g)
+	if err != nil {
+		return err
 	}
 	world, err := parseWorldFlags(st, o.world)
 	if err != nil {
@@ -171,46 +171,16 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 		return err
 	}
 	defer plan.Release() // the session's writer lock, when no session opened
-	tr := runtime.Trace{NoSync: o.sf.durability == "process", SyncHook: g.syncHook}
-	switch o.traceSync {
-	case "turn":
-	case "event":
-		tr.SyncPerEvent = true
-	default:
-		return exitWith(exitFailure, fmt.Errorf("--trace-sync %q: want turn or event", o.traceSync))
-	}
 	as, err := setupAgents(o, st)
 	if err != nil {
 		return exitWith(exitFailure, err)
 	}
 	defer as.finish(stderr)
-	if o.intents != "" && len(o.say) > 0 {
-		return exitWith(exitUsage, errors.New("--say and --intents cannot be combined: give the turns as one of them (a free-text line on stdin works too)"))
-	}
-	routing, err := o.routing.config(cmd, st)
+	session, err := o.sessionConfig(cmd, st, world)
 	if err != nil {
-		return exitWith(exitFailure, err)
+		return err
 	}
-	if o.recording != "" {
-		rec, err := testrunner.LoadRecording(o.recording)
-		if err != nil {
-			return exitWith(exitFailure, err)
-		}
-		routing.Recording = rec
-	}
-	if err := orchestrator.CheckExecMode(o.mode); err != nil {
-		return exitWith(exitUsage, fmt.Errorf("--mode: %w", err))
-	}
-	session := &runtime.Session{World: world, Root: o.root, Routing: routing, ExecMode: o.mode}
-	interactive := o.intents == "" && len(o.say) == 0 && isTerminal(cmd.InOrStdin())
-	var in *driver.Lines
-	switch {
-	case tw != nil:
-		session.Operator = tw.ask
-	case interactive:
-		in = driver.NewLines(cmd.InOrStdin())
-		session.Operator = driver.TerminalOperator(in, stdout)
-	}
+	in, interactive := o.operator(cmd, tw, session, stdout)
 	cfg := runtime.Config{
 		Logger:     logger,
 		Trace:      tr,
@@ -256,18 +226,79 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 	if tw != nil {
 		return exitCode(tw.run(ctx, con, st, path, plan.Trace(), stderr))
 	}
-	if code, stopNow := con.Begin(ctx); stopNow {
-		return exitCode(code)
+	return exitCode(o.drive(ctx, cmd, con, in, interactive))
+}
+
+// operator gives the session the person at the terminal to ask: the
+// UI's question, else the prompt's input (whose lines it shares, in).
+func (o *runOpts) operator(cmd *cobra.Command, tw *tuiWiring, session *runtime.Session, stdout io.Writer) (in *driver.Lines, interactive bool) {
+	interactive = o.intents == "" && len(o.say) == 0 && isTerminal(cmd.InOrStdin())
+	switch {
+	case tw != nil:
+		session.Operator = tw.ask
+	case interactive:
+		in = driver.NewLines(cmd.InOrStdin())
+		session.Operator = driver.TerminalOperator(in, stdout)
+	}
+	return in, interactive
+}
+
+// checkFlags refuses flag values a run cannot use before anything is
+// opened, and returns the trace's settings.
+func (o *runOpts) checkFlags(g *globals) (runtime.Trace, error) {
+	tr := runtime.Trace{NoSync: o.sf.durability == "process", SyncHook: g.syncHook}
+	for _, p := range o.toolProviders {
+		if p != toolserver.StoryFilesProvider {
+			return tr, exitWith(exitFailure, fmt.Errorf("--tool-provider %q: unknown tool provider (known: %s)", p, toolserver.StoryFilesProvider))
+		}
+	}
+	switch o.traceSync {
+	case "turn":
+	case "event":
+		tr.SyncPerEvent = true
+	default:
+		return tr, exitWith(exitFailure, fmt.Errorf("--trace-sync %q: want turn or event", o.traceSync))
+	}
+	if o.intents != "" && len(o.say) > 0 {
+		return tr, exitWith(exitUsage, errors.New("--say and --intents cannot be combined: give the turns as one of them (a free-text line on stdin works too)"))
+	}
+	if err := orchestrator.CheckExecMode(o.mode); err != nil {
+		return tr, exitWith(exitUsage, fmt.Errorf("--mode: %w", err))
+	}
+	return tr, nil
+}
+
+// sessionConfig is how the run's session starts and routes free text.
+func (o *runOpts) sessionConfig(cmd *cobra.Command, st *story.Story, world map[string]any) (*runtime.Session, error) {
+	routing, err := o.routing.config(cmd, st)
+	if err != nil {
+		return nil, exitWith(exitFailure, err)
+	}
+	if o.recording != "" {
+		rec, err := testrunner.LoadRecording(o.recording)
+		if err != nil {
+			return nil, exitWith(exitFailure, err)
+		}
+		routing.Recording = rec
+	}
+	return &runtime.Session{World: world, Root: o.root, Routing: routing, ExecMode: o.mode}, nil
+}
+
+// drive enters the story and feeds the console its input: --intents,
+// --say, the prompt on a terminal, else stdin's lines.
+func (o *runOpts) drive(ctx context.Context, cmd *cobra.Command, con *driver.Console, in *driver.Lines, interactive bool) int {
+	if code, stop := con.Begin(ctx); stop {
+		return code
 	}
 	switch {
 	case o.intents != "":
-		return exitCode(con.Script(ctx, strings.NewReader(strings.ReplaceAll(o.intents, ",", "\n"))))
+		return con.Script(ctx, strings.NewReader(strings.ReplaceAll(o.intents, ",", "\n")))
 	case len(o.say) > 0:
-		return exitCode(con.Say(ctx, o.say))
+		return con.Say(ctx, o.say)
 	case interactive:
-		return exitCode(con.Prompt(ctx, in))
+		return con.Prompt(ctx, in)
 	default:
-		return exitCode(con.Script(ctx, cmd.InOrStdin()))
+		return con.Script(ctx, cmd.InOrStdin())
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"time"
 
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
@@ -20,7 +21,16 @@ type Local struct {
 	// mark is where the trace stood before the last turn: the events of
 	// the turn are what was written since.
 	mark int
+	// lastSave is when the index entry was last written.
+	lastSave time.Time
 }
+
+// SaveInterval is how often, at most, a running durable session writes
+// its index entry at a turn's end (it always does when it starts and when
+// it closes): `kitsoki session list` shows a running session as of a
+// second ago at worst, and a scripted run of many fast turns does not pay
+// for an entry per turn (a write of the entry costs more than a cheap turn).
+const SaveInterval = time.Second
 
 // OpenLocal opens the runtime of a session with cfg. With a plan, the
 // session is that durable session: its id, journal, header and resume
@@ -68,6 +78,7 @@ func (l *Local) Begin(ctx context.Context) (*orchestrator.Outcome, error) {
 		return l.sess.Start(ctx)
 	}
 	out, err := l.plan.start(ctx, l.sess, l.rt.Sink(), int64(l.traceLen()))
+	l.lastSave = time.Time{} // the entry after turn 0 (or the redone turn)
 	l.saved()
 	return out, err
 }
@@ -158,11 +169,16 @@ func (l *Local) Close() error {
 	return err
 }
 
-// saved writes the durable session's index entry after a turn, so that
-// `kitsoki session list` sees every finished turn.
+// saved writes the durable session's index entry after a turn, at most
+// once per SaveInterval, so that `kitsoki session list` sees a running
+// session's progress.
 func (l *Local) saved() {
-	if l.plan != nil {
+	if l.plan == nil {
+		return
+	}
+	if now := time.Now(); now.Sub(l.lastSave) >= SaveInterval {
 		l.plan.save(l.sess, int64(l.traceLen()))
+		l.lastSave = now
 	}
 }
 

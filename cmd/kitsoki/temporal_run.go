@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -77,10 +76,6 @@ func runOnCluster(cmd *cobra.Command, g *globals, o *runOpts, path string) (err 
 	if err != nil {
 		return exitWith(exitUsage, err)
 	}
-	ref, err := storyRef(o.tf.stories, path, st)
-	if err != nil {
-		return exitWith(exitUsage, err)
-	}
 	if o.session != "" {
 		if err := session.CheckID(o.session); err != nil {
 			return exitWith(exitUsage, err)
@@ -93,6 +88,12 @@ func runOnCluster(cmd *cobra.Command, g *globals, o *runOpts, path string) (err 
 		return err
 	}
 	defer c.Close()
+	// The story travels with the session: its files go to the blob store
+	// as a bundle the workers run, so no worker needs a copy of them.
+	ref, err := cluster.PackStory(path, st, o.tf.blobStore(), o.tf.stories, g.storyOpts()...)
+	if err != nil {
+		return exitWith(exitFailure, fmt.Errorf("kitsoki: %w", err))
+	}
 	d, err := remote.Open(ctx, c, remote.Request{Story: st, Ref: ref, ID: o.session, World: world, Root: o.root, Routing: rc, Stderr: stderr})
 	if err != nil {
 		return err
@@ -133,22 +134,4 @@ func (clusterCommands) Run(_ context.Context, line string, _, errw io.Writer) bo
 	}
 	fmt.Fprintf(errw, "kitsoki: %s is not available in a session on the cluster (:help lists the commands)\n", word)
 	return true
-}
-
-// storyRef names the story as the workers find it: its path relative to
-// the stories directory (which it must be inside), and its content hash.
-func storyRef(storiesDir, path string, st *story.Story) (cluster.StoryRef, error) {
-	dir, err := filepath.Abs(storiesDir)
-	if err != nil {
-		return cluster.StoryRef{}, err
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return cluster.StoryRef{}, err
-	}
-	rel, err := filepath.Rel(dir, abs)
-	if err != nil || !filepath.IsLocal(rel) {
-		return cluster.StoryRef{}, fmt.Errorf("%s is not inside the stories directory %s (--stories, default the current directory): the workers find a session's story by its path relative to that directory; run from it or pass --stories DIR", path, dir)
-	}
-	return cluster.StoryRef{Path: filepath.ToSlash(rel), Hash: st.ContentHash}, nil
 }

@@ -84,8 +84,10 @@ func TestRunTemporalCommandErrors(t *testing.T) {
 			"--blobs applies to a session on a Temporal cluster: give --temporal HOST:PORT too\n"},
 		{"say and intents", []string{"run", hello, "--temporal", addr, "--say", "hi", "--intents", "bye"}, exitUsage,
 			"--say and --intents cannot be combined: give the turns as one of them (a free-text line on stdin works too)\n"},
-		{"outside the stories dir", []string{"run", hello, "--temporal", addr, "--stories", stories}, exitUsage,
-			hello + " is not inside the stories directory " + stories + " (--stories, default the current directory): the workers find a session's story by its path relative to that directory; run from it or pass --stories DIR\n"},
+		// A story outside --stories is no longer refused: it travels to
+		// the workers as a bundle (issue 32); the cluster is what fails.
+		{"outside the stories dir", []string{"run", hello, "--temporal", addr, "--stories", stories}, exitFailure,
+			unreachable(addr)},
 		{"cluster flag without --temporal", []string{"run", hello, "--task-queue", "q", "--intents", "bye"}, exitUsage,
 			"--task-queue applies to a session on a Temporal cluster: give --temporal HOST:PORT too\n"},
 		{"bad session id", []string{"run", hello, "--temporal", addr, "--stories", "../../stories", "--session", "a b"}, exitUsage,

@@ -11,22 +11,29 @@ import (
 	"github.com/kitsoki/kitsoki/internal/load/story"
 )
 
-// StoryRef names the story a session runs: its root file relative to the
-// stories directory every worker has, and the content hash the session
-// was started with (story.Story.ContentHash), so every worker runs the same
-// compiled story or refuses.
+// StoryRef names the story a session runs: the content hash the session
+// was started with (story.Story.ContentHash), so every worker runs the
+// same compiled story or refuses, and its root file, relative to the
+// bundle Bundle names (the story's files in the blob store, PackStory),
+// or, without one, to the stories directory every worker has.
 type StoryRef struct {
-	Path string `json:"path"`
-	Hash string `json:"hash"`
+	Path   string `json:"path"`
+	Hash   string `json:"hash"`
+	Bundle string `json:"bundle,omitempty"`
 }
 
 // Stories loads stories from a stories directory, each once per content
 // hash. It is safe for concurrent use.
 type Stories struct {
-	// Dir is the stories directory; StoryRef paths are relative to it.
+	// Dir is the stories directory; the paths of StoryRefs without a
+	// bundle are relative to it.
 	Dir string
 	// Options are passed to story.Load.
 	Options []story.Option
+	// Blobs holds the story bundles; BundleDir is where this worker
+	// unpacks them ("" is <Blobs.Dir>/bundles).
+	Blobs     *Blobs
+	BundleDir string
 
 	mu     sync.Mutex
 	loaded map[StoryRef]*loadedStory
@@ -104,7 +111,7 @@ func (s *Stories) load(ref StoryRef) (*loadedStory, error) {
 	if ls := s.loaded[ref]; ls != nil {
 		return ls, nil
 	}
-	st, err := story.Load(filepath.Join(s.Dir, ref.Path), s.Options...)
+	st, err := s.open(ref)
 	if err != nil {
 		return nil, fmt.Errorf("story %s: %w", ref.Path, err)
 	}
@@ -124,6 +131,26 @@ func (s *Stories) load(ref StoryRef) (*loadedStory, error) {
 	}
 	s.loaded[ref] = ls
 	return ls, nil
+}
+
+// open loads ref's story: from its bundle when it has one, else from the
+// stories directory.
+func (s *Stories) open(ref StoryRef) (*story.Story, error) {
+	if ref.Bundle == "" {
+		return story.Load(filepath.Join(s.Dir, ref.Path), s.Options...)
+	}
+	if s.Blobs == nil {
+		return nil, fmt.Errorf("the session runs the story bundle %s, and this worker has no blob store", ref.Bundle)
+	}
+	dir := s.BundleDir
+	if dir == "" {
+		dir = filepath.Join(s.Blobs.Dir, "bundles")
+	}
+	root, err := unpack(s.Blobs, dir, ref.Bundle)
+	if err != nil {
+		return nil, err
+	}
+	return story.Load(filepath.Join(root, ref.Path), append(slices.Clone(s.Options), story.WithWorkspace(root))...)
 }
 
 // HashMismatchError is a story whose files changed since the session

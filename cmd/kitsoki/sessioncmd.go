@@ -149,11 +149,17 @@ func (c *sessionCmd) createCmd() *cobra.Command {
 		Short: "Start a session (turn 0) and print its first frame",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			svc, err := c.sessions(cmd)
+			w, err := c.worldFlags(args[0], world)
 			if err != nil {
 				return err
 			}
-			w, err := c.worldFlags(args[0], world)
+			if c.tf.addr != "" {
+				return c.clusterCreate(cmd, args[0], key, id, w, root)
+			}
+			if err := c.tf.refuseWithout(cmd); err != nil {
+				return err
+			}
+			svc, err := c.sessions(cmd)
 			if err != nil {
 				return err
 			}
@@ -174,6 +180,7 @@ func (c *sessionCmd) createCmd() *cobra.Command {
 	cmd.Flags().StringArrayVar(&world, "world", nil, "set a world value at start, key=value (repeatable)")
 	cmd.Flags().StringVar(&root, "root", "", "start in this state instead of the story's root")
 	c.addRunFlags(cmd)
+	addTemporalFlags(cmd, &c.tf, true)
 	return cmd
 }
 
@@ -212,6 +219,12 @@ journal's read to the index's write; another process holding it is exit 75.`,
 			if err != nil {
 				return err
 			}
+			if c.tf.addr != "" {
+				return c.clusterContinue(cmd, args[0], in)
+			}
+			if err := c.tf.refuseWithout(cmd); err != nil {
+				return err
+			}
 			svc, err := c.sessions(cmd)
 			if err != nil {
 				return err
@@ -232,6 +245,7 @@ journal's read to the index's write; another process holding it is exit 75.`,
 	f.BoolVar(&fork, "fork", false, "when the story changed and decides differently, fork from the last turn that matched instead of refusing")
 	f.StringVar(&sideEffects, "resume-side-effects", "", "for an external_side_effect call in flight at a crash: retry or skip (default: stop)")
 	c.addRunFlags(cmd)
+	addTemporalFlags(cmd, &c.tf, true)
 	return cmd
 }
 
@@ -258,6 +272,12 @@ func (c *sessionCmd) inspectCmd() *cobra.Command {
 		Short: "Where a session stands: state, view, allowed intents, world",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if c.tf.addr != "" {
+				return c.clusterInspect(cmd, args[0])
+			}
+			if err := c.tf.refuseWithout(cmd); err != nil {
+				return err
+			}
 			svc, err := c.sessions(cmd)
 			if err != nil {
 				return err
@@ -280,6 +300,7 @@ func (c *sessionCmd) inspectCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&c.json, "json", false, "print the frame as JSON (docs/sessions.md)")
+	addTemporalFlags(cmd, &c.tf, true)
 	return cmd
 }
 

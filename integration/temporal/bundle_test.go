@@ -2,6 +2,7 @@ package temporal
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,5 +55,48 @@ func TestStoryTravelsWithTheSession(t *testing.T) {
 	out, errs, code = kitsokiRun(t, ctx, story, append([]string{"run", "app.yaml", "--intents", "greet name=Bob,bye"}, flags...)...)
 	if code != 0 || !strings.Contains(out, "Farewell, edited.") {
 		t.Errorf("a new session of the edited story: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+}
+
+// The session API on the cluster: session create --key, continue by key
+// and inspect with --json, as a bot drives a local session; the story is
+// the bundle the create packed.
+func TestSessionAPIOnTheCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	queue := "q-session-api"
+	startWorker(t, t.TempDir(), "--task-queue", queue)
+	story := t.TempDir()
+	if err := os.CopyFS(story, os.DirFS(filepath.Join(storiesDir, "hello"))); err != nil {
+		t.Fatal(err)
+	}
+	flags := []string{"--temporal", server.Addr, "--task-queue", queue, "--json"}
+	frame := func(args ...string) (map[string]any, int) {
+		t.Helper()
+		out, errs, code := kitsokiRun(t, ctx, story, append(args, flags...)...)
+		var f map[string]any
+		if err := json.Unmarshal([]byte(out), &f); err != nil {
+			t.Fatalf("%v: exit %d, no frame: %v\nstdout:\n%s\nstderr:\n%s", args, code, err, out, errs)
+		}
+		return f, code
+	}
+	f, code := frame("session", "create", "app.yaml", "--key", "bot:cluster-1")
+	if code != 0 || f["state"] != "lobby" || f["outcome"] != "started" {
+		t.Fatalf("create: exit %d, %v", code, f)
+	}
+	f, code = frame("session", "continue", "bot:cluster-1", "--intent", "greet name=Ada style=formal")
+	if code != 0 || f["state"] != "greeted" {
+		t.Fatalf("continue: exit %d, %v", code, f)
+	}
+	f, code = frame("session", "continue", "bot:cluster-1", "--intent", "greet name=Bob")
+	if code != 3 || f["outcome"] != "rejected" {
+		t.Errorf("a rejected continue: exit %d, %v", code, f)
+	}
+	f, code = frame("session", "inspect", "bot:cluster-1")
+	if w, _ := f["world"].(map[string]any); code != 0 || f["state"] != "greeted" || w["name"] != "Ada" {
+		t.Errorf("inspect: exit %d, %v", code, f)
+	}
+	if _, code := frame("session", "create", "app.yaml", "--key", "bot:cluster-1"); code != 1 {
+		t.Errorf("a second create with the key: exit %d", code)
 	}
 }

@@ -36,7 +36,7 @@ session_continue_kitsoki, session_inspect_kitsoki, session_render_kitsoki,
 session_trace_kitsoki, session_list_kitsoki, session_fork_kitsoki,
 session_delete_kitsoki) over the sessions directory (--sessions-dir, else
 $KITSOKI_SESSIONS_DIR, else .kitsoki/sessions in the workspace of --root).
-At most --max-sessions sessions are live at once: opening one more closes
+At most --max-live-sessions sessions are live at once: opening one more closes
 the least recently used idle one (it is saved and picked up again from its
 journal). Every session tool call that reaches a live session is written
 into its trace (kitsoki.api.call). Live-call surfaces (kanban-task,
@@ -59,7 +59,7 @@ an unknown or deleted Mcp-Session-Id is answered 404.`,
 			defer models.Close()
 			o.StartRun = startRun(g, cmd, models)
 			if maxSessions <= 0 {
-				return usageErr(cmd, fmt.Sprintf("kitsoki mcp serve: --max-sessions %d: must be a positive number of sessions", maxSessions))
+				return usageErr(cmd, fmt.Sprintf("kitsoki mcp serve: --max-live-sessions %d: must be a positive number of sessions", maxSessions))
 			}
 			if o.Root == "" {
 				wd, err := os.Getwd()
@@ -90,7 +90,7 @@ an unknown or deleted Mcp-Session-Id is answered 404.`,
 	f.StringVar(&o.Root, "root", "", "directory the tools may read (default: the working directory)")
 	f.Int64Var(&o.MaxBodyBytes, "max-body-bytes", mcpguard.DefaultMaxBody, "largest HTTP request body accepted, in bytes (larger: 413)")
 	f.StringVar(&sessionsFlag, "sessions-dir", "", "where the session tools keep sessions (default $"+session.EnvDir+", else .kitsoki/sessions in the workspace of --root)")
-	f.IntVar(&maxSessions, "max-sessions", driver.DefaultPoolMax, "the most sessions the session tools keep live at once")
+	f.IntVar(&maxSessions, "max-live-sessions", driver.DefaultPoolMax, "the most sessions the session tools keep live at once")
 	cmd.AddCommand(serve)
 	return cmd
 }

@@ -173,7 +173,7 @@ func TestMCPSessionTools(t *testing.T) {
 	}
 }
 
-// The server keeps at most --max-sessions sessions live: opening another
+// The server keeps at most --max-live-sessions sessions live: opening another
 // closes the least recently used idle one, which another process can then
 // continue; the live one stays busy for it.
 func TestMCPSessionCap(t *testing.T) {
@@ -182,7 +182,7 @@ func TestMCPSessionCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	sessions := t.TempDir()
-	c := mcptest.Connect(t, mcpServer(t, "--surface", "external", "--root", repo, "--sessions-dir", sessions, "--max-sessions", "1"), "tok", mcptest.Modern, false)
+	c := mcptest.Connect(t, mcpServer(t, "--surface", "external", "--root", repo, "--sessions-dir", sessions, "--max-live-sessions", "1"), "tok", mcptest.Modern, false)
 	frameOf(t, "new 1", call(t, c, "session_new_kitsoki", map[string]any{"story": "stories/hello", "key": "cap:1"}))
 	frameOf(t, "new 2", call(t, c, "session_new_kitsoki", map[string]any{"story": "stories/hello", "key": "cap:2"}))
 	if code, _, errs := runCLI(t, "", "session", "continue", "cap:1", "--raw", "greet name=Ada", "--sessions-dir", sessions); code != exitOK {
@@ -196,7 +196,7 @@ func TestMCPSessionCap(t *testing.T) {
 	if f.Session.Turn != 2 || f.State != "lobby" {
 		t.Errorf("cap:1 after a continue elsewhere: turn %d state %q", f.Session.Turn, f.State)
 	}
-	if code, _, errs := runCLI(t, "", "mcp", "serve", "--max-sessions", "0", "--stdio"); code != exitUsage || !strings.Contains(errs, "--max-sessions 0") {
-		t.Errorf("--max-sessions 0: exit %d\n%s", code, errs)
+	if code, _, errs := runCLI(t, "", "mcp", "serve", "--max-live-sessions", "0", "--stdio"); code != exitUsage || !strings.Contains(errs, "--max-live-sessions 0") {
+		t.Errorf("--max-live-sessions 0: exit %d\n%s", code, errs)
 	}
 }

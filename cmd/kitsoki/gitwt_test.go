@@ -61,7 +61,7 @@ func TestGitWorktreeRealRun(t *testing.T) {
 	if code != exitIncomplete {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
-	wt := filepath.Join(ws, ".kitsoki", "worktrees", "s1", "feature-x")
+	wt := filepath.Join(ws, ".worktrees", "feature-x")
 	for _, want := range []string{"path=[" + wt + "] created=true", "branch=feature/x log=[note"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/kitsoki/kitsoki/internal/load/catalog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -210,13 +211,43 @@ func TestHostsListing(t *testing.T) {
 		"host.artifacts_dir.list",
 		"host.append_to_file",
 		"  host.jira, host.jira.*",
-		"needs the IDE link",
+		"  host.slidey, host.slidey.*",
+		"  host.cypilot_artifacts, host.cypilot_artifacts.*",
 		"host.starlark.run  Run a Starlark script's main(ctx)",
-		"  host.git, host.git.*",
-		"  host.local, host.local.*",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("kitsoki hosts lacks %q:\n%s", want, out)
+		}
+	}
+	// The handlers of the vcs, ci, chat and IDE families and the GitHub
+	// and workspace-manager ones are listed with their fields and results,
+	// and are no longer among the refused.
+	for _, spec := range catalog.Builtins() {
+		for _, prefix := range []string{"host.git.", "host.github.", "host.local.", "host.chat.", "host.ide.", "host.gh.ticket", "host.workspace_manager."} {
+			if !strings.HasPrefix(spec.Name, prefix) {
+				continue
+			}
+			if !strings.Contains(out, spec.Name+"  "+spec.Summary+"\n") {
+				t.Errorf("kitsoki hosts lacks the line of %s", spec.Name)
+			}
+			if len(spec.Results) == 0 {
+				t.Errorf("%s lists no results", spec.Name)
+			}
+		}
+	}
+	for _, want := range []string{
+		"    stage_all  bool    commit every change, untracked files included",
+		"    checks           string  the names of the failing checks, comma-separated",
+		"    new_text_path  string  a file inside the workspace holding it (give one of the two)",
+		"    payload          string  required; the user's message of the turn",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kitsoki hosts lacks the field line %q", want)
+		}
+	}
+	for _, gone := range []string{"  host.git, host.git.*", "  host.local, host.local.*", "  host.ide, host.ide.*", "needs the IDE link"} {
+		if strings.Contains(out, gone) {
+			t.Errorf("kitsoki hosts still refuses %q", gone)
 		}
 	}
 	if code, _, _ := runCLI(t, "", "hosts", "extra"); code != exitUsage {
@@ -274,4 +305,28 @@ states:
 	}
 	syscall.Kill(pid, syscall.SIGKILL)
 	t.Errorf("grandchild %d still runs after kitsoki exited; stderr:\n%s", pid, stderr.String())
+}
+
+// Free text spliced into a shell-mode host.run command is data, never
+// shell syntax: each {{ }} is quoted for where it lands, so the command
+// prints the text four times and nothing else runs.
+func TestHostRunShellModeQuotesSplicedValues(t *testing.T) {
+	for _, say := range []string{
+		"hello; touch pwned",
+		`it's "quoted" $(touch pwned) ` + "`touch pwned`" + ` \ end`,
+		"two  spaces\ttab",
+	} {
+		ws := hostrunWorkspace(t)
+		code, out, errs := runCLI(t, "", "run", filepath.Join(ws, "app.yaml"), "--trace", filepath.Join(t.TempDir(), "t.jsonl"),
+			"--say", say)
+		if code != exitIncomplete { // the story stays in idle
+			t.Fatalf("--say %q: exit %d\nstdout:\n%s\nstderr:\n%s", say, code, out, errs)
+		}
+		if want := "out=[" + strings.Repeat("["+say+"]", 4) + "] code=0"; !strings.Contains(out, want) {
+			t.Errorf("--say %q: stdout lacks %q:\n%s", say, want, out)
+		}
+		if _, err := os.Stat(filepath.Join(ws, "pwned")); err == nil {
+			t.Errorf("--say %q ran an injected command: %s/pwned exists", say, ws)
+		}
+	}
 }

@@ -93,9 +93,12 @@ func (m mcpSessions) Delete(_ context.Context, ref string) (any, error) {
 	if err := m.pool.Release(ref); err != nil {
 		return nil, err
 	}
-	meta, err := m.pool.Sessions.Delete(ref)
+	meta, kept, err := m.pool.Sessions.Delete(ref)
 	if err != nil {
 		return nil, err
+	}
+	if kept != "" {
+		return map[string]any{"deleted": meta.ID, "journal_kept": kept}, nil
 	}
 	return map[string]any{"deleted": meta.ID}, nil
 }

@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"html"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
 )
@@ -14,8 +18,47 @@ import (
 // leakySecret is the ${LEAKY_TOKEN} value the leaky story's plugins leak.
 const leakySecret = "sk-live-0123456789abcdef"
 
+// encodedSecret is a ${LEAKY_TOKEN} value holding every character that
+// JSON, YAML and HTML encoders rewrite (issue 28: such a secret was
+// written JSON- or HTML-escaped, unmasked).
+const encodedSecret = `sk-"live\<0123>&é-abcdef`
+
 // leakyIntents drive the leaky story through each of its plugins once.
-const leakyIntents = "meta,answer,rpcerr,badschema,noisy,done"
+const leakyIntents = "meta,answer,rpcerr,badschema,noisy,crash,done"
+
+// leakedForms are the texts a secret takes in an artifact: itself and
+// each of its encodings, worked out here with the encoders themselves.
+func leakedForms(t *testing.T, secret string) []string {
+	t.Helper()
+	forms := []string{secret}
+	add := func(f string) {
+		if f != "" && !slices.Contains(forms, f) {
+			forms = append(forms, f)
+		}
+	}
+	inner := func(s string, escapeHTML bool) string {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(escapeHTML)
+		if err := enc.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		j := strings.TrimSuffix(b.String(), "\n")
+		return j[1 : len(j)-1]
+	}
+	for _, escapeHTML := range []bool{true, false} {
+		once := inner(secret, escapeHTML)
+		add(once)
+		add(inner(once, escapeHTML)) // a JSON text inside a JSON string, a quoted log value
+	}
+	add(html.EscapeString(secret))
+	y, err := yaml.Marshal(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add(strings.Trim(strings.TrimSpace(string(y)), `"'`))
+	return forms
+}
 
 // copyFixture copies testdata/<name> (scripts keep their execute bit) to a
 // temporary directory.
@@ -52,7 +95,13 @@ func readArtifact(t *testing.T, path string) string {
 // cassette it appended to, an eval report and eval cassette) and
 // everything it prints shows REDACTED where the secret was.
 func TestSecretsStayOutOfEveryArtifact(t *testing.T) {
-	t.Setenv("LEAKY_TOKEN", leakySecret)
+	for name, secret := range map[string]string{"plain": leakySecret, "encoded": encodedSecret} {
+		t.Run(name, func(t *testing.T) { secretsStayOut(t, secret) })
+	}
+}
+
+func secretsStayOut(t *testing.T, secret string) {
+	t.Setenv("LEAKY_TOKEN", secret)
 	dir := copyFixture(t, "leaky")
 	app := filepath.Join(dir, "app.yaml")
 	var arts []artifact
@@ -72,6 +121,7 @@ func TestSecretsStayOutOfEveryArtifact(t *testing.T) {
 			`"error":"agent: plugin_crash: subprocess agent: rpc error -32000: token REDACTED was refused","error_kind":"plugin_crash"`,
 			`"error_kind":"schema_invalid"`,
 			`"kind":"agent.noisy.note","state_path":"s","call_id":`, `"payload":{"token":"REDACTED"}`,
+			`stderr tail: \"{\\\"level\\\":\\\"fatal\\\",\\\"token\\\":\\\"REDACTED\\\"}`,
 		}},
 		artifact{"--record cassette", readArtifact(t, rec), []string{
 			"model: REDACTED",
@@ -95,7 +145,8 @@ func TestSecretsStayOutOfEveryArtifact(t *testing.T) {
 	// A trace written by another program, secrets and all: --story masks
 	// that story's secrets in the cassette.
 	foreign := filepath.Join(dir, "foreign.jsonl")
-	if err := os.WriteFile(foreign, bytes.ReplaceAll([]byte(readArtifact(t, tr)), []byte("REDACTED"), []byte(leakySecret)), 0o600); err != nil {
+	inJSON, _ := json.Marshal(secret)
+	if err := os.WriteFile(foreign, bytes.ReplaceAll([]byte(readArtifact(t, tr)), []byte("REDACTED"), inJSON[1:len(inJSON)-1]), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errs = runCLI(t, "", "trace", "to-cassette", foreign, "--story", app)
@@ -139,9 +190,12 @@ func TestSecretsStayOutOfEveryArtifact(t *testing.T) {
 		}},
 		artifact{"eval cassette", readArtifact(t, ecas), []string{`response: '{"text":"the key is REDACTED"}'`}})
 
+	forms := leakedForms(t, secret)
 	for _, a := range arts {
-		if strings.Contains(a.text, leakySecret) {
-			t.Errorf("%s shows the secret:\n%s", a.name, a.text)
+		for _, f := range forms {
+			if strings.Contains(a.text, f) {
+				t.Errorf("%s shows the secret as %q:\n%s", a.name, f, a.text)
+			}
 		}
 		for _, w := range a.want {
 			if !strings.Contains(a.text, w) {

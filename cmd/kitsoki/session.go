@@ -16,6 +16,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/run/driver"
 	"github.com/kitsoki/kitsoki/internal/run/session"
+	"github.com/kitsoki/kitsoki/internal/view/traceview"
 )
 
 // sessionFlags are kitsoki run's durable-session flags.
@@ -25,6 +26,11 @@ type sessionFlags struct {
 	durability   string
 	sideEffects  string
 	fork         bool
+	// resumeInputs says what scripted inputs given to a resumed session
+	// are: new (turns after the journal's last) or replay (the whole run
+	// from turn 1, the journal's checked and skipped); "" picks replay for
+	// --continue and new for --session ID.
+	resumeInputs string
 }
 
 func addSessionFlags(cmd *cobra.Command, f *sessionFlags) {
@@ -33,6 +39,7 @@ func addSessionFlags(cmd *cobra.Command, f *sessionFlags) {
 	fl.StringVar(&f.dir, "sessions-dir", "", "where sessions are kept (default $"+session.EnvDir+", else .kitsoki/sessions in the workspace)")
 	fl.StringVar(&f.durability, "durability", "machine", "machine: fsync at each turn's end, survives a power cut; process: no fsync, survives a killed process")
 	fl.StringVar(&f.sideEffects, "resume-side-effects", "", "resuming, for an external_side_effect call in flight at the crash: retry (issue it again) or skip (go on without it); default: stop")
+	fl.StringVar(&f.resumeInputs, "resume-inputs", "", "resuming with --intents, --say or stdin lines: new (they are turns after the journal's last) or replay (they are the run from turn 1; those the journal holds are checked and skipped); default: replay with --continue, new with --session ID")
 	fl.BoolVar(&f.fork, "fork", false, "resuming into a changed story that decides differently: start a new session from the last turn that matched")
 }
 
@@ -65,16 +72,17 @@ func (f *sessionFlags) plan(ctx context.Context, o *runOpts, st *story.Story, wo
 		given = world
 	}
 	return driver.NewPlan(ctx, driver.PlanRequest{
-		Store:       session.Store{Dir: sessionsDir(f.dir, st.Workspace.Dir())},
-		Story:       st,
-		ID:          o.session,
-		Trace:       o.trace,
-		Latest:      f.resumeLatest,
-		Fork:        f.fork,
-		SideEffects: f.sideEffects,
-		World:       given,
-		Root:        o.root,
-		Stderr:      stderr,
+		Store:        session.Store{Dir: sessionsDir(f.dir, st.Workspace.Dir())},
+		Story:        st,
+		ID:           o.session,
+		Trace:        o.trace,
+		Latest:       f.resumeLatest,
+		Fork:         f.fork,
+		SideEffects:  f.sideEffects,
+		ResumeInputs: f.resumeInputs,
+		World:        given,
+		Root:         o.root,
+		Stderr:       stderr,
 	})
 }
 
@@ -98,6 +106,26 @@ func storyName(m session.Meta) string {
 	return filepath.Base(m.Story)
 }
 
+// runStatus says whether a session finished, runs, exited or was
+// interrupted: finished from the journal; running while a writer holds
+// its lock; interrupted when a turn did not finish, or when the journal
+// grew past the size its index entry recorded when the run ended
+// (indexed: the entry as written, nil for a trace given as a file); else
+// exited.
+func runStatus(path string, j *session.Journal, indexed *session.Meta) string {
+	switch {
+	case j.Done:
+		return "finished"
+	case traceview.WriterActive(path):
+		return "running"
+	case j.Partial != nil:
+		return "interrupted"
+	case indexed != nil && indexed.TraceBytes != j.Size:
+		return "interrupted"
+	}
+	return "exited"
+}
+
 // newTraceStatusCmd is kitsoki trace status: one line per session.
 func newTraceStatusCmd() *cobra.Command {
 	g := &globals{}
@@ -109,22 +137,25 @@ func newTraceStatusCmd() *cobra.Command {
 $KITSOKI_SESSIONS_DIR, else .kitsoki/sessions in the workspace), or of the
 trace files given: id, state, turn, whether it finished, cost, idle time
 (since its last event) and its last error. A trace that cannot be read
-gets a line saying why; the exit code is then 1.`,
+gets a line saying why; the exit code is then 1.
+
+Whether it finished is one of: finished (a terminal state or exit was
+reached), running (a process holds the journal's writer lock), exited (its
+process ended without a terminal state, as when the input ran out), or
+interrupted (its process died: a turn did not finish, or the journal grew
+after the index entry was last written and nobody holds it).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			now := time.Now()
 			w := cmd.OutOrStdout()
 			bad := false
-			line := func(id string, j *session.Journal, err error) {
+			line := func(id, path string, j *session.Journal, indexed *session.Meta, err error) {
 				if err != nil {
 					bad = true
 					fmt.Fprintf(w, "%s\tunreadable: %v\n", id, err)
 					return
 				}
 				m := j.Describe(session.Meta{ID: id})
-				fin := "running"
-				if m.Finished {
-					fin = "finished"
-				}
+				fin := runStatus(path, j, indexed)
 				idle := "-"
 				if !m.Updated.IsZero() {
 					idle = now.Sub(m.Updated).Round(time.Second).String()
@@ -138,7 +169,7 @@ gets a line saying why; the exit code is then 1.`,
 					if err == nil && j.Header.SessionID != "" {
 						id = j.Header.SessionID
 					}
-					line(id, j, err)
+					line(id, p, j, nil, err)
 				}
 			} else {
 				s := session.Store{Dir: dir}
@@ -157,8 +188,17 @@ gets a line saying why; the exit code is then 1.`,
 					fmt.Fprintf(cmd.ErrOrStderr(), "kitsoki: no sessions in %s\n", s.Dir)
 				}
 				for _, m := range all {
+					if _, err := s.Journal(m, ""); err != nil {
+						line(m.ID, m.Trace, nil, nil, err)
+						continue
+					}
+					indexed, err := s.Entry(m.ID)
+					if err != nil {
+						line(m.ID, m.Trace, nil, nil, err)
+						continue
+					}
 					j, err := session.Load(m.Trace)
-					line(m.ID, j, err)
+					line(m.ID, m.Trace, j, &indexed, err)
 				}
 			}
 			if bad {
@@ -170,4 +210,12 @@ gets a line saying why; the exit code is then 1.`,
 	cmd.Flags().StringVar(&dir, "sessions-dir", "", "where sessions are kept (default $"+session.EnvDir+", else .kitsoki/sessions in the workspace)")
 	addWorkspaceFlag(cmd, g)
 	return cmd
+}
+
+// absPath is p made absolute (p as it is when that fails).
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }

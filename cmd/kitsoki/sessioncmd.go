@@ -480,9 +480,13 @@ func (c *sessionCmd) deleteCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			m, err := svc.Delete(args[0])
+			m, kept, err := svc.Delete(args[0])
 			if err != nil {
 				return exitWith(driver.CodeOf(err), err)
+			}
+			if kept != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "kitsoki: deleted session %s's index entry; its journal %s is outside the sessions directory %s and was left in place\n", m.ID, kept, svc.Store.Dir)
+				return nil
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "kitsoki: deleted session %s\n", m.ID)
 			return nil

@@ -76,6 +76,15 @@ func runOnCluster(cmd *cobra.Command, g *globals, o *runOpts, path string) (err 
 	if err != nil {
 		return exitWith(exitUsage, err)
 	}
+	// --stories names the workers' stories directory: the session names
+	// its story by its path there. Without it the story travels with the
+	// session, as a bundle in the blob store the workers run.
+	var ref cluster.StoryRef
+	if cmd.Flags().Changed("stories") {
+		if ref, err = cluster.PathRef(o.tf.stories, path, st); err != nil {
+			return exitWith(exitUsage, err)
+		}
+	}
 	if o.session != "" {
 		if err := session.CheckID(o.session); err != nil {
 			return exitWith(exitUsage, err)
@@ -88,11 +97,12 @@ func runOnCluster(cmd *cobra.Command, g *globals, o *runOpts, path string) (err 
 		return err
 	}
 	defer c.Close()
-	// The story travels with the session: its files go to the blob store
-	// as a bundle the workers run, so no worker needs a copy of them.
-	ref, err := cluster.PackStory(path, st, o.tf.blobStore(), o.tf.stories, g.storyOpts()...)
-	if err != nil {
-		return exitWith(exitFailure, fmt.Errorf("kitsoki: %w", err))
+	if ref.Path == "" {
+		// The story travels with the session: its files go to the blob
+		// store as a bundle the workers run, so no worker needs a copy.
+		if ref, err = cluster.PackStory(path, st, o.tf.blobStore(), o.tf.stories, g.storyOpts()...); err != nil {
+			return exitWith(exitFailure, fmt.Errorf("kitsoki: %w", err))
+		}
 	}
 	d, err := remote.Open(ctx, c, remote.Request{Story: st, Ref: ref, ID: o.session, World: world, Root: o.root, Routing: rc, Stderr: stderr})
 	if err != nil {

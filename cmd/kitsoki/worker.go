@@ -58,7 +58,7 @@ func addTemporalFlags(cmd *cobra.Command, f *temporalFlags, withStories bool) {
 	fl.StringVar(&f.tlsKey, "tls-key", "", "PEM file of this client's private key, for mutual TLS (with --tls-cert)")
 	fl.StringVar(&f.tlsServerName, "tls-server-name", "", "the name the cluster's certificate is checked against (default: the --temporal host)")
 	if withStories {
-		fl.StringVar(&f.stories, "stories", ".", "the stories directory every worker of the queue has; story paths are relative to it")
+		fl.StringVar(&f.stories, "stories", ".", "the stories directory every worker of the queue has: kitsoki run --stories DIR names the session's story by its path there (without it the story travels with the session, as a bundle in the blob store)")
 	}
 }
 
@@ -149,8 +149,9 @@ bundle in the blob store (--blobs, else $KITSOKI_BLOBS_DIR, else
 .kitsoki/blobs in the stories directory), which every worker and client of
 the cluster must share, and the workers run that bundle (unpacked once
 under <blobs>/bundles), so the session runs the version it started with.
-A session whose story names no bundle is read from --stories (default the
-current directory), its path relative to it.
+A session started with kitsoki run --stories DIR names its story by its path
+relative to that directory instead: the worker reads it from its own
+--stories (default the current directory), which must hold the same files.
 
 Calls are wired as kitsoki run wires them: the story's agents: (live
 transports, the demo agent, host_plugins:), ${VAR} secrets resolved from

@@ -72,7 +72,6 @@ func unreachable(addr string) string {
 func TestRunTemporalCommandErrors(t *testing.T) {
 	addr := closedAddr(t)
 	stories := t.TempDir()
-	sessionsNowhere := filepath.Join(t.TempDir(), "sessions")
 	for _, tc := range []cliCase{
 		{"local-only flag", []string{"run", hello, "--temporal", addr, "--trace", "x.jsonl"}, exitUsage,
 			"--trace does not apply with --temporal: the trace is in the session's workflow: kitsoki session trace ID --temporal HOST:PORT -o FILE writes it\n"},
@@ -84,9 +83,12 @@ func TestRunTemporalCommandErrors(t *testing.T) {
 			"--blobs applies to a session on a Temporal cluster: give --temporal HOST:PORT too\n"},
 		{"say and intents", []string{"run", hello, "--temporal", addr, "--say", "hi", "--intents", "bye"}, exitUsage,
 			"--say and --intents cannot be combined: give the turns as one of them (a free-text line on stdin works too)\n"},
-		// A story outside --stories is no longer refused: it travels to
-		// the workers as a bundle (issue 32); the cluster is what fails.
-		{"outside the stories dir", []string{"run", hello, "--temporal", addr, "--stories", stories}, exitFailure,
+		{"outside the stories dir", []string{"run", hello, "--temporal", addr, "--stories", stories}, exitUsage,
+			hello + " is not inside the stories directory " + stories + " (--stories): the workers find a session's story by its path relative to that directory; run from it, pass --stories DIR, or drop --stories to send the story with the session\n"},
+		// Without --stories the story travels to the workers as a bundle
+		// (issue 32): a story outside the current directory is not
+		// refused; the cluster is what fails.
+		{"bundled from anywhere", []string{"run", hello, "--temporal", addr}, exitFailure,
 			unreachable(addr)},
 		{"cluster flag without --temporal", []string{"run", hello, "--task-queue", "q", "--intents", "bye"}, exitUsage,
 			"--task-queue applies to a session on a Temporal cluster: give --temporal HOST:PORT too\n"},
@@ -95,10 +97,8 @@ func TestRunTemporalCommandErrors(t *testing.T) {
 		{"unreachable", []string{"run", hello, "--temporal", addr, "--stories", "../../stories"}, exitFailure,
 			unreachable(addr)},
 		{"load error", []string{"run", "nope.yaml", "--temporal", addr}, exitLoad, ""},
-		// Without --temporal, session trace writes a local session's
-		// journal: an id the sessions directory lacks is exit 1.
-		{"session trace of an unknown local session", []string{"session", "trace", "x", "--sessions-dir", sessionsNowhere}, exitFailure,
-			"session x: no such session in " + sessionsNowhere + "\n"},
+		{"session trace without --temporal", []string{"session", "trace", "x"}, exitUsage,
+			"kitsoki session trace: give --temporal HOST:PORT: a local session's trace is its journal file (kitsoki session show ID names it)\n"},
 		{"session list unreachable", []string{"session", "list", "--temporal", addr}, exitFailure,
 			unreachable(addr)},
 	} {

@@ -1,8 +1,11 @@
 package expr
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -13,12 +16,13 @@ import (
 // textFilters are the filters Kitsoki adds to pongo2 (story-format.md §11).
 // wordwrap replaces pongo2's own, which counts words, not columns.
 var textFilters = map[string]pongo2.FilterFunction{
-	"col":      filterCol,
-	"rcol":     filterRcol,
-	"reverse":  filterReverse,
-	"wordwrap": filterWordwrap,
-	showFunc:   filterShow,
-	iterFilter: filterIter,
+	"col":       filterCol,
+	"rcol":      filterRcol,
+	"reverse":   filterReverse,
+	"wordwrap":  filterWordwrap,
+	"reference": filterReference,
+	showFunc:    filterShow,
+	iterFilter:  filterIter,
 }
 
 // iterFilter is put after the iterable of every {% for %} (CompileText).
@@ -183,4 +187,36 @@ func cut(s string, n int) (string, int) {
 		w += rw
 	}
 	return s, w
+}
+
+// filterReference embeds a document as cited evidence, as Kitsoki's
+// reference filter does: {{ args.spec|reference:"api-spec.md" }} numbers
+// the input's lines (right-aligned to the widest number) and wraps them in
+// <reference src="LABEL" lines="1-N" sha256="…">, the first 8 hex digits of
+// the input's SHA-256. The text is taken as it is, never rendered as a
+// template. A nil or empty input renders nothing.
+func filterReference(in, param *pongo2.Value) (*pongo2.Value, *pongo2.Error) {
+	v := in.Interface()
+	if v == nil {
+		return pongo2.AsValue(""), nil
+	}
+	text := toText(v)
+	if text == "" {
+		return pongo2.AsValue(""), nil
+	}
+	label := ""
+	if param != nil && !param.IsNil() {
+		label = toText(param.Interface())
+	}
+	sum := sha256.Sum256([]byte(text))
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	w := len(strconv.Itoa(len(lines)))
+	var b strings.Builder
+	fmt.Fprintf(&b, "<reference src=%q lines=\"1-%d\" sha256=\"%s\">\n", label, len(lines), hex.EncodeToString(sum[:4]))
+	for i, l := range lines {
+		b.WriteString(strings.TrimRight(fmt.Sprintf("%*d | %s", w, i+1, l), " "))
+		b.WriteByte('\n')
+	}
+	b.WriteString("</reference>")
+	return pongo2.AsSafeValue(b.String()), nil
 }

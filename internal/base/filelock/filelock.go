@@ -31,7 +31,7 @@ func Acquire(path string) (*Lock, error) { return acquire(path, false) }
 func Wait(path string) (*Lock, error) { return acquire(path, true) }
 
 func acquire(path string, wait bool) (*Lock, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("lock: %w", err)
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)

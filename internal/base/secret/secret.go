@@ -5,7 +5,11 @@
 // same everywhere:
 //
 //   - a value of MinSubstring (8) bytes or more is masked wherever it
-//     occurs as a substring, in string values, object keys and text;
+//     occurs as a substring, in string values, object keys and text, and
+//     so is each encoded form of it (Forms: JSON-escaped, HTML-safe or not,
+//     twice over, YAML-quoted, HTML- and JavaScript-escaped), so a value
+//     holding ", \, <, >, & or non-ASCII characters is masked in the
+//     encoded text an artifact holds too;
 //   - a shorter value is masked only where a whole string value equals it
 //     (a JSON string, a YAML scalar), or, in plain text, where a whole line
 //     (surrounding spaces aside) equals it; it is never masked inside an
@@ -66,7 +70,11 @@ func KeptWords() []string { return slices.Clone(keptWords[:]) }
 type Masker struct {
 	long  []string // >= MinSubstring bytes, distinct, longest first
 	short []string // 1..MinSubstring-1 bytes, distinct, longest first
-	all   [][]byte // long and short, as bytes, for MayOccur
+	forms []string // every encoded form of each long value (Forms), distinct
+	// blocks: each long value holding a line break, which YAML writes
+	// with indentation after it.
+	blocks []block
+	all    [][]byte // the forms and the short values, as bytes, for MayOccur
 }
 
 // New returns a Masker for the given values. Empty values and repeats are
@@ -91,7 +99,17 @@ func New(values ...[]string) *Masker {
 	byLen := func(a, b string) int { return cmp.Compare(len(b), len(a)) }
 	slices.SortStableFunc(m.long, byLen)
 	slices.SortStableFunc(m.short, byLen)
-	for _, v := range slices.Concat(m.long, m.short) {
+	for _, v := range m.long {
+		if bl, ok := newBlock(v); ok {
+			m.blocks = append(m.blocks, bl)
+		}
+		for _, f := range Forms(v) {
+			if !slices.Contains(m.forms, f) {
+				m.forms = append(m.forms, f)
+			}
+		}
+	}
+	for _, v := range slices.Concat(m.forms, m.short) {
 		m.all = append(m.all, []byte(v))
 	}
 	return m
@@ -112,7 +130,86 @@ func (m *Masker) MayOccur(b []byte) bool {
 			return true
 		}
 	}
+	for _, bl := range m.blocks {
+		if allOccur(b, bl) {
+			return true
+		}
+	}
 	return false
+}
+
+// allOccur reports whether every non-empty line occurs in b.
+func allOccur(b []byte, bl block) bool {
+	for _, l := range bl.lines {
+		if l != "" && !bytes.Contains(b, []byte(l)) {
+			return false
+		}
+	}
+	return true
+}
+
+// block is a long value holding line breaks (\n, U+0085, U+2028,
+// U+2029), which YAML writes with indentation after each: its lines and
+// the break after each but the last.
+type block struct {
+	lines, breaks []string
+}
+
+// newBlock splits v at its line breaks; ok is false when it has none.
+func newBlock(v string) (block, bool) {
+	var bl block
+	start := 0
+	for i, r := range v {
+		switch r {
+		case '\n', '\u0085', '\u2028', '\u2029':
+			bl.lines = append(bl.lines, v[start:i])
+			bl.breaks = append(bl.breaks, string(r))
+			start = i + len(string(r))
+		}
+	}
+	if len(bl.breaks) == 0 || strings.TrimSpace(v) == "" {
+		return block{}, false
+	}
+	bl.lines = append(bl.lines, v[start:])
+	return bl, true
+}
+
+// blockSpans finds a multi-line secret written as YAML writes it: its
+// lines with indentation after each line break.
+func blockSpans(s string, bl block) [][2]int {
+	var spans [][2]int
+	first := bl.lines[0]
+	for off := 0; off < len(s); {
+		i := strings.Index(s[off:], first)
+		if i < 0 {
+			break
+		}
+		start := off + i
+		end, ok := start+len(first), true
+		for k, l := range bl.lines[1:] {
+			if !strings.HasPrefix(s[end:], bl.breaks[k]) {
+				ok = false
+				break
+			}
+			end += len(bl.breaks[k])
+			for end < len(s) && s[end] == ' ' {
+				end++
+			}
+			// The line's own leading spaces are not told from the
+			// indentation.
+			l = strings.TrimLeft(l, " ")
+			if !strings.HasPrefix(s[end:], l) {
+				ok = false
+				break
+			}
+			end += len(l)
+		}
+		if ok && end > start {
+			spans = append(spans, [2]int{start, end})
+		}
+		off = start + 1
+	}
+	return spans
 }
 
 // String masks a whole string value (a JSON string, a YAML scalar): the
@@ -167,7 +264,7 @@ func (m *Masker) Text(s string) string {
 // a kept word are left alone; overlapping ones merge.
 func (m *Masker) replace(s string, lines bool) string {
 	var spans [][2]int
-	for _, v := range m.long {
+	for _, v := range m.forms {
 		for off := 0; off <= len(s)-len(v); {
 			i := strings.Index(s[off:], v)
 			if i < 0 {
@@ -179,6 +276,9 @@ func (m *Masker) replace(s string, lines bool) string {
 				spans = append(spans, [2]int{start, end})
 			}
 		}
+	}
+	for _, bl := range m.blocks {
+		spans = append(spans, blockSpans(s, bl)...)
 	}
 	if lines && len(m.short) > 0 {
 		for start := 0; start < len(s); {

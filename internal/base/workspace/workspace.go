@@ -232,9 +232,17 @@ type OutsideError struct {
 	Name     string // the path as written
 	Resolved string // where it leads: set when a symlink takes it out
 	Root     string // the workspace directory
+	// Escaped: opening it through the workspace root met a symlink
+	// leading out (one that changed after the path was checked, or a
+	// path never checked).
+	Escaped bool
 }
 
 func (e *OutsideError) Error() string {
+	if e.Escaped {
+		return fmt.Sprintf("%q leads through a symlink out of the workspace %s: refused when it was opened (widen the workspace with --workspace DIR)",
+			e.Name, e.Root)
+	}
 	if e.Resolved != "" {
 		return fmt.Sprintf("%q leads through a symlink to %s, outside the workspace %s (widen the workspace with --workspace DIR)",
 			e.Name, e.Resolved, e.Root)
@@ -349,14 +357,24 @@ func ReadFS(fsys fs.FS, path, name string) ([]byte, error) {
 	return readOpen(f, name)
 }
 
-// Read is ReadFile on r's files: the OS path path (already resolved; Read
-// does not check it against the workspace) is read from the operating
-// system, or from r's fs.FS, where a path outside its mount directory does
-// not exist. Errors other than the size limit are *fs.PathError naming
-// path.
+// Read is ReadFile on r's files: the OS path path (already resolved) is
+// read from the operating system, or from r's fs.FS, where a path outside
+// its mount directory does not exist. A path inside the workspace is opened
+// through its root (OpenFile), so a symlink swapped in after the path was
+// checked cannot lead the read out of it; a path outside it is read as it
+// is (Read does not check it). Errors other than the size limit and an
+// *OutsideError are *fs.PathError naming path.
 func (r Root) Read(path, name string) ([]byte, error) {
 	if r.m == nil {
-		return ReadFile(path, name)
+		if _, inside := r.rel(path); !inside {
+			return ReadFile(path, name)
+		}
+		f, err := r.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		return readOpen(f, name)
 	}
 	n, ok := r.m.name(filepath.Clean(path))
 	if !ok {
@@ -373,7 +391,9 @@ func (r Root) Read(path, name string) ([]byte, error) {
 	return b, nil
 }
 
-// Stat is os.Stat on r's files (see Read).
+// Stat is os.Stat on r's files (see Read). A stat reads no content, so
+// it is made by path (StatInside refuses a path a symlink leads out of the
+// workspace); opening the file is what goes through the root.
 func (r Root) Stat(path string) (fs.FileInfo, error) {
 	if r.m == nil {
 		return os.Stat(path)
@@ -390,12 +410,30 @@ func (r Root) Stat(path string) (fs.FileInfo, error) {
 }
 
 // Glob is filepath.Glob on r's files: pattern is an absolute OS pattern,
-// and the matches are OS paths. In an fs.FS a pattern outside the mount
-// directory matches nothing; a malformed one is filepath.ErrBadPattern
-// either way.
+// and the matches are OS paths. A pattern inside the workspace is matched
+// through its root, so no directory a symlink swaps in from outside is
+// listed. In an fs.FS a pattern outside the mount directory matches
+// nothing; a malformed one is filepath.ErrBadPattern either way.
 func (r Root) Glob(pattern string) ([]string, error) {
 	if r.m == nil {
-		return filepath.Glob(pattern)
+		rel, inside := r.rel(pattern)
+		if !inside || rel == "." {
+			return filepath.Glob(pattern)
+		}
+		if _, err := filepath.Match(pattern, ""); err != nil {
+			return nil, err
+		}
+		var matches []string
+		root, err := os.OpenRoot(r.dir)
+		if err != nil {
+			return nil, fmt.Errorf("open the workspace %s: %w", r.dir, err)
+		}
+		defer root.Close()
+		matches, err = fs.Glob(root.FS(), filepath.ToSlash(rel))
+		for i, mt := range matches {
+			matches[i] = filepath.Join(r.dir, filepath.FromSlash(mt))
+		}
+		return matches, err
 	}
 	if _, err := filepath.Match(pattern, ""); err != nil {
 		return nil, err

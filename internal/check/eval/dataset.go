@@ -11,6 +11,8 @@ import (
 	"github.com/kitsoki/kitsoki/internal/run/routes"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kitsoki/kitsoki/internal/base/yamlnode"
+
 	"github.com/kitsoki/kitsoki/internal/base/workspace"
 )
 
@@ -150,6 +152,12 @@ func ReadDataset(path string) (*Dataset, error) {
 
 // ParseDataset parses dataset bytes read from path.
 func ParseDataset(path string, raw []byte) (*Dataset, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err == nil {
+		if err := yamlnode.CheckExpansion(&doc, 0); err != nil {
+			return nil, fmt.Errorf("parse %s: %w", path, err)
+		}
+	}
 	d := &Dataset{}
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true) // a misspelled key is an error, not a silently missing setting

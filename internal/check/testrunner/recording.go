@@ -57,6 +57,9 @@ func LoadRecording(file string) (*Recording, error) {
 	if err := yaml.NewDecoder(bytes.NewReader(yamlnode.TrimBOM(b))).Decode(&doc); err != nil {
 		return nil, fmt.Errorf("recording %s: %w", file, err)
 	}
+	if err := yamlnode.CheckExpansion(&doc, 0); err != nil {
+		return nil, fmt.Errorf("recording %s: %w", file, err)
+	}
 	top := &doc
 	if top.Kind == yaml.DocumentNode && len(top.Content) == 1 {
 		top = top.Content[0]

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/kitsoki/kitsoki/internal/base/outfile"
 	"github.com/kitsoki/kitsoki/internal/base/workspace"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
 )
@@ -230,7 +231,7 @@ func (a *Handlers) list(_ context.Context, call *host.Call) (*host.Result, error
 		return argErr(call.Namespace, err)
 	}
 	var items []any
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err = a.ws.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) && p == dir {
 				return filepath.SkipDir
@@ -265,25 +266,22 @@ func (a *Handlers) list(_ context.Context, call *host.Call) (*host.Result, error
 func (a *Handlers) put(path, text string, replace bool) (string, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	// Through the workspace root: a directory or file of the path that a
+	// symlink replaced after target checked it cannot lead the write out.
+	if err := a.ws.MkdirAll(filepath.Dir(path), outfile.Dir); err != nil {
 		return "", fmt.Errorf("make the artifact directory: %w", err)
-	}
-	if err := a.confine(path); err != nil { // MkdirAll may have met a symlink
-		return "", err
 	}
 	flag := os.O_CREATE | os.O_WRONLY | os.O_APPEND
 	if replace {
 		flag = os.O_CREATE | os.O_WRONLY | os.O_TRUNC
 	}
-	var prefix string
-	if !replace {
-		if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
-			prefix = separator
-		}
-	}
-	f, err := os.OpenFile(path, flag, 0o644)
+	f, err := a.ws.OpenFile(path, flag, outfile.File)
 	if err != nil {
 		return "", fmt.Errorf("write artifact: %w", err)
+	}
+	var prefix string
+	if fi, err := f.Stat(); err == nil && !replace && fi.Size() > 0 {
+		prefix = separator
 	}
 	_, werr := f.WriteString(prefix + text + "\n")
 	if cerr := f.Close(); werr == nil {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kitsoki/kitsoki/internal/base/outfile"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
 )
 
@@ -36,7 +37,7 @@ func (a *Handlers) emit(call *host.Call, thread, src string) (*host.Result, erro
 	if err != nil {
 		return argErr(name, fmt.Errorf("with.src_path %w", err))
 	}
-	fi, err := os.Stat(real)
+	fi, err := a.ws.Stat(real)
 	switch {
 	case err != nil:
 		return argErr(name, fmt.Errorf("with.src_path %q: %w", src, err))
@@ -58,20 +59,17 @@ func (a *Handlers) emit(call *host.Call, thread, src string) (*host.Result, erro
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+	if err := a.ws.MkdirAll(filepath.Dir(dst), outfile.Dir); err != nil {
 		return argErr(name, fmt.Errorf("make the artifact directory: %w", err))
 	}
-	if err := a.confine(dst); err != nil {
-		return argErr(name, err)
-	}
-	if err := copyFile(real, dst); err != nil {
+	if err := a.copyFile(real, dst); err != nil {
 		return argErr(name, err)
 	}
 	srcStem := strings.TrimSuffix(real, ext)
 	dstStem := strings.TrimSuffix(dst, filepath.Ext(dst))
 	for _, c := range companions {
-		if fi, err := os.Stat(srcStem + c); err == nil && fi.Mode().IsRegular() {
-			if err := copyFile(srcStem+c, dstStem+c); err != nil {
+		if fi, err := a.ws.Stat(srcStem + c); err == nil && fi.Mode().IsRegular() {
+			if err := a.copyFile(srcStem+c, dstStem+c); err != nil {
 				return argErr(name, err)
 			}
 		}
@@ -83,14 +81,18 @@ func (a *Handlers) emit(call *host.Call, thread, src string) (*host.Result, erro
 	return &host.Result{Data: map[string]any{"ok": true, "handle": handle, "path": dst, "mime": mt, "kind": kind}}, nil
 }
 
-// copyFile copies the regular file src to dst, replacing dst.
-func copyFile(src, dst string) (err error) {
-	in, err := os.Open(src)
+// copyFile copies the regular file src to dst, replacing dst, both opened
+// through the workspace root.
+func (a *Handlers) copyFile(src, dst string) (err error) {
+	in, err := a.ws.Open(src)
 	if err != nil {
 		return fmt.Errorf("copy artifact: %w", err)
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if fi, err := in.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("copy artifact: %s is not a regular file", src)
+	}
+	out, err := a.ws.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, outfile.File)
 	if err != nil {
 		return fmt.Errorf("copy artifact: %w", err)
 	}

@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
+	"github.com/kitsoki/kitsoki/internal/hosts/hostfs"
+	"github.com/kitsoki/kitsoki/internal/hosts/ide"
 	"github.com/kitsoki/kitsoki/internal/load/catalog"
 )
 
@@ -17,8 +18,8 @@ import (
 const DiffName = "host.diff.open"
 
 // Diff is host.diff.open without an IDE: it renders `git diff <base> --
-// <paths>` as text in the run's output and returns it. It captures no
-// verdict (the operator's next intent is the decision).
+// <paths>` as text in the run's output, returns it, and asks the run's
+// operator (when there is one) to accept or reject it.
 type Diff struct{ cfg Config }
 
 // NewDiff returns the handler.
@@ -53,6 +54,19 @@ func (d *Diff) Invoke(ctx context.Context, call *host.Call) (*host.Result, error
 	if d.cfg.Out != nil {
 		d.print(title, against, text)
 		data["surface"], data["reviewed"] = "text", true
+		// The person at the terminal decides: asked at the prompt when the
+		// run has an operator; with none, no verdict is recorded.
+		what := against
+		if title != "" {
+			what = title + " (" + against + ")"
+		}
+		accept, answered, err := ide.AskVerdict(ctx, call.Run.Live, what)
+		if err != nil {
+			return res(err)
+		}
+		if answered {
+			data["verdict"] = map[bool]string{true: "accept", false: "reject"}[accept]
+		}
 	}
 	return &host.Result{Data: data}, nil
 }
@@ -122,23 +136,22 @@ func (d *Diff) proposed(ctx context.Context, args map[string]any) (string, strin
 		}
 	}
 	rel, _ := filepath.Rel(ws.Dir(), real)
-	tmp, err := os.MkdirTemp("", "kitsoki-diff-")
+	// The two sides are written under the workspace's .kitsoki/tmp, so git
+	// runs in a directory inside the workspace (its own, not the story's).
+	fsys := hostfs.New(ws)
+	tmp, err := fsys.MkdirTemp(filepath.Join(ws.Dir(), ".kitsoki", "tmp"), "diff-")
 	if err != nil {
 		return "", "", err
 	}
-	defer os.RemoveAll(tmp)
+	defer fsys.RemoveAll(tmp)
 	for side, b := range map[string][]byte{"a": old, "b": []byte(newText)} {
-		p := filepath.Join(tmp, side, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			return "", "", err
-		}
-		if err := os.WriteFile(p, b, 0o600); err != nil {
+		if err := fsys.WriteFile(filepath.Join(tmp, side, rel), b); err != nil {
 			return "", "", err
 		}
 	}
 	a, b := filepath.ToSlash(filepath.Join("a", rel)), filepath.ToSlash(filepath.Join("b", rel))
 	text, err := git(ctx, &d.cfg, tmp, "diff", "--no-index", "--no-color", "--no-ext-diff", "--no-prefix", "--", a, b)
-	if ge := (*gitError)(nil); errors.As(err, &ge) && ge.code == 1 {
+	if ge := (*gitError)(nil); errors.As(err, &ge) && ge.Code == 1 {
 		err = nil // differences found
 	}
 	return text, "proposed " + filepath.ToSlash(rel), err

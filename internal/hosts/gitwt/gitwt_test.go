@@ -13,6 +13,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/base/workspace"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
 	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/testsupport/fakeop"
 )
 
 // newRepo makes a git repository with one commit on main and returns its
@@ -76,8 +77,8 @@ func TestWorktreeErrors(t *testing.T) {
 		{"create", map[string]any{"name": "x", "workdir": "y"}, "host.git_worktree.create: with.workdir is not a field of host.git_worktree.create (fields: name, id, base, session_id)"},
 		{"create", map[string]any{"name": 3}, "host.git_worktree.create: with.name must be a string, got int"},
 		{"get", map[string]any{}, "host.git_worktree.get: with.id is required"},
-		{"get", map[string]any{"id": "nope"}, `host.git_worktree.get: no worktree "nope" in this session (` + filepath.Join(ws.Dir(), ".kitsoki", "worktrees", "s", "nope") + `): create it first with host.git_worktree.create`},
-		{"sync", map[string]any{"id": "nope"}, `host.git_worktree.sync: no worktree "nope" in this session`},
+		{"get", map[string]any{"id": "nope"}, `host.git_worktree.get: no worktree "nope" (` + filepath.Join(ws.Dir(), ".worktrees", "nope") + `): create it first with host.git_worktree.create`},
+		{"sync", map[string]any{"id": "nope"}, `host.git_worktree.sync: no worktree "nope"`},
 		{"cleanup_scan", map[string]any{"base": "nobranch"}, `host.git_worktree.cleanup_scan: with.base "nobranch" is not a branch or commit of the repository`},
 		{"cleanup_apply", map[string]any{}, "host.git_worktree.cleanup_apply: with.candidates is required: the list cleanup_scan returned"},
 		{"cleanup_apply", map[string]any{"candidates": "x"}, "host.git_worktree.cleanup_apply: with.candidates must be a list (cleanup_scan's candidates), got string"},
@@ -101,7 +102,7 @@ func TestWorktreeLifecycle(t *testing.T) {
 	ws := newRepo(t)
 	ctx := context.Background()
 	w := NewWorktrees(Config{Workspace: ws})
-	dir := filepath.Join(ws.Dir(), ".kitsoki", "worktrees", "s1", "fix-a")
+	dir := filepath.Join(ws.Dir(), ".worktrees", "fix-a")
 
 	r := w.Invoke(ctx, call("s1", map[string]any{"name": "fix/a", "base": "main"}), "create")
 	want := map[string]any{"ok": true, "id": "fix-a", "path": dir, "branch": "fix/a", "created": true}
@@ -117,8 +118,17 @@ func TestWorktreeLifecycle(t *testing.T) {
 	if got := errText(r); !strings.Contains(got, `already exists on branch "fix/a", not "fix/b": use another with.id`) {
 		t.Errorf("create over another branch: %q", got)
 	}
-	// Another session cannot check out the branch a first one has.
+	// Another session is not handed the first one's worktree, nor can it
+	// check out the branch the first one has.
 	r = w.Invoke(ctx, call("s2", map[string]any{"name": "fix/a"}), "create")
+	if got, want := errText(r), `host.git_worktree.create: worktree "fix-a" (`+dir+`) is checked out by session s1; refusing to share it with this one: use another with.id (e.g. one naming the session)`; got != want {
+		t.Errorf("second session on the same worktree:\n got %q\nwant %q", got, want)
+	}
+	r = w.Invoke(ctx, call("s2", map[string]any{"id": "fix-a"}), "get")
+	if got := errText(r); !strings.Contains(got, "is checked out by session s1") {
+		t.Errorf("second session's get: %q", got)
+	}
+	r = w.Invoke(ctx, call("s2", map[string]any{"name": "fix/a", "id": "other"}), "create")
 	if got := errText(r); !strings.Contains(got, "git worktree add") || !strings.Contains(got, "fix/a") {
 		t.Errorf("second session on the same branch: %q", got)
 	}
@@ -132,7 +142,7 @@ func TestWorktreeLifecycle(t *testing.T) {
 	}
 	r = w.Invoke(ctx, call("s1", nil), "list")
 	wantList := []any{
-		map[string]any{"id": filepath.Base(ws.Dir()), "path": ws.Dir(), "branch": "main", "dirty": true, "session": ""},
+		map[string]any{"id": filepath.Base(ws.Dir()), "path": ws.Dir(), "branch": "main", "dirty": false, "session": ""},
 		map[string]any{"id": "fix-a", "path": dir, "branch": "fix/a", "dirty": true, "session": "s1"},
 	}
 	if diff := cmp.Diff(wantList, r.Data["workspaces"]); diff != "" {
@@ -340,5 +350,46 @@ func TestDiffOpenProposed(t *testing.T) {
 	r, _ = d.Invoke(context.Background(), call("s", map[string]any{"path": "src/m.go", "new_text": "package m\n"}))
 	if r.Err != nil || r.Data["diff"] != "" {
 		t.Errorf("no change: %v %v", r.Data, r.Err)
+	}
+}
+
+// An id that is already a safe directory name is the directory's name as
+// written (Kitsoki's stories spell the path out: .worktrees/<id>); one that
+// is not is made one.
+func TestWorktreeIDs(t *testing.T) {
+	ws := newRepo(t)
+	w := NewWorktrees(Config{Workspace: ws})
+	for id, dir := range map[string]string{"bf-T-1-": "bf-T-1-", "a b/c": "a-b-c", "x.y_z": "x.y_z"} {
+		r := w.Invoke(context.Background(), call("s", map[string]any{"name": "b/" + dir, "id": id}), "create")
+		if r.Err != nil {
+			t.Fatalf("create %q: %v", id, r.Err)
+		}
+		if want := filepath.Join(ws.Dir(), ".worktrees", dir); r.Data["path"] != want || r.Data["id"] != dir {
+			t.Errorf("id %q: %v %v, want %s", id, r.Data["id"], r.Data["path"], want)
+		}
+	}
+}
+
+// With an operator, the printed diff's verdict is asked at the prompt.
+func TestDiffOpenAsksTheOperator(t *testing.T) {
+	ws := newRepo(t)
+	if err := os.WriteFile(filepath.Join(ws.Dir(), "a.txt"), []byte("two\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for answers, want := range map[string]string{"accept": "accept", "no": "reject", "": ""} {
+		var out bytes.Buffer
+		op := &fakeop.Operator{}
+		if answers != "" {
+			op.Answers = []string{answers}
+		}
+		c := call("s", map[string]any{"paths": []any{"a.txt"}, "title": "T"})
+		c.Run.Live = op
+		r, _ := NewDiff(Config{Workspace: ws, Out: &out}).Invoke(context.Background(), c)
+		if r.Err != nil || r.Data["verdict"] != want || r.Data["reviewed"] != true {
+			t.Errorf("answer %q: %v %v", answers, r.Data["verdict"], r.Err)
+		}
+		if len(op.Asked) != 1 || op.Asked[0] != "Accept the change to T (diff against HEAD)? Answer accept or reject." {
+			t.Errorf("asked %q", op.Asked)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package gitwt
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -10,7 +11,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kitsoki/kitsoki/internal/hosts/gitrepo"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
+	"github.com/kitsoki/kitsoki/internal/hosts/hostfs"
 	"github.com/kitsoki/kitsoki/internal/load/catalog"
 )
 
@@ -18,9 +21,15 @@ import (
 // also its own handler, WorktreeName + "." + op.
 const WorktreeName = "host.git_worktree"
 
-// Root is where worktrees live, relative to the workspace:
-// Root/<session>/<id>.
-const Root = ".kitsoki/worktrees"
+// Root is where worktrees live, relative to the workspace: Root/<id>, the
+// layout Kitsoki's stories name their work directories by
+// (.worktrees/<id>).
+const Root = ".worktrees"
+
+// Owners is where the session that made each worktree is recorded,
+// relative to the workspace: Owners/<id>.json. A worktree another session
+// made is not handed to this one.
+const Owners = ".kitsoki/worktrees"
 
 // Ops are the operations of the workspace interface, in the order the
 // catalog lists them.
@@ -103,13 +112,64 @@ func (w *Worktrees) Invoke(ctx context.Context, call *host.Call, op string) *hos
 	return &host.Result{Data: data}
 }
 
-// sessionDir is the directory of the call's session's worktrees.
-func (w *Worktrees) sessionDir(call *host.Call) string {
-	s := sanitize(call.SessionID)
-	if s == "" {
-		s = "no-session"
+// keepOut adds kitsoki's directories (.worktrees among them) to the
+// repository's info/exclude, so the main checkout stays clean.
+func (w *Worktrees) keepOut(ctx context.Context, repoDir string) {
+	r, err := gitrepo.Open(ctx, Tool(w.cfg.Workspace, w.cfg.Logger), repoDir, w.cfg.Workspace.Dir())
+	if err == nil {
+		err = r.KeepRuntimeOut(ctx, hostfs.New(w.cfg.Workspace))
 	}
-	return filepath.Join(w.cfg.Workspace.Dir(), filepath.FromSlash(Root), s)
+	if err != nil {
+		w.cfg.Logger.Warn("could not add kitsoki's directories to the repository's info/exclude", "error", err)
+	}
+}
+
+// session is the call's session as an owner record names it.
+func session(call *host.Call) string {
+	if s := sanitize(call.SessionID); s != "" {
+		return s
+	}
+	return "no-session"
+}
+
+// owner is the session that made worktree id ("" when no record says:
+// made by hand, or by another tool).
+type owner struct {
+	Session string `json:"session"`
+	Branch  string `json:"branch"`
+}
+
+func (w *Worktrees) ownerPath(id string) (string, error) {
+	return hostfs.New(w.cfg.Workspace).Join(filepath.FromSlash(Owners), id+".json")
+}
+
+func (w *Worktrees) owner(id string) owner {
+	var o owner
+	p, err := w.ownerPath(id)
+	if err != nil {
+		return o
+	}
+	if b, err := hostfs.New(w.cfg.Workspace).ReadFile(p); err == nil {
+		_ = json.Unmarshal(b, &o)
+	}
+	return o
+}
+
+func (w *Worktrees) setOwner(id string, o owner) error {
+	p, err := w.ownerPath(id)
+	if err != nil {
+		return err
+	}
+	b, _ := json.Marshal(o)
+	return hostfs.New(w.cfg.Workspace).WriteFile(p, append(b, '\n'))
+}
+
+// mine refuses a worktree another session made.
+func (w *Worktrees) mine(call *host.Call, id, dir string) error {
+	if o := w.owner(id); o.Session != "" && o.Session != session(call) {
+		return fmt.Errorf("worktree %q (%s) is checked out by session %s; refusing to share it with this one: use another with.id (e.g. one naming the session)", id, dir, o.Session)
+	}
+	return nil
 }
 
 // worktreeDir is where the worktree with.id of the call's session lives,
@@ -123,7 +183,7 @@ func (w *Worktrees) worktreeDir(call *host.Call, id string) (string, string, err
 		return "", "", fmt.Errorf("with.id %q has no usable name: use letters, digits, '.', '-' or '_'", id)
 	}
 	ws := w.cfg.Workspace
-	real, err := ws.Resolve(ws.Dir(), filepath.Join(w.sessionDir(call), clean))
+	real, err := ws.Resolve(ws.Dir(), filepath.Join(ws.Dir(), filepath.FromSlash(Root), clean))
 	if err != nil {
 		return "", "", fmt.Errorf("worktree directory %w", err)
 	}
@@ -145,7 +205,10 @@ func (w *Worktrees) existing(call *host.Call) (string, string, error) {
 		return "", "", err
 	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return "", "", fmt.Errorf("no worktree %q in this session (%s): create it first with %s.create", id, dir, WorktreeName)
+		return "", "", fmt.Errorf("no worktree %q (%s): create it first with %s.create", id, dir, WorktreeName)
+	}
+	if err := w.mine(call, id, dir); err != nil {
+		return "", "", err
 	}
 	return id, dir, nil
 }
@@ -155,7 +218,7 @@ func (w *Worktrees) branchOf(ctx context.Context, dir string) (string, error) {
 	out, err := git(ctx, &w.cfg, dir, "symbolic-ref", "--quiet", "--short", "HEAD")
 	if err != nil {
 		var ge *gitError
-		if errors.As(err, &ge) && ge.code == 1 {
+		if errors.As(err, &ge) && ge.Code == 1 {
 			return "", nil
 		}
 		return "", err
@@ -234,6 +297,9 @@ func (w *Worktrees) create(ctx context.Context, repoDir string, call *host.Call)
 		if !fi.IsDir() {
 			return nil, fmt.Errorf("%s exists and is not a worktree directory", dir)
 		}
+		if err := w.mine(call, id, dir); err != nil {
+			return nil, err
+		}
 		got, err := w.branchOf(ctx, dir)
 		if err != nil {
 			return nil, err
@@ -255,6 +321,10 @@ func (w *Worktrees) create(ctx context.Context, repoDir string, call *host.Call)
 	if _, err := git(ctx, &w.cfg, repoDir, args...); err != nil {
 		return nil, err
 	}
+	if err := w.setOwner(id, owner{Session: session(call), Branch: name}); err != nil {
+		return nil, fmt.Errorf("record the worktree's session: %w", err)
+	}
+	w.keepOut(ctx, repoDir)
 	return map[string]any{"id": id, "path": dir, "branch": name, "created": true}, nil
 }
 
@@ -325,9 +395,7 @@ func (w *Worktrees) list(ctx context.Context, repoDir string) (map[string]any, e
 	for _, e := range es {
 		item := map[string]any{"id": filepath.Base(e.path), "path": e.path, "branch": e.branch, "dirty": false, "session": ""}
 		if rel, err := filepath.Rel(root, e.path); err == nil && filepath.IsLocal(rel) {
-			if s, _, ok := strings.Cut(filepath.ToSlash(rel), "/"); ok {
-				item["session"] = s
-			}
+			item["session"] = w.owner(filepath.Base(e.path)).Session
 		}
 		if fi, err := os.Stat(e.path); err == nil && fi.IsDir() && !e.bare {
 			d, err := w.dirty(ctx, e.path)
@@ -386,8 +454,8 @@ func (w *Worktrees) scan(ctx context.Context, repoDir string, call *host.Call) (
 	recommended := int64(0)
 	for _, e := range es {
 		rel, err := filepath.Rel(root, e.path)
-		if err != nil || !filepath.IsLocal(rel) || e.bare {
-			continue
+		if err != nil || !filepath.IsLocal(rel) || e.bare || w.owner(filepath.Base(e.path)).Session == "" {
+			continue // only the worktrees kitsoki made
 		}
 		c := map[string]any{"kind": "worktree", "id": filepath.Base(e.path), "path": e.path, "branch": e.branch, "base": base,
 			"merged": false, "dirty": false, "recommended": false, "actions": []any{"worktree_remove", "branch_delete"}}
@@ -453,7 +521,8 @@ func (w *Worktrees) apply(ctx context.Context, repoDir string, call *host.Call) 
 		failed := func(err error) {
 			errs = append(errs, map[string]any{"branch": branch, "path": path, "error": err.Error()})
 		}
-		if rel, err := filepath.Rel(root, path); path == "" || err != nil || !filepath.IsLocal(rel) {
+		rel, err := filepath.Rel(root, path)
+		if path == "" || err != nil || !filepath.IsLocal(rel) || w.owner(filepath.Base(path)).Session == "" {
 			failed(fmt.Errorf("%q is not a worktree kitsoki created (under %s): not removed", path, root))
 			continue
 		}
@@ -470,6 +539,9 @@ func (w *Worktrees) apply(ctx context.Context, repoDir string, call *host.Call) 
 				failed(err)
 				continue
 			}
+		}
+		if p, err := w.ownerPath(filepath.Base(path)); err == nil {
+			_ = hostfs.New(w.cfg.Workspace).Remove(p)
 		}
 		deleted = append(deleted, map[string]any{"branch": branch, "path": path})
 	}

@@ -64,7 +64,7 @@ func (ah *agentHandler) prepare(call *Call) (*askCall, error) {
 
 	if call.Schema != nil {
 		p.schema = call.Schema
-	} else if sp, ok := call.Args["schema"].(string); ok && sp != "" {
+	} else if sp := schemaPath(call.Args); sp != "" {
 		s, err := h.schema(sp)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
@@ -103,6 +103,18 @@ func (ah *agentHandler) prepare(call *Call) (*askCall, error) {
 	h.fillCall(&p.acv, p)
 	p.ac = &p.acv
 	return p, nil
+}
+
+// schemaPath is with.schema, else Kitsoki's task form acceptance.schema.
+func schemaPath(with map[string]any) string {
+	if sp, _ := with["schema"].(string); sp != "" {
+		return sp
+	}
+	if a, ok := with["acceptance"].(map[string]any); ok {
+		sp, _ := a["schema"].(string)
+		return sp
+	}
+	return ""
 }
 
 // ParseTimeout reads a with.timeout value as the agent verbs do (a Go
@@ -171,6 +183,9 @@ func (h *Host) fillCall(ac *agent.Call, c *askCall) {
 	if ac.ProviderName != "" {
 		if spec, ok := h.story.Providers[ac.ProviderName]; ok {
 			ac.Provider = &spec
+			if ac.Effort == "" {
+				ac.Effort = spec.Effort // the provider's effort: under the persona's and a route's
+			}
 		}
 	}
 	if st := h.story.States[c.req.StatePath]; st != nil && st.WriteMode == story.WriteReadOnly {
@@ -186,7 +201,7 @@ func (h *Host) fillCall(ac *agent.Call, c *askCall) {
 // prompt (a persona of its own when p is nil); p itself when there is no
 // context.
 func withContext(p *agent.Persona, context string) *agent.Persona {
-	if context == "" {
+	if context == "" || (p != nil && p.InheritDefault) {
 		return p
 	}
 	out := &agent.Persona{}

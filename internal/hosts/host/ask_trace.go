@@ -2,6 +2,8 @@ package host
 
 import (
 	"context"
+	"errors"
+	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/agents/agent"
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
@@ -21,6 +23,9 @@ func (h *Host) stepTrace(ctx context.Context, c *askCall, next askFunc) (answer,
 	if err != nil {
 		return a, err
 	}
+	if a.err == nil {
+		a.err = unstorableAnswer(a)
+	}
 	durMS := h.clock.Now().Sub(c.start).Milliseconds()
 	answered := a.answered
 	if answered == nil {
@@ -30,7 +35,7 @@ func (h *Host) stepTrace(ctx context.Context, c *askCall, next askFunc) (answer,
 	if a.err != nil {
 		// error_kind carries the kind on its own, so no masking of the
 		// error text can change it.
-		p := trace.AgentCallError{Verb: c.verb, DurationMS: durMS, Error: a.err.Error(), ErrorKind: string(a.err.Kind), Substitution: a.subst}
+		p := trace.AgentCallError{Verb: c.verb, DurationMS: durMS, Error: trace.StorableText(a.err.Error()), ErrorKind: string(a.err.Kind), Substitution: a.subst}
 		p.Agent, p.Model = describe(answered)
 		closing = p
 	} else {
@@ -86,4 +91,28 @@ func describe(ac *agent.Call) (persona, model string) {
 		persona = ac.Persona.Name
 	}
 	return persona, ac.Model
+}
+
+// unstorableAnswer is the failure of an answer the journal cannot hold (a
+// NUL byte, text not in Unicode NFC, NaN in its submission or meta): a
+// schema_invalid the story handles like any other (on_error, a retry or
+// a fallback), instead of a trace error that would end the run, and end
+// every resume of it the same way. nil when the answer can be kept.
+func unstorableAnswer(a answer) *agent.AskError {
+	where, err := "submission", trace.Storable(a.submission)
+	if err == nil && a.resp != nil {
+		where, err = "meta", trace.Storable(a.resp.Meta)
+	}
+	var se *trace.StorableError
+	if !errors.As(err, &se) {
+		return nil
+	}
+	if se.Path != "" {
+		where += "." + se.Path
+	}
+	if strings.HasPrefix(se.Path, "[") {
+		where = strings.Replace(where, ".[", "[", 1)
+	}
+	return agent.Errorf(agent.KindSchemaInvalid, "the answer cannot be kept in the journal: %v at %s (the trace stores no NUL byte, only Unicode NFC text and finite numbers); the agent must answer without it",
+		se.Err, where)
 }

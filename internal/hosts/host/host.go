@@ -105,6 +105,22 @@ type Handler interface {
 	Invoke(ctx context.Context, call *Call) (*Result, error)
 }
 
+// LiveOnReplay is implemented by a handler some of whose calls keep state
+// of the run itself (a chat's transcript): a recording does not keep those
+// calls and a replay runs them, the agent calls they make recorded and
+// replayed in their place.
+type LiveOnReplay interface {
+	Handler
+	LiveOnReplay(call *Call) bool
+}
+
+// RunsOnReplay reports whether h is a LiveOnReplay handler that runs call
+// on a replay.
+func RunsOnReplay(h Handler, call *Call) bool {
+	l, ok := h.(LiveOnReplay)
+	return ok && l.LiveOnReplay(call)
+}
+
 // HandlerFunc adapts a function to a Handler.
 type HandlerFunc func(ctx context.Context, call *Call) (*Result, error)
 
@@ -154,8 +170,10 @@ type Host struct {
 	run func(*Call) *agent.Run // the run of each agent call (WithRun)
 
 	rankerFor RankerFor
-	rankers   map[string]Ranker // by alias, guarded by mu
-	closers   []io.Closer
+	// corpusRanker ranks the corpus form's chunks: the story's routing.embedding model.
+	corpusRanker Ranker
+	rankers      map[string]Ranker // by alias, guarded by mu
+	closers      []io.Closer
 
 	calls *runner // goroutines agent calls run on
 	// outcomes keeps the reply channels of answered agent calls for the

@@ -27,6 +27,25 @@ func (h *Host) renderPrompt(with map[string]any) (string, error) {
 		return render(t, pp, with)
 	}
 	p, _ := with["prompt"].(string)
+	args, ok := with["args"]
+	if !ok {
+		args = with
+	}
+	if p == "" {
+		// Kitsoki's task form: context.prompt with context.args; and
+		// converse's question, the turn's text.
+		if c, ok := with["context"].(map[string]any); ok {
+			if cp, _ := c["prompt"].(string); cp != "" {
+				p, args = cp, c["args"]
+				if args == nil {
+					args = map[string]any{}
+				}
+			}
+		}
+		if q, _ := with["question"].(string); p == "" && q != "" {
+			return q, nil
+		}
+	}
 	if p == "" {
 		return "", errors.New("with.prompt is required (a prompt file relative to the story directory, or the prompt text)")
 	}
@@ -37,7 +56,7 @@ func (h *Host) renderPrompt(with map[string]any) (string, error) {
 	if t == nil {
 		return p, nil
 	}
-	return render(t, p, with)
+	return renderArgs(t, p, args)
 }
 
 func render(t *expr.Text, path string, with map[string]any) (string, error) {
@@ -45,6 +64,11 @@ func render(t *expr.Text, path string, with map[string]any) (string, error) {
 	if !ok {
 		args = with
 	}
+	return renderArgs(t, path, args)
+}
+
+// renderArgs renders a prompt template that sees args as args.
+func renderArgs(t *expr.Text, path string, args any) (string, error) {
 	out, err := t.Render(expr.Env{"args": args})
 	if err != nil {
 		return "", fmt.Errorf("prompt %s: %w", path, err)
@@ -78,6 +102,12 @@ func (h *Host) promptFile(path string, must bool) (*expr.Text, error) {
 			return nil, fmt.Errorf("prompt file %s: %w", path, err)
 		}
 	}
+	// A bare path resolves in the prompt overlay first, as at load.
+	if ov := h.story.PromptOverlay; ov != "" && !filepath.IsAbs(path) {
+		if t, ok, err := h.overlayPrompt(ws, ov, path); ok || err != nil {
+			return t, err
+		}
+	}
 	real, err := ws.Resolve(h.story.Dir, path)
 	if err != nil {
 		var oe *workspace.OutsideError
@@ -95,7 +125,31 @@ func (h *Host) promptFile(path string, must bool) (*expr.Text, error) {
 		}
 		return nil, fmt.Errorf("prompt file %s: %w", path, err)
 	}
-	t, err := expr.CompileText(string(b))
+	return h.compilePrompt(real, path, b)
+}
+
+// overlayPrompt is the overlay's file of a prompt path, when it has one.
+func (h *Host) overlayPrompt(ws workspace.Root, overlay, path string) (*expr.Text, bool, error) {
+	real, err := ws.Resolve(overlay, path)
+	if err != nil {
+		return nil, false, nil
+	}
+	b, err := ws.Read(real, path)
+	if err != nil {
+		return nil, false, nil
+	}
+	t, err := h.compilePrompt(real, path, b)
+	return t, true, err
+}
+
+// compilePrompt compiles a prompt file read at run time, its include,
+// extends and import tags resolved first.
+func (h *Host) compilePrompt(abs, path string, b []byte) (*expr.Text, error) {
+	src, err := h.story.AssemblePrompt(abs, string(b))
+	if err != nil {
+		return nil, fmt.Errorf("prompt file %s: %w", path, err)
+	}
+	t, err := expr.CompileText(src)
 	if err != nil {
 		return nil, fmt.Errorf("prompt file %s: %w", path, err)
 	}

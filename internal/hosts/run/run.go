@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"math"
@@ -219,35 +220,105 @@ func (hd *Handler) run(ctx context.Context, req *request) *host.Result {
 		path, args = Shell, []string{"-c", req.cmd}
 	}
 	out := &capped{max: req.maxOutput}
-	// The deadline starts before the command does: a test's fake clock can
-	// then move as soon as the command shows it runs, with the timer there.
-	tctx, cancel := clock.WithTimeoutCause(ctx, hd.cfg.Clock, req.timeout, errTimeout)
-	defer cancel()
-	p, err := supervise.Start(supervise.Config{
-		Name: Name, Path: path, Args: args, Dir: req.dir, Env: hd.environ(req),
-		Stdout: out, Stderr: out, Grace: hd.cfg.Grace, Logger: hd.cfg.Logger,
-	})
-	if err != nil {
-		if errors.Is(err, exec.ErrNotFound) && !req.argv {
-			return &host.Result{Data: failData(""), Err: fmt.Errorf("%s: shell mode runs %s -c, and %w: install bash, or give with.args to run cmd directly", Name, Shell, err)}
-		}
-		return &host.Result{Data: failData(""), Err: fmt.Errorf("%s: start %q: %w", Name, path, err)}
+	exit, err := hd.Exec(ctx, Command{Path: path, Args: args, Dir: req.dir, Env: hd.environ(req), Timeout: req.timeout, Output: out})
+	var de *DirError
+	if errors.As(err, &de) {
+		return &host.Result{Data: failData(""), Err: fmt.Errorf("%s: with.cwd: %w", Name, de.Err)}
 	}
-	exit, werr := p.Wait(tctx)
 	code := exit.Code()
 	data := map[string]any{"stdout": out.buf.String(), "exit_code": int64(code), "ok": code == 0, "truncated": out.dropped > 0}
-	parseJSON(out.buf.Bytes(), data)
+	if err == nil {
+		parseJSON(out.buf.Bytes(), data)
+	}
+	var se *StartError
 	switch {
-	case werr != nil && errors.Is(context.Cause(tctx), errTimeout) && ctx.Err() == nil:
+	case errors.As(err, &se):
+		if errors.Is(se.Err, exec.ErrNotFound) && !req.argv {
+			return &host.Result{Data: failData(""), Err: fmt.Errorf("%s: shell mode runs %s -c, and %w: install bash, or give with.args to run cmd directly", Name, Shell, se.Err)}
+		}
+		return &host.Result{Data: failData(""), Err: fmt.Errorf("%s: %w", Name, err)}
+	case err != nil:
+		parseJSON(out.buf.Bytes(), data)
 		data["ok"] = false
-		return &host.Result{Data: data, Err: fmt.Errorf("%s: command timed out after %s (with.timeout); its process group was stopped (%s)", Name, req.timeout, exit)}
-	case werr != nil:
-		data["ok"] = false
-		return &host.Result{Data: data, Err: fmt.Errorf("%s: command stopped: the run was cancelled (%s): %w", Name, exit, werr)}
+		return &host.Result{Data: data, Err: fmt.Errorf("%s: %w", Name, err)}
 	case code != 0 && req.failOnErr:
 		return &host.Result{Data: data, Err: fmt.Errorf("%s: command ended with %s (with.fail_on_error is set)", Name, exit)}
 	}
 	return &host.Result{Data: data}
+}
+
+// Command is one command run host.run's way.
+type Command struct {
+	Path string   // the program; a name without a slash is looked up in PATH
+	Args []string // its arguments
+	Dir  string   // the working directory: inside the workspace, opened through its root (workspace.CommandDir)
+	Env  []string // the whole environment
+	// Timeout is how long it may run; 0 is DefaultTimeout.
+	Timeout time.Duration
+	// Output receives stdout and stderr, interleaved as written; cap it
+	// (the command is never blocked by it).
+	Output io.Writer
+}
+
+// StartError is a command that could not start.
+type StartError struct {
+	Path string
+	Err  error
+}
+
+func (e *StartError) Error() string { return fmt.Sprintf("start %q: %v", e.Path, e.Err) }
+func (e *StartError) Unwrap() error { return e.Err }
+
+// DirError is a working directory that could not be opened through the
+// workspace root (gone, not a directory, or swapped for a symlink leading
+// out of the workspace): the command was not started.
+type DirError struct {
+	Dir string
+	Err error
+}
+
+func (e *DirError) Error() string { return fmt.Sprintf("working directory %s: %v", e.Dir, e.Err) }
+func (e *DirError) Unwrap() error { return e.Err }
+
+// Exec runs c through the process supervisor as host.run runs its
+// commands: its own process group, stopped (SIGTERM, then SIGKILL after
+// the grace period) when the timeout passes or ctx ends, and reaped. The
+// error is a *StartError, a timeout (naming with.timeout) or a cancelled
+// run; a non-zero exit is not an error (read exit.Code()).
+func (hd *Handler) Exec(ctx context.Context, c Command) (supervise.Exit, error) {
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+	// The deadline starts before the command does: a test's fake clock can
+	// then move as soon as the command shows it runs, with the timer there.
+	dir, release, err := hd.cfg.Workspace.CommandDir(c.Dir)
+	if err != nil {
+		return supervise.Exit{}, &DirError{Dir: c.Dir, Err: err}
+	}
+	tctx, cancel := clock.WithTimeoutCause(ctx, hd.cfg.Clock, c.Timeout, errTimeout)
+	defer cancel()
+	p, err := supervise.Start(supervise.Config{
+		Name: Name, Path: c.Path, Args: c.Args, Dir: dir, Env: c.Env,
+		Stdout: c.Output, Stderr: c.Output, Grace: hd.cfg.Grace, Logger: hd.cfg.Logger,
+	})
+	release() // the child changed into the directory before it started
+	if err != nil {
+		return supervise.Exit{}, &StartError{Path: c.Path, Err: err}
+	}
+	exit, werr := p.Wait(tctx)
+	switch {
+	case werr != nil && errors.Is(context.Cause(tctx), errTimeout) && ctx.Err() == nil:
+		return exit, fmt.Errorf("command timed out after %s (with.timeout); its process group was stopped (%s)", c.Timeout, exit)
+	case werr != nil:
+		return exit, fmt.Errorf("command stopped: the run was cancelled (%s): %w", exit, werr)
+	}
+	return exit, nil
+}
+
+// Environ is kitsoki's environment for a command (the handler's base) with
+// env over it and PWD set to dir.
+func (hd *Handler) Environ(dir string, env map[string]string) []string {
+	return hd.environ(&request{dir: dir, env: env})
 }
 
 var errTimeout = errors.New("host.run timeout")
@@ -303,30 +374,49 @@ func (c *capped) Write(p []byte) (int, error) {
 // [) and does not parse.
 func parseJSON(out []byte, data map[string]any) {
 	lines := bytes.Split(out, []byte("\n"))
-	var last []byte
-	for i := len(lines) - 1; i >= 0; i-- {
-		if l := bytes.TrimSpace(lines[i]); len(l) > 0 {
-			last = l
-			break
-		}
+	end := len(lines) - 1
+	for end >= 0 && len(bytes.TrimSpace(lines[end])) == 0 {
+		end--
 	}
-	if len(last) == 0 {
+	if end < 0 {
 		return
 	}
+	last := bytes.TrimSpace(lines[end])
+	v, err := oneDocument(last)
+	if err == nil {
+		data["stdout_json"] = normalize(v)
+		return
+	}
+	// A document printed over several lines (jq's default output): the
+	// text from the last line that opens one at its start to the end.
+	if c := last[0]; c == '}' || c == ']' {
+		for i := end - 1; i >= 0; i-- {
+			l := lines[i]
+			if len(l) == 0 || (l[0] != '{' && l[0] != '[') {
+				continue
+			}
+			if v, err := oneDocument(bytes.Join(lines[i:end+1], []byte("\n"))); err == nil {
+				data["stdout_json"] = normalize(v)
+				return
+			}
+		}
+	}
+	if last[0] == '{' || last[0] == '[' {
+		data["stdout_json_parse_error"] = err.Error()
+	}
+}
+
+// oneDocument decodes b as exactly one JSON document (numbers kept as
+// json.Number).
+func oneDocument(b []byte) (any, error) {
 	var v any
-	dec := json.NewDecoder(bytes.NewReader(last))
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	err := dec.Decode(&v)
 	if err == nil && dec.More() {
 		err = errors.New("more than one JSON document on the line")
 	}
-	if err == nil {
-		data["stdout_json"] = normalize(v)
-		return
-	}
-	if last[0] == '{' || last[0] == '[' {
-		data["stdout_json_parse_error"] = err.Error()
-	}
+	return v, err
 }
 
 // normalize turns json.Numbers into int64 when they are integers, float64

@@ -41,6 +41,15 @@ func invoke(t testing.TB, hd *Handler, ctx context.Context, args map[string]any)
 	return res
 }
 
+func resultField(s catalog.Spec, name string) (catalog.Field, bool) {
+	for _, f := range s.Results {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return catalog.Field{}, false
+}
+
 func errText(err error) string {
 	if err == nil {
 		return ""
@@ -72,6 +81,11 @@ func TestRunResults(t *testing.T) {
 		{"stdout_json from the last line", map[string]any{"cmd": "echo log; echo '{\"n\": 3, \"f\": 1.5, \"l\": [1]}'; echo"},
 			map[string]any{"stdout": "log\n{\"n\": 3, \"f\": 1.5, \"l\": [1]}\n\n", "exit_code": int64(0), "ok": true, "truncated": false,
 				"stdout_json": map[string]any{"n": int64(3), "f": 1.5, "l": []any{int64(1)}}}, ""},
+		{"stdout_json printed over several lines (jq's default)", map[string]any{"cmd": "echo log; printf '{\\n  \"ok\": true,\\n  \"l\": [\\n    1\\n  ]\\n}\\n'"},
+			map[string]any{"stdout": "log\n{\n  \"ok\": true,\n  \"l\": [\n    1\n  ]\n}\n", "exit_code": int64(0), "ok": true, "truncated": false,
+				"stdout_json": map[string]any{"ok": true, "l": []any{int64(1)}}}, ""},
+		{"a closing brace without its document", map[string]any{"cmd": "echo '{ not json'; echo '}'"},
+			map[string]any{"stdout": "{ not json\n}\n", "exit_code": int64(0), "ok": true, "truncated": false}, ""},
 		{"stdout_json_parse_error", map[string]any{"cmd": "echo '{\"n\": '"},
 			map[string]any{"stdout": "{\"n\": \n", "exit_code": int64(0), "ok": true, "truncated": false,
 				"stdout_json_parse_error": "unexpected EOF"}, ""},
@@ -89,6 +103,14 @@ func TestRunResults(t *testing.T) {
 			res := invoke(t, hd, context.Background(), tt.args)
 			if diff := cmp.Diff(tt.want, res.Data); diff != "" {
 				t.Errorf("data (-want +got):\n%s", diff)
+			}
+			// The catalog says its results are complete (a bind of any
+			// other field is a load error): every field returned is there.
+			spec, _ := catalog.Lookup(Name)
+			for k := range res.Data {
+				if _, ok := resultField(spec, k); !ok || !spec.ResultsComplete {
+					t.Errorf("data field %q is not one of the catalog's complete results", k)
+				}
 			}
 			if got := errText(res.Err); got != tt.err {
 				t.Errorf("error = %q, want %q", got, tt.err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	starjson "go.starlark.net/lib/json"
+	starmath "go.starlark.net/lib/math"
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
 )
@@ -62,14 +64,15 @@ func BenchmarkStarlarkRun(b *testing.B) {
 		}
 	})
 	b.Run("Program", func(b *testing.B) {
-		_, prog, err := starlark.SourceProgramOptions(&syntax.FileOptions{}, "bench.star", benchScript, predeclared().Has)
+		env := starlark.StringDict{"json": starjson.Module, "math": starmath.Module}
+		_, prog, err := starlark.SourceProgramOptions(&syntax.FileOptions{}, "bench.star", benchScript, env.Has)
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.ReportAllocs()
 		for b.Loop() {
 			th := &starlark.Thread{}
-			g, err := prog.Init(th, predeclared())
+			g, err := prog.Init(th, env)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -78,4 +81,23 @@ func BenchmarkStarlarkRun(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkMemoryBombs is how long the bound takes to stop the attacks of
+// issue 28 at the default bound: each op is one refused call.
+func BenchmarkMemoryBombs(b *testing.B) {
+	f := newFixture(b)
+	for _, tc := range memoryBombs[:3] {
+		b.Run(tc.name, func(b *testing.B) {
+			s := f.script("bomb", "def main(ctx):\n    "+tc.body+"\n", "")
+			h := New(f.st, Options{})
+			c := call(s, nil, nil)
+			for b.Loop() {
+				res, err := h.Invoke(context.Background(), c)
+				if err != nil || res.Err == nil {
+					b.Fatal(err, res)
+				}
+			}
+		})
+	}
 }

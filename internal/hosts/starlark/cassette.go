@@ -19,8 +19,11 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/base/nearmiss"
+	"github.com/kitsoki/kitsoki/internal/base/outfile"
 	"github.com/kitsoki/kitsoki/internal/base/secret"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kitsoki/kitsoki/internal/base/yamlnode"
 )
 
 // Record modes of an HTTP cassette (as VCR.py names them).
@@ -150,6 +153,9 @@ func (c *Cassette) parse(data []byte) error {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return fmt.Errorf("not valid YAML: %w", err)
+	}
+	if err := yamlnode.CheckExpansion(&doc, 0); err != nil {
+		return err
 	}
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		return errors.New("expected a mapping with kind: http_cassette and exchanges:")
@@ -492,15 +498,11 @@ func (c *Cassette) Save(mask *secret.Masker) error {
 		return fmt.Errorf("http cassette %s: %w", c.path, err)
 	}
 	if dir := filepath.Dir(c.path); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := outfile.MkdirAll(dir); err != nil {
 			return fmt.Errorf("http cassette %s: %w", c.path, err)
 		}
 	}
-	tmp := c.path + ".tmp"
-	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("http cassette %s: %w", c.path, err)
-	}
-	if err := os.Rename(tmp, c.path); err != nil {
+	if err := outfile.WriteFile(c.path, buf.Bytes()); err != nil {
 		return fmt.Errorf("http cassette %s: %w", c.path, err)
 	}
 	c.recorded = false

@@ -72,6 +72,9 @@ func (r *run) do(method, u string, headers *starlark.Dict, body starlark.Value) 
 	if len(resp.Body) > MaxResponseBody {
 		return nil, fmt.Errorf("%s %s: the response body is over %d MiB", method, u, MaxResponseBody>>20)
 	}
+	if err := r.charge(int64(len(resp.Body))+int64(len(resp.Headers))*entrySize, func() string { return fn + "'s response" }); err != nil {
+		return nil, err
+	}
 	r.exchanges = append(r.exchanges, map[string]any{"method": method, "url": u, "status": int64(resp.Status)})
 	return newResponse(resp), nil
 }
@@ -115,7 +118,10 @@ func (r *response) Attr(name string) (starlark.Value, error) {
 			return starlark.String(r.body), nil
 		}), nil
 	case "json":
-		return starlark.NewBuiltin("json", func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []starlark.Tuple) (starlark.Value, error) {
+		return starlark.NewBuiltin("json", func(th *starlark.Thread, _ *starlark.Builtin, _ starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+			if err := charge(th, satMul(16, int64(len(r.body))), func() string { return "response.json()" }); err != nil {
+				return nil, err
+			}
 			dec := json.NewDecoder(strings.NewReader(r.body))
 			dec.UseNumber()
 			var v any

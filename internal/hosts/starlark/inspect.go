@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kitsoki/kitsoki/internal/base/yamlnode"
 )
 
 // Prober answers ctx.probe in place of running the allow-listed command:
@@ -58,6 +60,9 @@ func parseInspectCassette(data []byte) (*InspectCassette, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("not valid YAML: %w", err)
+	}
+	if err := yamlnode.CheckExpansion(&doc, 0); err != nil {
+		return nil, err
 	}
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		return nil, errors.New("expected a mapping with kind: inspect_cassette and interactions:")

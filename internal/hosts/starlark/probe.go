@@ -78,6 +78,9 @@ func (r *run) probe(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple
 		if err != nil {
 			return nil, fmt.Errorf("ctx.probe(%q): %w", name, err)
 		}
+		if err := r.charge(int64(len(text)), func() string { return fmt.Sprintf("ctx.probe(%q)'s output", name) }); err != nil {
+			return nil, err
+		}
 		d := starlark.NewDict(2)
 		_ = d.SetKey(starlark.String("exit"), starlark.MakeInt(code))
 		_ = d.SetKey(starlark.String("out"), starlark.String(text))

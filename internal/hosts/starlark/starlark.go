@@ -17,7 +17,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"runtime/metrics"
 	"sort"
@@ -28,7 +27,6 @@ import (
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
 	"github.com/kitsoki/kitsoki/internal/load/sidecar"
 	"github.com/kitsoki/kitsoki/internal/load/story"
-	starjson "go.starlark.net/lib/json"
 	starmath "go.starlark.net/lib/math"
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
@@ -43,8 +41,6 @@ const (
 	DefaultMaxSteps = 10_000_000
 	// DefaultMaxMemory bounds how far the Go heap may grow during one call.
 	DefaultMaxMemory = 256 << 20
-	// memCheckEvery is how many steps pass between two heap checks.
-	memCheckEvery = 256
 	// MaxFSRead is the largest file ctx.fs.read returns.
 	MaxFSRead = 1 << 20
 	// MaxProbeOutput is the most probe output kept.
@@ -73,8 +69,9 @@ type Handler struct {
 	st   *story.Story
 	opts Options
 
-	progs    sync.Map // real path -> *compiled
-	sidecars sync.Map // real path -> *parsedSidecar
+	env      starlark.StringDict // predeclared: json, math, the guards
+	progs    sync.Map            // real path -> *compiled
+	sidecars sync.Map            // real path -> *parsedSidecar
 }
 
 type parsedSidecar struct {
@@ -115,7 +112,7 @@ func New(st *story.Story, opts Options) *Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Handler{st: st, opts: opts}
+	return &Handler{st: st, opts: opts, env: guardEnv()}
 }
 
 // Register installs the handler on h.
@@ -150,9 +147,8 @@ const (
 // reassignment, no recursion.
 func fileOptions() *syntax.FileOptions { return &syntax.FileOptions{} }
 
-func predeclared() starlark.StringDict {
-	return starlark.StringDict{"json": starjson.Module, "math": starmath.Module}
-}
+// starmathModule is the math module (numbers only: nothing to guard).
+func starmathModule() starlark.Value { return starmath.Module }
 
 // Invoke runs the script with.script names.
 func (h *Handler) Invoke(ctx context.Context, call *host.Call) (*host.Result, error) {
@@ -186,14 +182,14 @@ func (h *Handler) Invoke(ctx context.Context, call *host.Call) (*host.Result, er
 	if err != nil {
 		return fail(KindPath, "%v", err)
 	}
-	src, err := workspace.ReadFile(real, script)
+	src, err := h.st.Workspace.Read(real, script)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%s: script %s: %w", Name, script, err)
 		}
 		return nil, fmt.Errorf("%s: read script %s: %w", Name, script, err)
 	}
-	scData, err := workspace.ReadFile(real+sidecar.Suffix, script+sidecar.Suffix)
+	scData, err := h.st.Workspace.Read(real+sidecar.Suffix, script+sidecar.Suffix)
 	if err != nil {
 		return nil, fmt.Errorf("%s: read sidecar %s%s: %w", Name, script, sidecar.Suffix, err)
 	}
@@ -233,8 +229,14 @@ func (h *Handler) program(real, name string, src []byte) (*starlark.Program, err
 	if c, ok := h.progs.Load(real); ok && c.(*compiled).sum == sum {
 		return c.(*compiled).prog, nil
 	}
-	pre := predeclared()
-	_, prog, err := starlark.SourceProgramOptions(fileOptions(), name, src, pre.Has)
+	f, err := fileOptions().Parse(name, src, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := guardFile(f); err != nil {
+		return nil, err
+	}
+	prog, err := starlark.FileProgram(f, h.env.Has)
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +250,25 @@ type run struct {
 	ctx       context.Context
 	call      *host.Call
 	script    string
+	mem       *budget
 	exchanges []any // {method, url, status} per HTTP call
+}
+
+// memoryError words a call stopped by the memory bound: where in the
+// script, what would not fit, and the limit.
+func (r *run) memoryError(err error) *Error {
+	pos := ""
+	var ee *starlark.EvalError
+	if errors.As(err, &ee) {
+		for i := len(ee.CallStack) - 1; i >= 0; i-- {
+			if fr := ee.CallStack[i]; fr.Pos.Filename() != "<builtin>" {
+				pos = fr.Pos.String() + ": "
+				break
+			}
+		}
+	}
+	return &Error{Kind: KindMemory, Msg: fmt.Sprintf("%sexceeded the memory limit of %s a call: %s",
+		pos, mib(r.mem.limit), r.mem.exceeded)}
 }
 
 func (r *run) exec(prog *starlark.Program, inputs map[string]any) (map[string]any, error) {
@@ -272,19 +292,21 @@ func (r *run) exec(prog *starlark.Program, inputs map[string]any) (map[string]an
 		why.Unlock()
 		thread.Cancel(kind)
 	}
-	base := heapBytes()
-	next := func() uint64 { return min(thread.Steps+memCheckEvery, opts.MaxSteps) }
-	thread.SetMaxExecutionSteps(next())
+	mem := newBudget(opts.MaxMemory)
+	r.mem = mem
+	thread.SetLocal(budgetKey, mem)
+	thread.SetMaxExecutionSteps(min(stepCheckEvery, opts.MaxSteps))
 	thread.OnMaxSteps = func(t *starlark.Thread) {
 		if t.Steps >= opts.MaxSteps {
 			cancel(KindSteps)
 			return
 		}
-		if heapBytes() > base+opts.MaxMemory {
+		ok, every := mem.step()
+		if !ok {
 			cancel(KindMemory)
 			return
 		}
-		t.SetMaxExecutionSteps(next())
+		t.SetMaxExecutionSteps(min(t.Steps+every, opts.MaxSteps))
 	}
 	done := make(chan struct{})
 	defer close(done)
@@ -296,7 +318,7 @@ func (r *run) exec(prog *starlark.Program, inputs map[string]any) (map[string]an
 		}
 	}()
 
-	globals, err := prog.Init(thread, predeclared())
+	globals, err := prog.Init(thread, r.h.env)
 	var ret starlark.Value
 	if err == nil {
 		mainFn, ok := globals["main"].(starlark.Callable)
@@ -308,6 +330,9 @@ func (r *run) exec(prog *starlark.Program, inputs map[string]any) (map[string]an
 		}
 		var sctx starlark.Value
 		if sctx, err = r.newCtx(inputs); err != nil {
+			if mem.exceeded != "" {
+				return nil, r.memoryError(err)
+			}
 			return nil, &Error{Kind: KindInput, Msg: err.Error()}
 		}
 		ret, err = starlark.Call(thread, mainFn, starlark.Tuple{sctx}, nil)
@@ -316,12 +341,12 @@ func (r *run) exec(prog *starlark.Program, inputs map[string]any) (map[string]an
 		why.Lock()
 		k := reason
 		why.Unlock()
-		switch k {
-		case KindSteps:
+		switch {
+		case k == KindSteps:
 			return nil, &Error{Kind: KindSteps, Msg: fmt.Sprintf("exceeded the step limit of %d steps (an endless or very long loop?)", opts.MaxSteps)}
-		case KindMemory:
-			return nil, &Error{Kind: KindMemory, Msg: fmt.Sprintf("exceeded the memory limit: the heap grew by more than %d MiB during the call", opts.MaxMemory>>20)}
-		case "context":
+		case k == KindMemory || mem.exceeded != "":
+			return nil, r.memoryError(err)
+		case k == "context":
 			return nil, fmt.Errorf("%s %s: %w", Name, r.script, context.Cause(r.ctx))
 		}
 		return nil, &Error{Kind: KindScript, Msg: scriptError(err)}
@@ -329,6 +354,10 @@ func (r *run) exec(prog *starlark.Program, inputs map[string]any) (map[string]an
 	d, ok := ret.(*starlark.Dict)
 	if !ok {
 		return nil, &Error{Kind: KindOutput, Msg: fmt.Sprintf("main(ctx) must return a dict of outputs, got %s", ret.Type())}
+	}
+	gs := &goSizer{limit: mem.limit + 1, memo: map[any]int64{}}
+	if err := mem.charge(gs.size(d, 0), func() string { return "converting the returned dict" }); err != nil {
+		return nil, r.memoryError(err)
 	}
 	v, err := toGo(d, 0)
 	if err != nil {
@@ -391,7 +420,18 @@ func (o *object) AttrNames() []string {
 	return out
 }
 
+// charge charges the call's budget for a value a ctx helper makes.
+func (r *run) charge(n int64, what func() string) error {
+	if r.mem == nil {
+		return nil
+	}
+	return r.mem.charge(n, what)
+}
+
 func (r *run) newCtx(inputs map[string]any) (starlark.Value, error) {
+	if err := r.charge(goValueSize(inputs, r.mem.limit+1), func() string { return "the inputs" }); err != nil {
+		return nil, err
+	}
 	in, err := toStarlark(inputs, 0)
 	if err != nil {
 		return nil, fmt.Errorf("inputs: %w", err)
@@ -423,6 +463,9 @@ func (r *run) worldGet(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 	v, ok := r.call.World[key]
 	if !ok || v == nil {
 		return starlark.None, nil
+	}
+	if err := r.charge(goValueSize(v, r.mem.limit+1), func() string { return fmt.Sprintf("ctx.world.get(%q)", key) }); err != nil {
+		return nil, err
 	}
 	sv, err := toStarlark(v, 0)
 	if err != nil {
@@ -458,8 +501,14 @@ func (r *run) fsRead(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(real)
+	// Through the workspace root: a symlink swapped in after confine
+	// checked the path cannot lead the read out of the workspace.
+	f, err := r.h.st.Workspace.Open(real)
 	if err != nil {
+		var oe *workspace.OutsideError
+		if errors.As(err, &oe) {
+			return nil, fmt.Errorf("ctx.fs.read: %w", err)
+		}
 		return nil, fmt.Errorf("ctx.fs.read(%q): %w", p, unwrapPath(err))
 	}
 	defer f.Close()
@@ -472,6 +521,9 @@ func (r *run) fsRead(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	}
 	if fi.Size() > MaxFSRead {
 		return nil, fmt.Errorf("ctx.fs.read(%q): the file is %d bytes; ctx.fs.read returns at most %d (1 MiB)", p, fi.Size(), MaxFSRead)
+	}
+	if err := r.charge(fi.Size()+boxSize, func() string { return fmt.Sprintf("ctx.fs.read(%q)", p) }); err != nil {
+		return nil, err
 	}
 	buf := make([]byte, fi.Size())
 	n, err := io.ReadFull(f, buf)
@@ -490,7 +542,7 @@ func (r *run) fsExists(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 	if err != nil {
 		return nil, err
 	}
-	_, err = os.Stat(real)
+	_, err = r.h.st.Workspace.StatInside(real)
 	return starlark.Bool(err == nil), nil
 }
 
@@ -503,9 +555,12 @@ func (r *run) fsGlob(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	if _, err := r.confine("ctx.fs.glob", strings.ReplaceAll(strings.ReplaceAll(pat, "*", "x"), "?", "x")); err != nil {
 		return nil, err
 	}
-	matches, err := filepath.Glob(filepath.Join(ws.Dir(), filepath.FromSlash(pat)))
+	matches, err := ws.Glob(filepath.Join(ws.Dir(), filepath.FromSlash(pat)))
 	if err != nil {
 		return nil, fmt.Errorf("ctx.fs.glob(%q): %w", pat, err)
+	}
+	if err := r.charge(satMul(int64(len(matches)), slotSize+boxSize+64), func() string { return fmt.Sprintf("ctx.fs.glob(%q)", pat) }); err != nil {
+		return nil, err
 	}
 	var out []starlark.Value
 	for _, m := range matches {

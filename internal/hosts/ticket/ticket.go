@@ -32,6 +32,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kitsoki/kitsoki/internal/base/yamlnode"
+
 	"github.com/kitsoki/kitsoki/internal/base/clock"
 	"github.com/kitsoki/kitsoki/internal/base/workspace"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
@@ -232,6 +234,9 @@ func (t *Tickets) read(path, typ string) (*file, error) {
 		if err := yaml.Unmarshal([]byte(fm), &doc); err != nil {
 			return nil, fmt.Errorf("%s: front matter (line 1 is the first line after ---): %w", t.rel(path), err)
 		}
+		if err := yamlnode.CheckExpansion(&doc, 0); err != nil {
+			return nil, fmt.Errorf("%s: front matter (line 1 is the first line after ---): %w", t.rel(path), err)
+		}
 		if len(doc.Content) == 1 {
 			if doc.Content[0].Kind != yaml.MappingNode {
 				return nil, fmt.Errorf("%s:2: the front matter must be a mapping of key: value lines", t.rel(path))
@@ -337,7 +342,7 @@ func (t *Tickets) all(root string) ([]*file, []any, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		entries, err := os.ReadDir(dir)
+		entries, err := t.cfg.Workspace.ReadDir(dir)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -538,7 +543,7 @@ func (t *Tickets) comment(root string, args map[string]any) (map[string]any, err
 	var b bytes.Buffer
 	b.Write(bytes.TrimRight(raw, "\n"))
 	fmt.Fprintf(&b, "\n\n%s%s by %s\n\n%s\n", commentPrefix, clk.Now().UTC().Format(time.RFC3339), author, strings.Trim(body, "\n"))
-	if err := writeFile(p, b.Bytes()); err != nil {
+	if err := t.writeFile(p, b.Bytes()); err != nil {
 		return nil, err
 	}
 	return map[string]any{"comment_id": fmt.Sprintf("%s#%d", f.ID, len(f.comments)+1)}, nil
@@ -596,36 +601,48 @@ func (t *Tickets) transition(root string, args map[string]any) (map[string]any, 
 	}
 	_ = enc.Close()
 	out := "---\n" + fm.String() + "---\n" + rest
-	if err := writeFile(p, []byte(out)); err != nil {
+	if err := t.writeFile(p, []byte(out)); err != nil {
 		return nil, err
 	}
 	return map[string]any{"id": f.ID, "status": to}, nil
 }
 
 // writeFile replaces path's content through a temporary file in its
-// directory, keeping the file's mode.
-func writeFile(path string, b []byte) error {
+// directory, keeping the file's mode, every step through the workspace
+// root (a directory a symlink replaced after the path was checked cannot
+// lead the write out).
+func (t *Tickets) writeFile(path string, b []byte) error {
+	ws := t.cfg.Workspace
 	mode := fs.FileMode(0o644)
-	if st, err := os.Stat(path); err == nil {
+	if st, err := ws.Stat(path); err == nil {
 		mode = st.Mode().Perm()
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".ticket-*")
+	var tmp *os.File
+	var err error
+	for i := 0; ; i++ {
+		name := filepath.Join(filepath.Dir(path), fmt.Sprintf(".ticket-%d-%d", os.Getpid(), i))
+		tmp, err = ws.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err == nil || !errors.Is(err, fs.ErrExist) || i >= 100 {
+			break
+		}
+	}
 	if err != nil {
 		return err
 	}
+	tmpName := filepath.Join(filepath.Dir(path), filepath.Base(tmp.Name()))
 	_, werr := tmp.Write(b)
 	cerr := tmp.Close()
 	if werr == nil {
 		werr = cerr
 	}
 	if werr == nil {
-		werr = os.Chmod(tmp.Name(), mode)
+		werr = ws.Chmod(tmpName, mode)
 	}
 	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
+		werr = ws.Rename(tmpName, path)
 	}
 	if werr != nil {
-		_ = os.Remove(tmp.Name())
+		_ = ws.Remove(tmpName)
 	}
 	return werr
 }

@@ -16,6 +16,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kitsoki/kitsoki/internal/base/yamlnode"
 )
 
 // Suffix is appended to a script's path to name its sidecar.
@@ -90,6 +92,9 @@ func Parse(data []byte, name string) (*Sidecar, error) {
 			return &Sidecar{}, nil
 		}
 		return nil, &Error{File: name, Msg: "not valid YAML: " + err.Error()}
+	}
+	if err := yamlnode.CheckExpansion(&doc, 0); err != nil {
+		return nil, &Error{File: name, Msg: err.Error()}
 	}
 	if len(doc.Content) == 0 {
 		return &Sidecar{}, nil

@@ -14,7 +14,7 @@ func TestHostCallErrors(t *testing.T) {
 		`errors.yaml:7:53: states.a.on_enter[0].with.env.TOKEN: env var NOT_SET referenced in with.env.TOKEN not set: export it before the run`,
 		`errors.yaml:7:72: states.a.on_enter[0].with.env.BAD: invalid variable name "9x" in ${...} reference in with.env.BAD`,
 		`errors.yaml:9:15: states.a.on_enter[1].with: host.run needs with.cmd: the program (argv mode) or the bash command (shell mode)`,
-		`errors.yaml:10:17: states.a.on_enter[2].invoke: state "a": on_enter invoke "host.ide.open_file": kitsoki does not provide host.ide (it needs the IDE link); serve it from a host plugin or remove the call (kitsoki hosts lists the handlers kitsoki provides)`,
+		`errors.yaml:10:17: states.a.on_enter[2].invoke: state "a": on_enter invoke "host.video.frame": kitsoki does not provide host.video (it needs ffmpeg); serve it from a host plugin or remove the call (kitsoki hosts lists the handlers kitsoki provides)`,
 		`errors.yaml:12:17: states.a.on_enter[3].invoke: state "a": on_enter invoke "host.jira": kitsoki does not provide host.jira (it needs Jira); serve it from a host plugin or remove the call (kitsoki hosts lists the handlers kitsoki provides)`,
 		`errors.yaml:14:36: states.a.on_enter[4].with.bogus: host.artifacts_dir has no field "bogus" (fields: thread, body, title, phase_id, author, mode, artifacts_root, workdir, src_path, kind, mime, label; see kitsoki hosts)`,
 		"errors.yaml:16:15: states.a.on_enter[5].with: host.local_files.ticket.comment needs with.body: the comment's Markdown text",
@@ -83,14 +83,14 @@ func TestGitHandlerCallErrors(t *testing.T) {
 func TestUnprovidedHandlers(t *testing.T) {
 	const file = "testdata/provided/errors.yaml"
 	want := []string{
-		`errors.yaml:16:17: states.a.on_enter[0].invoke: state "a": on_enter invoke "host.frobnicate": no handler provides host.frobnicate: it is not built in, no host plugin serves it and it is no interface's; declare a host plugin that serves it (host_plugins:) or remove the call (kitsoki hosts lists the handlers kitsoki provides)`,
-		`errors.yaml:17:17: states.a.on_enter[1].invoke: state "a": on_enter invoke "host.rn": no handler provides host.rn (did you mean "host.run"?): it is not built in, no host plugin serves it and it is no interface's; declare a host plugin that serves it (host_plugins:) or remove the call (kitsoki hosts lists the handlers kitsoki provides)`,
-		`errors.yaml:18:17: states.a.on_enter[2].invoke: state "a": on_enter invoke "iface.vcs.commit": interface "vcs" is bound to host.git (host_interfaces.vcs.default), which kitsoki does not provide (it needs a code host for pull requests, reviews and merges (Kitsoki's vcs provider)); serve host.git from a host plugin, bind the interface to a handler kitsoki provides, or remove the call`,
-		`errors.yaml:19:17: states.a.on_enter[3].invoke: state "a": on_enter invoke "iface.ci.run_tests": interface "ci" is bound to host.local (host_interfaces.ci.default), which kitsoki does not provide (it needs Kitsoki's local build and CI runner (its ci provider)); serve host.local from a host plugin, bind the interface to a handler kitsoki provides, or remove the call`,
-		`errors.yaml:22:17: states.a.on_enter[5].invoke: state "a": on_enter invoke "iface.reporter.say": interface "reporter" is bound to host.trnasport.post (host_interfaces.reporter.default), which no handler provides (did you mean "host.transport.post"?); serve it from a host plugin, bind the interface to a handler kitsoki provides, or remove the call`,
-		`errors.yaml:23:17: states.a.on_enter[6].invoke: state "a": on_enter invoke "iface.bare.go": interface "bare" has no default: handler (host_interfaces.bare.default); bind it to a handler that serves it, e.g. a host plugin's, or remove the call`,
-		`errors.yaml:24:17: states.a.on_enter[7].invoke: state "a": on_enter invoke "iface.nope.go": no host_interfaces: entry "nope"; declare the interface with a default: handler, or remove the call`,
-		`errors.yaml:27:17: states.a.on_enter[10].invoke: state "a": on_enter invoke "host.slidey.render": kitsoki does not provide host.slidey (it needs slidey); serve it from a host plugin or remove the call (kitsoki hosts lists the handlers kitsoki provides)`,
+		`errors.yaml:18:17: states.a.on_enter[0].invoke: state "a": on_enter invoke "host.frobnicate": no handler provides host.frobnicate: it is not built in, no host plugin serves it and it is no interface's; declare a host plugin that serves it (host_plugins:) or remove the call (kitsoki hosts lists the handlers kitsoki provides)`,
+		`errors.yaml:19:17: states.a.on_enter[1].invoke: state "a": on_enter invoke "host.rn": no handler provides host.rn (did you mean "host.run"?): it is not built in, no host plugin serves it and it is no interface's; declare a host plugin that serves it (host_plugins:) or remove the call (kitsoki hosts lists the handlers kitsoki provides)`,
+		`errors.yaml:20:17: states.a.on_enter[2].invoke: state "a": on_enter invoke "iface.artifact.create": interface "artifact" is bound to host.cypilot_artifacts (host_interfaces.artifact.default), which kitsoki does not provide (it needs cypilot); serve host.cypilot_artifacts from a host plugin, bind the interface to a handler kitsoki provides, or remove the call`,
+		`errors.yaml:21:17: states.a.on_enter[3].invoke: state "a": on_enter invoke "iface.build.run": interface "build" is bound to host.jenkins (host_interfaces.build.default), which kitsoki does not provide (it needs Jenkins); serve host.jenkins from a host plugin, bind the interface to a handler kitsoki provides, or remove the call`,
+		`errors.yaml:24:17: states.a.on_enter[5].invoke: state "a": on_enter invoke "iface.reporter.say": interface "reporter" is bound to host.trnasport.post (host_interfaces.reporter.default), which no handler provides (did you mean "host.transport.post"?); serve it from a host plugin, bind the interface to a handler kitsoki provides, or remove the call`,
+		`errors.yaml:25:17: states.a.on_enter[6].invoke: state "a": on_enter invoke "iface.bare.go": interface "bare" has no default: handler (host_interfaces.bare.default); bind it to a handler that serves it, e.g. a host plugin's, or remove the call`,
+		`errors.yaml:26:17: states.a.on_enter[7].invoke: state "a": on_enter invoke "iface.nope.go": no host_interfaces: entry "nope"; declare the interface with a default: handler, or remove the call`,
+		`errors.yaml:29:17: states.a.on_enter[10].invoke: state "a": on_enter invoke "host.slidey.render": kitsoki does not provide host.slidey (it needs slidey); serve it from a host plugin or remove the call (kitsoki hosts lists the handlers kitsoki provides)`,
 	}
 	_, err := Load(file)
 	var le *LoadError
@@ -105,7 +105,7 @@ func TestUnprovidedHandlers(t *testing.T) {
 		opts []Option
 	}{
 		{"flows stub handlers", []Option{WithStubbedHosts()}},
-		{"the caller provides them", []Option{WithProvidedHandlers("host.frobnicate", "host.rn", "iface.vcs.commit", "iface.ci.run_tests",
+		{"the caller provides them", []Option{WithProvidedHandlers("host.frobnicate", "host.rn", "iface.artifact.create", "iface.build.run",
 			"iface.reporter.say", "iface.bare.go", "iface.nope.go", "host.slidey.render")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

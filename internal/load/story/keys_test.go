@@ -30,6 +30,7 @@ func TestLoadKitsokiKeys(t *testing.T) {
 		{"reader", *s.Agents["reader"], agent.Persona{Name: "reader", SystemPrompt: "Read things.", Tools: []string{"Read", "Bash"}, ToolsSet: true,
 			Effort: "high", Provider: "cheap", Cwd: filepath.Join(abs, "sub"), ExternalSideEffect: &f, Bash: &agent.BashProfile{ReadOnly: true}}},
 		{"lister bash", s.Agents["lister"].Bash, &agent.BashProfile{Commands: []string{"git", "jq"}}},
+		{"inherit_claude_default", s.Agents["heir"].InheritDefault, true},
 		{"builder bash", s.Agents["builder"].Bash, &agent.BashProfile{Sandboxed: true, SandboxBase: filepath.Join(abs, ".scratch")}},
 		{"world types", worldTypesOf(s, "cost", "blob", "name", "items"), []string{"float", "object", "string", "list"}},
 		{"world.ide seeded", worldTypesOf(s, "ide"), []string{"object"}},
@@ -70,25 +71,23 @@ func TestLoadKitsokiKeyErrors(t *testing.T) {
 	got := loadErr(t, "testdata/keys/bad.yaml", nil)
 	want := []string{
 		`bad.yaml:1:21: app.context_file: unknown key "context_file"`,
-		`bad.yaml:2:1: phases: "phases" is a Kitsoki key kitsoki does not support: phase templates are not expanded; write each room out under states:`,
-		`bad.yaml:3:1: proposals: "proposals" is a Kitsoki key kitsoki does not support: the draft, review, execute pattern is not built in; write it as states: a room whose on_enter asks an agent for the draft, a review room with accept and refine arms, and the invoke on accept`,
+		`bad.yaml:2:1: phases.template: phases: needs template: (the phase_templates entry each phase instantiates)`,
+		`bad.yaml:2:1: phases.graph: phases: needs graph: (one entry per phase: its parameters, next: arcs, cycle_budgets:)`,
 		`bad.yaml:7:13: agents.a.effort: unknown effort "huge": use one of low, medium, high, xhigh, max (did you mean "high"?)`,
 		`bad.yaml:8:15: agents.a.provider: provider "nope" is not declared in providers:`,
 		`bad.yaml:9:19: agents.a.bash_profile: unknown bash profile "write-all": write read-only, {commands: [git, jq]} or {sandboxed_write: DIR}`,
-		`bad.yaml:10:5: agents.a.inherit_claude_default: "inherit_claude_default" is a Kitsoki key kitsoki does not support: kitsoki always starts the claude CLI with its own settings (project and local sources); remove the key`,
 		`bad.yaml:13:31: agents.b.bash_profile.commands[0]: "rm -rf" is not a program name; list bare names such as git`,
-		`bad.yaml:16:20: agents.c.bash_profile.sandboxed: unknown bash profile "sandboxed": write read-only, {commands: [git, jq]} or {sandboxed_write: DIR}`,
+		`bad.yaml:16:20: agents.c.bash_profile.sandboxed: unknown bash profile "sandboxed": write read-only, {commands: [git, jq]} or {sandboxed_write: DIR} (did you mean "sandboxed_write"?)`,
 		`bad.yaml:21:24: routing.embedding.enabled: expected true or false, got the scalar "maybe"`,
 		`bad.yaml:22:14: routing.cache_cap: routing.cache_cap must be a whole number of at least 1, got 0`,
-		`bad.yaml:26:27: intents.go.slots.dir.format: "format" is a Kitsoki key kitsoki does not support: describe the expected shape with format_hint: and check it with validator: (an expression over value)`,
+		`bad.yaml:26:35: intents.go.slots.dir.format: unknown slot format "emial": use one of date, date-time, duration, email, hostname, ipv4, ipv6, iri, iri-reference, jql, json-pointer, period, relative-json-pointer, semver, time, uri, uri-reference, uri-template, uuid (did you mean "email"?)`,
 		`bad.yaml:26:54: intents.go.slots.dir.validator: invalid validator: unknown name "nope": an expression must start from one of world, slots, args, event, run, result, menu, item (did you mean world.nope?)`,
 		`bad.yaml:30:17: states.start.write_mode: unknown write_mode "readonly": use open or read_only (did you mean "read_only"?)`,
 		`bad.yaml:31:14: states.start.decider: unknown decider "robot": use human (the room always waits for the operator) or llm (its emit_intent chain always runs)`,
-		`bad.yaml:32:5: states.start.footer: "footer" is a Kitsoki key kitsoki does not support: kitsoki renders no per-room footer; put the text in the view (a prose: or list: element at the end)`,
-		`bad.yaml:39:17: states.start.on.go[1].view: a transition's view: is one text template that replaces the target's view for this turn, got a list`,
 		`bad.yaml:41:17: states.quiet.write_mode: write_mode: read_only restricts the agents a room dispatches, and state "quiet" invokes none; add the host.agent.* invoke or remove write_mode`,
 		`bad.yaml:44:9: states.quiet.on_enter[1].target: target: on an effect is only valid inside a background invoke's on_complete: (for a transition, write target: on the arm)`,
 		`bad.yaml:46:17: states.loud.write_mode: write_mode: read_only conflicts with agent "d" (invoked at bad.yaml:48:17), which declares external_side_effect: true; make the room open or the agent external_side_effect: false`,
+		`bad.yaml:49:47: states.loud.on_enter[0].with.acceptance.schema: schema "s.json": no such file or directory`,
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("diagnostics (-want +got):\n%s", d)

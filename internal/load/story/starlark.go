@@ -54,7 +54,7 @@ func (l *loader) starlarkWith(f *file, with *yaml.Node, path string) {
 	real, err := l.ws.Resolve(l.dir, raw)
 	if err == nil {
 		var st os.FileInfo
-		if st, err = os.Stat(real); err == nil && !st.Mode().IsRegular() {
+		if st, err = l.ws.Stat(real); err == nil && !st.Mode().IsRegular() {
 			err = workspace.ErrNotRegular
 		}
 	}
@@ -62,7 +62,7 @@ func (l *loader) starlarkWith(f *file, with *yaml.Node, path string) {
 		l.errAt(f, scriptNode, sp, "%s", fileErr("script", raw, err))
 		return
 	}
-	data, err := workspace.ReadFile(real+sidecar.Suffix, raw+sidecar.Suffix)
+	data, err := l.ws.Read(real+sidecar.Suffix, raw+sidecar.Suffix)
 	if errors.Is(err, os.ErrNotExist) {
 		l.errAt(f, scriptNode, sp, "script %q has no sidecar %s%s beside it: declare its inputs: and outputs: there", raw, raw, sidecar.Suffix)
 		return

@@ -2,6 +2,7 @@ package otelexport
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -197,5 +198,48 @@ func TestEventsAfterTurnEndStayOnTheSession(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("%d spans for turn 1, want 1", n)
+	}
+}
+
+// A secret holding characters JSON escapes is masked in content exported
+// as JSON (a structured answer), where it appears escaped (issue 28).
+func TestEncodedSecretIsMaskedInContent(t *testing.T) {
+	const tricky = `tok-"a\<b>&é-0123`
+	steps := []step{
+		{trace.Event{Turn: 0, TS: ts(0), Kind: trace.KindMachineTransition}, trace.MachineTransition{Intent: trace.SeedIntent, To: "a"}},
+		{trace.Event{Turn: 1, TS: ts(10), Kind: trace.KindTurnInput}, trace.TurnInput{Input: "go " + tricky, Intent: "go"}},
+		{trace.Event{Turn: 1, TS: ts(11), Kind: trace.KindTurnStart}, trace.TurnStart{Input: "go", Turn: 1}},
+		{trace.Event{Turn: 1, TS: ts(20), Kind: trace.KindHarnessDispatched}, trace.HarnessDispatched{Namespace: "host.agent.decide"}},
+		{trace.Event{Turn: 1, TS: ts(21), Kind: trace.KindAgentCallStart, CallID: "c1"}, &trace.AgentCallStart{Agent: "w", Verb: "decide", Prompt: "use " + tricky}},
+		{trace.Event{Turn: 1, TS: ts(40), Kind: trace.KindAgentCallComplete, CallID: "c1"}, trace.AgentCallComplete{Agent: "w", Verb: "decide", DurationMS: 19,
+			Response: map[string]any{"text": "the key is " + tricky}}},
+		{trace.Event{Turn: 1, TS: ts(41), Kind: trace.KindHarnessReturned}, trace.HarnessReturned{Namespace: "host.agent.decide"}},
+		{trace.Event{Turn: 1, TS: ts(70), Kind: trace.KindTurnEnd}, trace.TurnEnd{Outcome: "transitioned"}},
+	}
+	mem := keep{tracetest.NewInMemoryExporter()}
+	e, err := New(context.Background(), Options{Exporter: mem, Content: true, Masker: secret.New([]string{tricky}), Session: Session{ID: "s", AppID: "app"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range steps {
+		e.Observe(&steps[i].ev, steps[i].p)
+	}
+	if err := e.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var all []string
+	for _, s := range mem.GetSpans().Snapshots() {
+		for _, kv := range s.Attributes() {
+			all = append(all, kv.Value.Emit())
+		}
+	}
+	text := strings.Join(all, "\n")
+	for _, f := range secret.Forms(tricky) {
+		if strings.Contains(text, f) {
+			t.Errorf("a span shows the secret as %q:\n%s", f, text)
+		}
+	}
+	if !strings.Contains(text, `the key is REDACTED`) {
+		t.Errorf("the answer was not exported (or not masked):\n%s", text)
 	}
 }

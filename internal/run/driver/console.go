@@ -231,8 +231,8 @@ func Describe(out io.Writer, st *Status) {
 		if len(slots) > 0 {
 			line += " " + strings.Join(slots, " ")
 		}
-		if in.Description != "" {
-			line += "  — " + in.Description
+		if h := in.Hint(); h != "" {
+			line += "  — " + h
 		}
 		fmt.Fprintln(out, line)
 	}

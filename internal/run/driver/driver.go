@@ -122,6 +122,8 @@ type Status struct {
 	Exit    string
 	// Jobs are the background jobs that have not ended.
 	Jobs []jobs.Info
+	// Room is the room the session is in, for a front end that shows it.
+	Room Room
 }
 
 // Visible is Intents without the hidden ones: what the prompt shows.
@@ -138,10 +140,14 @@ func (s *Status) Visible() []IntentInfo {
 // IntentInfo is an allowed intent with its slots in declaration order.
 type IntentInfo struct {
 	Name        string     `json:"name"`
+	Title       string     `json:"title,omitempty"`
 	Description string     `json:"description,omitempty"`
 	Hidden      bool       `json:"hidden,omitempty"`
 	Slots       []SlotInfo `json:"slots"`
 }
+
+// Hint is what a menu shows after the intent's name (MenuHint).
+func (in IntentInfo) Hint() string { return MenuHint(in.Title, in.Description) }
 
 // SlotInfo is one slot of an intent.
 type SlotInfo struct {
@@ -158,7 +164,7 @@ func Intents(allowed []string, def func(string) *story.Intent) []IntentInfo {
 	for _, name := range allowed {
 		in := IntentInfo{Name: name, Slots: []SlotInfo{}}
 		if d := def(name); d != nil {
-			in.Description, in.Hidden = d.Description, d.Hidden
+			in.Title, in.Description, in.Hidden = d.Title, d.Description, d.Hidden
 			for _, sn := range d.SlotOrder {
 				sl := d.Slots[sn]
 				si := SlotInfo{Name: sn, Type: orDefault(sl.Type, "string"), Required: sl.Required}

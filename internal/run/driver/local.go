@@ -144,6 +144,7 @@ func (l *Local) Status(context.Context) (*Status, error) {
 	st.Done, st.Exit = s.Done()
 	st.View, _ = s.View()
 	st.ViewDoc, st.ViewErr = s.ViewDoc()
+	st.Room = RoomOf(s)
 	for _, j := range s.Jobs().List() {
 		if j.Ended.IsZero() {
 			st.Jobs = append(st.Jobs, j)

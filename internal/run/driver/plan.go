@@ -40,6 +40,11 @@ type PlanRequest struct {
 	Fork bool
 	// SideEffects is --resume-side-effects.
 	SideEffects string
+	// ResumeInputs is --resume-inputs: what scripted inputs given to a
+	// resumed session are: "new" (turns after the journal's last) or
+	// "replay" (the whole run from turn 1, the journal's checked and
+	// skipped); "" picks replay for Latest and new for ID.
+	ResumeInputs string
 	// World and Root are how a new session starts (--world, --root); a
 	// resume refuses different ones.
 	World map[string]any
@@ -74,9 +79,16 @@ type Plan struct {
 	store  session.Store
 	meta   session.Meta
 	resume *runtime.Resume
-	// skip is how many inputs of a scripted run the journal already
-	// holds; skipped counts those skipped so far.
+	// replay says the scripted inputs replay the run from turn 1 (else
+	// they are new turns); skip is how many of them the journal already
+	// holds (0 when they are new), skipped counts those skipped so far,
+	// and after is the journal's last turn.
+	replay        bool
 	skip, skipped int
+	after         int
+	// explained says the rule was told (at the first scripted input);
+	// announced says the first input taken was named.
+	explained, announced bool
 	// inputs are the journal's turn inputs, to compare the skipped ones.
 	inputs map[int64]session.Input
 	lock   *filelock.Lock
@@ -106,6 +118,11 @@ func NewPlan(ctx context.Context, r PlanRequest) (_ *Plan, err error) {
 	if r.Latest && r.ID != "" {
 		return nil, Exit(ExitUsage, errors.New("--continue picks the latest unfinished session; give it or --session ID, not both"))
 	}
+	switch r.ResumeInputs {
+	case "", "new", "replay":
+	default:
+		return nil, Exit(ExitUsage, fmt.Errorf("--resume-inputs %q: want new (the inputs are turns after the journal's last) or replay (they are the run from turn 1, the journal's skipped)", r.ResumeInputs))
+	}
 	m, found, err := p.find(r)
 	if err != nil {
 		return nil, err
@@ -125,6 +142,13 @@ func NewPlan(ctx context.Context, r PlanRequest) (_ *Plan, err error) {
 	}
 	if r.Trace != "" && absPath(r.Trace) != m.Trace {
 		return nil, Exit(ExitUsage, fmt.Errorf("session %s keeps its journal at %s; drop --trace to resume it", m.ID, m.Trace))
+	}
+	named := ""
+	if r.Trace != "" {
+		named = absPath(r.Trace)
+	}
+	if _, err := store.Journal(m, named); err != nil {
+		return nil, Exit(ExitFailure, err)
 	}
 	if m.Story != st.File {
 		return nil, Exit(ExitFailure, fmt.Errorf("session %s runs %s, not %s: resume it with that story (or fork it)", m.ID, m.Story, st.File))
@@ -201,12 +225,16 @@ func (p *Plan) pickUp(ctx context.Context, r PlanRequest, m session.Meta) error 
 	p.meta = m
 	p.resume = &runtime.Resume{Journal: j, SideEffects: policy}
 	p.inputs = j.Inputs
-	p.skip = int(j.Turn)
+	p.after = int(j.Turn)
 	if j.Partial != nil {
-		p.skip = int(j.Partial.Turn)
+		p.after = int(j.Partial.Turn)
 	}
 	if !j.Started {
-		p.skip = 0
+		p.after = 0
+	}
+	p.replay = r.ResumeInputs == "replay" || (r.ResumeInputs == "" && r.Latest)
+	if p.replay {
+		p.skip = p.after
 	}
 	return nil
 }
@@ -315,6 +343,9 @@ func Fork(store session.Store, m session.Meta, at int64, st *story.Story) (sessi
 // ID is the session's id.
 func (p *Plan) ID() string { return p.meta.ID }
 
+// Store is the sessions directory the session is kept in.
+func (p *Plan) Store() session.Store { return p.store }
+
 // Trace is the session's journal.
 func (p *Plan) Trace() string { return p.meta.Trace }
 
@@ -395,18 +426,41 @@ func (p *Plan) start(ctx context.Context, sess *orchestrator.Session, sink orche
 	return &orchestrator.Outcome{Outcome: orchestrator.OutcomeTransitioned, From: sess.State(), State: sess.State(), View: view, Done: done, Exit: exit}, nil
 }
 
-// skipInput skips a scripted line the resumed journal already took; a
-// line that differs from the journal's stops the run (exit 2).
+// skipInput skips a scripted line the resumed journal already took (when
+// the inputs replay the run); a line that differs from the journal's
+// stops the run (exit 2). It tells stderr which inputs it skips and takes.
 func (p *Plan) skipInput(line string) (bool, error) {
-	if p == nil || p.skipped >= p.skip {
+	if p == nil || p.after == 0 {
+		return false, nil // no turn taken yet: both rules take every input
+	}
+	if !p.explained {
+		p.explained = true
+		p.explain()
+	}
+	if p.skipped >= p.skip {
+		if !p.announced {
+			p.announced = true
+			fmt.Fprintf(p.stderr, "kitsoki: resuming session %s: taking input %d %q as turn %d\n", p.meta.ID, p.skipped+1, line, p.after+1)
+		}
 		return false, nil
 	}
 	p.skipped++
 	if in, ok := p.inputs[int64(p.skipped)]; ok && in.Text != line {
-		return true, Exit(ExitUsage, fmt.Errorf("resuming session %s: input %d is %q, but the session's turn %d took %q; give the same inputs as the run that started it (the journal's are skipped), or start a new session",
+		return true, Exit(ExitUsage, fmt.Errorf("resuming session %s: input %d is %q, but the session's turn %d took %q; give the same inputs as the run that started it (the journal's are skipped), run them as new turns with --resume-inputs=new, or start a new session",
 			p.meta.ID, p.skipped, line, p.skipped, in.Text))
 	}
+	fmt.Fprintf(p.stderr, "kitsoki: resuming session %s: skipping input %d %q: the journal's turn %d took it\n", p.meta.ID, p.skipped, line, p.skipped)
 	return true, nil
+}
+
+// explain says what the scripted inputs of a resume are: the run replayed
+// from turn 1 (the journal's skipped) or new turns after the journal's.
+func (p *Plan) explain() {
+	if !p.replay {
+		fmt.Fprintf(p.stderr, "kitsoki: resuming session %s: the inputs given are new turns after the journal's turn %d (--resume-inputs=replay would take them as the run from turn 1)\n", p.meta.ID, p.after)
+		return
+	}
+	fmt.Fprintf(p.stderr, "kitsoki: resuming session %s: the inputs given replay the run from turn 1: inputs 1 to %d are the journal's turns and are skipped, each checked against it (--resume-inputs=new would run them as new turns)\n", p.meta.ID, p.skip)
 }
 
 // loadJournal reads a session's journal to resume it; a last line a crash

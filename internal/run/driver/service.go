@@ -243,6 +243,9 @@ func (s *Sessions) Inspect(ctx context.Context, ref string) (*Frame, error) {
 		return nil, Exit(ExitLoad, fmt.Errorf("session %s runs %s, which does not load now: %w", m.ID, m.Story, err))
 	}
 	defer st.Close()
+	if _, err := s.Store.Journal(m, ""); err != nil {
+		return nil, Exit(ExitFailure, err)
+	}
 	j, err := session.Load(m.Trace)
 	if err != nil {
 		return nil, Exit(ExitFailure, err)
@@ -274,6 +277,9 @@ func (s *Sessions) Trace(ref string) ([]byte, error) {
 	if err != nil {
 		return nil, Exit(ExitFailure, err)
 	}
+	if _, err := s.Store.Journal(m, ""); err != nil {
+		return nil, Exit(ExitFailure, err)
+	}
 	b, err := os.ReadFile(m.Trace)
 	if err != nil {
 		return nil, Exit(ExitFailure, fmt.Errorf("session %s: %w", m.ID, err))
@@ -290,6 +296,9 @@ func (s *Sessions) Fork(ref string, at int64) (session.Meta, error) {
 	if err != nil {
 		return session.Meta{}, Exit(ExitFailure, err)
 	}
+	if _, err := s.Store.Journal(m, ""); err != nil {
+		return session.Meta{}, Exit(ExitFailure, err)
+	}
 	fm, _, err := Fork(s.Store, m, at, nil)
 	if err != nil {
 		return session.Meta{}, Exit(ExitFailure, err)
@@ -298,16 +307,14 @@ func (s *Sessions) Fork(ref string, at int64) (session.Meta, error) {
 }
 
 // Delete deletes the session ref names (refused while a process holds
-// it).
-func (s *Sessions) Delete(ref string) (session.Meta, error) {
-	m, err := s.Store.Find(ref)
-	if err != nil {
-		return session.Meta{}, Exit(ExitFailure, err)
+// it). A journal outside the sessions directory is left where it is:
+// kept names it.
+func (s *Sessions) Delete(ref string) (m session.Meta, kept string, err error) {
+	if m, err = s.Store.Find(ref); err != nil {
+		return session.Meta{}, "", Exit(ExitFailure, err)
 	}
-	if err := s.Store.Delete(m.ID); err != nil {
-		return m, err
-	}
-	return m, nil
+	kept, err = s.Store.Delete(m.ID)
+	return m, kept, err
 }
 
 // Prune deletes the sessions idle for longer than olderThan (those a

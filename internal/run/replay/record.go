@@ -252,6 +252,9 @@ func (h *recordingHandler) Invoke(ctx context.Context, call *host.Call) (*host.R
 	if strings.HasPrefix(h.name, host.AgentNamespace) && call.Invoke != nil && call.Invoke.Agent != "" {
 		return h.live.Invoke(ctx, call)
 	}
+	if host.RunsOnReplay(h.live, call) { // its agent calls are recorded instead
+		return h.live.Invoke(ctx, call)
+	}
 	res, err := h.live.Invoke(ctx, call)
 	var te *host.TraceError
 	if errors.As(err, &te) {

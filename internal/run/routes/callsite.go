@@ -11,6 +11,8 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kitsoki/kitsoki/internal/base/yamlnode"
 )
 
 // CallSite is a host.agent.* invoke that an eval can target and a pin can
@@ -172,6 +174,9 @@ func (c *sourceCache) file(rel string) (*yaml.Node, error) {
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("parse story source %s: %w", rel, err)
+	}
+	if err := yamlnode.CheckExpansion(&doc, 0); err != nil {
 		return nil, fmt.Errorf("parse story source %s: %w", rel, err)
 	}
 	c.files[rel] = &doc

@@ -15,6 +15,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agents/agent"
@@ -24,14 +25,20 @@ import (
 	"github.com/kitsoki/kitsoki/internal/base/inbox"
 	"github.com/kitsoki/kitsoki/internal/base/jobs"
 	"github.com/kitsoki/kitsoki/internal/hosts/artifacts"
+	"github.com/kitsoki/kitsoki/internal/hosts/chat"
+	"github.com/kitsoki/kitsoki/internal/hosts/ci"
+	"github.com/kitsoki/kitsoki/internal/hosts/ghticket"
 	"github.com/kitsoki/kitsoki/internal/hosts/gitwt"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
 	"github.com/kitsoki/kitsoki/internal/hosts/hostplugin"
+	"github.com/kitsoki/kitsoki/internal/hosts/ide"
 	hostjobs "github.com/kitsoki/kitsoki/internal/hosts/jobs"
 	hostrun "github.com/kitsoki/kitsoki/internal/hosts/run"
 	"github.com/kitsoki/kitsoki/internal/hosts/starlark"
 	"github.com/kitsoki/kitsoki/internal/hosts/ticket"
 	"github.com/kitsoki/kitsoki/internal/hosts/transport"
+	"github.com/kitsoki/kitsoki/internal/hosts/vcs"
+	"github.com/kitsoki/kitsoki/internal/hosts/wsmanager"
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
 	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
@@ -101,6 +108,9 @@ type Config struct {
 	// print there (kitsoki run passes its masked stdout); nil prints
 	// nothing (flows, MCP-started runs, evals).
 	Out io.Writer
+	// SessionsDir is where the run's chats are kept (host.chat.*, beside
+	// the session's journal); "" is the workspace's .kitsoki/sessions.
+	SessionsDir string
 	// LocalModels is the pool of llama-server sidecars the run's
 	// builtin.local_llm agents and embedders start their servers in, for a
 	// caller running several runtimes at once that should share one server
@@ -260,7 +270,10 @@ type Runtime struct {
 	inbox       *inbox.Inbox        // the session's notifications
 	models      *localllm.Pool      // the local model servers (Config.LocalModels or its own)
 	ownModels   bool                // models is the runtime's own: Close closes it
-	embedder    io.Closer           // the embedding tier's model (routing.embedding), nil without one
+	embedder    io.Closer           // the story's embedding model (routing.embedding), nil without one
+	// storyEmbedder is that model: the routing tier's and host.agent.search's corpus form's.
+	storyEmbedder *localllm.LocalEmbedder
+	ide           *ide.Handler // host.ide.*: its editor is world.ide.connected's source in a live run
 }
 
 // Open wires a run of st as cfg says. On error everything built so far is
@@ -326,6 +339,16 @@ func Open(st *story.Story, cfg Config) (_ *Runtime, err error) {
 		rt.plugins = svc
 	}
 	rt.overrideAgents(cfg)
+	if em := st.Routing.Embedding; em != nil && cfg.Agents.Live {
+		// One embedder serves the routing tier and host.agent.search's
+		// corpus form (Kitsoki's shared embedding sidecar).
+		e, err := localllm.NewEmbedder(localllm.EmbedderConfig{Model: em.Model, Endpoint: em.Endpoint, CacheDir: em.CacheDir,
+			Config: localllm.Config{Pool: rt.models}}, cfg.Logger)
+		if err != nil {
+			return nil, fmt.Errorf("routing.embedding: %w", err)
+		}
+		rt.embedder, rt.storyEmbedder = e, e
+	}
 	rt.jobs, rt.inbox = jobs.New(cfg.Clock), inbox.New()
 	rt.host = rt.newHost(cfg, builtin, routeMap)
 	if cfg.Agents.Live { // the story's host_plugins:, before a cassette or recorder wraps them
@@ -352,16 +375,17 @@ func Open(st *story.Story, cfg Config) (_ *Runtime, err error) {
 	if s.Root != "" {
 		opts = append(opts, orchestrator.WithRoot(s.Root))
 	}
-	if em := st.Routing.Embedding; em != nil && cfg.Agents.Live {
-		e, err := localllm.NewEmbedder(localllm.EmbedderConfig{Model: em.Model, Endpoint: em.Endpoint, Config: localllm.Config{Pool: rt.models}}, cfg.Logger)
-		if err != nil {
-			return nil, fmt.Errorf("routing.embedding: %w", err)
-		}
-		rt.embedder = e
-		opts = append(opts, orchestrator.WithRanker(embedRoutingRanker{e}))
+	if em := st.Routing.Embedding; em != nil && em.Tier && rt.storyEmbedder != nil {
+		opts = append(opts, orchestrator.WithRanker(embedRoutingRanker{rt.storyEmbedder}))
 	}
 	if s.WorldAsGiven {
 		opts = append(opts, orchestrator.WithWorldAsGiven())
+	}
+	if cfg.Agents.Live && cfg.Cassette == nil {
+		// world.ide.connected follows the run's editor in a live run; a
+		// flow or a replay has none, as Kitsoki's flows are disconnected,
+		// so a replay takes the branches its recording took headless.
+		opts = append(opts, orchestrator.WithIDEProbe(rt.ide.Connected))
 	}
 	if s.Title != "" {
 		opts = append(opts, orchestrator.WithTitle(s.Title))
@@ -504,6 +528,9 @@ func (rt *Runtime) newHost(cfg Config, builtin agent.Agent, routeMap map[*story.
 			builtin = liveBuiltin(st, cfg.Logger, cfg.Clock)
 		}
 		opts = append(opts, host.WithRanker(localRanker(cfg.Logger, rt.models)))
+		if rt.storyEmbedder != nil {
+			opts = append(opts, host.WithCorpusRanker(embedRanker{rt.storyEmbedder}))
+		}
 	}
 	if builtin != nil {
 		opts = append(opts, host.WithBuiltin(builtin))
@@ -517,14 +544,36 @@ func (rt *Runtime) newHost(cfg Config, builtin agent.Agent, routeMap map[*story.
 	gitwt.Register(h, gitwt.Config{Workspace: st.Workspace, Out: cfg.Out, Logger: cfg.Logger})
 	ticket.Register(h, ticket.Config{Workspace: st.Workspace, Clock: cfg.Clock})
 	transport.Register(h, cfg.Out)
+	forgeLock := &sync.Mutex{} // the local forge's, shared by the vcs and ci handlers
+	vcs.Register(h, vcs.Config{Workspace: st.Workspace, Clock: cfg.Clock, Logger: cfg.Logger, Lock: forgeLock})
+	ci.Register(h, ci.Config{Workspace: st.Workspace, Clock: cfg.Clock, Logger: cfg.Logger, Lock: forgeLock})
 	hostjobs.Register(h, rt.jobs, rt.inbox)
 	so := cfg.Starlark
 	if so.Logger == nil {
 		so.Logger = cfg.Logger
 	}
 	starlark.Register(h, st, so)
+	chat.Register(h, chat.Config{Dir: sessionsDir(cfg, st), Clock: cfg.Clock, Logger: cfg.Logger})
+	rt.ide = ide.Register(h, ide.Config{Workspace: st.Workspace, Out: cfg.Out, Logger: cfg.Logger})
+	ghticket.Register(h, ghticket.Config{Workspace: st.Workspace, Logger: cfg.Logger})
+	wsmanager.Register(h, wsmanager.Config{Workspace: st.Workspace, Logger: cfg.Logger})
 	registerInterfaces(h, st)
 	return h
+}
+
+// sessionsDir is where the run keeps its chats: Config.SessionsDir, else
+// the workspace's sessions directory ("" without a workspace: no chats).
+func sessionsDir(cfg Config, st *story.Story) string {
+	if cfg.SessionsDir != "" {
+		return cfg.SessionsDir
+	}
+	if st.Workspace.IsZero() {
+		return ""
+	}
+	if fsys, _ := st.Workspace.FS(); fsys != nil {
+		return ""
+	}
+	return session.DefaultDir(st.Workspace.Dir())
 }
 
 func (rt *Runtime) catalog() *toolserver.Catalog {

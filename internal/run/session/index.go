@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/base/filelock"
+	"github.com/kitsoki/kitsoki/internal/base/outfile"
 )
 
 // The sessions index is one file, index.tsv, that List reads instead of
@@ -135,7 +136,7 @@ func fromUnixNano(n int64) time.Time {
 // append writes rows at the end of the index, creating it (with its
 // header) when it is missing.
 func (x index) append(rows ...[]string) error {
-	if err := os.MkdirAll(x.s.Dir, 0o755); err != nil {
+	if err := outfile.MkdirAll(x.s.Dir); err != nil {
 		return fmt.Errorf("sessions: %w", err)
 	}
 	l, err := filelock.Wait(x.lock)
@@ -265,7 +266,7 @@ func (x index) row(m Meta) []string {
 // replace writes the index anew with rows (atomically: a temporary file
 // renamed over the old one); the caller holds the index lock.
 func (x index) replace(rows [][]string) error {
-	if err := os.MkdirAll(x.s.Dir, 0o755); err != nil {
+	if err := outfile.MkdirAll(x.s.Dir); err != nil {
 		return fmt.Errorf("sessions: %w", err)
 	}
 	tmp, err := os.CreateTemp(x.s.Dir, ".index.*.tmp")

@@ -39,7 +39,7 @@ func TestListReadsTheIndex(t *testing.T) {
 	put(Meta{ID: "b", Story: "/s/app.yaml", Trace: "/elsewhere/b.jsonl", Updated: at(2), Key: "jira:K-1", CostUSD: 0.25})
 	put(Meta{ID: "a", Story: "/s/app.yaml", Trace: s.TracePath("a"), Updated: at(3), State: "greeted", Turn: 2, Finished: true, Exit: "done"})
 	put(Meta{ID: "c", Story: "/s/app.yaml", Trace: s.TracePath("c"), Updated: at(4), ForkedFrom: "a", ForkedAt: 1})
-	if err := s.Delete("c"); err != nil {
+	if _, err := s.Delete("c"); err != nil {
 		t.Fatal(err)
 	}
 	all, err := s.List()
@@ -162,7 +162,7 @@ func TestKeys(t *testing.T) {
 	if _, err := s.Find("jira:K-2"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Find of an unknown key: %v", err)
 	}
-	if err := s.Delete("s1"); err != nil {
+	if _, err := s.Delete("s1"); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.BindKey("jira:K-1", "s3"); err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/base/filelock"
+	"github.com/kitsoki/kitsoki/internal/base/outfile"
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
 )
 
@@ -58,7 +59,7 @@ func (s Store) BindKey(key, id string) error {
 		return err
 	}
 	p := s.keyPath(key)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	if err := outfile.MkdirAll(filepath.Dir(p)); err != nil {
 		return fmt.Errorf("sessions: %w", err)
 	}
 	b, err := json.Marshal(keyEntry{Key: key, ID: id})

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // symlinkPrefix marks a file of a tree that is a symlink: "symlink:<rel>"
@@ -166,4 +167,108 @@ func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// AliasBomb is a YAML mapping entry, bomb:, of about a kilobyte whose
+// nested anchors stand for ten million nodes: seven levels of lists, each
+// holding ten aliases of the level below. Put it after the keys a parser
+// needs first (a kind: line); every parser of user YAML must refuse it
+// (internal/base/yamlnode.CheckExpansion) before walking it.
+func AliasBomb() string {
+	var b strings.Builder
+	b.WriteString("bomb:\n  - &b0 [x, x, x, x, x, x, x, x, x, x]\n")
+	for i := 1; i <= 6; i++ {
+		b.WriteString("  - &b" + string(rune('0'+i)) + " [")
+		for j := range 10 {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("*b" + string(rune('0'+i-1)))
+		}
+		b.WriteString("]\n")
+	}
+	return b.String()
+}
+
+// AliasBombError is the text every refusal of AliasBomb holds.
+const AliasBombError = "YAML aliases make this document too large"
+
+// SwapSymlink makes link a symlink that a goroutine flips between
+// pointing at a and at b, as fast as it can, until the returned stop is
+// called (stop waits for it and reports how many flips it made). The
+// symlink tests of issue 28 run their operations against it: each one
+// meets whichever target link has at that instant, or a check and an open
+// of the same path meet different ones.
+func SwapSymlink(t testing.TB, link, a, b string) (stop func() int) {
+	t.Helper()
+	if err := os.Symlink(a, link); err != nil {
+		t.Fatal(err)
+	}
+	tmp := link + ".swap"
+	done := make(chan struct{})
+	flips := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-done:
+				flips <- n
+				return
+			default:
+			}
+			target := a
+			if n%2 == 0 {
+				target = b
+			}
+			_ = os.Remove(tmp)
+			if os.Symlink(target, tmp) == nil && os.Rename(tmp, link) == nil {
+				n++
+			}
+		}
+	}()
+	return func() int {
+		close(done)
+		return <-flips
+	}
+}
+
+// SwapDir makes a goroutine flip dir, a real directory, with a symlink to
+// outside, as fast as it can, until the returned stop is called (stop
+// waits for it, puts the directory back and reports how many flips it
+// made). A path resolved while dir was the directory is then opened, now
+// and then, through the symlink: the check-then-open race of issue 28.
+func SwapDir(t testing.TB, dir, outside string) (stop func() int) {
+	t.Helper()
+	hold, evil := dir+".hold", dir+".evil"
+	if err := os.Symlink(outside, evil); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	flips := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-done:
+				flips <- n
+				return
+			default:
+			}
+			// dir: the directory, then the symlink, then the directory.
+			if os.Rename(dir, hold) == nil {
+				if os.Rename(evil, dir) == nil {
+					n++
+					_ = os.Rename(dir, evil)
+				}
+				_ = os.Rename(hold, dir)
+			}
+			// Leave the directory in place a moment, so that checks
+			// pass as often as not.
+			time.Sleep(20 * time.Microsecond)
+		}
+	}()
+	return func() int {
+		close(done)
+		return <-flips
+	}
 }

@@ -51,19 +51,49 @@ func (d *ConsoleDriver) result(ctx context.Context, code int, stop bool) Result 
 	return res
 }
 
-// Status is where the story is now, for the live area.
+// Status is where the story is now, for the live area: the visible
+// intents in menu order, the room and its footer.
 func (d *ConsoleDriver) Status() Status {
 	st, err := d.Console.D.Status(context.Background())
 	if err != nil {
 		return Status{ViewErr: err}
 	}
-	out := Status{State: st.State, Description: st.Description, View: st.ViewDoc, ViewErr: st.ViewErr}
+	r := st.Room
+	out := Status{State: st.State, Description: st.Description, View: st.ViewDoc, ViewErr: st.ViewErr,
+		Room: r.Name, Theme: r.Theme, Transcript: r.Transcript, Footer: r.Footer, FooterErr: r.FooterErr, Relevant: r.Relevant}
+	byName := map[string]driver.IntentInfo{}
 	for _, in := range st.Visible() {
-		ti := Intent{Name: in.Name, Description: in.Description}
+		byName[in.Name] = in
+	}
+	for _, name := range menuOrder(r.Menu, st.Visible()) {
+		in := byName[name]
+		ti := Intent{Name: in.Name, Description: in.Hint()}
 		for _, sl := range in.Slots {
 			ti.Slots = append(ti.Slots, Slot{Name: sl.Name, Type: sl.Type, Required: sl.Required, Values: sl.Values})
 		}
 		out.Intents = append(out.Intents, ti)
+	}
+	return out
+}
+
+// menuOrder is the names of the visible intents in the menu's order; a
+// driver that gives no menu keeps the sorted order.
+func menuOrder(menu []string, visible []driver.IntentInfo) []string {
+	shown := map[string]bool{}
+	for _, in := range visible {
+		shown[in.Name] = true
+	}
+	var out []string
+	if menu == nil {
+		for _, in := range visible {
+			out = append(out, in.Name)
+		}
+		return out
+	}
+	for _, name := range menu {
+		if shown[name] {
+			out = append(out, name)
+		}
 	}
 	return out
 }

@@ -1,4 +1,6 @@
 #!/bin/sh
+# The key JSON-escaped, so a key holding " or \ stays valid JSON.
+k=$(printf '%s' "$API_KEY" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g')
 read line
-printf '{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"token %s was refused"}}\n' "$API_KEY"
+printf '{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"token %s was refused"}}\n' "$k"
 read line

@@ -262,6 +262,11 @@ func (d *Driver) Status(ctx context.Context) (*driver.Status, error) {
 	} else {
 		out.ViewDoc, out.ViewErr = sess.ViewDoc()
 	}
+	// The parser is kept per state: bring its world up to date for the
+	// room's footer and location indicator.
+	if err := sess.Restore(st.State, st.World.Map(), st.Turn); err == nil {
+		out.Room = driver.RoomOf(sess)
+	}
 	return out, nil
 }
 

@@ -185,6 +185,12 @@ func TestBotLoopAcrossProcesses(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("inspect the single-process run: exit %d\n%s", code, single.stderr.String())
 	}
+	// The worlds are equal but for the session's own id (world.session_id).
+	if got.World["session_id"] != got.Session.ID || want.World["session_id"] != "single" {
+		t.Errorf("world.session_id: bot loop %v (session %s), single process %v", got.World["session_id"], got.Session.ID, want.World["session_id"])
+	}
+	delete(got.World, "session_id")
+	delete(want.World, "session_id")
 	if d := cmp.Diff(want.World, got.World); d != "" {
 		t.Errorf("world (-single process +bot loop):\n%s", d)
 	}

@@ -698,7 +698,8 @@ func TestSessionIndexTraceIsConfined(t *testing.T) {
 	if after, _ := os.ReadFile(victim); !bytes.Equal(after, b) {
 		t.Errorf("the file outside the sessions directory was written")
 	}
-	for _, args := range [][]string{{"session", "fork", m.ID, "--at-turn", "1"}} {
+	for _, args := range [][]string{{"session", "fork", m.ID, "--at-turn", "1"}, {"session", "inspect", m.ID},
+		{"session", "trace", m.ID}, {"session", "continue", m.ID, "--intent", "tick"}} {
 		if code, _, errs := runCLI(t, "", append(args, "--sessions-dir", dir)...); code != exitFailure || !strings.Contains(errs, "outside the sessions directory") {
 			t.Errorf("%v: exit %d\n%s", args, code, errs)
 		}

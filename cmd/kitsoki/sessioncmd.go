@@ -449,7 +449,9 @@ func (c *sessionCmd) showCmd() *cobra.Command {
 				return exitWith(exitFailure, err)
 			}
 			out := map[string]any{"session": m}
-			if j, err := session.Load(m.Trace); err == nil {
+			if _, err := s.Journal(m, ""); err != nil {
+				out["journal_error"] = err.Error()
+			} else if j, err := session.Load(m.Trace); err == nil {
 				st := map[string]any{"state": j.State, "turn": j.Turn, "world": j.World, "finished": j.Done}
 				if j.Partial != nil {
 					st["unfinished_turn"] = map[string]any{"turn": j.Partial.Turn, "input": j.Partial.Input.Text, "calls": j.Partial.Calls}

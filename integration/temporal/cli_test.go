@@ -103,7 +103,8 @@ func TestRunOnClusterMatchesLocalRun(t *testing.T) {
 	e := newClusterEnv(t)
 	intents := "greet name=Ada style=formal,bye"
 	localTrace := filepath.Join(t.TempDir(), "local.jsonl")
-	wantOut, wantErr, wantCode := kitsokiRun(t, ctx, e.stories, "run", "hello/app.yaml", "--intents", intents, "--trace", localTrace)
+	// The same session id: it is in the world (world.session_id).
+	wantOut, wantErr, wantCode := kitsokiRun(t, ctx, e.stories, "run", "hello/app.yaml", "--intents", intents, "--trace", localTrace, "--session", "match-1")
 	if wantCode != 0 {
 		t.Fatalf("local run: exit %d\n%s", wantCode, wantErr)
 	}
@@ -288,13 +289,14 @@ func TestWorkerCassetteMatchesLocalRun(t *testing.T) {
 	}
 	e := newClusterEnv(t, "--cassette", cas)
 	intents := "greet name=Ada,greet name=Ada,bye"
-	localTrace := filepath.Join(t.TempDir(), "local.jsonl")
-	wantOut, wantErr, wantCode := kitsokiRun(t, ctx, e.stories, "run", "hello/app.yaml", "--cassette", cas, "--intents", intents, "--trace", localTrace)
-	if wantCode != 0 || !strings.Contains(wantErr, "on_error → lobby") {
-		t.Fatalf("local run: exit %d\n%s", wantCode, wantErr)
-	}
-	_, levs := readTrace(t, localTrace)
 	for _, id := range []string{"cas-1", "cas-2"} {
+		// A local run of the same session id: it is in the world.
+		localTrace := filepath.Join(t.TempDir(), "local-"+id+".jsonl")
+		wantOut, wantErr, wantCode := kitsokiRun(t, ctx, e.stories, "run", "hello/app.yaml", "--cassette", cas, "--intents", intents, "--trace", localTrace, "--session", id)
+		if wantCode != 0 || !strings.Contains(wantErr, "on_error → lobby") {
+			t.Fatalf("local run: exit %d\n%s", wantCode, wantErr)
+		}
+		_, levs := readTrace(t, localTrace)
 		out, errs, code := e.run(t, ctx, "run", "hello/app.yaml", "--intents", intents, "--session", id)
 		if code != 0 {
 			t.Fatalf("%s: exit %d\nstderr:\n%s", id, code, errs)
@@ -395,7 +397,7 @@ func TestTraceAcrossContinueAsNew(t *testing.T) {
 		t.Fatal(err)
 	}
 	local := filepath.Join(t.TempDir(), "local.jsonl")
-	if _, errs, code := kitsokiRun(t, ctx, e.stories, "run", "hello/app.yaml", "--intents", "greet name=Ada style=formal,bye", "--trace", local); code != 0 {
+	if _, errs, code := kitsokiRun(t, ctx, e.stories, "run", "hello/app.yaml", "--intents", "greet name=Ada style=formal,bye", "--trace", local, "--session", "can-1"); code != 0 {
 		t.Fatalf("local run: exit %d: %s", code, errs)
 	}
 	_, levs := readTrace(t, local)

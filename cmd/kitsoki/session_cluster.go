@@ -157,3 +157,19 @@ func keyOf(ref string) string {
 	}
 	return ""
 }
+
+// clusterDelete deletes a session on the cluster: its workflow (a running
+// one is terminated) and its history.
+func (c *sessionCmd) clusterDelete(cmd *cobra.Command, ref string) error {
+	ctx := cmd.Context()
+	cl, err := c.tf.dial(ctx, c.g.logger(cmd.ErrOrStderr()))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	if err := cl.Delete(ctx, ref); err != nil {
+		return exitWith(exitFailure, fmt.Errorf("kitsoki: %w", err))
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "kitsoki: deleted session %s on %s (namespace %s)\n", ref, cl.HostPort(), cl.Namespace())
+	return nil
+}

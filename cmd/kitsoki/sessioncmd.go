@@ -473,11 +473,14 @@ func (c *sessionCmd) showCmd() *cobra.Command {
 }
 
 func (c *sessionCmd) deleteCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "delete <KEY|ID>",
-		Short: "Delete a session: its journal, its index entry and its key",
+		Short: "Delete a session: its journal, its index entry and its key (on a cluster: its workflow and history)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if c.tf.addr != "" {
+				return c.clusterDelete(cmd, args[0])
+			}
 			svc, err := c.sessions(cmd)
 			if err != nil {
 				return err
@@ -494,6 +497,8 @@ func (c *sessionCmd) deleteCmd() *cobra.Command {
 			return nil
 		},
 	}
+	addTemporalFlags(cmd, &c.tf, false)
+	return cmd
 }
 
 func (c *sessionCmd) forkCmd() *cobra.Command {

@@ -223,4 +223,22 @@ func TestSessionAPIOnTheCluster(t *testing.T) {
 	if _, code := frame("session", "create", "app.yaml", "--key", "bot:cluster-1"); code != 1 {
 		t.Errorf("a second create with the key: exit %d", code)
 	}
+
+	// delete removes the workflow and its history (the server does it in
+	// the background): the session is then gone for every command.
+	cl := []string{"--temporal", server.Addr, "--task-queue", queue}
+	_, errs, code := kitsokiRun(t, ctx, story, append([]string{"session", "delete", "bot:cluster-1"}, cl...)...)
+	if want := "kitsoki: deleted session bot:cluster-1 on " + server.Addr + " (namespace default)\n"; code != 0 || errs != want {
+		t.Fatalf("delete: exit %d, stderr %q, want %q", code, errs, want)
+	}
+	for {
+		_, errs, code = kitsokiRun(t, ctx, story, append([]string{"session", "delete", "bot:cluster-1"}, cl...)...)
+		if code == 1 && strings.Contains(errs, "session bot:cluster-1: no such session") {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("a deleted session is still there: exit %d: %s", code, errs)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }

@@ -69,7 +69,11 @@ func (e clusterEnv) run(t *testing.T, ctx context.Context, args ...string) (stri
 // timesAside are the trace fields that read a clock: an event's ts and
 // an agent call's duration_ms.
 var timesAside = []cmp.Option{cmpopts.IgnoreFields(trace.Event{}, "TS"),
-	cmpopts.IgnoreMapEntries(func(k string, _ any) bool { return k == "duration_ms" })}
+	cmpopts.IgnoreMapEntries(func(k string, _ any) bool { return k == "duration_ms" }), sessionIDAside}
+
+// sessionIDAside leaves out world.session_id, which every story's world
+// has: a local run's is generated, a cluster session's is its key.
+var sessionIDAside = cmpopts.IgnoreMapEntries(func(k string, _ any) bool { return k == "session_id" })
 
 // readTrace reads a trace file: its header (written_at, story_path and
 // session_id aside) and its events (ts aside).
@@ -103,8 +107,7 @@ func TestRunOnClusterMatchesLocalRun(t *testing.T) {
 	e := newClusterEnv(t)
 	intents := "greet name=Ada style=formal,bye"
 	localTrace := filepath.Join(t.TempDir(), "local.jsonl")
-	// The same session id: it is in the world (world.session_id).
-	wantOut, wantErr, wantCode := kitsokiRun(t, ctx, e.stories, "run", "hello/app.yaml", "--intents", intents, "--trace", localTrace, "--session", "match-1")
+	wantOut, wantErr, wantCode := kitsokiRun(t, ctx, e.stories, "run", "hello/app.yaml", "--intents", intents, "--trace", localTrace)
 	if wantCode != 0 {
 		t.Fatalf("local run: exit %d\n%s", wantCode, wantErr)
 	}
@@ -289,14 +292,13 @@ func TestWorkerCassetteMatchesLocalRun(t *testing.T) {
 	}
 	e := newClusterEnv(t, "--cassette", cas)
 	intents := "greet name=Ada,greet name=Ada,bye"
+	localTrace := filepath.Join(t.TempDir(), "local.jsonl")
+	wantOut, wantErr, wantCode := kitsokiRun(t, ctx, e.stories, "run", "hello/app.yaml", "--cassette", cas, "--intents", intents, "--trace", localTrace)
+	if wantCode != 0 || !strings.Contains(wantErr, "on_error → lobby") {
+		t.Fatalf("local run: exit %d\n%s", wantCode, wantErr)
+	}
+	_, levs := readTrace(t, localTrace)
 	for _, id := range []string{"cas-1", "cas-2"} {
-		// A local run of the same session id: it is in the world.
-		localTrace := filepath.Join(t.TempDir(), "local-"+id+".jsonl")
-		wantOut, wantErr, wantCode := kitsokiRun(t, ctx, e.stories, "run", "hello/app.yaml", "--cassette", cas, "--intents", intents, "--trace", localTrace, "--session", id)
-		if wantCode != 0 || !strings.Contains(wantErr, "on_error → lobby") {
-			t.Fatalf("local run: exit %d\n%s", wantCode, wantErr)
-		}
-		_, levs := readTrace(t, localTrace)
 		out, errs, code := e.run(t, ctx, "run", "hello/app.yaml", "--intents", intents, "--session", id)
 		if code != 0 {
 			t.Fatalf("%s: exit %d\nstderr:\n%s", id, code, errs)
@@ -397,7 +399,7 @@ func TestTraceAcrossContinueAsNew(t *testing.T) {
 		t.Fatal(err)
 	}
 	local := filepath.Join(t.TempDir(), "local.jsonl")
-	if _, errs, code := kitsokiRun(t, ctx, e.stories, "run", "hello/app.yaml", "--intents", "greet name=Ada style=formal,bye", "--trace", local, "--session", "can-1"); code != 0 {
+	if _, errs, code := kitsokiRun(t, ctx, e.stories, "run", "hello/app.yaml", "--intents", "greet name=Ada style=formal,bye", "--trace", local); code != 0 {
 		t.Fatalf("local run: exit %d: %s", code, errs)
 	}
 	_, levs := readTrace(t, local)

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	"go.temporal.io/sdk/client"
 
 	"github.com/kitsoki/kitsoki/internal/load/story"
@@ -140,12 +139,7 @@ func TestKillAWorker(t *testing.T) {
 		if o.res.State != "finished" {
 			t.Errorf("session %d ended in %q, want finished", i, o.res.State)
 		}
-		// The worlds are equal but for each session's own id.
-		got := o.res.World.Map()
-		if got["session_id"] != o.runs.GetID() {
-			t.Errorf("session %d: world.session_id %v, want %s", i, got["session_id"], o.runs.GetID())
-		}
-		if d := cmp.Diff(localWorlds[i], got, cmpopts.IgnoreMapEntries(func(k string, _ any) bool { return k == "session_id" })); d != "" {
+		if d := cmp.Diff(localWorlds[i], o.res.World.Map(), sessionIDAside); d != "" {
 			t.Errorf("session %d: final world (-local +cluster):\n%s", i, d)
 		}
 		evs := queryTrace(t, ctx, c, o.runs.GetID())

@@ -71,14 +71,12 @@ func TestSayOnClusterMatchesLocalRun(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append(append([]string{"run", "say/app.yaml"}, says...), tc.flags...)
-			// The local run has the cluster session's id: it is in the
-			// world (world.session_id).
-			id := "say-" + strings.ReplaceAll(tc.name, " ", "-")
 			localTrace := filepath.Join(t.TempDir(), "local.jsonl")
-			wantOut, wantErr, wantCode := kitsokiRun(t, ctx, e.stories, append(args, "--trace", localTrace, "--session", id)...)
+			wantOut, wantErr, wantCode := kitsokiRun(t, ctx, e.stories, append(args, "--trace", localTrace)...)
 			if wantCode != tc.code || !strings.HasSuffix(wantOut, tc.lastLine) {
 				t.Fatalf("local run: exit %d (want %d)\nstdout:\n%s\nstderr:\n%s", wantCode, tc.code, wantOut, wantErr)
 			}
+			id := "say-" + strings.ReplaceAll(tc.name, " ", "-")
 			out, errs, code := e.run(t, ctx, append(args, "--session", id)...)
 			if code != wantCode {
 				t.Errorf("run --temporal: exit %d, local %d\nstderr:\n%s", code, wantCode, errs)

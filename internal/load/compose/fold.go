@@ -20,7 +20,11 @@ var (
 	worldKeyed = []string{"set", "increment", "bind", "unset", "append"}
 
 	// intentValued are the keys whose literal value names an intent.
-	intentValued = []string{"emit_intent", "default_intent", "intent", "plan_accept_intent", "plan_refine_intent", "room_chat"}
+	intentValued = []string{"emit_intent", "default_intent", "intent", "plan_accept_intent", "plan_refine_intent", "room_chat", "annotate_intent"}
+
+	// intentListed are the keys whose value is an intent name or a list
+	// of them (a room's menu:, an arm's or effect's emit:).
+	intentListed = []string{"menu", "emit"}
 
 	ifaceInvoke = regexp.MustCompile(`^iface\.([A-Za-z][A-Za-z0-9_]*)(\..*)?$`)
 )
@@ -187,6 +191,8 @@ func (f *folder) state(n *yaml.Node) *yaml.Node {
 			return k, f.rename(d, f.intent(d.Value))
 		case k.Value == "relevant_world" && d.Kind == yaml.SequenceNode:
 			return k, f.worldList(d)
+		case slices.Contains(intentListed, k.Value) && (d.Kind == yaml.SequenceNode || d.Kind == yaml.ScalarNode):
+			return k, f.shared(v, f.intentList)
 		case k.Value == "invoke" && d.Kind == yaml.ScalarNode:
 			if m := ifaceInvoke.FindStringSubmatch(d.Value); m != nil && f.im.Ifaces[m[1]] {
 				return k, f.rename(d, InterfaceNamespace+f.im.Key(m[1])+m[2])
@@ -225,6 +231,26 @@ func (f *folder) worldKeyed(key string, d *yaml.Node) *yaml.Node {
 		}
 	}
 	return d
+}
+
+// intentList renames an intent name, or a list of them, written
+// literally; a template is renamed where it is compiled.
+func (f *folder) intentList(d *yaml.Node) *yaml.Node {
+	one := func(x *yaml.Node) *yaml.Node {
+		if x.Kind != yaml.ScalarNode || templated(x.Value) {
+			return x
+		}
+		return f.rename(x, f.intent(x.Value))
+	}
+	if d.Kind == yaml.ScalarNode {
+		return one(d)
+	}
+	return f.items(d, func(it *yaml.Node) *yaml.Node {
+		if x := deref(it); x != nil {
+			return one(x)
+		}
+		return it
+	})
 }
 
 // worldList renames a list of world keys.

@@ -385,7 +385,7 @@ func (l *loader) findTemplate(name string, from tmplFile, sc tmplScope) (tmplFil
 		cands = []string{filepath.Join(sc.storyDir, filepath.FromSlash(strings.TrimPrefix(name, "@story/")))}
 	case sc.kind == promptTemplate && strings.HasPrefix(name, "@shared/"):
 		rest := filepath.FromSlash(strings.TrimPrefix(name, "@shared/"))
-		for _, d := range l.promptShared {
+		for _, d := range l.sharedDirs(sc.storyDir) {
 			cands = append(cands, filepath.Join(d, rest))
 		}
 		if len(cands) == 0 {

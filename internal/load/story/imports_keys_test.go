@@ -266,7 +266,7 @@ func indentYAML(s, pad string) string {
 // prompts.overlay is a warning (a run's overlay is the importer's).
 func TestImportRenamesIntentListsAndKeepsItsPromptsShared(t *testing.T) {
 	dir := testkit.Tree(t, map[string]string{
-		"app.yaml": "app: {id: p}\nprompts: {shared: [frag]}\nroot: main\nstates:\n  main: {}\nimports:\n  x: {source: ./child, entry: s}\n",
+		"app.yaml":     "app: {id: p}\nprompts: {shared: [frag]}\nroot: main\nstates:\n  main: {}\nimports:\n  x: {source: ./child, entry: s}\n",
 		"frag/tone.md": "the importer's tone",
 		"child/app.yaml": "app: {id: c}\nprompts: {shared: [frag], overlay: ov}\nhosts: [host.agent.ask]\nintents:\n  go: {}\n  tick: {}\n  note: {slots: {feedback: {type: string}}}\n" +
 			"root: s\nstates:\n  s:\n    menu: [go, tick]\n    view:\n      - media: {handle: h, kind: image, annotate_intent: note}\n" +

@@ -64,9 +64,9 @@ states:
 	withImport := strings.Replace(child, "  inner:\n    imports: {}\n", "", 1) +
 		"imports:\n  inner:\n    source: ./leaf\n    entry: l\n    exits:\n      out: {to: \"@exit:done\", set: {pr_url: \"x\", tries: 1}}\n      bare: {to: \"@exit:done\"}\n"
 	dir := testkit.Tree(t, map[string]string{
-		"child/app.yaml": withImport,
+		"child/app.yaml":      withImport,
 		"child/leaf/app.yaml": leaf,
-		"app.yaml": "app: {id: p}\nroot: main\nstates:\n  main: {}\n  out: {terminal: true}\nimports:\n  x:\n    source: ./child\n    entry: s\n    exits: {done: {to: out}}\n",
+		"app.yaml":            "app: {id: p}\nroot: main\nstates:\n  main: {}\n  out: {terminal: true}\nimports:\n  x:\n    source: ./child\n    entry: s\n    exits: {done: {to: out}}\n",
 	})
 	// On its own the story loads.
 	if st, err := Load(filepath.Join(dir, "child", "app.yaml"), WithLookupEnv(mapEnv(nil))); err != nil {

@@ -63,9 +63,10 @@ func TestKitsokiFlowKeyShapes(t *testing.T) {
 }
 
 // mode: is the execution mode the flow's session runs in: staged stops an
-// emit_intent chain at a decision gate, one_shot runs it through.
+// emit_intent chain at a decision gate, one_shot runs it through. An
+// input: turn is routed as typed text (input.yaml).
 func TestFlowExecMode(t *testing.T) {
-	for _, f := range []string{"staged.yaml", "one_shot.yaml"} {
+	for _, f := range []string{"staged.yaml", "one_shot.yaml", "input.yaml"} {
 		rep := runFixtures(t, "testdata/execmode/app.yaml", "testdata/execmode/flows/"+f)
 		if r := rep.Results[0]; !r.Passed {
 			t.Errorf("%s:\n%s", f, report(rep.Results, true))
@@ -101,6 +102,28 @@ func TestFlowEventsExact(t *testing.T) {
 			got := report(runFile(t, filepath.Join(dir, "f.yaml")), false)
 			if !strings.Contains(got, tt.want) || (tt.name == "pass") != strings.HasPrefix(got, "PASS") {
 				t.Errorf("report:\n%s\nwant it to hold %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// A stub's by_op and by_call entries answer with error: or infra_error:
+// in place of its data: the call fails, its on_error runs and last_error
+// holds the message.
+func TestFlowStubErrorsByOpAndCall(t *testing.T) {
+	app := mustAbs(t, shopApp)
+	for _, tt := range []struct{ name, stub, lastErr string }{
+		{"by_op error", "by_op: {charge: {error: declined}}", "declined"},
+		{"by_op infra_error", "by_op: {charge: {infra_error: bank is down}}", "bank is down"},
+		{"by_call error", "by_call: {charge: {error: card expired}}", "card expired"},
+		{"by_call infra_error", "by_call: {charge: {infra_error: timeout}}", "timeout"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := testkit.Tree(t, map[string]string{"f.yaml": "test_kind: flow\napp: " + app + "\nhost_handlers:\n  host.pay:\n    data: {receipt: ok}\n    " + tt.stub +
+				"\nturns:\n  - intent: {name: add}\n  - intent: {name: pay}\n    expect_state: cart\n    expect_world: {receipt: \"\", last_error: \"" + tt.lastErr + "\"}\n"})
+			res := runFile(t, filepath.Join(dir, "f.yaml"))
+			if !res[0].Passed {
+				t.Fatalf("report:\n%s", report(res, true))
 			}
 		})
 	}

@@ -72,6 +72,10 @@ states:
 	if st, err := Load(filepath.Join(dir, "child", "app.yaml"), WithLookupEnv(mapEnv(nil))); err != nil {
 		t.Errorf("the story on its own: %v", err)
 	} else {
+		// exits.<name>.description describes the exit's terminal state.
+		if x := st.States[ExitStatePrefix+"done"]; x == nil || !x.Terminal || x.Description != "Shipped." {
+			t.Errorf("exit state = %+v", x)
+		}
 		st.Close()
 	}
 	got := loadErr(t, filepath.Join(dir, "app.yaml"), nil)

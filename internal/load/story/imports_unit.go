@@ -43,6 +43,8 @@ func (l *loader) readUnit(abs string, stack []string) *unit {
 		if doc == nil {
 			continue
 		}
+		l.expandUnitPhases(f, doc, !f.phased)
+		f.phased = true
 		es, ok := l.entries(f, doc, "")
 		if !ok {
 			continue
@@ -162,6 +164,7 @@ func (l *loader) unitDoc(uf *unitFile) *yaml.Node {
 	}
 	parsed := uf.again.get()
 	uf.again = nil
+	l.expandUnitPhases(f, parsed, false)
 	doc := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 	n := len(l.diags)
 	es, _ := l.entries(f, parsed, "")

@@ -331,6 +331,7 @@ type loader struct {
 	deciderAgent  *nodeRef            // decider.agent, checked at finish (decider.go)
 
 	phases       *phaseState   // phase_templates:, phases:, checkpoint_intents: (phases.go)
+	phaseSink    *phaseYAML    // set while an imported file's phases are expanded (phases_unit.go)
 	menuRefs     []*nodeRef    // states' menu: entries, checked at finish (roomkeys.go)
 	annotateRefs []annotateRef // media elements' annotate_intent:, checked at finish
 

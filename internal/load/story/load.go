@@ -571,9 +571,19 @@ func yamlDiag(f *file, err error) Diagnostic {
 			// error's it counts from 1): the line meant is the next one.
 			line++
 		}
+		// An error at the end of the input is placed on the last line,
+		// not on the one after it.
+		line = min(line, lineCount(f.data))
 		return Diagnostic{Pos: Pos{File: f.rel, Line: line, Col: 1}, Message: "YAML syntax error: " + m[2]}
 	}
 	return Diagnostic{Pos: Pos{File: f.rel}, Message: "YAML syntax error: " + strings.TrimPrefix(msg, "yaml: ")}
+}
+
+// lineCount is how many lines YAML sees in data: \n, \r and \r\n each
+// end one.
+func lineCount(data []byte) int {
+	n := 1 + bytes.Count(data, []byte("\n")) + bytes.Count(data, []byte("\r"))
+	return n - bytes.Count(data, []byte("\r\n"))
 }
 
 var topKeys = &keySpec{

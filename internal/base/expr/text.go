@@ -138,7 +138,7 @@ func (inlineLoader) Abs(_, name string) string { return name }
 func (inlineLoader) Get(path string) (io.Reader, error) {
 	enc, ok := strings.CutPrefix(path, inlinePrefix)
 	if !ok {
-		return nil, errors.New("Usage of tag 'include' is not allowed")
+		return nil, fmt.Errorf("text templates cannot load %q: a story's template files are put together when it loads", path)
 	}
 	b, err := base64.RawURLEncoding.DecodeString(enc)
 	if err != nil {

@@ -170,12 +170,11 @@ func (f *folder) state(n *yaml.Node) *yaml.Node {
 		}
 		switch {
 		case (k.Value == "target" || k.Value == "on_error") && d.Kind == yaml.ScalarNode:
-			name, isExit := strings.CutPrefix(strings.TrimSpace(d.Value), "@exit:")
-			to, set := f.target(d, k.Value == "target")
+			to, set, name := f.targetKey(d, k.Value == "target")
 			if set != nil {
 				exitSet, exitAt = set, to
 			}
-			if isExit && k.Value == "target" && hasExit(f.im.ExitTo, name) {
+			if name != "" {
 				exit, exitTo = name, to
 			}
 			return k, to
@@ -223,6 +222,18 @@ func (f *folder) state(n *yaml.Node) *yaml.Node {
 		f.appendSet(out, exitSet, exitAt)
 	}
 	return out
+}
+
+// targetKey folds a target: or on_error: value (target), and names the
+// exit a target: into a mapped exit enters ("" otherwise), whose
+// requires: the transition is checked against.
+func (f *folder) targetKey(d *yaml.Node, isTarget bool) (*yaml.Node, *yaml.Node, string) {
+	name, isExit := strings.CutPrefix(strings.TrimSpace(d.Value), "@exit:")
+	to, set := f.target(d, isTarget)
+	if !isExit || !isTarget || !hasExit(f.im.ExitTo, name) {
+		name = ""
+	}
+	return to, set, name
 }
 
 // checkRequires reports the keys of exits.<exit>.requires that the

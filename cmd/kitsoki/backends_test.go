@@ -14,6 +14,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/load/project"
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
+	"github.com/kitsoki/kitsoki/internal/run/driver"
 	"github.com/kitsoki/kitsoki/internal/run/runtime"
 	"github.com/kitsoki/kitsoki/internal/testsupport/agentcli"
 	"github.com/kitsoki/kitsoki/internal/testsupport/fakeanthropic"
@@ -350,15 +351,13 @@ func TestLiveSwitchReachesTheNextCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errb bytes.Buffer
-	sess := rt.Session()
-	r := &runner{sess: sess, out: &out, errw: &errb, switches: &switchCommands{plan: plan, record: rt.Record}}
-	start, err := sess.Start(context.Background())
-	if err != nil {
-		t.Fatal(err)
+	sw := &switchCommands{plan: plan, record: rt.Record}
+	con := &driver.Console{D: localDriver(rt), Out: &out, Err: &errb, Extra: localCommands(nil, sw)}
+	if code, stop := con.Begin(context.Background()); stop {
+		t.Fatalf("the story stopped on entry: exit %d\n%s", code, errb.String())
 	}
-	r.report(start)
 	in := "greet name=Ada\nagain\n:model gpt-5-mini\ngreet name=Bob\nagain\n:provider none\ngreet name=Cy\nbye\n"
-	code := r.interactive(context.Background(), newLines(strings.NewReader(in)))
+	code := con.Prompt(context.Background(), driver.NewLines(strings.NewReader(in)))
 	rt.Close()
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())

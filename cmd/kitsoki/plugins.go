@@ -68,6 +68,16 @@ func (p *pluginRuntime) Close() error {
 	return p.ctl.Close()
 }
 
+// pluginCommandNames are the prompt's plugin commands.
+var pluginCommandNames = []string{":plugins", ":enable", ":disable", ":reload"}
+
+// Names, Help and Run make the plugin commands a driver.Commands.
+func (p *pluginRuntime) Names() []string { return pluginCommandNames }
+func (p *pluginRuntime) Help() string    { return pluginHelp }
+func (p *pluginRuntime) Run(ctx context.Context, line string, out, errw io.Writer) bool {
+	return p.command(ctx, line, out, errw)
+}
+
 // pluginHelp documents the prompt's plugin commands.
 const pluginHelp = `:plugins   agent plugins with tools      :enable <alias> / :disable <alias>
 :reload    re-read the story's plugins`

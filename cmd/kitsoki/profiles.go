@@ -1,7 +1,7 @@
 package main
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -12,6 +12,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/check/eval"
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
+	"github.com/kitsoki/kitsoki/internal/run/driver"
 	"github.com/kitsoki/kitsoki/internal/run/profiles"
 )
 
@@ -61,6 +62,16 @@ type switchCommands struct {
 	record func(trace.Payload) error // the run's trace (runtime.Record)
 }
 
+// switchCommandNames are the prompt's live switches.
+var switchCommandNames = []string{":provider", ":model", ":effort"}
+
+// Names, Help and Run make the switches a driver.Commands.
+func (s *switchCommands) Names() []string { return switchCommandNames }
+func (s *switchCommands) Help() string    { return switchHelp }
+func (s *switchCommands) Run(_ context.Context, line string, out, errw io.Writer) bool {
+	return s.command(line, out, errw)
+}
+
 // command runs a switch and reports whether line was one.
 func (s *switchCommands) command(line string, out, errw io.Writer) bool {
 	fields := strings.Fields(line)
@@ -92,16 +103,6 @@ func (s *switchCommands) command(line string, out, errw io.Writer) bool {
 	return true
 }
 
-// failCode is the exit code of a turn that failed with err: a spending
-// cap reached is an agent failure (4), anything else the run's (1).
-func failCode(err error) int {
-	var cap *agent.CostCapError
-	if errors.As(err, &cap) {
-		return exitAgent
-	}
-	return exitFailure
-}
-
 // evalPlan applies --profile, --agent and --max-cost to an eval run: the
 // .kitsoki.yaml profiles become candidates a matrix can name, a chosen
 // profile or agent replaces the matrix's candidates (its models as the
@@ -123,4 +124,11 @@ func (af agentFlags) evalPlan(g *globals, c *eval.Checked) (*agent.Budget, error
 		}
 	}
 	return budget, nil
+}
+
+// localCommands are the `:` commands of a run in this process beside the
+// shared ones, one set for the prompt, the terminal UI and (refused) the
+// cluster: the plugin commands, then the live agent switches.
+func localCommands(plugins *pluginRuntime, switches *switchCommands) driver.Commands {
+	return driver.Join(plugins, switches)
 }

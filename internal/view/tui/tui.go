@@ -105,13 +105,18 @@ type Config struct {
 	Clock clock.Clock
 	// Help is extra help text for `:help` (the driver's own commands).
 	Help string
-	// Commands are the driver's `:` commands, for completion.
+	// Commands are the driver's `:` commands, for completion; a `:` line
+	// that is none of them nor the UI's own is refused in place.
 	Commands []string
+	// QuitCode is Run's code when the person leaves (:quit, Ctrl-D on an
+	// empty line, a second Ctrl-C) before a terminal state: kitsoki run
+	// passes driver.ExitIncomplete, as its plain prompt exits then.
+	QuitCode int
 }
 
-// The UI's exit codes (Run's first result).
+// The UI's exit codes (Run's first result), besides Config.QuitCode.
 const (
-	ExitOK          = 0 // :quit, Ctrl-D, a second Ctrl-C, or a terminal state
+	ExitOK          = 0 // a terminal state
 	ExitInterrupted = 1 // the run's context ended (SIGINT, SIGTERM)
 )
 

@@ -186,7 +186,7 @@ func storyRef(storiesDir, path string, st *story.Story) (cluster.StoryRef, error
 	if err != nil {
 		return cluster.StoryRef{}, err
 	}
-	abs, err := filepath.Abs(path)
+	abs, err := filepath.Abs(story.RootFile(path)) // a story directory: its app.yaml
 	if err != nil {
 		return cluster.StoryRef{}, err
 	}

@@ -284,7 +284,6 @@ func runTutorialBlock(t *testing.T, where string, b *tutorialBlock, dir string, 
 			t.Fatalf("%s: exit=%q is not a number", where, s)
 		}
 	}
-	t.Logf("%s: exit %d\n%s", where, code, out.String())
 	if code != want {
 		t.Errorf("%s: exit %d, want %d\n%s\noutput:\n%s", where, code, want, b.body, out.String())
 	}

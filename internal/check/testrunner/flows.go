@@ -901,6 +901,7 @@ func isDir(p string) bool {
 // appPath), sorted by name, and parses them; appPath is the story of the
 // fixtures that name no app:.
 func LoadFixtures(appPath, glob string) ([]*Fixture, error) {
+	appPath = story.RootFile(appPath) // a story directory means its app.yaml
 	if glob == "" {
 		glob = DefaultFlowsGlob(appPath)
 	}

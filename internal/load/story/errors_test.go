@@ -251,7 +251,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name: "missing root file",
 			file: "errors/nope.yaml",
-			want: []string{`nope.yaml: cannot read story file: no such file or directory`},
+			want: []string{`testdata/errors/nope.yaml: cannot read story file: no such file or directory`},
 		},
 		{
 			name: "empty root file",

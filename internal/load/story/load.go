@@ -110,9 +110,29 @@ func WithFS(fsys fs.FS, dir string) Option {
 	return func(o *options) { o.fsys, o.fsDir = fsys, dir }
 }
 
-// Load reads the story whose root file is path, with its includes, checks
-// it, and compiles its guards, templates, prompt files and schemas. On
-// failure it returns a *LoadError listing every problem found.
+// RootFileName is the root file a story directory holds.
+const RootFileName = "app.yaml"
+
+// RootFile is the root file a story path names: the path itself, or, for
+// a directory, its app.yaml (as typed: dir/app.yaml). Every command that
+// takes a story path takes a story directory so.
+func RootFile(path string) string { return rootFile(path, workspace.Root{}) }
+
+func rootFile(path string, ws workspace.Root) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	if fi, err := ws.Stat(abs); err == nil && fi.IsDir() {
+		return filepath.Join(path, RootFileName)
+	}
+	return path
+}
+
+// Load reads the story whose root file is path (a story directory means
+// its app.yaml), with its includes, checks it, and compiles its guards,
+// templates, prompt files and schemas. On failure it returns a *LoadError
+// listing every problem found.
 func Load(path string, opts ...Option) (*Story, error) {
 	o := options{lookupEnv: os.LookupEnv}
 	for _, opt := range opts {
@@ -130,13 +150,19 @@ func Load(path string, opts ...Option) (*Story, error) {
 			return nil, &LoadError{Diagnostics: []Diagnostic{{Pos: Pos{File: filepath.Base(path)}, Message: err.Error()}}}
 		}
 	}
+	typed := path
+	path = rootFile(path, ws)
 	abs, err := filepath.Abs(path)
 	if err == nil {
 		_, err = ws.Stat(abs)
 	}
 	if err != nil {
-		return nil, &LoadError{Diagnostics: []Diagnostic{{Pos: Pos{File: filepath.Base(path)},
-			Message: fmt.Sprintf("cannot read story file: %v", unwrapPathErr(err))}}}
+		msg := fmt.Sprintf("cannot read story file: %v", unwrapPathErr(err))
+		if path != typed && errors.Is(err, fs.ErrNotExist) {
+			msg = fmt.Sprintf("%s is a directory without an %s: name the story's root file", typed, RootFileName)
+		}
+		// The path as typed: a base name alone does not say which file.
+		return nil, &LoadError{Diagnostics: []Diagnostic{{Pos: Pos{File: path}, Message: msg}}}
 	}
 	dir := filepath.Dir(abs)
 	if o.fsys == nil {

@@ -88,6 +88,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newVizCmd(g))
 	root.AddCommand(newSessionCmd(g))
 	root.AddCommand(newWorkerCmd(g))
+	root.AddCommand(newNewCmd(), newDocsCmd())
 	checkUsage(root)
 	return root
 }

@@ -6,7 +6,7 @@ BIN := bin/kitsoki
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/kitsoki/kitsoki/internal/base/version.stamped=$(VERSION)
 
-.PHONY: schemas all build demo test test-examples test-corpus test-viz-corpus setup-browser vet bench bench-targets evals clean fetch-llama-server fetch-models test-llama-real
+.PHONY: schemas all build demo test test-examples test-corpus test-viz-corpus setup-browser setup-tmux vet bench bench-targets evals clean fetch-llama-server fetch-models test-llama-real
 
 all: build
 
@@ -32,7 +32,7 @@ vet:
 		if [ -n "$$out" ]; then echo "gofmt: these files are not formatted (run gofmt -w):"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-test: vet setup-browser test-examples test-corpus test-viz-corpus
+test: vet setup-browser setup-tmux test-examples test-corpus test-viz-corpus
 	$(GO) test -race -count=1 ./...
 
 # Headless Chromium (Debian's package) for the browser tests of the HTML
@@ -40,6 +40,12 @@ test: vet setup-browser test-examples test-corpus test-viz-corpus
 # skip, except with CI=true, where they fail.
 setup-browser:
 	bash scripts/setup-browser.sh
+
+# tmux (Debian's package) for the terminal UI tests, which drive kitsoki
+# in a tmux pane at 80x24 and 200x50; a no-op when tmux is on PATH.
+# Without it those tests skip, except with CI=true, where they fail.
+setup-tmux:
+	bash scripts/setup-tmux.sh
 
 # kitsoki viz over every corpus story that loads: the Mermaid and the DOT
 # parse and an SVG renders (internal/view/viz TestCorpusStories). Skipped where

@@ -227,6 +227,7 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 	}
 	if tw != nil {
 		cfg.OnDispatch = tw.dispatched
+		cfg.Trace.Observer = tw.observer(nil)
 	}
 	as.configure(&cfg)
 	hc, err := openHTTPCassette(o, st, &cfg)

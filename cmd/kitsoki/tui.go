@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"sort"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/base/secret"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
 	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
 	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/view/tui"
 )
@@ -82,6 +84,33 @@ func (tw *tuiWiring) dispatched(c *host.Call) func() {
 	return func() { ui.Notify(tui.CallEnded{}) }
 }
 
+// observer hands the UI each free-text turn's route as the trace records
+// it (turn.routed), before the turn's result; next is the run's other
+// observer (OpenTelemetry), or nil.
+func (tw *tuiWiring) observer(next trace.Observer) trace.Observer {
+	return trace.ObserverFunc(func(ev *trace.Event, p trace.Payload) {
+		if next != nil {
+			next.Observe(ev, p)
+		}
+		ui := tw.ui.Load()
+		if ui == nil || ev.Kind != trace.KindTurnRouted {
+			return
+		}
+		var r trace.TurnRouted
+		switch x := p.(type) {
+		case trace.TurnRouted:
+			r = x
+		case *trace.TurnRouted:
+			r = *x
+		default:
+			if trace.Decode(ev, &r) != nil {
+				return
+			}
+		}
+		ui.Routed(tui.Route{Tier: r.Tier, Intent: r.Intent, Slots: r.Slots, Confidence: r.Confidence})
+	})
+}
+
 // ask is the operator: an agent's question is asked in the UI.
 func (tw *tuiWiring) ask(ctx context.Context, question string) (string, error) {
 	ui := tw.ui.Load()
@@ -106,7 +135,7 @@ func (tw *tuiWiring) run(ctx context.Context, r *runner, st *story.Story, storyP
 	}
 	d := &tuiDriver{r: r, buf: buf, start: start}
 	ui := tui.New(tui.Config{Driver: d, Mask: secret.New(st.Secrets).Text, History: hist, Help: pluginHelp,
-		Commands: []string{":world", ":plugins", ":enable", ":disable", ":reload"}})
+		Commands: []string{":world", ":plugins", ":enable", ":disable", ":reload"}, Title: st.App.Title})
 	tw.ui.Store(ui)
 	tw.out.set(ui.Writer(false))
 	tw.err.set(ui.Writer(true))
@@ -156,6 +185,36 @@ type tuiDriver struct {
 	r     *runner
 	buf   *lineBuf
 	start func(context.Context) (*orchestrator.Outcome, error)
+	// pending are the world edits made in the viewer since the last
+	// turn: the next turn applies them (Session.OverrideWorld).
+	pending map[string]any
+}
+
+// World is the world, with the edits the next turn applies.
+func (d *tuiDriver) World() map[string]any {
+	w := orchestrator.DeepCopy(d.r.sess.World()).(map[string]any)
+	for k, v := range d.pending {
+		w[k] = orchestrator.DeepCopy(v)
+	}
+	return w
+}
+
+// SetWorld sets a world key from the viewer. The value is checked as an
+// initial value is, and written (and traced, as a world.update) at the
+// start of the next turn, before its guards run: a session's world
+// changes only inside a turn, so the journal replays the edit where it
+// took effect.
+func (d *tuiDriver) SetWorld(key string, value any) (string, error) {
+	next := maps.Clone(d.pending)
+	if next == nil {
+		next = map[string]any{}
+	}
+	next[key] = value
+	if err := d.r.sess.OverrideWorld(next); err != nil {
+		return "", err
+	}
+	d.pending = next
+	return "world." + key + " is set when the next turn starts (before its guards run)", nil
 }
 
 func (d *tuiDriver) Start(ctx context.Context) tui.Result {
@@ -171,6 +230,9 @@ func (d *tuiDriver) Start(ctx context.Context) tui.Result {
 
 func (d *tuiDriver) Do(ctx context.Context, line string) tui.Result {
 	d.r.viewShown = false
+	if !strings.HasPrefix(line, ":") {
+		d.pending = nil // this turn applies them
+	}
 	switch {
 	case line == ":world":
 		b, _ := json.MarshalIndent(d.r.sess.World(), "", "  ")

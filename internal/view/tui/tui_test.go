@@ -278,12 +278,14 @@ func TestDoneAndFatalEndTheUI(t *testing.T) {
 			_, tm := newTest(t, d, Config{})
 			waitOut(t, tm, "[lobby]")
 			enter(tm, "bye")
-			if code := finalCode(t, tm); code != tc.code {
+			final := tm.FinalModel(t, waitEnd(t)...).(*Model)
+			if code := final.Code(); code != tc.code {
 				t.Errorf("exit code %d, want %d", code, tc.code)
 			}
-			out := readAll(t, tm)
-			if want := tc.res.Lines[0].Text; !strings.Contains(out, want) {
-				t.Errorf("output lacks %q:\n%s", want, out)
+			// The last lines are in the transcript Run prints when the
+			// alternate screen is gone.
+			if out, want := final.log.text(100), tc.res.Lines[0].Text; !strings.Contains(out, want) {
+				t.Errorf("transcript lacks %q:\n%s", want, out)
 			}
 		})
 	}
@@ -303,7 +305,7 @@ func TestCommands(t *testing.T) {
 	enter(tm, ":wrold")
 	waitOut(t, tm, "unknown command :wrold (did you mean :world?); :help lists the commands")
 	enter(tm, ":help")
-	waitOut(t, tm, "Tab completes intents and slot keys", ":world   the world")
+	waitOut(t, tm, "Tab        takes the faint suggestion", ":world   the world")
 	enter(tm, ":world")
 	waitOut(t, tm, "did :world")
 	enter(tm, ":quit")
@@ -405,7 +407,7 @@ func TestTabCompletion(t *testing.T) {
 		{"gre", "greet ", ""},
 		{"g", "gr", "greet  grow"},
 		{"b", "bye", ""},
-		{"greet ", "greet ", "name=  style="},
+		{"greet ", "greet name=", "name=  style="}, // the required slot first
 		{"greet na", "greet name=", ""},
 		{"greet name=Ada ", "greet name=Ada style=", ""},
 		{"greet name=Ada style=f", "greet name=Ada style=formal ", ""},

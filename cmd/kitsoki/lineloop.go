@@ -51,6 +51,13 @@ const promptHelp = `Type an intent and its slots: intent key=value key2="two wor
 :intents   what this state accepts     :world   the world as JSON
 :state     where the story is          :back    return to the previous room`
 
+// promptCommands are the `:` commands of a local run, at the plain prompt
+// and in the terminal UI alike (the UI adds nothing of its own but the
+// world viewer behind :world).
+func promptCommands() []string {
+	return []string{":help", ":intents", ":state", ":world", ":back", ":quit", ":plugins", ":enable", ":disable", ":reload"}
+}
+
 // promptLoop is the terminal loop: it shows where the story is and what
 // it accepts, and keeps going after rejections. The end of the input
 // (Ctrl-D) and :quit leave with exitIncomplete; an interrupt (the context

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/view/tui"
 )
 
 // scripted runs the lines of in as scripted input (scriptLoop).
@@ -85,9 +86,18 @@ func (r *runner) readWorld(context.Context) (map[string]any, error) { return r.s
 
 func (r *runner) help() string { return promptHelp + "\n:quit      leave\n" + pluginHelp }
 
-// command runs the prompt's plugin commands (:plugins, :enable, ...).
+// command runs the prompt's plugin commands (:plugins, :enable, ...) and
+// refuses any other `:word` in place, as the terminal UI does, instead
+// of routing it as free text.
 func (r *runner) command(ctx context.Context, line string) bool {
-	return r.plugins.command(ctx, line, r.out, r.errw)
+	if r.plugins.command(ctx, line, r.out, r.errw) {
+		return true
+	}
+	if !strings.HasPrefix(line, ":") {
+		return false
+	}
+	fmt.Fprintln(r.errw, "kitsoki:", tui.UnknownCommand(strings.Fields(line)[0], promptCommands()))
+	return true
 }
 
 // settle lets the background jobs still running finish (or park on a

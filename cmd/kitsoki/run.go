@@ -169,6 +169,9 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 	if err != nil {
 		return exitWith(exitUsage, err) // malformed, undeclared or mistyped --world value
 	}
+	if err := o.sf.offerResume(o, st, cmd.InOrStdin(), stderr); err != nil {
+		return exitWith(exitFailure, err)
+	}
 	plan, err := o.sf.plan(cmd.Context(), g, o, st, stderr)
 	if err != nil {
 		return err

@@ -145,12 +145,13 @@ func checkFrame(t *testing.T, rows []string, w, h int) {
 	}
 }
 
-// tuiEnv is the environment of a TUI test's kitsoki: its own state and
-// home directories, and a PATH without the Claude CLI, so free text the
+// tuiEnv is the environment of a TUI test's kitsoki: its own state,
+// home and sessions directories, and a PATH without the Claude CLI, so free text the
 // tiers cannot read fails its router call the same way on every machine.
 func tuiEnv(t *testing.T) []string {
 	dir := t.TempDir()
-	return []string{"XDG_STATE_HOME=" + dir, "HOME=" + dir, "PATH=" + t.TempDir() + ":/usr/bin:/bin", "TERM=xterm-256color"}
+	return []string{"XDG_STATE_HOME=" + dir, "HOME=" + dir, "PATH=" + t.TempDir() + ":/usr/bin:/bin", "TERM=xterm-256color",
+		"KITSOKI_SESSIONS_DIR=" + filepath.Join(dir, "sessions")}
 }
 
 // The banner names the story and the state and the keys, at both sizes;
@@ -189,7 +190,7 @@ func TestTUIInTmuxWrapsAndResizes(t *testing.T) {
 			checkWrapped(t, rows, msg, w2)
 			p.text(":quit")
 			p.keys("Enter")
-			p.waitFor("[exit 0]")
+			p.waitFor("[exit 6]")
 		})
 	}
 }
@@ -324,7 +325,7 @@ func TestTUIInTmuxBannerRouteAndGhost(t *testing.T) {
 			p.keys("Tab", "Enter")
 			p.waitFor("Hey Ada, good to see you!")
 			p.keys("C-d")
-			p.waitFor("[exit 0]")
+			p.waitFor("[exit 6]")
 		})
 	}
 }
@@ -373,6 +374,84 @@ func TestTUIInTmuxMenuAndWorld(t *testing.T) {
 			p.text("bye")
 			p.keys("Enter")
 			p.waitFor("[exit 0]", "Bye! 5 greeting(s) today.")
+		})
+	}
+}
+
+// The terminal UI and the plain prompt (--no-tui) take the same commands
+// the same way: :back returns to the previous room, an unknown :word is
+// refused with the closest command instead of being routed, and :quit
+// before a terminal state exits 6 in both.
+func TestTUIInTmuxSameCommandsAsThePrompt(t *testing.T) {
+	for _, mode := range []string{"tui", "no-tui"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			args := []string{"run", "--trace", filepath.Join(dir, "t.jsonl")}
+			if mode == "no-tui" {
+				args = append(args, "--no-tui")
+			}
+			p := newTmuxPane(t, dir, 80, 24, tuiEnv(t), append(args, testAbs(t, "../../stories/hello"))...)
+			p.waitFor("[lobby] Nobody is being greeted.")
+			p.text("greet name=Ada")
+			p.keys("Enter")
+			p.waitFor("Ada was greeted (casual).", "[greeted]")
+			p.text(":back")
+			p.keys("Enter")
+			// The room before greeted is greeting, shown as it stands.
+			p.waitFor("> :back", "[greeting] The greeter is composing a greeting.")
+			p.text(":wrold")
+			p.keys("Enter")
+			rows := p.waitFor("unknown command :wrold (did you mean :world?); :help lists the commands")
+			if all := strings.Join(rows, "\n"); strings.Contains(all, "ROUTER_FAILED") {
+				t.Errorf(":wrold was routed as free text:\n%s", all)
+			}
+			p.text(":quit")
+			p.keys("Enter")
+			p.waitFor("[exit 6]")
+		})
+	}
+}
+
+// A run on a terminal that finds an unfinished session of the story asks
+// whether to resume it: Enter resumes it where it stopped, n starts a new
+// one; the terminal UI and the plain prompt alike.
+func TestTUIInTmuxResumePrompt(t *testing.T) {
+	for _, mode := range []string{"tui", "no-tui"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			env := tuiEnv(t) // one sessions directory for the three runs
+			args := []string{"run"}
+			if mode == "no-tui" {
+				args = append(args, "--no-tui")
+			}
+			args = append(args, testAbs(t, "../../stories/hello"))
+			first := newTmuxPane(t, dir, 80, 24, env, args...)
+			first.waitFor("[lobby] Nobody is being greeted.")
+			first.text("greet name=Ada")
+			first.keys("Enter")
+			first.waitFor("Ada was greeted (casual).", "[greeted]")
+			first.text(":quit")
+			first.keys("Enter")
+			first.waitFor("[exit 6]")
+
+			again := newTmuxPane(t, dir, 80, 24, env, args...)
+			again.waitFor("of this story stopped in state", "Resume it? [Y/n]")
+			again.keys("Enter")
+			rows := again.waitFor("[greeted] Greeting delivered.")
+			if all := strings.Join(rows, "\n"); strings.Contains(all, "[lobby]") {
+				t.Errorf("the resumed session showed the lobby:\n%s", all)
+			}
+			again.text(":quit")
+			again.keys("Enter")
+			again.waitFor("[exit 6]")
+
+			fresh := newTmuxPane(t, dir, 80, 24, env, args...)
+			fresh.waitFor("Resume it? [Y/n]")
+			fresh.text("n")
+			fresh.keys("Enter")
+			fresh.waitFor("[lobby] Nobody is being greeted.", "Greeted so far: 0.")
+			fresh.keys("C-d")
+			fresh.waitFor("[exit 6]")
 		})
 	}
 }

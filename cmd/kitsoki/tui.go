@@ -135,7 +135,7 @@ func (tw *tuiWiring) run(ctx context.Context, r *runner, st *story.Story, storyP
 	}
 	d := &tuiDriver{r: r, buf: buf, start: start}
 	ui := tui.New(tui.Config{Driver: d, Mask: secret.New(st.Secrets).Text, History: hist, Help: pluginHelp,
-		Commands: []string{":world", ":plugins", ":enable", ":disable", ":reload"}, Title: st.App.Title})
+		Commands: promptCommands(), Title: st.App.Title})
 	tw.ui.Store(ui)
 	tw.out.set(ui.Writer(false))
 	tw.err.set(ui.Writer(true))
@@ -238,10 +238,15 @@ func (d *tuiDriver) Do(ctx context.Context, line string) tui.Result {
 		b, _ := json.MarshalIndent(d.r.sess.World(), "", "  ")
 		fmt.Fprintln(d.r.out, string(b))
 		return tui.Result{Lines: d.buf.take()}
-	case strings.HasPrefix(line, ":"):
-		if !d.r.plugins.command(ctx, line, d.r.out, d.r.errw) {
-			fmt.Fprintf(d.r.errw, "kitsoki: unknown command %s\n", line)
+	case line == ":back":
+		code, stop, err := d.r.back(ctx)
+		if err != nil {
+			fmt.Fprintln(d.r.errw, "kitsoki:", err)
+			return tui.Result{Lines: d.buf.take()}
 		}
+		return d.result(ctx, code, stop)
+	case strings.HasPrefix(line, ":"):
+		d.r.command(ctx, line)
 		return tui.Result{Lines: d.buf.take()}
 	}
 	code, stop := d.r.turn(ctx, line)

@@ -315,7 +315,7 @@ func (m *Model) quit() tea.Cmd {
 	if m.cancel != nil {
 		m.cancel()
 	}
-	m.code, m.quitting = ExitOK, true
+	m.code, m.quitting = ExitQuit, true
 	return tea.Quit
 }
 
@@ -406,6 +406,10 @@ func (m *Model) commands() []string {
 // has reports whether the driver offers a `:` command.
 func (m *Model) has(cmd string) bool { return slices.Contains(m.cfg.Commands, cmd) }
 
+// UnknownCommand is the refusal of a `:word` that is not a command, with
+// the closest of cmds: the terminal UI and the plain prompt say it alike.
+func UnknownCommand(word string, cmds []string) string { return unknownCommand(word, cmds) }
+
 func unknownCommand(word string, cmds []string) string {
 	msg := fmt.Sprintf("unknown command %s", word)
 	if s := closest(word, cmds); s != "" {
@@ -433,6 +437,9 @@ Space      ticks an item of a multi choice, on an empty line
 Esc        the menu: intents, world, reload, help, quit
 PgUp/PgDn  scroll the transcript
 Ctrl-C     cancels the running call; a second one in a row quits`
+	if m.has(":back") {
+		h += "\n:back      return to the previous room"
+	}
 	if m.cfg.Help != "" {
 		h += "\n" + m.cfg.Help
 	}

@@ -94,8 +94,11 @@ type Config struct {
 
 // The UI's exit codes (Run's first result).
 const (
-	ExitOK          = 0 // :quit, Ctrl-D, a second Ctrl-C, or a terminal state
+	ExitOK          = 0 // a terminal state was reached
 	ExitInterrupted = 1 // the run's context ended (SIGINT, SIGTERM)
+	// ExitQuit: :quit, Ctrl-D or a second Ctrl-C before a terminal
+	// state, the code of the plain prompt's input ending (kitsoki run's 6).
+	ExitQuit = 6
 )
 
 // ErrInterrupted is Run's error when the run's context ended the UI.

@@ -31,6 +31,8 @@ vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 		if [ -n "$$out" ]; then echo "gofmt: these files are not formatted (run gofmt -w):"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	@for m in . examples/gotest integration/temporal; do \
+		(cd $$m && $(GO) mod tidy -diff >/dev/null) || { echo "go.mod of $$m is not tidy: run (cd $$m && go mod tidy)"; exit 1; }; done
 
 test: vet setup-browser setup-tmux test-examples test-corpus test-viz-corpus
 	$(GO) test -race -count=1 ./...

@@ -404,7 +404,7 @@ func TestOpenErrors(t *testing.T) {
 		{"nil handler", deskApp, []kitsoki.Option{kitsoki.WithHandler("host.tickets.create", nil)},
 			`kitsoki.WithHandler("host.tickets.create"): the handler func is nil`},
 		{"undeclared world key", deskApp, []kitsoki.Option{kitsoki.WithWorld(map[string]any{"colour": "red"})},
-			`kitsoki.WithWorld: "colour" is not declared in world: of ` + abs + ` (declared: last_error, meta, priority, session_cost_usd, text, ticket, turn_cost_usd, write_mode_scope)`},
+			`kitsoki.WithWorld: "colour" is not declared in world: of ` + abs + ` (declared: last_error, meta, priority, session_cost_usd, session_id, text, ticket, turn_cost_usd, write_mode_scope)`},
 		{"mistyped world value", deskApp, []kitsoki.Option{kitsoki.WithWorld(map[string]any{"text": 3})},
 			`world key "text" is declared string; the initial value 3 is not a string`},
 		{"unknown root", deskApp, []kitsoki.Option{kitsoki.WithRoot("nowhere")},

@@ -14,6 +14,7 @@ import (
 	"github.com/kitsoki/kitsoki"
 	"github.com/kitsoki/kitsoki/internal/base/workspace"
 	"github.com/kitsoki/kitsoki/internal/hosts/ci"
+	"github.com/kitsoki/kitsoki/internal/hosts/gitwt"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
 	"github.com/kitsoki/kitsoki/internal/testsupport/corpus"
 	"github.com/kitsoki/kitsoki/internal/testsupport/gitfixture"
@@ -158,6 +159,15 @@ func TestBugfixStoryLive(t *testing.T) {
 	}
 	w := s.World()
 	workdir, branch := w["workdir"].(string), w["feature_branch"].(string)
+	// The story names the worktree and the branch after the ticket and
+	// the session (world.session_id, projected from WithSessionID).
+	if w["session_id"] != "live1" || w["workspace_id"] != "bf-BUG-1-live1" || branch != "fix/BUG-1-live1" || workdir != ".worktrees/bf-BUG-1-live1" {
+		t.Fatalf("per-session names: session_id %v, workspace_id %v, feature_branch %q, workdir %q; want live1, bf-BUG-1-live1, fix/BUG-1-live1, .worktrees/bf-BUG-1-live1",
+			w["session_id"], w["workspace_id"], branch, workdir)
+	}
+	if owner, err := os.ReadFile(filepath.Join(repo.Dir, filepath.FromSlash(gitwt.Owners), "bf-BUG-1-live1.json")); err != nil || !strings.Contains(string(owner), `"session":"live1"`) {
+		t.Errorf("the worktree's owner record = %s (%v), want session live1", owner, err)
+	}
 	wt := filepath.Join(repo.Dir, workdir)
 	if got := repo.Git("-C", wt, "branch", "--show-current"); got != branch {
 		t.Fatalf("the worktree %s is on %q, want the feature branch %q", workdir, got, branch)

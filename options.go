@@ -107,6 +107,12 @@ func WithCassette(path string) Option { return func(c *config) { c.cassette = pa
 // warning.
 func WithCassetteStrict() Option { return func(c *config) { c.cassetteStrict = true } }
 
+// WithCassetteLenient undoes WithCassetteStrict: an episode recorded for
+// a different request answers, with a warning in Outcome.Warnings (the
+// default of Open; kitsokitest.Replay is strict unless given this, as
+// kitsokitest.Lenient()).
+func WithCassetteLenient() Option { return func(c *config) { c.cassetteStrict = false } }
+
 // WithTraceFile writes the trace to a JSONL file at path (created with its
 // directories; it must not already hold a session) instead of memory.
 func WithTraceFile(path string) Option { return func(c *config) { c.traceFile = path } }

@@ -41,6 +41,7 @@ type Option func(*flowsConfig)
 type flowsConfig struct {
 	glob      string
 	strict    bool
+	lenient   bool
 	workspace string
 	logger    *slog.Logger
 }
@@ -53,6 +54,12 @@ func WithFlows(glob string) Option { return func(c *flowsConfig) { c.glob = glob
 // WithCassetteStrict makes every host_cassette refuse an episode recorded
 // for a different request, as `--cassette-strict` does.
 func WithCassetteStrict() Option { return func(c *flowsConfig) { c.strict = true } }
+
+// WithLenientCassette lets a flow's cassette (RunFlows) or a
+// CassetteAgent answer a request that differs from the one an episode was
+// recorded for (its request_hash) with a logged warning; without it such
+// a request fails the (sub)test.
+func WithLenientCassette() Option { return func(c *flowsConfig) { c.lenient = true } }
 
 // WithWorkspace sets the directory every file a story names must stay
 // inside, as `--workspace` does.
@@ -67,7 +74,9 @@ func WithLogger(l *slog.Logger) Option { return func(c *flowsConfig) { c.logger 
 // prefixed with where it failed ("turn 2 → greeted: expect_state: ..." or
 // "[session]: ..."); a fixture that cannot run (its story, or a cassette,
 // does not load) fails with the setup error `kitsoki test flows` exits 2
-// with. Cassette warnings and dropped host calls are logged.
+// with. A cassette episode answering a request other than the one it was
+// recorded for fails the subtest (WithLenientCassette logs it instead);
+// other cassette warnings and dropped host calls are logged.
 func RunFlows(t *testing.T, appPath string, opts ...Option) {
 	t.Helper()
 	var cfg flowsConfig
@@ -100,15 +109,19 @@ func RunFlows(t *testing.T, appPath string, opts ...Option) {
 			if e := rep.Results[0].SetupError; e != "" {
 				t.Fatalf("kitsoki test flows: %s", e)
 			}
-			report(t, rep.Results[0])
+			report(t, rep.Results[0], cfg.lenient)
 		})
 	}
 }
 
 // report turns one flow's result into the subtest's verdict.
-func report(t *testing.T, res *testrunner.FlowResult) {
+func report(t *testing.T, res *testrunner.FlowResult, lenient bool) {
 	t.Helper()
 	for _, w := range res.Warnings {
+		if !lenient && strings.Contains(w, "recorded for a different request") {
+			t.Errorf("%s\nkitsokitest.RunFlows fails a request that differs from its recording: record the cassette again, or pass kitsokitest.WithLenientCassette()", w)
+			continue
+		}
 		t.Logf("warning: %s", w)
 	}
 	if res.Skipped {
@@ -142,9 +155,16 @@ type Replayed struct {
 // starts at Epoch, and starts the session; opts come after those, so they
 // can bind an agent the cassette does not cover. A failure to open or
 // start fails the test; the session is closed when the test ends.
+//
+// The replay is strict (kitsoki.WithCassetteStrict): a request that
+// differs from the one an episode was recorded for (its request_hash) is
+// not answered from it, so the call misses and Step fails the test,
+// saying so. A test that means to replay changed requests passes
+// Lenient(): the episode answers and the outcome carries a warning.
 func Replay(t testing.TB, appPath, cassettePath string, opts ...kitsoki.Option) *Replayed {
 	t.Helper()
-	s, err := kitsoki.Open(appPath, append([]kitsoki.Option{kitsoki.WithCassette(cassettePath), kitsoki.WithStartTime(Epoch())}, opts...)...)
+	base := []kitsoki.Option{kitsoki.WithCassette(cassettePath), kitsoki.WithStartTime(Epoch()), kitsoki.WithCassetteStrict()}
+	s, err := kitsoki.Open(appPath, append(base, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +175,7 @@ func Replay(t testing.TB, appPath, cassettePath string, opts ...kitsoki.Option) 
 	})
 	out, err := s.Start(context.Background())
 	if err != nil {
-		t.Fatalf("kitsokitest.Replay: start: %v", err)
+		t.Fatalf("kitsokitest.Replay: start: %v%s", err, strictHint(err))
 	}
 	logWarnings(t, "start", out)
 	return &Replayed{Session: s, Start: out, t: t}
@@ -172,9 +192,23 @@ func (r *Replayed) Step(line string) *kitsoki.Outcome {
 		logWarnings(r.t, line, out)
 	}
 	if err != nil {
-		r.t.Fatalf("%q: %v", line, err)
+		r.t.Fatalf("%q: %v%s", line, err, strictHint(err))
 	}
 	return out
+}
+
+// Lenient lets Replay answer a request that differs from its recording
+// from the recorded episode, with a warning (logged by Step), instead of
+// failing the test.
+func Lenient() kitsoki.Option { return kitsoki.WithCassetteLenient() }
+
+// strictHint explains a miss the strict replay caused.
+func strictHint(err error) string {
+	var miss *kitsoki.ReplayMissError
+	if !errors.As(err, &miss) || !strings.Contains(miss.Error(), "recorded for a different request") {
+		return ""
+	}
+	return "\nkitsokitest.Replay refuses a request that differs from its recording: record the cassette again, or pass kitsokitest.Lenient() to replay it anyway"
 }
 
 func logWarnings(t testing.TB, what string, out *kitsoki.Outcome) {
@@ -191,9 +225,16 @@ func logWarnings(t testing.TB, what string, out *kitsoki.Outcome) {
 // to replay one agent while others, and the hosts, stay live or Go funcs.
 // Episode delays are instant. A call no episode matches fails as
 // transport_error, and fails the test when it ends; a cassette that does
-// not load fails the test at once.
-func CassetteAgent(t testing.TB, cassettePath, alias string) kitsoki.AgentFunc {
+// not load fails the test at once. An episode that answered a request
+// other than the one it was recorded for (its request_hash) fails the
+// test when it ends, unless opts hold WithLenientCassette (then it is
+// logged).
+func CassetteAgent(t testing.TB, cassettePath, alias string, opts ...Option) kitsoki.AgentFunc {
 	t.Helper()
+	var cfg flowsConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	c, err := replay.Load(cassettePath, cassette.WithClock(clock.NewFake(Epoch())))
 	if err != nil {
 		t.Fatal(err)
@@ -204,6 +245,10 @@ func CassetteAgent(t testing.TB, cassettePath, alias string) kitsoki.AgentFunc {
 			t.Errorf("kitsokitest.CassetteAgent(%q): cassette %s: %s", alias, cassettePath, m)
 		}
 		for _, w := range c.TakeWarnings() {
+			if !cfg.lenient && strings.Contains(w, "recorded for a different request") {
+				t.Errorf("kitsokitest.CassetteAgent(%q): %s\nkitsokitest.CassetteAgent fails a request that differs from its recording: record the cassette again, or pass kitsokitest.WithLenientCassette()", alias, w)
+				continue
+			}
 			t.Logf("kitsokitest.CassetteAgent(%q): warning: %s", alias, w)
 		}
 	})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -38,6 +39,14 @@ func TestHelper(t *testing.T) {
 		kitsokitest.RunFlows(t, helloApp, kitsokitest.WithFlows("testdata/setup/*.yaml"))
 	case "no-fixtures":
 		kitsokitest.RunFlows(t, helloApp, kitsokitest.WithFlows("testdata/none/*.yaml"))
+	case "cassette-agent-changed":
+		s := kitsokitest.Replay(t, helloApp, demoTape,
+			kitsoki.WithAgent("agent.demo", kitsokitest.CassetteAgent(t, changedTape(t), "agent.demo")))
+		s.Step("greet name=Ada style=formal")
+	case "changed-flow":
+		kitsokitest.RunFlows(t, helloApp, kitsokitest.WithFlows("testdata/changed/*.yaml"))
+	case "changed-request":
+		kitsokitest.Replay(t, helloApp, changedTape(t)).Step("greet name=Ada style=formal")
 	case "step-rejected":
 		kitsokitest.Replay(t, helloApp, demoTape).Step("bye")
 	case "cassette-agent-miss":
@@ -79,6 +88,20 @@ func TestRunFlowsFailureMessages(t *testing.T) {
 		}},
 		{"no-fixtures", []string{
 			`kitsoki test flows: no flow fixtures match "testdata/none/*.yaml"`,
+		}},
+		{"cassette-agent-changed", []string{
+			`kitsokitest.CassetteAgent("agent.demo"): cassette episode 1 "recorded_agent.demo_greeting" (agent.demo): recorded for a different request (hash 0000000000000000 ≠ 6def3da81df21156)`,
+			`kitsokitest.CassetteAgent fails a request that differs from its recording: record the cassette again, or pass kitsokitest.WithLenientCassette()`,
+		}},
+		{"changed-flow", []string{
+			"--- FAIL: TestHelper/greet ",
+			`cassette episode 1 "recorded_agent.demo_greeting" (agent.demo): recorded for a different request (hash 0000000000000000 ≠ 6def3da81df21156)`,
+			`kitsokitest.RunFlows fails a request that differs from its recording: record the cassette again, or pass kitsokitest.WithLenientCassette()`,
+		}},
+		{"changed-request", []string{
+			`"greet name=Ada style=formal": `,
+			`cassette episode 1 "recorded_agent.demo_greeting" (agent.demo): recorded for a different request (hash 0000000000000000 ≠ 6def3da81df21156)`,
+			`kitsokitest.Replay refuses a request that differs from its recording: record the cassette again, or pass kitsokitest.Lenient() to replay it anyway`,
 		}},
 		{"step-rejected", []string{
 			`"bye": GUARD_FAILED: no transition matched for intent "bye" in state "lobby"`,
@@ -150,4 +173,35 @@ func TestCassetteAgent(t *testing.T) {
 	if out.View != "Ada was greeted (formal)." {
 		t.Errorf("view = %q", out.View)
 	}
+}
+
+// changedTape is the demo cassette with its first episode's request_hash
+// changed: the story's first request now differs from the recording.
+func changedTape(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(demoTape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "demo.yaml")
+	if err := os.WriteFile(p, []byte(strings.Replace(string(b), "request_hash: 6def3da81df21156", "request_hash: 0000000000000000", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// With kitsokitest.Lenient() a changed request is answered from the
+// recording, and the outcome carries the warning.
+func TestReplayLenient(t *testing.T) {
+	s := kitsokitest.Replay(t, helloApp, changedTape(t), kitsokitest.Lenient())
+	out := s.Step("greet name=Ada style=formal")
+	if out.View != "Ada was greeted (formal)." || len(out.Warnings) != 1 || !strings.Contains(out.Warnings[0], "recorded for a different request") {
+		t.Errorf("view %q, warnings %q", out.View, out.Warnings)
+	}
+}
+
+// WithLenientCassette lets a flow replay a changed request; the warning
+// is logged.
+func TestRunFlowsLenient(t *testing.T) {
+	kitsokitest.RunFlows(t, helloApp, kitsokitest.WithFlows("testdata/changed/*.yaml"), kitsokitest.WithLenientCassette())
 }

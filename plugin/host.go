@@ -60,6 +60,11 @@ type HostOpInfo struct {
 	// ArgsSchema is a JSON Schema the op's args must satisfy; kitsoki
 	// validate checks a story's literal with: maps against it.
 	ArgsSchema json.RawMessage `json:"args_schema,omitempty"`
+	// ResultSchema is a JSON Schema of the data the op returns; kitsoki
+	// validate checks the story's bind: sources against its properties:
+	// a field it does not list is an error when the schema says
+	// "additionalProperties": false, else a warning.
+	ResultSchema json.RawMessage `json:"result_schema,omitempty"`
 }
 
 // HostDescribeResult is the answer to host.describe.
@@ -78,7 +83,11 @@ type HostOp struct {
 	// ArgsSchema, when set, is reported by host.describe (a JSON Schema
 	// object). ServeHost does not validate args against it itself.
 	ArgsSchema json.RawMessage
-	Run        HostFunc
+	// ResultSchema, when set, is reported by host.describe: a JSON Schema
+	// object of the data Run returns (its properties, and
+	// "additionalProperties": false when they are all).
+	ResultSchema json.RawMessage
+	Run          HostFunc
 }
 
 // ServeHost answers kitsoki's host.invoke and host.describe calls on
@@ -139,7 +148,7 @@ func (s *stdioServer) hostDescribe() *HostDescribeResult {
 	res := &HostDescribeResult{Ops: []HostOpInfo{}}
 	for _, name := range s.opNames() {
 		op := s.hostOps[name]
-		res.Ops = append(res.Ops, HostOpInfo{Name: name, Description: op.Description, ArgsSchema: op.ArgsSchema})
+		res.Ops = append(res.Ops, HostOpInfo{Name: name, Description: op.Description, ArgsSchema: op.ArgsSchema, ResultSchema: op.ResultSchema})
 	}
 	return res
 }

@@ -76,17 +76,9 @@ func WithStreamableHTTPOptions(opts ...server.StreamableHTTPOption) MCPOption {
 // and an Mcp-Session-Id the handler did not mint, or whose client deleted
 // it, 404 (kitsoki then initializes a new session).
 //
-// A tools/call of the tool that mcp-go would take as it is gets answered
-// by the handler itself, which decodes the request once and writes the
-// bytes mcp-go would write; every other request goes to mcp-go. With
-// WithStreamableHTTPOptions, every request goes to mcp-go.
+// Every request is answered by mcp-go's StreamableHTTPServer, behind the
+// body limit and session check of internal/base/mcpguard.
 func MCPHandler(a Agent, opts ...MCPOption) http.Handler {
-	return mcpHandler(a, true, opts...)
-}
-
-// mcpHandler is MCPHandler; fast=false sends every request through mcp-go
-// (the reference the fast path's output is compared with).
-func mcpHandler(a Agent, fast bool, opts ...MCPOption) http.Handler {
 	cfg := mcpConfig{tool: DefaultTool, name: "kitsoki-plugin", version: "1", path: "/mcp", maxBody: mcpguard.DefaultMaxBody}
 	for _, o := range opts {
 		o(&cfg)
@@ -101,13 +93,7 @@ func mcpHandler(a Agent, fast bool, opts ...MCPOption) http.Handler {
 	ids := mcpguard.NewSessions()
 	hopts = append(hopts, cfg.serverOpts...)
 	hopts = append(hopts, server.WithSessionIdManager(ids))
-	var h http.Handler = server.NewStreamableHTTPServer(srv, hopts...)
-	if fast && len(cfg.serverOpts) == 0 {
-		// With options of the caller's (a context func, hooks) every
-		// request goes through mcp-go, which applies them.
-		h = newFastCalls(h, a, cfg, ids)
-	}
-	return mcpguard.Guard(h, cfg.maxBody, ids)
+	return mcpguard.Guard(server.NewStreamableHTTPServer(srv, hopts...), cfg.maxBody, ids)
 }
 
 // askTool adapts an Agent to an MCP tool handler.

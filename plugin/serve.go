@@ -256,18 +256,10 @@ type request struct {
 	key     string
 }
 
-// parseRequest decodes line. A syntax error is returned; params of the
-// wrong shape are kept on the request, to be reported for agent.ask only.
-// The usual agent.ask line is decoded in one pass (parseRequestFast).
+// parseRequest decodes line, envelope and AskRequest params in one
+// json.Unmarshal. A syntax error is returned; params of the wrong shape
+// are kept on the request, to be reported for agent.ask only.
 func parseRequest(line []byte) (*request, error) {
-	if req, ok := parseRequestFast(line); ok {
-		return req, nil
-	}
-	return parseRequestStandard(line)
-}
-
-// parseRequestStandard is parseRequest with encoding/json alone.
-func parseRequestStandard(line []byte) (*request, error) {
 	var req request
 	err := json.Unmarshal(line, &req)
 	var typeErr *json.UnmarshalTypeError

@@ -88,6 +88,8 @@ func TestServeConnAnswers(t *testing.T) {
 	cases := []struct{ name, in, want string }{
 		{"result", ask("1", "hi <you>"), `{"jsonrpc":"2.0","id":1,"result":{"submission":"hi \u003cyou\u003e"}}`},
 		{"string id", ask(`"a"`, "x"), `{"jsonrpc":"2.0","id":"a","result":{"submission":"x"}}`},
+		{"id echoed as sent", ask(`"a\u0062"`, "x"), `{"jsonrpc":"2.0","id":"a\u0062","result":{"submission":"x"}}`},
+		{"numeric id echoed as sent", ask("1e3", "x"), `{"jsonrpc":"2.0","id":1e3,"result":{"submission":"x"}}`},
 		{"nil response", ask("2", "nil"), `{"jsonrpc":"2.0","id":2,"result":{}}`},
 		{"agent error", ask("3", "fail"), `{"jsonrpc":"2.0","id":3,"error":{"code":-32000,"message":"model unavailable"}}`},
 		{"plugin.Error", ask("4", "coded"), `{"jsonrpc":"2.0","id":4,"error":{"code":-32042,"message":"quota","data":{"retry_after":3}}}`},

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench-ratios.py FILE: the issues' ratios from a `make bench-targets` log.
+"""bench-ratios.py FILE: the ratio targets (issues 20 and 29) from a `make bench-targets` log.
 
 For each path with a ratio target, the median over the rounds of the
 path's median-ns/op divided by its floor's, and the ratio within each
@@ -10,9 +10,12 @@ import re
 import statistics
 import sys
 
-PAIRS = [  # path, floor, target
-    # issue 29: the floor renders and validates through the same libraries
-    ("BenchmarkDecideInProcess", "BenchmarkDecidePhysicalFloor", 2.5),
+PAIRS = [  # path, floor, target (None: reported, no target)
+    # Issue 29: the decide within 2.5x of its floor using the same
+    # libraries (encoding/json for the five lines, the schema library).
+    ("BenchmarkDecideInProcess", "BenchmarkDecideFloor", 2.5),
+    # Issue 20's floor, which encodes nothing: reported.
+    ("BenchmarkDecideInProcess", "BenchmarkDecidePhysicalFloor", None),
     ("BenchmarkSubprocessAsk", "BenchmarkSubprocessFloor", 2.0),
     ("BenchmarkMCPHTTPClientFloor", "BenchmarkHTTPRoundTrip", 2.5),
     ("BenchmarkMCPHTTPAsk", "BenchmarkHTTPRoundTrip", 5.0),
@@ -35,10 +38,10 @@ def main(path):
         pa, pb = runs[a], runs[b]
         per = [x / y for x, y in zip(pa, pb)]
         ratio = statistics.median(pa) / statistics.median(pb)
-        ok = "met" if ratio <= target else "NOT MET"
+        ok = "reported" if target is None else ("met" if ratio <= target else "NOT MET")
         print(f"{a} {statistics.median(pa)/1000:.1f} µs / {b} {statistics.median(pb)/1000:.1f} µs = "
               f"{ratio:.2f}x (per round median {statistics.median(per):.2f}x, "
-              f"{min(per):.2f}-{max(per):.2f}); target <= {target}x: {ok}")
+              f"{min(per):.2f}-{max(per):.2f}); " + (f"target <= {target}x: {ok}" if target else ok))
     return worst
 
 

@@ -19,17 +19,11 @@ FUZZMINIMIZE=${FUZZMINIMIZE:-2000x}
 TARGETS="
 FuzzLoad ./internal/load/story
 FuzzRead ./internal/observe/trace
-FuzzAppendJSONString ./internal/observe/trace
-FuzzFloat ./internal/observe/trace
 FuzzStream ./internal/agents/subprocess
 FuzzCassette ./internal/agents/cassette
 FuzzFlowFixture ./internal/check/testrunner
 FuzzHTTP ./internal/agents/toolserver
 FuzzServeConn ./plugin
-FuzzParseRequestFast ./plugin
-FuzzAskReplyFast ./internal/agents/subprocess
-FuzzValue ./internal/base/jsonwire
-FuzzDecode ./internal/base/schema
 FuzzCheckExpansion ./internal/base/yamlnode
 FuzzMaskEncoded ./internal/base/secret
 "

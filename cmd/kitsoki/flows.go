@@ -3,13 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kitsoki/kitsoki/internal/base/outfile"
 	"github.com/kitsoki/kitsoki/internal/check/testrunner"
 )
 
@@ -140,11 +140,11 @@ func writeFlowTraces(path string, rep *testrunner.Report) error {
 			ran = append(ran, res)
 		}
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := outfile.MkdirAll(filepath.Dir(path)); err != nil {
 		return err
 	}
 	if len(ran) == 1 {
-		return os.WriteFile(path, ran[0].Trace, 0o600)
+		return outfile.WriteFile(path, ran[0].Trace)
 	}
 	base := strings.TrimSuffix(path, ".jsonl")
 	for _, res := range ran {
@@ -154,7 +154,7 @@ func writeFlowTraces(path string, rep *testrunner.Report) error {
 				name += "." + n
 			}
 		}
-		if err := os.WriteFile(base+"."+name+".jsonl", res.Trace, 0o600); err != nil {
+		if err := outfile.WriteFile(base+"."+name+".jsonl", res.Trace); err != nil {
 			return err
 		}
 	}

@@ -51,7 +51,7 @@ func TestFlowsExitCodes(t *testing.T) {
 		{"fail fast", []string{"test", "flows", shopApp, "--flows", "../../internal/check/testrunner/testdata/shop/failing/*.yaml", "--fail-fast"}, 1,
 			[]string{"FAIL  events.yaml\n", "\nSummary: 0/1 flows pass\nFAIL\n"}, ""},
 		{"bad fixture", []string{"test", "flows", shopApp, "--flows", bad}, 2, nil,
-			`kitsoki test flows: ` + bad + `: line 2: turns[0]: unknown key "expect_stat"`},
+			`kitsoki test flows: ` + bad + `:2:23: turns[0].expect_stat: unknown key "expect_stat"`},
 		{"no fixtures", []string{"test", "flows", shopApp, "--flows", filepath.Join(dir, "none", "*.yaml")}, 2, nil,
 			"kitsoki test flows: no flow fixtures match"},
 		{"missing story", []string{"test", "flows", filepath.Join(dir, "nope.yaml")}, 2, nil, "nope.yaml: cannot read story file: no such file or directory"},

@@ -306,3 +306,27 @@ states:
 	syscall.Kill(pid, syscall.SIGKILL)
 	t.Errorf("grandchild %d still runs after kitsoki exited; stderr:\n%s", pid, stderr.String())
 }
+
+// Free text spliced into a shell-mode host.run command is data, never
+// shell syntax: each {{ }} is quoted for where it lands, so the command
+// prints the text four times and nothing else runs.
+func TestHostRunShellModeQuotesSplicedValues(t *testing.T) {
+	for _, say := range []string{
+		"hello; touch pwned",
+		`it's "quoted" $(touch pwned) ` + "`touch pwned`" + ` \ end`,
+		"two  spaces\ttab",
+	} {
+		ws := hostrunWorkspace(t)
+		code, out, errs := runCLI(t, "", "run", filepath.Join(ws, "app.yaml"), "--trace", filepath.Join(t.TempDir(), "t.jsonl"),
+			"--say", say)
+		if code != exitIncomplete { // the story stays in idle
+			t.Fatalf("--say %q: exit %d\nstdout:\n%s\nstderr:\n%s", say, code, out, errs)
+		}
+		if want := "out=[" + strings.Repeat("["+say+"]", 4) + "] code=0"; !strings.Contains(out, want) {
+			t.Errorf("--say %q: stdout lacks %q:\n%s", say, want, out)
+		}
+		if _, err := os.Stat(filepath.Join(ws, "pwned")); err == nil {
+			t.Errorf("--say %q ran an injected command: %s/pwned exists", say, ws)
+		}
+	}
+}

@@ -40,7 +40,7 @@ func TestWorldFlagTypes(t *testing.T) {
 		{"l=[1, 2]", ""},
 		{`l={"k": 1}`, `--world l={"k": 1}: world key "l" is declared list; "{\"k\": 1}" is not a JSON list`},
 		{"any=whatever", ""}, // declared without a type
-		{"colour=red", `--world colour=red: "colour" is not declared in world: (declared: any, b, e, f, l, last_error, n, o, s, session_cost_usd, turn_cost_usd, write_mode_scope)`},
+		{"colour=red", `--world colour=red: "colour" is not declared in world: (declared: any, b, e, f, l, last_error, n, o, s, session_cost_usd, session_id, turn_cost_usd, write_mode_scope)`},
 		{"n", `--world "n": write key=value`},
 	}
 	for _, tt := range tests {

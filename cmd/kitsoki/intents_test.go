@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -80,5 +81,25 @@ func TestIntentsSetupErrors(t *testing.T) {
 				t.Errorf("exit %d, stderr:\n%s\nwant %d and:\n%s", code, errs, tt.code, tt.want)
 			}
 		})
+	}
+}
+
+// A router that cannot be called fails every case, the ones that should
+// route nowhere included: a failed call is a miss, not a correct "none".
+func TestIntentsFailedRouterIsAMiss(t *testing.T) {
+	dir := t.TempDir()
+	b, err := os.ReadFile(routingStory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The router plugin is not there: every router call fails.
+	os.WriteFile(filepath.Join(dir, "app.yaml"), b, 0o600)
+	os.WriteFile(filepath.Join(dir, "d.yaml"), []byte("cases:\n  - {state: desk, say: \"sing me a song\", intent: none}\n"), 0o600)
+	code, out, errs := runCLI(t, "", "test", "intents", filepath.Join(dir, "app.yaml"), "--dataset", filepath.Join(dir, "d.yaml"))
+	if code != exitIntentsBelow {
+		t.Fatalf("exit %d, want %d\n%s\n%s", code, exitIntentsBelow, out, errs)
+	}
+	if !strings.Contains(out, `"sing me a song": the router failed: `) || !strings.Contains(out, "none         0/1      0.0%") {
+		t.Errorf("stdout:\n%s", out)
 	}
 }

@@ -340,7 +340,7 @@ states:
 		code int
 		last string // stderr's last line
 	}{
-		{[]string{"tick", "check"}, exitUsage, "kitsoki: resuming session " + id + `: input 2 is "check", but the session's turn 2 took "tick"; give the same inputs as the run that started it (the journal's are skipped), or start a new session`},
+		{[]string{"tick", "check"}, exitUsage, "kitsoki: resuming session " + id + `: input 2 is "check", but the session's turn 2 took "tick"; give the same inputs as the run that started it (the journal's are skipped), run them as new turns with --resume-inputs=new, or start a new session`},
 		{[]string{" tick ", "tick", "check"}, exitRejected, "kitsoki: stopped at --say 3: check"},
 	} {
 		args := []string{"run", app, "--sessions-dir", dir, "--continue"}

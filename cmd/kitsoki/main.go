@@ -89,6 +89,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newSessionCmd(g))
 	root.AddCommand(newWorkerCmd(g))
 	root.AddCommand(newNewCmd(), newDocsCmd())
+	root.AddCommand(newWebCmd(g))
 	checkUsage(root)
 	return root
 }

@@ -135,7 +135,7 @@ func TestInteractiveLoop(t *testing.T) {
 	}
 	for _, want := range []string{
 		"[lobby] Nobody is being greeted.",
-		"  greet name=<string> [style=casual|formal]  — Ask the greeter to greet someone.",
+		"  greet name=<string> [style=casual|formal]  — Greet: Ask the greeter to greet someone.",
 		`"greetings": 0`,
 		"Hey Ada, good to see you!",
 		"[greeted] Greeting delivered.",

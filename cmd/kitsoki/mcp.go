@@ -30,12 +30,19 @@ call and are refused here.
 --stdio speaks newline-delimited JSON-RPC on stdin/stdout; otherwise
 Streamable HTTP is served on --http (a loopback address, default
 127.0.0.1:0) and a bearer token is printed on stderr. An HTTP request body
-over --max-body-bytes is answered 413 without being read past the limit;
-an unknown or deleted Mcp-Session-Id is answered 404.`,
+over --max-body-bytes is answered 413 without being read past the limit,
+one still arriving after 10 seconds 408; a request without the token is
+answered 401 before its body is read, one addressed to a host other than
+loopback (DNS rebinding) 403; an unknown, deleted or expired Mcp-Session-Id
+is answered 404, and an initialize past --max-sessions live sessions 503
+(a session expires after --session-idle without a request).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.MaxBodyBytes <= 0 {
 				return usageErr(cmd, fmt.Sprintf("kitsoki mcp serve: --max-body-bytes %d: must be a positive number of bytes (default %d)", o.MaxBodyBytes, mcpguard.DefaultMaxBody))
+			}
+			if o.MaxSessions <= 0 || o.SessionIdle <= 0 {
+				return usageErr(cmd, fmt.Sprintf("kitsoki mcp serve: --max-sessions %d, --session-idle %s: both must be positive (defaults %d and %s)", o.MaxSessions, o.SessionIdle, mcpguard.DefaultMaxSessions, mcpguard.DefaultIdleTimeout))
 			}
 			logger := g.logger(cmd.ErrOrStderr())
 			o.Stdin, o.Stdout, o.Stderr, o.Logger = cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), logger
@@ -54,6 +61,8 @@ an unknown or deleted Mcp-Session-Id is answered 404.`,
 	f.StringVar(&o.Token, "token", "", "bearer token HTTP clients must send (default: random)")
 	f.StringVar(&o.Root, "root", "", "directory the tools may read (default: the working directory)")
 	f.Int64Var(&o.MaxBodyBytes, "max-body-bytes", mcpguard.DefaultMaxBody, "largest HTTP request body accepted, in bytes (larger: 413)")
+	f.IntVar(&o.MaxSessions, "max-sessions", mcpguard.DefaultMaxSessions, "most live MCP sessions over HTTP (more initialize requests: 503)")
+	f.DurationVar(&o.SessionIdle, "session-idle", mcpguard.DefaultIdleTimeout, "an MCP session over HTTP expires after this long without a request")
 	cmd.AddCommand(serve)
 	return cmd
 }

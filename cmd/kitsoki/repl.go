@@ -156,12 +156,24 @@ func describeState(out io.Writer, sty *story.Story, state string, allowed []stri
 			if len(slots) > 0 {
 				line += " " + strings.Join(slots, " ")
 			}
-			if def.Description != "" {
-				line += "  — " + def.Description
+			if h := menuHint(def); h != "" {
+				line += "  — " + h
 			}
 		}
 		fmt.Fprintln(out, line)
 	}
+}
+
+// menuHint is what a menu shows after an intent's name: its title:, its
+// description:, or both as "title: description".
+func menuHint(def *story.Intent) string {
+	switch {
+	case def.Title == "":
+		return def.Description
+	case def.Description == "":
+		return def.Title
+	}
+	return def.Title + ": " + def.Description
 }
 
 func orDefault(s, d string) string {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // counterStory keeps a counter as a string ("3"), increments it and sets
@@ -59,7 +60,7 @@ func TestResumeIncrementsAStringStoredCounterAsLive(t *testing.T) {
 			if code, _, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", id, "--intents", tt.first); code != exitIncomplete {
 				t.Fatalf("first run: exit %d, want %d\n%s", code, exitIncomplete, errs)
 			}
-			code, out, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", id, "--intents", inputs)
+			code, out, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", id, "--resume-inputs", "replay", "--intents", inputs)
 			if code != exitOK || !strings.Contains(errs, "kitsoki: resuming session "+id) {
 				t.Fatalf("resume: exit %d\n%s", code, errs)
 			}
@@ -67,9 +68,17 @@ func TestResumeIncrementsAStringStoredCounterAsLive(t *testing.T) {
 				t.Errorf("resumed output\n%s\nis not the end of the live run's\n%s", out, liveOut)
 			}
 			got := journalOf(t, filepath.Join(dir, id+".jsonl"))
-			if diff := cmp.Diff(live.World, got.World); diff != "" || got.State != live.State || got.Turn != live.Turn {
+			if got.World["session_id"] != id {
+				t.Errorf("the resumed session's session_id = %v, want %s", got.World["session_id"], id)
+			}
+			// The live run is another session, with its own session_id.
+			if diff := cmp.Diff(live.World, got.World, ignoreSessionID); diff != "" || got.State != live.State || got.Turn != live.Turn {
 				t.Errorf("resumed: state %q turn %d, live: %q %d; world (-live +resumed):\n%s", got.State, got.Turn, live.State, live.Turn, diff)
 			}
 		})
 	}
 }
+
+// ignoreSessionID leaves world.session_id out of a comparison of two
+// sessions' worlds.
+var ignoreSessionID = cmpopts.IgnoreMapEntries(func(k string, _ any) bool { return k == "session_id" })

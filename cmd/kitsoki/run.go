@@ -51,8 +51,10 @@ type runOpts struct {
 	// httpCassette serves host.starlark.run's HTTP (recorded with --record).
 	httpCassette string
 	// say are free-text lines to run instead of reading stdin (--say).
-	say     []string
-	routing routingFlags
+	say []string
+	// promptOverlay shadows the story's prompt files (--prompt-overlay).
+	promptOverlay string
+	routing       routingFlags
 	// noTUI keeps the line protocol on a terminal (--no-tui).
 	noTUI bool
 	// sf are the durable-session flags (session.go).
@@ -84,9 +86,12 @@ Every run is a durable session: every step is written to its journal, a
 JSONL trace (--trace, default <sessions dir>/<session>.jsonl; the sessions
 dir is --sessions-dir, $KITSOKI_SESSIONS_DIR or .kitsoki/sessions in the
 workspace). --continue resumes the story's latest unfinished session and
---session ID resumes that one (kitsoki session list shows them); given the
-same --intents/--say as the first run, a resume skips the inputs the
-journal already holds. A call failure that an on_error handles is
+--session ID resumes that one (kitsoki session list shows them). With
+--continue, --intents/--say replay the run from turn 1 (the inputs the
+journal holds are checked and skipped, so the same command finishes a
+stopped run); with --session ID they are new turns after the journal's
+last; --resume-inputs=new|replay picks either, and the run names on stderr
+the inputs it skips and the first it takes. A call failure that an on_error handles is
 printed on stderr as one line ("agent error: … — on_error → <state>").
 With --temporal HOST:PORT the session is a workflow on a Temporal cluster,
 its turns and calls taken by kitsoki worker processes: this process starts
@@ -130,6 +135,7 @@ Exit codes:
 	f.StringVar(&o.record, "record", "", "run the real agents and write every agent exchange and host call to this cassette")
 	f.StringVar(&o.httpCassette, "http-cassette", "", "serve host.starlark.run's HTTP from this cassette; with --record, fetch and record what it misses")
 	f.BoolVar(&o.strictPins, "strict-pins", false, "fail to load when a selection: pin's evidence is missing, stale or failing")
+	f.StringVar(&o.promptOverlay, "prompt-overlay", "", "a directory whose prompt files shadow the story's of the same name (over the story's prompts.overlay)")
 	addWorkspaceFlag(cmd, g)
 	f.StringVar(&o.controlMCP, "control-mcp", "", "serve MCP plugin controls (configuration surface) on this loopback address, e.g. 127.0.0.1:0")
 	addTemporalFlags(cmd, &o.tf, true)
@@ -146,6 +152,9 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 	sopts := g.storyOpts()
 	if o.cassette != "" { // the handlers the cassette answers are provided
 		sopts = append(sopts, story.WithReplayedHandlers(replay.HandlerNames(o.cassette)...))
+	}
+	if o.promptOverlay != "" {
+		sopts = append(sopts, story.WithPromptOverlay(o.promptOverlay))
 	}
 	st, err := story.Load(path, sopts...)
 	if err != nil {

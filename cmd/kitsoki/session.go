@@ -20,6 +20,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/run/runtime"
 	"github.com/kitsoki/kitsoki/internal/run/session"
+	"github.com/kitsoki/kitsoki/internal/view/traceview"
 )
 
 // sessionFlags are kitsoki run's durable-session flags.
@@ -29,6 +30,11 @@ type sessionFlags struct {
 	durability   string
 	sideEffects  string
 	fork         bool
+	// resumeInputs says what scripted inputs given to a resumed session
+	// are: new (turns after the journal's last) or replay (the whole run
+	// from turn 1, the journal's checked and skipped); "" picks replay for
+	// --continue and new for --session ID.
+	resumeInputs string
 }
 
 func addSessionFlags(cmd *cobra.Command, f *sessionFlags) {
@@ -37,6 +43,7 @@ func addSessionFlags(cmd *cobra.Command, f *sessionFlags) {
 	fl.StringVar(&f.dir, "sessions-dir", "", "where sessions are kept (default $"+session.EnvDir+", else .kitsoki/sessions in the workspace)")
 	fl.StringVar(&f.durability, "durability", "machine", "machine: fsync at each turn's end, survives a power cut; process: no fsync, survives a killed process")
 	fl.StringVar(&f.sideEffects, "resume-side-effects", "", "resuming, for an external_side_effect call in flight at the crash: retry (issue it again) or skip (go on without it); default: stop")
+	fl.StringVar(&f.resumeInputs, "resume-inputs", "", "resuming with --intents, --say or stdin lines: new (they are turns after the journal's last) or replay (they are the run from turn 1; those the journal holds are checked and skipped); default: replay with --continue, new with --session ID")
 	fl.BoolVar(&f.fork, "fork", false, "resuming into a changed story that decides differently: start a new session from the last turn that matched")
 }
 
@@ -58,9 +65,16 @@ type sessionPlan struct {
 	store  session.Store
 	meta   session.Meta
 	resume *runtime.Resume
-	// skip is how many inputs of a scripted run the journal already
-	// holds; skipped counts those skipped so far.
+	// replay says the scripted inputs replay the run from turn 1 (else
+	// they are new turns); skip is how many of them the journal already
+	// holds (0 when they are new), skipped counts those skipped so far,
+	// and after is the journal's last turn.
+	replay        bool
 	skip, skipped int
+	after         int
+	// explained says the rule was printed (at the first scripted input);
+	// announced says the first input taken was named.
+	explained, announced bool
 	// check reports the inputs skipped that differ from the journal's.
 	inputs map[int64]session.Input
 }
@@ -83,6 +97,11 @@ func (f *sessionFlags) plan(ctx context.Context, g *globals, o *runOpts, st *sto
 	}
 	if f.resumeLatest && o.session != "" {
 		return nil, exitWith(exitUsage, errors.New("--continue picks the latest unfinished session; give it or --session ID, not both"))
+	}
+	switch f.resumeInputs {
+	case "", "new", "replay":
+	default:
+		return nil, exitWith(exitUsage, fmt.Errorf("--resume-inputs %q: want new (the inputs are turns after the journal's last) or replay (they are the run from turn 1, the journal's skipped)", f.resumeInputs))
 	}
 	var m session.Meta
 	found := false
@@ -118,6 +137,13 @@ func (f *sessionFlags) plan(ctx context.Context, g *globals, o *runOpts, st *sto
 	if o.trace != "" && absPath(o.trace) != m.Trace {
 		return nil, exitWith(exitUsage, fmt.Errorf("session %s keeps its journal at %s; drop --trace to resume it", m.ID, m.Trace))
 	}
+	named := ""
+	if o.trace != "" {
+		named = absPath(o.trace)
+	}
+	if _, err := store.Journal(m, named); err != nil {
+		return nil, exitWith(exitFailure, err)
+	}
 	if m.Story != st.File {
 		return nil, exitWith(exitFailure, fmt.Errorf("session %s runs %s, not %s: resume it with that story (or fork it)", m.ID, m.Story, st.File))
 	}
@@ -148,12 +174,16 @@ func (f *sessionFlags) plan(ctx context.Context, g *globals, o *runOpts, st *sto
 	p.meta = m
 	p.resume = &runtime.Resume{Journal: j, SideEffects: policy}
 	p.inputs = j.Inputs
-	p.skip = int(j.Turn)
+	p.after = int(j.Turn)
 	if j.Partial != nil {
-		p.skip = int(j.Partial.Turn)
+		p.after = int(j.Partial.Turn)
 	}
 	if !j.Started {
-		p.skip = 0
+		p.after = 0
+	}
+	p.replay = f.resumeInputs == "replay" || (f.resumeInputs == "" && f.resumeLatest)
+	if p.replay {
+		p.skip = p.after
 	}
 	return p, nil
 }
@@ -299,6 +329,7 @@ func (p *sessionPlan) start(ctx context.Context, sess *orchestrator.Session, sin
 	default:
 		fmt.Fprintf(stderr, "kitsoki: resuming session %s after turn %d in state %q (trace %s)\n", p.meta.ID, j.Turn, j.State, p.meta.Trace)
 	}
+
 	out, err := session.Resume(ctx, sess, sink, j)
 	if err != nil || out != nil {
 		return out, err
@@ -315,16 +346,39 @@ func (p *sessionPlan) start(ctx context.Context, sess *orchestrator.Session, sin
 // line that differs from the journal's stops the run (exit 2).
 func (r *runner) skipInput(_ context.Context, line string) (bool, int) {
 	p := r.resume
-	if p == nil || p.skipped >= p.skip {
+	if p == nil || p.after == 0 {
+		return false, exitOK // no turn taken yet: both rules take every input
+	}
+	if !p.explained {
+		p.explained = true
+		p.explain(r.errw)
+	}
+	if p.skipped >= p.skip {
+		if !p.announced {
+			p.announced = true
+			fmt.Fprintf(r.errw, "kitsoki: resuming session %s: taking input %d %q as turn %d\n", p.meta.ID, p.skipped+1, line, p.after+1)
+		}
 		return false, exitOK
 	}
 	p.skipped++
 	if in, ok := p.inputs[int64(p.skipped)]; ok && in.Text != line {
-		fmt.Fprintf(r.errw, "kitsoki: resuming session %s: input %d is %q, but the session's turn %d took %q; give the same inputs as the run that started it (the journal's are skipped), or start a new session\n",
+		fmt.Fprintf(r.errw, "kitsoki: resuming session %s: input %d is %q, but the session's turn %d took %q; give the same inputs as the run that started it (the journal's are skipped), run them as new turns with --resume-inputs=new, or start a new session\n",
 			p.meta.ID, p.skipped, line, p.skipped, in.Text)
 		return true, exitUsage
 	}
+	fmt.Fprintf(r.errw, "kitsoki: resuming session %s: skipping input %d %q: the journal's turn %d took it\n", p.meta.ID, p.skipped, line, p.skipped)
 	return true, exitOK
+}
+
+// explain says what the scripted inputs of a resume are: the run replayed
+// from turn 1 (the journal's skipped) or new turns after the journal's.
+func (p *sessionPlan) explain(w io.Writer) {
+	switch {
+	case !p.replay:
+		fmt.Fprintf(w, "kitsoki: resuming session %s: the inputs given are new turns after the journal's turn %d (--resume-inputs=replay would take them as the run from turn 1)\n", p.meta.ID, p.after)
+	default:
+		fmt.Fprintf(w, "kitsoki: resuming session %s: the inputs given replay the run from turn 1: inputs 1 to %d are the journal's turns and are skipped, each checked against it (--resume-inputs=new would run them as new turns)\n", p.meta.ID, p.skip)
+	}
 }
 
 func newSessionCmd(g *globals) *cobra.Command {
@@ -402,7 +456,9 @@ HOST:PORT, list, show and trace read the sessions on a Temporal cluster
 				return exitWith(exitFailure, err)
 			}
 			out := map[string]any{"session": m}
-			if j, err := session.Load(m.Trace); err == nil {
+			if _, err := s.Journal(m, ""); err != nil {
+				out["journal_error"] = err.Error()
+			} else if j, err := session.Load(m.Trace); err == nil {
 				st := map[string]any{"state": j.State, "turn": j.Turn, "world": j.World, "finished": j.Done}
 				if j.Partial != nil {
 					st["unfinished_turn"] = map[string]any{"turn": j.Partial.Turn, "input": j.Partial.Input.Text, "calls": j.Partial.Calls}
@@ -428,8 +484,13 @@ HOST:PORT, list, show and trace read the sessions on a Temporal cluster
 			if err != nil {
 				return err
 			}
-			if err := s.Delete(args[0]); err != nil {
+			kept, err := s.Delete(args[0])
+			if err != nil {
 				return exitWith(exitFailure, err)
+			}
+			if kept != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "kitsoki: deleted session %s's index entry; its journal %s is outside the sessions directory %s and was left in place\n", args[0], kept, s.Dir)
+				return nil
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "kitsoki: deleted session %s\n", args[0])
 			return nil
@@ -454,6 +515,9 @@ kitsoki run <its story> --session <new id>. The id goes to stdout.`,
 			}
 			m, err := s.Get(args[0])
 			if err != nil {
+				return exitWith(exitFailure, err)
+			}
+			if _, err := s.Journal(m, ""); err != nil {
 				return exitWith(exitFailure, err)
 			}
 			fm, _, err := forkSession(s, m, at, nil)
@@ -497,6 +561,26 @@ func storyName(m session.Meta) string {
 	return filepath.Base(m.Story)
 }
 
+// runStatus says whether a session finished, runs, exited or was
+// interrupted: finished from the journal; running while a writer holds
+// its lock; interrupted when a turn did not finish, or when the journal
+// grew past the size its index entry recorded when the run ended
+// (indexed: the entry as written, nil for a trace given as a file); else
+// exited.
+func runStatus(path string, j *session.Journal, indexed *session.Meta) string {
+	switch {
+	case j.Done:
+		return "finished"
+	case traceview.WriterActive(path):
+		return "running"
+	case j.Partial != nil:
+		return "interrupted"
+	case indexed != nil && indexed.TraceBytes != j.Size:
+		return "interrupted"
+	}
+	return "exited"
+}
+
 // newTraceStatusCmd is kitsoki trace status: one line per session.
 func newTraceStatusCmd() *cobra.Command {
 	g := &globals{}
@@ -508,22 +592,25 @@ func newTraceStatusCmd() *cobra.Command {
 $KITSOKI_SESSIONS_DIR, else .kitsoki/sessions in the workspace), or of the
 trace files given: id, state, turn, whether it finished, cost, idle time
 (since its last event) and its last error. A trace that cannot be read
-gets a line saying why; the exit code is then 1.`,
+gets a line saying why; the exit code is then 1.
+
+Whether it finished is one of: finished (a terminal state or exit was
+reached), running (a process holds the journal's writer lock), exited (its
+process ended without a terminal state, as when the input ran out), or
+interrupted (its process died: a turn did not finish, or the journal grew
+after the index entry was last written and nobody holds it).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			now := time.Now()
 			w := cmd.OutOrStdout()
 			bad := false
-			line := func(id string, j *session.Journal, err error) {
+			line := func(id, path string, j *session.Journal, indexed *session.Meta, err error) {
 				if err != nil {
 					bad = true
 					fmt.Fprintf(w, "%s\tunreadable: %v\n", id, err)
 					return
 				}
 				m := j.Describe(session.Meta{ID: id})
-				fin := "running"
-				if m.Finished {
-					fin = "finished"
-				}
+				fin := runStatus(path, j, indexed)
 				idle := "-"
 				if !m.Updated.IsZero() {
 					idle = now.Sub(m.Updated).Round(time.Second).String()
@@ -537,7 +624,7 @@ gets a line saying why; the exit code is then 1.`,
 					if err == nil && j.Header.SessionID != "" {
 						id = j.Header.SessionID
 					}
-					line(id, j, err)
+					line(id, p, j, nil, err)
 				}
 			} else {
 				s := session.Store{Dir: dir}
@@ -556,8 +643,17 @@ gets a line saying why; the exit code is then 1.`,
 					fmt.Fprintf(cmd.ErrOrStderr(), "kitsoki: no sessions in %s\n", s.Dir)
 				}
 				for _, m := range all {
+					if _, err := s.Journal(m, ""); err != nil {
+						line(m.ID, m.Trace, nil, nil, err)
+						continue
+					}
+					indexed, err := s.Entry(m.ID)
+					if err != nil {
+						line(m.ID, m.Trace, nil, nil, err)
+						continue
+					}
 					j, err := session.Load(m.Trace)
-					line(m.ID, j, err)
+					line(m.ID, m.Trace, j, &indexed, err)
 				}
 			}
 			if bad {

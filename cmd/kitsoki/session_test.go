@@ -140,7 +140,7 @@ func TestResumeScriptedRefusesOtherInputs(t *testing.T) {
 	}
 	m := onlySession(t, dir)
 	code, _, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--continue", "--intents", "tick,stop,tick")
-	want := "kitsoki: resuming session " + m.ID + `: input 2 is "stop", but the session's turn 2 took "tick"; give the same inputs as the run that started it (the journal's are skipped), or start a new session`
+	want := "kitsoki: resuming session " + m.ID + `: input 2 is "stop", but the session's turn 2 took "tick"; give the same inputs as the run that started it (the journal's are skipped), run them as new turns with --resume-inputs=new, or start a new session`
 	if code != exitUsage || !strings.Contains(errs, want) {
 		t.Errorf("exit %d, stderr:\n%s\nwant exit 2 and %q", code, errs, want)
 	}
@@ -361,7 +361,7 @@ func TestResumeDetectsChangedStory(t *testing.T) {
 	if err := os.WriteFile(app, append(b, "# a comment\n"...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", m.ID, "--intents", "tick,tick,tick,tick,tick")
+	code, _, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", m.ID, "--resume-inputs", "replay", "--intents", "tick,tick,tick,tick,tick")
 	if code != exitIncomplete || !strings.Contains(errs, "the story changed since session "+m.ID+" started; its 4 finished turn(s) replay with the same decisions") {
 		t.Fatalf("an unchanged decision: exit %d\n%s", code, errs)
 	}
@@ -370,12 +370,12 @@ func TestResumeDetectsChangedStory(t *testing.T) {
 	if err := os.WriteFile(app, []byte(changed), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errs = runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", m.ID, "--intents", "tick,tick,tick,tick,tick,tick")
+	code, _, errs = runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", m.ID, "--resume-inputs", "replay", "--intents", "tick,tick,tick,tick,tick,tick")
 	want := "session " + m.ID + ": the story changed and decides differently: turn 3 in idle: the journal took arm 0 → busy, the story now takes arm 1 → idle; pass --fork to start a new session from turn 2, the last that matched\n"
 	if code != exitFailure || errs != want {
 		t.Fatalf("exit %d, stderr:\n%s\nwant exit 1 and:\n%s", code, errs, want)
 	}
-	code, _, errs = runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", m.ID, "--fork", "--intents", "tick,tick,tick,tick")
+	code, _, errs = runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", m.ID, "--resume-inputs", "replay", "--fork", "--intents", "tick,tick,tick,tick")
 	if code != exitIncomplete || !strings.Contains(errs, "forked session ") || !strings.Contains(errs, " from turn 2 of "+m.ID) {
 		t.Fatalf("--fork: exit %d\n%s", code, errs)
 	}
@@ -424,8 +424,9 @@ func TestSessionForkAtTurn(t *testing.T) {
 	if j.Turn != 1 || j.World["n"] != int64(1) || j.State != "idle" || j.Header.ForkedFrom != m.ID || j.Header.ForkedAtTurn != 1 {
 		t.Errorf("fork at turn 1: turn %d n %v state %q header %+v", j.Turn, j.World["n"], j.State, j.Header)
 	}
-	// the fork runs on from turn 1: three ticks reach busy with n = 4
-	code, _, errs = runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", id, "--intents", "tick,tick,tick,tick,stop")
+	// the fork runs on from turn 1: its inputs are new turns, three ticks
+	// reach busy with n = 4
+	code, _, errs = runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", id, "--intents", "tick,tick,tick,stop")
 	if code != exitOK {
 		t.Fatalf("resume the fork: exit %d\n%s", code, errs)
 	}
@@ -462,6 +463,68 @@ func TestSessionForkAtTurn(t *testing.T) {
 	code, _, errs = runCLI(t, "", "session", "show", m.ID, "--sessions-dir", dir)
 	if code != exitFailure || !strings.Contains(errs, "session "+m.ID+": no such session in "+dir) {
 		t.Errorf("show a deleted session: exit %d\n%s", code, errs)
+	}
+}
+
+// A fork resumed with inputs runs them all as new turns after the fork's
+// last turn, and says so; --resume-inputs=replay takes them as the run
+// from turn 1 and names each it skips. (Before, the first two inputs were
+// skipped silently because the fork's journal held two turns.)
+func TestForkResumedWithNewInputsRunsThem(t *testing.T) {
+	app := loopStory(t, "")
+	dir := t.TempDir()
+	if code, _, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--intents", "tick,tick,tick"); code != exitIncomplete {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	m := onlySession(t, dir)
+	code, out, errs := runCLI(t, "", "session", "fork", m.ID, "--at-turn", "2", "--sessions-dir", dir)
+	if code != exitOK {
+		t.Fatalf("fork: exit %d\n%s", code, errs)
+	}
+	fork := strings.TrimSpace(out)
+	// turns 3 and 4 tick (n 2 → 4, busy), turn 5 stops
+	code, _, errs = runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", fork, "--intents", "tick,tick,stop")
+	if code != exitOK {
+		t.Fatalf("resume the fork: exit %d\n%s", code, errs)
+	}
+	for _, want := range []string{
+		"kitsoki: resuming session " + fork + ": the inputs given are new turns after the journal's turn 2 (--resume-inputs=replay would take them as the run from turn 1)\n",
+		"kitsoki: resuming session " + fork + `: taking input 1 "tick" as turn 3` + "\n",
+	} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs)
+		}
+	}
+	f, err := session.Store{Dir: dir}.Get(fork)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j := journalOf(t, f.Trace); j.Turn != 5 || j.World["n"] != int64(4) || j.State != "done" {
+		t.Errorf("fork after its run: turn %d n %v state %q; want 5 4 done (every new input run)", j.Turn, j.World["n"], j.State)
+	}
+
+	// --resume-inputs=replay: the inputs are the run from turn 1.
+	code, out, _ = runCLI(t, "", "session", "fork", m.ID, "--at-turn", "2", "--sessions-dir", dir)
+	if code != exitOK {
+		t.Fatal("second fork")
+	}
+	fork2 := strings.TrimSpace(out)
+	code, _, errs = runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", fork2, "--resume-inputs", "replay", "--intents", "tick,tick,stop")
+	if code != exitOK {
+		t.Fatalf("replayed resume: exit %d\n%s", code, errs)
+	}
+	for _, want := range []string{
+		"kitsoki: resuming session " + fork2 + ": the inputs given replay the run from turn 1: inputs 1 to 2 are the journal's turns and are skipped, each checked against it (--resume-inputs=new would run them as new turns)\n",
+		"kitsoki: resuming session " + fork2 + `: skipping input 1 "tick": the journal's turn 1 took it` + "\n",
+		"kitsoki: resuming session " + fork2 + `: skipping input 2 "tick": the journal's turn 2 took it` + "\n",
+		"kitsoki: resuming session " + fork2 + `: taking input 3 "stop" as turn 3` + "\n",
+	} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs)
+		}
+	}
+	if code, _, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", fork2, "--resume-inputs", "later", "--intents", "tick"); code != exitUsage || !strings.Contains(errs, `--resume-inputs "later": want new`) {
+		t.Errorf("a bad --resume-inputs: exit %d\n%s", code, errs)
 	}
 }
 
@@ -526,10 +589,31 @@ func TestSessionHeaderAndTraceStatus(t *testing.T) {
 	if diff := cmp.Diff(want, h.HeaderInfo); diff != "" {
 		t.Errorf("header (-want +got):\n%s", diff)
 	}
+	// The run ended (its input ran out) without a terminal state: exited,
+	// not running.
 	code, out, errs := runCLI(t, "", "trace", "status", "--sessions-dir", dir)
-	if code != exitOK || !strings.HasPrefix(out, "s-1\tstate=idle\tturn=2\trunning\tcost=$0.0000\tidle=") || !strings.HasSuffix(out, "\tlast_error=\"\"\n") {
+	if code != exitOK || !strings.HasPrefix(out, "s-1\tstate=idle\tturn=2\texited\tcost=$0.0000\tidle=") || !strings.HasSuffix(out, "\tlast_error=\"\"\n") {
 		t.Errorf("trace status: exit %d\n%s%s", code, out, errs)
 	}
+	// A process killed after its index entry was written leaves a journal
+	// that grew past it, and nobody holding it: interrupted.
+	stale := m
+	stale.TraceBytes = 10
+	if err := (session.Store{Dir: dir}).Put(stale); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := runCLI(t, "", "trace", "status", "--sessions-dir", dir); code != exitOK || !strings.HasPrefix(out, "s-1\tstate=idle\tturn=2\tinterrupted\t") {
+		t.Errorf("trace status of a killed run: exit %d\n%s%s", code, out, errs)
+	}
+	// While a writer holds the journal, it is running.
+	lock, err := trace.Create(m.Trace, trace.WithTailCheck())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := runCLI(t, "", "trace", "status", m.Trace); code != exitOK || !strings.HasPrefix(out, "s-1\tstate=idle\tturn=2\trunning\t") {
+		t.Errorf("trace status of a held journal: exit %d\n%s", code, out)
+	}
+	lock.Close()
 	bad := filepath.Join(t.TempDir(), "bad.jsonl")
 	os.WriteFile(bad, []byte(`{"kind":"session.header","schema_version":1,"written_at":"2025-01-01T00:00:00Z"}`+"\n{\"turn\":0"), 0o600)
 	code, out, _ = runCLI(t, "", "trace", "status", m.Trace, bad)
@@ -581,5 +665,59 @@ func TestResumeReadsSecretsFromTheEnvironment(t *testing.T) {
 	}
 	if got := slowLog(t); len(got) != 4 || got[2] != "start_work_turn=1_n=1" {
 		t.Errorf("the resumed plugin did not log to $SLOW_LOG: %v", got)
+	}
+}
+
+// A session's index entry is not trusted to name the journal: one edited
+// to point outside the sessions directory is refused (nothing is read or
+// appended there) unless the command names that journal with --trace;
+// delete leaves such a journal where it is.
+func TestSessionIndexTraceIsConfined(t *testing.T) {
+	app := loopStory(t, "")
+	dir := t.TempDir()
+	if code, _, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--intents", "tick"); code != exitIncomplete {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	m := onlySession(t, dir)
+	victim := filepath.Join(t.TempDir(), "victim.jsonl")
+	b, err := os.ReadFile(m.Trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(victim, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m.Trace = victim
+	if err := (session.Store{Dir: dir}).Put(m); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", m.ID, "--intents", "tick")
+	want := "session " + m.ID + ": its index entry names the journal " + victim + ", outside the sessions directory " + dir + "; kitsoki uses a journal outside it only when the command names it: resume with --trace " + victim + " (or move the journal into the directory)"
+	if code != exitFailure || !strings.Contains(errs, want) {
+		t.Errorf("resume through an edited index: exit %d\n%s\nwant exit 1 and %q", code, errs, want)
+	}
+	if after, _ := os.ReadFile(victim); !bytes.Equal(after, b) {
+		t.Errorf("the file outside the sessions directory was written")
+	}
+	for _, args := range [][]string{{"session", "fork", m.ID, "--at-turn", "1"}} {
+		if code, _, errs := runCLI(t, "", append(args, "--sessions-dir", dir)...); code != exitFailure || !strings.Contains(errs, "outside the sessions directory") {
+			t.Errorf("%v: exit %d\n%s", args, code, errs)
+		}
+	}
+	code, out, _ := runCLI(t, "", "session", "show", m.ID, "--sessions-dir", dir)
+	if code != exitOK || !strings.Contains(out, `"journal_error": "session `+m.ID+": its index entry names the journal") {
+		t.Errorf("show: exit %d\n%s", code, out)
+	}
+	// Naming the journal on the command line is the user's own choice.
+	code, _, errs = runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", m.ID, "--trace", victim, "--intents", "tick")
+	if code != exitIncomplete {
+		t.Errorf("resume with --trace naming the journal: exit %d\n%s", code, errs)
+	}
+	code, _, errs = runCLI(t, "", "session", "delete", m.ID, "--sessions-dir", dir)
+	if code != exitOK || !strings.Contains(errs, "its journal "+victim+" is outside the sessions directory "+dir+" and was left in place") {
+		t.Errorf("delete: exit %d\n%s", code, errs)
+	}
+	if _, err := os.Stat(victim); err != nil {
+		t.Errorf("delete removed a file outside the sessions directory: %v", err)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -78,9 +77,14 @@ func runOnCluster(cmd *cobra.Command, g *globals, o *runOpts, path string) (err 
 	if err != nil {
 		return exitWith(exitUsage, err)
 	}
-	ref, err := storyRef(o.tf.stories, path, st)
-	if err != nil {
-		return exitWith(exitUsage, err)
+	// --stories names the workers' stories directory: the session names
+	// its story by its path there. Without it the story travels with the
+	// session, as a bundle in the blob store the workers run.
+	var ref cluster.StoryRef
+	if cmd.Flags().Changed("stories") {
+		if ref, err = cluster.PathRef(o.tf.stories, story.RootFile(path), st); err != nil { // a story directory: its app.yaml
+			return exitWith(exitUsage, err)
+		}
 	}
 	if o.session != "" {
 		if err := session.CheckID(o.session); err != nil {
@@ -94,6 +98,11 @@ func runOnCluster(cmd *cobra.Command, g *globals, o *runOpts, path string) (err 
 		return err
 	}
 	defer c.Close()
+	if ref.Path == "" {
+		if ref, err = cluster.PackStory(path, st, o.tf.blobStore(), o.tf.stories, g.storyOpts()...); err != nil {
+			return exitWith(exitFailure, fmt.Errorf("kitsoki: %w", err))
+		}
+	}
 
 	id := o.session
 	reattach := false
@@ -177,24 +186,6 @@ func runOnCluster(cmd *cobra.Command, g *globals, o *runOpts, path string) (err 
 		fmt.Fprintf(stderr, "kitsoki: session %s goes on on the cluster; reattach with kitsoki run %s --temporal %s --session %s\n", id, path, c.HostPort(), id)
 	}
 	return exitCode(code)
-}
-
-// storyRef names the story as the workers find it: its path relative to
-// the stories directory (which it must be inside), and its content hash.
-func storyRef(storiesDir, path string, st *story.Story) (cluster.StoryRef, error) {
-	dir, err := filepath.Abs(storiesDir)
-	if err != nil {
-		return cluster.StoryRef{}, err
-	}
-	abs, err := filepath.Abs(story.RootFile(path)) // a story directory: its app.yaml
-	if err != nil {
-		return cluster.StoryRef{}, err
-	}
-	rel, err := filepath.Rel(dir, abs)
-	if err != nil || !filepath.IsLocal(rel) {
-		return cluster.StoryRef{}, fmt.Errorf("%s is not inside the stories directory %s (--stories, default the current directory): the workers find a session's story by its path relative to that directory; run from it or pass --stories DIR", path, dir)
-	}
-	return cluster.StoryRef{Path: filepath.ToSlash(rel), Hash: st.ContentHash}, nil
 }
 
 // clusterSession is what the driver needs of the cluster client.

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kitsoki/kitsoki/internal/base/outfile"
 	"github.com/kitsoki/kitsoki/internal/run/cluster"
 )
 
@@ -143,7 +143,7 @@ func writeTraceOut(stdout, stderr io.Writer, out string, b []byte, id string) er
 		}
 		return nil
 	}
-	if err := os.WriteFile(out, b, 0o600); err != nil {
+	if err := outfile.WriteFile(out, b); err != nil {
 		return exitWith(exitFailure, fmt.Errorf("kitsoki: %w", err))
 	}
 	fmt.Fprintf(stderr, "kitsoki: wrote the trace of session %s to %s\n", id, out)

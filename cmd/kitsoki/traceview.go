@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kitsoki/kitsoki/internal/base/outfile"
 	"github.com/kitsoki/kitsoki/internal/view/traceview"
 )
 
@@ -145,7 +146,7 @@ still appending to the trace. Ctrl-C stops the server.`,
 			if out == "" {
 				out = strings.TrimSuffix(path, ".jsonl") + ".html"
 			}
-			if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+			if err := outfile.WriteFile(out, buf.Bytes()); err != nil {
 				return exitWith(exitFailure, fmt.Errorf("kitsoki trace view: %w", err))
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "kitsoki: wrote %s (%d turns, %d calls)\n", out, len(r.Turns), r.Totals.HostCalls+r.Totals.AgentCalls)

@@ -272,15 +272,29 @@ func (d *tuiDriver) Status() tui.Status {
 	st := tui.Status{State: sess.State()}
 	if s := sess.Story().States[sess.State()]; s != nil {
 		st.Description = s.Description
+		st.Relevant = relevant(s, sess.World())
 	}
-	for _, name := range sess.AllowedIntents() {
+	if room := sess.Room(); room != nil {
+		st.Room, st.Theme = room.Name, room.Theme
+		st.Transcript = room.Transcript
+		if st.Transcript == "" {
+			// As in Kitsoki: a conversational room starts clear, others keep
+			// what came before.
+			st.Transcript = tui.TranscriptPersistent
+			if room.Mode == story.ModeConversational {
+				st.Transcript = tui.TranscriptTransient
+			}
+		}
+		st.Footer, st.FooterErr = sess.Footer()
+	}
+	for _, name := range sess.MenuIntents() {
 		def := sess.IntentDef(name)
 		if def != nil && def.Hidden {
 			continue
 		}
 		in := tui.Intent{Name: name}
 		if def != nil {
-			in.Description = def.Description
+			in.Description = menuHint(def)
 			for _, sn := range def.SlotOrder {
 				sl := def.Slots[sn]
 				ts := tui.Slot{Name: sn, Type: sl.Type, Required: sl.Required}
@@ -343,5 +357,24 @@ func (b *lineBuf) take() []tui.Line {
 	}
 	out := b.lines
 	b.lines = nil
+	return out
+}
+
+// relevant is the location indicator of state s: its relevant_world: keys
+// with their values, then its relevant_slots: names.
+func relevant(s *story.State, world map[string]any) []string {
+	out := make([]string, 0, len(s.RelevantWorld)+len(s.RelevantSlots))
+	for _, k := range s.RelevantWorld {
+		v := fmt.Sprint(world[k])
+		if b, err := json.Marshal(world[k]); err == nil && world[k] != nil {
+			if _, isStr := world[k].(string); !isStr {
+				v = string(b)
+			}
+		}
+		out = append(out, k+"="+v)
+	}
+	for _, sl := range s.RelevantSlots {
+		out = append(out, "<"+sl+">")
+	}
 	return out
 }

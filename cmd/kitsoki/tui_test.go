@@ -308,7 +308,7 @@ func TestTUIDriver(t *testing.T) {
 	}
 	wantIntents := []tui.Intent{
 		{Name: "bye", Description: "Leave."},
-		{Name: "greet", Description: "Ask the greeter to greet someone.", Slots: []tui.Slot{
+		{Name: "greet", Description: "Greet: Ask the greeter to greet someone.", Slots: []tui.Slot{
 			{Name: "name", Type: "string", Required: true}, {Name: "style", Type: "enum", Values: []string{"casual", "formal"}}}},
 	}
 	if d := cmp.Diff(wantIntents, status.Intents); d != "" {

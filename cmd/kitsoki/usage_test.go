@@ -47,6 +47,8 @@ func TestUsageErrors(t *testing.T) {
 			"kitsoki run: invalid argument \"soon\" for \"--agent-timeout\" flag: time: invalid duration \"soon\"\nRun 'kitsoki run --help' for usage.\n"},
 		{"MCP body limit that is not positive", []string{"mcp", "serve", "--max-body-bytes", "0"},
 			"kitsoki mcp serve: --max-body-bytes 0: must be a positive number of bytes (default 4194304)\nRun 'kitsoki mcp serve --help' for usage.\n"},
+		{"MCP session cap that is not positive", []string{"mcp", "serve", "--max-sessions", "0"},
+			"kitsoki mcp serve: --max-sessions 0, --session-idle 30m0s: both must be positive (defaults 100 and 30m0s)\nRun 'kitsoki mcp serve --help' for usage.\n"},
 		{"missing argument", []string{"run"},
 			"kitsoki run: accepts 1 arg(s), received 0\nRun 'kitsoki run --help' for usage.\n"},
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 
@@ -56,7 +57,7 @@ Exit codes: 0 the story loads, 2 it does not (or, with --strict, has warnings).`
 			if _, err := applyPins(st, cmd.ErrOrStderr(), strictPins); err != nil {
 				return exitWith(exitLoad, err)
 			}
-			if err := checkHostPlugins(cmd.Context(), st, g.logger(cmd.ErrOrStderr())); err != nil {
+			if err := checkHostPlugins(cmd.Context(), st, g.logger(cmd.ErrOrStderr()), cmd.ErrOrStderr(), strict); err != nil {
 				return exitWith(exitLoad, err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (%s)\n", args[0], storyCounts(st))
@@ -85,8 +86,16 @@ func strictErr(ws []story.Diagnostic) error {
 
 // checkHostPlugins checks the story's calls of its host plugins against
 // what each one's host.describe lists (hostplugin.Check).
-func checkHostPlugins(ctx context.Context, st *story.Story, logger *slog.Logger) error {
-	diags := hostplugin.Check(ctx, st, hostplugin.Options{Logger: logger})
+// Its warnings are printed, or with strict are errors too.
+func checkHostPlugins(ctx context.Context, st *story.Story, logger *slog.Logger, stderr io.Writer, strict bool) error {
+	diags, warns := hostplugin.Check(ctx, st, hostplugin.Options{Logger: logger})
+	if strict {
+		diags = append(diags, warns...)
+	} else {
+		for _, w := range warns {
+			fmt.Fprintf(stderr, "warning: %s\n", w.String())
+		}
+	}
 	if len(diags) == 0 {
 		return nil
 	}

@@ -3,12 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kitsoki/kitsoki/internal/base/outfile"
 	"github.com/kitsoki/kitsoki/internal/check/eval"
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
@@ -45,7 +45,8 @@ transitions it took (parallel configurations P#leaf|leaf included).`,
 			// Drawing a story runs no handler, so an invoke of one kitsoki
 			// does not build (slidey, the IDE link, …) is drawn like any
 			// other, as flows load it.
-			st, err := story.Load(args[0], append(g.storyOpts(), story.WithStubbedHosts())...)
+			// A drawing needs no secret: ${VAR}s are not resolved.
+			st, err := story.Load(args[0], append(g.storyOpts(), story.WithStubbedHosts(), story.WithoutSecrets())...)
 			if err != nil {
 				return exitWith(exitLoad, err)
 			}
@@ -77,7 +78,7 @@ transitions it took (parallel configurations P#leaf|leaf included).`,
 				_, err = cmd.OutOrStdout().Write(b)
 				return err
 			}
-			if err := os.WriteFile(out, b, 0o644); err != nil {
+			if err := outfile.WriteFile(out, b); err != nil {
 				return exitWith(exitFailure, fmt.Errorf("kitsoki viz: %w", err))
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "kitsoki: wrote %s (%s, %d states)\n", out, f, len(st.States))

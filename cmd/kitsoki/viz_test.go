@@ -154,3 +154,18 @@ func TestTraceShowFollowRun(t *testing.T) {
 		t.Errorf("follow: exit %d, stderr %q\ngot:\n%s\nwant:\n%s", r.code, r.err, r.out, want)
 	}
 }
+
+// Drawing a story needs none of its secrets: viz draws a story whose
+// agent headers name an unset variable (validate still refuses it).
+func TestVizNeedsNoSecrets(t *testing.T) {
+	const app = "../../stories/plugin-echo-mcp/app.yaml"
+	t.Setenv("ECHO_MCP_TOKEN", "")
+	os.Unsetenv("ECHO_MCP_TOKEN")
+	code, out, errs := runCLI(t, "", "viz", app)
+	if code != exitOK || !strings.HasPrefix(out, "flowchart LR\n") {
+		t.Errorf("viz: exit %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs := runCLI(t, "", "validate", app); code != exitLoad || !strings.Contains(errs, "ECHO_MCP_TOKEN") {
+		t.Errorf("validate: exit %d\n%s", code, errs)
+	}
+}

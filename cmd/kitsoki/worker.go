@@ -58,7 +58,7 @@ func addTemporalFlags(cmd *cobra.Command, f *temporalFlags, withStories bool) {
 	fl.StringVar(&f.tlsKey, "tls-key", "", "PEM file of this client's private key, for mutual TLS (with --tls-cert)")
 	fl.StringVar(&f.tlsServerName, "tls-server-name", "", "the name the cluster's certificate is checked against (default: the --temporal host)")
 	if withStories {
-		fl.StringVar(&f.stories, "stories", ".", "the stories directory every worker of the queue has; story paths are relative to it")
+		fl.StringVar(&f.stories, "stories", ".", "the stories directory every worker of the queue has: kitsoki run --stories DIR names the session's story by its path there (without it the story travels with the session, as a bundle in the blob store)")
 	}
 }
 
@@ -102,6 +102,12 @@ func (f *temporalFlags) refuseWithout(cmd *cobra.Command) error {
 	return nil
 }
 
+// blobStore is the blob store the flags name: --blobs, else
+// $KITSOKI_BLOBS_DIR, else .kitsoki/blobs in the stories directory.
+func (f *temporalFlags) blobStore() *cluster.Blobs {
+	return &cluster.Blobs{Dir: cluster.BlobsDir(f.blobs, f.stories, os.Getenv)}
+}
+
 // dial connects to the cluster the flags name; failures are exit 1 with
 // the address in the message.
 func (f *temporalFlags) dial(ctx context.Context, logger *slog.Logger) (*cluster.Client, error) {
@@ -111,9 +117,8 @@ func (f *temporalFlags) dial(ctx context.Context, logger *slog.Logger) (*cluster
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.dialTimeout)
 	defer cancel()
-	blobs := &cluster.Blobs{Dir: cluster.BlobsDir(f.blobs, f.stories, os.Getenv)}
 	c, err := cluster.Dial(ctx, cluster.ClientOptions{HostPort: f.addr, Namespace: f.namespace, TaskQueue: f.queue, Logger: logger,
-		TLS: tc, APIKey: os.Getenv(EnvTemporalAPIKey), DataConverter: blobs.DataConverter()})
+		TLS: tc, APIKey: os.Getenv(EnvTemporalAPIKey), DataConverter: f.blobStore().DataConverter()})
 	if err != nil {
 		return nil, exitWith(exitFailure, fmt.Errorf("kitsoki: %w", err))
 	}
@@ -138,10 +143,15 @@ func newWorkerCmd(g *globals) *cobra.Command {
 
 The worker polls --task-queue (default "kitsoki") of --namespace on the
 cluster at --temporal, runs the session workflow (kitsoki.session) and every
-call of it (the kitsoki.invoke activity). Stories are read from --stories
-(default the current directory): a session's story path is relative to it,
-and every worker of a queue needs the same story files (a session is pinned
-to its story's content hash).
+call of it (the kitsoki.invoke activity). A session started by kitsoki run
+--temporal carries its story: the client packs the story's files into a
+bundle in the blob store (--blobs, else $KITSOKI_BLOBS_DIR, else
+.kitsoki/blobs in the stories directory), which every worker and client of
+the cluster must share, and the workers run that bundle (unpacked once
+under <blobs>/bundles), so the session runs the version it started with.
+A session started with kitsoki run --stories DIR names its story by its path
+relative to that directory instead: the worker reads it from its own
+--stories (default the current directory), which must hold the same files.
 
 Calls are wired as kitsoki run wires them: the story's agents: (live
 transports, the demo agent, host_plugins:), ${VAR} secrets resolved from
@@ -207,6 +217,7 @@ func runWorker(cmd *cobra.Command, g *globals, o *workerOpts) error {
 		TaskQueue:        c.TaskQueue(),
 		StoriesDir:       dir,
 		StoryOptions:     workerStoryOpts(g, o.cassette),
+		Blobs:            o.tf.blobStore(),
 		CallTimeout:      o.timeout,
 		HeartbeatTimeout: o.heartbeat,
 		Config:           wiring.config,

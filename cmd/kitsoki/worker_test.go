@@ -84,7 +84,12 @@ func TestRunTemporalCommandErrors(t *testing.T) {
 		{"say and intents", []string{"run", hello, "--temporal", addr, "--say", "hi", "--intents", "bye"}, exitUsage,
 			"--say and --intents cannot be combined: give the turns as one of them (a free-text line on stdin works too)\n"},
 		{"outside the stories dir", []string{"run", hello, "--temporal", addr, "--stories", stories}, exitUsage,
-			hello + " is not inside the stories directory " + stories + " (--stories, default the current directory): the workers find a session's story by its path relative to that directory; run from it or pass --stories DIR\n"},
+			hello + " is not inside the stories directory " + stories + " (--stories): the workers find a session's story by its path relative to that directory; run from it, pass --stories DIR, or drop --stories to send the story with the session\n"},
+		// Without --stories the story travels to the workers as a bundle
+		// (issue 32): a story outside the current directory is not
+		// refused; the cluster is what fails.
+		{"bundled from anywhere", []string{"run", hello, "--temporal", addr}, exitFailure,
+			unreachable(addr)},
 		{"cluster flag without --temporal", []string{"run", hello, "--task-queue", "q", "--intents", "bye"}, exitUsage,
 			"--task-queue applies to a session on a Temporal cluster: give --temporal HOST:PORT too\n"},
 		{"bad session id", []string{"run", hello, "--temporal", addr, "--stories", "../../stories", "--session", "a b"}, exitUsage,

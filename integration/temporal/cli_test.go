@@ -220,7 +220,8 @@ func TestRunOnClusterReattach(t *testing.T) {
 			ID     string `json:"id"`
 			Status string `json:"status"`
 			Story  struct {
-				Path string `json:"path"`
+				Path   string `json:"path"`
+				Bundle string `json:"bundle"`
 			} `json:"story"`
 		} `json:"session"`
 		Workflow struct {
@@ -234,7 +235,7 @@ func TestRunOnClusterReattach(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &show); err != nil {
 		t.Fatalf("session show: %v\n%s", err, out)
 	}
-	if show.Session.ID != "re-1" || show.Session.Status != "completed" || show.Session.Story.Path != "hello/app.yaml" ||
+	if show.Session.ID != "re-1" || show.Session.Status != "completed" || show.Session.Story.Path != "stories/hello/app.yaml" || !strings.HasPrefix(show.Session.Story.Bundle, "sha256:") ||
 		show.Workflow.State != "farewell" || show.Workflow.Turn != 2 || !show.Workflow.Finished || show.Workflow.World["name"] != "Ada" {
 		t.Errorf("session show:\n%s", out)
 	}

@@ -51,6 +51,12 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer os.RemoveAll(dir)
+	// Every kitsoki process of the tests (clients and workers) shares one
+	// blob store, as the workers and clients of a cluster must: sessions'
+	// story bundles and large payloads go there, not into the repository.
+	if os.Getenv("KITSOKI_BLOBS_DIR") == "" {
+		os.Setenv("KITSOKI_BLOBS_DIR", filepath.Join(dir, "blobs"))
+	}
 	port, err := freePort()
 	if err != nil {
 		return 0, err

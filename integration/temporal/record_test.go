@@ -42,6 +42,9 @@ type recording struct {
 	dir   string // the stories directory
 	path  string // the story, relative to dir
 	steps []cluster.IntentRequest
+	// bundle runs the story from its bundle (cluster.PackStory), kept in
+	// histories/blobs for the replay test.
+	bundle bool
 }
 
 var recordings = []recording{
@@ -52,6 +55,9 @@ var recordings = []recording{
 	{name: "emit", dir: clusterTestdata, path: "emit/app.yaml", steps: []cluster.IntentRequest{{Intent: "start"}}},
 	// No intent: the state's 1s timeout ends the session on a workflow timer.
 	{name: "timer", dir: clusterTestdata, path: "timer/app.yaml"},
+	// The story travels as a bundle (issue 32): the input names its digest.
+	{name: "bundle", dir: storiesDir, path: "hello/app.yaml", bundle: true, steps: []cluster.IntentRequest{
+		{Intent: "greet", Slots: cluster.Value{V: map[string]any{"name": "Ada"}}}, {Intent: "bye"}}},
 }
 
 // TestRecordedHistories runs each recording's session on the dev server
@@ -70,10 +76,23 @@ func TestRecordedHistories(t *testing.T) {
 				t.Fatal(err)
 			}
 			queue := "record-" + r.name
-			semWorker(t, c, queue, r.dir, semAgents)
+			stories := &cluster.Stories{Dir: r.dir}
+			ref := cluster.StoryRef{Path: r.path, Hash: st.ContentHash}
+			if r.bundle {
+				// Recorded, the bundle goes where the replay test reads it;
+				// checked, to a directory of the test's own.
+				stories.Blobs, stories.BundleDir = &cluster.Blobs{Dir: t.TempDir()}, t.TempDir()
+				if record {
+					stories.Blobs.Dir = filepath.Join(historiesDir, "blobs")
+				}
+				if ref, err = cluster.PackStory(filepath.Join(r.dir, r.path), st, stories.Blobs, ""); err != nil {
+					t.Fatal(err)
+				}
+			}
+			semWorkerStories(t, c, queue, stories, semAgents)
 			id := "record-" + r.name
 			run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, cluster.SessionWorkflowName,
-				cluster.SessionInput{Story: cluster.StoryRef{Path: r.path, Hash: st.ContentHash}, SessionID: id})
+				cluster.SessionInput{Story: ref, SessionID: id})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,7 +176,12 @@ func semDial(t *testing.T, ctx context.Context, o client.Options) client.Client 
 // semWorker starts an in-process worker on queue for the stories in dir.
 func semWorker(t *testing.T, c client.Client, queue, dir string, cfg func(*story.Story) runtime.Config, opts ...worker.Options) {
 	t.Helper()
-	stories := &cluster.Stories{Dir: dir}
+	semWorkerStories(t, c, queue, &cluster.Stories{Dir: dir}, cfg, opts...)
+}
+
+// semWorkerStories starts an in-process worker on queue for stories.
+func semWorkerStories(t *testing.T, c client.Client, queue string, stories *cluster.Stories, cfg func(*story.Story) runtime.Config, opts ...worker.Options) {
+	t.Helper()
 	var o worker.Options
 	if len(opts) > 0 {
 		o = opts[0]

@@ -76,6 +76,10 @@ type Persona struct {
 	// Bash is the persona's bash_profile:, nil when none: what its Bash
 	// tool may run on the ask, decide and extract verbs.
 	Bash *BashProfile
+	// InheritDefault (inherit_claude_default:) keeps the claude CLI's own
+	// default system prompt: the persona's is appended to it rather than
+	// replacing it, and the story's context is not put before it.
+	InheritDefault bool
 }
 
 // BashProfile is a persona's bash_profile: exactly one of ReadOnly,

@@ -8,6 +8,9 @@ package agent
 type Provider struct {
 	Name  string
 	Model string
+	// Effort is the reasoning effort of the calls that go through the
+	// provider when neither the persona nor a route sets one.
+	Effort string
 	// Env holds the resolved values (${VAR} substituted at load).
 	Env map[string]string
 	// Secrets are the values substituted from ${VAR} references; they must

@@ -24,6 +24,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/base/clock"
 	"github.com/kitsoki/kitsoki/internal/base/schema"
 	"github.com/kitsoki/kitsoki/internal/base/secret"
+	"github.com/kitsoki/kitsoki/internal/base/yamlnode"
 )
 
 // CassetteKind is the required value of a cassette's kind: field.
@@ -63,8 +64,9 @@ type Cassette struct {
 	strict  bool   // WithStrictRequests: an episode recorded for another request does not match
 	phaseRe *regexp.Regexp
 	clock   clock.Clock
-	doc     *yaml.Node     // the file as parsed, includes unexpanded: appends edit it
-	mask    *secret.Masker // what every written cassette masks (WithSecrets)
+	doc     *yaml.Node            // the file as parsed, includes unexpanded: appends edit it
+	keys    map[string]*yaml.Node // the top-level keys' values, for errors about them (nil when built in memory)
+	mask    *secret.Masker        // what every written cassette masks (WithSecrets)
 
 	mu       sync.Mutex
 	plays    []int                        // per episode
@@ -91,8 +93,10 @@ type Episode struct {
 	Reusable bool
 	// Agent describes the agent exchange (host.agent.* and agent.* episodes).
 	Agent *AgentBlock
-	// Line is the episode's line in the file (0 when built in memory).
-	Line int
+	// Line and Col are the episode's place in the file, Path its key path
+	// (episodes[i]); zero when built in memory.
+	Line, Col int
+	Path      string
 
 	matchEnc map[string]string // JSON encodings of Match values
 }
@@ -196,10 +200,10 @@ func Load(path string, opts ...LoadOption) (*Cassette, error) {
 func Parse(b []byte, path string, opts ...LoadOption) (*Cassette, error) {
 	c, err := parseCassette(b, path)
 	if err != nil {
-		return nil, fmt.Errorf("cassette: %q: %w", path, err)
+		return nil, fmt.Errorf("cassette: %w", yamlnode.InFile(path, err))
 	}
 	if err := c.prepare(newLoadOptions(opts)); err != nil {
-		return nil, fmt.Errorf("cassette: %q: %w", path, err)
+		return nil, fmt.Errorf("cassette: %w", yamlnode.InFile(path, err))
 	}
 	return c, nil
 }
@@ -212,6 +216,15 @@ func New(appID string, episodes []*Episode, opts ...LoadOption) (*Cassette, erro
 		return nil, fmt.Errorf("cassette: %w", err)
 	}
 	return c, nil
+}
+
+// keyErr is an error about a top-level key: at its value in the file when
+// the cassette was read from one.
+func (c *Cassette) keyErr(key, format string, args ...any) error {
+	if n := c.keys[key]; n != nil {
+		return yamlnode.At(n, key, format, args...)
+	}
+	return fmt.Errorf("%s: %w", key, fmt.Errorf(format, args...))
 }
 
 // prepare checks the episodes, resolves the record mode and compiles what
@@ -234,11 +247,11 @@ func (c *Cassette) prepare(o loadOptions) error {
 	case ModeNewEpisodes:
 		c.mode = ModeNewEpisodes
 	default:
-		msg := fmt.Sprintf(`record_mode %q is not supported; valid values are "none" or "new_episodes"`, mode)
+		const valid = `valid values are "none" or "new_episodes"`
 		if src == EnvRecord {
-			msg = EnvRecord + ": " + msg
+			return fmt.Errorf("%s: record_mode %q is not supported; %s", EnvRecord, mode, valid)
 		}
-		return fmt.Errorf("%s", msg)
+		return c.keyErr("record_mode", "%q is not supported; %s", mode, valid)
 	}
 	if s := strings.TrimSpace(o.getenv(EnvStrict)); (s == "1" || strings.EqualFold(s, "true")) && c.mode != ModeNone {
 		return fmt.Errorf("%s=1 but cassette record mode is %q", EnvStrict, c.mode)
@@ -246,10 +259,10 @@ func (c *Cassette) prepare(o loadOptions) error {
 	if c.PhaseFrom != "" {
 		re, err := regexp.Compile(c.PhaseFrom)
 		if err != nil {
-			return fmt.Errorf("phase_from: %w", err)
+			return c.keyErr("phase_from", "%w", err)
 		}
 		if re.NumSubexp() < 1 {
-			return fmt.Errorf("phase_from %q has no capture group; its first group is the phase", c.PhaseFrom)
+			return c.keyErr("phase_from", "%q has no capture group; its first group is the phase", c.PhaseFrom)
 		}
 		c.phaseRe = re
 	}
@@ -263,24 +276,35 @@ func (c *Cassette) prepare(o loadOptions) error {
 	return nil
 }
 
+// errorf is an error about the episode's key sub (under it; "" for the
+// episode itself): at its place in the file when it has one.
+func (ep *Episode) errorf(sub, format string, args ...any) error {
+	if ep.Line == 0 {
+		return fmt.Errorf("episode %q: %w", ep.ID, fmt.Errorf(format, args...))
+	}
+	path := ep.Path
+	if sub != "" {
+		path += "." + sub
+	}
+	e := yamlnode.At(nil, path, format, args...)
+	e.Line, e.Col = ep.Line, ep.Col
+	return e
+}
+
 // prepare checks an episode's response and normalises its values to the
 // types a live answer has (JSON numbers as int64 or float64).
 func (ep *Episode) prepare() error {
-	where := fmt.Sprintf("episode %q", ep.ID)
-	if ep.Line > 0 {
-		where = fmt.Sprintf("line %d: %s", ep.Line, where)
-	}
 	r := &ep.Response
 	if r.InfraError != "" && (r.HasData || r.Error != "") {
-		return fmt.Errorf("%s: response.infra_error cannot be combined with data or error", where)
+		return ep.errorf("response.infra_error", "cannot be combined with data or error")
 	}
 	if !r.HasData && r.Error == "" && r.InfraError == "" && ep.Agent == nil {
-		return fmt.Errorf("%s: needs a response: data, error or infra_error (or an agent: block)", where)
+		return ep.errorf("", "needs a response: data, error or infra_error (or an agent: block)")
 	}
 	if r.HasData {
 		v, err := NormalizeJSON(r.Data)
 		if err != nil {
-			return fmt.Errorf("%s: response.data: %w", where, err)
+			return ep.errorf("response.data", "%w", err)
 		}
 		r.Data, _ = v.(map[string]any)
 		if r.Data == nil {
@@ -291,7 +315,7 @@ func (ep *Episode) prepare() error {
 	for k, v := range ep.Match {
 		j, err := json.Marshal(v)
 		if err != nil {
-			return fmt.Errorf("%s: match.%s: %w", where, k, err)
+			return ep.errorf("match."+k, "%w", err)
 		}
 		ep.matchEnc[k] = string(j)
 	}

@@ -19,45 +19,51 @@ func TestCassetteLoadErrors(t *testing.T) {
 		name string
 		yml  string
 		env  map[string]string
-		want string // the whole error after `cassette: "<path>": `
+		want string // the whole error after `cassette: <path>`: its position, key path and message
 	}{
-		{"wrong kind", "kind: flow\n", nil, `kind must be "host_cassette", got "flow"`},
-		{"missing kind", "episodes: []\n", nil, `kind must be "host_cassette", got ""`},
-		{"empty file", "", nil, `kind must be "host_cassette", got ""`},
+		{"wrong kind", "kind: flow\n", nil, `:1:7: kind: must be "host_cassette", got "flow"`},
+		{"missing kind", "episodes: []\n", nil, `:1:1: kind: must be "host_cassette", got ""`},
+		{"empty file", "", nil, `: kind: must be "host_cassette", got ""`},
 		{"bad record_mode", "kind: host_cassette\nrecord_mode: all\n", nil,
-			`record_mode "all" is not supported; valid values are "none" or "new_episodes"`},
+			`:2:14: record_mode: "all" is not supported; valid values are "none" or "new_episodes"`},
 		{"bad env record mode", "kind: host_cassette\n", map[string]string{EnvRecord: "once"},
-			`KITSOKI_CASSETTE_RECORD: record_mode "once" is not supported; valid values are "none" or "new_episodes"`},
+			`: KITSOKI_CASSETTE_RECORD: record_mode "once" is not supported; valid values are "none" or "new_episodes"`},
 		{"strict with file mode", "kind: host_cassette\nrecord_mode: new_episodes\n", map[string]string{EnvStrict: "1"},
-			`KITSOKI_CASSETTE_STRICT=1 but cassette record mode is "new_episodes"`},
+			`: KITSOKI_CASSETTE_STRICT=1 but cassette record mode is "new_episodes"`},
 		{"strict true with env mode", "kind: host_cassette\n", map[string]string{EnvStrict: "true", EnvRecord: "new_episodes"},
-			`KITSOKI_CASSETTE_STRICT=1 but cassette record mode is "new_episodes"`},
+			`: KITSOKI_CASSETTE_STRICT=1 but cassette record mode is "new_episodes"`},
 		{"unknown top key", "kind: host_cassette\nepisode: []\n", nil,
-			`line 2: cassette: unknown key "episode" (did you mean "episodes"?) (valid: kind, app_id, app_version, source_run, generated_at, match_on, record_mode, phase_from, episodes)`},
+			`:2:1: cassette.episode: unknown key "episode" (did you mean "episodes"?) (valid: kind, app_id, app_version, source_run, generated_at, match_on, record_mode, phase_from, episodes)`},
 		{"unknown episode key", "kind: host_cassette\nepisodes:\n  - {id: a, respons: {}}\n", nil,
-			`line 3: episodes[0]: unknown key "respons" (did you mean "response"?) (valid: id, match, request_hash, response, delay, replay, agent)`},
+			`:3:13: episodes[0].respons: unknown key "respons" (did you mean "response"?) (valid: id, match, request_hash, response, delay, replay, agent)`},
 		{"infra with data", "kind: host_cassette\nepisodes:\n  - {id: a, response: {data: {}, infra_error: boom}}\n", nil,
-			`line 3: episode "a": response.infra_error cannot be combined with data or error`},
+			`:3:5: episodes[0].response.infra_error: cannot be combined with data or error`},
 		{"no response", "kind: host_cassette\nepisodes:\n  - {id: a, match: {handler: h}}\n", nil,
-			`line 3: episode "a": needs a response: data, error or infra_error (or an agent: block)`},
+			`:3:5: episodes[0]: needs a response: data, error or infra_error (or an agent: block)`},
 		{"replay not any", "kind: host_cassette\nepisodes:\n  - {id: a, replay: always, response: {data: {}}}\n", nil,
-			`line 3: episode "a": replay must be "any" (reusable) or absent, got "always"`},
+			`:3:21: episodes[0].replay: must be "any" (reusable) or absent, got "always"`},
 		{"bad delay", "kind: host_cassette\nepisodes:\n  - {id: a, delay: soon, response: {data: {}}}\n", nil,
-			`line 3: episode "a": delay: "soon" is not a duration (write e.g. 200ms, 2s, 3d)`},
+			`:3:20: episodes[0].delay: "soon" is not a duration (write e.g. 200ms, 2s, 3d)`},
 		{"delay twice", "kind: host_cassette\nepisodes:\n  - {id: a, delay: 1s, response: {data: {}, delay: 2s}}\n", nil,
-			`line 3: episode "a": delay is written both on the episode and in response`},
+			`:3:52: episodes[0].response.delay: delay is written both on the episode and in response`},
 		{"phase_from without group", "kind: host_cassette\nphase_from: 'review'\n", nil,
-			`phase_from "review" has no capture group; its first group is the phase`},
+			`:2:13: phase_from: "review" has no capture group; its first group is the phase`},
 		{"match not a map", "kind: host_cassette\nepisodes:\n  - {id: a, match: [h], response: {data: {}}}\n", nil,
-			`line 3: episode "a".match must be a mapping, got a list`},
+			`:3:20: episodes[0].match: must be a mapping, got a list`},
 		{"unknown agent key", "kind: host_cassette\nepisodes:\n  - {id: a, agent: {verb: ask, tokens: 3}}\n", nil,
-			`line 3: episode "a".agent: unknown key "tokens" (valid: verb, agent, model, turn, duration_ms, prompt_tokens, response_tokens, cost_usd, system_prompt, prompt, input, response, submission, error, call_id, transcript)`},
+			`:3:32: episodes[0].agent.tokens: unknown key "tokens" (valid: verb, agent, model, turn, duration_ms, prompt_tokens, response_tokens, cost_usd, system_prompt, prompt, input, response, submission, error, call_id, transcript)`},
+		{"unknown transcript key", "kind: host_cassette\nepisodes:\n  - id: a\n    agent:\n      verb: ask\n      transcript: {format: claude-stream-json, event: []}\n", nil,
+			`:6:48: episodes[0].agent.transcript.event: unknown key "event" (did you mean "events"?) (valid: format, events, timings)`},
+		{"transcript event not JSON", "kind: host_cassette\nepisodes:\n  - id: a\n    agent:\n      verb: ask\n      transcript: {events: ['{\"type\": ']}\n", nil,
+			`:6:29: episodes[0].agent.transcript.events[0]: is not a JSON line: write the event as one line of JSON, or as a mapping`},
+		{"transcript timing", "kind: host_cassette\nepisodes:\n  - id: a\n    agent:\n      verb: ask\n      transcript: {events: [{type: result}], timings: [0, soon]}\n", nil,
+			`:6:59: episodes[0].agent.transcript.timings[1]: must be a whole number of milliseconds >= 0, got "soon"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "c.yaml")
 			_, err := Parse([]byte(tt.yml), path, WithGetenv(func(k string) string { return tt.env[k] }))
-			want := `cassette: "` + path + `": ` + tt.want
+			want := `cassette: ` + path + tt.want
 			if err == nil || err.Error() != want {
 				t.Errorf("error:\n got %v\nwant %s", err, want)
 			}
@@ -152,7 +158,7 @@ func TestIncludeRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err := Load(filepath.Join(dir, "c.yaml"), WithGetenv(testkit.NoEnv))
-			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "line 3: !include") {
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "c.yaml:3:30: !include") {
 				t.Errorf("error = %v, want it to say %q at line 3", err, tt.want)
 			}
 		})

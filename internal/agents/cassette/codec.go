@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/kitsoki/kitsoki/internal/base/outfile"
 )
 
 // maxDecoded caps what a compressed cassette may expand to.
@@ -61,7 +63,7 @@ func WriteFileAtomic(path string, b []byte) error {
 		return err
 	}
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := outfile.MkdirAll(dir); err != nil {
 		return err
 	}
 	f, err := os.CreateTemp(dir, ".cassette-*")
@@ -76,7 +78,7 @@ func WriteFileAtomic(path string, b []byte) error {
 		os.Remove(tmp)
 		return err
 	}
-	if err := os.Chmod(tmp, 0o644); err != nil {
+	if err := os.Chmod(tmp, outfile.File); err != nil {
 		os.Remove(tmp)
 		return err
 	}

@@ -39,7 +39,7 @@ func FuzzCassette(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		c, err := Parse(in, path, opts...)
 		if err != nil {
-			if !strings.HasPrefix(err.Error(), `cassette: "`+path+`": `) {
+			if !strings.HasPrefix(err.Error(), `cassette: `+path+`:`) {
 				t.Fatalf("error does not name the cassette: %v", err)
 			}
 			return

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kitsoki/kitsoki/internal/base/yamlnode"
 )
 
 // includeTag marks a value to be replaced by a file's content.
@@ -43,7 +45,7 @@ func expandIncludes(n *yaml.Node, dir string) error {
 		}
 		r, err := open()
 		if err != nil {
-			return fmt.Errorf("line %d: !include %q: %w", v.Line, v.Value, err)
+			return yamlnode.At(v, "", "!include %q: %w", v.Value, err)
 		}
 		repl, err := includeNode(r, v)
 		if err != nil {
@@ -63,7 +65,7 @@ func expandIncludes(n *yaml.Node, dir string) error {
 		case yaml.MappingNode:
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				if k := n.Content[i]; k.Tag == includeTag {
-					return fmt.Errorf("line %d: !include is only allowed on the value side (key %q)", k.Line, k.Value)
+					return yamlnode.At(k, "", "!include is only allowed on the value side (key %q)", k.Value)
 				}
 				if err := expand(n.Content[i+1]); err != nil {
 					return err
@@ -83,32 +85,32 @@ func expandIncludes(n *yaml.Node, dir string) error {
 
 // includeNode reads the file an !include names and returns its node.
 func includeNode(root *os.Root, v *yaml.Node) (*yaml.Node, error) {
-	where := fmt.Sprintf("line %d: !include %q", v.Line, v.Value)
+	where := fmt.Sprintf("!include %q", v.Value)
 	if v.Kind != yaml.ScalarNode || strings.TrimSpace(v.Value) == "" {
-		return nil, fmt.Errorf("line %d: !include needs a file path relative to the cassette", v.Line)
+		return nil, yamlnode.At(v, "", "!include needs a file path relative to the cassette")
 	}
 	p := v.Value
 	if filepath.IsAbs(p) || strings.HasPrefix(p, "/") {
-		return nil, fmt.Errorf("%s: absolute paths are not allowed; write a path relative to the cassette's directory", where)
+		return nil, yamlnode.At(v, "", "%s: absolute paths are not allowed; write a path relative to the cassette's directory", where)
 	}
 	if !filepath.IsLocal(filepath.FromSlash(p)) {
-		return nil, fmt.Errorf("%s: the path leaves the cassette's directory", where)
+		return nil, yamlnode.At(v, "", "%s: the path leaves the cassette's directory", where)
 	}
 	b, err := root.ReadFile(filepath.FromSlash(p))
 	if err != nil {
 		if strings.Contains(err.Error(), "escapes") {
-			return nil, fmt.Errorf("%s: the path leaves the cassette's directory (through a symlink)", where)
+			return nil, yamlnode.At(v, "", "%s: the path leaves the cassette's directory (through a symlink)", where)
 		}
-		return nil, fmt.Errorf("%s: %w", where, err)
+		return nil, yamlnode.At(v, "", "%s: %w", where, err)
 	}
 	if strings.EqualFold(filepath.Ext(p), ".json") {
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, b); err != nil {
-			return nil, fmt.Errorf("%s: not valid JSON: %w", where, err)
+			return nil, yamlnode.At(v, "", "%s: not valid JSON: %w", where, err)
 		}
 		var doc yaml.Node
 		if err := yaml.Unmarshal(buf.Bytes(), &doc); err != nil || len(doc.Content) != 1 {
-			return nil, fmt.Errorf("%s: cannot inline the JSON: %v", where, err)
+			return nil, yamlnode.At(v, "", "%s: cannot inline the JSON: %v", where, err)
 		}
 		out := doc.Content[0]
 		out.Line, out.Column = v.Line, v.Column

@@ -6,7 +6,7 @@ import "github.com/kitsoki/kitsoki/internal/base/docschema"
 // drift test.
 func cassetteLists() map[string][]string {
 	return map[string][]string{"cassetteKeys": cassetteKeys, "episodeKeys": episodeKeys,
-		"responseKeys": responseKeys, "agentKeys": agentKeys}
+		"responseKeys": responseKeys, "agentKeys": agentKeys, "transcriptKeys": transcriptKeys}
 }
 
 // JSONSchema returns the JSON Schema of a cassette file (.yaml; a .zst is
@@ -16,7 +16,9 @@ func cassetteLists() map[string][]string {
 func JSONSchema() map[string]any {
 	episode := docschema.Obj(episodeKeys, map[string]*docschema.Shape{
 		"response": docschema.ScalarOr(docschema.Obj(responseKeys, nil)),
-		"agent":    docschema.ScalarOr(docschema.Obj(agentKeys, nil)),
+		"agent": docschema.ScalarOr(docschema.Obj(agentKeys, map[string]*docschema.Shape{
+			"transcript": docschema.Obj(transcriptKeys, nil),
+		})),
 	})
 	root := docschema.Obj(cassetteKeys, map[string]*docschema.Shape{
 		"episodes": docschema.List(docschema.ScalarOr(episode)),

@@ -1,6 +1,7 @@
 package cassette
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -26,7 +27,7 @@ func parseCassette(b []byte, path string) (*Cassette, error) {
 		return nil, err
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
-		return nil, fmt.Errorf(`kind must be %q, got ""`, CassetteKind)
+		return nil, yamlnode.At(&doc, "kind", `must be %q, got ""`, CassetteKind)
 	}
 	orig := cloneNode(&doc)
 	if err := expandIncludes(&doc, filepath.Dir(path)); err != nil {
@@ -36,12 +37,16 @@ func parseCassette(b []byte, path string) (*Cassette, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cassette{Path: path, doc: orig}
+	c := &Cassette{Path: path, doc: orig, keys: top}
 	if c.Kind, err = yamlnode.Str(top, "kind", "cassette"); err != nil {
 		return nil, err
 	}
 	if c.Kind != CassetteKind {
-		return nil, fmt.Errorf("kind must be %q, got %q", CassetteKind, c.Kind)
+		at := top["kind"]
+		if at == nil {
+			at = doc.Content[0]
+		}
+		return nil, yamlnode.At(at, "kind", "must be %q, got %q", CassetteKind, c.Kind)
 	}
 	strs := map[string]*string{"app_id": &c.AppID, "app_version": &c.AppVersion, "source_run": &c.SourceRun,
 		"generated_at": &c.GeneratedAt, "record_mode": &c.RecordMode, "phase_from": &c.PhaseFrom}
@@ -57,7 +62,7 @@ func parseCassette(b []byte, path string) (*Cassette, error) {
 	}
 	if eps, ok := top["episodes"]; ok && eps.Tag != "!!null" {
 		if eps.Kind != yaml.SequenceNode {
-			return nil, fmt.Errorf("line %d: episodes must be a list, got %s", eps.Line, yamlnode.KindName(eps))
+			return nil, yamlnode.At(eps, "episodes", "must be a list, got %s", yamlnode.KindName(eps))
 		}
 		for i, en := range eps.Content {
 			ep, err := parseEpisode(en, i)
@@ -83,14 +88,13 @@ func parseEpisode(n *yaml.Node, i int) (*Episode, error) {
 	if err != nil {
 		return nil, err
 	}
-	ep := &Episode{Line: n.Line}
+	ep := &Episode{Line: n.Line, Col: n.Column, Path: where}
 	if ep.ID, err = yamlnode.Str(m, "id", where); err != nil {
 		return nil, err
 	}
 	if ep.ID == "" {
 		ep.ID = "episode_" + strconv.Itoa(i+1)
 	}
-	where = fmt.Sprintf("episode %q", ep.ID)
 	if ep.Match, _, err = yamlnode.Mapping(m, "match", where); err != nil {
 		return nil, err
 	}
@@ -98,8 +102,8 @@ func parseEpisode(n *yaml.Node, i int) (*Episode, error) {
 		return nil, err
 	}
 	if h := ep.RequestHash; h != "" && !IsRequestHash(h) {
-		return nil, fmt.Errorf("line %d: %s: request_hash %q is not a request hash (%d lowercase hex characters, as kitsoki run --record writes it); delete the key to replay without the check",
-			m["request_hash"].Line, where, h, requestHashLen)
+		return nil, yamlnode.At(m["request_hash"], where+".request_hash", "%q is not a request hash (%d lowercase hex characters, as kitsoki run --record writes it); delete the key to replay without the check",
+			h, requestHashLen)
 	}
 	delay, replay := m["delay"], m["replay"]
 	if rn, ok := m["response"]; ok && rn.Tag != "!!null" {
@@ -125,7 +129,7 @@ func parseEpisode(n *yaml.Node, i int) (*Episode, error) {
 			dst := both[key]
 			if v, ok := rm[key]; ok {
 				if *dst != nil {
-					return nil, fmt.Errorf("line %d: %s: %s is written both on the episode and in response", v.Line, where, key)
+					return nil, yamlnode.At(v, where+".response."+key, "%s is written both on the episode and in response", key)
 				}
 				*dst = v
 			}
@@ -134,12 +138,12 @@ func parseEpisode(n *yaml.Node, i int) (*Episode, error) {
 	if delay != nil && delay.Tag != "!!null" {
 		ep.DelayText = delay.Value
 		if ep.Delay, err = ParseDelay(delay.Value); err != nil {
-			return nil, fmt.Errorf("line %d: %s: delay: %w", delay.Line, where, err)
+			return nil, yamlnode.At(delay, where+".delay", "%w", err)
 		}
 	}
 	if replay != nil && replay.Tag != "!!null" {
 		if replay.Value != "any" {
-			return nil, fmt.Errorf("line %d: %s: replay must be \"any\" (reusable) or absent, got %q", replay.Line, where, replay.Value)
+			return nil, yamlnode.At(replay, where+".replay", "must be \"any\" (reusable) or absent, got %q", replay.Value)
 		}
 		ep.Reusable = true
 	}
@@ -163,14 +167,19 @@ func parseAgentBlock(n *yaml.Node, where string) (*AgentBlock, error) {
 		resp = r
 		delete(m, "response")
 	}
+	if tn, ok := m["transcript"]; ok && tn.Tag != "!!null" {
+		if err := checkTranscript(tn, where+".transcript"); err != nil {
+			return nil, err
+		}
+	}
 	b := &AgentBlock{}
 	if err := rebuild(m).Decode(b); err != nil {
-		return nil, fmt.Errorf("line %d: %s: %w", n.Line, where, err)
+		return nil, yamlnode.At(n, where, "%w", err)
 	}
 	if resp != nil {
 		j, err := yamlnode.JSON(resp)
 		if err != nil {
-			return nil, fmt.Errorf("line %d: %s.response: %w", resp.Line, where, err)
+			return nil, yamlnode.At(resp, where+".response", "%w", err)
 		}
 		b.Response = string(j)
 	}
@@ -178,6 +187,52 @@ func parseAgentBlock(n *yaml.Node, where string) (*AgentBlock, error) {
 		b.Input = yamlnode.StringKeys(b.Input)
 	}
 	return b, nil
+}
+
+// transcriptKeys are the keys of an agent block's transcript: (Kitsoki's
+// recorded agent-action transcript).
+var transcriptKeys = []string{"format", "events", "timings"}
+
+// checkTranscript checks an agent block's transcript: its keys, format a
+// string, events a list of JSON lines (strings) or mappings, timings a list
+// of millisecond offsets.
+func checkTranscript(n *yaml.Node, where string) error {
+	m, err := yamlnode.Fields(n, where, transcriptKeys...)
+	if err != nil {
+		return err
+	}
+	if _, err := yamlnode.Str(m, "format", where); err != nil {
+		return err
+	}
+	if ev, ok := m["events"]; ok && ev.Tag != "!!null" {
+		if ev.Kind != yaml.SequenceNode {
+			return yamlnode.At(ev, where+".events", "must be a list of events (a JSON line each, or a mapping), got %s", yamlnode.KindName(ev))
+		}
+		for i, e := range ev.Content {
+			p := fmt.Sprintf("%s.events[%d]", where, i)
+			switch {
+			case e.Kind == yaml.MappingNode:
+			case e.Kind == yaml.ScalarNode && e.Tag == "!!str":
+				if !json.Valid([]byte(e.Value)) {
+					return yamlnode.At(e, p, "is not a JSON line: write the event as one line of JSON, or as a mapping")
+				}
+			default:
+				return yamlnode.At(e, p, "must be a JSON line or a mapping, got %s", yamlnode.KindName(e))
+			}
+		}
+	}
+	if tm, ok := m["timings"]; ok && tm.Tag != "!!null" {
+		if tm.Kind != yaml.SequenceNode {
+			return yamlnode.At(tm, where+".timings", "must be a list of millisecond offsets, got %s", yamlnode.KindName(tm))
+		}
+		for i, e := range tm.Content {
+			var ms int64
+			if e.Kind != yaml.ScalarNode || e.Decode(&ms) != nil || ms < 0 {
+				return yamlnode.At(e, fmt.Sprintf("%s.timings[%d]", where, i), "must be a whole number of milliseconds >= 0, got %q", e.Value)
+			}
+		}
+	}
+	return nil
 }
 
 // rebuild makes a mapping node from checked fields (sorted, for stable

@@ -66,11 +66,15 @@ func (a *Agent) args(c *call, first bool) []string {
 	if c.info.Persona != nil {
 		persona = c.info.Persona.SystemPrompt
 	}
+	flag := "--system-prompt"
+	if c.info.Persona != nil && c.info.Persona.InheritDefault {
+		flag = "--append-system-prompt" // on top of the CLI's default prompt
+	}
 	switch {
 	case persona != "" && c.needs:
-		args = append(args, "--system-prompt", persona+"\n\n"+submitInstructions)
+		args = append(args, flag, persona+"\n\n"+submitInstructions)
 	case persona != "":
-		args = append(args, "--system-prompt", persona)
+		args = append(args, flag, persona)
 	case c.needs:
 		args = append(args, "--append-system-prompt", submitInstructions)
 	}

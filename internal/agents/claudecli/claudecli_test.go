@@ -187,6 +187,15 @@ func TestFlagsAndStdinPerVerb(t *testing.T) {
 					"--mcp-config", "<mcp-config>", "--output-format", "stream-json", "--verbose", "--session-id", "<uuid>"}),
 		},
 		{
+			// inherit_claude_default: the persona goes on top of the CLI's
+			// own default prompt.
+			name: "task inheriting the default prompt", verb: "task",
+			persona: &agent.Persona{Name: "helper", SystemPrompt: "Help out.", Tools: []string{"Read"}, ToolsSet: true, InheritDefault: true},
+			want: cat(head("acceptEdits"), []string{"--append-system-prompt", "Help out."}, tail,
+				[]string{"--allowedTools", "Read,mcp__kitsoki__complete_step_kitsoki,mcp__kitsoki__emit_intent_kitsoki,mcp__kitsoki__get_world_kitsoki,mcp__kitsoki__submit_kitsoki",
+					"--mcp-config", "<mcp-config>", "--output-format", "stream-json", "--verbose", "--session-id", "<uuid>"}),
+		},
+		{
 			name: "converse on the plugin route", verb: "converse", plugin: true,
 			want: cat(head("default"), tail, []string{"--allowedTools", "mcp__kitsoki__get_world_kitsoki,mcp__kitsoki__submit_kitsoki",
 				"--mcp-config", "<mcp-config>", "--output-format", "json", "--session-id", "<uuid>"}),

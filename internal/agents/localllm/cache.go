@@ -11,13 +11,14 @@ import (
 	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/base/clock"
+	"github.com/kitsoki/kitsoki/internal/base/usercache"
 )
 
 // serverName is the llama-server executable's name in a release.
 const serverName = "llama-server"
 
 // CacheEnv overrides the cache directory.
-const CacheEnv = "KITSOKI_CACHE_DIR"
+const CacheEnv = usercache.Env
 
 // Options configures fetching: where the cache is, what the pins are, and
 // where announcements go. The zero value is the production setup.
@@ -47,16 +48,7 @@ type Options struct {
 
 // DefaultCacheDir is $KITSOKI_CACHE_DIR, else kitsoki/ under the user cache
 // directory (~/.cache on Linux, ~/Library/Caches on macOS).
-func DefaultCacheDir() (string, error) {
-	if d := os.Getenv(CacheEnv); d != "" {
-		return d, nil
-	}
-	d, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("no cache directory (set %s): %w", CacheEnv, err)
-	}
-	return filepath.Join(d, "kitsoki"), nil
-}
+func DefaultCacheDir() (string, error) { return usercache.Dir() }
 
 func (o Options) fetcher() (*fetcher, error) {
 	dir := o.CacheDir

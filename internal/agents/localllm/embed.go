@@ -61,6 +61,10 @@ type EmbedderConfig struct {
 	Endpoint  string
 	Port      int
 	ServerBin string
+	// CacheDir, when set, keeps vectors on disk there, by content (model
+	// and text), across runs (routing.embedding.cache_dir); "" keeps
+	// them in memory for the embedder's life only.
+	CacheDir string
 	// Config supplies fetch options, the pool, the HTTP client and timings.
 	Config
 }
@@ -75,6 +79,9 @@ type LocalEmbedder struct {
 	client  *http.Client
 	logger  *slog.Logger
 	baseURL string // endpoint mode
+	cache   *vectorCache
+	// cacheWarned is set once a failed cache write was logged.
+	cacheWarned bool
 
 	sidecarHold // managed mode: the sidecar, acquired on first use
 }
@@ -102,7 +109,7 @@ func NewEmbedder(cfg EmbedderConfig, logger *slog.Logger) (*LocalEmbedder, error
 		return nil, fmt.Errorf("local embedder: %w", err)
 	}
 	cfg.Config = a.cfg
-	e := &LocalEmbedder{cfg: cfg, model: m, client: a.client, logger: logger}
+	e := &LocalEmbedder{cfg: cfg, model: m, client: a.client, logger: logger, cache: newVectorCache(cfg.Model, m.dims, cfg.CacheDir)}
 	if cfg.Endpoint != "" {
 		if _, err := url.Parse(cfg.Endpoint); err != nil {
 			return nil, fmt.Errorf("local embedder: endpoint: %w", err)
@@ -135,7 +142,7 @@ func (e *LocalEmbedder) Embed(ctx context.Context, texts []string, role Role) ([
 	for i, t := range texts {
 		in[i] = e.prefixed(t, role)
 	}
-	return e.embedRaw(ctx, in)
+	return e.embedCached(ctx, in)
 }
 
 // Ranked is one document's place in a ranking.
@@ -158,7 +165,7 @@ func (e *LocalEmbedder) Rank(ctx context.Context, query string, docs []string) (
 	for _, d := range docs {
 		in = append(in, e.prefixed(d, RoleDocument))
 	}
-	vecs, err := e.embedRaw(ctx, in)
+	vecs, err := e.embedCached(ctx, in)
 	if err != nil {
 		return nil, err
 	}
@@ -282,4 +289,6 @@ func (e *LocalEmbedder) endpoint(ctx context.Context) (string, error) {
 }
 
 // Close stops the managed embedding sidecar if this was its last user.
-func (e *LocalEmbedder) Close() error { return e.sidecarHold.close(e.client, e.cfg.Pool) }
+func (e *LocalEmbedder) Close() error {
+	return errors.Join(e.sidecarHold.close(e.client, e.cfg.Pool), e.cache.close())
+}

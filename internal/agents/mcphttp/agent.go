@@ -1,8 +1,9 @@
 // Package mcphttp is the mcp_http agent transport: a conformant MCP client
-// over Streamable HTTP that answers each Ask with a tools/call of the
-// declared tool (default "ask") whose arguments are the AskRequest
-// (wire-protocols.md §5). mark3labs/mcp-go connects, negotiates and keeps
-// the session; the tools/call POST is kitsoki's own (toolcall.go).
+// (mark3labs/mcp-go over Streamable HTTP) that answers each Ask with a
+// tools/call of the declared tool (default "ask") whose arguments are the
+// AskRequest (wire-protocols.md §5). mcp-go's client connects, negotiates,
+// keeps the session and sends every request; kitsoki adds the declared
+// headers, bounds response bodies and words the errors (roundtrip.go).
 //
 // One client per agent, which is one per kitsoki session: connected on the
 // first Ask, closed by Close. It speaks both protocol generations: the
@@ -23,7 +24,6 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
-	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -43,7 +43,6 @@ type Agent struct {
 	rt      *roundTripper
 	httpc   *http.Client
 	secrets []string
-	calls   atomic.Int64 // tools/calls sent, for their JSON-RPC ids
 
 	mu     sync.Mutex // guards conn, closed; serializes (re)connecting
 	conn   *connection
@@ -54,9 +53,7 @@ type Agent struct {
 type connection struct {
 	client *client.Client
 	tr     *transport.StreamableHTTP
-	rt     recordingTransport        // tr, noting JSON-RPC errors for callError
-	single bool                      // Kitsoki's single-POST mode: no initialize, no session
-	shape  atomic.Pointer[callShape] // the tools/call envelope of the negotiated revision
+	single bool // Kitsoki's single-POST mode: no initialize, no session
 }
 
 // Option adjusts an Agent.
@@ -119,9 +116,13 @@ func (a *Agent) Ask(ctx context.Context, ac *agent.Call) (*agent.AskResponse, er
 		return nil, err
 	}
 
+	var call mcp.CallToolRequest
+	call.Params.Name = a.tool
+	call.Params.Arguments = json.RawMessage(args)
+
 	session := c.tr.GetSessionId()
 	rec := &recorder{}
-	res, err := a.callTool(withRecorder(ctx, rec), c, args)
+	res, err := c.client.CallTool(withRecorder(ctx, rec), call)
 	if err != nil && errors.Is(err, transport.ErrSessionTerminated) && session != "" && ctx.Err() == nil {
 		// The server forgot the session: the 404 (or the refusal to
 		// send on a session already known to be over) means the call
@@ -130,7 +131,7 @@ func (a *Agent) Ask(ctx context.Context, ac *agent.Call) (*agent.AskResponse, er
 			return nil, rerr
 		}
 		rec = &recorder{}
-		res, err = a.callTool(withRecorder(ctx, rec), c, args)
+		res, err = c.client.CallTool(withRecorder(ctx, rec), call)
 	}
 	if err != nil {
 		return nil, a.callError(ctx, "", err, rec)
@@ -155,10 +156,6 @@ func (a *Agent) connect(ctx context.Context) (*connection, error) {
 	rec := &recorder{}
 	_, err = c.client.Initialize(withRecorder(ctx, rec), a.initRequest(""))
 	if err == nil {
-		if err = c.setShape(a.tool); err != nil {
-			c.client.Close()
-			return nil, err
-		}
 		a.logger.Debug("mcp_http connected", "endpoint", a.decl.Endpoint,
 			"protocol", c.client.ProtocolVersion(), "session", c.tr.GetSessionId() != "")
 		a.conn = c
@@ -205,20 +202,11 @@ func (a *Agent) newConnection(single bool) (*connection, error) {
 	if single {
 		opts = append(opts, client.WithSession()) // no handshake to wait for
 	}
-	rt := recordingTransport{tr}
-	c := client.NewClient(rt, opts...)
+	c := client.NewClient(recordingTransport{tr}, opts...)
 	if err := c.Start(context.Background()); err != nil {
 		return nil, agent.Errorf(agent.KindTransportError, "mcp_http agent: start client: %w", err)
 	}
-	conn := &connection{client: c, tr: tr, rt: rt, single: single}
-	if single {
-		// No negotiation: the params Kitsoki's single POST carries.
-		if err := conn.setShape(a.tool); err != nil {
-			c.Close()
-			return nil, err
-		}
-	}
-	return conn, nil
+	return &connection{client: c, tr: tr, single: single}, nil
 }
 
 func (a *Agent) initRequest(protocol string) mcp.InitializeRequest {
@@ -241,7 +229,7 @@ func (a *Agent) reinitialize(ctx context.Context, c *connection, old string) err
 	if _, err := c.client.Initialize(withRecorder(ctx, rec), a.initRequest(c.client.ProtocolVersion())); err != nil {
 		return a.callError(ctx, "re-initialize after session expiry: ", err, rec)
 	}
-	return c.setShape(a.tool) // the server may have chosen another revision
+	return nil
 }
 
 // callError classifies a failed request: deadline, refused body, HTTP
@@ -263,6 +251,8 @@ func (a *Agent) callError(ctx context.Context, prefix string, err error, rec *re
 		detail = fmt.Sprintf("rpc error %d: %s", got.rpcErr.Code, agent.Clip([]byte(got.rpcErr.Message)))
 	case got.neither:
 		detail = "response has neither result nor error"
+	case got.sseEnded:
+		detail = "SSE stream ended without a response"
 	case errors.As(err, &urlErr):
 		detail = "http do: " + urlErr.Error()
 	case errors.As(err, &syntaxErr):
@@ -284,13 +274,13 @@ func (a *Agent) ctxError(err error) error {
 
 // decode takes the answer from structuredContent when it is an object,
 // else from the first text item.
-func (a *Agent) decode(res *toolResult) (*agent.AskResponse, error) {
+func (a *Agent) decode(res *mcp.CallToolResult) (*agent.AskResponse, error) {
 	text, hasText := firstText(res)
 	if res.IsError {
 		return nil, a.fail("tool returned isError=true: %s", agent.Clip([]byte(text)))
 	}
 	var resp agent.AskResponse
-	if sc := bytes.TrimSpace(res.StructuredContent); len(sc) > 0 && sc[0] == '{' {
+	if sc := bytes.TrimSpace(res.RawStructuredContent); len(sc) > 0 && sc[0] == '{' {
 		if err := json.Unmarshal(sc, &resp); err != nil {
 			return nil, a.fail("unmarshal AskResponse from structuredContent: %v", err)
 		}
@@ -309,18 +299,10 @@ func (a *Agent) fail(format string, args ...any) error {
 	return &agent.AskError{Kind: agent.KindTransportError, Detail: a.redact("mcp_http agent: " + fmt.Sprintf(format, args...))}
 }
 
-func firstText(res *toolResult) (string, bool) {
-	for _, c := range *res.Content {
-		if c.Type == mcp.ContentTypeText {
-			var text string
-			if len(c.Text) > 0 {
-				if err := json.Unmarshal(c.Text, &text); err != nil {
-					// A text item whose text is not a string: as mcp-go,
-					// which would not take it for a text item either.
-					continue
-				}
-			}
-			return text, true
+func firstText(res *mcp.CallToolResult) (string, bool) {
+	for _, c := range res.Content {
+		if t, ok := mcp.AsTextContent(c); ok {
+			return t.Text, true
 		}
 	}
 	return "", false

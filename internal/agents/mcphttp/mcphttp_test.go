@@ -387,17 +387,26 @@ func TestUnauthorizedInitializeIsReportedNotFallenBackFrom(t *testing.T) {
 
 // TestSSEStreamWithServerRequests: on a tools/call answered as an SSE
 // stream, notifications are skipped, a ping from the server is answered
-// with an empty result and any other request with method-not-found (on
-// the same session), and the call takes the response that follows.
+// with an empty result and a request kitsoki's client offers nothing for
+// (sampling) with an error, on the same session, and the call takes the
+// response that follows. The server waits for each answer before it goes
+// on, as a server asking its client something does.
 func TestSSEStreamWithServerRequests(t *testing.T) {
-	var mu sync.Mutex
-	var answers []string
+	answers := make(chan string, 2)
+	answered := make(chan struct{}, 2)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		var msg rpcMessage
 		if err := json.Unmarshal(body, &msg); err != nil {
 			http.Error(w, "bad json", http.StatusBadRequest)
 			return
+		}
+		await := func() {
+			w.(http.Flusher).Flush()
+			select {
+			case <-answered:
+			case <-r.Context().Done():
+			}
 		}
 		switch msg.Method {
 		case "initialize":
@@ -409,14 +418,27 @@ func TestSSEStreamWithServerRequests(t *testing.T) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			fmt.Fprint(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"x\"}}\n\n")
 			fmt.Fprint(w, "data: {\"jsonrpc\":\"2.0\",\"id\":\"s1\",\"method\":\"ping\"}\n\n")
+			await()
 			fmt.Fprint(w, "data: {\"jsonrpc\":\"2.0\",\"id\":\"s2\",\n")
 			fmt.Fprint(w, "data:  \"method\":\"sampling/createMessage\",\"params\":{}}\n\n")
+			await()
 			fmt.Fprintf(w, "id: 7\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"{\\\"submission\\\":\\\"ok\\\"}\"}]}}\n\n", msg.ID)
 		case "":
-			mu.Lock()
-			answers = append(answers, r.Header.Get("Mcp-Session-Id")+" "+string(body))
-			mu.Unlock()
+			var reply struct {
+				ID     string          `json:"id"`
+				Result json.RawMessage `json:"result"`
+				Error  *struct {
+					Code int `json:"code"`
+				} `json:"error"`
+			}
+			_ = json.Unmarshal(body, &reply)
+			what := "result " + string(reply.Result)
+			if reply.Error != nil {
+				what = "error"
+			}
+			answers <- r.Header.Get("Mcp-Session-Id") + " " + reply.ID + " " + what
 			w.WriteHeader(http.StatusAccepted)
+			answered <- struct{}{}
 		}
 	}))
 	defer srv.Close()
@@ -428,13 +450,8 @@ func TestSSEStreamWithServerRequests(t *testing.T) {
 	if string(resp.Submission) != `"ok"` {
 		t.Errorf("submission %s", resp.Submission)
 	}
-	want := []string{
-		`sse-1 {"jsonrpc":"2.0","id":"s1","result":{}}`,
-		`sse-1 {"jsonrpc":"2.0","id":"s2","error":{"code":-32601,"message":"kitsoki's mcp_http client does not handle sampling/createMessage"}}`,
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if diff := cmp.Diff(want, answers); diff != "" {
+	got := []string{<-answers, <-answers}
+	if diff := cmp.Diff([]string{"sse-1 s1 result {}", "sse-1 s2 error"}, got); diff != "" {
 		t.Errorf("answers to the server's requests (-want +got):\n%s", diff)
 	}
 }

@@ -42,6 +42,9 @@ type observed struct {
 	rpcErr  *mcp.JSONRPCErrorDetails
 	neither bool // a response with neither result nor error
 	bodyErr error
+	// sseEnded is set when an SSE response stream reached its end, so a
+	// call that got no response can say so.
+	sseEnded bool
 }
 
 type recorderKey struct{}
@@ -105,13 +108,11 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return resp, nil
 	}
-	if t.assumeJSON.Load() && resp.StatusCode == http.StatusOK {
-		mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-		if mt != "application/json" && mt != "text/event-stream" {
-			resp.Header.Set("Content-Type", "application/json")
-		}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if t.assumeJSON.Load() && resp.StatusCode == http.StatusOK && mt != "application/json" && mt != "text/event-stream" {
+		resp.Header.Set("Content-Type", "application/json")
 	}
-	resp.Body = &guardedBody{rc: resp.Body, rec: rec}
+	resp.Body = &guardedBody{rc: resp.Body, rec: rec, sse: mt == "text/event-stream"}
 	return resp, nil
 }
 
@@ -120,6 +121,7 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 type guardedBody struct {
 	rc    io.ReadCloser
 	rec   *recorder
+	sse   bool // an SSE stream: its end is noted on rec
 	total int
 	carry []byte // an incomplete rune at the end of the last chunk
 	err   error
@@ -136,6 +138,11 @@ func (b *guardedBody) Read(p []byte) (int, error) {
 		return 0, b.refuse(errBodyTooLarge)
 	case !b.validUTF8(p[:n], errors.Is(err, io.EOF)):
 		return 0, b.refuse(errBodyNotUTF8)
+	}
+	if b.sse && errors.Is(err, io.EOF) && b.rec != nil {
+		b.rec.mu.Lock()
+		b.rec.sseEnded = true
+		b.rec.mu.Unlock()
 	}
 	return n, err
 }

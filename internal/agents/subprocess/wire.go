@@ -72,7 +72,13 @@ type conn struct {
 
 	wmu sync.Mutex   // guards buf
 	buf bytes.Buffer // the line being written
+
+	strays int // responses with no corresponding request (read by the token holder only)
 }
+
+// strayDetail is how many stray responses are logged one by one; past
+// it, one line at each tenfold count.
+const strayDetail = 10
 
 // readDeadliner is the read side of the plugin's stdout (*os.File).
 type readDeadliner interface{ SetReadDeadline(time.Time) error }
@@ -445,14 +451,36 @@ func (c *conn) dispatch(line []byte) error {
 	c.mu.Unlock()
 	switch {
 	case !ok:
-		c.logger.Warn("ignoring response #" + string(env.ID) + " with no corresponding request")
+		c.stray(env.ID)
 	case ch != nil: // nil: the caller stopped waiting
 		ch.ch <- reply{result: env.Result, err: rpcErr}
 	}
 	return nil
 }
 
-// askEnvelope is a successful agent.ask response decoded in one pass.
+// stray logs a response with no corresponding request: the first
+// strayDetail one by one, then a count at 100, 1000, 10000, … so a plugin
+// flooding them cannot flood the log.
+func (c *conn) stray(id json.RawMessage) {
+	c.strays++
+	n := c.strays
+	switch {
+	case n <= strayDetail:
+		c.logger.Warn("ignoring response #" + string(id) + " with no corresponding request")
+	case isPowerOf10(n):
+		c.logger.Warn(fmt.Sprintf("ignored %d responses with no corresponding request so far (the plugin answers calls nobody made; logging again at %d)", n, n*10))
+	}
+}
+
+func isPowerOf10(n int) bool {
+	for n >= 10 && n%10 == 0 {
+		n /= 10
+	}
+	return n == 1
+}
+
+// askEnvelope is a successful agent.ask response, decoded with its result
+// in one json.Unmarshal.
 type askEnvelope struct {
 	ID     json.RawMessage     `json:"id"`
 	Method *string             `json:"method"`
@@ -508,13 +536,10 @@ func (c *conn) dispatchAsk(line []byte) bool {
 	return true
 }
 
-// decodeAskReply decodes a response to an agent.ask call whose id is id:
-// in one pass when it can (askReplyFast), else with encoding/json. False
-// if it is not a success response with an object result under that id.
+// decodeAskReply decodes a response to an agent.ask call whose id is id,
+// envelope and result in one encoding/json decode. False if it is not a
+// success response with an object result under that id.
 func decodeAskReply(line, id []byte) (*plugin.AskResponse, bool) {
-	if got, resp, ok := askReplyFast(line); ok {
-		return resp, got == string(id)
-	}
 	var env askEnvelope
 	if json.Unmarshal(line, &env) != nil || env.Method != nil || env.Result == nil ||
 		!bytes.Equal(env.ID, id) || (len(env.Error) > 0 && string(env.Error) != "null") {

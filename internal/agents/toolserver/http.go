@@ -16,6 +16,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/kitsoki/kitsoki/internal/base/clock"
+	"github.com/kitsoki/kitsoki/internal/base/loopback"
 	"github.com/kitsoki/kitsoki/internal/base/mcpguard"
 )
 
@@ -30,16 +32,25 @@ const EndpointPath = "/mcp"
 // notifications on their GET stream, stateless (2026-07-28) clients through
 // subscriptions/listen.
 //
-// Past the token, a request body over the limit (WithMaxBodyBytes, default
-// 4 MiB) is answered 413 without being read past the limit, and an
-// Mcp-Session-Id the session did not mint, or whose client deleted it, is
-// answered 404.
+// Before the token, a request over loopback that names another host or
+// comes from another site's page (DNS rebinding) is answered 403. A
+// refused request's body is never read. Past the token, a request body
+// over the limit (WithMaxBodyBytes, default 4 MiB) is answered 413
+// without being read past the limit, one that has not arrived within the
+// body timeout (WithBodyTimeout, default 10s) 408, an Mcp-Session-Id the
+// session did not mint, or whose client deleted it, or that idled out, is
+// answered 404, and an initialize past the cap of live MCP sessions per
+// token (WithSessionLimits, default 100, idle after 30 minutes) 503.
 type HTTPServer struct {
-	ln      net.Listener
-	srv     *http.Server
-	url     string
-	logger  *slog.Logger
-	maxBody int64
+	ln          net.Listener
+	srv         *http.Server
+	url         string
+	logger      *slog.Logger
+	maxBody     int64
+	bodyTimeout time.Duration
+	maxSessions int
+	idle        time.Duration
+	clock       clock.Clock
 
 	mu       sync.RWMutex
 	sessions map[[sha256.Size]byte]*httpSession
@@ -63,6 +74,25 @@ func WithMaxBodyBytes(n int64) HTTPOption {
 			h.maxBody = n
 		}
 	}
+}
+
+// WithBodyTimeout bounds how long a request body may take to arrive;
+// d <= 0 means mcpguard.DefaultBodyTimeout (10s).
+func WithBodyTimeout(d time.Duration) HTTPOption {
+	return func(h *HTTPServer) { h.bodyTimeout = d }
+}
+
+// WithSessionLimits caps the live MCP sessions each token may hold at n
+// and expires one after idle without a request; zero values mean the
+// defaults (mcpguard.DefaultMaxSessions, mcpguard.DefaultIdleTimeout).
+func WithSessionLimits(n int, idle time.Duration) HTTPOption {
+	return func(h *HTTPServer) { h.maxSessions, h.idle = n, idle }
+}
+
+// WithClock measures sessions' idle time on c (default: the system
+// clock).
+func WithClock(c clock.Clock) HTTPOption {
+	return func(h *HTTPServer) { h.clock = c }
 }
 
 // ListenHTTP starts an HTTPServer on addr, which must be a loopback
@@ -95,7 +125,9 @@ func ListenHTTP(addr string, logger *slog.Logger, opts ...HTTPOption) (*HTTPServ
 	for _, o := range opts {
 		o(h)
 	}
-	h.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	// Headers must arrive within 10s (bodies: the guard's body timeout),
+	// and an idle keep-alive connection is closed after a minute.
+	h.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	go func() {
 		if err := h.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			logger.Error("mcp http server stopped", "err", err)
@@ -133,10 +165,12 @@ func (h *HTTPServer) Open(cfg SessionConfig) (*Session, error) {
 // NewSession and not yet attached anywhere. Closing the session revokes the
 // token. Open is NewSession, a fresh token and Attach.
 func (h *HTTPServer) Attach(s *Session, token string) error {
-	ids := mcpguard.NewSessions()
+	ids := mcpguard.NewSessions(mcpguard.WithClock(h.clock),
+		mcpguard.WithMaxSessions(h.maxSessions), mcpguard.WithIdleTimeout(h.idle))
 	handler := server.NewStreamableHTTPServer(s.srv,
 		server.WithStreamableHTTPLogger(h.logger), server.WithSessionIdManager(ids))
-	hs := &httpSession{s: s, handler: handler, guarded: mcpguard.Guard(handler, h.maxBody, ids)}
+	guarded := mcpguard.Guard(handler, h.maxBody, ids, mcpguard.WithBodyTimeout(h.bodyTimeout))
+	hs := &httpSession{s: s, handler: handler, guarded: guarded}
 	key := sha256.Sum256([]byte(token))
 	h.mu.Lock()
 	if h.closed {
@@ -166,12 +200,17 @@ func NewToken() (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b[:]), nil
 }
 
-// ServeHTTP authenticates the request and hands it to its session.
-// Tokens are looked up by their SHA-256, so the comparison leaks nothing
-// about a valid token.
+// ServeHTTP checks the request is addressed to loopback, authenticates
+// it and hands it to its session; nothing of the body is read before the
+// token is known. Tokens are looked up by their SHA-256, so the
+// comparison leaks nothing about a valid token.
 func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := loopback.Check(r); err != nil {
+		loopback.Forbid(w, err)
+		return
+	}
 	if r.URL.Path != EndpointPath {
-		http.NotFound(w, r)
+		mcpguard.Refuse(w, "404 page not found", http.StatusNotFound)
 		return
 	}
 	token, ok := bearer(r.Header.Get("Authorization"))
@@ -184,7 +223,7 @@ func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if hs == nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="kitsoki"`)
-		http.Error(w, "unauthorized: a valid bearer token for a live kitsoki MCP session is required", http.StatusUnauthorized)
+		mcpguard.Refuse(w, "unauthorized: a valid bearer token for a live kitsoki MCP session is required", http.StatusUnauthorized)
 		return
 	}
 	hs.guarded.ServeHTTP(w, r)

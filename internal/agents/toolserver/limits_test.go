@@ -129,7 +129,7 @@ func TestHTTPUnknownSession404(t *testing.T) {
 	if res, body := do(http.MethodPost, live, list); res.StatusCode != http.StatusOK || !strings.Contains(body, `"tools"`) {
 		t.Fatalf("live session: status %d: %s", res.StatusCode, body)
 	}
-	const wantBody = "unknown or deleted MCP session: initialize a new one without the Mcp-Session-Id header\n"
+	const wantBody = "unknown, deleted or expired MCP session: initialize a new one without the Mcp-Session-Id header\n"
 	check := func(what, session string) {
 		t.Helper()
 		for _, m := range []struct{ method, body string }{{http.MethodPost, list}, {http.MethodGet, ""}, {http.MethodDelete, ""}} {

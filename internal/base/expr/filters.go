@@ -2,6 +2,7 @@ package expr
 
 import (
 	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -17,9 +18,9 @@ import (
 var textFilters = map[string]pongo2.FilterFunction{
 	"col":       filterCol,
 	"rcol":      filterRcol,
-	"reference": filterReference,
 	"reverse":   filterReverse,
 	"wordwrap":  filterWordwrap,
+	"reference": filterReference,
 	showFunc:    filterShow,
 	iterFilter:  filterIter,
 }
@@ -52,33 +53,6 @@ func registerFilters() error {
 		}
 	}
 	return nil
-}
-
-// filterReference embeds a document as cited evidence (Kitsoki's
-// `reference` filter): the content, line-numbered (right-aligned to the
-// last number's width), inside a <reference src=LABEL lines="1-N"
-// sha256=…> block whose hash is the first 8 hex digits of the content's
-// SHA-256. The content is written as it is, never parsed as a template; a
-// nil or empty input gives nothing, so a misspelt variable shows as empty
-// rather than as an empty block.
-func filterReference(in, param *pongo2.Value) (*pongo2.Value, *pongo2.Error) {
-	if in.IsNil() {
-		return pongo2.AsSafeValue(""), nil
-	}
-	text := toText(in.Interface())
-	if text == "" {
-		return pongo2.AsSafeValue(""), nil
-	}
-	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
-	sum := sha256.Sum256([]byte(text))
-	w := len(strconv.Itoa(len(lines)))
-	var b strings.Builder
-	fmt.Fprintf(&b, "<reference src=%q lines=\"1-%d\" sha256=\"%x\">\n", param.String(), len(lines), sum[:4])
-	for i, l := range lines {
-		fmt.Fprintf(&b, "%*d | %s\n", w, i+1, l)
-	}
-	b.WriteString("</reference>")
-	return pongo2.AsSafeValue(b.String()), nil
 }
 
 // filterShow is show as a filter.
@@ -213,4 +187,36 @@ func cut(s string, n int) (string, int) {
 		w += rw
 	}
 	return s, w
+}
+
+// filterReference embeds a document as cited evidence, as Kitsoki's
+// reference filter does: {{ args.spec|reference:"api-spec.md" }} numbers
+// the input's lines (right-aligned to the widest number) and wraps them in
+// <reference src="LABEL" lines="1-N" sha256="…">, the first 8 hex digits of
+// the input's SHA-256. The text is taken as it is, never rendered as a
+// template. A nil or empty input renders nothing.
+func filterReference(in, param *pongo2.Value) (*pongo2.Value, *pongo2.Error) {
+	v := in.Interface()
+	if v == nil {
+		return pongo2.AsValue(""), nil
+	}
+	text := toText(v)
+	if text == "" {
+		return pongo2.AsValue(""), nil
+	}
+	label := ""
+	if param != nil && !param.IsNil() {
+		label = toText(param.Interface())
+	}
+	sum := sha256.Sum256([]byte(text))
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	w := len(strconv.Itoa(len(lines)))
+	var b strings.Builder
+	fmt.Fprintf(&b, "<reference src=%q lines=\"1-%d\" sha256=\"%s\">\n", label, len(lines), hex.EncodeToString(sum[:4]))
+	for i, l := range lines {
+		b.WriteString(strings.TrimRight(fmt.Sprintf("%*d | %s", w, i+1, l), " "))
+		b.WriteByte('\n')
+	}
+	b.WriteString("</reference>")
+	return pongo2.AsSafeValue(b.String()), nil
 }

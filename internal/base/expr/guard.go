@@ -16,8 +16,8 @@ type Guard struct {
 // one of roots, on a function that is not one of functions, on closures, map
 // literals and let, and when the result is known at compile time not to be a
 // bool.
-func CompileGuard(src string) (*Guard, error) {
-	u, err := compileExpr(src, 0, len(src), false, true)
+func CompileGuard(src string, opts ...CompileOption) (*Guard, error) {
+	u, err := compileExprWith(src, 0, len(src), false, true, "", configOf(opts).names)
 	if err != nil {
 		return nil, err
 	}
@@ -26,8 +26,8 @@ func CompileGuard(src string) (*Guard, error) {
 
 // CompileValidator compiles a slot validator: a guard that may also start
 // from value (ValueRoot), the slot's value, bound with Env["value"].
-func CompileValidator(src string) (*Guard, error) {
-	u, err := compileExprWith(src, 0, len(src), false, true, ValueRoot)
+func CompileValidator(src string, opts ...CompileOption) (*Guard, error) {
+	u, err := compileExprWith(src, 0, len(src), false, true, ValueRoot, configOf(opts).names)
 	if err != nil {
 		return nil, err
 	}

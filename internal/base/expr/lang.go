@@ -163,8 +163,11 @@ type unit struct {
 	m    *mapped // set when src was rewritten; maps src bytes to tpl bytes
 
 	reads []WorldRead // world keys read by name, in source order
-	extra string      // one more allowed root name (ValueRoot), "" for none
-	menu  bool        // reads the menu root or calls a menu helper
+	// resultReads are the keys of result read by name, in source order.
+	resultReads []WorldRead
+	roots       []string // the roots it reads (world, slots, …), in source order, once each
+	extra       string   // one more allowed root name (ValueRoot), "" for none
+	menu        bool     // reads the menu root or calls a menu helper
 
 	menuCalls []*ast.CallNode // menu helper calls, set by validate for passMenu
 }
@@ -203,12 +206,13 @@ func newConfig(opts []expr.Option) *conf.Config {
 // the range-item shorthand (".", ".field"); asBool rejects an expression
 // whose type is known at compile time and is not bool.
 func compileExpr(tpl string, start, end int, inRange, asBool bool) (*unit, error) {
-	return compileExprWith(tpl, start, end, inRange, asBool, "")
+	return compileExprWith(tpl, start, end, inRange, asBool, "", nil)
 }
 
 // compileExprWith is compileExpr; a non-empty extra (ValueRoot) is one more
-// name the expression may start from.
-func compileExprWith(tpl string, start, end int, inRange, asBool bool, extra string) (*unit, error) {
+// name the expression may start from, and names (when not nil) renames the
+// world keys and menu intents the expression refers to.
+func compileExprWith(tpl string, start, end int, inRange, asBool bool, extra string, names Names) (*unit, error) {
 	u := &unit{src: tpl[start:end], tpl: tpl, off: start, extra: extra}
 	if i := strings.Index(u.src, dotName); i >= 0 {
 		return nil, u.compileError(utf8.RuneCountInString(u.src[:i]), fmt.Sprintf("%q is a reserved name", dotName))
@@ -230,6 +234,9 @@ func compileExprWith(tpl string, start, end int, inRange, asBool bool, extra str
 	tree, err := parser.ParseWithConfig(u.src, config)
 	if err != nil {
 		return nil, u.fromLibError(err)
+	}
+	if names != nil {
+		ast.Walk(&tree.Node, renameRefs{names})
 	}
 	if err := u.validate(tree.Node, inRange); err != nil {
 		return nil, err
@@ -369,6 +376,9 @@ func (u *unit) validate(root ast.Node, inRange bool) error {
 		if id.Value == "menu" && !v.callees[id] {
 			u.menu = true
 		}
+		if !v.callees[id] && slices.Contains(roots, id.Value) && !slices.Contains(u.roots, id.Value) {
+			u.roots = append(u.roots, id.Value)
+		}
 		if v.callees[id] || (inRange && id.Value == dotName) || slices.Contains(roots, id.Value) || (u.extra != "" && id.Value == u.extra) {
 			continue
 		}
@@ -385,6 +395,10 @@ func (u *unit) validate(root ast.Node, inRange bool) error {
 		for _, r := range v.reads {
 			line, col := lineCol(u.tpl, u.tplOffset(r.at))
 			u.reads = append(u.reads, WorldRead{Key: r.key, Line: line, Col: col})
+		}
+		for _, r := range v.resultReads {
+			line, col := lineCol(u.tpl, u.tplOffset(r.at))
+			u.resultReads = append(u.resultReads, WorldRead{Key: r.key, Line: line, Col: col})
 		}
 		return nil
 	}
@@ -408,8 +422,16 @@ type validator struct {
 	callees map[ast.Node]bool // made on the first call: most expressions have none
 	first   *violation
 	reads   []worldRead
+	// resultReads are keys of the result root read by name.
+	resultReads []worldRead
 
 	menuCalls []*ast.CallNode
+}
+
+// isRoot reports whether n is the root name root.
+func isRoot(n ast.Node, root string) bool {
+	id, ok := n.(*ast.IdentifierNode)
+	return ok && id.Value == root
 }
 
 // isWorld reports whether n is the root name world.
@@ -432,6 +454,9 @@ func (v *validator) Visit(node *ast.Node) {
 	case *ast.MemberNode:
 		if key, ok := n.Property.(*ast.StringNode); ok && isWorld(n.Node) {
 			v.reads = append(v.reads, worldRead{key: key.Value, at: key.Location().From})
+		}
+		if key, ok := n.Property.(*ast.StringNode); ok && isRoot(n.Node, "result") {
+			v.resultReads = append(v.resultReads, worldRead{key: key.Value, at: key.Location().From})
 		}
 	case *ast.CallNode:
 		id, ok := n.Callee.(*ast.IdentifierNode)

@@ -15,10 +15,14 @@ import (
 // Text is a compiled text template (view, say, prompt files): pongo2, i.e.
 // Django syntax, with autoescape off (story-format.md §11).
 type Text struct {
-	src  string
-	tpl  *pongo2.Template
-	m    *mapped // the source as handed to pongo2, for error positions
-	menu bool    // a tag reads the computed menu
+	src     string
+	tpl     *pongo2.Template
+	m       *mapped // the source as handed to pongo2, for error positions
+	literal bool    // src holds no "{": it renders as it is, without pongo2
+	menu    bool    // a tag reads the computed menu
+	// reads are the world keys it reads (WorldReads), found on first ask.
+	reads     []WorldRead
+	readsOnce sync.Once
 }
 
 const (
@@ -47,7 +51,10 @@ func textSet() (*pongo2.TemplateSet, error) {
 		if textErr = registerFilters(); textErr != nil {
 			return
 		}
-		textErr = pongo2.RegisterTag(scopeTag, scopeParser)
+		if textErr = pongo2.RegisterTag(scopeTag, scopeParser); textErr != nil {
+			return
+		}
+		textErr = pongo2.RegisterTag(tokensTag, tokensParser)
 	})
 	if textErr != nil {
 		return nil, textErr
@@ -104,13 +111,23 @@ func (noLoader) Get(path string) (io.Reader, error) {
 // routed through the same formatter value templates use (so maps and lists
 // print as JSON, floats without padding, bools as true/false, nil as "").
 // Errors are *CompileError values pointing into src.
-func CompileText(src string) (*Text, error) {
+func CompileText(src string, opts ...CompileOption) (*Text, error) {
+	if !strings.Contains(src, "{") {
+		// No tag, variable or comment can start: pongo2 would render the
+		// text as it is, so it is kept as it is.
+		return &Text{src: src, literal: true}, nil
+	}
 	set, err := textSet()
 	if err != nil {
 		return nil, err
 	}
 	defer textSets.Put(set)
 	m := rewriteText(src, true)
+	if names := configOf(opts).names; names != nil && mayRefer(src) {
+		if reps := textRenames(set, m.String(), names); len(reps) > 0 {
+			m = m.splice(reps)
+		}
+	}
 	tpl, err := parseText(set, m)
 	if err != nil {
 		line, col, msg := m.locate(src, err)
@@ -167,6 +184,9 @@ func (t *Text) Source() string { return t.src }
 // none: its variableResolver.String is unimplemented for subscripts); that
 // panic becomes an *EvalError instead of ending the process.
 func (t *Text) Render(env Env) (out string, err error) {
+	if t.literal {
+		return t.src, nil
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			msg := fmt.Sprintf("pongo2 failed while rendering the template (panic: %v)", r)

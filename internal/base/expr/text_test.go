@@ -76,12 +76,15 @@ func TestTextRender(t *testing.T) {
 		{"wordwrap is not per word count", `{{ "a b c d"|wordwrap:3 }}`, "a b\nc d"},
 		{"wordwrap keeps line breaks", "{{ args.text|wordwrap:9 }}", "one\ntwo three\nfour"},
 		{"wordwrap long word", `{{ "abcdefgh ij"|wordwrap:4 }}`, "abcdefgh\nij"},
-		{"reference", `{{ args.text|reference:"notes.md" }}`, "<reference src=\"notes.md\" lines=\"1-2\" sha256=\"8dd0d534\">\n1 | one\n2 | two three four\n</reference>"},
-		{"reference of nothing", `[{{ world.missing|reference:"x" }}]`, "[]"},
-		{"reference is not parsed", `{{ "{{ a }}"|reference:"t" }}`, "<reference src=\"t\" lines=\"1-1\" sha256=\"4bc3b22b\">\n1 | {{ a }}\n</reference>"},
+		{"reference numbers and attributes", `{{ args.text|reference:"notes.md" }}`,
+			"<reference src=\"notes.md\" lines=\"1-2\" sha256=\"8dd0d534\">\n1 | one\n2 | two three four\n</reference>"},
+		{"reference aligns numbers and keeps text as is", `{{ args.doc|reference:"f" }}`,
+			"<reference src=\"f\" lines=\"1-10\" sha256=\"78e72ee8\">\n 1 | a\n 2 |\n 3 | b\n 4 | c\n 5 | d\n 6 | e\n 7 | f\n 8 | g\n 9 | h\n10 | {{ x }}\n</reference>"},
+		{"reference of nothing is nothing", `[{{ world.missing|reference:"x" }}]`, "[]"},
 	}
 	env := testEnv()
 	env["args"].(map[string]any)["text"] = "one\ntwo three four"
+	env["args"].(map[string]any)["doc"] = "a\n\nb\nc\nd\ne\nf\ng\nh\n{{ x }}\n"
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tx, err := CompileText(tt.src)

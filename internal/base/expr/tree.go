@@ -37,9 +37,14 @@ type tnode struct {
 // map, whose keys are then converted with %v) evaluate to map[string]any and
 // lists to []any. Errors name the path of the failing string, e.g.
 // `args.claim: col 4: unknown name "x" …`, and wrap the *CompileError.
-func CompileTree(v any) (*Tree, error) {
+func CompileTree(v any, opts ...CompileOption) (*Tree, error) {
 	lit := true
-	root, err := compileNode(v, "", &lit)
+	c := configOf(opts)
+	if c.values == nil {
+		names := c.names
+		c.values = func(src string) (*Value, error) { return compileValue(src, names) }
+	}
+	root, err := compileNode(v, "", &lit, c.values)
 	if err != nil {
 		return nil, err
 	}
@@ -58,13 +63,13 @@ func (n tnode) usesMenu() bool {
 	return false
 }
 
-func compileNode(v any, path string, lit *bool) (tnode, error) {
+func compileNode(v any, path string, lit *bool, values func(string) (*Value, error)) (tnode, error) {
 	switch x := v.(type) {
 	case string:
 		if !strings.Contains(x, "{{") {
 			return tnode{scalar: x}, nil // a literal, as CompileValue would find
 		}
-		tv, err := CompileValue(x)
+		tv, err := values(x)
 		if err != nil {
 			if path == "" {
 				return tnode{}, err
@@ -84,7 +89,7 @@ func compileNode(v any, path string, lit *bool) (tnode, error) {
 		slices.Sort(keys)
 		n := tnode{isMap: true, keys: keys, vals: make([]tnode, len(keys))}
 		for i, k := range keys {
-			c, err := compileNode(x[k], join(path, k), lit)
+			c, err := compileNode(x[k], join(path, k), lit, values)
 			if err != nil {
 				return tnode{}, err
 			}
@@ -104,7 +109,7 @@ func compileNode(v any, path string, lit *bool) (tnode, error) {
 	case []any:
 		n := tnode{isList: true, vals: make([]tnode, len(x))}
 		for i, e := range x {
-			c, err := compileNode(e, path+"["+strconv.Itoa(i)+"]", lit)
+			c, err := compileNode(e, path+"["+strconv.Itoa(i)+"]", lit, values)
 			if err != nil {
 				return tnode{}, err
 			}
@@ -122,7 +127,7 @@ func compileNode(v any, path string, lit *bool) (tnode, error) {
 		for it.Next() {
 			m[fmt.Sprint(it.Key().Interface())] = it.Value().Interface()
 		}
-		return compileNode(m, path, lit)
+		return compileNode(m, path, lit, values)
 	case reflect.Slice, reflect.Array:
 		if _, isBytes := v.([]byte); isBytes {
 			break
@@ -131,7 +136,7 @@ func compileNode(v any, path string, lit *bool) (tnode, error) {
 		for i := range l {
 			l[i] = rv.Index(i).Interface()
 		}
-		return compileNode(l, path, lit)
+		return compileNode(l, path, lit, values)
 	}
 	return tnode{scalar: v}, nil
 }
@@ -141,6 +146,20 @@ func join(path, key string) string {
 		return key
 	}
 	return path + "." + key
+}
+
+// Member returns the template of the top-level map member key, or nil
+// when the tree is no map, has no such member, or the member is not a
+// template string.
+func (t *Tree) Member(key string) *Value {
+	if !t.root.isMap {
+		return nil
+	}
+	i, ok := slices.BinarySearch(t.root.keys, key)
+	if !ok {
+		return nil
+	}
+	return t.root.vals[i].tmpl
 }
 
 // IsLiteral reports whether no string in the tree contains {{.

@@ -44,7 +44,11 @@ type branch struct {
 // CompileValue compiles a value template. A string without "{{" is a literal
 // and is returned unchanged by Eval. Errors are *CompileError values whose
 // Line and Col point into src.
-func CompileValue(src string) (*Value, error) {
+func CompileValue(src string, opts ...CompileOption) (*Value, error) {
+	return compileValue(src, configOf(opts).names)
+}
+
+func compileValue(src string, names Names) (*Value, error) {
 	v := &Value{src: src, lit: src}
 	if !strings.Contains(src, "{{") {
 		return v, nil
@@ -54,14 +58,14 @@ func CompileValue(src string) (*Value, error) {
 		return nil, err
 	}
 	if len(toks) == 2 && toks[0].kind == tExpr && toks[0].at == 0 && toks[0].close == len(src) {
-		u, err := compileExpr(src, toks[0].start, toks[0].end, false, false)
+		u, err := compileExprWith(src, toks[0].start, toks[0].end, false, false, "", names)
 		if err != nil {
 			return nil, err
 		}
 		v.single, v.menu = u, u.menu
 		return v, nil
 	}
-	p := &vparser{src: src, toks: toks}
+	p := &vparser{src: src, toks: toks, names: names}
 	nodes, stop, err := p.list(false)
 	if err != nil {
 		return nil, err
@@ -91,6 +95,41 @@ func nodesUseMenu(nodes []vnode) bool {
 // Source returns the template text.
 func (v *Value) Source() string { return v.src }
 
+// Roots lists the roots (world, slots, event, …) the template's
+// expressions read, each once, in source order.
+func (v *Value) Roots() []string {
+	var out []string
+	add := func(u *unit) {
+		for _, r := range u.roots {
+			if !slices.Contains(out, r) {
+				out = append(out, r)
+			}
+		}
+	}
+	if v.single != nil {
+		add(v.single)
+	}
+	var walk func([]vnode)
+	walk = func(nodes []vnode) {
+		for i := range nodes {
+			n := &nodes[i]
+			if n.u != nil {
+				add(n.u)
+			}
+			for _, b := range n.branches {
+				if b.cond != nil {
+					add(b.cond)
+				}
+				walk(b.body)
+			}
+			walk(n.body)
+			walk(n.alt)
+		}
+	}
+	walk(v.nodes)
+	return out
+}
+
 // IsLiteral reports whether the template has no {{ … }} at all.
 func (v *Value) IsLiteral() bool { return v.single == nil && v.nodes == nil }
 
@@ -114,17 +153,31 @@ func (v *Value) Eval(env Env) (any, error) {
 }
 
 func render(b *strings.Builder, nodes []vnode, env map[string]any) error {
+	return renderTo(b, nodes, env, nil)
+}
+
+// renderTo renders nodes into b; with sh set, text and values go through
+// it (EvalShell).
+func renderTo(b *strings.Builder, nodes []vnode, env map[string]any, sh *shellWriter) error {
 	for i := range nodes {
 		n := &nodes[i]
 		switch n.kind {
 		case vText:
-			b.WriteString(n.text)
+			if sh != nil {
+				sh.text(b, n.text)
+			} else {
+				b.WriteString(n.text)
+			}
 		case vExpr:
 			out, err := n.u.run(env)
 			if err != nil {
 				return err
 			}
-			b.WriteString(toText(out))
+			if sh != nil {
+				sh.value(b, toText(out))
+			} else {
+				b.WriteString(toText(out))
+			}
 		case vIf:
 			for _, br := range n.branches {
 				if br.cond != nil {
@@ -136,13 +189,13 @@ func render(b *strings.Builder, nodes []vnode, env map[string]any) error {
 						continue
 					}
 				}
-				if err := render(b, br.body, env); err != nil {
+				if err := renderTo(b, br.body, env, sh); err != nil {
 					return err
 				}
 				break
 			}
 		case vRange:
-			if err := renderRange(b, n, env); err != nil {
+			if err := renderRange(b, n, env, sh); err != nil {
 				return err
 			}
 		}
@@ -150,7 +203,7 @@ func render(b *strings.Builder, nodes []vnode, env map[string]any) error {
 	return nil
 }
 
-func renderRange(b *strings.Builder, n *vnode, env map[string]any) error {
+func renderRange(b *strings.Builder, n *vnode, env map[string]any, sh *shellWriter) error {
 	coll, err := n.u.run(env)
 	if err != nil {
 		return err
@@ -161,7 +214,7 @@ func renderRange(b *strings.Builder, n *vnode, env map[string]any) error {
 		return &EvalError{Line: line, Col: col, Msg: err.Error()}
 	}
 	if len(items) == 0 {
-		return render(b, n.alt, env)
+		return renderTo(b, n.alt, env, sh)
 	}
 	// The body sees every root plus the current item; one scope per range,
 	// reused across its items.
@@ -171,7 +224,7 @@ func renderRange(b *strings.Builder, n *vnode, env map[string]any) error {
 	}
 	for _, it := range items {
 		scope[dotName] = it
-		if err := render(b, n.body, scope); err != nil {
+		if err := renderTo(b, n.body, scope, sh); err != nil {
 			return err
 		}
 	}
@@ -399,9 +452,10 @@ func cutKeyword(s, kw string) (string, bool) {
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 type vparser struct {
-	src  string
-	toks []vtok
-	pos  int
+	src   string
+	toks  []vtok
+	pos   int
+	names Names
 }
 
 func (p *vparser) next() vtok {
@@ -418,7 +472,7 @@ func (p *vparser) errorAt(off int, msg string) *CompileError {
 }
 
 func (p *vparser) compile(t vtok, inRange bool) (*unit, error) {
-	return compileExpr(p.src, t.start, t.end, inRange, false)
+	return compileExprWith(p.src, t.start, t.end, inRange, false, "", p.names)
 }
 
 // list parses nodes up to (and returns) the next else, else if, end or EOF.

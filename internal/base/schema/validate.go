@@ -36,22 +36,11 @@ func (e *InvalidError) Error() string {
 
 // Decode parses JSON into plain Go values: objects become map[string]any,
 // arrays []any, integral numbers int64 (when they fit) and others float64
-// (a number beyond float64 stays its text). It is the one decoding every
-// submission goes through, so the world sees the same types whichever
-// transport answered. Its own parser (decode.go) takes what it can, in
-// one pass with few allocations; everything else, every error included,
-// is DecodeStandard's.
+// (a number beyond float64's range stays its text). It is the one decoding
+// every submission goes through, so the world sees the same types whichever
+// transport answered: encoding/json with UseNumber, then the conversion of
+// the numbers.
 func Decode(b []byte) (any, error) {
-	if v, ok := decodeFast(b); ok {
-		return v, nil
-	}
-	return DecodeStandard(b)
-}
-
-// DecodeStandard is Decode by encoding/json (a Decoder with UseNumber,
-// then the conversion of numbers): the reference Decode's own parser is
-// tested against, and what words Decode's errors.
-func DecodeStandard(b []byte) (any, error) {
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
 	var v any

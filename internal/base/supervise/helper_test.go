@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -94,7 +96,10 @@ func runHelper(mode string) int {
 		out, _ := gc.StdoutPipe()
 		gc.Stderr = os.Stdout
 		if len(os.Args) > 1 && os.Args[1] == "escape" {
-			gc.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // leaves the group
+			// Leaves the group, and clears the mark its descendants carry,
+			// so nothing can tell it was this process's.
+			gc.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			gc.Env = slices.DeleteFunc(gc.Env, func(kv string) bool { return strings.HasPrefix(kv, "KITSOKI_SUPERVISED=") })
 		}
 		if err := gc.Start(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -106,6 +111,31 @@ func runHelper(mode string) int {
 			return 0
 		}
 		block()
+	case "double-fork":
+		// Starts a middle process in a session of its own, which starts
+		// a sleeper and exits without waiting for it: the sleeper is an
+		// orphan outside this process's group and session. Prints
+		// "ready <sleeper> <middle>" and exits.
+		mid := helperCmd("middle")
+		mid.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		out, _ := mid.StdoutPipe()
+		if err := mid.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 7
+		}
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		fmt.Println("ready", strings.TrimSpace(line), mid.Process.Pid)
+		return 0
+	case "middle":
+		sl := helperCmd("quiet-ignore-term")
+		out, _ := sl.StdoutPipe()
+		if err := sl.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 7
+		}
+		bufio.NewReader(out).ReadString('\n')
+		fmt.Println(sl.Process.Pid)
+		return 0
 	case "host":
 		// A kitsoki stand-in: it starts a child holding this process's
 		// stdout, prints the child's pid and waits to be killed.

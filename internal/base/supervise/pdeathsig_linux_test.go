@@ -2,6 +2,8 @@ package supervise
 
 import (
 	"bufio"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"runtime"
@@ -82,5 +84,28 @@ func TestThreadRetirementSparesTheChild(t *testing.T) {
 	}
 	if _, ok := p.Exit(); ok {
 		t.Error("the child ended when the thread that started it did")
+	}
+}
+
+// A child that double-forks a process into a session of its own (setsid)
+// does not leave it running: kitsoki, a child subreaper, adopts the
+// orphan, and reaping the child kills and reaps it, and reaps the zombie
+// of the middle process, before Done closes.
+func TestDoubleForkedDescendantIsReaped(t *testing.T) {
+	cfg := helper(t, "double-fork")
+	cfg.PipeStdout = true
+	p := start(t, cfg)
+	var sleeper, middle int
+	if _, err := fmt.Sscanf(readLine(t, bufio.NewReader(p.Stdout())), "ready %d %d", &sleeper, &middle); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(sleeper, syscall.SIGKILL) })
+	within(t, "Done", func() { <-p.Done() })
+	// Signal 0 reaches a live process and a zombie alike: ESRCH means it
+	// was reaped.
+	for name, pid := range map[string]int{"the setsid'd sleeper": sleeper, "the middle process": middle} {
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("%s (pid %d) is still there after the child was reaped: kill(0) = %v", name, pid, err)
+		}
 	}
 }

@@ -1,10 +1,196 @@
 package supervise
 
-import "syscall"
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
 
 // sysProcAttr puts the child in a process group of its own and asks the
 // kernel to SIGKILL it if the thread that started it (kept until the child
 // is reaped) goes away, which happens when kitsoki dies.
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// markerEnv carries, in every supervised child's environment, the tokens
+// of the Processes it descends from (comma-separated). Descendants inherit
+// it, so one that left the child's process group and session (setsid, a
+// double fork) is still known as the child's when it is orphaned.
+const markerEnv = "KITSOKI_SUPERVISED"
+
+// prSetChildSubreaper is prctl's PR_SET_CHILD_SUBREAPER.
+const prSetChildSubreaper = 36
+
+var subreaper sync.Once
+
+// prepare makes kitsoki a child subreaper (once: orphaned descendants of
+// its children are re-parented to kitsoki, not to init) and marks cmd's
+// environment with a fresh token, which it returns.
+func prepare(cmd *exec.Cmd) string {
+	subreaper.Do(func() {
+		_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
+	})
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	token := hex.EncodeToString(b[:])
+	env := cmd.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	out := make([]string, 0, len(env)+1)
+	tokens := token
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, markerEnv+"="); ok {
+			tokens = v + "," + token // a kitsoki under a kitsoki: both can tell
+			continue
+		}
+		out = append(out, kv)
+	}
+	cmd.Env = append(out, markerEnv+"="+tokens)
+	return token
+}
+
+// sweep kills and reaps what the child left behind outside its process
+// group, which kitsoki, a child subreaper, adopted when their parents
+// died: its children that carry p's token; those in a process group or
+// session of one of them, or in the child's own group (a descendant that
+// cleared its environment, the zombie of a double fork's middle
+// process). Killing one re-parents its own children to kitsoki, so it
+// goes round after round until a round finds nothing. kitsoki's own
+// process group and session never count: the other children of the
+// program are there.
+func (p *Process) sweep() {
+	if p.token == "" {
+		return
+	}
+	own := map[int]bool{syscall.Getpgrp(): true}
+	if sid, err := getsid(); err == nil {
+		own[sid] = true
+	}
+	groups := map[int]bool{p.pid: true} // the child led a process group of its own
+	for range 64 {
+		kids := children()
+		for _, k := range kids {
+			if !k.zombie && carries(k.pid, p.token) {
+				k.marked = true
+				for _, id := range []int{k.pgrp, k.sid} {
+					if !own[id] {
+						groups[id] = true
+					}
+				}
+			}
+		}
+		doomed := 0
+		for _, k := range kids {
+			if !k.marked && !groups[k.pgrp] && !groups[k.sid] {
+				continue
+			}
+			doomed++
+			_ = syscall.Kill(k.pid, syscall.SIGKILL)
+			reap(k.pid)
+		}
+		if doomed == 0 {
+			return
+		}
+	}
+	p.logger.Warn(p.name+" left descendants that keep starting others; gave up reaping them", "pid", p.pid)
+}
+
+// reap waits for child pid to end.
+func reap(pid int) {
+	var ws syscall.WaitStatus
+	for {
+		_, err := syscall.Wait4(pid, &ws, 0, nil)
+		if !errors.Is(err, syscall.EINTR) {
+			return
+		}
+	}
+}
+
+func getsid() (int, error) {
+	sid, _, errno := syscall.RawSyscall(syscall.SYS_GETSID, 0, 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(sid), nil
+}
+
+// child is one of kitsoki's children as /proc/<pid>/stat describes it.
+type child struct {
+	pid, pgrp, sid int
+	zombie, marked bool
+}
+
+// children lists kitsoki's children (every thread's): after a reap, the
+// processes re-parented to it and the children it started.
+func children() []*child {
+	files, _ := filepath.Glob("/proc/self/task/*/children")
+	var out []*child
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, field := range strings.Fields(string(b)) {
+			pid, err := strconv.Atoi(field)
+			if err != nil {
+				continue
+			}
+			if c, ok := statOf(pid); ok {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// statOf reads a process's state, process group and session.
+func statOf(pid int) (*child, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil, false
+	}
+	// pid (comm) state ppid pgrp session …; comm may hold spaces and ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 4 {
+		return nil, false
+	}
+	pgrp, err1 := strconv.Atoi(f[2])
+	sid, err2 := strconv.Atoi(f[3])
+	if err1 != nil || err2 != nil {
+		return nil, false
+	}
+	return &child{pid: pid, pgrp: pgrp, sid: sid, zombie: f[0] == "Z"}, true
+}
+
+// carries reports whether process pid's environment holds token in
+// markerEnv (a zombie's environment cannot be read: it carries nothing).
+func carries(pid int, token string) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return false
+	}
+	for kv := range bytes.SplitSeq(b, []byte{0}) {
+		if v, ok := bytes.CutPrefix(kv, []byte(markerEnv+"=")); ok {
+			for t := range bytes.SplitSeq(v, []byte(",")) {
+				if string(t) == token {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

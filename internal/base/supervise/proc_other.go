@@ -4,6 +4,7 @@ package supervise
 
 import (
 	"errors"
+	"os/exec"
 	"syscall"
 )
 
@@ -25,3 +26,9 @@ func (p *Process) signalGroup(sig syscall.Signal) error {
 	}
 	return nil
 }
+
+// prepare has nothing to set up on this platform.
+func prepare(*exec.Cmd) string { return "" }
+
+// sweep has nothing to reap on this platform.
+func (*Process) sweep() {}

@@ -12,7 +12,12 @@
 //
 // On unix the child leads a process group of its own: signals reach
 // everything it started, a terminal's Ctrl-C reaches kitsoki only, and once
-// the child is reaped whatever it left in its group is killed.
+// the child is reaped whatever it left in its group is killed. On Linux
+// kitsoki is also a child subreaper (prctl PR_SET_CHILD_SUBREAPER), and
+// every child's environment carries a token of its Process
+// (KITSOKI_SUPERVISED): a descendant that left the group and its session
+// (setsid, a double fork) is re-parented to kitsoki when orphaned, and is
+// killed and reaped with the child.
 package supervise
 
 import (
@@ -106,6 +111,7 @@ type Process struct {
 	logger *slog.Logger
 	proc   *os.Process
 	pid    int
+	token  string // marks the child's descendants (Linux: sweep)
 
 	stdin          *os.File // kitsoki's pipe ends (Pipe flags), the caller's
 	stdout, stderr *os.File
@@ -149,6 +155,7 @@ func Start(cfg Config) (*Process, error) {
 	cmd := exec.Command(cfg.Path, cfg.Args...)
 	cmd.Dir, cmd.Env = cfg.Dir, cfg.Env
 	cmd.SysProcAttr = sysProcAttr()
+	p.token = prepare(cmd)
 
 	var s streams
 	var err error
@@ -201,8 +208,11 @@ func (p *Process) run(cmd *exec.Cmd, started chan<- error) {
 	p.exited = true
 	p.exit = Exit{State: state, Err: err, Killed: p.killed}
 	p.mu.Unlock()
-	// Whatever the child left behind in its group goes with it.
+	// Whatever the child left behind in its group goes with it, and on
+	// Linux so does what left the group (a setsid, a double fork), which
+	// kitsoki, a child subreaper, has adopted.
 	_ = p.signalGroup(syscall.SIGKILL)
+	p.sweep()
 	p.drain()
 	close(p.done)
 }

@@ -109,11 +109,20 @@ func (c *counter) size(n *yaml.Node) int64 {
 	} else {
 		s = 1
 		for _, ch := range n.Content {
-			s = min(s+c.size(ch), c.cap)
+			s = c.add(s, c.size(ch))
 		}
 	}
 	if n.Anchor != "" {
 		c.anchored[n] = s
 	}
 	return s
+}
+
+// add is a+b saturating at cap: both are at most cap, and two sizes at
+// the cap would overflow int64 if summed.
+func (c *counter) add(a, b int64) int64 {
+	if b > c.cap-a {
+		return c.cap
+	}
+	return a + b
 }

@@ -23,7 +23,7 @@ func Fields(n *yaml.Node, where string, allowed ...string) (map[string]*yaml.Nod
 		n = n.Alias
 	}
 	if n.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("line %d: %s must be a mapping, got %s", n.Line, where, KindName(n))
+		return nil, At(n, where, "must be a mapping, got %s", KindName(n))
 	}
 	out := make(map[string]*yaml.Node, len(n.Content)/2)
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -33,10 +33,10 @@ func Fields(n *yaml.Node, where string, allowed ...string) (map[string]*yaml.Nod
 			if best := nearmiss.Closest(k.Value, allowed, 2); best != "" && len(k.Value) >= 4 {
 				hint = fmt.Sprintf(" (did you mean %q?)", best)
 			}
-			return nil, fmt.Errorf("line %d: %s: unknown key %q%s (valid: %s)", k.Line, where, k.Value, hint, strings.Join(allowed, ", "))
+			return nil, At(k, Join(where, k.Value), "unknown key %q%s (valid: %s)", k.Value, hint, strings.Join(allowed, ", "))
 		}
 		if _, dup := out[k.Value]; dup {
-			return nil, fmt.Errorf("line %d: %s: key %q appears twice", k.Line, where, k.Value)
+			return nil, At(k, Join(where, k.Value), "key %q appears twice", k.Value)
 		}
 		out[k.Value] = v
 	}
@@ -75,7 +75,7 @@ func Str(m map[string]*yaml.Node, key, where string) (string, error) {
 		return "", nil
 	}
 	if v.Kind != yaml.ScalarNode {
-		return "", fmt.Errorf("line %d: %s.%s must be a string, got %s", v.Line, where, key, KindName(v))
+		return "", At(v, Join(where, key), "must be a string, got %s", KindName(v))
 	}
 	return v.Value, nil
 }
@@ -84,7 +84,7 @@ func Str(m map[string]*yaml.Node, key, where string) (string, error) {
 func Value(v *yaml.Node) (any, error) {
 	var out any
 	if err := v.Decode(&out); err != nil {
-		return nil, fmt.Errorf("line %d: %w", v.Line, err)
+		return nil, At(v, "", "%w", err)
 	}
 	return StringKeys(out), nil
 }
@@ -123,7 +123,7 @@ func Mapping(m map[string]*yaml.Node, key, where string) (map[string]any, bool, 
 		return nil, true, nil
 	}
 	if v.Kind != yaml.MappingNode {
-		return nil, true, fmt.Errorf("line %d: %s.%s must be a mapping, got %s", v.Line, where, key, KindName(v))
+		return nil, true, At(v, Join(where, key), "must be a mapping, got %s", KindName(v))
 	}
 	out, err := Value(v)
 	if err != nil {

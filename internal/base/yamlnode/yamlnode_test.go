@@ -16,21 +16,21 @@ func parse(t *testing.T, src string) *yaml.Node {
 	return doc.Content[0]
 }
 
-// The errors the cassette and fixture parsers show name the line, the key
-// path and what was expected.
+// The errors the cassette and fixture parsers show name the line and
+// column, the key path and what was expected; InFile adds the file.
 func TestFieldErrors(t *testing.T) {
 	tests := []struct {
 		name, src string
 		read      func(m map[string]*yaml.Node) error
 		want      string
 	}{
-		{"not a mapping", "- a\n", nil, "line 1: top must be a mapping, got a list"},
-		{"unknown key", "a: 1\nzz: 2\n", nil, `line 2: top: unknown key "zz" (valid: a, b*)`},
-		{"duplicate key", "a: 1\na: 2\n", nil, `line 2: top: key "a" appears twice`},
+		{"not a mapping", "- a\n", nil, "f.yaml:1:1: top: must be a mapping, got a list"},
+		{"unknown key", "a: 1\nzz: 2\n", nil, `f.yaml:2:1: top.zz: unknown key "zz" (valid: a, b*)`},
+		{"duplicate key", "a: 1\na: 2\n", nil, `f.yaml:2:1: top.a: key "a" appears twice`},
 		{"string is a list", "a: [1]\n", func(m map[string]*yaml.Node) error { _, err := Str(m, "a", "top"); return err },
-			"line 1: top.a must be a string, got a list"},
+			"f.yaml:1:4: top.a: must be a string, got a list"},
 		{"mapping is a scalar", "a: x\n", func(m map[string]*yaml.Node) error { _, _, err := Mapping(m, "a", "top"); return err },
-			"line 1: top.a must be a mapping, got a scalar"},
+			"f.yaml:1:4: top.a: must be a mapping, got a scalar"},
 		{"mapping is null", "a: null\nb: ~\n", func(m map[string]*yaml.Node) error { _, _, err := Mapping(m, "a", "top"); return err }, ""},
 	}
 	for _, tt := range tests {
@@ -41,7 +41,7 @@ func TestFieldErrors(t *testing.T) {
 			}
 			got := ""
 			if err != nil {
-				got = err.Error()
+				got = InFile("f.yaml", err).Error()
 			}
 			if got != tt.want {
 				t.Errorf("error = %q, want %q", got, tt.want)

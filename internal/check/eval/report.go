@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kitsoki/kitsoki/internal/base/outfile"
 	"github.com/kitsoki/kitsoki/internal/run/routes"
 )
 
@@ -278,7 +279,7 @@ func WriteReport(dir string, r *Report) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := outfile.MkdirAll(dir); err != nil {
 		return "", fmt.Errorf("write report: %w", err)
 	}
 	at, err := time.Parse(time.RFC3339Nano, r.GeneratedAt)
@@ -288,7 +289,7 @@ func WriteReport(dir string, r *Report) (string, error) {
 	stamp := at.UTC().Format("20060102T150405Z")
 	path := filepath.Join(dir, stamp+".json")
 	for i := 2; ; i++ {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, outfile.File)
 		if errors.Is(err, fs.ErrExist) {
 			path = filepath.Join(dir, fmt.Sprintf("%s-%d.json", stamp, i))
 			continue
@@ -322,7 +323,7 @@ func writeAtomic(path string, b []byte) error {
 		os.Remove(tmp.Name())
 		return err
 	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+	if err := os.Chmod(tmp.Name(), outfile.File); err != nil {
 		os.Remove(tmp.Name())
 		return err
 	}

@@ -246,8 +246,9 @@ type Report struct {
 // Run routes every case and scores it: the routed intent must be the
 // expected one ("none" = nothing routed) and every expected slot must
 // have the expected value (compared as text, so 3 and "3" agree). A
-// router call that fails counts as a miss, with its error as the reason;
-// only a trace failure stops the run.
+// router call that fails counts as a miss, with its error as the reason,
+// whatever the case expected ("none" too); only a trace failure stops the
+// run.
 func Run(ctx context.Context, r Router, ds *Dataset) (*Report, error) {
 	rep := &Report{}
 	by := map[string]*IntentStats{}
@@ -285,16 +286,18 @@ func Run(ctx context.Context, r Router, ds *Dataset) (*Report, error) {
 }
 
 func score(c Case, got orchestrator.Route) (bool, string) {
+	// A failed call routed nowhere because it could not route at all: a
+	// miss, even where "none" was expected.
+	if got.Err != nil {
+		return false, fmt.Sprintf("the router failed: %v", got.Err)
+	}
 	gotIntent := got.Intent
 	if gotIntent == "" {
 		gotIntent = None
 	}
 	if gotIntent != c.Intent {
 		why := fmt.Sprintf("routed to %s (%s tier), want %s", gotIntent, got.Tier, c.Intent)
-		switch {
-		case got.Err != nil:
-			why = fmt.Sprintf("the router failed: %v", got.Err)
-		case got.Rejection != nil:
+		if got.Rejection != nil {
 			why += ": " + got.Rejection.Message
 		}
 		return false, why

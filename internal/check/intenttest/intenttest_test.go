@@ -25,6 +25,7 @@ func TestRunScoresCases(t *testing.T) {
 		{State: "s", Say: "c", Intent: "go"},
 		{State: "s", Say: "d", Intent: None},
 		{State: "s", Say: "e", Intent: "stop"},
+		{State: "s", Say: "f", Intent: None},
 	}}
 	r := fakeRouter{
 		"a": {Tier: "router", Intent: "go", Slots: map[string]any{"n": int64(3), "extra": "x"}},
@@ -32,6 +33,8 @@ func TestRunScoresCases(t *testing.T) {
 		"c": {Tier: "exact", Intent: "stop"},
 		"d": {Tier: "router", Rejection: &orchestrator.Rejection{Message: "no"}},
 		"e": {Tier: "router", Err: errors.New("boom")},
+		// A failed call routes nowhere, but that is no correct "none".
+		"f": {Tier: "router", Err: errors.New("no router")},
 	}
 	rep, err := Run(context.Background(), r, ds)
 	if err != nil {
@@ -41,18 +44,18 @@ func TestRunScoresCases(t *testing.T) {
 	for _, res := range rep.Results {
 		why = append(why, res.Why)
 	}
-	if d := cmp.Diff([]string{"", `slot n = "4", want "3"`, "routed to stop (exact tier), want go", "", "the router failed: boom"}, why); d != "" {
+	if d := cmp.Diff([]string{"", `slot n = "4", want "3"`, "routed to stop (exact tier), want go", "", "the router failed: boom", "the router failed: no router"}, why); d != "" {
 		t.Errorf("reasons (-want +got):\n%s", d)
 	}
 	want := []IntentStats{
 		{Intent: "go", N: 3, Correct: 1, Accuracy: 1.0 / 3, Interval: eval.Wilson(1, 3)},
-		{Intent: "none", N: 1, Correct: 1, Accuracy: 1, Interval: eval.Wilson(1, 1)},
+		{Intent: "none", N: 2, Correct: 1, Accuracy: 0.5, Interval: eval.Wilson(1, 2)},
 		{Intent: "stop", N: 1, Correct: 0, Accuracy: 0, Interval: eval.Wilson(0, 1)},
 	}
 	if d := cmp.Diff(want, rep.Intents); d != "" {
 		t.Errorf("per intent (-want +got):\n%s", d)
 	}
-	if rep.N != 5 || rep.Correct != 2 || rep.Accuracy != 0.4 || rep.Interval != eval.Wilson(2, 5) {
+	if rep.N != 6 || rep.Correct != 2 || rep.Accuracy != 2.0/6 || rep.Interval != eval.Wilson(2, 6) {
 		t.Errorf("overall %d/%d %v %v", rep.Correct, rep.N, rep.Accuracy, rep.Interval)
 	}
 }

@@ -1,7 +1,6 @@
 package testrunner
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -35,20 +34,12 @@ var (
 	bindingInterfaceRx = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
 )
 
-// locatedError is a fixture error that already says file:line:col, so
-// ParseFixtures does not prefix the file again.
-type locatedError struct {
-	msg string
-	err error // the cause, when there is one
-}
-
-func (e *locatedError) Error() string { return e.msg }
-
-func (e *locatedError) Unwrap() error { return e.err }
-
+// bindingErr is a fixture error at node n of file: file:line:col and the
+// message (which names the key path).
 func bindingErr(file string, n *yaml.Node, format string, args ...any) error {
-	err := fmt.Errorf(format, args...)
-	return &locatedError{msg: fmt.Sprintf("%s:%d:%d: ", file, n.Line, n.Column) + err.Error(), err: errors.Unwrap(err)}
+	e := yamlnode.At(n, "", format, args...)
+	e.File = file
+	return e
 }
 
 // parseBindings reads host_bindings: a mapping of handler or interface

@@ -273,7 +273,7 @@ func ParseFixtures(b []byte, file, defaultApp string) ([]*Fixture, error) {
 			return nil, fmt.Errorf("%s: %w", file, err)
 		}
 		if err := yamlnode.CheckExpansion(&n, 0); err != nil {
-			return nil, fmt.Errorf("%s: %w", file, err)
+			return nil, yamlnode.InFile(file, err)
 		}
 		if len(n.Content) == 0 {
 			continue
@@ -284,12 +284,8 @@ func ParseFixtures(b []byte, file, defaultApp string) ([]*Fixture, error) {
 	var out []*Fixture
 	for i, d := range docs {
 		fx, err := parseFixture(d.Content[0], file, defaultApp)
-		var located *locatedError
-		if errors.As(err, &located) {
-			return nil, err
-		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", file, err)
+			return nil, yamlnode.InFile(file, err)
 		}
 		fx.File, fx.Index, fx.Name = file, i, base
 		if len(docs) > 1 {
@@ -370,7 +366,7 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 	}
 	if hn, ok := m["host_handlers"]; ok && hn.Tag != "!!null" {
 		if fx.HostCassette != "" {
-			return nil, fmt.Errorf("line %d: host_cassette and host_handlers are mutually exclusive", hn.Line)
+			return nil, yamlnode.At(hn, "", "host_cassette and host_handlers are mutually exclusive")
 		}
 		if fx.HostHandlers, err = parseStubs(hn, file); err != nil {
 			return nil, err
@@ -404,7 +400,7 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 		}
 		var n int
 		if err := v.Decode(&n); err != nil || n < 0 {
-			return nil, fmt.Errorf("line %d: fixture.%s must be a whole number >= 0, got %q", v.Line, key, v.Value)
+			return nil, yamlnode.At(v, "", "fixture.%s must be a whole number >= 0, got %q", key, v.Value)
 		}
 		*dst = &n
 	}
@@ -437,7 +433,7 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 	tn, ok := m["turns"]
 	if ok && tn.Tag != "!!null" {
 		if tn.Kind != yaml.SequenceNode {
-			return nil, fmt.Errorf("line %d: turns must be a list, got %s", tn.Line, yamlnode.KindName(tn))
+			return nil, yamlnode.At(tn, "", "turns must be a list, got %s", yamlnode.KindName(tn))
 		}
 		for i, t := range tn.Content {
 			ts, err := parseTurn(t, i, file)
@@ -549,7 +545,7 @@ func boolField(m map[string]*yaml.Node, key, where string) (bool, error) {
 	}
 	var b bool
 	if err := v.Decode(&b); err != nil {
-		return false, fmt.Errorf("line %d: %s.%s must be true or false, got %q", v.Line, where, key, v.Value)
+		return false, yamlnode.At(v, "", "%s.%s must be true or false, got %q", where, key, v.Value)
 	}
 	return b, nil
 }
@@ -625,7 +621,7 @@ func parseEnvelope(m map[string]*yaml.Node, where, file string) (Envelope, error
 	if e.HasData {
 		v, err := cassette.NormalizeJSON(e.Data)
 		if err != nil {
-			return e, fmt.Errorf("%s.data: %w", where, err)
+			return e, bindingErr(file, m["data"], "%s.data: %w", where, err)
 		}
 		e.Data, _ = v.(map[string]any)
 		if e.Data == nil {
@@ -639,7 +635,7 @@ func parseEnvelope(m map[string]*yaml.Node, where, file string) (Envelope, error
 		return e, err
 	}
 	if e.InfraError != "" && (e.HasData || e.Error != "") {
-		return e, fmt.Errorf("%s: infra_error cannot be combined with data or error", where)
+		return e, bindingErr(file, m["infra_error"], "%s: infra_error cannot be combined with data or error", where)
 	}
 	return e, nil
 }
@@ -691,7 +687,7 @@ func parseTurn(n *yaml.Node, i int, file string) (*TurnSpec, error) {
 				return nil, err
 			}
 		default:
-			return nil, fmt.Errorf("line %d: %s.intent must be {name, slots}, got %s", in.Line, where, yamlnode.KindName(in))
+			return nil, yamlnode.At(in, "", "%s.intent must be {name, slots}, got %s", where, yamlnode.KindName(in))
 		}
 	}
 	if ts.Input, err = yamlnode.Str(m, "input", where); err != nil {
@@ -707,7 +703,7 @@ func parseTurn(n *yaml.Node, i int, file string) (*TurnSpec, error) {
 		return nil, err
 	}
 	if ts.Intent == "" && ts.Input == "" && ts.AdvanceClock == 0 {
-		return nil, fmt.Errorf("line %d: %s: intent: {name, slots} is required (or advance_clock: alone, for a turn that only moves the clock)", n.Line, where)
+		return nil, yamlnode.At(n, "", "%s: intent: {name, slots} is required (or advance_clock: alone, for a turn that only moves the clock)", where)
 	}
 	if err := parseExpectations(m, where, file, ts); err != nil {
 		return nil, err
@@ -727,7 +723,7 @@ func parseExpectations(m map[string]*yaml.Node, where, file string, ts *TurnSpec
 	}
 	if sn, ok := m["expect_state_in"]; ok {
 		if err := sn.Decode(&ts.ExpectStateIn); err != nil {
-			return fmt.Errorf("line %d: %s.expect_state_in must be a list of states", sn.Line, where)
+			return yamlnode.At(sn, "", "%s.expect_state_in must be a list of states", where)
 		}
 	}
 	if ts.ExpectWorld, _, err = yamlnode.Mapping(m, "expect_world", where); err != nil {
@@ -751,7 +747,7 @@ func parseExpectations(m map[string]*yaml.Node, where, file string, ts *TurnSpec
 		return err
 	} else if rx != "" {
 		if ts.ExpectViewMatches, err = regexp.Compile(rx); err != nil {
-			return fmt.Errorf("line %d: %s.expect_view_matches: %w", m["expect_view_matches"].Line, where, err)
+			return yamlnode.At(m["expect_view_matches"], "", "%s.expect_view_matches: %w", where, err)
 		}
 	}
 	if ts.ExpectNoView, err = boolField(m, "expect_no_view", where); err != nil {
@@ -775,7 +771,7 @@ func parseExpectations(m map[string]*yaml.Node, where, file string, ts *TurnSpec
 	}
 	if hn, ok := m["expect_host_calls"]; ok && hn.Tag != "!!null" {
 		if hn.Kind != yaml.SequenceNode {
-			return fmt.Errorf("line %d: %s.expect_host_calls must be a list", hn.Line, where)
+			return yamlnode.At(hn, "", "%s.expect_host_calls must be a list", where)
 		}
 		for j, cn := range hn.Content {
 			cw := fmt.Sprintf("%s.expect_host_calls[%d]", where, j)
@@ -788,7 +784,7 @@ func parseExpectations(m map[string]*yaml.Node, where, file string, ts *TurnSpec
 				return err
 			}
 			if hc.Handler == "" {
-				return fmt.Errorf("line %d: %s: handler is required", cn.Line, cw)
+				return yamlnode.At(cn, "", "%s: handler is required", cw)
 			}
 			if hc.ID, err = yamlnode.Str(cm, "id", cw); err != nil {
 				return err
@@ -798,7 +794,7 @@ func parseExpectations(m map[string]*yaml.Node, where, file string, ts *TurnSpec
 			}
 			if tn, ok := cm["times"]; ok && tn.Tag != "!!null" {
 				if err := tn.Decode(&hc.Times); err != nil || hc.Times < 0 {
-					return fmt.Errorf("line %d: %s.times must be a whole number >= 0", tn.Line, cw)
+					return yamlnode.At(tn, "", "%s.times must be a whole number >= 0", cw)
 				}
 				hc.HasTime = true
 			}
@@ -834,7 +830,7 @@ func parseExpectations(m map[string]*yaml.Node, where, file string, ts *TurnSpec
 // beside kind (from: foyer, to: cloakroom).
 func parseExpectEvents(n *yaml.Node, where string) ([]EventExpect, error) {
 	if n.Kind != yaml.SequenceNode {
-		return nil, fmt.Errorf("line %d: %s must be a list of {kind, payload keys}, got %s", n.Line, where, yamlnode.KindName(n))
+		return nil, yamlnode.At(n, "", "%s must be a list of {kind, payload keys}, got %s", where, yamlnode.KindName(n))
 	}
 	var out []EventExpect
 	for i, en := range n.Content {
@@ -848,7 +844,7 @@ func parseExpectEvents(n *yaml.Node, where string) ([]EventExpect, error) {
 			return nil, err
 		}
 		if e.Kind == "" {
-			return nil, fmt.Errorf("line %d: %s: kind is required (a trace event kind, e.g. machine.transition)", en.Line, ew)
+			return nil, yamlnode.At(en, "", "%s: kind is required (a trace event kind, e.g. machine.transition)", ew)
 		}
 		if e.StatePath, err = yamlnode.Str(em, "state_path", ew); err != nil {
 			return nil, err
@@ -864,7 +860,7 @@ func parseExpectEvents(n *yaml.Node, where string) ([]EventExpect, error) {
 				continue
 			}
 			if payloadKey != "" {
-				return nil, fmt.Errorf("line %d: %s: payload and effect are the same thing (the event's payload); write one", em[k].Line, ew)
+				return nil, yamlnode.At(em[k], "", "%s: payload and effect are the same thing (the event's payload); write one", ew)
 			}
 			payloadKey = k
 			e.Payload = pm
@@ -878,11 +874,11 @@ func parseExpectEvents(n *yaml.Node, where string) ([]EventExpect, error) {
 				continue
 			}
 			if _, dup := e.Payload[k]; dup {
-				return nil, fmt.Errorf("line %d: %s: %q is given both beside kind and in %s", em[k].Line, ew, k, payloadKey)
+				return nil, yamlnode.At(em[k], "", "%s: %q is given both beside kind and in %s", ew, k, payloadKey)
 			}
 			v, err := yamlnode.Value(em[k])
 			if err != nil {
-				return nil, fmt.Errorf("%s.%s: %w", ew, k, err)
+				return nil, yamlnode.At(em[k], ew+"."+k, "%w", errors.Unwrap(err))
 			}
 			if e.Payload == nil {
 				e.Payload = map[string]any{}
@@ -892,7 +888,7 @@ func parseExpectEvents(n *yaml.Node, where string) ([]EventExpect, error) {
 		if e.Payload != nil {
 			v, err := cassette.NormalizeJSON(e.Payload)
 			if err != nil {
-				return nil, fmt.Errorf("line %d: %s: %w", en.Line, ew, err)
+				return nil, yamlnode.At(en, "", "%s: %w", ew, err)
 			}
 			e.Payload, _ = v.(map[string]any)
 		}
@@ -918,7 +914,7 @@ func parseExpectError(n *yaml.Node, where string) (*ExpectError, error) {
 	}
 	if mn, ok := m["missing_slots"]; ok && mn.Tag != "!!null" {
 		if mn.Kind != yaml.SequenceNode || mn.Decode(&ee.MissingSlots) != nil {
-			return nil, fmt.Errorf("line %d: %s.missing_slots must be a list of slot names, got %s", mn.Line, where, yamlnode.KindName(mn))
+			return nil, yamlnode.At(mn, "", "%s.missing_slots must be a list of slot names, got %s", where, yamlnode.KindName(mn))
 		}
 	}
 	if an, ok := m["allowed_contains"]; ok && an.Tag != "!!null" {
@@ -927,7 +923,7 @@ func parseExpectError(n *yaml.Node, where string) (*ExpectError, error) {
 			ee.AllowedContains = []string{an.Value}
 		default:
 			if err := an.Decode(&ee.AllowedContains); err != nil {
-				return nil, fmt.Errorf("line %d: %s.allowed_contains must be an intent name or a list of them", an.Line, where)
+				return nil, yamlnode.At(an, "", "%s.allowed_contains must be an intent name or a list of them", where)
 			}
 		}
 	}

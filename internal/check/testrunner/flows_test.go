@@ -59,6 +59,7 @@ func TestFlowFailureMessages(t *testing.T) {
   ✗ expect_world_full: unexpected key "last_error" = "" (string)
   ✗ expect_world_full: unexpected key "receipt" = "" (string)
   ✗ expect_world_full: unexpected key "session_cost_usd" = 0 (float64)
+  ✗ expect_world_full: unexpected key "session_id" = "flow" (string)
   ✗ expect_world_full: unexpected key "turn_cost_usd" = 0 (float64)
   ✗ expect_world_full: unexpected key "write_mode_scope" = "" (string)
   ✗ expect_world_full: missing key "bogus" (want true (bool))
@@ -70,6 +71,7 @@ func TestFlowFailureMessages(t *testing.T) {
       	"note":             string("gift"),
     + 	"receipt":          string(""),
     + 	"session_cost_usd": int64(0),
+    + 	"session_id":       string("flow"),
     + 	"turn_cost_usd":    int64(0),
     + 	"write_mode_scope": string(""),
       }
@@ -194,6 +196,7 @@ func TestFlowSeed(t *testing.T) {
 		{trace.KindMachineTransition, `{"from":"","intent":"__seed__","to":"paying"}`},
 		{trace.KindWorldUpdate, `{"set":{"items":2}}`},
 		{trace.KindWorldUpdate, `{"set":{"note":"seeded"}}`},
+		{trace.KindWorldUpdate, `{"set":{"session_id":"flow"}}`}, // the flow's session id, projected
 	}
 	if d := cmp.Diff(want, turn0); d != "" {
 		t.Errorf("turn 0 (-want +got):\n%s", d)
@@ -364,26 +367,26 @@ func TestFlowSetupErrors(t *testing.T) {
 	app := mustAbs(t, shopApp)
 	tests := []struct{ name, fixture, want string }{
 		{"exclusive", "test_kind: flow\napp: " + app + "\nhost_cassette: c.yaml\nhost_handlers: {h: {data: {}}}\n",
-			"line 4: host_cassette and host_handlers are mutually exclusive"},
-		{"unknown key", "test_kind: flow\napp: " + app + "\nturn: []\n", `line 3: fixture: unknown key "turn"`},
-		{"unknown turn key", "test_kind: flow\napp: " + app + "\nturns: [{intent: add, expect_sate: cart}]\n", `turns[0]: unknown key "expect_sate"`},
-		{"turn without intent", "test_kind: flow\napp: " + app + "\nturns: [{expect_state: cart}]\n", "line 3: turns[0]: intent: {name, slots} is required"},
+			"f.yaml:4:16: host_cassette and host_handlers are mutually exclusive"},
+		{"unknown key", "test_kind: flow\napp: " + app + "\nturn: []\n", `f.yaml:3:1: fixture.turn: unknown key "turn" (did you mean "turns"?)`},
+		{"unknown turn key", "test_kind: flow\napp: " + app + "\nturns: [{intent: add, expect_sate: cart}]\n", `f.yaml:3:23: turns[0].expect_sate: unknown key "expect_sate" (did you mean "expect_state"?)`},
+		{"turn without intent", "test_kind: flow\napp: " + app + "\nturns: [{expect_state: cart}]\n", "f.yaml:3:9: turns[0]: intent: {name, slots} is required"},
 		{"bad regex", "test_kind: flow\napp: " + app + "\nturns: [{intent: add, expect_view_matches: '('}]\n", "expect_view_matches: error parsing regexp"},
 		{"initial state", "test_kind: flow\napp: " + app + "\ninitial_state: nowhere\n", `f.yaml: initial_state "nowhere" is not a state of shop (states: cart, finished, paying)`},
 		{"missing cassette", "test_kind: flow\napp: " + app + "\nhost_cassette: nope.yaml\n", "nope.yaml"},
 		{"missing app", "test_kind: flow\napp: nope/app.yaml\n", "nope/app.yaml"},
 		{"expect_events not a list", "test_kind: flow\napp: " + app + "\nturns:\n  - intent: add\n    expect_events: {kind: x}\n",
-			"line 5: turns[0].expect_events must be a list of {kind, payload keys}, got a mapping"},
+			"f.yaml:5:20: turns[0].expect_events must be a list of {kind, payload keys}, got a mapping"},
 		{"expect_events without kind", "test_kind: flow\napp: " + app + "\nturns:\n  - intent: add\n    expect_events: [{to: cart}]\n",
-			"line 5: turns[0].expect_events[0]: kind is required (a trace event kind, e.g. machine.transition)"},
+			"f.yaml:5:21: turns[0].expect_events[0]: kind is required (a trace event kind, e.g. machine.transition)"},
 		{"expect_events payload and effect", "test_kind: flow\napp: " + app + "\nturns:\n  - intent: add\n    expect_events: [{kind: x, payload: {}, effect: {}}]\n",
-			"line 5: turns[0].expect_events[0]: payload and effect are the same thing (the event's payload); write one"},
+			"f.yaml:5:52: turns[0].expect_events[0]: payload and effect are the same thing (the event's payload); write one"},
 		{"expect_events key twice", "test_kind: flow\napp: " + app + "\nturns:\n  - intent: add\n    expect_events: [{kind: x, to: a, payload: {to: b}}]\n",
-			`line 5: turns[0].expect_events[0]: "to" is given both beside kind and in payload`},
+			`f.yaml:5:35: turns[0].expect_events[0]: "to" is given both beside kind and in payload`},
 		{"expect_jobs status", "test_kind: flow\napp: " + app + "\nturns:\n  - intent: add\n    expect_jobs: [{namespace: host.run, status: finished}]\n",
 			"expect_jobs[0].status \"finished\" is not one of done, failed, cancelled, awaiting_input"},
 		{"event count", "test_kind: flow\napp: " + app + "\nexpect_events_count_atmost: -1\n",
-			`line 3: fixture.expect_events_count_atmost must be a whole number >= 0, got "-1"`},
+			`f.yaml:3:29: fixture.expect_events_count_atmost must be a whole number >= 0, got "-1"`},
 		{"stub infra with data", "test_kind: flow\napp: " + app + "\nhost_handlers: {h: {data: {}, infra_error: x}}\n", "host_handlers.h: infra_error cannot be combined with data or error"},
 	}
 	for _, tt := range tests {

@@ -52,16 +52,16 @@ func TestParseReportsFirstErrorWritten(t *testing.T) {
 		want  string // the whole message, when pinned
 		parse func([]byte) error
 	}{
-		{"stub envelopes", "test_kind: flow\nhost_handlers: {y: {by_op: {o: {bad_op: 1}}, by_call: {c: {bad_call: 1}}}}\nturns: []\n", "line 2:",
-			`flows/f.yaml: line 2: host_handlers.y.by_op.o: unknown key "bad_op" (valid: data, error, infra_error, delay)`,
+		{"stub envelopes", "test_kind: flow\nhost_handlers: {y: {by_op: {o: {bad_op: 1}}, by_call: {c: {bad_call: 1}}}}\nturns: []\n", "f.yaml:2:",
+			`flows/f.yaml:2:33: host_handlers.y.by_op.o.bad_op: unknown key "bad_op" (valid: data, error, infra_error, delay)`,
 			func(b []byte) error { _, err := ParseFixtures(b, "flows/f.yaml", "app.yaml"); return err }},
-		{"stubs", "test_kind: flow\nhost_handlers:\n  z: {nope: 1}\n  a: {nada: 1}\nturns: []\n", "line 3:",
-			`flows/f.yaml: line 3: host_handlers.z: unknown key "nope" (valid: data, error, infra_error, delay, by_call, by_op, request_clarification)`,
+		{"stubs", "test_kind: flow\nhost_handlers:\n  z: {nope: 1}\n  a: {nada: 1}\nturns: []\n", "f.yaml:3:",
+			`flows/f.yaml:3:7: host_handlers.z.nope: unknown key "nope" (valid: data, error, infra_error, delay, by_call, by_op, request_clarification)`,
 			func(b []byte) error { _, err := ParseFixtures(b, "flows/f.yaml", "app.yaml"); return err }},
-		{"fixture flags", "test_kind: flow\nstrict_cassette_coverage: maybe\nexpect_terminal: perhaps\nturns: []\n", "line 2:",
+		{"fixture flags", "test_kind: flow\nstrict_cassette_coverage: maybe\nexpect_terminal: perhaps\nturns: []\n", "f.yaml:2:",
 			"", // compared with the first run's error below
 			func(b []byte) error { _, err := ParseFixtures(b, "flows/f.yaml", "app.yaml"); return err }},
-		{"cassette fields", "kind: host_cassette\nrecord_mode: [x]\napp_id: {y: 1}\n", "line 2:",
+		{"cassette fields", "kind: host_cassette\nrecord_mode: [x]\napp_id: {y: 1}\n", "c.yaml:2:",
 			"", func(b []byte) error { _, err := cassette.Parse(b, "c.yaml"); return err }},
 	}
 	for _, tc := range tests {

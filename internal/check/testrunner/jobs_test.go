@@ -55,13 +55,13 @@ func TestFlowJobKeyParseErrors(t *testing.T) {
 	const head = "test_kind: flow\napp: ../app.yaml\nturns:\n  - intent: look\n"
 	tests := []struct{ name, in, want string }{
 		{"inbox unknown key", head + "    expect_inbox: {unred: 1}\n",
-			`flows/f.yaml: line 5: turns[0].expect_inbox: unknown key "unred" (did you mean "unread"?) (valid: unread, needs_attention, severities)`},
+			`flows/f.yaml:5:20: turns[0].expect_inbox.unred: unknown key "unred" (did you mean "unread"?) (valid: unread, needs_attention, severities)`},
 		{"inbox count", head + "    expect_inbox: {unread: many}\n",
 			`flows/f.yaml:5:28: turns[0].expect_inbox.unread must be a whole number >= 0, got "many"`},
 		{"inbox severity", head + "    expect_inbox: {severities: [info, loud]}\n",
 			`flows/f.yaml:5:39: turns[0].expect_inbox.severities[1]: severity "loud" is not one of info, success, warn, error, action_required`},
 		{"jobs unknown key", head + "    expect_jobs: {finished: 1}\n",
-			`flows/f.yaml: line 5: turns[0].expect_jobs: unknown key "finished" (valid: total, running, awaiting_input, done, failed, cancelled)`},
+			`flows/f.yaml:5:19: turns[0].expect_jobs.finished: unknown key "finished" (valid: total, running, awaiting_input, done, failed, cancelled)`},
 		{"jobs count", head + "    expect_jobs: {done: -1}\n",
 			`flows/f.yaml:5:25: turns[0].expect_jobs.done must be a whole number >= 0, got "-1"`},
 		{"fixture level", "test_kind: flow\napp: ../app.yaml\nexpect_inbox: {unread: 1}\nturns: []\n",

@@ -59,7 +59,7 @@ func TestFixtureKeysFailures(t *testing.T) {
 			"  ✗ expect_no_host_calls: host.counter was called 1 time(s), want none: [host.counter]\n"},
 		{"unchanged.yaml", "FAIL  unchanged.yaml\n  FAIL  turn 1 → counting\n  ✗ expect_world_unchanged: world differs (-want +got):\n" +
 			"      map[string]any{\n    - \t\"count\":      int64(0),\n    + \t\"count\":      int64(3),\n" +
-			"      \t\"last_error\": string(\"\"),\n      \t\"pinged\":     bool(false),\n      \t... // 3 identical entries\n      }\n"},
+			"      \t\"last_error\": string(\"\"),\n      \t\"pinged\":     bool(false),\n      \t... // 4 identical entries\n      }\n"},
 		// Checked at the flow's end: pinged (false after turn 1) passes.
 		{"world_final.yaml", "FAIL  world_final.yaml\n  FAIL  [session]\n" +
 			"  ✗ turns[0].expect_world_final[\"count\"]: got 0 (int), want 4 (int)\n" +
@@ -124,13 +124,13 @@ func TestFixtureKeyParseErrors(t *testing.T) {
 		{"then not a list", head + "turns:\n  - intent: look\n    then: {expect_state: a}\n",
 			`flows/f.yaml:5:11: turns[0].then must be a list of expectation blocks (- expect_state: done), got a mapping`},
 		{"then unknown key", head + "turns:\n  - intent: look\n    then:\n      - intent: look\n",
-			`flows/f.yaml: line 6: turns[0].then[0]: unknown key "intent" (valid: expect_state, expect_not_state, expect_state_in, expect_world, expect_world_full, expect_slots, expect_error, expect_view_matches, expect_no_view, expect_host_calls, expect_no_host_calls, expect_events, expect_events_exact, expect_world_final, expect_world_unchanged, expect_inbox, expect_jobs, expect_terminal)`},
+			`flows/f.yaml:6:9: turns[0].then[0].intent: unknown key "intent" (valid: expect_state, expect_not_state, expect_state_in, expect_world, expect_world_full, expect_slots, expect_error, expect_view_matches, expect_no_view, expect_host_calls, expect_no_host_calls, expect_events, expect_events_exact, expect_world_final, expect_world_unchanged, expect_inbox, expect_jobs, expect_terminal)`},
 		{"by_call delay", head + "host_handlers:\n  host.x:\n    by_call:\n      c: {delay: later}\nturns: []\n",
 			`flows/f.yaml:6:18: host_handlers.host.x.by_call.c.delay: "later" is not a duration (write e.g. 200ms, 2s, 3d)`},
 		{"world_unchanged", head + "turns:\n  - intent: look\n    expect_world_unchanged: maybe\n",
-			`flows/f.yaml: line 5: turns[0].expect_world_unchanged must be true or false, got "maybe"`},
+			`flows/f.yaml:5:29: turns[0].expect_world_unchanged must be true or false, got "maybe"`},
 		{"world_final", head + "turns:\n  - intent: look\n    expect_world_final: [a]\n",
-			`flows/f.yaml: line 5: turns[0].expect_world_final must be a mapping, got a list`},
+			`flows/f.yaml:5:25: turns[0].expect_world_final: must be a mapping, got a list`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

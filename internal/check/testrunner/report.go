@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
+	"github.com/kitsoki/kitsoki/internal/base/outfile"
 	"github.com/kitsoki/kitsoki/internal/base/secret"
 )
 
@@ -41,20 +41,13 @@ func (r *Report) SetupErrors() []string {
 // stops after the first failing flow. The error is for the run as a whole;
 // today nothing returns one.
 func (r *Runner) RunFixtures(ctx context.Context, fixtures []*Fixture, failFast bool, each func(*FlowResult)) (*Report, error) {
-	flows := make([]*Flow, 0, len(fixtures))
-	setup := make([]error, len(fixtures))
-	for i, fx := range fixtures {
+	rep := &Report{Results: []*FlowResult{}}
+	// Each flow is prepared as it is run, and dropped once it ran, so a
+	// run holds one flow's cassette and session at a time.
+	for _, fx := range fixtures {
 		f, err := r.Prepare(fx)
 		if err != nil {
-			setup[i] = err
-			f = &Flow{Fixture: fx}
-		}
-		flows = append(flows, f)
-	}
-	rep := &Report{Results: []*FlowResult{}}
-	for i, f := range flows {
-		if setup[i] != nil {
-			res := &FlowResult{File: f.Fixture.File, Name: f.Fixture.Name, SetupError: setup[i].Error()}
+			res := &FlowResult{File: fx.File, Name: fx.Name, SetupError: err.Error()}
 			rep.Results = append(rep.Results, res)
 			rep.Failed++
 			if each != nil {
@@ -159,7 +152,7 @@ func (r *Report) WriteJSON(path string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return outfile.WriteFile(path, append(b, '\n'))
 }
 
 // droppedNote is the report's note on host calls a fixture without stubs

@@ -37,7 +37,7 @@ func TestFlowTurnNeedsIntentOrClock(t *testing.T) {
 		"flows/bad.yaml": "test_kind: flow\napp: ../app.yaml\nturns:\n  - expect_state: a\n",
 	})
 	_, err := LoadFixtures(dir+"/app.yaml", dir+"/flows/bad.yaml")
-	if err == nil || !strings.Contains(err.Error(), "line 4: turns[0]: intent: {name, slots} is required (or advance_clock: alone, for a turn that only moves the clock)") {
+	if err == nil || !strings.Contains(err.Error(), "bad.yaml:4:5: turns[0]: intent: {name, slots} is required (or advance_clock: alone, for a turn that only moves the clock)") {
 		t.Fatalf("err = %v", err)
 	}
 }

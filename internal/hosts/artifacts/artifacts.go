@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/kitsoki/kitsoki/internal/base/outfile"
 	"github.com/kitsoki/kitsoki/internal/base/workspace"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
 )
@@ -267,14 +268,14 @@ func (a *Handlers) put(path, text string, replace bool) (string, error) {
 	defer a.mu.Unlock()
 	// Through the workspace root: a directory or file of the path that a
 	// symlink replaced after target checked it cannot lead the write out.
-	if err := a.ws.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := a.ws.MkdirAll(filepath.Dir(path), outfile.Dir); err != nil {
 		return "", fmt.Errorf("make the artifact directory: %w", err)
 	}
 	flag := os.O_CREATE | os.O_WRONLY | os.O_APPEND
 	if replace {
 		flag = os.O_CREATE | os.O_WRONLY | os.O_TRUNC
 	}
-	f, err := a.ws.OpenFile(path, flag, 0o644)
+	f, err := a.ws.OpenFile(path, flag, outfile.File)
 	if err != nil {
 		return "", fmt.Errorf("write artifact: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kitsoki/kitsoki/internal/base/outfile"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
 )
 
@@ -58,7 +59,7 @@ func (a *Handlers) emit(call *host.Call, thread, src string) (*host.Result, erro
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if err := a.ws.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+	if err := a.ws.MkdirAll(filepath.Dir(dst), outfile.Dir); err != nil {
 		return argErr(name, fmt.Errorf("make the artifact directory: %w", err))
 	}
 	if err := a.copyFile(real, dst); err != nil {
@@ -91,7 +92,7 @@ func (a *Handlers) copyFile(src, dst string) (err error) {
 	if fi, err := in.Stat(); err != nil || !fi.Mode().IsRegular() {
 		return fmt.Errorf("copy artifact: %s is not a regular file", src)
 	}
-	out, err := a.ws.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	out, err := a.ws.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, outfile.File)
 	if err != nil {
 		return fmt.Errorf("copy artifact: %w", err)
 	}

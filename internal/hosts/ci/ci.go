@@ -163,6 +163,10 @@ func (hd *Handler) execute(ctx context.Context, args map[string]any, tests bool)
 	data := map[string]any{"log": log.buf.String(), "exit_code": int64(exit.Code()), "truncated": log.dropped > 0,
 		"command": j.cmd.display, "junit": j.junit, "skipped_run": false}
 	if err != nil {
+		var de *hostrun.DirError
+		if errors.As(err, &de) {
+			return data, fmt.Errorf("with.workdir: %w", de.Err)
+		}
 		var se *hostrun.StartError
 		if errors.As(err, &se) {
 			return data, fmt.Errorf("%s: install it, or give another command with.%s", err, j.key())
@@ -250,9 +254,9 @@ func (hd *Handler) record(ctx context.Context, j *job, data map[string]any) {
 }
 
 func (hd *Handler) env(fs hostfs.FS, repo *gitrepo.Repo) forge.Env {
-	env := forge.Env{FS: fs, Clock: hd.cfg.Clock, Logger: hd.cfg.Logger, Repo: repo, Git: gitrepo.Tool(hd.cfg.Logger), Lock: hd.cfg.Lock}
+	env := forge.Env{FS: fs, Clock: hd.cfg.Clock, Logger: hd.cfg.Logger, Repo: repo, Git: gitrepo.Tool(hd.cfg.Workspace, hd.cfg.Logger), Lock: hd.cfg.Lock}
 	if hd.cfg.GH != "" {
-		env.GH = cmdrun.Tool{Program: hd.cfg.GH, Logger: hd.cfg.Logger}
+		env.GH = cmdrun.Tool{Program: hd.cfg.GH, Logger: hd.cfg.Logger, Root: hd.cfg.Workspace}
 	}
 	return env
 }
@@ -268,7 +272,7 @@ func (hd *Handler) remoteStatus(ctx context.Context, args map[string]any) (map[s
 		return nil, hostfs.ErrNoWorkspace
 	}
 	fs := hostfs.New(ws)
-	repo, err := gitrepo.Open(ctx, gitrepo.Tool(hd.cfg.Logger), ws.Dir(), ws.Dir())
+	repo, err := gitrepo.Open(ctx, gitrepo.Tool(hd.cfg.Workspace, hd.cfg.Logger), ws.Dir(), ws.Dir())
 	if err != nil {
 		return nil, err
 	}

@@ -259,7 +259,7 @@ func TestRemoteStatus(t *testing.T) {
 	repo.Git("add", "-A")
 	repo.Git("commit", "-qm", "x")
 	ws, _ := workspace.New(repo.Dir)
-	g := gitrepo.Tool(nil)
+	g := gitrepo.Tool(ws, nil)
 	r, err := gitrepo.Open(context.Background(), g, repo.Dir, repo.Dir)
 	if err != nil {
 		t.Fatal(err)

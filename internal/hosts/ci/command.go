@@ -53,7 +53,7 @@ func (hd *Handler) prepare(ctx context.Context, args map[string]any, tests bool)
 		return nil, nil, err
 	}
 	j.dir = dir
-	if r, err := gitrepo.Open(ctx, gitrepo.Tool(hd.cfg.Logger), dir, hd.cfg.Workspace.Dir()); err == nil {
+	if r, err := gitrepo.Open(ctx, gitrepo.Tool(hd.cfg.Workspace, hd.cfg.Logger), dir, hd.cfg.Workspace.Dir()); err == nil {
 		j.repo = r
 	} else if cmdrun.IsNotFound(err) {
 		return nil, nil, err

@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/base/supervise"
+	"github.com/kitsoki/kitsoki/internal/base/workspace"
 )
 
 // DefaultMaxOutput is how much of a tool's stdout a run keeps: 1 MiB.
@@ -42,6 +43,11 @@ type Tool struct {
 	// Missing is appended to the error of a program not found in PATH: what
 	// to do about it ("install git, or remove the call").
 	Missing string
+	// Root, when set, is the workspace every directory the tool runs in
+	// lies inside: the directory is opened through it
+	// (workspace.Root.CommandDir), so one swapped for a symlink leading
+	// out is refused rather than entered.
+	Root workspace.Root
 }
 
 // Output is what a run wrote.
@@ -114,10 +120,18 @@ func (t Tool) RunInput(ctx context.Context, dir string, in io.Reader, args ...st
 		logger = slog.New(slog.DiscardHandler)
 	}
 	out, errb := &capped{max: maxOut}, &capped{max: maxStderr}
+	at, release := dir, func() {}
+	if dir != "" {
+		var err error
+		if at, release, err = t.Root.CommandDir(dir); err != nil {
+			return Output{}, fmt.Errorf("%s: working directory %s: %w", t.Program, dir, err)
+		}
+	}
 	p, err := supervise.Start(supervise.Config{
-		Name: t.Program, Path: t.Program, Args: args, Dir: dir, Env: t.environ(),
+		Name: t.Program, Path: t.Program, Args: args, Dir: at, Env: t.environ(),
 		Stdin: in, Stdout: out, Stderr: errb, Logger: logger,
 	})
+	release() // the child changed into the directory before it started
 	if err != nil {
 		if errors.Is(err, exec.ErrNotFound) {
 			return Output{}, &NotFoundError{Program: t.Program, Fix: t.Missing}

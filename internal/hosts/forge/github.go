@@ -28,7 +28,7 @@ type GitHub struct{ env Env }
 // NewGitHub returns the GitHub forge.
 func NewGitHub(env Env) *GitHub {
 	if env.GH.Program == "" {
-		env.GH = cmdrun.Tool{Program: GH, Logger: env.Logger}
+		env.GH = cmdrun.Tool{Program: GH, Logger: env.Logger, Root: env.FS.Workspace()}
 	}
 	env.GH.Missing = GHMissing
 	env.GH.Env = append(slices.Clone(env.GH.Env), "GH_PROMPT_DISABLED=1", "GH_NO_UPDATE_NOTIFIER=1", "NO_COLOR=1")

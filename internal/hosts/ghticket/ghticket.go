@@ -50,7 +50,7 @@ func Register(h *host.Host, cfg Config) {
 	if cfg.GH == "" {
 		cfg.GH = "gh"
 	}
-	hd := &Handler{cfg: cfg, gh: cmdrun.Tool{Program: cfg.GH, Logger: cfg.Logger, Missing: missing,
+	hd := &Handler{cfg: cfg, gh: cmdrun.Tool{Program: cfg.GH, Logger: cfg.Logger, Missing: missing, Root: cfg.Workspace,
 		Env: []string{"GH_PROMPT_DISABLED=1", "GH_NO_UPDATE_NOTIFIER=1", "NO_COLOR=1"}}}
 	h.Register(Name, host.HandlerFunc(func(ctx context.Context, call *host.Call) (*host.Result, error) {
 		op, _ := call.Args["op"].(string)

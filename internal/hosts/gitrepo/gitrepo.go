@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kitsoki/kitsoki/internal/base/workspace"
 	"github.com/kitsoki/kitsoki/internal/hosts/cmdrun"
 	"github.com/kitsoki/kitsoki/internal/hosts/hostfs"
 )
@@ -21,12 +22,13 @@ import (
 // Git is the program run (looked up in PATH).
 const Git = "git"
 
-// Tool is git as the handlers run it: no credential prompt (a git command
-// waiting on a terminal prompt would stall the run), no pager, and the fix
-// named when git is missing.
-func Tool(logger *slog.Logger) cmdrun.Tool {
+// Tool is git as the handlers run it in the workspace ws: no credential
+// prompt (a git command waiting on a terminal prompt would stall the
+// run), no pager, the fix named when git is missing, and every directory
+// it runs in opened through the workspace root (cmdrun.Tool.Root).
+func Tool(ws workspace.Root, logger *slog.Logger) cmdrun.Tool {
 	return cmdrun.Tool{Program: Git, Env: []string{"GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat"}, Logger: logger,
-		Missing: "install git, or remove the call"}
+		Missing: "install git, or remove the call", Root: ws}
 }
 
 // RuntimeDirs are the directories kitsoki writes in a workspace (relative

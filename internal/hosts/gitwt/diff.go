@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
+	"github.com/kitsoki/kitsoki/internal/hosts/hostfs"
 	"github.com/kitsoki/kitsoki/internal/hosts/ide"
 	"github.com/kitsoki/kitsoki/internal/load/catalog"
 )
@@ -136,17 +136,16 @@ func (d *Diff) proposed(ctx context.Context, args map[string]any) (string, strin
 		}
 	}
 	rel, _ := filepath.Rel(ws.Dir(), real)
-	tmp, err := os.MkdirTemp("", "kitsoki-diff-")
+	// The two sides are written under the workspace's .kitsoki/tmp, so git
+	// runs in a directory inside the workspace (its own, not the story's).
+	fsys := hostfs.New(ws)
+	tmp, err := fsys.MkdirTemp(filepath.Join(ws.Dir(), ".kitsoki", "tmp"), "diff-")
 	if err != nil {
 		return "", "", err
 	}
-	defer os.RemoveAll(tmp)
+	defer fsys.RemoveAll(tmp)
 	for side, b := range map[string][]byte{"a": old, "b": []byte(newText)} {
-		p := filepath.Join(tmp, side, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			return "", "", err
-		}
-		if err := os.WriteFile(p, b, 0o600); err != nil {
+		if err := fsys.WriteFile(filepath.Join(tmp, side, rel), b); err != nil {
 			return "", "", err
 		}
 	}

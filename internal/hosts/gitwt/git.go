@@ -52,13 +52,13 @@ type gitError = cmdrun.ExitError
 // git runs git with args in dir and returns its stdout; a non-zero exit is
 // a *gitError carrying stderr.
 func git(ctx context.Context, cfg *Config, dir string, args ...string) (string, error) {
-	out, err := Tool(cfg.Logger).Run(ctx, dir, args...)
+	out, err := Tool(cfg.Workspace, cfg.Logger).Run(ctx, dir, args...)
 	return out.Stdout, err
 }
 
 // Tool is git as every git-backed handler runs it (gitrepo.Tool).
-func Tool(logger *slog.Logger) cmdrun.Tool {
-	t := gitrepo.Tool(logger)
+func Tool(ws workspace.Root, logger *slog.Logger) cmdrun.Tool {
+	t := gitrepo.Tool(ws, logger)
 	t.MaxOutput = maxOutput
 	return t
 }

@@ -115,7 +115,7 @@ func (w *Worktrees) Invoke(ctx context.Context, call *host.Call, op string) *hos
 // keepOut adds kitsoki's directories (.worktrees among them) to the
 // repository's info/exclude, so the main checkout stays clean.
 func (w *Worktrees) keepOut(ctx context.Context, repoDir string) {
-	r, err := gitrepo.Open(ctx, Tool(w.cfg.Logger), repoDir, w.cfg.Workspace.Dir())
+	r, err := gitrepo.Open(ctx, Tool(w.cfg.Workspace, w.cfg.Logger), repoDir, w.cfg.Workspace.Dir())
 	if err == nil {
 		err = r.KeepRuntimeOut(ctx, hostfs.New(w.cfg.Workspace))
 	}

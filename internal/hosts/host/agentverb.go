@@ -183,6 +183,9 @@ func (h *Host) fillCall(ac *agent.Call, c *askCall) {
 	if ac.ProviderName != "" {
 		if spec, ok := h.story.Providers[ac.ProviderName]; ok {
 			ac.Provider = &spec
+			if ac.Effort == "" {
+				ac.Effort = spec.Effort // the provider's effort: under the persona's and a route's
+			}
 		}
 	}
 	if st := h.story.States[c.req.StatePath]; st != nil && st.WriteMode == story.WriteReadOnly {
@@ -198,7 +201,7 @@ func (h *Host) fillCall(ac *agent.Call, c *askCall) {
 // prompt (a persona of its own when p is nil); p itself when there is no
 // context.
 func withContext(p *agent.Persona, context string) *agent.Persona {
-	if context == "" {
+	if context == "" || (p != nil && p.InheritDefault) {
 		return p
 	}
 	out := &agent.Persona{}

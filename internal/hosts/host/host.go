@@ -170,8 +170,10 @@ type Host struct {
 	run func(*Call) *agent.Run // the run of each agent call (WithRun)
 
 	rankerFor RankerFor
-	rankers   map[string]Ranker // by alias, guarded by mu
-	closers   []io.Closer
+	// corpusRanker ranks the corpus form's chunks: the story's routing.embedding model.
+	corpusRanker Ranker
+	rankers      map[string]Ranker // by alias, guarded by mu
+	closers      []io.Closer
 
 	calls *runner // goroutines agent calls run on
 	// outcomes keeps the reply channels of answered agent calls for the

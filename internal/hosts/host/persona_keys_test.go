@@ -17,8 +17,10 @@ const personaKeysStory = `app: {id: persona-keys, context: "We review expense cl
 hosts: [host.agent.decide]
 agents:
   judge: {system_prompt: "Judge.", effort: medium, provider: cheap}
+  plain: {system_prompt: "Plain.", provider: thoughtful}
 providers:
   cheap: {model: provider-model, env: {X: "1"}}
+  thoughtful: {model: provider-model, effort: high}
 root: s
 states:
   s:
@@ -34,7 +36,8 @@ states:
 `
 
 // A persona's effort: and provider: reach the call (a route's or
-// with.provider win), app.context: comes before every system prompt, and a
+// with.provider win; a provider's effort: applies when the persona sets
+// none), app.context: comes before every system prompt, and a
 // write_mode: read_only room makes its calls read-only.
 func TestPersonaKeysReachTheCall(t *testing.T) {
 	dir := t.TempDir()
@@ -61,6 +64,8 @@ func TestPersonaKeysReachTheCall(t *testing.T) {
 			"medium", "cheap", "We review expense claims.\n\nJudge."},
 		{"a route's effort wins", pick, map[string]any{"agent": "judge", "prompt": "Pick one.", "schema": "schemas/v.json"},
 			&Route{Profile: "claude", Effort: "low"}, "low", "cheap", "We review expense claims.\n\nJudge."},
+		{"the provider's effort under none of the persona's", pick, map[string]any{"agent": "plain", "prompt": "Pick one.", "schema": "schemas/v.json"}, nil,
+			"high", "thoughtful", "We review expense claims.\n\nPlain."},
 		{"no persona: the context alone", bare, map[string]any{"prompt": "Pick one.", "schema": "schemas/v.json"}, nil,
 			"", "", "We review expense claims."},
 	}

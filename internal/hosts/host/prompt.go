@@ -102,6 +102,12 @@ func (h *Host) promptFile(path string, must bool) (*expr.Text, error) {
 			return nil, fmt.Errorf("prompt file %s: %w", path, err)
 		}
 	}
+	// A bare path resolves in the prompt overlay first, as at load.
+	if ov := h.story.PromptOverlay; ov != "" && !filepath.IsAbs(path) {
+		if t, ok, err := h.overlayPrompt(ws, ov, path); ok || err != nil {
+			return t, err
+		}
+	}
 	real, err := ws.Resolve(h.story.Dir, path)
 	if err != nil {
 		var oe *workspace.OutsideError
@@ -119,7 +125,31 @@ func (h *Host) promptFile(path string, must bool) (*expr.Text, error) {
 		}
 		return nil, fmt.Errorf("prompt file %s: %w", path, err)
 	}
-	t, err := expr.CompileText(string(b))
+	return h.compilePrompt(real, path, b)
+}
+
+// overlayPrompt is the overlay's file of a prompt path, when it has one.
+func (h *Host) overlayPrompt(ws workspace.Root, overlay, path string) (*expr.Text, bool, error) {
+	real, err := ws.Resolve(overlay, path)
+	if err != nil {
+		return nil, false, nil
+	}
+	b, err := ws.Read(real, path)
+	if err != nil {
+		return nil, false, nil
+	}
+	t, err := h.compilePrompt(real, path, b)
+	return t, true, err
+}
+
+// compilePrompt compiles a prompt file read at run time, its include,
+// extends and import tags resolved first.
+func (h *Host) compilePrompt(abs, path string, b []byte) (*expr.Text, error) {
+	src, err := h.story.AssemblePrompt(abs, string(b))
+	if err != nil {
+		return nil, fmt.Errorf("prompt file %s: %w", path, err)
+	}
+	t, err := expr.CompileText(src)
 	if err != nil {
 		return nil, fmt.Errorf("prompt file %s: %w", path, err)
 	}

@@ -3,6 +3,7 @@ package host
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kitsoki/kitsoki/internal/load/story"
@@ -100,5 +101,40 @@ func TestKitsokiCallForms(t *testing.T) {
 	}
 	if got := schemaPath(map[string]any{"schema": "a.json", "acceptance": map[string]any{"schema": "b.json"}}); got != "a.json" {
 		t.Errorf("with.schema wins: %q", got)
+	}
+}
+
+// A prompt file named at run time resolves in the prompt overlay first and
+// has its include, extends and import tags resolved along the prompt
+// search path, as a prompt file named literally does at load.
+func TestRunTimePromptFilesAssembleTheirTags(t *testing.T) {
+	tmp := testkit.Tree(t, map[string]string{
+		"ws/.git/HEAD":        "",
+		"ws/s/app.yaml":       "app: {id: p}\nprompts: {shared: [../shared], overlay: ../ov}\nroot: a\nstates:\n  a: {}\n",
+		"ws/s/prompts/a.md":   `{% include "@shared/frag.md" %} for {{ args.name }}`,
+		"ws/s/prompts/b.md":   "Tone: {% block tone %}cold{% endblock %}.",
+		"ws/s/prompts/bad.md": `{% include "nowhere.md" %}`,
+		"ws/shared/frag.md":   "Be kind",
+		"ws/ov/prompts/b.md":  `{% extends "@story/prompts/b.md" %}{% block tone %}warm{% endblock %}`,
+	})
+	st, err := story.Load(filepath.Join(tmp, "ws", "s", "app.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	h := New(st, nil, nil)
+	defer h.Close()
+	for _, tt := range []struct{ path, want string }{
+		{"prompts/a.md", "Be kind for Ada"},
+		{"prompts/b.md", "Tone: warm."},
+		{"prompts/bad.md", `prompt file prompts/bad.md: prompts/bad.md:1: {% include "nowhere.md" %}: no such file`},
+	} {
+		got, err := h.renderPrompt(map[string]any{"prompt_path": tt.path, "args": map[string]any{"name": "Ada"}})
+		if err != nil {
+			got = err.Error()
+		}
+		if !strings.HasPrefix(got, tt.want) {
+			t.Errorf("%s = %q, want %q", tt.path, got, tt.want)
+		}
 	}
 }

@@ -41,7 +41,15 @@ func WithRanker(f RankerFor) Option {
 // invoke's agent: alias. Result data: results (index, doc, score; best
 // first, cut to with.top_k when given), top (the best document), ok,
 // exit_code.
+//
+// With with.corpus it is the corpus form instead (corpusSearch).
 func (h *Host) search(ctx context.Context, call *Call) (*Result, error) {
+	if _, ok := call.Args["corpus"]; ok {
+		return h.corpusSearch(ctx, call)
+	}
+	if h.rankerFor == nil {
+		return nil, fmt.Errorf("%s: with.documents needs an embedding backend, and this run has none (a live run has one)", SearchNamespace)
+	}
 	if call.Invoke == nil || call.Invoke.Agent == "" {
 		return nil, fmt.Errorf("%s: name the embedding backend with agent: <alias> (a builtin.local_llm declaration)", SearchNamespace)
 	}

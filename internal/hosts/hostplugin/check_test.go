@@ -37,25 +37,34 @@ func diagStrings(ds []story.Diagnostic) []string {
 // invoke; a templated with: and an op without args_schema are not checked.
 func TestCheckAgainstDescribe(t *testing.T) {
 	st := loadDescribe(t, "serve")
-	got := diagStrings(Check(context.Background(), st, Options{Logger: slog.New(slog.DiscardHandler)}))
+	errs, warns := Check(context.Background(), st, Options{Logger: slog.New(slog.DiscardHandler)})
+	got := diagStrings(errs)
 	want := []string{
-		`app.yaml:20:17: states.start.on_enter[2].invoke: invoke "host.tickets.creat": host plugin host.tickets has no op "creat" (its ops: "close", "create") (did you mean "create"?)`,
-		`app.yaml:26:23: states.start.on.go[0].effects[0].with: invoke "host.tickets.create": with: does not match the args_schema host plugin host.tickets describes for op "create": ` +
+		`app.yaml:16:17: states.start.on_enter[0].bind.link: bind reads "urll", which host.tickets.create does not return by its result_schema (it returns: id, request, token_seen)`,
+		`app.yaml:21:17: states.start.on_enter[2].invoke: invoke "host.tickets.creat": host plugin host.tickets has no op "creat" (its ops: "close", "create") (did you mean "create"?)`,
+		`app.yaml:27:23: states.start.on.go[0].effects[0].with: invoke "host.tickets.create": with: does not match the args_schema host plugin host.tickets describes for op "create": ` +
 			`/: additionalProperties: additional properties 'extra' not allowed; /: required: missing property 'title'; /priority: type: got string, want integer`,
-		`app.yaml:36:21: states.done.on_enter[0].on_complete[0].invoke: invoke "host.tickets.clse": host plugin host.tickets has no op "clse" (its ops: "close", "create") (did you mean "close"?)`,
+		`app.yaml:38:21: states.done.on_enter[0].on_complete[0].invoke: invoke "host.tickets.clse": host plugin host.tickets has no op "clse" (its ops: "close", "create") (did you mean "close"?)`,
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("diagnostics (-want +got):\n%s", d)
+	}
+	wantWarns := []string{
+		`app.yaml:29:23: states.start.on.go[0].effects[1].bind.was: bind reads "close", which host.tickets.close does not return by its result_schema (did you mean "closed"?) (it returns: closed); it may bind nothing`,
+	}
+	if d := cmp.Diff(wantWarns, diagStrings(warns)); d != "" {
+		t.Errorf("warnings (-want +got):\n%s", d)
 	}
 }
 
 // A plugin without host.describe (method not found) is not checked; one
 // that cannot answer it is an error at its declaration.
 func TestCheckWithoutDescribe(t *testing.T) {
-	if ds := Check(context.Background(), loadDescribe(t, "no-describe"), Options{}); len(ds) != 0 {
+	if ds, _ := Check(context.Background(), loadDescribe(t, "no-describe"), Options{}); len(ds) != 0 {
 		t.Errorf("a plugin without host.describe was checked: %v", diagStrings(ds))
 	}
-	got := diagStrings(Check(context.Background(), loadDescribe(t, "crash"), Options{}))
+	errs, _ := Check(context.Background(), loadDescribe(t, "crash"), Options{})
+	got := diagStrings(errs)
 	want := []string{`app.yaml:7:3: host_plugins.host.tickets: host.describe failed: host plugin host.tickets: plugin_crash: read response: EOF (plugin closed stdout); plugin exit status 3; stderr tail: "tickets: exploding\n"`}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("diagnostics (-want +got):\n%s", d)

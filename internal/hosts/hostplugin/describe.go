@@ -25,14 +25,14 @@ const DescribeTimeout = 30 * time.Second
 
 // Check asks every host plugin of st for its ops (host.describe) and
 // checks each invoke the story makes of it: the op must be one the plugin
-// lists, and a with: map without templates must satisfy the op's
-// args_schema. A plugin that answers host.describe with method not found
+// lists, a with: map without templates must satisfy the op's
+// args_schema, and its bind: sources must be fields of the op's
+// result_schema (errors when the schema is closed, warnings when open). A plugin that answers host.describe with method not found
 // (-32601) is not checked. A plugin that cannot be described (it does not
 // start, crashes, answers garbage, or exceeds DescribeTimeout) is an error
 // at its declaration. Each plugin is started once and stopped before Check
 // returns.
-func Check(ctx context.Context, st *story.Story, opts Options) []story.Diagnostic {
-	var diags []story.Diagnostic
+func Check(ctx context.Context, st *story.Story, opts Options) (diags, warns []story.Diagnostic) {
 	for _, name := range st.HostPluginNames() {
 		decl := st.HostPlugins[name]
 		ops, described, err := describe(ctx, decl, st.App.ID, opts)
@@ -44,10 +44,17 @@ func Check(ctx context.Context, st *story.Story, opts Options) []story.Diagnosti
 		if !described {
 			continue
 		}
-		diags = append(diags, checkCalls(st, decl, ops)...)
+		e, w := checkCalls(st, decl, ops)
+		diags, warns = append(diags, e...), append(warns, w...)
 	}
-	sort.SliceStable(diags, func(i, j int) bool {
-		a, b := diags[i].Pos, diags[j].Pos
+	byPos(diags)
+	byPos(warns)
+	return diags, warns
+}
+
+func byPos(ds []story.Diagnostic) {
+	sort.SliceStable(ds, func(i, j int) bool {
+		a, b := ds[i].Pos, ds[j].Pos
 		if a.File != b.File {
 			return a.File < b.File
 		}
@@ -56,13 +63,16 @@ func Check(ctx context.Context, st *story.Story, opts Options) []story.Diagnosti
 		}
 		return a.Col < b.Col
 	})
-	return diags
 }
 
 // describedOp is one op of a host.describe answer, its schema compiled.
 type describedOp struct {
 	info   plugin.HostOpInfo
 	schema *schema.Schema // nil without args_schema
+	// results are the properties of its result_schema (nil without one);
+	// closed says the schema allows no others.
+	results []string
+	closed  bool
 }
 
 // describe starts the plugin, asks host.describe and stops it. described
@@ -100,19 +110,80 @@ func describe(ctx context.Context, decl *story.HostPlugin, appID string, opts Op
 			}
 			d.schema = s
 		}
+		if len(op.ResultSchema) > 0 && string(op.ResultSchema) != "null" {
+			if err := d.readResults(decl.Name, op.ResultSchema); err != nil {
+				return nil, false, fmt.Errorf("host.describe: ops[%d] (%s): result_schema: %w", i, op.Name, err)
+			}
+		}
 		ops[op.Name] = d
 	}
 	return ops, true, nil
 }
 
+// readResults takes the fields of an op's result_schema: a JSON Schema
+// object's properties, closed by "additionalProperties": false.
+func (d *describedOp) readResults(plugin string, raw json.RawMessage) error {
+	if _, err := schema.CompileDocument(plugin+"."+d.info.Name+" result_schema", raw); err != nil {
+		return err
+	}
+	var s struct {
+		Properties           map[string]json.RawMessage `json:"properties"`
+		AdditionalProperties *json.RawMessage           `json:"additionalProperties"`
+	}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return err
+	}
+	d.results = []string{}
+	for k := range s.Properties {
+		d.results = append(d.results, k)
+	}
+	slices.Sort(d.results)
+	d.closed = s.AdditionalProperties != nil && strings.TrimSpace(string(*s.AdditionalProperties)) == "false"
+	return nil
+}
+
+// checkBinds checks the bind: sources of an invoke of op against its
+// result_schema: an error for a field a closed schema does not list, a
+// warning for one an open schema does not.
+func (d *describedOp) checkBinds(in *story.Invoke, path string) (errs, warns []story.Diagnostic) {
+	if d.results == nil || len(d.results) == 0 && !d.closed {
+		return nil, nil
+	}
+	for _, b := range in.Bind {
+		var keys []string
+		if b.Template != nil {
+			for _, r := range b.Template.ResultReads() {
+				keys = append(keys, r.Key)
+			}
+		} else {
+			k, _, _ := strings.Cut(strings.SplitN(b.Path, "[", 2)[0], ".")
+			keys = append(keys, k)
+		}
+		for _, k := range keys {
+			if slices.Contains(d.results, k) || (in.Background && k == "job_id") {
+				continue
+			}
+			diag := story.Diagnostic{Pos: in.Pos, Path: path + ".bind." + b.Key,
+				Message: fmt.Sprintf("bind reads %q, which %s does not return by its result_schema%s (it returns: %s)",
+					k, in.Name, story.DidYouMean(k, d.results), strings.Join(d.results, ", "))}
+			if d.closed {
+				errs = append(errs, diag)
+			} else {
+				diag.Message += "; it may bind nothing"
+				warns = append(warns, diag)
+			}
+		}
+	}
+	return errs, warns
+}
+
 // checkCalls checks every invoke of decl's handler in st against ops.
-func checkCalls(st *story.Story, decl *story.HostPlugin, ops map[string]*describedOp) []story.Diagnostic {
+func checkCalls(st *story.Story, decl *story.HostPlugin, ops map[string]*describedOp) (diags, warns []story.Diagnostic) {
 	names := make([]string, 0, len(ops))
 	for n := range ops {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	var diags []story.Diagnostic
 	eachInvoke(st, func(in *story.Invoke, path string) {
 		if hp, ok := st.HostPluginFor(in.Name); !ok || hp != decl || isTemplated(in.Name) {
 			return
@@ -125,6 +196,8 @@ func checkCalls(st *story.Story, decl *story.HostPlugin, ops map[string]*describ
 					in.Name, decl.Name, op, quoteList(names), story.DidYouMean(op, names))})
 			return
 		}
+		e, w := d.checkBinds(in, path)
+		diags, warns = append(diags, e...), append(warns, w...)
 		if d.schema == nil || in.With == nil || !in.With.IsLiteral() {
 			return
 		}
@@ -142,7 +215,7 @@ func checkCalls(st *story.Story, decl *story.HostPlugin, ops map[string]*describ
 					in.Name, decl.Name, op, err)})
 		}
 	})
-	return diags
+	return diags, warns
 }
 
 // eachInvoke calls fn for every invoke effect of st with its key path, in

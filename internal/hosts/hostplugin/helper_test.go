@@ -45,13 +45,16 @@ var ticketOps = map[string]plugin.HostOp{
 		Description: "Open a ticket.",
 		ArgsSchema: json.RawMessage(`{"type":"object","required":["title"],"properties":{"title":{"type":"string"},` +
 			`"priority":{"type":"integer"}},"additionalProperties":false}`),
+		ResultSchema: json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"},"token_seen":{"type":"string"},` +
+			`"request":{"type":"object"}},"additionalProperties":false}`),
 		Run: func(_ context.Context, req *plugin.HostInvokeRequest) (map[string]any, error) {
 			return map[string]any{"id": "T-" + fmt.Sprint(req.Args["title"]), "token_seen": os.Getenv("TICKETS_TOKEN"),
 				"request": req}, nil
 		},
 	},
 	"close": {
-		Description: "Close a ticket.",
+		Description:  "Close a ticket.",
+		ResultSchema: json.RawMessage(`{"type":"object","properties":{"closed":{"type":"boolean"}}}`),
 		Run: func(_ context.Context, req *plugin.HostInvokeRequest) (map[string]any, error) {
 			return nil, plugin.Errorf("no such ticket %v", req.Args["id"])
 		},

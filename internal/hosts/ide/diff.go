@@ -119,7 +119,7 @@ func (hd *Handler) diffText(ctx context.Context, fsys hostfs.FS, dir, rel string
 			return "", err
 		}
 	}
-	out, err := gitrepo.Tool(hd.cfg.Logger).Run(ctx, dir, "diff", "--no-index", "--no-color", "--no-ext-diff", "--no-prefix", "--", "a/"+rel, "b/"+rel)
+	out, err := gitrepo.Tool(hd.cfg.Workspace, hd.cfg.Logger).Run(ctx, dir, "diff", "--no-index", "--no-color", "--no-ext-diff", "--no-prefix", "--", "a/"+rel, "b/"+rel)
 	var ee *cmdrun.ExitError
 	if errors.As(err, &ee) && ee.Code == 1 {
 		return ee.Stdout, nil // differences found

@@ -124,6 +124,12 @@ func (hd *Handler) Invoke(ctx context.Context, call *host.Call, op string) *host
 	return &host.Result{Data: data}
 }
 
+// Connected reports whether the run's editor can show a native diff and
+// gate it (a VS Code family editor): what a story's world.ide.connected
+// says and host.ide.open_diff answers as connected. A terminal editor or
+// none is not connected: the terminal is the surface then.
+func (hd *Handler) Connected(ctx context.Context) bool { return hd.editor(ctx).kind == "vscode" }
+
 // editor is the command files are opened with.
 type editor struct {
 	argv   []string
@@ -166,7 +172,7 @@ func (hd *Handler) editor(ctx context.Context) editor {
 		return pick(v, EnvEditor)
 	}
 	if ws := hd.cfg.Workspace; !ws.IsZero() {
-		if r, err := gitrepo.Open(ctx, gitrepo.Tool(hd.cfg.Logger), ws.Dir(), ws.Dir()); err == nil {
+		if r, err := gitrepo.Open(ctx, gitrepo.Tool(hd.cfg.Workspace, hd.cfg.Logger), ws.Dir(), ws.Dir()); err == nil {
 			if v, ok, _ := r.Config(ctx, Setting); ok && strings.TrimSpace(v) != "" {
 				return pick(v, "git config "+Setting)
 			}
@@ -182,7 +188,7 @@ func (hd *Handler) editor(ctx context.Context) editor {
 
 // run starts the editor with args and waits for it.
 func (hd *Handler) run(ctx context.Context, e editor, args ...string) error {
-	t := cmdrun.Tool{Program: e.argv[0], Logger: hd.cfg.Logger,
+	t := cmdrun.Tool{Program: e.argv[0], Logger: hd.cfg.Logger, Root: hd.cfg.Workspace,
 		Missing: fmt.Sprintf("install it, or name another editor (%s, git config %s, $VISUAL or $EDITOR; set by %s)", EnvEditor, Setting, e.source)}
 	_, err := t.Run(ctx, hd.cfg.Workspace.Dir(), append(slices.Clone(e.argv[1:]), args...)...)
 	return err

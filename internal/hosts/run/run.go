@@ -219,13 +219,12 @@ func (hd *Handler) run(ctx context.Context, req *request) *host.Result {
 	if !req.argv {
 		path, args = Shell, []string{"-c", req.cmd}
 	}
-	dir, closeDir, err := hd.openDir(req.dir)
-	if err != nil {
-		return &host.Result{Data: failData(""), Err: fmt.Errorf("%s: with.cwd: %w", Name, err)}
-	}
-	defer closeDir()
 	out := &capped{max: req.maxOutput}
-	exit, err := hd.Exec(ctx, Command{Path: path, Args: args, Dir: dir, Env: hd.environ(req), Timeout: req.timeout, Output: out})
+	exit, err := hd.Exec(ctx, Command{Path: path, Args: args, Dir: req.dir, Env: hd.environ(req), Timeout: req.timeout, Output: out})
+	var de *DirError
+	if errors.As(err, &de) {
+		return &host.Result{Data: failData(""), Err: fmt.Errorf("%s: with.cwd: %w", Name, de.Err)}
+	}
 	code := exit.Code()
 	data := map[string]any{"stdout": out.buf.String(), "exit_code": int64(code), "ok": code == 0, "truncated": out.dropped > 0}
 	if err == nil {
@@ -252,7 +251,7 @@ func (hd *Handler) run(ctx context.Context, req *request) *host.Result {
 type Command struct {
 	Path string   // the program; a name without a slash is looked up in PATH
 	Args []string // its arguments
-	Dir  string   // the working directory
+	Dir  string   // the working directory: inside the workspace, opened through its root (workspace.CommandDir)
 	Env  []string // the whole environment
 	// Timeout is how long it may run; 0 is DefaultTimeout.
 	Timeout time.Duration
@@ -270,6 +269,17 @@ type StartError struct {
 func (e *StartError) Error() string { return fmt.Sprintf("start %q: %v", e.Path, e.Err) }
 func (e *StartError) Unwrap() error { return e.Err }
 
+// DirError is a working directory that could not be opened through the
+// workspace root (gone, not a directory, or swapped for a symlink leading
+// out of the workspace): the command was not started.
+type DirError struct {
+	Dir string
+	Err error
+}
+
+func (e *DirError) Error() string { return fmt.Sprintf("working directory %s: %v", e.Dir, e.Err) }
+func (e *DirError) Unwrap() error { return e.Err }
+
 // Exec runs c through the process supervisor as host.run runs its
 // commands: its own process group, stopped (SIGTERM, then SIGKILL after
 // the grace period) when the timeout passes or ctx ends, and reaped. The
@@ -281,12 +291,17 @@ func (hd *Handler) Exec(ctx context.Context, c Command) (supervise.Exit, error) 
 	}
 	// The deadline starts before the command does: a test's fake clock can
 	// then move as soon as the command shows it runs, with the timer there.
+	dir, release, err := hd.cfg.Workspace.CommandDir(c.Dir)
+	if err != nil {
+		return supervise.Exit{}, &DirError{Dir: c.Dir, Err: err}
+	}
 	tctx, cancel := clock.WithTimeoutCause(ctx, hd.cfg.Clock, c.Timeout, errTimeout)
 	defer cancel()
 	p, err := supervise.Start(supervise.Config{
-		Name: Name, Path: c.Path, Args: c.Args, Dir: c.Dir, Env: c.Env,
+		Name: Name, Path: c.Path, Args: c.Args, Dir: dir, Env: c.Env,
 		Stdout: c.Output, Stderr: c.Output, Grace: hd.cfg.Grace, Logger: hd.cfg.Logger,
 	})
+	release() // the child changed into the directory before it started
 	if err != nil {
 		return supervise.Exit{}, &StartError{Path: c.Path, Err: err}
 	}
@@ -307,35 +322,6 @@ func (hd *Handler) Environ(dir string, env map[string]string) []string {
 }
 
 var errTimeout = errors.New("host.run timeout")
-
-// openDir opens the working directory dir (checked by cwd) through the
-// workspace root and returns a path the child can change into that names
-// the directory opened, not its path: /proc/self/fd/N, which the child
-// resolves through the descriptor it inherits until it execs. A directory
-// of the path that a symlink replaced after the check cannot lead the
-// command out of the workspace. Where there is no /proc, or no workspace,
-// the path is used as it is.
-func (hd *Handler) openDir(dir string) (string, func(), error) {
-	ws := hd.cfg.Workspace
-	if ws.IsZero() || !procFD() {
-		return dir, func() {}, nil
-	}
-	f, err := ws.Open(dir)
-	if err != nil {
-		return "", nil, err
-	}
-	if fi, err := f.Stat(); err != nil || !fi.IsDir() {
-		f.Close()
-		return "", nil, fmt.Errorf("%s is not a directory", dir)
-	}
-	return "/proc/self/fd/" + strconv.Itoa(int(f.Fd())), func() { f.Close() }, nil
-}
-
-// procFD reports whether /proc/self/fd names this process's descriptors.
-func procFD() bool {
-	fi, err := os.Stat("/proc/self/fd")
-	return err == nil && fi.IsDir()
-}
 
 // environ is the inherited environment with with.env over it, and PWD set
 // to the working directory as a shell sets it.

@@ -41,6 +41,15 @@ func invoke(t testing.TB, hd *Handler, ctx context.Context, args map[string]any)
 	return res
 }
 
+func resultField(s catalog.Spec, name string) (catalog.Field, bool) {
+	for _, f := range s.Results {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return catalog.Field{}, false
+}
+
 func errText(err error) string {
 	if err == nil {
 		return ""
@@ -94,6 +103,14 @@ func TestRunResults(t *testing.T) {
 			res := invoke(t, hd, context.Background(), tt.args)
 			if diff := cmp.Diff(tt.want, res.Data); diff != "" {
 				t.Errorf("data (-want +got):\n%s", diff)
+			}
+			// The catalog says its results are complete (a bind of any
+			// other field is a load error): every field returned is there.
+			spec, _ := catalog.Lookup(Name)
+			for k := range res.Data {
+				if _, ok := resultField(spec, k); !ok || !spec.ResultsComplete {
+					t.Errorf("data field %q is not one of the catalog's complete results", k)
+				}
 			}
 			if got := errText(res.Err); got != tt.err {
 				t.Errorf("error = %q, want %q", got, tt.err)

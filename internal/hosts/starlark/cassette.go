@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/base/nearmiss"
+	"github.com/kitsoki/kitsoki/internal/base/outfile"
 	"github.com/kitsoki/kitsoki/internal/base/secret"
 	"go.yaml.in/yaml/v3"
 
@@ -497,15 +498,11 @@ func (c *Cassette) Save(mask *secret.Masker) error {
 		return fmt.Errorf("http cassette %s: %w", c.path, err)
 	}
 	if dir := filepath.Dir(c.path); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := outfile.MkdirAll(dir); err != nil {
 			return fmt.Errorf("http cassette %s: %w", c.path, err)
 		}
 	}
-	tmp := c.path + ".tmp"
-	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("http cassette %s: %w", c.path, err)
-	}
-	if err := os.Rename(tmp, c.path); err != nil {
+	if err := outfile.WriteFile(c.path, buf.Bytes()); err != nil {
 		return fmt.Errorf("http cassette %s: %w", c.path, err)
 	}
 	c.recorded = false

@@ -161,7 +161,7 @@ func (hd *Handler) begin(ctx context.Context, args map[string]any) (*call, error
 	if fsys, _ := ws.FS(); fsys != nil {
 		return nil, fmt.Errorf("the workspace %s is read from memory (an fs.FS), so git cannot work in it", ws.Dir())
 	}
-	c := &call{hd: hd, args: args, fs: hostfs.New(ws), git: gitrepo.Tool(hd.cfg.Logger)}
+	c := &call{hd: hd, args: args, fs: hostfs.New(ws), git: gitrepo.Tool(hd.cfg.Workspace, hd.cfg.Logger)}
 	repo, err := gitrepo.Open(ctx, c.git, ws.Dir(), ws.Dir())
 	if err != nil {
 		var nr *gitrepo.NotRepoError
@@ -181,7 +181,7 @@ func (hd *Handler) begin(ctx context.Context, args map[string]any) (*call, error
 func (c *call) forge(ctx context.Context) (forge.Forge, error) {
 	env := forge.Env{FS: c.fs, Clock: c.hd.cfg.Clock, Logger: c.hd.cfg.Logger, Repo: c.ws, Git: c.git, Lock: c.hd.cfg.Lock}
 	if c.hd.cfg.GH != "" {
-		env.GH = cmdrun.Tool{Program: c.hd.cfg.GH, Logger: c.hd.cfg.Logger}
+		env.GH = cmdrun.Tool{Program: c.hd.cfg.GH, Logger: c.hd.cfg.Logger, Root: c.hd.cfg.Workspace}
 	}
 	return forge.Choose(ctx, env, c.hd.forge)
 }

@@ -68,7 +68,7 @@ func get(ctx context.Context, cfg Config, args map[string]any) (map[string]any, 
 	if v := strings.Fields(cfg.Getenv(EnvCommand)); len(v) > 0 {
 		argv = v
 	}
-	t := cmdrun.Tool{Program: argv[0], Logger: cfg.Logger,
+	t := cmdrun.Tool{Program: argv[0], Logger: cfg.Logger, Root: cfg.Workspace,
 		Missing: "install the workspace manager, or name its command in $" + EnvCommand + " (it is run as <cmd> get <workspace_id> and prints JSON)"}
 	dir := ""
 	if !cfg.Workspace.IsZero() {

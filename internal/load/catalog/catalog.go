@@ -34,7 +34,18 @@ type Spec struct {
 	// in Fields, and a missing Required one. Agent verbs take template
 	// variables as extra keys, so they are not checked here.
 	CheckFields bool
+	// ResultsComplete says Results lists every field the handler's data
+	// can hold, so a bind: reading another is an error, not a warning.
+	ResultsComplete bool
+	// Shell, when set, names the with: field that is a bash command line:
+	// values spliced into it are shell-quoted when the call is made, and
+	// validate warns when it is built from slots.
+	Shell *Shell
 }
+
+// Shell describes a handler's shell command line: the Command field is
+// run by bash unless the Argv field is given (then no shell is involved).
+type Shell struct{ Command, Argv string }
 
 // Unbuilt is a handler family kitsoki knows from other stories but does
 // not provide: it needs a product kitsoki does not have.
@@ -65,8 +76,12 @@ var agentFields = []Field{
 var agentResults = []Field{
 	{Name: "ok", Type: "bool"},
 	{Name: "exit_code", Type: "int", Doc: "0 on success"},
-	{Name: "submitted", Type: "map", Doc: "the agent's submission (also as submission)"},
-	{Name: "meta", Type: "map", Doc: "the agent's meta, when it sent one (agent_plugins agents)"},
+	{Name: "submitted", Type: "map", Doc: "the agent's submission"},
+	{Name: "submission", Type: "map", Doc: "the same, as agent_plugins agents answer it"},
+	{Name: "meta", Type: "map", Doc: "the agent's meta, when it sent one"},
+	{Name: "stdout", Type: "string", Doc: "the built-in path's text answer (every verb but decide)"},
+	{Name: "rationale", Type: "string", Doc: "the built-in path's reasoning (decide)"},
+	{Name: "claude_session_id", Type: "string", Doc: "the built-in path's claude session (decide)"},
 }
 
 // Builtins returns the handlers kitsoki provides, sorted by name. Each call
@@ -89,6 +104,19 @@ var byName = sync.OnceValue(func() map[string]int {
 	}
 	return m
 })
+
+// completeResults are the handlers whose Results list every field their
+// data can hold (each package's tests check what it returns against the
+// table): a bind: reading another field of theirs is a load error. The
+// others (agent verbs, whose answers are the agent's; scripts; plugins'
+// tickets) may return more, so such a bind is a warning.
+var completeResults = []string{
+	"host.run",
+	"host.artifacts_dir", "host.artifacts_dir.post", "host.artifacts_dir.list",
+	"host.append_to_file", "host.append_to_file.post",
+	"host.jobs.list", "host.jobs.status", "host.jobs.cancel", "host.jobs.answer_clarification",
+	"host.inbox.add", "host.inbox.list", "host.inbox.mark_read",
+}
 
 func buildBuiltins() []Spec {
 	agent := func(verb, summary string) Spec {
@@ -200,17 +228,25 @@ func buildBuiltins() []Spec {
 		agent("converse", "Free-form conversation with an agent."),
 		agent("decide", "Typed verdict from an agent (schema required)."),
 		agent("extract", "Typed extraction from an agent."),
-		{Name: "host.agent.search", Summary: "Rank documents with a local embedding model (the invoke's agent: names a builtin.local_llm).",
+		{Name: "host.agent.search", Summary: "Find the passages of workspace files closest to a query (with.corpus, ranked by routing.embedding), or rank given texts (with.documents, the invoke's agent: names a builtin.local_llm).",
 			Fields: []Field{
-				{Name: "query", Type: "string", Required: true, Doc: "the text to rank the documents against"},
-				{Name: "documents", Type: "list", Required: true, Doc: "the texts to rank"},
-				{Name: "top_k", Type: "int", Doc: "how many results to keep"},
+				{Name: "query", Type: "string", Required: true, Doc: "the text to rank against"},
+				{Name: "corpus", Type: "list", Doc: "globs of workspace files to search (\"docs/**/*.md\"); ranked by the story's routing.embedding model"},
+				{Name: "chunk", Type: "object", Doc: "how files are cut: {max: characters (default 1200), mode: heading (default) or file}"},
+				{Name: "min_score", Type: "float", Doc: "the lowest cosine similarity a hit may have"},
+				{Name: "documents", Type: "list", Doc: "the texts to rank (instead of corpus)"},
+				{Name: "top_k", Type: "int", Doc: "how many hits or results to keep (corpus: default 10)"},
 			},
 			Results: []Field{
 				{Name: "ok", Type: "bool"},
 				{Name: "exit_code", Type: "int", Doc: "0 on success"},
-				{Name: "results", Type: "list", Doc: "one {index, doc, score} per document kept, best first"},
-				{Name: "top", Type: "string", Doc: "the best document"},
+				{Name: "hits", Type: "list", Doc: "corpus: one {path, chunk_id, heading, line, text, score} per passage kept, best first"},
+				{Name: "data", Type: "object", Doc: "corpus: {hits, top}"},
+				{Name: "count", Type: "int", Doc: "corpus: the number of hits"},
+				{Name: "files", Type: "int", Doc: "corpus: the files the globs matched"},
+				{Name: "chunks", Type: "int", Doc: "corpus: the passages ranked"},
+				{Name: "results", Type: "list", Doc: "documents: one {index, doc, score} per document kept, best first"},
+				{Name: "top", Type: "any", Doc: "the best hit (corpus) or document (documents); null when none"},
 			}},
 		agent("task", "Agentic task with the full tool surface."),
 		{Name: "host.append_to_file", Summary: "Append a chunk to one file in the session's artifact directory.",
@@ -223,7 +259,7 @@ func buildBuiltins() []Spec {
 		{Name: "host.artifacts_dir.post", Summary: "host.artifacts_dir as a transport's post op.",
 			CheckFields: true, Fields: artifactFields, Results: artifactResults},
 		{Name: "host.run", Summary: "Run a program with arguments (argv mode, no shell) or a bash command, inside the workspace.",
-			CheckFields: true,
+			CheckFields: true, Shell: &Shell{Command: "cmd", Argv: "args"},
 			Fields: []Field{
 				{Name: "cmd", Type: "string", Required: true, Doc: "the program (argv mode) or the bash command (shell mode)"},
 				{Name: "args", Type: "list", Doc: "present: argv mode, cmd is executed with these arguments and no shell; use it for templated values"},
@@ -323,6 +359,9 @@ func buildBuiltins() []Spec {
 	specs = append(specs, family("host.gh.ticket", "the ticket interface over GitHub Issues through the gh CLI", ghTicketOps())...)
 	specs = append(specs, workspaceManagerSpecs()...)
 	specs = append(specs, family("host.local", "the ci interface: tests and builds run in a work tree, checks read from the forge", ciOps())...)
+	for i := range specs {
+		specs[i].ResultsComplete = slices.Contains(completeResults, specs[i].Name)
+	}
 	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
 	return specs
 }

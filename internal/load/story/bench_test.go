@@ -285,4 +285,5 @@ func BenchmarkLoadImports(b *testing.B) {
 		}
 		s.Close()
 	}
+	b.ReportMetric(liveHeap(b, path)/1e6, "live-MB")
 }

@@ -30,11 +30,17 @@ func (l *loader) finish() {
 	l.checkWorldRefs()
 	l.checkSlotRefs()
 	l.checkGuardReads()
+	l.checkTextReads()
+	l.checkBinds()
 	l.checkArmIntents()
+	l.checkMenus()
+	l.checkAnnotations()
+	l.noteProposals()
+	l.checkDeciderAgent()
 	l.checkSynonyms()
 	l.checkDefaultIntents()
 	l.checkContextual()
-	l.checkModes()
+	l.checkLanes()
 	l.checkOffRamps()
 	l.checkOverlays()
 	l.checkRoutingAgents()
@@ -131,11 +137,15 @@ var seededWorld = []WorldVar{
 	{Name: "turn_cost_usd", Type: "float", Default: 0.0, HasDefault: true},
 	{Name: "last_error", Type: "string", Default: "", HasDefault: true},
 	{Name: "write_mode_scope", Type: "string", Default: "", HasDefault: true},
+	// session_id is the run's session id, filled in when the session
+	// starts unless the world's seed gives one (orchestrator.seedSessionID).
+	{Name: "session_id", Type: "string", Default: "", HasDefault: true},
 }
 
-// ideWorld is Kitsoki's engine-seeded editor-link key. kitsoki has no IDE
-// link, so it is {connected: false}; it is added to the world when a guard
-// reads it and the story does not declare it.
+// ideWorld is Kitsoki's engine-seeded editor-link key: {connected: bool},
+// projected at the start of every turn of a live run from the run's editor
+// (orchestrator.WithIDEProbe; false in flows and replays). It is added to
+// the world when a guard reads it and the story does not declare it.
 var ideWorld = WorldVar{Name: "ide", Type: "object", Default: map[string]any{"connected": false}, HasDefault: true}
 
 func (l *loader) seedWorld() {
@@ -227,6 +237,13 @@ func (l *loader) resolveTarget(t *targetRef) {
 				// does not declare; it is resolved when the call fails.
 				l.warnAt(t.f, t.n, t.path, "%s; kept as written and looked up when the call fails (a failure it cannot resolve ends the turn with an error)", l.unknownState(raw, norm))
 				t.later(norm, l.pos(t.f, t.n))
+				return
+			}
+			if x := l.exitDeferred[t.n]; x != nil {
+				if !x.reported {
+					x.reported = true
+					l.errAt(x.ref.f, x.ref.n, x.ref.path, "%s: it is neither a state of this story nor of a story importing it", l.unknownState(x.ref.value, normStateName(x.ref.value)))
+				}
 				return
 			}
 			if !l.exitTargets[t.n] {
@@ -475,16 +492,6 @@ func (l *loader) checkSlotRefs() {
 
 // ModeConversational is the mode: of an agent room.
 const ModeConversational = "conversational"
-
-// checkModes checks that a conversational room has a free-text sink: a
-// default_intent of its own or of an enclosing state.
-func (l *loader) checkModes() {
-	for _, r := range l.modes {
-		if r.state.InheritedDefaultIntent(l.st) == nil {
-			l.errAt(r.f, r.n, r.path, "mode: conversational needs default_intent: on the state (or an enclosing one): the intent, with one required string slot, that the room's free text goes to")
-		}
-	}
-}
 
 // InheritedDefaultIntent is the state that supplies s's default_intent:
 // s itself, else its nearest enclosing state with one; nil when none does.

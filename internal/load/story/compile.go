@@ -119,6 +119,7 @@ func (w *workers) drain() {
 		w.next++
 		w.mu.Unlock()
 		t.val, t.diag = t.run()
+		t.run = nil // what it captured (nodes, files) is not needed any more
 	}
 }
 
@@ -137,11 +138,12 @@ func (w *workers) finish() {
 func (l *loader) compileGuard(f *file, n *yaml.Node, path string, assign func(*expr.Guard)) {
 	d := deref(n)
 	if d == nil || d.Kind != yaml.ScalarNode || d.Tag == "!!null" {
-		l.errAt(f, d, path, "expected a guard expression, got %s", kindNameOrNull(d))
+		l.errAt(f, d, path, "expected a guard expression, got %s%s", kindNameOrNull(d), shapeHint(path, d))
 		return
 	}
+	names := l.namesAt(f, d)
 	l.addJob(func() (any, *Diagnostic) {
-		g, err := expr.CompileGuard(d.Value)
+		g, err := l.cache.guard(d.Value, names)
 		if err != nil {
 			return nil, compileDiag(f, d, path, "invalid guard", err)
 		}
@@ -188,8 +190,9 @@ func (l *loader) compileValueIn(f *file, n *yaml.Node, path string, inView bool,
 	if isNull(d) {
 		src = ""
 	}
+	names := l.namesAt(f, d)
 	l.addJob(func() (any, *Diagnostic) {
-		v, err := expr.CompileValue(src)
+		v, err := l.cache.value(src, names)
 		if err != nil {
 			return nil, compileDiag(f, d, path, "invalid template", err)
 		}
@@ -213,11 +216,13 @@ func (l *loader) compileText(f *file, n *yaml.Node, path string, assign func(*ex
 		return
 	}
 	d := deref(n)
+	names := l.namesAt(f, d)
 	l.addJob(func() (any, *Diagnostic) {
-		t, err := expr.CompileText(src)
+		t, err := l.cache.text(src, names)
 		if err != nil {
 			return nil, compileDiag(f, d, path, "invalid template", err)
 		}
+		t.WorldReads() // found here, on a worker, for checkTextReads
 		return t, nil
 	}, func(v any) {
 		t := v.(*expr.Text)
@@ -225,12 +230,16 @@ func (l *loader) compileText(f *file, n *yaml.Node, path string, assign func(*ex
 			l.st.UsesMenu = true
 		}
 		assign(t)
+		if len(t.WorldReads()) > 0 {
+			l.texts = append(l.texts, textRef{f: f, n: d, path: path, t: t})
+		}
 	})
 }
 
 // compileTree compiles a YAML value whose strings are value templates. When
 // the tree fails, the failing string is located so the error points at it.
 func (l *loader) compileTree(f *file, n *yaml.Node, path string, assign func(*expr.Tree)) {
+	names := l.namesAt(f, n)
 	l.addJob(func() (any, *Diagnostic) {
 		var v any
 		if n != nil {
@@ -239,7 +248,7 @@ func (l *loader) compileTree(f *file, n *yaml.Node, path string, assign func(*ex
 				return nil, &Diagnostic{Pos: posOf(f, n), Path: path, Message: fmt.Sprintf("cannot decode value: %v", err)}
 			}
 		}
-		t, err := expr.CompileTree(v)
+		t, err := expr.CompileTree(v, expr.WithValues(func(src string) (*expr.Value, error) { return l.cache.value(src, names) }))
 		if err == nil {
 			if t.UsesMenu() {
 				return nil, menuDiag(f, deref(n), path, "a value template")
@@ -420,8 +429,11 @@ func (l *loader) loadPrompt(f *file, n *yaml.Node, path string, mustBeFile bool)
 	}
 	l.promptSeen[raw] = true
 	store := func(t *expr.Text) { l.st.Prompts[raw] = t }
-	abs := l.resolve(raw)
-	real, wsErr := l.ws.Resolve(l.dir, raw)
+	abs, name := l.resolve(raw), raw
+	if ov := l.overlayFile(raw); ov != "" {
+		abs, name = ov, ov // the overlay's file shadows the story's
+	}
+	real, wsErr := l.ws.Resolve(l.dir, name)
 	if wsErr != nil {
 		// A path outside the workspace is never read. with.prompt_path
 		// always names a file; with.prompt names one when a file is there.
@@ -450,22 +462,7 @@ func (l *loader) loadPrompt(f *file, n *yaml.Node, path string, mustBeFile bool)
 		if r, err := filepath.Rel(l.dir, abs); err == nil {
 			rel = filepath.ToSlash(r)
 		}
-		l.addJob(func() (any, *Diagnostic) {
-			t, err := expr.CompileText(string(b))
-			if err == nil {
-				if t.UsesMenu() {
-					return nil, menuDiag(f, n, path, fmt.Sprintf("prompt file %q", raw))
-				}
-				return t, nil
-			}
-			var ce *expr.CompileError
-			if errors.As(err, &ce) && ce.Col > 0 {
-				return nil, &Diagnostic{Pos: Pos{File: rel, Line: max(ce.Line, 1), Col: ce.Col}, Path: path,
-					Message: "invalid template in prompt file: " + ce.Msg}
-			}
-			return nil, &Diagnostic{Pos: posOf(f, n), Path: path,
-				Message: fmt.Sprintf("invalid template in prompt file %q: %v", raw, err)}
-		}, func(v any) { store(v.(*expr.Text)) })
+		l.assemblePrompt(f, n, path, string(b), tmplFile{abs: real, rel: rel}, func(src string) { l.compilePromptFile(f, n, path, raw, rel, src, store) })
 		return
 	}
 	if mustBeFile {
@@ -479,13 +476,25 @@ func (l *loader) loadPrompt(f *file, n *yaml.Node, path string, mustBeFile bool)
 	if pathLike.MatchString(raw) {
 		l.warnAt(f, n, path, "%q looks like a file name but no such file exists in the story directory; it is sent as inline prompt text", raw)
 	}
-	l.compileText(f, n, path, func(t *expr.Text) {
-		if t.UsesMenu() {
-			l.diags = append(l.diags, *menuDiag(f, n, path, "a prompt"))
-			return
-		}
-		store(t)
+	l.assemblePrompt(f, n, path, n.Value, tmplFile{}, func(src string) {
+		l.compileText(f, withValue(n, src), path, func(t *expr.Text) {
+			if t.UsesMenu() {
+				l.diags = append(l.diags, *menuDiag(f, n, path, "a prompt"))
+				return
+			}
+			store(t)
+		})
 	})
+}
+
+// withValue is scalar n with its value replaced (n itself when it is the
+// same), keeping its position for messages.
+func withValue(n *yaml.Node, v string) *yaml.Node {
+	if d := deref(n); d != nil && d.Value == v {
+		return n
+	}
+	d := deref(n)
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v, Line: d.Line, Column: d.Column, Style: d.Style}
 }
 
 // loadSchema compiles a literal with.schema path into Story.Schemas. Each
@@ -554,4 +563,25 @@ func (l *loader) importCompiler(dir string) (*schema.Compiler, error) {
 	}
 	l.st.importCompilers[dir] = c
 	return c, nil
+}
+
+// compilePromptFile compiles the text of prompt file raw (rel names it in
+// messages), its file references already resolved.
+func (l *loader) compilePromptFile(f *file, n *yaml.Node, path, raw, rel, src string, store func(*expr.Text)) {
+	l.addJob(func() (any, *Diagnostic) {
+		t, err := l.cache.text(src, nil)
+		if err == nil {
+			if t.UsesMenu() {
+				return nil, menuDiag(f, n, path, fmt.Sprintf("prompt file %q", raw))
+			}
+			return t, nil
+		}
+		var ce *expr.CompileError
+		if errors.As(err, &ce) && ce.Col > 0 {
+			return nil, &Diagnostic{Pos: Pos{File: rel, Line: max(ce.Line, 1), Col: ce.Col}, Path: path,
+				Message: "invalid template in prompt file: " + ce.Msg}
+		}
+		return nil, &Diagnostic{Pos: posOf(f, n), Path: path,
+			Message: fmt.Sprintf("invalid template in prompt file %q: %v", raw, err)}
+	}, func(v any) { store(v.(*expr.Text)) })
 }

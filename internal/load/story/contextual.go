@@ -14,9 +14,12 @@ import "strings"
 //     goes to that intent, the text in its one required string slot.
 //
 // The tier runs only with enabled: true (absent is false, as in Kitsoki);
-// the intents are checked either way. help_chat and meta_chat (lanes an
-// LLM classifier picks in Kitsoki) are refused at load: kitsoki's tier has
-// no classifier.
+// the intents are checked either way. With help_chat or meta_chat, free
+// text the plan guard does not take is classified by the router agent, as
+// Kitsoki's contextual router does: a help question opens the help_chat
+// meta mode, a request to change the story the meta_chat one (each with the
+// text as its first message; state and world stay), room work goes to
+// room_chat, and anything else is routed to an intent of the room.
 type ContextualRouting struct {
 	Enabled         bool
 	PendingPlanPath []string // world path, split at dots; nil = no plan guard
@@ -25,7 +28,12 @@ type ContextualRouting struct {
 	RefineSlot      string // the refine intent's one required string slot
 	RoomChat        string // "" = no room lane
 	RoomSlot        string
-	Pos             Pos
+	// HelpChat and MetaChat name the meta modes (meta_modes: keys, or the
+	// built-in story.ask and story.edit) the help and meta_edit classes
+	// open; "" when the room has no such lane.
+	HelpChat string
+	MetaChat string
+	Pos      Pos
 }
 
 // Defaults of the plan guard's intents.
@@ -34,11 +42,7 @@ const (
 	DefaultPlanRefineIntent = "work"
 )
 
-const noClassifier = "kitsoki's contextual tier has no LLM classifier to tell help or meta requests from room work; " +
-	"drop it (a meta_modes: entry or agent_off_ramp: gives a room a help or meta conversation)"
-
-var contextualKeys = &keySpec{v1: []string{"enabled", "room_chat", "pending_plan_path", "plan_accept_intent", "plan_refine_intent"},
-	refused: map[string]string{"help_chat": noClassifier, "meta_chat": noClassifier}}
+var contextualKeys = &keySpec{v1: []string{"enabled", "room_chat", "help_chat", "meta_chat", "pending_plan_path", "plan_accept_intent", "plan_refine_intent"}}
 
 // contextualRef is a contextual_routing intent to check once every file is
 // loaded.
@@ -65,6 +69,14 @@ func (l *loader) loadContextual(f *file, e entry, path string, s *State) {
 	strField(l, f, fs, path, "plan_accept_intent", &cr.AcceptIntent)
 	strField(l, f, fs, path, "plan_refine_intent", &cr.RefineIntent)
 	strField(l, f, fs, path, "room_chat", &cr.RoomChat)
+	strField(l, f, fs, path, "help_chat", &cr.HelpChat)
+	strField(l, f, fs, path, "meta_chat", &cr.MetaChat)
+	for _, lane := range []struct{ key, name string }{{"help_chat", cr.HelpChat}, {"meta_chat", cr.MetaChat}} {
+		if lane.name != "" {
+			v, _ := fs.get(lane.key)
+			l.laneRefs = append(l.laneRefs, nodeRef{f: f, n: v.val, path: joinPath(path, lane.key), value: lane.name, state: s})
+		}
+	}
 	if planPath != "" {
 		parts := strings.Split(strings.TrimPrefix(planPath, "world."), ".")
 		for _, p := range parts {
@@ -79,8 +91,8 @@ func (l *loader) loadContextual(f *file, e entry, path string, s *State) {
 			l.worldRefs = append(l.worldRefs, &nodeRef{f: f, n: v.val, path: joinPath(path, "pending_plan_path"), value: parts[0], state: s})
 		}
 	}
-	if cr.Enabled && cr.PendingPlanPath == nil && cr.RoomChat == "" {
-		l.errAt(f, e.key, path, "contextual_routing routes nothing: set pending_plan_path (the plan guard), room_chat (the room's work lane), or both")
+	if cr.Enabled && cr.PendingPlanPath == nil && cr.RoomChat == "" && cr.HelpChat == "" && cr.MetaChat == "" {
+		l.errAt(f, e.key, path, "contextual_routing routes nothing: set pending_plan_path (the plan guard) or a lane (room_chat, help_chat, meta_chat)")
 		return
 	}
 	ref := func(key, name string, dst *string) {
@@ -167,4 +179,46 @@ func (c *ContextualRouting) PlanPending(world map[string]any) bool {
 	}
 	m, ok := cur.(map[string]any)
 	return ok && len(m) > 0
+}
+
+// Lanes reports whether the tier classifies free text with the router
+// agent (it has a help or a meta lane).
+func (c *ContextualRouting) Lanes() bool { return c != nil && (c.HelpChat != "" || c.MetaChat != "") }
+
+// builtinMetaModes are the meta modes a contextual lane may name without
+// declaring them, as Kitsoki's built-in story.* group: story.edit (the
+// story author, the group's default verb) and story.ask (read-only
+// questions about the story).
+var builtinMetaModes = map[string]Overlay{
+	"story.edit": {Name: "story.edit", Meta: true, Trigger: "/edit", Group: "story", Default: true, Exit: "/onpath", Persist: true, Agent: BuiltinStoryAuthor},
+	"story.ask":  {Name: "story.ask", Meta: true, Trigger: "/ask", Group: "story", Exit: "/onpath", Persist: true, Agent: BuiltinStoryExplainer},
+}
+
+// checkLanes checks the meta modes help_chat and meta_chat name: declared
+// ones, or a built-in one, which the story then gets.
+func (l *loader) checkLanes() {
+	for _, r := range l.laneRefs {
+		if l.st.MetaModes[r.value] != nil {
+			continue
+		}
+		b, ok := builtinMetaModes[r.value]
+		if !ok {
+			names := []string{"story.ask", "story.edit"}
+			for n := range l.st.MetaModes {
+				names = append(names, n)
+			}
+			l.errAt(r.f, r.n, r.path, "%s %q is not a meta mode: name a meta_modes: entry or the built-in story.ask or story.edit%s", lastKey(r.path), r.value, didYouMean(r.value, names))
+			continue
+		}
+		o := b
+		o.Pos = l.pos(r.f, r.n)
+		o.Invoke = &Invoke{Name: OverlayHandler, Pos: o.Pos}
+		if l.st.MetaModes == nil {
+			l.st.MetaModes = map[string]*Overlay{}
+		}
+		l.st.MetaModes[o.Name] = &o
+		if l.st.Agents[o.Agent] == nil {
+			l.st.Agents[o.Agent] = builtinPersona(o.Agent)
+		}
+	}
 }

@@ -32,12 +32,11 @@ func TestLoadContextualErrors(t *testing.T) {
 		`bad.yaml:13:18: states.bench.contextual_routing.room_chat: room_chat "look": must declare exactly one required string slot to receive the utterance, it declares 0 ()`,
 		`bad.yaml:14:26: states.bench.contextual_routing.pending_plan_path: world key "notes" is not declared in world: (did you mean "note"?)`,
 		`bad.yaml:15:27: states.bench.contextual_routing.plan_accept_intent: plan_accept_intent "acept_plan" has no on: arms in state "bench" or its ancestors; add on.acept_plan, or name an intent the state handles`,
-		`bad.yaml:16:7: states.bench.contextual_routing.help_chat: "help_chat" is a Kitsoki key kitsoki does not support: kitsoki's contextual tier has no LLM classifier to tell help or meta requests from room work; drop it (a meta_modes: entry or agent_off_ramp: gives a room a help or meta conversation)`,
 		`bad.yaml:17:7: states.bench.contextual_routing.lanes: unknown key "lanes"`,
 		`bad.yaml:19:36: states.bench.on.work[0].when: a guard cannot read the computed menu (menu, available(), blocked(), blocked_reason(), intent_status()): it exists only while a view renders; use it in view:, a view element's when:, say: or an arm's view:, and test world keys here`,
 		`bad.yaml:20:53: states.bench.on.look[0].effects[0].set.flag: a value template cannot read the computed menu (menu, available(), blocked(), blocked_reason(), intent_status()): it exists only while a view renders; use it in view:, a view element's when:, say: or an arm's view:, and test world keys here`,
 		`bad.yaml:22:37: states.other.contextual_routing.room_chat: room_chat "look": must declare exactly one required string slot to receive the utterance, it declares 0 ()`,
-		`bad.yaml:26:5: states.idle.contextual_routing: contextual_routing routes nothing: set pending_plan_path (the plan guard), room_chat (the room's work lane), or both`,
+		`bad.yaml:26:5: states.idle.contextual_routing: contextual_routing routes nothing: set pending_plan_path (the plan guard) or a lane (room_chat, help_chat, meta_chat)`,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("errors (-want +got):\n%s", diff)

@@ -102,9 +102,27 @@ func suggest(name string, candidates []string) string {
 		}
 	}
 	if bestD > limit {
-		return ""
+		return uniquePrefix(name, candidates)
 	}
 	return best
+}
+
+// uniquePrefix is the one candidate that name (three letters or more)
+// abbreviates, as "vid" does "video"; "" when none or several do.
+func uniquePrefix(name string, candidates []string) string {
+	if len(name) < 3 {
+		return ""
+	}
+	found := ""
+	for _, c := range candidates {
+		if len(c) > len(name) && strings.HasPrefix(strings.ToLower(c), strings.ToLower(name)) {
+			if found != "" {
+				return ""
+			}
+			found = c
+		}
+	}
+	return found
 }
 
 // didYouMean returns ` (did you mean "x"?)` for the closest candidate, or "".

@@ -11,7 +11,7 @@ import (
 
 var effectKeys = &keySpec{
 	v1: []string{"when", "set", "increment", "say", "emit", "invoke", "with", "bind", "on_error", "once", "id",
-		"agent", "selection", "emit_intent", "slots", "target", "external_side_effect", "background", "on_complete", "retry"},
+		"agent", "selection", "emit_intent", "slots", "target", "external_side_effect", "background", "on_complete", "retry", "effects"},
 }
 
 // actionKeys are the effect actions in precedence order: when an item has
@@ -125,8 +125,12 @@ func (l *loader) loadEffect(f *file, n *yaml.Node, path string, ctx effCtx) *Eff
 	if hasTarget {
 		l.loadEffectTarget(f, fs, path, ctx, e, hasEmit, actions)
 	}
+	sub, hasSub := fs.get("effects")
+	if hasSub {
+		e.Effects = l.loadSubEffects(f, sub.val, joinPath(path, "effects"), ctx)
+	}
 	switch {
-	case hasTarget:
+	case hasTarget, hasSub:
 		// a target: effect has no action; loadEffectTarget checked it
 	case len(actions) == 0 && !hasEmit && unknown == 0:
 		// (with unknown keys, the unknown-key error is the real problem)
@@ -207,6 +211,26 @@ var bindPathRE = regexp.MustCompile(`^[^.\[\]\s{}]+(\[\d+\])*(\.[^.\[\]\s{}]+(\[
 // loadEffectTarget reads an effect's target: (valid only inside
 // on_complete:, alone on its effect): the state the session moves to when
 // the job's completion chain has run.
+// loadSubEffects reads an effect's effects:: effects that run as part of
+// it (after its own action; before the transition of an on_complete
+// target:), checked like on_complete's: no background job, no
+// on_complete of their own.
+func (l *loader) loadSubEffects(f *file, n *yaml.Node, path string, ctx effCtx) []*Effect {
+	sub := ctx
+	sub.onComplete = false // a sub-effect makes no transition of its own
+	out := l.loadEffects(f, n, path, sub)
+	items, _ := l.list(f, n, path)
+	for i, e := range out {
+		if e.Invoke != nil && e.Invoke.Background && i < len(items) {
+			l.errAt(f, items[i], indexPath(path, i), "an effect's effects: cannot start a background job (background: true)")
+		}
+		if e.Invoke != nil && len(e.Invoke.OnComplete) > 0 && i < len(items) {
+			l.errAt(f, items[i], indexPath(path, i), "an effect's effects: cannot have an on_complete: of their own")
+		}
+	}
+	return out
+}
+
 func (l *loader) loadEffectTarget(f *file, fs fieldSet, path string, ctx effCtx, e *Effect, hasEmit bool, actions []string) {
 	t := fs.at("target")
 	p := joinPath(path, "target")
@@ -229,11 +253,13 @@ func (l *loader) loadEffectTarget(f *file, fs fieldSet, path string, ctx effCtx,
 	if !ok {
 		return
 	}
+	e.TargetPos = l.pos(f, deref(t.val))
 	if isTemplated(raw) {
-		l.errAt(f, deref(t.val), p, "an on_complete target: must name a state, \".\" or @exit:<name>; it cannot be a template")
+		// Rendered when the job completes (Kitsoki's on_complete
+		// target may be a template), resolved then.
+		l.compileValue(f, t.val, p, func(v *expr.Value) { e.TargetTemplate = v })
 		return
 	}
-	e.TargetPos = l.pos(f, deref(t.val))
 	l.targets = append(l.targets, &targetRef{
 		f: f, n: deref(t.val), path: p, raw: raw, state: ctx.state,
 		set: func(target string, stay bool) { e.Target, e.TargetStay = target, stay },
@@ -249,10 +275,13 @@ func (l *loader) loadInvoke(f *file, inv entry, fs fieldSet, path string, ref *e
 	}
 	in.Name = name
 	ref.invokeNode = deref(inv.val)
+	if ok && isTemplated(name) {
+		l.compileValue(f, inv.val, p, func(v *expr.Value) { in.NameTemplate = v })
+	}
 	if w, ok := fs.get("with"); ok && !isNull(w.val) {
 		wp := joinPath(path, "with")
 		if d := deref(w.val); d.Kind != yaml.MappingNode {
-			l.errAt(f, d, wp, "expected a mapping of call arguments, got %s", kindName(d))
+			l.errAt(f, d, wp, "expected a mapping of call arguments, got %s%s", kindName(d), shapeHint(wp, d))
 		} else {
 			l.builtinWith(f, d, wp, name)
 			l.compileTree(f, d, wp, func(t *expr.Tree) { in.With = t })
@@ -267,7 +296,7 @@ func (l *loader) loadInvoke(f *file, inv entry, fs fieldSet, path string, ref *e
 		l.errAt(f, deref(inv.val), p, "%s needs with.script: the path of a .star file (relative to the story)", starlarkInvoke)
 	}
 	if b, ok := fs.get("bind"); ok {
-		in.Bind = l.loadBind(f, b.val, joinPath(path, "bind"))
+		in.Bind = l.loadBind(f, b.val, joinPath(path, "bind"), in)
 	}
 	if oe, ok := fs.get("on_error"); ok {
 		op := joinPath(path, "on_error")
@@ -340,7 +369,7 @@ func (l *loader) loadInvoke(f *file, inv entry, fs fieldSet, path string, ref *e
 	return in
 }
 
-func (l *loader) loadBind(f *file, n *yaml.Node, path string) []Bind {
+func (l *loader) loadBind(f *file, n *yaml.Node, path string, in *Invoke) []Bind {
 	es, _ := l.entries(f, n, path)
 	sort.SliceStable(es, func(i, j int) bool { return es[i].name < es[j].name })
 	out := make([]Bind, 0, len(es))
@@ -359,6 +388,7 @@ func (l *loader) loadBind(f *file, n *yaml.Node, path string) []Bind {
 			out = append(out, Bind{Key: e.name})
 		case bindPathRE.MatchString(src):
 			out = append(out, Bind{Key: e.name, Path: src})
+			l.binds = append(l.binds, bindRef{f: f, n: deref(e.val), path: p, in: in, source: src})
 		default:
 			l.errAt(f, deref(e.val), p, "invalid bind source %q: write a dotted path such as submitted.items[0], or a {{ }} template", src)
 		}
@@ -366,7 +396,12 @@ func (l *loader) loadBind(f *file, n *yaml.Node, path string) []Bind {
 	// out is final now: pointers into it stay valid for the compile jobs.
 	for i, e := range templates {
 		b := &out[at[i]]
-		l.compileValue(f, e.val, joinPath(path, e.name), func(v *expr.Value) { b.Template = v })
+		p := joinPath(path, e.name)
+		node := deref(e.val)
+		l.compileValue(f, e.val, p, func(v *expr.Value) {
+			b.Template = v
+			l.binds = append(l.binds, bindRef{f: f, n: node, path: p, in: in, tmpl: v})
+		})
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kitsoki/kitsoki/internal/base/expr"
 	"github.com/kitsoki/kitsoki/internal/load/catalog"
 	"go.yaml.in/yaml/v3"
 )
@@ -44,6 +45,50 @@ func (l *loader) builtinWith(f *file, d *yaml.Node, wp, name string) {
 			l.errAt(f, d, wp, "%s needs with.%s: %s", name, fl.Name, fl.Doc)
 		}
 	}
+	if spec.Shell != nil {
+		l.shellFromSlots(f, es, wp, name, spec.Shell)
+	}
+}
+
+// shellFromSlots warns about a shell command line built from what the
+// user typed (slots, event): kitsoki shell-quotes each spliced value, but
+// argv mode keeps user input out of the shell altogether.
+func (l *loader) shellFromSlots(f *file, es []entry, wp, name string, sh *catalog.Shell) {
+	var cmd *yaml.Node
+	for _, e := range es {
+		switch v := deref(e.val); e.name {
+		case sh.Argv:
+			if !isNull(e.val) {
+				return // argv mode: no shell
+			}
+		case sh.Command:
+			cmd = v
+		}
+	}
+	if cmd == nil || cmd.Kind != yaml.ScalarNode || !isTemplated(cmd.Value) {
+		return
+	}
+	v, err := expr.CompileValue(cmd.Value)
+	if err != nil {
+		return // the with: compile reports it
+	}
+	var from []string
+	for _, r := range v.Roots() {
+		if r == "slots" || r == "event" {
+			from = append(from, r)
+		}
+	}
+	if len(from) == 0 {
+		return
+	}
+	p := joinPath(wp, sh.Command)
+	if v.IsWholeExpr() {
+		l.warnAt(f, cmd, p, "%s with.%s is a whole shell command line taken from what the user typed (%s): it runs as bash unquoted; give the program in with.%s and the values in with.%s (argv mode, no shell)",
+			name, sh.Command, strings.Join(from, ", "), sh.Command, sh.Argv)
+		return
+	}
+	l.warnAt(f, cmd, p, "%s with.%s is a shell command built from what the user typed (%s): each spliced value is shell-quoted, but prefer with.%s (argv mode, no shell) for user input",
+		name, sh.Command, strings.Join(from, ", "), sh.Argv)
 }
 
 // hostRunEnv resolves ${VAR} in the values of host.run's with.env in place
@@ -80,7 +125,11 @@ func (l *loader) hostRunEnv(f *file, n *yaml.Node, path string) {
 // (flows, viz) nothing is refused: fixtures stub handlers.
 func (l *loader) checkProvided(r *effectRef) {
 	in := r.e.Invoke
-	if in == nil || in.Name == "" || isTemplated(in.Name) || l.opts.stubbed {
+	if in == nil || in.Name == "" || l.opts.stubbed {
+		return
+	}
+	if isTemplated(in.Name) {
+		l.checkTemplatedName(r)
 		return
 	}
 	at := func(format string, args ...any) {
@@ -129,6 +178,34 @@ func (l *loader) checkProvided(r *effectRef) {
 	}
 	at("no handler provides %s%s: it is not built in, no host plugin serves it and it is no interface's; %s",
 		in.Name, didYouMean(in.Name, l.providedNames()), fix)
+}
+
+// checkTemplatedName checks what can be checked of a templated invoke
+// name before it is rendered: the literal text before its first {{ must
+// begin the name of some handler the run provides ("host.{{ x }}" does;
+// "hots.{{ x }}" does not). What it renders to is checked when the call is
+// made: a name no handler provides fails the call (on_error catches it).
+func (l *loader) checkTemplatedName(r *effectRef) {
+	name := r.e.Invoke.Name
+	prefix := name[:strings.Index(name, "{{")]
+	if prefix == "" {
+		return
+	}
+	var starts []string // each provided name cut to the prefix's length
+	for _, p := range l.providedNames() {
+		if strings.HasPrefix(p, prefix) || strings.HasPrefix(prefix, p+".") {
+			return
+		}
+		if s := p[:min(len(p), len(prefix))]; !slices.Contains(starts, s) {
+			starts = append(starts, s)
+		}
+	}
+	if strings.HasPrefix(prefix, InterfaceNamespace) || l.pluginProvides(strings.TrimSuffix(prefix, ".")) {
+		return
+	}
+	l.errAt(r.f, r.invokeNode, joinPath(r.path, "invoke"), "state %q: %s invoke %q: no handler the run provides begins with %q, so the name cannot render to one%s; %s",
+		r.ctx.state.Name, r.ctx.where, name, prefix, didYouMean(prefix, starts),
+		"fix the text before {{ (kitsoki hosts lists the handlers kitsoki provides)")
 }
 
 // provided reports whether a handler answers invoke name in a run: a

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kitsoki/kitsoki/internal/base/expr"
 	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 )
 
@@ -64,8 +65,16 @@ func TestImportsFold(t *testing.T) {
 	}
 	// Guards read the renamed keys; the lifted intent reaches the same arm.
 	begin := st.States["kid.start"].On["kid__begin"][0]
-	if begin.Target != "kid.work" || begin.When.Source() != "world.kid__ticket != ''" {
+	if begin.Target != "kid.work" || begin.When.Source() != "world.ticket != ''" {
 		t.Errorf("kid.start.on.kid__begin = target %q when %q", begin.Target, begin.When.Source())
+	}
+	for _, tt := range []struct {
+		world map[string]any
+		want  bool
+	}{{map[string]any{"kid__ticket": "T1"}, true}, {map[string]any{"ticket": "T1", "kid__ticket": ""}, false}} {
+		if got, err := begin.When.Eval(expr.Env{"world": tt.world}); err != nil || got != tt.want {
+			t.Errorf("when %q with world %v = %v, %v; want %v (it reads kid__ticket)", begin.When.Source(), tt.world, got, err, tt.want)
+		}
 	}
 	if got := st.States["kid.start"].On["begin"]; len(got) != 1 || got[0].Target != "kid.work" {
 		t.Errorf("kid.start.on.begin (lifted) = %+v", got)
@@ -156,6 +165,11 @@ func TestImportsRuntimeNames(t *testing.T) {
 	if _, _, err := st.ResolveTarget("kid.start", "nowhere"); err == nil {
 		t.Errorf("ResolveTarget of an unknown name: no error")
 	}
+	// An exit rendered inside an import is not mapped at run time.
+	_, _, err := st.ResolveTarget("kid.work", "@exit:finished")
+	if want := `which names an exit inside the import kid: an imported story's exits are mapped where it is folded, so only a literal target: "@exit:finished" can take one; render a state name`; err == nil || err.Error() != want {
+		t.Errorf("ResolveTarget(@exit inside an import) = %v\nwant %s", err, want)
+	}
 	intents := []struct{ from, name, want string }{
 		{"kid.work", "finish", "kid__finish"},
 		{"kid.gc.hello", "wave", "kid__gc__wave"},
@@ -236,6 +250,10 @@ func TestImportErrors(t *testing.T) {
 			[]string{`app.yaml:17:9: imports.x.overrides.states.t: the imported story has no state "t" to override (did you mean "s"?)`}},
 		{"unknown import key", map[string]string{"app.yaml": parent("  x:\n    source: ./leaf\n    entyr: s\n"), "leaf/app.yaml": leafStory},
 			[]string{`app.yaml:13:5: imports.x.entyr: unknown key "entyr" (did you mean "entry"?)`}},
+		{"exit to a state of no story in the chain", map[string]string{"app.yaml": parent("  x:\n    source: ./mid\n    entry: s\n"),
+			"mid/app.yaml":  "app: {id: mid}\nroot: s\nstates:\n  s: {}\nimports:\n  y:\n    source: ../leaf\n    entry: s\n    exits:\n      done: {to: nowhere}\n",
+			"leaf/app.yaml": leafStory},
+			[]string{`mid/app.yaml:10:18: imports.y.exits.done.to: unknown state "nowhere": it is neither a state of this story nor of a story importing it`}},
 		{"exports of an unknown intent", map[string]string{"app.yaml": "app: {id: e}\nintents: {go: {}}\nexports:\n  intents: [og]\nroot: s\nstates:\n  s: {}\n"},
 			[]string{`app.yaml:4:13: exports.intents[0]: exports.intents names "og", which is not a declared intent (did you mean "go"?)`}},
 	}
@@ -387,8 +405,10 @@ states:
 	}
 	defer st.Close()
 	s := st.States["x.s"]
-	if s.View == nil || s.View.Source() != "mine {{ world.x__n }}" {
+	if s.View == nil || s.View.Source() != "mine {{ world.n }}" {
 		t.Errorf("overridden view = %v", s.View)
+	} else if got, err := s.View.Render(expr.Env{"world": map[string]any{"n": 1, "x__n": 2}}); err != nil || got != "mine 2" {
+		t.Errorf("overridden view renders %q, %v; want %q (it reads x__n)", got, err, "mine 2")
 	}
 	if got := s.On["x__poke"]; len(got) != 1 || got[0].Target != "x.t" {
 		t.Errorf("overridden arms = %+v", got)
@@ -449,11 +469,104 @@ func TestImportRenamesMenuHelperNames(t *testing.T) {
 	}
 	defer st.Close()
 	el := st.States["kid.s"].ViewDoc.Elements[0]
-	if got, want := el.When.Source(), "{{ available('kid__go') }}"; got != want {
-		t.Errorf("when = %q, want %q", got, want)
+	menu := expr.Menu([]expr.MenuEntry{{Intent: "kid__go", Reason: "kid's"}, {Intent: "go", Primary: true, Reason: "parent's"}, {Intent: "other", Primary: true}})
+	env := expr.Env{"menu": menu}
+	if got, err := el.When.Eval(env); err != nil || got != false {
+		t.Errorf("when %q = %v, %v; want false (kid__go is blocked)", el.When.Source(), got, err)
 	}
-	if got, want := el.Body.Source(), `{% if blocked('kid__go') %}{{ blocked_reason("kid__go") }}{% endif %}{{ intent_status('other') }}`; got != want {
-		t.Errorf("prose = %q, want %q", got, want)
+	if got, err := el.Body.Render(env); err != nil || got != "kid'savailable" {
+		t.Errorf("prose %q renders %q, %v; want %q", el.Body.Source(), got, err, "kid'savailable")
+	}
+}
+
+// Only real references to the imported story's world are renamed: text
+// that mentions world.k in a description, in prose around a template, in
+// a string literal or in a template comment keeps it as written.
+func TestImportRenamesOnlyReferences(t *testing.T) {
+	files := map[string]string{
+		"app.yaml": "app: {id: top}\nworld:\n  k: {type: string, default: \"P\"}\nroot: kid\nstates: {}\nimports:\n  kid:\n    source: ./child\n    entry: s\n",
+		"child/app.yaml": `app: {id: child}
+hosts: [host.run]
+world:
+  k: {type: string, default: ""}
+  note: {type: string, default: ""}
+intents:
+  go: {description: "Copies world.k into the note."}
+root: s
+states:
+  s:
+    description: "Shows world.k."
+    view: "{# world.k is the ticket #}Prose about world.k: {{ world.k }} {{ 'world.k' }}"
+    on_enter:
+      - say: "{% comment %}{{ world.k }}{% endcomment %}say world.k={{ world.k }}"
+      - invoke: host.run
+        with: {cmd: "echo world.k", cwd: "{{ world.k }}"}
+    on:
+      go:
+        - when: 'world.k == "world.k" || world.k != ""'
+          target: s
+          effects:
+            - set: {note: "world.k is {{ world.k }} ({{ \"world.k\" }})"}
+`,
+	}
+	st, err := Load(filepath.Join(testkit.Tree(t, files), "app.yaml"), WithLookupEnv(mapEnv(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	env := expr.Env{"world": map[string]any{"kid__k": "K", "k": "P"}}
+	s := st.States["kid.s"]
+	if s.Description != "Shows world.k." {
+		t.Errorf("description = %q, want it as written", s.Description)
+	}
+	if got := st.Intents["kid__go"].Description; got != "Copies world.k into the note." {
+		t.Errorf("intent description = %q, want it as written", got)
+	}
+	if got, err := s.View.Render(env); err != nil || got != "Prose about world.k: K world.k" {
+		t.Errorf("view renders %q, %v", got, err)
+	}
+	if got, err := s.OnEnter[0].Say.Render(env); err != nil || got != "say world.k=K" {
+		t.Errorf("say renders %q, %v", got, err)
+	}
+	with, err := s.OnEnter[1].Invoke.With.Eval(env)
+	if diff := cmp.Diff(map[string]any{"cmd": "echo world.k", "cwd": "K"}, with); err != nil || diff != "" {
+		t.Errorf("with (-want +got): %v\n%s", err, diff)
+	}
+	arm := s.On["kid__go"][0]
+	for _, tt := range []struct {
+		k    string
+		want bool
+	}{{"world.k", true}, {"", false}, {"K", true}} {
+		if got, err := arm.When.Eval(expr.Env{"world": map[string]any{"kid__k": tt.k, "k": "parent"}}); err != nil || got != tt.want {
+			t.Errorf("guard with kid__k=%q = %v, %v; want %v", tt.k, got, err, tt.want)
+		}
+	}
+	set := arm.Effects[0].Set[0]
+	if set.Key != "kid__note" {
+		t.Errorf("set key = %q, want kid__note", set.Key)
+	}
+	if got, err := set.Value.Eval(env); err != nil || got != "world.k is K (world.k)" {
+		t.Errorf("set value = %v, %v", got, err)
+	}
+}
+
+// A story imported twice is parsed once and folded twice: each import has
+// its own names, and neither fold changes what the other sees.
+func TestImportTwiceSharesTheParse(t *testing.T) {
+	files := map[string]string{
+		"app.yaml": "app: {id: top}\nintents: {go: {}}\nroot: main\nstates:\n  main:\n    on:\n      go: [{target: a}]\nimports:\n" +
+			"  a:\n    source: ./leaf\n    entry: s\n    exits: {done: {to: main}}\n  b:\n    source: ./leaf\n    entry: s\n    exits: {done: {to: b}}\n",
+		"leaf/app.yaml": leafStory,
+	}
+	st := load(t, filepath.Join(testkit.Tree(t, files), "app.yaml"), nil)
+	for _, tt := range []struct{ state, intent, target string }{{"a.s", "a__poke", "main"}, {"b.s", "b__poke", "b.s"}} {
+		arms := st.States[tt.state].On[tt.intent]
+		if len(arms) != 1 || arms[0].Target != tt.target {
+			t.Errorf("%s.on.%s = %+v, want target %s", tt.state, tt.intent, arms, tt.target)
+		}
+	}
+	if st.Interfaces["a__bell"] == nil || st.Interfaces["b__bell"] == nil || st.Interfaces["a__b__bell"] != nil {
+		t.Errorf("interfaces = %v", keysOf(st.Interfaces))
 	}
 }
 

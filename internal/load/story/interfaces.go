@@ -4,11 +4,13 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/kitsoki/kitsoki/internal/load/compose"
 )
 
 // InterfaceNamespace prefixes the invokes of a host interface:
 // iface.<name>.<op>.
-const InterfaceNamespace = "iface."
+const InterfaceNamespace = compose.InterfaceNamespace
 
 // Interface is a host_interfaces: entry: a named set of operations that a
 // story invokes as iface.<name>.<op>, answered by the handler it is bound

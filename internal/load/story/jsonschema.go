@@ -49,6 +49,9 @@ func schemaTables() map[string]*keySpec {
 		"importIntentKeys": importIntentKeys, "importOverrideKey": importOverrideKey, "exportsKeys": exportsKeys,
 		"timeoutKeys": timeoutKeys, "embeddingKeys": embeddingKeys, "fallbackKeys": fallbackKeys, "offRampKeys": offRampKeys, "offPathKeys": offPathKeys,
 		"metaModeKeys": metaModeKeys, "metaReturnKeys": metaReturnKeys, "contextualKeys": contextualKeys, "retryKeys": retryKeys,
+		"phaseTemplateKeys": phaseTemplateKeys, "phaseParamKeys": phaseParamKeys, "phasesKeys": phasesKeys,
+		"promptsKeys": promptsKeys, "proposalKeys": proposalKeys, "proposalStepKeys": proposalStepKeys,
+		"proposalExecKeys": proposalExecKeys, "proposalPolicyKeys": proposalPolicyKeys, "deciderKeys": deciderKeys,
 	}
 }
 
@@ -81,6 +84,9 @@ func storyShape(u tables) (root *shape, defs map[string]*shape) {
 		"element":    elementShape(u),
 		"agent_tool": u.obj(agentToolKeys, map[string]*shape{"annotations": u.obj(annotationKeys, nil)}),
 	}
+	intents := shMap(shScalarOr(u.obj(intentKeys, map[string]*shape{
+		"slots": shMap(shScalarOr(u.obj(slotKeys, nil))),
+	})))
 	root = u.obj(topKeys, map[string]*shape{
 		"app":           u.obj(appKeys, nil),
 		"agents":        shMap(u.obj(personaKeys, nil)),
@@ -89,11 +95,24 @@ func storyShape(u tables) (root *shape, defs map[string]*shape) {
 		"host_interfaces": shMap(u.obj(interfaceKeys, map[string]*shape{
 			"operations": shMap(shScalarOr(u.obj(interfaceOpKeys, nil))),
 		})),
-		"providers": shMap(u.obj(providerKeys, nil)),
-		"world":     shMap(worldShape(u)),
-		"intents": shMap(shScalarOr(u.obj(intentKeys, map[string]*shape{
-			"slots": shMap(shScalarOr(u.obj(slotKeys, nil))),
-		}))),
+		"providers":          shMap(u.obj(providerKeys, nil)),
+		"world":              shMap(worldShape(u)),
+		"intents":            intents,
+		"checkpoint_intents": intents,
+		"phase_templates": shMap(u.obj(phaseTemplateKeys, map[string]*shape{
+			"parameters": shMap(u.obj(phaseParamKeys, nil)),
+			"states":     shMap(shRef("state")),
+		})),
+		// graph: a phase's parameters beside next:, cycle_budgets:, on_enter:
+		"phases":  u.obj(phasesKeys, map[string]*shape{"graph": shMap(&shape{})}),
+		"prompts": u.obj(promptsKeys, nil),
+		"decider": u.obj(deciderKeys, nil),
+		"proposals": shMap(u.obj(proposalKeys, map[string]*shape{
+			"draft":   u.obj(proposalStepKeys, nil),
+			"refine":  u.obj(proposalStepKeys, nil),
+			"execute": u.obj(proposalExecKeys, map[string]*shape{"on_complete": shList(shRef("effect"))}),
+			"policy":  u.obj(proposalPolicyKeys, nil),
+		})),
 		"exits":   shMap(shScalarOr(u.obj(exitKeys, nil))),
 		"routing": u.obj(routingKeys, map[string]*shape{"embedding": u.obj(embeddingKeys, nil), "free_form_fallback": u.obj(fallbackKeys, nil)}),
 		"states":  shMap(shRef("state")),

@@ -21,6 +21,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/base/schema"
 	"github.com/kitsoki/kitsoki/internal/base/workspace"
 	"github.com/kitsoki/kitsoki/internal/base/yamlnode"
+	"github.com/kitsoki/kitsoki/internal/load/compose"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -38,6 +39,8 @@ type options struct {
 
 	storiesPath []string // WithStoriesPath
 	library     string   // WithLibrary
+
+	promptOverlay string // WithPromptOverlay
 }
 
 // WithLibrary names the story library shipped with kitsoki: the last
@@ -53,6 +56,15 @@ func WithLibrary(dir string) Option {
 // KITSOKI_STORIES_PATH and $KITSOKI_REPO/stories.
 func WithStoriesPath(dirs ...string) Option {
 	return func(o *options) { o.storiesPath = append(o.storiesPath, dirs...) }
+}
+
+// WithSearchPath sets the directories @kitsoki/NAME is looked up in
+// before KITSOKI_STORIES_PATH and $KITSOKI_REPO/stories to exactly dirs,
+// replacing those of every WithStoriesPath before it (a worker loading a
+// story bundle looks imports up where the client did, not where its own
+// flags say).
+func WithSearchPath(dirs ...string) Option {
+	return func(o *options) { o.storiesPath = append([]string(nil), dirs...) }
 }
 
 // WithStubbedHosts loads the story for `kitsoki test flows`, where flow
@@ -90,6 +102,15 @@ func WithWorkspace(dir string) Option {
 // agent_plugins env: and headers: values (default os.LookupEnv).
 func WithLookupEnv(f func(string) (string, bool)) Option {
 	return func(o *options) { o.lookupEnv = f }
+}
+
+// WithoutSecrets loads a story without resolving its secrets: no
+// environment variable is read, and every ${VAR} stands for the empty
+// string (so an unset one is no error, and the story holds no secret).
+// For callers that only look at the story's shape (kitsoki viz): a story
+// loaded so must not be run.
+func WithoutSecrets() Option {
+	return func(o *options) { o.lookupEnv = func(string) (string, bool) { return "", true } }
 }
 
 // WithFS makes Load read the story from fsys instead of the operating
@@ -188,9 +209,9 @@ func Load(path string, opts ...Option) (*Story, error) {
 		loaded:      map[string]bool{},
 		declared:    map[string]bool{},
 		wrappers:    map[string]*importWrap{},
-		exitTargets: map[*yaml.Node]bool{},
-		promptSeen:  map[string]bool{},
-		schemaUses:  map[string]*[]schemaUse{},
+		exitTargets: map[*yaml.Node]bool{}, exitDeferred: map[*yaml.Node]*deferredExit{},
+		promptSeen: map[string]bool{},
+		schemaUses: map[string]*[]schemaUse{},
 		st: &Story{
 			Dir:       dir,
 			File:      abs,
@@ -221,6 +242,8 @@ func Load(path string, opts ...Option) (*Story, error) {
 		return nil, &LoadError{Diagnostics: l.diags, Warnings: l.warns}
 	}
 	l.st.Warnings = l.warns
+	l.st.PromptOverlay = l.promptOverlay
+	l.st.promptAssembler = &loader{dir: l.dir, ws: l.ws, promptOverlay: l.promptOverlay, promptShared: l.promptShared, wrappers: l.wrappers}
 	return l.st, nil
 }
 
@@ -285,6 +308,8 @@ type loader struct {
 	worldRefs []*nodeRef // relevant_world and exits.requires entries
 	slotRefs  []*nodeRef // relevant_slots entries
 	guards    []guardRef // compiled guards that read world keys by name
+	texts     []textRef  // compiled text templates that read world keys by name
+	binds     []bindRef  // bind: entries, checked against their handler's results
 	exitOrder []exitDecl // declaration order of exits, for the __exit__ states
 
 	work       *workers                // runs parses and jobs while files are read
@@ -297,32 +322,53 @@ type loader struct {
 
 	toolNames map[string]string // exposed plugin tool name → where it was declared
 
-	contextualRefs []contextualRef // contextual_routing intents, checked at finish (contextual.go)
+	promptShared  []string // prompts.shared directories, absolute (prompts.go)
+	promptOverlay string   // the prompt overlay directory, absolute ("" for none)
+	lateTemplates []func() // prompt assemblies that wait for the imports
+	contextPath   *nodeRef // app.context_path
+	proposalAt    *nodeRef // the first proposals: (proposals.go)
+	deciderAgent  *nodeRef // decider.agent, checked at finish (decider.go)
 
-	synonymRefs      []*synonymRef // intents' synonyms, checked against their slots
-	defaultIntents   []*nodeRef    // states' default_intent, checked at finish
-	modes            []*nodeRef    // states' mode:, checked at finish
-	offRampStates    []*nodeRef    // states with an agent_off_ramp, checked at finish
-	offRamps         []*nodeRef    // agent_off_ramp.agent values, checked at finish
-	overlayAgents    []*nodeRef    // off_path.agent and meta_modes.*.agent, checked at finish
-	overlayRefs      []*overlayRef // off_path and meta_modes, checked at finish
-	metaTools        []metaTools   // meta_modes' tools: overrides
-	routingAgent     *nodeRef      // routing.agent, checked against agent_plugins
-	extractAgent     *nodeRef      // routing.extract_llm_agent when extraction is on
-	personaProviders []*nodeRef    // agents.<name>.provider, checked against providers
-	readOnlyRooms    []*nodeRef    // states with write_mode: read_only, checked against their invokes
+	phases       *phaseState   // phase_templates:, phases:, checkpoint_intents: (phases.go)
+	menuRefs     []*nodeRef    // states' menu: entries, checked at finish (roomkeys.go)
+	annotateRefs []annotateRef // media elements' annotate_intent:, checked at finish
+
+	contextualRefs []contextualRef // contextual_routing intents, checked at finish (contextual.go)
+	laneRefs       []nodeRef       // contextual_routing help_chat and meta_chat, checked at finish
+
+	synonymRefs      []*synonymRef    // intents' synonyms, checked against their slots
+	defaultIntents   []*nodeRef       // states' default_intent, checked at finish
+	offRampStates    []*nodeRef       // states with an agent_off_ramp, checked at finish
+	offRamps         []*nodeRef       // agent_off_ramp.agent values, checked at finish
+	overlayAgents    []*nodeRef       // off_path.agent and meta_modes.*.agent, checked at finish
+	overlayRefs      []*overlayRef    // off_path and meta_modes, checked at finish
+	metaTools        []metaTools      // meta_modes' tools: and cwd: overrides
+	overlayPersonas  []overlayPersona // off_path.persona
+	routingAgent     *nodeRef         // routing.agent, checked against agent_plugins
+	extractAgent     *nodeRef         // routing.extract_llm_agent when extraction is on
+	modes            []*nodeRef       // states' mode:, checked at finish
+	personaProviders []*nodeRef       // agents.<name>.provider, checked against providers
+	readOnlyRooms    []*nodeRef       // states with write_mode: read_only, checked against their invokes
 	// imports (imports.go)
-	importFiles  []*unitFile            // folded imported documents, loaded after the story's own files
-	wrappers     map[string]*importWrap // import wrapper states
-	exitToChecks []nodeRef              // root-level imports.<alias>.exits.<name>.to
-	exitTargets  map[*yaml.Node]bool    // targets an exit mapping wrote (checked at its to:)
-	exportChecks []nodeRef              // root-level intents.export names
-	hostChecks   []hostCheck            // hosts: declared imports
-	exportRefs   []nodeRef              // exports.intents of the story itself
-	rootHosts    []string               // hosts: of the story's own files
-	rootStates   map[string]bool        // states of the story's own files
-	unitFiles    map[string]*file       // imported files by path, parsed once
-	unitReported map[*file]bool         // imported files whose parse errors are reported
+	importFiles  []*unitFile                  // folded imported documents, loaded after the story's own files
+	wrappers     map[string]*importWrap       // import wrapper states
+	exitToChecks []nodeRef                    // root-level imports.<alias>.exits.<name>.to
+	exitTargets  map[*yaml.Node]bool          // targets an exit mapping wrote (checked at its to:)
+	exitDeferred map[*yaml.Node]*deferredExit // targets an imported importer's exit to: wrote, naming a state of a story importing it
+	exportChecks []nodeRef                    // root-level intents.export names
+	hostChecks   []hostCheck                  // hosts: declared imports
+	exportRefs   []nodeRef                    // exports.intents of the story itself
+	rootHosts    []string                     // hosts: of the story's own files
+	rootStates   map[string]bool              // states of the story's own files
+	unitFiles    map[string]*file             // imported files by path, parsed once
+	unitReported map[*file]bool               // imported files whose parse errors are reported
+	// foreign holds the values of exit sets appended to imported arms:
+	// they are compiled with the chain of the names they are written in.
+	foreign map[*yaml.Node]*compose.Chain
+
+	cache compileCache // each distinct template compiled once (compilecache.go)
+
+	lookahead int // files parsed ahead of the one being read
 }
 
 // nodeRef is a value to check once every file is loaded.
@@ -352,25 +398,37 @@ type exitDecl struct {
 // time, in the order they were found, so diagnostics and declaration order
 // do not depend on the scheduling.
 func (l *loader) run(abs string) {
-	l.work = startWorkers(runtime.GOMAXPROCS(0))
+	l.lookahead = runtime.GOMAXPROCS(0)
+	l.work = startWorkers(l.lookahead)
 	root := l.newFile(abs)
+	if l.opts.promptOverlay != "" {
+		l.setOverlay(nil, nil, l.opts.promptOverlay)
+	}
 	root.parse()
 	l.hashed = append(l.hashed, root)
 	l.loadFile(root, true)
 	l.flushJobs()
+	root.doc = nil // loaded: what the checks and jobs need they hold themselves
 	// Included files are read a generation at a time, in order (files
 	// included by included files form the next one).
 	for len(l.queue) > 0 {
 		batch := l.queue
 		l.queue = nil
-		for _, f := range batch {
+		for i, f := range batch {
+			l.parseAhead(batch[i+1:])
 			f.parse()
 			l.hashed = append(l.hashed, f)
 			l.loadFile(f, false)
 			l.flushJobs()
+			f.doc = nil
 		}
 	}
+	l.expandPhases()
 	l.loadImported()
+	for _, late := range l.lateTemplates {
+		late()
+	}
+	l.loadContext()
 	l.runJobs()
 	l.finish()
 	l.st.ContentHash = contentHash(l.hashed)
@@ -400,6 +458,21 @@ func (l *loader) newFile(abs string) *file {
 }
 
 var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// parserProblems are the problems yaml.v3's parser (not its scanner)
+// reports; it gives their line 0-based.
+var parserProblems = []string{
+	"did not find expected ',' or ']'", "did not find expected ',' or '}'",
+	"did not find expected '-' indicator", "did not find expected <document start>",
+	"did not find expected <stream-start>", "did not find expected key",
+	"did not find expected node content", "found duplicate %TAG directive",
+	"found duplicate %YAML directive", "found incompatible YAML document",
+	"found undefined tag handle",
+}
+
+func parserProblem(msg string) bool {
+	return slices.ContainsFunc(parserProblems, func(p string) bool { return strings.HasPrefix(msg, p) })
+}
 
 // parseFile reads and parses one file into its top-level node (nil for an
 // empty file or on error) and the problems found. It touches nothing but f,
@@ -444,6 +517,31 @@ func parseFile(f *file) (*yaml.Node, []Diagnostic) {
 	return root, diags
 }
 
+// parseData parses a file's content again (it parsed before): its
+// top-level node, nil when it holds nothing.
+func parseData(data []byte) *yaml.Node {
+	var doc yaml.Node
+	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil {
+		return nil
+	}
+	if root := deref(&doc); !isNull(root) {
+		return root
+	}
+	return nil
+}
+
+// parseAhead starts parsing, on the workers, the first files of next
+// that are not started: as many as there are workers, so parsing runs
+// ahead of the loader without holding every file's tree at once.
+func (l *loader) parseAhead(next []*file) {
+	for _, f := range next[:min(len(next), l.lookahead)] {
+		if !f.submitted {
+			f.submitted = true
+			l.work.submit(&job{run: f.parseJob})
+		}
+	}
+}
+
 // parseJob is parse as a job for the workers.
 func (f *file) parseJob() (any, *Diagnostic) {
 	f.parse()
@@ -466,22 +564,29 @@ func yamlDiag(f *file, err error) Diagnostic {
 	}
 	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
+		if parserProblem(m[2]) {
+			// yaml.v3 counts a parser error's line from 0 (a scanner
+			// error's it counts from 1): the line meant is the next one.
+			line++
+		}
+		// An error at the end of the input is placed on the last line,
+		// not on the one after it.
+		line = min(line, lineCount(f.data))
 		return Diagnostic{Pos: Pos{File: f.rel, Line: line, Col: 1}, Message: "YAML syntax error: " + m[2]}
 	}
 	return Diagnostic{Pos: Pos{File: f.rel}, Message: "YAML syntax error: " + strings.TrimPrefix(msg, "yaml: ")}
 }
 
+// lineCount is how many lines YAML sees in data: \n, \r and \r\n each
+// end one.
+func lineCount(data []byte) int {
+	n := 1 + bytes.Count(data, []byte("\n")) + bytes.Count(data, []byte("\r"))
+	return n - bytes.Count(data, []byte("\r\n"))
+}
+
 var topKeys = &keySpec{
 	v1: []string{"app", "hosts", "agents", "agent_plugins", "host_plugins", "host_interfaces", "providers", "world", "intents", "root", "exits", "include", "states", "routing",
-		"imports", "exports", "off_path", "meta_modes"},
-	refused: map[string]string{
-		"phase_templates":    "phase templates are not expanded; write each room out under states:",
-		"phases":             "phase templates are not expanded; write each room out under states:",
-		"checkpoint_intents": "declare the intents under intents: and give each room that accepts them an on: arm",
-		"proposals":          "the draft, review, execute pattern is not built in; write it as states: a room whose on_enter asks an agent for the draft, a review room with accept and refine arms, and the invoke on accept",
-		"prompts":            "there is no story-wide prompt table; name the prompt file where it is used (with.prompt_path, or agents.<name>.system_prompt_path)",
-		"decider":            "there is no story-wide decider; set decider: on the states that need one",
-	},
+		"imports", "exports", "off_path", "meta_modes", "phase_templates", "phases", "checkpoint_intents", "prompts", "proposals", "decider"},
 }
 
 // loadFile reads one story file's top-level keys into the story.
@@ -505,6 +610,9 @@ func (l *loader) loadFile(f *file, isRoot bool) {
 		l.loadApp(f, e)
 	} else if isRoot {
 		l.errAt(f, doc, "", "app: is required (app: {id: my-story})")
+	}
+	if e, ok := top.get("prompts"); ok {
+		l.loadPromptsConfig(f, e, isRoot) // before any prompt is read
 	}
 	if e, ok := top.get("hosts"); ok {
 		l.loadHosts(f, e)
@@ -548,6 +656,7 @@ func (l *loader) loadFile(f *file, isRoot bool) {
 	if e, ok := top.get("meta_modes"); ok {
 		l.loadMetaModes(f, e)
 	}
+	l.loadStoryBlocks(f, top)
 	if e, ok := top.get("include"); ok {
 		l.loadInclude(f, e)
 	}
@@ -556,6 +665,23 @@ func (l *loader) loadFile(f *file, isRoot bool) {
 	}
 	if e, ok := top.get("imports"); ok {
 		l.loadImports(f, e)
+	}
+}
+
+// loadStoryBlocks reads the story-wide blocks that stamp out or drive
+// rooms: phase_templates:, phases:, checkpoint_intents:, proposals: and
+// decider:.
+func (l *loader) loadStoryBlocks(f *file, top fieldSet) {
+	for _, b := range []struct {
+		key  string
+		load func(*file, entry)
+	}{
+		{"phase_templates", l.loadPhaseTemplates}, {"phases", l.loadPhasesBlock}, {"checkpoint_intents", l.loadCheckpointIntents},
+		{"proposals", l.loadProposals}, {"decider", l.loadDecider},
+	} {
+		if e, ok := top.get(b.key); ok {
+			b.load(f, e)
+		}
 	}
 }
 
@@ -570,17 +696,25 @@ func (l *loader) loadImported() {
 	for k := range l.st.States {
 		l.rootStates[k] = true
 	}
-	for _, uf := range l.importFiles {
+	// Each imported file is parsed, folded and loaded in turn, and dropped
+	// once loaded, so the collector takes its tree back while the rest
+	// loads.
+	for i, uf := range l.importFiles {
+		l.reparseAhead(l.importFiles[i+1:])
+		l.importFiles[i] = nil
 		if uf.wrapper != "" && l.rootStates[uf.wrapper] {
 			l.errAt(uf.f, uf.key, uf.path, "import alias %q is also a state of this story: rename the alias or the state", uf.wrapper)
 			continue
 		}
-		l.rewritePaths(uf.doc, uf.dir)
-		f := &file{rel: uf.f.rel, abs: uf.f.abs, data: uf.f.data, ws: uf.f.ws, doc: uf.doc, dir: uf.dir, imported: true, texts: uf.texts}
+		doc := l.foldedDoc(uf)
+		l.rewritePaths(doc, uf.dir)
+		f := &file{rel: uf.f.rel, abs: uf.f.abs, data: uf.f.data, ws: uf.f.ws, doc: doc, dir: uf.dir, imported: true, chain: uf.chain}
 		f.parseOnce.Do(func() {})
 		l.loadFile(f, false)
 		l.flushJobs()
+		f.doc = nil
 	}
+	l.importFiles = nil
 }
 
 // once records that a single-valued top-level key (app, root) is declared,
@@ -693,7 +827,6 @@ func (l *loader) loadInclude(f *file, e entry) {
 			if !l.loaded[m] {
 				nf := l.newFile(m)
 				l.queue = append(l.queue, nf)
-				l.work.submit(&job{run: nf.parseJob})
 			}
 		}
 	}

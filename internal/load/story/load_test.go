@@ -289,6 +289,7 @@ func TestWorld(t *testing.T) {
 		{Name: "session_cost_usd", Type: "float", Default: 0.0, HasDefault: true},
 		{Name: "last_error", Type: "string", Default: "", HasDefault: true},
 		{Name: "write_mode_scope", Type: "string", Default: "", HasDefault: true},
+		{Name: "session_id", Type: "string", Default: "", HasDefault: true},
 	}
 	if diff := cmp.Diff(want, s.World); diff != "" {
 		t.Errorf("World (-want +got):\n%s", diff)
@@ -320,7 +321,7 @@ func TestInclude(t *testing.T) {
 	for _, w := range s.World {
 		world = append(world, w.Name)
 	}
-	if diff := cmp.Diff([]string{"count", "verdict", "session_cost_usd", "turn_cost_usd", "last_error", "write_mode_scope"}, world); diff != "" {
+	if diff := cmp.Diff([]string{"count", "verdict", "session_cost_usd", "turn_cost_usd", "last_error", "write_mode_scope", "session_id"}, world); diff != "" {
 		t.Errorf("world (-want +got):\n%s", diff)
 	}
 	if got := s.States["review"].Pos; got != (Pos{File: "rooms/review.yaml", Line: 2, Col: 3}) {

@@ -1,6 +1,7 @@
 package story
 
 import (
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -24,6 +25,11 @@ type Overlay struct {
 	Message string // meta: shown when it closes
 	Agent   string // the persona its converse calls use; "" = none
 	Persist bool   // meta: reopening resumes the conversation (default true)
+	// Group (meta: group:) puts the mode in a namespace: it opens with
+	// "/meta <group> <trigger>", and with "/meta <group>" when Default
+	// (default: true) marks it the group's default verb.
+	Group   string
+	Default bool
 	Pos     Pos
 	Invoke  *Invoke // the host.agent.converse call
 }
@@ -31,18 +37,35 @@ type Overlay struct {
 // OverlayHandler is the handler an overlay's turns call.
 const OverlayHandler = "host.agent.converse"
 
-// BuiltinStoryAuthor is the persona a meta mode may name without declaring
-// it in agents:.
-const BuiltinStoryAuthor = "story-author"
+// BuiltinStoryAuthor and BuiltinStoryExplainer are the personas a meta
+// mode may name without declaring them in agents:.
+const (
+	BuiltinStoryAuthor    = "story-author"
+	BuiltinStoryExplainer = "story-explainer"
+)
 
 const storyAuthorPrompt = `You help the author of the story they are playing improve it.
 Each message starts with a [context] block: the state they are in, its view
 and the world. Answer questions about the story, suggest changes, and when
 they agree to one, edit the story files in the story directory.`
 
-var offPathKeys = &keySpec{v1: []string{"trigger", "banner", "return", "agent"}}
+const storyExplainerPrompt = `You answer questions about the story the user is playing: how to use it,
+what the current room does, what they can do next. Each message starts with
+a [context] block: the state they are in, its view and the world. Read the
+story files when you need to; change nothing.`
 
-var metaModeKeys = &keySpec{v1: []string{"trigger", "label", "banner", "agent", "persist", "return", "cwd", "tools"}}
+// builtinPersona is the built-in persona name (story-author or
+// story-explainer).
+func builtinPersona(name string) *Persona {
+	if name == BuiltinStoryExplainer {
+		return &Persona{Name: name, SystemPrompt: storyExplainerPrompt, Tools: []string{"Read", "Glob", "Grep"}, ToolsSet: true}
+	}
+	return &Persona{Name: name, SystemPrompt: storyAuthorPrompt}
+}
+
+var offPathKeys = &keySpec{v1: []string{"trigger", "banner", "return", "agent", "persona"}}
+
+var metaModeKeys = &keySpec{v1: []string{"trigger", "group", "default", "label", "banner", "agent", "persist", "return", "cwd", "tools"}}
 
 var metaReturnKeys = &keySpec{v1: []string{"intent", "message"}}
 
@@ -93,6 +116,15 @@ func (l *loader) loadOffPath(f *file, e entry) {
 	if a, ok := fs.get("agent"); ok && o.Agent != "" {
 		l.overlayAgents = append(l.overlayAgents, &nodeRef{f: f, n: a.val, path: "off_path.agent", value: o.Agent})
 	}
+	if p, ok := fs.get("persona"); ok {
+		var persona string
+		strField(l, f, fs, "off_path", "persona", &persona)
+		if strings.TrimSpace(persona) == "" {
+			l.errAt(f, p.val, "off_path.persona", "persona: is empty; give the off-path voice's instructions or remove the key")
+		} else {
+			l.overlayPersonas = append(l.overlayPersonas, overlayPersona{o: o, persona: persona})
+		}
+	}
 	o.Invoke = &Invoke{Name: OverlayHandler, Pos: o.Pos}
 	l.st.OffPath = o
 	l.overlayRefs = append(l.overlayRefs, &overlayRef{o: o, f: f, n: e.key, path: "off_path"})
@@ -130,13 +162,24 @@ func (l *loader) loadMetaModes(f *file, e entry) {
 		} else {
 			l.overlayAgents = append(l.overlayAgents, &nodeRef{f: f, n: a.val, path: joinPath(path, "agent"), value: o.Agent})
 		}
+		strField(l, f, fs, path, "group", &o.Group)
+		boolField(l, f, fs, path, "default", &o.Default)
+		if g, ok := fs.get("group"); ok && o.Group != "" && strings.TrimSpace(trigger) != "" && me.name != o.Group+"."+strings.TrimPrefix(trigger, "/") {
+			l.errAt(f, g.val, joinPath(path, "group"), "a grouped meta mode is keyed <group>.<trigger>: name it %q", o.Group+"."+strings.TrimPrefix(trigger, "/"))
+		}
+		if d, ok := fs.get("default"); ok && o.Default && o.Group == "" {
+			l.errAt(f, d.key, joinPath(path, "default"), "default: true makes the mode its group's default verb, and the mode has no group:")
+		}
+		mt := metaTools{o: o}
 		if c, ok := fs.get("cwd"); ok {
-			l.errAt(f, c.key, joinPath(path, "cwd"), "meta_modes cwd: is not supported: the mode's agent runs where its persona's calls run; drop cwd:")
+			mt.cwd, mt.hasCwd = l.metaCwd(f, c, joinPath(path, "cwd"))
 		}
 		if t, ok := fs.get("tools"); ok {
-			var tools []string
-			strListField(l, f, fs, path, "tools", &tools)
-			l.metaTools = append(l.metaTools, metaTools{o: o, tools: tools, n: t.key})
+			strListField(l, f, fs, path, "tools", &mt.tools)
+			mt.hasTools, mt.n = true, t.key
+		}
+		if mt.hasTools || mt.hasCwd {
+			l.metaTools = append(l.metaTools, mt)
 		}
 		if r, ok := fs.get("return"); ok {
 			rfs, ok := l.fields(f, r.val, joinPath(path, "return"), metaReturnKeys)
@@ -170,12 +213,54 @@ type overlayRef struct {
 	path string
 }
 
-// metaTools is a meta mode's tools: override, applied to a persona of its
-// own once the agents are known.
+// metaTools is a meta mode's tools: and cwd: overrides, applied to a
+// persona of its own once the agents are known.
 type metaTools struct {
-	o     *Overlay
-	tools []string
-	n     *yaml.Node
+	o        *Overlay
+	tools    []string
+	hasTools bool
+	cwd      string
+	hasCwd   bool
+	n        *yaml.Node
+}
+
+// overlayPersona is off_path.persona: the voice's instructions, over its
+// agent's system prompt.
+type overlayPersona struct {
+	o       *Overlay
+	persona string
+}
+
+// metaCwd reads a meta mode's cwd: ${VAR} references expanded (an unset
+// one is an error, never an empty path), relative to the story directory
+// and inside the workspace; "" keeps the agent's own.
+func (l *loader) metaCwd(f *file, c entry, path string) (string, bool) {
+	raw, _ := l.str(f, c.val, path)
+	if strings.TrimSpace(raw) == "" {
+		return "", false
+	}
+	var missing string
+	expanded := os.Expand(raw, func(k string) string {
+		v, ok := l.opts.lookupEnv(k)
+		if !ok && missing == "" {
+			missing = k
+		}
+		return v
+	})
+	if missing != "" {
+		l.errAt(f, c.val, path, "cwd %q names ${%s}, which is not set", raw, missing)
+		return "", false
+	}
+	abs, err := l.ws.Resolve(l.dir, expanded)
+	if err != nil {
+		l.errAt(f, c.val, path, "%s", fileErr("directory", expanded, err))
+		return "", false
+	}
+	if st, err := l.ws.Stat(abs); err != nil || !st.IsDir() {
+		l.errAt(f, c.val, path, "cwd %q is not a directory", expanded)
+		return "", false
+	}
+	return abs, true
 }
 
 // checkOverlays checks the overlays' agents, gives a meta mode with tools:
@@ -186,8 +271,8 @@ func (l *loader) checkOverlays() {
 		if _, ok := l.st.Agents[r.value]; ok {
 			continue
 		}
-		if r.value == BuiltinStoryAuthor && strings.HasPrefix(r.path, "meta_modes.") {
-			l.st.Agents[BuiltinStoryAuthor] = &Persona{Name: BuiltinStoryAuthor, SystemPrompt: storyAuthorPrompt}
+		if (r.value == BuiltinStoryAuthor || r.value == BuiltinStoryExplainer) && strings.HasPrefix(r.path, "meta_modes.") {
+			l.st.Agents[r.value] = builtinPersona(r.value)
 			continue
 		}
 		names := slices.Sorted(func(yield func(string) bool) {
@@ -206,24 +291,52 @@ func (l *loader) checkOverlays() {
 		}
 		p := *base
 		p.Name = "meta:" + mt.o.Name
-		p.Tools, p.ToolsSet = mt.tools, true
-		if p.Tools == nil {
-			p.Tools = []string{}
+		if mt.hasTools {
+			p.Tools, p.ToolsSet = mt.tools, true
+			if p.Tools == nil {
+				p.Tools = []string{}
+			}
+		}
+		if mt.hasCwd {
+			p.Cwd = mt.cwd
 		}
 		l.st.Agents[p.Name] = &p
 		mt.o.Agent = p.Name
 	}
+	for _, op := range l.overlayPersonas {
+		// The persona wins over the agent's system prompt; the agent's
+		// model, tools and the rest stay.
+		p := Persona{}
+		if base := l.st.Agents[op.o.Agent]; base != nil {
+			p = *base
+		}
+		p.Name, p.SystemPrompt = op.o.Name+":persona", op.persona
+		l.st.Agents[p.Name] = &p
+		op.o.Agent = p.Name
+	}
 	seen := map[string]string{}
+	defaults := map[string]string{}
 	refs := slices.Clone(l.overlayRefs)
 	sort.SliceStable(refs, func(i, j int) bool { return refs[i].path < refs[j].path })
 	for _, r := range refs {
-		if name := strings.TrimPrefix(r.o.Trigger, "/"); l.st.Intents[name] != nil {
+		key := r.o.Trigger
+		if r.o.Group != "" {
+			// A grouped mode opens with /meta <group> <trigger>: its trigger
+			// is unique in its group and collides with no intent.
+			key = "/meta " + r.o.Group + " " + strings.TrimPrefix(r.o.Trigger, "/")
+			if r.o.Default {
+				if prev, ok := defaults[r.o.Group]; ok {
+					l.errAt(r.f, r.n, r.path, "group %q already has a default verb: %s", r.o.Group, prev)
+				}
+				defaults[r.o.Group] = r.path
+			}
+		} else if name := strings.TrimPrefix(r.o.Trigger, "/"); l.st.Intents[name] != nil {
 			l.errAt(r.f, r.n, r.path, "command %s is also the name of intent %q; pick another trigger", r.o.Trigger, name)
 		}
-		if prev, ok := seen[r.o.Trigger]; ok {
-			l.errAt(r.f, r.n, r.path, "trigger %s is already used by %s", r.o.Trigger, prev)
+		if prev, ok := seen[key]; ok {
+			l.errAt(r.f, r.n, r.path, "trigger %s is already used by %s", key, prev)
 			continue
 		}
-		seen[r.o.Trigger] = r.path
+		seen[key] = r.path
 	}
 }

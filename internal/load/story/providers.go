@@ -2,12 +2,13 @@ package story
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/agents/agent"
 	"go.yaml.in/yaml/v3"
 )
 
-var providerKeys = &keySpec{v1: []string{"model", "env"}}
+var providerKeys = &keySpec{v1: []string{"model", "effort", "env"}}
 
 // loadProviders reads providers: (name → model and env). A provider keeps
 // the built-in claude component but points it at another
@@ -32,6 +33,12 @@ func (l *loader) loadProviders(f *file, e entry) {
 		}
 		p := agent.Provider{Name: pe.name}
 		strField(l, f, fs, path, "model", &p.Model)
+		if ef, ok := fs.get("effort"); ok {
+			strField(l, f, fs, path, "effort", &p.Effort)
+			if p.Effort != "" && !slices.Contains(efforts, p.Effort) {
+				l.errAt(f, ef.val, joinPath(path, "effort"), "unknown effort %q: use one of %s%s", p.Effort, strings.Join(efforts, ", "), didYouMean(p.Effort, efforts))
+			}
+		}
 		if env, ok := fs.get("env"); ok {
 			p.Env = l.interpolateMap(f, env.val, path, "env", &p.Secrets)
 		}

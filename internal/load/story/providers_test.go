@@ -12,7 +12,7 @@ func TestProviders(t *testing.T) {
 	want := map[string]agent.Provider{
 		"glm": {Name: "glm", Model: "glm-4.6", Secrets: []string{"sk-glm-secret"},
 			Env: map[string]string{"ANTHROPIC_BASE_URL": "https://glm.example/anthropic", "ANTHROPIC_AUTH_TOKEN": "sk-glm-secret"}},
-		"local": {Name: "local", Model: "qwen3-coder"},
+		"local": {Name: "local", Model: "qwen3-coder", Effort: "low"},
 	}
 	if diff := cmp.Diff(want, s.Providers); diff != "" {
 		t.Errorf("providers (-want +got):\n%s", diff)

@@ -1,10 +1,14 @@
 package story
 
 import (
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kitsoki/kitsoki/internal/base/workspace"
 )
 
 func TestLoadRouting(t *testing.T) {
@@ -72,7 +76,9 @@ func TestLoadRoutingKeys(t *testing.T) {
 	if !r.ExtractLLMOnNoMatch || r.ExtractLLMAgent != "agent.small" {
 		t.Errorf("extract %v %q", r.ExtractLLMOnNoMatch, r.ExtractLLMAgent)
 	}
-	wantEm := &Embedding{Endpoint: "http://127.0.0.1:8082", Model: DefaultEmbeddingModel, Dim: 128, ConfidentBar: 0.9, Margin: 0.05, Pos: Pos{File: "keys_ok.yaml", Line: 15, Col: 14}}
+	// cache_dir is relative to the workspace root.
+	wantEm := &Embedding{Endpoint: "http://127.0.0.1:8082", Model: DefaultEmbeddingModel, Dim: 128, ConfidentBar: 0.9, Margin: 0.05, Tier: true,
+		CacheDir: filepath.Join(s.Workspace.Dir(), ".kitsoki", "cache", "embeddings"), Pos: Pos{File: "keys_ok.yaml", Line: 15, Col: 14}}
 	if d := cmp.Diff(wantEm, r.Embedding); d != "" {
 		t.Errorf("embedding (-want +got):\n%s", d)
 	}
@@ -82,7 +88,16 @@ func TestLoadRoutingKeys(t *testing.T) {
 }
 
 func TestLoadRoutingKeyErrors(t *testing.T) {
+	uc := t.TempDir()
+	t.Setenv("KITSOKI_CACHE_DIR", uc)
 	got := loadErr(t, "testdata/routing/keys_bad.yaml", nil)
+	ws, err := workspace.Find("testdata/routing/keys_bad.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range got {
+		got[i] = strings.ReplaceAll(strings.ReplaceAll(got[i], ws.Dir(), "WS"), uc, "UC")
+	}
 	want := []string{
 		`keys_bad.yaml:4:21: routing.semantic_mid_bar: routing.semantic_mid_bar (0.7) must be below routing.semantic_high_bar (0.6): verdicts between them ask the user to confirm`,
 		`keys_bad.yaml:5:18: routing.cache_max_age: cache_max_age must be a duration such as "30d", "12h" or "90s" (0 for none), got "forever"`,
@@ -90,8 +105,8 @@ func TestLoadRoutingKeyErrors(t *testing.T) {
 		`keys_bad.yaml:7:20: routing.stopwords_extra: expected a list of strings, got the scalar "wagon"`,
 		`keys_bad.yaml:8:28: routing.extract_llm_agent: routing.extract_llm_agent "agent.local" is not declared in agent_plugins (declared: agent.claude)`,
 		`keys_bad.yaml:9:3: routing.extract_llm_agnt: unknown key "extract_llm_agnt" (did you mean "extract_llm_agent"?)`,
-		`keys_bad.yaml:10:25: routing.embedding.cache_dir: routing.embedding.cache_dir is not supported: kitsoki embeds the intents for each turn and keeps no vector cache on disk; remove it`,
-		`keys_bad.yaml:10:52: routing.embedding.margin: margin must be from 0 to 1, got 2`,
+		`keys_bad.yaml:10:36: routing.embedding.cache_dir: cache_dir "../../../../../../../../../../etc" must be inside the workspace WS or the user cache directory UC (a path relative to the workspace root, or one under the user cache directory): "../../../../../../../../../../etc" is outside the workspace WS (widen the workspace with --workspace DIR)`,
+		`keys_bad.yaml:10:79: routing.embedding.margin: margin must be from 0 to 1, got 2`,
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("diagnostics (-want +got):\n%s", d)

@@ -2,11 +2,14 @@ package story
 
 import (
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kitsoki/kitsoki/internal/base/usercache"
 )
 
 // Routing is the routing: block: how free text is turned into an intent
@@ -72,6 +75,13 @@ type Embedding struct {
 	Endpoint string // a running embedding server ("" = a managed one for Model)
 	Model    string // the embedding model id
 	Dim      int    // vector truncation (0 = the model's default)
+	// Tier is whether the embedding routing tier runs (enabled:, default
+	// true); the embedder serves host.agent.search's corpus form either way.
+	Tier bool
+	// CacheDir is where vectors are kept across runs, by model and text
+	// (cache_dir: resolved inside the workspace or the user cache
+	// directory); "" keeps them in memory for the run.
+	CacheDir string
 	// ConfidentBar is the top cosine needed (default 0.82); Margin the gap
 	// to the second (default 0.08).
 	ConfidentBar, Margin float64
@@ -252,7 +262,7 @@ func (l *loader) loadEmbedding(f *file, n *yaml.Node) *Embedding {
 	strField(l, f, fs, path, "endpoint", &em.Endpoint)
 	strField(l, f, fs, path, "model", &em.Model)
 	if v, ok := fs.get("cache_dir"); ok {
-		l.errAt(f, v.key, joinPath(path, "cache_dir"), "routing.embedding.cache_dir is not supported: kitsoki embeds the intents for each turn and keeps no vector cache on disk; remove it")
+		em.CacheDir = l.cacheDir(f, v.val, joinPath(path, "cache_dir"))
 	}
 	if v, ok := fs.get("dim"); ok {
 		if d, ok := l.integer(f, v.val, joinPath(path, "dim")); ok {
@@ -269,18 +279,68 @@ func (l *loader) loadEmbedding(f *file, n *yaml.Node) *Embedding {
 			}
 		}
 	}
-	if !on {
-		return nil
-	}
+	em.Tier = on
 	if em.Endpoint == "" && em.Model == "" {
 		// Kitsoki: an embedding block naming neither leaves the tier off.
-		l.warnAt(f, n, path, "routing.embedding names neither endpoint nor model: the embedding tier is off (set endpoint: to a running embedding server, or model: for a managed one)")
+		if on {
+			l.warnAt(f, n, path, "routing.embedding names neither endpoint nor model: the embedding tier is off (set endpoint: to a running embedding server, or model: for a managed one)")
+		}
 		return nil
 	}
 	if em.Model == "" {
 		em.Model = DefaultEmbeddingModel
 	}
 	return em
+}
+
+// cacheDir reads routing.embedding.cache_dir: a directory relative to the
+// workspace root (or absolute), inside the workspace or the user cache
+// directory ($KITSOKI_CACHE_DIR, else kitsoki/ under the OS's cache
+// directory). It need not exist: the first vector written makes it.
+func (l *loader) cacheDir(f *file, n *yaml.Node, path string) string {
+	d, ok := l.str(f, n, path)
+	if !ok {
+		return ""
+	}
+	if strings.TrimSpace(d) == "" {
+		l.errAt(f, n, path, "cache_dir is empty; name a directory for the embedding cache (e.g. .kitsoki/cache/embeddings), or remove the key to keep vectors in memory")
+		return ""
+	}
+	ws := l.st.Workspace
+	if ws.IsZero() {
+		return ""
+	}
+	roots := ws
+	user := userCacheDir()
+	if user != "" {
+		roots = ws.With(user)
+	}
+	real, err := roots.Resolve(ws.Dir(), d)
+	if err != nil {
+		where := "the workspace " + ws.Dir()
+		if user != "" {
+			where += " or the user cache directory " + user
+		}
+		l.errAt(f, n, path, "cache_dir %q must be inside %s (a path relative to the workspace root, or one under the user cache directory): %v", d, where, err)
+		return ""
+	}
+	return real
+}
+
+// userCacheDir is kitsoki's directory in the user cache, symlinks
+// resolved ("" when the OS has none).
+func userCacheDir() string {
+	d, err := usercache.Dir()
+	if err != nil {
+		return ""
+	}
+	if abs, err := filepath.Abs(d); err == nil {
+		d = abs
+	}
+	if real, err := filepath.EvalSymlinks(d); err == nil {
+		d = real
+	}
+	return d
 }
 
 // fraction reads a number from 0 to 1.

@@ -4,17 +4,14 @@ import (
 	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/base/expr"
+	"github.com/kitsoki/kitsoki/internal/load/compose"
 	"go.yaml.in/yaml/v3"
 )
 
 var stateKeys = &keySpec{
 	v1: []string{"description", "view", "on_enter", "on", "terminal", "intents", "relevant_world", "default_intent",
 		"intercept_drive", "type", "initial", "states", "relevant_slots", "timeout", "mode", "agent_off_ramp",
-		"write_mode", "decider", "contextual_routing"},
-	refused: map[string]string{
-		"footer": "kitsoki renders no per-room footer; put the text in the view (a prose: or list: element at the end)",
-		"theme":  "kitsoki renders plain text and has no room themes; remove the key (a banner: element can carry a color)",
-	},
+		"write_mode", "decider", "contextual_routing", "menu", "transcript", "footer", "theme"},
 }
 
 var armKeys = &keySpec{
@@ -45,10 +42,7 @@ type targetRef struct {
 
 // normStateName turns a state path written with slashes into its dotted
 // form.
-func normStateName(s string) string {
-	s = strings.ReplaceAll(s, "/", ".")
-	return strings.Trim(s, ".")
-}
+func normStateName(s string) string { return compose.NormState(s) }
 
 func (l *loader) loadStates(f *file, e entry) {
 	l.loadStateMap(f, e.val, "states", nil)
@@ -109,10 +103,9 @@ func (l *loader) loadState(f *file, n *yaml.Node, path string, s *State) {
 		p := joinPath(path, "mode")
 		if m, ok := l.str(f, v.val, p); ok {
 			if m != ModeConversational {
-				l.errAt(f, v.val, p, "unknown state mode %q (the one mode is %q: an agent room whose free text goes to its default_intent)%s", m, ModeConversational, didYouMean(m, []string{ModeConversational}))
+				l.errAt(f, v.val, p, "unknown state mode %q (the one mode is %q: an agent room, whose free text goes to its default_intent, else to the story's free-form fallback)%s", m, ModeConversational, didYouMean(m, []string{ModeConversational}))
 			} else {
 				s.Mode = m
-				l.modes = append(l.modes, &nodeRef{f: f, n: v.key, path: p, value: m, state: s})
 			}
 		}
 	}
@@ -138,6 +131,7 @@ func (l *loader) loadState(f *file, n *yaml.Node, path string, s *State) {
 	if v, ok := fs.get("view"); ok {
 		l.loadView(f, v, joinPath(path, "view"), s)
 	}
+	l.loadRoomKeys(f, fs, path, s)
 	if w, ok := fs.get("write_mode"); ok {
 		p := joinPath(path, "write_mode")
 		if m, ok := l.str(f, w.val, p); ok {
@@ -286,16 +280,38 @@ func (l *loader) loadArm(f *file, n *yaml.Node, path string, s *State, intent st
 			effCtx{state: s, where: "on." + intent, arm: a})
 	}
 	if v, ok := fs.get("view"); ok {
-		vp := joinPath(path, "view")
-		if d := deref(v.val); d == nil || d.Kind != yaml.ScalarNode || isNull(d) {
-			l.errAt(f, d, vp, "a transition's view: is one text template that replaces the target's view for this turn, got %s", kindNameOrNull(d))
-		} else {
-			l.compileText(f, v.val, vp, func(t *expr.Text) { a.View = t })
-		}
+		l.loadArmView(f, v, joinPath(path, "view"), s, a)
 	}
 	if em, ok := fs.get("emit"); ok {
 		// Events for the sibling regions, sent after the arm's effects.
 		l.compileTree(f, em.val, joinPath(path, "emit"), func(t *expr.Tree) { a.Emit = t })
 	}
 	return a, hasWhen
+}
+
+// loadArmView reads a transition's view:, shown at the end of the turn in
+// place of the target's: any form a state's view takes (a text template,
+// a list of elements, extends/blocks, template_file).
+func (l *loader) loadArmView(f *file, v entry, vp string, s *State, a *Arm) {
+	d := deref(v.val)
+	switch {
+	case d == nil || isNull(d):
+		l.errAt(f, v.key, vp, "view: is empty; give the transition's view (a text, a list of elements, or extends/blocks) or remove the key")
+	case d.Kind == yaml.MappingNode && mapEntry(d, "template_file") != nil && mapEntry(d, "extends") == nil && mapEntry(d, "blocks") == nil:
+		fs, ok := l.fields(f, d, vp, viewMapKeys)
+		if ok {
+			l.loadTemplateFile(f, fs.at("template_file"), joinPath(vp, "template_file"), func(t *expr.Text) { a.View = t })
+		}
+	case d.Kind == yaml.MappingNode || d.Kind == yaml.SequenceNode:
+		holder := &State{Name: s.Name, Parent: s.Parent}
+		l.loadView(f, v, vp, holder)
+		a.ViewDoc = holder.ViewDoc
+		for i := range l.annotateRefs {
+			if l.annotateRefs[i].state == holder {
+				l.annotateRefs[i].state = s
+			}
+		}
+	default:
+		l.compileViewText(f, v.val, vp, func(t *expr.Text) { a.View = t })
+	}
 }

@@ -117,12 +117,11 @@ func TestParseDuration(t *testing.T) {
 	}
 }
 
-// TestModeErrors: mode: takes "conversational" only, and a conversational
-// room needs a default_intent of its own or an enclosing state's.
+// TestModeErrors: mode: takes "conversational" only; a conversational
+// room without a default_intent loads (its free text falls back).
 func TestModeErrors(t *testing.T) {
 	want := []string{
-		`mode_errors.yaml:7:11: states.a.mode: unknown state mode "conversatonal" (the one mode is "conversational": an agent room whose free text goes to its default_intent) (did you mean "conversational"?)`,
-		`mode_errors.yaml:9:5: states.b.mode: mode: conversational needs default_intent: on the state (or an enclosing one): the intent, with one required string slot, that the room's free text goes to`,
+		`mode_errors.yaml:7:11: states.a.mode: unknown state mode "conversatonal" (the one mode is "conversational": an agent room, whose free text goes to its default_intent, else to the story's free-form fallback) (did you mean "conversational"?)`,
 	}
 	if diff := cmp.Diff(want, loadErr(t, "testdata/states/mode_errors.yaml", nil)); diff != "" {
 		t.Errorf("diagnostics (-want +got):\n%s", diff)
@@ -138,7 +137,7 @@ func TestOffRampErrors(t *testing.T) {
 		`offramp_errors.yaml:9:35: states.a.agent_off_ramp.trigger: trigger: belongs to off_path:; agent_off_ramp takes agent, persona and banner`,
 		`offramp_errors.yaml:12:5: states.b.agent_off_ramp: agent_off_ramp on a terminal state: there is no menu to stay on; put it on a room the story rests in`,
 		`offramp_errors.yaml:17:5: states.c.agent_off_ramp: agent_off_ramp on a mode: conversational room: its free text already goes to its default_intent; drop one of the two`,
-		`offramp_errors.yaml:19:21: states.d.agent_off_ramp: expected true or false, got the scalar "sometimes"`,
+		`offramp_errors.yaml:19:21: states.d.agent_off_ramp: expected true or false, got the scalar "sometimes"; agent_off_ramp: takes true, false or a mapping {agent, persona, banner}, e.g. agent_off_ramp: {agent: guide}`,
 	}
 	got := loadErr(t, "testdata/states/offramp_errors.yaml", nil)
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -154,7 +153,7 @@ func TestOverlayErrors(t *testing.T) {
 		`overlay_errors.yaml:14:12: meta_modes.one.agent: agent "gide" is not declared in agents: (did you mean "guide"?)`,
 		"overlay_errors.yaml:15:3: meta_modes.two: a meta mode needs agent: (a persona from agents:, or story-author)",
 		"overlay_errors.yaml:17:3: meta_modes.three: trigger /meta is already used by meta_modes.four",
-		"overlay_errors.yaml:20:5: meta_modes.three.cwd: meta_modes cwd: is not supported: the mode's agent runs where its persona's calls run; drop cwd:",
+		"overlay_errors.yaml:20:10: meta_modes.three.cwd: cwd \"${MODE_DIR}\" names ${MODE_DIR}, which is not set",
 		`overlay_errors.yaml:21:14: meta_modes.three.persist: expected true or false, got the scalar "sometimes"`,
 		`overlay_errors.yaml:22:30: meta_modes.three.return.mesage: unknown key "mesage" (did you mean "message"?)`,
 	}

@@ -19,6 +19,9 @@ func (st *Story) ResolveTarget(from, rendered string) (target string, stay bool,
 		return from, true, nil
 	case strings.HasPrefix(raw, "@exit:"):
 		name := strings.TrimPrefix(raw, "@exit:")
+		if sc := st.importScopes(from); len(sc) > 0 {
+			return "", false, fmt.Errorf("which names an exit inside the import %s: an imported story's exits are mapped where it is folded, so only a literal target: \"@exit:%s\" can take one; render a state name", sc[0], name)
+		}
 		if st.Exits[name] == nil {
 			return "", false, fmt.Errorf("which names an exit not declared in exits:")
 		}

@@ -11,12 +11,13 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/agents/agent"
 	"github.com/kitsoki/kitsoki/internal/base/expr"
+	"github.com/kitsoki/kitsoki/internal/base/schema"
 	"github.com/kitsoki/kitsoki/internal/base/workspace"
 	"go.yaml.in/yaml/v3"
 )
 
 var appKeys = &keySpec{
-	v1: []string{"id", "version", "title", "author", "license", "context"},
+	v1: []string{"id", "version", "title", "author", "license", "context", "context_path"},
 }
 
 func (l *loader) loadApp(f *file, e entry) {
@@ -34,6 +35,13 @@ func (l *loader) loadApp(f *file, e entry) {
 	strField(l, f, fs, "app", "author", &a.Author)
 	strField(l, f, fs, "app", "license", &a.License)
 	strField(l, f, fs, "app", "context", &a.Context)
+	if cp, ok := fs.get("context_path"); ok {
+		if c, has := fs.get("context"); has {
+			l.errAt(f, c.key, "app.context", "set only one of app.context and app.context_path")
+		} else if s, ok := l.str(f, cp.val, "app.context_path"); ok && s != "" {
+			l.contextPath = &nodeRef{f: f, n: cp.val, path: "app.context_path", value: s}
+		}
+	}
 	if strings.TrimSpace(a.ID) == "" {
 		at := e.val
 		if id, ok := fs.get("id"); ok {
@@ -83,10 +91,7 @@ func (l *loader) loadHosts(f *file, e entry) {
 
 var personaKeys = &keySpec{
 	v1: []string{"system_prompt", "system_prompt_path", "model", "tools", "effort", "provider", "bash_profile", "cwd",
-		"external_side_effect"},
-	refused: map[string]string{
-		"inherit_claude_default": "kitsoki always starts the claude CLI with its own settings (project and local sources); remove the key",
-	},
+		"external_side_effect", "inherit_claude_default"},
 }
 
 // efforts are the reasoning efforts a persona may name (claude --effort).
@@ -106,6 +111,7 @@ func (l *loader) loadAgents(f *file, e entry) {
 			continue
 		}
 		strField(l, f, fs, path, "model", &p.Model)
+		boolField(l, f, fs, path, "inherit_claude_default", &p.InheritDefault)
 		l.loadPersonaExtras(f, fs, path, p)
 		p.ToolsSet = strListField(l, f, fs, path, "tools", &p.Tools)
 		if p.ToolsSet && p.Tools == nil {
@@ -398,10 +404,7 @@ var intentKeys = &keySpec{
 }
 
 var slotKeys = &keySpec{
-	v1: []string{"type", "required", "default", "values", "description", "examples", "prompt", "format_hint", "validator", "synonyms"},
-	refused: map[string]string{
-		"format": "describe the expected shape with format_hint: and check it with validator: (an expression over value)",
-	},
+	v1: []string{"type", "required", "default", "values", "description", "examples", "prompt", "format_hint", "validator", "synonyms", "format"},
 }
 
 // slotTypes are the slot types story-format.md §6 names, and list (a
@@ -479,8 +482,9 @@ func (l *loader) loadSlots(f *file, n *yaml.Node, base string, in *Intent) {
 				l.errAt(f, d, vp, "validator: is an expression over value that must be true for the slot to be accepted (e.g. \"value != 'down'\"), got %s", kindNameOrNull(d))
 			} else {
 				s.ValidatorPos = l.pos(f, d)
+				names := l.namesAt(f, d)
 				l.addJob(func() (any, *Diagnostic) {
-					g, err := expr.CompileValidator(d.Value)
+					g, err := l.cache.validator(d.Value, names)
 					if err != nil {
 						return nil, compileDiag(f, d, vp, "invalid validator", err)
 					}
@@ -493,6 +497,13 @@ func (l *loader) loadSlots(f *file, n *yaml.Node, base string, in *Intent) {
 		strListField(l, f, fs, path, "examples", &s.Examples)
 		strField(l, f, fs, path, "prompt", &s.Prompt)
 		strField(l, f, fs, path, "format_hint", &s.FormatHint)
+		if fm, ok := fs.get("format"); ok {
+			strField(l, f, fs, path, "format", &s.Format)
+			if s.Format != "" && !slices.Contains(schema.SlotFormats, s.Format) {
+				l.errAt(f, fm.val, joinPath(path, "format"), "unknown slot format %q: use one of %s%s", s.Format, strings.Join(schema.SlotFormats, ", "), didYouMean(s.Format, schema.SlotFormats))
+				s.Format = ""
+			}
+		}
 		if d, ok := fs.get("default"); ok && !isNull(d.val) {
 			s.Default, _ = l.value(f, d.val, joinPath(path, "default"))
 			s.HasDefault = true

@@ -60,6 +60,13 @@ type Story struct {
 	OffPath   *Overlay
 	MetaModes map[string]*Overlay
 
+	// Decider is the decider: block (nil when absent): the judge the
+	// session asks at a decision gate that owes an autonomous decision.
+	Decider *Decider
+	// Proposals are the proposals: kinds by name (nil when none): checked
+	// declarations, not run (proposals.go).
+	Proposals map[string]*Proposal
+
 	// Schemas holds every schema referenced by a literal with.schema path,
 	// compiled, keyed by the path as written (relative to Dir).
 	Schemas map[string]*schema.Schema
@@ -69,6 +76,13 @@ type Story struct {
 	// SchemaCompiler compiles schemas named by templated paths at run time,
 	// rooted in Dir like the load-time ones.
 	SchemaCompiler *schema.Compiler
+	// PromptOverlay is the prompt overlay directory (prompts.overlay: or
+	// WithPromptOverlay), absolute; "" for none. A prompt path rendered at
+	// run time resolves in it first, as literal ones do at load.
+	PromptOverlay string
+	// promptAssembler resolves the include, extends and import tags of a
+	// prompt file read at run time, along the prompt search path.
+	promptAssembler *loader
 	// importCompilers compile the schemas of imported stories, each rooted
 	// in its own story directory.
 	importCompilers map[string]*schema.Compiler
@@ -136,7 +150,10 @@ type Slot struct {
 	Examples    []string
 	Prompt      string
 	FormatHint  string
-	Synonyms    []SlotSynonym // an enum slot's synonyms:, value by value
+	// Format (format:) names the semantic format a string value must
+	// have (one of schema.SlotFormats, e.g. email, date, jql); "" for none.
+	Format   string
+	Synonyms []SlotSynonym // an enum slot's synonyms:, value by value
 	// Validator (validator:) must be true, with value bound to the slot's
 	// value, for the slot to be accepted; nil when absent.
 	Validator    *expr.Guard
@@ -208,6 +225,19 @@ type State struct {
 	InitialValue *expr.Value
 	InitialText  *expr.Text
 	InitialPos   Pos
+	// Menu is menu: the intents the room's menu lists, in that order (nil
+	// when absent: every intent, in declaration order). The room still
+	// takes the intents it does not list.
+	Menu []string
+	// Transcript is transcript: "" , TranscriptPersistent or
+	// TranscriptTransient (a room only).
+	Transcript string
+	// Footer is footer: the room's status line under the prompt, a text
+	// template (nil when absent).
+	Footer *expr.Text
+	// Theme is theme: the room's colours in the terminal UI ("" for the
+	// default; a room only).
+	Theme string
 	// OffRamp is the agent_off_ramp: entry (nil when absent or false).
 	OffRamp *OffRamp
 	// Mode is ModeConversational for an agent room, "" otherwise.
@@ -233,6 +263,10 @@ type Import struct {
 	// Fallback is the imported story's routing.free_form_fallback in this
 	// story's names (nil when it declares none); see freeform.go.
 	Fallback *FreeFormFallback
+	// World lists the import's private world (its own imports' included),
+	// by key: a transition into the import from outside sets it back to
+	// its defaults before world_in runs.
+	World []*WorldVar
 }
 
 // Arm is one transition of an on: list.
@@ -256,8 +290,10 @@ type Arm struct {
 	Effects   []*Effect
 	GuardHint string
 	// View, when set, is shown at the end of the turn instead of the
-	// target's view (the arm's view:).
-	View *expr.Text
+	// target's view (the arm's view:); ViewDoc is its typed form (a list
+	// of elements, or extends/blocks). At most one is set.
+	View    *expr.Text
+	ViewDoc *ViewDoc
 	// NoHistory is push_history: false: taking the arm does not push the
 	// state it leaves onto the session's room history.
 	NoHistory bool
@@ -280,12 +316,19 @@ type Effect struct {
 	// EmitIntent is the intent name (possibly a template); nil when absent.
 	EmitIntent *expr.Value
 	EmitSlots  map[string]*expr.Tree
+	// Effects (effects:) run as part of this one: after its action, and
+	// before the transition of an on_complete target:.
+	Effects []*Effect
 	// Target (inside on_complete: only) is the state the session moves to
-	// once the chain has run; TargetStay is target: "." (stay).
-	Target     string
-	TargetStay bool
-	TargetPos  Pos
-	Pos        Pos
+	// once the chain has run; TargetStay is target: "." (stay). When
+	// target: is a template, TargetTemplate is set instead and rendered
+	// when the job completes, to a name resolved like an arm's rendered
+	// target (Story.ResolveTarget) from the state the job started in.
+	Target         string
+	TargetStay     bool
+	TargetTemplate *expr.Value
+	TargetPos      Pos
+	Pos            Pos
 }
 
 // SetItem is one key of a set: block.
@@ -302,10 +345,13 @@ type IncrementItem struct {
 
 // Invoke is an invoke: effect.
 type Invoke struct {
-	Name    string     // handler, e.g. host.agent.decide
-	With    *expr.Tree // nil when absent; renders to map[string]any
-	Bind    []Bind     // sorted by world key
-	OnError string     // resolved target state path, "" when absent
+	Name string // handler, e.g. host.agent.decide (the template source when templated)
+	// NameTemplate is a templated name (invoke: "host.{{ world.kind }}"),
+	// rendered when the call is queued; nil for a literal name.
+	NameTemplate *expr.Value
+	With         *expr.Tree // nil when absent; renders to map[string]any
+	Bind         []Bind     // sorted by world key
+	OnError      string     // resolved target state path, "" when absent
 	// OnErrorDeferred marks an on_error naming no state the story declares
 	// where it was written (Kitsoki accepts such targets): OnError then
 	// holds the name as written, resolved by ResolveTarget from the state

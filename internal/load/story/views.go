@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/base/expr"
+	"github.com/kitsoki/kitsoki/internal/load/compose"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -33,7 +34,10 @@ type ViewDoc struct {
 type ViewSegment struct {
 	Text    *expr.Text
 	Block   string
-	Default *expr.Text
+	Default *expr.Text // nil for a block whose default holds blocks: its pieces follow
+	// Within names the blocks the segment sits in (outermost first) when
+	// the base nests blocks; a view filling one of them replaces it.
+	Within []string
 }
 
 // ViewElement is one typed view element. Kind says which fields are set.
@@ -47,6 +51,7 @@ type ViewElement struct {
 	Color    string     // banner
 	Pairs    []ViewPair // kv
 	Items    []*ViewItem
+	Marker   string // list: the bullet ("" for "-")
 	Choice   *ViewChoice
 	Media    *ViewMedia
 }
@@ -114,15 +119,23 @@ type ViewMedia struct {
 	Handle  *expr.Text
 	Caption *expr.Text // nil: the handle
 	Kind    string
+	// Path is the artifact's file (path:, a text template) a surface shows
+	// in place of the handle; nil when absent.
+	Path *expr.Text
+	// AnnotateIntent (annotate_intent:) is the intent an annotation of the
+	// artifact dispatches, its text in slot AnnotateSlot
+	// (annotate_feedback_slot:, default "feedback"); "" when absent.
+	AnnotateIntent string
+	AnnotateSlot   string
 }
 
 var (
-	viewMapKeys    = &keySpec{v1: []string{"extends", "blocks"}}
+	viewMapKeys    = &keySpec{v1: []string{"extends", "blocks", "template_file"}}
 	kvKeys         = &keySpec{v1: []string{"pairs"}}
-	listKeys       = &keySpec{v1: []string{"items"}}
+	listKeys       = &keySpec{v1: []string{"items", "marker"}}
 	listItemKeys   = &keySpec{v1: []string{"label", "hint", "when"}}
 	bannerKeys     = &keySpec{v1: []string{"text", "subtitle", "color"}}
-	mediaKeys      = &keySpec{v1: []string{"handle", "caption", "kind"}}
+	mediaKeys      = &keySpec{v1: []string{"handle", "caption", "kind", "path", "annotate_intent", "annotate_feedback_slot"}}
 	choiceKeys     = &keySpec{v1: []string{"mode", "prompt", "when", "items", "intent", "slot", "min", "max", "template", "fields"}}
 	singleItemKeys = &keySpec{v1: []string{"label", "hint", "intent", "slots", "param", "when"}}
 	multiItemKeys  = &keySpec{v1: []string{"value", "label", "hint", "when"}}
@@ -136,6 +149,12 @@ var (
 // loadView reads a state's view: a string (a text template), a list of
 // typed elements, or the extends/blocks mapping.
 func (l *loader) loadView(f *file, v entry, path string, s *State) {
+	mark := len(l.annotateRefs)
+	defer func() {
+		for i := mark; i < len(l.annotateRefs); i++ {
+			l.annotateRefs[i].state = s
+		}
+	}()
 	d := deref(v.val)
 	switch {
 	case d != nil && d.Kind == yaml.SequenceNode:
@@ -145,18 +164,34 @@ func (l *loader) loadView(f *file, v entry, path string, s *State) {
 	case d != nil && d.Kind == yaml.MappingNode:
 		l.loadViewMapping(f, d, path, s)
 	default:
-		l.compileText(f, v.val, path, func(t *expr.Text) { s.View = t })
+		l.compileViewText(f, v.val, path, func(t *expr.Text) { s.View = t })
 	}
 }
 
 func (l *loader) loadViewMapping(f *file, n *yaml.Node, path string, s *State) {
+	if kind := elementKindKey(n); kind != "" {
+		l.errAt(f, n, path, "a view mapping takes extends: and blocks:, or template_file:; %s: is a view element, and elements go in a list (did you mean view: [{%s: ...}]?)", kind, kind)
+		return
+	}
 	fs, ok := l.fields(f, n, path, viewMapKeys)
 	if !ok {
 		return
 	}
+	if tf, ok := fs.get("template_file"); ok {
+		if _, ex := fs.get("extends"); ex {
+			l.errAt(f, tf.key, joinPath(path, "template_file"), "template_file: is a whole view on its own; drop extends:/blocks: or template_file:")
+			return
+		}
+		if _, bl := fs.get("blocks"); bl {
+			l.errAt(f, tf.key, joinPath(path, "template_file"), "template_file: is a whole view on its own; drop blocks: or template_file:")
+			return
+		}
+		l.loadTemplateFile(f, tf, joinPath(path, "template_file"), func(t *expr.Text) { s.View = t })
+		return
+	}
 	ex, hasEx := fs.get("extends")
 	if !hasEx {
-		l.errAt(f, n, path, "a view mapping needs extends: (the base view under views/) and blocks:; for a list of elements write view: as a sequence")
+		l.errAt(f, n, path, "a view mapping needs extends: (the base view under views/) and blocks:, or template_file: (a whole view under views/); for a list of elements write view: as a sequence")
 		return
 	}
 	name, ok := l.str(f, ex.val, joinPath(path, "extends"))
@@ -183,6 +218,48 @@ func (l *loader) loadViewMapping(f *file, n *yaml.Node, path string, s *State) {
 			doc.Order = append(doc.Order, be.name)
 		}
 	}
+}
+
+// loadTemplateFile reads a template_file: view: views/<name> of the
+// story (views/<name>.pongo when name has no extension and that is the
+// file there), its own file references resolved.
+func (l *loader) loadTemplateFile(f *file, e entry, path string, assign func(*expr.Text)) {
+	name, ok := l.str(f, e.val, path)
+	if !ok {
+		return
+	}
+	if strings.TrimSpace(name) == "" {
+		l.errAt(f, e.val, path, "template_file: needs the name of a file under views/")
+		return
+	}
+	sc := l.viewScope(f)
+	tf, data, err := l.findTemplate(name, tmplFile{}, sc)
+	if err != nil && filepath.Ext(name) == "" {
+		tf, data, err = l.findTemplate(name+".pongo", tmplFile{}, sc)
+	}
+	if err != nil {
+		l.errAt(f, e.val, path, "template_file %q: %v", name, err)
+		return
+	}
+	src, msg := l.assemble(string(data), tf, sc, []string{tf.rel})
+	if msg != "" {
+		l.errAt(f, e.val, path, "%s", msg)
+		return
+	}
+	d := deref(e.val)
+	l.addJob(func() (any, *Diagnostic) {
+		t, err := expr.CompileText(src)
+		if err != nil {
+			return nil, &Diagnostic{Pos: l.pos(f, d), Path: path, Message: fmt.Sprintf("invalid template in %s: %v", tf.rel, err)}
+		}
+		return t, nil
+	}, func(v any) {
+		t := v.(*expr.Text)
+		if t.UsesMenu() {
+			l.st.UsesMenu = true
+		}
+		assign(t)
+	})
 }
 
 // loadBaseView reads views/<name>.pongo next to the file naming it and cuts
@@ -224,26 +301,17 @@ func (l *loader) loadBaseView(f *file, n *yaml.Node, path, name string, doc *Vie
 		l.errAt(f, n, path, "%s", ierr)
 		return nil
 	}
-	for _, rename := range f.texts {
-		src = rename(src)
-	}
 	known := map[string]bool{}
-	type piece struct {
-		text    string
-		block   string
-		isBlock bool
-		off     int
-	}
-	var pieces []piece
+	var pieces []basePiece
 	at, open, openName, openEnd := 0, false, "", 0
 	for _, m := range blockTag.FindAllStringSubmatchIndex(src, -1) {
 		tag := src[m[2]:m[3]]
 		if strings.HasPrefix(tag, "block") {
 			if open {
-				l.errAt(f, n, path, "%s:%d: nested {%% block %%} tags are not supported in a base view", rel, lineAt(src, m[0]))
-				return nil
+				// Blocks inside blocks: cut the base as a tree.
+				return l.nestedBase(f, n, path, rel, src, doc)
 			}
-			pieces = append(pieces, piece{text: src[at:m[0]], off: at})
+			pieces = append(pieces, basePiece{text: src[at:m[0]], off: at})
 			open, openName, openEnd = true, src[m[4]:m[5]], m[1]
 			continue
 		}
@@ -251,7 +319,7 @@ func (l *loader) loadBaseView(f *file, n *yaml.Node, path, name string, doc *Vie
 			l.errAt(f, n, path, "%s:%d: {%% endblock %%} without a {%% block %%}", rel, lineAt(src, m[0]))
 			return nil
 		}
-		pieces = append(pieces, piece{text: src[openEnd:m[0]], block: openName, isBlock: true, off: openEnd})
+		pieces = append(pieces, basePiece{text: src[openEnd:m[0]], block: openName, isBlock: true, off: openEnd})
 		known[openName] = true
 		open, at = false, m[1]
 	}
@@ -259,15 +327,73 @@ func (l *loader) loadBaseView(f *file, n *yaml.Node, path, name string, doc *Vie
 		l.errAt(f, n, path, "%s: {%% block %s %%} is never closed with {%% endblock %%}", rel, openName)
 		return nil
 	}
-	pieces = append(pieces, piece{text: src[at:], off: at})
+	pieces = append(pieces, basePiece{text: src[at:], off: at})
+	l.compileBase(path, rel, src, pieces, doc, l.namesAt(f, n)) // an imported room's base is its own story's
+	return known
+}
+
+// basePiece is a piece of a base view as cut: text, a block with its
+// default (isBlock), or the place of a block whose default holds blocks
+// (marker; its text follows as pieces within it).
+type basePiece struct {
+	text    string
+	block   string
+	isBlock bool
+	marker  bool
+	within  []string
+	off     int
+}
+
+// nestedBase cuts a base view whose blocks hold blocks: a block without
+// blocks inside is one segment with its default, as at the top; one with
+// blocks inside is a place, followed by the pieces of its default, each
+// marked as within it, so filling the outer block replaces all of them and
+// filling an inner one only its own.
+func (l *loader) nestedBase(f *file, n *yaml.Node, path, rel, src string, doc *ViewDoc) map[string]bool {
+	bodies, tree, err := parseBlocks(src)
+	if err != nil {
+		l.errAt(f, n, path, "%s: %v", rel, err)
+		return nil
+	}
+	known := map[string]bool{}
+	for name := range bodies {
+		known[name] = true
+	}
+	var pieces []basePiece
+	var flat func(nodes []*tmplNode, within []string)
+	flat = func(nodes []*tmplNode, within []string) {
+		for _, nd := range nodes {
+			off := strings.Index(src, nd.text)
+			switch {
+			case nd.block == "":
+				pieces = append(pieces, basePiece{text: nd.text, within: within, off: max(off, 0)})
+			case !slices.ContainsFunc(nd.children, func(c *tmplNode) bool { return c.block != "" }):
+				pieces = append(pieces, basePiece{text: bodies[nd.block], block: nd.block, isBlock: true, within: within, off: max(strings.Index(src, nd.open), 0)})
+			default:
+				pieces = append(pieces, basePiece{block: nd.block, marker: true, within: within})
+				flat(nd.children, append(slices.Clone(within), nd.block))
+			}
+		}
+	}
+	flat(tree, nil)
+	l.compileBase(path, rel, src, pieces, doc, l.namesAt(f, n)) // an imported room's base is its own story's
+	return known
+}
+
+// compileBase compiles the pieces of a base view into doc.Base.
+func (l *loader) compileBase(path, rel, src string, pieces []basePiece, doc *ViewDoc, names *compose.Chain) {
 	doc.Base = make([]ViewSegment, len(pieces))
 	for i, p := range pieces {
 		i, p := i, p
-		if p.isBlock {
+		doc.Base[i].Within = p.within
+		if p.isBlock || p.marker {
 			doc.Base[i].Block = p.block
 		}
+		if p.marker {
+			continue
+		}
 		l.addJob(func() (any, *Diagnostic) {
-			t, err := expr.CompileText(p.text)
+			t, err := l.cache.text(p.text, names)
 			if err != nil {
 				return nil, &Diagnostic{Pos: Pos{File: rel, Line: lineAt(src, p.off)}, Path: path,
 					Message: fmt.Sprintf("invalid template in base view: %v", err)}
@@ -281,7 +407,6 @@ func (l *loader) loadBaseView(f *file, n *yaml.Node, path, name string, doc *Vie
 			}
 		})
 	}
-	return known
 }
 
 // includeTag is an {% include "path" %} in a base view (with its trim
@@ -397,28 +522,83 @@ func (l *loader) loadElement(f *file, n *yaml.Node, path string) *ViewElement {
 	bp := joinPath(path, el.Kind)
 	switch el.Kind {
 	case "prose", "heading", "code", "template":
-		l.compileText(f, body.val, bp, func(t *expr.Text) { el.Body = t })
+		l.compileViewText(f, body.val, bp, func(t *expr.Text) { el.Body = t })
 	case "banner":
 		l.loadBanner(f, body.val, bp, el)
 	case "kv":
 		l.loadKV(f, body.val, bp, el)
 	case "list":
-		fs, ok := l.fields(f, body.val, bp, listKeys)
+		fs, ok := l.bodyFields(f, body.val, bp, listKeys, "list")
 		if !ok {
 			return nil
 		}
 		it, ok := fs.get("items")
 		if !ok {
-			l.errAt(f, body.val, bp, "a list needs items:")
+			l.errAt(f, body.val, bp, "a list needs items: (a list of labels, or of {label, hint, when})")
 			return nil
 		}
 		el.Items = l.loadItems(f, it.val, joinPath(bp, "items"), listItemKeys, "")
+		strField(l, f, fs, bp, "marker", &el.Marker)
 	case "choice":
 		l.loadChoice(f, body.val, bp, el)
 	case "media":
 		l.loadMedia(f, body.val, bp, el)
 	}
 	return el
+}
+
+// bodyFields is fields for the body of a view element of kind: a when:
+// written inside the body (a sibling of items:, pairs:, text:) instead of
+// beside the kind is an error, as in Kitsoki, since it would guard
+// nothing.
+func (l *loader) bodyFields(f *file, n *yaml.Node, path string, spec *keySpec, kind string) (fieldSet, bool) {
+	if w := mapEntry(n, "when"); w != nil {
+		l.errAt(f, w, joinPath(path, "when"), "when: must sit beside %s: (at the element's level), not inside its body, where it would guard nothing; dedent it to line up with %s:", kind, kind)
+		d := deref(n)
+		c := *d
+		c.Content = nil
+		for i := 0; i+1 < len(d.Content); i += 2 {
+			if d.Content[i] != w {
+				c.Content = append(c.Content, d.Content[i], d.Content[i+1])
+			}
+		}
+		n = &c
+	}
+	return l.fields(f, n, path, spec)
+}
+
+// elementKindKey is the first key of mapping n that names a view element
+// kind, when n has no key of a view mapping; "" otherwise.
+func elementKindKey(n *yaml.Node) string {
+	d := deref(n)
+	if d == nil || d.Kind != yaml.MappingNode {
+		return ""
+	}
+	kind := ""
+	for i := 0; i+1 < len(d.Content); i += 2 {
+		k := d.Content[i].Value
+		if slices.Contains(viewMapKeys.v1, k) {
+			return ""
+		}
+		if kind == "" && slices.Contains(ViewKinds, k) {
+			kind = k
+		}
+	}
+	return kind
+}
+
+// mapEntry is the key node of key k in mapping n (nil when absent).
+func mapEntry(n *yaml.Node, k string) *yaml.Node {
+	d := deref(n)
+	if d == nil || d.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(d.Content); i += 2 {
+		if d.Content[i].Value == k {
+			return d.Content[i]
+		}
+	}
+	return nil
 }
 
 func containsStr(xs []string, s string) bool {
@@ -435,7 +615,7 @@ func (l *loader) loadBanner(f *file, n *yaml.Node, path string, el *ViewElement)
 		l.compileText(f, n, path, func(t *expr.Text) { el.Body = t })
 		return
 	}
-	fs, ok := l.fields(f, n, path, bannerKeys)
+	fs, ok := l.bodyFields(f, n, path, bannerKeys, "banner")
 	if !ok {
 		return
 	}
@@ -452,7 +632,11 @@ func (l *loader) loadBanner(f *file, n *yaml.Node, path string, el *ViewElement)
 }
 
 func (l *loader) loadKV(f *file, n *yaml.Node, path string, el *ViewElement) {
-	fs, ok := l.fields(f, n, path, kvKeys)
+	if d := deref(n); d != nil && d.Kind == yaml.MappingNode && len(d.Content) > 0 && mapEntry(d, "pairs") == nil && mapEntry(d, "when") == nil {
+		l.errAt(f, n, path, "a kv element takes pairs: (a mapping of label: value), e.g. kv: {pairs: {Loans: \"{{ world.loans }}\"}} (did you mean kv: {pairs: {%s: ...}}?)", d.Content[0].Value)
+		return
+	}
+	fs, ok := l.bodyFields(f, n, path, kvKeys, "kv")
 	if !ok {
 		return
 	}
@@ -499,6 +683,21 @@ func (l *loader) loadMedia(f *file, n *yaml.Node, path string, el *ViewElement) 
 			m.Kind = s
 		}
 	}
+	if p, ok := fs.get("path"); ok {
+		l.compileText(f, p.val, joinPath(path, "path"), func(t *expr.Text) { m.Path = t })
+	}
+	strField(l, f, fs, path, "annotate_intent", &m.AnnotateIntent)
+	strField(l, f, fs, path, "annotate_feedback_slot", &m.AnnotateSlot)
+	if sl, ok := fs.get("annotate_feedback_slot"); ok && m.AnnotateIntent == "" {
+		l.errAt(f, sl.key, joinPath(path, "annotate_feedback_slot"), "annotate_feedback_slot: names the slot of annotate_intent:, which the element does not set")
+	}
+	if m.AnnotateIntent != "" {
+		if m.AnnotateSlot == "" {
+			m.AnnotateSlot = "feedback"
+		}
+		in := fs.at("annotate_intent")
+		l.annotateRefs = append(l.annotateRefs, annotateRef{f: f, n: in.val, path: joinPath(path, "annotate_intent"), media: m})
+	}
 }
 
 // loadItems reads list or choice items; mode is "" for a list element.
@@ -507,6 +706,17 @@ func (l *loader) loadItems(f *file, n *yaml.Node, path string, spec *keySpec, mo
 	out := make([]*ViewItem, 0, len(nodes))
 	for i, nd := range nodes {
 		ip := indexPath(path, i)
+		if d := deref(nd); mode == "" && d != nil && d.Kind == yaml.ScalarNode && !isNull(d) {
+			// A list item may be its label alone.
+			if strings.TrimSpace(d.Value) == "" {
+				l.errAt(f, nd, ip, "a list item is its label or {label, hint, when}, got an empty string")
+				continue
+			}
+			it := &ViewItem{}
+			l.compileViewText(f, textNode(d), ip, func(t *expr.Text) { it.Label = t })
+			out = append(out, it)
+			continue
+		}
 		fs, ok := l.fields(f, nd, ip, spec)
 		if !ok {
 			continue
@@ -752,6 +962,14 @@ func (l *loader) loadFields(f *file, n *yaml.Node, path string, c *ViewChoice) {
 			l.errAt(f, e.val, fp, "a readonly field needs expr: (its value, an expression over world and slots)")
 		}
 	}
+}
+
+// textNode is scalar d as a string (a number or boolean shows as written).
+func textNode(d *yaml.Node) *yaml.Node {
+	if d.Tag == "!!str" {
+		return d
+	}
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: d.Value, Line: d.Line, Column: d.Column, Style: d.Style}
 }
 
 func sortedKeys(m map[string]bool) []string {

@@ -67,7 +67,7 @@ func TestViewForms(t *testing.T) {
 			}
 		})
 	}
-	if w := s.Warnings; len(w) != 1 || w[0].String() != `forms.yaml:23:16: states.nobase.view.extends: base view "chrome" not found at views/chrome.pongo; the blocks render in the order written` {
+	if w := s.Warnings; len(w) != 1 || w[0].String() != `forms.yaml:25:16: states.nobase.view.extends: base view "chrome" not found at views/chrome.pongo; the blocks render in the order written` {
 		t.Errorf("warnings = %v", w)
 	}
 }

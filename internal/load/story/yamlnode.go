@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/kitsoki/kitsoki/internal/base/workspace"
+	"github.com/kitsoki/kitsoki/internal/load/compose"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -23,7 +24,10 @@ type file struct {
 	// relative paths were written against, imported that it was folded.
 	dir      string
 	imported bool
-	texts    []func(string) string // renames for text read from the imported story's other files
+	chain    *compose.Chain // renames the references of its templates and expressions
+	taken    bool           // read for an import's names (takeDoc)
+
+	submitted bool // its parse is queued on the workers (parseAhead)
 
 	linesOnce sync.Once
 	lines     []string // data split into lines on first use, by line
@@ -134,7 +138,7 @@ func (l *loader) entries(f *file, n *yaml.Node, path string) (out []entry, ok bo
 		return nil, true
 	}
 	if n.Kind != yaml.MappingNode {
-		l.errAt(f, n, path, "expected a mapping, got %s", kindName(n))
+		l.errAt(f, n, path, "expected a mapping, got %s%s", kindName(n), shapeHint(path, n))
 		return nil, false
 	}
 	out = make([]entry, 0, len(n.Content)/2)
@@ -279,7 +283,7 @@ func (l *loader) str(f *file, n *yaml.Node, path string) (string, bool) {
 		return "", true
 	}
 	if d.Kind != yaml.ScalarNode {
-		l.errAt(f, d, path, "expected a string, got %s", kindName(d))
+		l.errAt(f, d, path, "expected a string, got %s%s", kindName(d), shapeHint(path, d))
 		return "", false
 	}
 	return d.Value, true
@@ -300,7 +304,7 @@ func (l *loader) boolean(f *file, n *yaml.Node, path string) (bool, bool) {
 			return b, true
 		}
 	}
-	l.errAt(f, d, path, "expected true or false, got %s", kindName(d))
+	l.errAt(f, d, path, "expected true or false, got %s%s", kindName(d), shapeHint(path, d))
 	return false, false
 }
 
@@ -319,7 +323,7 @@ func (l *loader) integer(f *file, n *yaml.Node, path string) (int64, bool) {
 	if d == nil {
 		d = n
 	}
-	l.errAt(f, d, path, "expected an integer, got %s", kindName(d))
+	l.errAt(f, d, path, "expected an integer, got %s%s", kindName(d), shapeHint(path, d))
 	return 0, false
 }
 
@@ -330,7 +334,7 @@ func (l *loader) strList(f *file, n *yaml.Node, path string) ([]string, bool) {
 		return nil, true
 	}
 	if d.Kind != yaml.SequenceNode {
-		l.errAt(f, d, path, "expected a list of strings, got %s", kindName(d))
+		l.errAt(f, d, path, "expected a list of strings, got %s%s", kindName(d), shapeHint(path, d))
 		return nil, false
 	}
 	out := make([]string, 0, len(d.Content))
@@ -364,8 +368,24 @@ func (l *loader) list(f *file, n *yaml.Node, path string) ([]*yaml.Node, bool) {
 		return nil, true
 	}
 	if d.Kind != yaml.SequenceNode {
-		l.errAt(f, d, path, "expected a list, got %s", kindName(d))
+		l.errAt(f, d, path, "expected a list, got %s%s", kindName(d), shapeHint(path, d))
 		return nil, false
 	}
 	return d.Content, true
+}
+
+// number reads a YAML number (an integer or a float).
+func (l *loader) number(f *file, n *yaml.Node, path string) (float64, bool) {
+	d := deref(n)
+	if d != nil && d.Kind == yaml.ScalarNode && (d.Tag == "!!int" || d.Tag == "!!float") {
+		var v float64
+		if err := d.Decode(&v); err == nil {
+			return v, true
+		}
+	}
+	if d == nil {
+		d = n
+	}
+	l.errAt(f, d, path, "expected a number, got %s", kindName(d))
+	return 0, false
 }

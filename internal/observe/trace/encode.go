@@ -1,14 +1,10 @@
 package trace
 
 import (
+	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"math"
-	"strconv"
 	"time"
-	"unicode/utf8"
-	"unsafe"
 
 	"github.com/kitsoki/kitsoki/internal/base/secret"
 )
@@ -46,78 +42,39 @@ func (s *sequencer) commit(turn int64, seq int) {
 	s.started, s.turn, s.nextSeq = true, turn, seq+1
 }
 
-// lineEncoder turns events into trace lines. One buffer is reused for every
-// line; a steady-state Append allocates nothing but, once every 32 lines,
-// the chunk the ts strings handed back are cut from (and what the payload
-// walk needs for values it does not know: structs, objects of a new
-// shape).
+// line is a trace line as encoding/json writes it: the envelope's fields
+// in the order the format fixes (trace-format.md §1), the payload last.
+// The payload is the scrubbed typed payload or open map, or emptyObject.
+type line struct {
+	Turn       int64  `json:"turn"`
+	Seq        int    `json:"seq"`
+	TS         string `json:"ts"`
+	Kind       string `json:"kind"`
+	StatePath  string `json:"state_path,omitempty"`
+	ParentTurn int64  `json:"parent_turn,omitempty"`
+	CallID     string `json:"call_id,omitempty"`
+	EpisodeID  string `json:"episode_id,omitempty"`
+	MatchIdx   int    `json:"match_idx,omitempty"`
+	Payload    any    `json:"payload"`
+}
+
+// lineEncoder turns events into trace lines with encoding/json. One
+// encoder and its buffer are reused for every line, so a line costs what
+// encoding/json's own work costs, and the line value is never allocated.
+// encoding/json writes exactly what the format asks: compact, object keys
+// sorted, <, > and & escaped, a newline after each value.
 type lineEncoder struct {
-	pay   *payloadEncoder
+	scrub scrubber
 	seq   sequencer
-	buf   []byte
-	clock tsFormat
-	// tsText is where the ts strings handed back are cut from: one
-	// allocation serves many lines. Bytes once handed out are never
-	// written again.
-	tsText []byte
-}
-
-// tsTextSize is the size of a tsText chunk: 32 lines' timestamps.
-const tsTextSize = 32 * len("2006-01-02T15:04:05.999999999Z")
-
-// tsString returns ts as a string cut from tsText.
-func (e *lineEncoder) tsString(ts []byte) string {
-	if len(ts) == 0 {
-		return ""
-	}
-	if cap(e.tsText)-len(e.tsText) < len(ts) {
-		e.tsText = make([]byte, 0, max(tsTextSize, len(ts)))
-	}
-	at := len(e.tsText)
-	e.tsText = append(e.tsText, ts...)
-	return unsafe.String(&e.tsText[at], len(ts))
-}
-
-// tsFormat writes timestamps as time.RFC3339Nano does in UTC. The date and
-// time of day of the last second written are kept: lines come many a
-// second.
-type tsFormat struct {
-	sec   int64 // Unix time of the second day holds
-	valid bool
-	day   [40]byte // sec as "2006-01-02T15:04:05" in UTC
-	n     int      // bytes of day
-}
-
-// append appends t in UTC in time.RFC3339Nano's layout.
-func (f *tsFormat) append(b []byte, t time.Time) []byte {
-	sec := t.Unix()
-	if !f.valid || sec != f.sec {
-		// RFC3339 writes the second without a fraction; "Z" ends it.
-		d := time.Unix(sec, 0).UTC().AppendFormat(f.day[:0], time.RFC3339)
-		f.sec, f.valid, f.n = sec, true, copy(f.day[:], d[:len(d)-1])
-	}
-	b = append(b, f.day[:f.n]...)
-	if ns := t.Nanosecond(); ns != 0 {
-		// Nine digits, trailing zeros dropped.
-		var frac [10]byte
-		frac[0], frac[1] = '.', byte('0'+ns/1e8)
-		ns %= 1e8
-		for i := 8; i > 0; i -= 2 {
-			d := ns % 100
-			frac[i], frac[i+1] = digitPairs[2*d], digitPairs[2*d+1]
-			ns /= 100
-		}
-		n := 10
-		for frac[n-1] == '0' {
-			n--
-		}
-		b = append(b, frac[:n]...)
-	}
-	return append(b, 'Z')
+	buf   bytes.Buffer
+	json  *json.Encoder // writes into buf
+	line  line
 }
 
 func newLineEncoder(mask *secret.Masker) *lineEncoder {
-	return &lineEncoder{pay: newPayloadEncoder(mask)}
+	e := &lineEncoder{scrub: newScrubber(mask)}
+	e.json = json.NewEncoder(&e.buf)
+	return e
 }
 
 // pending is what an encoded but not yet written line will assign.
@@ -134,72 +91,63 @@ type pending struct {
 // once the line is stored. now is the sink's clock reading, used when ev.TS
 // is empty.
 func (e *lineEncoder) encode(ev *Event, typed Payload, now time.Time) ([]byte, pending, error) {
+	payload, p, err := e.check(ev, typed, now)
+	if err != nil {
+		return nil, p, err
+	}
+	e.line = line{Turn: ev.Turn, Seq: p.seq, TS: p.ts, Kind: ev.Kind, StatePath: ev.StatePath, ParentTurn: ev.ParentTurn,
+		CallID: ev.CallID, EpisodeID: ev.EpisodeID, MatchIdx: ev.MatchIdx, Payload: payload}
+	if e.buf.Cap() > 1<<20 {
+		e.buf = bytes.Buffer{} // one huge line does not pin its buffer for the rest of the run
+	}
+	e.buf.Reset()
+	err = e.json.Encode(&e.line)
+	e.line.Payload = nil // keep no reference to the caller's values
+	if err != nil {
+		return nil, p, fmt.Errorf("trace: %s event: payload cannot be encoded as JSON: %w", ev.Kind, err)
+	}
+	return e.buf.Bytes(), p, nil
+}
+
+// check applies every rule to ev (its kind, envelope, turn order, ts and
+// payload) and returns the scrubbed payload to encode and what the line
+// will assign; nothing is assigned yet.
+func (e *lineEncoder) check(ev *Event, typed Payload, now time.Time) (any, pending, error) {
 	var p pending
 	if typed != nil && ev != nil {
 		if err := takeKind(ev, typed); err != nil {
 			return nil, p, err
 		}
 	}
-	plains, err := checkEnvelope(ev)
-	if err != nil {
+	if err := checkEnvelope(ev); err != nil {
 		return nil, p, err
 	}
 	seq, newTurn, err := e.seq.next(ev.Turn)
 	if err != nil {
 		return nil, p, err
 	}
-	b := e.buf[:0]
-	b = append(b, `{"turn":`...)
-	b = strconv.AppendInt(b, ev.Turn, 10)
-	b = append(b, `,"seq":`...)
-	b = strconv.AppendInt(b, int64(seq), 10)
-	b = append(b, `,"ts":"`...)
-	tsStart := len(b)
-	if ev.TS == "" {
-		b = e.clock.append(b, now)
-	} else {
-		t, err := time.Parse(time.RFC3339Nano, ev.TS)
-		if err != nil {
-			return nil, p, fmt.Errorf("trace: %s event: ts %q is not an RFC3339 timestamp", ev.Kind, ev.TS)
-		}
-		b = e.clock.append(b, t)
+	ts, err := timestamp(ev, now)
+	if err != nil {
+		return nil, p, err
 	}
-	ts := e.tsString(b[tsStart:])
-	b = append(b, `","kind":`...)
-	b = appendEnvelopeString(b, ev.Kind, plains&1 != 0)
-	if ev.StatePath != "" {
-		b = append(b, `,"state_path":`...)
-		b = appendEnvelopeString(b, ev.StatePath, plains&2 != 0)
-	}
-	if ev.ParentTurn != 0 {
-		b = append(b, `,"parent_turn":`...)
-		b = strconv.AppendInt(b, ev.ParentTurn, 10)
-	}
-	if ev.CallID != "" {
-		b = append(b, `,"call_id":`...)
-		b = appendEnvelopeString(b, ev.CallID, plains&4 != 0)
-	}
-	if ev.EpisodeID != "" {
-		b = append(b, `,"episode_id":`...)
-		b = appendEnvelopeString(b, ev.EpisodeID, plains&8 != 0)
-	}
-	if ev.MatchIdx != 0 {
-		b = append(b, `,"match_idx":`...)
-		b = strconv.AppendInt(b, int64(ev.MatchIdx), 10)
-	}
-	b = append(b, `,"payload":`...)
-	if typed != nil {
-		b, err = e.pay.encodeTyped(b, typed)
-	} else {
-		b, err = e.pay.encodeUnder(b, ev.Payload, ev.Kind)
-	}
+	payload, err := e.scrub.payloadOf(typed, ev.Payload)
 	if err != nil {
 		return nil, p, fmt.Errorf("trace: %s event: %w", ev.Kind, err)
 	}
-	b = append(b, "}\n"...)
-	e.buf = b
-	p = pending{turn: ev.Turn, seq: seq, ts: ts, newTurn: newTurn}
-	return b, p, nil
+	return payload, pending{turn: ev.Turn, seq: seq, ts: ts, newTurn: newTurn}, nil
+}
+
+// timestamp is the ts an event is written with: ev.TS normalised to UTC
+// RFC3339Nano, or now when ev.TS is empty.
+func timestamp(ev *Event, now time.Time) (string, error) {
+	t := now
+	if ev.TS != "" {
+		var err error
+		if t, err = time.Parse(time.RFC3339Nano, ev.TS); err != nil {
+			return "", fmt.Errorf("trace: %s event: ts %q is not an RFC3339 timestamp", ev.Kind, ev.TS)
+		}
+	}
+	return t.UTC().Format(time.RFC3339Nano), nil
 }
 
 // commit records that the encoded line is stored and tells the caller.
@@ -224,270 +172,44 @@ func takeKind(ev *Event, p Payload) error {
 }
 
 // checkEnvelope applies the rules on envelope fields that the reader or the
-// format depends on. Bit i of plains is set when string field i (kind,
-// state_path, call_id, episode_id) is written as it is.
-func checkEnvelope(ev *Event) (plains uint8, err error) {
+// format depends on.
+func checkEnvelope(ev *Event) error {
 	if ev == nil {
-		return 0, fmt.Errorf("trace: nil event")
+		return fmt.Errorf("trace: nil event")
 	}
 	switch {
 	case ev.Kind == "":
-		return 0, fmt.Errorf("trace: event has no kind")
+		return fmt.Errorf("trace: event has no kind")
 	case ev.Kind == KindSessionHeader:
-		return 0, fmt.Errorf("trace: kind %q is reserved for line 1 of the file", KindSessionHeader)
+		return fmt.Errorf("trace: kind %q is reserved for line 1 of the file", KindSessionHeader)
 	case ev.Turn < 0:
-		return 0, fmt.Errorf("trace: %s event: turn %d is negative", ev.Kind, ev.Turn)
+		return fmt.Errorf("trace: %s event: turn %d is negative", ev.Kind, ev.Turn)
 	case ev.ParentTurn < 0:
-		return 0, fmt.Errorf("trace: %s event: parent_turn %d is negative", ev.Kind, ev.ParentTurn)
+		return fmt.Errorf("trace: %s event: parent_turn %d is negative", ev.Kind, ev.ParentTurn)
 	case ev.MatchIdx < 0:
-		return 0, fmt.Errorf("trace: %s event: match_idx %d is negative", ev.Kind, ev.MatchIdx)
+		return fmt.Errorf("trace: %s event: match_idx %d is negative", ev.Kind, ev.MatchIdx)
 	}
-	for i, f := range [...]struct{ name, v string }{
+	for _, f := range [...]struct{ name, v string }{
 		{"kind", ev.Kind}, {"state_path", ev.StatePath}, {"call_id", ev.CallID}, {"episode_id", ev.EpisodeID},
 	} {
-		plain, err := checkKey(f.v)
-		if err != nil {
-			return 0, fmt.Errorf("trace: event field %s: %w", f.name, err)
-		}
-		if plain {
-			plains |= 1 << i
+		if err := checkString(f.v); err != nil {
+			return fmt.Errorf("trace: event field %s: %w", f.name, err)
 		}
 	}
-	return plains, nil
-}
-
-// appendEnvelopeString writes an envelope field checked by checkEnvelope;
-// plain says it is written as it is.
-func appendEnvelopeString(b []byte, s string, plain bool) []byte {
-	if !plain {
-		return appendJSONString(b, s)
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
-}
-
-const hexDigits = "0123456789abcdef"
-
-// digitPairs holds "00" to "99".
-const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
-	"40414243444546474849505152535455565758596061626364656667686970717273747576777879" +
-	"8081828384858687888990919293949596979899"
-
-// plainByte marks the ASCII bytes encoding/json copies into a string
-// unescaped (with HTML escaping on): printable, and not " \ < > &.
-var plainByte = func() (t [256]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
-	}
-	return t
-}()
-
-// appendJSONString appends s as a JSON string exactly as encoding/json
-// writes it with HTML escaping on: <, >, & and control characters as \u00XX
-// (except \b \f \n \r \t), U+2028/U+2029 escaped, invalid UTF-8 as \ufffd.
-func appendJSONString(b []byte, s string) []byte {
-	return appendJSONStringFrom(b, s, plainPrefix(s))
-}
-
-// appendJSONStringFrom is appendJSONString for s whose first i bytes are
-// known to be written as they are (plainPrefix).
-func appendJSONStringFrom(b []byte, s string, i int) []byte {
-	b = append(b, '"')
-	start := 0
-	for i < len(s) {
-		if plainByte[s[i]] {
-			i++
-			continue
-		}
-		if c := s[i]; c < utf8.RuneSelf {
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
-// appendFloat writes a float the way encoding/json does (ES6 number to
-// string: %f-like, exponent form below 1e-6 and from 1e21).
-func appendFloat(b []byte, f float64, bits int) ([]byte, error) {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return nil, ErrNaNOrInf
-	}
-	abs := math.Abs(f)
-	if bits == 64 && abs >= 1e-6 && abs < 1e6 {
-		if out, ok := appendShortDecimal(b, f); ok {
-			return out, nil
-		}
-	}
-	format := byte('f')
-	if abs != 0 {
-		if bits == 64 && (abs < 1e-6 || abs >= 1e21) || bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21) {
-			format = 'e'
-		}
-	}
-	b = strconv.AppendFloat(b, f, format, -1, bits)
-	if format == 'e' {
-		// e-09 -> e-9, as encoding/json does.
-		n := len(b)
-		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b, nil
-}
-
-// pow10 holds the powers of ten appendShortDecimal tries.
-var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6}
-
-// appendShortDecimal writes f, 1e-6 <= |f| < 1e6, when it is a decimal of
-// at most six places (0.92, 7.5, 250.5): the text strconv's shortest 'f'
-// form gives, without its general digit generation. n·10⁻ᵏ is the
-// shortest text that reads back as f when k is the fewest places for
-// which it does: n and 10ᵏ are exact, so n/10ᵏ rounds exactly as reading
-// the text does, and at this magnitude one n at most fits each k. ok is
-// false for any other f.
-func appendShortDecimal(b []byte, f float64) ([]byte, bool) {
-	for k, p := range pow10 {
-		n := math.Round(f * p)
-		if n/p != f {
-			continue
-		}
-		u := uint64(math.Abs(n))
-		if k > 0 && u%10 == 0 {
-			return b, false // cannot be: k was not the fewest places
-		}
-		if f < 0 {
-			b = append(b, '-')
-		}
-		if k == 0 {
-			return strconv.AppendUint(b, u, 10), true
-		}
-		div := uint64(p)
-		b = strconv.AppendUint(b, u/div, 10)
-		b = append(b, '.')
-		frac := u % div
-		for d := div / 10; d > 0; d /= 10 { // k digits, leading zeros kept
-			b = append(b, byte('0'+frac/d%10))
-		}
-		return b, true
-	}
-	return b, false
-}
-
-// appendNumber writes a json.Number verbatim after checking it is a JSON
-// number; the empty Number is 0, as in encoding/json.
-func appendNumber(b []byte, n json.Number) ([]byte, error) {
-	s := string(n)
-	if s == "" {
-		return append(b, '0'), nil
-	}
-	if !isValidNumber(s) {
-		return nil, errors.New("payload holds a json.Number that is not a JSON number")
-	}
-	return append(b, s...), nil
-}
-
-// isValidNumber reports whether s follows the JSON number grammar.
-func isValidNumber(s string) bool {
-	if s != "" && s[0] == '-' {
-		s = s[1:]
-	}
-	digits := func() int {
-		n := 0
-		for n < len(s) && '0' <= s[n] && s[n] <= '9' {
-			n++
-		}
-		s = s[n:]
-		return n
-	}
-	switch {
-	case s == "":
-		return false
-	case s[0] == '0':
-		s = s[1:]
-	case '1' <= s[0] && s[0] <= '9':
-		digits()
-	default:
-		return false
-	}
-	if len(s) > 0 && s[0] == '.' {
-		s = s[1:]
-		if digits() == 0 {
-			return false
-		}
-	}
-	if len(s) > 0 && (s[0] == 'e' || s[0] == 'E') {
-		s = s[1:]
-		if len(s) > 0 && (s[0] == '+' || s[0] == '-') {
-			s = s[1:]
-		}
-		if digits() == 0 {
-			return false
-		}
-	}
-	return s == ""
+	return nil
 }
 
 // headerLine is line 1 of every trace file.
 func headerLine(now time.Time, h HeaderInfo) []byte {
-	b := []byte(`{"kind":"session.header","schema_version":`)
-	b = strconv.AppendInt(b, SchemaVersion, 10)
-	b = append(b, `,"written_at":"`...)
-	b = now.UTC().AppendFormat(b, time.RFC3339Nano)
-	b = append(b, '"')
-	for _, f := range []struct{ k, v string }{
-		{"app_id", h.AppID}, {"story_path", h.StoryPath}, {"story_hash", h.StoryHash},
-		{"kitsoki_version", h.KitsokiVersion}, {"session_id", h.SessionID}, {"forked_from", h.ForkedFrom},
-	} {
-		if f.v == "" {
-			continue
-		}
-		b = append(b, ',', '"')
-		b = append(b, f.k...)
-		b = append(b, '"', ':')
-		v, _ := json.Marshal(f.v)
-		b = append(b, v...)
+	b, err := json.Marshal(struct {
+		Kind          string `json:"kind"`
+		SchemaVersion int    `json:"schema_version"`
+		WrittenAt     string `json:"written_at"`
+		HeaderInfo
+	}{KindSessionHeader, SchemaVersion, now.UTC().Format(time.RFC3339Nano), h})
+	if err != nil {
+		// Strings and integers only: encoding/json cannot fail on them.
+		panic(fmt.Sprintf("trace: encode session.header: %v", err))
 	}
-	if h.ForkedAtTurn > 0 {
-		b = append(b, `,"forked_at_turn":`...)
-		b = strconv.AppendInt(b, h.ForkedAtTurn, 10)
-	}
-	return append(b, "}\n"...)
+	return append(b, '\n')
 }

@@ -2,15 +2,21 @@ package trace
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/kitsoki/kitsoki/internal/base/secret"
 )
 
-// The payload encoder must produce exactly what encoding/json produces for
-// the same value, since the reader, Kitsoki and byte-identical round trips
-// all rely on that encoding.
+// A payload is written as encoding/json writes the same value, since the
+// reader, Kitsoki and byte-identical round trips all rely on that
+// encoding: values the scrubber turns into their JSON form first (structs,
+// typed maps) come out with sorted keys.
 func TestPayloadEncodingMatchesEncodingJSON(t *testing.T) {
 	type inner struct {
 		B string `json:"b"`
@@ -44,11 +50,7 @@ func TestPayloadEncodingMatchesEncodingJSON(t *testing.T) {
 		"keys":      map[string]any{"b": 1, "a": 2, "A": 3, "é": 4, "<": 5, "": 6, "a\u2028": 7},
 		"nested":    map[string]any{"x": []any{map[string]any{"y": []any{[]any{}}}}},
 	}
-	enc := newPayloadEncoder(nil)
-	got, err := enc.encode(nil, values)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := payloadBytes(t, values)
 	want, err := json.Marshal(values)
 	if err != nil {
 		t.Fatal(err)
@@ -83,149 +85,106 @@ func TestPayloadEncodingMatchesEncodingJSON(t *testing.T) {
 		}
 		ordered[k] = v
 	}
-	got, err = enc.encode(nil, ordered)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got = payloadBytes(t, ordered)
 	want, _ = json.Marshal(ordered)
 	if string(got) != string(want) {
 		t.Errorf("byte mismatch:\n got %s\nwant %s", got, want)
 	}
 }
 
-// FuzzAppendJSONString checks string escaping against encoding/json on
-// arbitrary bytes (the seed corpus runs as part of go test).
-func FuzzAppendJSONString(f *testing.F) {
-	for _, s := range []string{"", "a", "<>&", "\u2028", "\x00\x01\x1f", "\xff", "\xe2\x80", "é\u0301", `"\`} {
-		f.Add(s)
+// payloadBytes is the payload of the line a MemSink writes for p.
+func payloadBytes(t *testing.T, p map[string]any) []byte {
+	t.Helper()
+	s := NewMemSink()
+	mustAppend(t, s, &Event{Turn: 1, Kind: "k", Payload: p})
+	l := lines(s.Bytes())[1]
+	const key = `"payload":`
+	i := strings.Index(l, key)
+	if i < 0 || !strings.HasSuffix(l, "}") {
+		t.Fatalf("no payload in %s", l)
 	}
-	f.Fuzz(func(t *testing.T, s string) {
-		want, _ := json.Marshal(s)
-		if got := appendJSONString(nil, s); string(got) != string(want) {
-			t.Errorf("appendJSONString(%q) = %s, want %s", s, got, want)
-		}
-	})
+	return []byte(l[i+len(key) : len(l)-1])
 }
 
-// FuzzFloat checks float formatting against encoding/json.
-func FuzzFloat(f *testing.F) {
-	for _, v := range []float64{0, 1, -1, 0.1, 1e21, 1e-7, 123.456, 5e-324, math.MaxFloat64} {
-		f.Add(v)
-	}
-	f.Fuzz(func(t *testing.T, v float64) {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return
-		}
-		want, _ := json.Marshal(v)
-		got, err := appendFloat(nil, v, 64)
-		if err != nil || string(got) != string(want) {
-			t.Errorf("appendFloat(%v) = %s, %v; want %s", v, got, err, want)
-		}
-		want32, _ := json.Marshal(float32(v))
-		got32, err := appendFloat(nil, float64(float32(v)), 32)
-		if !math.IsInf(float64(float32(v)), 0) && (err != nil || string(got32) != string(want32)) {
-			t.Errorf("appendFloat(float32 %v) = %s, %v; want %s", float32(v), got32, err, want32)
-		}
-	})
-}
-
-func TestIsValidNumber(t *testing.T) {
+func TestIsNumber(t *testing.T) {
 	for s, want := range map[string]bool{
 		"0": true, "-0": true, "12": true, "1.5": true, "1e5": true, "1E+5": true, "-1.5e-7": true,
-		"": false, "-": false, "01": false, "1.": false, ".5": false, "1e": false, "1e+": false,
-		"+1": false, "0x10": false, "1.5.5": false, " 1": false, "NaN": false, "1e5x": false,
+		"-": false, "01": false, "1.": false, ".5": false, "1e": false, "1e+": false,
+		"+1": false, "0x10": false, "1.5.5": false, " 1": false, "1 ": false, "NaN": false, "1e5x": false,
+		`"1"`: false, "[1]": false, "true": false,
 	} {
-		if got := isValidNumber(s); got != want {
-			t.Errorf("isValidNumber(%q) = %v, want %v", s, got, want)
+		if got := isNumber(s); got != want {
+			t.Errorf("isNumber(%q) = %v, want %v", s, got, want)
 		}
 	}
 }
 
-// A map met twice in one payload is written twice as encoding/json writes
-// it; one changed between two lines is written as it is now.
-func TestRepeatedObjectsEncodeLikeEncodingJSON(t *testing.T) {
-	sub := map[string]any{"decision": "approve", "reason": "<ok> & fine", "n": 2.5, "tags": []any{"a"}, "nested": map[string]any{"k": 1}}
-	small := map[string]any{"x": 1}
-	values := map[string]any{
-		"submission": sub, "submitted": sub, "list": []any{sub, small, small},
-		"deeper": map[string]any{"again": sub}, "small": small,
+// With nothing to mask or refuse, the scrubber hands the caller's own
+// values to the encoder: nothing is copied.
+func TestScrubKeepsTheCallersValues(t *testing.T) {
+	sub := map[string]any{"decision": "approve", "reason": "<ok> & fine", "n": 2.5, "tags": []any{"a"}}
+	s := newScrubber(secret.New([]string{"sk-not-in-there"}))
+	out, err := s.payloadOf(nil, sub)
+	if err != nil {
+		t.Fatal(err)
 	}
-	enc := newPayloadEncoder(nil)
-	for round := range 2 {
-		got, err := enc.encode(nil, values)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := json.Marshal(values)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != string(want) {
-			t.Errorf("round %d:\n got %s\nwant %s", round, got, want)
-		}
-		typed, err := enc.encodeTyped(nil, HarnessReturned{Namespace: "host.agent.decide", Data: map[string]any{"submission": sub, "submitted": sub, "ok": true}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		wantTyped, _ := json.Marshal(map[string]any{"data": map[string]any{"submission": sub, "submitted": sub, "ok": true}, "namespace": "host.agent.decide"})
-		if string(typed) != string(wantTyped) {
-			t.Errorf("round %d, typed:\n got %s\nwant %s", round, typed, wantTyped)
-		}
-		sub["reason"], sub["extra"] = "changed", true // the next round sees the change
+	if reflect.ValueOf(out).Pointer() != reflect.ValueOf(sub).Pointer() {
+		t.Error("an open payload with nothing to change was copied")
 	}
-	if len(enc.seen) != 0 {
-		t.Errorf("the encoder still holds %d of the caller's maps", len(enc.seen))
+	typed := HarnessReturned{Namespace: "host.agent.decide", Data: map[string]any{"submission": sub, "ok": true}}
+	out, err = s.payloadOf(typed, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := out.(HarnessReturned); !ok {
+		t.Fatalf("typed payload came back as %T", out)
+	}
+	if reflect.ValueOf(out.(HarnessReturned).Data).Pointer() != reflect.ValueOf(typed.Data).Pointer() {
+		t.Error("a typed payload with nothing to change was copied")
 	}
 }
 
-// A map written again in a later payload after a change (values, a key
-// swapped for another at the same length, keys added or removed) is
-// written as encoding/json writes it now: nothing of an earlier line's
-// walk is reused.
-func TestChangedMapEncodesAsItIsNow(t *testing.T) {
-	m := map[string]any{"a": 1, "b": 2, "c": 3, "d": 4}
-	changes := []func(){
-		func() {},
-		func() { m["a"] = "changed" },
-		func() { delete(m, "b"); m["e"] = 5 },       // same length, other keys
-		func() { delete(m, "a"); m["0"] = "first" }, // a new first key
-		func() { m["f"] = []any{1} },
-		func() { delete(m, "c"); delete(m, "d") },
+// A masked value is written masked and the caller's maps, slices and
+// typed payloads keep their own values.
+func TestScrubCopiesWhatItChanges(t *testing.T) {
+	const long = "sk-0123456789"
+	sub := map[string]any{"token": long, "list": []any{"x", long}, "keep": "plain", "Authorization": "Bearer x"}
+	before := fmt.Sprint(sub)
+	s := NewMemSink(WithSecrets([]string{long}))
+	mustAppend(t, s, &Event{Turn: 1, Kind: "k", Payload: map[string]any{"sub": sub}})
+	if err := s.AppendPayload(&Event{Turn: 1}, AgentCallComplete{Verb: "decide", Model: long,
+		Response: AgentResponse{Submission: sub}, Substitution: &Substitution{Reason: long}}); err != nil {
+		t.Fatal(err)
 	}
-	enc := newPayloadEncoder(nil)
-	for i, change := range changes {
-		change()
-		got, err := enc.encode(nil, map[string]any{"m": m})
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, _ := json.Marshal(map[string]any{"m": m})
-		if string(got) != string(want) {
-			t.Errorf("change %d:\n got %s\nwant %s", i, got, want)
-		}
+	if after := fmt.Sprint(sub); after != before {
+		t.Errorf("the caller's map changed: %s, was %s", after, before)
+	}
+	out := string(s.Bytes())
+	if strings.Contains(out, long) || strings.Contains(out, "Bearer") {
+		t.Errorf("secret written:\n%s", out)
+	}
+	if !strings.Contains(out, `"keep":"plain"`) || strings.Count(out, `"token":"REDACTED"`) != 2 {
+		t.Errorf("masked lines lost a value:\n%s", out)
 	}
 }
 
-// New maps with the keys of an earlier one (each decide's submission is a
-// new map with the schema's keys), with other keys of the same count, or
-// with one key more, each come out as encoding/json writes them.
-func TestNewMapsWithSimilarKeysEncodeLikeEncodingJSON(t *testing.T) {
-	enc := newPayloadEncoder(nil)
-	maps := []map[string]any{
-		{"decision": "approve", "reason": "ok", "risk": "low", "tags": []any{"a"}},
-		{"decision": "reject", "reason": "no", "risk": "high", "tags": []any{}},
-		{"decision": "reject", "reason": "no", "risk": "high", "tagz": 1},
-		{"decision": "x", "reason": "y", "risk": "z", "tags": nil, "extra": true},
-		{"tags": "last", "risk": 3, "reason": nil, "decision": 0.5},
+// Increments are counts: their keys are masked, a sensitive header name
+// keeps its count, and the caller's map is left as it was.
+func TestScrubIncrements(t *testing.T) {
+	const long = "sk-0123456789"
+	inc := map[string]int64{"n-" + long: 2, "cookie": 3}
+	s := NewMemSink(WithSecrets([]string{long}))
+	if err := s.AppendPayload(&Event{Turn: 1}, WorldUpdate{Increment: inc}); err != nil {
+		t.Fatal(err)
 	}
-	for i, m := range maps {
-		got, err := enc.encode(nil, map[string]any{"submission": m})
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, _ := json.Marshal(map[string]any{"submission": m})
-		if string(got) != string(want) {
-			t.Errorf("map %d:\n got %s\nwant %s", i, got, want)
-		}
+	if got := lines(s.Bytes())[1]; !strings.HasSuffix(got, `"payload":{"increment":{"cookie":3,"n-REDACTED":2}}}`) {
+		t.Errorf("line %s", got)
+	}
+	if inc["n-"+long] != 2 || len(inc) != 2 {
+		t.Errorf("the caller's map changed: %v", inc)
+	}
+	if err := s.AppendPayload(&Event{Turn: 1}, WorldUpdate{Increment: map[string]int64{"a\x00": 1}}); err == nil ||
+		!strings.Contains(err.Error(), "payload contains NUL byte at payload.increment{key}") {
+		t.Errorf("NUL in an increment's key: %v", err)
 	}
 }

@@ -26,6 +26,7 @@ type MemSink struct {
 	// chunks hold the trace as on disk (header line, then event lines),
 	// in blocks so a long trace is never copied to grow.
 	chunks [][]byte
+	head   int // the header line's length (chunks[0] starts with it)
 	closed bool
 }
 
@@ -37,10 +38,12 @@ var _ Sink = (*MemSink)(nil)
 // NewMemSink returns an empty in-memory trace (header only).
 func NewMemSink(opts ...Option) *MemSink {
 	cfg := newConfig(opts)
+	head := headerLine(cfg.clock.Now(), cfg.header)
 	return &MemSink{
 		clk:    cfg.clock,
 		enc:    newLineEncoder(secret.New(cfg.secrets)),
-		chunks: [][]byte{headerLine(cfg.clock.Now(), cfg.header)},
+		chunks: [][]byte{head},
+		head:   len(head),
 	}
 }
 
@@ -98,6 +101,25 @@ func (m *MemSink) Close() error {
 	defer m.mu.Unlock()
 	m.closed = true
 	return nil
+}
+
+// Forget drops the event lines recorded so far (the header stays); seq and
+// the payload checks go on as before. A caller that reads the events as
+// they are appended, and never the whole trace, calls it at each turn so a
+// long run keeps no more than a turn's lines (the flow runner does).
+func (m *MemSink) Forget() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.chunks[0] = m.chunks[0][:m.head]
+	var reuse []byte // the next block, written over
+	if len(m.chunks) > 1 {
+		reuse = m.chunks[1][:0]
+	}
+	clear(m.chunks[1:])
+	m.chunks = m.chunks[:1]
+	if reuse != nil {
+		m.chunks = append(m.chunks, reuse)
+	}
 }
 
 // Now reads the sink's clock.

@@ -12,23 +12,16 @@ import (
 // to-cassette). Writers hand one to Sink.AppendPayload; readers of a trace
 // file turn an Event's map back into one with Decode.
 //
-// Each type encodes itself field by field in the order of its JSON keys,
-// which is sorted, so its line is byte for byte what encoding/json writes
-// for the same payload as a map, without sorting keys per event. The
-// json tags say the same thing for Decode and for the schema test: a
-// field with omitempty or omitzero is left out exactly when the encoder
-// leaves it out. Fields that carry open user data (world values, with:
-// arguments, submissions, meta) are any or map[string]any and go through
-// the generic walk, masked like every other payload value; kitsoki's own
-// key names are never masked.
+// encoding/json writes each type by its json tags. The fields are
+// declared in the sorted order of their keys, so a typed payload's line
+// is byte for byte the line of the same payload given as a map. Fields
+// that carry open user data (world values, with: arguments, submissions,
+// meta) are any or map[string]any; every value, typed or open, is checked
+// and masked by the same rules (each type's scrub method names its
+// fields), and kitsoki's own key names are never masked.
 type Payload interface {
 	Kind() string
-	fields
-}
-
-// fields is a typed object: it writes its own key/value pairs.
-type fields interface {
-	appendFields(w *objWriter)
+	scrubbable
 }
 
 // TurnInput is turn.input: what the user typed, and the intent (empty on
@@ -53,7 +46,7 @@ type TurnRouted struct {
 	Input      string         `json:"input"`
 	Intent     string         `json:"intent,omitempty"`
 	Reason     string         `json:"reason,omitempty"` // the contextual tier's reason
-	Slots      map[string]any `json:"slots,omitzero"`
+	Slots      map[string]any `json:"slots,omitempty"`
 	Tier       string         `json:"tier"`
 }
 
@@ -353,7 +346,7 @@ func NewPayload(kind string) (p Payload, ok bool) {
 	case KindJobCompleted:
 		return &JobCompleted{}, true
 	}
-	return nil, false
+	return newJournalPayload(kind)
 }
 
 // Decode reads an event's payload (as the reader returns it: a map, numbers
@@ -386,202 +379,313 @@ func Decode(ev *Event, dst any) error {
 	return nil
 }
 
-// The encoders. Keys are written in sorted order, exactly when encoding/json
-// would write them under the field's tag.
+// The scrub methods. Each checks and masks the fields of its copy of
+// the payload (see scrubber) and returns the copy when a field changed.
 
-func (p TurnInput) appendFields(w *objWriter) {
-	w.str("input", p.Input)
-	w.str("intent", p.Intent)
-}
-
-func (p TurnStart) appendFields(w *objWriter) {
-	if p.Direct {
-		w.boolean("direct", true)
+func (p TurnInput) scrub(s *scrubber) (any, bool) {
+	c := s.begin()
+	s.str("input", &p.Input)
+	s.str("intent", &p.Intent)
+	if s.end(c) {
+		return p, true
 	}
-	w.str("input", p.Input)
-	w.int("turn", p.Turn)
+	return nil, false
 }
 
-func (p TurnRouted) appendFields(w *objWriter) {
-	w.value("confidence", p.Confidence)
-	w.str("input", p.Input)
-	w.strOmit("intent", p.Intent)
-	w.strOmit("reason", p.Reason)
-	if len(p.Slots) > 0 {
-		w.object("slots", p.Slots)
+func (p TurnStart) scrub(s *scrubber) (any, bool) {
+	c := s.begin()
+	s.str("input", &p.Input)
+	if s.end(c) {
+		return p, true
 	}
-	w.str("tier", p.Tier)
+	return nil, false
 }
 
-func (p TurnEnd) appendFields(w *objWriter) {
-	w.strOmit("code", p.Code)
-	w.strOmit("error", p.Error)
-	w.str("outcome", p.Outcome)
-	w.strOmit("to", p.To)
-	w.strOmit("view", p.View)
-}
-
-func (p MachineIntentAccepted) appendFields(w *objWriter) {
-	w.str("intent", p.Intent)
-	w.object("slots", p.Slots)
-}
-
-func (p MachineValidationFailed) appendFields(w *objWriter) {
-	w.str("code", p.Code)
-	w.strOmit("guard_hint", p.GuardHint)
-	w.str("intent", p.Intent)
-	w.str("message", p.Message)
-	w.str("state", p.State)
-}
-
-func (p MachineTransition) appendFields(w *objWriter) {
-	w.str("from", p.From)
-	w.str("intent", p.Intent)
-	if p.Slots != nil {
-		w.object("slots", p.Slots)
+func (p TurnRouted) scrub(s *scrubber) (any, bool) {
+	c := s.begin()
+	s.float("confidence", p.Confidence)
+	s.str("input", &p.Input)
+	s.str("intent", &p.Intent)
+	s.str("reason", &p.Reason)
+	s.obj("slots", &p.Slots)
+	s.str("tier", &p.Tier)
+	if s.end(c) {
+		return p, true
 	}
-	w.str("to", p.To)
+	return nil, false
 }
 
-func (p MachineSay) appendFields(w *objWriter)          { w.str("text", p.Text) }
-func (p MachineStateExited) appendFields(w *objWriter)  { w.str("state", p.State) }
-func (p MachineStateEntered) appendFields(w *objWriter) { w.str("state", p.State) }
-
-func (p MachineError) appendFields(w *objWriter) {
-	w.str("error", p.Error)
-	w.str("intent", p.Intent)
-	w.object("slots", p.Slots)
-	w.str("state", p.State)
-}
-
-func (p MachineTimeout) appendFields(w *objWriter) {
-	w.str("after", p.After)
-	w.str("state", p.State)
-	w.str("target", p.Target)
-}
-
-func (p WorldUpdate) appendFields(w *objWriter) {
-	if p.Increment != nil {
-		w.counts("increment", p.Increment)
+func (p TurnEnd) scrub(s *scrubber) (any, bool) {
+	c := s.begin()
+	s.str("code", &p.Code)
+	s.str("error", &p.Error)
+	s.str("outcome", &p.Outcome)
+	s.str("to", &p.To)
+	s.str("view", &p.View)
+	if s.end(c) {
+		return p, true
 	}
-	w.strOmit("namespace", p.Namespace)
-	if p.Set != nil {
-		w.object("set", p.Set)
+	return nil, false
+}
+
+func (p MachineIntentAccepted) scrub(s *scrubber) (any, bool) {
+	c := s.begin()
+	s.str("intent", &p.Intent)
+	s.obj("slots", &p.Slots)
+	if s.end(c) {
+		return p, true
 	}
-	w.strOmit("skipped", p.Skipped)
+	return nil, false
 }
 
-func (p HarnessCalled) appendFields(w *objWriter) {
-	w.object("args", p.Args)
-	w.boolean("background", p.Background)
-	w.str("namespace", p.Namespace)
-}
-
-func (p HarnessDispatched) appendFields(w *objWriter) {
-	w.object("args", p.Args)
-	w.boolean("background", p.Background)
-	w.str("namespace", p.Namespace)
-	w.boolean("rerender_fell_back", p.RerenderFellBack)
-}
-
-func (p HarnessReturned) appendFields(w *objWriter) {
-	if p.Data != nil {
-		w.object("data", p.Data)
+func (p MachineValidationFailed) scrub(s *scrubber) (any, bool) {
+	c := s.begin()
+	s.str("code", &p.Code)
+	s.str("guard_hint", &p.GuardHint)
+	s.str("intent", &p.Intent)
+	s.str("message", &p.Message)
+	s.str("state", &p.State)
+	if s.end(c) {
+		return p, true
 	}
-	w.strOmit("error", p.Error)
-	w.str("namespace", p.Namespace)
+	return nil, false
 }
 
-func (p JobStarted) appendFields(w *objWriter) {
-	w.strOmit("call", p.Call)
-	w.str("handler", p.Handler)
-	w.str("job_id", p.JobID)
-	w.str("state", p.State)
-}
-
-func (p JobAwaitingInput) appendFields(w *objWriter) {
-	if p.Fields != nil {
-		w.object("fields", p.Fields)
+func (p MachineTransition) scrub(s *scrubber) (any, bool) {
+	c := s.begin()
+	s.str("from", &p.From)
+	s.str("intent", &p.Intent)
+	s.obj("slots", &p.Slots)
+	s.str("to", &p.To)
+	if s.end(c) {
+		return p, true
 	}
-	w.str("handler", p.Handler)
-	w.str("job_id", p.JobID)
-	w.str("prompt", p.Prompt)
-	w.str("state", p.State)
+	return nil, false
 }
 
-func (p JobCompleted) appendFields(w *objWriter) {
-	w.strOmit("error", p.Error)
-	w.str("handler", p.Handler)
-	w.str("job_id", p.JobID)
-	w.str("state", p.State)
-	w.str("status", p.Status)
-}
-
-func (p HarnessError) appendFields(w *objWriter) {
-	w.intOmit("cap", int64(p.Cap))
-	w.intOmit("depth", int64(p.Depth))
-	w.strOmit("error", p.Error)
-	w.intOmit("max_depth", int64(p.MaxDepth))
-	w.strOmit("message", p.Message)
-	w.strOmit("phase", p.Phase)
-	w.strOmit("prior", p.Prior)
-	w.strOmit("reason", p.Reason)
-	w.strOmit("target", p.Target)
-}
-
-func (p AgentCallStart) appendFields(w *objWriter) {
-	w.strOmit("agent", p.Agent)
-	w.strOmit("effort", p.Effort)
-	if p.Input != nil {
-		w.value("input", p.Input)
+func (p MachineSay) scrub(s *scrubber) (any, bool) {
+	c := s.begin()
+	s.str("text", &p.Text)
+	if s.end(c) {
+		return p, true
 	}
-	w.strOmit("model", p.Model)
-	w.strOmit("pin_evidence", p.PinEvidence)
-	w.strOmit("pin_reason", p.PinReason)
-	if p.Pinned != nil {
-		w.boolean("pinned", *p.Pinned)
-	}
-	w.strOmit("profile", p.Profile)
-	w.strOmit("prompt", p.Prompt)
-	w.strOmit("purpose", p.Purpose)
-	w.str("verb", p.Verb)
+	return nil, false
 }
 
-func (p AgentCallComplete) appendFields(w *objWriter) {
-	w.strOmit("agent", p.Agent)
-	w.int("duration_ms", p.DurationMS)
-	if p.Meta != nil {
-		w.object("meta", p.Meta)
+func (p MachineStateExited) scrub(s *scrubber) (any, bool) {
+	c := s.begin()
+	s.str("state", &p.State)
+	if s.end(c) {
+		return p, true
 	}
-	w.strOmit("model", p.Model)
-	if p.Response != nil {
-		w.value("response", p.Response)
-	}
-	if p.Substitution != nil {
-		w.typed("substitution", *p.Substitution)
-	}
-	w.str("verb", p.Verb)
+	return nil, false
 }
 
-func (p AgentCallError) appendFields(w *objWriter) {
-	w.strOmit("agent", p.Agent)
-	w.int("duration_ms", p.DurationMS)
-	w.str("error", p.Error)
-	w.str("error_kind", p.ErrorKind)
-	w.strOmit("model", p.Model)
-	if p.Substitution != nil {
-		w.typed("substitution", *p.Substitution)
+func (p MachineStateEntered) scrub(s *scrubber) (any, bool) {
+	c := s.begin()
+	s.str("state", &p.State)
+	if s.end(c) {
+		return p, true
 	}
-	w.str("verb", p.Verb)
+	return nil, false
 }
 
-func (p AgentResponse) appendFields(w *objWriter) {
-	w.object("meta", p.Meta)
-	w.value("submission", p.Submission)
+func (p MachineError) scrub(s *scrubber) (any, bool) {
+	c := s.begin()
+	s.str("error", &p.Error)
+	s.str("intent", &p.Intent)
+	s.obj("slots", &p.Slots)
+	s.str("state", &p.State)
+	if s.end(c) {
+		return p, true
+	}
+	return nil, false
 }
 
-func (p Substitution) appendFields(w *objWriter) {
-	w.str("fallback_plugin", p.FallbackPlugin)
-	w.str("original_plugin", p.OriginalPlugin)
-	w.str("reason", p.Reason)
+func (p MachineTimeout) scrub(s *scrubber) (any, bool) {
+	c := s.begin()
+	s.str("after", &p.After)
+	s.str("state", &p.State)
+	s.str("target", &p.Target)
+	if s.end(c) {
+		return p, true
+	}
+	return nil, false
+}
+
+func (p WorldUpdate) scrub(s *scrubber) (any, bool) {
+	c := s.begin()
+	s.counts("increment", &p.Increment)
+	s.str("namespace", &p.Namespace)
+	s.obj("set", &p.Set)
+	s.str("skipped", &p.Skipped)
+	if s.end(c) {
+		return p, true
+	}
+	return nil, false
+}
+
+func (p HarnessCalled) scrub(s *scrubber) (any, bool) {
+	c := s.begin()
+	s.obj("args", &p.Args)
+	s.str("namespace", &p.Namespace)
+	if s.end(c) {
+		return p, true
+	}
+	return nil, false
+}
+
+func (p HarnessDispatched) scrub(s *scrubber) (any, bool) {
+	c := s.begin()
+	s.obj("args", &p.Args)
+	s.str("namespace", &p.Namespace)
+	if s.end(c) {
+		return p, true
+	}
+	return nil, false
+}
+
+func (p HarnessReturned) scrub(s *scrubber) (any, bool) {
+	c := s.begin()
+	s.obj("data", &p.Data)
+	s.str("error", &p.Error)
+	s.str("namespace", &p.Namespace)
+	if s.end(c) {
+		return p, true
+	}
+	return nil, false
+}
+
+func (p HarnessError) scrub(s *scrubber) (any, bool) {
+	c := s.begin()
+	s.str("error", &p.Error)
+	s.str("message", &p.Message)
+	s.str("phase", &p.Phase)
+	s.str("prior", &p.Prior)
+	s.str("reason", &p.Reason)
+	s.str("target", &p.Target)
+	if s.end(c) {
+		return p, true
+	}
+	return nil, false
+}
+
+func (p AgentCallStart) scrub(s *scrubber) (any, bool) {
+	c := s.begin()
+	s.str("agent", &p.Agent)
+	s.str("effort", &p.Effort)
+	s.open("input", &p.Input)
+	s.str("model", &p.Model)
+	s.str("pin_evidence", &p.PinEvidence)
+	s.str("pin_reason", &p.PinReason)
+	s.str("profile", &p.Profile)
+	s.str("prompt", &p.Prompt)
+	s.str("purpose", &p.Purpose)
+	s.str("verb", &p.Verb)
+	if s.end(c) {
+		return p, true
+	}
+	return nil, false
+}
+
+func (p AgentCallComplete) scrub(s *scrubber) (any, bool) {
+	c := s.begin()
+	s.str("agent", &p.Agent)
+	s.obj("meta", &p.Meta)
+	s.str("model", &p.Model)
+	s.open("response", &p.Response)
+	p.Substitution = s.substitution(p.Substitution)
+	s.str("verb", &p.Verb)
+	if s.end(c) {
+		return p, true
+	}
+	return nil, false
+}
+
+func (p AgentCallError) scrub(s *scrubber) (any, bool) {
+	c := s.begin()
+	s.str("agent", &p.Agent)
+	s.str("error", &p.Error)
+	s.str("error_kind", &p.ErrorKind)
+	s.str("model", &p.Model)
+	p.Substitution = s.substitution(p.Substitution)
+	s.str("verb", &p.Verb)
+	if s.end(c) {
+		return p, true
+	}
+	return nil, false
+}
+
+func (p AgentResponse) scrub(s *scrubber) (any, bool) {
+	c := s.begin()
+	s.obj("meta", &p.Meta)
+	s.open("submission", &p.Submission)
+	if s.end(c) {
+		return p, true
+	}
+	return nil, false
+}
+
+func (p Substitution) scrub(s *scrubber) (any, bool) {
+	c := s.begin()
+	s.str("fallback_plugin", &p.FallbackPlugin)
+	s.str("original_plugin", &p.OriginalPlugin)
+	s.str("reason", &p.Reason)
+	if s.end(c) {
+		return p, true
+	}
+	return nil, false
+}
+
+// substitution scrubs an agent call's substitution, returning a masked
+// copy when it changed.
+func (s *scrubber) substitution(sub *Substitution) *Substitution {
+	if sub == nil {
+		return nil
+	}
+	out, changed := s.typed("substitution", *sub)
+	if !changed {
+		return sub
+	}
+	masked := out.(Substitution)
+	s.changed = true
+	return &masked
+}
+
+func (p JobStarted) scrub(s *scrubber) (any, bool) {
+	c := s.begin()
+	s.str("call", &p.Call)
+	s.str("handler", &p.Handler)
+	s.str("job_id", &p.JobID)
+	s.str("state", &p.State)
+	if s.end(c) {
+		return p, true
+	}
+	return nil, false
+}
+
+func (p JobAwaitingInput) scrub(s *scrubber) (any, bool) {
+	c := s.begin()
+	s.obj("fields", &p.Fields)
+	s.str("handler", &p.Handler)
+	s.str("job_id", &p.JobID)
+	s.str("prompt", &p.Prompt)
+	s.str("state", &p.State)
+	if s.end(c) {
+		return p, true
+	}
+	return nil, false
+}
+
+func (p JobCompleted) scrub(s *scrubber) (any, bool) {
+	c := s.begin()
+	s.str("error", &p.Error)
+	s.str("handler", &p.Handler)
+	s.str("job_id", &p.JobID)
+	s.str("state", &p.State)
+	s.str("status", &p.Status)
+	if s.end(c) {
+		return p, true
+	}
+	return nil, false
 }

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -222,5 +223,26 @@ func TestMemSinkMatchesFile(t *testing.T) {
 	}
 	if got := mem[0].Payload["set"].(map[string]any)["n"]; got != json.Number("12345678901234567") {
 		t.Errorf("large integer read back as %#v", got)
+	}
+}
+
+// Forget drops the lines recorded so far; seq goes on, the header stays.
+func TestMemSinkForget(t *testing.T) {
+	m := NewMemSink(WithClock(fakeClock()))
+	for turn := int64(0); turn < 3; turn++ {
+		mustAppend(t, m, &Event{Turn: turn, Kind: KindTurnEnd})
+	}
+	m.Forget()
+	if evs := m.Events(); len(evs) != 0 {
+		t.Fatalf("after Forget: %d events", len(evs))
+	}
+	mustAppend(t, m, &Event{Turn: 3, Kind: KindTurnEnd})
+	evs := m.Events()
+	if len(evs) != 1 || evs[0].Turn != 3 {
+		t.Fatalf("after Forget and one append: %+v", evs)
+	}
+	b := m.Bytes()
+	if !bytes.HasPrefix(b, []byte(`{"kind":"session.header"`)) {
+		t.Errorf("the header is gone: %.60s", b)
 	}
 }

@@ -1,9 +1,7 @@
 package trace
 
 import (
-	"encoding/json"
 	"errors"
-	"math"
 	"strings"
 
 	"golang.org/x/text/unicode/norm"
@@ -53,63 +51,12 @@ func (e *payloadError) path() string {
 	return strings.TrimPrefix(b.String(), ".")
 }
 
+// storable runs v through the writer's own checks (a scrubber with
+// nothing to mask), so what Storable accepts is what Append accepts.
 func storable(v any, depth int) error {
-	if depth > maxDepth {
-		return ErrTooDeep
-	}
-	switch x := v.(type) {
-	case nil, bool, int, int64, int32, int16, int8, uint, uint64, uint32, uint16, uint8, json.Number:
-		return nil
-	case string:
-		return checkString(x)
-	case float64:
-		return finite(x)
-	case float32:
-		return finite(float64(x))
-	case map[string]any:
-		for k, el := range x {
-			if _, err := checkKey(k); err != nil {
-				return withSeg(err, "{key}")
-			}
-			if err := storable(el, depth+1); err != nil {
-				return withSeg(err, "."+k)
-			}
-		}
-	case []any:
-		for i, el := range x {
-			if err := storable(el, depth+1); err != nil {
-				return withSeg(err, indexSeg(i))
-			}
-		}
-	case []string:
-		for i, el := range x {
-			if err := checkString(el); err != nil {
-				return withSeg(err, indexSeg(i))
-			}
-		}
-	case map[string]string:
-		for k, el := range x {
-			if _, err := checkKey(k); err != nil {
-				return withSeg(err, "{key}")
-			}
-			if err := checkString(el); err != nil {
-				return withSeg(err, "."+k)
-			}
-		}
-	default:
-		// Anything else is written through its JSON form: check that.
-		e := newPayloadEncoder(nil)
-		_, err := e.value(nil, v, depth, "")
-		return err
-	}
-	return nil
-}
-
-func finite(f float64) error {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return ErrNaNOrInf
-	}
-	return nil
+	sc := newScrubber(nil)
+	_, _, err := sc.value(v, depth)
+	return err
 }
 
 // StorableText is an error message or other text of kitsoki's own made

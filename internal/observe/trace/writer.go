@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/base/clock"
+	"github.com/kitsoki/kitsoki/internal/base/outfile"
 	"github.com/kitsoki/kitsoki/internal/base/secret"
 )
 
@@ -62,11 +63,11 @@ var _ Sink = (*Writer)(nil)
 func Create(path string, opts ...Option) (*Writer, error) {
 	cfg := newConfig(opts)
 	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := outfile.MkdirAll(dir); err != nil {
 			return nil, fmt.Errorf("trace: %w", err) // names the directory
 		}
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, outfile.File)
 	if err != nil {
 		return nil, fmt.Errorf("trace: %w", err) // names the path
 	}

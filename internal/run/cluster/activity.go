@@ -146,6 +146,11 @@ func (a *Activities) Invoke(ctx context.Context, in InvokeInput) (_ *InvokeResul
 	defer nonRetryablePanic(&ferr)
 	defer heartbeat(ctx)()
 	st, inv, sch, err := a.call(in)
+	if _, ok := errors.AsType[*BundleError](err); ok {
+		// Not this call's failure: this worker cannot read the bundle
+		// (another may: Temporal issues the call again).
+		return nil, temporal.NewApplicationError(err.Error(), ErrTypeUnavailable)
+	}
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "kitsoki.story", nil)
 	}

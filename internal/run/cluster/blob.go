@@ -14,6 +14,8 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/kitsoki/kitsoki/internal/base/outfile"
 )
 
 // DefaultBlobThreshold is the payload size (bytes, the encoded payload
@@ -82,15 +84,18 @@ func (b *Blobs) path(digest string) (string, error) {
 	return filepath.Join(b.Dir, "sha256", hexd[:2], hexd), nil
 }
 
-// Put stores data and returns its digest.
+// Put stores data and returns its digest. A blob already stored is kept
+// when its content is data; one whose file was damaged is written again.
 func (b *Blobs) Put(data []byte) (string, error) {
 	sum := sha256.Sum256(data)
 	digest := "sha256:" + hex.EncodeToString(sum[:])
 	p, _ := b.path(digest)
 	if fi, err := os.Stat(p); err == nil && fi.Size() == int64(len(data)) {
-		return digest, nil
+		if old, err := os.ReadFile(p); err == nil && sha256.Sum256(old) == sum {
+			return digest, nil
+		}
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	if err := outfile.MkdirAll(filepath.Dir(p)); err != nil {
 		return "", fmt.Errorf("blob store %s: %w", b.Dir, err)
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")

@@ -129,7 +129,10 @@ func (c *Client) Close() { c.c.Close() }
 const (
 	MemoStoryPath = "kitsoki.story_path"
 	MemoStoryHash = "kitsoki.story_hash"
-	MemoAppID     = "kitsoki.app_id"
+	// MemoStoryBundle is the digest of the story bundle the session runs
+	// (absent for a session read from the workers' stories directory).
+	MemoStoryBundle = "kitsoki.story_bundle"
+	MemoAppID       = "kitsoki.app_id"
 )
 
 // ErrRunning is a session id already taken by a running session.
@@ -141,7 +144,7 @@ func (c *Client) Start(ctx context.Context, in SessionInput, appID string) error
 	_, err := c.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:        in.SessionID,
 		TaskQueue: c.queue,
-		Memo:      map[string]any{MemoStoryPath: in.Story.Path, MemoStoryHash: in.Story.Hash, MemoAppID: appID},
+		Memo:      memo(in.Story, appID),
 		// A closed session's id is not reused: its history is its record.
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
@@ -154,6 +157,14 @@ func (c *Client) Start(ctx context.Context, in SessionInput, appID string) error
 		return fmt.Errorf("start session %s: %w", in.SessionID, err)
 	}
 	return nil
+}
+
+func memo(ref StoryRef, appID string) map[string]any {
+	m := map[string]any{MemoStoryPath: ref.Path, MemoStoryHash: ref.Hash, MemoAppID: appID}
+	if ref.Bundle != "" {
+		m[MemoStoryBundle] = ref.Bundle
+	}
+	return m
 }
 
 // SessionInfo is a session as the cluster's visibility records it, with
@@ -229,6 +240,8 @@ func (c *Client) info(ex *workflowpb.WorkflowExecutionInfo) SessionInfo {
 			si.Story.Path = v
 		case MemoStoryHash:
 			si.Story.Hash = v
+		case MemoStoryBundle:
+			si.Story.Bundle = v
 		case MemoAppID:
 			si.AppID = v
 		}

@@ -32,10 +32,14 @@ const (
 	// ErrTypeLost is the (retryable) application error type of a call
 	// whose worker stopped during it: its answer is not the call's.
 	ErrTypeLost = "kitsoki.lost"
+	// ErrTypeUnavailable is the (retryable) application error type of a
+	// call whose worker cannot read the session's story bundle: the call
+	// did not run there, so another worker takes it.
+	ErrTypeUnavailable = "kitsoki.unavailable"
 	// KindCallReissued is the event the activity writes after the events
 	// of a call it answered on a later attempt than the first (its
 	// earlier attempts were lost with their workers).
-	KindCallReissued = "kitsoki.call.reissued"
+	KindCallReissued = trace.KindCallReissued
 	// FailureKindLost is the failure kind of a lost call that is not
 	// issued again (LostCallError); retry: never lists it.
 	FailureKindLost = "lost"
@@ -106,8 +110,13 @@ func lostReason(err error) string {
 			return "no result within the start-to-close timeout"
 		}
 	}
-	if ae, ok := errors.AsType[*temporal.ApplicationError](err); ok && ae.Type() == ErrTypeLost {
-		return "its worker stopped during the call"
+	if ae, ok := errors.AsType[*temporal.ApplicationError](err); ok {
+		switch ae.Type() {
+		case ErrTypeLost:
+			return "its worker stopped during the call"
+		case ErrTypeUnavailable:
+			return "its worker could not read the session's story: " + ae.Message()
+		}
 	}
 	return ""
 }
@@ -178,8 +187,8 @@ func noteReissued(ctx context.Context, sink *captureSink, in InvokeInput) error 
 	if n <= 1 {
 		return nil
 	}
-	return sink.Append(&trace.Event{Turn: in.Turn, StatePath: in.State, Kind: KindCallReissued,
-		Payload: map[string]any{"namespace": in.Namespace, "attempt": int(n)}})
+	return sink.AppendPayload(&trace.Event{Turn: in.Turn, StatePath: in.State},
+		trace.CallReissued{Namespace: in.Namespace, Attempt: int(n)})
 }
 
 // nonRetryablePanic turns a panic of the activity into a non-retryable

@@ -404,3 +404,26 @@ func TestStoppedIsRetryableLost(t *testing.T) {
 		t.Error("an infrastructure failure counts as a lost call")
 	}
 }
+
+// A call whose worker cannot read the session's bundle did not run: the
+// activity fails with the retryable kitsoki.unavailable error, so another
+// worker takes the call, and a call that no worker could run fails as a
+// lost one, with the reason.
+func TestUnreadableBundleIsRetryable(t *testing.T) {
+	app := copyHello(t)
+	ref := mustPack(t, app, mustLoad(t, app), &Blobs{Dir: t.TempDir()})
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	a := &Activities{Stories: &Stories{Blobs: &Blobs{Dir: t.TempDir()}, BundleDir: t.TempDir()}}
+	env.RegisterActivityWithOptions(a.Invoke, activity.RegisterOptions{Name: InvokeActivity})
+	_, err := env.ExecuteActivity(InvokeActivity, InvokeInput{Story: ref, Namespace: "host.agent.decide"})
+	ae, ok := errors.AsType[*temporal.ApplicationError](err)
+	if !ok || ae.Type() != ErrTypeUnavailable || ae.NonRetryable() {
+		t.Fatalf("error = %v; want a retryable %s error", err, ErrTypeUnavailable)
+	}
+	reason := lostReason(err)
+	if !strings.HasPrefix(reason, "its worker could not read the session's story: story app.yaml: the session's story bundle "+ref.Bundle+": blob ") ||
+		!strings.HasSuffix(reason, "blob missing; every worker and client of the cluster must share one blob directory (--blobs, $KITSOKI_BLOBS_DIR)") {
+		t.Errorf("lost reason %q", reason)
+	}
+}

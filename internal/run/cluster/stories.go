@@ -2,7 +2,9 @@ package cluster
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -11,22 +13,29 @@ import (
 	"github.com/kitsoki/kitsoki/internal/load/story"
 )
 
-// StoryRef names the story a session runs: its root file relative to the
-// stories directory every worker has, and the content hash the session
-// was started with (story.Story.ContentHash), so every worker runs the same
-// compiled story or refuses.
+// StoryRef names the story a session runs: the content hash the session
+// was started with (story.Story.ContentHash), so every worker runs the
+// same compiled story or refuses, and its root file, relative to the
+// bundle Bundle names (the story's files in the blob store, PackStory),
+// or, without one, to the stories directory every worker has.
 type StoryRef struct {
-	Path string `json:"path"`
-	Hash string `json:"hash"`
+	Path   string `json:"path"`
+	Hash   string `json:"hash"`
+	Bundle string `json:"bundle,omitempty"`
 }
 
 // Stories loads stories from a stories directory, each once per content
 // hash. It is safe for concurrent use.
 type Stories struct {
-	// Dir is the stories directory; StoryRef paths are relative to it.
+	// Dir is the stories directory; the paths of StoryRefs without a
+	// bundle are relative to it.
 	Dir string
 	// Options are passed to story.Load.
 	Options []story.Option
+	// Blobs holds the story bundles; BundleDir is where this worker
+	// unpacks them ("" is <Blobs.Dir>/bundles).
+	Blobs     *Blobs
+	BundleDir string
 
 	mu     sync.Mutex
 	loaded map[StoryRef]*loadedStory
@@ -104,12 +113,13 @@ func (s *Stories) load(ref StoryRef) (*loadedStory, error) {
 	if ls := s.loaded[ref]; ls != nil {
 		return ls, nil
 	}
-	st, err := story.Load(filepath.Join(s.Dir, ref.Path), s.Options...)
+	st, err := s.open(ref)
 	if err != nil {
 		return nil, fmt.Errorf("story %s: %w", ref.Path, err)
 	}
 	if st.ContentHash != ref.Hash && !s.anyHash {
-		return nil, &HashMismatchError{Path: ref.Path, Want: ref.Hash, Got: st.ContentHash}
+		st.Close()
+		return nil, &HashMismatchError{Path: ref.Path, Want: ref.Hash, Got: st.ContentHash, Bundle: ref.Bundle}
 	}
 	ls := &loadedStory{st: st, invokes: map[InvokeRef]*story.Invoke{}, refs: map[*story.Invoke]InvokeRef{}}
 	for _, inv := range Invokes(st) {
@@ -126,11 +136,53 @@ func (s *Stories) load(ref StoryRef) (*loadedStory, error) {
 	return ls, nil
 }
 
+// open loads ref's story: from its bundle when it has one, else from the
+// stories directory.
+func (s *Stories) open(ref StoryRef) (*story.Story, error) {
+	if ref.Bundle == "" {
+		return story.Load(filepath.Join(s.Dir, ref.Path), s.Options...)
+	}
+	if s.Blobs == nil {
+		return nil, &BundleError{Digest: ref.Bundle, Err: errors.New("this worker has no blob store; give it the cluster's (kitsoki worker --blobs DIR, $" + EnvBlobsDir + ")")}
+	}
+	dir := s.BundleDir
+	if dir == "" {
+		dir = filepath.Join(s.Blobs.Dir, "bundles")
+	}
+	root, man, err := unpack(s.Blobs, dir, ref.Bundle)
+	if err != nil {
+		return nil, err
+	}
+	// The bundle is the whole story: imports are looked up where the
+	// client found them, not through this worker's search path, library
+	// or $KITSOKI_STORIES_PATH.
+	search := make([]string, len(man.StoriesPath))
+	for i, d := range man.StoriesPath {
+		search[i] = filepath.Join(root, filepath.FromSlash(d))
+	}
+	opts := append(slices.Clone(s.Options), story.WithWorkspace(root), story.WithLibrary(""), story.WithSearchPath(search...),
+		story.WithLookupEnv(hideSearchEnv))
+	return story.Load(filepath.Join(root, filepath.FromSlash(ref.Path)), opts...)
+}
+
+// hideSearchEnv is os.LookupEnv without the variables that add to the
+// @kitsoki/NAME search path.
+func hideSearchEnv(name string) (string, bool) {
+	if name == "KITSOKI_STORIES_PATH" || name == "KITSOKI_REPO" {
+		return "", false
+	}
+	return os.LookupEnv(name)
+}
+
 // HashMismatchError is a story whose files changed since the session
 // started: the session's history was made with another story.
-type HashMismatchError struct{ Path, Want, Got string }
+type HashMismatchError struct{ Path, Want, Got, Bundle string }
 
 func (e *HashMismatchError) Error() string {
+	if e.Bundle != "" {
+		return fmt.Sprintf("story %s of the bundle %s: content hash is %s, but the session was started with %s: the bundle does not hold the story the session started with; "+
+			"start a new session (kitsoki run --temporal stores its story's bundle)", e.Path, e.Bundle, e.Got, e.Want)
+	}
 	return fmt.Sprintf("story %s: content hash is %s, but the session was started with %s: the story files changed under the session; "+
 		"deploy the story the session started with to this worker's stories directory, or start a new session", e.Path, e.Got, e.Want)
 }
@@ -191,4 +243,23 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// PathRef names the story at path (st) by its path relative to the
+// stories directory every worker has (kitsoki worker --stories DIR), with
+// no bundle: the workers read it there. path must be inside storiesDir.
+func PathRef(storiesDir, path string, st *story.Story) (StoryRef, error) {
+	dir, err := filepath.Abs(storiesDir)
+	if err != nil {
+		return StoryRef{}, err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return StoryRef{}, err
+	}
+	rel, err := filepath.Rel(dir, abs)
+	if err != nil || !filepath.IsLocal(rel) {
+		return StoryRef{}, fmt.Errorf("%s is not inside the stories directory %s (--stories): the workers find a session's story by its path relative to that directory; run from it, pass --stories DIR, or drop --stories to send the story with the session", path, dir)
+	}
+	return StoryRef{Path: filepath.ToSlash(rel), Hash: st.ContentHash}, nil
 }

@@ -32,6 +32,10 @@ type WorkerOptions struct {
 	// StoryOptions are passed to story.Load (the workspace, the stories
 	// path of @kitsoki/ imports).
 	StoryOptions []story.Option
+	// Blobs is the blob store the sessions' story bundles are in (the
+	// one the data converter uses); nil runs only sessions whose story is
+	// in StoriesDir.
+	Blobs *Blobs
 	// CallTimeout is the hard deadline of a call that sets no with.timeout;
 	// 0 is host.DefaultTimeout.
 	CallTimeout time.Duration
@@ -60,7 +64,7 @@ var ErrNoStoriesDir = errors.New("the stories directory does not exist")
 // (a worker, or the SDK test suite's environment) under their names,
 // SessionWorkflowName and InvokeActivity, sharing one Stories cache.
 func (o WorkerOptions) Register(r worker.Registry) {
-	stories := &Stories{Dir: o.StoriesDir, Options: o.StoryOptions}
+	stories := &Stories{Dir: o.StoriesDir, Options: o.StoryOptions, Blobs: o.Blobs}
 	wf := &Workflow{Stories: stories, CallTimeout: o.CallTimeout, HeartbeatTimeout: o.HeartbeatTimeout, LostCallAttempts: o.LostCallAttempts}
 	r.RegisterWorkflowWithOptions(wf.Session, workflow.RegisterOptions{Name: SessionWorkflowName})
 	acts := &Activities{Stories: stories, SessionConfig: o.Config}

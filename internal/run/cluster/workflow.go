@@ -127,6 +127,13 @@ type Workflow struct {
 func (w *Workflow) Session(ctx workflow.Context, in SessionInput) (*SessionResult, error) {
 	st, err := w.Stories.Load(in.Story)
 	if err != nil {
+		if workflow.IsReplaying(ctx) || in.Carried != nil {
+			// A running session whose story this worker cannot read now
+			// (a blob store it does not share, a bundle lost from it): the
+			// workflow task fails and is retried, on any worker, until one
+			// can; the session is not failed.
+			panic(fmt.Sprintf("session %s: %v", in.SessionID, err))
+		}
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "kitsoki.story", nil)
 	}
 	if err := checkWorkflowStory(st); err != nil {

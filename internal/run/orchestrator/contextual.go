@@ -43,6 +43,10 @@ func (s *Session) contextualRoute(text string, words []string) (Route, bool) {
 		return Route{Tier: TierContextual, Reason: ReasonPlanRefine, Intent: c.RefineIntent, Confidence: 1,
 			Slots: map[string]any{c.RefineSlot: text}}, true
 	}
+	if c.Lanes() {
+		// help and meta requests are told from room work by the classifier
+		return Route{Tier: TierContextual, Reason: reasonClassify}, true
+	}
 	if c.RoomChat != "" {
 		return Route{Tier: TierContextual, Reason: ReasonRoomRequest, Intent: c.RoomChat, Confidence: 1,
 			Slots: map[string]any{c.RoomSlot: text}}, true

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/kitsoki/kitsoki/internal/base/expr"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
+	"github.com/kitsoki/kitsoki/internal/load/catalog"
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
 )
@@ -15,34 +18,72 @@ import (
 // queued is an invoke waiting for dispatch.
 type queued struct {
 	inv  *story.Invoke
+	name string         // the handler: inv.Name, rendered when templated
 	args map[string]any // as rendered when queued
 }
 
-// enqueue queues an invoke (or records a once-skip). with: renders now
-// against the world at the invoke's position.
+// enqueue queues an invoke (or records a once-skip). Its name (when
+// templated) and with: render now against the world at the invoke's
+// position.
 func (s *Session) enqueue(t *turnCtx, inv *story.Invoke, where string, i int) error {
 	if inv.Once && s.allBound(inv) {
 		return s.emit(t, trace.WorldUpdate{Namespace: inv.Name, Skipped: "cached"})
 	}
-	args, err := s.renderWith(t, inv)
+	name, err := s.invokeName(t, inv)
 	if err != nil {
-		return fault("%s, effect %d: invoke %s: with: %w", where, i, inv.Name, err)
+		return fault("%s, effect %d: invoke %s: %w", where, i, inv.Name, err)
+	}
+	args, err := s.renderWith(t, inv, name)
+	if err != nil {
+		return fault("%s, effect %d: invoke %s: with: %w", where, i, name, err)
 	}
 	if inv.Background {
-		return s.startJob(t, inv, args, fmt.Sprintf("%s, effect %d", where, i))
+		return s.startJob(t, inv, name, args, fmt.Sprintf("%s, effect %d", where, i))
 	}
-	t.queue = append(t.queue, &queued{inv: inv, args: args})
-	s.decideCall(t, inv)
-	return s.emit(t, trace.HarnessCalled{Namespace: inv.Name, Args: args, Background: false})
+	t.queue = append(t.queue, &queued{inv: inv, name: name, args: args})
+	s.decideCall(t, inv, name)
+	return s.emit(t, trace.HarnessCalled{Namespace: name, Args: args, Background: false})
+}
+
+// invokeName is the handler an invoke calls: its name, or what its
+// templated name renders to now.
+func (s *Session) invokeName(t *turnCtx, inv *story.Invoke) (string, error) {
+	if inv.NameTemplate == nil {
+		return inv.Name, nil
+	}
+	v, err := inv.NameTemplate.Eval(s.env(t))
+	if err != nil {
+		return "", fmt.Errorf("rendering the name: %w", err)
+	}
+	name, _ := v.(string)
+	if v != nil && name == "" {
+		name = fmt.Sprint(v)
+	}
+	return name, nil
+}
+
+// handlerNameRE is the shape of a handler name: dotted words.
+var handlerNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)*$`)
+
+// checkRendered refuses a templated name that did not render to a handler
+// name; the host then says whether one answers it.
+func checkRendered(inv *story.Invoke, name string) error {
+	if inv.NameTemplate != nil && !handlerNameRE.MatchString(name) {
+		return fmt.Errorf("invoke %q rendered %q, which is not a handler name (dotted words, e.g. host.run)", inv.Name, name)
+	}
+	return nil
 }
 
 // renderWith renders an invoke's with: map and adds the reserved call key.
-func (s *Session) renderWith(t *turnCtx, inv *story.Invoke) (map[string]any, error) {
+// Values spliced into a shell command line (host.run's cmd without args)
+// are shell-quoted (shellCommand).
+func (s *Session) renderWith(t *turnCtx, inv *story.Invoke, name string) (map[string]any, error) {
 	var args map[string]any
 	if inv.With == nil {
 		args = map[string]any{}
 	} else {
-		v, err := inv.With.Eval(s.env(t))
+		env := s.env(t)
+		v, err := inv.With.Eval(env)
 		if err != nil {
 			return nil, err
 		}
@@ -51,6 +92,9 @@ func (s *Session) renderWith(t *turnCtx, inv *story.Invoke) (map[string]any, err
 			return nil, fmt.Errorf("rendered to %T, want a map", v)
 		}
 		args = m
+		if err := s.quoteShell(inv, name, args, env); err != nil {
+			return nil, err
+		}
 	}
 	switch {
 	case inv.IDTemplate != nil:
@@ -184,7 +228,7 @@ func (s *Session) onErrorTarget(inv *story.Invoke) (string, error) {
 // dispatchOne re-renders, dispatches and binds one call. failed reports a
 // host error (domain or infrastructure).
 func (s *Session) dispatchOne(ctx context.Context, t *turnCtx, q *queued) (failed bool, err error) {
-	args, rerr := s.renderWith(t, q.inv)
+	args, rerr := s.renderWith(t, q.inv, q.name)
 	fellBack := rerr != nil
 	if fellBack {
 		args = q.args
@@ -195,17 +239,25 @@ func (s *Session) dispatchOne(ctx context.Context, t *turnCtx, q *queued) (faile
 		// same block set.
 		args["call"] = call
 	}
+	name := q.name
 	if err := s.emit(t, trace.HarnessDispatched{
-		Namespace: q.inv.Name, Args: args, RerenderFellBack: fellBack, Background: false}); err != nil {
+		Namespace: name, Args: args, RerenderFellBack: fellBack, Background: false}); err != nil {
 		return false, err
 	}
 	world := make(map[string]any, len(s.world))
 	for k, v := range s.world {
 		world[k] = v
 	}
-	res, derr := s.dispatchRetrying(ctx, t, q.inv, &host.Call{Namespace: q.inv.Name, Args: args, Invoke: q.inv,
-		SessionID: s.id, Turn: t.n, State: s.state, TurnState: t.start, World: world,
-		Run: host.RunEnv{Live: s.liveFor(world), TitleOwned: s.TitleOwned()}})
+	var res *host.Result
+	derr := checkRendered(q.inv, name)
+	if derr == nil {
+		res, derr = s.dispatchRetrying(ctx, t, q.inv, &host.Call{Namespace: name, Args: args, Invoke: q.inv,
+			SessionID: s.id, Turn: t.n, State: s.state, TurnState: t.start, World: world,
+			Run: host.RunEnv{Live: s.liveFor(world), TitleOwned: s.TitleOwned()}})
+		if derr != nil && q.inv.NameTemplate != nil && !isTraceErr(derr) {
+			derr = fmt.Errorf("invoke %q rendered %q: %w", q.inv.Name, name, derr)
+		}
+	}
 	var data map[string]any
 	var callErr error
 	var callID string
@@ -219,21 +271,21 @@ func (s *Session) dispatchOne(ctx context.Context, t *turnCtx, q *queued) (faile
 		data, callErr, callID = res.Data, res.Err, res.CallID
 	}
 	if data != nil {
-		t.batchCost += agentCost(q.inv.Name, data)
+		t.batchCost += agentCost(name, data)
 	}
 	if data != nil && callErr == nil { // a failed call binds nothing: on_error and the trace see its own error
 		if err := s.bind(t, q.inv, data); err != nil {
 			return false, err
 		}
 	}
-	returned := trace.HarnessReturned{Namespace: q.inv.Name, Data: data}
+	returned := trace.HarnessReturned{Namespace: name, Data: data}
 	if callErr != nil {
 		if q.inv.OnError == "" {
-			t.errs = append(t.errs, fmt.Errorf("%s: %w", q.inv.Name, callErr))
+			t.errs = append(t.errs, fmt.Errorf("%s: %w", name, callErr))
 		} else {
-			t.handled = append(t.handled, HandledError{Namespace: q.inv.Name, Call: callOf(args), CallID: callID, Err: callErr, OnError: q.inv.OnError})
+			t.handled = append(t.handled, HandledError{Namespace: name, Call: callOf(args), CallID: callID, Err: callErr, OnError: q.inv.OnError})
 		}
-		he := map[string]any{"namespace": q.inv.Name, "message": callErr.Error()}
+		he := map[string]any{"namespace": name, "message": callErr.Error()}
 		if data != nil {
 			he["data"] = data
 		}
@@ -358,4 +410,47 @@ func LookupPath(data map[string]any, path string) (any, bool) {
 func callOf(args map[string]any) string {
 	c, _ := args["call"].(string)
 	return c
+}
+
+// quoteShell renders again, shell-quoted, the command line of a call
+// whose handler runs one through bash (catalog.Spec.Shell: host.run's cmd
+// when args is absent): each {{ }} spliced into it becomes one piece of
+// data for the place it lands (expr.Value.EvalShell).
+func (s *Session) quoteShell(inv *story.Invoke, name string, args map[string]any, env expr.Env) error {
+	sh := s.shellOf(name)
+	if sh == nil || args[sh.Argv] != nil {
+		return nil
+	}
+	v := inv.With.Member(sh.Command)
+	if v == nil {
+		return nil
+	}
+	line, err := v.EvalShell(env)
+	if err != nil {
+		return fmt.Errorf("%s: %w", sh.Command, err)
+	}
+	args[sh.Command] = line
+	return nil
+}
+
+// shellOf is the shell command line of the handler that answers name: a
+// built-in one's, through a host interface's default: when name is an
+// interface's.
+func (s *Session) shellOf(name string) *catalog.Shell {
+	if rest, ok := strings.CutPrefix(name, story.InterfaceNamespace); ok {
+		iface, op, _ := strings.Cut(rest, ".")
+		in, ok := s.story.Interfaces[iface]
+		if !ok || in.Default == "" {
+			return nil
+		}
+		if spec, ok := catalog.Lookup(in.Default + "." + op); ok && op != "" {
+			return spec.Shell
+		}
+		name = in.Default
+	}
+	spec, ok := catalog.Lookup(name)
+	if !ok {
+		return nil
+	}
+	return spec.Shell
 }

@@ -154,7 +154,7 @@ func pathChain(s *Session, path string) []string {
 // to the post-bind pass).
 func (s *Session) runEffects(t *turnCtx, effects []*story.Effect, where string) error {
 	for i, e := range effects {
-		if e.Target != "" { // on_complete only: tried once the chain has run
+		if e.Target != "" || e.TargetTemplate != nil { // on_complete only: tried once the chain has run
 			t.targets = append(t.targets, e)
 			continue
 		}
@@ -175,6 +175,11 @@ func (s *Session) runEffects(t *turnCtx, effects []*story.Effect, where string) 
 		}
 		if e.EmitIntent != nil {
 			if err := s.capture(t, e, where, i); err != nil {
+				return err
+			}
+		}
+		if len(e.Effects) > 0 {
+			if err := s.runEffects(t, e.Effects, fmt.Sprintf("%s, effect %d's effects", where, i)); err != nil {
 				return err
 			}
 		}

@@ -75,6 +75,7 @@ func TestEffects(t *testing.T) {
 		updates = append(updates, jsonOf(t, ev.Payload))
 	}
 	wantUpdates := []string{
+		`{"set":{"session_id":"s1"}}`, // turn 0 projects the session's id
 		`{"set":{"count":42}}`, `{"set":{"name":5}}`, `{"set":{"on":true}}`, `{"set":{"ratio":2.5}}`,
 		`{"increment":{"a":3}}`, `{"increment":{"junk":2}}`,
 		`{"set":{"b":4}}`,
@@ -94,7 +95,7 @@ func TestEffectWhen(t *testing.T) {
 	if got := r.sess.World()["name"]; got != "small" {
 		t.Errorf("name = %v, want small", got)
 	}
-	if n := len(r.events("world.update")); n != 1 {
+	if n := len(r.turnEvents(1, "world.update")); n != 1 {
 		t.Errorf("world.update events = %d, want 1 (the false when is skipped)", n)
 	}
 }

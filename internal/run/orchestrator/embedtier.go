@@ -50,7 +50,7 @@ func intentDoc(in *story.Intent) string {
 // semantic ones. A failed ranking is no match (logged).
 func (s *Session) embeddingRoute(ctx context.Context, text string, words []string) (Route, bool) {
 	em := s.story.Routing.Embedding
-	if em == nil || s.ranker == nil || !s.semantic() {
+	if em == nil || !em.Tier || s.ranker == nil || !s.semantic() {
 		return Route{}, false
 	}
 	intents := s.routable()

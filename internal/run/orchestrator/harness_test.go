@@ -144,6 +144,17 @@ func (r *rig) events(kinds ...string) []plugin.Event {
 	return out
 }
 
+// turnEvents returns the events of turn n of the given kinds.
+func (r *rig) turnEvents(n int64, kinds ...string) []plugin.Event {
+	var out []plugin.Event
+	for _, ev := range r.events(kinds...) {
+		if ev.Turn == n {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
 // kinds lists the kinds of the events of turn n, in order.
 func (r *rig) kinds(n int64) []string {
 	var out []string

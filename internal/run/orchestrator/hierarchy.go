@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/base/expr"
@@ -165,7 +166,41 @@ func (s *Session) enterOne(t *turnCtx, path string, runOnEnter bool) error {
 	if err := s.emit(t, trace.MachineStateEntered{State: path}); err != nil {
 		return err
 	}
-	return s.runEffects(t, s.story.States[path].OnEnter, "on_enter of "+path)
+	st := s.story.States[path]
+	if st.Import != nil && t.n > 0 { // the session's start keeps the world it was given
+		if err := s.resetImport(t, st.Import); err != nil {
+			return err
+		}
+	}
+	return s.runEffects(t, st.OnEnter, "on_enter of "+path)
+}
+
+// resetImport sets an import's private world back to its defaults as a
+// transition enters the import from outside (a key without a default
+// becomes nil), so a second visit starts afresh, as Kitsoki's imports do;
+// the wrapper's on_enter then writes world_in. Only keys that changed are
+// written, in one world.update. The session's first entry (turn 0) is
+// not a re-entry: the world it starts with, seeded keys included, stays.
+func (s *Session) resetImport(t *turnCtx, imp *story.Import) error {
+	var set map[string]any
+	for _, v := range imp.World {
+		var d any
+		if v.HasDefault {
+			d = DeepCopy(v.Default)
+		}
+		if reflect.DeepEqual(s.world[v.Name], d) {
+			continue
+		}
+		if set == nil {
+			set = map[string]any{}
+		}
+		set[v.Name] = d
+		s.world[v.Name] = d
+	}
+	if set == nil {
+		return nil
+	}
+	return s.emit(t, trace.WorldUpdate{Set: set})
 }
 
 // initialChild is a compound state's initial child: the literal one, or

@@ -53,6 +53,7 @@ func (s *Session) Close() {
 // completion is delivered.
 type running struct {
 	inv   *story.Invoke
+	name  string // the handler: inv.Name, rendered when templated
 	buf   *jobSink
 	where string
 }
@@ -60,11 +61,11 @@ type running struct {
 // startJob submits a background invoke (the same-turn rule: it starts when
 // its effect runs, so the effects after it see its job id). bind: entries
 // reading job_id get the id now, and last_job_id always.
-func (s *Session) startJob(t *turnCtx, inv *story.Invoke, args map[string]any, where string) error {
-	if err := s.emit(t, trace.HarnessCalled{Namespace: inv.Name, Args: args, Background: true}); err != nil {
+func (s *Session) startJob(t *turnCtx, inv *story.Invoke, name string, args map[string]any, where string) error {
+	if err := s.emit(t, trace.HarnessCalled{Namespace: name, Args: args, Background: true}); err != nil {
 		return err
 	}
-	if err := s.emit(t, trace.HarnessDispatched{Namespace: inv.Name, Args: args, Background: true}); err != nil {
+	if err := s.emit(t, trace.HarnessDispatched{Namespace: name, Args: args, Background: true}); err != nil {
 		return err
 	}
 	world := make(map[string]any, len(s.world))
@@ -74,9 +75,9 @@ func (s *Session) startJob(t *turnCtx, inv *story.Invoke, args map[string]any, w
 	s.jobsStarted++
 	buf := &jobSink{now: s.sink.Now, base: jobSeqBase * s.jobsStarted}
 	jobArgs, _ := DeepCopy(args).(map[string]any) // the job's own: the trace keeps args
-	call := &host.Call{Namespace: inv.Name, Args: jobArgs, Invoke: inv, SessionID: s.id, Turn: t.n, State: s.state, TurnState: t.start, World: world, Sink: buf}
+	call := &host.Call{Namespace: name, Args: jobArgs, Invoke: inv, SessionID: s.id, Turn: t.n, State: s.state, TurnState: t.start, World: world, Sink: buf}
 	disp := s.host
-	id, err := s.jobs.Submit(jobs.Spec{Handler: inv.Name, Origin: s.state, Call: inv.ID, Run: func(ctx context.Context) jobs.Result {
+	id, err := s.jobs.Submit(jobs.Spec{Handler: name, Origin: s.state, Call: inv.ID, Run: func(ctx context.Context) jobs.Result {
 		res, err := disp.Dispatch(ctx, call)
 		switch {
 		case err != nil:
@@ -87,13 +88,13 @@ func (s *Session) startJob(t *turnCtx, inv *story.Invoke, args map[string]any, w
 		return jobs.Result{Data: res.Data, Err: res.Err}
 	}})
 	if err != nil {
-		return fault("%s: invoke %s: %w", where, inv.Name, err)
+		return fault("%s: invoke %s: %w", where, name, err)
 	}
 	if s.runningJobs == nil {
 		s.runningJobs = map[string]*running{}
 	}
-	s.runningJobs[id] = &running{inv: inv, buf: buf, where: where}
-	if err := s.emit(t, trace.JobStarted{Call: inv.ID, Handler: inv.Name, JobID: id, State: s.state}); err != nil {
+	s.runningJobs[id] = &running{inv: inv, name: name, buf: buf, where: where}
+	if err := s.emit(t, trace.JobStarted{Call: inv.ID, Handler: name, JobID: id, State: s.state}); err != nil {
 		return err
 	}
 	keys := []string{}
@@ -109,7 +110,7 @@ func (s *Session) startJob(t *turnCtx, inv *story.Invoke, args map[string]any, w
 			return err
 		}
 	}
-	s.post(inbox.Notification{Severity: inbox.Info, Kind: "job", Title: "Job started: " + inv.Name, State: s.state, JobID: id})
+	s.post(inbox.Notification{Severity: inbox.Info, Kind: "job", Title: "Job started: " + name, State: s.state, JobID: id})
 	return nil
 }
 
@@ -175,6 +176,9 @@ func (s *Session) deliverJob(ctx context.Context, n jobs.Notice) (*Outcome, erro
 	if err := s.emit(t, trace.TurnStart{Turn: t.n, Input: input}); err != nil {
 		return nil, err
 	}
+	if err := s.projectIDE(ctx, t); err != nil {
+		return nil, err
+	}
 	var out *Outcome
 	var err error
 	if n.Kind == jobs.NoticeAwaiting {
@@ -223,7 +227,7 @@ func (s *Session) jobEnded(t *turnCtx, n jobs.Notice) error {
 	if err := r.buf.flush(s.sink, t.n); err != nil {
 		return &host.TraceError{Err: err}
 	}
-	inv := r.inv
+	inv, name := r.inv, r.name
 	res := n.Result
 	callErr := res.Err
 	if callErr == nil {
@@ -232,7 +236,7 @@ func (s *Session) jobEnded(t *turnCtx, n jobs.Notice) error {
 	if errors.Is(callErr, context.Canceled) && n.Job.Status == jobs.Cancelled {
 		callErr = fmt.Errorf("background job %s was cancelled", n.Job.ID)
 	}
-	returned := trace.HarnessReturned{Namespace: inv.Name, Data: res.Data}
+	returned := trace.HarnessReturned{Namespace: name, Data: res.Data}
 	if callErr != nil {
 		returned.Error = callErr.Error()
 	}
@@ -260,7 +264,7 @@ func (s *Session) jobEnded(t *turnCtx, n jobs.Notice) error {
 		}
 	}
 	if res.Data != nil && callErr == nil { // the binds that read the result (job_id was bound at the start); a failed job binds nothing
-		rest := &story.Invoke{Name: inv.Name}
+		rest := &story.Invoke{Name: name}
 		for _, b := range inv.Bind {
 			if b.Template != nil || b.Path != "job_id" {
 				rest.Bind = append(rest.Bind, b)
@@ -272,9 +276,9 @@ func (s *Session) jobEnded(t *turnCtx, n jobs.Notice) error {
 	}
 	if callErr != nil {
 		if inv.OnError == "" {
-			t.errs = append(t.errs, fmt.Errorf("%s (background job %s): %w", inv.Name, n.Job.ID, callErr))
+			t.errs = append(t.errs, fmt.Errorf("%s (background job %s): %w", name, n.Job.ID, callErr))
 		}
-		he := map[string]any{"namespace": inv.Name, "message": callErr.Error(), "job_id": n.Job.ID}
+		he := map[string]any{"namespace": name, "message": callErr.Error(), "job_id": n.Job.ID}
 		s.world["last_error"] = callErr.Error()
 		s.world["host_error"] = he
 		if err := s.emit(t, trace.WorldUpdate{Set: map[string]any{"last_error": callErr.Error()}}); err != nil {
@@ -291,7 +295,7 @@ func (s *Session) jobEnded(t *turnCtx, n jobs.Notice) error {
 	case jobs.Cancelled:
 		sev, verb = inbox.Warn, "cancelled"
 	}
-	title := fmt.Sprintf("Job %s: %s", verb, inv.Name)
+	title := fmt.Sprintf("Job %s: %s", verb, name)
 	if callErr != nil && n.Job.Status == jobs.Failed {
 		title += ": " + callErr.Error()
 	}
@@ -308,7 +312,7 @@ func (s *Session) jobEnded(t *turnCtx, n jobs.Notice) error {
 			return err
 		}
 		redirect = to
-		t.handled = append(t.handled, HandledError{Namespace: inv.Name, Call: inv.ID, Err: callErr, OnError: inv.OnError})
+		t.handled = append(t.handled, HandledError{Namespace: name, Call: inv.ID, Err: callErr, OnError: inv.OnError, Background: true})
 	}
 	targets := t.targets
 	t.targets = nil
@@ -341,11 +345,22 @@ func (s *Session) jobEnded(t *turnCtx, n jobs.Notice) error {
 					continue
 				}
 			}
-			to := e.Target
+			if len(e.Effects) > 0 { // the target's own effects land first
+				if err := s.runEffects(t, e.Effects, fmt.Sprintf("%s, target effect %d's effects", where, i)); err != nil {
+					return err
+				}
+			}
+			to, stay := e.Target, e.TargetStay
+			if e.TargetTemplate != nil {
+				var err error
+				if to, stay, err = s.jobTarget(t, e, n.Job.Origin, where, i); err != nil {
+					return err
+				}
+			}
 			if err := s.emit(t, trace.MachineTransition{From: s.state, To: to, Intent: JobIntent}); err != nil {
 				return err
 			}
-			if e.TargetStay {
+			if stay {
 				return nil
 			}
 			return s.enterPath(t, s.state, to)
@@ -353,6 +368,30 @@ func (s *Session) jobEnded(t *turnCtx, n jobs.Notice) error {
 		return nil
 	}
 	return nil
+}
+
+// jobTarget renders an on_complete target template and resolves the name
+// from the state the job started in (origin), as an arm's rendered target
+// is resolved: inside an import the name is the imported story's own.
+// "." stays where the session is.
+func (s *Session) jobTarget(t *turnCtx, e *story.Effect, origin, where string, i int) (string, bool, error) {
+	src := e.TargetTemplate.Source()
+	v, err := e.TargetTemplate.Eval(s.env(t))
+	if err != nil {
+		return "", false, fault("%s, target effect %d (%s): target %q: %w", where, i, e.TargetPos, src, err)
+	}
+	text := ""
+	if v != nil {
+		text = fmt.Sprint(v)
+	}
+	to, stay, err := s.story.ResolveTarget(origin, text)
+	if err != nil {
+		return "", false, fault("%s, target effect %d (%s): target %q rendered %q, %w", where, i, e.TargetPos, src, text, err)
+	}
+	if stay {
+		return s.state, true, nil
+	}
+	return to, false, nil
 }
 
 // jobSeqBase spaces the seqs jobSink reports per job, so two jobs started

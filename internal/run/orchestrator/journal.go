@@ -4,21 +4,21 @@ import (
 	"fmt"
 	"maps"
 
-	"github.com/kitsoki/kitsoki/internal/hosts/host"
 	"github.com/kitsoki/kitsoki/internal/load/story"
-	"github.com/kitsoki/kitsoki/plugin"
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
 )
 
 // Kinds of the events a durable session writes for resuming
-// (docs/tracing/trace-format.md, "Session journal").
+// (docs/tracing/trace-format.md, "Session journal"); their payloads are
+// trace.Snapshot and trace.Decisions.
 const (
 	// KindSnapshot is the state, turn and world after a turn.
-	KindSnapshot = "kitsoki.snapshot"
+	KindSnapshot = trace.KindSnapshot
 	// KindDecisions lists a turn's decisions in order, at its end: each
 	// arm taken (the state it was chosen in, the intent, the arm's index
 	// in its on: list, the target) and each call queued (the state, the
 	// invoke's name and id:).
-	KindDecisions = "kitsoki.decisions"
+	KindDecisions = trace.KindDecisions
 )
 
 // DefaultSnapshotEvery is how many turns apart a journaling session writes
@@ -52,6 +52,7 @@ func (s *Session) Restore(state string, world map[string]any, n int64) error {
 	s.started = true
 	s.state, s.turn = state, n
 	s.world = world
+	s.restoreSessionID()
 	return nil
 }
 
@@ -84,25 +85,18 @@ func joinSorted[V any](m map[string]V) string {
 // turn boundary.
 func (s *Session) endTurn(t *turnCtx) error {
 	if s.journal > 0 && len(t.decisions) > 0 {
-		if err := s.sink.Append(&plugin.Event{Turn: t.n, StatePath: s.state, Kind: KindDecisions,
-			Payload: map[string]any{"decisions": t.decisions}}); err != nil {
-			return &host.TraceError{Err: err}
+		if err := s.emit(t, trace.Decisions{Decisions: t.decisions}); err != nil {
+			return err
 		}
 	}
 	done, exit := s.Done()
 	if s.journal > 0 && (t.n%int64(s.journal) == 0 || done) {
-		p := map[string]any{"state": s.state, "turn": t.n, "world": maps.Clone(s.world)}
+		p := trace.Snapshot{State: s.state, Turn: t.n, World: maps.Clone(s.world), StoryHash: s.story.ContentHash, Done: done}
 		if done {
-			p["done"] = true
-			if exit != "" {
-				p["exit"] = exit
-			}
+			p.Exit = exit
 		}
-		if h := s.story.ContentHash; h != "" {
-			p["story_hash"] = h
-		}
-		if err := s.sink.Append(&plugin.Event{Turn: t.n, StatePath: s.state, Kind: KindSnapshot, Payload: p}); err != nil {
-			return &host.TraceError{Err: err}
+		if err := s.emit(t, p); err != nil {
+			return err
 		}
 	}
 	return s.sink.EndTurn()
@@ -114,17 +108,13 @@ func (s *Session) endTurn(t *turnCtx) error {
 // without a journal.
 func (s *Session) decide(t *turnCtx, index int, intent, target string) {
 	if s.journal > 0 {
-		t.decisions = append(t.decisions, map[string]any{"state": s.state, "intent": intent, "arm": index, "target": target})
+		t.decisions = append(t.decisions, trace.ArmTaken(s.state, intent, index, target))
 	}
 }
 
 // decideCall records a call queued (journaling sessions only).
-func (s *Session) decideCall(t *turnCtx, inv *story.Invoke) {
+func (s *Session) decideCall(t *turnCtx, inv *story.Invoke, name string) {
 	if s.journal > 0 {
-		d := map[string]any{"state": s.state, "namespace": inv.Name}
-		if inv.ID != "" {
-			d["call"] = inv.ID
-		}
-		t.decisions = append(t.decisions, d)
+		t.decisions = append(t.decisions, trace.CallQueued(s.state, name, inv.ID))
 	}
 }

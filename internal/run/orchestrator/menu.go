@@ -35,7 +35,20 @@ func (s *Session) Menu() []expr.MenuEntry {
 			out = append(out, s.menuEntry(st, name, env))
 		}
 	}
-	return out
+	s.byPriority(out)
+	return s.orderByMenu(out)
+}
+
+// byPriority puts intents with a higher priority: first, keeping the
+// order of those with the same one.
+func (s *Session) byPriority(entries []expr.MenuEntry) {
+	prio := func(name string) int {
+		if def := s.intentDef(name); def != nil {
+			return def.Priority
+		}
+		return 0
+	}
+	slices.SortStableFunc(entries, func(a, b expr.MenuEntry) int { return cmp.Compare(prio(b.Intent), prio(a.Intent)) })
 }
 
 func (s *Session) menuEntry(st *story.State, name string, env expr.Env) expr.MenuEntry {

@@ -88,6 +88,9 @@ type HandledError struct {
 	CallID    string // the agent call's call_id, "" for other handlers
 	Err       error  // the failure; an *agent.AskError for a failed agent call
 	OnError   string // the invoke's on_error target
+	// Background is set for a background job's failure (its on_error runs
+	// when the job ends, in a turn of its own).
+	Background bool
 	// Redirect is what became of the redirect: RedirectEntered,
 	// RedirectIgnored (the run was already in the target) or
 	// RedirectCapped (too many chained redirects; the run stayed).

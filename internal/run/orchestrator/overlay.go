@@ -38,13 +38,48 @@ func (s *Session) overlayFor(line string) *story.Overlay {
 	if s.story.MetaModes == nil {
 		return nil
 	}
+	if m := s.groupedOverlay(strings.Fields(line)); m != nil {
+		return m
+	}
 	cmd, name, _ := strings.Cut(line, " ")
 	name = strings.TrimSpace(name)
 	for _, n := range slices.Sorted(maps.Keys(s.story.MetaModes)) {
 		m := s.story.MetaModes[n]
-		if m.Trigger == cmd && (name == "" || name == n) {
+		if m.Group == "" && m.Trigger == cmd && (name == "" || name == n) {
 			return m
 		}
+	}
+	return nil
+}
+
+// groupedOverlay is the grouped meta mode "/meta <group> [<verb>]" opens:
+// the group's verb, or its default verb; a bare "/meta <verb>" is the
+// story group's verb, as in Kitsoki.
+func (s *Session) groupedOverlay(words []string) *story.Overlay {
+	if len(words) < 2 || len(words) > 3 || words[0] != "/meta" {
+		return nil
+	}
+	group, verb := words[1], ""
+	if len(words) == 3 {
+		verb = words[2]
+	}
+	find := func(group, verb string) *story.Overlay {
+		for _, n := range slices.Sorted(maps.Keys(s.story.MetaModes)) {
+			m := s.story.MetaModes[n]
+			if m.Group != group {
+				continue
+			}
+			if (verb == "" && m.Default) || (verb != "" && strings.TrimPrefix(m.Trigger, "/") == verb) {
+				return m
+			}
+		}
+		return nil
+	}
+	if m := find(group, verb); m != nil {
+		return m
+	}
+	if verb == "" {
+		return find("story", group)
 	}
 	return nil
 }
@@ -65,7 +100,11 @@ func (s *Session) sayOverlay(ctx context.Context, t *turnCtx, text string) (out 
 		s.over = o
 		banner := def.Banner
 		if banner == "" {
-			banner = "*** " + def.Name + " — type " + def.Exit + " to return ***"
+			name := def.Name
+			if def.Label != "" {
+				name += ": " + def.Label // a meta mode's label: names it for people
+			}
+			banner = "*** " + name + " — type " + def.Exit + " to return ***"
 		}
 		out, err := s.stayWith(t, banner)
 		if out != nil {
@@ -95,13 +134,19 @@ func (s *Session) sayOverlay(ctx context.Context, t *turnCtx, text string) (out 
 		out, err := s.stayWith(t, o.def.Message)
 		return out, true, err
 	}
+	out, err = s.overlayMessage(ctx, t, o, line)
+	return out, true, err
+}
+
+// overlayMessage sends one message of an open overlay to its agent.
+func (s *Session) overlayMessage(ctx context.Context, t *turnCtx, o *overlay, line string) (*Outcome, error) {
 	args := map[string]any{"prompt": s.overlayPrompt(o, line)}
 	if o.def.Agent != "" {
 		args["agent"] = o.def.Agent
 	}
 	answer, callErr, err := s.converse(ctx, t, o.def.Invoke, args)
 	if err != nil {
-		return nil, true, err
+		return nil, err
 	}
 	if callErr != nil {
 		out, err := s.reject(t, &Rejection{Code: CodeOverlayFailed,
@@ -109,14 +154,38 @@ func (s *Session) sayOverlay(ctx context.Context, t *turnCtx, text string) (out 
 		if out != nil {
 			out.HostErrors = append(out.HostErrors, callErr)
 		}
-		return out, true, err
+		return out, err
 	}
 	o.transcript = append(o.transcript, "user: "+line, "agent: "+answer)
-	out, err = s.stayWith(t, answer)
+	out, err := s.stayWith(t, answer)
 	if out != nil {
 		out.View = ""
 	}
-	return out, true, err
+	return out, err
+}
+
+// openLane sends free text a contextual lane took to the lane's meta mode
+// agent, its conversation kept across the room's turns (as the mode's
+// own is); state and world stay as they were, and the next line is routed
+// in the room again.
+func (s *Session) openLane(ctx context.Context, t *turnCtx, r Route, text string) (*Outcome, error) {
+	def := s.story.MetaModes[r.Lane]
+	if def == nil {
+		return nil, fmt.Errorf("contextual lane %q names no meta mode", r.Lane)
+	}
+	o := &overlay{def: def}
+	if prev, ok := s.kept[def.Name]; ok {
+		o = prev
+	}
+	if s.kept == nil {
+		s.kept = map[string]*overlay{}
+	}
+	s.kept[def.Name] = o
+	out, err := s.overlayMessage(ctx, t, o, strings.TrimSpace(text))
+	if out != nil {
+		out.Route = &r
+	}
+	return out, err
 }
 
 // overlayPrompt is what an overlay's agent is sent: where the player is

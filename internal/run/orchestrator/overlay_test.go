@@ -108,3 +108,69 @@ func TestOffPathReturnState(t *testing.T) {
 		t.Fatalf("state %s overlay %q", r.sess.State(), r.sess.Overlay())
 	}
 }
+
+// Grouped meta modes open with /meta <group> <verb>; /meta <group> opens
+// the group's default verb, and a bare /meta <verb> the story group's.
+func TestGroupedMetaModes(t *testing.T) {
+	const src = `
+app: {id: grouped}
+agents: {guide: {system_prompt: "You guide."}}
+root: hall
+states: {hall: {view: "the hall"}}
+meta_modes:
+  story.edit: {trigger: edit, group: story, default: true, agent: guide, banner: "editing"}
+  story.ask: {trigger: ask, group: story, agent: guide, banner: "asking"}
+  ops.ask: {trigger: ask, group: ops, agent: guide, banner: "ops asking"}
+`
+	r := newRig(t, files{"app.yaml": src})
+	for _, tt := range []struct{ line, want string }{
+		{"/meta story", "story.edit"},
+		{"/meta story ask", "story.ask"},
+		{"/meta ask", "story.ask"},
+		{"/meta ops ask", "ops.ask"},
+		{"/meta ops", ""},
+		{"/ask", ""},
+	} {
+		got := ""
+		if o := r.sess.overlayFor(tt.line); o != nil {
+			got = o.Name
+		}
+		if got != tt.want {
+			t.Errorf("%q opens %q, want %q", tt.line, got, tt.want)
+		}
+	}
+}
+
+// A meta mode without a banner: opens with one that names it by its
+// label:.
+func TestMetaModeLabelNamesTheBanner(t *testing.T) {
+	const src = `
+app: {id: labelled}
+agents: {guide: {system_prompt: "You guide."}}
+root: hall
+states: {hall: {view: "the hall"}}
+meta_modes:
+  notes: {trigger: notes, label: "take notes", agent: guide}
+`
+	r := newRig(t, files{"app.yaml": src})
+	out := say(t, r, "/notes")
+	if got := strings.Join(out.Says, " "); got != "*** notes: take notes — type /onpath to return ***" {
+		t.Errorf("banner = %q", got)
+	}
+}
+
+// A meta mode with persist: false starts a new conversation each time it
+// opens.
+func TestMetaModeWithoutPersistStartsAfresh(t *testing.T) {
+	ag := &echoAgent{}
+	src := strings.Replace(overlayStory, "    agent: story-author\n", "    agent: story-author\n    persist: false\n", 1)
+	r := newRig(t, files{"app.yaml": src}, withHostOpts(host.WithBuiltin(ag)))
+	say(t, r, "/meta")
+	say(t, r, "make it warmer")
+	say(t, r, "/onpath")
+	say(t, r, "/meta")
+	say(t, r, "and shorter")
+	if p := ag.prompts[len(ag.prompts)-1]; strings.Contains(p, "make it warmer") {
+		t.Errorf("persist: false kept the conversation: %q", p)
+	}
+}

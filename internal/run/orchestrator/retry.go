@@ -8,12 +8,12 @@ import (
 	"github.com/kitsoki/kitsoki/internal/base/clock"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
 	"github.com/kitsoki/kitsoki/internal/load/story"
-	"github.com/kitsoki/kitsoki/plugin"
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
 )
 
 // KindCallRetry is the event written before a call that failed is issued
-// again under its invoke's retry:.
-const KindCallRetry = "kitsoki.call.retry"
+// again under its invoke's retry: (payload trace.CallRetry).
+const KindCallRetry = trace.KindCallRetry
 
 // FailureKind is the retry: on: kind of a call's failure: its own when it
 // names one (a FailureKind method: a Temporal session's lost call), the
@@ -50,13 +50,10 @@ func (s *Session) dispatchRetrying(ctx context.Context, t *turnCtx, inv *story.I
 			return res, derr
 		}
 		wait := r.Wait(n + 1)
-		p := map[string]any{"namespace": inv.Name, "attempt": n + 1, "attempts": r.Attempts,
-			"kind": FailureKind(failure), "error": failure.Error(), "wait_ms": wait.Milliseconds()}
-		if c, ok := call.Args["call"]; ok {
-			p["call"] = c
-		}
-		if err := s.sink.Append(&plugin.Event{Turn: t.n, StatePath: s.state, Kind: KindCallRetry, Payload: p}); err != nil {
-			return nil, &host.TraceError{Err: err}
+		p := trace.CallRetry{Namespace: inv.Name, Attempt: n + 1, Attempts: r.Attempts,
+			FailureKind: FailureKind(failure), Error: failure.Error(), WaitMS: wait.Milliseconds(), Call: callOf(call.Args)}
+		if err := s.emit(t, p); err != nil {
+			return nil, err
 		}
 		if err := clock.Sleep(ctx, s.clock, wait); err != nil {
 			return res, derr // the run is ending: the failure stands

@@ -88,10 +88,13 @@ type Route struct {
 	// Err is the router call's failure (a *agent.AskError for an agent's).
 	Err error
 	// Reason is why the contextual tier chose the intent: plan_affirmation,
-	// plan_refine or room_request ("" for the other tiers).
+	// plan_refine or room_request, or the class its classifier answered
+	// (intent, help, meta_edit, room_request); "" for the other tiers.
 	Reason string
 	// Missing are the slots a partial template could not read.
 	Missing []string `json:"-"`
+	// Lane is the meta mode a help or meta_edit class opens (contextlanes.go).
+	Lane string
 }
 
 // semantic reports whether the synonym and template tiers run.
@@ -428,6 +431,12 @@ func (s *Session) RouterPrompt(text string) string {
 			if sl.Description != "" {
 				fmt.Fprintf(&b, ": %s", sl.Description)
 			}
+			if sl.FormatHint != "" {
+				fmt.Fprintf(&b, " (format: %s)", sl.FormatHint)
+			}
+			if len(sl.Examples) > 0 {
+				fmt.Fprintf(&b, " e.g. %s", strings.Join(sl.Examples, ", "))
+			}
 			b.WriteString("\n")
 		}
 		if len(in.Examples) > 0 {
@@ -577,36 +586,65 @@ func normalizeNumber(v any) any {
 // Resolve runs the tiers on a free-text line without taking a turn or
 // calling the router: the deterministic result, if any. Benchmarks and
 // the intents test use it.
-func (s *Session) Resolve(text string) (Route, bool) { return s.matchDeterministic(text) }
+func (s *Session) Resolve(text string) (Route, bool) {
+	r, ok := s.matchDeterministic(text)
+	if ok && r.Reason == reasonClassify {
+		return Route{}, false // the classifier is an agent call
+	}
+	return r, ok
+}
 
-// route resolves free text: the lexical tiers, the contextual tier, the
-// extraction call (when the story asks for it), the turn cache,
-// default_intent, the out-of-state match, then the router (or the
-// recording the run replays).
+// route resolves free text: the lexical tiers, the contextual tier (in a
+// room with contextual lanes, the classifier), the extraction call (when
+// the story asks for it), the turn cache, default_intent, the out-of-state
+// match, then the router (or the recording the run replays).
 func (s *Session) route(ctx context.Context, t *turnCtx, text string) Route {
+	r, done, asked := s.routeTiers(ctx, t, text)
+	if done {
+		return r
+	}
+	if !asked {
+		if s.routing.Recording != nil {
+			return s.recordedRoute(text)
+		}
+		r = s.askRouter(ctx, t, text)
+	}
+	return s.judgeRouted(text, r)
+}
+
+// routeTiers runs the tiers before the router: done when one answered;
+// asked when the classifier answered for the router (r is its answer).
+func (s *Session) routeTiers(ctx context.Context, t *turnCtx, text string) (r Route, done, asked bool) {
 	words := story.Words(text)
 	key := strings.Join(words, " ")
-	if key != "" {
-		if r, ok := s.lexical(text, words, key); ok {
-			return r
-		}
-		if r, ok := s.embeddingRoute(ctx, text, words); ok {
-			return r
-		}
-		if r, ok := s.contextualRoute(text, words); ok {
-			return r
-		}
-		if r, ok, err := s.extractRoute(ctx, t, text); err != nil || ok {
-			return r
-		}
-		if r, ok := s.sinks(text, key); ok {
-			return r
-		}
+	if key == "" {
+		return Route{}, false, false
 	}
-	if s.routing.Recording != nil {
-		return s.recordedRoute(text)
+	if r, ok := s.lexical(text, words, key); ok {
+		return r, true, false
 	}
-	r := s.askRouter(ctx, t, text)
+	if r, ok := s.embeddingRoute(ctx, text, words); ok {
+		return r, true, false
+	}
+	if c, ok := s.contextualRoute(text, words); ok {
+		if c.Reason != reasonClassify {
+			return c, true, false
+		}
+		r = s.classify(ctx, t, s.contextualState(), text)
+		return r, r.Lane != "", true
+	}
+	if r, ok, err := s.extractRoute(ctx, t, text); err != nil || ok {
+		return r, true, false
+	}
+	if r, ok := s.sinks(text, key); ok {
+		return r, true, false
+	}
+	return Route{}, false, false
+}
+
+// judgeRouted turns the router's (or the classifier's) answer into a
+// route or a rejection, and caches a confident one.
+func (s *Session) judgeRouted(text string, r Route) Route {
 	allowed := make([]string, 0)
 	for _, in := range s.routable() {
 		allowed = append(allowed, in.Name)
@@ -741,7 +779,7 @@ func (s *Session) Say(ctx context.Context, text string) (*Outcome, error) {
 	if err := s.emit(t, trace.TurnStart{Turn: t.n, Input: text}); err != nil {
 		return nil, err
 	}
-	if err := s.applyOverride(t); err != nil {
+	if err := s.beginTurnWorld(ctx, t); err != nil {
 		return nil, err
 	}
 	if s.over != nil || s.story.OffPath != nil || s.story.MetaModes != nil {
@@ -759,6 +797,9 @@ func (s *Session) Say(ctx context.Context, text string) (*Outcome, error) {
 	}
 	if err := s.emit(t, routed); err != nil {
 		return nil, err
+	}
+	if r.Lane != "" {
+		return s.openLane(ctx, t, r, text)
 	}
 	if r.Rejection != nil && r.Rejection.Code == CodeNoMatch {
 		if st := s.offRampState(); st != nil {

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
@@ -11,7 +12,11 @@ import (
 // transition into the root state (WithRoot) and one world.update per
 // WithWorld value, and the root state becomes current WITHOUT running its
 // on_enter, so a fixture can begin in the middle of a story.
-func (s *Session) Seed() error {
+func (s *Session) Seed() error { return s.SeedContext(context.Background()) }
+
+// SeedContext is Seed with the context the runtime-provided world keys are
+// read with (WithIDEProbe).
+func (s *Session) SeedContext(ctx context.Context) error {
 	if s.started {
 		return fmt.Errorf("session already started")
 	}
@@ -24,6 +29,9 @@ func (s *Session) Seed() error {
 		if err := s.emit(t, trace.WorldUpdate{Set: map[string]any{k: s.overrides[k]}}); err != nil {
 			return err
 		}
+	}
+	if err := s.seedRuntimeWorld(ctx, t); err != nil {
+		return err
 	}
 	s.state = s.root
 	for _, st := range s.scopes() {

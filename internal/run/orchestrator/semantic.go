@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kljensen/snowball/english"
+
 	"github.com/kitsoki/kitsoki/internal/load/story"
 )
 
@@ -41,15 +43,51 @@ func (s *Session) isStopword(w string) bool {
 	return builtinStopwords[w] || slices.Contains(s.story.Routing.StopwordsExtra, w)
 }
 
-// content is words without the stopwords, in order.
+// content is words without the stopwords, in order, each as its stem:
+// the bare tier and the cache signature compare stems, as Kitsoki's
+// matcher does ("staged" meets the synonym "stage").
 func (s *Session) content(words []string) []string {
 	out := make([]string, 0, len(words))
 	for _, w := range words {
 		if !s.isStopword(w) {
-			out = append(out, w)
+			out = append(out, s.stem(w))
 		}
 	}
 	return out
+}
+
+// stemCap bounds the session's memo of stems; past it the memo starts
+// over.
+const stemCap = 4096
+
+// stem is w's Porter2 stem (the Snowball English stemmer, Kitsoki's),
+// remembered for the session: a story's synonyms and examples are stemmed
+// once, not on every turn. Words of one or two letters, and words with
+// other characters than letters (paths, numbers, "y'all"), are their own
+// stems.
+func (s *Session) stem(w string) string {
+	if st, ok := s.stems[w]; ok {
+		return st
+	}
+	st := w
+	if letters(w) {
+		st = english.Stem(w, true)
+	}
+	if s.stems == nil || len(s.stems) >= stemCap {
+		s.stems = make(map[string]string, 64)
+	}
+	s.stems[w] = st
+	return st
+}
+
+// letters reports whether w is lower-case ASCII letters only.
+func letters(w string) bool {
+	for i := 0; i < len(w); i++ {
+		if w[i] < 'a' || w[i] > 'z' {
+			return false
+		}
+	}
+	return w != ""
 }
 
 // Signature is the text's lexical signature: its content words, sorted

@@ -85,8 +85,10 @@ type Session struct {
 	live     liveState
 	journal  int // snapshot every this many turns; 0: no journal events (WithJournal)
 	routing  RoutingConfig
-	cache    *turnCache // the turn cache, when the story keeps one
-	ranker   Ranker     // the embedding tier's model (routing.embedding)
+	cache    *turnCache        // the turn cache, when the story keeps one
+	ranker   Ranker            // the embedding tier's model (routing.embedding)
+	ideProbe IDEProbe          // world.ide.connected's source (WithIDEProbe)
+	stems    map[string]string // the words stemmed so far (semantic.go)
 
 	jobs        *jobs.Scheduler
 	inbox       *inbox.Inbox
@@ -212,7 +214,7 @@ func InitialWorld(st *story.Story) map[string]any {
 			w[v.Name] = DeepCopy(v.Default)
 		}
 	}
-	seed := map[string]any{"session_cost_usd": 0.0, "turn_cost_usd": 0.0, "last_error": "", "write_mode_scope": ""}
+	seed := map[string]any{"session_cost_usd": 0.0, "turn_cost_usd": 0.0, "last_error": "", "write_mode_scope": "", "session_id": ""}
 	for k, v := range seed {
 		if _, ok := w[k]; !ok {
 			w[k] = v
@@ -272,6 +274,9 @@ func (s *Session) Start(ctx context.Context) (*Outcome, error) {
 		if err := s.emit(t, trace.WorldUpdate{Set: map[string]any{k: s.overrides[k]}}); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.seedRuntimeWorld(ctx, t); err != nil {
+		return nil, err
 	}
 	out, err := s.runTurn(ctx, t, func() error {
 		return s.enterPath(t, "", s.root)

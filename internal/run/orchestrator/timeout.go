@@ -138,6 +138,9 @@ func (s *Session) fire(ctx context.Context, tm timer) (*Outcome, error) {
 	if err := s.emit(t, trace.TurnStart{Turn: t.n, Input: input, Direct: true}); err != nil {
 		return nil, err
 	}
+	if err := s.projectIDE(ctx, t); err != nil {
+		return nil, err
+	}
 	out, err := s.runTurn(ctx, t, func() error {
 		to := st.Timeout.Target
 		if err := s.emit(t, trace.MachineTimeout{State: tm.state, After: st.Timeout.After.String(), Target: to}); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/base/expr"
 	"github.com/kitsoki/kitsoki/internal/base/nearmiss"
+	"github.com/kitsoki/kitsoki/internal/base/schema"
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
 )
@@ -46,7 +47,7 @@ type turnCtx struct {
 	src       string        // inside a parallel state: the leaf whose arm runs ("" for the whole configuration)
 	// decisions are the arms taken and calls queued, for the journal
 	// (WithJournal).
-	decisions []any
+	decisions []trace.Decision
 	// noSettle skips the post-bind emit_intent passes: a background job's
 	// completion turn runs its effects and dispatches their calls, but
 	// does not re-evaluate the entered state's emit_intent guards against
@@ -108,7 +109,7 @@ func (s *Session) userTurn(ctx context.Context, intent string, slots map[string]
 	if err := s.emit(t, trace.TurnStart{Turn: t.n, Input: input, Direct: true}); err != nil {
 		return nil, err
 	}
-	if err := s.applyOverride(t); err != nil {
+	if err := s.beginTurnWorld(ctx, t); err != nil {
 		return nil, err
 	}
 	return s.takeTurn(ctx, t)
@@ -180,17 +181,24 @@ func (s *Session) runTurn(ctx context.Context, t *turnCtx, chain func() error) (
 			return s.abort(t, err)
 		}
 	}
+	if err := s.engineDecide(ctx, t); err != nil {
+		return s.abort(t, err)
+	}
 	// One view is rendered: the arm's when it has one, else the state's.
 	var view string
 	var err error
-	if t.armView != nil && t.armView.View != nil {
+	switch {
+	case t.armView != nil && t.armView.View != nil:
 		view, err = t.armView.View.Render(s.stateEnv(t))
-	} else {
+	case t.armView != nil && t.armView.ViewDoc != nil:
+		view, err = viewText(t.armView.ViewDoc, s.stateEnv(t))
+	default:
 		view, err = s.View()
 	}
 	if err != nil {
 		return s.abort(t, fault("view of state %q: %w", s.state, err))
 	}
+	view = withErrorBanner(view, t.handled)
 	payload := trace.TurnEnd{Outcome: OutcomeTransitioned, To: s.state}
 	if view != "" {
 		payload.View = stripANSI(view)
@@ -354,6 +362,12 @@ func (s *Session) validate(t *turnCtx) *Rejection {
 			return &Rejection{Code: CodeInvalidSlotValue,
 				Message: fmt.Sprintf("slot %q of intent %q: %q is not one of %s", name, intent, fmt.Sprint(v), joinValues(sl.Values))}
 		}
+		if sl.Format != "" {
+			if err := schema.CheckFormat(sl.Format, t.slots[name]); err != nil {
+				return &Rejection{Code: CodeInvalidSlotValue,
+					Message: fmt.Sprintf("slot %q of intent %q: %v (its format is %s)", name, intent, err, sl.Format)}
+			}
+		}
 		if sl.Validator != nil {
 			env := s.env(t)
 			env[expr.ValueRoot] = v
@@ -370,7 +384,17 @@ func (s *Session) validate(t *turnCtx) *Rejection {
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)
-		return &Rejection{Code: CodeMissingSlots, Message: fmt.Sprintf("intent %q is missing required slots: %s", intent, strings.Join(missing, ", ")), MissingSlots: missing}
+		msg := fmt.Sprintf("intent %q is missing required slots: %s", intent, strings.Join(missing, ", "))
+		var asks []string
+		for _, name := range missing {
+			if p := def.Slots[name].Prompt; p != "" { // the slot's own question
+				asks = append(asks, name+": "+p)
+			}
+		}
+		if len(asks) > 0 {
+			msg += " (" + strings.Join(asks, "; ") + ")"
+		}
+		return &Rejection{Code: CodeMissingSlots, Message: msg, MissingSlots: missing}
 	}
 	return nil
 }
@@ -485,4 +509,35 @@ func stripANSI(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// ErrorBanner is the line a turn's view gets for each failed call an
+// on_error: redirect handled, so the failure is never silent: the room it
+// lands in may not mention it. The text is Kitsoki's. A background job's
+// failure is reported by its inbox notice instead.
+const ErrorBanner = "⚠ Action failed: "
+
+// withErrorBanner appends the banner of each handled failure to view (each
+// message once).
+func withErrorBanner(view string, handled []HandledError) string {
+	if len(handled) == 0 {
+		return view
+	}
+	var lines []string
+	for _, h := range handled {
+		if h.Err == nil || h.Background {
+			continue
+		}
+		line := ErrorBanner + h.Err.Error()
+		if !slices.Contains(lines, line) {
+			lines = append(lines, line)
+		}
+	}
+	if len(lines) == 0 {
+		return view
+	}
+	if view == "" {
+		return strings.Join(lines, "\n")
+	}
+	return view + "\n\n" + strings.Join(lines, "\n")
 }

@@ -61,8 +61,8 @@ func TestIntentValidation(t *testing.T) {
 			if diff := cmp.Diff(tt.want, out.Rejection); diff != "" {
 				t.Errorf("rejection (-want +got):\n%s", diff)
 			}
-			if r.sess.State() != "open" || len(r.events("world.update")) != 0 {
-				t.Errorf("a rejected intent changed something: state %s, world.updates %d", r.sess.State(), len(r.events("world.update")))
+			if r.sess.State() != "open" || len(r.turnEvents(1, "world.update")) != 0 {
+				t.Errorf("a rejected intent changed something: state %s, world.updates %d", r.sess.State(), len(r.turnEvents(1, "world.update")))
 			}
 			vf := r.events("machine.validation_failed")
 			if len(vf) != 1 || vf[0].Payload["code"] != tt.want.Code || vf[0].Payload["message"] != tt.want.Message {

@@ -20,6 +20,7 @@ type ViewElement struct {
 	Color    string // banner
 	Pairs    []ViewPair
 	Items    []ViewItem // list and choice items whose when: holds
+	Marker   string     // list: its bullet as written ("" for the default)
 	Choice   *ViewChoice
 	Media    *ViewMedia
 }
@@ -52,8 +53,13 @@ type ViewField struct {
 	Value                                            any // a readonly field's expr value
 }
 
-// ViewMedia is a rendered media element.
-type ViewMedia struct{ Handle, Caption, Kind string }
+// ViewMedia is a rendered media element: Path is the artifact's file
+// (path:, "" when absent); an annotation of it dispatches AnnotateIntent
+// with its text in slot AnnotateSlot ("" when the element sets none).
+type ViewMedia struct {
+	Handle, Caption, Kind, Path  string
+	AnnotateIntent, AnnotateSlot string
+}
 
 // ViewDoc renders the current state's typed view as elements. A string view
 // is one "template" element; no view is nil.
@@ -145,6 +151,9 @@ func renderDoc(doc *story.ViewDoc, env expr.Env) ([]ViewElement, error) {
 		return out, nil
 	}
 	for _, seg := range doc.Base {
+		if filledWithin(doc, seg.Within) {
+			continue // an enclosing block the view fills replaces it
+		}
 		if seg.Block == "" {
 			t, err := seg.Text.Render(env)
 			if err != nil {
@@ -165,6 +174,9 @@ func renderDoc(doc *story.ViewDoc, env expr.Env) ([]ViewElement, error) {
 			out = append(out, r...)
 			continue
 		}
+		if seg.Default == nil {
+			continue // its default's pieces follow
+		}
 		t, err := seg.Default.Render(env)
 		if err != nil {
 			return nil, fmt.Errorf("base view %q, block %q: %w", doc.Extends, seg.Block, err)
@@ -172,6 +184,17 @@ func renderDoc(doc *story.ViewDoc, env expr.Env) ([]ViewElement, error) {
 		out = append(out, ViewElement{Kind: "base", Text: t, Body: t})
 	}
 	return out, nil
+}
+
+// filledWithin reports whether the view fills one of the blocks a base
+// segment sits in.
+func filledWithin(doc *story.ViewDoc, within []string) bool {
+	for _, b := range within {
+		if _, ok := doc.Blocks[b]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 func renderElements(els []*story.ViewElement, block, where string, env expr.Env) ([]ViewElement, error) {
@@ -257,18 +280,26 @@ func renderElement(el *story.ViewElement, env expr.Env) (ViewElement, error) {
 		if r.Items, err = renderItems(el.Items, env); err != nil {
 			return r, err
 		}
+		r.Marker = el.Marker
+		marker := el.Marker
+		if marker == "" {
+			marker = "-"
+		}
 		lines := make([]string, len(r.Items))
-		width := labelWidth(r.Items)
+		width := labelWidth(r.Items) + len([]rune(marker)) + 1
 		for i, it := range r.Items {
-			lines[i] = withHint("- "+it.Label, width+2, it.Hint)
+			lines[i] = withHint(marker+" "+it.Label, width, it.Hint)
 		}
 		r.Text = strings.Join(lines, "\n")
 	case "choice":
 		return renderChoice(el, r, env)
 	case "media":
-		m := &ViewMedia{Kind: el.Media.Kind}
+		m := &ViewMedia{Kind: el.Media.Kind, AnnotateIntent: el.Media.AnnotateIntent, AnnotateSlot: el.Media.AnnotateSlot}
 		if m.Handle, err = text(el.Media.Handle, env); err != nil {
 			return r, fmt.Errorf("handle: %w", err)
+		}
+		if m.Path, err = text(el.Media.Path, env); err != nil {
+			return r, fmt.Errorf("path: %w", err)
 		}
 		m.Caption = m.Handle
 		if el.Media.Caption != nil {
@@ -281,7 +312,11 @@ func renderElement(el *story.ViewElement, env expr.Env) (ViewElement, error) {
 		if kind == "" {
 			kind = "media"
 		}
-		r.Text = fmt.Sprintf("[%s] %s (%s)", kind, m.Caption, m.Handle)
+		where := m.Handle
+		if m.Path != "" {
+			where = m.Path // the pointer shows the file when the story gives it
+		}
+		r.Text = fmt.Sprintf("[%s] %s (%s)", kind, m.Caption, where)
 	}
 	return r, nil
 }

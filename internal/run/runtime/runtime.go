@@ -270,7 +270,10 @@ type Runtime struct {
 	inbox       *inbox.Inbox        // the session's notifications
 	models      *localllm.Pool      // the local model servers (Config.LocalModels or its own)
 	ownModels   bool                // models is the runtime's own: Close closes it
-	embedder    io.Closer           // the embedding tier's model (routing.embedding), nil without one
+	embedder    io.Closer           // the story's embedding model (routing.embedding), nil without one
+	// storyEmbedder is that model: the routing tier's and host.agent.search's corpus form's.
+	storyEmbedder *localllm.LocalEmbedder
+	ide           *ide.Handler // host.ide.*: its editor is world.ide.connected's source in a live run
 }
 
 // Open wires a run of st as cfg says. On error everything built so far is
@@ -336,6 +339,16 @@ func Open(st *story.Story, cfg Config) (_ *Runtime, err error) {
 		rt.plugins = svc
 	}
 	rt.overrideAgents(cfg)
+	if em := st.Routing.Embedding; em != nil && cfg.Agents.Live {
+		// One embedder serves the routing tier and host.agent.search's
+		// corpus form (Kitsoki's shared embedding sidecar).
+		e, err := localllm.NewEmbedder(localllm.EmbedderConfig{Model: em.Model, Endpoint: em.Endpoint, CacheDir: em.CacheDir,
+			Config: localllm.Config{Pool: rt.models}}, cfg.Logger)
+		if err != nil {
+			return nil, fmt.Errorf("routing.embedding: %w", err)
+		}
+		rt.embedder, rt.storyEmbedder = e, e
+	}
 	rt.jobs, rt.inbox = jobs.New(cfg.Clock), inbox.New()
 	rt.host = rt.newHost(cfg, builtin, routeMap)
 	if cfg.Agents.Live { // the story's host_plugins:, before a cassette or recorder wraps them
@@ -362,16 +375,17 @@ func Open(st *story.Story, cfg Config) (_ *Runtime, err error) {
 	if s.Root != "" {
 		opts = append(opts, orchestrator.WithRoot(s.Root))
 	}
-	if em := st.Routing.Embedding; em != nil && cfg.Agents.Live {
-		e, err := localllm.NewEmbedder(localllm.EmbedderConfig{Model: em.Model, Endpoint: em.Endpoint, Config: localllm.Config{Pool: rt.models}}, cfg.Logger)
-		if err != nil {
-			return nil, fmt.Errorf("routing.embedding: %w", err)
-		}
-		rt.embedder = e
-		opts = append(opts, orchestrator.WithRanker(embedRoutingRanker{e}))
+	if em := st.Routing.Embedding; em != nil && em.Tier && rt.storyEmbedder != nil {
+		opts = append(opts, orchestrator.WithRanker(embedRoutingRanker{rt.storyEmbedder}))
 	}
 	if s.WorldAsGiven {
 		opts = append(opts, orchestrator.WithWorldAsGiven())
+	}
+	if cfg.Agents.Live && cfg.Cassette == nil {
+		// world.ide.connected follows the run's editor in a live run; a
+		// flow or a replay has none, as Kitsoki's flows are disconnected,
+		// so a replay takes the branches its recording took headless.
+		opts = append(opts, orchestrator.WithIDEProbe(rt.ide.Connected))
 	}
 	if s.Title != "" {
 		opts = append(opts, orchestrator.WithTitle(s.Title))
@@ -514,6 +528,9 @@ func (rt *Runtime) newHost(cfg Config, builtin agent.Agent, routeMap map[*story.
 			builtin = liveBuiltin(st, cfg.Logger, cfg.Clock)
 		}
 		opts = append(opts, host.WithRanker(localRanker(cfg.Logger, rt.models)))
+		if rt.storyEmbedder != nil {
+			opts = append(opts, host.WithCorpusRanker(embedRanker{rt.storyEmbedder}))
+		}
 	}
 	if builtin != nil {
 		opts = append(opts, host.WithBuiltin(builtin))
@@ -537,7 +554,7 @@ func (rt *Runtime) newHost(cfg Config, builtin agent.Agent, routeMap map[*story.
 	}
 	starlark.Register(h, st, so)
 	chat.Register(h, chat.Config{Dir: sessionsDir(cfg, st), Clock: cfg.Clock, Logger: cfg.Logger})
-	ide.Register(h, ide.Config{Workspace: st.Workspace, Out: cfg.Out, Logger: cfg.Logger})
+	rt.ide = ide.Register(h, ide.Config{Workspace: st.Workspace, Out: cfg.Out, Logger: cfg.Logger})
 	ghticket.Register(h, ghticket.Config{Workspace: st.Workspace, Logger: cfg.Logger})
 	wsmanager.Register(h, wsmanager.Config{Workspace: st.Workspace, Logger: cfg.Logger})
 	registerInterfaces(h, st)

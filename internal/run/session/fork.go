@@ -5,7 +5,6 @@ import (
 	"maps"
 
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
-	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
 	"github.com/kitsoki/kitsoki/plugin"
 )
 
@@ -49,17 +48,11 @@ func Fork(src string, at int64, dst string, hdr trace.HeaderInfo, opts ...trace.
 			return nil, fmt.Errorf("fork: %w", err)
 		}
 	}
-	p := map[string]any{"state": j.State, "turn": at, "world": maps.Clone(j.World)}
-	if hdr.StoryHash != "" {
-		p["story_hash"] = hdr.StoryHash
-	}
+	p := trace.Snapshot{State: j.State, Turn: at, World: maps.Clone(j.World), StoryHash: hdr.StoryHash, Done: j.Done}
 	if j.Done {
-		p["done"] = true
-		if j.Exit != "" {
-			p["exit"] = j.Exit
-		}
+		p.Exit = j.Exit
 	}
-	if err := w.Append(&plugin.Event{Turn: at, StatePath: j.State, Kind: orchestrator.KindSnapshot, Payload: p}); err != nil {
+	if err := w.AppendPayload(&plugin.Event{Turn: at, StatePath: j.State}, p); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("fork: %w", err)
 	}

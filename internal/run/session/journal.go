@@ -23,8 +23,8 @@ import (
 )
 
 // KindResumed is the first event of a resumed attempt at a turn: the turn
-// a crash left unfinished (redo), or the next one.
-const KindResumed = "kitsoki.resumed"
+// a crash left unfinished (redo), or the next one (payload trace.Resumed).
+const KindResumed = trace.KindResumed
 
 // Journal is what a session's trace says about where it stopped.
 type Journal struct {
@@ -335,19 +335,19 @@ func (j *Journal) turnDone(n int64, attempts []attempt) error {
 }
 
 func (j *Journal) applySnapshot(ev *trace.Event) error {
-	p := ev.Payload
-	st, _ := p["state"].(string)
-	w, ok := p["world"].(map[string]any)
-	if st == "" || !ok {
+	var p trace.Snapshot
+	if err := trace.Decode(ev, &p); err != nil {
+		return err
+	}
+	if p.State == "" || p.World == nil {
 		return fmt.Errorf("turn %d: a %s event without state and world", ev.Turn, orchestrator.KindSnapshot)
 	}
 	j.Started = true
-	j.State, j.Turn = st, ev.Turn
-	j.World = Normalize(w).(map[string]any)
-	j.Done, _ = p["done"].(bool)
-	j.Exit, _ = p["exit"].(string)
-	if h, _ := p["story_hash"].(string); h != "" {
-		j.StoryHash = h
+	j.State, j.Turn = p.State, ev.Turn
+	j.World = Normalize(p.World).(map[string]any)
+	j.Done, j.Exit = p.Done, p.Exit
+	if p.StoryHash != "" {
+		j.StoryHash = p.StoryHash
 	}
 	return nil
 }
@@ -436,12 +436,6 @@ func Normalize(v any) any {
 		return l
 	}
 	return v
-}
-
-// toInt is a world value as an integer, 0 when it is not a number.
-func toInt(v any) int64 {
-	n, _ := number.Int(v)
-	return n
 }
 
 // lines decodes event lines one at a time.

@@ -111,18 +111,14 @@ func Decisions(evs []trace.Event) []Decision {
 		if evs[i].Kind != orchestrator.KindDecisions {
 			continue
 		}
-		list, _ := evs[i].Payload["decisions"].([]any)
-		for _, x := range list {
-			m, _ := x.(map[string]any)
-			d := Decision{}
-			d.State, _ = m["state"].(string)
-			if ns, ok := m["namespace"].(string); ok {
-				d.Namespace = ns
-				d.Call, _ = m["call"].(string)
-			} else {
-				d.Intent, _ = m["intent"].(string)
-				d.Target, _ = m["target"].(string)
-				d.Arm = int(toInt(Normalize(m["arm"])))
+		var p trace.Decisions
+		if trace.Decode(&evs[i], &p) != nil {
+			continue
+		}
+		for _, x := range p.Decisions {
+			d := Decision{State: x.State, Namespace: x.Namespace, Call: x.Call, Intent: x.Intent, Target: x.Target}
+			if x.Arm != nil {
+				d.Arm = *x.Arm
 			}
 			out = append(out, d)
 		}

@@ -3,10 +3,12 @@ package session
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
 	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
 	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
 	"github.com/kitsoki/kitsoki/plugin"
 )
@@ -66,12 +68,22 @@ func (p *Partial) CheckSideEffects(st *story.Story, policy SideEffects) error {
 			continue
 		}
 		for _, inv := range invokes(st) {
-			if inv.Name == c.Namespace && (c.Call == "" || inv.ID == c.Call) && inv.ExternalSideEffect {
+			if callsName(inv, c.Namespace) && (c.Call == "" || inv.ID == c.Call) && inv.ExternalSideEffect {
 				return &SideEffectError{Turn: p.Turn, State: c.State, Namespace: c.Namespace, Call: c.Call}
 			}
 		}
 	}
 	return nil
+}
+
+// callsName reports whether inv may have made a call to namespace: its
+// name, or, templated, one its literal text before {{ begins.
+func callsName(inv *story.Invoke, namespace string) bool {
+	if inv.NameTemplate == nil {
+		return inv.Name == namespace
+	}
+	prefix, _, _ := strings.Cut(inv.Name, "{{")
+	return strings.HasPrefix(namespace, prefix)
 }
 
 // invokes lists every invoke of st.
@@ -99,10 +111,10 @@ func invokes(st *story.Story) []*story.Invoke {
 const (
 	// KindCallReplayed: a call of the unfinished turn answered from the
 	// journal instead of being issued again.
-	KindCallReplayed = "kitsoki.call.replayed"
+	KindCallReplayed = trace.KindCallReplayed
 	// KindCallSkipped: an external_side_effect call in flight at the crash,
 	// not issued again (--resume-side-effects=skip).
-	KindCallSkipped = "kitsoki.call.skipped"
+	KindCallSkipped = trace.KindCallSkipped
 )
 
 // Answering wraps the dispatcher of a resumed session: in the unfinished
@@ -148,7 +160,7 @@ func (a *answering) Dispatch(ctx context.Context, call *host.Call) (*host.Result
 	c := a.p.Calls[k]
 	switch {
 	case c.Returned:
-		if err := a.note(call, KindCallReplayed, k); err != nil {
+		if err := a.note(call, trace.CallReplayed{Namespace: call.Namespace, Position: k}); err != nil {
 			return nil, err
 		}
 		res := &host.Result{Data: cloneMap(c.Data)}
@@ -157,7 +169,7 @@ func (a *answering) Dispatch(ctx context.Context, call *host.Call) (*host.Result
 		}
 		return res, nil
 	case a.policy == SideEffectsSkip && call.Invoke != nil && call.Invoke.ExternalSideEffect:
-		if err := a.note(call, KindCallSkipped, k); err != nil {
+		if err := a.note(call, trace.CallSkipped{Namespace: call.Namespace, Position: k}); err != nil {
 			return nil, err
 		}
 		return &host.Result{}, nil
@@ -165,9 +177,8 @@ func (a *answering) Dispatch(ctx context.Context, call *host.Call) (*host.Result
 	return a.next.Dispatch(ctx, call)
 }
 
-func (a *answering) note(call *host.Call, kind string, k int) error {
-	if err := a.sink.Append(&plugin.Event{Turn: call.Turn, StatePath: call.State, Kind: kind,
-		Payload: map[string]any{"namespace": call.Namespace, "position": k}}); err != nil {
+func (a *answering) note(call *host.Call, p trace.Payload) error {
+	if err := a.sink.AppendPayload(&plugin.Event{Turn: call.Turn, StatePath: call.State}, p); err != nil {
 		return &host.TraceError{Err: err}
 	}
 	return nil
@@ -188,17 +199,17 @@ func cloneMap(m map[string]any) map[string]any {
 // none; for a session whose turn 0 never finished, Start runs again.
 func Resume(ctx context.Context, sess *orchestrator.Session, sink host.Sink, j *Journal) (*orchestrator.Outcome, error) {
 	p := j.Partial
-	marker := map[string]any{"after_turn": j.Turn, "redo": p != nil}
+	marker := trace.Resumed{AfterTurn: j.Turn, Redo: p != nil}
 	turn := j.Turn + 1
 	if p != nil {
 		turn = p.Turn
-		marker["reissued"] = inFlight(p)
+		marker.Reissued = inFlight(p)
 	}
 	if !j.Started {
 		turn = 0
-		marker["after_turn"] = -1
+		marker.AfterTurn = -1
 	}
-	if err := sink.Append(&plugin.Event{Turn: turn, StatePath: j.State, Kind: KindResumed, Payload: marker}); err != nil {
+	if err := sink.AppendPayload(&plugin.Event{Turn: turn, StatePath: j.State}, marker); err != nil {
 		return nil, fmt.Errorf("resume: %w", err)
 	}
 	if p == nil {
@@ -215,8 +226,8 @@ func Resume(ctx context.Context, sess *orchestrator.Session, sink host.Sink, j *
 }
 
 // inFlight lists the namespaces of p's calls that had not returned.
-func inFlight(p *Partial) []any {
-	out := []any{}
+func inFlight(p *Partial) []string {
+	out := []string{}
 	for _, c := range p.Calls {
 		if !c.Returned {
 			out = append(out, c.Namespace)

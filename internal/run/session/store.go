@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kitsoki/kitsoki/internal/base/outfile"
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
 )
 
@@ -74,7 +75,7 @@ var ErrNotFound = errors.New("no such session")
 // Put writes a session's index entry (atomically: a temporary file renamed
 // over the old one).
 func (s Store) Put(m Meta) error {
-	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+	if err := outfile.MkdirAll(s.Dir); err != nil {
 		return fmt.Errorf("sessions: %w", err)
 	}
 	b, err := json.MarshalIndent(m, "", "  ")
@@ -118,8 +119,77 @@ func (s Store) Get(id string) (Meta, error) {
 	return s.refresh(m), nil
 }
 
+// OutsideError is an index entry naming a journal outside the sessions
+// directory. An entry is a file anyone who can write the directory can
+// edit, and a resume appends to the journal it names, so kitsoki reads
+// and writes only the journals inside the directory, or one the command
+// line names itself (--trace).
+type OutsideError struct{ ID, Trace, Dir string }
+
+func (e *OutsideError) Error() string {
+	return fmt.Sprintf("session %s: its index entry names the journal %s, outside the sessions directory %s; kitsoki uses a journal outside it only when the command names it: resume with --trace %s (or move the journal into the directory)",
+		e.ID, e.Trace, e.Dir, e.Trace)
+}
+
+// Journal is the journal of m that may be read or appended to: m.Trace
+// when it lies inside the sessions directory (symlinks resolved), or when
+// named (an absolute --trace the command line gave; "" for none) is that
+// very file; else an *OutsideError.
+func (s Store) Journal(m Meta, named string) (string, error) {
+	if (named != "" && filepath.Clean(named) == filepath.Clean(m.Trace)) || s.holds(m.Trace) {
+		return m.Trace, nil
+	}
+	return "", &OutsideError{ID: m.ID, Trace: m.Trace, Dir: s.Dir}
+}
+
+// holds reports whether path lies inside the sessions directory, its
+// directories' symlinks resolved.
+func (s Store) holds(path string) bool {
+	if path == "" || !filepath.IsAbs(path) {
+		return false
+	}
+	dir, err := filepath.Abs(s.Dir)
+	if err != nil {
+		return false
+	}
+	if d, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = d
+	}
+	parent := filepath.Dir(path)
+	if p, err := filepath.EvalSymlinks(parent); err == nil {
+		parent = p
+	}
+	rel, err := filepath.Rel(dir, filepath.Join(parent, filepath.Base(path)))
+	if err != nil || !filepath.IsLocal(rel) {
+		return false
+	}
+	fi, err := os.Lstat(path)
+	return err != nil || fi.Mode()&fs.ModeSymlink == 0 // the journal itself is no symlink
+}
+
+// Entry returns a session's index entry as written, not brought up to
+// date from its journal (Get does that).
+func (s Store) Entry(id string) (Meta, error) {
+	if err := CheckID(id); err != nil {
+		return Meta{}, err
+	}
+	b, err := os.ReadFile(s.metaPath(id))
+	if err != nil {
+		return Meta{}, fmt.Errorf("sessions: %w", err)
+	}
+	var m Meta
+	if err := json.Unmarshal(b, &m); err != nil {
+		return Meta{}, fmt.Errorf("sessions: %s: %w", s.metaPath(id), err)
+	}
+	return m, nil
+}
+
 // refresh brings m up to date when its journal grew since it was written.
+// A journal outside the directory is not read.
 func (s Store) refresh(m Meta) Meta {
+	if _, err := s.Journal(m, ""); err != nil {
+		return m
+	}
 	fi, err := os.Stat(m.Trace)
 	if err != nil || fi.Size() == m.TraceBytes {
 		return m
@@ -194,20 +264,27 @@ func (s Store) Latest(storyFile string) (Meta, bool, error) {
 	return Meta{}, false, nil
 }
 
-// Delete removes a session's index entry and its journal.
-func (s Store) Delete(id string) error {
+// Delete removes a session's index entry and its journal. A journal
+// outside the directory is left where it is: kept names it.
+func (s Store) Delete(id string) (kept string, err error) {
 	m, err := s.Get(id)
 	if err != nil {
-		return err
+		return "", err
+	}
+	if _, err := s.Journal(m, ""); err != nil {
+		if err := os.Remove(s.metaPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("sessions: %w", err)
+		}
+		return m.Trace, nil
 	}
 	if err := trace.CheckUnlocked(m.Trace); err != nil {
-		return fmt.Errorf("session %s is running (its journal %s: %w); stop it first", id, m.Trace, err)
+		return "", fmt.Errorf("session %s is running (its journal %s: %w); stop it first", id, m.Trace, err)
 	}
 	if err := os.Remove(m.Trace); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("sessions: %w", err)
+		return "", fmt.Errorf("sessions: %w", err)
 	}
 	if err := os.Remove(s.metaPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("sessions: %w", err)
+		return "", fmt.Errorf("sessions: %w", err)
 	}
-	return nil
+	return "", nil
 }

@@ -170,12 +170,12 @@ func TestDeleteRefusesARunningSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = s.Delete("s")
+	_, err = s.Delete("s")
 	if err == nil || err.Error() != "session s is running (its journal "+tr+": trace file is locked by another writer); stop it first" {
 		t.Errorf("delete while running: %v", err)
 	}
 	w.Close()
-	if err := s.Delete("s"); err != nil {
+	if _, err := s.Delete("s"); err != nil {
 		t.Errorf("delete after the run: %v", err)
 	}
 	if _, err := s.Get("s"); err == nil {

@@ -46,7 +46,7 @@ func fakeLoader(_ context.Context, path, _ string) (*story.Story, error) {
 		return nil, errors.New("app.yaml:3:1: states: unknown state \"mrege\"\napp.yaml:9:5: root: is required")
 	}
 	return &story.Story{
-		App:  story.App{ID: "good", Version: "1.0"},
+		App:  story.App{ID: "good", Version: "1.0", Author: "Ada", License: "MIT"},
 		Root: "intake",
 		States: map[string]*story.State{
 			"intake":   {Description: "Waiting.", On: map[string][]*story.Arm{"submit": nil}},

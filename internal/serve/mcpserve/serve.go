@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 
@@ -31,8 +32,13 @@ type ServeOptions struct {
 	Root string
 	// MaxBodyBytes is the HTTP request-body limit; 0 means 4 MiB.
 	MaxBodyBytes int64
-	LoadStory    StoryLoader
-	StartRun     RunStarter
+	// MaxSessions caps the live MCP sessions over HTTP (0: 100), and
+	// SessionIdle expires one after that long without a request (0: 30
+	// minutes).
+	MaxSessions int
+	SessionIdle time.Duration
+	LoadStory   StoryLoader
+	StartRun    RunStarter
 
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
@@ -105,7 +111,11 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 		}
 		return err
 	}
-	h, err := toolserver.ListenHTTP(opts.HTTPAddr, opts.Logger, toolserver.WithMaxBodyBytes(opts.MaxBodyBytes))
+	if opts.MaxSessions < 0 || opts.SessionIdle < 0 {
+		return fmt.Errorf("mcp serve: MaxSessions %d, SessionIdle %s: must not be negative (0 means the default)", opts.MaxSessions, opts.SessionIdle)
+	}
+	h, err := toolserver.ListenHTTP(opts.HTTPAddr, opts.Logger, toolserver.WithMaxBodyBytes(opts.MaxBodyBytes),
+		toolserver.WithSessionLimits(opts.MaxSessions, opts.SessionIdle))
 	if err != nil {
 		return err
 	}

@@ -237,7 +237,7 @@ func inspectStory(path string, st *story.Story, err error) (any, error) {
 	}
 	return map[string]any{
 		"path":    path,
-		"app":     map[string]any{"id": st.App.ID, "version": st.App.Version, "title": st.App.Title},
+		"app":     appView(st.App),
 		"root":    st.Root,
 		"hosts":   st.Hosts,
 		"states":  states,
@@ -245,6 +245,18 @@ func inspectStory(path string, st *story.Story, err error) (any, error) {
 		"agents":  agents,
 		"plugins": sortedKeys(st.Plugins),
 	}, nil
+}
+
+// appView is the story's app: block; author and license only when set.
+func appView(a story.App) map[string]any {
+	v := map[string]any{"id": a.ID, "version": a.Version, "title": a.Title}
+	if a.Author != "" {
+		v["author"] = a.Author
+	}
+	if a.License != "" {
+		v["license"] = a.License
+	}
+	return v
 }
 
 func listPlugins(path string, st *story.Story, err error) (any, error) {

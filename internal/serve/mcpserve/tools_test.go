@@ -152,6 +152,9 @@ func TestConfigurationTools(t *testing.T) {
 		if sc["root"] != "intake" || !cmp.Equal(sc["plugins"], []any{"agent.claude", "agent.fixer"}) {
 			t.Errorf("inspect = %v", sc)
 		}
+		if want := map[string]any{"id": "good", "version": "1.0", "title": "", "author": "Ada", "license": "MIT"}; !cmp.Equal(sc["app"], want) {
+			t.Errorf("app = %v", sc["app"])
+		}
 		states := sc["states"].([]any)
 		if !cmp.Equal(states[1], map[string]any{"name": "intake", "description": "Waiting.", "intents": []any{"submit"}}) {
 			t.Errorf("states = %v", states)

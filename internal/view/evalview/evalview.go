@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kitsoki/kitsoki/internal/base/bidi"
 	"github.com/kitsoki/kitsoki/internal/check/eval"
 )
 
@@ -148,5 +149,11 @@ func HTML(w io.Writer, r *eval.Report) error {
 	if err != nil {
 		return fmt.Errorf("evalview: template: %w", err)
 	}
-	return t.Execute(w, Build(r))
+	var buf strings.Builder
+	if err := t.Execute(&buf, Build(r)); err != nil {
+		return err
+	}
+	// Bidi overrides and isolates in answers and reasons are shown as marks.
+	_, err = io.WriteString(w, bidi.Reveal(buf.String()))
+	return err
 }

@@ -72,3 +72,21 @@ func TestHTMLGolden(t *testing.T) {
 		t.Errorf("page differs (-want +got):\n%s", d)
 	}
 }
+
+// A bidi override in a sample answer is shown as a mark, not obeyed.
+func TestHTMLShowsBidiControls(t *testing.T) {
+	r, err := eval.ReadReport("testdata/report.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range r.FailureSamples {
+		r.FailureSamples[i].Reason += " \u202egnp.exe"
+	}
+	var buf bytes.Buffer
+	if err := HTML(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsRune(buf.String(), 0x202e) || !strings.Contains(buf.String(), "[U+202E RLO]gnp.exe") {
+		t.Errorf("the page holds U+202E raw or lacks its mark")
+	}
+}

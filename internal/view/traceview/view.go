@@ -12,6 +12,9 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/kitsoki/kitsoki/internal/base/bidi"
+	"github.com/kitsoki/kitsoki/internal/base/loopback"
 )
 
 //go:embed page/trace.html
@@ -26,7 +29,8 @@ func HTML(w io.Writer, r *Run, live bool) error {
 	if err != nil {
 		return fmt.Errorf("traceview: encoding the run: %w", err)
 	}
-	page := strings.Replace(pageHTML, "/*RUN*/", string(data), 1)
+	// Bidi overrides and isolates in the data are shown as marks.
+	page := strings.Replace(pageHTML, "/*RUN*/", bidi.Reveal(string(data)), 1)
 	if live {
 		page = strings.Replace(page, "/*LIVE*/false", "true", 1)
 	}
@@ -57,7 +61,9 @@ func (s *Server) load() (*Run, error) {
 	return r, nil
 }
 
-// Handler is GET / (the page, live) and GET /run.json (the run).
+// Handler is GET / (the page, live) and GET /run.json (the run). A
+// request that came over loopback but names another host or comes from
+// another site's page (DNS rebinding) is refused 403 (loopback.Guard).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, req *http.Request) {
@@ -78,9 +84,14 @@ func (s *Server) Handler() http.Handler {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
-		_ = json.NewEncoder(w).Encode(r)
+		b, err := json.Marshal(r)
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		_, _ = io.WriteString(w, bidi.Reveal(string(b))+"\n") // the page's feed: marks, as in the page
 	})
-	return mux
+	return loopback.Guard(mux)
 }
 
 func (s *Server) fail(w http.ResponseWriter, err error) {

@@ -79,3 +79,85 @@ func TestServer(t *testing.T) {
 		t.Errorf("GET /other: %d", resp.StatusCode)
 	}
 }
+
+// A page on another site that rebinds its domain to 127.0.0.1 cannot
+// read the run: a request over loopback naming another host, or coming
+// from another origin, is refused.
+func TestServerRefusesDNSRebinding(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	b, err := os.ReadFile("testdata/failures.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(path, b, 0o600)
+	srv := httptest.NewServer((&Server{Path: path, Writing: func(string) bool { return false }}).Handler())
+	defer srv.Close()
+	for _, c := range []struct {
+		host, origin string
+		want         int
+	}{
+		{"attacker.example", "", http.StatusForbidden},
+		{"attacker.example:" + srv.URL[strings.LastIndex(srv.URL, ":")+1:], "http://attacker.example", http.StatusForbidden},
+		{"", "https://attacker.example", http.StatusForbidden},
+		{"", "", http.StatusOK},
+		{"localhost", "", http.StatusOK},
+	} {
+		for _, p := range []string{"/", "/run.json"} {
+			req, _ := http.NewRequest(http.MethodGet, srv.URL+p, nil)
+			if c.host != "" {
+				req.Host = c.host
+			}
+			if c.origin != "" {
+				req.Header.Set("Origin", c.origin)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != c.want {
+				t.Errorf("GET %s Host %q Origin %q: %d, want %d", p, c.host, c.origin, resp.StatusCode, c.want)
+			}
+			if c.want == http.StatusForbidden && strings.Contains(string(body), "session") {
+				t.Errorf("a refused request got the run: %.80s", body)
+			}
+		}
+	}
+}
+
+// Bidi override and isolate characters in a trace (U+202A–202E,
+// U+2066–2069) could reorder what the page shows (a Trojan Source
+// answer); the page and its live run.json show each as a visible mark.
+func TestHTMLShowsBidiControls(t *testing.T) {
+	in := "pay \u202etxt.exe\u202c and \u2066isolated\u2069 \u202a\u202b\u202d\u2067\u2068"
+	r := Build([]trace.Event{{Turn: 1, Kind: trace.KindTurnInput, Payload: map[string]any{"input": in, "intent": ""}}})
+	var buf bytes.Buffer
+	if err := HTML(&buf, r, false); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	for _, c := range []rune{0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069} {
+		if strings.ContainsRune(page, c) {
+			t.Errorf("the page holds U+%04X raw", c)
+		}
+	}
+	if !strings.Contains(page, "pay [U+202E RLO]txt.exe[U+202C PDF] and [U+2066 LRI]isolated[U+2069 PDI]") {
+		t.Errorf("the marks are missing: %s", page[strings.Index(page, "pay"):][:120])
+	}
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	b, _ := os.ReadFile("testdata/failures.jsonl")
+	b = bytes.Replace(b, []byte(`"input":"`), []byte(`"input":"\u202e`), 1)
+	os.WriteFile(path, b, 0o600)
+	srv := httptest.NewServer((&Server{Path: path, Writing: func(string) bool { return false }}).Handler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/run.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if strings.ContainsRune(string(body), 0x202e) || !strings.Contains(string(body), "[U+202E RLO]") {
+		t.Errorf("run.json holds the override raw or lacks its mark")
+	}
+}

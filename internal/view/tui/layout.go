@@ -147,6 +147,9 @@ func (m *Model) liveLines(w, limit int) []string {
 		must = append(must, wrap(m.th.notice.Render(m.editing.label()), w)...)
 	}
 	must = append(must, m.input.View())
+	if f := m.footer(); f != "" {
+		must = append(must, wrap(f, w)...)
+	}
 	if m.hint != "" {
 		must = append(must, wrap(m.th.hint.Render(m.mask(m.hint)), w)...)
 	}

@@ -13,13 +13,14 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/kitsoki/kitsoki/internal/base/clock"
+	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
 )
 
 // Prompt is the input line's prompt.
 const Prompt = "> "
 
 // builtinCommands are the `:` commands the UI handles itself.
-func builtinCommands() []string { return []string{":help", ":intents", ":state", ":quit"} }
+func builtinCommands() []string { return []string{":help", ":intents", ":state", ":annotate", ":quit"} }
 
 // Model is the UI's Bubble Tea model.
 type Model struct {
@@ -180,14 +181,23 @@ func (m *Model) finish(msg resultMsg) tea.Cmd {
 		out = append(out, m.th.notice.Render("(cancelled)"))
 		m.hint = "(Ctrl-C again quits; :quit leaves)"
 	}
+	clear := false
 	if !msg.res.Fatal {
+		prev := m.status
 		m.status = m.cfg.Driver.Status()
+		clear = entersTransient(prev, m.status)
+		if prev.Room != m.status.Room || prev.Theme != m.status.Theme {
+			m.th = themeFor(m.status.Theme)
+		}
 		m.picker = newPicker(m.status.View)
 		if msg.res.View {
 			if v := m.renderView(); v != "" {
 				out = append(out, v)
 			}
 		}
+	}
+	if clear {
+		m.log.clear()
 	}
 	print := m.println(strings.Join(out, "\n"))
 	queued := m.queued
@@ -207,6 +217,13 @@ func (m *Model) finish(msg resultMsg) tea.Cmd {
 		m.input.CursorEnd()
 	}
 	return print
+}
+
+// entersTransient reports whether a turn entered a room (a top-level state
+// other than the one it started in) whose transcript is transient: the
+// room starts on a clear screen, its earlier output scrolled away.
+func entersTransient(prev, next Status) bool {
+	return prev.Room != "" && next.Room != prev.Room && next.Transcript == TranscriptTransient
 }
 
 // println adds text to the transcript (nothing for an empty text) and
@@ -389,6 +406,13 @@ func (m *Model) submit(line string) tea.Cmd {
 			return echo
 		}
 	}
+	if word, note, _ := strings.Cut(line, " "); word == ":annotate" {
+		turn, err := annotateLine(m.status.View, strings.TrimSpace(note))
+		if err != nil {
+			return tea.Sequence(echo, m.println(m.th.err.Render(err.Error())))
+		}
+		line = turn
+	}
 	if strings.HasPrefix(line, ":") {
 		word, _, _ := strings.Cut(line, " ")
 		if !slices.Contains(m.cfg.Commands, word) {
@@ -397,6 +421,21 @@ func (m *Model) submit(line string) tea.Cmd {
 	}
 	d := m.cfg.Driver
 	return tea.Sequence(echo, m.run(func(ctx context.Context) Result { return d.Do(ctx, line) }))
+}
+
+// annotateLine is the turn an annotation of the view's media sends: the
+// intent of the first media element with annotate_intent:, the note in
+// its feedback slot.
+func annotateLine(view []orchestrator.ViewElement, note string) (string, error) {
+	for _, el := range view {
+		if el.Kind == "media" && el.Media != nil && el.Media.AnnotateIntent != "" {
+			if note == "" {
+				return "", fmt.Errorf(":annotate needs a note: :annotate <what to change>")
+			}
+			return el.Media.AnnotateIntent + " " + el.Media.AnnotateSlot + "=" + quoteValue(note), nil
+		}
+	}
+	return "", fmt.Errorf(":annotate: the view shows no media element that takes annotations (annotate_intent:)")
 }
 
 func (m *Model) commands() []string {
@@ -446,6 +485,18 @@ Ctrl-C     cancels the running call; a second one in a row quits`
 	return h
 }
 
+// footer is the room's status line under the input: its footer:
+// rendered, or the render error.
+func (m *Model) footer() string {
+	if m.status.FooterErr != nil {
+		return m.th.err.Render("footer: " + m.mask(m.status.FooterErr.Error()))
+	}
+	if m.status.Footer == "" {
+		return ""
+	}
+	return m.th.hint.Render(m.mask(strings.TrimRight(m.status.Footer, "\n")))
+}
+
 // spinnerLine: the spinner, the agent at work and the elapsed time.
 func (m *Model) spinnerLine() string {
 	what, since := "working", m.turnStart
@@ -471,6 +522,9 @@ func (m *Model) describe() string {
 	b.WriteString(m.th.state.Render("[" + m.status.State + "]"))
 	if m.status.Description != "" {
 		b.WriteString(" " + m.mask(m.status.Description))
+	}
+	if len(m.status.Relevant) > 0 {
+		b.WriteString(m.th.hint.Render("  " + m.mask(strings.Join(m.status.Relevant, " "))))
 	}
 	for _, in := range m.status.Intents {
 		b.WriteString("\n  " + m.th.intent.Render(in.Name))

@@ -18,8 +18,16 @@ type theme struct {
 	err, notice, hint, prompt, state, intent, heading, key, code, cursor, banner lipgloss.Style
 }
 
-func newTheme() theme {
-	return theme{
+func newTheme() theme { return themeFor("") }
+
+// themeAccents are the accent colours of the room themes (theme:): the
+// state line, intents, headings, the picker cursor and code borders take
+// it. An unknown name draws as the default, as in Kitsoki.
+var themeAccents = map[string]string{"meta-blue": "4", "meta-amber": "214", "off-path": "5"}
+
+// themeFor is the UI's styles under a room theme.
+func themeFor(name string) theme {
+	th := theme{
 		err:     lipgloss.NewStyle().Foreground(lipgloss.Color("1")),
 		notice:  lipgloss.NewStyle().Foreground(lipgloss.Color("3")),
 		hint:    lipgloss.NewStyle().Faint(true),
@@ -32,6 +40,15 @@ func newTheme() theme {
 		cursor:  lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("6")),
 		banner:  lipgloss.NewStyle().Reverse(true),
 	}
+	if c, ok := themeAccents[name]; ok {
+		accent := lipgloss.Color(c)
+		th.state = th.state.Foreground(accent)
+		th.cursor = th.cursor.Foreground(accent)
+		th.intent = th.intent.Foreground(accent)
+		th.heading = th.heading.Foreground(accent)
+		th.code = th.code.BorderForeground(accent)
+	}
+	return th
 }
 
 // bannerColor is the ANSI color of a banner color a story may name.
@@ -87,9 +104,10 @@ func (m *Model) renderElement(el orchestrator.ViewElement) string {
 		}
 		return strings.Join(lines, "\n")
 	case "list":
+		marker := orDefault(el.Marker, "•")
 		lines := make([]string, len(el.Items))
 		for i, it := range el.Items {
-			lines[i] = "• " + mask(it.Label)
+			lines[i] = marker + " " + mask(it.Label)
 			if it.Hint != "" {
 				lines[i] += m.th.hint.Render("  " + mask(it.Hint))
 			}
@@ -100,8 +118,12 @@ func (m *Model) renderElement(el orchestrator.ViewElement) string {
 	case "prose":
 		return lipgloss.NewStyle().Width(max(w-2, 20)).Render(mask(el.Body))
 	case "media":
-		return fmt.Sprintf("[%s] %s (%s)", orDefault(el.Media.Kind, "media"),
-			mask(orDefault(el.Media.Caption, el.Media.Handle)), mask(el.Media.Handle))
+		line := fmt.Sprintf("[%s] %s (%s)", orDefault(el.Media.Kind, "media"),
+			mask(orDefault(el.Media.Caption, el.Media.Handle)), mask(orDefault(el.Media.Path, el.Media.Handle)))
+		if el.Media.AnnotateIntent != "" {
+			line += m.th.hint.Render("  (:annotate <note> sends " + el.Media.AnnotateIntent + ")")
+		}
+		return line
 	}
 	// template, base, choice (its text form; the first choice is also a
 	// picker in the live area)

@@ -7,6 +7,9 @@ import "strings"
 // resize re-wraps all of it.
 type transcript struct {
 	entries []string
+	// earlier are the entries cleared away (a transient room was
+	// entered): off the screen, but printed when the UI ends.
+	earlier []string
 	// cache: the wrapped lines of entries at width cacheW.
 	cache  []string
 	cacheN int // entries wrapped into cache
@@ -37,8 +40,20 @@ func (t *transcript) window(width, rows int, scroll *int) []string {
 	return all[max(end-rows, 0):end]
 }
 
-// text is the transcript wrapped to width, one string, for the normal
-// screen when the UI ends.
+// clear starts the screen's transcript anew; what it held is kept for
+// the normal screen.
+func (t *transcript) clear() {
+	t.earlier = append(t.earlier, t.entries...)
+	t.entries = nil
+	t.cache, t.cacheN = nil, 0
+}
+
+// text is the whole transcript, the cleared entries too, wrapped to
+// width, one string, for the normal screen when the UI ends.
 func (t *transcript) text(width int) string {
-	return strings.Join(t.lines(width), "\n")
+	var all []string
+	for _, e := range t.earlier {
+		all = append(all, wrap(e, width)...)
+	}
+	return strings.Join(append(all, t.lines(width)...), "\n")
 }

@@ -58,7 +58,26 @@ type Status struct {
 	Intents     []Intent // the allowed, visible intents, sorted
 	View        []orchestrator.ViewElement
 	ViewErr     error
+	// Room is the top-level state the session is in; Footer its status
+	// line (footer:, rendered) shown under the input; Theme its colours
+	// (theme:, "" for the default); Transcript how the transcript treats
+	// what was printed before the room is entered: TranscriptTransient
+	// starts the room on a clear screen.
+	Room string
+	// Relevant are the state's relevant_world: values and relevant_slots:
+	// names, "key=value" or "slot", shown beside the state.
+	Relevant   []string
+	Footer     string
+	FooterErr  error
+	Theme      string
+	Transcript string
 }
+
+// Transcript modes of a room (Status.Transcript).
+const (
+	TranscriptPersistent = "persistent"
+	TranscriptTransient  = "transient"
+)
 
 // Intent is an allowed intent with its slots in declaration order.
 type Intent struct {

@@ -10,8 +10,9 @@ import (
 // double border, a start point before the initial state, a cluster per
 // state with children (dashed for parallel, with a sub-cluster per
 // region; dotted for an imported story) holding a start point before its
-// initial child (an import's entry), on_error edges dashed, and
-// Highlight's marks filled and drawn thick in orange.
+// initial child (an import's entry), on_error edges dashed,
+// Highlight's marks filled and drawn thick in orange, and the states
+// SetCurrent marked filled in blue.
 func DOT(g *Graph) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "digraph %s {\n", dotQuote(g.Title))
@@ -103,7 +104,10 @@ func dotNode(n *Node) string {
 	if n.Dynamic {
 		attrs = append(attrs, "style=\"dashed\"")
 	}
-	if n.Visited {
+	switch {
+	case n.Current:
+		attrs = append(attrs, "fillcolor=\"#d0ebff\"", "color=\"#1c7ed6\"", "penwidth=3")
+	case n.Visited:
 		attrs = append(attrs, "fillcolor=\"#ffe8cc\"", "color=\"#d9480f\"", "penwidth=2")
 	}
 	return dotQuote(n.ID) + " [" + strings.Join(attrs, ", ") + "]"

@@ -59,6 +59,9 @@ type Node struct {
 	// the template.
 	Dynamic bool
 	Visited bool // Highlight: the run entered this state
+	// Current (SetCurrent): the run is in this state now (for a parallel
+	// configuration, the parallel state and each leaf).
+	Current bool
 	// InitialTaken (Highlight): the run entered InitialChild from here.
 	InitialTaken bool
 }
@@ -304,6 +307,26 @@ func (g *Graph) Highlight(evs []trace.Event) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// SetCurrent marks the states a run is in now, as a printed state path
+// names them (a parallel configuration P#leaf|leaf marks P and each
+// leaf), and clears the mark from every other node. It returns the
+// states the graph does not have.
+func (g *Graph) SetCurrent(path string) []string {
+	g.Walk(func(n *Node, _ int) { n.Current = false })
+	if path == "" {
+		return nil
+	}
+	var missing []string
+	for _, id := range configStates(path) {
+		if n := g.index[id]; n != nil {
+			n.Current = true
+		} else {
+			missing = append(missing, id)
+		}
+	}
+	return missing
 }
 
 // markTaken marks the arms one machine.transition took.

@@ -11,7 +11,8 @@ import (
 // subgraph sN_c holding its own node, a start circle sN_i before its
 // initial child (an import's entry) and its children. Terminal states are stadiums with class terminal,
 // the initial state is reached from a start circle, and Highlight's marks
-// become class visited and a linkStyle on the taken edges.
+// become class visited and a linkStyle on the taken edges; SetCurrent's
+// states are class current.
 func Mermaid(g *Graph) string {
 	ids := nodeIDs(g)
 	var b strings.Builder
@@ -20,7 +21,7 @@ func Mermaid(g *Graph) string {
 		fmt.Fprintf(&b, "  %%%% %s\n", strings.Join(strings.Fields(g.Title), " "))
 	}
 	var initial *Node
-	var terminal, visited, dynamic []string
+	var terminal, visited, current, dynamic []string
 	g.Walk(func(n *Node, _ int) {
 		if n.Initial {
 			initial = n
@@ -28,7 +29,10 @@ func Mermaid(g *Graph) string {
 		if n.Terminal {
 			terminal = append(terminal, ids[n.ID])
 		}
-		if n.Visited {
+		switch {
+		case n.Current:
+			current = append(current, ids[n.ID])
+		case n.Visited:
 			visited = append(visited, ids[n.ID])
 		}
 		if n.Dynamic {
@@ -99,6 +103,10 @@ func Mermaid(g *Graph) string {
 	if len(visited) > 0 {
 		b.WriteString("  classDef visited fill:#ffe8cc,stroke:#d9480f,stroke-width:3px\n")
 		fmt.Fprintf(&b, "  class %s visited\n", strings.Join(visited, ","))
+	}
+	if len(current) > 0 {
+		b.WriteString("  classDef current fill:#d0ebff,stroke:#1c7ed6,stroke-width:3px\n")
+		fmt.Fprintf(&b, "  class %s current\n", strings.Join(current, ","))
 	}
 	if len(taken) > 0 {
 		ns := make([]string, len(taken))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -465,4 +466,65 @@ func countGraph(t *testing.T, g *graphviz.Graph) (nodes, edges int) {
 		t.Fatal(err)
 	}
 	return nodes, edges
+}
+
+// TestSetCurrent: the state a run is in is drawn apart from the states it
+// went through (DOT fill and Mermaid class current), a parallel
+// configuration marks the parallel state and its leaves, a later call
+// moves the mark, and a state the story lacks is reported.
+func TestSetCurrent(t *testing.T) {
+	g := FromStory(load(t, "../../../stories/hello/app.yaml"))
+	evs, err := trace.ReadFile("testdata/hello-run.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Highlight(evs)
+	if missing := g.SetCurrent("greeted"); len(missing) != 0 {
+		t.Fatalf("missing = %v", missing)
+	}
+	dot := DOT(g)
+	if !strings.Contains(dot, `"greeted" [label="greeted\nGreeting delivered.", fillcolor="#d0ebff", color="#1c7ed6", penwidth=3]`) {
+		t.Errorf("DOT does not draw greeted as current:\n%s", dot)
+	}
+	if !strings.Contains(dot, `"lobby" [label="lobby\nNobody is being greeted.", fillcolor="#ffe8cc"`) {
+		t.Errorf("DOT does not draw lobby as visited:\n%s", dot)
+	}
+	c, err := parseMermaid(Mermaid(g))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := nodeIDs(g)
+	if d := cmp.Diff([]string{ids["greeted"]}, c.Classes["current"]); d != "" {
+		t.Errorf("class current (-want +got):\n%s", d)
+	}
+	if slices.Contains(c.Classes["visited"], ids["greeted"]) {
+		t.Errorf("greeted is both current and visited: %v", c.Classes)
+	}
+	g.SetCurrent("lobby")
+	var cur []string
+	g.Walk(func(n *Node, _ int) {
+		if n.Current {
+			cur = append(cur, n.ID)
+		}
+	})
+	if d := cmp.Diff([]string{"lobby"}, cur); d != "" {
+		t.Errorf("current after the move (-want +got):\n%s", d)
+	}
+	if got := g.SetCurrent("nowhere"); !cmp.Equal(got, []string{"nowhere"}) {
+		t.Errorf("missing = %v, want [nowhere]", got)
+	}
+
+	n := FromStory(load(t, "testdata/nested/app.yaml"))
+	if missing := n.SetCurrent("clock#clock.time.am|clock.weather.dry"); len(missing) != 0 {
+		t.Fatalf("missing = %v", missing)
+	}
+	cur = nil
+	n.Walk(func(nd *Node, _ int) {
+		if nd.Current {
+			cur = append(cur, nd.ID)
+		}
+	})
+	if d := cmp.Diff([]string{"clock", "clock.time.am", "clock.weather.dry"}, cur); d != "" {
+		t.Errorf("current of a parallel configuration (-want +got):\n%s", d)
+	}
 }

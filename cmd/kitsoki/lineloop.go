@@ -43,6 +43,9 @@ type lineDriver interface {
 	settle(ctx context.Context) (code int, stop bool)
 	// current is the state the session is in.
 	current() string
+	// reloadRequested says a :reload was taken: the loop ends and the
+	// run starts again on the story as it is now.
+	reloadRequested() bool
 }
 
 // promptHelp is the :help text both drivers share; each adds its :quit
@@ -106,6 +109,9 @@ func promptLoop(ctx context.Context, d lineDriver, in *lines) int {
 			}
 		default:
 			if d.command(ctx, line) {
+				if d.reloadRequested() {
+					return exitOK
+				}
 				continue
 			}
 			code, stop = d.turn(ctx, line)

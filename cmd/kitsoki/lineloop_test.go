@@ -111,6 +111,7 @@ func (f *fakeDriver) settle(context.Context) (int, bool) {
 }
 
 func (f *fakeDriver) current() string { return "room" }
+func (f *fakeDriver) reloadRequested() bool { return false }
 
 type loopCase struct {
 	name     string
@@ -369,7 +370,7 @@ func TestPromptHelp(t *testing.T) {
 	}{
 		{"local", &runner{}, common + ":quit      leave\n" +
 			":plugins   agent plugins with tools      :enable <alias> / :disable <alias>\n" +
-			":reload    re-read the story's plugins"},
+			":reload    re-read the story and go on in it · :reload plugins   re-read only the plugins"},
 		{"cluster", &remoteDriver{}, common + ":quit      leave (the session goes on on the cluster)"},
 	} {
 		if d := cmp.Diff(tc.want, tc.d.help()); d != "" {

@@ -67,7 +67,7 @@ func (p *pluginRuntime) Close() error {
 
 // pluginHelp documents the prompt's plugin commands.
 const pluginHelp = `:plugins   agent plugins with tools      :enable <alias> / :disable <alias>
-:reload    re-read the story's plugins`
+:reload    re-read the story and go on in it · :reload plugins   re-read only the plugins`
 
 // command runs one of the prompt's plugin commands and reports whether
 // line was one.

@@ -90,6 +90,13 @@ func (r *runner) help() string { return promptHelp + "\n:quit      leave\n" + pl
 // refuses any other `:word` in place, as the terminal UI does, instead
 // of routing it as free text.
 func (r *runner) command(ctx context.Context, line string) bool {
+	switch line {
+	case ":reload":
+		r.reloadCommand(ctx)
+		return true
+	case ":reload plugins":
+		line = ":reload"
+	}
 	if r.plugins.command(ctx, line, r.out, r.errw) {
 		return true
 	}
@@ -118,6 +125,8 @@ func (r *runner) settle(ctx context.Context) (int, bool) {
 }
 
 func (r *runner) current() string { return r.sess.State() }
+
+func (r *runner) reloadRequested() bool { return r.reloading }
 
 // describe prints the state's description and the intents it accepts.
 func (r *runner) describe(context.Context) {

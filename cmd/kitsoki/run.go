@@ -27,6 +27,11 @@ import (
 )
 
 type runOpts struct {
+	// reload is set by a run that ends for a :reload: it starts again on
+	// the same session. in is the terminal's lines, kept across reloads
+	// (one goroutine reads the terminal).
+	reload bool
+	in     *lines
 	recording string // --recording: a Kitsoki recording answers free text
 	otlp      otlpOpts
 	trace     string
@@ -110,7 +115,12 @@ Exit codes:
   6  the input ended before a terminal state`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runStory(cmd, g, o, args[0])
+			for {
+				o.reload = false
+				if err := runStory(cmd, g, o, args[0]); err != nil || !o.reload {
+					return err
+				}
+			}
 		},
 	}
 	f := cmd.Flags()
@@ -222,7 +232,10 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 	case tw != nil:
 		session.Operator = tw.ask
 	case interactive:
-		in = newLines(cmd.InOrStdin())
+		if o.in == nil {
+			o.in = newLines(cmd.InOrStdin())
+		}
+		in = o.in
 		session.Operator = terminalOperator(in, stdout)
 	}
 	cfg := runtime.Config{
@@ -273,15 +286,21 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 	start := func(ctx context.Context) (*orchestrator.Outcome, error) {
 		return plan.start(ctx, sess, rt.Sink(), stderr)
 	}
+	reloader := &storyReloader{path: path, opts: sopts, current: st, session: o.session, journal: o.trace}
 	if tw != nil {
-		r := &runner{sess: sess, plugins: plugins, replay: as.replayCheck, resume: plan}
-		return exitCode(tw.run(ctx, r, st, path, o.trace, stderr, start))
+		r := &runner{sess: sess, plugins: plugins, replay: as.replayCheck, resume: plan, reloader: reloader}
+		code := tw.run(ctx, r, st, path, o.trace, stderr, start)
+		o.reload = r.reloading
+		return exitCode(code)
 	}
 	out, err := start(ctx)
 	if err != nil {
 		return exitWith(exitFailure, err)
 	}
 	r := &runner{sess: sess, out: stdout, errw: stderr, plugins: plugins, replay: as.replayCheck, resume: plan}
+	if interactive {
+		r.reloader = reloader
+	}
 	if code, stopNow := r.afterReplay(r.report(out)); stopNow {
 		return exitCode(code)
 	}
@@ -292,7 +311,9 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 	case len(o.say) > 0:
 		return exitCode(r.said(ctx, o.say))
 	case interactive:
-		return exitCode(r.interactive(ctx, in))
+		code := r.interactive(ctx, in)
+		o.reload = r.reloading
+		return exitCode(code)
 	default:
 		return exitCode(r.scripted(ctx, cmd.InOrStdin()))
 	}
@@ -362,6 +383,10 @@ type runner struct {
 	// resume, for a resumed session, skips the scripted inputs its
 	// journal holds (session.go).
 	resume *sessionPlan
+	// reloader checks a :reload (nil: the run cannot reload); reloading
+	// says one was taken: the run ends and starts again (reload.go).
+	reloader  *storyReloader
+	reloading bool
 }
 
 // report prints a turn's outcome and says whether the run must stop, with

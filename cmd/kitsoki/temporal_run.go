@@ -401,6 +401,9 @@ func (d *remoteDriver) settle(context.Context) (int, bool) { return exitOK, fals
 
 func (d *remoteDriver) current() string { return d.state }
 
+// reloadRequested: a session on the cluster takes no :reload.
+func (d *remoteDriver) reloadRequested() bool { return false }
+
 // describe prints the state and the intents it accepts, from the
 // session's status.
 func (d *remoteDriver) describe(ctx context.Context) {

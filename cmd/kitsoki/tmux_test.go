@@ -455,3 +455,61 @@ func TestTUIInTmuxResumePrompt(t *testing.T) {
 		})
 	}
 }
+
+// :reload re-reads the story and the session goes on in it where it was;
+// a story that no longer loads, or that decides a turn taken differently,
+// is refused and the session goes on as it was. The terminal UI and the
+// plain prompt alike.
+func TestTUIInTmuxReload(t *testing.T) {
+	for _, mode := range []string{"tui", "no-tui"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			if out, err := exec.Command("cp", "-r", "../../stories/hello", dir).CombinedOutput(); err != nil {
+				t.Fatalf("cp: %v\n%s", err, out)
+			}
+			app := filepath.Join(dir, "hello", "app.yaml")
+			orig, err := os.ReadFile(app)
+			if err != nil {
+				t.Fatal(err)
+			}
+			edit := func(from, to string) {
+				t.Helper()
+				if !strings.Contains(string(orig), from) {
+					t.Fatalf("app.yaml lacks %q", from)
+				}
+				if err := os.WriteFile(app, []byte(strings.Replace(string(orig), from, to, 1)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			args := []string{"run"}
+			if mode == "no-tui" {
+				args = append(args, "--no-tui")
+			}
+			p := newTmuxPane(t, dir, 100, 30, tuiEnv(t), append(args, app)...)
+			p.waitFor("[lobby] Nobody is being greeted.")
+			p.text("greet name=Ada")
+			p.keys("Enter")
+			p.waitFor("Ada was greeted (casual).", "[greeted] Greeting delivered.")
+
+			edit(`description: "Greeting delivered."`, `description: "Greeting delivered, and the story reloaded."`)
+			p.text(":reload")
+			p.keys("Enter")
+			p.waitFor("[greeted] Greeting delivered, and the story reloaded.")
+
+			edit(`root: lobby`, `root: [lobby`)
+			p.text(":reload")
+			p.keys("Enter")
+			p.waitFor("reload refused; the session goes on in the story as it was", "app.yaml:")
+
+			// The turn taken (greet, to greeting) now goes elsewhere.
+			edit(`        - target: greeting`, `        - target: farewell`)
+			p.text(":reload")
+			p.keys("Enter")
+			p.waitFor("the story as it is now decides differently: turn 1 in lobby")
+
+			p.text("bye")
+			p.keys("Enter")
+			p.waitFor("[exit 0]", "Bye! 1 greeting(s) today.")
+		})
+	}
+}

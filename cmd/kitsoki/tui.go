@@ -151,6 +151,9 @@ func (tw *tuiWiring) run(ctx context.Context, r *runner, st *story.Story, storyP
 		fmt.Fprintln(stderr, "kitsoki: terminal UI:", err)
 		return exitFailure
 	}
+	if r.reloading {
+		return exitOK
+	}
 	fmt.Fprintf(stderr, "kitsoki: session ended; trace %s\n", tracePath)
 	return code
 }
@@ -247,7 +250,8 @@ func (d *tuiDriver) Do(ctx context.Context, line string) tui.Result {
 		return d.result(ctx, code, stop)
 	case strings.HasPrefix(line, ":"):
 		d.r.command(ctx, line)
-		return tui.Result{Lines: d.buf.take()}
+		// A reload ends this UI; the run starts again with a new one.
+		return tui.Result{Lines: d.buf.take(), Done: d.r.reloading}
 	}
 	code, stop := d.r.turn(ctx, line)
 	return d.result(ctx, code, stop)

@@ -37,7 +37,7 @@ func (m *Model) newMenu() *menu {
 		menuItem{"w", "World: view and edit", func(m *Model) tea.Cmd { return m.submit(":world") }},
 	)
 	if m.has(":reload") {
-		items = append(items, menuItem{"r", "Reload the story's plugins (:reload)", func(m *Model) tea.Cmd { return m.submit(":reload") }})
+		items = append(items, menuItem{"r", "Reload the story from disk (:reload)", func(m *Model) tea.Cmd { return m.submit(":reload") }})
 	}
 	items = append(items,
 		menuItem{"h", "Help: commands and keys", func(m *Model) tea.Cmd { return m.submit(":help") }},

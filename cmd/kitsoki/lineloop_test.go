@@ -110,7 +110,7 @@ func (f *fakeDriver) settle(context.Context) (int, bool) {
 	return f.settled.code, f.settled.stop
 }
 
-func (f *fakeDriver) current() string { return "room" }
+func (f *fakeDriver) current() string       { return "room" }
 func (f *fakeDriver) reloadRequested() bool { return false }
 
 type loopCase struct {

@@ -30,8 +30,8 @@ type runOpts struct {
 	// reload is set by a run that ends for a :reload: it starts again on
 	// the same session. in is the terminal's lines, kept across reloads
 	// (one goroutine reads the terminal).
-	reload bool
-	in     *lines
+	reload    bool
+	in        *lines
 	recording string // --recording: a Kitsoki recording answers free text
 	otlp      otlpOpts
 	trace     string

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/run/runtime"
 	"github.com/kitsoki/kitsoki/internal/run/session"
+	"github.com/kitsoki/kitsoki/internal/view/tui"
 )
 
 // localOnlyRunFlags are kitsoki run's flags that have no meaning for a
@@ -386,12 +388,18 @@ func (d *remoteDriver) help() string {
 }
 
 // command refuses every other colon command: those of a local run
-// (plugins) need the session in this process.
+// (plugins, :reload) need the session in this process; a word that is
+// no command at all is refused as a local run refuses it.
 func (d *remoteDriver) command(_ context.Context, line string) bool {
 	if !strings.HasPrefix(line, ":") {
 		return false
 	}
-	fmt.Fprintf(d.r.errw, "kitsoki: %s is not available in a session on the cluster (:help lists the commands)\n", strings.Fields(line)[0])
+	word := strings.Fields(line)[0]
+	if !slices.Contains(promptCommands(), word) {
+		fmt.Fprintln(d.r.errw, "kitsoki:", tui.UnknownCommand(word, []string{":help", ":intents", ":state", ":world", ":back", ":quit"}))
+		return true
+	}
+	fmt.Fprintf(d.r.errw, "kitsoki: %s is not available in a session on the cluster (:help lists the commands)\n", word)
 	return true
 }
 

@@ -69,7 +69,11 @@ func (e clusterEnv) run(t *testing.T, ctx context.Context, args ...string) (stri
 // timesAside are the trace fields that read a clock: an event's ts and
 // an agent call's duration_ms.
 var timesAside = []cmp.Option{cmpopts.IgnoreFields(trace.Event{}, "TS"),
-	cmpopts.IgnoreMapEntries(func(k string, _ any) bool { return k == "duration_ms" })}
+	cmpopts.IgnoreMapEntries(func(k string, _ any) bool { return k == "duration_ms" }), sessionIDAside}
+
+// sessionIDAside leaves out world.session_id, which every story's world
+// has: a local run's is generated, a cluster session's is its key.
+var sessionIDAside = cmpopts.IgnoreMapEntries(func(k string, _ any) bool { return k == "session_id" })
 
 // readTrace reads a trace file: its header (written_at, story_path and
 // session_id aside) and its events (ts aside).

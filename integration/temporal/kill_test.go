@@ -139,7 +139,7 @@ func TestKillAWorker(t *testing.T) {
 		if o.res.State != "finished" {
 			t.Errorf("session %d ended in %q, want finished", i, o.res.State)
 		}
-		if d := cmp.Diff(localWorlds[i], o.res.World.Map()); d != "" {
+		if d := cmp.Diff(localWorlds[i], o.res.World.Map(), sessionIDAside); d != "" {
 			t.Errorf("session %d: final world (-local +cluster):\n%s", i, d)
 		}
 		evs := queryTrace(t, ctx, c, o.runs.GetID())

@@ -23,6 +23,7 @@
 package compose
 
 import (
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -126,6 +127,20 @@ func (c *Chain) WorldKey(k string) (string, bool) {
 		}
 	}
 	return k, renamed
+}
+
+// OwnWorld is the world keys the innermost imported story declares, in its
+// own names, sorted: the keys its text may read, for a did-you-mean.
+func (c *Chain) OwnWorld() []string {
+	if c.Empty() {
+		return nil
+	}
+	keys := make([]string, 0, len(c.imps[0].World))
+	for k := range c.imps[0].World {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // Intent renames an intent name through each import, innermost first.

@@ -231,7 +231,7 @@ func (l *loader) compileText(f *file, n *yaml.Node, path string, assign func(*ex
 		}
 		assign(t)
 		if len(t.WorldReads()) > 0 {
-			l.texts = append(l.texts, textRef{f: f, n: d, path: path, t: t})
+			l.texts = append(l.texts, textRef{f: f, n: d, path: path, t: t, names: names})
 		}
 	})
 }

@@ -591,3 +591,29 @@ func TestImportLibrary(t *testing.T) {
 		t.Errorf("without the library: %v", err)
 	}
 }
+
+// An imported story's templates read its world under their own names: the
+// typo check renames them through the import before looking them up, so a
+// key the imported story declares is no warning and a typo still is.
+func TestImportTemplateReadsCheckedUnderTheImport(t *testing.T) {
+	dir := testkit.Tree(t, map[string]string{
+		"app.yaml": "app: {id: p}\nroot: main\nstates:\n  main: {}\nimports:\n  x:\n    source: ./leaf/app.yaml\n    entry: s\n",
+		"leaf/app.yaml": "app: {id: leaf}\nworld:\n  answer: {type: string, default: \"\"}\nroot: s\nstates:\n" +
+			"  s:\n    view: \"{{ world.answer }} {{ world.answr }}\"\n",
+	})
+	st, err := Load(filepath.Join(dir, "app.yaml"), WithLookupEnv(mapEnv(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var got []string
+	for _, w := range st.Warnings {
+		if strings.Contains(w.Message, "renders empty") {
+			got = append(got, w.Message)
+		}
+	}
+	want := []string{`the template reads world key "answr", which world: does not declare and no set:, increment: or bind: writes (did you mean "answer"?); it renders empty`}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+}

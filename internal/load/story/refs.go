@@ -7,6 +7,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/base/expr"
 	"github.com/kitsoki/kitsoki/internal/load/catalog"
+	"github.com/kitsoki/kitsoki/internal/load/compose"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -17,6 +18,9 @@ type textRef struct {
 	n    *yaml.Node
 	path string
 	t    *expr.Text
+	// names renames the reads of a text from an imported story into the
+	// importing story's world (nil: the story's own text).
+	names *compose.Chain
 }
 
 // bindRef is one bind: entry of an invoke: a result path (source) or a
@@ -72,10 +76,31 @@ func (l *loader) checkTextReads() {
 		return
 	}
 	names := l.writtenKeys()
+	type hintKey struct {
+		names *compose.Chain
+		key   string
+	}
+	hints := map[hintKey]string{} // a read's did-you-mean, worked out once
 	for _, r := range l.texts {
 		for _, rd := range r.t.WorldReads() {
-			if _, ok := slices.BinarySearch(names, rd.Key); ok {
+			key := rd.Key
+			if r.names != nil {
+				key, _ = r.names.WorldKey(key)
+			}
+			if _, ok := slices.BinarySearch(names, key); ok {
 				continue
+			}
+			hk := hintKey{r.names, rd.Key}
+			hint, ok := hints[hk]
+			if !ok {
+				// An imported story's text is told of its own keys, in
+				// the names it writes them with.
+				if r.names != nil {
+					hint = didYouMean(rd.Key, r.names.OwnWorld())
+				} else {
+					hint = didYouMean(rd.Key, names)
+				}
+				hints[hk] = hint
 			}
 			p, ok := scalarOffsetPos(r.f, r.n, rd.Line, rd.Col)
 			if !ok {
@@ -83,7 +108,7 @@ func (l *loader) checkTextReads() {
 			}
 			l.warns = append(l.warns, Diagnostic{Pos: p, Path: r.path,
 				Message: fmt.Sprintf("the template reads world key %q, which world: does not declare and no set:, increment: or bind: writes%s; it renders empty",
-					rd.Key, didYouMean(rd.Key, names))})
+					rd.Key, hint)})
 		}
 	}
 }

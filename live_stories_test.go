@@ -175,7 +175,6 @@ func TestBugfixStoryLive(t *testing.T) {
 	for _, st := range []string{"proposing", "implementing", "testing", "reviewing", "validating", "done"} {
 		step(t, s, "accept", st)
 	}
-	w = s.World()
 	step(t, s, "accept", "__exit__done")
 	if done, exit := s.Done(); !done || exit != "done" {
 		t.Errorf("Done() = %v %q", done, exit)

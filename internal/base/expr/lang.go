@@ -202,16 +202,12 @@ func newConfig(opts []expr.Option) *conf.Config {
 	return config
 }
 
-// compileExpr compiles tpl[start:end] as a story expression. inRange allows
-// the range-item shorthand (".", ".field"); asBool rejects an expression
-// whose type is known at compile time and is not bool.
-func compileExpr(tpl string, start, end int, inRange, asBool bool) (*unit, error) {
-	return compileExprWith(tpl, start, end, inRange, asBool, "", nil)
-}
-
-// compileExprWith is compileExpr; a non-empty extra (ValueRoot) is one more
-// name the expression may start from, and names (when not nil) renames the
-// world keys and menu intents the expression refers to.
+// compileExprWith compiles tpl[start:end] as a story expression. inRange
+// allows the range-item shorthand (".", ".field"); asBool rejects an
+// expression whose type is known at compile time and is not bool. A
+// non-empty extra (ValueRoot) is one more name the expression may start
+// from, and names (when not nil) renames the world keys and menu intents
+// the expression refers to.
 func compileExprWith(tpl string, start, end int, inRange, asBool bool, extra string, names Names) (*unit, error) {
 	u := &unit{src: tpl[start:end], tpl: tpl, off: start, extra: extra}
 	if i := strings.Index(u.src, dotName); i >= 0 {

@@ -11,9 +11,6 @@ import (
 	"github.com/kitsoki/kitsoki/internal/run/routes"
 )
 
-// backendBuiltin is the backend of the built-in claude path.
-const backendBuiltin = routes.BackendBuiltin
-
 // candidate is one cell of the matrix: what the report shows and the
 // route its calls take.
 type candidate struct {

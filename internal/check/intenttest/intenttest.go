@@ -82,11 +82,6 @@ func Load(path string, st *story.Story) (*Dataset, error) {
 	if err := yamlnode.CheckExpansion(&doc, 0); err != nil {
 		return nil, fmt.Errorf("dataset %s: %w", path, err)
 	}
-	ds := &Dataset{Path: path}
-	var errs Errors
-	bad := func(n *yaml.Node, p, format string, args ...any) {
-		errs = append(errs, &Error{File: path, Line: n.Line, Col: n.Column, Path: p, Msg: fmt.Sprintf(format, args...)})
-	}
 	root := &doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
 		root = root.Content[0]
@@ -94,11 +89,53 @@ func Load(path string, st *story.Story) (*Dataset, error) {
 	if root.Kind != yaml.MappingNode {
 		return nil, &Error{File: path, Line: max(root.Line, 1), Col: max(root.Column, 1), Path: "cases", Msg: "a dataset is a mapping with cases: [{state, say, intent, slots}]"}
 	}
+	r := &datasetReader{path: path, st: st}
+	cases := r.casesList(root)
+	if cases == nil {
+		return nil, r.errs
+	}
+	r.states = slices.Sorted(maps.Keys(st.States))
+	ds := &Dataset{Path: path}
+	for i, cn := range cases.Content {
+		if c, ok := r.readCase(cn, fmt.Sprintf("cases[%d]", i)); ok {
+			ds.Cases = append(ds.Cases, c)
+		}
+	}
+	if len(r.errs) > 0 {
+		slices.SortStableFunc(r.errs, func(a, b *Error) int {
+			if a.Line != b.Line {
+				return a.Line - b.Line
+			}
+			return a.Col - b.Col
+		})
+		return nil, r.errs
+	}
+	return ds, nil
+}
+
+// datasetReader collects every error of one dataset file, so that the
+// author sees them all at once, sorted by position.
+type datasetReader struct {
+	path   string
+	st     *story.Story
+	states []string // the story's state names, sorted, for suggestions
+	errs   Errors
+}
+
+// bad records an error at node n, key path p.
+func (r *datasetReader) bad(n *yaml.Node, p, format string, args ...any) {
+	r.errs = append(r.errs, &Error{File: r.path, Line: n.Line, Col: n.Column, Path: p, Msg: fmt.Sprintf(format, args...)})
+}
+
+// casesList returns the dataset's cases: list, the one key of its top
+// mapping, or nil (with the error recorded) when it is missing, not a list
+// or empty.
+func (r *datasetReader) casesList(root *yaml.Node) *yaml.Node {
 	var cases *yaml.Node
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
 		if k.Value != "cases" {
-			bad(k, k.Value, "unknown key %q; a dataset has only cases:", k.Value)
+			r.bad(k, k.Value, "unknown key %q; a dataset has only cases:", k.Value)
 			continue
 		}
 		cases = v
@@ -108,83 +145,86 @@ func Load(path string, st *story.Story) (*Dataset, error) {
 		if cases != nil {
 			n = cases
 		}
-		bad(n, "cases", "cases: must be a non-empty list of {state, say, intent, slots}")
-		return nil, errs
+		r.bad(n, "cases", "cases: must be a non-empty list of {state, say, intent, slots}")
+		return nil
 	}
-	states := slices.Sorted(maps.Keys(st.States))
-	for i, cn := range cases.Content {
-		p := fmt.Sprintf("cases[%d]", i)
-		if cn.Kind != yaml.MappingNode {
-			bad(cn, p, "a case is a mapping {state, say, intent, slots}")
+	return cases
+}
+
+// readCase reads one case at key path p: its keys, its three required
+// strings, then its state, intent and slots checked against the story. A
+// case that is not a mapping is left out (ok false); any other case is
+// kept, its errors recorded.
+func (r *datasetReader) readCase(cn *yaml.Node, p string) (Case, bool) {
+	if cn.Kind != yaml.MappingNode {
+		r.bad(cn, p, "a case is a mapping {state, say, intent, slots}")
+		return Case{}, false
+	}
+	c := Case{Line: cn.Line}
+	nodes := map[string]*yaml.Node{}
+	for j := 0; j+1 < len(cn.Content); j += 2 {
+		k, v := cn.Content[j], cn.Content[j+1]
+		if !slices.Contains(caseKeys, k.Value) {
+			r.bad(k, p+"."+k.Value, "unknown key %q (a case has %s)", k.Value, strings.Join(caseKeys, ", "))
 			continue
 		}
-		c := Case{Line: cn.Line}
-		nodes := map[string]*yaml.Node{}
-		for j := 0; j+1 < len(cn.Content); j += 2 {
-			k, v := cn.Content[j], cn.Content[j+1]
-			if !slices.Contains(caseKeys, k.Value) {
-				bad(k, p+"."+k.Value, "unknown key %q (a case has %s)", k.Value, strings.Join(caseKeys, ", "))
-				continue
-			}
-			nodes[k.Value] = v
-		}
-		for _, key := range []string{"state", "say", "intent"} {
-			v, ok := nodes[key]
-			if !ok {
-				bad(cn, p, "%s: is required", key)
-				continue
-			}
-			if v.Kind != yaml.ScalarNode || v.Value == "" {
-				bad(v, p+"."+key, "%s must be a non-empty string", key)
-				continue
-			}
-			switch key {
-			case "state":
-				c.State = v.Value
-			case "say":
-				c.Say = v.Value
-			case "intent":
-				c.Intent = v.Value
-			}
-		}
-		var def *story.Intent
-		if c.State != "" && st.States[c.State] == nil {
-			bad(nodes["state"], p+".state", "state %q is not declared in the story%s", c.State, didYouMean(c.State, states))
-		}
-		if c.Intent != "" && c.Intent != None {
-			def = intentDef(st, c.State, c.Intent)
-			if def == nil {
-				bad(nodes["intent"], p+".intent", "intent %q is not declared in the story; name a declared intent, or none for an utterance that should route nowhere", c.Intent)
-			}
-		}
-		if sn, ok := nodes["slots"]; ok {
-			var slots map[string]any
-			if err := sn.Decode(&slots); err != nil || sn.Kind != yaml.MappingNode {
-				bad(sn, p+".slots", "slots must be a mapping of slot names to values")
-			} else {
-				c.Slots = slots
-				for j := 0; j+1 < len(sn.Content); j += 2 {
-					k := sn.Content[j]
-					if c.Intent == None {
-						bad(k, p+".slots."+k.Value, "an utterance expected to route nowhere (intent: none) has no slots")
-					} else if def != nil && def.Slots[k.Value] == nil {
-						bad(k, p+".slots."+k.Value, "slot %q is not a slot of intent %q%s", k.Value, c.Intent, didYouMean(k.Value, slices.Sorted(maps.Keys(def.Slots))))
-					}
-				}
-			}
-		}
-		ds.Cases = append(ds.Cases, c)
+		nodes[k.Value] = v
 	}
-	if len(errs) > 0 {
-		slices.SortStableFunc(errs, func(a, b *Error) int {
-			if a.Line != b.Line {
-				return a.Line - b.Line
-			}
-			return a.Col - b.Col
-		})
-		return nil, errs
+	for _, key := range []string{"state", "say", "intent"} {
+		v, ok := nodes[key]
+		if !ok {
+			r.bad(cn, p, "%s: is required", key)
+			continue
+		}
+		if v.Kind != yaml.ScalarNode || v.Value == "" {
+			r.bad(v, p+"."+key, "%s must be a non-empty string", key)
+			continue
+		}
+		switch key {
+		case "state":
+			c.State = v.Value
+		case "say":
+			c.Say = v.Value
+		case "intent":
+			c.Intent = v.Value
+		}
 	}
-	return ds, nil
+	r.checkAgainstStory(&c, nodes, p)
+	return c, true
+}
+
+// checkAgainstStory checks a case's state and intent against the story's
+// declarations, and reads its slots, each of which must be a slot of the
+// intent (an intent of none takes no slots).
+func (r *datasetReader) checkAgainstStory(c *Case, nodes map[string]*yaml.Node, p string) {
+	var def *story.Intent
+	if c.State != "" && r.st.States[c.State] == nil {
+		r.bad(nodes["state"], p+".state", "state %q is not declared in the story%s", c.State, didYouMean(c.State, r.states))
+	}
+	if c.Intent != "" && c.Intent != None {
+		def = intentDef(r.st, c.State, c.Intent)
+		if def == nil {
+			r.bad(nodes["intent"], p+".intent", "intent %q is not declared in the story; name a declared intent, or none for an utterance that should route nowhere", c.Intent)
+		}
+	}
+	sn, ok := nodes["slots"]
+	if !ok {
+		return
+	}
+	var slots map[string]any
+	if err := sn.Decode(&slots); err != nil || sn.Kind != yaml.MappingNode {
+		r.bad(sn, p+".slots", "slots must be a mapping of slot names to values")
+		return
+	}
+	c.Slots = slots
+	for j := 0; j+1 < len(sn.Content); j += 2 {
+		k := sn.Content[j]
+		if c.Intent == None {
+			r.bad(k, p+".slots."+k.Value, "an utterance expected to route nowhere (intent: none) has no slots")
+		} else if def != nil && def.Slots[k.Value] == nil {
+			r.bad(k, p+".slots."+k.Value, "slot %q is not a slot of intent %q%s", k.Value, c.Intent, didYouMean(k.Value, slices.Sorted(maps.Keys(def.Slots))))
+		}
+	}
 }
 
 // didYouMean is ` (did you mean "x"?)` for the candidate within two edits

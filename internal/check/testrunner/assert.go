@@ -253,51 +253,8 @@ func checkTurn(ts *TurnSpec, tv turnView) []string {
 func checkExpectations(ts *TurnSpec, tv turnView) []string {
 	var fails []string
 	out := tv.out
-	if ee := ts.ExpectError; ee != nil {
-		switch {
-		case out.Outcome != orchestrator.OutcomeRejected:
-			fails = append(fails, fmt.Sprintf("expect_error: want code %s, got no rejection (the turn ended in %q)", ee.Code, out.State))
-		case ee.Code != "" && out.Rejection.Code != ee.Code:
-			fails = append(fails, fmt.Sprintf("expect_error: got code %s, want %s (%s)", out.Rejection.Code, ee.Code, out.Rejection.Message))
-		}
-		if out.Outcome == orchestrator.OutcomeRejected {
-			if ee.GuardHint != "" && out.Rejection.GuardHint != ee.GuardHint {
-				fails = append(fails, fmt.Sprintf("expect_error.guard_hint: got %q, want %q", out.Rejection.GuardHint, ee.GuardHint))
-			}
-			for _, want := range ee.MissingSlots {
-				if !contains(out.Rejection.MissingSlots, want) {
-					fails = append(fails, fmt.Sprintf("expect_error.missing_slots: %q is not among the missing slots [%s]",
-						want, strings.Join(out.Rejection.MissingSlots, " ")))
-				}
-			}
-			for _, want := range ee.AllowedContains {
-				if !contains(out.Rejection.AllowedIntents, want) {
-					fails = append(fails, fmt.Sprintf("expect_error.allowed_contains: %q is not among the allowed intents [%s]",
-						want, strings.Join(out.Rejection.AllowedIntents, " ")))
-				}
-			}
-		}
-	}
-	if ts.ExpectTerminal != nil && *ts.ExpectTerminal != tv.terminal {
-		if tv.terminal {
-			fails = append(fails, fmt.Sprintf("expect_terminal: false, but the turn ended in the terminal state %q", out.State))
-		} else {
-			fails = append(fails, fmt.Sprintf("expect_terminal: true, but the turn ended in %q, which is not terminal", out.State))
-		}
-	}
-	if ts.HasExpectState && out.State != ts.ExpectState {
-		fails = append(fails, fmt.Sprintf("expect_state: got %q, want %q", out.State, ts.ExpectState))
-	}
-	if ts.ExpectNotState != "" && out.State == ts.ExpectNotState {
-		fails = append(fails, fmt.Sprintf("expect_not_state: got %q, which the turn must not end in", out.State))
-	}
-	if len(ts.ExpectStateIn) > 0 && !contains(ts.ExpectStateIn, out.State) {
-		q := make([]string, len(ts.ExpectStateIn))
-		for i, s := range ts.ExpectStateIn {
-			q[i] = fmt.Sprintf("%q", s)
-		}
-		fails = append(fails, fmt.Sprintf("expect_state_in: got %q, want one of [%s]", out.State, strings.Join(q, ", ")))
-	}
+	fails = append(fails, checkExpectError(ts.ExpectError, out)...)
+	fails = append(fails, checkEndState(ts, tv)...)
 	if ts.ExpectWorld != nil {
 		fails = append(fails, checkKeys("expect_world", ts.ExpectWorld, tv.world, true)...)
 	}
@@ -330,6 +287,68 @@ func checkExpectations(ts *TurnSpec, tv turnView) []string {
 	fails = append(fails, checkJobList(ts.ExpectJobs, tv.jobsBefore, tv.jobs)...)
 	fails = append(fails, checkEventsExact(ts.ExpectEventsExact, tv.evs)...)
 	return append(fails, checkEvents(ts.ExpectEvents, tv.evs)...)
+}
+
+// checkExpectError checks expect_error against the turn's outcome: a
+// rejection with the code, guard hint, missing slots and allowed intents it
+// names. Nothing is checked without expect_error.
+func checkExpectError(ee *ExpectError, out *orchestrator.Outcome) []string {
+	if ee == nil {
+		return nil
+	}
+	var fails []string
+	switch {
+	case out.Outcome != orchestrator.OutcomeRejected:
+		fails = append(fails, fmt.Sprintf("expect_error: want code %s, got no rejection (the turn ended in %q)", ee.Code, out.State))
+	case ee.Code != "" && out.Rejection.Code != ee.Code:
+		fails = append(fails, fmt.Sprintf("expect_error: got code %s, want %s (%s)", out.Rejection.Code, ee.Code, out.Rejection.Message))
+	}
+	if out.Outcome == orchestrator.OutcomeRejected {
+		if ee.GuardHint != "" && out.Rejection.GuardHint != ee.GuardHint {
+			fails = append(fails, fmt.Sprintf("expect_error.guard_hint: got %q, want %q", out.Rejection.GuardHint, ee.GuardHint))
+		}
+		for _, want := range ee.MissingSlots {
+			if !contains(out.Rejection.MissingSlots, want) {
+				fails = append(fails, fmt.Sprintf("expect_error.missing_slots: %q is not among the missing slots [%s]",
+					want, strings.Join(out.Rejection.MissingSlots, " ")))
+			}
+		}
+		for _, want := range ee.AllowedContains {
+			if !contains(out.Rejection.AllowedIntents, want) {
+				fails = append(fails, fmt.Sprintf("expect_error.allowed_contains: %q is not among the allowed intents [%s]",
+					want, strings.Join(out.Rejection.AllowedIntents, " ")))
+			}
+		}
+	}
+	return fails
+}
+
+// checkEndState checks where the turn ended against expect_terminal,
+// expect_state, expect_not_state and expect_state_in.
+func checkEndState(ts *TurnSpec, tv turnView) []string {
+	var fails []string
+	out := tv.out
+	if ts.ExpectTerminal != nil && *ts.ExpectTerminal != tv.terminal {
+		if tv.terminal {
+			fails = append(fails, fmt.Sprintf("expect_terminal: false, but the turn ended in the terminal state %q", out.State))
+		} else {
+			fails = append(fails, fmt.Sprintf("expect_terminal: true, but the turn ended in %q, which is not terminal", out.State))
+		}
+	}
+	if ts.HasExpectState && out.State != ts.ExpectState {
+		fails = append(fails, fmt.Sprintf("expect_state: got %q, want %q", out.State, ts.ExpectState))
+	}
+	if ts.ExpectNotState != "" && out.State == ts.ExpectNotState {
+		fails = append(fails, fmt.Sprintf("expect_not_state: got %q, which the turn must not end in", out.State))
+	}
+	if len(ts.ExpectStateIn) > 0 && !contains(ts.ExpectStateIn, out.State) {
+		q := make([]string, len(ts.ExpectStateIn))
+		for i, s := range ts.ExpectStateIn {
+			q[i] = fmt.Sprintf("%q", s)
+		}
+		fails = append(fails, fmt.Sprintf("expect_state_in: got %q, want one of [%s]", out.State, strings.Join(q, ", ")))
+	}
+	return fails
 }
 
 // checkInbox compares expect_inbox with the inbox's unread notifications.

@@ -296,6 +296,9 @@ func ParseFixtures(b []byte, file, defaultApp string) ([]*Fixture, error) {
 	return out, nil
 }
 
+// parseFixture reads one fixture document. A document whose test_kind is
+// not flow is kept with the reason it is skipped; a flow is read key group
+// by key group, the first error returned with where it is.
 func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 	fx := &Fixture{}
 	if n.Kind == yaml.MappingNode {
@@ -314,8 +317,37 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 		return nil, err
 	}
 	dir := filepath.Dir(file)
-	if fx.App, err = yamlnode.Str(m, "app", "fixture"); err != nil {
+	if err := fixtureApp(fx, m, dir, defaultApp); err != nil {
 		return nil, err
+	}
+	if fx.InitialState, err = yamlnode.Str(m, "initial_state", "fixture"); err != nil {
+		return nil, err
+	}
+	if fx.InitialWorld, _, err = yamlnode.Mapping(m, "initial_world", "fixture"); err != nil {
+		return nil, err
+	}
+	if err := fixtureCassettes(fx, m, dir); err != nil {
+		return nil, err
+	}
+	if err := fixtureHosts(fx, m, file); err != nil {
+		return nil, err
+	}
+	if err := fixtureChecks(fx, m, file); err != nil {
+		return nil, err
+	}
+	if err := fixtureTurns(fx, m, file, dir); err != nil {
+		return nil, err
+	}
+	return fx, nil
+}
+
+// fixtureApp reads app:, the story under test: a story id (the story is
+// found by id), or a path relative to the fixture. Without app: the flow
+// runs the default story.
+func fixtureApp(fx *Fixture, m map[string]*yaml.Node, dir, defaultApp string) error {
+	var err error
+	if fx.App, err = yamlnode.Str(m, "app", "fixture"); err != nil {
+		return err
 	}
 	fx.AppPath, fx.defaultApp = defaultApp, defaultApp
 	fx.appAt = at(m["app"])
@@ -328,14 +360,16 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 			fx.AppPath = filepath.Join(dir, fx.AppPath)
 		}
 	}
-	if fx.InitialState, err = yamlnode.Str(m, "initial_state", "fixture"); err != nil {
-		return nil, err
-	}
-	if fx.InitialWorld, _, err = yamlnode.Mapping(m, "initial_world", "fixture"); err != nil {
-		return nil, err
-	}
+	return nil
+}
+
+// fixtureCassettes reads the three cassettes a flow may replay (host
+// calls, Starlark HTTP, Starlark inspect), each a path relative to the
+// fixture, and keeps where each was written for later errors.
+func fixtureCassettes(fx *Fixture, m map[string]*yaml.Node, dir string) error {
+	var err error
 	if fx.HostCassette, err = yamlnode.Str(m, "host_cassette", "fixture"); err != nil {
-		return nil, err
+		return err
 	}
 	if fx.HostCassette != "" {
 		fx.cassetteAt = at(m["host_cassette"])
@@ -345,7 +379,7 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 		}
 	}
 	if fx.HTTPCassette, err = yamlnode.Str(m, "starlark_http_cassette", "fixture"); err != nil {
-		return nil, err
+		return err
 	}
 	if fx.HTTPCassette != "" {
 		fx.httpCassetteAt = at(m["starlark_http_cassette"])
@@ -355,7 +389,7 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 		}
 	}
 	if fx.InspectCassette, err = yamlnode.Str(m, "starlark_inspect_cassette", "fixture"); err != nil {
-		return nil, err
+		return err
 	}
 	if fx.InspectCassette != "" {
 		fx.inspectCassetteAt = at(m["starlark_inspect_cassette"])
@@ -364,34 +398,50 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 			fx.InspectCassettePath = filepath.Join(dir, fx.InspectCassettePath)
 		}
 	}
+	return nil
+}
+
+// fixtureHosts reads the flow's stand-ins for hosts (host_handlers stubs,
+// which exclude a host cassette, and host_bindings) and the host calls it
+// forbids. advance_clock at this level is refused with where it belongs.
+func fixtureHosts(fx *Fixture, m map[string]*yaml.Node, file string) error {
+	var err error
 	if hn, ok := m["host_handlers"]; ok && hn.Tag != "!!null" {
 		if fx.HostCassette != "" {
-			return nil, yamlnode.At(hn, "", "host_cassette and host_handlers are mutually exclusive")
+			return yamlnode.At(hn, "", "host_cassette and host_handlers are mutually exclusive")
 		}
 		if fx.HostHandlers, err = parseStubs(hn, file); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if bn, ok := m["host_bindings"]; ok && bn.Tag != "!!null" {
 		if fx.HostBindings, err = parseBindings(bn, file); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if fx.ExpectNoHostCalls, fx.NoHostCallsOf, err = noHostCalls(m, file, "fixture"); err != nil {
-		return nil, err
+		return err
 	}
 	if an, ok := m["advance_clock"]; ok {
-		return nil, bindingErr(file, an, "fixture.advance_clock is not supported at the top level: write advance_clock: on the turn after which the flow's clock moves (turns[i].advance_clock: \"2s\")")
+		return bindingErr(file, an, "fixture.advance_clock is not supported at the top level: write advance_clock: on the turn after which the flow's clock moves (turns[i].advance_clock: \"2s\")")
 	}
+	return nil
+}
+
+// fixtureChecks reads the flow-wide expectations (expect_terminal,
+// expect_no_errors, strict_cassette_coverage, expect_world_final, event
+// counts, expect_files) and how the flow runs (mode, use_orchestrator).
+func fixtureChecks(fx *Fixture, m map[string]*yaml.Node, file string) error {
+	var err error
 	bools := map[string]*bool{"expect_terminal": &fx.ExpectTerminal, "expect_no_errors": &fx.ExpectNoErrors,
 		"strict_cassette_coverage": &fx.StrictCassetteCoverage}
 	for _, key := range yamlnode.Written(m, "expect_terminal", "expect_no_errors", "strict_cassette_coverage") {
 		if *bools[key], err = boolField(m, key, "fixture"); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if fx.ExpectWorldFinal, _, err = yamlnode.Mapping(m, "expect_world_final", "fixture"); err != nil {
-		return nil, err
+		return err
 	}
 	for key, dst := range map[string]**int{"expect_events_count_atleast": &fx.ExpectEventsAtLeast, "expect_events_count_atmost": &fx.ExpectEventsAtMost} {
 		v, ok := m[key]
@@ -400,32 +450,38 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 		}
 		var n int
 		if err := v.Decode(&n); err != nil || n < 0 {
-			return nil, yamlnode.At(v, "", "fixture.%s must be a whole number >= 0, got %q", key, v.Value)
+			return yamlnode.At(v, "", "fixture.%s must be a whole number >= 0, got %q", key, v.Value)
 		}
 		*dst = &n
 	}
 	if fx.Mode, err = yamlnode.Str(m, "mode", "fixture"); err != nil {
-		return nil, err
+		return err
 	}
 	if err := orchestrator.CheckExecMode(fx.Mode); err != nil {
-		return nil, bindingErr(file, m["mode"], "fixture.mode: %v", err)
+		return bindingErr(file, m["mode"], "fixture.mode: %v", err)
 	}
 	if un, ok := m["use_orchestrator"]; ok && un.Tag != "!!null" {
 		use, err := boolField(m, "use_orchestrator", "fixture")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		fx.NoDispatch = !use
 	}
 	if en, ok := m["expect_files"]; ok && en.Tag != "!!null" {
 		if fx.ExpectFiles, err = parseExpectFiles(en, file); err != nil {
-			return nil, err
+			return err
 		}
 	}
+	return nil
+}
+
+// fixtureTurns reads the turns and recording:. A flow with a recording,
+// or with a turn of free input, gets the path of its recording file.
+func fixtureTurns(fx *Fixture, m map[string]*yaml.Node, file, dir string) error {
 	recording := ""
 	if rn, ok := m["recording"]; ok && rn.Tag != "!!null" {
 		if rn.Kind != yaml.ScalarNode || rn.Value == "" {
-			return nil, bindingErr(file, rn, "recording must be the path of a recording file (relative to the fixture), e.g. recording: ../recording.yaml")
+			return bindingErr(file, rn, "recording must be the path of a recording file (relative to the fixture), e.g. recording: ../recording.yaml")
 		}
 		recording = rn.Value
 	}
@@ -433,12 +489,12 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 	tn, ok := m["turns"]
 	if ok && tn.Tag != "!!null" {
 		if tn.Kind != yaml.SequenceNode {
-			return nil, yamlnode.At(tn, "", "turns must be a list, got %s", yamlnode.KindName(tn))
+			return yamlnode.At(tn, "", "turns must be a list, got %s", yamlnode.KindName(tn))
 		}
 		for i, t := range tn.Content {
 			ts, err := parseTurn(t, i, file)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			hasInput = hasInput || ts.Input != ""
 			if ts.AdvanceClock > 0 {
@@ -450,7 +506,7 @@ func parseFixture(n *yaml.Node, file, defaultApp string) (*Fixture, error) {
 	if recording != "" || hasInput {
 		fx.RecordingPath = recordingPath(fx, dir, recording)
 	}
-	return fx, nil
+	return nil
 }
 
 // fields is yamlnode.Fields with the values' aliases resolved, so that
@@ -467,15 +523,6 @@ func fields(n *yaml.Node, where string, allowed ...string) (map[string]*yaml.Nod
 		m[k] = v
 	}
 	return m, nil
-}
-
-// fieldsOf is a mapping node's fields, unchecked (nil for other nodes).
-func fieldsOf(n *yaml.Node) map[string]*yaml.Node {
-	m, err := fields(n, "", "*")
-	if err != nil {
-		return nil
-	}
-	return m
 }
 
 // clockDuration reads an advance_clock value: a Go duration, or a whole
@@ -714,28 +761,7 @@ func parseTurn(n *yaml.Node, i int, file string) (*TurnSpec, error) {
 // parseExpectations reads a turn's expect_* keys (also a then: block's).
 func parseExpectations(m map[string]*yaml.Node, where, file string, ts *TurnSpec) error {
 	var err error
-	if ts.ExpectState, err = yamlnode.Str(m, "expect_state", where); err != nil {
-		return err
-	}
-	_, ts.HasExpectState = m["expect_state"]
-	if ts.ExpectNotState, err = yamlnode.Str(m, "expect_not_state", where); err != nil {
-		return err
-	}
-	if sn, ok := m["expect_state_in"]; ok {
-		if err := sn.Decode(&ts.ExpectStateIn); err != nil {
-			return yamlnode.At(sn, "", "%s.expect_state_in must be a list of states", where)
-		}
-	}
-	if ts.ExpectWorld, _, err = yamlnode.Mapping(m, "expect_world", where); err != nil {
-		return err
-	}
-	if ts.ExpectWorldFull, ts.HasWorldFull, err = yamlnode.Mapping(m, "expect_world_full", where); err != nil {
-		return err
-	}
-	if ts.HasWorldFull && ts.ExpectWorldFull == nil {
-		ts.ExpectWorldFull = map[string]any{}
-	}
-	if ts.ExpectSlots, _, err = yamlnode.Mapping(m, "expect_slots", where); err != nil {
+	if err := parseExpectStateWorld(m, where, ts); err != nil {
 		return err
 	}
 	if en, ok := m["expect_error"]; ok && en.Tag != "!!null" {
@@ -770,35 +796,8 @@ func parseExpectations(m map[string]*yaml.Node, where, file string, ts *TurnSpec
 		ts.ExpectTerminal = &b
 	}
 	if hn, ok := m["expect_host_calls"]; ok && hn.Tag != "!!null" {
-		if hn.Kind != yaml.SequenceNode {
-			return yamlnode.At(hn, "", "%s.expect_host_calls must be a list", where)
-		}
-		for j, cn := range hn.Content {
-			cw := fmt.Sprintf("%s.expect_host_calls[%d]", where, j)
-			cm, err := fields(cn, cw, "handler", "id", "args", "times")
-			if err != nil {
-				return err
-			}
-			var hc HostCallExpect
-			if hc.Handler, err = yamlnode.Str(cm, "handler", cw); err != nil {
-				return err
-			}
-			if hc.Handler == "" {
-				return yamlnode.At(cn, "", "%s: handler is required", cw)
-			}
-			if hc.ID, err = yamlnode.Str(cm, "id", cw); err != nil {
-				return err
-			}
-			if hc.Args, _, err = yamlnode.Mapping(cm, "args", cw); err != nil {
-				return err
-			}
-			if tn, ok := cm["times"]; ok && tn.Tag != "!!null" {
-				if err := tn.Decode(&hc.Times); err != nil || hc.Times < 0 {
-					return yamlnode.At(tn, "", "%s.times must be a whole number >= 0", cw)
-				}
-				hc.HasTime = true
-			}
-			ts.ExpectHostCalls = append(ts.ExpectHostCalls, hc)
+		if ts.ExpectHostCalls, err = parseExpectHostCalls(hn, where); err != nil {
+			return err
 		}
 	}
 	if in, ok := m["expect_inbox"]; ok && in.Tag != "!!null" {
@@ -822,6 +821,76 @@ func parseExpectations(m map[string]*yaml.Node, where, file string, ts *TurnSpec
 		}
 	}
 	return nil
+}
+
+// parseExpectStateWorld reads the expectations on where the turn ends and
+// on its data: expect_state, expect_not_state, expect_state_in,
+// expect_world, expect_world_full (an empty one means an empty world) and
+// expect_slots.
+func parseExpectStateWorld(m map[string]*yaml.Node, where string, ts *TurnSpec) error {
+	var err error
+	if ts.ExpectState, err = yamlnode.Str(m, "expect_state", where); err != nil {
+		return err
+	}
+	_, ts.HasExpectState = m["expect_state"]
+	if ts.ExpectNotState, err = yamlnode.Str(m, "expect_not_state", where); err != nil {
+		return err
+	}
+	if sn, ok := m["expect_state_in"]; ok {
+		if err := sn.Decode(&ts.ExpectStateIn); err != nil {
+			return yamlnode.At(sn, "", "%s.expect_state_in must be a list of states", where)
+		}
+	}
+	if ts.ExpectWorld, _, err = yamlnode.Mapping(m, "expect_world", where); err != nil {
+		return err
+	}
+	if ts.ExpectWorldFull, ts.HasWorldFull, err = yamlnode.Mapping(m, "expect_world_full", where); err != nil {
+		return err
+	}
+	if ts.HasWorldFull && ts.ExpectWorldFull == nil {
+		ts.ExpectWorldFull = map[string]any{}
+	}
+	if ts.ExpectSlots, _, err = yamlnode.Mapping(m, "expect_slots", where); err != nil {
+		return err
+	}
+	return nil
+}
+
+// parseExpectHostCalls reads expect_host_calls: a list of calls, each a
+// handler (required) with the id, args and number of times it must show.
+func parseExpectHostCalls(hn *yaml.Node, where string) ([]HostCallExpect, error) {
+	var calls []HostCallExpect
+	if hn.Kind != yaml.SequenceNode {
+		return nil, yamlnode.At(hn, "", "%s.expect_host_calls must be a list", where)
+	}
+	for j, cn := range hn.Content {
+		cw := fmt.Sprintf("%s.expect_host_calls[%d]", where, j)
+		cm, err := fields(cn, cw, "handler", "id", "args", "times")
+		if err != nil {
+			return nil, err
+		}
+		var hc HostCallExpect
+		if hc.Handler, err = yamlnode.Str(cm, "handler", cw); err != nil {
+			return nil, err
+		}
+		if hc.Handler == "" {
+			return nil, yamlnode.At(cn, "", "%s: handler is required", cw)
+		}
+		if hc.ID, err = yamlnode.Str(cm, "id", cw); err != nil {
+			return nil, err
+		}
+		if hc.Args, _, err = yamlnode.Mapping(cm, "args", cw); err != nil {
+			return nil, err
+		}
+		if tn, ok := cm["times"]; ok && tn.Tag != "!!null" {
+			if err := tn.Decode(&hc.Times); err != nil || hc.Times < 0 {
+				return nil, yamlnode.At(tn, "", "%s.times must be a whole number >= 0", cw)
+			}
+			hc.HasTime = true
+		}
+		calls = append(calls, hc)
+	}
+	return calls, nil
 }
 
 // parseExpectEvents reads an expect_events list. An entry is kind: (and

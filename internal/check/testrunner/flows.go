@@ -373,7 +373,38 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 		res.Skipped, res.SkipReason = true, fx.SkipReason
 		return res
 	}
-	st := f.Story
+	cfg, sink, mem := f.runtimeConfig(res)
+	rt, err := runtime.Open(f.Story, cfg)
+	if err != nil {
+		res.Turns = append(res.Turns, TurnResult{TurnIndex: SessionIndex, Failures: []string{"seed: " + err.Error()}})
+		return f.finish(res, mem)
+	}
+	defer rt.Close()
+	r := &flowRun{f: f, fx: fx, res: res, sink: sink, sess: rt.Session()}
+	r.installHosts(rt.Host())
+	if err := r.sess.SeedContext(ctx); err != nil {
+		res.Turns = append(res.Turns, TurnResult{TurnIndex: SessionIndex, Failures: []string{"seed: " + err.Error()}})
+		return f.finish(res, mem)
+	}
+	r.seeded = sink.total
+	for i, ts := range fx.Turns {
+		if !r.runTurn(ctx, i, ts) {
+			break
+		}
+	}
+	if sfails := r.sessionChecks(); len(sfails) > 0 || fx.hasSessionChecks() {
+		res.Turns = append(res.Turns, TurnResult{TurnIndex: SessionIndex, Passed: len(sfails) == 0, Failures: sfails, NewState: r.sess.State()})
+	}
+	res.DroppedHostCalls = int(r.dropped.Load())
+	return f.finish(res, mem)
+}
+
+// runtimeConfig is the runtime.Config a flow runs on: the flow's clock and
+// logger, its trace sink (kept in memory only when someone reads it), the
+// fixture's seed and execution mode, and its cassettes. A seed value that
+// does not fit its key's declared type becomes a warning on res.
+func (f *Flow) runtimeConfig(res *FlowResult) (runtime.Config, *captureSink, *trace.MemSink) {
+	fx, st := f.Fixture, f.Story
 	// A plugin's stderr is logged: the flow's logger masks the secrets of
 	// the story it runs, which the logger's maker could not know.
 	logger := slog.New(secret.New(st.Secrets).Handler(f.cfg.logger.Handler()))
@@ -415,18 +446,41 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 	if f.inspectCassette != nil {
 		cfg.Starlark.Probe = f.inspectCassette
 	}
-	rt, err := runtime.Open(st, cfg)
-	if err != nil {
-		res.Turns = append(res.Turns, TurnResult{TurnIndex: SessionIndex, Failures: []string{"seed: " + err.Error()}})
-		return f.finish(res, mem)
-	}
-	defer rt.Close()
-	h, sess := rt.Host(), rt.Session()
-	// Host calls are dispatched only when the fixture says how to answer
-	// them; otherwise they are dropped (answered with nothing), as Kitsoki
-	// does, so older fixtures keep passing.
-	dispatch := !fx.NoDispatch && (f.Cassette != nil || fx.HostHandlers != nil || fx.AdvanceClock || f.httpCassette != nil || f.inspectCassette != nil)
-	if dispatch && f.Cassette == nil && fx.HostHandlers != nil {
+	return cfg, sink, mem
+}
+
+// flowRun is one run of a flow once its runtime is open: the session, how
+// host calls are answered and counted, and what the session checks at the
+// end read from the turns.
+type flowRun struct {
+	f    *Flow
+	fx   *Fixture
+	res  *FlowResult
+	sink *captureSink
+	sess *orchestrator.Session
+
+	dispatch bool                // host calls reach handlers (else they are dropped)
+	counted  func(hostCall) bool // which dispatched calls count as the turn's host calls
+	dropped  atomic.Int64        // host calls answered with nothing
+	seeded   int                 // trace events written before the first turn
+
+	rejected  bool       // a turn was rejected (expect_no_errors)
+	allCalls  []hostCall // every turn's counted calls, for expect_no_host_calls: true
+	everyCall []hostCall // every turn's calls, for expect_no_host_calls: [names]
+}
+
+// installHosts decides how the flow's host calls are answered and installs
+// the handlers for it. Host calls are dispatched only when the fixture says
+// how to answer them (a cassette, stubs, a moving clock); otherwise they
+// are dropped (answered with nothing), as Kitsoki does, so older fixtures
+// keep passing. host_bindings: a bound handler is the real one runtime.Open
+// registered (nothing to install); a bound interface is routed to its
+// handler. With bindings alone, every other call is still dropped, and only
+// the bound calls count as host calls.
+func (r *flowRun) installHosts(h *host.Host) {
+	f, fx := r.f, r.fx
+	r.dispatch = !fx.NoDispatch && (f.Cassette != nil || fx.HostHandlers != nil || fx.AdvanceClock || f.httpCassette != nil || f.inspectCassette != nil)
+	if r.dispatch && f.Cassette == nil && fx.HostHandlers != nil {
 		for _, name := range sortedKeys(fx.HostHandlers) {
 			hd := &stubHandler{stub: fx.HostHandlers[name], clk: f.clk, name: name}
 			// The stub answers every op under its name, also those a
@@ -438,9 +492,6 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 			h.RegisterPrefix(name, hd)
 		}
 	}
-	// host_bindings: a bound handler is the real one runtime.Open
-	// registered (nothing to install); a bound interface is routed to its
-	// handler. With bindings alone, every other call is still dropped.
 	for _, b := range fx.HostBindings {
 		if b.Interface {
 			ih := runtime.InterfaceHandler(h, b.Key, b.Handler)
@@ -448,162 +499,178 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 			h.RegisterPrefix(interfaceNamespace+b.Key, ih)
 		}
 	}
-	rec := f.recording
-	var dropped atomic.Int64
-	if !dispatch {
+	if !r.dispatch {
 		drop := host.HandlerFunc(func(context.Context, *host.Call) (*host.Result, error) {
-			dropped.Add(1)
+			r.dropped.Add(1)
 			return &host.Result{}, nil
 		})
-		for _, name := range replay.InvokeNames(st) {
+		for _, name := range replay.InvokeNames(f.Story) {
 			if !bound(fx.HostBindings, name) {
 				h.Register(name, drop)
 			}
 		}
 	}
-	// Only the bound calls count as host calls when the others are dropped.
-	counted := func(hostCall) bool { return true }
-	if !dispatch && len(fx.HostBindings) > 0 {
-		dispatch = true
-		counted = func(c hostCall) bool { return bound(fx.HostBindings, c.Namespace) }
+	r.counted = func(hostCall) bool { return true }
+	if !r.dispatch && len(fx.HostBindings) > 0 {
+		r.dispatch = true
+		r.counted = func(c hostCall) bool { return bound(fx.HostBindings, c.Namespace) }
 	}
-	if err := sess.SeedContext(ctx); err != nil {
-		res.Turns = append(res.Turns, TurnResult{TurnIndex: SessionIndex, Failures: []string{"seed: " + err.Error()}})
-		return f.finish(res, mem)
-	}
+}
 
-	seeded := sink.total
-	var rejected bool
-	// The calls of every turn are kept only for the checks that read them.
-	var allCalls, everyCall []hostCall
-	for i, ts := range fx.Turns {
-		sink.turn()
-		var before map[string]any
-		if ts.wantsWorldBefore() {
-			before = replay.CopyMap(sess.World())
-		}
-		var jobsBefore []jobs.Info
-		if ts.wantsJobs() {
-			jobsBefore = sess.Jobs().List()
-		}
-		if ts.WorldOverride != nil {
-			for _, m := range orchestrator.WorldMisfits(st, ts.WorldOverride) {
-				res.Warnings = append(res.Warnings, fmt.Sprintf("turn %d: world_override: %s", i+1, seedMisfit(m)))
-			}
-			if err := sess.OverrideWorld(replay.CopyMap(ts.WorldOverride)); err != nil {
-				res.Turns = append(res.Turns, TurnResult{TurnIndex: i, NewState: sess.State(), Failures: []string{"world_override: " + err.Error()}})
-				break
-			}
-		}
-		var out *orchestrator.Outcome
-		var err error
-		miss := ""
-		if ts.Intent == "" && ts.Input == "" {
-			out = &orchestrator.Outcome{Outcome: orchestrator.OutcomeTransitioned, From: sess.State(), State: sess.State()}
-		} else {
-			slots, serr := renderSlots(ts.Slots, sess.World())
-			if serr != nil {
-				res.Turns = append(res.Turns, TurnResult{TurnIndex: i, NewState: sess.State(), Failures: []string{fmt.Sprintf("turns[%d].intent.slots.%v", i, serr)}})
-				break
-			}
-			switch {
-			case ts.Input == "":
-				out, err = sess.Turn(ctx, ts.Intent, slots, ts.DisplayInput)
-			case rec != nil:
-				// The recording is the router: (state, input) → intent.
-				name, rslots, ok := rec.Lookup(sess.State(), ts.Input)
-				if !ok {
-					miss = fmt.Sprintf("UNKNOWN_INTENT: input %q in state %q has no entry in the recording %s; add one (state, input, intent: {name, slots})", ts.Input, sess.State(), rec.File)
-				} else {
-					out, err = sess.Turn(ctx, name, replay.CopyMap(rslots), ts.Input)
-				}
-			default:
-				// The session routes it as it routes typed text: its
-				// tiers, then the router agent (stubs or a cassette answer it).
-				out, err = sess.Say(ctx, ts.Input)
-			}
-		}
-		if miss != "" {
-			res.Turns = append(res.Turns, TurnResult{TurnIndex: i, NewState: sess.State(), Failures: []string{miss}})
-			break
-		}
-		if err != nil {
-			res.Turns = append(res.Turns, TurnResult{TurnIndex: i, NewState: sess.State(), Failures: []string{"trace: " + err.Error()}})
-			break
-		}
-		// Background jobs settle (each finished, parked on the flow's
-		// clock or waiting for an answer) and what they did is delivered,
-		// before and after the clock moves: the clock decides, never the
-		// machine's load.
-		jobOuts, err := f.settle(ctx, sess, ts.AdvanceClock)
-		if err != nil {
-			res.Turns = append(res.Turns, TurnResult{TurnIndex: i, NewState: sess.State(), Failures: []string{err.Error()}})
-			break
-		}
-		out = withJobs(out, jobOuts)
-		if ts.AdvanceClock > 0 {
-			// Timeouts due once the clock moved fire, each as its own turn.
-			if out, err = tick(ctx, sess, out); err != nil {
-				res.Turns = append(res.Turns, TurnResult{TurnIndex: i, NewState: sess.State(), Failures: []string{"trace: " + err.Error()}})
-				break
-			}
-		}
-		evs := sink.events
-		tv := turnView{out: out, world: sess.World(), before: before, slots: acceptedSlots(evs), evs: evs, all: dispatched(evs, f.routeInterface)}
-		if ts.wantsJobs() {
-			tv.inbox, tv.jobs, tv.jobsBefore = sess.Inbox().Summary(), sess.Jobs().List(), jobsBefore
-		}
-		tv.terminal, _ = sess.Done()
-		if fx.NoHostCallsOf != nil {
-			everyCall = append(everyCall, tv.all...)
-		}
-		if dispatch {
-			for _, c := range tv.all {
-				if counted(c) {
-					tv.calls = append(tv.calls, c)
-				}
-			}
-			if fx.ExpectNoHostCalls {
-				allCalls = append(allCalls, tv.calls...)
-			}
-		}
-		fails := checkTurn(ts, tv)
-		if f.Cassette != nil {
-			fails = append(fails, f.Cassette.TakeMisses()...)
-			for _, w := range f.Cassette.TakeWarnings() {
-				res.Warnings = append(res.Warnings, fmt.Sprintf("turn %d: %s", i+1, w))
-			}
-		}
-		if out.Outcome == orchestrator.OutcomeRejected {
-			rejected = true
-		}
-		for _, e := range out.HostErrors {
-			res.HostErrors = append(res.HostErrors, fmt.Sprintf("turn %d: %s", i+1, e.Error()))
-		}
-		tr := TurnResult{TurnIndex: i, Passed: len(fails) == 0, Failures: fails, NewState: out.State, View: out.View}
-		if f.cfg.keepEvents {
-			tr.traceTurns = traceTurns(evs)
-		}
-		res.Turns = append(res.Turns, tr)
+// runTurn plays turn i and checks it, and reports whether the flow goes
+// on. A turn that cannot be played (a bad world_override or slot, a
+// recording miss, a trace or job error) ends the flow with its failure.
+func (r *flowRun) runTurn(ctx context.Context, i int, ts *TurnSpec) bool {
+	sess := r.sess
+	r.sink.turn()
+	var before map[string]any
+	if ts.wantsWorldBefore() {
+		before = replay.CopyMap(sess.World())
 	}
+	var jobsBefore []jobs.Info
+	if ts.wantsJobs() {
+		jobsBefore = sess.Jobs().List()
+	}
+	if ts.WorldOverride != nil {
+		for _, m := range orchestrator.WorldMisfits(r.f.Story, ts.WorldOverride) {
+			r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("turn %d: world_override: %s", i+1, seedMisfit(m)))
+		}
+		if err := sess.OverrideWorld(replay.CopyMap(ts.WorldOverride)); err != nil {
+			return r.stop(i, "world_override: "+err.Error())
+		}
+	}
+	out, failure := r.playTurn(ctx, i, ts)
+	if failure != "" {
+		return r.stop(i, failure)
+	}
+	r.checkPlayedTurn(i, ts, out, before, jobsBefore)
+	return true
+}
 
+// stop ends the flow at turn i with one failure, in the state the session
+// is in.
+func (r *flowRun) stop(i int, failure string) bool {
+	r.res.Turns = append(r.res.Turns, TurnResult{TurnIndex: i, NewState: r.sess.State(), Failures: []string{failure}})
+	return false
+}
+
+// playTurn plays turn i: no intent and no input is a turn that does
+// nothing; an intent is dispatched with its rendered slots; an input is
+// routed by the recording when the flow has one, else by the session as it
+// routes typed text (its tiers, then the router agent, which stubs or a
+// cassette answer). Background jobs then settle and the clock moves. It
+// returns the outcome, or the failure that ends the flow.
+func (r *flowRun) playTurn(ctx context.Context, i int, ts *TurnSpec) (*orchestrator.Outcome, string) {
+	sess, rec := r.sess, r.f.recording
+	var out *orchestrator.Outcome
+	var err error
+	if ts.Intent == "" && ts.Input == "" {
+		out = &orchestrator.Outcome{Outcome: orchestrator.OutcomeTransitioned, From: sess.State(), State: sess.State()}
+	} else {
+		slots, serr := renderSlots(ts.Slots, sess.World())
+		if serr != nil {
+			return nil, fmt.Sprintf("turns[%d].intent.slots.%v", i, serr)
+		}
+		switch {
+		case ts.Input == "":
+			out, err = sess.Turn(ctx, ts.Intent, slots, ts.DisplayInput)
+		case rec != nil:
+			// The recording is the router: (state, input) → intent.
+			name, rslots, ok := rec.Lookup(sess.State(), ts.Input)
+			if !ok {
+				return nil, fmt.Sprintf("UNKNOWN_INTENT: input %q in state %q has no entry in the recording %s; add one (state, input, intent: {name, slots})", ts.Input, sess.State(), rec.File)
+			}
+			out, err = sess.Turn(ctx, name, replay.CopyMap(rslots), ts.Input)
+		default:
+			out, err = sess.Say(ctx, ts.Input)
+		}
+	}
+	if err != nil {
+		return nil, "trace: " + err.Error()
+	}
+	// Background jobs settle (each finished, parked on the flow's
+	// clock or waiting for an answer) and what they did is delivered,
+	// before and after the clock moves: the clock decides, never the
+	// machine's load.
+	jobOuts, err := r.f.settle(ctx, sess, ts.AdvanceClock)
+	if err != nil {
+		return nil, err.Error()
+	}
+	out = withJobs(out, jobOuts)
+	if ts.AdvanceClock > 0 {
+		// Timeouts due once the clock moved fire, each as its own turn.
+		if out, err = tick(ctx, sess, out); err != nil {
+			return nil, "trace: " + err.Error()
+		}
+	}
+	return out, ""
+}
+
+// checkPlayedTurn checks turn i's expectations against what it did (its
+// outcome, world, events and host calls) and records its result, the
+// cassette's misses and warnings, and its host errors. The turn's calls
+// are also kept for the session checks that read them.
+func (r *flowRun) checkPlayedTurn(i int, ts *TurnSpec, out *orchestrator.Outcome, before map[string]any, jobsBefore []jobs.Info) {
+	f, fx, sess, res := r.f, r.fx, r.sess, r.res
+	evs := r.sink.events
+	tv := turnView{out: out, world: sess.World(), before: before, slots: acceptedSlots(evs), evs: evs, all: dispatched(evs, f.routeInterface)}
+	if ts.wantsJobs() {
+		tv.inbox, tv.jobs, tv.jobsBefore = sess.Inbox().Summary(), sess.Jobs().List(), jobsBefore
+	}
+	tv.terminal, _ = sess.Done()
+	if fx.NoHostCallsOf != nil {
+		r.everyCall = append(r.everyCall, tv.all...)
+	}
+	if r.dispatch {
+		for _, c := range tv.all {
+			if r.counted(c) {
+				tv.calls = append(tv.calls, c)
+			}
+		}
+		if fx.ExpectNoHostCalls {
+			r.allCalls = append(r.allCalls, tv.calls...)
+		}
+	}
+	fails := checkTurn(ts, tv)
+	if f.Cassette != nil {
+		fails = append(fails, f.Cassette.TakeMisses()...)
+		for _, w := range f.Cassette.TakeWarnings() {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("turn %d: %s", i+1, w))
+		}
+	}
+	if out.Outcome == orchestrator.OutcomeRejected {
+		r.rejected = true
+	}
+	for _, e := range out.HostErrors {
+		res.HostErrors = append(res.HostErrors, fmt.Sprintf("turn %d: %s", i+1, e.Error()))
+	}
+	tr := TurnResult{TurnIndex: i, Passed: len(fails) == 0, Failures: fails, NewState: out.State, View: out.View}
+	if f.cfg.keepEvents {
+		tr.traceTurns = traceTurns(evs)
+	}
+	res.Turns = append(res.Turns, tr)
+}
+
+// sessionChecks are the fixture's checks on the whole run, made once the
+// turns are played: the end state and world, the files written, the host
+// calls of every turn, the number of events the turns wrote, and the
+// cassette's unused episodes. A turn's expect_world_final is checked here
+// too, like the fixture's; only the turns that ran are checked.
+func (r *flowRun) sessionChecks() []string {
+	fx, sess := r.fx, r.sess
 	var sfails []string
 	if fx.ExpectTerminal {
 		if done, _ := sess.Done(); !done {
 			sfails = append(sfails, fmt.Sprintf("expect_terminal: state %q is not terminal", sess.State()))
 		}
 	}
-	if fx.ExpectNoErrors {
-		if rejected {
-			sfails = append(sfails, "expect_no_errors: there were validation errors")
-		}
+	if fx.ExpectNoErrors && r.rejected {
+		sfails = append(sfails, "expect_no_errors: there were validation errors")
 	}
 	if fx.ExpectWorldFinal != nil {
 		sfails = append(sfails, checkKeys("expect_world_final", fx.ExpectWorldFinal, sess.World(), true)...)
 	}
-	// A turn's expect_world_final is checked when the flow ends, like the
-	// fixture's; only the turns that ran are checked.
-	for _, tr := range res.Turns {
+	for _, tr := range r.res.Turns {
 		ts := fx.Turns[tr.TurnIndex]
 		for _, b := range append([]*TurnSpec{ts}, ts.Then...) {
 			if b.ExpectWorldFinal != nil {
@@ -612,24 +679,20 @@ func (f *Flow) Run(ctx context.Context) *FlowResult {
 		}
 	}
 	sfails = append(sfails, checkFiles(fx.ExpectFiles)...)
-	sfails = append(sfails, checkHostCalls("expect_host_calls", nil, fx.ExpectNoHostCalls, allCalls)...)
-	sfails = append(sfails, checkNoHostCallsOf("expect_no_host_calls", fx.NoHostCallsOf, everyCall)...)
-	if n, lo := sink.total-seeded, fx.ExpectEventsAtLeast; lo != nil && n < *lo {
+	sfails = append(sfails, checkHostCalls("expect_host_calls", nil, fx.ExpectNoHostCalls, r.allCalls)...)
+	sfails = append(sfails, checkNoHostCallsOf("expect_no_host_calls", fx.NoHostCallsOf, r.everyCall)...)
+	if n, lo := r.sink.total-r.seeded, fx.ExpectEventsAtLeast; lo != nil && n < *lo {
 		sfails = append(sfails, fmt.Sprintf("expect_events_count_atleast: the flow's turns wrote %d trace event(s), want at least %d", n, *lo))
 	}
-	if n, hi := sink.total-seeded, fx.ExpectEventsAtMost; hi != nil && n > *hi {
+	if n, hi := r.sink.total-r.seeded, fx.ExpectEventsAtMost; hi != nil && n > *hi {
 		sfails = append(sfails, fmt.Sprintf("expect_events_count_atmost: the flow's turns wrote %d trace event(s), want at most %d", n, *hi))
 	}
-	if fx.StrictCassetteCoverage && f.Cassette != nil {
-		if rest := f.Cassette.Remaining(); len(rest) > 0 {
+	if fx.StrictCassetteCoverage && r.f.Cassette != nil {
+		if rest := r.f.Cassette.Remaining(); len(rest) > 0 {
 			sfails = append(sfails, fmt.Sprintf("unexpected remaining episodes: [%s]", strings.Join(rest, " ")))
 		}
 	}
-	if len(sfails) > 0 || fx.hasSessionChecks() {
-		res.Turns = append(res.Turns, TurnResult{TurnIndex: SessionIndex, Passed: len(sfails) == 0, Failures: sfails, NewState: sess.State()})
-	}
-	res.DroppedHostCalls = int(dropped.Load())
-	return f.finish(res, mem)
+	return sfails
 }
 
 func (fx *Fixture) hasSessionChecks() bool {

@@ -65,6 +65,7 @@ func LoadRecording(file string) (*Recording, error) {
 		top = top.Content[0]
 	}
 	if top.Kind != yaml.MappingNode {
+		//lint:ignore ST1005 the message ends with a YAML key as the author writes it, colon included.
 		return nil, fmt.Errorf("%s:%d:%d: a recording must be a mapping with kind: recording and entries:", file, top.Line, top.Column)
 	}
 	m, err := keysOf(file, top, "recording", recordingFields)

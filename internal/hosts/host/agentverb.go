@@ -49,6 +49,7 @@ func (ah *agentHandler) prepare(call *Call) (*askCall, error) {
 		p.agent = a
 	} else {
 		if h.builtin == nil {
+			//lint:ignore ST1005 the message ends with a YAML key as the author writes it, colon included.
 			return nil, fmt.Errorf("%s: the built-in claude path (an invoke with no agent:) is not available in this build; name an agent_plugins alias with agent:", name)
 		}
 		p.agent = h.builtin

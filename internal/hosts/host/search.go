@@ -110,6 +110,7 @@ func (h *Host) ranker(alias string) (Ranker, error) {
 	}
 	decl, ok := h.registry.Declaration(alias)
 	if !ok {
+		//lint:ignore ST1005 the message ends with a YAML key as the author writes it, colon included.
 		return nil, fmt.Errorf("agent %q is not declared under agent_plugins:", alias)
 	}
 	if decl.Plugin != agent.PluginLocalLLM {

@@ -31,130 +31,169 @@ const (
 
 // Register installs the handlers on h over a session's scheduler and inbox.
 func Register(h *host.Host, s *jobs.Scheduler, b *inbox.Inbox) {
-	reg := func(name string, f func(args map[string]any) (map[string]any, error)) {
-		h.Register(name, host.HandlerFunc(func(_ context.Context, call *host.Call) (*host.Result, error) {
-			if err := checkFields(name, call.Args); err != nil {
-				return &host.Result{Data: map[string]any{"ok": false}, Err: err}, nil
-			}
-			data, err := f(call.Args)
-			if err != nil {
-				if data == nil {
-					data = map[string]any{}
-				}
-				data["ok"] = false
-				return &host.Result{Data: data, Err: fmt.Errorf("%s: %w", name, err)}, nil
-			}
-			data["ok"] = true
-			return &host.Result{Data: data}, nil
-		}))
+	hs := handlers{s: s, b: b}
+	for _, op := range []struct {
+		name string
+		f    func(args map[string]any) (map[string]any, error)
+	}{
+		{List, hs.list},
+		{Status, hs.status},
+		{Cancel, hs.cancel},
+		{Answer, hs.answer},
+		{InboxAdd, hs.inboxAdd},
+		{InboxList, hs.inboxList},
+		{InboxRead, hs.inboxRead},
+	} {
+		register(h, op.name, op.f)
 	}
-	reg(List, func(args map[string]any) (map[string]any, error) {
-		status, err := str(args, "status")
+}
+
+// register installs one handler: its fields are checked against the
+// catalog first, its data gets ok (false with the error, which names the
+// handler), and a failure is the call's result, not a Go error.
+func register(h *host.Host, name string, f func(args map[string]any) (map[string]any, error)) {
+	h.Register(name, host.HandlerFunc(func(_ context.Context, call *host.Call) (*host.Result, error) {
+		if err := checkFields(name, call.Args); err != nil {
+			return &host.Result{Data: map[string]any{"ok": false}, Err: err}, nil
+		}
+		data, err := f(call.Args)
 		if err != nil {
-			return nil, err
-		}
-		if status != "" && !slices.Contains(statuses, jobs.Status(status)) {
-			return nil, fmt.Errorf("with.status %q is not a job status (%s)", status, statusNames())
-		}
-		list := []any{}
-		for _, i := range s.List() {
-			if status == "" || string(i.Status) == status {
-				list = append(list, i.Map())
+			if data == nil {
+				data = map[string]any{}
 			}
+			data["ok"] = false
+			return &host.Result{Data: data, Err: fmt.Errorf("%s: %w", name, err)}, nil
 		}
-		return map[string]any{"jobs": list, "count": int64(len(list))}, nil
-	})
-	reg(Status, func(args map[string]any) (map[string]any, error) {
-		id, err := jobID(args)
+		data["ok"] = true
+		return &host.Result{Data: data}, nil
+	}))
+}
+
+// handlers are the operations over one session's scheduler and inbox.
+type handlers struct {
+	s *jobs.Scheduler
+	b *inbox.Inbox
+}
+
+// list lists the jobs, all or those with with.status.
+func (h handlers) list(args map[string]any) (map[string]any, error) {
+	status, err := str(args, "status")
+	if err != nil {
+		return nil, err
+	}
+	if status != "" && !slices.Contains(statuses, jobs.Status(status)) {
+		return nil, fmt.Errorf("with.status %q is not a job status (%s)", status, statusNames())
+	}
+	list := []any{}
+	for _, i := range h.s.List() {
+		if status == "" || string(i.Status) == status {
+			list = append(list, i.Map())
+		}
+	}
+	return map[string]any{"jobs": list, "count": int64(len(list))}, nil
+}
+
+// status describes the job with.job_id names.
+func (h handlers) status(args map[string]any) (map[string]any, error) {
+	id, err := jobID(args)
+	if err != nil {
+		return nil, err
+	}
+	i, err := h.s.Get(id)
+	if err != nil {
+		return nil, err
+	}
+	return i.Map(), nil
+}
+
+// cancel cancels the job with.job_id names; its completion is delivered as cancelled.
+func (h handlers) cancel(args map[string]any) (map[string]any, error) {
+	id, err := jobID(args)
+	if err != nil {
+		return nil, err
+	}
+	i, err := h.s.Cancel(id)
+	if err != nil {
+		return map[string]any{"job_id": id, "status": string(i.Status)}, err
+	}
+	return map[string]any{"job_id": id, "status": string(i.Status)}, nil
+}
+
+// answer hands with.answer to the job with.job_id names, which waits on a question.
+func (h handlers) answer(args map[string]any) (map[string]any, error) {
+	id, err := jobID(args)
+	if err != nil {
+		return nil, err
+	}
+	ans, ok := args["answer"]
+	if !ok || ans == nil {
+		return nil, fmt.Errorf("with.answer is required: the answer the job asked for")
+	}
+	if _, err := h.s.Answer(id, ans); err != nil {
+		return map[string]any{"job_id": id}, err
+	}
+	return map[string]any{"job_id": id}, nil
+}
+
+// inboxAdd posts a notification; it needs a title or a body.
+func (h handlers) inboxAdd(args map[string]any) (map[string]any, error) {
+	n := inbox.Notification{}
+	for _, f := range []struct {
+		key string
+		dst *string
+	}{{"severity", &n.Severity}, {"kind", &n.Kind}, {"title", &n.Title}, {"thread", &n.Thread}, {"state", &n.State}, {"job_id", &n.JobID}} {
+		v, err := str(args, f.key)
 		if err != nil {
 			return nil, err
 		}
-		i, err := s.Get(id)
-		if err != nil {
-			return nil, err
+		*f.dst = v
+	}
+	body, err := text(args["body"])
+	if err != nil {
+		return nil, err
+	}
+	n.Body = body
+	if n.Title == "" && n.Body == "" {
+		return nil, fmt.Errorf("with.title (or with.body) is required: what the notification says")
+	}
+	added, err := h.b.Add(n)
+	if err != nil {
+		return nil, fmt.Errorf("with.%w", err)
+	}
+	return map[string]any{"id": added.ID}, nil
+}
+
+// inboxList lists the notifications (with.unread_only: the unread ones) and the inbox summary.
+func (h handlers) inboxList(args map[string]any) (map[string]any, error) {
+	unread := false
+	if v, ok := args["unread_only"]; ok && v != nil {
+		bv, ok := v.(bool)
+		if !ok {
+			return nil, fmt.Errorf("with.unread_only must be true or false, got %T", v)
 		}
-		return i.Map(), nil
-	})
-	reg(Cancel, func(args map[string]any) (map[string]any, error) {
-		id, err := jobID(args)
-		if err != nil {
-			return nil, err
-		}
-		i, err := s.Cancel(id)
-		if err != nil {
-			return map[string]any{"job_id": id, "status": string(i.Status)}, err
-		}
-		return map[string]any{"job_id": id, "status": string(i.Status)}, nil
-	})
-	reg(Answer, func(args map[string]any) (map[string]any, error) {
-		id, err := jobID(args)
-		if err != nil {
-			return nil, err
-		}
-		ans, ok := args["answer"]
-		if !ok || ans == nil {
-			return nil, fmt.Errorf("with.answer is required: the answer the job asked for")
-		}
-		if _, err := s.Answer(id, ans); err != nil {
-			return map[string]any{"job_id": id}, err
-		}
-		return map[string]any{"job_id": id}, nil
-	})
-	reg(InboxAdd, func(args map[string]any) (map[string]any, error) {
-		n := inbox.Notification{}
-		for _, f := range []struct {
-			key string
-			dst *string
-		}{{"severity", &n.Severity}, {"kind", &n.Kind}, {"title", &n.Title}, {"thread", &n.Thread}, {"state", &n.State}, {"job_id", &n.JobID}} {
-			v, err := str(args, f.key)
-			if err != nil {
-				return nil, err
-			}
-			*f.dst = v
-		}
-		body, err := text(args["body"])
-		if err != nil {
-			return nil, err
-		}
-		n.Body = body
-		if n.Title == "" && n.Body == "" {
-			return nil, fmt.Errorf("with.title (or with.body) is required: what the notification says")
-		}
-		added, err := b.Add(n)
-		if err != nil {
-			return nil, fmt.Errorf("with.%w", err)
-		}
-		return map[string]any{"id": added.ID}, nil
-	})
-	reg(InboxList, func(args map[string]any) (map[string]any, error) {
-		unread := false
-		if v, ok := args["unread_only"]; ok && v != nil {
-			bv, ok := v.(bool)
-			if !ok {
-				return nil, fmt.Errorf("with.unread_only must be true or false, got %T", v)
-			}
-			unread = bv
-		}
-		list := []any{}
-		for _, n := range b.List(unread) {
-			list = append(list, n.Map())
-		}
-		sum := b.Summary()
-		return map[string]any{"notifications": list, "unread": int64(sum.Unread), "needs_attention": int64(sum.NeedsAttention)}, nil
-	})
-	reg(InboxRead, func(args map[string]any) (map[string]any, error) {
-		id, err := str(args, "id")
-		if err != nil {
-			return nil, err
-		}
-		if id == "" {
-			return nil, fmt.Errorf("with.id is required: the notification's id (n-1, n-2, …, as host.inbox.add returned it)")
-		}
-		if _, err := b.MarkRead(id); err != nil {
-			return nil, err
-		}
-		return map[string]any{"id": id}, nil
-	})
+		unread = bv
+	}
+	list := []any{}
+	for _, n := range h.b.List(unread) {
+		list = append(list, n.Map())
+	}
+	sum := h.b.Summary()
+	return map[string]any{"notifications": list, "unread": int64(sum.Unread), "needs_attention": int64(sum.NeedsAttention)}, nil
+}
+
+// inboxRead marks the notification with.id names read.
+func (h handlers) inboxRead(args map[string]any) (map[string]any, error) {
+	id, err := str(args, "id")
+	if err != nil {
+		return nil, err
+	}
+	if id == "" {
+		return nil, fmt.Errorf("with.id is required: the notification's id (n-1, n-2, …, as host.inbox.add returned it)")
+	}
+	if _, err := h.b.MarkRead(id); err != nil {
+		return nil, err
+	}
+	return map[string]any{"id": id}, nil
 }
 
 var statuses = []jobs.Status{jobs.Running, jobs.AwaitingInput, jobs.Done, jobs.Failed, jobs.Cancelled}

@@ -158,41 +158,16 @@ func (c *Cassette) parse(data []byte) error {
 		return err
 	}
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		//lint:ignore ST1005 the message ends with a YAML key as the author writes it, colon included.
 		return errors.New("expected a mapping with kind: http_cassette and exchanges:")
 	}
 	if err := knownKeys(doc.Content[0], "", []string{"kind", "record_mode", "match_on", "filter_headers",
 		"filter_query_parameters", "filter_post_data_parameters", "ignore_hosts", "ignore_localhost", "allow_playback_repeats", "exchanges", "episodes"}); err != nil {
 		return err
 	}
-	list := "exchanges"
-	exs := mapGet(doc.Content[0], "exchanges")
-	if ep := mapGet(doc.Content[0], "episodes"); ep != nil {
-		if exs != nil {
-			return fmt.Errorf("line %d: episodes: and exchanges: are the same list; write one", ep.Line)
-		}
-		exs, list = ep, "episodes"
-	}
-	if exs != nil && exs.Kind == yaml.SequenceNode {
-		for i, e := range exs.Content {
-			p := fmt.Sprintf("%s[%d]", list, i)
-			if err := knownKeys(e, p, []string{"request", "match", "response", "replay"}); err != nil {
-				return err
-			}
-			for _, sub := range []struct {
-				key  string
-				keys []string
-			}{
-				{"request", []string{"method", "url", "headers", "body"}},
-				{"match", []string{"method", "url", "url_pattern"}},
-				{"response", []string{"status", "headers", "body"}},
-			} {
-				if n := mapGet(e, sub.key); n != nil {
-					if err := knownKeys(n, p+"."+sub.key, sub.keys); err != nil {
-						return err
-					}
-				}
-			}
-		}
+	list, err := checkExchangeKeys(doc.Content[0])
+	if err != nil {
+		return err
 	}
 	var f cassetteFile
 	if err := doc.Decode(&f); err != nil {
@@ -212,7 +187,65 @@ func (c *Cassette) parse(data []byte) error {
 			return fmt.Errorf("match_on: %q is not one of %s", m, strings.Join(matchFields, ", "))
 		}
 	}
-	for i, e := range f.Exchanges {
+	if err := checkExchanges(f.Exchanges, list); err != nil {
+		return err
+	}
+	c.mode = ModeNone
+	if f.RecordMode != "" {
+		c.mode = f.RecordMode
+	}
+	c.matchOn = f.MatchOn
+	if len(c.matchOn) == 0 {
+		c.matchOn = []string{"method", "url"}
+	}
+	c.filterH, c.filterQ, c.repeats, c.exchanges = f.FilterHeaders, f.FilterQueryParameters, f.AllowPlaybackRepeats, f.Exchanges
+	c.filterP, c.ignoreHosts, c.ignoreLocal = f.FilterPostData, f.IgnoreHosts, f.IgnoreLocalhost
+	return nil
+}
+
+// checkExchangeKeys rejects an unknown key in each exchange and in its
+// request:, match: and response:, with its line, before the document is
+// decoded (decoding would drop it). It returns the name of the exchange list: episodes:
+// (Kitsoki's name) or exchanges:, never both.
+func checkExchangeKeys(top *yaml.Node) (string, error) {
+	list := "exchanges"
+	exs := mapGet(top, "exchanges")
+	if ep := mapGet(top, "episodes"); ep != nil {
+		if exs != nil {
+			return "", fmt.Errorf("line %d: episodes: and exchanges: are the same list; write one", ep.Line)
+		}
+		exs, list = ep, "episodes"
+	}
+	if exs != nil && exs.Kind == yaml.SequenceNode {
+		for i, e := range exs.Content {
+			p := fmt.Sprintf("%s[%d]", list, i)
+			if err := knownKeys(e, p, []string{"request", "match", "response", "replay"}); err != nil {
+				return "", err
+			}
+			for _, sub := range []struct {
+				key  string
+				keys []string
+			}{
+				{"request", []string{"method", "url", "headers", "body"}},
+				{"match", []string{"method", "url", "url_pattern"}},
+				{"response", []string{"status", "headers", "body"}},
+			} {
+				if n := mapGet(e, sub.key); n != nil {
+					if err := knownKeys(n, p+"."+sub.key, sub.keys); err != nil {
+						return "", err
+					}
+				}
+			}
+		}
+	}
+	return list, nil
+}
+
+// checkExchanges checks each decoded exchange: a recorded request or a
+// selector (exactly one), a known replay mode, an HTTP status, url or
+// url_pattern (not both). A url_pattern is compiled here, once.
+func checkExchanges(exchanges []*Exchange, list string) error {
+	for i, e := range exchanges {
 		p := fmt.Sprintf("%s[%d]", list, i)
 		switch {
 		case e == nil || (e.Request == nil) == (e.Match == nil):
@@ -232,17 +265,39 @@ func (c *Cassette) parse(data []byte) error {
 			e.pattern = re
 		}
 	}
-	c.mode = ModeNone
-	if f.RecordMode != "" {
-		c.mode = f.RecordMode
-	}
-	c.matchOn = f.MatchOn
-	if len(c.matchOn) == 0 {
-		c.matchOn = []string{"method", "url"}
-	}
-	c.filterH, c.filterQ, c.repeats, c.exchanges = f.FilterHeaders, f.FilterQueryParameters, f.AllowPlaybackRepeats, f.Exchanges
-	c.filterP, c.ignoreHosts, c.ignoreLocal = f.FilterPostData, f.IgnoreHosts, f.IgnoreLocalhost
 	return nil
+}
+
+// matchesSelector matches a request against a match: selector: the method
+// (any case) and the exact url or the url_pattern, each when given.
+func (e *Exchange) matchesSelector(req *HTTPRequest) bool {
+	s := e.Match
+	if s.Method != "" && !strings.EqualFold(s.Method, req.Method) {
+		return false
+	}
+	if s.URL != "" && s.URL != req.URL {
+		return false
+	}
+	return e.pattern == nil || e.pattern.MatchString(req.URL)
+}
+
+// urlPartMatches compares one part of a recorded URL (ru) with the
+// request's (qu), for a match_on: field that names a part. The query is
+// compared after the cassette's filters; an unknown field matches.
+func (c *Cassette) urlPartMatches(f string, ru, qu *url.URL) bool {
+	switch f {
+	case "scheme":
+		return ru.Scheme == qu.Scheme
+	case "host":
+		return ru.Hostname() == qu.Hostname()
+	case "port":
+		return ru.Port() == qu.Port()
+	case "path":
+		return ru.Path == qu.Path
+	case "query":
+		return c.filterQuery(qu.Query()).Encode() == ru.Query().Encode()
+	}
+	return true
 }
 
 func mapGet(n *yaml.Node, key string) *yaml.Node {
@@ -316,14 +371,8 @@ func (c *Cassette) find(req *HTTPRequest) *Exchange {
 }
 
 func (c *Cassette) matches(e *Exchange, req *HTTPRequest) bool {
-	if s := e.Match; s != nil {
-		if s.Method != "" && !strings.EqualFold(s.Method, req.Method) {
-			return false
-		}
-		if s.URL != "" && s.URL != req.URL {
-			return false
-		}
-		return e.pattern == nil || e.pattern.MatchString(req.URL)
+	if e.Match != nil {
+		return e.matchesSelector(req)
 	}
 	rec := e.Request
 	ru, err1 := url.Parse(rec.URL)
@@ -350,30 +399,8 @@ func (c *Cassette) matches(e *Exchange, req *HTTPRequest) bool {
 				}
 			}
 		default:
-			if err1 != nil || err2 != nil {
+			if err1 != nil || err2 != nil || !c.urlPartMatches(f, ru, qu) {
 				return false
-			}
-			switch f {
-			case "scheme":
-				if ru.Scheme != qu.Scheme {
-					return false
-				}
-			case "host":
-				if ru.Hostname() != qu.Hostname() {
-					return false
-				}
-			case "port":
-				if ru.Port() != qu.Port() {
-					return false
-				}
-			case "path":
-				if ru.Path != qu.Path {
-					return false
-				}
-			case "query":
-				if c.filterQuery(qu.Query()).Encode() != ru.Query().Encode() {
-					return false
-				}
 			}
 		}
 	}

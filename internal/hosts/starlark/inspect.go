@@ -65,6 +65,7 @@ func parseInspectCassette(data []byte) (*InspectCassette, error) {
 		return nil, err
 	}
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		//lint:ignore ST1005 the message ends with a YAML key as the author writes it, colon included.
 		return nil, errors.New("expected a mapping with kind: inspect_cassette and interactions:")
 	}
 	if err := knownKeys(doc.Content[0], "", []string{"kind", "interactions"}); err != nil {

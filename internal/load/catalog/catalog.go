@@ -119,9 +119,63 @@ var completeResults = []string{
 }
 
 func buildBuiltins() []Spec {
+	var specs []Spec
+	specs = append(specs, agentSpecs()...)
+	specs = append(specs, artifactSpecs()...)
+	specs = append(specs, runAndSessionSpecs()...)
+	specs = append(specs, worktreeSpecs()...)
+	specs = append(specs, ticketSpecs()...)
+	specs = append(specs, vcsSpecs()...)
+	specs = append(specs, chatSpecs()...)
+	specs = append(specs, ideSpecs()...)
+	specs = append(specs, family("host.gh.ticket", "the ticket interface over GitHub Issues through the gh CLI", ghTicketOps())...)
+	specs = append(specs, workspaceManagerSpecs()...)
+	specs = append(specs, family("host.local", "the ci interface: tests and builds run in a work tree, checks read from the forge", ciOps())...)
+	for i := range specs {
+		specs[i].ResultsComplete = slices.Contains(completeResults, specs[i].Name)
+	}
+	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
+	return specs
+}
+
+// agentSpecs are the host.agent verbs: one call to an agent each, sharing
+// the fields and results of agentFields and agentResults.
+func agentSpecs() []Spec {
 	agent := func(verb, summary string) Spec {
 		return Spec{Name: "host.agent." + verb, Summary: summary, Fields: agentFields, Results: agentResults}
 	}
+	return []Spec{
+		agent("ask", "Read-only inspection call to an agent: prose and optional typed JSON."),
+		agent("converse", "Free-form conversation with an agent."),
+		agent("decide", "Typed verdict from an agent (schema required)."),
+		agent("extract", "Typed extraction from an agent."),
+		{Name: "host.agent.search", Summary: "Find the passages of workspace files closest to a query (with.corpus, ranked by routing.embedding), or rank given texts (with.documents, the invoke's agent: names a builtin.local_llm).",
+			Fields: []Field{
+				{Name: "query", Type: "string", Required: true, Doc: "the text to rank against"},
+				{Name: "corpus", Type: "list", Doc: "globs of workspace files to search (\"docs/**/*.md\"); ranked by the story's routing.embedding model"},
+				{Name: "chunk", Type: "object", Doc: "how files are cut: {max: characters (default 1200), mode: heading (default) or file}"},
+				{Name: "min_score", Type: "float", Doc: "the lowest cosine similarity a hit may have"},
+				{Name: "documents", Type: "list", Doc: "the texts to rank (instead of corpus)"},
+				{Name: "top_k", Type: "int", Doc: "how many hits or results to keep (corpus: default 10)"},
+			},
+			Results: []Field{
+				{Name: "ok", Type: "bool"},
+				{Name: "exit_code", Type: "int", Doc: "0 on success"},
+				{Name: "hits", Type: "list", Doc: "corpus: one {path, chunk_id, heading, line, text, score} per passage kept, best first"},
+				{Name: "data", Type: "object", Doc: "corpus: {hits, top}"},
+				{Name: "count", Type: "int", Doc: "corpus: the number of hits"},
+				{Name: "files", Type: "int", Doc: "corpus: the files the globs matched"},
+				{Name: "chunks", Type: "int", Doc: "corpus: the passages ranked"},
+				{Name: "results", Type: "list", Doc: "documents: one {index, doc, score} per document kept, best first"},
+				{Name: "top", Type: "any", Doc: "the best hit (corpus) or document (documents); null when none"},
+			}},
+		agent("task", "Agentic task with the full tool surface."),
+	}
+}
+
+// artifactSpecs are the handlers that write and list files in the
+// session's artifact directory, and their transport post forms.
+func artifactSpecs() []Spec {
 	artifactFields := []Field{
 		{Name: "thread", Type: "string", Required: true, Doc: "file name under the artifact directory; a bare name gets .md (media emit: the source's extension)"},
 		{Name: "body", Type: "any", Doc: "the text (required without src_path); maps and lists are written as indented JSON"},
@@ -161,94 +215,7 @@ func buildBuiltins() []Spec {
 		{Name: "phase_id", Type: "string", Doc: "written as a _phase: <id>_ line below the body"},
 		{Name: "author", Type: "string", Doc: "informational; not written"},
 	}
-	wtOps := []Spec{
-		{Name: "host.git_worktree.list", Summary: "List the repository's worktrees.",
-			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "workspaces", Type: "list", Doc: "one {id, path, branch, dirty, session} per worktree; session is the one that made it (kitsoki's, under .worktrees)"}}},
-		{Name: "host.git_worktree.get", Summary: "Describe a worktree of this session.",
-			Fields:  []Field{{Name: "id", Type: "string", Required: true, Doc: "the worktree's id, as create returned it"}},
-			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "id", Type: "string"}, {Name: "path", Type: "string"}, {Name: "branch", Type: "string"}, {Name: "dirty", Type: "bool"}}},
-		{Name: "host.git_worktree.create", Summary: "Create (or return) a worktree of this session on a branch.",
-			Fields: []Field{
-				{Name: "name", Type: "string", Required: true, Doc: "the branch: created from base, or checked out when it exists"},
-				{Name: "id", Type: "string", Doc: "the directory name (default name with / as -)"},
-				{Name: "base", Type: "string", Doc: "branch, tag or commit a new branch starts at (default HEAD)"},
-				{Name: "session_id", Type: "string", Doc: "must be this run's session when given; another session's worktree is refused"},
-			},
-			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "id", Type: "string"}, {Name: "path", Type: "string", Doc: "absolute: <workspace>/.worktrees/<id>"}, {Name: "branch", Type: "string"}, {Name: "created", Type: "bool", Doc: "false when the worktree already existed"}}},
-		{Name: "host.git_worktree.sync", Summary: "Fast-forward a worktree's branch to its upstream.",
-			Fields:  []Field{{Name: "id", Type: "string", Required: true, Doc: "the worktree's id"}},
-			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "id", Type: "string"}, {Name: "path", Type: "string"}, {Name: "log", Type: "string", Doc: "git pull's output, or why there was nothing to do"}}},
-		{Name: "host.git_worktree.cleanup_scan", Summary: "Propose kitsoki's worktrees for removal (merged, clean, not protected).",
-			Fields: []Field{
-				{Name: "base", Type: "string", Doc: "the branch merged work lands on (default the workspace's branch)"},
-				{Name: "exclude", Type: "string", Doc: "never recommend a worktree whose branch or path contains this text"},
-				{Name: "protected", Type: "string", Doc: "comma-separated branches never recommended"},
-			},
-			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "base", Type: "string"}, {Name: "exclude", Type: "string"},
-				{Name: "candidates", Type: "list", Doc: "one {kind, id, path, branch, base, merged, dirty, recommended, reason, actions} per worktree"},
-				{Name: "recommended_count", Type: "int"}}},
-		{Name: "host.git_worktree.cleanup_apply", Summary: "Remove each recommended candidate's worktree and branch.",
-			Fields: []Field{{Name: "candidates", Type: "list", Required: true, Doc: "cleanup_scan's candidates"}},
-			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "deleted", Type: "list", Doc: "{branch, path} removed"},
-				{Name: "skipped", Type: "list", Doc: "{branch, path, reason} not recommended"}, {Name: "errors", Type: "list", Doc: "{branch, path, error} git refused"}}},
-	}
-	wtAll := Spec{Name: "host.git_worktree", Summary: "The workspace interface over git worktrees: with.op selects list, get, create, sync, cleanup_scan or cleanup_apply (each is also host.git_worktree.<op>).",
-		Fields: []Field{{Name: "op", Type: "string", Required: true, Doc: "list, get, create, sync, cleanup_scan or cleanup_apply"}}}
-	for _, o := range wtOps {
-		op := strings.TrimPrefix(o.Name, "host.git_worktree.")
-		for _, f := range o.Fields {
-			if i := slices.IndexFunc(wtAll.Fields, func(g Field) bool { return g.Name == f.Name }); i >= 0 {
-				wtAll.Fields[i].Doc += ", " + op
-				continue
-			}
-			wtAll.Fields = append(wtAll.Fields, Field{Name: f.Name, Type: f.Type, Doc: op})
-		}
-	}
-	for _, o := range wtOps {
-		for _, f := range o.Results {
-			if i := slices.IndexFunc(wtAll.Results, func(r Field) bool { return r.Name == f.Name }); i >= 0 {
-				if f.Name != "ok" {
-					wtAll.Results[i].Doc += ", " + strings.TrimPrefix(o.Name, "host.git_worktree.")
-				}
-				continue
-			}
-			doc := strings.TrimPrefix(o.Name, "host.git_worktree.")
-			if f.Name == "ok" {
-				doc = ""
-			}
-			wtAll.Results = append(wtAll.Results, Field{Name: f.Name, Type: f.Type, Doc: doc})
-		}
-	}
-	wtAll.CheckFields = true
-	for i := range wtOps {
-		wtOps[i].CheckFields = true
-	}
-	specs := []Spec{
-		agent("ask", "Read-only inspection call to an agent: prose and optional typed JSON."),
-		agent("converse", "Free-form conversation with an agent."),
-		agent("decide", "Typed verdict from an agent (schema required)."),
-		agent("extract", "Typed extraction from an agent."),
-		{Name: "host.agent.search", Summary: "Find the passages of workspace files closest to a query (with.corpus, ranked by routing.embedding), or rank given texts (with.documents, the invoke's agent: names a builtin.local_llm).",
-			Fields: []Field{
-				{Name: "query", Type: "string", Required: true, Doc: "the text to rank against"},
-				{Name: "corpus", Type: "list", Doc: "globs of workspace files to search (\"docs/**/*.md\"); ranked by the story's routing.embedding model"},
-				{Name: "chunk", Type: "object", Doc: "how files are cut: {max: characters (default 1200), mode: heading (default) or file}"},
-				{Name: "min_score", Type: "float", Doc: "the lowest cosine similarity a hit may have"},
-				{Name: "documents", Type: "list", Doc: "the texts to rank (instead of corpus)"},
-				{Name: "top_k", Type: "int", Doc: "how many hits or results to keep (corpus: default 10)"},
-			},
-			Results: []Field{
-				{Name: "ok", Type: "bool"},
-				{Name: "exit_code", Type: "int", Doc: "0 on success"},
-				{Name: "hits", Type: "list", Doc: "corpus: one {path, chunk_id, heading, line, text, score} per passage kept, best first"},
-				{Name: "data", Type: "object", Doc: "corpus: {hits, top}"},
-				{Name: "count", Type: "int", Doc: "corpus: the number of hits"},
-				{Name: "files", Type: "int", Doc: "corpus: the files the globs matched"},
-				{Name: "chunks", Type: "int", Doc: "corpus: the passages ranked"},
-				{Name: "results", Type: "list", Doc: "documents: one {index, doc, score} per document kept, best first"},
-				{Name: "top", Type: "any", Doc: "the best hit (corpus) or document (documents); null when none"},
-			}},
-		agent("task", "Agentic task with the full tool surface."),
+	return []Spec{
 		{Name: "host.append_to_file", Summary: "Append a chunk to one file in the session's artifact directory.",
 			CheckFields: true, Fields: appendFields, Results: artifactResults},
 		{Name: "host.append_to_file.post", Summary: "host.append_to_file as a transport's post op.",
@@ -258,6 +225,14 @@ func buildBuiltins() []Spec {
 		listSpec("host.artifacts_dir.list"),
 		{Name: "host.artifacts_dir.post", Summary: "host.artifacts_dir as a transport's post op.",
 			CheckFields: true, Fields: artifactFields, Results: artifactResults},
+	}
+}
+
+// runAndSessionSpecs are the handlers of one session: host.run, the diff
+// view, background jobs, the inbox, Starlark scripts and the terminal
+// transport.
+func runAndSessionSpecs() []Spec {
+	return []Spec{
 		{Name: "host.run", Summary: "Run a program with arguments (argv mode, no shell) or a bash command, inside the workspace.",
 			CheckFields: true, Shell: &Shell{Command: "cmd", Argv: "args"},
 			Fields: []Field{
@@ -350,20 +325,75 @@ func buildBuiltins() []Spec {
 				{Name: "duplicate", Type: "bool", Doc: "the phase_id was posted already; nothing was printed"},
 			}},
 	}
-	specs = append(specs, wtAll)
-	specs = append(specs, wtOps...)
-	specs = append(specs, ticketSpecs()...)
-	specs = append(specs, vcsSpecs()...)
-	specs = append(specs, chatSpecs()...)
-	specs = append(specs, ideSpecs()...)
-	specs = append(specs, family("host.gh.ticket", "the ticket interface over GitHub Issues through the gh CLI", ghTicketOps())...)
-	specs = append(specs, workspaceManagerSpecs()...)
-	specs = append(specs, family("host.local", "the ci interface: tests and builds run in a work tree, checks read from the forge", ciOps())...)
-	for i := range specs {
-		specs[i].ResultsComplete = slices.Contains(completeResults, specs[i].Name)
+}
+
+// worktreeSpecs are the git worktree operations and host.git_worktree, the
+// one handler that takes any of them with with.op: its fields and results
+// are the union of the operations', each documented with the op it is for.
+func worktreeSpecs() []Spec {
+	wtOps := []Spec{
+		{Name: "host.git_worktree.list", Summary: "List the repository's worktrees.",
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "workspaces", Type: "list", Doc: "one {id, path, branch, dirty, session} per worktree; session is the one that made it (kitsoki's, under .worktrees)"}}},
+		{Name: "host.git_worktree.get", Summary: "Describe a worktree of this session.",
+			Fields:  []Field{{Name: "id", Type: "string", Required: true, Doc: "the worktree's id, as create returned it"}},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "id", Type: "string"}, {Name: "path", Type: "string"}, {Name: "branch", Type: "string"}, {Name: "dirty", Type: "bool"}}},
+		{Name: "host.git_worktree.create", Summary: "Create (or return) a worktree of this session on a branch.",
+			Fields: []Field{
+				{Name: "name", Type: "string", Required: true, Doc: "the branch: created from base, or checked out when it exists"},
+				{Name: "id", Type: "string", Doc: "the directory name (default name with / as -)"},
+				{Name: "base", Type: "string", Doc: "branch, tag or commit a new branch starts at (default HEAD)"},
+				{Name: "session_id", Type: "string", Doc: "must be this run's session when given; another session's worktree is refused"},
+			},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "id", Type: "string"}, {Name: "path", Type: "string", Doc: "absolute: <workspace>/.worktrees/<id>"}, {Name: "branch", Type: "string"}, {Name: "created", Type: "bool", Doc: "false when the worktree already existed"}}},
+		{Name: "host.git_worktree.sync", Summary: "Fast-forward a worktree's branch to its upstream.",
+			Fields:  []Field{{Name: "id", Type: "string", Required: true, Doc: "the worktree's id"}},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "id", Type: "string"}, {Name: "path", Type: "string"}, {Name: "log", Type: "string", Doc: "git pull's output, or why there was nothing to do"}}},
+		{Name: "host.git_worktree.cleanup_scan", Summary: "Propose kitsoki's worktrees for removal (merged, clean, not protected).",
+			Fields: []Field{
+				{Name: "base", Type: "string", Doc: "the branch merged work lands on (default the workspace's branch)"},
+				{Name: "exclude", Type: "string", Doc: "never recommend a worktree whose branch or path contains this text"},
+				{Name: "protected", Type: "string", Doc: "comma-separated branches never recommended"},
+			},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "base", Type: "string"}, {Name: "exclude", Type: "string"},
+				{Name: "candidates", Type: "list", Doc: "one {kind, id, path, branch, base, merged, dirty, recommended, reason, actions} per worktree"},
+				{Name: "recommended_count", Type: "int"}}},
+		{Name: "host.git_worktree.cleanup_apply", Summary: "Remove each recommended candidate's worktree and branch.",
+			Fields: []Field{{Name: "candidates", Type: "list", Required: true, Doc: "cleanup_scan's candidates"}},
+			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "deleted", Type: "list", Doc: "{branch, path} removed"},
+				{Name: "skipped", Type: "list", Doc: "{branch, path, reason} not recommended"}, {Name: "errors", Type: "list", Doc: "{branch, path, error} git refused"}}},
 	}
-	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
-	return specs
+	wtAll := Spec{Name: "host.git_worktree", Summary: "The workspace interface over git worktrees: with.op selects list, get, create, sync, cleanup_scan or cleanup_apply (each is also host.git_worktree.<op>).",
+		Fields: []Field{{Name: "op", Type: "string", Required: true, Doc: "list, get, create, sync, cleanup_scan or cleanup_apply"}}}
+	for _, o := range wtOps {
+		op := strings.TrimPrefix(o.Name, "host.git_worktree.")
+		for _, f := range o.Fields {
+			if i := slices.IndexFunc(wtAll.Fields, func(g Field) bool { return g.Name == f.Name }); i >= 0 {
+				wtAll.Fields[i].Doc += ", " + op
+				continue
+			}
+			wtAll.Fields = append(wtAll.Fields, Field{Name: f.Name, Type: f.Type, Doc: op})
+		}
+	}
+	for _, o := range wtOps {
+		for _, f := range o.Results {
+			if i := slices.IndexFunc(wtAll.Results, func(r Field) bool { return r.Name == f.Name }); i >= 0 {
+				if f.Name != "ok" {
+					wtAll.Results[i].Doc += ", " + strings.TrimPrefix(o.Name, "host.git_worktree.")
+				}
+				continue
+			}
+			doc := strings.TrimPrefix(o.Name, "host.git_worktree.")
+			if f.Name == "ok" {
+				doc = ""
+			}
+			wtAll.Results = append(wtAll.Results, Field{Name: f.Name, Type: f.Type, Doc: doc})
+		}
+	}
+	wtAll.CheckFields = true
+	for i := range wtOps {
+		wtOps[i].CheckFields = true
+	}
+	return append([]Spec{wtAll}, wtOps...)
 }
 
 // Unbuilts returns the handler families kitsoki does not build, sorted by

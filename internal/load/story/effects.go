@@ -278,6 +278,57 @@ func (l *loader) loadInvoke(f *file, inv entry, fs fieldSet, path string, ref *e
 	if ok && isTemplated(name) {
 		l.compileValue(f, inv.val, p, func(v *expr.Value) { in.NameTemplate = v })
 	}
+	l.loadInvokeWith(f, inv, fs, path, in, ref)
+	if b, ok := fs.get("bind"); ok {
+		in.Bind = l.loadBind(f, b.val, joinPath(path, "bind"), in)
+	}
+	if oe, ok := fs.get("on_error"); ok {
+		op := joinPath(path, "on_error")
+		if raw, ok := l.str(f, oe.val, op); ok {
+			st := ref.ctx.state
+			l.targets = append(l.targets, &targetRef{
+				f: f, n: deref(oe.val), path: op, raw: raw, state: st,
+				set: func(target string, stay bool) { in.OnError = target },
+				later: func(raw string, at Pos) {
+					in.OnError, in.OnErrorDeferred, in.OnErrorPos = raw, true, at
+				},
+			})
+		}
+	}
+	l.loadInvokeRunRules(f, fs, path, in, ref)
+	strField(l, f, fs, path, "id", &in.ID)
+	if id, ok := fs.get("id"); ok {
+		ref.idNode = deref(id.val)
+		if isTemplated(in.ID) {
+			l.compileValue(f, id.val, joinPath(path, "id"), func(v *expr.Value) { in.IDTemplate = v })
+		}
+	}
+	if a, ok := fs.get("agent"); ok {
+		if s, ok := l.str(f, a.val, joinPath(path, "agent")); ok {
+			in.Agent = s
+			ref.agentNode = deref(a.val)
+		}
+	}
+	if s, ok := fs.get("selection"); ok && !isNull(s.val) {
+		sp := joinPath(path, "selection")
+		if d := deref(s.val); d.Kind != yaml.MappingNode {
+			l.errAt(f, d, sp, "expected a mapping, got %s", kindName(d))
+		} else if v, ok := l.value(f, d, sp); ok {
+			in.Selection, _ = v.(map[string]any)
+		}
+	}
+	if in.Once && len(in.Bind) == 0 {
+		l.errAt(f, fs.at("once").key, joinPath(path, "once"),
+			"once: true needs bind: (once skips the call when every bind target is already set)")
+	}
+	return in
+}
+
+// loadInvokeWith reads an invoke's with: arguments, compiled as one tree.
+// Built-in handlers get their arguments checked, agent verbs their agent
+// arguments, and a Starlark invoke its script (which it cannot do without).
+func (l *loader) loadInvokeWith(f *file, inv entry, fs fieldSet, path string, in *Invoke, ref *effectRef) {
+	name, p := in.Name, joinPath(path, "invoke")
 	if w, ok := fs.get("with"); ok && !isNull(w.val) {
 		wp := joinPath(path, "with")
 		if d := deref(w.val); d.Kind != yaml.MappingNode {
@@ -295,22 +346,13 @@ func (l *loader) loadInvoke(f *file, inv entry, fs fieldSet, path string, ref *e
 	} else if name == starlarkInvoke {
 		l.errAt(f, deref(inv.val), p, "%s needs with.script: the path of a .star file (relative to the story)", starlarkInvoke)
 	}
-	if b, ok := fs.get("bind"); ok {
-		in.Bind = l.loadBind(f, b.val, joinPath(path, "bind"), in)
-	}
-	if oe, ok := fs.get("on_error"); ok {
-		op := joinPath(path, "on_error")
-		if raw, ok := l.str(f, oe.val, op); ok {
-			st := ref.ctx.state
-			l.targets = append(l.targets, &targetRef{
-				f: f, n: deref(oe.val), path: op, raw: raw, state: st,
-				set: func(target string, stay bool) { in.OnError = target },
-				later: func(raw string, at Pos) {
-					in.OnError, in.OnErrorDeferred, in.OnErrorPos = raw, true, at
-				},
-			})
-		}
-	}
+}
+
+// loadInvokeRunRules reads how an invoke runs (background:, on_complete:,
+// once:, external_side_effect:, retry:) and rejects the combinations that
+// cannot work: on_complete without background, a background job started
+// from an on_complete, once or retry on a background job.
+func (l *loader) loadInvokeRunRules(f *file, fs fieldSet, path string, in *Invoke, ref *effectRef) {
 	boolField(l, f, fs, path, "background", &in.Background)
 	if oc, ok := fs.get("on_complete"); ok {
 		ocp := joinPath(path, "on_complete")
@@ -341,32 +383,6 @@ func (l *loader) loadInvoke(f *file, inv entry, fs fieldSet, path string, ref *e
 			in.Retry = l.loadRetry(f, r.val, joinPath(path, "retry"))
 		}
 	}
-	strField(l, f, fs, path, "id", &in.ID)
-	if id, ok := fs.get("id"); ok {
-		ref.idNode = deref(id.val)
-		if isTemplated(in.ID) {
-			l.compileValue(f, id.val, joinPath(path, "id"), func(v *expr.Value) { in.IDTemplate = v })
-		}
-	}
-	if a, ok := fs.get("agent"); ok {
-		if s, ok := l.str(f, a.val, joinPath(path, "agent")); ok {
-			in.Agent = s
-			ref.agentNode = deref(a.val)
-		}
-	}
-	if s, ok := fs.get("selection"); ok && !isNull(s.val) {
-		sp := joinPath(path, "selection")
-		if d := deref(s.val); d.Kind != yaml.MappingNode {
-			l.errAt(f, d, sp, "expected a mapping, got %s", kindName(d))
-		} else if v, ok := l.value(f, d, sp); ok {
-			in.Selection, _ = v.(map[string]any)
-		}
-	}
-	if in.Once && len(in.Bind) == 0 {
-		l.errAt(f, fs.at("once").key, joinPath(path, "once"),
-			"once: true needs bind: (once skips the call when every bind target is already set)")
-	}
-	return in
 }
 
 func (l *loader) loadBind(f *file, n *yaml.Node, path string, in *Invoke) []Bind {

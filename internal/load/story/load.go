@@ -346,7 +346,6 @@ type loader struct {
 	overlayPersonas  []overlayPersona // off_path.persona
 	routingAgent     *nodeRef         // routing.agent, checked against agent_plugins
 	extractAgent     *nodeRef         // routing.extract_llm_agent when extraction is on
-	modes            []*nodeRef       // states' mode:, checked at finish
 	personaProviders []*nodeRef       // agents.<name>.provider, checked against providers
 	readOnlyRooms    []*nodeRef       // states with write_mode: read_only, checked against their invokes
 	// imports (imports.go)

@@ -92,6 +92,38 @@ func (l *loader) loadState(f *file, n *yaml.Node, path string, s *State) {
 	strField(l, f, fs, path, "description", &s.Description)
 	boolField(l, f, fs, path, "terminal", &s.Terminal)
 	l.loadHierarchy(f, fs, path, s)
+	l.loadStateSettings(f, fs, path, s)
+	if v, ok := fs.get("contextual_routing"); ok {
+		l.loadContextual(f, v, joinPath(path, "contextual_routing"), s)
+	}
+	if v, ok := fs.get("agent_off_ramp"); ok {
+		l.loadOffRamp(f, v, joinPath(path, "agent_off_ramp"), s)
+	}
+	if v, ok := fs.get("timeout"); ok {
+		l.loadTimeout(f, v, joinPath(path, "timeout"), s)
+	}
+	if v, ok := fs.get("view"); ok {
+		l.loadView(f, v, joinPath(path, "view"), s)
+	}
+	l.loadRoomKeys(f, fs, path, s)
+	if oe, ok := fs.get("on_enter"); ok {
+		s.OnEnter = l.loadEffects(f, oe.val, joinPath(path, "on_enter"), effCtx{state: s, where: "on_enter"})
+	}
+	if on, ok := fs.get("on"); ok {
+		l.loadOn(f, on.val, joinPath(path, "on"), s)
+	}
+	if in, ok := fs.get("intents"); ok {
+		s.Intents = map[string]*Intent{}
+		l.loadIntents(f, in.val, joinPath(path, "intents"), s.Intents, false)
+	}
+	l.loadRelevant(f, fs, path, s)
+}
+
+// loadStateSettings reads the state's one-word settings (default_intent,
+// mode, intercept_drive, write_mode, decider), each checked against the
+// values it may take. default_intent and a read-only write_mode are also
+// kept as references, checked once the whole story is read.
+func (l *loader) loadStateSettings(f *file, fs fieldSet, path string, s *State) {
 	if di, ok := fs.get("default_intent"); ok {
 		p := joinPath(path, "default_intent")
 		if name, ok := l.str(f, di.val, p); ok && name != "" {
@@ -109,15 +141,6 @@ func (l *loader) loadState(f *file, n *yaml.Node, path string, s *State) {
 			}
 		}
 	}
-	if v, ok := fs.get("contextual_routing"); ok {
-		l.loadContextual(f, v, joinPath(path, "contextual_routing"), s)
-	}
-	if v, ok := fs.get("agent_off_ramp"); ok {
-		l.loadOffRamp(f, v, joinPath(path, "agent_off_ramp"), s)
-	}
-	if v, ok := fs.get("timeout"); ok {
-		l.loadTimeout(f, v, joinPath(path, "timeout"), s)
-	}
 	if v, ok := fs.get("intercept_drive"); ok {
 		p := joinPath(path, "intercept_drive")
 		if mode, ok := l.str(f, v.val, p); ok {
@@ -128,10 +151,6 @@ func (l *loader) loadState(f *file, n *yaml.Node, path string, s *State) {
 			}
 		}
 	}
-	if v, ok := fs.get("view"); ok {
-		l.loadView(f, v, joinPath(path, "view"), s)
-	}
-	l.loadRoomKeys(f, fs, path, s)
 	if w, ok := fs.get("write_mode"); ok {
 		p := joinPath(path, "write_mode")
 		if m, ok := l.str(f, w.val, p); ok {
@@ -158,16 +177,12 @@ func (l *loader) loadState(f *file, n *yaml.Node, path string, s *State) {
 			}
 		}
 	}
-	if oe, ok := fs.get("on_enter"); ok {
-		s.OnEnter = l.loadEffects(f, oe.val, joinPath(path, "on_enter"), effCtx{state: s, where: "on_enter"})
-	}
-	if on, ok := fs.get("on"); ok {
-		l.loadOn(f, on.val, joinPath(path, "on"), s)
-	}
-	if in, ok := fs.get("intents"); ok {
-		s.Intents = map[string]*Intent{}
-		l.loadIntents(f, in.val, joinPath(path, "intents"), s.Intents, false)
-	}
+}
+
+// loadRelevant reads relevant_slots and relevant_world, the keys a state
+// shows its agent; each name is kept as a reference, checked once the
+// whole story is read.
+func (l *loader) loadRelevant(f *file, fs fieldSet, path string, s *State) {
 	if rs, ok := fs.get("relevant_slots"); ok {
 		items, _ := l.list(f, rs.val, joinPath(path, "relevant_slots"))
 		for i, it := range items {

@@ -23,6 +23,7 @@ func (st *Story) ResolveTarget(from, rendered string) (target string, stay bool,
 			return "", false, fmt.Errorf("which names an exit inside the import %s: an imported story's exits are mapped where it is folded, so only a literal target: \"@exit:%s\" can take one; render a state name", sc[0], name)
 		}
 		if st.Exits[name] == nil {
+			//lint:ignore ST1005 the message ends with a YAML key as the author writes it, colon included.
 			return "", false, fmt.Errorf("which names an exit not declared in exits:")
 		}
 		return ExitStatePrefix + name, false, nil

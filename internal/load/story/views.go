@@ -885,23 +885,30 @@ func (l *loader) loadChoice(f *file, n *yaml.Node, path string, el *ViewElement)
 			}
 		}
 	case "form":
-		if e, ok := need("template", "the mad-lib text with {field} blanks"); ok {
-			if s, ok := l.str(f, e.val, joinPath(path, "template")); ok {
-				c.Template = s
-			}
+		l.loadFormChoice(f, fs, path, c, need)
+	}
+}
+
+// loadFormChoice reads what a form-mode choice needs: its template, the
+// mad-lib text with {field} blanks, and one fields: entry per blank. A
+// blank without an entry is an error at the template.
+func (l *loader) loadFormChoice(f *file, fs fieldSet, path string, c *ViewChoice, need func(key, what string) (entry, bool)) {
+	if e, ok := need("template", "the mad-lib text with {field} blanks"); ok {
+		if s, ok := l.str(f, e.val, joinPath(path, "template")); ok {
+			c.Template = s
 		}
-		if e, ok := need("fields", "one entry per {field} blank"); ok {
-			l.loadFields(f, e.val, joinPath(path, "fields"), c)
-		}
-		names := map[string]bool{}
-		for _, fd := range c.Fields {
-			names[fd.Name] = true
-		}
-		if e, ok := fs.get("template"); ok && len(c.Fields) > 0 {
-			for _, m := range formBlank.FindAllStringSubmatch(c.Template, -1) {
-				if !names[m[1]] {
-					l.errAt(f, e.val, joinPath(path, "template"), "blank {%s} has no fields: entry%s", m[1], didYouMean(m[1], sortedKeys(names)))
-				}
+	}
+	if e, ok := need("fields", "one entry per {field} blank"); ok {
+		l.loadFields(f, e.val, joinPath(path, "fields"), c)
+	}
+	names := map[string]bool{}
+	for _, fd := range c.Fields {
+		names[fd.Name] = true
+	}
+	if e, ok := fs.get("template"); ok && len(c.Fields) > 0 {
+		for _, m := range formBlank.FindAllStringSubmatch(c.Template, -1) {
+			if !names[m[1]] {
+				l.errAt(f, e.val, joinPath(path, "template"), "blank {%s} has no fields: entry%s", m[1], didYouMean(m[1], sortedKeys(names)))
 			}
 		}
 	}

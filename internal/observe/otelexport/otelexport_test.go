@@ -230,7 +230,7 @@ func TestEncodedSecretIsMaskedInContent(t *testing.T) {
 	var all []string
 	for _, s := range mem.GetSpans().Snapshots() {
 		for _, kv := range s.Attributes() {
-			all = append(all, kv.Value.Emit())
+			all = append(all, kv.Value.String())
 		}
 	}
 	text := strings.Join(all, "\n")

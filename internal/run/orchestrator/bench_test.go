@@ -106,7 +106,7 @@ func benchDecideWith(b testing.TB, sink trace.Sink, wrap func(agent.AgentFunc) a
 		b.Fatal(err)
 	}
 	s.started, s.state, s.turn = true, "s", 1
-	return s, st, s.newTurn(1, "go", nil), &queued{inv: st.States["s"].OnEnter[0].Invoke}
+	return s, st, s.newTurn(1, "go", nil), &queued{inv: st.States["s"].OnEnter[0].Invoke, name: st.States["s"].OnEnter[0].Invoke.Name}
 }
 
 // BenchmarkDecideInProcess drives one full host.agent.decide: re-render the
@@ -386,4 +386,18 @@ func (r *floorRender) do(b testing.TB) string {
 		b.Fatal(err)
 	}
 	return out
+}
+
+// TestDecideBenchmarksDispatch runs the decide benchmarks' setup once as a
+// test, so a change that breaks them fails go test, not a later bench run.
+func TestDecideBenchmarksDispatch(t *testing.T) {
+	w, err := trace.Create(filepath.Join(t.TempDir(), "bench.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	s, _, tc, q := benchDecide(t, w)
+	if failed, err := s.dispatchOne(context.Background(), tc, q); err != nil || failed {
+		t.Fatalf("dispatch: failed=%v err=%v errs=%v", failed, err, tc.errs)
+	}
 }

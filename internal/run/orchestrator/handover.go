@@ -92,6 +92,7 @@ func (s *Session) RestoreHandover(h Handover) error {
 func (s *Session) overlayDef(o OverlayState) (*story.Overlay, error) {
 	if !o.Meta {
 		if s.story.OffPath == nil {
+			//lint:ignore ST1005 the message ends with a YAML key as the author writes it, colon included.
 			return nil, fmt.Errorf("the carried overlay is off_path, but the story declares no off_path:")
 		}
 		return s.story.OffPath, nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -40,14 +39,13 @@ func writeStory(t testing.TB, fs files) string {
 type rigOpt func(*rigConfig)
 
 type rigConfig struct {
-	agents    map[string]agent.Agent
-	world     map[string]any
-	hostOpts  []host.Option
-	storyOpts []story.Option
-	root      string
-	routing   RoutingConfig
-	execMode  string
-	clock     clock.Clock
+	agents   map[string]agent.Agent
+	world    map[string]any
+	hostOpts []host.Option
+	root     string
+	routing  RoutingConfig
+	execMode string
+	clock    clock.Clock
 }
 
 func withExecMode(mode string) rigOpt {
@@ -70,17 +68,13 @@ func withRoot(state string) rigOpt {
 	return func(c *rigConfig) { c.root = state }
 }
 
-func withStoryOpts(o ...story.Option) rigOpt {
-	return func(c *rigConfig) { c.storyOpts = append(c.storyOpts, o...) }
-}
-
 func newRig(t *testing.T, fs files, opts ...rigOpt) *rig {
 	t.Helper()
 	cfg := &rigConfig{agents: map[string]agent.Agent{}}
 	for _, o := range opts {
 		o(cfg)
 	}
-	st, err := story.Load(writeStory(t, fs), append([]story.Option{story.WithStubbedHosts()}, cfg.storyOpts...)...) // the tests register their stubs on the host
+	st, err := story.Load(writeStory(t, fs), story.WithStubbedHosts()) // the tests register their stubs on the host
 	if err != nil {
 		t.Fatalf("load: %v", err)
 	}
@@ -197,5 +191,3 @@ func lateAnswer(clk *clock.Fake, d time.Duration) agent.Agent {
 		return &agent.AskResponse{Submission: json.RawMessage(`{"late":true}`)}, nil
 	})
 }
-
-func indent(s string) string { return "    " + strings.ReplaceAll(s, "\n", "\n    ") }

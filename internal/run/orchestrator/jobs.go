@@ -228,78 +228,14 @@ func (s *Session) jobEnded(t *turnCtx, n jobs.Notice) error {
 		return &host.TraceError{Err: err}
 	}
 	inv, name := r.inv, r.name
-	res := n.Result
-	callErr := res.Err
-	if callErr == nil {
-		callErr = res.Infra
-	}
-	if errors.Is(callErr, context.Canceled) && n.Job.Status == jobs.Cancelled {
-		callErr = fmt.Errorf("background job %s was cancelled", n.Job.ID)
-	}
-	returned := trace.HarnessReturned{Namespace: name, Data: res.Data}
-	if callErr != nil {
-		returned.Error = callErr.Error()
-	}
-	if err := s.emit(t, returned); err != nil {
+	callErr := jobError(n)
+	if err := s.traceJobEnd(t, n, name, callErr); err != nil {
 		return err
 	}
-	done := trace.JobCompleted{Handler: n.Job.Handler, JobID: n.Job.ID, State: n.Job.Origin, Status: string(n.Job.Status)}
-	if callErr != nil {
-		done.Error = callErr.Error()
-	}
-	if err := s.emit(t, done); err != nil {
+	if err := s.applyJobResult(t, n, r, callErr); err != nil {
 		return err
 	}
-	result := map[string]any{}
-	for k, v := range res.Data {
-		result[k] = v
-	}
-	for _, kv := range []struct {
-		k string
-		v any
-	}{{WorldLastJobID, n.Job.ID}, {WorldLastJobStatus, string(n.Job.Status)}, {WorldLastJobResult, result}} {
-		s.world[kv.k] = kv.v
-		if err := s.emit(t, trace.WorldUpdate{Set: map[string]any{kv.k: kv.v}}); err != nil {
-			return err
-		}
-	}
-	if res.Data != nil && callErr == nil { // the binds that read the result (job_id was bound at the start); a failed job binds nothing
-		rest := &story.Invoke{Name: name}
-		for _, b := range inv.Bind {
-			if b.Template != nil || b.Path != "job_id" {
-				rest.Bind = append(rest.Bind, b)
-			}
-		}
-		if err := s.bind(t, rest, res.Data); err != nil {
-			return err
-		}
-	}
-	if callErr != nil {
-		if inv.OnError == "" {
-			t.errs = append(t.errs, fmt.Errorf("%s (background job %s): %w", name, n.Job.ID, callErr))
-		}
-		he := map[string]any{"namespace": name, "message": callErr.Error(), "job_id": n.Job.ID}
-		s.world["last_error"] = callErr.Error()
-		s.world["host_error"] = he
-		if err := s.emit(t, trace.WorldUpdate{Set: map[string]any{"last_error": callErr.Error()}}); err != nil {
-			return err
-		}
-		if err := s.emit(t, trace.WorldUpdate{Set: map[string]any{"host_error": he}}); err != nil {
-			return err
-		}
-	}
-	sev, verb := inbox.Success, "done"
-	switch n.Job.Status {
-	case jobs.Failed:
-		sev, verb = inbox.Error, "failed"
-	case jobs.Cancelled:
-		sev, verb = inbox.Warn, "cancelled"
-	}
-	title := fmt.Sprintf("Job %s: %s", verb, name)
-	if callErr != nil && n.Job.Status == jobs.Failed {
-		title += ": " + callErr.Error()
-	}
-	s.post(inbox.Notification{Severity: sev, Kind: "job", Title: title, State: n.Job.Origin, JobID: n.Job.ID})
+	s.postJobEnd(n, name, callErr)
 
 	where := "on_complete of " + n.Job.ID + " (" + r.where + ")"
 	if err := s.runEffects(t, inv.OnComplete, where); err != nil {
@@ -317,57 +253,164 @@ func (s *Session) jobEnded(t *turnCtx, n jobs.Notice) error {
 	targets := t.targets
 	t.targets = nil
 	handled := len(t.handled)
-	t.after = func() error {
-		for _, h := range t.handled[handled:] {
-			if h.Redirect == RedirectEntered {
-				return nil // an on_error inside the chain moved the session; target: defers to it
+	t.after = func() error { return s.afterJobChain(t, n, where, redirect, targets, handled) }
+	return nil
+}
+
+// jobError is the error a job ended with: the call's, else the
+// infrastructure's. A cancelled job's context error reads as the
+// cancellation it was.
+func jobError(n jobs.Notice) error {
+	callErr := n.Result.Err
+	if callErr == nil {
+		callErr = n.Result.Infra
+	}
+	if errors.Is(callErr, context.Canceled) && n.Job.Status == jobs.Cancelled {
+		callErr = fmt.Errorf("background job %s was cancelled", n.Job.ID)
+	}
+	return callErr
+}
+
+// traceJobEnd writes the job's harness return and its job.completed event.
+func (s *Session) traceJobEnd(t *turnCtx, n jobs.Notice, name string, callErr error) error {
+	returned := trace.HarnessReturned{Namespace: name, Data: n.Result.Data}
+	if callErr != nil {
+		returned.Error = callErr.Error()
+	}
+	if err := s.emit(t, returned); err != nil {
+		return err
+	}
+	done := trace.JobCompleted{Handler: n.Job.Handler, JobID: n.Job.ID, State: n.Job.Origin, Status: string(n.Job.Status)}
+	if callErr != nil {
+		done.Error = callErr.Error()
+	}
+	return s.emit(t, done)
+}
+
+// applyJobResult writes what a job's end puts in the world, each key with
+// its world update: the last job's id, status and result, the invoke's
+// binds that read the result (a failed job binds nothing), and for a
+// failure last_error and host_error. A failure without on_error is also a
+// turn error.
+func (s *Session) applyJobResult(t *turnCtx, n jobs.Notice, r *running, callErr error) error {
+	inv, name, res := r.inv, r.name, n.Result
+	result := map[string]any{}
+	for k, v := range res.Data {
+		result[k] = v
+	}
+	for _, kv := range []struct {
+		k string
+		v any
+	}{{WorldLastJobID, n.Job.ID}, {WorldLastJobStatus, string(n.Job.Status)}, {WorldLastJobResult, result}} {
+		s.world[kv.k] = kv.v
+		if err := s.emit(t, trace.WorldUpdate{Set: map[string]any{kv.k: kv.v}}); err != nil {
+			return err
+		}
+	}
+	if res.Data != nil && callErr == nil { // the binds that read the result (job_id was bound at the start)
+		rest := &story.Invoke{Name: name}
+		for _, b := range inv.Bind {
+			if b.Template != nil || b.Path != "job_id" {
+				rest.Bind = append(rest.Bind, b)
 			}
 		}
-		if redirect != "" {
-			h := &t.handled[handled-1]
-			if redirect == s.state {
-				h.Redirect = RedirectIgnored
-				return nil
-			}
-			h.Redirect = RedirectEntered
-			if err := s.emit(t, trace.MachineTransition{From: s.state, To: redirect, Intent: JobIntent}); err != nil {
-				return err
-			}
-			return s.enterPath(t, s.state, redirect)
+		if err := s.bind(t, rest, res.Data); err != nil {
+			return err
 		}
-		for i, e := range targets {
-			if e.When != nil {
-				ok, err := e.When.Eval(s.env(t))
-				if err != nil {
-					return fault("guard error in %s, target effect %d (%s): when %q: %w", where, i, e.WhenPos, e.When.Source(), err)
-				}
-				if !ok {
-					continue
-				}
-			}
-			if len(e.Effects) > 0 { // the target's own effects land first
-				if err := s.runEffects(t, e.Effects, fmt.Sprintf("%s, target effect %d's effects", where, i)); err != nil {
-					return err
-				}
-			}
-			to, stay := e.Target, e.TargetStay
-			if e.TargetTemplate != nil {
-				var err error
-				if to, stay, err = s.jobTarget(t, e, n.Job.Origin, where, i); err != nil {
-					return err
-				}
-			}
-			if err := s.emit(t, trace.MachineTransition{From: s.state, To: to, Intent: JobIntent}); err != nil {
-				return err
-			}
-			if stay {
-				return nil
-			}
-			return s.enterPath(t, s.state, to)
-		}
+	}
+	if callErr == nil {
 		return nil
 	}
+	if inv.OnError == "" {
+		t.errs = append(t.errs, fmt.Errorf("%s (background job %s): %w", name, n.Job.ID, callErr))
+	}
+	he := map[string]any{"namespace": name, "message": callErr.Error(), "job_id": n.Job.ID}
+	s.world["last_error"] = callErr.Error()
+	s.world["host_error"] = he
+	if err := s.emit(t, trace.WorldUpdate{Set: map[string]any{"last_error": callErr.Error()}}); err != nil {
+		return err
+	}
+	return s.emit(t, trace.WorldUpdate{Set: map[string]any{"host_error": he}})
+}
+
+// postJobEnd posts the job's end to the inbox, its severity by status; a
+// failure's title carries the error.
+func (s *Session) postJobEnd(n jobs.Notice, name string, callErr error) {
+	sev, verb := inbox.Success, "done"
+	switch n.Job.Status {
+	case jobs.Failed:
+		sev, verb = inbox.Error, "failed"
+	case jobs.Cancelled:
+		sev, verb = inbox.Warn, "cancelled"
+	}
+	title := fmt.Sprintf("Job %s: %s", verb, name)
+	if callErr != nil && n.Job.Status == jobs.Failed {
+		title += ": " + callErr.Error()
+	}
+	s.post(inbox.Notification{Severity: sev, Kind: "job", Title: title, State: n.Job.Origin, JobID: n.Job.ID})
+}
+
+// afterJobChain runs once the on_complete chain's calls are dispatched and
+// moves the session, at most once: not at all when an on_error inside the
+// chain already moved it; to the invoke's on_error target (redirect) for a
+// failed job; else to the first target: of the chain whose when: holds.
+// handled is how many handled errors the turn had before the chain ran.
+func (s *Session) afterJobChain(t *turnCtx, n jobs.Notice, where, redirect string, targets []*story.Effect, handled int) error {
+	for _, h := range t.handled[handled:] {
+		if h.Redirect == RedirectEntered {
+			return nil // an on_error inside the chain moved the session; target: defers to it
+		}
+	}
+	if redirect != "" {
+		h := &t.handled[handled-1]
+		if redirect == s.state {
+			h.Redirect = RedirectIgnored
+			return nil
+		}
+		h.Redirect = RedirectEntered
+		if err := s.emit(t, trace.MachineTransition{From: s.state, To: redirect, Intent: JobIntent}); err != nil {
+			return err
+		}
+		return s.enterPath(t, s.state, redirect)
+	}
+	for i, e := range targets {
+		if e.When != nil {
+			ok, err := e.When.Eval(s.env(t))
+			if err != nil {
+				return fault("guard error in %s, target effect %d (%s): when %q: %w", where, i, e.WhenPos, e.When.Source(), err)
+			}
+			if !ok {
+				continue
+			}
+		}
+		return s.takeJobTarget(t, e, n.Job.Origin, where, i)
+	}
 	return nil
+}
+
+// takeJobTarget takes one target: effect of an on_complete chain: its own
+// effects first, then the transition (rendered from the job's origin state
+// when templated); a stay target emits the transition and stays.
+func (s *Session) takeJobTarget(t *turnCtx, e *story.Effect, origin, where string, i int) error {
+	if len(e.Effects) > 0 { // the target's own effects land first
+		if err := s.runEffects(t, e.Effects, fmt.Sprintf("%s, target effect %d's effects", where, i)); err != nil {
+			return err
+		}
+	}
+	to, stay := e.Target, e.TargetStay
+	if e.TargetTemplate != nil {
+		var err error
+		if to, stay, err = s.jobTarget(t, e, origin, where, i); err != nil {
+			return err
+		}
+	}
+	if err := s.emit(t, trace.MachineTransition{From: s.state, To: to, Intent: JobIntent}); err != nil {
+		return err
+	}
+	if stay {
+		return nil
+	}
+	return s.enterPath(t, s.state, to)
 }
 
 // jobTarget renders an on_complete target template and resolves the name

@@ -143,7 +143,7 @@ func localLLMSession(b *testing.B, url string) (*Session, *turnCtx, *queued) {
 		b.Fatal(err)
 	}
 	s.started, s.state, s.turn = true, "s", 1
-	return s, s.newTurn(1, "go", nil), &queued{inv: st.States["s"].OnEnter[0].Invoke}
+	return s, s.newTurn(1, "go", nil), &queued{inv: st.States["s"].OnEnter[0].Invoke, name: st.States["s"].OnEnter[0].Invoke.Name}
 }
 
 func jsonString(s string) string {

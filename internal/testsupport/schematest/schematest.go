@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"go/ast"
+	"go/build"
 	"go/parser"
 	"go/token"
 	"os"
@@ -97,34 +98,36 @@ func ValidateFile(s *schema.Schema, path string) error {
 func KeyLists(t *testing.T, suffix, typ string) []string {
 	t.Helper()
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, ".", func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	pkg, err := build.Default.ImportDir(".", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var found []string
-	for _, p := range pkgs {
-		for _, f := range p.Files {
-			for _, d := range f.Decls {
-				g, ok := d.(*ast.GenDecl)
-				if !ok || g.Tok != token.VAR {
-					continue
-				}
-				for _, sp := range g.Specs {
-					vs := sp.(*ast.ValueSpec)
-					for i, v := range vs.Values {
-						if i >= len(vs.Names) || !strings.HasSuffix(vs.Names[i].Name, suffix) {
-							continue
-						}
-						if u, ok := v.(*ast.UnaryExpr); ok {
-							v = u.X
-						}
-						cl, ok := v.(*ast.CompositeLit)
-						if !ok {
-							continue
-						}
-						if typeText(cl.Type) == typ {
-							found = append(found, vs.Names[i].Name)
-						}
+	for _, name := range pkg.GoFiles { // the package's non-test files, build tags applied
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.VAR {
+				continue
+			}
+			for _, sp := range g.Specs {
+				vs := sp.(*ast.ValueSpec)
+				for i, v := range vs.Values {
+					if i >= len(vs.Names) || !strings.HasSuffix(vs.Names[i].Name, suffix) {
+						continue
+					}
+					if u, ok := v.(*ast.UnaryExpr); ok {
+						v = u.X
+					}
+					cl, ok := v.(*ast.CompositeLit)
+					if !ok {
+						continue
+					}
+					if typeText(cl.Type) == typ {
+						found = append(found, vs.Names[i].Name)
 					}
 				}
 			}

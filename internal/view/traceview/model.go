@@ -204,9 +204,28 @@ func (b *builder) since(t time.Time) float64 {
 	return float64(t.Sub(b.first).Microseconds()) / 1000
 }
 
+// add folds one event into the run: the clock, the turn it belongs to,
+// then what the event says about the turn or about a call; an event of any
+// other kind is kept as it is.
 func (b *builder) add(ev *trace.Event) {
 	b.run.Events++
 	ts, _ := time.Parse(time.RFC3339Nano, ev.TS)
+	t := b.turnOf(ev, ts)
+	if b.addTurnEvent(t, ev) || b.addCallEvent(ev, ts) {
+		return
+	}
+	o := &OtherEvent{Kind: ev.Kind, Payload: ev.Payload}
+	if c := b.agents[ev.CallID]; ev.CallID != "" && c != nil {
+		c.SubEvents = append(c.SubEvents, o)
+		return
+	}
+	t.Items = append(t.Items, &Item{Other: o})
+}
+
+// turnOf moves the run's clock to the event's time and returns the turn
+// the event belongs to, closing the current one and opening the next when
+// the turn number changes.
+func (b *builder) turnOf(ev *trace.Event, ts time.Time) *Turn {
 	if !ts.IsZero() {
 		if b.first.IsZero() {
 			b.first = ts
@@ -223,10 +242,16 @@ func (b *builder) add(ev *trace.Event) {
 			b.run.Totals.Turns++
 		}
 	}
-	t := b.turn
 	if !ts.IsZero() {
-		t.last = ts
+		b.turn.last = ts
 	}
+	return b.turn
+}
+
+// addTurnEvent folds an event about the turn itself (its input, routing,
+// transitions, says, rejections, faults, world updates, its end) into t,
+// and reports whether the event was of such a kind.
+func (b *builder) addTurnEvent(t *Turn, ev *trace.Event) bool {
 	switch ev.Kind {
 	case trace.KindTurnInput:
 		var p trace.TurnInput
@@ -292,6 +317,24 @@ func (b *builder) add(ev *trace.Event) {
 		}
 	case trace.KindWorldUpdate:
 		b.worldUpdate(ev)
+	case trace.KindTurnEnd:
+		var p trace.TurnEnd
+		if trace.Decode(ev, &p) == nil {
+			t.End = &p
+			if p.To != "" {
+				b.run.State = p.To
+			}
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// addCallEvent folds an event about a host or an agent call into the call
+// tree, and reports whether the event was of such a kind.
+func (b *builder) addCallEvent(ev *trace.Event, ts time.Time) bool {
+	switch ev.Kind {
 	case trace.KindHarnessDispatched:
 		var p trace.HarnessDispatched
 		if trace.Decode(ev, &p) == nil {
@@ -303,30 +346,7 @@ func (b *builder) add(ev *trace.Event) {
 	case trace.KindHarnessReturned:
 		var p trace.HarnessReturned
 		if trace.Decode(ev, &p) == nil {
-			for i := len(b.host) - 1; i >= 0; i-- {
-				c := b.host[i]
-				if c.Namespace != p.Namespace {
-					continue
-				}
-				c.Data, c.Error, c.Open = p.Data, p.Error, false
-				if !c.startTS.IsZero() && !ts.IsZero() {
-					c.DurationMS = ts.Sub(c.startTS).Milliseconds()
-				}
-				// A replayed agent call takes no time but keeps the
-				// duration it was recorded with: the host call that made it
-				// lasted at least as long.
-				var inner int64
-				for _, ch := range c.Children {
-					inner += ch.DurationMS
-					c.Recorded = c.Recorded || ch.Recorded
-				}
-				c.DurationMS = max(c.DurationMS, inner)
-				if p.Error != "" && !hasFailedChild(c) {
-					b.countError(kindOf(p.Error))
-				}
-				b.host = append(b.host[:i], b.host[i+1:]...)
-				break
-			}
+			b.hostReturned(&p, ts)
 		}
 	case trace.KindAgentCallStart:
 		var p trace.AgentCallStart
@@ -342,65 +362,95 @@ func (b *builder) add(ev *trace.Event) {
 	case trace.KindAgentCallComplete:
 		var p trace.AgentCallComplete
 		if trace.Decode(ev, &p) == nil {
-			c := b.agentCall(ev, p.Verb)
-			c.Open = false
-			if p.Agent != "" {
-				c.Agent = p.Agent
-			}
-			if p.Model != "" {
-				c.Model = p.Model
-			}
-			c.DurationMS, c.Substitution = p.DurationMS, p.Substitution
-			meta := p.Meta
-			if resp, ok := p.Response.(map[string]any); ok {
-				if sub, ok := resp["submission"]; ok {
-					c.Answer = sub
-				} else {
-					c.Answer = p.Response
-				}
-				if meta == nil {
-					meta, _ = resp["meta"].(map[string]any)
-				}
-			} else {
-				c.Answer = p.Response
-			}
-			if b.schemaApplies(c) {
-				c.Schema = "valid"
-			}
-			b.usage(c, meta)
-			delete(b.agents, ev.CallID)
+			b.agentCompleted(ev, &p)
 		}
 	case trace.KindAgentCallError:
 		var p trace.AgentCallError
 		if trace.Decode(ev, &p) == nil {
-			c := b.agentCall(ev, p.Verb)
-			c.Open = false
-			if p.Model != "" {
-				c.Model = p.Model
-			}
-			c.DurationMS, c.Error, c.ErrorKind, c.Substitution = p.DurationMS, p.Error, p.ErrorKind, p.Substitution
-			if p.ErrorKind == "schema_invalid" {
-				c.Schema = "invalid"
-			}
-			b.countError(p.ErrorKind)
-			delete(b.agents, ev.CallID)
-		}
-	case trace.KindTurnEnd:
-		var p trace.TurnEnd
-		if trace.Decode(ev, &p) == nil {
-			t.End = &p
-			if p.To != "" {
-				b.run.State = p.To
-			}
+			b.agentFailed(ev, &p)
 		}
 	default:
-		o := &OtherEvent{Kind: ev.Kind, Payload: ev.Payload}
-		if c := b.agents[ev.CallID]; ev.CallID != "" && c != nil {
-			c.SubEvents = append(c.SubEvents, o)
-			return
-		}
-		t.Items = append(t.Items, &Item{Other: o})
+		return false
 	}
+	return true
+}
+
+// hostReturned closes the innermost open host call of the namespace: its
+// data, error and duration. A replayed agent call takes no time but keeps
+// the duration it was recorded with, so the host call that made it lasted
+// at least as long as its children. Its error counts once, unless a child
+// call failed and counted it.
+func (b *builder) hostReturned(p *trace.HarnessReturned, ts time.Time) {
+	for i := len(b.host) - 1; i >= 0; i-- {
+		c := b.host[i]
+		if c.Namespace != p.Namespace {
+			continue
+		}
+		c.Data, c.Error, c.Open = p.Data, p.Error, false
+		if !c.startTS.IsZero() && !ts.IsZero() {
+			c.DurationMS = ts.Sub(c.startTS).Milliseconds()
+		}
+		var inner int64
+		for _, ch := range c.Children {
+			inner += ch.DurationMS
+			c.Recorded = c.Recorded || ch.Recorded
+		}
+		c.DurationMS = max(c.DurationMS, inner)
+		if p.Error != "" && !hasFailedChild(c) {
+			b.countError(kindOf(p.Error))
+		}
+		b.host = append(b.host[:i], b.host[i+1:]...)
+		break
+	}
+}
+
+// agentCompleted closes an agent call with its answer (the submission of
+// a response that has one), its usage, and its schema marked valid when
+// the call had one to check.
+func (b *builder) agentCompleted(ev *trace.Event, p *trace.AgentCallComplete) {
+	c := b.agentCall(ev, p.Verb)
+	c.Open = false
+	if p.Agent != "" {
+		c.Agent = p.Agent
+	}
+	if p.Model != "" {
+		c.Model = p.Model
+	}
+	c.DurationMS, c.Substitution = p.DurationMS, p.Substitution
+	meta := p.Meta
+	if resp, ok := p.Response.(map[string]any); ok {
+		if sub, ok := resp["submission"]; ok {
+			c.Answer = sub
+		} else {
+			c.Answer = p.Response
+		}
+		if meta == nil {
+			meta, _ = resp["meta"].(map[string]any)
+		}
+	} else {
+		c.Answer = p.Response
+	}
+	if b.schemaApplies(c) {
+		c.Schema = "valid"
+	}
+	b.usage(c, meta)
+	delete(b.agents, ev.CallID)
+}
+
+// agentFailed closes an agent call with its error, and counts the error by
+// its kind.
+func (b *builder) agentFailed(ev *trace.Event, p *trace.AgentCallError) {
+	c := b.agentCall(ev, p.Verb)
+	c.Open = false
+	if p.Model != "" {
+		c.Model = p.Model
+	}
+	c.DurationMS, c.Error, c.ErrorKind, c.Substitution = p.DurationMS, p.Error, p.ErrorKind, p.Substitution
+	if p.ErrorKind == "schema_invalid" {
+		c.Schema = "invalid"
+	}
+	b.countError(p.ErrorKind)
+	delete(b.agents, ev.CallID)
 }
 
 // attach puts a new call under the innermost open host call, or on the

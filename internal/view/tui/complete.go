@@ -5,18 +5,6 @@ import (
 	"strings"
 )
 
-// complete completes the word before the end of the input: a `:` command,
-// an intent name, a slot key ("key=") of the line's intent, or an enum
-// value after "key=". One candidate is filled in; several are extended to
-// their common prefix and listed under the input.
-func (m *Model) complete() {
-	v, hint := m.completeLine(m.input.Value())
-	m.input.SetValue(v)
-	m.input.CursorEnd()
-	m.hint = hint
-	m.refreshGhost()
-}
-
 // tab is the Tab key: it takes the ghost suggestion (see ghost), keeping
 // the completion's hint (the candidates); with no ghost it shows why
 // there is nothing to complete.
@@ -102,7 +90,10 @@ func (m *Model) refreshGhost() {
 }
 
 // completeLine is the line v completed, and the hint to show: candidates,
-// or why there is no completion.
+// or why there is no completion. It completes the word at the end: a `:`
+// command, an intent name, a slot key ("key=") of the line's intent, or an
+// enum value after "key="; several candidates are extended to their
+// common prefix.
 func (m *Model) completeLine(v string) (string, string) {
 	head, word := "", v
 	if i := strings.LastIndexByte(v, ' '); i >= 0 {

@@ -119,51 +119,77 @@ const maxDescription = 80
 
 // FromStory builds the graph of a compiled story: every state, the root
 // first (dotted states inside their nearest declared ancestor, as
-// clusters), the arms
-// of each on: intent in order, on_error redirects of on_enter invokes,
-// and a pseudo-node per templated target.
+// clusters), the arms of each on: intent in order, on_error redirects of
+// on_enter invokes, and a pseudo-node per templated target.
 func FromStory(st *story.Story) *Graph {
+	names := stateOrder(st)
+	nodes := make(map[string]*Node, len(names))
+	for _, name := range names {
+		nodes[name] = stateNode(st, name)
+	}
+	top := nestStates(st, names, nodes)
+	edges, top := storyEdges(st, names, top)
+	title := st.App.ID
+	if st.App.Title != "" {
+		title = st.App.Title
+	}
+	return NewGraph(title, top, edges)
+}
+
+// stateOrder lists the story's state names in drawing order: the root
+// first (Mermaid lays nodes out in declaration order), then the others by
+// path.
+func stateOrder(st *story.Story) []string {
 	names := make([]string, 0, len(st.States))
 	for n := range st.States {
 		names = append(names, n)
 	}
-	// The root first (Mermaid lays nodes out in declaration order), then
-	// the others by path.
 	sort.Slice(names, func(i, j int) bool {
 		if (names[i] == st.Root) != (names[j] == st.Root) {
 			return names[i] == st.Root
 		}
 		return names[i] < names[j]
 	})
-	nodes := map[string]*Node{}
-	for _, name := range names {
-		s := st.States[name]
-		n := &Node{ID: name, Label: lastSegment(name), Description: clip(s.Description, maxDescription),
-			Terminal: s.Terminal, Exit: s.Exit, Initial: name == st.Root}
-		if s.Exit != "" {
-			n.Label = "exit: " + s.Exit
-		}
-		for _, e := range s.OnEnter {
-			if e.Invoke != nil {
-				n.OnEnter = append(n.OnEnter, e.Invoke.Name)
-			}
-		}
-		switch {
-		case s.Import != nil:
-			n.Kind, n.Alias, n.Source, n.Version, n.InitialChild = KindImport, s.Import.Alias, s.Import.Source, s.Import.Version, s.Import.Entry
-		case s.IsParallel():
-			n.Kind = KindParallel
-		case s.IsCompound():
-			n.Kind, n.InitialChild = KindCompound, s.Initial
-			switch {
-			case s.InitialValue != nil:
-				n.InitialTemplate = s.InitialValue.Source()
-			case s.InitialText != nil:
-				n.InitialTemplate = s.InitialText.Source()
-			}
-		}
-		nodes[name] = n
+	return names
+}
+
+// stateNode is the node of one state on its own, before nesting: its
+// label, description, on_enter invokes, and its kind (import, parallel or
+// compound, with the initial child the start circle points at).
+func stateNode(st *story.Story, name string) *Node {
+	s := st.States[name]
+	n := &Node{ID: name, Label: lastSegment(name), Description: clip(s.Description, maxDescription),
+		Terminal: s.Terminal, Exit: s.Exit, Initial: name == st.Root}
+	if s.Exit != "" {
+		n.Label = "exit: " + s.Exit
 	}
+	for _, e := range s.OnEnter {
+		if e.Invoke != nil {
+			n.OnEnter = append(n.OnEnter, e.Invoke.Name)
+		}
+	}
+	switch {
+	case s.Import != nil:
+		n.Kind, n.Alias, n.Source, n.Version, n.InitialChild = KindImport, s.Import.Alias, s.Import.Source, s.Import.Version, s.Import.Entry
+	case s.IsParallel():
+		n.Kind = KindParallel
+	case s.IsCompound():
+		n.Kind, n.InitialChild = KindCompound, s.Initial
+		switch {
+		case s.InitialValue != nil:
+			n.InitialTemplate = s.InitialValue.Source()
+		case s.InitialText != nil:
+			n.InitialTemplate = s.InitialText.Source()
+		}
+	}
+	return n
+}
+
+// nestStates puts each node inside its parent's and returns the top-level
+// ones. A parallel state's children are marked as regions, and nested
+// states keep their declaration order (dotted names declared apart stay
+// sorted, after them).
+func nestStates(st *story.Story, names []string, nodes map[string]*Node) []*Node {
 	for _, name := range names {
 		if s := st.States[name]; s.IsParallel() {
 			for _, c := range s.Children {
@@ -182,8 +208,6 @@ func FromStory(st *story.Story) *Graph {
 			top = append(top, n)
 		}
 	}
-	// Nested states: in declaration order (dotted names declared apart
-	// stay sorted, after them).
 	for name, n := range nodes {
 		order := map[string]int{}
 		for i, c := range st.States[name].Children {
@@ -200,6 +224,14 @@ func FromStory(st *story.Story) *Graph {
 			return oi < oj
 		})
 	}
+	return top
+}
+
+// storyEdges lists every state's edges: the arms of its on: intents (by
+// intent name, arms in order) and the on_error redirects of its on_enter
+// invokes. A templated target gets one dynamic pseudo-node per template,
+// appended to top, which is returned.
+func storyEdges(st *story.Story, names []string, top []*Node) ([]*Edge, []*Node) {
 	var edges []*Edge
 	dynamic := map[string]*Node{}
 	for _, name := range names {
@@ -237,11 +269,7 @@ func FromStory(st *story.Story) *Graph {
 			}
 		}
 	}
-	title := st.App.ID
-	if st.App.Title != "" {
-		title = st.App.Title
-	}
-	return NewGraph(title, top, edges)
+	return edges, top
 }
 
 // Highlight marks the states a run entered and the transitions it took,

@@ -5,6 +5,68 @@ import (
 	"strings"
 )
 
+// mermaidMarks are the nodes Mermaid marks: the initial state (reached from
+// a start circle) and the IDs of the terminal, visited, current and dynamic
+// ones (each a class).
+type mermaidMarks struct {
+	initial                             *Node
+	terminal, visited, current, dynamic []string
+}
+
+// mermaidMarksOf walks the graph once to collect its marks, in drawing
+// order.
+func mermaidMarksOf(g *Graph, ids map[string]string) mermaidMarks {
+	var m mermaidMarks
+	g.Walk(func(n *Node, _ int) {
+		if n.Initial {
+			m.initial = n
+		}
+		if n.Terminal {
+			m.terminal = append(m.terminal, ids[n.ID])
+		}
+		switch {
+		case n.Current:
+			m.current = append(m.current, ids[n.ID])
+		case n.Visited:
+			m.visited = append(m.visited, ids[n.ID])
+		}
+		if n.Dynamic {
+			m.dynamic = append(m.dynamic, ids[n.ID])
+		}
+	})
+	return m
+}
+
+// writeMermaidClasses writes the class definitions and assignments after
+// the edges, and the linkStyle of the taken edges (by their index in
+// drawing order). A class is defined only when a node has it, except the
+// terminal and dynamic ones, which every chart defines.
+func writeMermaidClasses(b *strings.Builder, m mermaidMarks, taken []int) {
+	b.WriteString("  classDef terminal fill:#eeeeee,stroke:#333,stroke-width:2px\n")
+	b.WriteString("  classDef dynamic stroke-dasharray:4\n")
+	if len(m.terminal) > 0 {
+		fmt.Fprintf(b, "  class %s terminal\n", strings.Join(m.terminal, ","))
+	}
+	if len(m.dynamic) > 0 {
+		fmt.Fprintf(b, "  class %s dynamic\n", strings.Join(m.dynamic, ","))
+	}
+	if len(m.visited) > 0 {
+		b.WriteString("  classDef visited fill:#ffe8cc,stroke:#d9480f,stroke-width:3px\n")
+		fmt.Fprintf(b, "  class %s visited\n", strings.Join(m.visited, ","))
+	}
+	if len(m.current) > 0 {
+		b.WriteString("  classDef current fill:#d0ebff,stroke:#1c7ed6,stroke-width:3px\n")
+		fmt.Fprintf(b, "  class %s current\n", strings.Join(m.current, ","))
+	}
+	if len(taken) > 0 {
+		ns := make([]string, len(taken))
+		for i, t := range taken {
+			ns[i] = fmt.Sprint(t)
+		}
+		fmt.Fprintf(b, "  linkStyle %s stroke:#d9480f,stroke-width:3px\n", strings.Join(ns, ","))
+	}
+}
+
 // Mermaid writes the graph as a Mermaid flowchart (left to right). Node
 // IDs are s0, s1… in drawing order (state paths hold characters Mermaid
 // IDs cannot); a node with children (and a parallel state's region) is a
@@ -20,25 +82,8 @@ func Mermaid(g *Graph) string {
 	if g.Title != "" {
 		fmt.Fprintf(&b, "  %%%% %s\n", strings.Join(strings.Fields(g.Title), " "))
 	}
-	var initial *Node
-	var terminal, visited, current, dynamic []string
-	g.Walk(func(n *Node, _ int) {
-		if n.Initial {
-			initial = n
-		}
-		if n.Terminal {
-			terminal = append(terminal, ids[n.ID])
-		}
-		switch {
-		case n.Current:
-			current = append(current, ids[n.ID])
-		case n.Visited:
-			visited = append(visited, ids[n.ID])
-		}
-		if n.Dynamic {
-			dynamic = append(dynamic, ids[n.ID])
-		}
-	})
+	m := mermaidMarksOf(g, ids)
+	initial := m.initial
 	var inits []*Node
 	var writeNodes func(ns []*Node, indent string)
 	writeNodes = func(ns []*Node, indent string) {
@@ -92,29 +137,7 @@ func Mermaid(g *Graph) string {
 		}
 		edge++
 	}
-	b.WriteString("  classDef terminal fill:#eeeeee,stroke:#333,stroke-width:2px\n")
-	b.WriteString("  classDef dynamic stroke-dasharray:4\n")
-	if len(terminal) > 0 {
-		fmt.Fprintf(&b, "  class %s terminal\n", strings.Join(terminal, ","))
-	}
-	if len(dynamic) > 0 {
-		fmt.Fprintf(&b, "  class %s dynamic\n", strings.Join(dynamic, ","))
-	}
-	if len(visited) > 0 {
-		b.WriteString("  classDef visited fill:#ffe8cc,stroke:#d9480f,stroke-width:3px\n")
-		fmt.Fprintf(&b, "  class %s visited\n", strings.Join(visited, ","))
-	}
-	if len(current) > 0 {
-		b.WriteString("  classDef current fill:#d0ebff,stroke:#1c7ed6,stroke-width:3px\n")
-		fmt.Fprintf(&b, "  class %s current\n", strings.Join(current, ","))
-	}
-	if len(taken) > 0 {
-		ns := make([]string, len(taken))
-		for i, t := range taken {
-			ns[i] = fmt.Sprint(t)
-		}
-		fmt.Fprintf(&b, "  linkStyle %s stroke:#d9480f,stroke-width:3px\n", strings.Join(ns, ","))
-	}
+	writeMermaidClasses(&b, m, taken)
 	return b.String()
 }
 

@@ -6,7 +6,7 @@ BIN := bin/kitsoki
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/kitsoki/kitsoki/internal/base/version.stamped=$(VERSION)
 
-.PHONY: schemas all build demo test test-examples test-corpus test-viz-corpus setup-browser setup-tmux vet bench bench-targets evals clean fetch-llama-server fetch-models test-llama-real
+.PHONY: bench-smoke schemas all build demo test test-examples test-corpus test-viz-corpus setup-browser setup-tmux vet bench bench-targets evals clean fetch-llama-server fetch-models test-llama-real
 
 all: build
 
@@ -124,6 +124,11 @@ schemas:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Every benchmark run once, so one that a change broke fails CI rather
+# than the next measurement (.ci/run runs it after make test).
+bench-smoke:
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
 
 # The benchmarks the issues set speed targets on, with their floors, five
 # runs each, six for the paths with a ratio target (issue 20), three for

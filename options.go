@@ -1,8 +1,16 @@
 package kitsoki
 
 import (
+	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"time"
+
+	"github.com/kitsoki/kitsoki/internal/base/workspace"
+	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/run/replay"
+	"github.com/kitsoki/kitsoki/internal/run/session"
 )
 
 // Option configures Open.
@@ -31,7 +39,82 @@ type config struct {
 	semantic       *bool
 	router         string
 	minConfidence  *float64
+	// key and sessionsDir make a durable session; fork is Resume's
+	// answer to a changed story.
+	key         string
+	sessionsDir string
+	fork        bool
 }
+
+func newConfig(opts []Option) *config {
+	cfg := &config{sessionID: DefaultSessionID}
+	for _, o := range opts {
+		o(cfg)
+	}
+	return cfg
+}
+
+// storyOptions are the story's load options the config implies.
+func (c *config) storyOptions() []story.Option {
+	var sopts []story.Option
+	if c.workspace != "" {
+		sopts = append(sopts, story.WithWorkspace(c.workspace))
+	}
+	sopts = append(sopts, story.WithProvidedHandlers(c.handlerOrder...)) // WithHandler's names are provided
+	if c.cassette != "" {
+		sopts = append(sopts, story.WithReplayedHandlers(replay.HandlerNames(c.cassette)...)) // and those the cassette answers
+	}
+	return sopts
+}
+
+// durable reports whether Open makes a durable session.
+func (c *config) durable() bool { return c.key != "" || c.sessionsDir != "" }
+
+// store is the sessions directory of a story whose workspace is ws.
+func (c *config) store(ws string) session.Store {
+	switch {
+	case c.sessionsDir != "":
+		return session.Store{Dir: c.sessionsDir}
+	case os.Getenv(session.EnvDir) != "":
+		return session.Store{Dir: os.Getenv(session.EnvDir)}
+	}
+	return session.Store{Dir: session.DefaultDir(ws)}
+}
+
+// resumeStore is the sessions directory Resume looks in: the story is not
+// known yet, so the workspace is WithWorkspace's, else the working
+// directory's.
+func (c *config) resumeStore() (session.Store, error) {
+	if c.sessionsDir != "" || os.Getenv(session.EnvDir) != "" {
+		return c.store(""), nil
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return session.Store{}, err
+	}
+	ws, err := workspace.For(filepath.Join(cwd, "app.yaml"), c.workspace)
+	if err != nil {
+		return session.Store{}, fmt.Errorf("kitsoki.Resume: %w", err)
+	}
+	return c.store(ws.Dir()), nil
+}
+
+// WithKey makes the session durable and names it from outside: key is
+// transport:thread ("jira:PLTFRM-12345", "slack:C024BE91L/1700000000.1"),
+// the id a bot already has for the conversation. Resume(ctx, key) picks it
+// up. One key names one session: Open refuses a key in use.
+func WithKey(key string) Option { return func(c *config) { c.key = key } }
+
+// WithSessionsDir makes the session durable, kept in dir (its journal,
+// its index entry, its writer lock), and is where Resume looks. The
+// default is $KITSOKI_SESSIONS_DIR, else .kitsoki/sessions in the
+// workspace, as for kitsoki run.
+func WithSessionsDir(dir string) Option { return func(c *config) { c.sessionsDir = dir } }
+
+// WithFork lets Resume go on with a session whose story changed and
+// decides differently: a new session is forked from the last turn that
+// matched (its ID is the fork's). Without it such a resume is refused.
+func WithFork() Option { return func(c *config) { c.fork = true } }
 
 // WithAgent answers the agent calls routed to alias with fn. alias must be
 // declared under the story's agent_plugins: — usually as builtin.inprocess,

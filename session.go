@@ -5,14 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/kitsoki/kitsoki/internal/run/replay"
 	"os"
 	"sync"
 
 	"github.com/kitsoki/kitsoki/internal/agents/agent"
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
+	"github.com/kitsoki/kitsoki/internal/run/driver"
 	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/run/session"
 )
 
 // DefaultSessionID is the session id of a session opened without
@@ -37,29 +38,100 @@ type Session struct {
 // cassette has episodes for count as provided. An option the story cannot use (an
 // undeclared agent alias, a handler name nothing invokes, an undeclared
 // world key) fails naming the option.
+//
+// With WithKey or WithSessionsDir the session is durable: it is kept in
+// a sessions directory (its journal and index entry), this process holds
+// its writer lock until Close, and Resume picks it up later, in this
+// process or another.
 func Open(path string, opts ...Option) (*Session, error) {
-	cfg := &config{sessionID: DefaultSessionID}
-	for _, o := range opts {
-		o(cfg)
-	}
-	var sopts []story.Option
-	if cfg.workspace != "" {
-		sopts = append(sopts, story.WithWorkspace(cfg.workspace))
-	}
-	sopts = append(sopts, story.WithProvidedHandlers(cfg.handlerOrder...)) // WithHandler's names are provided
-	if cfg.cassette != "" {
-		sopts = append(sopts, story.WithReplayedHandlers(replay.HandlerNames(cfg.cassette)...)) // and those the cassette answers
-	}
-	st, err := story.Load(path, sopts...)
+	cfg := newConfig(opts)
+	st, err := story.Load(path, cfg.storyOptions()...)
 	if err != nil {
 		return nil, err
 	}
-	rt, err := wire(st, cfg)
+	var plan *driver.Plan
+	if cfg.durable() {
+		if cfg.traceFile != "" {
+			st.Close()
+			return nil, errors.New("kitsoki.WithTraceFile: a durable session (WithKey, WithSessionsDir) keeps its journal in the sessions directory; drop one of them")
+		}
+		id := cfg.sessionID
+		if id == DefaultSessionID {
+			id = "" // generated
+		}
+		plan, err = driver.NewPlan(context.Background(), driver.PlanRequest{Store: cfg.store(st.Workspace.Dir()), Story: st, ID: id,
+			Key: cfg.key, World: cfg.world, Root: cfg.root, Mode: driver.PlanNew, Quiet: true})
+		if err != nil {
+			st.Close()
+			return nil, publicSessionErr(err)
+		}
+	}
+	rt, err := wire(st, cfg, plan)
 	if err != nil {
+		if plan != nil && cfg.key != "" {
+			_ = cfg.store(st.Workspace.Dir()).UnbindKey(cfg.key, plan.ID())
+		}
 		st.Close()
 		return nil, err
 	}
 	return &Session{rt: rt}, nil
+}
+
+// Resume picks up the durable session ref names (its key,
+// transport:thread, or its id) in the sessions directory (WithSessionsDir,
+// else $KITSOKI_SESSIONS_DIR, else .kitsoki/sessions in the workspace of
+// the working directory) where its journal stopped: a turn a crash left
+// unfinished is taken again, with the answers of the calls that had
+// returned. The session is started; go on with Turn, Do or Say. The
+// options give the agents and handlers, as to Open; the session keeps its
+// id, key, world and root. A session another process holds is a
+// *BusyError. A story changed since the session started is replayed
+// against the journal: one that decides differently is refused, or with
+// WithFork continued in a new session forked from the last turn that
+// matched.
+func Resume(ctx context.Context, ref string, opts ...Option) (*Session, error) {
+	cfg := newConfig(opts)
+	store, err := cfg.resumeStore()
+	if err != nil {
+		return nil, err
+	}
+	m, err := store.Find(ref)
+	if err != nil {
+		return nil, fmt.Errorf("kitsoki.Resume: %w", err)
+	}
+	st, err := story.Load(m.Story, cfg.storyOptions()...)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := driver.NewPlan(ctx, driver.PlanRequest{Store: store, Story: st, ID: m.ID, Fork: cfg.fork, Mode: driver.PlanExisting, Quiet: true})
+	if err != nil {
+		st.Close()
+		return nil, publicSessionErr(err)
+	}
+	cfg.world, cfg.root = nil, "" // the journal's
+	rt, err := wire(st, cfg, plan)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	s := &Session{rt: rt, started: true}
+	if _, err := rt.d.Begin(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// publicSessionErr gives a busy session its public error type; other
+// errors keep their text.
+func publicSessionErr(err error) error {
+	if be, ok := errors.AsType[*session.BusyError](err); ok {
+		return &BusyError{ID: be.ID}
+	}
+	if ee, ok := errors.AsType[*driver.ExitError](err); ok {
+		return ee.Err
+	}
+	return err
 }
 
 // Start runs turn 0: the entry into the root state (its on_enter, calls,
@@ -75,7 +147,7 @@ func (s *Session) Start(ctx context.Context) (*Outcome, error) {
 		return nil, errors.New("kitsoki: session already started")
 	}
 	s.started = true
-	out, err := s.rt.sess.Start(ctx)
+	out, err := s.rt.d.Begin(ctx)
 	return s.outcome(out, err)
 }
 
@@ -85,7 +157,7 @@ func (s *Session) Start(ctx context.Context) (*Outcome, error) {
 // package doc) together with the outcome; an error with a nil outcome
 // means the turn could not run or its trace could not be written.
 func (s *Session) Turn(ctx context.Context, intent string, slots map[string]any) (*Outcome, error) {
-	return s.turn(ctx, intent, slots, "")
+	return s.take(ctx, driver.Intent(intent, slots))
 }
 
 // Do takes one turn from a typed intent line: the intent name, then
@@ -96,26 +168,20 @@ func (s *Session) Turn(ctx context.Context, intent string, slots map[string]any)
 // word is INTENT_NOT_ALLOWED_IN_STATE). A line that does not parse is an error and
 // takes no turn.
 func (s *Session) Do(ctx context.Context, line string) (*Outcome, error) {
-	s.mu.Lock()
-	if err := s.usable(); err != nil {
-		s.mu.Unlock()
-		return nil, err
-	}
-	intent, slots, err := s.rt.sess.ParseInput(line)
-	s.mu.Unlock()
-	if err != nil {
-		return nil, fmt.Errorf("kitsoki: %w", err)
-	}
-	return s.turn(ctx, intent, slots, line)
+	return s.take(ctx, driver.Line(line))
 }
 
-func (s *Session) turn(ctx context.Context, intent string, slots map[string]any, line string) (*Outcome, error) {
+// take takes one input through the session's driver.
+func (s *Session) take(ctx context.Context, in driver.Input) (*Outcome, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
-	out, err := s.rt.sess.Turn(ctx, intent, slots, line)
+	out, err := s.rt.d.Take(ctx, in)
+	if ie, ok := errors.AsType[*driver.InputError](err); ok {
+		return nil, fmt.Errorf("kitsoki: %w", ie.Err)
+	}
 	return s.outcome(out, err)
 }
 
@@ -133,7 +199,7 @@ func (s *Session) Say(ctx context.Context, text string) (*Outcome, error) {
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
-	out, err := s.rt.sess.Say(ctx, text)
+	out, err := s.rt.d.Take(ctx, driver.Text(text))
 	o, oerr := s.outcome(out, err)
 	if o != nil && out.Route != nil {
 		r := out.Route
@@ -153,7 +219,7 @@ func (s *Session) Settle(ctx context.Context) ([]*Outcome, error) {
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
-	outs, err := s.rt.sess.Settle(ctx)
+	outs, err := s.rt.d.Settle(ctx)
 	var res []*Outcome
 	var errs []error
 	for _, out := range outs {
@@ -283,6 +349,15 @@ func (s *Session) Done() (done bool, exit string) {
 
 // ID returns the session id.
 func (s *Session) ID() string { return s.rt.sess.ID() }
+
+// Key returns the key a durable session was created under (WithKey), ""
+// for one without.
+func (s *Session) Key() string {
+	if p := s.rt.d.Plan(); p != nil {
+		return p.Meta().Key
+	}
+	return ""
+}
 
 // Warnings are what Open found but did not refuse: the story's load
 // warnings and the selection: pins that cannot be honoured (`kitsoki run`

@@ -2,6 +2,7 @@ package kitsoki
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/agents/agent"
@@ -197,4 +198,14 @@ type HandledError struct {
 	CallID  string // the agent call's call_id, "" for other handlers
 	Err     error  // an *AgentError for a failed agent call
 	OnError string // the on_error target
+}
+
+// BusyError is a durable session another process holds (its writer lock:
+// a turn in progress, a kitsoki run of it): Open, Resume or the turn was
+// not taken, nothing changed; try again when it is free. `kitsoki session
+// continue` exits 75 then.
+type BusyError struct{ ID string }
+
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("session %s is busy: another process holds its writer lock (a turn in progress, or a kitsoki run of it); try again when it is done", e.ID)
 }

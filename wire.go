@@ -16,15 +16,18 @@ import (
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
+	"github.com/kitsoki/kitsoki/internal/run/driver"
 	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/run/replay"
 	"github.com/kitsoki/kitsoki/internal/run/runtime"
 )
 
-// run is everything one session owns: the runtime internal/run/runtime.Open
-// wired, and the cassette this package loaded for it.
+// run is everything one session owns: the driver of the runtime
+// internal/run/runtime.Open wired (the one every front end drives), and
+// the cassette this package loaded for it.
 type run struct {
 	story    *story.Story
+	d        *driver.Local
 	rt       *runtime.Runtime
 	sess     *orchestrator.Session
 	mem      *trace.MemSink // nil with WithTraceFile
@@ -39,7 +42,7 @@ type run struct {
 // the story, the cassette loaded from its path, and the adapters
 // (agentAdapter, handlerAdapter) that keep the public func types apart
 // from the internal call signatures.
-func wire(st *story.Story, cfg *config) (_ *run, err error) {
+func wire(st *story.Story, cfg *config, plan *driver.Plan) (_ *run, err error) {
 	if err := checkOptions(st, cfg); err != nil {
 		return nil, err
 	}
@@ -104,14 +107,21 @@ func wire(st *story.Story, cfg *config) (_ *run, err error) {
 		rc.Handlers[name] = handlerAdapter(cfg.handlers[name])
 	}
 
-	rt, err := runtime.Open(st, rc)
+	if plan != nil {
+		// A durable session: its journal, header and resume are the
+		// plan's, and the driver holds the session's writer lock.
+		rc.Trace = runtime.Trace{}
+		r.file = plan.Trace()
+	}
+	d, err := driver.OpenLocal(st, rc, plan)
 	if err != nil {
 		if r.cassette != nil {
 			err = errors.Join(err, r.cassette.WriteErr())
 		}
 		return nil, err
 	}
-	r.rt, r.sess, r.mem = rt, rt.Session(), rt.Memory()
+	rt := d.Runtime()
+	r.d, r.rt, r.sess, r.mem = d, rt, rt.Session(), rt.Memory()
 	for _, d := range st.Warnings {
 		r.warnings = append(r.warnings, d.String())
 	}
@@ -173,7 +183,7 @@ func checkOptions(st *story.Story, cfg *config) error {
 // close releases what wire built: the runtime (host, agents, trace
 // file), then the cassette's pending write.
 func (r *run) close() error {
-	errs := []error{r.rt.Close()}
+	errs := []error{r.d.Close()}
 	if r.cassette != nil {
 		errs = append(errs, r.cassette.WriteErr())
 	}

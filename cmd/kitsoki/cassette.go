@@ -67,16 +67,6 @@ func (s *agentSetup) replayCheck(w io.Writer) bool {
 	return len(misses) > 0
 }
 
-// afterReplay applies the replay's verdict to a turn's report: a cassette
-// miss stops the run with exitAgent, even when on_error handled the failed
-// call (a replay that left the recording is not the run it claims to be).
-func (r *runner) afterReplay(code int, stop bool) (int, bool) {
-	if r.replay != nil && r.replay(r.errw) && code == exitOK {
-		return exitAgent, true
-	}
-	return code, stop
-}
-
 // finish writes the recording and reports a failure to append recorded
 // episodes to a new_episodes cassette.
 func (s *agentSetup) finish(stderr io.Writer) {

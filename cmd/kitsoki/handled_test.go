@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/run/driver"
 	"github.com/kitsoki/kitsoki/internal/run/runtime"
 )
 
@@ -81,15 +82,10 @@ func TestInteractiveShowsHandledErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	sess := rt.Session()
 	var out, errb bytes.Buffer
-	r := &runner{sess: sess, out: &out, errw: &errb}
-	start, err := sess.Start(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.report(start)
-	code := r.interactive(context.Background(), newLines(strings.NewReader("audit\ndone\n")))
+	con := &driver.Console{D: localDriver(rt), Out: &out, Err: &errb}
+	con.Begin(context.Background())
+	code := con.Prompt(context.Background(), driver.NewLines(strings.NewReader("audit\ndone\n")))
 	if code != exitOK {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
 	}

@@ -1,6 +1,14 @@
 package main
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/kitsoki/kitsoki/internal/run/driver"
+	"github.com/kitsoki/kitsoki/internal/run/runtime"
+)
+
+// localDriver drives the session of a runtime a test opened.
+func localDriver(rt *runtime.Runtime) *driver.Local { return driver.NewLocal(rt) }
 
 // runInteractive runs the hello story at the prompt, fed from input.
 func runInteractive(t *testing.T, input string) (int, string, string) {

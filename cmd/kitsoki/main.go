@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"github.com/kitsoki/kitsoki/internal/load/project"
@@ -14,18 +15,21 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kitsoki/kitsoki/internal/base/version"
+	"github.com/kitsoki/kitsoki/internal/run/driver"
 )
 
-// Exit codes, documented in `kitsoki run --help` and docs/runtime.md.
+// Exit codes, documented in `kitsoki run --help` and docs/runtime.md;
+// internal/run/driver defines them for every front end.
 const (
-	exitOK         = 0 // a terminal state or an exit was reached
-	exitFailure    = 1 // I/O and trace failures, values a command refuses
-	exitUsage      = 2 // the command line is wrong (unknown command or flag, bad flag value, wrong arguments)
-	exitLoad       = 2 // the story did not load
-	exitRejected   = 3 // an intent was rejected (guard failed, unknown intent, bad slots)
-	exitAgent      = 4 // an agent or host call failed and no on_error handled it
-	exitMachine    = 5 // a turn aborted on an expression or effect fault
-	exitIncomplete = 6 // input ended before a terminal state
+	exitOK         = driver.ExitOK         // a terminal state or an exit was reached
+	exitFailure    = driver.ExitFailure    // I/O and trace failures, values a command refuses
+	exitUsage      = driver.ExitUsage      // the command line is wrong (unknown command or flag, bad flag value, wrong arguments)
+	exitLoad       = driver.ExitLoad       // the story did not load
+	exitRejected   = driver.ExitRejected   // an intent was rejected (guard failed, unknown intent, bad slots)
+	exitAgent      = driver.ExitAgent      // an agent or host call failed and no on_error handled it
+	exitMachine    = driver.ExitMachine    // a turn aborted on an expression or effect fault
+	exitIncomplete = driver.ExitIncomplete // input ended before a terminal state
+	exitBusy       = driver.ExitBusy       // another process holds the session's writer lock
 )
 
 // exitError carries an exit code out of a command.
@@ -116,12 +120,17 @@ func main() {
 
 // run executes the CLI and returns the process exit code.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return runContext(context.Background(), args, stdin, stdout, stderr)
+}
+
+// runContext is run whose commands end with ctx (a server's tests stop it).
+func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRootCmd()
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.Execute()
+	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK
 	}
@@ -132,6 +141,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return ee.code
 	}
+	if de, ok := errors.AsType[*driver.ExitError](err); ok {
+		// The drivers' errors carry their codes (a busy session, a resume
+		// refused); the text is printed as a flag error is.
+		if de.Err != nil && de.Err.Error() != "" {
+			fmt.Fprintln(stderr, de.Err)
+		}
+		return de.Code
+	}
 	fmt.Fprintln(stderr, "kitsoki:", err)
-	return exitFailure
+	return driver.CodeOf(err)
 }

@@ -3,13 +3,18 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/kitsoki/kitsoki/internal/agents/localllm"
 	"github.com/kitsoki/kitsoki/internal/base/mcpguard"
 	"github.com/kitsoki/kitsoki/internal/base/secret"
+	"github.com/kitsoki/kitsoki/internal/base/workspace"
+	"github.com/kitsoki/kitsoki/internal/hosts/host"
 	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/run/driver"
 	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/run/session"
 	"github.com/kitsoki/kitsoki/internal/serve/mcpserve"
 	"github.com/spf13/cobra"
 )
@@ -17,6 +22,8 @@ import (
 func newMCPCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "mcp", Short: "kitsoki's MCP server for outside clients"}
 	var o mcpserve.ServeOptions
+	var sessionsFlag string
+	var maxSessions int
 	serve := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the configuration or external surface over stdio or HTTP",
@@ -24,8 +31,16 @@ func newMCPCmd(g *globals) *cobra.Command {
 
 --surface configuration (default) inspects and validates stories, plugin
 declarations and schemas under --root; --surface external adds starting a
-run. Live-call surfaces (kanban-task, office-task) exist only inside an agent
-call and are refused here.
+run and the session tools (session_new_kitsoki, session_submit_kitsoki,
+session_continue_kitsoki, session_inspect_kitsoki, session_render_kitsoki,
+session_trace_kitsoki, session_list_kitsoki, session_fork_kitsoki,
+session_delete_kitsoki) over the sessions directory (--sessions-dir, else
+$KITSOKI_SESSIONS_DIR, else .kitsoki/sessions in the workspace of --root).
+At most --max-live-sessions sessions are live at once: opening one more closes
+the least recently used idle one (it is saved and picked up again from its
+journal). Every session tool call that reaches a live session is written
+into its trace (kitsoki.api.call). Live-call surfaces (kanban-task,
+office-task) exist only inside an agent call and are refused here.
 
 --stdio speaks newline-delimited JSON-RPC on stdin/stdout; otherwise
 Streamable HTTP is served on --http (a loopback address, default
@@ -50,6 +65,26 @@ is answered 404, and an initialize past --max-sessions live sessions 503
 			models := localllm.NewPool() // the runs it starts share one server per local model
 			defer models.Close()
 			o.StartRun = startRun(g, cmd, models)
+			if maxSessions <= 0 {
+				return usageErr(cmd, fmt.Sprintf("kitsoki mcp serve: --max-live-sessions %d: must be a positive number of sessions", maxSessions))
+			}
+			if o.Root == "" {
+				wd, err := os.Getwd()
+				if err != nil {
+					return exitWith(exitFailure, err)
+				}
+				o.Root = wd
+			}
+			// The session tools load stories as the other tools do: every
+			// file inside --workspace, else the served directory.
+			g.workspace = orDefault(o.Workspace, o.Root)
+			store, err := mcpStore(g, sessionsFlag, o.Root)
+			if err != nil {
+				return exitWith(exitFailure, err)
+			}
+			pool := &driver.Pool{Max: maxSessions, Sessions: sessionService(g, store, cmd.ErrOrStderr(), sessionAgents{timeout: host.DefaultTimeout, models: models})}
+			defer pool.Close() // before the models: the sessions' servers are stopped after them
+			o.Sessions = mcpSessions{pool: pool}
 			return mcpserve.Serve(cmd.Context(), o)
 		},
 	}
@@ -61,10 +96,24 @@ is answered 404, and an initialize past --max-sessions live sessions 503
 	f.StringVar(&o.Token, "token", "", "bearer token HTTP clients must send (default: random)")
 	f.StringVar(&o.Root, "root", "", "directory the tools may read (default: the working directory)")
 	f.Int64Var(&o.MaxBodyBytes, "max-body-bytes", mcpguard.DefaultMaxBody, "largest HTTP request body accepted, in bytes (larger: 413)")
+	f.StringVar(&sessionsFlag, "sessions-dir", "", "where the session tools keep sessions (default $"+session.EnvDir+", else .kitsoki/sessions in the workspace of --root)")
+	f.IntVar(&maxSessions, "max-live-sessions", driver.DefaultPoolMax, "the most sessions the session tools keep live at once")
 	f.IntVar(&o.MaxSessions, "max-sessions", mcpguard.DefaultMaxSessions, "most live MCP sessions over HTTP (more initialize requests: 503)")
 	f.DurationVar(&o.SessionIdle, "session-idle", mcpguard.DefaultIdleTimeout, "an MCP session over HTTP expires after this long without a request")
 	cmd.AddCommand(serve)
 	return cmd
+}
+
+// mcpStore is the session tools' sessions directory.
+func mcpStore(g *globals, flag, root string) (session.Store, error) {
+	if flag != "" || os.Getenv(session.EnvDir) != "" {
+		return session.Store{Dir: sessionsDir(flag, "")}, nil
+	}
+	ws, err := workspace.For(filepath.Join(root, "app.yaml"), g.workspace)
+	if err != nil {
+		return session.Store{}, err
+	}
+	return session.Store{Dir: session.DefaultDir(ws.Dir())}, nil
 }
 
 // startRun runs a story to the end of the given intents, as `kitsoki run

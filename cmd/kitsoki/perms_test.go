@@ -52,6 +52,10 @@ func TestArtifactsArePrivate(t *testing.T) {
 	}
 	var journal string
 	for _, e := range ents {
+		if e.IsDir() { // locks/, keys/
+			checkMode(t, at("sessions/"+e.Name()), 0o700|fs.ModeDir)
+			continue
+		}
 		checkMode(t, at("sessions/"+e.Name()), 0o600)
 		if filepath.Ext(e.Name()) == ".jsonl" {
 			journal = at("sessions/" + e.Name())

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/run/driver"
 	"github.com/kitsoki/kitsoki/internal/run/runtime"
 )
 
@@ -184,14 +185,9 @@ func runInteractiveWith(t *testing.T, pr *pluginRuntime, input string) (int, str
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	sess := rt.Session()
 	var out, errb bytes.Buffer
-	r := &runner{sess: sess, out: &out, errw: &errb, plugins: pr}
-	start, err := sess.Start(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.report(start)
-	code := r.interactive(context.Background(), newLines(strings.NewReader(input)))
+	con := &driver.Console{D: localDriver(rt), Out: &out, Err: &errb, Extra: pr}
+	con.Begin(context.Background())
+	code := con.Prompt(context.Background(), driver.NewLines(strings.NewReader(input)))
 	return code, out.String(), errb.String()
 }

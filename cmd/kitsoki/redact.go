@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/kitsoki/kitsoki/internal/base/secret"
+	"github.com/kitsoki/kitsoki/internal/run/driver"
 )
 
 // redacting wraps w so that what is written is masked as plain text by
@@ -26,6 +27,9 @@ func maskedExit(secrets []string, err error) error {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return &exitError{code: ee.code, err: m.Error(ee.err)}
+	}
+	if de, ok := errors.AsType[*driver.ExitError](err); ok {
+		return &exitError{code: de.Code, err: m.Error(de.Err)}
 	}
 	return m.Error(err)
 }

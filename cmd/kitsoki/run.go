@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"github.com/kitsoki/kitsoki/internal/check/testrunner"
@@ -16,10 +14,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kitsoki/kitsoki/internal/agents/agent"
 	"github.com/kitsoki/kitsoki/internal/agents/toolserver"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
 	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/run/driver"
 	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/run/runtime"
 	"github.com/spf13/cobra"
@@ -31,7 +29,7 @@ type runOpts struct {
 	// the same session. in is the terminal's lines, kept across reloads
 	// (one goroutine reads the terminal).
 	reload    bool
-	in        *lines
+	in        *driver.Lines
 	recording string // --recording: a Kitsoki recording answers free text
 	otlp      otlpOpts
 	trace     string
@@ -179,65 +177,29 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 	for _, w := range st.Warnings {
 		fmt.Fprintf(stderr, "warning: %s\n", w.String())
 	}
-	for _, p := range o.toolProviders {
-		if p != toolserver.StoryFilesProvider {
-			return exitWith(exitFailure, fmt.Errorf("--tool-provider %q: unknown tool provider (known: %s)", p, toolserver.StoryFilesProvider))
-		}
+	tr, err := o.checkFlags(g)
+	if err != nil {
+		return err
 	}
 	world, err := parseWorldFlags(st, o.world)
 	if err != nil {
 		return exitWith(exitUsage, err) // malformed, undeclared or mistyped --world value
 	}
-	if err := o.sf.offerResume(o, st, cmd.InOrStdin(), stderr); err != nil {
-		return exitWith(exitFailure, err)
-	}
-	plan, err := o.sf.plan(cmd.Context(), g, o, st, stderr)
+	plan, err := o.sessionPlan(cmd, st, world, stderr)
 	if err != nil {
 		return err
 	}
-	tr := runtime.Trace{Path: o.trace, NoSync: o.sf.durability == "process", Header: plan.header(), SyncHook: g.syncHook}
-	switch o.traceSync {
-	case "turn":
-	case "event":
-		tr.SyncPerEvent = true
-	default:
-		return exitWith(exitFailure, fmt.Errorf("--trace-sync %q: want turn or event", o.traceSync))
-	}
+	defer plan.Release() // the session's writer lock, when no session opened
 	as, err := setupAgents(o, st)
 	if err != nil {
 		return exitWith(exitFailure, err)
 	}
 	defer as.finish(stderr)
-	if o.intents != "" && len(o.say) > 0 {
-		return exitWith(exitUsage, errors.New("--say and --intents cannot be combined: give the turns as one of them (a free-text line on stdin works too)"))
-	}
-	routing, err := o.routing.config(cmd, st)
+	session, err := o.sessionConfig(cmd, st, world)
 	if err != nil {
-		return exitWith(exitFailure, err)
+		return err
 	}
-	if o.recording != "" {
-		rec, err := testrunner.LoadRecording(o.recording)
-		if err != nil {
-			return exitWith(exitFailure, err)
-		}
-		routing.Recording = rec
-	}
-	if err := orchestrator.CheckExecMode(o.mode); err != nil {
-		return exitWith(exitUsage, fmt.Errorf("--mode: %w", err))
-	}
-	session := &runtime.Session{ID: o.session, World: world, Root: o.root, Routing: routing, ExecMode: o.mode, Journal: true, Resume: plan.resume}
-	interactive := o.intents == "" && len(o.say) == 0 && isTerminal(cmd.InOrStdin())
-	var in *lines
-	switch {
-	case tw != nil:
-		session.Operator = tw.ask
-	case interactive:
-		if o.in == nil {
-			o.in = newLines(cmd.InOrStdin())
-		}
-		in = o.in
-		session.Operator = terminalOperator(in, stdout)
-	}
+	in, interactive := o.operator(cmd, tw, session, stdout)
 	cfg := runtime.Config{
 		Logger:      logger,
 		Trace:       tr,
@@ -248,7 +210,7 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 		Session:     session,
 		Tools:       runtime.Tools{Plugins: true, Providers: o.toolProviders, Autopilot: o.autopilot},
 		Out:         stdout,
-		SessionsDir: plan.store.Dir,
+		SessionsDir: plan.Store().Dir,
 	}
 	if tw != nil {
 		cfg.OnDispatch = tw.dispatched
@@ -260,20 +222,20 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 		return exitWith(exitFailure, err)
 	}
 	defer hc.save(stderr, &err)
-	otlp, err := o.otlp.open(cmd.Context(), st, o.session, path, &cfg, logger)
+	otlp, err := o.otlp.open(cmd.Context(), st, plan.ID(), path, &cfg, logger)
 	if err != nil {
 		return exitWith(exitFailure, err)
 	}
-	defer otlp.close(cmd.Context(), stderr) // after rt.Close: every event is in
-	rt, err := runtime.Open(st, cfg)
+	defer otlp.close(cmd.Context(), stderr) // after the session's Close: every event is in
+	d, err := driver.OpenLocal(st, cfg, plan)
 	if pe := (*runtime.PinsError)(nil); errors.As(err, &pe) {
 		return exitWith(exitLoad, err)
 	}
 	if err != nil {
-		return exitWith(exitFailure, err)
+		return exitWith(driver.CodeOf(err), err)
 	}
-	defer rt.Close()
-	plugins, err := startPlugins(st, rt.Plugins(), o.controlMCP, logger, stderr)
+	defer d.Close() // saves the index entry, closes the runtime, releases the lock
+	plugins, err := startPlugins(st, d.Runtime().Plugins(), o.controlMCP, logger, stderr)
 	if err != nil {
 		return exitWith(exitFailure, err)
 	}
@@ -281,41 +243,115 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	sess := rt.Session()
-	defer plan.save(sess, rt.Sink(), stderr)
-	start := func(ctx context.Context) (*orchestrator.Outcome, error) {
-		return plan.start(ctx, sess, rt.Sink(), stderr)
-	}
-	reloader := &storyReloader{path: path, opts: sopts, current: st, session: o.session, journal: o.trace}
+	con := &driver.Console{D: d, Out: stdout, Err: stderr, Extra: plugins, Replay: as.replayCheck}
+	con.Reload = reloader(tw != nil || interactive, path, sopts, st, plan)
+	defer o.reloaded(con, plan)
 	if tw != nil {
-		r := &runner{sess: sess, plugins: plugins, replay: as.replayCheck, resume: plan, reloader: reloader}
-		code := tw.run(ctx, r, st, path, o.trace, stderr, start)
-		o.reload = r.reloading
-		return exitCode(code)
+		return exitCode(tw.run(ctx, con, st, path, plan.Trace(), stderr))
 	}
-	out, err := start(ctx)
-	if err != nil {
-		return exitWith(exitFailure, err)
-	}
-	r := &runner{sess: sess, out: stdout, errw: stderr, plugins: plugins, replay: as.replayCheck, resume: plan}
-	if interactive {
-		r.reloader = reloader
-	}
-	if code, stopNow := r.afterReplay(r.report(out)); stopNow {
-		return exitCode(code)
-	}
+	return exitCode(o.drive(ctx, cmd, con, in, interactive))
+}
 
+// sessionPlan offers, on a terminal, to resume the story's unfinished
+// session, then decides the run's session (sessionFlags.plan).
+func (o *runOpts) sessionPlan(cmd *cobra.Command, st *story.Story, world map[string]any, stderr io.Writer) (*driver.Plan, error) {
+	if err := o.sf.offerResume(o, st, cmd.InOrStdin(), stderr); err != nil {
+		return nil, exitWith(exitFailure, err)
+	}
+	return o.sf.plan(cmd.Context(), o, st, world, stderr)
+}
+
+// reloader lets a person at the terminal (person) :reload the story the
+// session runs; nil for any other run.
+func reloader(person bool, path string, opts []story.Option, st *story.Story, plan *driver.Plan) *driver.Reloader {
+	if !person {
+		return nil
+	}
+	return &driver.Reloader{Path: path, Opts: opts, Current: st, Session: plan.ID(), Journal: plan.Trace()}
+}
+
+// reloaded notes a run that ended for a :reload: the run starts again
+// and resumes this session, as --session ID resumes it.
+func (o *runOpts) reloaded(con *driver.Console, plan *driver.Plan) {
+	o.reload = con.Reloading
+	if con.Reloading {
+		o.session, o.sf.resumeLatest = plan.ID(), false
+	}
+}
+
+// operator gives the session the person at the terminal to ask: the
+// UI's question, else the prompt's input (whose lines it shares, in).
+func (o *runOpts) operator(cmd *cobra.Command, tw *tuiWiring, session *runtime.Session, stdout io.Writer) (in *driver.Lines, interactive bool) {
+	interactive = o.intents == "" && len(o.say) == 0 && isTerminal(cmd.InOrStdin())
+	switch {
+	case tw != nil:
+		session.Operator = tw.ask
+	case interactive:
+		if o.in == nil {
+			o.in = driver.NewLines(cmd.InOrStdin())
+		}
+		in = o.in
+		session.Operator = driver.TerminalOperator(in, stdout)
+	}
+	return in, interactive
+}
+
+// checkFlags refuses flag values a run cannot use before anything is
+// opened, and returns the trace's settings.
+func (o *runOpts) checkFlags(g *globals) (runtime.Trace, error) {
+	tr := runtime.Trace{NoSync: o.sf.durability == "process", SyncHook: g.syncHook}
+	for _, p := range o.toolProviders {
+		if p != toolserver.StoryFilesProvider {
+			return tr, exitWith(exitFailure, fmt.Errorf("--tool-provider %q: unknown tool provider (known: %s)", p, toolserver.StoryFilesProvider))
+		}
+	}
+	switch o.traceSync {
+	case "turn":
+	case "event":
+		tr.SyncPerEvent = true
+	default:
+		return tr, exitWith(exitFailure, fmt.Errorf("--trace-sync %q: want turn or event", o.traceSync))
+	}
+	if o.intents != "" && len(o.say) > 0 {
+		return tr, exitWith(exitUsage, errors.New("--say and --intents cannot be combined: give the turns as one of them (a free-text line on stdin works too)"))
+	}
+	if err := orchestrator.CheckExecMode(o.mode); err != nil {
+		return tr, exitWith(exitUsage, fmt.Errorf("--mode: %w", err))
+	}
+	return tr, nil
+}
+
+// sessionConfig is how the run's session starts and routes free text.
+func (o *runOpts) sessionConfig(cmd *cobra.Command, st *story.Story, world map[string]any) (*runtime.Session, error) {
+	routing, err := o.routing.config(cmd, st)
+	if err != nil {
+		return nil, exitWith(exitFailure, err)
+	}
+	if o.recording != "" {
+		rec, err := testrunner.LoadRecording(o.recording)
+		if err != nil {
+			return nil, exitWith(exitFailure, err)
+		}
+		routing.Recording = rec
+	}
+	return &runtime.Session{World: world, Root: o.root, Routing: routing, ExecMode: o.mode}, nil
+}
+
+// drive enters the story and feeds the console its input: --intents,
+// --say, the prompt on a terminal, else stdin's lines.
+func (o *runOpts) drive(ctx context.Context, cmd *cobra.Command, con *driver.Console, in *driver.Lines, interactive bool) int {
+	if code, stop := con.Begin(ctx); stop {
+		return code
+	}
 	switch {
 	case o.intents != "":
-		return exitCode(r.scripted(ctx, strings.NewReader(strings.ReplaceAll(o.intents, ",", "\n"))))
+		return con.Script(ctx, strings.NewReader(strings.ReplaceAll(o.intents, ",", "\n")))
 	case len(o.say) > 0:
-		return exitCode(r.said(ctx, o.say))
+		return con.Say(ctx, o.say)
 	case interactive:
-		code := r.interactive(ctx, in)
-		o.reload = r.reloading
-		return exitCode(code)
+		return con.Prompt(ctx, in)
 	default:
-		return exitCode(r.scripted(ctx, cmd.InOrStdin()))
+		return con.Script(ctx, cmd.InOrStdin())
 	}
 }
 
@@ -331,11 +367,7 @@ func isTerminal(r io.Reader) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-func newSessionID() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
-}
+func newSessionID() string { return driver.NewID() }
 
 // parseWorldFlags reads --world key=value flags, typed by the declaration
 // and checked against it.
@@ -366,132 +398,4 @@ func parseWorldFlags(st *story.Story, flags []string) (map[string]any, error) {
 		out[k] = x
 	}
 	return out, nil
-}
-
-// runner drives turns and prints what happens.
-type runner struct {
-	sess    *orchestrator.Session
-	out     io.Writer
-	errw    io.Writer
-	plugins *pluginRuntime // nil: no plugin commands
-	// replay, with --cassette, prints the turn's replay warnings and misses
-	// and says whether it missed.
-	replay func(io.Writer) bool
-	// tuiView leaves the view to the terminal UI, which renders the typed
-	// view; viewShown says the last report would have printed it.
-	tuiView, viewShown bool
-	// resume, for a resumed session, skips the scripted inputs its
-	// journal holds (session.go).
-	resume *sessionPlan
-	// reloader checks a :reload (nil: the run cannot reload); reloading
-	// says one was taken: the run ends and starts again (reload.go).
-	reloader  *storyReloader
-	reloading bool
-}
-
-// report prints a turn's outcome and says whether the run must stop, with
-// which exit code.
-func (r *runner) report(out *orchestrator.Outcome) (code int, stop bool) {
-	for _, b := range out.Background { // what background jobs did before this turn
-		if code, stop := r.report(b); stop {
-			return code, stop
-		}
-	}
-	if out.Job != "" {
-		fmt.Fprintf(r.out, "[background job %s]\n", out.Job)
-	}
-	for _, s := range out.Says {
-		fmt.Fprintln(r.out, s)
-	}
-	for i := range out.Handled {
-		fmt.Fprintln(r.errw, handledLine(&out.Handled[i]))
-	}
-	switch out.Outcome {
-	case orchestrator.OutcomeRejected:
-		fmt.Fprintln(r.errw, out.Rejection.Error())
-		if out.Rejection.GuardHint != "" {
-			fmt.Fprintln(r.errw, "hint:", out.Rejection.GuardHint)
-		}
-		if len(out.HostErrors) > 0 { // the router call failed
-			return exitAgent, true
-		}
-		return exitRejected, true
-	case orchestrator.OutcomeError:
-		fmt.Fprintln(r.errw, "error:", out.Err)
-		return exitMachine, true
-	}
-	if out.View != "" {
-		r.viewShown = true
-		if !r.tuiView {
-			fmt.Fprintln(r.out, out.View)
-		}
-	}
-	for _, e := range out.HostErrors {
-		fmt.Fprintln(r.errw, "error:", e)
-	}
-	if len(out.HostErrors) > 0 {
-		return exitAgent, true // an unhandled failure wins, terminal or not
-	}
-	if out.Done {
-		if out.Exit != "" {
-			fmt.Fprintf(r.errw, "kitsoki: reached exit %q\n", out.Exit)
-		}
-		return exitOK, true
-	}
-	return exitOK, false
-}
-
-// handledLine is the one stderr line of a call failure an on_error
-// handled: the call, the error kind and message, and where the run went,
-// e.g.
-//
-//	agent error: host.agent.decide (call audit, call_id 80305ae2a61c54af) transport_error: claude CLI "claude" not found … — on_error → intake
-func handledLine(h *orchestrator.HandledError) string {
-	var b strings.Builder
-	// A handler's own error often starts with the invoke's name already.
-	what, msg := "host error", strings.TrimPrefix(h.Err.Error(), h.Namespace+": ")
-	ae, isAgent := agent.AsAskError(h.Err)
-	if isAgent {
-		what = "agent error"
-		msg = string(ae.Kind)
-		if d := askDetail(ae); d != "" {
-			msg += ": " + d
-		}
-	}
-	b.WriteString(what + ": " + h.Namespace)
-	var ids []string
-	if h.Call != "" {
-		ids = append(ids, "call "+h.Call)
-	}
-	if h.CallID != "" {
-		ids = append(ids, "call_id "+h.CallID)
-	}
-	if len(ids) > 0 {
-		b.WriteString(" (" + strings.Join(ids, ", ") + ")")
-	}
-	if isAgent {
-		b.WriteString(" " + msg)
-	} else {
-		b.WriteString(": " + msg)
-	}
-	b.WriteString(" — on_error → " + h.OnError)
-	switch h.Redirect {
-	case orchestrator.RedirectIgnored:
-		b.WriteString(" (already there: nothing to redirect)")
-	case orchestrator.RedirectCapped:
-		b.WriteString(fmt.Sprintf(" not followed: more than %d chained on_error redirects", orchestrator.MaxOnErrorDepth))
-	}
-	// One line: a multi-line message (a plugin's stderr tail) is folded.
-	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(b.String())
-}
-
-// askDetail is an AskError's message without the "agent: <kind>: " prefix.
-func askDetail(ae *agent.AskError) string {
-	switch {
-	case ae.Detail != "":
-		return ae.Detail
-	case ae.Err != nil:
-		return ae.Err.Error()
-	}
-	return ""
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
+	"github.com/kitsoki/kitsoki/internal/run/driver"
 	"github.com/kitsoki/kitsoki/internal/run/runtime"
 	"github.com/kitsoki/kitsoki/internal/run/session"
 )
@@ -179,14 +180,12 @@ func TestResumeREPLContinues(t *testing.T) {
 	}
 	defer rt.Close()
 	var out, errb bytes.Buffer
-	plan := &sessionPlan{meta: m, resume: &runtime.Resume{Journal: j}}
-	start, err := plan.start(context.Background(), rt.Session(), rt.Sink(), &errb)
-	if err != nil {
-		t.Fatal(err)
+	start, err := session.Resume(context.Background(), rt.Session(), rt.Sink(), j)
+	if err != nil || start != nil {
+		t.Fatalf("resume: %v %v", start, err)
 	}
-	r := &runner{sess: rt.Session(), out: &out, errw: &errb}
-	r.report(start)
-	code := r.interactive(context.Background(), newLines(strings.NewReader(":world\ntick\nstop\n")))
+	con := &driver.Console{D: localDriver(rt), Out: &out, Err: &errb}
+	code := con.Prompt(context.Background(), driver.NewLines(strings.NewReader(":world\ntick\nstop\n")))
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errb.String())
 	}
@@ -699,7 +698,8 @@ func TestSessionIndexTraceIsConfined(t *testing.T) {
 	if after, _ := os.ReadFile(victim); !bytes.Equal(after, b) {
 		t.Errorf("the file outside the sessions directory was written")
 	}
-	for _, args := range [][]string{{"session", "fork", m.ID, "--at-turn", "1"}} {
+	for _, args := range [][]string{{"session", "fork", m.ID, "--at-turn", "1"}, {"session", "inspect", m.ID},
+		{"session", "trace", m.ID}, {"session", "continue", m.ID, "--intent", "tick"}} {
 		if code, _, errs := runCLI(t, "", append(args, "--sessions-dir", dir)...); code != exitFailure || !strings.Contains(errs, "outside the sessions directory") {
 			t.Errorf("%v: exit %d\n%s", args, code, errs)
 		}

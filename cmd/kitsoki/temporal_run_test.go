@@ -10,6 +10,8 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/run/cluster"
+	"github.com/kitsoki/kitsoki/internal/run/driver"
+	"github.com/kitsoki/kitsoki/internal/run/driver/remote"
 	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/run/runtime"
 )
@@ -56,8 +58,8 @@ func (f *fakeCluster) Status(context.Context, string) (*cluster.SessionStatus, e
 func (f *fakeCluster) TraceJSONL(context.Context, string) ([]byte, error) { return nil, nil }
 
 // remoteHello starts the hello story behind a fake cluster and returns a
-// driver of it, its turn 0 already printed.
-func remoteHello(t *testing.T) (*remoteDriver, *fakeCluster, *bytes.Buffer, *bytes.Buffer) {
+// console of it, its turn 0 already printed.
+func remoteHello(t *testing.T) (*driver.Console, *fakeCluster, *bytes.Buffer, *bytes.Buffer) {
 	t.Helper()
 	st, err := story.Load(hello)
 	if err != nil {
@@ -74,10 +76,15 @@ func remoteHello(t *testing.T) (*remoteDriver, *fakeCluster, *bytes.Buffer, *byt
 	}
 	f := &fakeCluster{sess: rt.Session()}
 	var out, errb bytes.Buffer
-	d := &remoteDriver{c: f, id: "s", st: st, r: &runner{out: &out, errw: &errb}, state: start.State}
-	t.Cleanup(d.closeParser)
-	d.r.report(cluster.NewTurnResult(start, 0).Orchestrator())
-	return d, f, &out, &errb
+	status, err := f.Status(t.Context(), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := remote.New(f, "s", st, status)
+	t.Cleanup(func() { d.Close() })
+	con := &driver.Console{D: d, Out: &out, Err: &errb, Extra: clusterCommands{}, QuitHelp: "leave (the session goes on on the cluster)"}
+	con.Report(cluster.NewTurnResult(start, 0).Orchestrator())
+	return con, f, &out, &errb
 }
 
 // TestRemotePromptMatchesLocal: the prompt of a session on the cluster
@@ -86,7 +93,7 @@ func TestRemotePromptMatchesLocal(t *testing.T) {
 	input := "greet name=Ada style=formal\n:world\n:intents\nbye\n"
 	wantCode, wantOut, wantErr := runInteractive(t, input)
 	d, _, out, errb := remoteHello(t)
-	code := d.interactive(context.Background(), newLines(strings.NewReader(input)))
+	code := d.Prompt(context.Background(), driver.NewLines(strings.NewReader(input)))
 	if code != wantCode || code != exitOK {
 		t.Errorf("exit %d, local %d", code, wantCode)
 	}
@@ -109,7 +116,7 @@ func TestRemotePromptBackMatchesLocal(t *testing.T) {
 		t.Fatalf("the local run did not refuse the first :back:\n%s", wantErr)
 	}
 	d, f, out, errb := remoteHello(t)
-	code := d.interactive(context.Background(), newLines(strings.NewReader(input)))
+	code := d.Prompt(context.Background(), driver.NewLines(strings.NewReader(input)))
 	if code != wantCode {
 		t.Errorf("exit %d, local %d", code, wantCode)
 	}
@@ -132,7 +139,7 @@ func TestRemotePromptBackMatchesLocal(t *testing.T) {
 
 func TestRemotePromptRefusesLocalCommands(t *testing.T) {
 	d, _, _, errb := remoteHello(t)
-	code := d.interactive(context.Background(), newLines(strings.NewReader(":plugins\n:quit\n")))
+	code := d.Prompt(context.Background(), driver.NewLines(strings.NewReader(":plugins\n:quit\n")))
 	want := "kitsoki: :plugins is not available in a session on the cluster (:help lists the commands)\n"
 	if code != exitIncomplete || errb.String() != want {
 		t.Errorf("exit %d, stderr:\n%s\nwant exit %d, stderr:\n%s", code, errb.String(), exitIncomplete, want)
@@ -153,13 +160,13 @@ func localScripted(t *testing.T, input string) (int, string, string) {
 	}
 	defer rt.Close()
 	var out, errb bytes.Buffer
-	r := &runner{sess: rt.Session(), out: &out, errw: &errb}
+	con := &driver.Console{D: localDriver(rt), Out: &out, Err: &errb}
 	start, err := rt.Session().Start(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.report(start)
-	code := r.scripted(context.Background(), strings.NewReader(input))
+	con.Report(start)
+	code := con.Script(context.Background(), strings.NewReader(input))
 	return code, out.String(), errb.String()
 }
 
@@ -183,7 +190,7 @@ func TestRemoteScriptedMatchesLocal(t *testing.T) {
 	} {
 		wantCode, wantOut, wantErr := localScripted(t, tc.input)
 		d, f, out, errb := remoteHello(t)
-		code := d.scripted(context.Background(), strings.NewReader(tc.input))
+		code := d.Script(context.Background(), strings.NewReader(tc.input))
 		if code != tc.code || wantCode != tc.code {
 			t.Errorf("%q: exit %d, local %d, want %d\nstderr:\n%s", tc.input, code, wantCode, tc.code, errb.String())
 		}
@@ -209,7 +216,7 @@ func TestRemotePromptUnknownCommandMatchesLocal(t *testing.T) {
 		t.Fatalf("the local run: exit %d, stderr:\n%s", wantCode, wantErr)
 	}
 	d, _, out, errb := remoteHello(t)
-	code := d.interactive(context.Background(), newLines(strings.NewReader(input)))
+	code := d.Prompt(context.Background(), driver.NewLines(strings.NewReader(input)))
 	if code != wantCode {
 		t.Errorf("exit %d, local %d", code, wantCode)
 	}

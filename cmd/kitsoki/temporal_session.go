@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -149,6 +148,3 @@ func writeTraceOut(stdout, stderr io.Writer, out string, b []byte, id string) er
 	fmt.Fprintf(stderr, "kitsoki: wrote the trace of session %s to %s\n", id, out)
 	return nil
 }
-
-// errTraceNeedsTemporal is kitsoki session trace without --temporal.
-var errTraceNeedsTemporal = errors.New("kitsoki session trace: give --temporal HOST:PORT: a local session's trace is its journal file (kitsoki session show ID names it)")

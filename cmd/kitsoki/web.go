@@ -87,6 +87,10 @@ anyone who reaches it with the token drives your sessions). See docs/web.md.`,
 }
 
 func runWeb(cmd *cobra.Command, g *globals, o *webOpts, args []string) error {
+	host, _, err := net.SplitHostPort(o.addr)
+	if err != nil {
+		return exitWith(exitUsage, fmt.Errorf("kitsoki web: --addr %q: %w (want host:port, e.g. 127.0.0.1:7700)", o.addr, err))
+	}
 	cwd, err := os.Getwd()
 	if err != nil {
 		return exitWith(exitFailure, err)
@@ -123,10 +127,6 @@ func runWeb(cmd *cobra.Command, g *globals, o *webOpts, args []string) error {
 	srv, err := web.New(cfg)
 	if err != nil {
 		return exitWith(exitFailure, err)
-	}
-	host, _, err := net.SplitHostPort(o.addr)
-	if err != nil {
-		return exitWith(exitUsage, fmt.Errorf("kitsoki web: --addr %q: %w (want host:port, e.g. 127.0.0.1:7700)", o.addr, err))
 	}
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		fmt.Fprintf(stderr, "kitsoki web: warning: --addr %s is not a loopback address: anyone who reaches it with the token drives your sessions\n", o.addr)

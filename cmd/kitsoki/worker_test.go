@@ -72,6 +72,7 @@ func unreachable(addr string) string {
 func TestRunTemporalCommandErrors(t *testing.T) {
 	addr := closedAddr(t)
 	stories := t.TempDir()
+	sessionsNowhere := filepath.Join(t.TempDir(), "sessions")
 	for _, tc := range []cliCase{
 		{"local-only flag", []string{"run", hello, "--temporal", addr, "--trace", "x.jsonl"}, exitUsage,
 			"--trace does not apply with --temporal: the trace is in the session's workflow: kitsoki session trace ID --temporal HOST:PORT -o FILE writes it\n"},
@@ -97,8 +98,10 @@ func TestRunTemporalCommandErrors(t *testing.T) {
 		{"unreachable", []string{"run", hello, "--temporal", addr, "--stories", "../../stories"}, exitFailure,
 			unreachable(addr)},
 		{"load error", []string{"run", "nope.yaml", "--temporal", addr}, exitLoad, ""},
-		{"session trace without --temporal", []string{"session", "trace", "x"}, exitUsage,
-			"kitsoki session trace: give --temporal HOST:PORT: a local session's trace is its journal file (kitsoki session show ID names it)\n"},
+		// Without --temporal, session trace writes a local session's
+		// journal: an id the sessions directory lacks is exit 1.
+		{"session trace of an unknown local session", []string{"session", "trace", "x", "--sessions-dir", sessionsNowhere}, exitFailure,
+			"session x: no such session in " + sessionsNowhere + "\n"},
 		{"session list unreachable", []string{"session", "list", "--temporal", addr}, exitFailure,
 			unreachable(addr)},
 	} {

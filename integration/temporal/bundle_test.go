@@ -181,3 +181,64 @@ func bundleDigest(t *testing.T, dir, blobs string) string {
 	}
 	return ref.Bundle
 }
+
+// The session API on the cluster: session create --key, continue by key
+// and inspect with --json, as a bot drives a local session; the story is
+// the bundle the create packed.
+func TestSessionAPIOnTheCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	queue := "q-session-api"
+	startWorker(t, t.TempDir(), "--task-queue", queue)
+	story := t.TempDir()
+	if err := os.CopyFS(story, os.DirFS(filepath.Join(storiesDir, "hello"))); err != nil {
+		t.Fatal(err)
+	}
+	flags := []string{"--temporal", server.Addr, "--task-queue", queue, "--json"}
+	frame := func(args ...string) (map[string]any, int) {
+		t.Helper()
+		out, errs, code := kitsokiRun(t, ctx, story, append(args, flags...)...)
+		var f map[string]any
+		if err := json.Unmarshal([]byte(out), &f); err != nil {
+			t.Fatalf("%v: exit %d, no frame: %v\nstdout:\n%s\nstderr:\n%s", args, code, err, out, errs)
+		}
+		return f, code
+	}
+	f, code := frame("session", "create", "app.yaml", "--key", "bot:cluster-1")
+	if code != 0 || f["state"] != "lobby" || f["outcome"] != "started" {
+		t.Fatalf("create: exit %d, %v", code, f)
+	}
+	f, code = frame("session", "continue", "bot:cluster-1", "--intent", "greet name=Ada style=formal")
+	if code != 0 || f["state"] != "greeted" {
+		t.Fatalf("continue: exit %d, %v", code, f)
+	}
+	f, code = frame("session", "continue", "bot:cluster-1", "--intent", "greet name=Bob")
+	if code != 3 || f["outcome"] != "rejected" {
+		t.Errorf("a rejected continue: exit %d, %v", code, f)
+	}
+	f, code = frame("session", "inspect", "bot:cluster-1")
+	if w, _ := f["world"].(map[string]any); code != 0 || f["state"] != "greeted" || w["name"] != "Ada" {
+		t.Errorf("inspect: exit %d, %v", code, f)
+	}
+	if _, code := frame("session", "create", "app.yaml", "--key", "bot:cluster-1"); code != 1 {
+		t.Errorf("a second create with the key: exit %d", code)
+	}
+
+	// delete removes the workflow and its history (the server does it in
+	// the background): the session is then gone for every command.
+	cl := []string{"--temporal", server.Addr, "--task-queue", queue}
+	_, errs, code := kitsokiRun(t, ctx, story, append([]string{"session", "delete", "bot:cluster-1"}, cl...)...)
+	if want := "kitsoki: deleted session bot:cluster-1 on " + server.Addr + " (namespace default)\n"; code != 0 || errs != want {
+		t.Fatalf("delete: exit %d, stderr %q, want %q", code, errs, want)
+	}
+	for {
+		_, errs, code = kitsokiRun(t, ctx, story, append([]string{"session", "delete", "bot:cluster-1"}, cl...)...)
+		if code == 1 && strings.Contains(errs, "session bot:cluster-1: no such session") {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("a deleted session is still there: exit %d: %s", code, errs)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

@@ -230,3 +230,53 @@ func TestParseDelay(t *testing.T) {
 		}
 	}
 }
+
+// The provenance keys (generated_at, match_on; an agent block's turn,
+// system_prompt, prompt, input, call_id) are kept for readers: the matcher
+// does not read them (each episode's match: decides), and a cassette
+// written back holds them as read.
+func TestCassetteProvenanceKept(t *testing.T) {
+	src := `kind: host_cassette
+app_id: app
+source_run: runs/7
+generated_at: "2026-05-25T00:00:00Z"
+match_on: [handler, phase, schema_name]
+episodes:
+  - id: a
+    match: {handler: agent.x, call: c}
+    agent:
+      verb: decide
+      agent: auditor
+      turn: 3
+      system_prompt: "You audit."
+      prompt: "Audit this."
+      input: {claim: dinner}
+      call_id: 0123456789abcdef
+      response: '{"ok":true}'
+`
+	c := mustCassette(t, src)
+	if c.GeneratedAt != "2026-05-25T00:00:00Z" || !cmp.Equal(c.MatchOn, []any{"handler", "phase", "schema_name"}) {
+		t.Errorf("header: generated_at %q, match_on %v", c.GeneratedAt, c.MatchOn)
+	}
+	// match_on does not restrict matching: a call the episode's match:
+	// holds is answered though its phase and schema_name are not there.
+	if _, ok := c.Pick(NewKey("agent.x", "any", map[string]any{"call": "c"}, nil)); !ok {
+		t.Error("match_on restricted the match")
+	}
+	want := &AgentBlock{Verb: "decide", Agent: "auditor", Turn: 3, SystemPrompt: "You audit.", Prompt: "Audit this.",
+		Input: map[string]any{"claim": "dinner"}, CallID: "0123456789abcdef", Response: `{"ok":true}`}
+	if d := cmp.Diff(want, c.Episodes[0].Agent); d != "" {
+		t.Errorf("agent block (-want +got):\n%s", d)
+	}
+	out, err := c.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := mustCassette(t, string(out))
+	if back.GeneratedAt != c.GeneratedAt || back.SourceRun != "runs/7" || !cmp.Equal(back.MatchOn, c.MatchOn) {
+		t.Errorf("header written back: %+v", back)
+	}
+	if d := cmp.Diff(want, back.Episodes[0].Agent); d != "" {
+		t.Errorf("agent block written back (-want +got):\n%s", d)
+	}
+}

@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -41,12 +42,16 @@ var (
 	// FromString), so each parse takes one from the pool, and concurrent
 	// parses use different, identically configured sets.
 	textSets sync.Pool
+	// inlineSets are the sets of texts holding an InlineInclude: include
+	// is not banned in them.
+	inlineSets sync.Pool
 )
 
 // textSet returns a template set to parse one text template in; the caller
-// puts it back in textSets. On first use it registers the filters and the
-// scope tag (a process-wide pongo2 registry).
-func textSet() (*pongo2.TemplateSet, error) {
+// puts it back in its pool (textSets, or inlineSets when inline is set).
+// On first use it registers the filters and the scope tag (a process-wide
+// pongo2 registry).
+func textSet(inline bool) (*pongo2.TemplateSet, *sync.Pool, error) {
 	textOnce.Do(func() {
 		if textErr = registerFilters(); textErr != nil {
 			return
@@ -57,20 +62,31 @@ func textSet() (*pongo2.TemplateSet, error) {
 		textErr = pongo2.RegisterTag(tokensTag, tokensParser)
 	})
 	if textErr != nil {
-		return nil, textErr
+		return nil, nil, textErr
 	}
-	if set, ok := textSets.Get().(*pongo2.TemplateSet); ok {
-		return set, nil
+	pool := &textSets
+	if inline {
+		pool = &inlineSets
 	}
-	set := pongo2.NewSet("kitsoki", noLoader{})
-	// No file access from a story's templates: include/extends are not
-	// part of v1 and ssi reads arbitrary files.
-	for _, tag := range []string{"include", "extends", "import", "ssi"} {
+	if set, ok := pool.Get().(*pongo2.TemplateSet); ok {
+		return set, pool, nil
+	}
+	set := pongo2.NewSet("kitsoki", inlineLoader{})
+	// No file access from a story's templates: the loader puts a story's
+	// template files together when it loads, and ssi reads arbitrary
+	// files. A text holding an InlineInclude (the one include the loader
+	// writes, of text carried in its file name) is parsed in a set that
+	// keeps include, whose loader serves only that text.
+	banned := []string{"include", "extends", "import", "ssi"}
+	if inline {
+		banned = banned[1:]
+	}
+	for _, tag := range banned {
 		if err := set.BanTag(tag); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return set, nil
+	return set, pool, nil
 }
 
 // scopeNode wraps every text template. At render time it makes the caller's
@@ -79,8 +95,11 @@ func textSet() (*pongo2.TemplateSet, error) {
 type scopeNode struct{ body *pongo2.NodeWrapper }
 
 func (n *scopeNode) Execute(ctx *pongo2.ExecutionContext, w pongo2.TemplateWriter) *pongo2.Error {
-	env, _ := ctx.Public[envKey].(Env)
-	ctx.Public = pongo2.Context(env)
+	// A template included with only (InlineInclude) runs in the context
+	// pongo2's include gave it: its with pairs, and no Env.
+	if env, ok := ctx.Public[envKey].(Env); ok {
+		ctx.Public = pongo2.Context(env)
+	}
 	ctx.Autoescape = false
 	ctx.Private[showFunc] = show
 	ctx.Private["available"] = textAvailable
@@ -98,12 +117,34 @@ func scopeParser(doc *pongo2.Parser, _ *pongo2.Token, _ *pongo2.Parser) (pongo2.
 	return &scopeNode{body: body}, nil
 }
 
-// noLoader refuses every template lookup.
-type noLoader struct{}
+// inlinePrefix starts the file name of an InlineInclude.
+const inlinePrefix = "kitsoki:inline:"
 
-func (noLoader) Abs(_, name string) string { return name }
-func (noLoader) Get(path string) (io.Reader, error) {
-	return nil, fmt.Errorf("text templates cannot load %q: include and extends are not supported", path)
+// InlineInclude returns the file name under which pongo2's include tag
+// reads text itself: {% include "<InlineInclude(text)>" with k=v only %}
+// renders text with pongo2's include, in the context include gives it
+// (with only, its with pairs and nothing else). The loader writes it for
+// {% include "F" … only %}; F's text travels in the name, so no file is
+// read when the template renders.
+func InlineInclude(text string) string {
+	return inlinePrefix + base64.RawURLEncoding.EncodeToString([]byte(text))
+}
+
+// inlineLoader serves the text of an InlineInclude name, rewritten as
+// every text template is, and refuses every other template lookup.
+type inlineLoader struct{}
+
+func (inlineLoader) Abs(_, name string) string { return name }
+func (inlineLoader) Get(path string) (io.Reader, error) {
+	enc, ok := strings.CutPrefix(path, inlinePrefix)
+	if !ok {
+		return nil, fmt.Errorf("text templates cannot load %q: a story's template files are put together when it loads", path)
+	}
+	b, err := base64.RawURLEncoding.DecodeString(enc)
+	if err != nil {
+		return nil, fmt.Errorf("inline include: %w", err)
+	}
+	return strings.NewReader(rewriteText(string(b), true).String()), nil
 }
 
 // CompileText compiles a text template. Before pongo2 parses it, every
@@ -117,11 +158,11 @@ func CompileText(src string, opts ...CompileOption) (*Text, error) {
 		// text as it is, so it is kept as it is.
 		return &Text{src: src, literal: true}, nil
 	}
-	set, err := textSet()
+	set, pool, err := textSet(strings.Contains(src, inlinePrefix))
 	if err != nil {
 		return nil, err
 	}
-	defer textSets.Put(set)
+	defer pool.Put(set)
 	m := rewriteText(src, true)
 	if names := configOf(opts).names; names != nil && mayRefer(src) {
 		if reps := textRenames(set, m.String(), names); len(reps) > 0 {

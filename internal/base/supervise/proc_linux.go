@@ -7,11 +7,11 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // sysProcAttr puts the child in a process group of its own and asks the
@@ -77,10 +77,22 @@ func (p *Process) sweep() {
 		own[sid] = true
 	}
 	groups := map[int]bool{p.pid: true} // the child led a process group of its own
+	settles := 0
 	for range 64 {
 		kids := children()
+		exiting := 0
 		for _, k := range kids {
-			if !k.zombie && carries(k.pid, p.token) {
+			if k.zombie {
+				// A zombie's children come to kitsoki only once its last
+				// thread has ended, which /proc does not show reliably.
+				exiting++
+				continue
+			}
+			has, known := carries(k.pid, p.token)
+			if !known {
+				exiting++
+			}
+			if has {
 				k.marked = true
 				for _, id := range []int{k.pgrp, k.sid} {
 					if !own[id] {
@@ -97,6 +109,16 @@ func (p *Process) sweep() {
 			doomed++
 			_ = syscall.Kill(k.pid, syscall.SIGKILL)
 			reap(k.pid)
+		}
+		if doomed == 0 && exiting > 0 && settles < maxSettles {
+			// A child in the middle of exiting (an empty environment
+			// before it is a zombie, or a zombie whose other threads
+			// are still ending) may be one of p's, whose children
+			// kitsoki adopts only once it is gone. Look again in a
+			// moment.
+			settles++
+			time.Sleep(time.Millisecond)
+			continue
 		}
 		if doomed == 0 {
 			return
@@ -126,28 +148,26 @@ func getsid() (int, error) {
 
 // child is one of kitsoki's children as /proc/<pid>/stat describes it.
 type child struct {
-	pid, pgrp, sid int
-	zombie, marked bool
+	pid, ppid, pgrp, sid int
+	zombie, marked       bool
 }
 
-// children lists kitsoki's children (every thread's): after a reap, the
-// processes re-parented to it and the children it started.
+// children lists kitsoki's children: after a reap, the processes
+// re-parented to it and the children it started. It reads every
+// process's stat for its parent, because the per-thread children lists
+// miss a child while it moves between kitsoki's threads (one that ends
+// passes its children on to another).
 func children() []*child {
-	files, _ := filepath.Glob("/proc/self/task/*/children")
+	entries, _ := os.ReadDir("/proc")
+	self := os.Getpid()
 	var out []*child
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
 			continue
 		}
-		for _, field := range strings.Fields(string(b)) {
-			pid, err := strconv.Atoi(field)
-			if err != nil {
-				continue
-			}
-			if c, ok := statOf(pid); ok {
-				out = append(out, c)
-			}
+		if c, ok := statOf(pid); ok && c.ppid == self {
+			out = append(out, c)
 		}
 	}
 	return out
@@ -168,29 +188,36 @@ func statOf(pid int) (*child, bool) {
 	if len(f) < 4 {
 		return nil, false
 	}
+	ppid, err0 := strconv.Atoi(f[1])
 	pgrp, err1 := strconv.Atoi(f[2])
 	sid, err2 := strconv.Atoi(f[3])
-	if err1 != nil || err2 != nil {
+	if err0 != nil || err1 != nil || err2 != nil {
 		return nil, false
 	}
-	return &child{pid: pid, pgrp: pgrp, sid: sid, zombie: f[0] == "Z"}, true
+	return &child{pid: pid, ppid: ppid, pgrp: pgrp, sid: sid, zombie: f[0] == "Z"}, true
 }
 
+// maxSettles bounds the sweep's waits for exiting children (a
+// millisecond each): a live child with an empty environment, or another
+// child's zombie not yet waited for, costs a sweep that long at most.
+const maxSettles = 200
+
 // carries reports whether process pid's environment holds token in
-// markerEnv (a zombie's environment cannot be read: it carries nothing).
-func carries(pid int, token string) bool {
+// markerEnv, and whether that is known: a process that is exiting (not
+// yet a zombie) shows an empty environment, or none at all.
+func carries(pid int, token string) (has, known bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil {
-		return false
+	if err != nil || len(b) == 0 {
+		return false, false
 	}
 	for kv := range bytes.SplitSeq(b, []byte{0}) {
 		if v, ok := bytes.CutPrefix(kv, []byte(markerEnv+"=")); ok {
 			for t := range bytes.SplitSeq(v, []byte(",")) {
 				if string(t) == token {
-					return true
+					return true, true
 				}
 			}
 		}
 	}
-	return false
+	return false, true
 }

@@ -86,3 +86,46 @@ func TestCassetteFilterPostData(t *testing.T) {
 		t.Errorf("the password must be redacted in the file:\n%s", b)
 	}
 }
+
+// allow_playback_repeats serves a played exchange again; match_on: [body]
+// tells requests apart by request.body; a replayed response carries its
+// recorded headers.
+func TestCassetteRepeatsBodyAndHeaders(t *testing.T) {
+	const exchanges = `match_on: [method, url, body]
+exchanges:
+  - request: {method: POST, url: "https://api.example/q", body: '{"q":"a"}'}
+    response: {status: 200, headers: {Content-Type: application/json}, body: A}
+  - request: {method: POST, url: "https://api.example/q", body: '{"q":"b"}'}
+    response: {status: 200, body: B}
+`
+	post := func(c *Cassette, body string) (string, string, error) {
+		resp, err := c.Client(nil).Do(context.Background(), &HTTPRequest{Method: "POST", URL: "https://api.example/q", Body: body})
+		if err != nil {
+			return "", "", err
+		}
+		return resp.Body, resp.Headers["Content-Type"], nil
+	}
+	for _, repeats := range []bool{false, true} {
+		head := "kind: http_cassette\nrecord_mode: none\n"
+		if repeats {
+			head += "allow_playback_repeats: true\n"
+		}
+		c, err := LoadCassette(writeCassette(t, head+exchanges), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if body, ctype, err := post(c, `{"q":"b"}`); err != nil || body != "B" || ctype != "" {
+			t.Fatalf("repeats %v: body b: %q %q %v", repeats, body, ctype, err)
+		}
+		if body, ctype, err := post(c, `{"q":"a"}`); err != nil || body != "A" || ctype != "application/json" {
+			t.Fatalf("repeats %v: body a: %q %q %v", repeats, body, ctype, err)
+		}
+		body, _, err := post(c, `{"q":"a"}`)
+		if repeats && (err != nil || body != "A") {
+			t.Errorf("allow_playback_repeats: the second play got %q, %v", body, err)
+		}
+		if !repeats && err == nil {
+			t.Errorf("without allow_playback_repeats a played exchange answered again: %q", body)
+		}
+	}
+}

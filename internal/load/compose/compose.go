@@ -44,6 +44,12 @@ type Import struct {
 	Intents map[string]bool // intents, top-level and state-level
 	Ifaces  map[string]bool // host_interfaces names
 	Exits   map[string]bool // the exits it declares
+	// Requires lists, by exit, the world keys (its own names) every
+	// transition into the exit sets (exits.<name>.requires); NonZero are
+	// its world keys whose default is not their type's zero value, which
+	// need no set.
+	Requires map[string][]string
+	NonZero  map[string]bool
 
 	Bare    map[string]bool   // intents.export: the importer's intents, never renamed
 	Lifted  map[string]bool   // intents.import: renamed, and also kept under the bare name

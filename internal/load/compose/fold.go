@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -20,7 +21,11 @@ var (
 	worldKeyed = []string{"set", "increment", "bind", "unset", "append"}
 
 	// intentValued are the keys whose literal value names an intent.
-	intentValued = []string{"emit_intent", "default_intent", "intent", "plan_accept_intent", "plan_refine_intent", "room_chat"}
+	intentValued = []string{"emit_intent", "default_intent", "intent", "plan_accept_intent", "plan_refine_intent", "room_chat", "annotate_intent"}
+
+	// intentListed are the keys whose value is an intent name or a list
+	// of them (a room's menu:, an arm's or effect's emit:).
+	intentListed = []string{"menu", "emit"}
 
 	ifaceInvoke = regexp.MustCompile(`^iface\.([A-Za-z][A-Za-z0-9_]*)(\..*)?$`)
 )
@@ -156,7 +161,8 @@ func (f *folder) walk(v *yaml.Node) *yaml.Node {
 // state folds the keys of one mapping by what they mean. An arm's target
 // into an exit the importer maps with set: gets that set: appended.
 func (f *folder) state(n *yaml.Node) *yaml.Node {
-	var exitSet, exitAt *yaml.Node
+	var exitSet, exitAt, exitTo *yaml.Node
+	var exit string
 	out := f.mapping(n, func(k, v *yaml.Node) (*yaml.Node, *yaml.Node) {
 		d := deref(v)
 		if d == nil {
@@ -164,9 +170,12 @@ func (f *folder) state(n *yaml.Node) *yaml.Node {
 		}
 		switch {
 		case (k.Value == "target" || k.Value == "on_error") && d.Kind == yaml.ScalarNode:
-			to, set := f.target(d, k.Value == "target")
+			to, set, name := f.targetKey(d, k.Value == "target")
 			if set != nil {
 				exitSet, exitAt = set, to
+			}
+			if name != "" {
+				exit, exitTo = name, to
 			}
 			return k, to
 		case (k.Value == "on" || k.Value == "intents") && d.Kind == yaml.MappingNode:
@@ -187,6 +196,8 @@ func (f *folder) state(n *yaml.Node) *yaml.Node {
 			return k, f.rename(d, f.intent(d.Value))
 		case k.Value == "relevant_world" && d.Kind == yaml.SequenceNode:
 			return k, f.worldList(d)
+		case slices.Contains(intentListed, k.Value) && (d.Kind == yaml.SequenceNode || d.Kind == yaml.ScalarNode):
+			return k, f.shared(v, f.intentList)
 		case k.Value == "invoke" && d.Kind == yaml.ScalarNode:
 			if m := ifaceInvoke.FindStringSubmatch(d.Value); m != nil && f.im.Ifaces[m[1]] {
 				return k, f.rename(d, InterfaceNamespace+f.im.Key(m[1])+m[2])
@@ -204,10 +215,82 @@ func (f *folder) state(n *yaml.Node) *yaml.Node {
 		}
 		return k, f.walk(v)
 	})
+	if exit != "" {
+		f.checkRequires(out, exit, exitTo)
+	}
 	if exitSet != nil {
 		f.appendSet(out, exitSet, exitAt)
 	}
 	return out
+}
+
+// targetKey folds a target: or on_error: value (target), and names the
+// exit a target: into a mapped exit enters ("" otherwise), whose
+// requires: the transition is checked against.
+func (f *folder) targetKey(d *yaml.Node, isTarget bool) (*yaml.Node, *yaml.Node, string) {
+	name, isExit := strings.CutPrefix(strings.TrimSpace(d.Value), "@exit:")
+	to, set := f.target(d, isTarget)
+	if !isExit || !isTarget || !hasExit(f.im.ExitTo, name) {
+		name = ""
+	}
+	return to, set, name
+}
+
+// checkRequires reports the keys of exits.<exit>.requires that the
+// transition n (an arm, or an on_complete item with target:) does not
+// set in its effects, nor hold a non-zero default. It runs before the
+// importer's exit set: is appended: that writes the importer's keys.
+func (f *folder) checkRequires(n *yaml.Node, exit string, at *yaml.Node) {
+	req := f.im.Requires[exit]
+	if len(req) == 0 || f.im.Report == nil {
+		return
+	}
+	set := map[string]bool{}
+	writtenKeys(n, set)
+	var missing []string
+	for _, k := range req {
+		if !set[f.world(k)] && !f.im.NonZero[k] {
+			missing = append(missing, strconv.Quote(k))
+		}
+	}
+	if len(missing) > 0 {
+		f.im.Report(at, fmt.Sprintf("@exit:%s requires %s (exits.%s.requires), and this transition does not set it: set it in the transition's effects (set:, increment: or bind:), or give it a non-zero default in world:",
+			exit, strings.Join(missing, ", "), exit))
+	}
+}
+
+func hasExit(m map[string]Exit, name string) bool {
+	_, ok := m[name]
+	return ok
+}
+
+// writtenKeys adds the world keys an arm or effect mapping writes: the
+// keys of its set:, increment: and bind:, and of its effects:, nested.
+func writtenKeys(n *yaml.Node, into map[string]bool) {
+	n = deref(n)
+	if n == nil || n.Kind != yaml.MappingNode {
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		v := deref(n.Content[i+1])
+		if v == nil {
+			continue
+		}
+		switch n.Content[i].Value {
+		case "set", "increment", "bind":
+			if v.Kind == yaml.MappingNode {
+				for j := 0; j+1 < len(v.Content); j += 2 {
+					into[v.Content[j].Value] = true
+				}
+			}
+		case "effects":
+			if v.Kind == yaml.SequenceNode {
+				for _, it := range v.Content {
+					writtenKeys(it, into)
+				}
+			}
+		}
+	}
 }
 
 // worldKeyed folds the value of set:, increment:, bind:, unset: or
@@ -225,6 +308,26 @@ func (f *folder) worldKeyed(key string, d *yaml.Node) *yaml.Node {
 		}
 	}
 	return d
+}
+
+// intentList renames an intent name, or a list of them, written
+// literally; a template is renamed where it is compiled.
+func (f *folder) intentList(d *yaml.Node) *yaml.Node {
+	one := func(x *yaml.Node) *yaml.Node {
+		if x.Kind != yaml.ScalarNode || templated(x.Value) {
+			return x
+		}
+		return f.rename(x, f.intent(x.Value))
+	}
+	if d.Kind == yaml.ScalarNode {
+		return one(d)
+	}
+	return f.items(d, func(it *yaml.Node) *yaml.Node {
+		if x := deref(it); x != nil {
+			return one(x)
+		}
+		return it
+	})
 }
 
 // worldList renames a list of world keys.

@@ -136,7 +136,7 @@ func (l *loader) assembleInclude(args, ltrim, rtrim, where string, from tmplFile
 	if !ok {
 		return "", fmt.Sprintf("%s: {%% include %s %%}: the file name must be a quoted string (a story's templates are put together when it loads)", where, strings.TrimSpace(args))
 	}
-	optional := false
+	optional, only := false, false
 	var with []string
 	fields := strings.Fields(rest)
 	for i := 0; i < len(fields); i++ {
@@ -149,9 +149,12 @@ func (l *loader) assembleInclude(args, ltrim, rtrim, where string, from tmplFile
 				with = append(with, fields[i])
 			}
 		case "only":
-			return "", fmt.Sprintf("%s: {%% include %q only %%}: only is not supported; pass what the file needs with with k=v", where, name)
+			if i != len(fields)-1 {
+				return "", fmt.Sprintf("%s: {%% include %q %s %%}: only ends the tag (include \"f\" with k=v only)", where, name, rest)
+			}
+			only = true
 		default:
-			return "", fmt.Sprintf("%s: {%% include %q %s %%}: unexpected %q (the forms are include \"f\", include \"f\" with k=v, include \"f\" if_exists)", where, name, rest, fields[i])
+			return "", fmt.Sprintf("%s: {%% include %q %s %%}: unexpected %q (the forms are include \"f\", include \"f\" with k=v, include \"f\" with k=v only, include \"f\" only, include \"f\" if_exists)", where, name, rest, fields[i])
 		}
 	}
 	f, data, err := l.findTemplate(name, from, sc)
@@ -167,6 +170,16 @@ func (l *loader) assembleInclude(args, ltrim, rtrim, where string, from tmplFile
 	inner, msg := l.assemble(string(data), f, sc, append(slices.Clone(chain), f.rel))
 	if msg != "" {
 		return "", msg
+	}
+	if only {
+		// pongo2's include renders the file with its with pairs and
+		// nothing of the including template's context; the file's text
+		// travels in the include's name. A bare only (Django's form, which
+		// pongo2 reads only after with pairs) passes no pair the file uses.
+		if len(with) == 0 {
+			with = []string{"kitsoki_only=true"}
+		}
+		return fmt.Sprintf("{%%%s include %q with %s only %s%%}", ltrim, expr.InlineInclude(inner), strings.Join(with, " "), rtrim), ""
 	}
 	if len(with) > 0 {
 		inner = "{% with " + strings.Join(with, " ") + " %}" + inner + "{% endwith %}"
@@ -385,7 +398,7 @@ func (l *loader) findTemplate(name string, from tmplFile, sc tmplScope) (tmplFil
 		cands = []string{filepath.Join(sc.storyDir, filepath.FromSlash(strings.TrimPrefix(name, "@story/")))}
 	case sc.kind == promptTemplate && strings.HasPrefix(name, "@shared/"):
 		rest := filepath.FromSlash(strings.TrimPrefix(name, "@shared/"))
-		for _, d := range l.promptShared {
+		for _, d := range l.sharedDirs(sc.storyDir) {
 			cands = append(cands, filepath.Join(d, rest))
 		}
 		if len(cands) == 0 {

@@ -54,6 +54,8 @@ type unit struct {
 	intents  map[string]bool // top-level and state-level intents
 	ifaces   map[string]bool
 	exits    map[string]*yaml.Node // declared exits → their key node
+	requires map[string][]string   // exits.<name>.requires
+	nonZero  map[string]bool       // world keys whose default is not the zero value
 	exitList []string
 	exports  map[string]bool
 	hosts    []string // its hosts and its imports' (the allow-list it contributes)

@@ -69,6 +69,7 @@ func (l *loader) newImport(sc *importScope, d *importDef, child *unit) *compose.
 	for name := range child.exits {
 		im.Exits[name] = true
 	}
+	im.Requires, im.NonZero = child.requires, child.nonZero
 	for _, x := range d.export {
 		im.Bare[x.name] = true
 	}

@@ -15,7 +15,7 @@ import (
 // root file cannot be read.
 func (l *loader) readUnit(abs string, stack []string) *unit {
 	u := &unit{abs: abs, dir: filepath.Dir(abs), states: map[string]bool{}, world: map[string]bool{},
-		intents: map[string]bool{}, ifaces: map[string]bool{}, exits: map[string]*yaml.Node{},
+		intents: map[string]bool{}, ifaces: map[string]bool{}, exits: map[string]*yaml.Node{}, requires: map[string][]string{}, nonZero: map[string]bool{},
 		exports: map[string]bool{}, wrappers: map[string]*importWrap{}, chain: &compose.Chain{}}
 	u.chains = []*compose.Chain{u.chain}
 	rootF := l.unitFile(abs)
@@ -43,6 +43,8 @@ func (l *loader) readUnit(abs string, stack []string) *unit {
 		if doc == nil {
 			continue
 		}
+		l.expandUnitPhases(f, doc, !f.phased)
+		f.phased = true
 		es, ok := l.entries(f, doc, "")
 		if !ok {
 			continue
@@ -67,6 +69,7 @@ func (l *loader) readUnit(abs string, stack []string) *unit {
 					if _, dup := u.exits[x.name]; !dup {
 						u.exits[x.name] = x.key
 						u.exitList = append(u.exitList, x.name)
+						u.requires[x.name] = requiredKeys(x.val)
 					}
 				}
 			case "exports":
@@ -161,6 +164,7 @@ func (l *loader) unitDoc(uf *unitFile) *yaml.Node {
 	}
 	parsed := uf.again.get()
 	uf.again = nil
+	l.expandUnitPhases(f, parsed, false)
 	doc := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 	n := len(l.diags)
 	es, _ := l.entries(f, parsed, "")
@@ -286,6 +290,7 @@ func (l *loader) collectNames(u *unit, f *file, e entry) {
 	switch e.name {
 	case "world":
 		keys(v, u.world, false)
+		nonZeroDefaults(v, u.nonZero)
 	case "intents":
 		keys(v, u.intents, false)
 	case "host_interfaces":
@@ -328,6 +333,56 @@ func collectStateIntents(n *yaml.Node, into map[string]bool) {
 				for j := 1; j < len(m.Content); j += 2 {
 					collectStateIntents(m.Content[j], into)
 				}
+			}
+		}
+	}
+}
+
+// requiredKeys reads an exits: entry's requires: list (the loader checks
+// its shape where it loads the story's exits).
+func requiredKeys(x *yaml.Node) []string {
+	x = deref(x)
+	if x == nil || x.Kind != yaml.MappingNode {
+		return nil
+	}
+	var out []string
+	for i := 0; i+1 < len(x.Content); i += 2 {
+		if x.Content[i].Value != "requires" {
+			continue
+		}
+		if r := deref(x.Content[i+1]); r != nil && r.Kind == yaml.SequenceNode {
+			for _, it := range r.Content {
+				if it = deref(it); it != nil && it.Kind == yaml.ScalarNode {
+					out = append(out, it.Value)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// nonZeroDefaults adds the world keys whose default: is not the zero
+// value of a type: not "", 0, false, null, [] or {}.
+func nonZeroDefaults(w *yaml.Node, into map[string]bool) {
+	if w.Kind != yaml.MappingNode {
+		return
+	}
+	for i := 0; i+1 < len(w.Content); i += 2 {
+		d := deref(w.Content[i+1])
+		if d == nil || d.Kind != yaml.MappingNode {
+			continue
+		}
+		for j := 0; j+1 < len(d.Content); j += 2 {
+			if d.Content[j].Value != "default" {
+				continue
+			}
+			v := deref(d.Content[j+1])
+			switch {
+			case v == nil:
+			case v.Kind == yaml.ScalarNode:
+				into[w.Content[i].Value] = v.Tag != "!!null" && !slices.Contains([]string{"", "0", "0.0", "false"}, v.Value)
+			default:
+				into[w.Content[i].Value] = len(v.Content) > 0
 			}
 		}
 	}

@@ -243,7 +243,7 @@ func Load(path string, opts ...Option) (*Story, error) {
 	}
 	l.st.Warnings = l.warns
 	l.st.PromptOverlay = l.promptOverlay
-	l.st.promptAssembler = &loader{dir: l.dir, ws: l.ws, promptOverlay: l.promptOverlay, promptShared: l.promptShared, wrappers: l.wrappers}
+	l.st.promptAssembler = &loader{dir: l.dir, ws: l.ws, promptOverlay: l.promptOverlay, promptShared: l.promptShared, importShared: l.importShared, wrappers: l.wrappers}
 	return l.st, nil
 }
 
@@ -322,14 +322,16 @@ type loader struct {
 
 	toolNames map[string]string // exposed plugin tool name → where it was declared
 
-	promptShared  []string // prompts.shared directories, absolute (prompts.go)
-	promptOverlay string   // the prompt overlay directory, absolute ("" for none)
-	lateTemplates []func() // prompt assemblies that wait for the imports
-	contextPath   *nodeRef // app.context_path
-	proposalAt    *nodeRef // the first proposals: (proposals.go)
-	deciderAgent  *nodeRef // decider.agent, checked at finish (decider.go)
+	promptShared  []string            // prompts.shared directories, absolute (prompts.go)
+	importShared  map[string][]string // an imported story's prompts.shared, by its directory
+	promptOverlay string              // the prompt overlay directory, absolute ("" for none)
+	lateTemplates []func()            // prompt assemblies that wait for the imports
+	contextPath   *nodeRef            // app.context_path
+	proposalAt    *nodeRef            // the first proposals: (proposals.go)
+	deciderAgent  *nodeRef            // decider.agent, checked at finish (decider.go)
 
 	phases       *phaseState   // phase_templates:, phases:, checkpoint_intents: (phases.go)
+	phaseSink    *phaseYAML    // set while an imported file's phases are expanded (phases_unit.go)
 	menuRefs     []*nodeRef    // states' menu: entries, checked at finish (roomkeys.go)
 	annotateRefs []annotateRef // media elements' annotate_intent:, checked at finish
 

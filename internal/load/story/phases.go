@@ -92,6 +92,13 @@ func (l *loader) phaseSet() *phaseState {
 // refuseImportedPhases reports phase keys in a story folded in by imports:
 // their states would need the import's names, which the fold gives before
 // the expansion could run.
+func (l *loader) ownRoom(name string) bool {
+	if l.phaseSink != nil {
+		return l.phaseSink.own[name] != nil
+	}
+	return l.st.States[name] != nil
+}
+
 func (l *loader) refuseImportedPhases(f *file, e entry) bool {
 	if !f.imported {
 		return false
@@ -446,7 +453,7 @@ func (l *loader) stampPhase(tpl *phaseTemplate, inst *phaseInstance) {
 				"state name %q uses {%s}, which is not a parameter of the template (%s)%s", se.name, bad, paramNames(tpl), didYouMean(bad, paramList(tpl)))
 			continue
 		}
-		if l.st.States[name] != nil {
+		if l.ownRoom(name) {
 			// Written out under states:: the story's own room wins.
 			if strings.HasSuffix(name, "_executing") && len(inst.cycles) > 0 {
 				handWritten = append(handWritten, name)
@@ -473,6 +480,10 @@ func (l *loader) stampPhase(tpl *phaseTemplate, inst *phaseInstance) {
 		}
 		key := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: name, Line: se.key.Line, Column: se.key.Column}
 		stamped.Content = append(stamped.Content, key, body)
+	}
+	if l.phaseSink != nil {
+		l.phaseSink.stamp(l, stamped, awaiting, handWritten, inst, len(inst.cycles) > 0 && (len(executing) > 0 || len(handWritten) > 0))
+		return
 	}
 	l.loadStateMap(tpl.f, stamped, "states", nil)
 	for _, name := range awaiting {

@@ -2,6 +2,8 @@ package story
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -146,4 +148,95 @@ func TestPhaseTemplateTakesEveryStateKey(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("stamped room (-want +got):\n%s", d)
 	}
+}
+
+// A story folded in by imports: may use phases: its phases are stamped
+// out in its own names before the fold, so the importer gets every room
+// (and cycle counter, and checkpoint intent) a standalone load of it has,
+// under the alias, with targets and guards renamed like any room's.
+func TestPhasesInAnImportedStory(t *testing.T) {
+	for _, src := range []string{"testdata/phases/everykey.yaml", "testdata/phases/handwritten.yaml", "../../check/kitsokiformat/testdata/phases/app.yaml"} {
+		t.Run(filepath.Base(filepath.Dir(src))+"/"+filepath.Base(src), func(t *testing.T) {
+			alone, err := Load(src, WithStubbedHosts(), WithLookupEnv(mapEnv(nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer alone.Close()
+			dir, err := filepath.EvalSymlinks(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.CopyFS(filepath.Join(dir, "child"), os.DirFS(filepath.Dir(src))); err != nil {
+				t.Fatal(err)
+			}
+			parent := "app: {id: p}\nroot: x\nstates: {}\nimports:\n  x:\n    source: ./child/" + filepath.Base(src) + "\n    entry: " + alone.Root + "\n"
+			if err := os.WriteFile(filepath.Join(dir, "app.yaml"), []byte(parent), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			st, err := Load(filepath.Join(dir, "app.yaml"), WithStubbedHosts(), WithLookupEnv(mapEnv(nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			rename := func(s string) string {
+				if s == "" || strings.HasPrefix(s, ExitStatePrefix) {
+					return s
+				}
+				return "x." + s
+			}
+			n := 0
+			for name, s := range alone.States {
+				if strings.HasPrefix(name, ExitStatePrefix) {
+					continue
+				}
+				got := st.States["x."+name]
+				if got == nil {
+					t.Errorf("state %s is not imported as x.%s", name, name)
+					continue
+				}
+				n++
+				for intent, arms := range s.On {
+					garms := got.On["x__"+intent]
+					if intent == "*" {
+						garms = got.On["*"]
+					}
+					if len(garms) != len(arms) {
+						t.Errorf("x.%s.on.x__%s: %d arms, want %d", name, intent, len(garms), len(arms))
+						continue
+					}
+					for i, a := range arms {
+						if want := rename(a.Target); garms[i].Target != want {
+							t.Errorf("x.%s.on.x__%s[%d].target = %q, want %q", name, intent, i, garms[i].Target, want)
+						}
+					}
+				}
+				for in := range s.Intents {
+					if got.Intents["x__"+in] == nil {
+						t.Errorf("x.%s lacks its intent x__%s", name, in)
+					}
+				}
+			}
+			for _, w := range alone.World {
+				if strings.HasPrefix(w.Name, "cycle__") && !slices.ContainsFunc(st.World, func(v *WorldVar) bool { return v.Name == "x__"+w.Name }) {
+					t.Errorf("counter %s is not declared as x__%s", w.Name, w.Name)
+				}
+			}
+			if n < 3 {
+				t.Fatalf("compared %d states", n)
+			}
+			t.Logf("%d rooms, %d of them stamped", n, stampedRooms(alone))
+		})
+	}
+}
+
+// stampedRooms counts the rooms a phase template stamped (named
+// <phase>_<suffix> by the template, not written under states:).
+func stampedRooms(s *Story) int {
+	n := 0
+	for name := range s.States {
+		if strings.HasSuffix(name, "_executing") || strings.HasSuffix(name, "_error") || strings.HasSuffix(name, "_awaiting_reply") || strings.HasSuffix(name, "_done") {
+			n++
+		}
+	}
+	return n
 }

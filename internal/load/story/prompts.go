@@ -27,7 +27,7 @@ func WithPromptOverlay(dir string) Option {
 // loadPromptsConfig reads prompts: (the root file only, before any prompt
 // is read).
 func (l *loader) loadPromptsConfig(f *file, e entry, isRoot bool) {
-	if !isRoot {
+	if !isRoot && !f.imported {
 		l.errAt(f, e.key, "prompts", "prompts: is read from the root story file only (%s is included); move it to the root file", f.rel)
 		return
 	}
@@ -36,28 +36,69 @@ func (l *loader) loadPromptsConfig(f *file, e entry, isRoot bool) {
 		return
 	}
 	if sh, ok := fs.get("shared"); ok {
-		dirs, _ := l.strList(f, sh.val, "prompts.shared")
-		items, _ := l.list(f, sh.val, "prompts.shared")
-		for i, d := range dirs {
-			abs := l.resolve(d)
-			if st, err := l.ws.Stat(abs); err != nil || !st.IsDir() {
-				l.errAt(f, items[i], indexPath("prompts.shared", i), "prompts.shared: %q is not a directory of the story", d)
-				continue
-			}
-			if _, err := l.ws.Resolve(l.dir, abs); err != nil {
-				l.errAt(f, items[i], indexPath("prompts.shared", i), "%v", renamed(err, d))
-				continue
-			}
-			l.promptShared = append(l.promptShared, abs)
-		}
+		l.loadPromptShared(f, sh, isRoot)
 	}
-	if ov, ok := fs.get("overlay"); ok && l.opts.promptOverlay == "" {
+	ov, ok := fs.get("overlay")
+	switch {
+	case !ok:
+	case !isRoot:
+		// An overlay shadows the prompts of the whole run: the importing
+		// story (or --prompt-overlay) names it.
+		l.warnAt(f, ov.val, "prompts.overlay", "an imported story's prompts.overlay is not used: the overlay of a run is the importing story's prompts.overlay or --prompt-overlay; name it there")
+	case l.opts.promptOverlay == "":
 		var d string
 		strField(l, f, fs, "prompts", "overlay", &d)
 		if d != "" {
 			l.setOverlay(f, ov.val, d)
 		}
 	}
+}
+
+// loadPromptShared reads prompts.shared: directories relative to the
+// story file's own directory. The root story's are the story's @shared/
+// search path; an imported story's are the search path of its own
+// prompts (its @shared/ names its fragments, not the importer's).
+func (l *loader) loadPromptShared(f *file, sh entry, isRoot bool) {
+	dirs, _ := l.strList(f, sh.val, "prompts.shared")
+	items, _ := l.list(f, sh.val, "prompts.shared")
+	base := l.dir
+	if !isRoot && f.dir != "" {
+		base = f.dir
+	}
+	var out []string
+	for i, d := range dirs {
+		abs := filepath.FromSlash(d)
+		if !filepath.IsAbs(abs) {
+			abs = filepath.Join(base, abs)
+		}
+		if st, err := l.ws.Stat(abs); err != nil || !st.IsDir() {
+			l.errAt(f, items[i], indexPath("prompts.shared", i), "prompts.shared: %q is not a directory of the story", d)
+			continue
+		}
+		if _, err := l.ws.Resolve(base, abs); err != nil {
+			l.errAt(f, items[i], indexPath("prompts.shared", i), "%v", renamed(err, d))
+			continue
+		}
+		out = append(out, abs)
+	}
+	if isRoot {
+		l.promptShared = append(l.promptShared, out...)
+		return
+	}
+	if l.importShared == nil {
+		l.importShared = map[string][]string{}
+	}
+	l.importShared[base] = append(l.importShared[base], out...)
+}
+
+// sharedDirs is the @shared/ search path of a prompt of the story in
+// storyDir: an imported story's own prompts.shared when it has one, else
+// the root story's.
+func (l *loader) sharedDirs(storyDir string) []string {
+	if d, ok := l.importShared[storyDir]; ok {
+		return d
+	}
+	return l.promptShared
 }
 
 // setOverlay records the prompt overlay directory; n is where it is named

@@ -26,6 +26,7 @@ type file struct {
 	imported bool
 	chain    *compose.Chain // renames the references of its templates and expressions
 	taken    bool           // read for an import's names (takeDoc)
+	phased   bool           // its phase sections were expanded once, with their problems reported (expandUnitPhases)
 
 	submitted bool // its parse is queued on the workers (parseAhead)
 

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	workflowpb "go.temporal.io/api/workflow/v1"
@@ -334,6 +335,24 @@ func (c *Client) Describe(ctx context.Context, id string) (*SessionInfo, error) 
 	si := c.info(resp.GetWorkflowExecutionInfo())
 	c.fill(ctx, &si)
 	return &si, nil
+}
+
+// Delete deletes the session id: a running one is terminated first, and
+// its workflow and history are removed (the server does it in the
+// background, so a list right after may still show it).
+func (c *Client) Delete(ctx context.Context, id string) error {
+	if _, err := c.Describe(ctx, id); err != nil {
+		return err
+	}
+	_, err := c.c.WorkflowService().DeleteWorkflowExecution(ctx, &workflowservice.DeleteWorkflowExecutionRequest{
+		Namespace: c.namespace, WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: id}})
+	if _, ok := errors.AsType[*serviceerror.NotFound](err); ok {
+		return fmt.Errorf("session %s: %w", id, ErrNoSession)
+	}
+	if err != nil {
+		return fmt.Errorf("session %s: delete: %w", id, err)
+	}
+	return nil
 }
 
 // Status queries a running session's status.

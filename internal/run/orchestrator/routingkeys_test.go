@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -390,5 +391,39 @@ states:
 	}
 	if out.Rejection == nil || out.Rejection.Code != "UNKNOWN_SLOT" || !strings.Contains(out.Rejection.Message, `did you mean "name"?`) {
 		t.Errorf("an unknown slot said: %+v", out.Rejection)
+	}
+}
+
+// cache_trim_fraction is the share of cache_cap dropped, coldest first,
+// when a write passes the cap (at least one row); cache_max_age is a
+// row's whole life without confidence_decay, whatever its confidence.
+func TestTurnCacheTrimFractionAndMaxAge(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	for _, tt := range []struct {
+		trim float64
+		want []string // rows left after the fifth write, sorted
+	}{
+		{0.5, []string{"c", "d", "e"}},       // 4 × 0.5 = 2 coldest (a, b) dropped
+		{0.25, []string{"b", "c", "d", "e"}}, // 4 × 0.25 = 1
+		{0.1, []string{"b", "c", "d", "e"}},  // less than one row: one
+	} {
+		c := newTurnCache(story.TurnCache{Enabled: true, Cap: 4, TrimFraction: tt.trim})
+		for _, k := range []string{"a", "b", "c", "d"} {
+			c.put(k, Route{Intent: "hunt"}, t0)
+		}
+		c.get("c", t0) // used: no longer among the coldest
+		c.put("e", Route{Intent: "hunt"}, t0)
+		got := slices.Sorted(maps.Keys(c.rows))
+		if d := cmp.Diff(tt.want, got); d != "" {
+			t.Errorf("trim %v: rows (-want +got):\n%s", tt.trim, d)
+		}
+	}
+	c := newTurnCache(story.TurnCache{Enabled: true, Cap: 10, TrimFraction: 0.1, MaxAge: time.Hour})
+	c.put("k", Route{Intent: "hunt", Confidence: 0.5}, t0)
+	if c.get("k", t0.Add(59*time.Minute)) == nil {
+		t.Error("a low-confidence row without confidence_decay lives the whole cache_max_age")
+	}
+	if c.get("k", t0.Add(time.Hour)) != nil {
+		t.Error("a row older than cache_max_age must be dropped")
 	}
 }

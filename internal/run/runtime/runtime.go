@@ -621,6 +621,9 @@ func (rt *Runtime) Sink() orchestrator.Sink { return rt.sink }
 // caller's sink.
 func (rt *Runtime) Memory() *trace.MemSink { return rt.mem }
 
+// File is the trace file Open created (Trace.Path), nil otherwise.
+func (rt *Runtime) File() *trace.Writer { return rt.file }
+
 // Session is the run's session, nil when Config.Session was nil.
 func (rt *Runtime) Session() *orchestrator.Session { return rt.sess }
 

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
@@ -52,6 +51,9 @@ type Meta struct {
 	ForkedFrom string    `json:"forked_from,omitempty"`
 	ForkedAt   int64     `json:"forked_at_turn,omitempty"`
 	TraceBytes int64     `json:"trace_bytes"`
+	// Key is the outside key the session was created under
+	// (transport:thread), "" for a session known by its id only.
+	Key string `json:"key,omitempty"`
 }
 
 var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
@@ -96,7 +98,8 @@ func (s Store) Put(m Meta) error {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("sessions: %w", err)
 	}
-	return nil
+	x := s.index()
+	return x.append(x.row(m))
 }
 
 // Get returns a session's index entry, brought up to date from its
@@ -219,36 +222,6 @@ func (j *Journal) Describe(m Meta) Meta {
 	return m
 }
 
-// List returns every session in the directory, most recent activity first.
-func (s Store) List() ([]Meta, error) {
-	ents, err := os.ReadDir(s.Dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("sessions: %w", err)
-	}
-	var out []Meta
-	for _, e := range ents {
-		name := e.Name()
-		if e.IsDir() || !strings.HasSuffix(name, ".json") || strings.HasPrefix(name, ".") {
-			continue
-		}
-		m, err := s.Get(strings.TrimSuffix(name, ".json"))
-		if err != nil {
-			continue // a stray file: not a session
-		}
-		out = append(out, m)
-	}
-	slices.SortStableFunc(out, func(a, b Meta) int {
-		if c := b.Updated.Compare(a.Updated); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
-	return out, nil
-}
-
 // Latest returns the most recently active unfinished session of the story
 // whose root file is storyFile; ok is false when there is none.
 func (s Store) Latest(storyFile string) (Meta, bool, error) {
@@ -264,27 +237,54 @@ func (s Store) Latest(storyFile string) (Meta, bool, error) {
 	return Meta{}, false, nil
 }
 
-// Delete removes a session's index entry and its journal. A journal
-// outside the directory is left where it is: kept names it.
+// Delete removes a session: its journal, its index entry, its key and its
+// lock file. A session a process holds (its writer lock, or its journal's)
+// is refused. A journal outside the directory is left where it is: kept
+// names it.
 func (s Store) Delete(id string) (kept string, err error) {
 	m, err := s.Get(id)
 	if err != nil {
 		return "", err
 	}
+	lock, err := s.Lock(id)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Release()
 	if _, err := s.Journal(m, ""); err != nil {
-		if err := os.Remove(s.metaPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("sessions: %w", err)
-		}
-		return m.Trace, nil
+		return m.Trace, s.remove(m)
 	}
 	if err := trace.CheckUnlocked(m.Trace); err != nil {
 		return "", fmt.Errorf("session %s is running (its journal %s: %w); stop it first", id, m.Trace, err)
 	}
-	if err := os.Remove(m.Trace); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("sessions: %w", err)
+	return "", s.remove(m)
+}
+
+// remove deletes what m names: its journal (when it lies inside the
+// directory), its index entry, its key and its lock file. The caller
+// holds its lock.
+func (s Store) remove(m Meta) error {
+	files := []string{s.metaPath(m.ID)}
+	if _, err := s.Journal(m, ""); err == nil {
+		files = append(files, m.Trace)
 	}
-	if err := os.Remove(s.metaPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("sessions: %w", err)
+	for _, p := range files {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("sessions: %w", err)
+		}
 	}
-	return "", nil
+	if m.Key != "" {
+		if err := s.UnbindKey(m.Key, m.ID); err != nil {
+			return err
+		}
+	}
+	if err := s.index().append(tombstone(m.ID)); err != nil {
+		return err
+	}
+	// The lock file goes last: its lock is still held, and a process
+	// waiting on it finds the session gone.
+	if err := os.Remove(s.lockPath(m.ID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("sessions: %w", err)
+	}
+	return nil
 }

@@ -39,6 +39,8 @@ type ServeOptions struct {
 	SessionIdle time.Duration
 	LoadStory   StoryLoader
 	StartRun    RunStarter
+	// Sessions backs the session tools of the external surface.
+	Sessions Sessions
 
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
@@ -92,6 +94,7 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 		Workspace: opts.Workspace,
 		LoadStory: opts.LoadStory,
 		StartRun:  opts.StartRun,
+		Sessions:  opts.Sessions,
 		Logger:    opts.Logger,
 	}
 	if opts.Stdio {

@@ -15,7 +15,8 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agents/toolserver"
 )
 
-// The tool groups of the outside surface, in the order they are assembled.
+// The tool groups of the outside surface, in the order they are assembled
+// (GroupSessions last).
 const (
 	GroupConfiguration = "configuration"
 	GroupExternal      = "external"
@@ -38,6 +39,9 @@ type Config struct {
 	// without it.
 	LoadStory StoryLoader
 	StartRun  RunStarter
+	// Sessions backs the session tools (external surface), left out
+	// without it.
+	Sessions Sessions
 	// Plugins, if set, adds the live plugin controls (status, enable,
 	// disable) to the configuration tools.
 	Plugins PluginControl
@@ -60,6 +64,8 @@ func Registry(cfg Config) (*toolserver.Registry, error) {
 				return p.Surface == toolserver.Configuration || p.Surface == toolserver.External
 			}},
 		toolserver.Group{Name: GroupExternal, Register: s.externalTools,
+			Enabled: func(p toolserver.Profile) bool { return p.Surface == toolserver.External }},
+		toolserver.Group{Name: GroupSessions, Register: s.sessionTools,
 			Enabled: func(p toolserver.Profile) bool { return p.Surface == toolserver.External }},
 	)
 }

@@ -241,8 +241,8 @@ func TestConfiguredSecretsAreMasked(t *testing.T) {
 }
 
 // TestRegistryGroups: the outside registry enables the configuration group
-// on both outside surfaces, external on external only, and nothing on a
-// live surface.
+// on both outside surfaces, external and sessions on external only, and
+// nothing on a live surface.
 func TestRegistryGroups(t *testing.T) {
 	reg, err := Registry(Config{})
 	if err != nil {
@@ -253,7 +253,7 @@ func TestRegistryGroups(t *testing.T) {
 		want    []string
 	}{
 		{configuration, []string{GroupConfiguration}},
-		{external, []string{GroupConfiguration, GroupExternal}},
+		{external, []string{GroupConfiguration, GroupExternal, GroupSessions}},
 		{toolserver.KanbanTask, nil},
 		{toolserver.OfficeTask, nil},
 	} {

@@ -49,27 +49,43 @@ func Copy(t testing.TB, dst string, names ...string) {
 	t.Helper()
 	src := Stories(t)
 	for _, name := range names {
-		from := filepath.Join(src, name)
-		err := filepath.WalkDir(from, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(from, p)
-			to := filepath.Join(dst, name, rel)
-			if d.IsDir() {
-				return os.MkdirAll(to, 0o755)
-			}
-			if !d.Type().IsRegular() {
-				return nil
-			}
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(to, b, 0o644)
-		})
+		copyTree(t, filepath.Join(src, name), filepath.Join(dst, name))
+	}
+}
+
+// CopyApp copies the story directory at rel, a path under the corpus's
+// repository root (stories/, such as "testdata/apps/cloak"), to
+// dst/<its base name> and returns that directory.
+func CopyApp(t testing.TB, dst, rel string) string {
+	t.Helper()
+	to := filepath.Join(dst, filepath.Base(rel))
+	copyTree(t, filepath.Join(Dir(t), "stories", filepath.FromSlash(rel)), to)
+	return to
+}
+
+// copyTree copies the regular files and directories under from to to
+// (writable, whatever the shared tree's modes).
+func copyTree(t testing.TB, from, to string) {
+	t.Helper()
+	err := filepath.WalkDir(from, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			t.Fatalf("copy story %s: %v", name, err)
+			return err
 		}
+		rel, _ := filepath.Rel(from, p)
+		dst := filepath.Join(to, rel)
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, 0o644)
+	})
+	if err != nil {
+		t.Fatalf("copy story %s: %v", from, err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/kitsoki/kitsoki/internal/base/clock"
+	"github.com/kitsoki/kitsoki/internal/run/driver"
 	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
 )
 
@@ -327,12 +328,16 @@ func (m *Model) ctrlCPressed() tea.Cmd {
 	return nil
 }
 
-// quit ends the UI with exit 0; a turn in flight is cancelled.
+// quit ends the UI with Config.QuitCode (the session is left where it
+// is); a turn in flight is cancelled.
 func (m *Model) quit() tea.Cmd {
 	if m.cancel != nil {
 		m.cancel()
 	}
-	m.code, m.quitting = ExitQuit, true
+	m.code, m.quitting = m.cfg.QuitCode, true
+	if m.code == 0 {
+		m.code = ExitQuit
+	}
 	return tea.Quit
 }
 
@@ -445,17 +450,8 @@ func (m *Model) commands() []string {
 // has reports whether the driver offers a `:` command.
 func (m *Model) has(cmd string) bool { return slices.Contains(m.cfg.Commands, cmd) }
 
-// UnknownCommand is the refusal of a `:word` that is not a command, with
-// the closest of cmds: the terminal UI and the plain prompt say it alike.
-func UnknownCommand(word string, cmds []string) string { return unknownCommand(word, cmds) }
-
-func unknownCommand(word string, cmds []string) string {
-	msg := fmt.Sprintf("unknown command %s", word)
-	if s := closest(word, cmds); s != "" {
-		msg += fmt.Sprintf(" (did you mean %s?)", s)
-	}
-	return msg + "; :help lists the commands"
-}
+// unknownCommand is the text every front end gives an unknown `:` word.
+func unknownCommand(word string, cmds []string) string { return driver.UnknownCommand(word, cmds) }
 
 // browse steps through the history (older when up).
 func (m *Model) browse(older bool) {

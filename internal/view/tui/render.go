@@ -9,7 +9,6 @@ import (
 
 	"github.com/charmbracelet/lipgloss"
 
-	"github.com/kitsoki/kitsoki/internal/base/nearmiss"
 	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
 )
 
@@ -314,9 +313,4 @@ func quoteValue(v any) string {
 		return `'` + s + `'`
 	}
 	return s
-}
-
-// closest is the candidate nearest to word (edit distance at most 2), or "".
-func closest(word string, cands []string) string {
-	return nearmiss.Closest(word, cands, 2)
 }

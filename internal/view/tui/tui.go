@@ -105,13 +105,18 @@ type Config struct {
 	Clock clock.Clock
 	// Help is extra help text for `:help` (the driver's own commands).
 	Help string
-	// Commands are the driver's `:` commands, for completion.
+	// Commands are the driver's `:` commands, for completion; a `:` line
+	// that is none of them nor the UI's own is refused in place.
 	Commands []string
 	// Title is the story's title, shown in the banner ("" shows kitsoki).
 	Title string
+	// QuitCode is Run's code when the person leaves (:quit, Ctrl-D on an
+	// empty line, a second Ctrl-C) before a terminal state; zero is
+	// ExitQuit (6), the code of kitsoki run's plain prompt then.
+	QuitCode int
 }
 
-// The UI's exit codes (Run's first result).
+// The UI's exit codes (Run's first result), besides Config.QuitCode.
 const (
 	ExitOK          = 0 // a terminal state was reached
 	ExitInterrupted = 1 // the run's context ended (SIGINT, SIGTERM)

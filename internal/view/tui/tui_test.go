@@ -547,6 +547,18 @@ func TestRunQuitAndInterrupt(t *testing.T) {
 			t.Errorf("Run = %d, %v; want %d, nil", r.code, r.err, ExitQuit)
 		}
 	})
+	t.Run("quit with a QuitCode", func(t *testing.T) {
+		d := &fakeDriver{status: lobby}
+		u := New(Config{Driver: d, QuitCode: 6})
+		d.ui = u
+		w, done := runUI(t, context.Background(), u)
+		if _, err := w.Write([]byte(":quit\r")); err != nil {
+			t.Fatal(err)
+		}
+		if r := awaitRun(t, done, ":quit"); r.code != 6 || r.err != nil {
+			t.Errorf("Run = %d, %v; want 6 (Config.QuitCode), nil", r.code, r.err)
+		}
+	})
 	t.Run("interrupt", func(t *testing.T) {
 		d := &fakeDriver{status: lobby, release: make(chan struct{}), entered: make(chan string, 1)}
 		u := New(Config{Driver: d})

@@ -3,7 +3,6 @@ package web
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
@@ -165,10 +164,9 @@ func intents(allowed []string, def func(string) *story.Intent) []IntentInfo {
 				if sl.HasDefault && sl.Default != nil {
 					si.Default = fmt.Sprint(sl.Default)
 				}
-				for _, v := range sl.Values {
+				for _, v := range sl.Values { // in the story's order
 					si.Values = append(si.Values, fmt.Sprint(v))
 				}
-				sort.Strings(si.Values)
 				in.Slots = append(in.Slots, si)
 			}
 		}

@@ -108,13 +108,9 @@ func startServer(t testing.TB, o serverOpts) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ln net.Listener
-	for range 50 { // the address of a server a test just stopped may take a moment to free
-		if ln, err = net.Listen("tcp", o.addr); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	// A stopped test server's listener is closed before stop returns, and
+	// Go listens with SO_REUSEADDR: its address can be taken again at once.
+	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -201,6 +201,8 @@ func (l *live) ready() error {
 		return &conflictError{l.failed}
 	case l.readOnly != "":
 		return &conflictError{l.readOnly}
+	case l.busy == busyStarting || l.busy == busyOpening:
+		return &conflictError{"the session is " + l.busy + ": wait for its status on the event stream, then send"}
 	case l.busy != "":
 		return &conflictError{"a turn is in progress: wait for it, or cancel it"}
 	case l.sess == nil:

@@ -153,7 +153,7 @@
     S.callsBox = el("div", { id: "calls", "aria-live": "polite" });
     S.view = el("div", { id: "view", "aria-label": "view" });
     S.intents = el("div", { id: "intents", "aria-label": "intents" });
-    S.line = el("input", { id: "line", type: "text", name: "line", placeholder: "Type an intent (greet name=Ada) or say something", "aria-label": "input line" });
+    S.line = el("input", { id: "line", type: "text", name: "line", placeholder: "Type an intent or say something", "aria-label": "input line" });
     S.say = el("form", { id: "say", onsubmit: function (ev) { ev.preventDefault(); sendText(); } }, [S.line, el("button", { type: "submit", text: "Send" })]);
     S.controls = el("fieldset", { id: "controls", className: "controls" }, [S.view, S.intents, S.say]);
     var play = el("section", { className: "play", "aria-label": "play" }, [S.head, S.alert, S.transcript, S.callsBox, S.controls]);
@@ -268,7 +268,7 @@
     var st = S.status;
     clear(S.view);
     if (st.view_error) S.view.appendChild(el("p", { className: "banner bad", text: "view: " + st.view_error }));
-    st.view.forEach(function (v, i) { S.view.appendChild(viewNode(v, i)); });
+    st.view.forEach(function (v, i) { var n = viewNode(v, i); if (n) S.view.appendChild(n); });
   }
 
   var COLORS = ["red", "green", "yellow", "blue", "magenta", "cyan", "gray", "grey", "white", "black"];
@@ -294,8 +294,11 @@
       case "media": return mediaNode(v, cls);
       case "choice": return choiceNode(v, cls, i);
     }
-    // template, base: the text as the terminal prints it.
-    return el("pre", { className: cls + " text", text: v.text || v.body || "" });
+    // template, base: the text as the terminal prints it, less the blank
+    // lines around it; a blank one (an empty block of a base view) is
+    // left out.
+    var text = String(v.text || v.body || "").replace(/^(\s*\n)+/, "").replace(/\s+$/, "");
+    return text ? el("pre", { className: cls + " text", text: text }) : null;
   }
 
   function mediaNode(v, cls) {
@@ -405,10 +408,11 @@
   function fieldInput(f) {
     var label = f.name + (f.hint ? " — " + f.hint : "");
     if (f.values && f.values.length) {
-      var sel = el("select", { name: f.name, "aria-label": label, required: f.required },
-        (f.required && !f.value ? [el("option", { value: "", text: "choose " + f.name })] : (f.required ? [] : [el("option", { value: "", text: "(none)" })]))
-          .concat(f.values.map(function (v) { return el("option", { value: v, text: v, selected: v === f.value }); })));
-      return sel;
+      // An empty first choice: "choose" a required value, "(none)" for an
+      // optional one without a default.
+      var first = f.value ? [] : [el("option", { value: "", text: f.required ? "choose " + f.name : "(none)" })];
+      return el("select", { name: f.name, "aria-label": label, required: f.required },
+        first.concat(f.values.map(function (v) { return el("option", { value: v, text: v, selected: v === f.value }); })));
     }
     if (f.type === "bool") {
       return el("input", { type: "checkbox", name: f.name, "aria-label": label, checked: f.value === "true" });
@@ -429,16 +433,24 @@
     var st = S.status;
     clear(S.intents);
     S.openForm = null;
+    S.line.placeholder = "Type an intent" + (st.intents.length ? " (" + lineExample(st.intents[0]) + ")" : "") + " or say something";
     if (!st.intents.length) return;
     var row = el("div", { className: "intent-row", role: "group", "aria-label": "what this state accepts" });
     S.slotBox = el("div", { id: "slot-form" });
     st.intents.forEach(function (it) {
-      row.appendChild(el("button", { type: "button", className: "intent", "data-intent": it.name, title: it.description || it.name,
-        text: it.title || it.name, "aria-expanded": it.slots.length ? "false" : null,
+      var about = [it.title, it.description].filter(Boolean).join(" — ");
+      row.appendChild(el("button", { type: "button", className: "intent", "data-intent": it.name, title: about || it.name,
+        "aria-label": it.name + (about ? ": " + about : ""), text: it.name + (it.slots.length ? " …" : ""), "aria-expanded": it.slots.length ? "false" : null,
         onclick: function (ev) { if (it.slots.length) openSlotForm(it, ev.currentTarget); else sendIntent(it.name, {}); } }));
     });
     S.intents.appendChild(row);
     S.intents.appendChild(S.slotBox);
+  }
+
+  // lineExample is an intent as the box takes it: its name and its
+  // required slots ("go direction=…").
+  function lineExample(it) {
+    return [it.name].concat(it.slots.filter(function (x) { return x.required; }).map(function (x) { return x.name + "=…"; })).join(" ");
   }
 
   function openSlotForm(it, button) {
@@ -489,11 +501,11 @@
     var list = el("ul", {}, c.calls.map(function (x) {
       var name = x.agent ? x.agent + " (" + x.handler + ")" : x.handler;
       return el("li", { className: "call", "data-handler": x.handler }, [el("span", { className: "spin", "aria-hidden": "true", text: "◌ " }),
-        el("span", { text: name + (x.purpose ? " — " + x.purpose : "") + " · " + ago(x.age_ms + grown) })]);
+        el("span", { text: name + (x.purpose ? " — " + x.purpose : "") + " · " + ago((x.age_ms || 0) + grown) })]);
     }));
     var cancel = el("button", { type: "button", id: "cancel", className: "danger", text: c.stopping ? "Cancelling…" : "Cancel",
       disabled: c.stopping, onclick: function () { api("POST", S.base + "/cancel").then(function (r) { if (!r.ok) alertLine(r.data.error); }); } });
-    S.callsBox.appendChild(el("div", { className: "busy" }, [el("p", {}, [what + " · " + ago(c.age_ms + grown) + " "]), list, cancel]));
+    S.callsBox.appendChild(el("div", { className: "busy" }, [el("p", {}, [what + " · " + ago((c.age_ms || 0) + grown) + " "]), list, cancel]));
   }
 
   // ---- panes: diagram, trace, world, evals ------------------------------
@@ -548,8 +560,15 @@
     var st = S.status, box = S.panels.diagram;
     clear(box);
     if (st.diagram) {
-      box.appendChild(el("div", { className: "diagram" }, [el("img", { id: "diagram", src: S.base + "/diagram.svg?v=" + st.diagram,
-        alt: "state diagram; the current state is " + (st.state || "none") })]));
+      var wrap = el("div", { className: "diagram" + (S.zoom ? " zoom" : "") }, [el("img", { id: "diagram", src: S.base + "/diagram.svg?v=" + st.diagram,
+        alt: "state diagram; the current state is " + (st.state || "none") })]);
+      var zoom = el("button", { type: "button", id: "zoom", text: "Actual size", "aria-pressed": S.zoom ? "true" : "false", onclick: function () {
+        S.zoom = !S.zoom;
+        wrap.classList.toggle("zoom", S.zoom);
+        zoom.setAttribute("aria-pressed", S.zoom ? "true" : "false");
+      } });
+      box.appendChild(el("div", { className: "buttons" }, [zoom]));
+      box.appendChild(wrap);
     }
     var list = el("ul", { className: "states", id: "states", "aria-label": "states" });
     st.states.forEach(function (n) {

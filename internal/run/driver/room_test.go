@@ -1,4 +1,4 @@
-package main
+package driver
 
 import (
 	"testing"
@@ -12,7 +12,7 @@ import (
 // its relevant_slots: names.
 func TestRelevantIndicator(t *testing.T) {
 	s := &story.State{RelevantWorld: []string{"loans", "member", "tags"}, RelevantSlots: []string{"shelf"}}
-	got := relevant(s, map[string]any{"loans": 2, "member": "Ada", "tags": []any{"a"}})
+	got := Relevant(s, map[string]any{"loans": 2, "member": "Ada", "tags": []any{"a"}})
 	if d := cmp.Diff([]string{"loans=2", "member=Ada", `tags=["a"]`, "<shelf>"}, got); d != "" {
 		t.Errorf("indicator (-want +got):\n%s", d)
 	}
@@ -26,8 +26,8 @@ func TestMenuHintShowsTitleAndDescription(t *testing.T) {
 		{"Borrow a book", "", "Borrow a book"},
 		{"", "From any shelf.", "From any shelf."},
 	} {
-		if got := menuHint(&story.Intent{Title: tt.title, Description: tt.desc}); got != tt.want {
-			t.Errorf("menuHint(%q, %q) = %q, want %q", tt.title, tt.desc, got, tt.want)
+		if got := (IntentInfo{Title: tt.title, Description: tt.desc}).Hint(); got != tt.want {
+			t.Errorf("Hint(%q, %q) = %q, want %q", tt.title, tt.desc, got, tt.want)
 		}
 	}
 }

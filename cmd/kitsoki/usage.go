@@ -23,6 +23,7 @@ const suggestDistance = 2
 
 // usageErr is a usage error: text, then where to read the usage.
 func usageErr(c *cobra.Command, text string) error {
+	//lint:ignore ST1005 the usage hint is the last line the user reads, as cobra writes it.
 	return exitWith(exitUsage, fmt.Errorf("%s\nRun '%s --help' for usage.", text, c.CommandPath()))
 }
 

@@ -83,6 +83,7 @@ func moduleRoot(t *testing.T) (dir, module string) {
 // chain found from it to forbidden, sorted by package.
 func dependents(root, module, under, forbidden string) ([][]string, error) {
 	imports := map[string][]string{} // module-relative package → its module-internal imports
+	//lint:ignore S1021 the closure calls itself, so it is declared before it is assigned.
 	var load func(rel string) ([]string, error)
 	load = func(rel string) ([]string, error) {
 		if imps, ok := imports[rel]; ok {

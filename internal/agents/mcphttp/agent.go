@@ -73,6 +73,7 @@ func Build(decl agent.Declaration, env agent.BuildEnv) (agent.Agent, error) {
 // New returns an agent for decl; nothing is sent until the first Ask.
 func New(decl agent.Declaration, opts ...Option) (*Agent, error) {
 	if decl.Endpoint == "" {
+		//lint:ignore ST1005 the message ends with a YAML key as the author writes it, colon included.
 		return nil, fmt.Errorf("agent_plugins.%s: mcp_http plugin requires endpoint:", decl.Alias)
 	}
 	if u, err := url.Parse(decl.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -76,6 +76,7 @@ func Build(decl agent.Declaration, env agent.BuildEnv) (agent.Agent, error) {
 // New returns an agent for decl; nothing starts until the first Ask.
 func New(decl agent.Declaration, opts ...Option) (*Agent, error) {
 	if decl.Command == "" {
+		//lint:ignore ST1005 the message ends with a YAML key as the author writes it, colon included.
 		return nil, fmt.Errorf("agent_plugins.%s: subprocess plugin requires command:", decl.Alias)
 	}
 	a := &Agent{decl: decl, opts: options{

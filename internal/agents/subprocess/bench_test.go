@@ -80,7 +80,6 @@ func BenchmarkSubprocessAsk(b *testing.B) {
 type switchCounter struct {
 	child         int
 	self0, child0 int64
-	self1, child1 int64
 	ok            bool
 }
 

@@ -253,10 +253,7 @@ func TestRetryOnTheWorkflowMatchesLocal(t *testing.T) {
 	if d := cmp.Diff(rt.Session().World(), res.World.Map()); d != "" {
 		t.Errorf("final world (-local +workflow):\n%s", d)
 	}
-	var local []trace.Event
-	for _, e := range rt.Memory().Events() {
-		local = append(local, e)
-	}
+	local := append([]trace.Event(nil), rt.Memory().Events()...)
 	if d := cmp.Diff(kindsOf(local), kindsOf(evs)); d != "" {
 		t.Errorf("trace kinds (-local +workflow):\n%s", d)
 	}

@@ -312,6 +312,7 @@ var ErrBackground = errors.New("background invokes are not supported in a Tempor
 func checkWorkflowStory(st *story.Story) error {
 	for _, inv := range Invokes(st) {
 		if inv.Background {
+			//lint:ignore ST1005 the message ends with a YAML key as the author writes it, colon included.
 			return fmt.Errorf("%s:%d:%d: invoke %s: background: true: %w; run this story locally (kitsoki run without --temporal) or drop background:",
 				inv.Pos.File, inv.Pos.Line, inv.Pos.Col, inv.Name, ErrBackground)
 		}

@@ -136,10 +136,7 @@ func TestVCSBadInputCaughtByOnError(t *testing.T) {
 				t.Setenv("PATH", bin+string(os.PathListSeparator)+"/bin") // git and bash, no gh
 			}
 			w := turn(t, sess, "bad_input", map[string]any{"case": tc.name}, "caught")
-			want := tc.want
-			if strings.Contains(want, "%s") {
-				want = strings.Replace(want, "%s", repo.Dir, 1)
-			}
+			want := strings.Replace(tc.want, "%s", repo.Dir, 1)
 			if got, _ := w["error"].(string); !strings.Contains(got, want) {
 				t.Errorf("last_error:\n  %s\nwant it to contain:\n  %s", got, want)
 			}

@@ -128,17 +128,22 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 		return err
 	}
 	defer s.Close()
-	token := opts.Token
+	token, generated := opts.Token, false
 	if token == "" {
 		if token, err = toolserver.NewToken(); err != nil {
 			return err
 		}
+		generated = true
+	}
+	// The address is announced once the session is attached: a client
+	// that connects as soon as it reads it must find the token in force.
+	if err := h.Attach(s, token); err != nil {
+		return err
+	}
+	if generated {
 		fmt.Fprintf(opts.Stderr, "kitsoki mcp: serving the %s surface at %s\nkitsoki mcp: send the header \"Authorization: Bearer %s\"\n", p.Surface, h.URL(), token)
 	} else {
 		fmt.Fprintf(opts.Stderr, "kitsoki mcp: serving the %s surface at %s (bearer token as configured)\n", p.Surface, h.URL())
-	}
-	if err := h.Attach(s, token); err != nil {
-		return err
 	}
 	if opts.Ready != nil {
 		opts.Ready(h.URL(), token)

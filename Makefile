@@ -6,7 +6,7 @@ BIN := bin/kitsoki
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/kitsoki/kitsoki/internal/base/version.stamped=$(VERSION)
 
-.PHONY: bench-smoke schemas all build demo test test-examples test-corpus test-viz-corpus setup-browser setup-agent-clis vet bench bench-targets evals clean fetch-llama-server fetch-models test-llama-real
+.PHONY: bench-smoke schemas all build demo test test-examples test-corpus test-viz-corpus setup-browser setup-tmux setup-agent-clis vet bench bench-targets evals clean fetch-llama-server fetch-models test-llama-real
 
 all: build
 
@@ -49,7 +49,7 @@ gocyclo:
 funclen:
 	$(GO) test -count=1 ./internal/check/codesize
 
-test: vet setup-browser test-examples test-corpus test-viz-corpus
+test: vet setup-browser setup-tmux test-examples test-corpus test-viz-corpus
 	$(GO) test -race -count=1 ./...
 
 # Headless Chromium (Debian's package) for the browser tests of the HTML
@@ -57,6 +57,12 @@ test: vet setup-browser test-examples test-corpus test-viz-corpus
 # skip, except with CI=true, where they fail.
 setup-browser:
 	bash scripts/setup-browser.sh
+
+# tmux (Debian's package) for the terminal UI tests, which drive kitsoki
+# in a tmux pane at 80x24 and 200x50; a no-op when tmux is on PATH.
+# Without it those tests skip, except with CI=true, where they fail.
+setup-tmux:
+	bash scripts/setup-tmux.sh
 
 # The codex and copilot CLIs, from the npm registry into
 # .kitsoki/tools/agent-clis (their real-CLI tests skip without them).

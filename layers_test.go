@@ -32,6 +32,9 @@ var layers = []string{
 	"internal/observe",
 	"plugin",
 	"internal/base",
+	// The embedded documentation and JSON Schemas: data, importing nothing.
+	"docs",
+	"schemas",
 }
 
 // layerOf gives the index in layers of a module-relative package path, or

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agents/localllm"
@@ -49,9 +51,11 @@ func newEvalListCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list <story-dir|eval.yaml>",
 		Short: "List eval datasets with their status",
-		Long: `List eval datasets: a directory means <dir>/evals/*.yaml. One line per
-dataset: call, status (unmeasured, stale, passing, failing or invalid),
-comparator, pin (profile/model) and path, separated by tabs.`,
+		Long: `List eval datasets: a story directory (or its app.yaml) means
+<dir>/evals/*.yaml. Under a header, one line per dataset: call, status
+(unmeasured, stale, passing, failing or invalid), comparator, pin
+(profile/model, "-" for none) and path, in aligned columns; --json prints
+the same as a JSON array.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			paths, err := datasetPaths(args[0])
@@ -80,10 +84,20 @@ comparator, pin (profile/model) and path, separated by tabs.`,
 			if asJSON {
 				return writeJSON(out, rows)
 			}
-			for _, r := range rows {
-				fmt.Fprintf(out, "%s\t%s\t%s\t%s\t%s\n", r.Call, r.Status, r.Comparator, r.Pin, r.Path)
+			if len(rows) == 0 {
+				fmt.Fprintf(out, "%s: no eval datasets (evals/*.yaml; see docs/evals.md)\n", args[0])
+				return nil
 			}
-			return nil
+			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "CALL\tSTATUS\tCOMPARATOR\tPIN\tPATH")
+			for _, r := range rows {
+				pin := r.Pin
+				if pin == "" {
+					pin = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Call, r.Status, r.Comparator, pin, r.Path)
+			}
+			return tw.Flush()
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
@@ -91,14 +105,20 @@ comparator, pin (profile/model) and path, separated by tabs.`,
 }
 
 // datasetPaths expands a list argument: a directory's evals/*.yaml, sorted,
-// or the file itself.
+// or the file itself; a story's root file (app.yaml) means its directory.
 func datasetPaths(arg string) ([]string, error) {
 	fi, err := os.Stat(arg)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("kitsoki eval list: %s: no such story directory or eval dataset", arg)
+	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("kitsoki eval list: %w", err)
+	}
+	if !fi.IsDir() && filepath.Base(arg) != story.RootFileName {
+		return []string{arg}, nil
 	}
 	if !fi.IsDir() {
-		return []string{arg}, nil
+		arg = filepath.Dir(arg)
 	}
 	paths, err := filepath.Glob(filepath.Join(arg, "evals", "*.yaml"))
 	if err != nil {

@@ -32,7 +32,8 @@ func TestEvalList(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	want := "compose\tpassing\tenum\tagent.demo/scripted-demo\t" + filepath.Join(helloDir, "evals", "compose.yaml") + "\n"
+	want := "CALL     STATUS   COMPARATOR  PIN                       PATH\n" +
+		"compose  passing  enum        agent.demo/scripted-demo  " + filepath.Join(helloDir, "evals", "compose.yaml") + "\n"
 	if out != want {
 		t.Errorf("stdout = %q, want %q", out, want)
 	}
@@ -54,7 +55,7 @@ func TestEvalList(t *testing.T) {
 	}
 	os.MkdirAll(filepath.Join(dir, "evals"), 0o755)
 	os.WriteFile(filepath.Join(dir, "evals", "x.yaml"), []byte("kind: agent_eval\ncall: c\ncomparator: exact\n"), 0o644)
-	if _, out, _ := runCLI(t, "", "eval", "list", dir); !strings.HasPrefix(out, "c\tinvalid\texact\t\t") {
+	if _, out, _ := runCLI(t, "", "eval", "list", dir); !strings.Contains(out, "\nc     invalid  exact       -    ") {
 		t.Errorf("invalid dataset line = %q", out)
 	}
 }

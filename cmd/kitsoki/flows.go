@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -78,7 +77,7 @@ func setupErr(err error) error {
 
 func runFlows(cmd *cobra.Command, g *globals, o *flowsOpts, app string) error {
 	stdout := cmd.OutOrStdout()
-	if _, err := os.Stat(app); err != nil {
+	if err := storyFileErr(app); err != nil {
 		return setupErr(err)
 	}
 	fixtures, err := testrunner.LoadFixtures(app, o.flows)

@@ -54,7 +54,7 @@ func TestFlowsExitCodes(t *testing.T) {
 			`kitsoki test flows: ` + bad + `:2:23: turns[0].expect_stat: unknown key "expect_stat"`},
 		{"no fixtures", []string{"test", "flows", shopApp, "--flows", filepath.Join(dir, "none", "*.yaml")}, 2, nil,
 			"kitsoki test flows: no flow fixtures match"},
-		{"missing story", []string{"test", "flows", filepath.Join(dir, "nope.yaml")}, 2, nil, "kitsoki test flows: stat "},
+		{"missing story", []string{"test", "flows", filepath.Join(dir, "nope.yaml")}, 2, nil, "nope.yaml: cannot read story file: no such file or directory"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

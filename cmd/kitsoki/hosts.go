@@ -2,14 +2,17 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/kitsoki/kitsoki/internal/agents/agent"
+	"github.com/kitsoki/kitsoki/internal/base/nearmiss"
 	"github.com/kitsoki/kitsoki/internal/hosts/hostplugin"
 	"github.com/kitsoki/kitsoki/internal/load/catalog"
 	"github.com/kitsoki/kitsoki/internal/load/story"
@@ -20,7 +23,7 @@ import (
 func newHostsCmd(g *globals) *cobra.Command {
 	var storyPath string
 	cmd := &cobra.Command{
-		Use:   "hosts",
+		Use:   "hosts [NAME]",
 		Short: "List the invoke handlers kitsoki provides: name, with: fields, result fields",
 		Long: "List every invoke handler kitsoki provides with its with: fields and the result fields bind: reads,\n" +
 			"then the handlers kitsoki knows of but does not build (a story invoking one is refused at load\n" +
@@ -28,11 +31,22 @@ func newHostsCmd(g *globals) *cobra.Command {
 			"With --story FILE the story is loaded and its own host_plugins: are listed after them: each\n" +
 			"plugin is started once and asked host.describe, and its ops are shown with their descriptions\n" +
 			"and the with: fields of their args_schema (docs/plugins.md).\n\n" +
-			"Exit codes: 0 listed, 2 the story does not load or one of its host plugins cannot be described.",
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+			"NAME lists only that handler, or with a prefix every handler under it: `kitsoki hosts host.run`,\n" +
+			"`kitsoki hosts host.git` (host.git and host.git.*). A name nothing matches is an error with a\n" +
+			"suggestion.\n\n" +
+			"Exit codes: 0 listed, 1 NAME matches no handler, 2 the story does not load or one of its host\n" +
+			"plugins cannot be described.",
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f := handlerFilter("")
+			if len(args) == 1 {
+				f = handlerFilter(args[0])
+			}
 			if storyPath == "" {
-				return writeHosts(cmd.OutOrStdout())
+				if err := f.check(nil); err != nil {
+					return exitWith(exitFailure, err)
+				}
+				return writeHosts(cmd.OutOrStdout(), f)
 			}
 			// The story loads before anything is printed: a story that
 			// does not load prints only its errors.
@@ -41,10 +55,14 @@ func newHostsCmd(g *globals) *cobra.Command {
 				return exitWith(exitLoad, err)
 			}
 			defer st.Close()
-			if err := writeHosts(cmd.OutOrStdout()); err != nil {
+			if err := f.check(slices.Collect(maps.Keys(st.HostPlugins))); err != nil {
+				return exitWith(exitFailure, err)
+			}
+			if err := writeHosts(cmd.OutOrStdout(), f); err != nil {
 				return err
 			}
 			ls := hostplugin.List(cmd.Context(), st, hostplugin.Options{Logger: g.logger(cmd.ErrOrStderr())})
+			ls = slices.DeleteFunc(ls, func(l hostplugin.Listing) bool { return !f.match(l.Decl.Name) })
 			if err := writeHostPlugins(cmd.OutOrStdout(), storyPath, st, ls); err != nil {
 				return err
 			}
@@ -69,20 +87,72 @@ func newHostsCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// writeHosts prints the handler table of internal/load/catalog.
-func writeHosts(w io.Writer) error {
+// handlerFilter is kitsoki hosts' NAME: a handler's name, or a dotted
+// prefix of names ("" matches every handler).
+type handlerFilter string
+
+// match reports whether the handler name is the filter or under it.
+func (f handlerFilter) match(name string) bool {
+	return f == "" || name == string(f) || strings.HasPrefix(name, string(f)+".")
+}
+
+// check fails when the filter matches no handler kitsoki knows (built or
+// not) nor any of the story's host plugins, suggesting the nearest name.
+func (f handlerFilter) check(plugins []string) error {
+	if f == "" {
+		return nil
+	}
+	names := slices.Clone(plugins)
+	for _, s := range catalog.Builtins() {
+		names = append(names, s.Name)
+	}
+	for _, u := range catalog.Unbuilts() {
+		if strings.HasPrefix(string(f), u.Name+".") {
+			return nil
+		}
+		names = append(names, u.Name)
+	}
+	if slices.ContainsFunc(names, f.match) {
+		return nil
+	}
+	msg := fmt.Sprintf("kitsoki hosts: no handler is named %s or %s.*", f, f)
+	if s := nearmiss.Closest(string(f), names, 3); s != "" {
+		msg += fmt.Sprintf(" (did you mean %s?)", s)
+	}
+	return errors.New(msg + "; kitsoki hosts lists them all")
+}
+
+// writeHosts prints the handler table of internal/load/catalog, the
+// handlers f matches only.
+func writeHosts(w io.Writer, f handlerFilter) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for i, s := range catalog.Builtins() {
-		if i > 0 {
+	n := 0
+	for _, s := range catalog.Builtins() {
+		if !f.match(s.Name) {
+			continue
+		}
+		if n > 0 {
 			fmt.Fprintln(tw)
 		}
+		n++
 		fmt.Fprintf(tw, "%s\t%s\n", s.Name, s.Summary)
 		writeFields(tw, "with", s.Fields)
 		writeFields(tw, "returns", s.Results)
 	}
-	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "not built (refused at load unless a host plugin serves them):")
+	var unbuilt []catalog.Unbuilt
 	for _, u := range catalog.Unbuilts() {
+		if f.match(u.Name) || strings.HasPrefix(string(f), u.Name+".") { // listed as NAME, NAME.*
+			unbuilt = append(unbuilt, u)
+		}
+	}
+	if len(unbuilt) == 0 {
+		return tw.Flush()
+	}
+	if n > 0 {
+		fmt.Fprintln(tw)
+	}
+	fmt.Fprintln(tw, "not built (refused at load unless a host plugin serves them):")
+	for _, u := range unbuilt {
 		fmt.Fprintf(tw, "  %s, %s.*\tneeds %s\n", u.Name, u.Name, u.Needs)
 	}
 	fmt.Fprintln(tw)

@@ -250,8 +250,8 @@ func TestHostsListing(t *testing.T) {
 			t.Errorf("kitsoki hosts still refuses %q", gone)
 		}
 	}
-	if code, _, _ := runCLI(t, "", "hosts", "extra"); code != exitUsage {
-		t.Errorf("kitsoki hosts extra: exit %d, want %d", code, exitUsage)
+	if code, _, _ := runCLI(t, "", "hosts", "host.run", "extra"); code != exitUsage {
+		t.Errorf("kitsoki hosts host.run extra: exit %d, want %d", code, exitUsage)
 	}
 }
 

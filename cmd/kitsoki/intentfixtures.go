@@ -109,7 +109,7 @@ func (o *intentsOpts) static() (bool, error) {
 func (o *intentsOpts) staticRecording(appPath string) (*testrunner.Recording, error) {
 	p := o.recording
 	if p == "" {
-		p = filepath.Join(filepath.Dir(appPath), "recording.yaml")
+		p = filepath.Join(filepath.Dir(story.RootFile(appPath)), "recording.yaml")
 		if _, err := os.Stat(p); err != nil {
 			return &testrunner.Recording{File: "(none: no recording.yaml beside the story)"}, nil
 		}

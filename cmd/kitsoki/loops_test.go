@@ -100,7 +100,7 @@ func TestPromptHelp(t *testing.T) {
 	}{
 		{"local", &driver.Console{Extra: localCommands(&pluginRuntime{}, &switchCommands{})}, common + ":quit      leave\n" +
 			":plugins   agent plugins with tools      :enable <alias> / :disable <alias>\n" +
-			":reload    re-read the story's plugins\n" +
+			":reload    re-read the story and go on in it · :reload plugins   re-read only the plugins\n" +
 			":provider [profile|none]   switch the default agent   :model [name|n]   :effort [level]"},
 		{"cluster", &driver.Console{Extra: clusterCommands{}, QuitHelp: "leave (the session goes on on the cluster)"}, common + ":quit      leave (the session goes on on the cluster)"},
 	} {

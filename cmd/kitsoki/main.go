@@ -92,6 +92,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newVizCmd(g))
 	root.AddCommand(newSessionCmd(g))
 	root.AddCommand(newWorkerCmd(g))
+	root.AddCommand(newNewCmd(), newDocsCmd())
 	root.AddCommand(newWebCmd(g))
 	checkUsage(root)
 	return root

@@ -13,6 +13,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/base/version"
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/observe/otelexport"
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
 	"github.com/kitsoki/kitsoki/internal/run/runtime"
 )
 
@@ -49,7 +50,14 @@ func (o *otlpOpts) open(ctx context.Context, st *story.Story, session, path stri
 	if err != nil {
 		return nil, err
 	}
-	cfg.Trace.Observer = exp
+	if prev := cfg.Trace.Observer; prev != nil { // the terminal UI's: both see every event
+		cfg.Trace.Observer = trace.ObserverFunc(func(ev *trace.Event, p trace.Payload) {
+			exp.Observe(ev, p)
+			prev.Observe(ev, p)
+		})
+	} else {
+		cfg.Trace.Observer = exp
+	}
 	return &otlpExport{exp: exp}, nil
 }
 

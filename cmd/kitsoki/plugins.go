@@ -74,13 +74,24 @@ var pluginCommandNames = []string{":plugins", ":enable", ":disable", ":reload"}
 // Names, Help and Run make the plugin commands a driver.Commands.
 func (p *pluginRuntime) Names() []string { return pluginCommandNames }
 func (p *pluginRuntime) Help() string    { return pluginHelp }
+
+// Run runs a plugin command. At the prompt `:reload` is the story's
+// reload (driver.Console.Reload): it reaches Run only when the run cannot
+// reload its story; `:reload plugins` reloads the plugins in place.
 func (p *pluginRuntime) Run(ctx context.Context, line string, out, errw io.Writer) bool {
+	switch strings.Join(strings.Fields(line), " ") {
+	case ":reload":
+		fmt.Fprintln(errw, "kitsoki: this run cannot reload its story")
+		return true
+	case ":reload plugins":
+		line = ":reload"
+	}
 	return p.command(ctx, line, out, errw)
 }
 
 // pluginHelp documents the prompt's plugin commands.
 const pluginHelp = `:plugins   agent plugins with tools      :enable <alias> / :disable <alias>
-:reload    re-read the story's plugins`
+:reload    re-read the story and go on in it · :reload plugins   re-read only the plugins`
 
 // command runs one of the prompt's plugin commands and reports whether
 // line was one.

@@ -219,3 +219,44 @@ func TestFreeTextBuiltinRouter(t *testing.T) {
 		t.Errorf("tiers = %v, want [router]", tiers)
 	}
 }
+
+// Free text with no model: a typed line said as free text fills its
+// slots, and "greet Ada" fills the one required slot, with no router. A
+// sentence that needs the router, when the router's program is not
+// installed, gets one line saying which agent, how to install it and how
+// to type the intent instead.
+func TestFreeTextWithoutAModel(t *testing.T) {
+	t.Setenv("PATH", t.TempDir()) // no claude here
+	for _, say := range []string{"greet name=Ada", "greet Ada"} {
+		code, out, errs := runCLI(t, "", "run", hello, "--trace", filepath.Join(t.TempDir(), "t.jsonl"), "--say", say, "--say", "bye")
+		if code != exitOK || !strings.Contains(out, "Hey Ada, good to see you!") {
+			t.Errorf("--say %q: exit %d\n%s%s", say, code, out, errs)
+		}
+	}
+	code, _, errs := runCLI(t, "", "run", hello, "--trace", filepath.Join(t.TempDir(), "t.jsonl"), "--say", "please say hi to my friend")
+	want := `ROUTER_FAILED: "please say hi to my friend" needs the router agent agent.claude, whose program claude is not installed: ` +
+		"install it (npm install -g @anthropic-ai/claude-code; see docs/agents/claude.md), or type the intent instead: bye, greet name=Ada\n"
+	if code != exitAgent || !strings.Contains(errs, want) {
+		t.Errorf("exit %d\n%s\nwant the line %q", code, errs, want)
+	}
+	// A router that is a plugin program: named, with no install command.
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "app.yaml"), []byte(`app: {id: r}
+agent_plugins:
+  agent.router: {plugin: subprocess, command: kitsoki-no-such-router}
+routing: {agent: agent.router}
+intents:
+  add: {slots: {item: {type: string, required: true}}}
+  done: {}
+root: list
+states:
+  list: {on: {add: [{target: .}], done: [{target: end}]}}
+  end: {terminal: true}
+`), 0o600)
+	code, _, errs = runCLI(t, "", "run", filepath.Join(dir, "app.yaml"), "--trace", filepath.Join(dir, "t.jsonl"), "--say", "put milk on it")
+	want = `ROUTER_FAILED: "put milk on it" needs the router agent agent.router, whose program kitsoki-no-such-router is not installed: ` +
+		"install it, or type the intent instead: add item=<item>, done\n"
+	if code != exitAgent || !strings.Contains(errs, want) {
+		t.Errorf("exit %d\n%s\nwant the line %q", code, errs, want)
+	}
+}

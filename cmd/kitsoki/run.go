@@ -27,6 +27,11 @@ import (
 )
 
 type runOpts struct {
+	// reload is set by a run that ends for a :reload: it starts again on
+	// the same session. in is the terminal's lines, kept across reloads
+	// (one goroutine reads the terminal).
+	reload    bool
+	in        *driver.Lines
 	recording string // --recording: a Kitsoki recording answers free text
 	otlp      otlpOpts
 	trace     string
@@ -112,7 +117,12 @@ Exit codes:
   6  the input ended before a terminal state`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runStory(cmd, g, o, args[0])
+			for {
+				o.reload = false
+				if err := runStory(cmd, g, o, args[0]); err != nil || !o.reload {
+					return err
+				}
+			}
 		},
 	}
 	f := cmd.Flags()
@@ -152,7 +162,8 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 	if err := o.tf.refuseWithout(cmd); err != nil {
 		return err
 	}
-	st, agents, budget, err := o.loadStory(g, path)
+	sopts := o.storyOptions(g)
+	st, agents, budget, err := o.loadStory(g, path, sopts)
 	if err != nil {
 		return err
 	}
@@ -173,7 +184,7 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 	if err != nil {
 		return exitWith(exitUsage, err) // malformed, undeclared or mistyped --world value
 	}
-	plan, err := o.sf.plan(cmd.Context(), o, st, world, stderr)
+	plan, err := o.sessionPlan(cmd, st, world, stderr)
 	if err != nil {
 		return err
 	}
@@ -204,6 +215,7 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 	}
 	if tw != nil {
 		cfg.OnDispatch = tw.dispatched
+		cfg.Trace.Observer = tw.observer(nil)
 	}
 	as.configure(&cfg)
 	hc, err := openHTTPCassette(o, st, &cfg)
@@ -235,17 +247,44 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	con := &driver.Console{D: d, Out: stdout, Err: stderr, Extra: localCommands(plugins, switches), Replay: as.replayCheck}
+	con.Reload = reloader(tw != nil || interactive, path, sopts, st, plan)
+	defer o.reloaded(con, plan)
 	if tw != nil {
 		return exitCode(tw.run(ctx, con, st, path, plan.Trace(), stderr))
 	}
 	return exitCode(o.drive(ctx, cmd, con, in, interactive))
 }
 
-// loadStory loads the story at path with the run's options (the handlers
-// a cassette answers, a prompt overlay) and resolves its agents' profile
-// plan and the run's budget, before the masking: the plan adds the
-// profiles' secrets to the story.
-func (o *runOpts) loadStory(g *globals, path string) (*story.Story, *profiles.Plan, *agent.Budget, error) {
+// sessionPlan offers, on a terminal, to resume the story's unfinished
+// session, then decides the run's session (sessionFlags.plan).
+func (o *runOpts) sessionPlan(cmd *cobra.Command, st *story.Story, world map[string]any, stderr io.Writer) (*driver.Plan, error) {
+	if err := o.sf.offerResume(o, st, cmd.InOrStdin(), stderr); err != nil {
+		return nil, exitWith(exitFailure, err)
+	}
+	return o.sf.plan(cmd.Context(), o, st, world, stderr)
+}
+
+// reloader lets a person at the terminal (person) :reload the story the
+// session runs; nil for any other run.
+func reloader(person bool, path string, opts []story.Option, st *story.Story, plan *driver.Plan) *driver.Reloader {
+	if !person {
+		return nil
+	}
+	return &driver.Reloader{Path: path, Opts: opts, Current: st, Session: plan.ID(), Journal: plan.Trace()}
+}
+
+// reloaded notes a run that ended for a :reload: the run starts again
+// and resumes this session, as --session ID resumes it.
+func (o *runOpts) reloaded(con *driver.Console, plan *driver.Plan) {
+	o.reload = con.Reloading
+	if con.Reloading {
+		o.session, o.sf.resumeLatest = plan.ID(), false
+	}
+}
+
+// storyOptions are the run's options of the loader: the handlers a
+// cassette answers, a prompt overlay.
+func (o *runOpts) storyOptions(g *globals) []story.Option {
 	sopts := g.storyOpts()
 	if o.cassette != "" { // the handlers the cassette answers are provided
 		sopts = append(sopts, story.WithReplayedHandlers(replay.HandlerNames(o.cassette)...))
@@ -253,6 +292,13 @@ func (o *runOpts) loadStory(g *globals, path string) (*story.Story, *profiles.Pl
 	if o.promptOverlay != "" {
 		sopts = append(sopts, story.WithPromptOverlay(o.promptOverlay))
 	}
+	return sopts
+}
+
+// loadStory loads the story at path with the run's options and resolves its agents' profile
+// plan and the run's budget, before the masking: the plan adds the
+// profiles' secrets to the story.
+func (o *runOpts) loadStory(g *globals, path string, sopts []story.Option) (*story.Story, *profiles.Plan, *agent.Budget, error) {
 	st, err := story.Load(path, sopts...)
 	if err != nil {
 		return nil, nil, nil, exitWith(exitLoad, err)
@@ -272,7 +318,10 @@ func (o *runOpts) operator(cmd *cobra.Command, tw *tuiWiring, session *runtime.S
 	case tw != nil:
 		session.Operator = tw.ask
 	case interactive:
-		in = driver.NewLines(cmd.InOrStdin())
+		if o.in == nil {
+			o.in = driver.NewLines(cmd.InOrStdin())
+		}
+		in = o.in
 		session.Operator = driver.TerminalOperator(in, stdout)
 	}
 	return in, interactive

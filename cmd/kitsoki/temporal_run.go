@@ -84,7 +84,7 @@ func runOnCluster(cmd *cobra.Command, g *globals, o *runOpts, path string) (err 
 	// session, as a bundle in the blob store the workers run.
 	var ref cluster.StoryRef
 	if cmd.Flags().Changed("stories") {
-		if ref, err = cluster.PathRef(o.tf.stories, path, st); err != nil {
+		if ref, err = cluster.PathRef(o.tf.stories, story.RootFile(path), st); err != nil { // a story directory: its app.yaml
 			return exitWith(exitUsage, err)
 		}
 	}

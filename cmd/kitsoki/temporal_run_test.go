@@ -205,3 +205,25 @@ func TestRemoteScriptedMatchesLocal(t *testing.T) {
 		}
 	}
 }
+
+// TestRemotePromptUnknownCommandMatchesLocal: an unknown :word on the
+// prompt of a session on the cluster is refused with the closest command,
+// as locally, and :quit exits 6 in both.
+func TestRemotePromptUnknownCommandMatchesLocal(t *testing.T) {
+	input := ":wrold\n:quit\n"
+	wantCode, wantOut, wantErr := runInteractive(t, input)
+	if !strings.Contains(wantErr, "kitsoki: unknown command :wrold (did you mean :world?); :help lists the commands") || wantCode != exitIncomplete {
+		t.Fatalf("the local run: exit %d, stderr:\n%s", wantCode, wantErr)
+	}
+	d, _, out, errb := remoteHello(t)
+	code := d.Prompt(context.Background(), driver.NewLines(strings.NewReader(input)))
+	if code != wantCode {
+		t.Errorf("exit %d, local %d", code, wantCode)
+	}
+	if d := cmp.Diff(wantOut, out.String()); d != "" {
+		t.Errorf("stdout (-local +cluster):\n%s", d)
+	}
+	if d := cmp.Diff(wantErr, errb.String()); d != "" {
+		t.Errorf("stderr (-local +cluster):\n%s", d)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/base/secret"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
 	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
 	"github.com/kitsoki/kitsoki/internal/run/driver"
 	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/view/tui"
@@ -81,6 +82,33 @@ func (tw *tuiWiring) dispatched(c *host.Call) func() {
 	return func() { ui.Notify(tui.CallEnded{}) }
 }
 
+// observer hands the UI each free-text turn's route as the trace records
+// it (turn.routed), before the turn's result; next is the run's other
+// observer (OpenTelemetry), or nil.
+func (tw *tuiWiring) observer(next trace.Observer) trace.Observer {
+	return trace.ObserverFunc(func(ev *trace.Event, p trace.Payload) {
+		if next != nil {
+			next.Observe(ev, p)
+		}
+		ui := tw.ui.Load()
+		if ui == nil || ev.Kind != trace.KindTurnRouted {
+			return
+		}
+		var r trace.TurnRouted
+		switch x := p.(type) {
+		case trace.TurnRouted:
+			r = x
+		case *trace.TurnRouted:
+			r = *x
+		default:
+			if trace.Decode(ev, &r) != nil {
+				return
+			}
+		}
+		ui.Routed(tui.Route{Tier: r.Tier, Intent: r.Intent, Slots: r.Slots, Confidence: r.Confidence})
+	})
+}
+
 // ask is the operator: an agent's question is asked in the UI.
 func (tw *tuiWiring) ask(ctx context.Context, question string) (string, error) {
 	ui := tw.ui.Load()
@@ -108,7 +136,7 @@ func (tw *tuiWiring) run(ctx context.Context, con *driver.Console, st *story.Sto
 		help = con.Extra.Help()
 	}
 	ui := tui.New(tui.Config{Driver: d, Mask: secret.New(st.Secrets).Text, History: hist, Help: help,
-		Commands: con.Names(), QuitCode: exitIncomplete})
+		Commands: con.Names(), QuitCode: exitIncomplete, Title: st.App.Title})
 	tw.ui.Store(ui)
 	tw.out.set(ui.Writer(false))
 	tw.err.set(ui.Writer(true))
@@ -123,6 +151,9 @@ func (tw *tuiWiring) run(ctx context.Context, con *driver.Console, st *story.Sto
 	case err != nil:
 		fmt.Fprintln(stderr, "kitsoki: terminal UI:", err)
 		return exitFailure
+	}
+	if con.Reloading {
+		return exitOK // the run starts again on the story as it is now
 	}
 	fmt.Fprintf(stderr, "kitsoki: session ended; trace %s\n", tracePath)
 	return code

@@ -329,7 +329,8 @@ func TestTUIDriver(t *testing.T) {
 		{"bye", []tui.Line{{Err: true, Text: "GUARD_FAILED: no transition matched for intent \"bye\" in state \"lobby\""}, {Err: true, Text: "hint: Greet somebody before you leave."}}, false, false, "lobby"},
 		{"greet name=Ada style=formal", []tui.Line{{Text: "Good day, Ada. It is a pleasure to make your acquaintance."}}, true, false, "greeted"},
 		{":world", nil, false, false, "greeted"},
-		{":reload", []tui.Line{{Err: true, Text: "kitsoki: no plugin contributes agent tools in this run"}}, false, false, "greeted"},
+		{":reload plugins", []tui.Line{{Err: true, Text: "kitsoki: no plugin contributes agent tools in this run"}}, false, false, "greeted"},
+		{":reload", []tui.Line{{Err: true, Text: "kitsoki: this run cannot reload its story"}}, false, false, "greeted"},
 		{"bye", nil, true, true, "farewell"},
 	}
 	for _, s := range steps {

@@ -63,8 +63,7 @@ Exit codes: 0 the story loads, 2 it does not (or, with --strict, has warnings).`
 			if err := checkHostPlugins(cmd.Context(), st, g.logger(cmd.ErrOrStderr()), cmd.ErrOrStderr(), strict); err != nil {
 				return exitWith(exitLoad, err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (%d states, %d intents, %d agent plugins)\n",
-				args[0], len(st.States), len(st.Intents), len(st.Plugins))
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (%s)\n", args[0], storyCounts(st))
 			writeAgentPlugins(cmd.OutOrStdout(), st)
 			writeProfiles(cmd.OutOrStdout(), g.project, st)
 			return nil
@@ -157,4 +156,23 @@ func checkHostPlugins(ctx context.Context, st *story.Story, logger *slog.Logger,
 		err = fmt.Errorf("%w\n%d errors", err, len(diags))
 	}
 	return err
+}
+
+// storyCounts is validate's summary of a story: its states, intents and
+// the agent plugins it declares (the agent.claude the loader adds when
+// none is declared is not counted).
+func storyCounts(st *story.Story) string {
+	plugins := len(st.Plugins)
+	if st.DefaultPluginInjected {
+		plugins--
+	}
+	return fmt.Sprintf("%s, %s, %s", count(len(st.States), "state"), count(len(st.Intents), "intent"), count(plugins, "agent plugin"))
+}
+
+// count is "1 thing" or "N things".
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }

@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -54,4 +57,24 @@ func storyLibrary() string {
 // loadStoryIn loads a story for the MCP tools, confined to their workspace.
 func loadStoryIn(_ context.Context, path, ws string) (*story.Story, error) {
 	return story.Load(path, story.WithWorkspace(ws))
+}
+
+// storyFileErr checks that a story path names a file to load (a story
+// directory: its app.yaml), for the commands that look at the path before
+// loading the story; the error names the path as typed, as the loader's
+// does.
+func storyFileErr(path string) error {
+	root := story.RootFile(path)
+	fi, err := os.Stat(root)
+	switch {
+	case err == nil && fi.IsDir():
+		return fmt.Errorf("%s: cannot read story file: not a regular file", path)
+	case errors.Is(err, fs.ErrNotExist) && root != path:
+		return fmt.Errorf("%s: %s is a directory without an %s: name the story's root file", root, path, story.RootFileName)
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s: cannot read story file: no such file or directory", path)
+	case err != nil:
+		return fmt.Errorf("%s: cannot read story file: %w", path, err)
+	}
+	return nil
 }

@@ -72,3 +72,24 @@ func Clip(b []byte) string {
 	}
 	return string(b[:QuoteLimit]) + "..."
 }
+
+// NotInstalled is the cause of an agent failure whose program is not
+// installed: not on PATH, or not at the path the story declares. Its text
+// is the lookup's error, so wrapping it changes no message; a caller that
+// finds it (errors.As) can say what to install and how.
+type NotInstalled struct {
+	Program string // the program looked for, as declared
+	Install string // how to install it (a command), "" when there is no one way
+	Docs    string // the page of kitsoki's docs about it (docs/agents/claude.md), or ""
+	Err     error  // the lookup's error
+}
+
+func (e *NotInstalled) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("%s is not installed", e.Program)
+	}
+	return e.Err.Error()
+}
+
+// Unwrap returns the lookup's error.
+func (e *NotInstalled) Unwrap() error { return e.Err }

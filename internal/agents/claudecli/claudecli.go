@@ -151,6 +151,9 @@ func (a *Agent) namespace() string {
 	return agent.DefaultAlias
 }
 
+// InstallCommand installs the Claude Code CLI.
+const InstallCommand = "npm install -g @anthropic-ai/claude-code"
+
 // binary resolves the claude binary, failing with a message that says how
 // to install or point at it.
 func (a *Agent) binary() (string, error) {
@@ -160,9 +163,10 @@ func (a *Agent) binary() (string, error) {
 	}
 	path, err := exec.LookPath(name)
 	if err != nil {
+		missing := &agent.NotInstalled{Program: name, Install: InstallCommand, Docs: "docs/agents/claude.md", Err: err}
 		return "", agent.Errorf(agent.KindTransportError,
-			"claude CLI %q not found (%v): install Claude Code (npm install -g @anthropic-ai/claude-code) so that claude is on PATH, or set command: <path to claude> under agent_plugins.%s",
-			name, err, a.namespace())
+			"claude CLI %q not found (%w): install Claude Code ("+InstallCommand+") so that claude is on PATH, or set command: <path to claude> under agent_plugins.%s",
+			name, missing, a.namespace())
 	}
 	return path, nil
 }

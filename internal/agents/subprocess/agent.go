@@ -17,7 +17,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"os/exec"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -222,6 +224,9 @@ func (a *Agent) live() (*process, error) {
 	p, err := spawn(a.decl, &a.opts)
 	seq := a.watch.spawned()
 	if err != nil {
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			err = &agent.NotInstalled{Program: a.decl.Command, Err: err}
+		}
 		ae := agent.Errorf(agent.KindPluginCrash, "subprocess agent: spawn %q: %w", a.decl.Command, err)
 		go a.watch.emit(ProcessEvent{Kind: ProcessSpawnFailed, Seq: seq, Detail: ae.Detail})
 		return nil, ae

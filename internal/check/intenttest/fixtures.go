@@ -350,8 +350,9 @@ func (p *fixtureParser) rate(m map[string]*yaml.Node, key, path string) float64 
 }
 
 // FixtureFiles lists the story's intents fixtures: glob, else
-// <story dir>/intents/*.yaml.
+// <story dir>/intents/*.yaml (appPath may be the story directory).
 func FixtureFiles(appPath, glob string) ([]string, error) {
+	appPath = story.RootFile(appPath)
 	if glob == "" {
 		glob = filepath.Join(filepath.Dir(appPath), "intents", "*.yaml")
 	}

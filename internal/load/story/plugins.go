@@ -207,5 +207,6 @@ func (l *loader) injectDefaultPlugin() {
 		l.st.Plugins[agent.DefaultAlias] = agent.Declaration{
 			Alias: agent.DefaultAlias, Plugin: agent.PluginClaudeCLI, Tool: "ask", Enabled: true, Dir: l.dir,
 		}
+		l.st.DefaultPluginInjected = true
 	}
 }

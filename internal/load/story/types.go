@@ -36,6 +36,9 @@ type Story struct {
 	Hosts   []string // union of all files' hosts:, in first-seen order
 	Agents  map[string]*Persona
 	Plugins map[string]agent.Declaration // includes the injected agent.claude
+	// DefaultPluginInjected is true when no file declared agent.claude and
+	// the loader added it to Plugins.
+	DefaultPluginInjected bool
 	// HostPlugins are the host_plugins: entries by handler name (nil
 	// when there are none).
 	HostPlugins map[string]*HostPlugin

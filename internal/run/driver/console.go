@@ -44,6 +44,11 @@ type Console struct {
 	// TUIView leaves the view to the terminal UI, which renders the typed
 	// view; ViewShown says the last report would have printed it.
 	TUIView, ViewShown bool
+	// Reload, when set, lets `:reload` end the run so that it starts
+	// again on the story as it is on disk (reload.go); Reloading says
+	// one was taken.
+	Reload    *Reloader
+	Reloading bool
 }
 
 // Prompt is the terminal prompt (promptLoop).

@@ -133,6 +133,11 @@ func (l *Local) Settle(ctx context.Context) ([]*orchestrator.Outcome, error) {
 	return outs, err
 }
 
+// OverrideWorld sets world keys the next turn writes (and traces, as a
+// world.update) when it starts, before its guards run; the values are
+// checked as initial values are (orchestrator.Session.OverrideWorld).
+func (l *Local) OverrideWorld(kv map[string]any) error { return l.sess.OverrideWorld(kv) }
+
 // Status is where the session stands.
 func (l *Local) Status(context.Context) (*Status, error) {
 	s := l.sess

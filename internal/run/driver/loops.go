@@ -46,6 +46,12 @@ type lineDriver interface {
 	settle(ctx context.Context) (code int, stop bool)
 	// current is the state the session is in.
 	current() string
+	// reload runs `:reload` of the story; false: this session cannot,
+	// and command gets the line.
+	reload(ctx context.Context) bool
+	// reloadRequested says a :reload was taken: the loop ends and the
+	// run starts again on the story as it is now.
+	reloadRequested() bool
 }
 
 // promptHelp is the :help text every prompt shares; each adds its :quit
@@ -86,6 +92,9 @@ func promptLoop(ctx context.Context, d lineDriver, in *Lines) int {
 		}
 		r := runCommand(ctx, d, line)
 		if r.handled && !r.turn {
+			if d.reloadRequested() {
+				return ExitOK
+			}
 			continue
 		}
 		code, stop := r.code, r.stop
@@ -144,6 +153,9 @@ func runCommand(ctx context.Context, d lineDriver, line string) commandResult {
 	}
 	if !strings.HasPrefix(line, ":") {
 		return commandResult{}
+	}
+	if line == ":reload" && d.reload(ctx) {
+		return done
 	}
 	if !d.command(ctx, line) {
 		word, _, _ := strings.Cut(line, " ")

@@ -33,6 +33,9 @@ type fakeDriver struct {
 	skip      int // how many inputs the session already took
 	skipCode  int // the code of the first skipped input (a mismatch)
 	settled   outcome
+	// reloads says :reload of the story is taken (the run ends for it);
+	// false: the console has none, the front end's commands get it.
+	reloads, reloading bool
 	// cancel, when set, is called by a turn or back of the line
 	// "interrupt" (as SIGINT ends the run's context mid-turn).
 	cancel context.CancelFunc
@@ -109,6 +112,15 @@ func (f *fakeDriver) settle(context.Context) (int, bool) {
 }
 
 func (f *fakeDriver) current() string { return "room" }
+func (f *fakeDriver) reload(context.Context) bool {
+	if !f.reloads {
+		return false
+	}
+	f.calls = append(f.calls, "reload")
+	f.reloading = true
+	return true
+}
+func (f *fakeDriver) reloadRequested() bool { return f.reloading }
 
 func (f *fakeDriver) names() []string { return []string{":help", ":world", ":plugins"} }
 
@@ -159,6 +171,10 @@ func TestPromptLoop(t *testing.T) {
 		{name: ":world that cannot be read is an error and goes on", input: ":world\n:quit\n",
 			drv:  fakeDriver{worldErr: errors.New("status: unavailable")},
 			code: ExitIncomplete, out: "[room]\n> > ", err: "kitsoki: status: unavailable\n", calls: []string{"describe", "world"}},
+		{name: ":reload of the story ends the loop with 0 (the run starts again)", input: ":reload\nnever\n", drv: fakeDriver{reloads: true},
+			code: ExitOK, out: "[room]\n> ", calls: []string{"describe", "reload"}},
+		{name: ":reload with no story reload goes to the front end's commands", input: ":reload\n:quit\n",
+			drv: fakeDriver{commands: map[string]bool{":reload": true}}, code: ExitIncomplete, out: "[room]\n> > ", calls: []string{"describe", "command :reload"}},
 		{name: ":back with no history is refused and takes nothing", input: ":back\n:quit\n",
 			code: ExitIncomplete, out: "[room]\n> > ", err: noHistory, calls: []string{"describe", "back"}},
 		{name: ":back then describe", input: ":back\n:quit\n", drv: fakeDriver{backs: []outcome{{ExitOK, false}}},

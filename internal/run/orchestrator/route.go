@@ -172,6 +172,9 @@ func (s *Session) routable() []*story.Intent {
 // their verdicts banded by the semantic bars.
 func (s *Session) lexical(text string, words []string, key string) (Route, bool) {
 	intents := s.routable()
+	if r, ok := slotsMatch(intents, text); ok {
+		return r, true
+	}
 	if r, ok := exactMatch(intents, key); ok {
 		return r, true
 	}
@@ -648,12 +651,7 @@ func (s *Session) judgeRouted(text string, r Route) Route {
 	}
 	switch {
 	case r.Err != nil:
-		msg := r.Err.Error()
-		if ae, ok := errors.AsType[*agent.AskError](r.Err); ok {
-			msg = ae.Error()
-		}
-		r.Rejection = &Rejection{Code: CodeRouterFailed, AllowedIntents: allowed,
-			Message: fmt.Sprintf("the router agent %s could not route %q: %s", s.RouterAlias(), text, msg)}
+		r.Rejection = &Rejection{Code: CodeRouterFailed, AllowedIntents: allowed, Message: s.routerFailed(text, r.Err)}
 	case r.Intent == RouteNone || r.Intent == "":
 		r.Intent = ""
 		r.Rejection = &Rejection{Code: CodeNoMatch, AllowedIntents: allowed,
@@ -667,6 +665,68 @@ func (s *Session) judgeRouted(text string, r Route) Route {
 		s.cacheStore(text, r)
 	}
 	return r
+}
+
+// routerFailed says why the router call for text failed. When the router
+// agent's program is not installed, it says so in one line: which agent,
+// how to install it, and how to type the intent instead.
+func (s *Session) routerFailed(text string, err error) string {
+	if ni, ok := errors.AsType[*agent.NotInstalled](err); ok {
+		how := "install it"
+		switch {
+		case ni.Install != "" && ni.Docs != "":
+			how = fmt.Sprintf("install it (%s; see %s)", ni.Install, ni.Docs)
+		case ni.Install != "":
+			how = fmt.Sprintf("install it (%s)", ni.Install)
+		}
+		return fmt.Sprintf("%q needs the router agent %s, whose program %s is not installed: %s, or type the intent instead: %s",
+			text, s.RouterAlias(), ni.Program, how, strings.Join(typedForms(s.routable()), ", "))
+	}
+	msg := err.Error()
+	if ae, ok := errors.AsType[*agent.AskError](err); ok {
+		msg = ae.Error()
+	}
+	return fmt.Sprintf("the router agent %s could not route %q: %s", s.RouterAlias(), text, msg)
+}
+
+// typedForms is how each intent is typed: its first example that is a
+// typed line naming its required slots ("greet name=Ada"), else its name
+// and each required slot as slot=<slot>.
+func typedForms(intents []*story.Intent) []string {
+	out := make([]string, 0, len(intents))
+	for _, in := range intents {
+		out = append(out, typedForm(in))
+	}
+	return out
+}
+
+func typedForm(in *story.Intent) string {
+	var req []string
+	for _, n := range in.SlotOrder {
+		if in.Slots[n].Required {
+			req = append(req, n)
+		}
+	}
+	for _, ex := range in.Examples {
+		fields, err := splitFields(ex)
+		if err != nil || len(fields) == 0 || fields[0] != in.Name {
+			continue
+		}
+		has := map[string]bool{}
+		for _, f := range fields[1:] {
+			if k, _, ok := strings.Cut(f, "="); ok {
+				has[k] = true
+			}
+		}
+		if !slices.ContainsFunc(req, func(n string) bool { return !has[n] }) {
+			return ex
+		}
+	}
+	form := in.Name
+	for _, n := range req {
+		form += fmt.Sprintf(" %s=<%s>", n, n)
+	}
+	return form
 }
 
 // Recording answers free text from a recording instead of a router agent:

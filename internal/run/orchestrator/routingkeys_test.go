@@ -336,6 +336,64 @@ func TestRouterTemperature(t *testing.T) {
 	}
 }
 
+// A typed line said as free text ("greet name=Ada") fills its slots,
+// typed by their declarations, instead of reading "name=Ada" as a value.
+func TestSlotsSaidAsFreeText(t *testing.T) {
+	src := `
+app: {id: slotsaid}
+intents:
+  greet:
+    title: Say hello
+    slots:
+      name: {type: string, required: true}
+      style: {type: enum, values: [casual, formal], default: casual}
+  order_tea:
+    slots:
+      cups: {type: int, required: true}
+root: lobby
+states:
+  lobby:
+    on:
+      greet: [{target: .}]
+      order_tea: [{target: .}]
+`
+	for _, tt := range []struct {
+		text string
+		want *Route // nil: no deterministic reading
+	}{
+		{"greet name=Ada", &Route{Tier: TierVerbValue, Intent: "greet", Confidence: 1, Slots: map[string]any{"name": "Ada"}}},
+		{"greet name='Ada Lovelace' style=formal", &Route{Tier: TierVerbValue, Intent: "greet", Confidence: 1, Slots: map[string]any{"name": "Ada Lovelace", "style": "formal"}}},
+		{"Say hello name=Grace", &Route{Tier: TierVerbValue, Intent: "greet", Confidence: 1, Slots: map[string]any{"name": "Grace"}}},
+		{"order tea cups=2", &Route{Tier: TierVerbValue, Intent: "order_tea", Confidence: 1, Slots: map[string]any{"cups": int64(2)}}},
+		{"order_tea cups=2", &Route{Tier: TierVerbValue, Intent: "order_tea", Confidence: 1, Slots: map[string]any{"cups": int64(2)}}},
+		{"greet Ada", &Route{Tier: TierVerbValue, Intent: "greet", Confidence: 1, Slots: map[string]any{"name": "Ada"}}},
+		// A key the intent does not have is kept: the turn refuses it.
+		{"greet nmae=Ada", &Route{Tier: TierVerbValue, Intent: "greet", Confidence: 1, Slots: map[string]any{"nmae": "Ada"}}},
+		{"wave name=Ada", nil},
+	} {
+		r := newRig(t, files{"app.yaml": src})
+		got, ok := r.sess.Resolve(tt.text)
+		switch {
+		case tt.want == nil && ok:
+			t.Errorf("Resolve(%q) = %+v, want no match", tt.text, got)
+		case tt.want != nil && !ok:
+			t.Errorf("Resolve(%q): no match", tt.text)
+		case tt.want != nil:
+			if d := cmp.Diff(*tt.want, got); d != "" {
+				t.Errorf("Resolve(%q) (-want +got):\n%s", tt.text, d)
+			}
+		}
+	}
+	r := newRig(t, files{"app.yaml": src})
+	out, err := r.sess.Say(context.Background(), "greet nmae=Ada")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Rejection == nil || out.Rejection.Code != "UNKNOWN_SLOT" || !strings.Contains(out.Rejection.Message, `did you mean "name"?`) {
+		t.Errorf("an unknown slot said: %+v", out.Rejection)
+	}
+}
+
 // cache_trim_fraction is the share of cache_cap dropped, coldest first,
 // when a write passes the cap (at least one row); cache_max_age is a
 // row's whole life without confidence_decay, whatever its confidence.

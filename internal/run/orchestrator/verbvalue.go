@@ -206,3 +206,56 @@ func (s *Session) hasWildcard() bool {
 	}
 	return false
 }
+
+// slotsMatch is the verb-value tier's reading of a typed line said as free
+// text: an intent's name (or its title) followed by key=value words
+// ("greet name=Ada style=formal"). Values are typed by their slots, as a
+// typed line's are, and a key the intent has no slot for is kept, so the
+// turn refuses it as it refuses a typed one (UNKNOWN_SLOT, with a did you
+// mean). It runs before the other tiers, so that "name=Ada" is never read
+// as a name.
+func slotsMatch(intents []*story.Intent, text string) (Route, bool) {
+	fields, err := splitFields(text)
+	if err != nil || len(fields) < 2 {
+		return Route{}, false
+	}
+	var pairs []string
+	verb := fields
+	for i, f := range fields {
+		if strings.Contains(f, "=") {
+			verb, pairs = fields[:i], fields[i:]
+			break
+		}
+	}
+	if len(pairs) == 0 || len(verb) == 0 {
+		return Route{}, false
+	}
+	for _, in := range intents {
+		if !namesIntent(in, verb) {
+			continue
+		}
+		slots := map[string]any{}
+		for _, p := range pairs {
+			k, v, _ := strings.Cut(p, "=")
+			slots[k] = TypedValue(slotType(in.Slots[k]), v)
+		}
+		return Route{Tier: TierVerbValue, Intent: in.Name, Confidence: 1, Slots: slots}, true
+	}
+	return Route{}, false
+}
+
+// namesIntent reports whether the words spell the intent's name (with "_"
+// as a space, or as written) or its title.
+func namesIntent(in *story.Intent, words []string) bool {
+	var got []string
+	for _, w := range words {
+		got = append(got, story.Words(w)...)
+	}
+	said := strings.Join(got, " ")
+	for _, v := range []string{in.Name, strings.ReplaceAll(in.Name, "_", " "), in.Title} {
+		if v != "" && strings.Join(story.Words(v), " ") == said {
+			return true
+		}
+	}
+	return false
+}

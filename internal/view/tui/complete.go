@@ -5,12 +5,96 @@ import (
 	"strings"
 )
 
-// complete completes the word before the end of the input: a `:` command,
-// an intent name, a slot key ("key=") of the line's intent, or an enum
-// value after "key=". One candidate is filled in; several are extended to
-// their common prefix and listed under the input.
-func (m *Model) complete() {
+// tab is the Tab key: it takes the ghost suggestion (see ghost), keeping
+// the completion's hint (the candidates); with no ghost it shows why
+// there is nothing to complete.
+func (m *Model) tab() {
 	v := m.input.Value()
+	_, hint := m.completeLine(v)
+	if g := m.ghost(v); g != "" {
+		m.input.SetValue(g)
+		m.input.CursorEnd()
+		m.hint = ""
+		if strings.Contains(hint, "  ") {
+			m.hint = hint
+		}
+		m.refreshGhost()
+		return
+	}
+	m.hint = hint
+}
+
+// ghost is the line Tab makes of v, "" for none: the completion (the one
+// candidate, or the candidates' common prefix); else, when the candidates
+// are slot keys, the first required slot not given; else the newest line
+// of the history that begins with v.
+func (m *Model) ghost(v string) string {
+	if v == "" {
+		return ""
+	}
+	if c, _ := m.completeLine(v); c != v && strings.HasPrefix(c, v) {
+		return c
+	}
+	if s := m.requiredSlot(v); s != "" {
+		return v + s + "="
+	}
+	for i := len(m.hist.lines) - 1; i >= 0; i-- {
+		if l := m.hist.lines[i]; len(l) > len(v) && strings.HasPrefix(l, v) {
+			return l
+		}
+	}
+	return ""
+}
+
+// requiredSlot is the first required slot of the line's intent that the
+// line does not give, when the line ends where a slot key starts.
+func (m *Model) requiredSlot(v string) string {
+	fields := strings.Fields(v)
+	if !strings.HasSuffix(v, " ") || len(fields) == 0 {
+		return ""
+	}
+	in := m.intent(fields[0])
+	if in == nil {
+		return ""
+	}
+	given := map[string]bool{}
+	for _, f := range fields[1:] {
+		k, _, _ := strings.Cut(f, "=")
+		given[k] = true
+	}
+	for _, sl := range in.Slots {
+		if sl.Required && !given[sl.Name] {
+			return sl.Name
+		}
+	}
+	return ""
+}
+
+// refreshGhost sets the faint suggestion after the cursor: what Tab
+// makes of the line (ghost), then the other history lines that begin
+// with it.
+func (m *Model) refreshGhost() {
+	v := m.input.Value()
+	var sugg []string
+	if v != "" {
+		if g := m.ghost(v); g != "" {
+			sugg = append(sugg, g)
+		}
+		for i := len(m.hist.lines) - 1; i >= 0; i-- {
+			if l := m.hist.lines[i]; len(l) > len(v) && strings.HasPrefix(l, v) && !slices.Contains(sugg, l) {
+				sugg = append(sugg, l)
+			}
+		}
+	}
+	m.input.SetSuggestions(sugg)
+}
+
+// completeLine is the line v completed, and the hint to show: candidates,
+// or why there is no completion. It completes the word at the end: a `:`
+// command, an intent name, a slot key ("key=") of the line's intent, or an
+// enum value after "key="; several candidates are extended to their
+// common prefix.
+func (m *Model) completeLine(v string) (string, string) {
 	head, word := "", v
 	if i := strings.LastIndexByte(v, ' '); i >= 0 {
 		head, word = v[:i+1], v[i+1:]
@@ -27,14 +111,12 @@ func (m *Model) complete() {
 	default:
 		in := m.intent(strings.Fields(head)[0])
 		if in == nil {
-			m.hint = "no completion: " + strings.Fields(head)[0] + " is not an intent of this state"
-			return
+			return v, "no completion: " + strings.Fields(head)[0] + " is not an intent of this state"
 		}
 		if k, _, ok := strings.Cut(word, "="); ok {
 			sl := slotOf(in, k)
 			if sl == nil || len(sl.Values) == 0 {
-				m.hint = "no completion for the value of " + k
-				return
+				return v, "no completion for the value of " + k
 			}
 			for _, val := range sl.Values {
 				cands = append(cands, k+"="+val)
@@ -60,11 +142,10 @@ func (m *Model) complete() {
 	}
 	switch len(hits) {
 	case 0:
-		m.hint = "no completion for " + strings.TrimSpace(v)
 		if v == "" {
-			m.hint = "nothing to complete"
+			return v, "nothing to complete"
 		}
-		return
+		return v, "no completion for " + strings.TrimSpace(v)
 	case 1:
 		fill := hits[0]
 		switch {
@@ -77,13 +158,9 @@ func (m *Model) complete() {
 				suffix = ""
 			}
 		}
-		m.input.SetValue(head + fill + suffix)
-		m.hint = ""
-	default:
-		m.input.SetValue(head + commonPrefix(hits))
-		m.hint = strings.Join(hits, "  ")
+		return head + fill + suffix, ""
 	}
-	m.input.CursorEnd()
+	return head + commonPrefix(hits), strings.Join(hits, "  ")
 }
 
 func (m *Model) intent(name string) *Intent {

@@ -2,11 +2,14 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"io"
+	"maps"
 	"strings"
 	"sync"
 
 	"github.com/kitsoki/kitsoki/internal/run/driver"
+	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
 )
 
 // ConsoleDriver is the UI's Driver over the line front end
@@ -18,6 +21,15 @@ import (
 type ConsoleDriver struct {
 	Console *driver.Console
 	buf     lineBuf
+	// pending are the world edits made in the viewer since the last
+	// turn: the next turn applies them (WorldOverrider).
+	pending map[string]any
+}
+
+// WorldOverrider is a session driver whose world the viewer can edit
+// (driver.Local): the keys are set when the next turn starts.
+type WorldOverrider interface {
+	OverrideWorld(kv map[string]any) error
 }
 
 // Writer is where the console prints what a turn shows (err: what the
@@ -33,8 +45,51 @@ func (d *ConsoleDriver) Start(ctx context.Context) Result {
 
 // Do runs a line: a turn, or a `:` command the UI does not handle itself.
 func (d *ConsoleDriver) Do(ctx context.Context, line string) Result {
+	if !strings.HasPrefix(line, ":") {
+		d.pending = nil // this turn applies them
+	}
 	code, stop, _ := d.Console.Line(ctx, line)
-	return d.result(ctx, code, stop)
+	res := d.result(ctx, code, stop)
+	if d.Console.Reloading { // a reload ends this UI; the run starts again with a new one
+		res.Done = true
+	}
+	return res
+}
+
+// World is the world, with the edits the next turn applies (the world
+// viewer behind :world).
+func (d *ConsoleDriver) World() map[string]any {
+	st, err := d.Console.D.Status(context.Background())
+	w := map[string]any{}
+	if err == nil && st.World != nil {
+		w = st.World
+	}
+	for k, v := range d.pending {
+		w[k] = orchestrator.DeepCopy(v)
+	}
+	return w
+}
+
+// SetWorld sets a world key from the viewer. The value is checked as an
+// initial value is, and written (and traced, as a world.update) at the
+// start of the next turn, before its guards run: a session's world
+// changes only inside a turn, so the journal replays the edit where it
+// took effect.
+func (d *ConsoleDriver) SetWorld(key string, value any) (string, error) {
+	ov, ok := d.Console.D.(WorldOverrider)
+	if !ok {
+		return "", errors.New("this session's world cannot be edited here (a session on the cluster)")
+	}
+	next := maps.Clone(d.pending)
+	if next == nil {
+		next = map[string]any{}
+	}
+	next[key] = value
+	if err := ov.OverrideWorld(next); err != nil {
+		return "", err
+	}
+	d.pending = next
+	return "world." + key + " is set when the next turn starts (before its guards run)", nil
 }
 
 // result: a terminal state ends the UI (exit 0); an I/O or trace failure

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -32,11 +33,19 @@ type Model struct {
 	done   <-chan struct{} // closed when the UI has ended
 	turns  *turns
 
-	th    theme
-	input textinput.Model
-	spin  spinner.Model
-	width int
-	hist  *history
+	th     theme
+	input  textinput.Model
+	spin   spinner.Model
+	width  int
+	height int
+	hist   *history
+
+	log     transcript
+	scroll  int        // transcript lines scrolled back from its end (PgUp)
+	menu    *menu      // the Esc menu, when open
+	world   *worldView // the world viewer, when open
+	editing *worldEdit // a world value being edited in the input line
+	routes  *routeSlot // the route of the turn in flight
 
 	status Status
 	picker *picker
@@ -69,9 +78,12 @@ func newModel(cfg Config, events chan tea.Msg, done <-chan struct{}, tr *turns) 
 	ti.Prompt = Prompt
 	ti.Focus()
 	ti.CharLimit = 0
+	ti.ShowSuggestions = true
+	ti.Width = 80 - len(Prompt) - 1
 	sp := spinner.New(spinner.WithSpinner(spinner.Dot))
 	m := &Model{cfg: cfg, mask: cfg.Mask, clk: cfg.Clock, ctx: context.Background(), events: events, done: done, turns: tr,
-		th: newTheme(), input: ti, spin: sp, width: 80, hist: loadHistory(cfg.History, cfg.Mask)}
+		th: newTheme(), input: ti, spin: sp, width: 80, height: 24, hist: loadHistory(cfg.History, cfg.Mask), routes: &routeSlot{}}
+	m.input.CompletionStyle = m.th.hint
 	if m.mask == nil {
 		m.mask = func(s string) string { return s }
 	}
@@ -122,7 +134,7 @@ func (m *Model) run(f func(ctx context.Context) Result) tea.Cmd {
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
-		m.width = max(msg.Width, 20)
+		m.width, m.height = max(msg.Width, 20), max(msg.Height, 8)
 		m.input.Width = max(m.width-len(Prompt)-1, 10)
 		return m, nil
 	case resultMsg:
@@ -160,6 +172,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (m *Model) finish(msg resultMsg) tea.Cmd {
 	m.busy, m.cancel, m.calls, m.question = false, nil, nil, nil
 	var out []string
+	if r := m.routes.take(); r != nil {
+		out = append(out, m.th.hint.Render(m.mask(routeLine(*r))))
+	}
 	for _, l := range msg.res.Lines {
 		out = append(out, m.styleLine(l))
 	}
@@ -182,10 +197,10 @@ func (m *Model) finish(msg resultMsg) tea.Cmd {
 			}
 		}
 	}
-	print := m.println(strings.Join(out, "\n"))
 	if clear {
-		print = tea.Sequence(tea.ClearScreen, print)
+		m.log.clear()
 	}
+	print := m.println(strings.Join(out, "\n"))
 	queued := m.queued
 	m.queued = ""
 	switch {
@@ -212,13 +227,16 @@ func entersTransient(prev, next Status) bool {
 	return prev.Room != "" && next.Room != prev.Room && next.Transcript == TranscriptTransient
 }
 
-// println prints text above the live area (the transcript); nothing for
-// an empty text.
+// println adds text to the transcript (nothing for an empty text) and
+// follows the transcript's end. It returns no command: the next frame
+// shows it.
 func (m *Model) println(text string) tea.Cmd {
 	if text == "" {
 		return nil
 	}
-	return tea.Println(text)
+	m.log.add(text)
+	m.scroll = 0
+	return nil
 }
 
 func (m *Model) styleLine(l Line) string {
@@ -235,7 +253,30 @@ func (m *Model) key(k tea.KeyMsg) tea.Cmd {
 		return m.ctrlCPressed()
 	}
 	m.ctrlC = false
+	switch {
+	case m.menu != nil:
+		return m.menuKey(k)
+	case m.world != nil && m.editing == nil:
+		return m.worldKey(k)
+	}
 	switch k.Type {
+	case tea.KeyEsc:
+		if e := m.editing; e != nil {
+			m.editing, m.hint = nil, "world."+strings.Join(e.path, ".")+" left as it was"
+			m.input.SetValue(e.saved)
+			m.input.CursorEnd()
+			return nil
+		}
+		m.menu, m.hint = m.newMenu(), ""
+		return nil
+	case tea.KeyPgUp, tea.KeyPgDown:
+		page := max(m.height/2, 1)
+		if k.Type == tea.KeyPgUp {
+			m.scroll += page
+		} else {
+			m.scroll = max(m.scroll-page, 0)
+		}
+		return nil
 	case tea.KeyCtrlD:
 		if m.input.Value() == "" {
 			return m.quit()
@@ -243,7 +284,7 @@ func (m *Model) key(k tea.KeyMsg) tea.Cmd {
 	case tea.KeyEnter:
 		return m.enter()
 	case tea.KeyTab:
-		m.complete()
+		m.tab()
 		return nil
 	case tea.KeyUp, tea.KeyDown:
 		if m.picker != nil && !m.busy && m.question == nil {
@@ -263,6 +304,7 @@ func (m *Model) key(k tea.KeyMsg) tea.Cmd {
 	m.hint = ""
 	var cmd tea.Cmd
 	m.input, cmd = m.input.Update(k)
+	m.refreshGhost()
 	return cmd
 }
 
@@ -293,6 +335,9 @@ func (m *Model) quit() tea.Cmd {
 		m.cancel()
 	}
 	m.code, m.quitting = m.cfg.QuitCode, true
+	if m.code == 0 {
+		m.code = ExitQuit
+	}
 	return tea.Quit
 }
 
@@ -302,6 +347,9 @@ func (m *Model) enter() tea.Cmd {
 	raw := m.input.Value()
 	line := strings.TrimSpace(raw)
 	m.hint = ""
+	if m.editing != nil {
+		return m.finishEdit(line)
+	}
 	if q := m.question; q != nil {
 		m.question = nil
 		m.input.Reset()
@@ -357,6 +405,11 @@ func (m *Model) submit(line string) tea.Cmd {
 		return tea.Sequence(echo, m.println(m.help()))
 	case ":intents", ":state":
 		return tea.Sequence(echo, m.println(m.describe()))
+	case ":world":
+		if rd, ok := m.cfg.Driver.(WorldReader); ok {
+			m.world = &worldView{world: rd.World(), open: map[string]bool{}}
+			return echo
+		}
 	}
 	if word, note, _ := strings.Cut(line, " "); word == ":annotate" {
 		turn, err := annotateLine(m.status.View, strings.TrimSpace(note))
@@ -394,6 +447,9 @@ func (m *Model) commands() []string {
 	return append(builtinCommands(), m.cfg.Commands...)
 }
 
+// has reports whether the driver offers a `:` command.
+func (m *Model) has(cmd string) bool { return slices.Contains(m.cfg.Commands, cmd) }
+
 // unknownCommand is the text every front end gives an unknown `:` word.
 func unknownCommand(word string, cmds []string) string { return driver.UnknownCommand(word, cmds) }
 
@@ -406,48 +462,23 @@ func (m *Model) browse(older bool) {
 }
 
 func (m *Model) help() string {
-	h := `Type an intent and its slots (intent key=value key2="two words"), or say what you want in your own words.
-:intents   what this state accepts     :world   the world as JSON
+	h := `Type an intent and its slots (intent key=value key2="two words"), or say what you want.
+:intents   what this state accepts     :world   the world: view, open, edit
 :state     where the story is          :quit    leave (also Ctrl-D on an empty line)
-Keys: Enter sends · Tab completes intents and slot keys · Up/Down (Ctrl-P/Ctrl-N) history,
-      or move a choice picker, Enter on an empty line takes the picked item
-      (Space ticks items of a multi choice; a form choice fills the line) ·
-      Ctrl-C cancels the running call (a second Ctrl-C quits)`
+Enter      sends the line; on an empty line, takes the picked choice (a form fills the line)
+Tab        takes the faint suggestion: the intent, slot key or value, or a line of the history
+Up/Down    the history (also Ctrl-P/Ctrl-N), or the items of a choice picker
+Space      ticks an item of a multi choice, on an empty line
+Esc        the menu: intents, world, reload, help, quit
+PgUp/PgDn  scroll the transcript
+Ctrl-C     cancels the running call; a second one in a row quits`
+	if m.has(":back") {
+		h += "\n:back      return to the previous room"
+	}
 	if m.cfg.Help != "" {
 		h += "\n" + m.cfg.Help
 	}
 	return h
-}
-
-// View draws the live area: state, intents, picker, spinner or question,
-// input, hint.
-func (m *Model) View() string {
-	if m.quitting {
-		return ""
-	}
-	var b strings.Builder
-	if m.status.State != "" {
-		b.WriteString(m.describe())
-		b.WriteString("\n")
-	}
-	if m.picker != nil {
-		b.WriteString(m.picker.view(m.mask, m.th))
-		b.WriteString("\n")
-	}
-	switch {
-	case m.question != nil:
-		b.WriteString(m.th.notice.Render("[agent asks] ") + m.mask(m.question.text) + "\n")
-	case m.busy:
-		b.WriteString(m.spinnerLine() + "\n")
-	}
-	b.WriteString(m.input.View())
-	if f := m.footer(); f != "" {
-		b.WriteString("\n" + f)
-	}
-	if m.hint != "" {
-		b.WriteString("\n" + m.th.hint.Render(m.mask(m.hint)))
-	}
-	return b.String()
 }
 
 // footer is the room's status line under the input: its footer:
@@ -523,3 +554,16 @@ func orDefault(s, d string) string {
 
 // Code is the exit code the UI ended with.
 func (m *Model) Code() int { return m.code }
+
+// routeLine says how a free-text turn was routed: the tier, the intent
+// and slots it gave, and the confidence.
+func routeLine(r Route) string {
+	if r.Intent == "" {
+		return fmt.Sprintf("↳ %s: no intent (confidence %.2f)", r.Tier, r.Confidence)
+	}
+	s := "↳ " + r.Tier + " → " + r.Intent
+	for _, k := range slices.Sorted(maps.Keys(r.Slots)) {
+		s += " " + k + "=" + quoteValue(r.Slots[k])
+	}
+	return s + fmt.Sprintf(" (confidence %.2f)", r.Confidence)
+}

@@ -14,7 +14,7 @@ import (
 
 // theme is the UI's styles, made once per model.
 type theme struct {
-	err, notice, hint, prompt, state, intent, heading, key, code, cursor lipgloss.Style
+	err, notice, hint, prompt, state, intent, heading, key, code, cursor, banner lipgloss.Style
 }
 
 func newTheme() theme { return themeFor("") }
@@ -37,6 +37,7 @@ func themeFor(name string) theme {
 		key:     lipgloss.NewStyle().Bold(true),
 		code:    lipgloss.NewStyle().Border(lipgloss.RoundedBorder()).Padding(0, 1),
 		cursor:  lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("6")),
+		banner:  lipgloss.NewStyle().Reverse(true),
 	}
 	if c, ok := themeAccents[name]; ok {
 		accent := lipgloss.Color(c)

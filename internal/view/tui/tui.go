@@ -108,16 +108,21 @@ type Config struct {
 	// Commands are the driver's `:` commands, for completion; a `:` line
 	// that is none of them nor the UI's own is refused in place.
 	Commands []string
+	// Title is the story's title, shown in the banner ("" shows kitsoki).
+	Title string
 	// QuitCode is Run's code when the person leaves (:quit, Ctrl-D on an
-	// empty line, a second Ctrl-C) before a terminal state: kitsoki run
-	// passes driver.ExitIncomplete, as its plain prompt exits then.
+	// empty line, a second Ctrl-C) before a terminal state; zero is
+	// ExitQuit (6), the code of kitsoki run's plain prompt then.
 	QuitCode int
 }
 
 // The UI's exit codes (Run's first result), besides Config.QuitCode.
 const (
-	ExitOK          = 0 // a terminal state
+	ExitOK          = 0 // a terminal state was reached
 	ExitInterrupted = 1 // the run's context ended (SIGINT, SIGTERM)
+	// ExitQuit: :quit, Ctrl-D or a second Ctrl-C before a terminal
+	// state, the code of the plain prompt's input ending (kitsoki run's 6).
+	ExitQuit = 6
 )
 
 // ErrInterrupted is Run's error when the run's context ended the UI.
@@ -131,13 +136,52 @@ type UI struct {
 	done    chan struct{} // closed when the program ends: Notify drops events
 	endOnce sync.Once
 	turns   turns
+	routes  routeSlot
 }
 
 // New builds a UI; Run starts it.
 func New(cfg Config) *UI {
 	u := &UI{events: make(chan tea.Msg, 256), done: make(chan struct{})}
 	u.model = newModel(cfg, u.events, u.done, &u.turns)
+	u.model.routes = &u.routes
 	return u
+}
+
+// Route is how a free-text turn was routed: the tier that resolved it
+// (the trace's turn.routed), the intent ("" when none was) and slots, and
+// the confidence.
+type Route struct {
+	Tier, Intent string
+	Slots        map[string]any
+	Confidence   float64
+}
+
+// Routed tells the UI how the turn in flight was routed; the UI shows it
+// with the turn's result. Safe from any goroutine; call it before the
+// turn's Do returns (the trace's observer does, as turn.routed is
+// written).
+func (u *UI) Routed(r Route) { u.routes.put(r) }
+
+// routeSlot holds the route of the turn in flight until its result is
+// shown.
+type routeSlot struct {
+	mu sync.Mutex
+	r  *Route
+}
+
+func (s *routeSlot) put(r Route) {
+	s.mu.Lock()
+	s.r = &r
+	s.mu.Unlock()
+}
+
+// take returns the pending route and clears it (nil when there is none).
+func (s *routeSlot) take() *Route {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.r
+	s.r = nil
+	return r
 }
 
 // turns accounts for the turns in flight so that Run can wait for them.
@@ -185,9 +229,14 @@ func (u *UI) Run(parent context.Context, in io.Reader, out io.Writer) (int, erro
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	u.model.ctx = ctx
-	p := tea.NewProgram(u.model, tea.WithInput(in), tea.WithOutput(out), tea.WithContext(ctx), tea.WithoutSignalHandler())
+	p := tea.NewProgram(u.model, tea.WithInput(in), tea.WithOutput(out), tea.WithContext(ctx), tea.WithoutSignalHandler(), tea.WithAltScreen())
 	final, err := p.Run()
 	u.end(cancel)
+	// The alternate screen is gone: the transcript stays on the normal
+	// screen, as the terminal's scrollback would have kept it.
+	if t := u.model.log.text(u.model.width); t != "" {
+		_, _ = io.WriteString(out, t+"\n")
+	}
 	if errors.Is(err, tea.ErrProgramKilled) && parent.Err() != nil {
 		return ExitInterrupted, ErrInterrupted
 	}

@@ -178,8 +178,8 @@ func TestStartShowsStateIntentsAndView(t *testing.T) {
 	waitOut(t, tm, "welcome", "Greeted so far: 0", "[lobby] Nobody is being greeted.",
 		"greet name=<string> [style=casual|formal]", "— Greet someone.")
 	enter(tm, ":quit")
-	if code := finalCode(t, tm); code != 0 {
-		t.Errorf("exit code %d, want 0", code)
+	if code := finalCode(t, tm); code != ExitQuit {
+		t.Errorf("exit code %d, want %d", code, ExitQuit)
 	}
 }
 
@@ -190,8 +190,8 @@ func TestTurnShowsResultAndView(t *testing.T) {
 	enter(tm, "greet name=Ada")
 	waitOut(t, tm, "> greet name=Ada", "did greet name=Ada")
 	tm.Send(tea.KeyMsg{Type: tea.KeyCtrlD})
-	if code := finalCode(t, tm); code != 0 {
-		t.Errorf("Ctrl-D: exit code %d, want 0", code)
+	if code := finalCode(t, tm); code != ExitQuit {
+		t.Errorf("Ctrl-D: exit code %d, want %d", code, ExitQuit)
 	}
 	if diff := cmp.Diff([]string{"greet name=Ada"}, d.got()); diff != "" {
 		t.Errorf("lines the driver got (-want +got):\n%s", diff)
@@ -210,8 +210,8 @@ func TestSpinnerDuringSlowCallThenResult(t *testing.T) {
 	close(d.release)
 	waitOut(t, tm, "the slow agent answered")
 	enter(tm, ":quit")
-	if code := finalCode(t, tm); code != 0 {
-		t.Errorf("exit code %d, want 0", code)
+	if code := finalCode(t, tm); code != ExitQuit {
+		t.Errorf("exit code %d, want %d", code, ExitQuit)
 	}
 }
 
@@ -243,8 +243,8 @@ func TestCtrlCCancelsTheCallThenQuits(t *testing.T) {
 	tm.Send(tea.KeyMsg{Type: tea.KeyCtrlC})
 	waitOut(t, tm, "agent error: deadline or cancel", "(cancelled)", "(Ctrl-C again quits")
 	tm.Send(tea.KeyMsg{Type: tea.KeyCtrlC})
-	if code := finalCode(t, tm); code != 0 {
-		t.Errorf("exit code %d, want 0", code)
+	if code := finalCode(t, tm); code != ExitQuit {
+		t.Errorf("exit code %d, want %d", code, ExitQuit)
 	}
 }
 
@@ -278,12 +278,14 @@ func TestDoneAndFatalEndTheUI(t *testing.T) {
 			_, tm := newTest(t, d, Config{})
 			waitOut(t, tm, "[lobby]")
 			enter(tm, "bye")
-			if code := finalCode(t, tm); code != tc.code {
+			final := tm.FinalModel(t, waitEnd(t)...).(*Model)
+			if code := final.Code(); code != tc.code {
 				t.Errorf("exit code %d, want %d", code, tc.code)
 			}
-			out := readAll(t, tm)
-			if want := tc.res.Lines[0].Text; !strings.Contains(out, want) {
-				t.Errorf("output lacks %q:\n%s", want, out)
+			// The last lines are in the transcript Run prints when the
+			// alternate screen is gone.
+			if out, want := final.log.text(100), tc.res.Lines[0].Text; !strings.Contains(out, want) {
+				t.Errorf("transcript lacks %q:\n%s", want, out)
 			}
 		})
 	}
@@ -303,7 +305,7 @@ func TestCommands(t *testing.T) {
 	enter(tm, ":wrold")
 	waitOut(t, tm, "unknown command :wrold (did you mean :world?); :help lists the commands")
 	enter(tm, ":help")
-	waitOut(t, tm, "Tab completes intents and slot keys", ":world   the world")
+	waitOut(t, tm, "Tab        takes the faint suggestion", ":world   the world")
 	enter(tm, ":world")
 	waitOut(t, tm, "did :world")
 	enter(tm, ":quit")
@@ -405,7 +407,7 @@ func TestTabCompletion(t *testing.T) {
 		{"gre", "greet ", ""},
 		{"g", "gr", "greet  grow"},
 		{"b", "bye", ""},
-		{"greet ", "greet ", "name=  style="},
+		{"greet ", "greet name=", "name=  style="}, // the required slot first
 		{"greet na", "greet name=", ""},
 		{"greet name=Ada ", "greet name=Ada style=", ""},
 		{"greet name=Ada style=f", "greet name=Ada style=formal ", ""},
@@ -529,7 +531,7 @@ func awaitRun(t *testing.T, done <-chan runResult, what string) runResult {
 	}
 }
 
-// Run ends with exit 0 on :quit typed on its input, and with
+// Run ends with ExitQuit (6) on :quit typed on its input, and with
 // ErrInterrupted when the run's context ends; either way only after the
 // turn in flight has returned.
 func TestRunQuitAndInterrupt(t *testing.T) {
@@ -541,8 +543,8 @@ func TestRunQuitAndInterrupt(t *testing.T) {
 		if _, err := w.Write([]byte(":quit\r")); err != nil {
 			t.Fatal(err)
 		}
-		if r := awaitRun(t, done, ":quit"); r.code != 0 || r.err != nil {
-			t.Errorf("Run = %d, %v; want 0, nil", r.code, r.err)
+		if r := awaitRun(t, done, ":quit"); r.code != ExitQuit || r.err != nil {
+			t.Errorf("Run = %d, %v; want %d, nil", r.code, r.err, ExitQuit)
 		}
 	})
 	t.Run("quit with a QuitCode", func(t *testing.T) {

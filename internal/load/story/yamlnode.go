@@ -55,13 +55,11 @@ type entry struct {
 	key, val *yaml.Node
 }
 
-// keySpec lists the keys a mapping accepts: v1 keys are read; refused holds
-// Kitsoki keys kitsoki does not run: each is a load error saying so and
-// what to do instead (the value). Any other key is an unknown-key error with
-// a suggestion; no key is accepted and ignored.
+// keySpec lists the keys a mapping accepts: v1 keys are read. Any other
+// key is an unknown-key error with a suggestion; no key is accepted and
+// ignored, and none of Kitsoki's is refused (docs/kitsoki.md).
 type keySpec struct {
-	v1      []string
-	refused map[string]string
+	v1 []string
 }
 
 func (l *loader) pos(f *file, n *yaml.Node) Pos {
@@ -264,9 +262,6 @@ func (l *loader) fieldsU(f *file, n *yaml.Node, path string, spec *keySpec) (_ f
 		switch {
 		case slices.Contains(spec.v1, e.name):
 			out = append(out, e)
-		case spec.refused[e.name] != "":
-			l.errAt(f, e.key, joinPath(path, e.name), "%q is a Kitsoki key kitsoki does not support: %s", e.name, spec.refused[e.name])
-			unknown++ // already explains what is wrong
 		default:
 			cands := spec.v1
 			l.errAt(f, e.key, joinPath(path, e.name), "unknown key %q%s", e.name, didYouMean(e.name, cands))

@@ -32,8 +32,11 @@ func newTmuxPane(t *testing.T, dir string, w, h int, env []string, args ...strin
 		t.Skip("tmux is not installed (scripts/setup-tmux.sh installs it)")
 	}
 	p := &tmuxPane{t: t, sock: filepath.Join(t.TempDir(), "tmux.sock")}
+	// env -i: the pane sees only env, never the test's own environment.
+	// CI (set on CI machines) makes termenv treat the pane as no terminal
+	// and draw no styles; NO_COLOR would do the same.
 	var cmd strings.Builder
-	cmd.WriteString("env KITSOKI_TEST_AS_CLI=1")
+	cmd.WriteString("env -i KITSOKI_TEST_AS_CLI=1")
 	for _, e := range env {
 		cmd.WriteString(" " + shellQuote(e))
 	}

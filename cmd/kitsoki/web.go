@@ -19,6 +19,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
 	"github.com/kitsoki/kitsoki/internal/hosts/starlark"
 	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/run/driver"
 	"github.com/kitsoki/kitsoki/internal/run/replay"
 	"github.com/kitsoki/kitsoki/internal/run/runtime"
 	"github.com/kitsoki/kitsoki/internal/run/session"
@@ -117,7 +118,7 @@ func runWeb(cmd *cobra.Command, g *globals, o *webOpts, args []string) error {
 		return exitWith(exitFailure, err)
 	}
 	logger := g.logger(stderr)
-	sessions := &web.Local{Store: session.Store{Dir: dir}, Load: replays.load(g), Config: replays.config(o, logger)}
+	sessions := &driver.Sessions{Store: session.Store{Dir: dir}, Load: replays.load(g), Config: replays.config(o, logger), Stderr: stderr}
 	cfg := web.Config{Stories: files, Sessions: sessions, Token: token, Debug: o.debug, Logger: logger, MaxLive: o.maxLive}
 	if helper, err := viz.FindHelper(); err == nil {
 		cfg.Render = viz.HelperRender(helper)

@@ -148,11 +148,7 @@ func (l *live) statusFrame() []byte {
 		if st.ViewErr != nil {
 			s.ViewError = l.mask.Text(st.ViewErr.Error())
 		}
-		for _, in := range st.Intents {
-			if !in.Hidden {
-				s.Intents = append(s.Intents, in)
-			}
-		}
+		s.Intents = pageIntents(st.Intents)
 		if w, ok := l.mask.Value(orchestrator.DeepCopy(st.World)).(map[string]any); ok {
 			s.World = w
 		}

@@ -275,9 +275,10 @@ func (l *live) catchUp() {
 	}
 	if len(b) > 0 {
 		l.mark += int64(len(b))
-		l.entries = append(l.entries, entriesOf(b)...)
+		evs := decodeLines(b) // once, for the transcript and the path
+		l.entries = append(l.entries, entriesOf(evs)...)
 		if l.graph != nil {
-			l.graph.Highlight(decodeLines(b))
+			l.graph.Highlight(evs)
 		}
 	}
 	if l.graph != nil && l.last != nil {

@@ -480,3 +480,43 @@ func TestDiscover(t *testing.T) {
 		})
 	}
 }
+
+// TestDelete: a session is deleted through the session API once the
+// server let go of it: not while a turn runs, then gone from the list
+// and its journal with it.
+func TestDelete(t *testing.T) {
+	ts := helloServer(t, serverOpts{cassettes: map[string]string{helloApp: slowCassette(t)}})
+	id := ts.create(t, "hello")
+	s := ts.follow(t, id, "")
+	s.until("turn 0", settled("lobby"))
+	for _, line := range []string{"greet name=Ada style=formal", "again", "greet name=Grace", "again", "greet name=Linus"} {
+		ts.do(t, "POST", "/api/sessions/"+id+"/input", map[string]any{"text": line})
+		if line != "greet name=Linus" {
+			s.until(line, func(s *stream) bool { return s.Calls["busy"] == nil && len(s.texts(EntryInput)) > 0 && s.texts(EntryInput)[len(s.texts(EntryInput))-1] == line })
+		}
+	}
+	s.until("the slow call", func(s *stream) bool { return s.Calls != nil && len(s.Calls["calls"].([]any)) > 0 })
+	if code, out := ts.do(t, "DELETE", "/api/sessions/"+id, nil); code != http.StatusConflict ||
+		out["error"] != "a turn is in progress: delete the session once it ends (or cancel it)" {
+		t.Errorf("delete during a turn: %d %v", code, out)
+	}
+	ts.do(t, "POST", "/api/sessions/"+id+"/cancel", nil)
+	s.until("cancelled", settled("lobby"))
+	code, out := ts.do(t, "DELETE", "/api/sessions/"+id, nil)
+	if code != http.StatusOK || out["id"] != id {
+		t.Fatalf("delete: %d %v", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(ts.Dir, id+".jsonl")); !os.IsNotExist(err) {
+		t.Errorf("the journal is still there: %v", err)
+	}
+	_, list := ts.do(t, "GET", "/api/stories", nil)
+	if rows := list["stories"].([]any)[0].(map[string]any)["sessions"].([]any); len(rows) != 0 {
+		t.Errorf("sessions listed after the delete = %v", rows)
+	}
+	if code, out := ts.do(t, "DELETE", "/api/sessions/"+id, nil); code != http.StatusNotFound {
+		t.Errorf("delete again: %d %v", code, out)
+	}
+	if code, _ := ts.do(t, "POST", "/api/sessions/"+id+"/input", map[string]any{"text": "bye"}); code != http.StatusNotFound {
+		t.Errorf("input to the deleted session: %d", code)
+	}
+}

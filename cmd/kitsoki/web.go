@@ -105,12 +105,12 @@ func runWeb(cmd *cobra.Command, g *globals, o *webOpts, args []string) error {
 	if err != nil {
 		return exitWith(exitUsage, fmt.Errorf("kitsoki web: %w", err))
 	}
+	root, err := workspaceDir(g)
+	if err != nil {
+		return exitWith(exitFailure, err)
+	}
 	dir := o.sessionsDir
 	if dir == "" {
-		root, err := workspaceDir(g)
-		if err != nil {
-			return exitWith(exitFailure, err)
-		}
 		dir = sessionsDir("", root)
 	}
 	token, err := web.Token(dir, o.newToken)
@@ -119,7 +119,7 @@ func runWeb(cmd *cobra.Command, g *globals, o *webOpts, args []string) error {
 	}
 	logger := g.logger(stderr)
 	sessions := &driver.Sessions{Store: session.Store{Dir: dir}, Load: replays.load(g), Config: replays.config(o, logger), Stderr: stderr}
-	cfg := web.Config{Stories: files, Sessions: sessions, Token: token, Debug: o.debug, Logger: logger, MaxLive: o.maxLive}
+	cfg := web.Config{Stories: files, Sessions: sessions, Token: token, Debug: o.debug, Logger: logger, MaxLive: o.maxLive, Workspace: root}
 	if helper, err := viz.FindHelper(); err == nil {
 		cfg.Render = viz.HelperRender(helper)
 	} else {

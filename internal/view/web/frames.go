@@ -145,6 +145,11 @@ func (l *live) statusFrame() []byte {
 	if st := l.last; st != nil {
 		s.State, s.Description, s.Turn, s.Done, s.Exit = st.State, l.mask.Text(st.Description), st.Turn, st.Done, st.Exit
 		s.View = viewElements(st.ViewDoc, l.mask)
+		for i, e := range st.ViewDoc {
+			if e.Media != nil {
+				s.View[i].Media.Src = l.mediaSrc(i, e.Media.Kind, e.Media.Path)
+			}
+		}
 		if st.ViewErr != nil {
 			s.ViewError = l.mask.Text(st.ViewErr.Error())
 		}

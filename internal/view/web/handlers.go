@@ -24,7 +24,7 @@ import (
 // pageCSP is the session and home page's policy: its own script and
 // style only, no inline script, requests to itself only, framed by
 // nobody.
-const pageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+const pageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src 'self'; connect-src 'self'; frame-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // maxBody bounds a request body.
 const maxBody = 1 << 20

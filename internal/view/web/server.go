@@ -49,6 +49,10 @@ type Config struct {
 	Sessions *driver.Sessions
 	// Token is what every request must carry (Token, NewToken). Required.
 	Token string
+	// Workspace is the project's root: a view's media files are read in
+	// it or in the story's directory, a relative path against it ("": the
+	// story's directory).
+	Workspace string
 	// Debug lets the page edit the world.
 	Debug bool
 	// Render draws the state diagram as SVG (viz.HelperRender); nil shows
@@ -123,6 +127,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("DELETE /api/sessions/{id}", s.deleteSession)
 	mux.HandleFunc("POST /api/sessions/{id}/world", s.world)
 	mux.HandleFunc("GET /api/sessions/{id}/diagram.svg", s.diagram)
+	mux.HandleFunc("GET /api/sessions/{id}/media/{n}", s.media)
 	mux.HandleFunc("GET /s/{id}/trace/", s.tracePage)
 	mux.HandleFunc("GET /evals/{story}/{name}", s.evalPage)
 	return s.guard.wrap(mux)

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -492,7 +493,9 @@ func TestDelete(t *testing.T) {
 	for _, line := range []string{"greet name=Ada style=formal", "again", "greet name=Grace", "again", "greet name=Linus"} {
 		ts.do(t, "POST", "/api/sessions/"+id+"/input", map[string]any{"text": line})
 		if line != "greet name=Linus" {
-			s.until(line, func(s *stream) bool { return s.Calls["busy"] == nil && len(s.texts(EntryInput)) > 0 && s.texts(EntryInput)[len(s.texts(EntryInput))-1] == line })
+			s.until(line, func(s *stream) bool {
+				return s.Calls["busy"] == nil && len(s.texts(EntryInput)) > 0 && s.texts(EntryInput)[len(s.texts(EntryInput))-1] == line
+			})
 		}
 	}
 	s.until("the slow call", func(s *stream) bool { return s.Calls != nil && len(s.Calls["calls"].([]any)) > 0 })
@@ -518,5 +521,77 @@ func TestDelete(t *testing.T) {
 	}
 	if code, _ := ts.do(t, "POST", "/api/sessions/"+id+"/input", map[string]any{"text": "bye"}); code != http.StatusNotFound {
 		t.Errorf("input to the deleted session: %d", code)
+	}
+}
+
+// TestMedia: a view's image and video files inside the story's directory
+// are served to the page by their element's index, with their type and a
+// policy of their own; a path outside, a file of another kind and an
+// element that is not media are not.
+func TestMedia(t *testing.T) {
+	ts := startServer(t, serverOpts{stories: []string{kindsApp}, cassettes: map[string]string{kindsApp: kindsCassette}})
+	id := ts.create(t, "kinds")
+	s := ts.follow(t, id, "")
+	s.until("turn 0", settled("gallery"))
+	srcs := map[string]string{}
+	index := map[string]int{}
+	for i, e := range s.Status["view"].([]any) {
+		m, _ := e.(map[string]any)["media"].(map[string]any)
+		if m == nil {
+			continue
+		}
+		src, _ := m["src"].(string)
+		srcs[m["caption"].(string)] = src
+		index[m["caption"].(string)] = i
+	}
+	base := "/api/sessions/" + id + "/media/"
+	want := map[string]string{
+		"a clip": "", "a bad link": "", "outside": "", "not a video": "",
+		"a <b>dot</b>":   base + fmt.Sprint(index["a <b>dot</b>"]) + "?turn=0",
+		"a clip of ours": base + fmt.Sprint(index["a clip of ours"]) + "?turn=0",
+	}
+	if d := cmp.Diff(want, srcs); d != "" {
+		t.Errorf("media sources (-want +got):\n%s", d)
+	}
+	get := func(path string) (*http.Response, string) {
+		req, _ := http.NewRequest("GET", ts.URL+path, nil)
+		req.Header.Set(TokenHeader, ts.Token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(b)
+	}
+	png, _ := os.ReadFile(filepath.Join(filepath.Dir(kindsApp), "media", "dot.png"))
+	for _, tc := range []struct {
+		name, path string
+		code       int
+		ctype      string
+		body       string
+	}{
+		{"the image", want["a <b>dot</b>"], 200, "image/png", string(png)},
+		{"the video", want["a clip of ours"], 200, "video/webm", ""},
+		{"a path outside", base + fmt.Sprint(index["outside"]), 403, "", "is outside the story's directory and the workspace"},
+		{"a png as a video", base + fmt.Sprint(index["not a video"]), 415, "", "media/dot.png is not a video file the page plays (by its name: .m4v, .mov, .mp4, .ogv, .webm)"},
+		{"a link", base + fmt.Sprint(index["a bad link"]), 404, "", "the view has no media element"},
+		{"not media", base + "0", 404, "", "the view has no media element 0 the page plays"},
+		{"past the view", base + "99", 404, "", "the view has no media element 99"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := get(tc.path)
+			if resp.StatusCode != tc.code || !strings.Contains(body, tc.body) {
+				t.Errorf("%s: %d %q, want %d with %q", tc.path, resp.StatusCode, body, tc.code, tc.body)
+			}
+			if tc.ctype != "" {
+				if got := resp.Header.Get("Content-Type"); got != tc.ctype {
+					t.Errorf("Content-Type = %q, want %q", got, tc.ctype)
+				}
+				if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "sandbox") || resp.Header.Get("X-Content-Type-Options") != "nosniff" {
+					t.Errorf("policy = %q, nosniff %q", csp, resp.Header.Get("X-Content-Type-Options"))
+				}
+			}
+		})
 	}
 }

@@ -314,12 +314,25 @@
     return text ? el("pre", { className: cls + " text", text: text }) : null;
   }
 
+  // mediaNode shows a media element: an image or video file the
+  // server serves (m.src, a path of its own) as the element that plays
+  // it; anything else as its caption and a link (http(s) only) or its
+  // handle as text. Nothing is loaded from another site.
   function mediaNode(v, cls) {
     var m = v.media || {};
     var link = /^https?:\/\//i.test(m.handle) ? el("a", { href: m.handle, target: "_blank", rel: "noopener noreferrer", text: m.handle })
       : el("code", { text: m.handle });
+    var player = null;
+    var src = /^\/api\/sessions\//.test(m.src || "") ? m.src : "";
+    if (src && m.kind === "image") player = el("img", { src: src, alt: m.caption || m.handle });
+    if (src && m.kind === "video") {
+      player = el("video", { src: src, title: m.caption || m.handle });
+      player.controls = true;
+      player.preload = "metadata";
+    }
     return el("figure", { className: cls }, [
       el("span", { className: "tag", text: m.kind || "media" }),
+      player,
       el("figcaption", { text: m.caption || m.handle }),
       link,
     ]);

@@ -106,10 +106,10 @@ func runWeb(cmd *cobra.Command, g *globals, o *webOpts, args []string) error {
 		return exitWith(exitUsage, fmt.Errorf("kitsoki web: %w", err))
 	}
 	root, err := workspaceDir(g)
-	if err != nil {
+	if err != nil && o.sessionsDir == "" {
 		return exitWith(exitFailure, err)
 	}
-	dir := o.sessionsDir
+	dir := o.sessionsDir // with no workspace, media files are read in the story's directory only
 	if dir == "" {
 		dir = sessionsDir("", root)
 	}

@@ -595,3 +595,54 @@ func TestMedia(t *testing.T) {
 		})
 	}
 }
+
+// TestMediaFile: a media path is read inside the story's directory or
+// the workspace only, a relative one against the workspace; a link out of
+// them is refused.
+func TestMediaFile(t *testing.T) {
+	root := t.TempDir()
+	ws := filepath.Join(root, "ws")
+	dir := filepath.Join(ws, "stories", "a")
+	outside := filepath.Join(root, "secret.png")
+	for _, p := range []string{filepath.Join(dir, "app.yaml"), filepath.Join(dir, "in.png"), filepath.Join(ws, ".artifacts", "a.png"), outside} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(p), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "link.png")); err != nil {
+		t.Fatal(err)
+	}
+	si := &storyInfo{File: filepath.Join(dir, "app.yaml")}
+	for _, tc := range []struct {
+		name, workspace, path, want, err string
+	}{
+		{"in the story's directory", "", filepath.Join(dir, "in.png"), filepath.Join(dir, "in.png"), ""},
+		{"relative to the story without a workspace", "", "in.png", filepath.Join(dir, "in.png"), ""},
+		{"relative to the workspace", ws, ".artifacts/a.png", filepath.Join(ws, ".artifacts", "a.png"), ""},
+		{"outside", ws, outside, "", "is outside the story's directory and the workspace"},
+		{"dot-dot out", "", "../../../secret.png", "", "is outside the story's directory and the workspace"},
+		{"a link out", "", "link.png", "", "path escapes from parent"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Server{cfg: Config{Workspace: tc.workspace}}
+			f, err := s.mediaFile(si, tc.path)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			b, _ := io.ReadAll(f)
+			if string(b) != tc.want {
+				t.Errorf("read %q, want the file %s", b, tc.want)
+			}
+		})
+	}
+}

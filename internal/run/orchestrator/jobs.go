@@ -371,7 +371,7 @@ func (s *Session) afterJobChain(t *turnCtx, n jobs.Notice, where, redirect strin
 		if err := s.emit(t, trace.MachineTransition{From: s.state, To: redirect, Intent: JobIntent}); err != nil {
 			return err
 		}
-		return s.enterPath(t, s.state, redirect)
+		return s.transition(t, redirect)
 	}
 	for i, e := range targets {
 		if e.When != nil {
@@ -410,7 +410,7 @@ func (s *Session) takeJobTarget(t *turnCtx, e *story.Effect, origin, where strin
 	if stay {
 		return nil
 	}
-	return s.enterPath(t, s.state, to)
+	return s.transition(t, to)
 }
 
 // jobTarget renders an on_complete target template and resolves the name

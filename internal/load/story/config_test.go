@@ -76,6 +76,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"#a", `state path "#a": a state name is missing at offset 0` + hint},
 		{"p#(p.a#p.a.x|p.b", `state path "p#(p.a#p.a.x|p.b": a ")" is missing at offset 16` + hint},
 		{"p#(p.a)|p.b", `state path "p#(p.a)|p.b": parentheses hold a nested parallel configuration (<parallel>#...), not "p.a"` + hint},
+		{"p#(p.a.q#p.a.q.x.one|p.b.idle", `state path "p#(p.a.q#p.a.q.x.one|p.b.idle": a ")" is missing at offset 29` + hint},
 		{"p#p.a)", `state path "p#p.a)": unexpected ')' at offset 5` + hint},
 	}
 	for _, tc := range tests {

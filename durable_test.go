@@ -106,3 +106,44 @@ func TestResumeOfAChangedStory(t *testing.T) {
 		t.Errorf("fork %s in %q, want a new id in lobby (turn 0, the last that matched)", f.ID(), f.State())
 	}
 }
+
+// A durable session saved inside a parallel state nested in another's
+// region resumes there, from its journal, and goes on: the nested state's
+// done event moves the outer region, and the run ends.
+func TestResumeInsideNestedParallel(t *testing.T) {
+	const app = "internal/check/kitsokiformat/testdata/parallel/app.yaml"
+	const mid = "release#(release.build.parts#release.build.parts.back.todo|release.build.parts.front.done)|release.docs.draft"
+	opts := []kitsoki.Option{kitsoki.WithSessionsDir(t.TempDir())}
+	s, err := kitsoki.Open(app, append(opts, kitsoki.WithKey("test:nested"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	do(t, s, "start")
+	do(t, s, "fe")
+	if s.State() != mid {
+		t.Fatalf("state %q, want %q", s.State(), mid)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := kitsoki.Resume(t.Context(), "test:nested", opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if r.State() != mid {
+		t.Fatalf("resumed in %q, want %q", r.State(), mid)
+	}
+	if out := do(t, r, "be"); out.Done || r.State() != "release#release.build.shipped|release.docs.draft" {
+		t.Fatalf("be: done %v in %q", out.Done, r.State())
+	}
+	if out := do(t, r, "note"); !out.Done {
+		t.Errorf("note: not done in %q", r.State())
+	}
+	if got := r.World()["log"]; got != ">parts>built" {
+		t.Errorf("log = %v, want >parts>built (the ping reached shipped, which has no arm for it)", got)
+	}
+}

@@ -215,9 +215,8 @@ func (r *Runner) Prepare(fx *Fixture) (*Flow, error) {
 			fx.File, fx.appAt.line, fx.appAt.col, fx.AppID, fx.AppPath, st.App.ID, st.App.ID)
 	}
 	if fx.InitialState != "" {
-		if _, ok := st.States[fx.InitialState]; !ok {
-			return nil, fmt.Errorf("%s: initial_state %q is not a state of %s (states: %s)",
-				fx.Name, fx.InitialState, st.App.ID, strings.Join(sortedKeys(st.States), ", "))
+		if err := checkInitialState(fx, st); err != nil {
+			return nil, err
 		}
 	}
 	if err := checkStubNames(fx, st); err != nil {
@@ -1029,4 +1028,20 @@ func tick(ctx context.Context, sess *orchestrator.Session, out *orchestrator.Out
 		merged.Outcome, merged.Err = fired.Outcome, fired.Err
 	}
 	return &merged, nil
+}
+
+// checkInitialState checks a fixture's initial_state: a state of the story,
+// or a parallel configuration of it (story.Config's printed form).
+func checkInitialState(fx *Fixture, st *story.Story) error {
+	if _, ok := st.States[fx.InitialState]; ok {
+		return nil
+	}
+	if c, err := story.ParseConfig(fx.InitialState); err == nil && c.IsParallel() {
+		if _, err := story.CheckConfig(st, fx.InitialState); err != nil {
+			return fmt.Errorf("%s: initial_state: %w", fx.Name, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("%s: initial_state %q is not a state of %s (states: %s)",
+		fx.Name, fx.InitialState, st.App.ID, strings.Join(sortedKeys(st.States), ", "))
 }

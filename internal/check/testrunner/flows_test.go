@@ -373,6 +373,7 @@ func TestFlowSetupErrors(t *testing.T) {
 		{"turn without intent", "test_kind: flow\napp: " + app + "\nturns: [{expect_state: cart}]\n", "f.yaml:3:9: turns[0]: intent: {name, slots} is required"},
 		{"bad regex", "test_kind: flow\napp: " + app + "\nturns: [{intent: add, expect_view_matches: '('}]\n", "expect_view_matches: error parsing regexp"},
 		{"initial state", "test_kind: flow\napp: " + app + "\ninitial_state: nowhere\n", `f.yaml: initial_state "nowhere" is not a state of shop (states: cart, finished, paying)`},
+		{"initial configuration", "test_kind: flow\napp: " + app + "\ninitial_state: 'cart#cart.a|cart.b'\n", `f.yaml: initial_state: state path "cart#cart.a|cart.b": "cart" is not a parallel state`},
 		{"missing cassette", "test_kind: flow\napp: " + app + "\nhost_cassette: nope.yaml\n", "nope.yaml"},
 		{"missing app", "test_kind: flow\napp: nope/app.yaml\n", "nope/app.yaml"},
 		{"expect_events not a list", "test_kind: flow\napp: " + app + "\nturns:\n  - intent: add\n    expect_events: {kind: x}\n",

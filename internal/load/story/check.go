@@ -421,6 +421,10 @@ func (l *loader) checkArmIntents() {
 		if l.intentDeclared(r.state, r.value) {
 			continue
 		}
+		if IsDoneEvent(r.value) {
+			l.checkDoneArm(r)
+			continue
+		}
 		names := make([]string, 0, len(l.st.Intents))
 		for n := range l.st.Intents {
 			names = append(names, n)
@@ -505,4 +509,28 @@ func (s *State) InheritedDefaultIntent(st *Story) *State {
 		}
 	}
 	return nil
+}
+
+// checkDoneArm warns about a done.state.<path> arm that no done event can
+// reach: path must be a parallel state at or inside the arm's state (in an
+// imported story, the path as that story names it).
+func (l *loader) checkDoneArm(r *nodeRef) {
+	name := strings.TrimPrefix(r.value, DoneEventPrefix)
+	var pars []string
+	for _, st := range l.st.States {
+		if !st.IsParallel() {
+			continue
+		}
+		pars = append(pars, st.Name)
+		if (st.Name == name || strings.HasSuffix(st.Name, "."+name)) && (r.state == nil || IsWithin(st.Name, r.state.Name)) {
+			return
+		}
+	}
+	sort.Strings(pars)
+	where := "this story"
+	if r.state != nil {
+		where = r.state.Name
+	}
+	l.warnAt(r.f, r.n, r.path, "%q names no parallel state at or inside %s, so no done event reaches this arm (parallel states: %s)%s",
+		r.value, where, strings.Join(pars, ", "), didYouMean(name, pars))
 }

@@ -39,12 +39,6 @@ func (l *loader) loadHierarchy(f *file, fs fieldSet, path string, s *State) {
 		}
 		return
 	case KindParallel:
-		for p := s.Parent; p != ""; p = l.st.States[p].Parent {
-			if l.st.States[p].IsParallel() {
-				l.errAt(f, te.val, joinPath(path, "type"), "a parallel state inside the parallel state %q is not supported; make %s a compound state", p, s.Name)
-				return
-			}
-		}
 		if hasInitial {
 			l.errAt(f, ie.key, joinPath(path, "initial"), "a parallel state enters every region at once; initial: applies only to a type: compound state")
 		}

@@ -1,15 +1,11 @@
 package story
 
-import (
-	"sort"
-	"strings"
-)
+import "strings"
 
 // State paths. A state's Name is its full dotted path (bar.dark); a
-// configuration inside a parallel state is printed as
+// configuration inside a parallel state is a Config (config.go), printed as
 // "<parallel>#<leaf>|<leaf>" with the region leaves sorted
-// (clock#clock.calendar.day1|clock.weather.dry). These helpers are the one
-// place that knows both forms.
+// (clock#clock.calendar.day1|clock.weather.dry).
 
 // State kinds (State.Kind).
 const (
@@ -24,24 +20,6 @@ func (s *State) IsCompound() bool { return s.Kind == KindCompound }
 // IsParallel reports whether the state runs all its children (regions) at
 // once.
 func (s *State) IsParallel() bool { return s.Kind == KindParallel }
-
-// JoinConfig prints a parallel configuration: the parallel state's path and
-// its region leaves, sorted.
-func JoinConfig(parallel string, leaves []string) string {
-	ls := append([]string(nil), leaves...)
-	sort.Strings(ls)
-	return parallel + "#" + strings.Join(ls, "|")
-}
-
-// SplitConfig splits a printed state path into the parallel state (""
-// when the path is a plain state) and the active leaves.
-func SplitConfig(path string) (parallel string, leaves []string) {
-	p, rest, ok := strings.Cut(path, "#")
-	if !ok {
-		return "", []string{path}
-	}
-	return p, strings.Split(rest, "|")
-}
 
 // IsWithin reports whether path is anc or lies under it.
 func IsWithin(path, anc string) bool {

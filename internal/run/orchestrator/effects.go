@@ -37,7 +37,7 @@ func (s *Session) take(t *turnCtx, arm *story.Arm, intent string) error {
 	}
 	if s.inParallel() {
 		_, owner := s.armsFor(intent)
-		t.src = s.sourceLeaf(owner)
+		t.src = s.sourceOf(owner)
 	}
 	err := s.runEffects(t, arm.Effects, "arm "+intent)
 	if err == nil && arm.Emit != nil {
@@ -89,7 +89,7 @@ func (s *Session) renderTarget(t *turnCtx, arm *story.Arm, intent string) (strin
 	from := s.state
 	if s.inParallel() {
 		_, owner := s.armsFor(intent)
-		if from = s.sourceLeaf(owner); from == "" {
+		if from = s.sourceOf(owner); from == "" {
 			from = s.focus().Name
 		}
 	}
@@ -105,8 +105,9 @@ func (s *Session) renderTarget(t *turnCtx, arm *story.Arm, intent string) (strin
 
 // enterPath exits from the current state up to the common ancestor of from
 // and to, then enters down to `to`, outermost first, running each entered
-// state's on_enter. from == to re-enters the state.
-func (s *Session) enterPath(t *turnCtx, from, to string) error {
+// state's on_enter; from == to re-enters the state. It sets the session's
+// state and returns it as a configuration.
+func (s *Session) enterPath(t *turnCtx, from, to string) (*story.Config, error) {
 	fromChain := pathChain(s, from) // outermost first
 	toChain := pathChain(s, to)
 	common := 0
@@ -120,20 +121,21 @@ func (s *Session) enterPath(t *turnCtx, from, to string) error {
 	for i := len(fromChain) - 1; i >= common; i-- {
 		s.state = fromChain[i]
 		if err := s.emit(t, trace.MachineStateExited{State: fromChain[i]}); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	for _, st := range toChain[common:] {
-		if err := s.enterOne(t, st, true); err != nil {
-			return err
-		}
+	var final *story.Config
+	var err error
+	if common < len(toChain) {
+		final, err = s.enterChain(t, toChain[common:], true)
+	} else {
+		final, err = s.descend(t, to, true)
 	}
-	final, err := s.descend(t, to, true)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	s.state = final
-	return nil
+	s.setConfig(final)
+	return final, nil
 }
 
 // pathChain lists the state paths from the outermost ancestor to path.

@@ -5,111 +5,162 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/kitsoki/kitsoki/internal/base/expr"
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
 )
 
 // Hierarchical states: the session's state is a leaf path (bar.dark), or,
-// inside a parallel state, a configuration printed as
-// "<parallel>#<leaf>|<leaf>" (story.JoinConfig). This file is where the
-// session reads and changes that configuration.
+// inside a parallel state, a configuration (story.Config) printed as
+// "<parallel>#<leaf>|<leaf>", a nested parallel state's configuration in
+// parentheses. This file is where the session reads and changes that
+// configuration; regions.go delivers events between regions.
 
-// leaves returns the parallel state ("" when none) and the active leaves.
-func (s *Session) leaves() (string, []string) { return story.SplitConfig(s.state) }
+// config is the session's state as a configuration, parsed once per
+// change of state.
+func (s *Session) config() *story.Config {
+	if s.cfg == nil || s.cfgText != s.state {
+		c, err := story.ParseConfig(s.state)
+		if err != nil {
+			c = story.Leaf(s.state)
+		}
+		s.cfg, s.cfgText = c, s.state
+	}
+	return s.cfg
+}
+
+// setConfig makes c the session's state.
+func (s *Session) setConfig(c *story.Config) {
+	s.state = c.String()
+	s.cfg, s.cfgText = c, s.state
+}
+
+// leaves returns the active leaves, in configuration order.
+func (s *Session) leaves() []string { return s.config().Leaves() }
 
 // focus is the state that stands for the configuration: the leaf, or the
-// parallel state.
-func (s *Session) focus() *story.State {
-	if p, _, ok := strings.Cut(s.state, "#"); ok {
-		return s.story.States[p]
-	}
-	return s.story.States[s.state]
-}
+// outermost parallel state.
+func (s *Session) focus() *story.State { return s.story.States[s.config().State] }
 
 // inParallel reports whether the configuration is inside a parallel state.
-func (s *Session) inParallel() bool { return strings.Contains(s.state, "#") }
+func (s *Session) inParallel() bool { return s.config().IsParallel() }
 
 // scopes lists the states an intent is looked up in, in order: each active
-// leaf and its ancestors inside the parallel state (regions in
-// configuration order, so the first region that handles an intent takes
-// it), then the parallel state and its ancestors. For a plain leaf it is
-// the leaf and its ancestors, innermost first.
+// leaf and its ancestors inside its region (regions in configuration
+// order, a nested parallel state's regions before the nested state, so the
+// first region that handles an intent takes it), then the parallel state
+// and its ancestors. For a plain leaf it is the leaf and its ancestors,
+// innermost first.
 func (s *Session) scopes() []*story.State {
-	if !s.inParallel() {
-		return s.ancestors(s.state)
+	c := s.config()
+	if !c.IsParallel() {
+		return s.ancestors(c.State)
 	}
-	p, ls := s.leaves()
-	var out []*story.State
-	for _, leaf := range ls {
-		for _, st := range s.ancestors(leaf) {
-			if st.Name == p {
-				break
-			}
-			out = append(out, st)
-		}
-	}
-	return append(out, s.ancestors(p)...)
+	return append(s.regionScopes(nil, c), s.ancestors(c.State)...)
 }
 
-// sourceLeaf is the active leaf a transition found at state owner starts
-// from: the leaf under owner inside a parallel state's region, else the
-// whole configuration ("").
-func (s *Session) sourceLeaf(owner *story.State) string {
-	if !s.inParallel() || owner == nil {
-		return ""
+// regionScopes appends the scopes of parallel configuration c's regions.
+func (s *Session) regionScopes(out []*story.State, c *story.Config) []*story.State {
+	for _, r := range c.Regions {
+		out = s.scopesBelow(out, r, c.State)
 	}
-	p, ls := s.leaves()
-	if story.IsWithin(p, owner.Name) {
-		return ""
-	}
-	for _, leaf := range ls {
-		if story.IsWithin(leaf, owner.Name) {
-			return leaf
-		}
-	}
-	return ""
+	return out
 }
 
-// transition moves the configuration to target: inside a parallel state a
-// target in one of its regions replaces that region's leaf and leaves the
-// others alone; any other target exits every region (their leaves first,
-// in reverse order), then the parallel state's ancestors up to the common
-// one, and enters the target.
+// scopesBelow appends the scopes of region configuration r, from its
+// innermost states up to (not including) the parallel state stop.
+func (s *Session) scopesBelow(out []*story.State, r *story.Config, stop string) []*story.State {
+	if r.IsParallel() {
+		out = s.regionScopes(out, r)
+	}
+	for _, st := range s.ancestors(r.State) {
+		if st.Name == stop {
+			break
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// sourceOf is where a transition found at state owner starts from inside
+// a parallel configuration: the active leaf under owner in its region, or
+// the nested parallel state when owner is that state or encloses it inside
+// the region; "" when owner holds the whole configuration (or there is no
+// parallel state).
+func (s *Session) sourceOf(owner *story.State) string {
+	c := s.config()
+	if !c.IsParallel() || owner == nil || story.IsWithin(c.State, owner.Name) {
+		return ""
+	}
+	return sourceIn(c, owner.Name)
+}
+
+func sourceIn(c *story.Config, owner string) string {
+	i := c.RegionOf(owner)
+	if i < 0 {
+		return ""
+	}
+	r := c.Regions[i]
+	if !r.IsParallel() || story.IsWithin(r.State, owner) {
+		return r.State
+	}
+	return sourceIn(r, owner)
+}
+
+// transition moves the configuration to target (see moveIn), then
+// delivers the events the turn has queued (emit:, and the done events of
+// parallel states the move completed), unless it runs inside that
+// delivery.
 func (s *Session) transition(t *turnCtx, target string) error {
 	err := s.move(t, target)
 	s.pruneTimers()
-	return err
+	if err != nil || t.delivering || len(t.events) == 0 {
+		return err
+	}
+	return s.broadcast(t)
 }
 
 func (s *Session) move(t *turnCtx, target string) error {
-	if !s.inParallel() {
-		return s.enterPath(t, s.state, target)
+	before := s.config()
+	c, err := s.moveIn(t, before, target)
+	if err != nil {
+		return err
 	}
-	p, ls := s.leaves()
-	if target != p && story.IsWithin(target, p) {
-		region := p + "." + strings.SplitN(strings.TrimPrefix(target, p+"."), ".", 2)[0]
-		kept := make([]string, 0, len(ls))
-		cur := ""
-		for _, leaf := range ls {
-			if story.IsWithin(leaf, region) {
-				cur = leaf
-			} else {
-				kept = append(kept, leaf)
-			}
+	s.setConfig(c)
+	s.queueDone(t, before, c)
+	return nil
+}
+
+// moveIn moves configuration c to target and returns the new one. A target
+// inside one of a parallel state's regions moves that region alone (and,
+// in a nested parallel state, that state's region alone), leaving the
+// other regions as they are. Any other target exits every region (their
+// states innermost first, regions in reverse configuration order), then
+// the states up to the common ancestor, and enters the target.
+func (s *Session) moveIn(t *turnCtx, c *story.Config, target string) (*story.Config, error) {
+	if i := c.RegionOf(target); i >= 0 {
+		r, err := s.moveIn(t, c.Regions[i], target)
+		if err != nil {
+			return nil, err
 		}
-		if cur == "" {
-			cur = region
-		}
-		if err := s.enterPath(t, cur, target); err != nil {
+		return c.With(i, r), nil
+	}
+	if err := s.exitRegions(t, c); err != nil {
+		return nil, err
+	}
+	return s.enterPath(t, c.State, target)
+}
+
+// exitRegions exits everything below parallel configuration c's state:
+// its regions in reverse configuration order, each from its innermost
+// state up. A leaf has nothing below it.
+func (s *Session) exitRegions(t *turnCtx, c *story.Config) error {
+	for i := len(c.Regions) - 1; i >= 0; i-- {
+		r := c.Regions[i]
+		if err := s.exitRegions(t, r); err != nil {
 			return err
 		}
-		s.state = story.JoinConfig(p, append(kept, s.state))
-		return nil
-	}
-	for i := len(ls) - 1; i >= 0; i-- {
-		for _, st := range s.ancestors(ls[i]) {
-			if st.Name == p {
+		for _, st := range s.ancestors(r.State) {
+			if st.Name == c.State {
 				break
 			}
 			s.state = st.Name
@@ -118,42 +169,72 @@ func (s *Session) move(t *turnCtx, target string) error {
 			}
 		}
 	}
-	s.state = p
-	return s.enterPath(t, p, target)
+	s.state = c.State
+	return nil
+}
+
+// enterChain enters the states of chain (outermost first) and descends
+// from the last. A parallel state on the way also enters its other
+// regions at their initial states, in declaration order, so a target deep
+// inside one region still activates every region.
+func (s *Session) enterChain(t *turnCtx, chain []string, runOnEnter bool) (*story.Config, error) {
+	if err := s.enterOne(t, chain[0], runOnEnter); err != nil {
+		return nil, err
+	}
+	if len(chain) == 1 {
+		return s.descend(t, chain[0], runOnEnter)
+	}
+	st := s.story.States[chain[0]]
+	if st == nil || !st.IsParallel() {
+		return s.enterChain(t, chain[1:], runOnEnter)
+	}
+	rs := make([]*story.Config, 0, len(st.Children))
+	for _, r := range st.Children {
+		var rc *story.Config
+		var err error
+		if r == chain[1] {
+			rc, err = s.enterChain(t, chain[1:], runOnEnter)
+		} else {
+			rc, err = s.enterChain(t, []string{r}, runOnEnter)
+		}
+		if err != nil {
+			return nil, err
+		}
+		rs = append(rs, rc)
+	}
+	return story.Parallel(st.Name, rs), nil
 }
 
 // descend enters a compound state's initial child, and every region of a
 // parallel state, down to the leaves; runOnEnter is false when a flow
-// seeds the session there. It returns the resulting state path.
-func (s *Session) descend(t *turnCtx, path string, runOnEnter bool) (string, error) {
+// seeds the session there. It returns the configuration below path.
+func (s *Session) descend(t *turnCtx, path string, runOnEnter bool) (*story.Config, error) {
 	st := s.story.States[path]
 	switch {
 	case st == nil:
-		return path, nil
+		// A configuration given as the root (initial_state) is taken as it is.
+		if c, err := story.ParseConfig(path); err == nil {
+			return c, nil
+		}
+		return story.Leaf(path), nil
 	case st.IsCompound():
 		child, err := s.initialChild(t, st)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		if err := s.enterOne(t, child, runOnEnter); err != nil {
-			return "", err
-		}
-		return s.descend(t, child, runOnEnter)
+		return s.enterChain(t, []string{child}, runOnEnter)
 	case st.IsParallel():
-		leaves := make([]string, 0, len(st.Children))
+		rs := make([]*story.Config, 0, len(st.Children))
 		for _, r := range st.Children {
-			if err := s.enterOne(t, r, runOnEnter); err != nil {
-				return "", err
-			}
-			leaf, err := s.descend(t, r, runOnEnter)
+			rc, err := s.enterChain(t, []string{r}, runOnEnter)
 			if err != nil {
-				return "", err
+				return nil, err
 			}
-			leaves = append(leaves, leaf)
+			rs = append(rs, rc)
 		}
-		return story.JoinConfig(path, leaves), nil
+		return story.Parallel(path, rs), nil
 	}
-	return path, nil
+	return story.Leaf(path), nil
 }
 
 // enterOne records the entry into one state and runs its on_enter.
@@ -237,240 +318,9 @@ func (s *Session) initialChild(t *turnCtx, st *story.State) (string, error) {
 }
 
 // checkConfig checks a state path given to start a session in: a state,
-// or a parallel configuration naming one leaf in every region.
+// or a parallel configuration naming one state in every region (a nested
+// parallel state's configuration in parentheses).
 func checkConfig(st *story.Story, path string) error {
-	p, ls := story.SplitConfig(path)
-	if p == "" {
-		if _, ok := st.States[path]; !ok {
-			return fmt.Errorf("root state %q does not exist%s", path, suggestQuoted(path, sortedKeys(st.States)))
-		}
-		return nil
-	}
-	ps := st.States[p]
-	if ps == nil || !ps.IsParallel() {
-		return fmt.Errorf("state path %q: %q is not a parallel state", path, p)
-	}
-	if len(ls) != len(ps.Children) {
-		return fmt.Errorf("state path %q: name one leaf for each of the %d regions of %s", path, len(ps.Children), p)
-	}
-	seen := map[string]bool{}
-	for _, leaf := range ls {
-		region := ""
-		for _, r := range ps.Children {
-			if story.IsWithin(leaf, r) {
-				region = r
-			}
-		}
-		if _, ok := st.States[leaf]; !ok || region == "" || seen[region] {
-			return fmt.Errorf("state path %q: %q is not a state of its own region of %s", path, leaf, p)
-		}
-		seen[region] = true
-	}
-	return nil
-}
-
-// viewStates are the states whose views make up the current view: the
-// leaf's (a leaf without a view shows that of its nearest compound
-// ancestor with one); inside a parallel state, the parallel state's own
-// view, then each region's, in configuration order.
-func (s *Session) viewStates() []*story.State {
-	p, ls := s.leaves()
-	if p == "" {
-		return []*story.State{s.viewHolder(ls[0], "")}
-	}
-	out := []*story.State{s.story.States[p]}
-	for _, leaf := range ls {
-		if st := s.viewHolder(leaf, p); st != nil {
-			out = append(out, st)
-		}
-	}
-	return out
-}
-
-// viewHolder is the state whose view a leaf shows: the leaf, else its
-// nearest ancestor with a view whose children it inherits (a compound
-// state below stop).
-func (s *Session) viewHolder(leaf, stop string) *story.State {
-	st := s.story.States[leaf]
-	for cur := st; cur != nil; {
-		if cur.View != nil || cur.ViewDoc != nil {
-			return cur
-		}
-		par := s.story.States[cur.Parent]
-		if par == nil || par.Name == stop || !par.IsCompound() {
-			break
-		}
-		cur = par
-	}
-	if stop != "" {
-		return nil
-	}
-	return st
-}
-
-// regionEvent is one emit: event and the leaf it was emitted from.
-type regionEvent struct{ name, from string }
-
-// captureEvents renders an emit: item (a name or a list of names) and
-// keeps the events for the sibling regions.
-func (s *Session) captureEvents(t *turnCtx, e *story.Effect, where string, i int) error {
-	return s.captureTree(t, e.Emit, fmt.Sprintf("%s, effect %d", where, i))
-}
-
-// captureTree renders emit: (a name or a list of names) and keeps the
-// events; where names the emit: in a fault.
-func (s *Session) captureTree(t *turnCtx, tree *expr.Tree, where string) error {
-	v, err := tree.Eval(s.env(t))
-	if err != nil {
-		return fault("%s: emit: %w", where, err)
-	}
-	var names []string
-	switch x := v.(type) {
-	case string:
-		names = []string{x}
-	case []any:
-		for _, n := range x {
-			str, ok := n.(string)
-			if !ok {
-				return fault("%s: emit: an event name must be a string, got %s", where, showValue(n))
-			}
-			names = append(names, str)
-		}
-	default:
-		return fault("%s: emit: want an event name or a list of names, got %s", where, showValue(v))
-	}
-	// The emitting region: the state being entered, or the leaf whose arm
-	// is being taken.
-	from := s.state
-	if p, _ := s.leaves(); p != "" {
-		from = t.src
-	}
-	for _, n := range names {
-		if n = strings.TrimSpace(n); n != "" {
-			t.events = append(t.events, regionEvent{name: n, from: from})
-		}
-	}
-	return nil
-}
-
-// broadcast delivers the turn's emit: events inside a parallel state: each
-// region other than the one that emitted the event takes the event's
-// transition when its active leaf (or an ancestor inside the region) has
-// arms for it, as if it were an intent with no slots. Outside a parallel
-// state an event has no sibling region and is dropped. Events emitted
-// while delivering are delivered in turn, up to MaxEmitDepth.
-func (s *Session) broadcast(t *turnCtx) error {
-	for n := 0; len(t.events) > 0; n++ {
-		if n >= MaxEmitDepth {
-			return fault("emit: events chained more than %d times in one turn", MaxEmitDepth)
-		}
-		ev := t.events[0]
-		t.events = t.events[1:]
-		p, _ := s.leaves()
-		if p == "" {
-			continue
-		}
-		for _, region := range s.story.States[p].Children {
-			if ev.from != "" && story.IsWithin(ev.from, region) {
-				continue
-			}
-			if err := s.deliver(t, p, region, ev.name); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// deliver takes event's transition in one region, if it has one.
-func (s *Session) deliver(t *turnCtx, p, region, event string) error {
-	_, ls := s.leaves()
-	leaf := ""
-	for _, l := range ls {
-		if story.IsWithin(l, region) {
-			leaf = l
-		}
-	}
-	var arms []*story.Arm
-	var owner *story.State
-	for _, st := range s.ancestors(leaf) {
-		if st.Name == p {
-			break
-		}
-		if a, ok := st.On[event]; ok {
-			arms, owner = a, st
-			break
-		}
-	}
-	if arms == nil {
-		return nil
-	}
-	env := s.env(t)
-	var arm *story.Arm
-	for i, a := range arms {
-		if a.Default || a.When == nil {
-			arm = a
-			break
-		}
-		ok, err := a.When.Eval(env)
-		if err != nil {
-			return fault("guard error in state %s, arm %d of on.%s (%s): when %q: %w", owner.Name, i, event, a.WhenPos, a.When.Source(), err)
-		}
-		if ok {
-			arm = a
-			break
-		}
-	}
-	if arm == nil {
-		return nil
-	}
-	to, stay := arm.Target, arm.Stay
-	if arm.TargetTemplate != nil {
-		v, err := arm.TargetTemplate.Eval(env)
-		if err != nil {
-			return fault("transition error in state %s, arm %d of on.%s (%s): target %q: %w", owner.Name, arm.Index, event, arm.TargetPos, arm.TargetTemplate.Source(), err)
-		}
-		text := ""
-		if v != nil {
-			text = fmt.Sprint(v)
-		}
-		if to, stay, err = s.story.ResolveTarget(leaf, text); err != nil {
-			return fault("transition error in state %s, arm %d of on.%s (%s): target %q rendered %q, %w", owner.Name, arm.Index, event, arm.TargetPos, arm.TargetTemplate.Source(), text, err)
-		}
-	}
-	if stay {
-		to = s.state
-	}
-	if err := s.emit(t, trace.MachineTransition{From: s.state, To: to, Intent: event}); err != nil {
-		return err
-	}
-	prev := t.src
-	t.src = leaf
-	err := s.runEffects(t, arm.Effects, "event "+event+" in "+region)
-	if err == nil && arm.Emit != nil {
-		err = s.captureTree(t, arm.Emit, fmt.Sprintf("arm %d of on.%s in %s", arm.Index, event, owner.Name))
-	}
-	t.src = prev
-	if err != nil {
-		return err
-	}
-	if stay {
-		return nil
-	}
-	return s.transition(t, to)
-}
-
-// defaultIntentState is the state whose default_intent takes the free
-// text no earlier tier resolved: the first of the scopes with one (a
-// nested state inherits its enclosing state's).
-func (s *Session) defaultIntentState() *story.State {
-	if st := s.focus(); st != nil && st.DefaultIntent != "" {
-		return st
-	}
-	for _, st := range s.scopes() {
-		if st.DefaultIntent != "" {
-			return st
-		}
-	}
-	return nil
+	_, err := story.CheckConfig(st, path)
+	return err
 }

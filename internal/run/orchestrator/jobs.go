@@ -371,7 +371,7 @@ func (s *Session) afterJobChain(t *turnCtx, n jobs.Notice, where, redirect strin
 		if err := s.emit(t, trace.MachineTransition{From: s.state, To: redirect, Intent: JobIntent}); err != nil {
 			return err
 		}
-		return s.enterPath(t, s.state, redirect)
+		return s.jobMove(t, redirect)
 	}
 	for i, e := range targets {
 		if e.When != nil {
@@ -410,7 +410,21 @@ func (s *Session) takeJobTarget(t *turnCtx, e *story.Effect, origin, where strin
 	if stay {
 		return nil
 	}
-	return s.enterPath(t, s.state, to)
+	return s.jobMove(t, to)
+}
+
+// jobMove is the move a finished job's on_error or target: takes. Unlike
+// transition it keeps the armed timeouts of the states it leaves (a job's
+// redirect does not cancel them: Kitsoki's drive-timeout flows rely on
+// it). Inside a parallel state it delivers the events the move queued.
+func (s *Session) jobMove(t *turnCtx, to string) error {
+	if err := s.move(t, to); err != nil {
+		return err
+	}
+	if s.inParallel() && !t.delivering && len(t.events) > 0 {
+		return s.broadcast(t)
+	}
+	return nil
 }
 
 // jobTarget renders an on_complete target template and resolves the name

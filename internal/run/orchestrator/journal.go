@@ -62,8 +62,7 @@ func (s *Session) knownState(state string) bool {
 	if _, ok := s.story.States[state]; ok {
 		return true
 	}
-	p, _ := story.SplitConfig(state)
-	return p != "" && checkConfig(s.story, state) == nil
+	return checkConfig(s.story, state) == nil
 }
 
 // SetTurnNumber sets the number of the last turn taken, so the next turn

@@ -22,7 +22,7 @@ func (s *Session) Menu() []expr.MenuEntry {
 	for _, st := range s.scopes() {
 		names := make([]string, 0, len(st.On))
 		for name, arms := range st.On {
-			if name != "*" && !seen[name] && len(arms) > 0 {
+			if name != "*" && !story.IsDoneEvent(name) && !seen[name] && len(arms) > 0 {
 				names = append(names, name)
 			}
 		}

@@ -37,14 +37,14 @@ func (s *Session) SeedContext(ctx context.Context) error {
 	for _, st := range s.scopes() {
 		s.armTimer(st)
 	}
-	if _, ls := s.leaves(); len(ls) == 1 {
+	if !s.inParallel() {
 		// A compound or parallel state seeds at its initial leaves, with no
 		// on_enter run, like the state itself.
 		leaf, err := s.descend(t, s.root, false)
 		if err != nil {
 			return err
 		}
-		s.state = leaf
+		s.setConfig(leaf)
 	}
 	return s.sink.EndTurn()
 }

@@ -64,6 +64,9 @@ type Session struct {
 	state string
 	turn  int64
 	root  string
+	// cfg is state parsed (see config), kept while state is cfgText.
+	cfg     *story.Config
+	cfgText string
 
 	overrides map[string]any
 	// asGiven takes initial values and world overrides without checking
@@ -143,7 +146,7 @@ func New(st *story.Story, h Dispatcher, sink Sink, opts ...Option) (*Session, er
 		s.cache = newTurnCache(st.Routing.Cache)
 	}
 	if _, ok := st.States[s.root]; !ok {
-		if p, _ := story.SplitConfig(s.root); p == "" {
+		if c, err := story.ParseConfig(s.root); err == nil && !c.IsParallel() {
 			return nil, fmt.Errorf("root state %q does not exist (states: %s)", s.root, strings.Join(sortedKeys(st.States), ", "))
 		}
 		if err := checkConfig(st, s.root); err != nil {
@@ -241,16 +244,10 @@ func (s *Session) Story() *story.Story { return s.story }
 // Done reports whether the session reached a terminal state, and the exit
 // name when that state is an @exit: target.
 func (s *Session) Done() (done bool, exit string) {
-	if s.inParallel() {
-		_, ls := s.leaves()
+	if c := s.config(); c.IsParallel() {
 		// A parallel state is done when every region rests in a terminal
-		// leaf.
-		for _, leaf := range ls {
-			if st := s.story.States[leaf]; st == nil || !st.Terminal {
-				return false, ""
-			}
-		}
-		return true, ""
+		// leaf, or in a nested parallel state that is done.
+		return s.isDone(c), ""
 	}
 	st := s.story.States[s.state]
 	if st == nil || !st.Terminal {
@@ -279,7 +276,8 @@ func (s *Session) Start(ctx context.Context) (*Outcome, error) {
 		return nil, err
 	}
 	out, err := s.runTurn(ctx, t, func() error {
-		return s.enterPath(t, "", s.root)
+		_, err := s.enterPath(t, "", s.root)
+		return err
 	})
 	if err != nil {
 		return nil, err

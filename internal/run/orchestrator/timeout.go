@@ -162,7 +162,7 @@ func (s *Session) pruneTimers() {
 	if len(s.timers) == 0 {
 		return
 	}
-	_, leaves := s.leaves()
+	leaves := s.leaves()
 	kept := s.timers[:0]
 	for _, tm := range s.timers {
 		for _, leaf := range leaves {

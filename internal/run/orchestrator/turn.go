@@ -44,7 +44,10 @@ type turnCtx struct {
 	// batchCost is the agent spend of the dispatch batch running.
 	batchCost float64
 	events    []regionEvent // emit: events waiting for the sibling regions
-	src       string        // inside a parallel state: the leaf whose arm runs ("" for the whole configuration)
+	src       string        // inside a parallel state: the leaf (or nested parallel state) whose arm runs ("" for the whole configuration)
+	// delivering is set while broadcast drains events, so a transition it
+	// takes queues its done events instead of draining them again.
+	delivering bool
 	// decisions are the arms taken and calls queued, for the journal
 	// (WithJournal).
 	decisions []trace.Decision
@@ -261,6 +264,9 @@ func (s *Session) ancestors(path string) []*story.State {
 // armsFor finds the arms that handle intent: at the first state (walking
 // up from the current one) with arms for it, else with "*" arms.
 func (s *Session) armsFor(intent string) ([]*story.Arm, *story.State) {
+	if story.IsDoneEvent(intent) {
+		return nil, nil // the runtime raises done events; no turn sends one
+	}
 	for _, st := range s.scopes() {
 		if arms, ok := st.On[intent]; ok {
 			return arms, st
@@ -446,7 +452,7 @@ func (s *Session) AllowedIntents() []string {
 	seen := map[string]bool{}
 	for _, st := range s.scopes() {
 		for k := range st.On {
-			if k != "*" {
+			if k != "*" && !story.IsDoneEvent(k) {
 				seen[k] = true
 			}
 		}

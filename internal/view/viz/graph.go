@@ -394,13 +394,13 @@ func holdsAny(anc string, paths []string) bool {
 }
 
 // configStates is the states a printed state path names: the path, or
-// for a parallel configuration the parallel state and its leaves.
+// for a parallel configuration each parallel state and each leaf.
 func configStates(path string) []string {
-	p, rest, ok := strings.Cut(path, "#")
-	if !ok {
+	c, err := story.ParseConfig(path)
+	if err != nil {
 		return []string{path}
 	}
-	return append([]string{p}, strings.Split(rest, "|")...)
+	return c.States()
 }
 
 // IsCluster reports whether the node is drawn as a cluster: it has

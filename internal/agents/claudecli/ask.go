@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agents/agent"
+	"github.com/kitsoki/kitsoki/internal/agents/toolloop"
 	"github.com/kitsoki/kitsoki/internal/agents/toolserver"
 	"github.com/kitsoki/kitsoki/plugin"
 )
@@ -221,9 +222,9 @@ func (a *Agent) setProcess(c *call, providerEnv map[string]string) error {
 // profile of its verb and run, and writes the config file that points the
 // CLI at it.
 func (a *Agent) openMCP(c *call) error {
-	cfg, err := a.sessionConfig(c)
+	cfg, err := toolloop.SessionConfig(c.info, toolloop.Options{Secrets: c.secrets, Clock: a.opts.Clock, Logger: a.opts.Logger})
 	if err != nil {
-		return err
+		return agent.Errorf(agent.KindTransportError, "claude CLI: %w", err)
 	}
 	srv, err := a.server()
 	if err != nil {
@@ -237,46 +238,6 @@ func (a *Agent) openMCP(c *call) error {
 		return agent.Errorf(agent.KindTransportError, "claude CLI: %w", err)
 	}
 	return nil
-}
-
-// sessionConfig is the call's MCP session: the profile of its verb, its
-// ids, its schema and the run it acts on (its live actions and catalog).
-func (a *Agent) sessionConfig(c *call) (toolserver.SessionConfig, error) {
-	req, info := c.req, c.info
-	cc := callContext(info.Run)
-	profile, err := toolserver.ResolveProfile(req.Verb, cc)
-	if err != nil {
-		return toolserver.SessionConfig{}, agent.Errorf(agent.KindTransportError, "claude CLI: %w", err)
-	}
-	cfg := toolserver.SessionConfig{
-		Profile:   profile,
-		RunID:     req.SessionID,
-		SessionID: req.CallID,
-		Schema:    req.Schema,
-		Validate:  info.Validate,
-		Live:      toolserver.Detached(req.World.Vars),
-		Secrets:   c.secrets,
-		Clock:     a.opts.Clock,
-		Logger:    a.opts.Logger,
-	}
-	if cc == nil {
-		return cfg, nil
-	}
-	if cc.RunID != "" {
-		cfg.RunID = cc.RunID
-	}
-	cfg.WorkspaceID, cfg.StoryDir = cc.WorkspaceID, cc.StoryDir
-	if cc.Live != nil {
-		cfg.Live = cc.Live
-	}
-	if info.Run.Catalog != nil {
-		cat, ok := info.Run.Catalog.(*toolserver.Catalog)
-		if !ok {
-			return toolserver.SessionConfig{}, agent.Errorf(agent.KindTransportError, "claude CLI: the run's tool catalog is a %T, not kitsoki's MCP catalog (*toolserver.Catalog)", info.Run.Catalog)
-		}
-		cfg.Catalog = cat
-	}
-	return cfg, nil
 }
 
 // pickSession picks the claude session the call runs in: for converse and
@@ -300,20 +261,6 @@ func (a *Agent) pickSession(c *call) {
 	} else {
 		c.sessionID = newSessionID()
 	}
-}
-
-// callContext is what the call's MCP profile and session ids are resolved
-// from: the call's run, or nil for a call detached from any run.
-func callContext(r *agent.Run) *toolserver.CallContext {
-	if r == nil {
-		return nil
-	}
-	cc := &toolserver.CallContext{RunID: r.ID, WorkspaceID: r.WorkspaceID, StoryDir: r.StoryDir,
-		Autopilot: r.Autopilot, HasParent: r.HasParent, TitleOwned: r.TitleOwned, ToolProviders: r.ToolProviders}
-	if r.Live != nil {
-		cc.Live = r.Live
-	}
-	return cc
 }
 
 // remember keeps the claude session of a converse or task call for the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -322,54 +323,24 @@ func runEval(cmd *cobra.Command, g *globals, o *evalRunOpts, path string) (err e
 		out, stderr = redacting(out, c.Story.Secrets), redacting(stderr, c.Story.Secrets)
 		defer func() { err = maskedExit(c.Story.Secrets, err) }()
 	}
-	// Warnings go to stderr: run's stdout is the ERROR lines on failure
-	// and the OK lines (or the report) on success (eval-format.md §7).
-	for _, w := range c.Warnings {
-		fmt.Fprintln(stderr, "WARN:", w)
-	}
-	if !c.OK() {
-		for _, e := range c.Errors {
-			fmt.Fprintln(out, "ERROR:", e)
-		}
-		return exitWith(exitFailure, errEvalInvalid)
+	if err := printEvalCheck(out, stderr, c); err != nil {
+		return err
 	}
 	if o.cassette != "" && o.record != "" {
 		return exitWith(exitFailure, errors.New("--cassette and --record cannot be combined: record a live run, then replay it"))
 	}
 	if !o.live && o.cassette == "" && o.record == "" {
-		if o.asJSON {
-			return writeJSON(out, struct {
-				OK   bool           `json:"ok"`
-				Mode string         `json:"mode"`
-				Call *eval.CallSite `json:"call"`
-			}{true, "offline", c.Site})
-		}
-		fmt.Fprintf(out, "OK offline eval contract: %s (%s)\n", c.Site.Call, c.Site.Handler)
-		fmt.Fprintln(out, "live benchmark not run; pass --live to use provider-backed harness profiles")
-		return nil
+		return printOfflineEval(out, o, c)
 	}
 
 	logger := g.logger(stderr)
 	ro := eval.Options{Parallel: o.parallel, CallDeadline: o.deadline, Strict: o.strict, PinnedBy: o.pinnedBy, Logger: logger,
 		Progress: eval.NewProgress(stderr, isTerminal(stderrFile(cmd))), Budget: budget}
-	if o.cassette != "" {
-		rp, err := eval.LoadReplay(o.cassette)
-		if err != nil {
-			return exitWith(exitFailure, err)
-		}
-		ro.Replay = rp
-	} else {
-		models := localllm.NewPool() // one server per local model for every candidate
-		defer models.Close()
-		reg := runtime.LiveRegistry(c.Story, logger, models)
-		defer reg.Close()
-		builtin := runtime.LiveBuiltin(c.Story, logger)
-		defer builtin.Close()
-		ro.Registry, ro.Builtin = reg, builtin
-		if o.record != "" {
-			ro.Record = eval.NewRecording()
-		}
+	release, err := evalAnswers(&ro, o, c, logger)
+	if err != nil {
+		return exitWith(exitFailure, err)
 	}
+	defer release()
 	dir := o.reportDir
 	if dir == "" {
 		dir = c.Dataset.ReportsDir()
@@ -391,14 +362,83 @@ func runEval(cmd *cobra.Command, g *globals, o *evalRunOpts, path string) (err e
 	if err != nil {
 		return exitWith(exitFailure, err)
 	}
+	if err := printEvalReport(out, stderr, o, c, r, written); err != nil {
+		return exitWith(exitFailure, err)
+	}
+	if !anyPassed(r) {
+		return exitWith(exitEvalNoPass, fmt.Errorf("kitsoki eval run: no candidate of %d passed the adherence bar of call %s (report %s)", len(r.Candidates), r.Call, written))
+	}
+	return nil
+}
+
+// printEvalCheck prints the dataset check's warnings to stderr and, when
+// it failed, its errors to out. Run's stdout is the ERROR lines on failure
+// and the OK lines (or the report) on success (eval-format.md §7).
+func printEvalCheck(out, stderr io.Writer, c *eval.Checked) error {
+	for _, w := range c.Warnings {
+		fmt.Fprintln(stderr, "WARN:", w)
+	}
+	if !c.OK() {
+		for _, e := range c.Errors {
+			fmt.Fprintln(out, "ERROR:", e)
+		}
+		return exitWith(exitFailure, errEvalInvalid)
+	}
+	return nil
+}
+
+// printOfflineEval prints the result of an offline run: the dataset's
+// contract holds, and no agent was called.
+func printOfflineEval(out io.Writer, o *evalRunOpts, c *eval.Checked) error {
+	if o.asJSON {
+		return writeJSON(out, struct {
+			OK   bool           `json:"ok"`
+			Mode string         `json:"mode"`
+			Call *eval.CallSite `json:"call"`
+		}{true, "offline", c.Site})
+	}
+	fmt.Fprintf(out, "OK offline eval contract: %s (%s)\n", c.Site.Call, c.Site.Handler)
+	fmt.Fprintln(out, "live benchmark not run; pass --live to use provider-backed harness profiles")
+	return nil
+}
+
+// evalAnswers sets where the run's answers come from: the --cassette
+// replay, else the live agents (recorded with --record). release closes
+// the live agents and their local model servers.
+func evalAnswers(ro *eval.Options, o *evalRunOpts, c *eval.Checked, logger *slog.Logger) (release func(), err error) {
+	if o.cassette != "" {
+		rp, err := eval.LoadReplay(o.cassette)
+		if err != nil {
+			return nil, err
+		}
+		ro.Replay = rp
+		return func() {}, nil
+	}
+	models := localllm.NewPool() // one server per local model for every candidate
+	reg := runtime.LiveRegistry(c.Story, logger, models)
+	builtin := runtime.LiveBuiltin(c.Story, logger)
+	ro.Registry, ro.Builtin = reg, builtin
+	if o.record != "" {
+		ro.Record = eval.NewRecording()
+	}
+	return func() {
+		builtin.Close()
+		reg.Close()
+		models.Close()
+	}, nil
+}
+
+// printEvalReport prints the run's report as the flags ask: JSON,
+// Markdown, or a summary line per candidate and the decision.
+func printEvalReport(out, stderr io.Writer, o *evalRunOpts, c *eval.Checked, r *eval.Report, written string) error {
 	switch {
 	case o.asJSON:
 		b, err := r.Encode()
 		if err != nil {
-			return exitWith(exitFailure, err)
+			return err
 		}
 		if _, err := out.Write(b); err != nil {
-			return exitWith(exitFailure, err)
+			return err
 		}
 		fmt.Fprintf(stderr, "report: %s\n", written)
 	case o.md:
@@ -415,9 +455,6 @@ func runEval(cmd *cobra.Command, g *globals, o *evalRunOpts, path string) (err e
 			fmt.Fprintf(out, "decision: %s -> none (no candidate passed the adherence bar)\n", r.Decision.Strategy)
 		}
 		fmt.Fprintf(out, "report: %s\n", written)
-	}
-	if !anyPassed(r) {
-		return exitWith(exitEvalNoPass, fmt.Errorf("kitsoki eval run: no candidate of %d passed the adherence bar of call %s (report %s)", len(r.Candidates), r.Call, written))
 	}
 	return nil
 }

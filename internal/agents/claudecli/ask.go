@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agents/agent"
+	"github.com/kitsoki/kitsoki/internal/agents/toolloop"
 	"github.com/kitsoki/kitsoki/internal/agents/toolserver"
 	"github.com/kitsoki/kitsoki/plugin"
 )
@@ -137,8 +138,9 @@ const submitInstructions = "Deliver your result by calling the " + submitToolRef
 
 // prepare resolves the binary, environment and permission mode, opens the
 // call's MCP session and writes its config file. The model and effort are
-// the call's, as the host resolved them.
-func (a *Agent) prepare(info *agent.Call) (*call, error) {
+// the call's, as the host resolved them. On error nothing it made is left
+// behind.
+func (a *Agent) prepare(info *agent.Call) (_ *call, err error) {
 	bin, err := a.binary()
 	if err != nil {
 		return nil, err
@@ -146,23 +148,53 @@ func (a *Agent) prepare(info *agent.Call) (*call, error) {
 	req := info.Request
 	c := &call{req: req, info: info, bin: bin, needs: len(req.Schema) > 0, model: info.Model, effort: info.Effort}
 	c.secrets = append(c.secrets, a.opts.Secrets...)
+	providerEnv, err := c.useProvider()
+	if err != nil {
+		return nil, err
+	}
+	if err := a.setProcess(c, providerEnv); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil && c.scratch != "" {
+			os.RemoveAll(c.scratch)
+		}
+	}()
+	if err := a.openMCP(c); err != nil {
+		return nil, err
+	}
+	a.pickSession(c)
+	return c, nil
+}
 
-	var providerEnv map[string]string
+// useProvider takes the call's resolved provider: its name, and its
+// environment, whose values are secrets. It returns that environment. A
+// provider named but not resolved is refused.
+func (c *call) useProvider() (map[string]string, error) {
+	info := c.info
 	switch {
 	case info.Provider != nil:
 		p := info.Provider
 		c.provider = p.Name
-		providerEnv = p.Env
 		c.secrets = append(c.secrets, p.Secrets...)
 		for _, v := range p.Env {
 			c.secrets = append(c.secrets, v)
 		}
+		return p.Env, nil
 	case info.ProviderName != "":
 		return nil, agent.Errorf(agent.KindTransportError, "claude CLI: provider %q was named but not resolved; declare it under providers: with model: and env:", info.ProviderName)
 	}
+	return nil, nil
+}
 
+// setProcess sets how the CLI's process runs: its permission mode, its
+// environment, its working directory and the persona's bash_profile:. A
+// sandboxed profile gets its own scratch directory as TMPDIR.
+func (a *Agent) setProcess(c *call, providerEnv map[string]string) error {
+	req, info := c.req, c.info
+	var err error
 	if c.mode, err = a.permissionMode(req.Verb); err != nil {
-		return nil, err
+		return err
 	}
 	if info.ReadOnly {
 		c.mode = ModeDefault // only the allow-listed, non-mutating tools
@@ -179,55 +211,40 @@ func (a *Agent) prepare(info *agent.Call) (*call, error) {
 	}
 	if c.bash != nil && c.bash.Sandboxed && !info.ReadOnly {
 		if c.scratch, err = os.MkdirTemp(c.bash.SandboxBase, "kitsoki-bash-"); err != nil {
-			return nil, agent.Errorf(agent.KindTransportError, "claude CLI: bash_profile sandboxed_write: make the scratch directory: %w", err)
+			return agent.Errorf(agent.KindTransportError, "claude CLI: bash_profile sandboxed_write: make the scratch directory: %w", err)
 		}
 		c.env = append(c.env, sandboxEnv(c.scratch)...)
 	}
+	return nil
+}
 
-	cc := callContext(info.Run)
-	profile, err := toolserver.ResolveProfile(req.Verb, cc)
+// openMCP opens the call's session on kitsoki's MCP server, with the tool
+// profile of its verb and run, and writes the config file that points the
+// CLI at it.
+func (a *Agent) openMCP(c *call) error {
+	cfg, err := toolloop.SessionConfig(c.info, toolloop.Options{Secrets: c.secrets, Clock: a.opts.Clock, Logger: a.opts.Logger})
 	if err != nil {
-		return nil, agent.Errorf(agent.KindTransportError, "claude CLI: %w", err)
-	}
-	cfg := toolserver.SessionConfig{
-		Profile:   profile,
-		RunID:     req.SessionID,
-		SessionID: req.CallID,
-		Schema:    req.Schema,
-		Validate:  info.Validate,
-		Live:      toolserver.Detached(req.World.Vars),
-		Secrets:   c.secrets,
-		Clock:     a.opts.Clock,
-		Logger:    a.opts.Logger,
-	}
-	if cc != nil {
-		if cc.RunID != "" {
-			cfg.RunID = cc.RunID
-		}
-		cfg.WorkspaceID, cfg.StoryDir = cc.WorkspaceID, cc.StoryDir
-		if cc.Live != nil {
-			cfg.Live = cc.Live
-		}
-		if info.Run.Catalog != nil {
-			cat, ok := info.Run.Catalog.(*toolserver.Catalog)
-			if !ok {
-				return nil, agent.Errorf(agent.KindTransportError, "claude CLI: the run's tool catalog is a %T, not kitsoki's MCP catalog (*toolserver.Catalog)", info.Run.Catalog)
-			}
-			cfg.Catalog = cat
-		}
+		return agent.Errorf(agent.KindTransportError, "claude CLI: %w", err)
 	}
 	srv, err := a.server()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if c.sess, err = srv.Open(cfg); err != nil {
-		return nil, agent.Errorf(agent.KindTransportError, "claude CLI: open the call's MCP session: %w", err)
+		return agent.Errorf(agent.KindTransportError, "claude CLI: open the call's MCP session: %w", err)
 	}
 	if c.mcpFile, err = writeMCPConfig(c.sess); err != nil {
 		c.sess.Close()
-		return nil, agent.Errorf(agent.KindTransportError, "claude CLI: %w", err)
+		return agent.Errorf(agent.KindTransportError, "claude CLI: %w", err)
 	}
+	return nil
+}
 
+// pickSession picks the claude session the call runs in: for converse and
+// task, the one kept for the same kitsoki session, verb, persona and
+// provider; else a new one.
+func (a *Agent) pickSession(c *call) {
+	req, info := c.req, c.info
 	if req.Verb == plugin.VerbConverse || req.Verb == plugin.VerbTask {
 		persona := ""
 		if info.Persona != nil {
@@ -244,21 +261,6 @@ func (a *Agent) prepare(info *agent.Call) (*call, error) {
 	} else {
 		c.sessionID = newSessionID()
 	}
-	return c, nil
-}
-
-// callContext is what the call's MCP profile and session ids are resolved
-// from: the call's run, or nil for a call detached from any run.
-func callContext(r *agent.Run) *toolserver.CallContext {
-	if r == nil {
-		return nil
-	}
-	cc := &toolserver.CallContext{RunID: r.ID, WorkspaceID: r.WorkspaceID, StoryDir: r.StoryDir,
-		Autopilot: r.Autopilot, HasParent: r.HasParent, TitleOwned: r.TitleOwned, ToolProviders: r.ToolProviders}
-	if r.Live != nil {
-		cc.Live = r.Live
-	}
-	return cc
 }
 
 // remember keeps the claude session of a converse or task call for the

@@ -2,6 +2,7 @@ package claudecli
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,3 +73,28 @@ func TestPersonaToolRules(t *testing.T) {
 		})
 	}
 }
+
+// A call that fails after its sandbox's scratch directory was made (here
+// the run's catalog is not kitsoki's) removes the directory again.
+func TestFailedCallRemovesTheScratchDirectory(t *testing.T) {
+	base := t.TempDir()
+	h := newHarness(t, fakeRun{Result: "ok"})
+	p := agent.Persona{Name: "p", Tools: []string{"Bash"}, ToolsSet: true, Bash: &agent.BashProfile{Sandboxed: true, SandboxBase: base}}
+	_, err := h.builtin().Ask(context.Background(), &agent.Call{Request: request("ask", ""), Persona: &p, Run: &agent.Run{ID: "r", Catalog: foreignCatalog{}}})
+	var ae *agent.AskError
+	if !errors.As(err, &ae) || ae.Kind != agent.KindTransportError || !strings.Contains(ae.Detail, "the run's tool catalog is a claudecli.foreignCatalog") {
+		t.Fatalf("Ask error = %v, want the catalog refusal", err)
+	}
+	left, err := os.ReadDir(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 0 {
+		t.Errorf("left in the sandbox base: %v", left)
+	}
+}
+
+// foreignCatalog is a tool catalog that is not kitsoki's MCP catalog.
+type foreignCatalog struct{}
+
+func (foreignCatalog) Generation() string { return "foreign" }

@@ -3,7 +3,10 @@
 // how to install it, the loopback MCP server their calls' tool sessions
 // open on, the child's environment, one supervised run of the CLI (its
 // own process group, reaped, its output bounded) and private temporary
-// files. It is not a transport.
+// files. It also holds the parts of a call that do not depend on the CLI
+// (call.go): the call's deadline, its failures before and after the run,
+// the key of a converse call's conversation, and the answer built from
+// the tool session. It is not a transport.
 package clirun
 
 import (

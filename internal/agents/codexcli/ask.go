@@ -1,13 +1,11 @@
 package codexcli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agents/agent"
 	"github.com/kitsoki/kitsoki/internal/agents/clirun"
@@ -26,12 +24,10 @@ func (a *Agent) Ask(ctx context.Context, c *agent.Call) (*agent.AskResponse, err
 		return nil, agent.Errorf(agent.KindTransportError, "codex CLI: nil request")
 	}
 	req := c.Request
-	if d, err := time.Parse(time.RFC3339Nano, req.Deadline); err == nil {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, d)
-		defer cancel()
-	}
-	bin, err := codexCLI().LookPath(a.decl.Command, a.decl.Where())
+	ctx, cancel := clirun.WithDeadline(ctx, req.Deadline)
+	defer cancel()
+	cli := codexCLI()
+	bin, err := cli.LookPath(a.decl.Command, a.decl.Where())
 	if err != nil {
 		return nil, err
 	}
@@ -42,13 +38,9 @@ func (a *Agent) Ask(ctx context.Context, c *agent.Call) (*agent.AskResponse, err
 		}
 	}
 	mask := secret.New(a.decl.Secrets)
-	cfg, err := toolloop.SessionConfig(c, toolloop.Options{Secrets: a.decl.Secrets, Clock: a.opts.Clock, Logger: a.opts.Logger})
+	sess, err := cli.OpenSession(&a.mcp, c, toolloop.Options{Secrets: a.decl.Secrets, Clock: a.opts.Clock, Logger: a.opts.Logger})
 	if err != nil {
-		return nil, agent.Errorf(agent.KindTransportError, "codex CLI: %w", err)
-	}
-	sess, err := a.mcp.Open(cfg)
-	if err != nil {
-		return nil, agent.Errorf(agent.KindTransportError, "codex CLI: open the call's MCP session: %w", err)
+		return nil, err
 	}
 	defer sess.Close()
 	r, structured, cleanup, err := a.plan(c, sess)
@@ -59,7 +51,7 @@ func (a *Agent) Ask(ctx context.Context, c *agent.Call) (*agent.AskResponse, err
 	env := clirun.Environ(a.opts.Environ, map[string]string{"KITSOKI_SESSION_ID": req.SessionID}, a.decl.Env,
 		map[string]string{TokenEnv: sess.Token()})
 	var unreachable string
-	out := clirun.Exec(ctx, clirun.Run{Name: "codex CLI", Path: bin, Args: a.args(r), Dir: r.dir, Env: env, Stdin: req.Prompt,
+	out := clirun.Exec(ctx, clirun.Run{Name: cli.Name, Path: bin, Args: a.args(r), Dir: r.dir, Env: env, Stdin: req.Prompt,
 		Logger: a.opts.Logger, OnLine: func(line []byte) bool {
 			unreachable = offline(line)
 			return unreachable != ""
@@ -68,11 +60,8 @@ func (a *Agent) Ask(ctx context.Context, c *agent.Call) (*agent.AskResponse, err
 		return nil, agent.Errorf(agent.KindTransportError, "codex CLI cannot reach its model provider (%s): %s",
 			mask.Text(unreachable), a.reachHint())
 	}
-	if ctx.Err() != nil {
-		return nil, agent.Errorf(agent.KindDeadlineExceeded, "codex CLI did not finish before the call's deadline: %w", context.Cause(ctx))
-	}
-	if out.StartErr != nil {
-		return nil, agent.Errorf(agent.KindPluginCrash, "codex CLI: start %s: %v", bin, out.StartErr)
+	if err := cli.Failed(ctx, out, bin); err != nil {
+		return nil, err
 	}
 	if a.opts.OnOutput != nil {
 		a.opts.OnOutput(out.Stdout)
@@ -120,7 +109,7 @@ func (a *Agent) plan(c *agent.Call, sess *toolserver.Session) (run, *openai.Stru
 	}
 	cleanup := func() {}
 	var structured *openai.Structured
-	if hasSchema(req.Schema) {
+	if clirun.HasSchema(req.Schema) {
 		st := openai.Prepare(req.Schema)
 		structured = &st
 		if st.Strict && !st.Wrapped { // codex sends --output-schema strictly
@@ -134,7 +123,7 @@ func (a *Agent) plan(c *agent.Call, sess *toolserver.Session) (run, *openai.Stru
 	r.instructions = instructions(c, structured != nil)
 	if !r.ephemeral {
 		a.mu.Lock()
-		r.resume = a.threads[threadKey(c)]
+		r.resume = a.threads[clirun.ConverseKey(c)]
 		a.mu.Unlock()
 	}
 	return r, structured, cleanup, nil
@@ -145,7 +134,7 @@ func (a *Agent) plan(c *agent.Call, sess *toolserver.Session) (run, *openai.Stru
 func check(res *result, out clirun.Output, mask *secret.Masker, where string) error {
 	msg := ""
 	switch f := res.failure(); {
-	case res.failed != "" && modelRefused(f):
+	case res.failed != "" && clirun.ModelRefused(f):
 		msg = "codex CLI reported a failure: " + f + ": set model: under " + where + " to one its provider serves"
 	case res.failed != "":
 		msg = "codex CLI reported a failure: " + f
@@ -156,16 +145,7 @@ func check(res *result, out clirun.Output, mask *secret.Masker, where string) er
 	default:
 		return nil
 	}
-	if t := out.StderrTail(); t != "" {
-		msg += "; stderr: " + t
-	}
-	return agent.Errorf(agent.KindPluginCrash, "%s", mask.Text(agent.Clip([]byte(msg))))
-}
-
-// modelRefused reports a failure about the model asked for.
-func modelRefused(msg string) bool {
-	m := strings.ToLower(msg)
-	return strings.Contains(m, "model") && (strings.Contains(m, "does not exist") || strings.Contains(m, "not supported") || strings.Contains(m, "not found"))
+	return clirun.Crash(msg, out.StderrTail(), mask)
 }
 
 // remember keeps a converse call's thread for the session's next call.
@@ -175,7 +155,7 @@ func (a *Agent) remember(c *agent.Call, res *result) {
 	}
 	a.mu.Lock()
 	if a.threads != nil {
-		a.threads[threadKey(c)] = res.threadID
+		a.threads[clirun.ConverseKey(c)] = res.threadID
 	}
 	a.mu.Unlock()
 }
@@ -203,20 +183,5 @@ func (a *Agent) response(c *agent.Call, r run, res *result, sess *toolserver.Ses
 	if res.commands > 0 {
 		meta["commands"] = res.commands
 	}
-	resp := &agent.AskResponse{Meta: meta, SubEvents: toolloop.SubEvents(c, toolloop.Namespace(c, ""), sess.ToolEvents())}
-	switch sub, ok := sess.Submission(); {
-	case ok:
-		resp.Submission = sub
-	case st != nil:
-		b, _ := openai.AnswerJSON(text)
-		resp.Submission = st.Unwrap(b)
-	case c.Alias != "":
-		resp.Submission, _ = json.Marshal(text)
-	}
-	return resp
-}
-
-func hasSchema(s json.RawMessage) bool {
-	t := bytes.TrimSpace(s)
-	return len(t) > 0 && !bytes.Equal(t, []byte("null"))
+	return clirun.Response(c, sess, st, text, meta)
 }

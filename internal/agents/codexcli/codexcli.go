@@ -11,7 +11,6 @@ package codexcli
 
 import (
 	"log/slog"
-	"strings"
 	"sync"
 
 	"github.com/kitsoki/kitsoki/internal/agents/agent"
@@ -111,13 +110,4 @@ func (a *Agent) approval() string {
 		return a.decl.Approval
 	}
 	return ApprovalNever
-}
-
-// threadKey is converse's key of a call's codex thread.
-func threadKey(c *agent.Call) string {
-	persona := ""
-	if c.Persona != nil {
-		persona = c.Persona.Name
-	}
-	return strings.Join([]string{c.Request.SessionID, persona, c.Alias}, "\x00")
 }

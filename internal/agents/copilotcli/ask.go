@@ -1,14 +1,11 @@
 package copilotcli
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/kitsoki/kitsoki/internal/agents/agent"
 	"github.com/kitsoki/kitsoki/internal/agents/clirun"
@@ -27,12 +24,10 @@ func (a *Agent) Ask(ctx context.Context, c *agent.Call) (*agent.AskResponse, err
 		return nil, agent.Errorf(agent.KindTransportError, "copilot CLI: nil request")
 	}
 	req := c.Request
-	if d, err := time.Parse(time.RFC3339Nano, req.Deadline); err == nil {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, d)
-		defer cancel()
-	}
-	bin, err := copilotCLI().LookPath(a.decl.Command, a.decl.Where())
+	ctx, cancel := clirun.WithDeadline(ctx, req.Deadline)
+	defer cancel()
+	cli := copilotCLI()
+	bin, err := cli.LookPath(a.decl.Command, a.decl.Where())
 	if err != nil {
 		return nil, err
 	}
@@ -45,13 +40,9 @@ func (a *Agent) Ask(ctx context.Context, c *agent.Call) (*agent.AskResponse, err
 	}
 	secrets := append(append([]string(nil), a.decl.Secrets...), keys...)
 	mask := secret.New(secrets)
-	cfg, err := toolloop.SessionConfig(c, toolloop.Options{Secrets: secrets, Clock: a.opts.Clock, Logger: a.opts.Logger})
+	sess, err := cli.OpenSession(&a.mcp, c, toolloop.Options{Secrets: secrets, Clock: a.opts.Clock, Logger: a.opts.Logger})
 	if err != nil {
-		return nil, agent.Errorf(agent.KindTransportError, "copilot CLI: %w", err)
-	}
-	sess, err := a.mcp.Open(cfg)
-	if err != nil {
-		return nil, agent.Errorf(agent.KindTransportError, "copilot CLI: open the call's MCP session: %w", err)
+		return nil, err
 	}
 	defer sess.Close()
 	r, cleanup, err := a.plan(c, sess)
@@ -60,7 +51,7 @@ func (a *Agent) Ask(ctx context.Context, c *agent.Call) (*agent.AskResponse, err
 		return nil, err
 	}
 	var st *openai.Structured
-	if hasSchema(req.Schema) {
+	if clirun.HasSchema(req.Schema) {
 		s := openai.Prepare(req.Schema)
 		st = &s
 	}
@@ -69,12 +60,9 @@ func (a *Agent) Ask(ctx context.Context, c *agent.Call) (*agent.AskResponse, err
 		dir = p.Cwd
 	}
 	env := clirun.Environ(a.opts.Environ, map[string]string{"KITSOKI_SESSION_ID": req.SessionID}, a.decl.Env, provider)
-	out := clirun.Exec(ctx, clirun.Run{Name: "copilot CLI", Path: bin, Args: a.args(r), Dir: dir, Env: env, Stdin: prompt(c, st != nil), Logger: a.opts.Logger})
-	if ctx.Err() != nil {
-		return nil, agent.Errorf(agent.KindDeadlineExceeded, "copilot CLI did not finish before the call's deadline: %w", context.Cause(ctx))
-	}
-	if out.StartErr != nil {
-		return nil, agent.Errorf(agent.KindPluginCrash, "copilot CLI: start %s: %v", bin, out.StartErr)
+	out := clirun.Exec(ctx, clirun.Run{Name: cli.Name, Path: bin, Args: a.args(r), Dir: dir, Env: env, Stdin: prompt(c, st != nil), Logger: a.opts.Logger})
+	if err := cli.Failed(ctx, out, bin); err != nil {
+		return nil, err
 	}
 	if a.opts.OnOutput != nil {
 		a.opts.OnOutput(out.Stdout)
@@ -115,7 +103,7 @@ func (a *Agent) plan(c *agent.Call, sess *toolserver.Session) (run, func(), erro
 	r.usageFile = u
 	if c.Request.Verb == plugin.VerbConverse {
 		a.mu.Lock()
-		r.session = a.sessions[sessionKey(c)]
+		r.session = a.sessions[clirun.ConverseKey(c)]
 		a.mu.Unlock()
 		r.resumed = r.session != ""
 		if !r.resumed {
@@ -139,7 +127,7 @@ func check(res *result, out clirun.Output, mask *secret.Masker, where string) er
 	case f != "" && unreachable(f):
 		return agent.Errorf(agent.KindTransportError, "copilot CLI cannot reach its model provider (%s): check base_url: under %s (and that the server is up)",
 			mask.Text(oneLine(f)), where)
-	case f != "" && modelRefused(f):
+	case f != "" && clirun.ModelRefused(f):
 		msg = "copilot CLI reported a failure: " + oneLine(f) + ": set model: under " + where + " to one its provider serves"
 	case f != "":
 		msg = "copilot CLI reported a failure: " + oneLine(f)
@@ -150,15 +138,7 @@ func check(res *result, out clirun.Output, mask *secret.Masker, where string) er
 	default:
 		return nil
 	}
-	if t := out.StderrTail(); t != "" {
-		msg += "; stderr: " + oneLine(t)
-	}
-	return agent.Errorf(agent.KindPluginCrash, "%s", mask.Text(agent.Clip([]byte(msg))))
-}
-
-func modelRefused(msg string) bool {
-	m := strings.ToLower(msg)
-	return strings.Contains(m, "model") && (strings.Contains(m, "not found") || strings.Contains(m, "not supported") || strings.Contains(m, "does not exist"))
+	return clirun.Crash(msg, oneLine(out.StderrTail()), mask)
 }
 
 // unreachable reports a failure to connect to the provider.
@@ -182,7 +162,7 @@ func (a *Agent) remember(c *agent.Call, r run, res *result) {
 	}
 	a.mu.Lock()
 	if a.sessions != nil {
-		a.sessions[sessionKey(c)] = id
+		a.sessions[clirun.ConverseKey(c)] = id
 	}
 	a.mu.Unlock()
 }
@@ -205,22 +185,7 @@ func (a *Agent) response(c *agent.Call, r run, res *result, sess *toolserver.Ses
 	if r.session != "" {
 		meta["session_resumed"] = r.resumed
 	}
-	resp := &agent.AskResponse{Meta: meta, SubEvents: toolloop.SubEvents(c, toolloop.Namespace(c, ""), sess.ToolEvents())}
-	switch sub, ok := sess.Submission(); {
-	case ok:
-		resp.Submission = sub
-	case st != nil:
-		b, _ := openai.AnswerJSON(text)
-		resp.Submission = st.Unwrap(b)
-	case c.Alias != "":
-		resp.Submission, _ = json.Marshal(text)
-	}
-	return resp
-}
-
-func hasSchema(s json.RawMessage) bool {
-	t := bytes.TrimSpace(s)
-	return len(t) > 0 && !bytes.Equal(t, []byte("null"))
+	return clirun.Response(c, sess, st, text, meta)
 }
 
 // newUUID returns a random UUIDv4 for --session-id.

@@ -13,7 +13,6 @@ package copilotcli
 
 import (
 	"log/slog"
-	"strings"
 	"sync"
 
 	"github.com/kitsoki/kitsoki/internal/agents/agent"
@@ -98,13 +97,4 @@ func (a *Agent) approval(c *agent.Call) string {
 		return ApprovalEdit
 	}
 	return ApprovalReadOnly
-}
-
-// sessionKey is converse's key of a call's copilot session.
-func sessionKey(c *agent.Call) string {
-	persona := ""
-	if c.Persona != nil {
-		persona = c.Persona.Name
-	}
-	return strings.Join([]string{c.Request.SessionID, persona, c.Alias}, "\x00")
 }

@@ -131,7 +131,7 @@ func New(decl agent.Declaration, cfg Config, logger *slog.Logger) (*Agent, error
 		}
 		a.baseURL = strings.TrimRight(decl.Endpoint, "/") + "/v1"
 	case decl.Model == "":
-		return nil, errors.New("builtin.local_llm plugin requires model: or endpoint:")
+		return nil, errors.New("builtin.local_llm plugin requires model: or endpoint: (model: names a pinned model that kitsoki serves, endpoint: the URL of a server you run)")
 	default:
 		// Managed mode: check the pins now (no I/O) so a typo fails at
 		// the first routing with a clear message, not deep in a fetch.

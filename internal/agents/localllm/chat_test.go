@@ -347,7 +347,7 @@ func TestBuilderValidates(t *testing.T) {
 		decl agent.Declaration
 		want string
 	}{
-		{agent.Declaration{}, "builtin.local_llm plugin requires model: or endpoint:"},
+		{agent.Declaration{}, "builtin.local_llm plugin requires model: or endpoint: (model: names a pinned model that kitsoki serves, endpoint: the URL of a server you run)"},
 		{agent.Declaration{Endpoint: "127.0.0.1:8080"}, `builtin.local_llm endpoint: "127.0.0.1:8080" is not an http(s) URL (e.g. http://127.0.0.1:8080)`},
 		{agent.Declaration{Model: "qwen9"}, `builtin.local_llm: unknown model "qwen9" (pinned models: nomic-embed-text-v1.5, qwen2.5-1.5b-instruct); to use another model run llama-server yourself and use endpoint: mode`},
 		{agent.Declaration{Model: "qwen2.5-1.5b-instruct"}, "builtin.local_llm: no pinned llama-server build for plan9/386 (pinned: darwin/arm64, linux/amd64): set server_bin: to a llama-server you built, or use endpoint: mode against a server you run"},

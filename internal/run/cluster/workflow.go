@@ -125,6 +125,48 @@ type Workflow struct {
 // Session is the kitsoki.session workflow: one story session, its turns
 // taken one at a time from intent updates, every call an activity.
 func (w *Workflow) Session(ctx workflow.Context, in SessionInput) (*SessionResult, error) {
+	st, err := w.loadStory(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	r := &sessionRun{ctx: ctx, cur: ctx, in: in, after: continueAsNewAfter(in)}
+	rt, err := w.openRuntime(r, st)
+	if err != nil {
+		return nil, err
+	}
+	defer rt.Close()
+	r.sess = rt.Session()
+	if err := r.register(); err != nil {
+		return nil, err
+	}
+	if err := r.begin(); err != nil {
+		return nil, err
+	}
+	return r.serve()
+}
+
+// sessionRun is one run of the session workflow. It holds the session and
+// the state that the update handlers and the main loop share. Workflow
+// coroutines run one at a time, so the fields need no lock.
+type sessionRun struct {
+	ctx workflow.Context // the workflow's main coroutine
+	// cur is the coroutine taking the turn: the main loop or an update
+	// handler. The trace clock and the dispatcher read it.
+	cur   workflow.Context
+	in    SessionInput
+	after int // the turns this run takes before it continues as new
+	sess  *orchestrator.Session
+	sink  *trace.MemSink
+	// started is set once the session has started or been restored; busy
+	// while a turn runs.
+	started, busy bool
+	turns         int         // the turns this run took
+	fault         error       // a turn's failure, which fails the workflow
+	last          *TurnResult // the latest turn's result, for the status query
+}
+
+// loadStory loads the pinned story and refuses one a workflow cannot run.
+func (w *Workflow) loadStory(ctx workflow.Context, in SessionInput) (*story.Story, error) {
 	st, err := w.Stories.Load(in.Story)
 	if err != nil {
 		if workflow.IsReplaying(ctx) || in.Carried != nil {
@@ -139,137 +181,176 @@ func (w *Workflow) Session(ctx workflow.Context, in SessionInput) (*SessionResul
 	if err := checkWorkflowStory(st); err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "kitsoki.story", nil)
 	}
-	after := in.ContinueAsNewAfter
-	if after <= 0 {
-		after = DefaultContinueAsNewAfter
+	return st, nil
+}
+
+// continueAsNewAfter is the input's turns before continuing as new, or
+// the default when it sets none.
+func continueAsNewAfter(in SessionInput) int {
+	if in.ContinueAsNewAfter <= 0 {
+		return DefaultContinueAsNewAfter
 	}
+	return in.ContinueAsNewAfter
+}
+
+// openRuntime opens the run's session through the composition root. Its
+// trace reads the workflow clock, and its calls are activities.
+func (w *Workflow) openRuntime(r *sessionRun, st *story.Story) (*runtime.Runtime, error) {
+	in := r.in
 	timeout := w.CallTimeout
 	if timeout == 0 {
 		timeout = host.DefaultTimeout
 	}
-	cur := ctx
-	clk := workflowClock{cur: &cur}
-	sink := trace.NewMemSink(trace.WithSecrets(st.Secrets), trace.WithClock(clk), trace.WithHeader(traceHeader(in, st)))
-	d := &activityDispatcher{cur: &cur, stories: w.Stories, ref: in.Story, sink: sink, timeout: timeout,
+	clk := workflowClock{cur: &r.cur}
+	r.sink = trace.NewMemSink(trace.WithSecrets(st.Secrets), trace.WithClock(clk), trace.WithHeader(traceHeader(in, st)))
+	d := &activityDispatcher{cur: &r.cur, stories: w.Stories, ref: in.Story, sink: r.sink, timeout: timeout,
 		heartbeat:    cmp.Or(in.HeartbeatTimeout, w.HeartbeatTimeout, DefaultHeartbeatTimeout),
 		lostAttempts: cmp.Or(w.LostCallAttempts, DefaultLostCallAttempts)}
 	rt, err := runtime.Open(st, runtime.Config{Clock: clk, IgnorePins: true, Timeout: timeout,
-		Trace: runtime.Trace{Sink: sink},
+		Trace: runtime.Trace{Sink: r.sink},
 		// Journal: the trace holds the decisions and snapshots a local
 		// run's durable session writes, so the two traces match.
 		Session: &runtime.Session{ID: in.SessionID, World: in.World.Map(), Root: in.Root, Dispatcher: d, Journal: true, Routing: routing(in)}})
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("open session %s: %v", in.SessionID, err), "kitsoki.open", nil)
 	}
-	defer rt.Close()
-	sess := rt.Session()
+	return rt, nil
+}
 
-	started, busy, turns := false, false, 0
-	var fault error
-	var last *TurnResult
-	if err := registerQueries(ctx, sess, sink); err != nil {
+// ready reports whether an update may take its turn: the session has
+// started and no other turn runs.
+func (r *sessionRun) ready() bool { return r.started && !r.busy }
+
+// register sets the queries and the updates the session answers.
+func (r *sessionRun) register() error {
+	if err := registerQueries(r.ctx, r.sess, r.sink); err != nil {
+		return err
+	}
+	v := sessionView{ctx: r.ctx, in: &r.in, sess: r.sess, sink: r.sink, started: &r.started, last: &r.last}
+	if err := registerStatus(r.ctx, v, r.ready); err != nil {
+		return err
+	}
+	return workflow.SetUpdateHandlerWithOptions(r.ctx, IntentUpdate, r.intent,
+		workflow.UpdateHandlerOptions{Validator: r.validateIntent})
+}
+
+// intent is the intent update's handler: it takes the request as a turn
+// once no other turn runs.
+func (r *sessionRun) intent(uctx workflow.Context, req IntentRequest) (*TurnResult, error) {
+	if err := workflow.Await(uctx, r.ready); err != nil {
 		return nil, err
 	}
-	if err := registerStatus(ctx, sessionView{ctx: ctx, in: &in, sess: sess, sink: sink, started: &started, last: &last},
-		func() bool { return started && !busy }); err != nil {
-		return nil, err
+	r.busy, r.cur = true, uctx
+	defer func() { r.busy, r.cur = false, r.ctx }()
+	out, err := takeTurn(r.sess, req)
+	if errors.Is(err, orchestrator.ErrNoHistory) {
+		// A back queued behind a turn that emptied the history:
+		// refused as the validator refuses it, nothing traced.
+		return nil, temporal.NewApplicationError(err.Error(), NoHistoryError)
 	}
-	err = workflow.SetUpdateHandlerWithOptions(ctx, IntentUpdate,
-		func(uctx workflow.Context, req IntentRequest) (*TurnResult, error) {
-			if err := workflow.Await(uctx, func() bool { return started && !busy }); err != nil {
-				return nil, err
-			}
-			busy, cur = true, uctx
-			defer func() { busy, cur = false, ctx }()
-			out, err := takeTurn(sess, req)
-			if errors.Is(err, orchestrator.ErrNoHistory) {
-				// A back queued behind a turn that emptied the history:
-				// refused as the validator refuses it, nothing traced.
-				return nil, temporal.NewApplicationError(err.Error(), NoHistoryError)
-			}
-			if err != nil {
-				fault = err
-				return nil, err
-			}
-			turns++
-			last = turnResult(out, sess.TurnNumber())
-			return last, nil
-		},
-		workflow.UpdateHandlerOptions{Validator: func(req IntentRequest) error {
-			if done, _ := sess.Done(); done {
-				return fmt.Errorf("the session is in its terminal state %q: it takes no more intents", sess.State())
-			}
-			if !started || busy || freeText(req) {
-				return nil // checked by the turn itself, in order (free text: once routed)
-			}
-			if req.Back {
-				if len(sess.History()) == 0 {
-					return temporal.NewApplicationError(orchestrator.ErrNoHistory.Error(), NoHistoryError)
-				}
-				return nil
-			}
-			if rej := sess.Check(req.Intent, req.Slots.Map()); rej != nil {
-				return temporal.NewApplicationError(rej.Error(), rej.Code, rej)
-			}
-			return nil
-		}})
 	if err != nil {
+		r.fault = err
 		return nil, err
 	}
+	r.turns++
+	r.last = turnResult(out, r.sess.TurnNumber())
+	return r.last, nil
+}
 
-	if c := in.Carried; c != nil {
-		if err := restore(sess, c); err != nil {
-			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("continue session %s: %v", in.SessionID, err), "kitsoki.restore", nil)
-		}
-	} else if out, err := sess.Start(context.Background()); err != nil {
-		return nil, err
-	} else {
-		last = turnResult(out, sess.TurnNumber())
+// validateIntent refuses an intent update before it enters the history:
+// on a finished session, a back with no history, or an intent the state
+// does not allow.
+func (r *sessionRun) validateIntent(req IntentRequest) error {
+	if done, _ := r.sess.Done(); done {
+		return fmt.Errorf("the session is in its terminal state %q: it takes no more intents", r.sess.State())
 	}
-	started = true
-
-	// tick takes the timeouts due on the workflow clock as their own
-	// turns, in the main coroutine, once no update's turn runs.
-	tick := func() error {
-		if err := workflow.Await(ctx, func() bool { return !busy }); err != nil {
-			return err
+	if !r.started || r.busy || freeText(req) {
+		return nil // checked by the turn itself, in order (free text: once routed)
+	}
+	if req.Back {
+		if len(r.sess.History()) == 0 {
+			return temporal.NewApplicationError(orchestrator.ErrNoHistory.Error(), NoHistoryError)
 		}
-		busy, cur = true, ctx
-		defer func() { busy = false }()
-		before := sess.TurnNumber()
-		if _, err := sess.Tick(context.Background()); err != nil {
-			fault = err
-		}
-		turns += int(sess.TurnNumber() - before)
 		return nil
 	}
+	if rej := r.sess.Check(req.Intent, req.Slots.Map()); rej != nil {
+		return temporal.NewApplicationError(rej.Error(), rej.Code, rej)
+	}
+	return nil
+}
+
+// begin restores the session a previous run carried, or starts it.
+func (r *sessionRun) begin() error {
+	if c := r.in.Carried; c != nil {
+		if err := restore(r.sess, c); err != nil {
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("continue session %s: %v", r.in.SessionID, err), "kitsoki.restore", nil)
+		}
+	} else if out, err := r.sess.Start(context.Background()); err != nil {
+		return err
+	} else {
+		r.last = turnResult(out, r.sess.TurnNumber())
+	}
+	r.started = true
+	return nil
+}
+
+// tick takes the timeouts due on the workflow clock as their own turns,
+// in the main coroutine, once no update's turn runs.
+func (r *sessionRun) tick() error {
+	if err := workflow.Await(r.ctx, func() bool { return !r.busy }); err != nil {
+		return err
+	}
+	r.busy, r.cur = true, r.ctx
+	defer func() { r.busy = false }()
+	before := r.sess.TurnNumber()
+	if _, err := r.sess.Tick(context.Background()); err != nil {
+		r.fault = err
+	}
+	r.turns += int(r.sess.TurnNumber() - before)
+	return nil
+}
+
+// stopping reports whether the main loop should decide the run's end: a
+// turn failed, or no turn runs and the session is done or has taken its
+// turns for this run.
+func (r *sessionRun) stopping() bool {
+	done, _ := r.sess.Done()
+	return r.fault != nil || (!r.busy && (done || r.turns >= r.after))
+}
+
+// serve takes the due timeouts until the run ends. It returns the result
+// of a finished session, or continues as new after the run's turns.
+func (r *sessionRun) serve() (*SessionResult, error) {
 	for {
-		if err := awaitFiringTimeouts(ctx, sess, func() bool {
-			done, _ := sess.Done()
-			return fault != nil || (!busy && (done || turns >= after))
-		}, tick); err != nil {
+		if err := awaitFiringTimeouts(r.ctx, r.sess, r.stopping, r.tick); err != nil {
 			return nil, err
 		}
-		if fault != nil {
-			return nil, fault
+		if r.fault != nil {
+			return nil, r.fault
 		}
 		// Updates accepted before the decision finish first.
-		if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		if err := workflow.Await(r.ctx, func() bool { return workflow.AllHandlersFinished(r.ctx) }); err != nil {
 			return nil, err
 		}
-		if busy {
+		if r.busy {
 			continue
 		}
-		if done, exit := sess.Done(); done {
-			return &SessionResult{State: sess.State(), World: Value{orchestrator.DeepCopy(sess.World())}, Turn: sess.TurnNumber(), Exit: exit}, nil
+		if done, exit := r.sess.Done(); done {
+			return &SessionResult{State: r.sess.State(), World: Value{orchestrator.DeepCopy(r.sess.World())}, Turn: r.sess.TurnNumber(), Exit: exit}, nil
 		}
-		next := in
-		next.World = Value{}
-		next.Root = ""
-		next.Carried = &Snapshot{State: sess.State(), World: Value{orchestrator.DeepCopy(sess.World())}, Turn: sess.TurnNumber(),
-			Timeouts: sess.Timeouts(), Handover: sess.Handover()}
-		return nil, workflow.NewContinueAsNewError(ctx, SessionWorkflowName, next)
+		return nil, r.continueAsNew()
 	}
+}
+
+// continueAsNew is the error that hands the session to the next run: its
+// state, world, turn, armed timeouts and room history.
+func (r *sessionRun) continueAsNew() error {
+	next := r.in
+	next.World = Value{}
+	next.Root = ""
+	next.Carried = &Snapshot{State: r.sess.State(), World: Value{orchestrator.DeepCopy(r.sess.World())}, Turn: r.sess.TurnNumber(),
+		Timeouts: r.sess.Timeouts(), Handover: r.sess.Handover()}
+	return workflow.NewContinueAsNewError(r.ctx, SessionWorkflowName, next)
 }
 
 func registerQueries(ctx workflow.Context, sess *orchestrator.Session, sink *trace.MemSink) error {

@@ -287,28 +287,16 @@ type Runtime struct {
 // Open wires a run of st as cfg says. On error everything built so far is
 // released.
 func Open(st *story.Story, cfg Config) (_ *Runtime, err error) {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.System{}
-	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = host.DefaultTimeout
-	}
-	for _, p := range cfg.Tools.Providers {
-		if p != toolserver.StoryFilesProvider {
-			return nil, fmt.Errorf("tool provider %q: unknown tool provider (known: %s)", p, toolserver.StoryFilesProvider)
-		}
+	cfg = withDefaults(cfg)
+	if err := checkProviders(cfg.Tools); err != nil {
+		return nil, err
 	}
 	rt := &Runtime{story: st, models: cfg.LocalModels}
 	// Pins first: a strict-pins refusal is a load error, before anything
 	// (a trace file) exists.
-	routeMap := cfg.Routes
-	if routeMap == nil && !cfg.IgnorePins {
-		if routeMap, err = rt.pins(cfg); err != nil {
-			return nil, err
-		}
+	routeMap, err := rt.routes(cfg)
+	if err != nil {
+		return nil, err
 	}
 	defer func() {
 		if err != nil {
@@ -322,9 +310,62 @@ func Open(st *story.Story, cfg Config) (_ *Runtime, err error) {
 		return nil, err
 	}
 	rt.buildRegistry(cfg)
+	builtin, err := rt.openAgents(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := rt.openHost(cfg, builtin, routeMap); err != nil {
+		return nil, err
+	}
+	if cfg.Session == nil {
+		return rt, nil
+	}
+	if err := rt.openSession(cfg); err != nil {
+		return nil, err
+	}
+	return rt, nil
+}
 
-	// The built-in path: the caller's agent, else a cassette's, else (live)
-	// the claude CLI.
+// withDefaults fills in what cfg leaves zero: a logger that discards, the
+// system clock and the host's default call timeout.
+func withDefaults(cfg Config) Config {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System{}
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = host.DefaultTimeout
+	}
+	return cfg
+}
+
+// checkProviders refuses a tool provider this build does not know.
+func checkProviders(tools Tools) error {
+	for _, p := range tools.Providers {
+		if p != toolserver.StoryFilesProvider {
+			return fmt.Errorf("tool provider %q: unknown tool provider (known: %s)", p, toolserver.StoryFilesProvider)
+		}
+	}
+	return nil
+}
+
+// routes is the run's routing of invokes to agents: the caller's
+// Config.Routes, else the story's resolved pins (none with IgnorePins).
+func (rt *Runtime) routes(cfg Config) (map[*story.Invoke]*host.Route, error) {
+	if cfg.Routes != nil || cfg.IgnorePins {
+		return cfg.Routes, nil
+	}
+	return rt.pins(cfg)
+}
+
+// openAgents sets up the run's agents in the registry: a cassette's, the
+// plugin-tool service, the caller's overrides and the story's embedding
+// model. It returns the agent of the built-in path: the caller's, else a
+// cassette's; nil leaves it to the host (the claude CLI in a live run).
+func (rt *Runtime) openAgents(cfg Config) (agent.Agent, error) {
+	st := rt.story
 	builtin := cfg.Agents.Builtin
 	if cfg.Cassette != nil {
 		if b := cfg.Cassette.ReplayAgents(st, rt.reg, nil); b != nil && builtin == nil {
@@ -357,11 +398,20 @@ func Open(st *story.Story, cfg Config) (_ *Runtime, err error) {
 		}
 		rt.embedder, rt.storyEmbedder = e, e
 	}
+	return builtin, nil
+}
+
+// openHost builds the host and registers its handlers: the built-in ones,
+// the story's host_plugins: (live), a cassette's replays and the caller's.
+// A recorder is installed last, so that it wraps them all.
+func (rt *Runtime) openHost(cfg Config, builtin agent.Agent, routeMap map[*story.Invoke]*host.Route) error {
+	st := rt.story
 	rt.jobs, rt.inbox = jobs.New(cfg.Clock), inbox.New()
 	rt.host = rt.newHost(cfg, builtin, routeMap)
 	if cfg.Agents.Live { // the story's host_plugins:, before a cassette or recorder wraps them
+		var err error
 		if rt.hostPlugins, err = hostplugin.Register(rt.host, st, hostplugin.Options{Sink: rt.sink, Clock: cfg.Clock, Logger: cfg.Logger}); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if cfg.Cassette != nil {
@@ -373,10 +423,32 @@ func Open(st *story.Story, cfg Config) (_ *Runtime, err error) {
 	if cfg.Cassette == nil && cfg.Recorder != nil {
 		cfg.Recorder.Install(st, rt.reg, rt.host)
 	}
-	if cfg.Session == nil {
-		return rt, nil
+	return nil
+}
+
+// openSession builds the run's session on the host (or the caller's
+// dispatcher) and restores the journal it resumes, if any.
+func (rt *Runtime) openSession(cfg Config) error {
+	st, s := rt.story, cfg.Session
+	opts := rt.sessionOptions(cfg)
+	var err error
+	if rt.sess, err = orchestrator.New(st, rt.sessionDispatcher(cfg), rt.sink, opts...); err != nil {
+		return err
 	}
-	s := cfg.Session
+	if r := s.Resume; r != nil && r.Journal.Started {
+		j := r.Journal
+		w := orchestrator.DeepCopy(j.World).(map[string]any)
+		session.Retype(st, w)
+		if err := rt.sess.Restore(j.State, w, j.Turn); err != nil {
+			return fmt.Errorf("resume %s: %w", j.Path, err)
+		}
+	}
+	return nil
+}
+
+// sessionOptions are the orchestrator's options for Config.Session.
+func (rt *Runtime) sessionOptions(cfg Config) []orchestrator.Option {
+	st, s := rt.story, cfg.Session
 	opts := []orchestrator.Option{orchestrator.WithSessionID(s.ID), orchestrator.WithWorld(s.World),
 		orchestrator.WithJobs(rt.jobs), orchestrator.WithInbox(rt.inbox),
 		orchestrator.WithClock(cfg.Clock), orchestrator.WithLogger(cfg.Logger), orchestrator.WithRouting(s.Routing)}
@@ -407,6 +479,14 @@ func Open(st *story.Story, cfg Config) (_ *Runtime, err error) {
 	if s.Journal || s.Resume != nil {
 		opts = append(opts, orchestrator.WithJournal(0))
 	}
+	return opts
+}
+
+// sessionDispatcher is what the session dispatches its calls through: the
+// host or the caller's dispatcher, answering a resumed turn's calls from
+// its journal, observed by Config.OnDispatch.
+func (rt *Runtime) sessionDispatcher(cfg Config) orchestrator.Dispatcher {
+	s := cfg.Session
 	var d orchestrator.Dispatcher = rt.host
 	if s.Dispatcher != nil {
 		d = s.Dispatcher
@@ -420,18 +500,7 @@ func Open(st *story.Story, cfg Config) (_ *Runtime, err error) {
 	if s.dispatch != nil {
 		d = s.dispatch(d)
 	}
-	if rt.sess, err = orchestrator.New(st, d, rt.sink, opts...); err != nil {
-		return nil, err
-	}
-	if r := s.Resume; r != nil && r.Journal.Started {
-		j := r.Journal
-		w := orchestrator.DeepCopy(j.World).(map[string]any)
-		session.Retype(st, w)
-		if err := rt.sess.Restore(j.State, w, j.Turn); err != nil {
-			return nil, fmt.Errorf("resume %s: %w", j.Path, err)
-		}
-	}
-	return rt, nil
+	return d
 }
 
 // pins resolves the story's selection: pins into routes, reporting the

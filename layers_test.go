@@ -21,6 +21,9 @@ const module = "github.com/kitsoki/kitsoki"
 var layers = []string{
 	"kitsokitest",
 	"kitsoki",
+	// The Go API's connection to a Temporal cluster (kitsoki.WithCluster):
+	// a package of its own, so the root does not link the Temporal SDK.
+	"cluster",
 	"cmd",
 	"internal/view",
 	"internal/check",

@@ -221,3 +221,25 @@ func keyOf(ref string) string {
 	}
 	return ""
 }
+
+// attached is a session reattached to by Attach.
+type attached struct {
+	*Driver
+	svc *Sessions
+	key string
+}
+
+func (a *attached) Key() string { return a.key }
+
+func (a *attached) Trace(ctx context.Context) ([]byte, error) { return a.svc.Trace(ctx, a.id) }
+
+// Attach reattaches to the running session ref names, for a caller that
+// takes its turns one by one (the Go API's Resume): Begin reports where
+// it stands.
+func (s *Sessions) Attach(ctx context.Context, ref string) (driver.Attached, error) {
+	d, _, err := s.Open(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	return &attached{Driver: d, svc: s, key: keyOf(ref)}, nil
+}

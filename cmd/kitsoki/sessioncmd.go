@@ -118,9 +118,10 @@ time holds a session: a second gets exit 75 (busy) and takes nothing; try
 again later.
 
 kitsoki run app.yaml --session ID resumes one at a terminal (--continue for
-the story's latest unfinished one). With --temporal HOST:PORT, list, show
-and trace read the sessions on a Temporal cluster (kitsoki run --temporal
-starts them).
+the story's latest unfinished one). With --temporal HOST:PORT every
+session command works on the sessions of a Temporal cluster instead (a
+key is the session's workflow id; fork takes a running session's current
+turn; prune measures a running session by its last turn).
 
 Exit codes of create and continue: 0 the turn was taken (a terminal state
 too: the frame says done), 1 failure, 2 usage or the story did not load,

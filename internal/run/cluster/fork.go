@@ -85,6 +85,20 @@ type ForkRequest struct {
 	Ref string
 	// ID names the fork; it must be free on the cluster.
 	ID string
+	// AtTurn, when set, is the turn the caller means to fork at: a
+	// session at another turn is refused (*TurnError), nothing started.
+	AtTurn *int64
+}
+
+// TurnError is a fork asked at a turn other than the session's current
+// one.
+type TurnError struct {
+	ID         string
+	At, Actual int64
+}
+
+func (e *TurnError) Error() string {
+	return fmt.Sprintf("session %s is at turn %d: a session on a cluster is forked at its current turn (its earlier turns are in its workflow's history, not in a journal kitsoki can copy); give --at-turn %d or leave it out", e.ID, e.Actual, e.Actual)
 }
 
 // Fork starts a new session from where the running session r.Ref stands
@@ -105,6 +119,9 @@ func (c *Client) Fork(ctx context.Context, r ForkRequest) (*SessionInfo, error) 
 	in, err := c.carry(ctx, r.Ref)
 	if err != nil {
 		return nil, err
+	}
+	if r.AtTurn != nil && *r.AtTurn != in.Carried.Turn {
+		return nil, &TurnError{ID: r.Ref, At: *r.AtTurn, Actual: in.Carried.Turn}
 	}
 	in.SessionID = r.ID
 	in.Fork = &ForkOrigin{SessionID: r.Ref, Turn: in.Carried.Turn}

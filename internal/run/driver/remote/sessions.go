@@ -171,16 +171,14 @@ func (s *Sessions) Fork(ctx context.Context, ref string, at int64, id string) (*
 	if id == "" {
 		id = driver.NewID()
 	}
+	req := cluster.ForkRequest{Ref: ref, ID: id}
 	if at >= 0 {
-		si, err := s.Client.Describe(ctx, ref)
-		if err != nil {
-			return nil, driver.Exit(driver.ExitFailure, err)
-		}
-		if si.Running() && si.State != "" && si.Turn != at {
-			return nil, driver.Exit(driver.ExitUsage, fmt.Errorf("session %s is at turn %d: a session on a cluster is forked at its current turn (its earlier turns are in its workflow's history, not in a journal kitsoki can copy); give --at-turn %d or leave it out", ref, si.Turn, si.Turn))
-		}
+		req.AtTurn = &at
 	}
-	fi, err := s.Client.Fork(ctx, cluster.ForkRequest{Ref: ref, ID: id})
+	fi, err := s.Client.Fork(ctx, req)
+	if _, ok := errors.AsType[*cluster.TurnError](err); ok {
+		return nil, driver.Exit(driver.ExitUsage, err)
+	}
 	if err != nil {
 		return nil, driver.Exit(driver.ExitFailure, err)
 	}

@@ -16,6 +16,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"log/slog"
@@ -40,6 +41,10 @@ type Options struct {
 	// bundle and large payloads); "" is $KITSOKI_BLOBS_DIR, else
 	// .kitsoki/blobs in the working directory, as for `kitsoki worker`.
 	BlobsDir string
+	// StoriesDir is the workers' stories directory, where the story of a
+	// session started with `kitsoki run --stories DIR` (one that carries
+	// no bundle) is read; "" is the working directory.
+	StoriesDir string
 	// TLS, when set, connects over TLS; APIKey authenticates (Temporal
 	// Cloud) and is never logged.
 	TLS    *tls.Config
@@ -66,7 +71,7 @@ func Dial(ctx context.Context, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Cluster{c: c, svc: &remote.Sessions{Client: c, Stories: &icluster.Stories{Dir: ".", Blobs: blobs},
+	return &Cluster{c: c, svc: &remote.Sessions{Client: c, Stories: &icluster.Stories{Dir: cmp.Or(o.StoriesDir, "."), Blobs: blobs},
 		Load: func(path string) (*story.Story, error) { return story.Load(path) }}}, nil
 }
 

@@ -13,7 +13,7 @@ import (
 // a Temporal cluster (kitsoki mcp serve --temporal): every call goes to
 // the cluster, through remote.Sessions, as kitsoki session … --temporal
 // does. Nothing is held live here (the workflow is the live session), so
-// continue is an inspect that waits for a running turn. A call is not
+// continue reattaches and reports (outcome "resumed"). A call is not
 // written into the session's trace (that is the workflow's, in its
 // history); it is logged, and the update it sends is in the workflow's
 // history.
@@ -39,10 +39,10 @@ func (m mcpClusterSessions) Submit(ctx context.Context, c mcpserve.Caller, ref s
 }
 
 // Continue reattaches (waiting for a turn that runs) and reports where
-// the session stands.
+// the session stands, outcome "resumed".
 func (m mcpClusterSessions) Continue(ctx context.Context, c mcpserve.Caller, ref string) (any, error) {
 	m.log(c, ref)
-	return orErr(m.svc.Inspect(ctx, ref))
+	return orErr(m.svc.Resume(ctx, ref))
 }
 
 func (m mcpClusterSessions) Inspect(ctx context.Context, c mcpserve.Caller, ref string) (any, error) {

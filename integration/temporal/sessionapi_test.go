@@ -297,7 +297,7 @@ func TestMCPSessionToolsOnTheCluster(t *testing.T) {
 	if f := frame("session_submit_kitsoki", map[string]any{"session": "mcp:cluster-1", "line": "greet name=Bob"}); f["outcome"] != "rejected" || f["state"] != "greeted" {
 		t.Errorf("a rejected submit: %v", f)
 	}
-	if f := frame("session_continue_kitsoki", map[string]any{"session": "mcp:cluster-1"}); f["state"] != "greeted" {
+	if f := frame("session_continue_kitsoki", map[string]any{"session": "mcp:cluster-1"}); f["state"] != "greeted" || f["outcome"] != "resumed" {
 		t.Errorf("continue: %v", f)
 	}
 	if f := frame("session_inspect_kitsoki", map[string]any{"session": "mcp:cluster-1"}); f["state"] != "greeted" || f["session"].(map[string]any)["key"] != "mcp:cluster-1" {

@@ -125,12 +125,23 @@ func (s *Sessions) Continue(ctx context.Context, ref string, in driver.Input) (*
 
 // Inspect reports where the session ref names stands; no turn is taken.
 func (s *Sessions) Inspect(ctx context.Context, ref string) (*driver.Frame, error) {
+	return s.report(ctx, ref, "status")
+}
+
+// Resume reattaches to the session ref names (waiting for a turn that
+// runs) and reports it with the outcome "resumed", as picking up a local
+// session does; nothing is held: the workflow is the live session.
+func (s *Sessions) Resume(ctx context.Context, ref string) (*driver.Frame, error) {
+	return s.report(ctx, ref, "resumed")
+}
+
+func (s *Sessions) report(ctx context.Context, ref, outcome string) (*driver.Frame, error) {
 	d, sref, err := s.Open(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
 	defer d.Close()
-	return s.frame(ctx, d, sref, keyOf(ref), nil, "status")
+	return s.frame(ctx, d, sref, keyOf(ref), nil, outcome)
 }
 
 // frame is the session's frame after out (nil: none taken).

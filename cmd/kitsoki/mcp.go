@@ -87,14 +87,7 @@ here (--max-live-sessions does not apply).`,
 			// file inside --workspace, else the served directory.
 			g.workspace = orDefault(o.Workspace, o.Root)
 			if tf.addr != "" {
-				// The session tools go to the cluster.
-				cl, err := tf.dial(cmd.Context(), logger)
-				if err != nil {
-					return err
-				}
-				defer cl.Close()
-				o.Sessions = mcpClusterSessions{svc: newClusterSessions(g, &tf, cl), logger: logger}
-				return mcpserve.Serve(cmd.Context(), o)
+				return serveOnCluster(cmd, g, &tf, o)
 			}
 			if err := tf.refuseWithout(cmd); err != nil {
 				return err
@@ -124,6 +117,17 @@ here (--max-live-sessions does not apply).`,
 	addTemporalFlags(serve, &tf, true)
 	cmd.AddCommand(serve)
 	return cmd
+}
+
+// serveOnCluster serves o with the session tools on the cluster tf names.
+func serveOnCluster(cmd *cobra.Command, g *globals, tf *temporalFlags, o mcpserve.ServeOptions) error {
+	cl, err := tf.dial(cmd.Context(), o.Logger)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	o.Sessions = mcpClusterSessions{svc: newClusterSessions(g, tf, cl), logger: o.Logger}
+	return mcpserve.Serve(cmd.Context(), o)
 }
 
 // mcpStore is the session tools' sessions directory.

@@ -83,8 +83,7 @@ func localOutcomes(t *testing.T, st *story.Story, steps []carryStep) []stepOutco
 // input and what the carry query answered after the step.
 func stepAndCarry(t *testing.T, in SessionInput, s carryStep, i int) (next, carried *SessionInput) {
 	t.Helper()
-	var suite testsuite.WorkflowTestSuite
-	env := suite.NewTestWorkflowEnvironment()
+	env := loadedEnv()
 	stories := &Stories{Dir: "testdata"}
 	env.RegisterWorkflowWithOptions((&Workflow{Stories: stories}).Session, workflow.RegisterOptions{Name: SessionWorkflowName})
 	env.RegisterActivityWithOptions((&Activities{Stories: stories, Config: carryConfig}).Invoke, activity.RegisterOptions{Name: InvokeActivity})

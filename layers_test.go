@@ -7,6 +7,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,6 +22,9 @@ const module = "github.com/kitsoki/kitsoki"
 var layers = []string{
 	"kitsokitest",
 	"kitsoki",
+	// The Go API's connection to a Temporal cluster (kitsoki.WithCluster):
+	// a package of its own, so the root does not link the Temporal SDK.
+	"cluster",
 	"cmd",
 	"internal/view",
 	"internal/check",
@@ -199,6 +203,23 @@ func TestOnlyTheCompositionRootWiresARun(t *testing.T) {
 				}
 				return true
 			})
+		}
+	}
+}
+
+// TestRootDoesNotLinkTemporal checks that a program using only the Go API
+// (the module root, kitsokitest) does not link the Temporal SDK: the
+// cluster package (kitsoki.WithCluster's connection) does, on its own.
+func TestRootDoesNotLinkTemporal(t *testing.T) {
+	for _, pkg := range []string{".", "./kitsokitest"} {
+		out, err := exec.Command("go", "list", "-deps", pkg).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", pkg, err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			if strings.HasPrefix(dep, "go.temporal.io/") || dep == module+"/internal/run/cluster" {
+				t.Errorf("%s links %s: keep the Temporal side in package cluster", pkg, dep)
+			}
 		}
 	}
 }

@@ -44,6 +44,8 @@ type config struct {
 	key         string
 	sessionsDir string
 	fork        bool
+	// cluster is where Resume finds the session (WithCluster).
+	cluster Cluster
 }
 
 func newConfig(opts []Option) *config {

@@ -24,8 +24,11 @@ const DefaultSessionID = "session"
 // usable). Its methods may be called from several goroutines; turns are
 // taken one at a time.
 type Session struct {
-	mu      sync.Mutex
-	rt      *run
+	mu sync.Mutex
+	rt *run
+	// remote is a session on a cluster (Resume with WithCluster); rt is
+	// then nil.
+	remote  *remoteRun
 	started bool
 	closed  bool
 }
@@ -88,9 +91,13 @@ func Open(path string, opts ...Option) (*Session, error) {
 // *BusyError. A story changed since the session started is replayed
 // against the journal: one that decides differently is refused, or with
 // WithFork continued in a new session forked from the last turn that
-// matched.
+// matched. With WithCluster the session is found on a Temporal cluster
+// instead (WithCluster says which options apply).
 func Resume(ctx context.Context, ref string, opts ...Option) (*Session, error) {
 	cfg := newConfig(opts)
+	if cfg.cluster != nil {
+		return resumeOnCluster(ctx, ref, cfg)
+	}
 	store, err := cfg.resumeStore()
 	if err != nil {
 		return nil, err
@@ -178,9 +185,12 @@ func (s *Session) take(ctx context.Context, in driver.Input) (*Outcome, error) {
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
-	out, err := s.rt.d.Take(ctx, in)
+	out, err := s.driver().Take(ctx, in)
 	if ie, ok := errors.AsType[*driver.InputError](err); ok {
 		return nil, fmt.Errorf("kitsoki: %w", ie.Err)
+	}
+	if err == nil {
+		err = s.afterTurn(ctx)
 	}
 	return s.outcome(out, err)
 }
@@ -199,7 +209,10 @@ func (s *Session) Say(ctx context.Context, text string) (*Outcome, error) {
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
-	out, err := s.rt.d.Take(ctx, driver.Text(text))
+	out, err := s.driver().Take(ctx, driver.Text(text))
+	if err == nil {
+		err = s.afterTurn(ctx)
+	}
 	o, oerr := s.outcome(out, err)
 	if o != nil && out.Route != nil {
 		r := out.Route
@@ -219,7 +232,7 @@ func (s *Session) Settle(ctx context.Context) ([]*Outcome, error) {
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
-	outs, err := s.rt.d.Settle(ctx)
+	outs, err := s.driver().Settle(ctx)
 	var res []*Outcome
 	var errs []error
 	for _, out := range outs {
@@ -275,6 +288,9 @@ func (s *Session) outcome(out *orchestrator.Outcome, err error) (*Outcome, error
 	for _, e := range out.HostErrors {
 		errs = append(errs, callError(e))
 	}
+	if s.rt == nil {
+		return o, errors.Join(errs...)
+	}
 	if c := s.rt.cassette; c != nil {
 		o.Warnings = c.TakeWarnings()
 		if misses := c.TakeMisses(); len(misses) > 0 {
@@ -314,6 +330,9 @@ func publicErr(err error) error {
 func (s *Session) View() (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if r := s.remote; r != nil {
+		return r.st.View, r.st.ViewErr
+	}
 	return s.rt.sess.View()
 }
 
@@ -321,6 +340,9 @@ func (s *Session) View() (string, error) {
 func (s *Session) World() map[string]any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if r := s.remote; r != nil {
+		return deepCopyMap(r.st.World)
+	}
 	return deepCopyMap(s.rt.sess.World())
 }
 
@@ -328,6 +350,9 @@ func (s *Session) World() map[string]any {
 func (s *Session) State() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if r := s.remote; r != nil {
+		return r.st.State
+	}
 	return s.rt.sess.State()
 }
 
@@ -336,6 +361,9 @@ func (s *Session) State() string {
 func (s *Session) Allowed() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if r := s.remote; r != nil {
+		return intentNames(r.st.Intents)
+	}
 	return s.rt.sess.AllowedIntents()
 }
 
@@ -344,15 +372,26 @@ func (s *Session) Allowed() []string {
 func (s *Session) Done() (done bool, exit string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if r := s.remote; r != nil {
+		return r.st.Done, r.st.Exit
+	}
 	return s.rt.sess.Done()
 }
 
 // ID returns the session id.
-func (s *Session) ID() string { return s.rt.sess.ID() }
+func (s *Session) ID() string {
+	if s.remote != nil {
+		return s.remote.d.ID()
+	}
+	return s.rt.sess.ID()
+}
 
 // Key returns the key a durable session was created under (WithKey), ""
 // for one without.
 func (s *Session) Key() string {
+	if s.remote != nil {
+		return s.remote.d.Key()
+	}
 	if p := s.rt.d.Plan(); p != nil {
 		return p.Meta().Key
 	}
@@ -362,13 +401,24 @@ func (s *Session) Key() string {
 // Warnings are what Open found but did not refuse: the story's load
 // warnings and the selection: pins that cannot be honoured (`kitsoki run`
 // prints each as "warning: ...").
-func (s *Session) Warnings() []string { return append([]string(nil), s.rt.warnings...) }
+func (s *Session) Warnings() []string {
+	if s.remote != nil {
+		return nil
+	}
+	return append([]string(nil), s.rt.warnings...)
+}
 
 // Trace returns the JSONL trace written so far (the file's bytes with
-// WithTraceFile), secrets masked.
+// WithTraceFile), secrets masked. A session on a cluster reads it from
+// there.
 func (s *Session) Trace() ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.remote != nil {
+		// The trace is on the cluster: read it with the client's own
+		// deadlines (Trace takes no context).
+		return s.remote.d.Trace(context.Background())
+	}
 	if s.rt.mem != nil {
 		return s.rt.mem.Bytes(), nil
 	}
@@ -394,5 +444,8 @@ func (s *Session) Close() error {
 		return nil
 	}
 	s.closed = true
+	if s.remote != nil {
+		return s.remote.d.Close()
+	}
 	return errors.Join(s.rt.close(), s.rt.story.Close())
 }

@@ -24,6 +24,7 @@ func newMCPCmd(g *globals) *cobra.Command {
 	var o mcpserve.ServeOptions
 	var sessionsFlag string
 	var maxSessions int
+	var tf temporalFlags
 	serve := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the configuration or external surface over stdio or HTTP",
@@ -50,7 +51,14 @@ one still arriving after 10 seconds 408; a request without the token is
 answered 401 before its body is read, one addressed to a host other than
 loopback (DNS rebinding) 403; an unknown, deleted or expired Mcp-Session-Id
 is answered 404, and an initialize past --max-sessions live sessions 503
-(a session expires after --session-idle without a request).`,
+(a session expires after --session-idle without a request).
+
+With --temporal HOST:PORT (and --namespace, --task-queue, --blobs, the TLS
+flags) the session tools drive sessions on that Temporal cluster instead
+of the sessions directory, as kitsoki session … --temporal does: a new
+session's story travels as a bundle in the blob store, session_fork_kitsoki
+forks a running session at its current turn, and nothing is held live
+here (--max-live-sessions does not apply).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.MaxBodyBytes <= 0 {
@@ -78,6 +86,12 @@ is answered 404, and an initialize past --max-sessions live sessions 503
 			// The session tools load stories as the other tools do: every
 			// file inside --workspace, else the served directory.
 			g.workspace = orDefault(o.Workspace, o.Root)
+			if tf.addr != "" {
+				return serveOnCluster(cmd, g, &tf, o)
+			}
+			if err := tf.refuseWithout(cmd); err != nil {
+				return err
+			}
 			store, err := mcpStore(g, sessionsFlag, o.Root)
 			if err != nil {
 				return exitWith(exitFailure, err)
@@ -100,8 +114,20 @@ is answered 404, and an initialize past --max-sessions live sessions 503
 	f.IntVar(&maxSessions, "max-live-sessions", driver.DefaultPoolMax, "the most sessions the session tools keep live at once")
 	f.IntVar(&o.MaxSessions, "max-sessions", mcpguard.DefaultMaxSessions, "most live MCP sessions over HTTP (more initialize requests: 503)")
 	f.DurationVar(&o.SessionIdle, "session-idle", mcpguard.DefaultIdleTimeout, "an MCP session over HTTP expires after this long without a request")
+	addTemporalFlags(serve, &tf, true)
 	cmd.AddCommand(serve)
 	return cmd
+}
+
+// serveOnCluster serves o with the session tools on the cluster tf names.
+func serveOnCluster(cmd *cobra.Command, g *globals, tf *temporalFlags, o mcpserve.ServeOptions) error {
+	cl, err := tf.dial(cmd.Context(), o.Logger)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	o.Sessions = mcpClusterSessions{svc: newClusterSessions(g, tf, cl), logger: o.Logger}
+	return mcpserve.Serve(cmd.Context(), o)
 }
 
 // mcpStore is the session tools' sessions directory.

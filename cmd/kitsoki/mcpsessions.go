@@ -26,18 +26,20 @@ func (m mcpSessions) New(ctx context.Context, c mcpserve.Caller, r mcpserve.NewS
 }
 
 func (m mcpSessions) Submit(ctx context.Context, c mcpserve.Caller, ref string, in mcpserve.SessionInput) (any, error) {
-	var input driver.Input
+	return orErr(m.pool.Submit(ctx, ref, mcpInput(in), audit(c)))
+}
+
+// mcpInput is a session tool's input as the session API takes it.
+func mcpInput(in mcpserve.SessionInput) driver.Input {
 	switch {
 	case in.Intent != "":
-		input = driver.Intent(in.Intent, in.Slots)
+		return driver.Intent(in.Intent, in.Slots)
 	case in.Line != "":
-		input = driver.Line(in.Line)
+		return driver.Line(in.Line)
 	case in.Text != "":
-		input = driver.Text(in.Text)
-	default:
-		input = driver.Raw(in.Raw)
+		return driver.Text(in.Text)
 	}
-	return orErr(m.pool.Submit(ctx, ref, input, audit(c)))
+	return driver.Raw(in.Raw)
 }
 
 func (m mcpSessions) Continue(ctx context.Context, c mcpserve.Caller, ref string) (any, error) {
@@ -55,6 +57,11 @@ func (m mcpSessions) Render(ctx context.Context, c mcpserve.Caller, ref string) 
 	if err != nil {
 		return "", err
 	}
+	return renderFrame(f), nil
+}
+
+// renderFrame is a frame as kitsoki run shows it.
+func renderFrame(f *driver.Frame) string {
 	var b bytes.Buffer
 	if f.View != "" {
 		b.WriteString(f.View + "\n")
@@ -66,7 +73,7 @@ func (m mcpSessions) Render(ctx context.Context, c mcpserve.Caller, ref string) 
 	if f.Done {
 		b.WriteString("(the session is finished)\n")
 	}
-	return b.String(), nil
+	return b.String()
 }
 
 func (m mcpSessions) Trace(_ context.Context, ref string) ([]byte, error) {

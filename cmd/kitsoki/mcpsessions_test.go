@@ -199,4 +199,12 @@ func TestMCPSessionCap(t *testing.T) {
 	if code, _, errs := runCLI(t, "", "mcp", "serve", "--max-live-sessions", "0", "--stdio"); code != exitUsage || !strings.Contains(errs, "--max-live-sessions 0") {
 		t.Errorf("--max-live-sessions 0: exit %d\n%s", code, errs)
 	}
+	if code, _, errs := runCLI(t, "", "mcp", "serve", "--namespace", "x", "--stdio"); code != exitUsage ||
+		!strings.Contains(errs, "--namespace applies to a session on a Temporal cluster: give --temporal HOST:PORT too") {
+		t.Errorf("--namespace without --temporal: exit %d\n%s", code, errs)
+	}
+	if code, _, errs := runCLI(t, "", "mcp", "serve", "--surface", "external", "--temporal", "127.0.0.1:1", "--connect-timeout", "200ms", "--stdio"); code != exitFailure ||
+		!strings.Contains(errs, "kitsoki: cannot reach the Temporal server at 127.0.0.1:1") {
+		t.Errorf("--temporal of no cluster: exit %d\n%s", code, errs)
+	}
 }

@@ -2,29 +2,22 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/kitsoki/kitsoki/internal/base/secret"
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/run/cluster"
 	"github.com/kitsoki/kitsoki/internal/run/driver"
 	"github.com/kitsoki/kitsoki/internal/run/driver/remote"
-	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
-	"github.com/kitsoki/kitsoki/internal/run/session"
 )
 
-// The session API on a Temporal cluster (session create/continue/inspect
-// --temporal): the session is a workflow, its id the workflow id (a key
-// is the workflow id itself, so finding a session by its key is one
-// describe), its story the bundle it started with. The frames are the
-// local ones (no events: the trace is on the cluster, session trace
-// writes it). Updates to one workflow are taken one at a time by
-// Temporal, so a second continue waits for the first instead of being
-// refused busy.
+// The session commands on a Temporal cluster (session … --temporal) go
+// through remote.Sessions, the session API on a cluster: the session is
+// a workflow, its id the workflow id (a key is the workflow id itself),
+// its story the bundle it started with. The frames are the local ones
+// (no events: the trace is on the cluster, session trace writes it).
 
 // workerFlags refuses the flags whose job is the workers' on a cluster.
 func workerFlags(cmd *cobra.Command) error {
@@ -36,66 +29,47 @@ func workerFlags(cmd *cobra.Command) error {
 	return nil
 }
 
+// clusterSessions is the session API on the cluster the flags name:
+// stories loaded with the workspace flags, packed into the blob store
+// (or named in --stories). close disconnects.
+func clusterSessions(ctx context.Context, g *globals, tf *temporalFlags, cmd *cobra.Command) (svc *remote.Sessions, closeFn func(), err error) {
+	cl, err := tf.dial(ctx, g.logger(cmd.ErrOrStderr()))
+	if err != nil {
+		return nil, nil, err
+	}
+	return newClusterSessions(g, tf, cl), cl.Close, nil
+}
+
+func newClusterSessions(g *globals, tf *temporalFlags, cl *cluster.Client) *remote.Sessions {
+	return &remote.Sessions{
+		Client:  cl,
+		Stories: &cluster.Stories{Dir: tf.stories, Options: g.storyOpts(), Blobs: tf.blobStore()},
+		Load:    func(path string) (*story.Story, error) { return story.Load(path, g.storyOpts()...) },
+		Pack: func(path string, st *story.Story) (cluster.StoryRef, error) {
+			ref, err := cluster.PackStory(path, st, tf.blobStore(), tf.stories, g.storyOpts()...)
+			if err != nil {
+				return ref, fmt.Errorf("kitsoki: %w", err)
+			}
+			return ref, nil
+		},
+	}
+}
+
 // clusterCreate starts a session of the story at path on the cluster.
-func (c *sessionCmd) clusterCreate(cmd *cobra.Command, path, key, id string, world map[string]any, root string) error {
+func (c *sessionCmd) clusterCreate(cmd *cobra.Command, r driver.CreateRequest) error {
 	if err := workerFlags(cmd); err != nil {
 		return err
 	}
-	if key != "" && id != "" {
-		return exitWith(exitUsage, errors.New("kitsoki session create --temporal: give --key or --session, not both (a key is the session's workflow id)"))
-	}
-	if key != "" {
-		if err := session.CheckKey(key); err != nil {
-			return exitWith(exitUsage, err)
-		}
-		id = key
-	}
-	st, err := story.Load(path, c.g.storyOpts()...)
-	if err != nil {
-		return exitWith(exitLoad, err)
-	}
-	defer st.Close()
-	ctx := cmd.Context()
-	cl, err := c.tf.dial(ctx, c.g.logger(cmd.ErrOrStderr()))
+	svc, done, err := clusterSessions(cmd.Context(), c.g, &c.tf, cmd)
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	if id != "" {
-		if _, err := cl.Describe(ctx, id); err == nil {
-			return c.fail(cmd, id, driver.Exit(exitFailure, fmt.Errorf("session %s exists on the cluster; continue it (kitsoki session continue %s --temporal …)", id, id)))
-		}
-	}
-	ref, err := cluster.PackStory(path, st, c.tf.blobStore(), c.tf.stories, c.g.storyOpts()...)
+	defer done()
+	f, err := svc.Create(cmd.Context(), r)
 	if err != nil {
-		return exitWith(exitFailure, fmt.Errorf("kitsoki: %w", err))
+		return c.fail(cmd, r.Key+r.ID, err)
 	}
-	d, err := remote.Open(ctx, cl, remote.Request{Story: st, Ref: ref, ID: id, World: world, Root: root, Stderr: io.Discard})
-	if err != nil {
-		return c.fail(cmd, id, err)
-	}
-	defer d.Close()
-	out, _ := d.Begin(ctx)
-	return c.clusterFrame(cmd, d, ref, key, out, "started")
-}
-
-// clusterOpen reattaches to the session ref names, its story read from
-// its bundle (or this client's --stories for one without).
-func (c *sessionCmd) clusterOpen(ctx context.Context, cl *cluster.Client, ref string) (*remote.Driver, cluster.StoryRef, error) {
-	si, err := cl.Describe(ctx, ref)
-	if err != nil {
-		return nil, cluster.StoryRef{}, driver.Exit(exitFailure, err)
-	}
-	stories := &cluster.Stories{Dir: c.tf.stories, Options: c.g.storyOpts(), Blobs: c.tf.blobStore()}
-	st, err := stories.Load(si.Story)
-	if err != nil {
-		return nil, si.Story, driver.Exit(exitFailure, err)
-	}
-	d, err := remote.Open(ctx, cl, remote.Request{Story: st, Ref: si.Story, ID: si.ID, Stderr: io.Discard})
-	if err != nil {
-		return nil, si.Story, err
-	}
-	return d, si.Story, nil
+	return c.print(cmd, f)
 }
 
 // clusterContinue takes one input in a session on the cluster.
@@ -103,73 +77,85 @@ func (c *sessionCmd) clusterContinue(cmd *cobra.Command, ref string, in driver.I
 	if err := workerFlags(cmd); err != nil {
 		return err
 	}
-	ctx := cmd.Context()
-	cl, err := c.tf.dial(ctx, c.g.logger(cmd.ErrOrStderr()))
+	svc, done, err := clusterSessions(cmd.Context(), c.g, &c.tf, cmd)
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	d, sref, err := c.clusterOpen(ctx, cl, ref)
+	defer done()
+	f, err := svc.Continue(cmd.Context(), ref, in)
 	if err != nil {
 		return c.fail(cmd, ref, err)
 	}
-	defer d.Close()
-	out, err := d.Take(ctx, in)
-	if ie, ok := errors.AsType[*driver.InputError](err); ok {
-		return c.fail(cmd, ref, driver.Exit(exitRejected, ie))
-	}
-	if err != nil {
-		return c.fail(cmd, ref, err)
-	}
-	return c.clusterFrame(cmd, d, sref, keyOf(ref), out, out.Outcome)
-}
-
-// clusterInspect reports where a session on the cluster stands.
-func (c *sessionCmd) clusterInspect(cmd *cobra.Command, ref string) error {
-	ctx := cmd.Context()
-	cl, err := c.tf.dial(ctx, c.g.logger(cmd.ErrOrStderr()))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	d, sref, err := c.clusterOpen(ctx, cl, ref)
-	if err != nil {
-		return c.fail(cmd, ref, err)
-	}
-	defer d.Close()
-	return c.clusterFrame(cmd, d, sref, keyOf(ref), nil, "status")
-}
-
-func (c *sessionCmd) clusterFrame(cmd *cobra.Command, d *remote.Driver, ref cluster.StoryRef, key string, out *orchestrator.Outcome, outcome string) error {
-	st, err := d.Status(cmd.Context())
-	if err != nil {
-		return c.fail(cmd, d.ID(), err)
-	}
-	m := session.Meta{ID: d.ID(), Key: key, AppID: d.Story().App.ID, Story: ref.Path, StoryHash: ref.Hash}
-	f := driver.NewFrame(m, st, out, outcome, nil)
-	f.Mask(secret.New(d.Story().Secrets))
 	return c.print(cmd, f)
 }
 
-func keyOf(ref string) string {
-	if session.IsKey(ref) {
-		return ref
+// clusterInspect reports where a session on the cluster stands.
+func (c *sessionCmd) clusterInspect(cmd *cobra.Command, ref string) (*driver.Frame, error) {
+	svc, done, err := clusterSessions(cmd.Context(), c.g, &c.tf, cmd)
+	if err != nil {
+		return nil, err
 	}
-	return ""
+	defer done()
+	f, err := svc.Inspect(cmd.Context(), ref)
+	if err != nil {
+		return nil, c.fail(cmd, ref, err)
+	}
+	return f, nil
 }
 
 // clusterDelete deletes a session on the cluster: its workflow (a running
 // one is terminated) and its history.
 func (c *sessionCmd) clusterDelete(cmd *cobra.Command, ref string) error {
-	ctx := cmd.Context()
-	cl, err := c.tf.dial(ctx, c.g.logger(cmd.ErrOrStderr()))
+	svc, done, err := clusterSessions(cmd.Context(), c.g, &c.tf, cmd)
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	if err := cl.Delete(ctx, ref); err != nil {
-		return exitWith(exitFailure, fmt.Errorf("kitsoki: %w", err))
+	defer done()
+	if err := svc.Delete(cmd.Context(), ref); err != nil {
+		return exitWith(driver.CodeOf(err), fmt.Errorf("kitsoki: %w", err))
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "kitsoki: deleted session %s on %s (namespace %s)\n", ref, cl.HostPort(), cl.Namespace())
+	fmt.Fprintf(cmd.ErrOrStderr(), "kitsoki: deleted session %s on %s (namespace %s)\n", ref, svc.Client.HostPort(), svc.Client.Namespace())
+	return nil
+}
+
+// clusterFork forks a running session on the cluster at its current turn
+// (at < 0: not given).
+func (c *sessionCmd) clusterFork(cmd *cobra.Command, ref string, at int64, id string) error {
+	svc, done, err := clusterSessions(cmd.Context(), c.g, &c.tf, cmd)
+	if err != nil {
+		return err
+	}
+	defer done()
+	fi, err := svc.Fork(cmd.Context(), ref, at, id)
+	if err != nil {
+		return exitWith(driver.CodeOf(err), fmt.Errorf("kitsoki: %w", err))
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), fi.ID)
+	fmt.Fprintf(cmd.ErrOrStderr(), "kitsoki: forked session %s from turn %d of %s on %s (story %s, bundle %s); continue it with kitsoki session continue %s --temporal %s\n",
+		fi.ID, fi.Turn, ref, svc.Client.HostPort(), fi.Story.Path, orDefault(fi.Story.Bundle, "none"), fi.ID, svc.Client.HostPort())
+	return nil
+}
+
+// clusterPrune deletes the sessions on the cluster idle for longer than
+// older (remote.Sessions.Prune says what idle is).
+func (c *sessionCmd) clusterPrune(cmd *cobra.Command, older time.Duration, dry bool) error {
+	svc, done, err := clusterSessions(cmd.Context(), c.g, &c.tf, cmd)
+	if err != nil {
+		return err
+	}
+	defer done()
+	res, err := svc.Prune(cmd.Context(), older, time.Now(), dry)
+	for _, si := range res.Deleted {
+		fmt.Fprintln(cmd.OutOrStdout(), si.ID)
+	}
+	for _, si := range res.Skipped {
+		fmt.Fprintf(cmd.ErrOrStderr(), "kitsoki: session %s is running but where it stands could not be read (%s); left\n", si.ID, orDefault(si.Error, "no status"))
+	}
+	if err != nil {
+		return exitWith(driver.CodeOf(err), fmt.Errorf("kitsoki: %w", err))
+	}
+	if !dry {
+		fmt.Fprintf(cmd.ErrOrStderr(), "kitsoki: pruned %d session(s) idle for more than %s from namespace %s on %s\n", len(res.Deleted), older, svc.Client.Namespace(), svc.Client.HostPort())
+	}
 	return nil
 }

@@ -118,9 +118,10 @@ time holds a session: a second gets exit 75 (busy) and takes nothing; try
 again later.
 
 kitsoki run app.yaml --session ID resumes one at a terminal (--continue for
-the story's latest unfinished one). With --temporal HOST:PORT, list, show
-and trace read the sessions on a Temporal cluster (kitsoki run --temporal
-starts them).
+the story's latest unfinished one). With --temporal HOST:PORT every
+session command works on the sessions of a Temporal cluster instead (a
+key is the session's workflow id; fork takes a running session's current
+turn; prune measures a running session by its last turn).
 
 Exit codes of create and continue: 0 the turn was taken (a terminal state
 too: the frame says done), 1 failure, 2 usage or the story did not load,
@@ -154,7 +155,7 @@ func (c *sessionCmd) createCmd() *cobra.Command {
 				return err
 			}
 			if c.tf.addr != "" {
-				return c.clusterCreate(cmd, args[0], key, id, w, root)
+				return c.clusterCreate(cmd, driver.CreateRequest{Story: args[0], Key: key, ID: id, World: w, Root: root})
 			}
 			if err := c.tf.refuseWithout(cmd); err != nil {
 				return err
@@ -272,19 +273,9 @@ func (c *sessionCmd) inspectCmd() *cobra.Command {
 		Short: "Where a session stands: state, view, allowed intents, world",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if c.tf.addr != "" {
-				return c.clusterInspect(cmd, args[0])
-			}
-			if err := c.tf.refuseWithout(cmd); err != nil {
-				return err
-			}
-			svc, err := c.sessions(cmd)
+			f, err := c.inspect(cmd, args[0])
 			if err != nil {
 				return err
-			}
-			f, err := svc.Inspect(cmd.Context(), args[0])
-			if err != nil {
-				return c.fail(cmd, args[0], err)
 			}
 			if c.json {
 				return c.print(cmd, f)
@@ -302,6 +293,26 @@ func (c *sessionCmd) inspectCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&c.json, "json", false, "print the frame as JSON (docs/sessions.md)")
 	addTemporalFlags(cmd, &c.tf, true)
 	return cmd
+}
+
+// inspect is the frame of where the session ref stands, on the cluster
+// with --temporal, else in the sessions directory.
+func (c *sessionCmd) inspect(cmd *cobra.Command, ref string) (*driver.Frame, error) {
+	if c.tf.addr != "" {
+		return c.clusterInspect(cmd, ref)
+	}
+	if err := c.tf.refuseWithout(cmd); err != nil {
+		return nil, err
+	}
+	svc, err := c.sessions(cmd)
+	if err != nil {
+		return nil, err
+	}
+	f, err := svc.Inspect(cmd.Context(), ref)
+	if err != nil {
+		return nil, c.fail(cmd, ref, err)
+	}
+	return f, nil
 }
 
 func finishedText(done bool) string {
@@ -510,9 +521,23 @@ func (c *sessionCmd) forkCmd() *cobra.Command {
 old one's turns 0 to N and a snapshot of where turn N left the session.
 The old session is not changed, and keeps its key. Resume the new one with
 kitsoki run <its story> --session <new id>, or kitsoki session continue
-<new id>. The id goes to stdout.`,
+<new id>. The id goes to stdout.
+
+With --temporal HOST:PORT a running session on the cluster is forked at
+its current turn (--at-turn, when given, must be that turn) into a new
+workflow that runs the same story bundle: state, world, turn, armed
+timeouts, room history and open overlays carried over.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if c.tf.addr != "" {
+				if !cmd.Flags().Changed("at-turn") {
+					at = -1
+				}
+				return c.clusterFork(cmd, args[0], at, "")
+			}
+			if err := c.tf.refuseWithout(cmd); err != nil {
+				return err
+			}
 			if !cmd.Flags().Changed("at-turn") {
 				return exitWith(exitUsage, errors.New("kitsoki session fork: give --at-turn N (the turn to fork from; kitsoki session show ID tells the last one)"))
 			}
@@ -529,7 +554,8 @@ kitsoki run <its story> --session <new id>, or kitsoki session continue
 			return nil
 		},
 	}
-	cmd.Flags().Int64Var(&at, "at-turn", 0, "the turn to fork from (0 is the session's start)")
+	cmd.Flags().Int64Var(&at, "at-turn", 0, "the turn to fork from (0 is the session's start; with --temporal, the current turn)")
+	addTemporalFlags(cmd, &c.tf, false)
 	return cmd
 }
 
@@ -573,11 +599,23 @@ func (c *sessionCmd) pruneCmd() *cobra.Command {
 		Long: `Delete every session whose last activity is older than --older-than (a Go
 duration: 90m, 48h, 720h): its journal, index entry, key and lock file. A
 session a process holds is left and named on stderr. The ids deleted go to
-stdout, one a line; --dry-run lists them and deletes nothing.`,
+stdout, one a line; --dry-run lists them and deletes nothing.
+
+With --temporal HOST:PORT the sessions of the cluster's namespace are
+pruned: a closed session's last activity is its close, a running one's
+the end of its last turn; its workflow and history are deleted (a running
+one is terminated first). A running session no worker answers for is
+left and named.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if older <= 0 {
 				return exitWith(exitUsage, errors.New("kitsoki session prune: give --older-than DURATION, a positive Go duration such as 720h"))
+			}
+			if c.tf.addr != "" {
+				return c.clusterPrune(cmd, older, dry)
+			}
+			if err := c.tf.refuseWithout(cmd); err != nil {
+				return err
 			}
 			s, err := c.store()
 			if err != nil {
@@ -612,6 +650,7 @@ stdout, one a line; --dry-run lists them and deletes nothing.`,
 	}
 	cmd.Flags().DurationVar(&older, "older-than", 0, "delete the sessions whose last activity is older than this")
 	cmd.Flags().BoolVar(&dry, "dry-run", false, "list what would be deleted, delete nothing")
+	addTemporalFlags(cmd, &c.tf, false)
 	return cmd
 }
 

@@ -60,6 +60,14 @@ func TestSessionCommandErrors(t *testing.T) {
 		{"key taken", []string{"create", hello, "--key", "t:1"}, exitFailure, "the key names a session already (session "},
 		{"prune without --older-than", []string{"prune"}, exitUsage, "give --older-than DURATION"},
 		{"story that does not load", []string{"create", "nope/app.yaml"}, exitLoad, "cannot read story file"},
+		{"cluster flags on a local fork", []string{"fork", "t:1", "--at-turn", "0", "--namespace", "x"}, exitUsage,
+			"--namespace applies to a session on a Temporal cluster: give --temporal HOST:PORT too"},
+		{"cluster flags on a local prune", []string{"prune", "--older-than", "1h", "--task-queue", "x"}, exitUsage,
+			"--task-queue applies to a session on a Temporal cluster: give --temporal HOST:PORT too"},
+		{"a fork on no cluster", []string{"fork", "t:1", "--temporal", "127.0.0.1:1", "--connect-timeout", "200ms"}, exitFailure,
+			"kitsoki: cannot reach the Temporal server at 127.0.0.1:1"},
+		{"a prune on no cluster", []string{"prune", "--older-than", "1h", "--temporal", "127.0.0.1:1", "--connect-timeout", "200ms"}, exitFailure,
+			"kitsoki: cannot reach the Temporal server at 127.0.0.1:1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, errs := runCLI(t, "", append(append([]string{"session"}, tc.args...), s...)...)

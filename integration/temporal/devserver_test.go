@@ -87,7 +87,10 @@ func startDevServer(cli string, port int, db, logPath string) (*devServer, error
 	}
 	defer logf.Close()
 	cmd := exec.Command(cli, "server", "start-dev", "--headless", "--ip", "127.0.0.1",
-		"--port", strconv.Itoa(port), "--db-filename", db, "--log-level", "error")
+		"--port", strconv.Itoa(port), "--db-filename", db, "--log-level", "error",
+		// A namespace of its own for the test that prunes every idle
+		// session of one (TestSessionPruneOnTheCluster).
+		"--namespace", pruneNamespace)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

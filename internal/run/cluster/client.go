@@ -142,10 +142,15 @@ var ErrRunning = errors.New("a session with this id is already running on the cl
 // Start starts the session workflow in.SessionID (its workflow id) on the
 // client's task queue. appID goes in the memo with the story.
 func (c *Client) Start(ctx context.Context, in SessionInput, appID string) error {
+	return c.start(ctx, in, c.queue, memo(in.Story, appID))
+}
+
+// start starts the session workflow in.SessionID on queue with memo m.
+func (c *Client) start(ctx context.Context, in SessionInput, queue string, m map[string]any) error {
 	_, err := c.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:        in.SessionID,
-		TaskQueue: c.queue,
-		Memo:      memo(in.Story, appID),
+		TaskQueue: queue,
+		Memo:      m,
 		// A closed session's id is not reused: its history is its record.
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
@@ -190,10 +195,12 @@ type SessionInfo struct {
 	// Allowed are the intents a running session accepts now.
 	Allowed []string `json:"allowed_intents,omitempty"`
 	// Updated is the session's last activity: its close time, else the
-	// time of its last workflow task.
+	// end of its last turn (SessionStatus.LastTurn).
 	Updated time.Time `json:"updated"`
 	// Error is why State could not be read, or why the session failed.
 	Error string `json:"error,omitempty"`
+	// ForkedFrom is the session this one was forked from.
+	ForkedFrom string `json:"forked_from,omitempty"`
 }
 
 // Running reports whether the session's workflow is still open.
@@ -245,6 +252,8 @@ func (c *Client) info(ex *workflowpb.WorkflowExecutionInfo) SessionInfo {
 			si.Story.Bundle = v
 		case MemoAppID:
 			si.AppID = v
+		case MemoForkedFrom:
+			si.ForkedFrom = v
 		}
 	}
 	return si
@@ -261,6 +270,9 @@ func (c *Client) fill(ctx context.Context, si *SessionInfo) {
 			return
 		}
 		si.State, si.Turn, si.Done, si.Exit, si.World, si.Updated, si.Allowed = st.State, st.Turn, st.Done, st.Exit, st.World, st.Updated, st.Allowed
+		if !st.LastTurn.IsZero() {
+			si.Updated = st.LastTurn
+		}
 	case "completed":
 		var res SessionResult
 		if err := c.c.GetWorkflow(ctx, si.ID, si.RunID).Get(ctx, &res); err != nil {

@@ -48,9 +48,13 @@ type SessionStatus struct {
 	View    string   `json:"view,omitempty"`
 	// ViewError is why the view did not render ("" when it did).
 	ViewError string `json:"view_error,omitempty"`
-	// Updated is the time of the workflow task the answer was read at
-	// (the session's last activity), on the workflow clock.
+	// Updated is the time of the workflow task the answer was read at,
+	// on the workflow clock.
 	Updated time.Time `json:"updated"`
+	// LastTurn is when the session's last turn ended, on the workflow
+	// clock: what retention (session prune) measures; reading the
+	// session (an attach, a query) does not move it.
+	LastTurn time.Time `json:"last_turn,omitzero"`
 	// Last is the outcome of the session's last turn in this run of the
 	// workflow (turn 0's after a start; nil after a continue-as-new until
 	// a turn is taken).
@@ -122,7 +126,7 @@ type sessionView struct {
 func (v sessionView) status() *SessionStatus {
 	s := &SessionStatus{SessionID: v.in.SessionID, Story: v.in.Story, Started: *v.started, State: v.sess.State(), Overlay: v.sess.Overlay(), Routing: v.in.Routing,
 		Turn: v.sess.TurnNumber(), World: Value{orchestrator.DeepCopy(v.sess.World())}, Allowed: v.sess.AllowedIntents(), Last: *v.last,
-		Updated: workflow.Now(v.ctx).UTC()}
+		Updated: workflow.Now(v.ctx).UTC(), LastTurn: v.lastTurnAt()}
 	s.Done, s.Exit = v.sess.Done()
 	if *v.started {
 		view, err := v.sess.View()
@@ -143,6 +147,9 @@ func registerStatus(ctx workflow.Context, v sessionView, ready func() bool) erro
 	if err := workflow.SetQueryHandler(ctx, QueryTraceJSONL, func() (string, error) { return string(v.sink.Bytes()), nil }); err != nil {
 		return fmt.Errorf("query %s: %w", QueryTraceJSONL, err)
 	}
+	if err := registerCarry(ctx, v, ready); err != nil {
+		return err
+	}
 	return workflow.SetUpdateHandler(ctx, AttachUpdate, func(uctx workflow.Context) (*SessionStatus, error) {
 		if err := workflow.Await(uctx, ready); err != nil {
 			return nil, err
@@ -155,6 +162,10 @@ func registerStatus(ctx workflow.Context, v sessionView, ready func() bool) erro
 // path is StoryRef.Path (relative to the stories directory); the version
 // is the worker's.
 func traceHeader(in SessionInput, st *story.Story) trace.HeaderInfo {
-	return trace.HeaderInfo{AppID: st.App.ID, StoryPath: in.Story.Path, StoryHash: in.Story.Hash,
+	h := trace.HeaderInfo{AppID: st.App.ID, StoryPath: in.Story.Path, StoryHash: in.Story.Hash,
 		KitsokiVersion: version.String(), SessionID: in.SessionID}
+	if in.Fork != nil {
+		h.ForkedFrom, h.ForkedAtTurn = in.Fork.SessionID, in.Fork.Turn
+	}
+	return h
 }

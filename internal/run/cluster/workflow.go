@@ -57,6 +57,9 @@ type SessionInput struct {
 	// --router, --min-confidence, --semantic-routing); nil is the
 	// story's routing: block and the defaults.
 	Routing *orchestrator.RoutingConfig `json:"routing,omitempty"`
+	// Fork names the session and turn this one was forked from (nil for
+	// a session that was not); its trace's header says so.
+	Fork *ForkOrigin `json:"fork,omitempty"`
 }
 
 // Snapshot is what a continue-as-new carries: the story hash is the

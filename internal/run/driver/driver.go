@@ -243,3 +243,13 @@ func CodeOf(err error) int {
 	}
 	return failCode(err)
 }
+
+// Attached is a session on a Temporal cluster this process reattached to
+// (remote.Sessions.Attach): its driver, its key ("" for a session named
+// by its id) and its trace, read from the cluster. Close ends this
+// process's hold; the session goes on on the cluster.
+type Attached interface {
+	Driver
+	Key() string
+	Trace(ctx context.Context) ([]byte, error)
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/kitsoki/kitsoki/internal/run/driver"
+	"github.com/kitsoki/kitsoki/internal/run/driver/remote"
+	"github.com/kitsoki/kitsoki/internal/serve/mcpserve"
+)
+
+// mcpClusterSessions backs the MCP session tools with the session API on
+// a Temporal cluster (kitsoki mcp serve --temporal): every call goes to
+// the cluster, through remote.Sessions, as kitsoki session … --temporal
+// does. Nothing is held live here (the workflow is the live session), so
+// continue reattaches and reports (outcome "resumed"). A call is not
+// written into the session's trace (that is the workflow's, in its
+// history); it is logged, and the update it sends is in the workflow's
+// history.
+type mcpClusterSessions struct {
+	svc    *remote.Sessions
+	logger *slog.Logger
+}
+
+var _ mcpserve.Sessions = mcpClusterSessions{}
+
+func (m mcpClusterSessions) log(c mcpserve.Caller, ref string) {
+	m.logger.Info("mcp session tool on the cluster", "tool", c.Tool, "client", c.Client, "session", ref)
+}
+
+func (m mcpClusterSessions) New(ctx context.Context, c mcpserve.Caller, r mcpserve.NewSessionRequest) (any, error) {
+	m.log(c, r.Key+r.ID)
+	return orErr(m.svc.Create(ctx, driver.CreateRequest{Story: r.Story, Key: r.Key, ID: r.ID, World: r.World}))
+}
+
+func (m mcpClusterSessions) Submit(ctx context.Context, c mcpserve.Caller, ref string, in mcpserve.SessionInput) (any, error) {
+	m.log(c, ref)
+	return orErr(m.svc.Continue(ctx, ref, mcpInput(in)))
+}
+
+// Continue reattaches (waiting for a turn that runs) and reports where
+// the session stands, outcome "resumed".
+func (m mcpClusterSessions) Continue(ctx context.Context, c mcpserve.Caller, ref string) (any, error) {
+	m.log(c, ref)
+	return orErr(m.svc.Resume(ctx, ref))
+}
+
+func (m mcpClusterSessions) Inspect(ctx context.Context, c mcpserve.Caller, ref string) (any, error) {
+	m.log(c, ref)
+	return orErr(m.svc.Inspect(ctx, ref))
+}
+
+func (m mcpClusterSessions) Render(ctx context.Context, c mcpserve.Caller, ref string) (string, error) {
+	m.log(c, ref)
+	f, err := m.svc.Inspect(ctx, ref)
+	if err != nil {
+		return "", err
+	}
+	return renderFrame(f), nil
+}
+
+func (m mcpClusterSessions) Trace(ctx context.Context, ref string) ([]byte, error) {
+	return m.svc.Trace(ctx, ref)
+}
+
+func (m mcpClusterSessions) List(ctx context.Context) (any, error) {
+	all, err := m.svc.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if all == nil {
+		return []any{}, nil
+	}
+	return all, nil
+}
+
+func (m mcpClusterSessions) Fork(ctx context.Context, ref string, at int64) (any, error) {
+	fi, err := m.svc.Fork(ctx, ref, at, "")
+	if err != nil {
+		return nil, err
+	}
+	return fi, nil
+}
+
+func (m mcpClusterSessions) Delete(ctx context.Context, ref string) (any, error) {
+	if err := m.svc.Delete(ctx, ref); err != nil {
+		return nil, err
+	}
+	return map[string]any{"deleted": ref}, nil
+}

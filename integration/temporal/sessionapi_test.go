@@ -1,0 +1,403 @@
+package temporal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	ks "github.com/kitsoki/kitsoki"
+	kcluster "github.com/kitsoki/kitsoki/cluster"
+	"github.com/kitsoki/kitsoki/internal/run/cluster"
+)
+
+// pruneNamespace is the dev server's namespace that only
+// TestSessionPruneOnTheCluster uses: it prunes every idle session in it.
+const pruneNamespace = "kitsoki-prune"
+
+// apiEnv is a kitsoki worker process on its own task queue (and
+// namespace), a copy of the hello story to create sessions from, and the
+// flags that point the session commands at them.
+type apiEnv struct {
+	story string
+	flags []string
+}
+
+func newAPIEnv(t *testing.T, namespace string) apiEnv {
+	t.Helper()
+	queue := "q-" + t.Name()
+	args := []string{"--task-queue", queue}
+	if namespace != "" {
+		args = append(args, "--namespace", namespace)
+	}
+	startWorker(t, t.TempDir(), args...)
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(storiesDir, "hello"))); err != nil {
+		t.Fatal(err)
+	}
+	return apiEnv{story: dir, flags: append([]string{"--temporal", server.Addr}, args...)}
+}
+
+// run runs kitsoki session ARGS with the cluster's flags.
+func (e apiEnv) run(t *testing.T, ctx context.Context, args ...string) (string, string, int) {
+	t.Helper()
+	return kitsokiRun(t, ctx, e.story, append(append([]string{"session"}, args...), e.flags...)...)
+}
+
+// frame runs a session command with --json and decodes its frame.
+func (e apiEnv) frame(t *testing.T, ctx context.Context, args ...string) (map[string]any, int) {
+	t.Helper()
+	out, errs, code := e.run(t, ctx, append(args, "--json")...)
+	var f map[string]any
+	if err := json.Unmarshal([]byte(out), &f); err != nil {
+		t.Fatalf("%v: exit %d, no frame: %v\nstdout:\n%s\nstderr:\n%s", args, code, err, out, errs)
+	}
+	return f, code
+}
+
+func worldOf(f map[string]any) map[string]any {
+	w, _ := f["world"].(map[string]any)
+	return w
+}
+
+// TestSessionForkOnTheCluster forks a running cluster session at its
+// current turn with `kitsoki session fork --temporal`: the fork goes on
+// from the old session's state and world on the same story bundle, the
+// old session is left as it was, and the refusals say what to do.
+func TestSessionForkOnTheCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	e := newAPIEnv(t, "")
+	if f, code := e.frame(t, ctx, "create", "app.yaml", "--key", "bot:fork-1"); code != 0 || f["state"] != "lobby" {
+		t.Fatalf("create: exit %d, %v", code, f)
+	}
+	src, code := e.frame(t, ctx, "continue", "bot:fork-1", "--intent", "greet name=Ada style=formal")
+	if code != 0 || src["state"] != "greeted" {
+		t.Fatalf("continue: exit %d, %v", code, src)
+	}
+	turn := int64(src["session"].(map[string]any)["turn"].(float64))
+
+	out, errs, code := e.run(t, ctx, "fork", "bot:fork-1")
+	fork := strings.TrimSpace(out)
+	if code != 0 || fork == "" || !strings.Contains(errs, "kitsoki: forked session "+fork+" from turn "+strconv.FormatInt(turn, 10)+" of bot:fork-1") {
+		t.Fatalf("fork: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	f, code := e.frame(t, ctx, "inspect", fork)
+	if code != 0 || f["state"] != "greeted" || worldOf(f)["name"] != "Ada" || f["session"].(map[string]any)["turn"].(float64) != float64(turn) {
+		t.Fatalf("the fork's inspect: exit %d, %v", code, f)
+	}
+	if f["session"].(map[string]any)["story_hash"] != src["session"].(map[string]any)["story_hash"] {
+		t.Errorf("the fork runs %v, the session %v", f["session"], src["session"])
+	}
+
+	// The story edited after the fork changes nothing for either: both
+	// run the bundle the session started with.
+	if err := os.WriteFile(filepath.Join(e.story, "app.yaml"), []byte("app: {id: broken}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if f, code := e.frame(t, ctx, "continue", fork, "--intent", "again"); code != 0 || f["state"] != "lobby" {
+		t.Fatalf("the fork's again: exit %d, %v", code, f)
+	}
+	if f, code := e.frame(t, ctx, "continue", fork, "--intent", "greet name=Grace"); code != 0 || f["state"] != "greeted" || worldOf(f)["name"] != "Grace" {
+		t.Fatalf("the fork's greet: exit %d, %v", code, f)
+	}
+	if f, code := e.frame(t, ctx, "inspect", "bot:fork-1"); code != 0 || f["state"] != "greeted" || worldOf(f)["name"] != "Ada" {
+		t.Errorf("the forked session changed: exit %d, %v", code, f)
+	}
+
+	// The fork's trace starts at the fork, its header naming where from.
+	out, errs, code = e.run(t, ctx, "trace", fork)
+	if code != 0 {
+		t.Fatalf("trace: exit %d: %s", code, errs)
+	}
+	var head map[string]any
+	if err := json.Unmarshal([]byte(firstLine(out)), &head); err != nil {
+		t.Fatalf("trace header: %v\n%s", err, out)
+	}
+	if head["forked_from"] != "bot:fork-1" || head["forked_at_turn"] != float64(turn) || head["session_id"] != fork {
+		t.Errorf("the fork's header: %v", head)
+	}
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{
+		{"an unknown key", []string{"fork", "bot:nope"}, 1,
+			[]string{"kitsoki: session bot:nope: no such session on the cluster", "kitsoki session list --temporal " + server.Addr + " shows them"}},
+		{"another turn", []string{"fork", "bot:fork-1", "--at-turn", "0"}, 2,
+			[]string{"session bot:fork-1 is at turn " + strconv.FormatInt(turn, 10) + ": a session on a cluster is forked at its current turn", "give --at-turn " + strconv.FormatInt(turn, 10)}},
+	} {
+		_, errs, code := e.run(t, ctx, tc.args...)
+		for _, w := range tc.want {
+			if code != tc.code || !strings.Contains(errs, w) {
+				t.Errorf("%s: exit %d (want %d), stderr %q, want it to say %q", tc.name, code, tc.code, errs, w)
+			}
+		}
+	}
+	if _, code := e.frame(t, ctx, "continue", fork, "--intent", "bye"); code != 0 {
+		t.Fatalf("the fork's bye: exit %d", code)
+	}
+	_, errs, code = e.run(t, ctx, "fork", fork)
+	if want := "cannot fork session " + fork + ": session " + fork + " finished in state \"farewell\""; code != 1 || !strings.Contains(errs, want) {
+		t.Errorf("a finished fork: exit %d, stderr %q, want %q", code, errs, want)
+	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// TestSessionPruneOnTheCluster prunes a namespace's sessions with
+// `kitsoki session prune --temporal --older-than D`: a session's age is
+// its last turn (its close once closed), which reading it does not move.
+func TestSessionPruneOnTheCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	e := newAPIEnv(t, pruneNamespace)
+	for _, key := range []string{"bot:prune-done", "bot:prune-idle"} {
+		if _, code := e.frame(t, ctx, "create", "app.yaml", "--key", key); code != 0 {
+			t.Fatalf("create %s: exit %d", key, code)
+		}
+		if _, code := e.frame(t, ctx, "continue", key, "--intent", "greet name=Ada"); code != 0 {
+			t.Fatalf("continue %s: exit %d", key, code)
+		}
+	}
+	if f, code := e.frame(t, ctx, "continue", "bot:prune-done", "--intent", "bye"); code != 0 || f["done"] != true {
+		t.Fatalf("bye: exit %d, %v", code, f)
+	}
+
+	// Reading a session does not make it younger.
+	cl, err := cluster.Dial(ctx, cluster.ClientOptions{HostPort: server.Addr, Namespace: pruneNamespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	before, err := cl.Describe(ctx, "bot:prune-idle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, code := e.frame(t, ctx, "inspect", "bot:prune-idle"); code != 0 {
+		t.Fatalf("inspect: exit %d", code)
+	}
+	after, err := cl.Describe(ctx, "bot:prune-idle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !after.LastActivity().Equal(before.LastActivity()) || before.LastActivity().IsZero() {
+		t.Errorf("an inspect moved the last activity from %v to %v", before.LastActivity(), after.LastActivity())
+	}
+
+	list := func() []string {
+		t.Helper()
+		all, err := cl.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, si := range all {
+			ids = append(ids, si.ID)
+		}
+		return ids
+	}
+	both := "bot:prune-done\nbot:prune-idle\n"
+	sorted := func(s string) string {
+		lines := strings.Split(strings.TrimSpace(s), "\n")
+		if len(lines) == 2 && lines[0] > lines[1] {
+			lines[0], lines[1] = lines[1], lines[0]
+		}
+		return strings.Join(lines, "\n") + "\n"
+	}
+	if out, errs, code := e.run(t, ctx, "prune", "--older-than", "24h"); code != 0 || out != "" ||
+		!strings.Contains(errs, "kitsoki: pruned 0 session(s) idle for more than 24h0m0s from namespace "+pruneNamespace) {
+		t.Fatalf("prune of nothing old: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	// Both turns ended before this command started: older than 1ms.
+	if out, errs, code := e.run(t, ctx, "prune", "--older-than", "1ms", "--dry-run"); code != 0 || sorted(out) != both {
+		t.Fatalf("dry run: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if ids := list(); len(ids) != 2 {
+		t.Fatalf("a dry run deleted: %v", ids)
+	}
+	if out, errs, code := e.run(t, ctx, "prune", "--older-than", "1ms"); code != 0 || sorted(out) != both ||
+		!strings.Contains(errs, "kitsoki: pruned 2 session(s)") {
+		t.Fatalf("prune: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	// The server deletes in the background: the sessions go.
+	for len(list()) > 0 {
+		if ctx.Err() != nil {
+			t.Fatalf("pruned sessions are still listed: %v", list())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if _, errs, code := e.run(t, ctx, "prune", "--older-than", "0s"); code != 2 || !strings.Contains(errs, "give --older-than DURATION") {
+		t.Errorf("a zero duration: exit %d, %q", code, errs)
+	}
+}
+
+// TestMCPSessionToolsOnTheCluster drives `kitsoki mcp serve --surface
+// external --temporal` with mcp-go's client over stdio: new, submit,
+// continue, inspect, render, trace, list, fork and delete reach the
+// session on the cluster.
+func TestMCPSessionToolsOnTheCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	e := newAPIEnv(t, "")
+	args := append([]string{"mcp", "serve", "--surface", "external", "--stdio", "--root", e.story}, e.flags...)
+	c, err := client.NewStdioMCPClient(kitsoki(t), []string{"KITSOKI_SESSIONS_DIR=" + t.TempDir()}, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ProtocolVersion: mcp.LATEST_PROTOCOL_VERSION,
+		ClientInfo: mcp.Implementation{Name: "kitsoki-test", Version: "1"}}}); err != nil {
+		t.Fatal(err)
+	}
+	call := func(tool string, a map[string]any) (string, bool) {
+		t.Helper()
+		res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: a}})
+		if err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+		var b strings.Builder
+		for _, ct := range res.Content {
+			if tc, ok := ct.(mcp.TextContent); ok {
+				b.WriteString(tc.Text)
+			}
+		}
+		return b.String(), res.IsError
+	}
+	frame := func(tool string, a map[string]any) map[string]any {
+		t.Helper()
+		text, isErr := call(tool, a)
+		var f map[string]any
+		if isErr || json.Unmarshal([]byte(text), &f) != nil {
+			t.Fatalf("%s %v: error %v: %s", tool, a, isErr, text)
+		}
+		return f
+	}
+	if f := frame("session_new_kitsoki", map[string]any{"story": "app.yaml", "key": "mcp:cluster-1"}); f["state"] != "lobby" || f["outcome"] != "started" {
+		t.Fatalf("new: %v", f)
+	}
+	f := frame("session_submit_kitsoki", map[string]any{"session": "mcp:cluster-1", "intent": "greet", "slots": map[string]any{"name": "Ada"}})
+	if f["state"] != "greeted" || worldOf(f)["name"] != "Ada" {
+		t.Fatalf("submit: %v", f)
+	}
+	turn := f["session"].(map[string]any)["turn"]
+	if f := frame("session_submit_kitsoki", map[string]any{"session": "mcp:cluster-1", "line": "greet name=Bob"}); f["outcome"] != "rejected" || f["state"] != "greeted" {
+		t.Errorf("a rejected submit: %v", f)
+	}
+	if f := frame("session_continue_kitsoki", map[string]any{"session": "mcp:cluster-1"}); f["state"] != "greeted" || f["outcome"] != "resumed" {
+		t.Errorf("continue: %v", f)
+	}
+	if f := frame("session_inspect_kitsoki", map[string]any{"session": "mcp:cluster-1"}); f["state"] != "greeted" || f["session"].(map[string]any)["key"] != "mcp:cluster-1" {
+		t.Errorf("inspect: %v", f)
+	}
+	if text, isErr := call("session_render_kitsoki", map[string]any{"session": "mcp:cluster-1"}); isErr || !strings.Contains(text, "Ada was greeted (casual).") {
+		t.Errorf("render: %v %q", isErr, text)
+	}
+	if text, isErr := call("session_trace_kitsoki", map[string]any{"session": "mcp:cluster-1"}); isErr || !strings.Contains(firstLine(text), `"session.header"`) || !strings.Contains(text, `"greet"`) {
+		t.Errorf("trace: %v %q", isErr, text)
+	}
+	if text, isErr := call("session_list_kitsoki", nil); isErr || !strings.Contains(text, `"mcp:cluster-1"`) {
+		t.Errorf("list: %v %q", isErr, text)
+	}
+	fork := frame("session_fork_kitsoki", map[string]any{"session": "mcp:cluster-1", "at_turn": turn})
+	if fork["forked_from"] != "mcp:cluster-1" || fork["state"] != "greeted" {
+		t.Fatalf("fork: %v", fork)
+	}
+	if f := frame("session_submit_kitsoki", map[string]any{"session": fork["id"], "raw": "again"}); f["state"] != "lobby" {
+		t.Errorf("submit to the fork: %v", f)
+	}
+	if text, isErr := call("session_fork_kitsoki", map[string]any{"session": "mcp:nope", "at_turn": 0}); !isErr || !strings.Contains(text, "session mcp:nope: no such session on the cluster") {
+		t.Errorf("fork of an unknown key: %v %q", isErr, text)
+	}
+	for _, id := range []string{"mcp:cluster-1", fork["id"].(string)} {
+		if f := frame("session_delete_kitsoki", map[string]any{"session": id}); f["deleted"] != id {
+			t.Errorf("delete %s: %v", id, f)
+		}
+	}
+}
+
+// TestResumeOnTheCluster resumes a cluster session by its key with the
+// Go API (kitsoki.Resume with cluster.Dial's connection) and takes turns
+// in it; the options that belong to a local run are refused.
+func TestResumeOnTheCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	e := newAPIEnv(t, "")
+	if _, code := e.frame(t, ctx, "create", "app.yaml", "--key", "go:cluster-1"); code != 0 {
+		t.Fatalf("create: exit %d", code)
+	}
+	c, err := kcluster.Dial(ctx, kcluster.Options{HostPort: server.Addr, TaskQueue: "q-" + t.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := ks.Resume(ctx, "go:cluster-1", ks.WithCluster(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.ID() != "go:cluster-1" || s.Key() != "go:cluster-1" || s.State() != "lobby" {
+		t.Fatalf("resumed: id %q key %q state %q", s.ID(), s.Key(), s.State())
+	}
+	out, err := s.Do(ctx, "greet name=Ada style=formal")
+	if err != nil || out.State != "greeted" {
+		t.Fatalf("Do: %v, %+v", err, out)
+	}
+	if w := s.World(); w["name"] != "Ada" {
+		t.Errorf("world: %v", w)
+	}
+	if v, err := s.View(); err != nil || v != "Ada was greeted (formal)." {
+		t.Errorf("view: %q, %v", v, err)
+	}
+	if _, err := s.Do(ctx, "greet name=Bob"); err == nil {
+		t.Errorf("a greet in greeted was taken")
+	} else if rej, ok := errors.AsType[*ks.Rejection](err); !ok || rej.Code != "INTENT_NOT_ALLOWED_IN_STATE" {
+		t.Errorf("a greet in greeted: %T %v", err, err)
+	}
+	if tr, err := s.Trace(); err != nil || !strings.Contains(string(tr), `"greet"`) {
+		t.Errorf("trace: %v %.200s", err, tr)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Another process (here: another Resume) goes on where it stopped.
+	s, err = ks.Resume(ctx, "go:cluster-1", ks.WithCluster(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Do(ctx, "bye"); err != nil {
+		t.Fatal(err)
+	}
+	if done, _ := s.Done(); !done {
+		t.Errorf("not done after bye in %q", s.State())
+	}
+	s.Close()
+
+	for _, tc := range []struct {
+		ref  string
+		opts []ks.Option
+		want string
+	}{
+		{"go:nope", nil, "kitsoki.Resume: session go:nope: no such session on the cluster"},
+		{"go:cluster-1", nil, "session go:cluster-1 finished in state \"farewell\""},
+		{"go:cluster-1", []ks.Option{ks.WithSessionsDir(t.TempDir())}, "kitsoki.Resume: WithSessionsDir does not apply with WithCluster"},
+	} {
+		_, err := ks.Resume(ctx, tc.ref, append(tc.opts, ks.WithCluster(c))...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Resume %s: %v, want %q", tc.ref, err, tc.want)
+		}
+	}
+}

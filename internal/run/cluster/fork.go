@@ -1,0 +1,214 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
+)
+
+// QueryCarry answers the SessionInput a new workflow needs to go on from
+// where the session stands: its story (the bundle it started with), its
+// routing and a Snapshot of its state, world, turn, armed timeouts, room
+// history and overlays. A fork starts a workflow with it. The query is
+// refused while turn 0 or a turn runs (ErrTurnRunning's text).
+const QueryCarry = "carry"
+
+// MemoForkedFrom is the memo key naming the session a fork was started
+// from.
+const MemoForkedFrom = "kitsoki.forked_from"
+
+// ForkOrigin names the session and turn a session was forked from.
+type ForkOrigin struct {
+	SessionID string `json:"session_id"`
+	Turn      int64  `json:"turn"`
+}
+
+// errTurnRunning is the carry query's refusal while a turn runs.
+var errTurnRunning = errors.New("a turn is running in the session")
+
+// carry is the input of a workflow that goes on from where the session
+// stands (a fork's, or a continue-as-new's).
+func (v sessionView) carry() *SessionInput {
+	next := *v.in
+	next.World = Value{}
+	next.Root = ""
+	next.Carried = &Snapshot{State: v.sess.State(), World: Value{orchestrator.DeepCopy(v.sess.World())}, Turn: v.sess.TurnNumber(),
+		Timeouts: v.sess.Timeouts(), Handover: v.sess.Handover()}
+	return &next
+}
+
+// registerCarry registers the carry query; ready says when no turn runs.
+func registerCarry(ctx workflow.Context, v sessionView, ready func() bool) error {
+	err := workflow.SetQueryHandler(ctx, QueryCarry, func() (*SessionInput, error) {
+		if !ready() {
+			return nil, errTurnRunning
+		}
+		return v.carry(), nil
+	})
+	if err != nil {
+		return fmt.Errorf("query %s: %w", QueryCarry, err)
+	}
+	return nil
+}
+
+// lastTurnAt is the time the session's last turn ended: the ts of the
+// last event this run traced, else (a run continued as new, or a fork,
+// that has taken no turn yet) the run's start, which follows the last
+// turn of the run before.
+func (v sessionView) lastTurnAt() time.Time {
+	b := bytes.TrimRight(v.sink.Bytes(), "\n")
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		var ev struct {
+			TS string `json:"ts"`
+		}
+		if json.Unmarshal(b[i+1:], &ev) == nil {
+			if t, err := time.Parse(time.RFC3339Nano, ev.TS); err == nil {
+				return t.UTC()
+			}
+		}
+	}
+	return workflow.GetInfo(v.ctx).WorkflowStartTime.UTC()
+}
+
+// ForkRequest asks for a fork of a running session at its current turn.
+type ForkRequest struct {
+	// Ref is the session to fork (its id, which is its key for a keyed
+	// session).
+	Ref string
+	// ID names the fork; it must be free on the cluster.
+	ID string
+	// AtTurn, when set, is the turn the caller means to fork at: a
+	// session at another turn is refused (*TurnError), nothing started.
+	AtTurn *int64
+}
+
+// TurnError is a fork asked at a turn other than the session's current
+// one.
+type TurnError struct {
+	ID         string
+	At, Actual int64
+}
+
+func (e *TurnError) Error() string {
+	return fmt.Sprintf("session %s is at turn %d: a session on a cluster is forked at its current turn (its earlier turns are in its workflow's history, not in a journal kitsoki can copy); give --at-turn %d or leave it out", e.ID, e.Actual, e.Actual)
+}
+
+// Fork starts a new session from where the running session r.Ref stands
+// (its current turn: the cluster keeps no journal to fork an earlier one
+// from): the same story bundle, routing, state, world, turn, armed
+// timeouts, room history and overlays, as a workflow of its own on the
+// same task queue. The old session is not changed. The fork's trace
+// starts at the fork, its header naming the session and turn it came
+// from.
+func (c *Client) Fork(ctx context.Context, r ForkRequest) (*SessionInfo, error) {
+	si, err := c.Describe(ctx, r.Ref)
+	if err != nil {
+		return nil, err
+	}
+	if !si.Running() {
+		return nil, fmt.Errorf("cannot fork session %s: %w; a session on a cluster is forked at its current turn, so only a running one can be", r.Ref, &ClosedError{Info: si})
+	}
+	in, err := c.carry(ctx, r.Ref)
+	if err != nil {
+		return nil, err
+	}
+	if r.AtTurn != nil && *r.AtTurn != in.Carried.Turn {
+		return nil, &TurnError{ID: r.Ref, At: *r.AtTurn, Actual: in.Carried.Turn}
+	}
+	in.SessionID = r.ID
+	in.Fork = &ForkOrigin{SessionID: r.Ref, Turn: in.Carried.Turn}
+	m := memo(in.Story, si.AppID)
+	m[MemoForkedFrom] = r.Ref
+	if err := c.start(ctx, *in, si.TaskQueue, m); err != nil {
+		return nil, fmt.Errorf("fork session %s: %w", r.Ref, err)
+	}
+	return c.Describe(ctx, r.ID)
+}
+
+// carry waits for a running turn (the attach update), then reads the
+// carry query; a turn another client started in between is waited for
+// again.
+func (c *Client) carry(ctx context.Context, id string) (*SessionInput, error) {
+	for attempt := 1; ; attempt++ {
+		if _, err := c.Attach(ctx, id); err != nil {
+			return nil, err
+		}
+		v, err := c.c.QueryWorkflow(ctx, id, "", QueryCarry)
+		if err != nil {
+			if attempt < maxContinuedRetries && errorsHasText(err, errTurnRunning.Error()) {
+				continue
+			}
+			return nil, fmt.Errorf("session %s: query %s: %w", id, QueryCarry, err)
+		}
+		var in SessionInput
+		if err := v.Get(&in); err != nil {
+			return nil, fmt.Errorf("session %s: query %s: %w", id, QueryCarry, err)
+		}
+		return &in, nil
+	}
+}
+
+func errorsHasText(err error, text string) bool {
+	return err != nil && strings.Contains(err.Error(), text)
+}
+
+// PruneResult is what Prune did: the sessions it deleted (or, dry, would
+// delete) and those it left because where they stand could not be read.
+type PruneResult struct {
+	Deleted []SessionInfo
+	Skipped []SessionInfo
+}
+
+// LastActivity is what retention measures a session by: a closed
+// session's close time; a running one's last turn (SessionStatus.LastTurn,
+// which reading it does not change). Zero when a running session's status
+// could not be read.
+func (s *SessionInfo) LastActivity() time.Time {
+	if !s.Running() {
+		return s.Closed
+	}
+	if s.State == "" {
+		return time.Time{}
+	}
+	return s.Updated
+}
+
+// Prune deletes every session whose last activity (LastActivity) is
+// before cutoff: a closed one's workflow and history, a running one's
+// too, terminated first (an idle session is let go as a local prune lets
+// it go). A running session whose status no worker answered is left, in
+// Skipped. With dry nothing is deleted.
+func (c *Client) Prune(ctx context.Context, cutoff time.Time, dry bool) (PruneResult, error) {
+	all, err := c.List(ctx)
+	if err != nil {
+		return PruneResult{}, err
+	}
+	var res PruneResult
+	var errs []error
+	for _, si := range all {
+		at := si.LastActivity()
+		switch {
+		case at.IsZero():
+			res.Skipped = append(res.Skipped, si)
+			continue
+		case !at.Before(cutoff):
+			continue
+		}
+		if !dry {
+			if err := c.Delete(ctx, si.ID); err != nil && !errors.Is(err, ErrNoSession) {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		res.Deleted = append(res.Deleted, si)
+	}
+	return res, errors.Join(errs...)
+}

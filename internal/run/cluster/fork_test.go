@@ -1,0 +1,117 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/run/runtime"
+)
+
+// TestForkCarriesTheSession forks the carry story's session after each
+// of its steps: the carry query answers exactly the input a
+// continue-as-new at that point goes on with (state, world, turn,
+// timeouts, room history, open and kept overlays, the story reference),
+// and a session started from it (a fork) takes the remaining steps as the
+// local run took them, an open meta mode and a back across the fork
+// included.
+func TestForkCarriesTheSession(t *testing.T) {
+	st, err := story.Load(filepath.Join("testdata", "carry/app.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := StoryRef{Path: "carry/app.yaml", Hash: st.ContentHash}
+	want := localOutcomes(t, st, carrySteps)
+	in := SessionInput{Story: ref, SessionID: "s1", ContinueAsNewAfter: 1}
+	for k := range carrySteps[:len(carrySteps)-1] {
+		next, carried := stepAndCarry(t, in, carrySteps[k], k)
+		if d := cmp.Diff(next, carried); d != "" {
+			t.Fatalf("after step %d the carry query differs from the continue-as-new input (-continued +carry):\n%s", k, d)
+		}
+		fork := *carried
+		fork.SessionID = fmt.Sprint("fork-", k)
+		fork.Fork = &ForkOrigin{SessionID: "s1", Turn: carried.Carried.Turn}
+		got, _, res := runCarried(t, fork, carrySteps[k+1:])
+		if d := cmp.Diff(want[k+1:], got); d != "" {
+			t.Errorf("the fork after step %d (-local +fork):\n%s", k, d)
+		}
+		if res.State != "gone" {
+			t.Errorf("the fork after step %d ended in %q", k, res.State)
+		}
+		in = *next
+	}
+}
+
+// localOutcomes runs steps in a local session of st.
+func localOutcomes(t *testing.T, st *story.Story, steps []carryStep) []stepOutcome {
+	t.Helper()
+	cfg := carryConfig(st)
+	cfg.Session = &runtime.Session{ID: "s1", Journal: true}
+	rt, err := runtime.Open(st, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	ctx := context.Background()
+	sess := rt.Session()
+	if _, err := sess.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var out []stepOutcome
+	for _, s := range steps {
+		o, err := s.local(ctx, sess)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, stepOutcome{o.Outcome, o.State, sess.Overlay(), o.Says})
+	}
+	return out
+}
+
+// stepAndCarry takes one step in a run started with in (ContinueAsNewAfter
+// 1: the run then continues as new) and returns the continue-as-new
+// input and what the carry query answered after the step.
+func stepAndCarry(t *testing.T, in SessionInput, s carryStep, i int) (next, carried *SessionInput) {
+	t.Helper()
+	env := loadedEnv()
+	stories := &Stories{Dir: "testdata"}
+	env.RegisterWorkflowWithOptions((&Workflow{Stories: stories}).Session, workflow.RegisterOptions{Name: SessionWorkflowName})
+	env.RegisterActivityWithOptions((&Activities{Stories: stories, Config: carryConfig}).Invoke, activity.RegisterOptions{Name: InvokeActivity})
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(IntentUpdate, fmt.Sprint("u", i), &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { t.Errorf("step %d rejected: %v", i, err) }, OnAccept: func() {},
+			OnComplete: func(_ any, err error) {
+				if err != nil {
+					t.Errorf("step %d: %v", i, err)
+				}
+			}}, s.request())
+	}, time.Minute)
+	env.ExecuteWorkflow(SessionWorkflowName, in)
+	var can *workflow.ContinueAsNewError
+	if err := env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("step %d: the run did not continue as new: %v", i, err)
+	}
+	next = new(SessionInput)
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, next); err != nil {
+		t.Fatal(err)
+	}
+	v, err := env.QueryWorkflow(QueryCarry)
+	if err != nil {
+		t.Fatalf("carry after step %d: %v", i, err)
+	}
+	carried = new(SessionInput)
+	if err := v.Get(carried); err != nil {
+		t.Fatal(err)
+	}
+	return next, carried
+}

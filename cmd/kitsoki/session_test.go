@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -719,5 +720,41 @@ func TestSessionIndexTraceIsConfined(t *testing.T) {
 	}
 	if _, err := os.Stat(victim); err != nil {
 		t.Errorf("delete removed a file outside the sessions directory: %v", err)
+	}
+}
+
+// A run killed after it wrote its journal's header and before turn 0
+// wrote a line resumes with the same --world: there is no start to
+// compare it with, so turn 0 runs anew from the flags.
+func TestResumeKilledBeforeTurnZero(t *testing.T) {
+	app := loopStory(t, "")
+	dir := filepath.Join(t.TempDir(), "sessions")
+	// It stops short of a terminal state (exit 6): the session stays open.
+	first := kitsokiChild(t, filepath.Dir(app), "run", app, "--sessions-dir", dir, "--intents", "tick", "--world", "n=5")
+	if out, err := first.CombinedOutput(); first.ProcessState == nil || first.ProcessState.ExitCode() != 6 {
+		t.Fatalf("the first run: %v, want exit 6\n%s", err, out)
+	}
+	// What a kill before turn 0 leaves: the entry as made, the header only.
+	m := onlySession(t, dir)
+	b, err := os.ReadFile(m.Trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	header, _, _ := bytes.Cut(b, []byte("\n"))
+	if err := os.WriteFile(m.Trace, append(header, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m.State, m.Turn = "", 0
+	if err := (session.Store{Dir: dir}).Put(m); err != nil {
+		t.Fatal(err)
+	}
+
+	again := kitsokiChild(t, filepath.Dir(app), "run", app, "--sessions-dir", dir, "--continue", "--intents", "tick,stop", "--world", "n=5")
+	if out, err := again.CombinedOutput(); err != nil {
+		t.Fatalf("the resume: %v\n%s", err, out)
+	}
+	j := journalOf(t, onlySession(t, dir).Trace)
+	if !j.Done || j.State != "done" || fmt.Sprint(j.World["n"]) != "6" {
+		t.Errorf("resumed session: done %v state %q n %v, want done in done with n 6", j.Done, j.State, j.World["n"])
 	}
 }

@@ -488,12 +488,17 @@ func loadJournal(m session.Meta, stderr io.Writer) (*session.Journal, error) {
 
 // checkSeed compares the World and Root of a resumed run with how the
 // session started (its turn 0): the same command may be given again, a
-// different start may not.
+// different start may not. A journal with no turn 0 yet (the process was
+// killed before turn 0 wrote a line) has no start to compare: the resume
+// runs turn 0 from the request's World and Root.
 func checkSeed(m session.Meta, r PlanRequest) error {
 	if len(r.World) == 0 && r.Root == "" {
 		return nil
 	}
 	t0, err := session.ReadTurn0(m.Trace)
+	if errors.Is(err, session.ErrNoTurn0) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}

@@ -262,6 +262,11 @@ func SortedIDs(ms []Meta) []string {
 	return ids
 }
 
+// ErrNoTurn0 is ReadTurn0's error for a journal that holds its header
+// only: the process stopped before turn 0 wrote a line, so a resume
+// starts turn 0 anew.
+var ErrNoTurn0 = errors.New("no turn 0")
+
 // ReadTurn0 reads the events of turn 0 from the start of a journal (its
 // last attempt), stopping at the first line of turn 1.
 func ReadTurn0(path string) (TurnEvents, error) {
@@ -287,7 +292,7 @@ func ReadTurn0(path string) (TurnEvents, error) {
 	}
 	ts := Turns(evs)
 	if len(ts) == 0 {
-		return TurnEvents{}, fmt.Errorf("session journal %s: no turn 0", path)
+		return TurnEvents{}, fmt.Errorf("session journal %s: %w", path, ErrNoTurn0)
 	}
 	return ts[0], nil
 }

@@ -212,10 +212,12 @@ func Resume(ctx context.Context, sess *orchestrator.Session, sink host.Sink, j *
 	if err := sink.AppendPayload(&plugin.Event{Turn: turn, StatePath: j.State}, marker); err != nil {
 		return nil, fmt.Errorf("resume: %w", err)
 	}
-	if p == nil {
+	switch {
+	case p == nil && !j.Started: // killed before turn 0 wrote a line
+		return sess.Start(ctx)
+	case p == nil:
 		return nil, nil
-	}
-	if p.Turn == 0 {
+	case p.Turn == 0:
 		return sess.Start(ctx)
 	}
 	out, err := Take(ctx, sess, p.Turn, p.Input)

@@ -438,7 +438,7 @@ func TestSessionForkAtTurn(t *testing.T) {
 		!strings.Contains(out, id+"\tloop\tdone\t5\t") || !strings.Contains(out, m.ID+"\tloop\tbusy\t4\t") {
 		t.Errorf("session list: exit %d\n%s", code, out)
 	}
-	code, out, _ = runCLI(t, "", "session", "show", id, "--sessions-dir", dir)
+	code, out, _ = runCLI(t, "", "session", "show", id, "--sessions-dir", dir, "--json")
 	var shown struct {
 		Session session.Meta   `json:"session"`
 		Journal map[string]any `json:"journal"`
@@ -704,7 +704,7 @@ func TestSessionIndexTraceIsConfined(t *testing.T) {
 			t.Errorf("%v: exit %d\n%s", args, code, errs)
 		}
 	}
-	code, out, _ := runCLI(t, "", "session", "show", m.ID, "--sessions-dir", dir)
+	code, out, _ := runCLI(t, "", "session", "show", m.ID, "--sessions-dir", dir, "--json")
 	if code != exitOK || !strings.Contains(out, `"journal_error": "session `+m.ID+": its index entry names the journal") {
 		t.Errorf("show: exit %d\n%s", code, out)
 	}

@@ -254,10 +254,7 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	con := &driver.Console{D: d, Out: stdout, Err: stderr, Extra: localCommands(plugins, switches), Replay: as.replayCheck}
-	con.Reload = reloader(tw != nil || interactive, path, sopts, st, plan)
-	if con.Reload != nil {
-		con.Reload.Flags = o.reloadFlags(g)
-	}
+	con.Reload = reloader(tw != nil || interactive, path, sopts, st, plan, o.reloadFlags(g))
 	defer o.reloaded(con, plan)
 	if tw != nil {
 		return exitCode(tw.run(ctx, con, st, path, plan.Trace(), stderr))
@@ -275,12 +272,13 @@ func (o *runOpts) sessionPlan(cmd *cobra.Command, st *story.Story, world map[str
 }
 
 // reloader lets a person at the terminal (person) :reload the story the
-// session runs; nil for any other run.
-func reloader(person bool, path string, opts []story.Option, st *story.Story, plan *driver.Plan) *driver.Reloader {
+// session runs, flags checking the run's command line against the new
+// story; nil for any other run.
+func reloader(person bool, path string, opts []story.Option, st *story.Story, plan *driver.Plan, flags func(*story.Story) error) *driver.Reloader {
 	if !person {
 		return nil
 	}
-	return &driver.Reloader{Path: path, Opts: opts, Current: st, Session: plan.ID(), Journal: plan.Trace()}
+	return &driver.Reloader{Path: path, Opts: opts, Current: st, Session: plan.ID(), Journal: plan.Trace(), Flags: flags}
 }
 
 // reloadFlags checks the run's command line against a reloaded story as

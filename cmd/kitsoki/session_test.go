@@ -708,6 +708,10 @@ func TestSessionIndexTraceIsConfined(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, `"journal_error": "session `+m.ID+": its index entry names the journal") {
 		t.Errorf("show: exit %d\n%s", code, out)
 	}
+	code, out, _ = runCLI(t, "", "session", "show", m.ID, "--sessions-dir", dir)
+	if code != exitOK || !strings.Contains(out, "\njournal   could not be read: session "+m.ID+": its index entry names the journal") || strings.Contains(out, "\nworld") {
+		t.Errorf("show (text): exit %d\n%s", code, out)
+	}
 	// Naming the journal on the command line is the user's own choice.
 	code, _, errs = runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", m.ID, "--trace", victim, "--intents", "tick")
 	if code != exitIncomplete {

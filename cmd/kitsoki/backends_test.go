@@ -312,7 +312,7 @@ func TestHostsAndValidateListTheAgentTypes(t *testing.T) {
 	}
 	helloCopy(t, "profiles:\n  fast: {backend: anthropic, model: claude-haiku-4-5}\n  syn: {backend: claude, env: {T: \"${KITSOKI_UNSET_FOR_TEST}\"}}\n")
 	code, out, errs := runCLI(t, "", "validate", "app.yaml")
-	want := "app.yaml: ok (4 states, 4 intents, 1 agent plugin)\n  agent.claude  builtin.claude_cli\n  agent.demo  builtin.inprocess\n" +
+	want := "app.yaml: ok (4 states, 4 intents, 2 agent plugins)\n  agent.claude  builtin.claude_cli  " + injectedNote + "\n  agent.demo  builtin.inprocess\n" +
 		"profiles (.kitsoki.yaml):\n  fast  builtin.anthropic  model claude-haiku-4-5\n" +
 		"  syn  not usable: .kitsoki.yaml:3:31: profiles.syn.env: env var KITSOKI_UNSET_FOR_TEST is not set (export it, or choose another profile)\n"
 	if code != exitOK || out != want {

@@ -60,6 +60,27 @@ const switchHelp = `:provider [profile|none]   switch the default agent   :model
 type switchCommands struct {
 	plan   *profiles.Plan
 	record func(trace.Payload) error // the run's trace (runtime.Record)
+	// taken, when set, keeps the switches taken, in order, for a
+	// reloaded run to take again (retake).
+	taken *[][2]string
+}
+
+// retake takes the switches of the run before a :reload again, on this
+// run's plan, so that a reload keeps the agent a person switched to. One
+// the reloaded story no longer allows is named and dropped.
+func (s *switchCommands) retake(errw io.Writer) {
+	if s.taken == nil || len(*s.taken) == 0 {
+		return
+	}
+	kept := (*s.taken)[:0]
+	for _, sw := range *s.taken {
+		if _, err := s.plan.Switch(sw[0], sw[1]); err != nil {
+			fmt.Fprintf(errw, "kitsoki: after the reload, :%s %s no longer applies: %v\n", sw[0], sw[1], err)
+			continue
+		}
+		kept = append(kept, sw)
+	}
+	*s.taken = kept
 }
 
 // switchCommandNames are the prompt's live switches.
@@ -90,10 +111,14 @@ func (s *switchCommands) command(line string, out, errw io.Writer) bool {
 		fmt.Fprintf(out, "agent: %s\n:%s takes %s\n", s.plan.Describe(), what, s.plan.Options(what))
 		return true
 	}
-	p, err := s.plan.Switch(what, strings.Join(fields[1:], " "))
+	arg := strings.Join(fields[1:], " ")
+	p, err := s.plan.Switch(what, arg)
 	if err != nil {
 		fmt.Fprintln(errw, "kitsoki:", err)
 		return true
+	}
+	if s.taken != nil {
+		*s.taken = append(*s.taken, [2]string{what, arg})
 	}
 	if err := s.record(p); err != nil {
 		fmt.Fprintln(errw, "kitsoki: recording the switch in the trace:", err)

@@ -30,8 +30,14 @@ type runOpts struct {
 	// reload is set by a run that ends for a :reload: it starts again on
 	// the same session. in is the terminal's lines, kept across reloads
 	// (one goroutine reads the terminal).
-	reload    bool
-	in        *driver.Lines
+	reload bool
+	in     *driver.Lines
+	// budget is the run's --max-cost budget, made by its first start and
+	// kept across reloads, so a reload does not reset what was spent.
+	budget *agent.Budget
+	// switches are the live switches (:provider, :model, :effort) taken
+	// so far, in order: a reloaded run takes them again.
+	switches  [][2]string
 	recording string // --recording: a Kitsoki recording answers free text
 	otlp      otlpOpts
 	trace     string
@@ -242,12 +248,13 @@ func runStory(cmd *cobra.Command, g *globals, o *runOpts, path string) (err erro
 	}
 	defer plugins.Close()
 	plugins.profiles = agents.Apply
-	switches := &switchCommands{plan: agents, record: d.Runtime().Record}
+	switches := &switchCommands{plan: agents, record: d.Runtime().Record, taken: &o.switches}
+	switches.retake(stderr)
 
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	con := &driver.Console{D: d, Out: stdout, Err: stderr, Extra: localCommands(plugins, switches), Replay: as.replayCheck}
-	con.Reload = reloader(tw != nil || interactive, path, sopts, st, plan)
+	con.Reload = reloader(tw != nil || interactive, path, sopts, st, plan, o.reloadFlags(g))
 	defer o.reloaded(con, plan)
 	if tw != nil {
 		return exitCode(tw.run(ctx, con, st, path, plan.Trace(), stderr))
@@ -265,12 +272,27 @@ func (o *runOpts) sessionPlan(cmd *cobra.Command, st *story.Story, world map[str
 }
 
 // reloader lets a person at the terminal (person) :reload the story the
-// session runs; nil for any other run.
-func reloader(person bool, path string, opts []story.Option, st *story.Story, plan *driver.Plan) *driver.Reloader {
+// session runs, flags checking the run's command line against the new
+// story; nil for any other run.
+func reloader(person bool, path string, opts []story.Option, st *story.Story, plan *driver.Plan, flags func(*story.Story) error) *driver.Reloader {
 	if !person {
 		return nil
 	}
-	return &driver.Reloader{Path: path, Opts: opts, Current: st, Session: plan.ID(), Journal: plan.Trace()}
+	return &driver.Reloader{Path: path, Opts: opts, Current: st, Session: plan.ID(), Journal: plan.Trace(), Flags: flags}
+}
+
+// reloadFlags checks the run's command line against a reloaded story as
+// the restarted run will take it: its --world values and its --profile
+// or --agent. (--world sets how a new session starts; the reloaded run
+// resumes the session, so its world is the journal's, not the flags'.)
+func (o *runOpts) reloadFlags(g *globals) func(*story.Story) error {
+	return func(next *story.Story) error {
+		if _, err := parseWorldFlags(next, o.world); err != nil {
+			return err
+		}
+		_, err := profiles.New(g.project, next, profiles.Request{Profile: o.af.profile, Agent: o.af.agent})
+		return err
+	}
 }
 
 // reloaded notes a run that ended for a :reload: the run starts again
@@ -307,7 +329,10 @@ func (o *runOpts) loadStory(g *globals, path string, sopts []story.Option) (*sto
 	if err != nil {
 		return nil, nil, nil, exitWith(exitUsage, err)
 	}
-	return st, agents, budget, nil
+	if o.budget == nil {
+		o.budget = budget
+	}
+	return st, agents, o.budget, nil
 }
 
 // operator gives the session the person at the terminal to ask: the

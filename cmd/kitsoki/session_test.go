@@ -439,7 +439,7 @@ func TestSessionForkAtTurn(t *testing.T) {
 		!strings.Contains(out, id+"\tloop\tdone\t5\t") || !strings.Contains(out, m.ID+"\tloop\tbusy\t4\t") {
 		t.Errorf("session list: exit %d\n%s", code, out)
 	}
-	code, out, _ = runCLI(t, "", "session", "show", id, "--sessions-dir", dir)
+	code, out, _ = runCLI(t, "", "session", "show", id, "--sessions-dir", dir, "--json")
 	var shown struct {
 		Session session.Meta   `json:"session"`
 		Journal map[string]any `json:"journal"`
@@ -705,9 +705,13 @@ func TestSessionIndexTraceIsConfined(t *testing.T) {
 			t.Errorf("%v: exit %d\n%s", args, code, errs)
 		}
 	}
-	code, out, _ := runCLI(t, "", "session", "show", m.ID, "--sessions-dir", dir)
+	code, out, _ := runCLI(t, "", "session", "show", m.ID, "--sessions-dir", dir, "--json")
 	if code != exitOK || !strings.Contains(out, `"journal_error": "session `+m.ID+": its index entry names the journal") {
 		t.Errorf("show: exit %d\n%s", code, out)
+	}
+	code, out, _ = runCLI(t, "", "session", "show", m.ID, "--sessions-dir", dir)
+	if code != exitOK || !strings.Contains(out, "\njournal   could not be read: session "+m.ID+": its index entry names the journal") || strings.Contains(out, "\nworld") {
+		t.Errorf("show (text): exit %d\n%s", code, out)
 	}
 	// Naming the journal on the command line is the user's own choice.
 	code, _, errs = runCLI(t, "", "run", app, "--sessions-dir", dir, "--session", m.ID, "--trace", victim, "--intents", "tick")

@@ -445,11 +445,11 @@ func printSessions(w io.Writer, all []session.Meta) {
 func (c *sessionCmd) showCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "show <KEY|ID>",
-		Short: "A session's index entry and where its journal stopped, as JSON",
+		Short: "A session's index entry and where its journal stopped (--json: as JSON)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if c.tf.addr != "" {
-				return sessionShowCluster(cmd, c.g, &c.tf, args[0])
+				return sessionShowCluster(cmd, c.g, &c.tf, args[0], c.json)
 			}
 			s, err := c.store()
 			if err != nil {
@@ -459,26 +459,23 @@ func (c *sessionCmd) showCmd() *cobra.Command {
 			if err != nil {
 				return exitWith(exitFailure, err)
 			}
-			out := map[string]any{"session": m}
+			var j *session.Journal
+			var jerr string
 			if _, err := s.Journal(m, ""); err != nil {
-				out["journal_error"] = err.Error()
-			} else if j, err := session.Load(m.Trace); err == nil {
-				st := map[string]any{"state": j.State, "turn": j.Turn, "world": j.World, "finished": j.Done}
-				if j.Partial != nil {
-					st["unfinished_turn"] = map[string]any{"turn": j.Partial.Turn, "input": j.Partial.Input.Text, "calls": j.Partial.Calls}
+				jerr = err.Error()
+			} else if j, err = session.Load(m.Trace); err != nil {
+				j, jerr = nil, err.Error()
+			}
+			if !c.json {
+				if err := localShowText(m, j, jerr).write(cmd.OutOrStdout()); err != nil {
+					return exitWith(exitFailure, err)
 				}
-				out["journal"] = st
-			} else {
-				out["journal_error"] = err.Error()
+				return nil
 			}
-			b, err := json.MarshalIndent(out, "", "  ")
-			if err != nil {
-				return exitWith(exitFailure, err)
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), string(b))
-			return nil
+			return printShowJSON(cmd.OutOrStdout(), localShowJSON(m, j, jerr))
 		},
 	}
+	cmd.Flags().BoolVar(&c.json, "json", false, "print the entry and the journal's stop as one JSON object")
 	addTemporalFlags(cmd, &c.tf, false)
 	return cmd
 }

@@ -18,7 +18,7 @@ func TestStoryDirectoryEverywhere(t *testing.T) {
 		args []string
 		want string // in stdout
 	}{
-		{[]string{"validate", dir}, dir + ": ok (4 states, 4 intents, 1 agent plugin)\n"},
+		{[]string{"validate", dir}, dir + ": ok (4 states, 4 intents, 2 agent plugins)\n"},
 		{[]string{"viz", dir}, "flowchart LR\n"},
 		{[]string{"test", "flows", dir}, "Summary: 3/3 flows pass"},
 		{[]string{"test", "intents", dir, "--harness", "static"}, "intents: 1 passed, 0 failed"},

@@ -71,7 +71,7 @@ func costUSD(w map[string]any) float64 {
 	return 0
 }
 
-func sessionShowCluster(cmd *cobra.Command, g *globals, tf *temporalFlags, id string) error {
+func sessionShowCluster(cmd *cobra.Command, g *globals, tf *temporalFlags, id string, asJSON bool) error {
 	c, err := tf.dial(cmd.Context(), g.logger(cmd.ErrOrStderr()))
 	if err != nil {
 		return err
@@ -80,6 +80,12 @@ func sessionShowCluster(cmd *cobra.Command, g *globals, tf *temporalFlags, id st
 	si, err := c.Describe(cmd.Context(), id)
 	if err != nil {
 		return exitWith(exitFailure, fmt.Errorf("kitsoki: %w", err))
+	}
+	if !asJSON {
+		if err := clusterShowText(si, c.Namespace()).write(cmd.OutOrStdout()); err != nil {
+			return exitWith(exitFailure, err)
+		}
+		return nil
 	}
 	sess := map[string]any{"id": si.ID, "run_id": si.RunID, "status": si.Status, "story": si.Story, "app_id": si.AppID,
 		"namespace": c.Namespace(), "task_queue": si.TaskQueue, "started": si.Started, "updated": si.Updated}
@@ -102,12 +108,7 @@ func sessionShowCluster(cmd *cobra.Command, g *globals, tf *temporalFlags, id st
 		st["allowed_intents"] = allowed
 		out["workflow"] = st
 	}
-	b, err := json.MarshalIndent(out, "", "  ")
-	if err != nil {
-		return exitWith(exitFailure, err)
-	}
-	fmt.Fprintln(cmd.OutOrStdout(), string(b))
-	return nil
+	return printShowJSON(cmd.OutOrStdout(), out)
 }
 
 func orEmpty(m map[string]any) map[string]any {

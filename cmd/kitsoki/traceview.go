@@ -149,7 +149,8 @@ still appending to the trace. Ctrl-C stops the server.`,
 			if err := outfile.WriteFile(out, buf.Bytes()); err != nil {
 				return exitWith(exitFailure, fmt.Errorf("kitsoki trace view: %w", err))
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "kitsoki: wrote %s (%d turns, %d calls)\n", out, len(r.Turns), r.Totals.HostCalls+r.Totals.AgentCalls)
+			t := r.Totals // counted as kitsoki trace show's totals line counts them
+			fmt.Fprintf(cmd.ErrOrStderr(), "kitsoki: wrote %s (%s, %s, %s)\n", out, count(t.Turns, "turn"), count(t.HostCalls, "host call"), count(t.AgentCalls, "agent call"))
 			return nil
 		},
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kitsoki/kitsoki/internal/agents/agent"
 	"github.com/kitsoki/kitsoki/internal/hosts/hostplugin"
 	"github.com/kitsoki/kitsoki/internal/load/project"
 	"github.com/kitsoki/kitsoki/internal/load/story"
@@ -75,6 +76,11 @@ Exit codes: 0 the story loads, 2 it does not (or, with --strict, has warnings).`
 	return cmd
 }
 
+// injectedNote marks, in validate's list, the agent.claude the loader adds
+// to a story that declares none: every story has it (it is the default
+// free-text router), though no file of the story names it.
+const injectedNote = "(default: added by kitsoki, not declared in the story)"
+
 // writeAgentPlugins lists the story's agents, one line each: alias,
 // plugin type, and model when it names one.
 func writeAgentPlugins(w io.Writer, st *story.Story) {
@@ -91,6 +97,9 @@ func writeAgentPlugins(w io.Writer, st *story.Story) {
 		}
 		if !d.Enabled {
 			line += "  (disabled)"
+		}
+		if a == agent.DefaultAlias && st.DefaultPluginInjected {
+			line += "  " + injectedNote
 		}
 		fmt.Fprintln(w, line)
 	}
@@ -159,14 +168,11 @@ func checkHostPlugins(ctx context.Context, st *story.Story, logger *slog.Logger,
 }
 
 // storyCounts is validate's summary of a story: its states, intents and
-// the agent plugins it declares (the agent.claude the loader adds when
-// none is declared is not counted).
+// the agent plugins listed below it (writeAgentPlugins), the agent.claude
+// the loader adds when the story declares none included, so that the
+// count and the list agree (docs/stories.md).
 func storyCounts(st *story.Story) string {
-	plugins := len(st.Plugins)
-	if st.DefaultPluginInjected {
-		plugins--
-	}
-	return fmt.Sprintf("%s, %s, %s", count(len(st.States), "state"), count(len(st.Intents), "intent"), count(plugins, "agent plugin"))
+	return fmt.Sprintf("%s, %s, %s", count(len(st.States), "state"), count(len(st.Intents), "intent"), count(len(st.Plugins), "agent plugin"))
 }
 
 // count is "1 thing" or "N things".

@@ -101,7 +101,7 @@ func TestTraceShowViewCommands(t *testing.T) {
 	}
 	page := filepath.Join(t.TempDir(), "v.html")
 	code, _, errs = runCLI(t, "", "trace", "view", rec, "-o", page)
-	if code != exitOK || errs != "kitsoki: wrote "+page+" (5 turns, 4 calls)\n" {
+	if code != exitOK || errs != "kitsoki: wrote "+page+" (4 turns, 2 host calls, 2 agent calls)\n" {
 		t.Errorf("trace view: exit %d, stderr %q", code, errs)
 	}
 	b, _ := os.ReadFile(page)

@@ -27,7 +27,7 @@ func copyHelloTo(t *testing.T) string {
 // sessionBundle is the story bundle `kitsoki session show` reports.
 func sessionBundle(t *testing.T, ctx context.Context, dir, id string, flags []string) string {
 	t.Helper()
-	out, errs, code := kitsokiRun(t, ctx, dir, append([]string{"session", "show", id}, flags...)...)
+	out, errs, code := kitsokiRun(t, ctx, dir, append([]string{"session", "show", id, "--json"}, flags...)...)
 	if code != 0 {
 		t.Fatalf("session show %s: exit %d: %s", id, code, errs)
 	}

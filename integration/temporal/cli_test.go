@@ -215,7 +215,7 @@ func TestRunOnClusterReattach(t *testing.T) {
 		!strings.HasPrefix(line, "re-1\thello\tfarewell\t2\t") || !strings.HasSuffix(line, "\tyes\t$0.0000") {
 		t.Errorf("session list:\n%s", out)
 	}
-	out, errs, code = e.run(t, ctx, "session", "show", "re-1")
+	out, errs, code = e.run(t, ctx, "session", "show", "re-1", "--json")
 	if code != 0 {
 		t.Fatalf("session show: exit %d: %s", code, errs)
 	}
@@ -253,7 +253,7 @@ func TestSessionShowRunning(t *testing.T) {
 	if _, errs, code := e.run(t, ctx, "run", "hello/app.yaml", "--intents", "greet name=Ada", "--session", "show-1"); code != 6 {
 		t.Fatalf("run: exit %d, want 6\n%s", code, errs)
 	}
-	out, errs, code := e.run(t, ctx, "session", "show", "show-1")
+	out, errs, code := e.run(t, ctx, "session", "show", "show-1", "--json")
 	if code != 0 {
 		t.Fatalf("session show: exit %d: %s", code, errs)
 	}
@@ -271,6 +271,14 @@ func TestSessionShowRunning(t *testing.T) {
 	if show.Session.Status != "running" || show.Workflow.State != "greeted" || show.Workflow.Turn != 1 ||
 		!cmp.Equal(show.Workflow.Allowed, []string{"again", "bye"}) {
 		t.Errorf("session show:\n%s", out)
+	}
+	// Without --json: the same facts as lines to read.
+	out, errs, code = e.run(t, ctx, "session", "show", "show-1")
+	for _, want := range []string{"session     show-1\n", "\nstatus      running\n", "\nstate       greeted, turn 1\n",
+		"\nallowed     again, bye\n", "\nworld\n", "\n  name = \"Ada\"\n"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("session show (text): exit %d, want %q in\n%s%s", code, want, out, errs)
+		}
 	}
 	_, errs, code = e.run(t, ctx, "session", "show", "no-such")
 	want := "kitsoki: session no-such: no such session on the cluster (namespace default at " + server.Addr + "; kitsoki session list --temporal " + server.Addr + " shows them)\n"

@@ -172,7 +172,7 @@ func TestLargeAnswerThroughSharedBlobs(t *testing.T) {
 	if code != 1 || !want.MatchString(errs) {
 		t.Errorf("session trace with an empty blob dir: exit %d (want 1)\nstdout:\n%s\nstderr:\n%s\nwant stderr matching %s", code, out, errs, want)
 	}
-	out, errs, code = e.run(t, ctx, "session", "show", "big-1", "--blobs", empty)
+	out, errs, code = e.run(t, ctx, "session", "show", "big-1", "--blobs", empty, "--json")
 	var shown struct {
 		Error string `json:"error"`
 	}

@@ -24,6 +24,11 @@ type Reloader struct {
 	Current *story.Story   // the story the session runs now
 	Session string         // the session's id
 	Journal string         // its trace
+	// Flags, when set, checks the run's command line against the new
+	// story (--world values its world declares, a --profile it can
+	// take): a reload the restarted run would refuse is refused here,
+	// and the session goes on.
+	Flags func(next *story.Story) error
 }
 
 // Check loads the story again and replays the session's journal into it.
@@ -33,6 +38,11 @@ func (l *Reloader) Check(ctx context.Context) error {
 		return err
 	}
 	defer next.Close()
+	if l.Flags != nil {
+		if err := l.Flags(next); err != nil {
+			return err
+		}
+	}
 	if next.ContentHash == l.Current.ContentHash {
 		return nil
 	}

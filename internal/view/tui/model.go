@@ -180,7 +180,9 @@ func (m *Model) finish(msg resultMsg) tea.Cmd {
 	}
 	if msg.cancelled && !msg.res.Done {
 		out = append(out, m.th.notice.Render("(cancelled)"))
-		m.hint = "(Ctrl-C again quits; :quit leaves)"
+		if m.ctrlC { // cancelled by Ctrl-C, not from the menu
+			m.hint = "(Ctrl-C again quits; :quit leaves)"
+		}
 	}
 	clear := false
 	if !msg.res.Fatal {

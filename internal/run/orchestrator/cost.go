@@ -47,6 +47,6 @@ func (s *Session) foldCost(t *turnCtx) error {
 	if cost == 0 {
 		return nil
 	}
-	s.setWorld("session_cost_usd", total + cost)
+	s.setWorld("session_cost_usd", total+cost)
 	return s.emit(t, trace.WorldUpdate{Set: map[string]any{"session_cost_usd": total + cost}})
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
 	"github.com/kitsoki/kitsoki/internal/hosts/starlark"
 	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/run/driver"
 	"github.com/kitsoki/kitsoki/internal/run/replay"
 	"github.com/kitsoki/kitsoki/internal/run/runtime"
 	"github.com/kitsoki/kitsoki/internal/run/session"
@@ -104,12 +105,12 @@ func runWeb(cmd *cobra.Command, g *globals, o *webOpts, args []string) error {
 	if err != nil {
 		return exitWith(exitUsage, fmt.Errorf("kitsoki web: %w", err))
 	}
-	dir := o.sessionsDir
+	root, err := workspaceDir(g)
+	if err != nil && o.sessionsDir == "" {
+		return exitWith(exitFailure, err)
+	}
+	dir := o.sessionsDir // with no workspace, media files are read in the story's directory only
 	if dir == "" {
-		root, err := workspaceDir(g)
-		if err != nil {
-			return exitWith(exitFailure, err)
-		}
 		dir = sessionsDir("", root)
 	}
 	token, err := web.Token(dir, o.newToken)
@@ -117,8 +118,8 @@ func runWeb(cmd *cobra.Command, g *globals, o *webOpts, args []string) error {
 		return exitWith(exitFailure, err)
 	}
 	logger := g.logger(stderr)
-	sessions := &web.Local{Store: session.Store{Dir: dir}, Load: replays.load(g), Config: replays.config(o, logger)}
-	cfg := web.Config{Stories: files, Sessions: sessions, Token: token, Debug: o.debug, Logger: logger, MaxLive: o.maxLive}
+	sessions := &driver.Sessions{Store: session.Store{Dir: dir}, Load: replays.load(g), Config: replays.config(o, logger), Stderr: stderr}
+	cfg := web.Config{Stories: files, Sessions: sessions, Token: token, Debug: o.debug, Logger: logger, MaxLive: o.maxLive, Workspace: root}
 	if helper, err := viz.FindHelper(); err == nil {
 		cfg.Render = viz.HelperRender(helper)
 	} else {

@@ -16,7 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 
 	"github.com/kitsoki/kitsoki/internal/base/jobs"
 	"github.com/kitsoki/kitsoki/internal/load/story"
@@ -155,6 +155,12 @@ type SlotInfo struct {
 	Type     string   `json:"type"`
 	Required bool     `json:"required,omitempty"`
 	Values   []string `json:"values,omitempty"` // an enum's values, sorted
+	// Default is the declared default as text; Description the slot's.
+	Default     string `json:"default,omitempty"`
+	Description string `json:"description,omitempty"`
+	// Declared are an enum's values in the story's order, for a front end
+	// that offers them as a picker (the web page); frames carry Values.
+	Declared []string `json:"-"`
 }
 
 // Intents describes the allowed intents with def, the story's (or the
@@ -167,11 +173,14 @@ func Intents(allowed []string, def func(string) *story.Intent) []IntentInfo {
 			in.Title, in.Description, in.Hidden = d.Title, d.Description, d.Hidden
 			for _, sn := range d.SlotOrder {
 				sl := d.Slots[sn]
-				si := SlotInfo{Name: sn, Type: orDefault(sl.Type, "string"), Required: sl.Required}
-				for _, v := range sl.Values {
-					si.Values = append(si.Values, fmt.Sprint(v))
+				si := SlotInfo{Name: sn, Type: orDefault(sl.Type, "string"), Required: sl.Required, Description: sl.Description}
+				if sl.HasDefault && sl.Default != nil {
+					si.Default = fmt.Sprint(sl.Default)
 				}
-				sort.Strings(si.Values)
+				for _, v := range sl.Values {
+					si.Declared = append(si.Declared, fmt.Sprint(v))
+				}
+				si.Values = slices.Sorted(slices.Values(si.Declared))
 				in.Slots = append(in.Slots, si)
 			}
 		}

@@ -99,7 +99,13 @@ func (l *Local) take(ctx context.Context, in Input) (*orchestrator.Outcome, erro
 	case KindText:
 		return l.sess.Say(ctx, in.Text)
 	case KindIntent:
-		return l.sess.Turn(ctx, in.Intent, in.Slots, "")
+		// The journal records the input as a line that parses back to
+		// the same slots, so a resume that takes the turn again has them.
+		line := ""
+		if len(in.Slots) > 0 {
+			line, _ = LineOf(in.Intent, in.Slots)
+		}
+		return l.sess.Turn(ctx, in.Intent, in.Slots, line)
 	case KindRaw:
 		if l.sess.IsFreeText(in.Text) {
 			return l.sess.Say(ctx, in.Text)
@@ -176,13 +182,14 @@ func (l *Local) Close() error {
 }
 
 // saved writes the durable session's index entry after a turn, at most
-// once per SaveInterval, so that `kitsoki session list` sees a running
-// session's progress.
+// once per SaveInterval (and at once when the session finished), so that
+// `kitsoki session list` sees a running session's progress.
 func (l *Local) saved() {
 	if l.plan == nil {
 		return
 	}
-	if now := time.Now(); now.Sub(l.lastSave) >= SaveInterval {
+	done, _ := l.sess.Done()
+	if now := time.Now(); done || now.Sub(l.lastSave) >= SaveInterval {
 		l.plan.save(l.sess, int64(l.traceLen()))
 		l.lastSave = now
 	}

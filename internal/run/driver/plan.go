@@ -96,6 +96,11 @@ type Plan struct {
 	quiet  bool
 }
 
+// ErrFinished is the error of a resume of a session that reached a
+// terminal state: it is looked at (Sessions.Status) or forked, not
+// continued.
+var ErrFinished = errors.New("finished")
+
 // NewPlan decides the session of a run: Latest, and ID of a session the
 // directory holds, resume it; anything else starts a new one. It takes
 // the session's writer lock first, so that no other process takes a turn
@@ -154,7 +159,7 @@ func NewPlan(ctx context.Context, r PlanRequest) (_ *Plan, err error) {
 		return nil, Exit(ExitFailure, fmt.Errorf("session %s runs %s, not %s: resume it with that story (or fork it)", m.ID, m.Story, st.File))
 	}
 	if m.Finished {
-		return nil, Exit(ExitFailure, fmt.Errorf("session %s finished in state %q at turn %d; fork it to go on: kitsoki session fork %s --at-turn N", m.ID, m.State, m.Turn, m.ID))
+		return nil, Exit(ExitFailure, fmt.Errorf("session %s %w in state %q at turn %d; fork it to go on: kitsoki session fork %s --at-turn N", m.ID, ErrFinished, m.State, m.Turn, m.ID))
 	}
 	if err := checkSeed(m, r); err != nil {
 		return nil, Exit(ExitUsage, err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/base/secret"
+	"github.com/kitsoki/kitsoki/internal/hosts/host"
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/run/runtime"
@@ -45,6 +46,10 @@ type CreateRequest struct {
 	World   map[string]any
 	Root    string
 	Routing orchestrator.RoutingConfig
+	// OnDispatch, when set, is told of each call the session dispatches
+	// while this process holds it; the function it returns is called when
+	// the call returned (a front end that shows the calls in flight).
+	OnDispatch func(c *host.Call) (done func())
 }
 
 // ResumeRequest names a session to go on with.
@@ -57,6 +62,8 @@ type ResumeRequest struct {
 	// SideEffects is what to do with an external_side_effect call in
 	// flight at a crash (retry, skip; "" stops).
 	SideEffects string
+	// OnDispatch is CreateRequest.OnDispatch.
+	OnDispatch func(c *host.Call) (done func())
 }
 
 // Open is a session this process holds (its writer lock) until Close.
@@ -87,7 +94,7 @@ func (s *Sessions) Create(ctx context.Context, r CreateRequest) (*Open, *Frame, 
 		st.Close()
 		return nil, nil, err
 	}
-	o, err := s.open(st, plan, func(rs *runtime.Session) { rs.World, rs.Root, rs.Routing = r.World, r.Root, r.Routing })
+	o, err := s.open(st, plan, r.OnDispatch, func(rs *runtime.Session) { rs.World, rs.Root, rs.Routing = r.World, r.Root, r.Routing })
 	if err != nil {
 		if r.Key != "" {
 			_ = s.Store.UnbindKey(r.Key, plan.ID())
@@ -120,7 +127,7 @@ func (s *Sessions) Resume(ctx context.Context, r ResumeRequest) (*Open, *Frame, 
 		st.Close()
 		return nil, nil, err
 	}
-	o, err := s.open(st, plan, nil)
+	o, err := s.open(st, plan, r.OnDispatch, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -139,9 +146,9 @@ func (s *Sessions) Resume(ctx context.Context, r ResumeRequest) (*Open, *Frame, 
 	return o, f, err
 }
 
-// open opens the runtime of a planned session; shape adjusts its
-// runtime.Session.
-func (s *Sessions) open(st *story.Story, plan *Plan, shape func(*runtime.Session)) (*Open, error) {
+// open opens the runtime of a planned session; onDispatch is told of its
+// calls, shape adjusts its runtime.Session.
+func (s *Sessions) open(st *story.Story, plan *Plan, onDispatch func(*host.Call) func(), shape func(*runtime.Session)) (*Open, error) {
 	cfg, done, err := s.Config(st)
 	if err != nil {
 		plan.Release()
@@ -150,6 +157,12 @@ func (s *Sessions) open(st *story.Story, plan *Plan, shape func(*runtime.Session
 	}
 	if cfg.Session == nil {
 		cfg.Session = &runtime.Session{}
+	}
+	if onDispatch != nil {
+		cfg.OnDispatch = onDispatch
+	}
+	if cfg.SessionsDir == "" {
+		cfg.SessionsDir = s.Store.Dir // the run's chats beside its sessions, as kitsoki run keeps them
 	}
 	if shape != nil {
 		shape(cfg.Session)
@@ -234,40 +247,63 @@ func (s *Sessions) Continue(ctx context.Context, r ResumeRequest, in Input) (_ *
 // it). Background jobs live in the process that runs the session, so
 // none are reported.
 func (s *Sessions) Inspect(ctx context.Context, ref string) (*Frame, error) {
+	m, status, secrets, err := s.look(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	f := NewFrame(m, status, nil, "status", nil)
+	f.Mask(secret.New(secrets))
+	return f, nil
+}
+
+// Status is Inspect's answer before it is a frame: the session's index
+// entry as its journal describes it, and where it stands (a front end
+// that draws the session itself, the web page, reads it so).
+func (s *Sessions) Status(ctx context.Context, ref string) (session.Meta, *Status, error) {
+	m, st, _, err := s.look(ctx, ref)
+	return m, st, err
+}
+
+// look reads where session ref stands from its journal; secrets are the
+// story's, for the caller's mask.
+func (s *Sessions) look(ctx context.Context, ref string) (session.Meta, *Status, []string, error) {
 	m, err := s.Store.Find(ref)
 	if err != nil {
-		return nil, Exit(ExitFailure, err)
+		return m, nil, nil, Exit(ExitFailure, err)
 	}
 	st, err := s.Load(m.Story)
 	if err != nil {
-		return nil, Exit(ExitLoad, fmt.Errorf("session %s runs %s, which does not load now: %w", m.ID, m.Story, err))
+		return m, nil, nil, Exit(ExitLoad, fmt.Errorf("session %s runs %s, which does not load now: %w", m.ID, m.Story, err))
 	}
 	defer st.Close()
 	if _, err := s.Store.Journal(m, ""); err != nil {
-		return nil, Exit(ExitFailure, err)
+		return m, nil, nil, Exit(ExitFailure, err)
 	}
 	j, err := session.Load(m.Trace)
 	if err != nil {
-		return nil, Exit(ExitFailure, err)
+		return m, nil, nil, Exit(ExitFailure, err)
 	}
+	m = j.Describe(m)
 	status := &Status{ID: m.ID, State: j.State, Turn: j.Turn, World: j.World, Done: j.Done, Exit: j.Exit}
 	if j.Started {
-		rt, err := runtime.Open(st, runtime.Config{Session: &runtime.Session{ID: m.ID}})
+		// The session is only looked at: no agent is asked, so its pins
+		// need not resolve.
+		rt, err := runtime.Open(st, runtime.Config{IgnorePins: true, Session: &runtime.Session{ID: m.ID}})
 		if err != nil {
-			return nil, Exit(ExitFailure, err)
+			return m, nil, nil, Exit(ExitFailure, err)
 		}
 		defer rt.Close()
-		if err := rt.Session().Restore(j.State, orchestrator.DeepCopy(j.World).(map[string]any), j.Turn); err != nil {
-			return nil, Exit(ExitFailure, fmt.Errorf("session %s: %w", m.ID, err))
+		w := orchestrator.DeepCopy(j.World).(map[string]any)
+		session.Retype(st, w)
+		if err := rt.Session().Restore(j.State, w, j.Turn); err != nil {
+			return m, nil, nil, Exit(ExitFailure, fmt.Errorf("session %s: %w", m.ID, err))
 		}
 		l := &Local{rt: rt, sess: rt.Session()}
 		if status, err = l.Status(ctx); err != nil {
-			return nil, err
+			return m, nil, nil, err
 		}
 	}
-	f := NewFrame(j.Describe(m), status, nil, "status", nil)
-	f.Mask(secret.New(st.Secrets))
-	return f, nil
+	return m, status, st.Secrets, nil
 }
 
 // Trace is a session's journal (the JSONL trace, secrets masked as it was

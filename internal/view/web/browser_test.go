@@ -412,7 +412,7 @@ func TestBrowserCorpus(t *testing.T) {
 // elements, links to javascript:, and the title the content tries to set.
 const hostileDOM = `(function(){
   var bad = [];
-  document.querySelectorAll("#app script, #app img, #app b, #app i, #app iframe:not([src^='/'])").forEach(function (e) { bad.push(e.tagName); });
+  document.querySelectorAll("#app script, #app img:not([src^='/api/sessions/']), #app b, #app i, #app iframe:not([src^='/'])").forEach(function (e) { bad.push(e.tagName); });
   document.querySelectorAll("a[href]").forEach(function (a) { if (/^\s*javascript:/i.test(a.getAttribute("href"))) bad.push("javascript link"); });
   if (document.title.indexOf("pwned") >= 0) bad.push("title " + document.title);
   return bad.join(",");
@@ -505,4 +505,91 @@ func TestBrowserHostile(t *testing.T) {
 		t.Error("the edit is still pending after the turn")
 	}
 	tb.shot("world-edit.png")
+}
+
+// TestBrowserCancelMedia plays the kinds test story in headless Chromium:
+// its media elements (an image and a video of the story's own, served by
+// the server; the rest links or text, markup in a caption and a handle
+// shown as text), then a slow call shown live, cancelled, and the session
+// taking the next input as usual.
+func TestBrowserCancelMedia(t *testing.T) {
+	tb := newTab(t)
+	ts := startServer(t, serverOpts{stories: []string{kindsApp}, cassettes: map[string]string{kindsApp: kindsCassette}})
+	tb.do(chromedp.Navigate(ts.URL + "/?token=" + ts.Token))
+	tb.wait(`document.body.dataset.ready === "home"`)
+	tb.click(`button[data-start="kinds"]`)
+	tb.wait(`location.pathname.startsWith("/s/")`)
+	tb.ready("gallery")
+	id := strings.TrimPrefix(tb.str(`location.pathname`), "/s/")
+
+	// The image is loaded from the server; its caption, alt text and
+	// handle, which hold markup, are text.
+	img := `document.querySelector("#view figure.el-media img")`
+	tb.wait(img + ` && ` + img + `.complete && ` + img + `.naturalWidth > 0`)
+	if got := tb.str(img + `.getAttribute("src")`); got != "/api/sessions/"+id+"/media/8?turn=0" {
+		t.Errorf("the image's src = %q", got)
+	}
+	if got := browser.Eval[int](t, tb.ctx, img+`.naturalWidth`); got != 24 {
+		t.Errorf("the image is %d px wide, want the file's 24", got)
+	}
+	if got := tb.str(img + `.alt`); got != "a <b>dot</b>" {
+		t.Errorf("the image's alt = %q", got)
+	}
+	fig := `(function(){ var f = document.querySelector("#view figure.el-media img").closest("figure"); return f.querySelector("figcaption").textContent + " | " + f.querySelector("code").textContent; })()`
+	if got := tb.str(fig); got != `a <b>dot</b> | kinds#dot "><img src=x onerror="document.title='pwned'">` {
+		t.Errorf("the image's caption and handle = %q", got)
+	}
+	video := `document.querySelector("#view figure.el-media video")`
+	if got := tb.str(video + `.getAttribute("src") + " " + ` + video + `.controls`); got != "/api/sessions/"+id+"/media/9?turn=0 true" {
+		t.Errorf("the video = %q", got)
+	}
+	// One image and one video: a path outside the story, a file of the
+	// wrong kind, an http(s) handle and a javascript: one play nothing.
+	if got := tb.str(`document.querySelectorAll("#view figure.el-media img").length + " " + document.querySelectorAll("#view figure.el-media video").length + " " + document.querySelectorAll("#view figure.el-media").length`); got != "1 1 6" {
+		t.Errorf("images, videos, media elements = %q", got)
+	}
+	if got := tb.str(`Array.from(document.querySelectorAll("#view figure.el-media a")).map(a => a.getAttribute("href")).join(",")`); got != "https://example.com/clip.mp4" {
+		t.Errorf("links = %q", got)
+	}
+	tb.shot("media.png")
+	if got := tb.str(hostileDOM); got != "" {
+		t.Errorf("media: %s", got)
+	}
+
+	// The slow call: shown live with its agent, the inputs disabled, then
+	// cancelled; on_error takes the session back to the gallery.
+	tb.click(`#intents button[data-intent="slow"]`)
+	tb.wait(`document.querySelector('#calls li.call[data-handler="host.agent.decide"]') !== null`)
+	if got := tb.str(`document.querySelector("#calls li.call").textContent`); !strings.Contains(got, "agent.test (host.agent.decide)") {
+		t.Errorf("call shown = %q", got)
+	}
+	if !browser.Eval[bool](t, tb.ctx, `document.getElementById("controls").disabled`) {
+		t.Error("the inputs stay enabled while a turn runs")
+	}
+	tb.shot("kinds-slow-call.png")
+	tb.click(`#cancel`)
+	tb.ready("gallery")
+	if got := tb.str(`Array.from(document.querySelectorAll('#transcript .entry.error')).pop().textContent`); !strings.Contains(got, "call cancelled") {
+		t.Errorf("the cancelled call's entry = %q", got)
+	}
+	if n := browser.Eval[int](t, tb.ctx, `document.querySelectorAll("#calls li.call").length`); n != 0 {
+		t.Errorf("%d calls still shown after the cancel", n)
+	}
+
+	// The session goes on: free text (the state's default intent), then
+	// an intent button; the media are shown again for the new turn.
+	turn := tb.turnOf()
+	tb.typeIn(`#line`, "after the cancel"+kb.Enter)
+	tb.readyAfter("gallery", turn)
+	if got := tb.saidLast(); got != "noted: after the cancel" {
+		t.Errorf("said %q", got)
+	}
+	tb.click(`#intents button[data-intent="ask"]`)
+	tb.wait(`document.querySelectorAll("#transcript .entry.say").length > 1 && document.body.dataset.busy === ""`)
+	tb.ready("gallery")
+	tb.wait(img + ` && ` + img + `.complete && ` + img + `.naturalWidth > 0 && ` + img + `.getAttribute("src").endsWith("?turn=" + document.body.dataset.turn)`)
+	tb.shot("kinds-after-cancel.png")
+	if got := tb.str(hostileDOM); got != "" {
+		t.Errorf("after the cancel: %s", got)
+	}
 }

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bytes"
 	"fmt"
 	"maps"
 	"slices"
@@ -33,22 +32,10 @@ const (
 	EntryNotice   = "notice"
 )
 
-// entriesOf reads a piece of a journal (whole JSONL lines after the
-// header) into transcript entries. Lines that do not decode are skipped:
-// the trace pane shows the journal as it is.
-func entriesOf(b []byte) []Entry {
-	var evs []trace.Event
-	for line := range bytes.Lines(b) {
-		line = bytes.TrimRight(line, "\n")
-		if len(line) == 0 {
-			continue
-		}
-		ev, err := trace.DecodeLine(line)
-		if err != nil || ev.Kind == trace.KindSessionHeader {
-			continue
-		}
-		evs = append(evs, ev)
-	}
+// entriesOf makes transcript entries of a piece of a journal's events
+// (decodeLines: the header and lines that do not decode are left out; the
+// trace pane shows the journal as it is).
+func entriesOf(evs []trace.Event) []Entry {
 	if len(evs) == 0 {
 		return nil
 	}

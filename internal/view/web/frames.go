@@ -145,14 +145,15 @@ func (l *live) statusFrame() []byte {
 	if st := l.last; st != nil {
 		s.State, s.Description, s.Turn, s.Done, s.Exit = st.State, l.mask.Text(st.Description), st.Turn, st.Done, st.Exit
 		s.View = viewElements(st.ViewDoc, l.mask)
+		for i, e := range st.ViewDoc {
+			if e.Media != nil {
+				s.View[i].Media.Src = l.mediaSrc(i, e.Media.Kind, e.Media.Path)
+			}
+		}
 		if st.ViewErr != nil {
 			s.ViewError = l.mask.Text(st.ViewErr.Error())
 		}
-		for _, in := range st.Intents {
-			if !in.Hidden {
-				s.Intents = append(s.Intents, in)
-			}
-		}
+		s.Intents = pageIntents(st.Intents)
 		if w, ok := l.mask.Value(orchestrator.DeepCopy(st.World)).(map[string]any); ok {
 			s.World = w
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/base/schema"
 	"github.com/kitsoki/kitsoki/internal/check/eval"
 	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/run/driver"
 	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/view/evalview"
 	"github.com/kitsoki/kitsoki/internal/view/traceview"
@@ -23,7 +24,7 @@ import (
 // pageCSP is the session and home page's policy: its own script and
 // style only, no inline script, requests to itself only, framed by
 // nobody.
-const pageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+const pageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src 'self'; connect-src 'self'; frame-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // maxBody bounds a request body.
 const maxBody = 1 << 20
@@ -124,9 +125,12 @@ func (s *Server) listStories(w http.ResponseWriter, r *http.Request) {
 	for _, m := range all {
 		for i := range cards {
 			if cards[i].File == m.Story {
-				_, live := s.lives[m.ID]
-				cards[i].Sessions = append(cards[i].Sessions, sessionRow{ID: m.ID, State: m.State, Turn: m.Turn, Updated: m.Updated,
-					Finished: m.Finished, Exit: m.Exit, ForkedFrom: m.ForkedFrom, Live: live})
+				row := sessionRow{ID: m.ID, State: m.State, Turn: m.Turn, Updated: m.Updated,
+					Finished: m.Finished, Exit: m.Exit, ForkedFrom: m.ForkedFrom}
+				if l := s.lives[m.ID]; l != nil {
+					l.now(&row) // the index entry is saved at most once a second
+				}
+				cards[i].Sessions = append(cards[i].Sessions, row)
 			}
 		}
 	}
@@ -164,8 +168,9 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	s.lives[id] = l
 	s.mu.Unlock()
 	s.evict(l)
-	l.begin(busyStarting, func(ctx context.Context) (Session, error) {
-		return s.cfg.Sessions.Create(ctx, CreateRequest{Story: si.File, ID: id}, l.hooks())
+	l.begin(busyStarting, func(ctx context.Context) (*driver.Open, error) {
+		o, _, err := s.cfg.Sessions.Create(ctx, driver.CreateRequest{Story: si.File, ID: id, OnDispatch: l.onDispatch})
+		return o, err
 	})
 	writeJSON(w, http.StatusCreated, map[string]string{"id": id})
 }
@@ -242,20 +247,20 @@ func (s *Server) input(w http.ResponseWriter, r *http.Request) {
 }
 
 // inputOf reads an input request.
-func (l *live) inputOf(body map[string]any) (Input, error) {
+func (l *live) inputOf(body map[string]any) (driver.Input, error) {
 	if text, ok := body["text"].(string); ok {
 		text = strings.TrimSpace(text)
 		switch {
 		case text == "":
-			return Input{}, &InputError{errors.New("type an intent (greet name=Ada) or a sentence")}
+			return driver.Input{}, &InputError{errors.New("type an intent (greet name=Ada) or a sentence")}
 		case strings.HasPrefix(text, ":"):
-			return Input{}, &InputError{fmt.Errorf("%s: the page has no : commands (the buttons and panes do what :intents, :world and :back do in the terminal)", text)}
+			return driver.Input{}, &InputError{fmt.Errorf("%s: the page has no : commands (the buttons and panes do what :intents, :world and :back do in the terminal)", text)}
 		}
-		return Input{Kind: KindRaw, Text: text}, nil
+		return driver.Raw(text), nil
 	}
 	name, _ := body["intent"].(string)
 	if name == "" {
-		return Input{}, &InputError{errors.New(`want {"text": "..."} or {"intent": "...", "slots": {...}}`)}
+		return driver.Input{}, &InputError{errors.New(`want {"text": "..."} or {"intent": "...", "slots": {...}}`)}
 	}
 	raw, _ := body["slots"].(map[string]any)
 	types := map[string]string{}
@@ -270,7 +275,7 @@ func (l *live) inputOf(body map[string]any) (Input, error) {
 		}
 	}
 	l.mu.Unlock()
-	return Input{Kind: KindIntent, Intent: name, Slots: typeSlots(types, raw)}, nil
+	return driver.Intent(name, typeSlots(types, raw)), nil
 }
 
 // typeSlots types slot values a form sent as text by the slot's declared
@@ -344,6 +349,31 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusCreated, map[string]any{"id": m.ID, "at": at})
+}
+
+// deleteSession deletes a session and its journal: the server lets go of
+// it first (refused while a turn runs); one another process holds is
+// refused by the session API.
+func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if _, err := s.meta(id); err != nil {
+		fail(w, err)
+		return
+	}
+	if err := s.release(id); err != nil {
+		fail(w, err)
+		return
+	}
+	m, kept, err := s.cfg.Sessions.Delete(id)
+	if err != nil {
+		fail(w, &conflictError{err.Error()})
+		return
+	}
+	out := map[string]string{"id": m.ID}
+	if kept != "" {
+		out["kept"] = kept
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // world queues world edits for the next turn: {"key": k, "value": v}

@@ -18,6 +18,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agents/cassette"
 	"github.com/kitsoki/kitsoki/internal/hosts/starlark"
 	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/run/driver"
 	"github.com/kitsoki/kitsoki/internal/run/replay"
 	"github.com/kitsoki/kitsoki/internal/run/runtime"
 	"github.com/kitsoki/kitsoki/internal/run/session"
@@ -78,7 +79,7 @@ func startServer(t testing.TB, o serverOpts) *testServer {
 	if o.addr == "" {
 		o.addr = "127.0.0.1:0"
 	}
-	local := &Local{Store: session.Store{Dir: o.dir},
+	local := &driver.Sessions{Store: session.Store{Dir: o.dir},
 		Load: func(path string) (*story.Story, error) {
 			var opts []story.Option
 			if c := o.cassettes[path]; c != "" {

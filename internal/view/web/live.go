@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/base/secret"
+	"github.com/kitsoki/kitsoki/internal/hosts/host"
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
+	"github.com/kitsoki/kitsoki/internal/run/driver"
 	"github.com/kitsoki/kitsoki/internal/run/session"
 	"github.com/kitsoki/kitsoki/internal/view/viz"
 )
@@ -36,11 +38,11 @@ type live struct {
 	gen   string // names this copy of the transcript in event ids
 
 	mu       sync.Mutex
-	sess     Session
+	sess     *driver.Open
 	meta     session.Meta
 	readOnly string // why no input is taken ("" when it is)
 	failed   string // why the session could not be opened
-	last     *Status
+	last     *driver.Status
 	mask     *secret.Masker
 	entries  []Entry
 	// published is how many entries the pages following have been sent.
@@ -80,31 +82,30 @@ func newLive(srv *Server, id string, si *storyInfo) *live {
 	return &live{srv: srv, id: id, story: si, gen: NewToken()[:8], subs: map[*subscriber]struct{}{}, used: time.Now(), mask: secret.New()}
 }
 
-// hooks are the session's hooks: each call it dispatches is shown live.
-func (l *live) hooks() Hooks {
-	return Hooks{OnCall: func(c Call) func() {
-		in := &inflight{Call: c, start: time.Now()}
+// onDispatch is told of each call the session dispatches: it is shown
+// live.
+func (l *live) onDispatch(hc *host.Call) func() {
+	in := &inflight{Call: callOf(hc), start: time.Now()}
+	l.mu.Lock()
+	l.calls = append(l.calls, in)
+	l.publish(l.callsFrame())
+	l.mu.Unlock()
+	return func() {
 		l.mu.Lock()
-		l.calls = append(l.calls, in)
+		for i, x := range l.calls {
+			if x == in {
+				l.calls = append(l.calls[:i], l.calls[i+1:]...)
+				break
+			}
+		}
 		l.publish(l.callsFrame())
 		l.mu.Unlock()
-		return func() {
-			l.mu.Lock()
-			for i, x := range l.calls {
-				if x == in {
-					l.calls = append(l.calls[:i], l.calls[i+1:]...)
-					break
-				}
-			}
-			l.publish(l.callsFrame())
-			l.mu.Unlock()
-		}
-	}}
+	}
 }
 
 // begin runs fn (creating or opening the session) as the live session's
 // first piece of work, the page told it is busy meanwhile.
-func (l *live) begin(what string, fn func(ctx context.Context) (Session, error)) {
+func (l *live) begin(what string, fn func(ctx context.Context) (*driver.Open, error)) {
 	ctx, cancel := context.WithCancel(l.srv.ctx)
 	l.mu.Lock()
 	l.busy, l.since, l.cancel = what, time.Now(), cancel
@@ -115,10 +116,10 @@ func (l *live) begin(what string, fn func(ctx context.Context) (Session, error))
 		defer cancel()
 		sess, err := fn(ctx)
 		if err == nil {
-			l.attach(sess)
+			l.attach(ctx, sess)
 			return
 		}
-		if errors.Is(err, ErrFinished) {
+		if errors.Is(err, driver.ErrFinished) {
 			if err = l.inspect(ctx); err == nil {
 				return
 			}
@@ -129,8 +130,8 @@ func (l *live) begin(what string, fn func(ctx context.Context) (Session, error))
 
 // attach makes sess the live session's: its transcript and path are
 // read from its journal.
-func (l *live) attach(sess Session) {
-	st, err := sess.Status()
+func (l *live) attach(ctx context.Context, sess *driver.Open) {
+	st, err := sess.Status(ctx)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.sess, l.meta = sess, sess.Meta()
@@ -146,7 +147,7 @@ func (l *live) attach(sess Session) {
 
 // inspect shows a finished session as its journal left it.
 func (l *live) inspect(ctx context.Context) error {
-	m, st, err := l.srv.cfg.Sessions.Inspect(ctx, l.id)
+	m, st, err := l.srv.cfg.Sessions.Status(ctx, l.id)
 	if err != nil {
 		return err
 	}
@@ -172,7 +173,7 @@ func (l *live) fail(err error) {
 }
 
 // take starts a turn with one input; it refuses while another runs.
-func (l *live) take(in Input) error {
+func (l *live) take(in driver.Input) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.ready(); err != nil {
@@ -187,8 +188,8 @@ func (l *live) take(in Input) error {
 	go func() {
 		defer l.turns.Done()
 		defer cancel()
-		err := sess.Take(ctx, in)
-		st, serr := sess.Status()
+		_, err := sess.Take(ctx, in)
+		st, serr := sess.Status(ctx)
 		l.turnDone(ctx, err, st, serr)
 	}()
 	return nil
@@ -218,10 +219,10 @@ func (e *conflictError) Error() string { return e.msg }
 
 // turnDone publishes what a turn did: the journal's new entries, the
 // status, the calls (none now).
-func (l *live) turnDone(ctx context.Context, err error, st *Status, serr error) {
+func (l *live) turnDone(ctx context.Context, err error, st *driver.Status, serr error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var ie *InputError
+	var ie *driver.InputError
 	switch {
 	case err == nil:
 	case errors.As(err, &ie):
@@ -274,9 +275,10 @@ func (l *live) catchUp() {
 	}
 	if len(b) > 0 {
 		l.mark += int64(len(b))
-		l.entries = append(l.entries, entriesOf(b)...)
+		evs := decodeLines(b) // once, for the transcript and the path
+		l.entries = append(l.entries, entriesOf(evs)...)
 		if l.graph != nil {
-			l.graph.Highlight(decodeLines(b))
+			l.graph.Highlight(evs)
 		}
 	}
 	if l.graph != nil && l.last != nil {
@@ -426,6 +428,23 @@ func (l *live) idle() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.subs) == 0 && l.busy == ""
+}
+
+// now writes where the live session stands into its home page row.
+func (l *live) now(row *sessionRow) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	row.Live = true
+	if st := l.last; st != nil {
+		row.State, row.Turn, row.Finished, row.Exit = st.State, st.Turn, st.Done, st.Exit
+	}
+}
+
+// running reports whether a turn runs (or the session is being opened).
+func (l *live) running() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.busy != ""
 }
 
 // close cancels what runs, waits for it and closes the session.

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/run/driver"
 	"github.com/kitsoki/kitsoki/internal/run/session"
 	"github.com/kitsoki/kitsoki/internal/view/viz"
 )
@@ -43,10 +44,15 @@ var assets embed.FS
 type Config struct {
 	// Stories are the root files of the stories served (Discover).
 	Stories []string
-	// Sessions is the session API the server drives. Required.
-	Sessions Sessions
+	// Sessions is the session API the server drives (the one `kitsoki
+	// session` and the MCP session tools drive). Required.
+	Sessions *driver.Sessions
 	// Token is what every request must carry (Token, NewToken). Required.
 	Token string
+	// Workspace is the project's root: a view's media files are read in
+	// it or in the story's directory, a relative path against it ("": the
+	// story's directory).
+	Workspace string
 	// Debug lets the page edit the world.
 	Debug bool
 	// Render draws the state diagram as SVG (viz.HelperRender); nil shows
@@ -73,10 +79,14 @@ type Server struct {
 	ctx     context.Context
 	stop    context.CancelFunc
 
+	// mu guards lives and closed; it is taken before a live session's
+	// own lock, never after it.
 	mu     sync.Mutex
 	lives  map[string]*live
-	graphs map[string]*story.Story // each story loaded once for its graph
 	closed bool
+	// graphMu guards graphs (taken under a live session's lock).
+	graphMu sync.Mutex
+	graphs  map[string]*story.Story // each story loaded once for its graph
 }
 
 // New builds a server for cfg.
@@ -114,8 +124,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/sessions/{id}/input", s.input)
 	mux.HandleFunc("POST /api/sessions/{id}/cancel", s.cancel)
 	mux.HandleFunc("POST /api/sessions/{id}/fork", s.fork)
+	mux.HandleFunc("DELETE /api/sessions/{id}", s.deleteSession)
 	mux.HandleFunc("POST /api/sessions/{id}/world", s.world)
 	mux.HandleFunc("GET /api/sessions/{id}/diagram.svg", s.diagram)
+	mux.HandleFunc("GET /api/sessions/{id}/media/{n}", s.media)
 	mux.HandleFunc("GET /s/{id}/trace/", s.tracePage)
 	mux.HandleFunc("GET /evals/{story}/{name}", s.evalPage)
 	return s.guard.wrap(mux)
@@ -158,9 +170,11 @@ func (s *Server) Close() error {
 		lives = append(lives, l)
 	}
 	s.lives = map[string]*live{}
-	graphs := s.graphs
-	s.graphs = map[string]*story.Story{}
 	s.mu.Unlock()
+	s.graphMu.Lock()
+	graphs := s.graphs
+	s.graphs = nil // none is loaded any more
+	s.graphMu.Unlock()
 	var errs []error
 	for _, l := range lives {
 		errs = append(errs, l.close())
@@ -195,9 +209,9 @@ func (s *Server) storyByFile(file string) *storyInfo {
 // storyOf is si's story as loaded for its graph (no handler, no secret),
 // loaded once; nil when it does not load.
 func (s *Server) storyOf(si *storyInfo) *story.Story {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if st, ok := s.graphs[si.Key]; ok || s.closed {
+	s.graphMu.Lock()
+	defer s.graphMu.Unlock()
+	if st, ok := s.graphs[si.Key]; ok || s.graphs == nil {
 		return st
 	}
 	st, err := story.Load(si.File, story.WithStubbedHosts(), story.WithoutSecrets())
@@ -251,17 +265,36 @@ func (s *Server) lookup(id string) (*live, error) {
 	s.lives[id] = l
 	s.mu.Unlock()
 	s.evict(l)
-	if m.Finished {
-		l.begin(busyOpening, func(ctx context.Context) (Session, error) { return nil, ErrFinished })
-	} else {
-		l.begin(busyOpening, func(ctx context.Context) (Session, error) { return s.cfg.Sessions.Open(ctx, id, l.hooks()) })
-	}
+	l.begin(busyOpening, func(ctx context.Context) (*driver.Open, error) {
+		if m.Finished {
+			return nil, driver.ErrFinished
+		}
+		o, _, err := s.cfg.Sessions.Resume(ctx, driver.ResumeRequest{Ref: id, OnDispatch: l.onDispatch})
+		return o, err
+	})
 	return l, nil
+}
+
+// release closes the live session id, if the server holds it; a session
+// taking a turn (or being opened) is refused.
+func (s *Server) release(id string) error {
+	s.mu.Lock()
+	l, ok := s.lives[id]
+	if ok && l.running() {
+		s.mu.Unlock()
+		return &conflictError{"a turn is in progress: delete the session once it ends (or cancel it)"}
+	}
+	delete(s.lives, id)
+	s.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	return l.close()
 }
 
 // meta is session id's index entry.
 func (s *Server) meta(id string) (session.Meta, error) {
-	m, err := s.cfg.Sessions.Get(id)
+	m, err := s.cfg.Sessions.Store.Get(id)
 	if errors.Is(err, session.ErrNotFound) {
 		return m, &notFoundError{err.Error()}
 	}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -481,25 +482,167 @@ func TestDiscover(t *testing.T) {
 	}
 }
 
-// TestLineOf: an intent and typed slots written as a line that parses
-// back to them.
-func TestLineOf(t *testing.T) {
-	for _, tc := range []struct {
-		slots map[string]any
-		line  string
-		ok    bool
-	}{
-		{map[string]any{"name": "Ada", "style": "formal"}, "greet name=Ada style=formal", true},
-		{map[string]any{"name": "Ada Lovelace"}, `greet name="Ada Lovelace"`, true},
-		{map[string]any{"name": `say "hi"`}, `greet name='say "hi"'`, true},
-		{map[string]any{"n": int64(3), "tags": []any{"a", "b"}}, `greet n=3 tags='["a","b"]'`, true},
-		{map[string]any{"name": ""}, `greet name=""`, true},
-		{map[string]any{"name": `it's "x"`}, "", false},
-		{map[string]any{"name": "two\nlines"}, "", false},
-	} {
-		line, ok := LineOf("greet", tc.slots)
-		if line != tc.line || ok != tc.ok {
-			t.Errorf("LineOf(%v) = %q %v, want %q %v", tc.slots, line, ok, tc.line, tc.ok)
+// TestDelete: a session is deleted through the session API once the
+// server let go of it: not while a turn runs, then gone from the list
+// and its journal with it.
+func TestDelete(t *testing.T) {
+	ts := helloServer(t, serverOpts{cassettes: map[string]string{helloApp: slowCassette(t)}})
+	id := ts.create(t, "hello")
+	s := ts.follow(t, id, "")
+	s.until("turn 0", settled("lobby"))
+	for _, line := range []string{"greet name=Ada style=formal", "again", "greet name=Grace", "again", "greet name=Linus"} {
+		ts.do(t, "POST", "/api/sessions/"+id+"/input", map[string]any{"text": line})
+		if line != "greet name=Linus" {
+			s.until(line, func(s *stream) bool {
+				return s.Calls["busy"] == nil && len(s.texts(EntryInput)) > 0 && s.texts(EntryInput)[len(s.texts(EntryInput))-1] == line
+			})
 		}
+	}
+	s.until("the slow call", func(s *stream) bool { return s.Calls != nil && len(s.Calls["calls"].([]any)) > 0 })
+	if code, out := ts.do(t, "DELETE", "/api/sessions/"+id, nil); code != http.StatusConflict ||
+		out["error"] != "a turn is in progress: delete the session once it ends (or cancel it)" {
+		t.Errorf("delete during a turn: %d %v", code, out)
+	}
+	ts.do(t, "POST", "/api/sessions/"+id+"/cancel", nil)
+	s.until("cancelled", settled("lobby"))
+	code, out := ts.do(t, "DELETE", "/api/sessions/"+id, nil)
+	if code != http.StatusOK || out["id"] != id {
+		t.Fatalf("delete: %d %v", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(ts.Dir, id+".jsonl")); !os.IsNotExist(err) {
+		t.Errorf("the journal is still there: %v", err)
+	}
+	_, list := ts.do(t, "GET", "/api/stories", nil)
+	if rows := list["stories"].([]any)[0].(map[string]any)["sessions"].([]any); len(rows) != 0 {
+		t.Errorf("sessions listed after the delete = %v", rows)
+	}
+	if code, out := ts.do(t, "DELETE", "/api/sessions/"+id, nil); code != http.StatusNotFound {
+		t.Errorf("delete again: %d %v", code, out)
+	}
+	if code, _ := ts.do(t, "POST", "/api/sessions/"+id+"/input", map[string]any{"text": "bye"}); code != http.StatusNotFound {
+		t.Errorf("input to the deleted session: %d", code)
+	}
+}
+
+// TestMedia: a view's image and video files inside the story's directory
+// are served to the page by their element's index, with their type and a
+// policy of their own; a path outside, a file of another kind and an
+// element that is not media are not.
+func TestMedia(t *testing.T) {
+	ts := startServer(t, serverOpts{stories: []string{kindsApp}, cassettes: map[string]string{kindsApp: kindsCassette}})
+	id := ts.create(t, "kinds")
+	s := ts.follow(t, id, "")
+	s.until("turn 0", settled("gallery"))
+	srcs := map[string]string{}
+	index := map[string]int{}
+	for i, e := range s.Status["view"].([]any) {
+		m, _ := e.(map[string]any)["media"].(map[string]any)
+		if m == nil {
+			continue
+		}
+		src, _ := m["src"].(string)
+		srcs[m["caption"].(string)] = src
+		index[m["caption"].(string)] = i
+	}
+	base := "/api/sessions/" + id + "/media/"
+	want := map[string]string{
+		"a clip": "", "a bad link": "", "outside": "", "not a video": "",
+		"a <b>dot</b>":   base + fmt.Sprint(index["a <b>dot</b>"]) + "?turn=0",
+		"a clip of ours": base + fmt.Sprint(index["a clip of ours"]) + "?turn=0",
+	}
+	if d := cmp.Diff(want, srcs); d != "" {
+		t.Errorf("media sources (-want +got):\n%s", d)
+	}
+	get := func(path string) (*http.Response, string) {
+		req, _ := http.NewRequest("GET", ts.URL+path, nil)
+		req.Header.Set(TokenHeader, ts.Token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(b)
+	}
+	png, _ := os.ReadFile(filepath.Join(filepath.Dir(kindsApp), "media", "dot.png"))
+	for _, tc := range []struct {
+		name, path string
+		code       int
+		ctype      string
+		body       string
+	}{
+		{"the image", want["a <b>dot</b>"], 200, "image/png", string(png)},
+		{"the video", want["a clip of ours"], 200, "video/webm", ""},
+		{"a path outside", base + fmt.Sprint(index["outside"]), 403, "", "is outside the story's directory and the workspace"},
+		{"a png as a video", base + fmt.Sprint(index["not a video"]), 415, "", "media/dot.png is not a video file the page plays (by its name: .m4v, .mov, .mp4, .ogv, .webm)"},
+		{"a link", base + fmt.Sprint(index["a bad link"]), 404, "", "the view has no media element"},
+		{"not media", base + "0", 404, "", "the view has no media element 0 the page plays"},
+		{"past the view", base + "99", 404, "", "the view has no media element 99"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := get(tc.path)
+			if resp.StatusCode != tc.code || !strings.Contains(body, tc.body) {
+				t.Errorf("%s: %d %q, want %d with %q", tc.path, resp.StatusCode, body, tc.code, tc.body)
+			}
+			if tc.ctype != "" {
+				if got := resp.Header.Get("Content-Type"); got != tc.ctype {
+					t.Errorf("Content-Type = %q, want %q", got, tc.ctype)
+				}
+				if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "sandbox") || resp.Header.Get("X-Content-Type-Options") != "nosniff" {
+					t.Errorf("policy = %q, nosniff %q", csp, resp.Header.Get("X-Content-Type-Options"))
+				}
+			}
+		})
+	}
+}
+
+// TestMediaFile: a media path is read inside the story's directory or
+// the workspace only, a relative one against the workspace; a link out of
+// them is refused.
+func TestMediaFile(t *testing.T) {
+	root := t.TempDir()
+	ws := filepath.Join(root, "ws")
+	dir := filepath.Join(ws, "stories", "a")
+	outside := filepath.Join(root, "secret.png")
+	for _, p := range []string{filepath.Join(dir, "app.yaml"), filepath.Join(dir, "in.png"), filepath.Join(ws, ".artifacts", "a.png"), outside} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(p), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "link.png")); err != nil {
+		t.Fatal(err)
+	}
+	si := &storyInfo{File: filepath.Join(dir, "app.yaml")}
+	for _, tc := range []struct {
+		name, workspace, path, want, err string
+	}{
+		{"in the story's directory", "", filepath.Join(dir, "in.png"), filepath.Join(dir, "in.png"), ""},
+		{"relative to the story without a workspace", "", "in.png", filepath.Join(dir, "in.png"), ""},
+		{"relative to the workspace", ws, ".artifacts/a.png", filepath.Join(ws, ".artifacts", "a.png"), ""},
+		{"outside", ws, outside, "", "is outside the story's directory and the workspace"},
+		{"dot-dot out", "", "../../../secret.png", "", "is outside the story's directory and the workspace"},
+		{"a link out", "", "link.png", "", "path escapes from parent"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Server{cfg: Config{Workspace: tc.workspace}}
+			f, err := s.mediaFile(si, tc.path)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			b, _ := io.ReadAll(f)
+			if string(b) != tc.want {
+				t.Errorf("read %q, want the file %s", b, tc.want)
+			}
+		})
 	}
 }

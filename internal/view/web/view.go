@@ -77,6 +77,9 @@ type viewMedia struct {
 	Handle  string `json:"handle"`
 	Caption string `json:"caption,omitempty"`
 	Kind    string `json:"kind,omitempty"`
+	// Src is where the page loads the file from (an image or video
+	// element whose path: the server may read); "" shows a link.
+	Src string `json:"src,omitempty"`
 }
 
 // viewElements converts the rendered typed view, masking the story's

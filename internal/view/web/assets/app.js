@@ -113,13 +113,15 @@
     rows.forEach(function (m) {
       var fork = el("button", { type: "button", text: "Fork", title: "a new session from turn " + m.turn, "data-fork": m.id,
         onclick: function () { forkSession(m.id, m.turn, fork); } });
+      var del = el("button", { type: "button", text: "Delete", title: "delete this session and its journal", "data-delete": m.id,
+        onclick: function () { deleteSession(m.id, del); } });
       body.appendChild(el("tr", { "data-session": m.id }, [
         el("td", {}, [el("a", { href: "/s/" + encodeURIComponent(m.id), text: m.id })]),
         el("td", { text: m.state || "–" }),
         el("td", { text: String(m.turn) }),
         el("td", { text: m.finished ? "finished" + (m.exit ? " (" + m.exit + ")" : "") : (m.live ? "open" : "resumable") }),
         el("td", { text: new Date(m.updated).toLocaleString() }),
-        el("td", {}, [fork]),
+        el("td", {}, [fork, " ", del]),
       ]));
     });
     return el("table", { className: "sessions" }, [
@@ -134,6 +136,17 @@
       if (r.ok) { location.assign("/s/" + encodeURIComponent(r.data.id)); return; }
       if (button) button.disabled = false;
       alertLine(r.data.error || "the fork failed");
+    });
+  }
+
+  // deleteSession deletes a session (the server lets go of it first) and
+  // lists the stories again.
+  function deleteSession(id, button) {
+    button.disabled = true;
+    return api("DELETE", "/api/sessions/" + encodeURIComponent(id)).then(function (r) {
+      if (r.ok) { homePage(); return; }
+      button.disabled = false;
+      alertLine(r.data.error || "the delete failed");
     });
   }
 
@@ -301,12 +314,25 @@
     return text ? el("pre", { className: cls + " text", text: text }) : null;
   }
 
+  // mediaNode shows a media element: an image or video file the
+  // server serves (m.src, a path of its own) as the element that plays
+  // it; anything else as its caption and a link (http(s) only) or its
+  // handle as text. Nothing is loaded from another site.
   function mediaNode(v, cls) {
     var m = v.media || {};
     var link = /^https?:\/\//i.test(m.handle) ? el("a", { href: m.handle, target: "_blank", rel: "noopener noreferrer", text: m.handle })
       : el("code", { text: m.handle });
+    var player = null;
+    var src = /^\/api\/sessions\//.test(m.src || "") ? m.src : "";
+    if (src && m.kind === "image") player = el("img", { src: src, alt: m.caption || m.handle });
+    if (src && m.kind === "video") {
+      player = el("video", { src: src, title: m.caption || m.handle });
+      player.controls = true;
+      player.preload = "metadata";
+    }
     return el("figure", { className: cls }, [
       el("span", { className: "tag", text: m.kind || "media" }),
+      player,
       el("figcaption", { text: m.caption || m.handle }),
       link,
     ]);

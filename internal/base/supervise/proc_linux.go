@@ -156,45 +156,83 @@ type child struct {
 // re-parented to it and the children it started. It reads every
 // process's stat for its parent, because the per-thread children lists
 // miss a child while it moves between kitsoki's threads (one that ends
-// passes its children on to another).
+// passes its children on to another). The stat lines share one buffer, so
+// a sweep allocates only for the children it finds.
 func children() []*child {
 	entries, _ := os.ReadDir("/proc")
 	self := os.Getpid()
 	var out []*child
+	buf := make([]byte, statLineMax)
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == self {
 			continue
 		}
-		if c, ok := statOf(pid); ok && c.ppid == self {
-			out = append(out, c)
+		if c, ok := statOf(pid, buf); ok && c.ppid == self {
+			out = append(out, &c)
 		}
 	}
 	return out
 }
 
-// statOf reads a process's state, process group and session.
-func statOf(pid int) (*child, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+// statLineMax bounds the part of a stat line read: the fields statOf
+// needs come right after the command name, which is at most 64 bytes.
+const statLineMax = 512
+
+// statOf reads a process's state, process group and session from its
+// stat line, read into buf.
+func statOf(pid int, buf []byte) (child, bool) {
+	line, ok := readStat(pid, buf)
+	if !ok {
+		return child{}, false
+	}
+	// pid (comm) state ppid pgrp session …; comm may hold spaces and ')'.
+	i := bytes.LastIndexByte(line, ')')
+	if i < 0 {
+		return child{}, false
+	}
+	f, ok := leadingFields(line[i+1:])
+	if !ok {
+		return child{}, false
+	}
+	ppid, err0 := strconv.Atoi(string(f[1]))
+	pgrp, err1 := strconv.Atoi(string(f[2]))
+	sid, err2 := strconv.Atoi(string(f[3]))
+	if err0 != nil || err1 != nil || err2 != nil {
+		return child{}, false
+	}
+	return child{pid: pid, ppid: ppid, pgrp: pgrp, sid: sid, zombie: string(f[0]) == "Z"}, true
+}
+
+// readStat reads the start of /proc/<pid>/stat into buf.
+func readStat(pid int, buf []byte) ([]byte, bool) {
+	fd, err := syscall.Open("/proc/"+strconv.Itoa(pid)+"/stat", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, false
 	}
-	// pid (comm) state ppid pgrp session …; comm may hold spaces and ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
+	defer syscall.Close(fd)
+	n, err := syscall.Read(fd, buf)
+	if err != nil || n <= 0 {
 		return nil, false
 	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 4 {
-		return nil, false
+	return buf[:n], true
+}
+
+// leadingFields splits off the first four space-separated fields of s.
+func leadingFields(s []byte) ([4][]byte, bool) {
+	var f [4][]byte
+	for k := range f {
+		s = bytes.TrimLeft(s, " ")
+		j := bytes.IndexByte(s, ' ')
+		if j < 0 {
+			j = len(s)
+		}
+		if j == 0 {
+			return f, false
+		}
+		f[k], s = s[:j], s[j:]
 	}
-	ppid, err0 := strconv.Atoi(f[1])
-	pgrp, err1 := strconv.Atoi(f[2])
-	sid, err2 := strconv.Atoi(f[3])
-	if err0 != nil || err1 != nil || err2 != nil {
-		return nil, false
-	}
-	return &child{pid: pid, ppid: ppid, pgrp: pgrp, sid: sid, zombie: f[0] == "Z"}, true
+	return f, true
 }
 
 // maxSettles bounds the sweep's waits for exiting children (a

@@ -23,6 +23,7 @@
 package workspace
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -463,10 +464,14 @@ func readOpen(f fs.File, name string) ([]byte, error) {
 	if fi.Size() > MaxFileSize {
 		return nil, &TooLargeError{Name: name, Size: fi.Size()}
 	}
-	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
+	// The buffer is sized from the stat, so the content is read into one
+	// allocation (io.ReadAll would grow it by doubling); the spare
+	// bytes.MinRead lets a read see the end without growing it.
+	buf := bytes.NewBuffer(make([]byte, 0, fi.Size()+bytes.MinRead))
+	if _, err := buf.ReadFrom(io.LimitReader(f, MaxFileSize+1)); err != nil {
 		return nil, err
 	}
+	b := buf.Bytes()
 	if len(b) > MaxFileSize {
 		return nil, &TooLargeError{Name: name, Size: MaxFileSize + 1}
 	}

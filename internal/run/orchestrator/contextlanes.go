@@ -111,10 +111,7 @@ func (s *Session) classify(ctx context.Context, t *turnCtx, st *story.State, tex
 	if alias != DefaultRouter {
 		inv.Agent = alias
 	}
-	world := make(map[string]any, len(s.world))
-	for k, v := range s.world {
-		world[k] = v
-	}
+	world := s.lendWorld()
 	res, err := s.host.Dispatch(ctx, &host.Call{Namespace: inv.Name, Args: map[string]any{"prompt": s.classifyPrompt(c, text), "call": PurposeRoute},
 		Invoke: inv, SessionID: s.id, Turn: t.n, State: s.state, TurnState: t.start, World: world, Schema: sch, Purpose: PurposeRoute,
 		Run: host.RunEnv{Live: s.liveFor(world), TitleOwned: s.TitleOwned()}})

@@ -40,13 +40,13 @@ func (s *Session) foldCost(t *turnCtx) error {
 		return nil
 	}
 	total, _ := costNumber(s.world["session_cost_usd"])
-	s.world["turn_cost_usd"] = cost
+	s.setWorld("turn_cost_usd", cost)
 	if err := s.emit(t, trace.WorldUpdate{Set: map[string]any{"turn_cost_usd": cost}}); err != nil {
 		return err
 	}
 	if cost == 0 {
 		return nil
 	}
-	s.world["session_cost_usd"] = total + cost
+	s.setWorld("session_cost_usd", total+cost)
 	return s.emit(t, trace.WorldUpdate{Set: map[string]any{"session_cost_usd": total + cost}})
 }

@@ -132,10 +132,7 @@ func (s *Session) askJudge(ctx context.Context, t *turnCtx, d *story.Decider, st
 	if err := s.emit(t, trace.HarnessDispatched{Namespace: d.Invoke.Name, Args: args}); err != nil {
 		return "", 0, "", err
 	}
-	world := make(map[string]any, len(s.world))
-	for k, v := range s.world {
-		world[k] = v
-	}
+	world := s.lendWorld()
 	res, derr := s.host.Dispatch(ctx, &host.Call{Namespace: d.Invoke.Name, Args: args, Invoke: d.Invoke,
 		SessionID: s.id, Turn: t.n, State: s.state, TurnState: t.start, World: world,
 		Run: host.RunEnv{Live: s.liveFor(world), TitleOwned: s.TitleOwned()}})

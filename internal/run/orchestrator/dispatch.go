@@ -244,10 +244,7 @@ func (s *Session) dispatchOne(ctx context.Context, t *turnCtx, q *queued) (faile
 		Namespace: name, Args: args, RerenderFellBack: fellBack, Background: false}); err != nil {
 		return false, err
 	}
-	world := make(map[string]any, len(s.world))
-	for k, v := range s.world {
-		world[k] = v
-	}
+	world := s.lendWorld()
 	var res *host.Result
 	derr := checkRendered(q.inv, name)
 	if derr == nil {
@@ -289,8 +286,8 @@ func (s *Session) dispatchOne(ctx context.Context, t *turnCtx, q *queued) (faile
 		if data != nil {
 			he["data"] = data
 		}
-		s.world["last_error"] = callErr.Error()
-		s.world["host_error"] = he
+		s.setWorld("last_error", callErr.Error())
+		s.setWorld("host_error", he)
 		if err := s.emit(t, trace.WorldUpdate{Set: map[string]any{"last_error": callErr.Error()}}); err != nil {
 			return true, err
 		}
@@ -338,7 +335,7 @@ func (s *Session) bind(t *turnCtx, inv *story.Invoke, data map[string]any) error
 			}
 			v = out
 		}
-		s.world[b.Key] = v
+		s.setWorld(b.Key, v)
 		if err := s.emit(t, trace.WorldUpdate{Set: map[string]any{b.Key: v}}); err != nil {
 			return err
 		}

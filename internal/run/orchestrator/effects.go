@@ -204,14 +204,14 @@ func (s *Session) runAction(t *turnCtx, e *story.Effect, where string, i int) er
 		}
 		for j, it := range e.Set {
 			v := s.convert(it.Key, vals[j])
-			s.world[it.Key] = v
+			s.setWorld(it.Key, v)
 			if err := s.emit(t, trace.WorldUpdate{Set: map[string]any{it.Key: v}}); err != nil {
 				return err
 			}
 		}
 	case e.Increment != nil:
 		for _, it := range e.Increment {
-			s.world[it.Key] = number.Increment(s.world[it.Key], it.By)
+			s.setWorld(it.Key, number.Increment(s.world[it.Key], it.By))
 			if err := s.emit(t, trace.WorldUpdate{Increment: map[string]int64{it.Key: it.By}}); err != nil {
 				return err
 			}

@@ -276,7 +276,7 @@ func (s *Session) resetImport(t *turnCtx, imp *story.Import) error {
 			set = map[string]any{}
 		}
 		set[v.Name] = d
-		s.world[v.Name] = d
+		s.setWorld(v.Name, d)
 	}
 	if set == nil {
 		return nil

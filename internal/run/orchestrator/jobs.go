@@ -105,7 +105,7 @@ func (s *Session) startJob(t *turnCtx, inv *story.Invoke, name string, args map[
 	}
 	keys = append(keys, WorldLastJobID)
 	for _, k := range keys {
-		s.world[k] = id
+		s.setWorld(k, id)
 		if err := s.emit(t, trace.WorldUpdate{Set: map[string]any{k: id}}); err != nil {
 			return err
 		}
@@ -302,7 +302,7 @@ func (s *Session) applyJobResult(t *turnCtx, n jobs.Notice, r *running, callErr 
 		k string
 		v any
 	}{{WorldLastJobID, n.Job.ID}, {WorldLastJobStatus, string(n.Job.Status)}, {WorldLastJobResult, result}} {
-		s.world[kv.k] = kv.v
+		s.setWorld(kv.k, kv.v)
 		if err := s.emit(t, trace.WorldUpdate{Set: map[string]any{kv.k: kv.v}}); err != nil {
 			return err
 		}
@@ -325,8 +325,8 @@ func (s *Session) applyJobResult(t *turnCtx, n jobs.Notice, r *running, callErr 
 		t.errs = append(t.errs, fmt.Errorf("%s (background job %s): %w", name, n.Job.ID, callErr))
 	}
 	he := map[string]any{"namespace": name, "message": callErr.Error(), "job_id": n.Job.ID}
-	s.world["last_error"] = callErr.Error()
-	s.world["host_error"] = he
+	s.setWorld("last_error", callErr.Error())
+	s.setWorld("host_error", he)
 	if err := s.emit(t, trace.WorldUpdate{Set: map[string]any{"last_error": callErr.Error()}}); err != nil {
 		return err
 	}

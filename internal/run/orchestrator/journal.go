@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"fmt"
-	"maps"
 
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
@@ -51,7 +50,7 @@ func (s *Session) Restore(state string, world map[string]any, n int64) error {
 	}
 	s.started = true
 	s.state, s.turn = state, n
-	s.world = world
+	s.world, s.worldLent = world, false
 	s.restoreSessionID()
 	return nil
 }
@@ -90,7 +89,7 @@ func (s *Session) endTurn(t *turnCtx) error {
 	}
 	done, exit := s.Done()
 	if s.journal > 0 && (t.n%int64(s.journal) == 0 || done) {
-		p := trace.Snapshot{State: s.state, Turn: t.n, World: maps.Clone(s.world), StoryHash: s.story.ContentHash, Done: done}
+		p := trace.Snapshot{State: s.state, Turn: t.n, World: s.lendWorld(), StoryHash: s.story.ContentHash, Done: done}
 		if done {
 			p.Exit = exit
 		}

@@ -93,10 +93,7 @@ func (s *Session) converse(ctx context.Context, t *turnCtx, inv *story.Invoke, a
 	if err := s.emit(t, trace.HarnessDispatched{Namespace: name, Args: args}); err != nil {
 		return "", nil, err
 	}
-	world := make(map[string]any, len(s.world))
-	for k, v := range s.world {
-		world[k] = v
-	}
+	world := s.lendWorld()
 	res, derr := s.host.Dispatch(ctx, &host.Call{Namespace: name, Args: args, Invoke: inv,
 		SessionID: s.id, Turn: t.n, State: s.state, TurnState: t.start, World: world,
 		Run: host.RunEnv{Live: s.liveFor(world), TitleOwned: s.TitleOwned()}})

@@ -30,7 +30,7 @@ func (s *Session) applyOverride(t *turnCtx) error {
 	s.nextOverride = nil
 	for _, k := range sortedKeys(kv) {
 		v := DeepCopy(kv[k])
-		s.world[k] = v
+		s.setWorld(k, v)
 		if err := s.emit(t, trace.WorldUpdate{Set: map[string]any{k: v}}); err != nil {
 			return err
 		}

@@ -510,10 +510,7 @@ func (s *Session) askAgent(ctx context.Context, t *turnCtx, text string, mc mode
 	if s.routing.Temperature != nil {
 		args["temperature"] = *s.routing.Temperature
 	}
-	world := make(map[string]any, len(s.world))
-	for k, v := range s.world {
-		world[k] = v
-	}
+	world := s.lendWorld()
 	res, err := s.host.Dispatch(ctx, &host.Call{Namespace: inv.Name, Args: args, Invoke: inv,
 		SessionID: s.id, Turn: t.n, State: s.state, TurnState: t.start, World: world, Schema: sch, Purpose: mc.purpose,
 		Run: host.RunEnv{Live: s.liveFor(world), TitleOwned: s.TitleOwned()}})

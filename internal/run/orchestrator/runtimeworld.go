@@ -37,7 +37,7 @@ func WithIDEProbe(p IDEProbe) Option { return func(s *Session) { s.ideProbe = p 
 func (s *Session) seedRuntimeWorld(ctx context.Context, t *turnCtx) error {
 	if _, pinned := s.overrides[WorldSessionID]; !pinned && s.id != "" {
 		if v, _ := s.world[WorldSessionID].(string); v == "" {
-			s.world[WorldSessionID] = s.id
+			s.setWorld(WorldSessionID, s.id)
 			if err := s.emit(t, trace.WorldUpdate{Set: map[string]any{WorldSessionID: s.id}}); err != nil {
 				return err
 			}
@@ -54,7 +54,7 @@ func (s *Session) restoreSessionID() {
 		return // a session restored without a world (a remote run's view)
 	}
 	if v, _ := s.world[WorldSessionID].(string); v == "" && s.id != "" {
-		s.world[WorldSessionID] = s.id
+		s.setWorld(WorldSessionID, s.id)
 	}
 }
 
@@ -88,7 +88,7 @@ func (s *Session) projectIDE(ctx context.Context, t *turnCtx) error {
 		next = map[string]any{}
 	}
 	next["connected"] = connected
-	s.world[WorldIDE] = next
+	s.setWorld(WorldIDE, next)
 	return s.emit(t, trace.WorldUpdate{Set: map[string]any{WorldIDE: DeepCopy(next)}})
 }
 

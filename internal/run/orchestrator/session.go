@@ -61,9 +61,13 @@ type Session struct {
 
 	id    string
 	world map[string]any
-	state string
-	turn  int64
-	root  string
+	// worldLent is set while world is also held by someone the session
+	// handed it to (a host call, a trace snapshot): the next write copies
+	// the map first (setWorld), so what they hold never changes.
+	worldLent bool
+	state     string
+	turn      int64
+	root      string
 	// cfg is state parsed (see config), kept while state is cfgText.
 	cfg     *story.Config
 	cfgText string
@@ -163,7 +167,7 @@ func New(st *story.Story, h Dispatcher, sink Sink, opts ...Option) (*Session, er
 	}
 	s.world = InitialWorld(st)
 	for k, v := range s.overrides {
-		s.world[k] = v
+		s.setWorld(k, v)
 	}
 	return s, nil
 }
@@ -235,7 +239,8 @@ func (s *Session) State() string { return s.state }
 // Turn returns the number of the last turn taken (0 before any).
 func (s *Session) TurnNumber() int64 { return s.turn }
 
-// World returns the live world. Callers must not modify it.
+// World returns the live world. Callers must not modify it, and a write
+// the session makes later may go to a new map: read it again after a turn.
 func (s *Session) World() map[string]any { return s.world }
 
 // Story returns the story the session runs.
@@ -406,4 +411,23 @@ func DeepCopy(v any) any {
 		return l
 	}
 	return v
+}
+
+// lendWorld returns the world for a host call or a trace event to keep
+// without copying it: the map is marked lent, and the session's next write
+// copies it first, so the holder's map never changes. A turn that
+// dispatches several calls with no write between them hands out one map.
+func (s *Session) lendWorld() map[string]any {
+	s.worldLent = true
+	return s.world
+}
+
+// setWorld writes world key k. A lent map is copied first (one shallow
+// copy, as each dispatch made before copy-on-write).
+func (s *Session) setWorld(k string, v any) {
+	if s.worldLent {
+		s.world = maps.Clone(s.world)
+		s.worldLent = false
+	}
+	s.world[k] = v
 }

@@ -340,6 +340,12 @@ func (e *capturedEvent) payload() any {
 	return e.Payload
 }
 
+// WriteTranscript keeps a call's transcript in the flow's trace (when one
+// is kept).
+func (s *captureSink) WriteTranscript(callID string, t *trace.Transcript) (*trace.TranscriptRef, error) {
+	return trace.WriteTranscript(s.Sink, callID, t)
+}
+
 func (s *captureSink) Append(ev *trace.Event) error {
 	if err := s.Sink.Append(ev); err != nil {
 		return err

@@ -86,6 +86,11 @@ func WriteTranscript(s any, callID string, t *Transcript) (*TranscriptRef, error
 	return ts.WriteTranscript(callID, t)
 }
 
+// ErrBadTranscript is the cause of a transcript that cannot be written as
+// a sidecar: an event that is not one line of JSON, more timings than
+// events, a negative offset, a call_id that cannot name a file.
+var ErrBadTranscript = errors.New("bad agent-action transcript")
+
 // Sidecar is one file of a transcript: its contents and its path relative
 // to the trace file's directory (forward slashes).
 type Sidecar struct {
@@ -99,16 +104,16 @@ type Sidecar struct {
 // not one line of JSON, or more timings than events, is an error.
 func EncodeTranscript(t *Transcript, mask *secret.Masker) (jsonl, timings []byte, err error) {
 	if len(t.Timings) > len(t.Events) {
-		return nil, nil, fmt.Errorf("transcript: %d timings for %d events: give at most one offset per event", len(t.Timings), len(t.Events))
+		return nil, nil, fmt.Errorf("%w: %d timings for %d events: give at most one offset per event", ErrBadTranscript, len(t.Timings), len(t.Events))
 	}
 	var b bytes.Buffer
 	for i, ev := range t.Events {
 		if bytes.ContainsAny(ev, "\r\n") || !json.Valid(ev) {
-			return nil, nil, fmt.Errorf("transcript: event %d is not one line of JSON", i)
+			return nil, nil, fmt.Errorf("%w: event %d is not one line of JSON", ErrBadTranscript, i)
 		}
 		m, err := mask.JSON(ev)
 		if err != nil {
-			return nil, nil, fmt.Errorf("transcript: event %d: %w", i, err)
+			return nil, nil, fmt.Errorf("%w: event %d: %w", ErrBadTranscript, i, err)
 		}
 		b.Write(m)
 		b.WriteByte('\n')
@@ -119,7 +124,7 @@ func EncodeTranscript(t *Transcript, mask *secret.Masker) (jsonl, timings []byte
 	var tb bytes.Buffer
 	for i, ms := range t.Timings {
 		if ms < 0 {
-			return nil, nil, fmt.Errorf("transcript: timing %d is negative (%d)", i, ms)
+			return nil, nil, fmt.Errorf("%w: timing %d is negative (%d)", ErrBadTranscript, i, ms)
 		}
 		tb.WriteString(strconv.Itoa(i))
 		tb.WriteByte(' ')
@@ -146,7 +151,7 @@ type sidecarStore struct {
 
 func (s *sidecarStore) write(callID string, t *Transcript) (*TranscriptRef, error) {
 	if !validCallID(callID) {
-		return nil, fmt.Errorf("transcript: call_id %q cannot name a file", callID)
+		return nil, fmt.Errorf("%w: call_id %q cannot name a file", ErrBadTranscript, callID)
 	}
 	jsonl, timings, err := EncodeTranscript(t, s.mask)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/kitsoki/kitsoki/internal/base/outfile"
@@ -278,4 +279,72 @@ func (m *memSidecars) list() []Sidecar {
 		out[i] = Sidecar{Path: f.Path, Data: bytes.Clone(f.Data)}
 	}
 	return out
+}
+
+// ReadTranscript reads the sidecar ref points at, in dir (the trace
+// file's directory): its events and, when there is a .timings file, their
+// offsets. A path that leaves transcripts/ is refused, so a trace cannot
+// make its reader open another file.
+func ReadTranscript(dir string, ref *TranscriptRef) (*Transcript, error) {
+	rel := path.Clean(ref.Path)
+	if !strings.HasPrefix(rel, TranscriptDir+"/") || strings.Contains(rel, "..") || !strings.HasSuffix(rel, ".jsonl") {
+		return nil, fmt.Errorf("%w: transcript_ref.path %q is not a sidecar under %s/", ErrBadTranscript, ref.Path, TranscriptDir)
+	}
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("transcript: %w", err)
+	}
+	t := &Transcript{Format: ref.Format}
+	for line := range bytes.Lines(b) {
+		ev := bytes.TrimRight(line, "\r\n")
+		if len(ev) == 0 {
+			continue
+		}
+		if !json.Valid(ev) {
+			return nil, fmt.Errorf("%w: %s: line %d is not JSON", ErrBadTranscript, p, len(t.Events)+1)
+		}
+		t.Events = append(t.Events, json.RawMessage(bytes.Clone(ev)))
+	}
+	tb, err := os.ReadFile(strings.TrimSuffix(p, ".jsonl") + ".timings")
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return t, nil
+	case err != nil:
+		return nil, fmt.Errorf("transcript: %w", err)
+	}
+	if t.Timings, err = parseTimings(tb); err != nil {
+		return nil, fmt.Errorf("%w: %s.timings: %w", ErrBadTranscript, strings.TrimSuffix(p, ".jsonl"), err)
+	}
+	if len(t.Timings) > len(t.Events) {
+		return nil, fmt.Errorf("%w: %s: %d timings for %d events", ErrBadTranscript, p, len(t.Timings), len(t.Events))
+	}
+	return t, nil
+}
+
+// parseTimings reads "<event-index> <ms-offset>" lines, indexes 0, 1, 2,
+// ... in order.
+func parseTimings(b []byte) ([]int64, error) {
+	var out []int64
+	n := 0
+	for line := range bytes.Lines(b) {
+		n++
+		f := strings.Fields(string(line))
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) != 2 {
+			return nil, fmt.Errorf("line %d: want \"<event-index> <ms-offset>\"", n)
+		}
+		i, err1 := strconv.Atoi(f[0])
+		ms, err2 := strconv.ParseInt(f[1], 10, 64)
+		if err1 != nil || err2 != nil || ms < 0 {
+			return nil, fmt.Errorf("line %d: want \"<event-index> <ms-offset>\", two whole numbers", n)
+		}
+		if i != len(out) {
+			return nil, fmt.Errorf("line %d: event index %d, want %d (one line per event, in order)", n, i, len(out))
+		}
+		out = append(out, ms)
+	}
+	return out, nil
 }

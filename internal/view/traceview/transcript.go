@@ -1,14 +1,9 @@
 package traceview
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path"
-	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
@@ -42,13 +37,11 @@ func transcriptOf(r *trace.TranscriptRef) *Transcript {
 	return &Transcript{Format: r.Format, Path: r.Path, Events: r.Events}
 }
 
-// maxSidecar bounds the sidecar a view reads.
-const maxSidecar = 64 << 20
-
 // LoadTranscripts reads the sidecar of every agent call of r that has a
-// transcript_ref, from dir (the trace file's directory). A path that
-// leaves transcripts/ is not read; a sidecar that is missing or
-// unreadable leaves its reason in the call's Transcript.Error.
+// transcript_ref, from dir (the trace file's directory), with
+// trace.ReadTranscript (a path that leaves transcripts/ is not read). A
+// sidecar that is missing or unreadable leaves its reason in the call's
+// Transcript.Error.
 func LoadTranscripts(r *Run, dir string) {
 	var walk func(cs []*Call)
 	walk = func(cs []*Call) {
@@ -69,61 +62,19 @@ func LoadTranscripts(r *Run, dir string) {
 }
 
 func (t *Transcript) load(dir string) {
-	rel := path.Clean(t.Path)
-	if !strings.HasPrefix(rel, trace.TranscriptDir+"/") || strings.Contains(rel, "..") || !strings.HasSuffix(rel, ".jsonl") {
-		t.Error = fmt.Sprintf("%q is not a sidecar under %s/; not read", t.Path, trace.TranscriptDir)
-		return
-	}
-	p := filepath.Join(dir, filepath.FromSlash(rel))
-	events, err := readCapped(p)
+	ref := &trace.TranscriptRef{Format: t.Format, Path: t.Path, Events: t.Events}
+	tr, err := trace.ReadTranscript(dir, ref)
 	if err != nil {
 		t.Error = err.Error()
 		return
 	}
-	var timings map[int]int64
-	if b, err := readCapped(strings.TrimSuffix(p, ".jsonl") + ".timings"); err == nil {
-		timings = parseTimings(b)
-	}
-	i := 0
-	sc := bufio.NewScanner(bytes.NewReader(events))
-	sc.Buffer(make([]byte, 0, 64<<10), maxSidecar)
-	for sc.Scan() {
+	for i, ev := range tr.Events {
 		var at *int64
-		if ms, ok := timings[i]; ok {
-			at = &ms
+		if i < len(tr.Timings) {
+			at = &tr.Timings[i]
 		}
-		t.Actions = appendActions(t.Actions, sc.Bytes(), at)
-		i++
+		t.Actions = appendActions(t.Actions, ev, at)
 	}
-}
-
-func readCapped(p string) ([]byte, error) {
-	fi, err := os.Stat(p)
-	if err != nil {
-		return nil, err
-	}
-	if fi.Size() > maxSidecar {
-		return nil, fmt.Errorf("%s: %d bytes, more than a view reads (%d)", p, fi.Size(), maxSidecar)
-	}
-	return os.ReadFile(p)
-}
-
-// parseTimings reads "<event-index> <ms-offset>" lines; others are
-// skipped.
-func parseTimings(b []byte) map[int]int64 {
-	out := map[int]int64{}
-	for line := range bytes.Lines(b) {
-		f := strings.Fields(string(line))
-		if len(f) != 2 {
-			continue
-		}
-		i, err1 := strconv.Atoi(f[0])
-		ms, err2 := strconv.ParseInt(f[1], 10, 64)
-		if err1 == nil && err2 == nil {
-			out[i] = ms
-		}
-	}
-	return out
 }
 
 // appendActions adds the rows of one event. A run of thinking-token

@@ -238,7 +238,7 @@ func parseTranscript(n *yaml.Node, where string) (*Transcript, error) {
 // written, or a mapping written as compact JSON.
 func transcriptEvents(ev *yaml.Node, where string) ([]string, error) {
 	if ev.Kind != yaml.SequenceNode {
-		return nil, yamlnode.At(ev, where, "must be a list of events (a JSON line each, or a mapping), got %s", yamlnode.KindName(ev))
+		return nil, yamlnode.At(ev, where, "must be a list of events (a JSON line each, or a mapping), got %s", shapeOf(ev))
 	}
 	out := make([]string, 0, len(ev.Content))
 	for i, e := range ev.Content {
@@ -259,10 +259,18 @@ func transcriptEvents(ev *yaml.Node, where string) ([]string, error) {
 			}
 			out = append(out, e.Value)
 		default:
-			return nil, yamlnode.At(e, p, "must be a JSON line or a mapping, got %s", yamlnode.KindName(e))
+			return nil, yamlnode.At(e, p, "must be a JSON line (a quoted string) or a mapping, got %s", shapeOf(e))
 		}
 	}
 	return out, nil
+}
+
+// shapeOf says what a node is, with a scalar's value ("a scalar \"42\"").
+func shapeOf(n *yaml.Node) string {
+	if n.Kind == yaml.ScalarNode && n.Tag != "!!null" {
+		return fmt.Sprintf("%s %q", yamlnode.KindName(n), n.Value)
+	}
+	return yamlnode.KindName(n)
 }
 
 // rebuild makes a mapping node from checked fields (sorted, for stable

@@ -61,22 +61,27 @@ func (a *Agent) run(ctx context.Context, bin, dir string, args, env []string, st
 	return out
 }
 
-// capped keeps the first limit bytes written to it.
+// capped keeps the first limit bytes written to it. The buffer is a named
+// field, not embedded: an embedded bytes.Buffer's ReadFrom would let
+// io.Copy (os/exec copies a child's output with it) write past the limit.
 type capped struct {
-	bytes.Buffer
+	buf   bytes.Buffer
 	limit int
 }
 
 func (c *capped) Write(p []byte) (int, error) {
-	if room := c.limit - c.Len(); room > 0 {
+	if room := c.limit - c.buf.Len(); room > 0 {
 		if len(p) > room {
-			c.Buffer.Write(p[:room])
+			c.buf.Write(p[:room])
 		} else {
-			c.Buffer.Write(p)
+			c.buf.Write(p)
 		}
 	}
 	return len(p), nil
 }
+
+// Bytes is what was kept.
+func (c *capped) Bytes() []byte { return c.buf.Bytes() }
 
 // tail keeps the last keep bytes written to it.
 type tail struct {

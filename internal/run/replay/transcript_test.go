@@ -1,14 +1,19 @@
 package replay
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kitsoki/kitsoki/internal/agents/agent"
 	"github.com/kitsoki/kitsoki/internal/agents/cassette"
+	"github.com/kitsoki/kitsoki/internal/hosts/host"
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
 	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 )
@@ -135,5 +140,72 @@ func TestFromTraceFoldsTranscripts(t *testing.T) {
 	want := c.Episodes[0].Agent.Transcript
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("folded transcript (-want +got):\n%s", d)
+	}
+}
+
+// transcriptGreeter answers like a transport that captures its own event
+// stream: a transcript with every answer; "Broken" gets one whose event
+// is not JSON.
+func transcriptGreeter() agent.Agent {
+	return agent.AgentFunc(func(_ context.Context, call *agent.Call) (*agent.AskResponse, error) {
+		name, _ := call.Request.With["name"].(string)
+		ev := fmt.Sprintf(`{"type":"assistant","text":"Hello %s","n":1.0}`, name)
+		if name == "Broken" {
+			ev = `{"type":`
+		}
+		return &agent.AskResponse{
+			Submission: json.RawMessage(fmt.Sprintf(`{"text":"Hello %s"}`, name)),
+			Transcript: &trace.Transcript{Format: "test-stream", Events: []json.RawMessage{json.RawMessage(`{"type":"init"}`), json.RawMessage(ev)}, Timings: []int64{0, 9}},
+		}, nil
+	})
+}
+
+// A live call's transcript goes beside the trace; recorded, the cassette
+// keeps it, and replaying the cassette writes byte-identical sidecars.
+func TestRecordThenReplayTranscript(t *testing.T) {
+	rec := NewRecorder("greet-test", "0.1.0")
+	live := newRig(t, testkit.GreetFiles(), func(r *rig) []host.Option {
+		r.reg.Register("agent.g", transcriptGreeter())
+		return nil
+	}, func(r *rig) { rec.Install(r.st, r.reg, r.h) })
+	live.do("greet", map[string]any{"name": "Ada"})
+	liveFiles := live.sink.Sidecars()
+	if len(liveFiles) != 2 {
+		t.Fatalf("live sidecars %v, want .jsonl and .timings", liveFiles)
+	}
+	c, err := rec.Cassette(cassette.WithGetenv(testkit.NoEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayed := cassetteRig(t, c)
+	replayed.do("greet", map[string]any{"name": "Ada"})
+	// The call_ids differ (live: turn, state and seq; replay: episode and
+	// match index), so compare the files' contents.
+	got := replayed.sink.Sidecars()
+	if len(got) != len(liveFiles) {
+		t.Fatalf("replayed sidecars %v", got)
+	}
+	for i := range got {
+		if !bytes.Equal(got[i].Data, liveFiles[i].Data) {
+			t.Errorf("%s differs from the live %s:\n%s\n---\n%s", got[i].Path, liveFiles[i].Path, got[i].Data, liveFiles[i].Data)
+		}
+	}
+}
+
+// A transport's transcript that cannot be a sidecar fails the call as
+// plugin_crash, with the reason, and the story handles it like any agent
+// failure.
+func TestBadTranscriptFailsTheCall(t *testing.T) {
+	r := newRig(t, testkit.GreetFiles(), func(r *rig) []host.Option {
+		r.reg.Register("agent.g", transcriptGreeter())
+		return nil
+	}, nil)
+	out := r.do("greet", map[string]any{"name": "Broken"})
+	want := "agent: plugin_crash: the agent's transcript cannot be kept: bad agent-action transcript: event 1 is not one line of JSON"
+	if out.State != "lobby" || r.sess.World()["last_error"] != want {
+		t.Errorf("state %q last_error %v\nwant lobby, %s", out.State, r.sess.World()["last_error"], want)
+	}
+	if n := len(r.sink.Sidecars()); n != 0 {
+		t.Errorf("%d sidecars written for a bad transcript", n)
 	}
 }

@@ -143,4 +143,3 @@ func TestTranscriptRejects(t *testing.T) {
 		t.Errorf("timings out of order: %v", err)
 	}
 }
-

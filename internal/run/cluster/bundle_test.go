@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/kitsoki/kitsoki/internal/load/story"
@@ -314,8 +313,7 @@ func TestNewSessionWithAMissingBundleFails(t *testing.T) {
 	app := copyHello(t)
 	st := mustLoad(t, app)
 	ref := mustPack(t, app, st, &Blobs{Dir: t.TempDir()})
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
+	env := loadedEnv()
 	w := &Workflow{Stories: &Stories{Blobs: &Blobs{Dir: t.TempDir()}, BundleDir: t.TempDir()}}
 	env.RegisterWorkflowWithOptions(w.Session, workflow.RegisterOptions{Name: SessionWorkflowName})
 	env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Story: ref, SessionID: "s1"})

@@ -182,8 +182,7 @@ func runCarried(t *testing.T, in SessionInput, steps []carryStep) ([]stepOutcome
 		if i > len(steps) {
 			t.Fatalf("the session did not end after %d runs", i)
 		}
-		var s testsuite.WorkflowTestSuite
-		env := s.NewTestWorkflowEnvironment()
+		env := loadedEnv()
 		stories := &Stories{Dir: "testdata"}
 		env.RegisterWorkflowWithOptions((&Workflow{Stories: stories}).Session, workflow.RegisterOptions{Name: SessionWorkflowName})
 		env.RegisterActivityWithOptions((&Activities{Stories: stories, Config: carryConfig}).Invoke, activity.RegisterOptions{Name: InvokeActivity})

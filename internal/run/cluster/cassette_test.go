@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"go.temporal.io/sdk/testsuite"
 
 	"github.com/kitsoki/kitsoki/internal/agents/cassette"
 	"github.com/kitsoki/kitsoki/internal/base/clock"
@@ -64,8 +63,7 @@ func TestCassetteBackedSessionMatchesLocalRun(t *testing.T) {
 		}
 	}
 
-	var ts testsuite.WorkflowTestSuite
-	env := ts.NewTestWorkflowEnvironment()
+	env := loadedEnv()
 	cfgFor := cassetteConfig(t)
 	WorkerOptions{StoriesDir: storiesDir, Config: func(s *story.Story, _ string) runtime.Config { return cfgFor(s) }}.Register(env)
 	var results []*TurnResult

@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/kitsoki/kitsoki/internal/agents/agent"
@@ -53,8 +52,7 @@ func TestEmitIntentIsASignal(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := StoryRef{Path: "emit/app.yaml", Hash: st.ContentHash}
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
+	env := loadedEnv()
 	stories := &Stories{Dir: "testdata"}
 	env.RegisterWorkflowWithOptions((&Workflow{Stories: stories}).Session, workflow.RegisterOptions{Name: SessionWorkflowName})
 	var signals []EmitSignal

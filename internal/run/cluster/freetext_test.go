@@ -53,8 +53,7 @@ func TestFreeTextIsRoutedAsLocally(t *testing.T) {
 	ref := StoryRef{Path: "freetext/app.yaml", Hash: st.ContentHash}
 	lines := []string{"what is this place", "say hello to Ada", "bye"}
 
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
+	env := loadedEnv()
 	stories := &Stories{Dir: "testdata"}
 	env.RegisterWorkflowWithOptions((&Workflow{Stories: stories}).Session, workflow.RegisterOptions{Name: SessionWorkflowName})
 	env.RegisterActivityWithOptions((&Activities{Stories: stories, Config: routerConfig}).Invoke, activity.RegisterOptions{Name: InvokeActivity})
@@ -119,8 +118,7 @@ func TestFreeTextRoutingFromTheInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
+	env := loadedEnv()
 	stories := &Stories{Dir: "testdata"}
 	env.RegisterWorkflowWithOptions((&Workflow{Stories: stories}).Session, workflow.RegisterOptions{Name: SessionWorkflowName})
 	env.RegisterActivityWithOptions((&Activities{Stories: stories, Config: routerConfig}).Invoke, activity.RegisterOptions{Name: InvokeActivity})

@@ -78,14 +78,15 @@ func lostEnv(t *testing.T, p *payHandlers, lost int, err error) (*testsuite.Test
 	return env, &attempts
 }
 
-// loadedEnv is a workflow test environment whose deadlock detection
-// allows 10 s without a yield instead of 1 s: a -race test binary sharing
-// two cores with other test binaries can be off the CPU that long, while
-// workflow code that never yields still fails.
+// loadedEnv is the workflow test environment every test here uses. Its
+// deadlock detection allows a minute without a yield instead of 1 s: the
+// detector reads the wall clock, and a -race test binary sharing two
+// cores with other test binaries was seen off the CPU for over a second
+// (CI, load 24). Workflow code that never yields still fails.
 func loadedEnv() *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: 10 * time.Second})
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
 	return env
 }
 

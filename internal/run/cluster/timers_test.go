@@ -26,8 +26,7 @@ func timeoutEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, StoryRef, *st
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
+	env := loadedEnv()
 	stories := &Stories{Dir: "testdata"}
 	env.RegisterWorkflowWithOptions((&Workflow{Stories: stories}).Session, workflow.RegisterOptions{Name: SessionWorkflowName})
 	env.RegisterActivityWithOptions((&Activities{Stories: stories, Config: agents}).Invoke, activity.RegisterOptions{Name: InvokeActivity})

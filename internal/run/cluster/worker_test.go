@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/testsuite"
 
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/run/runtime"
@@ -23,8 +22,7 @@ func TestWorkerOptionsRegisterRunsASession(t *testing.T) {
 		sessions = append(sessions, session)
 		return agents(st)
 	}}
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
+	env := loadedEnv()
 	o.Register(env)
 	var results []*TurnResult
 	var rejected []error

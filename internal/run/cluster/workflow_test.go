@@ -40,8 +40,7 @@ func agents(*story.Story) runtime.Config {
 
 func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
+	env := loadedEnv()
 	stories := &Stories{Dir: storiesDir}
 	w := &Workflow{Stories: stories}
 	env.RegisterWorkflowWithOptions(w.Session, workflow.RegisterOptions{Name: SessionWorkflowName})
@@ -254,8 +253,7 @@ func TestBackgroundInvokeRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
+	env := loadedEnv()
 	w := &Workflow{Stories: &Stories{Dir: "testdata"}}
 	env.RegisterWorkflowWithOptions(w.Session, workflow.RegisterOptions{Name: SessionWorkflowName})
 	env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Story: StoryRef{Path: "bg/app.yaml", Hash: st.ContentHash}, SessionID: "s1"})

@@ -37,7 +37,12 @@ type AskResponse struct {
 	Transcript *Transcript     `json:"transcript,omitempty"`
 }
 
-// Transcript is an optional record of the plugin's own conversation.
+// Transcript is an optional record of the call's agent actions: the
+// plugin's (or transport's) own event stream, Format naming it
+// ("claude-stream-json"), each event one line of JSON, and Timings the
+// millisecond offset of each event's capture (at most one per event, in
+// order). kitsoki writes it beside the trace, as transcripts/<call_id>.jsonl
+// and .timings, and points agent.call.complete at it (transcript_ref).
 type Transcript struct {
 	Format  string            `json:"format"`
 	Events  []json.RawMessage `json:"events"`

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/base/outfile"
 	"github.com/kitsoki/kitsoki/internal/check/testrunner"
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
 )
 
 // Exit codes of `kitsoki test flows` (cassettes-and-flows.md §6).
@@ -129,10 +131,10 @@ func runFlows(cmd *cobra.Command, g *globals, o *flowsOpts, app string) error {
 	return nil
 }
 
-// writeFlowTraces writes each flow's trace. One flow's trace goes to path
-// itself; with several, flow "x.yaml" (or "x.yaml#2") goes to
-// <path without .jsonl>.x.jsonl (or .x.2.jsonl), since one trace file holds
-// one session.
+// writeFlowTraces writes each flow's trace and the sidecars it refers to
+// (transcripts/ beside it). One flow's trace goes to path itself; with
+// several, flow "x.yaml" (or "x.yaml#2") goes to <path without
+// .jsonl>.x.jsonl (or .x.2.jsonl), since one trace file holds one session.
 func writeFlowTraces(path string, rep *testrunner.Report) error {
 	var ran []*testrunner.FlowResult
 	for _, res := range rep.Results {
@@ -140,10 +142,15 @@ func writeFlowTraces(path string, rep *testrunner.Report) error {
 			ran = append(ran, res)
 		}
 	}
-	if err := outfile.MkdirAll(filepath.Dir(path)); err != nil {
+	dir := filepath.Dir(path)
+	if err := outfile.MkdirAll(dir); err != nil {
 		return err
 	}
+	side := flowSidecars{dir: dir, by: map[string]trace.Sidecar{}}
 	if len(ran) == 1 {
+		if err := side.write(ran[0]); err != nil {
+			return err
+		}
 		return outfile.WriteFile(path, ran[0].Trace)
 	}
 	base := strings.TrimSuffix(path, ".jsonl")
@@ -154,9 +161,41 @@ func writeFlowTraces(path string, rep *testrunner.Report) error {
 				name += "." + n
 			}
 		}
+		if err := side.write(res); err != nil {
+			return err
+		}
 		if err := outfile.WriteFile(base+"."+name+".jsonl", res.Trace); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// flowSidecars writes the sidecars of the flows' traces into their shared
+// directory. Two flows may write the same file only with the same bytes
+// (the same recorded transcript under the same call_id).
+type flowSidecars struct {
+	dir string
+	by  map[string]trace.Sidecar // sidecar path → the flow (Path) that wrote it, and its bytes
+}
+
+func (s flowSidecars) write(res *testrunner.FlowResult) error {
+	for _, sc := range res.Sidecars {
+		p := filepath.Join(s.dir, filepath.FromSlash(sc.Path))
+		if other, ok := s.by[sc.Path]; ok {
+			if bytes.Equal(other.Data, sc.Data) {
+				continue
+			}
+			return fmt.Errorf("%s: flows %s and %s write different transcripts under the same call_id (their cassettes share an app_id and episode id); write each flow's trace to its own directory, or give the episodes distinct ids",
+				p, other.Path, res.Name)
+		}
+		if err := outfile.MkdirAll(filepath.Dir(p)); err != nil {
+			return err
+		}
+		if err := outfile.WriteFile(p, sc.Data); err != nil {
+			return err
+		}
+		s.by[sc.Path] = trace.Sidecar{Path: res.Name, Data: sc.Data}
 	}
 	return nil
 }

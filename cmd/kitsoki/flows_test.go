@@ -378,3 +378,63 @@ func TestRunCassetteMiss(t *testing.T) {
 		t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitAgent, out, errs)
 	}
 }
+
+// --trace-out writes each flow's transcript sidecars into transcripts/
+// beside the traces; two flows that would write different transcripts
+// under one call_id (cassettes sharing an app id and episode id) are a
+// setup error that says so, and the same transcript twice is written once.
+func TestFlowTraceOutTranscripts(t *testing.T) {
+	t.Setenv("LEAKY_TOKEN", leakySecret)
+	for _, tc := range []struct {
+		name   string
+		second string // flow b's transcript event
+		code   int
+		errs   string
+	}{
+		{"same transcript", `{"n":1}`, 0, ""},
+		{"different transcripts", `{"n":2}`, exitFlowsSetup, "write different transcripts under the same call_id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := copyFixture(t, "leaky")
+			write := fileWriter(t, dir)
+			if err := os.MkdirAll(filepath.Join(dir, "flows"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for name, ev := range map[string]string{"a": `{"n":1}`, "b": tc.second} {
+				write(name+"-cassette.yaml", `kind: host_cassette
+episodes:
+  - id: e
+    match: {handler: agent.answer}
+    agent: {verb: decide, response: '{"text":"hi"}', transcript: {format: test, events: ['`+ev+`']}}
+`, 0o644)
+				write("flows/"+name+".yaml", `test_kind: flow
+app: ../app.yaml
+host_cassette: ../`+name+`-cassette.yaml
+turns:
+  - intent: {name: answer}
+    expect_view_matches: "^leak: hi$"
+`, 0o644)
+			}
+			tr := filepath.Join(dir, "out", "run.jsonl")
+			code, out, errs := runCLI(t, "", "test", "flows", filepath.Join(dir, "app.yaml"), "--trace-out", tr)
+			if code != tc.code || !strings.Contains(errs, tc.errs) {
+				t.Fatalf("exit %d, want %d; stderr lacks %q?\n%s\n%s", code, tc.code, tc.errs, out, errs)
+			}
+			if tc.code != 0 {
+				return
+			}
+			side, err := filepath.Glob(filepath.Join(dir, "out", "transcripts", "*.jsonl"))
+			if err != nil || len(side) != 1 {
+				t.Fatalf("sidecars %v (%v), want the one both flows share", side, err)
+			}
+			if got := readArtifact(t, side[0]); got != "{\"n\":1}\n" {
+				t.Errorf("sidecar %q", got)
+			}
+			for _, f := range []string{"run.a.jsonl", "run.b.jsonl"} {
+				if !strings.Contains(readArtifact(t, filepath.Join(dir, "out", f)), `"path":"transcripts/`+strings.TrimSuffix(filepath.Base(side[0]), ".jsonl")+`.jsonl"`) {
+					t.Errorf("%s does not point at %s", f, side[0])
+				}
+			}
+		})
+	}
+}

@@ -336,7 +336,10 @@ func TestFlowReportsMaskSecrets(t *testing.T) {
 episodes:
   - id: a
     match: {handler: agent.answer}
-    agent: {verb: decide, response: '{"text":"the key is `+leakySecret+`"}'}
+    agent:
+      verb: decide
+      response: '{"text":"the key is `+leakySecret+`"}'
+      transcript: {format: test, events: ['{"type":"tool_result","content":"key `+leakySecret+`"}']}
 `, 0o644)
 	if err := os.MkdirAll(filepath.Join(dir, "flows"), 0o755); err != nil {
 		t.Fatal(err)
@@ -357,7 +360,8 @@ turns:
 		{"flows stdout", out, []string{`view does not match /^nothing$/: "leak: the key is REDACTED"`}},
 		{"flows stderr", errs, nil},
 		{"--json report", readArtifact(t, rep), []string{`the key is REDACTED`}},
-		{"--trace-out", readArtifact(t, tr), []string{`"the key is REDACTED"`}},
+		{"--trace-out", readArtifact(t, tr), []string{`"the key is REDACTED"`, `"transcript_ref":{"events":1,"format":"test","path":"transcripts/`}},
+		{"--trace-out transcript sidecar", readSidecars(t, filepath.Join(dir, "transcripts")), []string{`{"content":"key REDACTED","type":"tool_result"}`}},
 	} {
 		if strings.Contains(a.text, leakySecret) {
 			t.Errorf("%s shows the secret:\n%s", a.name, a.text)
@@ -368,4 +372,18 @@ turns:
 			}
 		}
 	}
+}
+
+// readSidecars is every .jsonl file of a transcripts/ directory, joined.
+func readSidecars(t *testing.T, dir string) string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no transcript sidecars in %s (%v)", dir, err)
+	}
+	var b strings.Builder
+	for _, f := range files {
+		b.WriteString(readArtifact(t, f))
+	}
+	return b.String()
 }

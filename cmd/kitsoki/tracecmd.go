@@ -1,8 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -30,8 +33,9 @@ func newToCassetteCmd() *cobra.Command {
 		Long: `Turn a run's trace into a cassette: one episode per host call, in order.
 
 Agent calls become host.agent.<verb> episodes that carry the bound data and an
-agent: block describing the exchange; other host calls match on every
-argument. Replay it with kitsoki run --cassette, or use it as a flow's
+agent: block describing the exchange (with its agent-action transcript, read
+from the transcripts/ sidecar beside the trace, so a replay writes it again);
+other host calls match on every argument. Replay it with kitsoki run --cassette, or use it as a flow's
 host_cassette. A user who hit a bug can hand the cassette over instead of
 their setup.
 
@@ -62,7 +66,18 @@ trace's header does not name it).`,
 					appID = st.App.ID
 				}
 			}
-			c, err := replay.FromTrace(evs, appID, opts...)
+			dir := filepath.Dir(args[0])
+			sidecars := func(ref *trace.TranscriptRef) (*trace.Transcript, error) {
+				t, err := trace.ReadTranscript(dir, ref)
+				if errors.Is(err, fs.ErrNotExist) {
+					// The trace was handed over without its transcripts/:
+					// the episode replays without one.
+					fmt.Fprintf(cmd.ErrOrStderr(), "kitsoki: warning: %v; the episode is written without its transcript\n", err)
+					return nil, nil
+				}
+				return t, err
+			}
+			c, err := replay.FromTraceWith(evs, appID, sidecars, opts...)
 			if err != nil {
 				return exitWith(exitFailure, fmt.Errorf("kitsoki trace to-cassette: %s: %w", args[0], err))
 			}

@@ -3,6 +3,8 @@ package agent
 import (
 	"errors"
 	"fmt"
+
+	"github.com/kitsoki/kitsoki/plugin"
 )
 
 // ErrorKind classifies an agent failure. The six kinds are the contract's.
@@ -28,6 +30,10 @@ type AskError struct {
 	// (tokens billed before it failed); the host charges it to the
 	// call's spending caps.
 	CostUSD float64
+	// Transcript is the agent-action transcript the transport captured
+	// before the call failed, when it has one; the host writes it beside
+	// the trace and points agent.call.error at it.
+	Transcript *plugin.Transcript
 }
 
 // Error renders the error as wire-protocols.md §3 specifies.

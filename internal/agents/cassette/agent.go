@@ -118,11 +118,16 @@ func answer(p Picked, callID string) (*agent.AskResponse, error) {
 	case r.InfraError != "":
 		return nil, &agent.AskError{Kind: agent.KindTransportError, Detail: r.InfraError}
 	case ep.Agent != nil && ep.Agent.Error != "":
-		return nil, ReplayedError(ep.Agent.Error)
+		ae := ReplayedError(ep.Agent.Error)
+		ae.Transcript = ep.Agent.Transcript.Trace()
+		return nil, ae
 	case ep.Agent == nil && r.Error != "":
 		return nil, ReplayedError(r.Error)
 	}
 	resp := &agent.AskResponse{Meta: agentMeta(p, callID)}
+	if ep.Agent != nil {
+		resp.Transcript = ep.Agent.Transcript.Trace()
+	}
 	switch {
 	case ep.Agent != nil && ep.Agent.Submission != "":
 		resp.Submission = json.RawMessage(ep.Agent.Submission)

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -25,6 +26,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/base/schema"
 	"github.com/kitsoki/kitsoki/internal/base/secret"
 	"github.com/kitsoki/kitsoki/internal/base/yamlnode"
+	"github.com/kitsoki/kitsoki/plugin"
 )
 
 // CassetteKind is the required value of a cassette's kind: field.
@@ -134,8 +136,46 @@ type AgentBlock struct {
 	Submission string `yaml:"submission,omitempty"`
 	Error      string `yaml:"error,omitempty"`
 	// CallID is advisory: the call_id is always recomputed.
-	CallID     string `yaml:"call_id,omitempty"`
-	Transcript any    `yaml:"transcript,omitempty"`
+	CallID string `yaml:"call_id,omitempty"`
+	// Transcript is the call's recorded agent-action transcript: a replay
+	// writes it to the trace's transcripts/ sidecar, byte for byte.
+	Transcript *Transcript `yaml:"transcript,omitempty"`
+}
+
+// Transcript is an agent block's transcript: the transport's own event
+// stream of the call, each event one line of JSON (kept as written), and
+// the millisecond offset of each event's capture (optional, at most one
+// per event).
+type Transcript struct {
+	Format  string   `yaml:"format,omitempty"`
+	Events  []string `yaml:"events,omitempty"`
+	Timings []int64  `yaml:"timings,omitempty,flow"`
+}
+
+// Trace is the transcript as an agent response and the trace carry it
+// (nil for a transcript with no events).
+func (t *Transcript) Trace() *plugin.Transcript {
+	if t == nil || len(t.Events) == 0 {
+		return nil
+	}
+	out := &plugin.Transcript{Format: t.Format, Events: make([]json.RawMessage, len(t.Events)), Timings: slices.Clone(t.Timings)}
+	for i, e := range t.Events {
+		out.Events[i] = json.RawMessage(e)
+	}
+	return out
+}
+
+// TranscriptOf is a response's transcript as an agent block records it
+// (nil when there is none).
+func TranscriptOf(t *plugin.Transcript) *Transcript {
+	if t == nil || len(t.Events) == 0 {
+		return nil
+	}
+	out := &Transcript{Format: t.Format, Events: make([]string, len(t.Events)), Timings: slices.Clone(t.Timings)}
+	for i, e := range t.Events {
+		out.Events[i] = string(e)
+	}
+	return out
 }
 
 // LoadOption configures how a cassette is loaded and played.

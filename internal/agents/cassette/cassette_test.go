@@ -58,6 +58,16 @@ func TestCassetteLoadErrors(t *testing.T) {
 			`:6:29: episodes[0].agent.transcript.events[0]: is not a JSON line: write the event as one line of JSON, or as a mapping`},
 		{"transcript timing", "kind: host_cassette\nepisodes:\n  - id: a\n    agent:\n      verb: ask\n      transcript: {events: [{type: result}], timings: [0, soon]}\n", nil,
 			`:6:59: episodes[0].agent.transcript.timings[1]: must be a whole number of milliseconds >= 0, got "soon"`},
+		{"transcript event on several lines", "kind: host_cassette\nepisodes:\n  - id: a\n    agent:\n      transcript:\n        events:\n          - |\n            {\"type\":\n             \"result\"}\n", nil,
+			`:7:13: episodes[0].agent.transcript.events[0]: spans several lines: a transcript event is one line of JSON; write it on one line, or as a mapping`},
+		{"transcript event a number", "kind: host_cassette\nepisodes:\n  - id: a\n    agent:\n      transcript: {events: [42]}\n", nil,
+			`:5:29: episodes[0].agent.transcript.events[0]: must be a JSON line (a quoted string) or a mapping, got a scalar "42"`},
+		{"transcript events not a list", "kind: host_cassette\nepisodes:\n  - id: a\n    agent:\n      transcript: {events: '{}'}\n", nil,
+			`:5:28: episodes[0].agent.transcript.events: must be a list of events (a JSON line each, or a mapping), got a scalar "{}"`},
+		{"transcript more timings than events", "kind: host_cassette\nepisodes:\n  - id: a\n    agent:\n      transcript: {events: ['{}'], timings: [0, 10]}\n", nil,
+			`:5:45: episodes[0].agent.transcript.timings: has 2 offsets for 1 events: give at most one offset per event, in the events' order`},
+		{"transcript format not a string", "kind: host_cassette\nepisodes:\n  - id: a\n    agent:\n      transcript: {format: [x], events: ['{}']}\n", nil,
+			`:5:28: episodes[0].agent.transcript.format: must be a string, got a list`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

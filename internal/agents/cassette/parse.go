@@ -167,9 +167,13 @@ func parseAgentBlock(n *yaml.Node, where string) (*AgentBlock, error) {
 		resp = r
 		delete(m, "response")
 	}
-	if tn, ok := m["transcript"]; ok && tn.Tag != "!!null" {
-		if err := checkTranscript(tn, where+".transcript"); err != nil {
-			return nil, err
+	var tr *Transcript
+	if tn, ok := m["transcript"]; ok {
+		delete(m, "transcript")
+		if tn.Tag != "!!null" {
+			if tr, err = parseTranscript(tn, where+".transcript"); err != nil {
+				return nil, err
+			}
 		}
 	}
 	b := &AgentBlock{}
@@ -183,6 +187,7 @@ func parseAgentBlock(n *yaml.Node, where string) (*AgentBlock, error) {
 		}
 		b.Response = string(j)
 	}
+	b.Transcript = tr
 	if b.Input != nil {
 		b.Input = yamlnode.StringKeys(b.Input)
 	}
@@ -193,46 +198,79 @@ func parseAgentBlock(n *yaml.Node, where string) (*AgentBlock, error) {
 // recorded agent-action transcript).
 var transcriptKeys = []string{"format", "events", "timings"}
 
-// checkTranscript checks an agent block's transcript: its keys, format a
-// string, events a list of JSON lines (strings) or mappings, timings a list
-// of millisecond offsets.
-func checkTranscript(n *yaml.Node, where string) error {
+// parseTranscript reads an agent block's transcript: its keys, format a
+// string, events a list of JSON lines (strings, kept as written) or
+// mappings (written as compact JSON, keys in their order), timings a list
+// of millisecond offsets, at most one per event.
+func parseTranscript(n *yaml.Node, where string) (*Transcript, error) {
 	m, err := yamlnode.Fields(n, where, transcriptKeys...)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := yamlnode.Str(m, "format", where); err != nil {
-		return err
+	t := &Transcript{}
+	if t.Format, err = yamlnode.Str(m, "format", where); err != nil {
+		return nil, err
 	}
 	if ev, ok := m["events"]; ok && ev.Tag != "!!null" {
-		if ev.Kind != yaml.SequenceNode {
-			return yamlnode.At(ev, where+".events", "must be a list of events (a JSON line each, or a mapping), got %s", yamlnode.KindName(ev))
-		}
-		for i, e := range ev.Content {
-			p := fmt.Sprintf("%s.events[%d]", where, i)
-			switch {
-			case e.Kind == yaml.MappingNode:
-			case e.Kind == yaml.ScalarNode && e.Tag == "!!str":
-				if !json.Valid([]byte(e.Value)) {
-					return yamlnode.At(e, p, "is not a JSON line: write the event as one line of JSON, or as a mapping")
-				}
-			default:
-				return yamlnode.At(e, p, "must be a JSON line or a mapping, got %s", yamlnode.KindName(e))
-			}
+		if t.Events, err = transcriptEvents(ev, where+".events"); err != nil {
+			return nil, err
 		}
 	}
 	if tm, ok := m["timings"]; ok && tm.Tag != "!!null" {
 		if tm.Kind != yaml.SequenceNode {
-			return yamlnode.At(tm, where+".timings", "must be a list of millisecond offsets, got %s", yamlnode.KindName(tm))
+			return nil, yamlnode.At(tm, where+".timings", "must be a list of millisecond offsets, got %s", yamlnode.KindName(tm))
 		}
 		for i, e := range tm.Content {
 			var ms int64
 			if e.Kind != yaml.ScalarNode || e.Decode(&ms) != nil || ms < 0 {
-				return yamlnode.At(e, fmt.Sprintf("%s.timings[%d]", where, i), "must be a whole number of milliseconds >= 0, got %q", e.Value)
+				return nil, yamlnode.At(e, fmt.Sprintf("%s.timings[%d]", where, i), "must be a whole number of milliseconds >= 0, got %q", e.Value)
 			}
+			t.Timings = append(t.Timings, ms)
+		}
+		if len(t.Timings) > len(t.Events) {
+			return nil, yamlnode.At(tm, where+".timings", "has %d offsets for %d events: give at most one offset per event, in the events' order", len(t.Timings), len(t.Events))
 		}
 	}
-	return nil
+	return t, nil
+}
+
+// transcriptEvents reads a transcript's events: each a JSON line as
+// written, or a mapping written as compact JSON.
+func transcriptEvents(ev *yaml.Node, where string) ([]string, error) {
+	if ev.Kind != yaml.SequenceNode {
+		return nil, yamlnode.At(ev, where, "must be a list of events (a JSON line each, or a mapping), got %s", shapeOf(ev))
+	}
+	out := make([]string, 0, len(ev.Content))
+	for i, e := range ev.Content {
+		p := fmt.Sprintf("%s[%d]", where, i)
+		switch {
+		case e.Kind == yaml.MappingNode:
+			j, err := yamlnode.JSON(e)
+			if err != nil {
+				return nil, yamlnode.At(e, p, "%w", err)
+			}
+			out = append(out, string(j))
+		case e.Kind == yaml.ScalarNode && e.Tag == "!!str":
+			if strings.ContainsAny(e.Value, "\r\n") {
+				return nil, yamlnode.At(e, p, "spans several lines: a transcript event is one line of JSON; write it on one line, or as a mapping")
+			}
+			if !json.Valid([]byte(e.Value)) {
+				return nil, yamlnode.At(e, p, "is not a JSON line: write the event as one line of JSON, or as a mapping")
+			}
+			out = append(out, e.Value)
+		default:
+			return nil, yamlnode.At(e, p, "must be a JSON line (a quoted string) or a mapping, got %s", shapeOf(e))
+		}
+	}
+	return out, nil
+}
+
+// shapeOf says what a node is, with a scalar's value ("a scalar \"42\"").
+func shapeOf(n *yaml.Node) string {
+	if n.Kind == yaml.ScalarNode && n.Tag != "!!null" {
+		return fmt.Sprintf("%s %q", yamlnode.KindName(n), n.Value)
+	}
+	return yamlnode.KindName(n)
 }
 
 // rebuild makes a mapping node from checked fields (sorted, for stable

@@ -42,7 +42,11 @@ func AgentEpisode(ctx context.Context, alias, phase string, call *agent.Call, re
 	switch {
 	case err != nil:
 		ab.Error = askErrorText(ctx, err)
+		if ae, ok := agent.AsAskError(err); ok {
+			ab.Transcript = TranscriptOf(ae.Transcript)
+		}
 	case resp != nil:
+		ab.Transcript = TranscriptOf(resp.Transcript)
 		ab.Response = ResponseText(resp.Submission)
 		if !bytes.Equal(submissionOf(ab.Response), resp.Submission) {
 			ab.Submission = string(resp.Submission) // response alone would replay other bytes

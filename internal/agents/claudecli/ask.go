@@ -75,7 +75,18 @@ func (a *Agent) Ask(ctx context.Context, ac *agent.Call) (*agent.AskResponse, er
 	var (
 		runs   []*result
 		nudges int
+		tr     *transcript // the stream-json events of every run
 	)
+	if !a.opts.JSONOutput {
+		tr = newTranscript(a.opts.Clock.Now())
+	}
+	// A failure carries the transcript captured so far.
+	failed := func(err error) error {
+		if ae, ok := agent.AsAskError(err); ok && ae.Transcript == nil {
+			ae.Transcript = tr.result(c.secrets)
+		}
+		return err
+	}
 	for {
 		first := len(runs) == 0
 		stdin := req.Prompt
@@ -83,8 +94,11 @@ func (a *Agent) Ask(ctx context.Context, ac *agent.Call) (*agent.AskResponse, er
 			stdin = nudgeText
 		}
 		out := a.run(ctx, c.bin, c.dir, a.args(c, first), c.env, stdin)
+		if tr != nil {
+			tr.addRun(out.stdout, out.ends)
+		}
 		if ctx.Err() != nil {
-			return nil, a.fail(c, agent.KindDeadlineExceeded, "claude CLI did not finish before the call's deadline: %w", context.Cause(ctx))
+			return nil, failed(a.fail(c, agent.KindDeadlineExceeded, "claude CLI did not finish before the call's deadline: %w", context.Cause(ctx)))
 		}
 		if out.startErr != nil {
 			return nil, a.fail(c, agent.KindPluginCrash, "claude CLI: start %s: %v", c.bin, out.startErr)
@@ -94,7 +108,7 @@ func (a *Agent) Ask(ctx context.Context, ac *agent.Call) (*agent.AskResponse, er
 		runs = append(runs, res)
 		a.remember(c, res)
 		if err := a.check(c, res, out); err != nil {
-			return nil, err
+			return nil, failed(err)
 		}
 		if !c.needs {
 			break
@@ -103,16 +117,21 @@ func (a *Agent) Ask(ctx context.Context, ac *agent.Call) (*agent.AskResponse, er
 			break
 		}
 		if nudges == a.opts.Nudges {
-			return nil, a.fail(c, agent.KindSchemaInvalid, "%s", noSubmitMessage(req.Verb))
+			return nil, failed(a.fail(c, agent.KindSchemaInvalid, "%s", noSubmitMessage(req.Verb)))
 		}
 		nudges++
+		if tr != nil {
+			tr.addNudge(nudges, nudgeText, a.opts.Clock.Now())
+		}
 		c.resume = c.sessionID
 		if res.sessionID != "" {
 			c.resume = res.sessionID
 		}
 		a.opts.Logger.Debug("claude CLI ended without a valid submit; nudging", "call", req.CallID, "nudge", nudges)
 	}
-	return a.response(c, runs, nudges), nil
+	resp := a.response(c, runs, nudges)
+	resp.Transcript = tr.result(c.secrets)
+	return resp, nil
 }
 
 // noSubmitMessage is the schema_invalid detail of a call that never

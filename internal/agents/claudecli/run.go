@@ -27,6 +27,8 @@ type runOutput struct {
 	// startErr is set when the process could not be started or waited
 	// for (not for a non-zero exit).
 	startErr error
+	// ends is when each complete stdout line arrived.
+	ends []time.Time
 }
 
 // run starts the CLI with stdin, waits for it and reaps it (through
@@ -39,7 +41,7 @@ func (a *Agent) run(ctx context.Context, bin, dir string, args, env []string, st
 	if err := ctx.Err(); err != nil {
 		return runOutput{startErr: err}
 	}
-	stdout := &capped{limit: maxStdout}
+	stdout := &stamped{capped: capped{limit: maxStdout}, clk: a.opts.Clock}
 	stderr := &tail{keep: stderrKeep}
 	p, err := supervise.Start(supervise.Config{
 		Name: "claude CLI", Path: bin, Args: args, Dir: dir, Env: env,
@@ -52,29 +54,34 @@ func (a *Agent) run(ctx context.Context, bin, dir string, args, env []string, st
 	exit, _ := p.Wait(ctx) // a ctx that ended is the caller's to report
 	// Wait returns after the copying ended, so the buffers are whole and
 	// no longer written.
-	out := runOutput{stdout: stdout.Bytes(), stderr: stderr.Bytes(), exitCode: exit.Code()}
+	out := runOutput{stdout: stdout.Bytes(), stderr: stderr.Bytes(), exitCode: exit.Code(), ends: stdout.stamps()}
 	if exit.State == nil {
 		out.startErr = exit.Err // waiting for it failed
 	}
 	return out
 }
 
-// capped keeps the first limit bytes written to it.
+// capped keeps the first limit bytes written to it. The buffer is a named
+// field, not embedded: an embedded bytes.Buffer's ReadFrom would let
+// io.Copy (os/exec copies a child's output with it) write past the limit.
 type capped struct {
-	bytes.Buffer
+	buf   bytes.Buffer
 	limit int
 }
 
 func (c *capped) Write(p []byte) (int, error) {
-	if room := c.limit - c.Len(); room > 0 {
+	if room := c.limit - c.buf.Len(); room > 0 {
 		if len(p) > room {
-			c.Buffer.Write(p[:room])
+			c.buf.Write(p[:room])
 		} else {
-			c.Buffer.Write(p)
+			c.buf.Write(p)
 		}
 	}
 	return len(p), nil
 }
+
+// Bytes is what was kept.
+func (c *capped) Bytes() []byte { return c.buf.Bytes() }
 
 // tail keeps the last keep bytes written to it.
 type tail struct {

@@ -13,13 +13,9 @@ import (
 
 // pendingAllowed lists the key paths docs/kitsoki.md may mark pending:
 // keys not built yet, each row saying what is missing. An entry's prefix
-// matches the path itself and every path under it. Only an agent
-// cassette's transcript: is left (its replay writes a trace sidecar
-// kitsoki's trace does not have yet); every other row is implemented or
-// refused, and a new pending row fails the test.
-var pendingAllowed = []struct{ section, prefix string }{
-	{"Agent cassette", "episodes[].agent.transcript"},
-}
+// matches the path itself and every path under it. None is left: every
+// row is implemented or refused, and a pending row fails the test.
+var pendingAllowed = []struct{ section, prefix string }{}
 
 // TestKitsokiConformanceTable checks docs/kitsoki.md against Kitsoki's key
 // list (format-keys.md in the Kitsoki reference, found in shared/kitsoki

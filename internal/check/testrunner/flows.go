@@ -57,6 +57,10 @@ type FlowResult struct {
 	Name       string `json:"-"` // report name (base name, #N for multi-document files)
 	SkipReason string `json:"-"`
 	Trace      []byte `json:"-"` // the run's JSONL trace, with WithTrace
+	// Sidecars are the files the trace refers to (agent-action
+	// transcripts), with WithTrace: each path is relative to the trace
+	// file's directory.
+	Sidecars []trace.Sidecar `json:"-"`
 }
 
 // TurnResult is the outcome of one turn. The session checks come last,
@@ -346,6 +350,12 @@ func (e *capturedEvent) payload() any {
 		return e.typed
 	}
 	return e.Payload
+}
+
+// WriteTranscript keeps a call's transcript in the flow's trace (when one
+// is kept).
+func (s *captureSink) WriteTranscript(callID string, t *trace.Transcript) (*trace.TranscriptRef, error) {
+	return trace.WriteTranscript(s.Sink, callID, t)
 }
 
 func (s *captureSink) Append(ev *trace.Event) error {
@@ -730,7 +740,7 @@ func (f *Flow) finish(res *FlowResult, mem *trace.MemSink) *FlowResult {
 		res.Turns[i].Passed = len(res.Turns[i].Failures) == 0
 	}
 	if f.cfg.keepTrace {
-		res.Trace = mem.Bytes()
+		res.Trace, res.Sidecars = mem.Bytes(), mem.Sidecars()
 	}
 	if f.cfg.keepEvents {
 		evs, err := trace.Read(bytes.NewReader(mem.Bytes()))

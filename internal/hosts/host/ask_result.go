@@ -11,6 +11,12 @@ import (
 // call binds ok=false, exit_code=1, the error text and the response's meta
 // when there was one, and carries the call_id its failure is traced under.
 func (c *askCall) result(a answer) *Result {
+	r := c.resultData(a)
+	r.Transcript = transcriptOf(&a)
+	return r
+}
+
+func (c *askCall) resultData(a answer) *Result {
 	var meta map[string]any
 	if a.resp != nil {
 		meta = a.resp.Meta

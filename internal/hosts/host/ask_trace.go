@@ -31,11 +31,15 @@ func (h *Host) stepTrace(ctx context.Context, c *askCall, next askFunc) (answer,
 	if answered == nil {
 		answered = c.ac
 	}
+	ref, err := h.keepTranscript(c, &a)
+	if err != nil {
+		return answer{}, &TraceError{err}
+	}
 	var closing trace.Payload
 	if a.err != nil {
 		// error_kind carries the kind on its own, so no masking of the
 		// error text can change it.
-		p := trace.AgentCallError{Verb: c.verb, DurationMS: durMS, Error: trace.StorableText(a.err.Error()), ErrorKind: string(a.err.Kind), Substitution: a.subst}
+		p := trace.AgentCallError{Verb: c.verb, DurationMS: durMS, Error: trace.StorableText(a.err.Error()), ErrorKind: string(a.err.Kind), Substitution: a.subst, TranscriptRef: ref}
 		p.Agent, p.Model = describe(answered)
 		closing = p
 	} else {
@@ -44,7 +48,7 @@ func (h *Host) stepTrace(ctx context.Context, c *askCall, next askFunc) (answer,
 			meta = a.resp.Meta
 		}
 		p := trace.AgentCallComplete{Verb: c.verb, DurationMS: durMS,
-			Response: trace.AgentResponse{Submission: a.submission, Meta: meta}, Meta: meta, Substitution: a.subst}
+			Response: trace.AgentResponse{Submission: a.submission, Meta: meta}, Meta: meta, Substitution: a.subst, TranscriptRef: ref}
 		p.Agent, p.Model = describe(answered)
 		closing = p
 	}
@@ -53,6 +57,41 @@ func (h *Host) stepTrace(ctx context.Context, c *askCall, next askFunc) (answer,
 		return answer{}, &TraceError{err}
 	}
 	return a, nil
+}
+
+// keepTranscript writes the call's agent-action transcript beside the
+// trace (when the transport gave one and the sink keeps transcripts) and
+// returns the reference the closing event carries. A transcript that
+// cannot be written as one (an event that is not a JSON line) fails the
+// call as plugin_crash; failing to store it is a trace error.
+func (h *Host) keepTranscript(c *askCall, a *answer) (*trace.TranscriptRef, error) {
+	t := transcriptOf(a)
+	if t == nil {
+		return nil, nil
+	}
+	ref, err := trace.WriteTranscript(c.call.SinkOr(h.sink), c.req.CallID, t)
+	if errors.Is(err, trace.ErrBadTranscript) {
+		if a.err == nil {
+			a.err = agent.Errorf(agent.KindPluginCrash, "the agent's transcript cannot be kept: %v", err)
+		}
+		return nil, nil
+	}
+	return ref, err
+}
+
+// transcriptOf is the transcript of an answer: the response's, else, for
+// a failure, the one the error carries.
+func transcriptOf(a *answer) *trace.Transcript {
+	if a.resp != nil && a.resp.Transcript != nil {
+		return a.resp.Transcript
+	}
+	if a.err != nil && a.err.Transcript != nil {
+		return a.err.Transcript
+	}
+	if ae, ok := agent.AsAskError(a.raw); ok {
+		return ae.Transcript
+	}
+	return nil
 }
 
 // startPayload is the agent.call.start of c: verb, prompt, persona and

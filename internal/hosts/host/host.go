@@ -97,6 +97,10 @@ type Result struct {
 	// CallID is the call_id of the agent call that failed with Err ("" for
 	// other handlers), so the failure can be shown next to its trace lines.
 	CallID string
+	// Transcript is the agent-action transcript of the agent call that
+	// answered a host.agent.* invoke, when its transport gave one: a
+	// recorder keeps it in the episode's agent block. It is never bound.
+	Transcript *plugin.Transcript
 }
 
 // Handler answers invokes. A returned error is an infrastructure failure

@@ -28,6 +28,7 @@ type MemSink struct {
 	chunks [][]byte
 	head   int // the header line's length (chunks[0] starts with it)
 	closed bool
+	side   *memSidecars
 }
 
 // memChunk is the usual capacity of one block of a MemSink.
@@ -44,8 +45,19 @@ func NewMemSink(opts ...Option) *MemSink {
 		enc:    newLineEncoder(secret.New(cfg.secrets)),
 		chunks: [][]byte{head},
 		head:   len(head),
+		side:   newMemSidecars(secret.New(cfg.secrets)),
 	}
 }
+
+// WriteTranscript keeps a call's agent-action transcript in memory, as
+// Writer would write it beside a trace file; see TranscriptSink.
+func (m *MemSink) WriteTranscript(callID string, t *Transcript) (*TranscriptRef, error) {
+	return m.side.store.write(callID, t)
+}
+
+// Sidecars returns the transcript files written so far, each with its
+// path relative to the trace's directory, in the order they were written.
+func (m *MemSink) Sidecars() []Sidecar { return m.side.list() }
 
 // Append records one event; see Sink.
 func (m *MemSink) Append(ev *Event) error { return m.append(ev, nil) }

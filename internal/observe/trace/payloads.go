@@ -199,7 +199,10 @@ type AgentCallComplete struct {
 	Model        string         `json:"model,omitempty"`
 	Response     any            `json:"response,omitempty"`
 	Substitution *Substitution  `json:"substitution,omitzero"`
-	Verb         string         `json:"verb"`
+	// TranscriptRef points at the call's agent-action sidecar, when the
+	// transport gave a transcript.
+	TranscriptRef *TranscriptRef `json:"transcript_ref,omitzero"`
+	Verb          string         `json:"verb"`
 }
 
 // AgentCallError is agent.call.error. Error is the AskError text
@@ -212,7 +215,10 @@ type AgentCallError struct {
 	ErrorKind    string        `json:"error_kind"`
 	Model        string        `json:"model,omitempty"`
 	Substitution *Substitution `json:"substitution,omitzero"`
-	Verb         string        `json:"verb"`
+	// TranscriptRef points at the transcript captured before the call
+	// failed, when there is one.
+	TranscriptRef *TranscriptRef `json:"transcript_ref,omitzero"`
+	Verb          string         `json:"verb"`
 }
 
 // AgentResponse is the response of an agent.call.complete on the host's
@@ -599,6 +605,7 @@ func (p AgentCallComplete) scrub(s *scrubber) (any, bool) {
 	s.str("model", &p.Model)
 	s.open("response", &p.Response)
 	p.Substitution = s.substitution(p.Substitution)
+	p.TranscriptRef = s.transcriptRef(p.TranscriptRef)
 	s.str("verb", &p.Verb)
 	if s.end(c) {
 		return p, true
@@ -613,6 +620,7 @@ func (p AgentCallError) scrub(s *scrubber) (any, bool) {
 	s.str("error_kind", &p.ErrorKind)
 	s.str("model", &p.Model)
 	p.Substitution = s.substitution(p.Substitution)
+	p.TranscriptRef = s.transcriptRef(p.TranscriptRef)
 	s.str("verb", &p.Verb)
 	if s.end(c) {
 		return p, true

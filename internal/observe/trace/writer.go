@@ -49,6 +49,7 @@ type Writer struct {
 	lastCheck    time.Time // clock reading at the last identity check
 	err          error     // sticky failure: every later call returns it
 	closed       bool
+	sidecars     *sidecarStore // transcripts/ beside the file
 }
 
 var _ Sink = (*Writer)(nil)
@@ -100,6 +101,7 @@ func open(path string, f *os.File, cfg config) (*Writer, error) {
 		header:       cfg.header,
 		enc:          newLineEncoder(secret.New(cfg.secrets)),
 		size:         fi.Size(),
+		sidecars:     fileSidecars(path, secret.New(cfg.secrets)),
 	}
 	now := w.clk.Now()
 	w.lastCheck = now
@@ -159,6 +161,13 @@ func syncDir(dir string) {
 	}
 	_ = d.Sync()
 	_ = d.Close()
+}
+
+// WriteTranscript writes a call's agent-action transcript to
+// transcripts/<call_id>.jsonl (and .timings) in the trace file's
+// directory, secrets masked; see TranscriptSink.
+func (w *Writer) WriteTranscript(callID string, t *Transcript) (*TranscriptRef, error) {
+	return w.sidecars.write(callID, t)
 }
 
 // Path is the trace file's path.

@@ -73,7 +73,7 @@ func (s *Session) startJob(t *turnCtx, inv *story.Invoke, name string, args map[
 		world[k] = DeepCopy(v)
 	}
 	s.jobsStarted++
-	buf := &jobSink{now: s.sink.Now, base: jobSeqBase * s.jobsStarted}
+	buf := &jobSink{now: s.sink.Now, base: jobSeqBase * s.jobsStarted, side: s.sink}
 	jobArgs, _ := DeepCopy(args).(map[string]any) // the job's own: the trace keeps args
 	call := &host.Call{Namespace: name, Args: jobArgs, Invoke: inv, SessionID: s.id, Turn: t.n, State: s.state, TurnState: t.start, World: world, Sink: buf}
 	disp := s.host
@@ -464,6 +464,15 @@ type jobSink struct {
 	now    func() time.Time
 	base   int
 	events []bufferedEvent
+	// side is the session's sink, which keeps the job's agent-action
+	// transcripts at once: they are files beside the trace, not lines.
+	side any
+}
+
+// WriteTranscript keeps a job's agent call's transcript in the session's
+// sink (when it keeps transcripts).
+func (b *jobSink) WriteTranscript(callID string, t *trace.Transcript) (*trace.TranscriptRef, error) {
+	return trace.WriteTranscript(b.side, callID, t)
 }
 
 type bufferedEvent struct {

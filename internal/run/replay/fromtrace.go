@@ -23,6 +23,17 @@ import (
 //
 // opts are passed to the cassette (cassette.WithSecrets masks what it writes).
 func FromTrace(events []trace.Event, appID string, opts ...cassette.LoadOption) (*Cassette, error) {
+	return FromTraceWith(events, appID, nil, opts...)
+}
+
+// Transcripts reads the sidecar a transcript_ref points at (nil, nil: the
+// call keeps no transcript).
+type Transcripts func(ref *trace.TranscriptRef) (*trace.Transcript, error)
+
+// FromTraceWith is FromTrace that also folds each agent call's
+// agent-action transcript (read with transcripts, when it is not nil) into
+// its episode's agent: block, so a replay writes the same sidecar.
+func FromTraceWith(events []trace.Event, appID string, transcripts Transcripts, opts ...cassette.LoadOption) (*Cassette, error) {
 	type call struct {
 		ns    string
 		args  map[string]any
@@ -106,6 +117,9 @@ func FromTrace(events []trace.Event, appID string, opts ...cassette.LoadOption) 
 			ep := hostEpisode(c.ns, firstSegment(c.phase), hc, res, nil)
 			if ep.Agent != nil {
 				describeFromTrace(ep.Agent, c.start, c.end)
+				if err := foldTranscript(ep.Agent, c.end, transcripts); err != nil {
+					return nil, fmt.Errorf("trace: agent call of %q (turn %d): %w", c.ns, c.turn, err)
+				}
 			}
 			ep.ID = cassette.UniqueID(ep.ID, func(id string) bool { return ids[id] })
 			ids[ep.ID] = true
@@ -116,6 +130,32 @@ func FromTrace(events []trace.Event, appID string, opts ...cassette.LoadOption) 
 		}
 	}
 	return New(appID, eps, append([]cassette.LoadOption{cassette.WithGetenv(func(string) string { return "" })}, opts...)...)
+}
+
+// foldTranscript reads the transcript the call's closing event points at
+// into its agent block.
+func foldTranscript(ab *cassette.AgentBlock, end *agentEnd, transcripts Transcripts) error {
+	if end == nil || transcripts == nil {
+		return nil
+	}
+	ref := end.ref()
+	if ref == nil {
+		return nil
+	}
+	t, err := transcripts(ref)
+	if err != nil {
+		return err
+	}
+	ab.Transcript = cassette.TranscriptOf(t)
+	return nil
+}
+
+// ref is the closing event's transcript_ref.
+func (e *agentEnd) ref() *trace.TranscriptRef {
+	if e.failed != nil {
+		return e.failed.TranscriptRef
+	}
+	return e.complete.TranscriptRef
 }
 
 // agentEnd is the closing event of an agent call: complete or error.

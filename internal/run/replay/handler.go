@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/agents/cassette"
@@ -97,14 +98,20 @@ func (h *cassetteHandler) writeAgentEvents(call *host.Call, p cassette.Picked) e
 		CallID: callID, EpisodeID: p.Episode.ID, MatchIdx: p.Index}, start); err != nil {
 		return err
 	}
+	// The recorded transcript goes beside the trace as it was recorded;
+	// the closing event points at it.
+	ref, err := trace.WriteTranscript(call.SinkOr(h.sink), callID, ab.Transcript.Trace())
+	if err != nil {
+		return fmt.Errorf("episode %q: agent.transcript: %w", p.Episode.ID, err)
+	}
 	if ab.Error != "" {
 		// The error as the agent role replays it: the recorded kind when
 		// the text is an AskError rendering, else plugin_crash.
 		ae := cassette.ReplayedError(ab.Error)
-		payload := trace.AgentCallError{Verb: verb, Agent: ab.Agent, DurationMS: ab.DurationMS, Error: ae.Error(), ErrorKind: string(ae.Kind)}
+		payload := trace.AgentCallError{Verb: verb, Agent: ab.Agent, DurationMS: ab.DurationMS, Error: ae.Error(), ErrorKind: string(ae.Kind), TranscriptRef: ref}
 		return call.SinkOr(h.sink).AppendPayload(&plugin.Event{Turn: call.Turn, StatePath: call.State, CallID: callID}, payload)
 	}
-	payload := trace.AgentCallComplete{Verb: verb, Agent: ab.Agent, Model: ab.Model, DurationMS: ab.DurationMS}
+	payload := trace.AgentCallComplete{Verb: verb, Agent: ab.Agent, Model: ab.Model, DurationMS: ab.DurationMS, TranscriptRef: ref}
 	if ab.Response != "" {
 		payload.Response = responseValue(ab.Response)
 	}

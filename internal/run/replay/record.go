@@ -83,6 +83,7 @@ func hostEpisode(name, phase string, call *host.Call, res *host.Result, err erro
 		if res.Err != nil {
 			ab.Error = res.Err.Error()
 		}
+		ab.Transcript = cassette.TranscriptOf(res.Transcript)
 		ep.Agent = ab
 	}
 	return ep

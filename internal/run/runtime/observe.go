@@ -26,3 +26,9 @@ func (s observedSink) AppendPayload(ev *trace.Event, p trace.Payload) error {
 	s.obs.Observe(ev, p)
 	return nil
 }
+
+// WriteTranscript keeps a call's transcript in the sink it wraps, when
+// that one keeps transcripts.
+func (s observedSink) WriteTranscript(callID string, t *trace.Transcript) (*trace.TranscriptRef, error) {
+	return trace.WriteTranscript(s.Sink, callID, t)
+}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -134,13 +135,16 @@ type Call struct {
 	DurationMS int64  `json:"duration_ms"`
 	// Recorded is true when DurationMS is the duration a cassette
 	// recorded (a replayed call takes no time of its own).
-	Recorded  bool           `json:"recorded,omitempty"`
-	StartMS   float64        `json:"start_ms"` // since the run's first event
-	Open      bool           `json:"open,omitempty"`
-	SubEvents []*OtherEvent  `json:"sub_events,omitempty"`
-	World     []*WorldChange `json:"world,omitempty"` // binds written while the call was open
-	Children  []*Call        `json:"children,omitempty"`
-	startTS   time.Time
+	Recorded  bool          `json:"recorded,omitempty"`
+	StartMS   float64       `json:"start_ms"` // since the run's first event
+	Open      bool          `json:"open,omitempty"`
+	SubEvents []*OtherEvent `json:"sub_events,omitempty"`
+	// Transcript is the agent call's agent-action transcript, when the
+	// trace points at one.
+	Transcript *Transcript    `json:"transcript,omitempty"`
+	World      []*WorldChange `json:"world,omitempty"` // binds written while the call was open
+	Children   []*Call        `json:"children,omitempty"`
+	startTS    time.Time
 }
 
 // Load reads a trace file and builds its run. A trace still being
@@ -163,6 +167,7 @@ func Load(path string) (*Run, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	r.Path = path
+	LoadTranscripts(r, filepath.Dir(path))
 	return r, nil
 }
 
@@ -416,7 +421,7 @@ func (b *builder) agentCompleted(ev *trace.Event, p *trace.AgentCallComplete) {
 	if p.Model != "" {
 		c.Model = p.Model
 	}
-	c.DurationMS, c.Substitution = p.DurationMS, p.Substitution
+	c.DurationMS, c.Substitution, c.Transcript = p.DurationMS, p.Substitution, transcriptOf(p.TranscriptRef)
 	meta := p.Meta
 	if resp, ok := p.Response.(map[string]any); ok {
 		if sub, ok := resp["submission"]; ok {
@@ -446,6 +451,7 @@ func (b *builder) agentFailed(ev *trace.Event, p *trace.AgentCallError) {
 		c.Model = p.Model
 	}
 	c.DurationMS, c.Error, c.ErrorKind, c.Substitution = p.DurationMS, p.Error, p.ErrorKind, p.Substitution
+	c.Transcript = transcriptOf(p.TranscriptRef)
 	if p.ErrorKind == "schema_invalid" {
 		c.Schema = "invalid"
 	}

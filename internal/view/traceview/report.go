@@ -224,6 +224,31 @@ func writeCall(w io.Writer, c *Call, ind string, o ReportOptions) {
 	for _, se := range c.SubEvents {
 		fmt.Fprintf(w, "%s  sub      %s %s\n", ind, se.Kind, p.dim(clipLine(compact(se.Payload), o.Full)))
 	}
+	writeTranscript(w, c.Transcript, ind, o)
+}
+
+// writeTranscript writes an agent call's transcript line and, with Full,
+// its actions.
+func writeTranscript(w io.Writer, t *Transcript, ind string, o ReportOptions) {
+	if t == nil {
+		return
+	}
+	p := painter{o.Color}
+	fmt.Fprintf(w, "%s  actions  %d events  %s\n", ind, t.Events, p.dim(t.Path))
+	if t.Error != "" {
+		fmt.Fprintf(w, "%s           %s\n", ind, p.red("cannot read: "+t.Error))
+		return
+	}
+	if !o.Full {
+		return
+	}
+	for _, a := range t.Actions {
+		at := "      "
+		if a.AtMS != nil {
+			at = fmt.Sprintf("%5dms", *a.AtMS)
+		}
+		fmt.Fprintf(w, "%s    %s %-16s %s\n", ind, p.dim(at), a.Kind, a.Text)
+	}
 }
 
 // WriteTotals writes the closing lines.

@@ -71,6 +71,20 @@ func newManaged(t *testing.T, decl agent.Declaration, cfg Config) (*Agent, error
 
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 
+// waitReaped waits until a's sidecar process has been reaped (its exit
+// recorded), so the next call sees it dead: no wall-clock guess.
+func waitReaped(a *Agent) {
+	a.sidecarHold.mu.Lock()
+	s := a.sidecarHold.sidecar
+	a.sidecarHold.mu.Unlock()
+	s.sem <- struct{}{}
+	p := s.proc
+	<-s.sem
+	if p != nil {
+		<-p.done
+	}
+}
+
 func TestManagedLazy(t *testing.T) {
 	m := newManagedSetup(t)
 	reg := agent.NewRegistry(nil)
@@ -242,11 +256,7 @@ func TestManagedRestartAfterCrash(t *testing.T) {
 	if err := syscall.Kill(second.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for alive(second.PID) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(50 * time.Millisecond) // let the reaper record the exit
+	waitReaped(a)
 	third, resp := askFake(t, a, "hi")
 	if third.PID == second.PID {
 		t.Fatal("dead server not replaced")

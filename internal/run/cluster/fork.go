@@ -168,7 +168,7 @@ func (c *Client) snapshotAt(ctx context.Context, r ForkRequest, in *SessionInput
 	if err != nil {
 		return nil, fmt.Errorf("fork session %s at turn %d: its trace: %w", r.Ref, at, err)
 	}
-	if len(evs) == 0 || evs[0].Turn != 0 {
+	if hdr.ForkedFrom != "" || len(evs) == 0 || evs[0].Turn != 0 {
 		return nil, fmt.Errorf("fork session %s at turn %d: its trace does not start at turn 0 (it was forked from session %s at turn %d, and its trace starts there), so only its current turn %d can be forked; fork session %s for an earlier turn",
 			r.Ref, at, hdr.ForkedFrom, hdr.ForkedAtTurn, in.Carried.Turn, hdr.ForkedFrom)
 	}

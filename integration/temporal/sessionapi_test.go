@@ -192,6 +192,7 @@ func TestSessionForkOnTheClusterAtAnEarlierTurn(t *testing.T) {
 			t.Fatalf("continue %q: exit %d", in, code)
 		}
 	}
+	var last string // the fork at the last turn before the current one
 	for n := range int64(len(inputs)) {
 		at := strconv.FormatInt(n, 10)
 		out, errs, code := e.run(t, ctx, "fork", "bot:fork-2", "--at-turn", at)
@@ -235,6 +236,14 @@ func TestSessionForkOnTheClusterAtAnEarlierTurn(t *testing.T) {
 		if code != 0 || g["session"].(map[string]any)["turn"] != float64(n+1) {
 			t.Fatalf("fork at turn %d: continue %q: exit %d, %v", n, next, code, g)
 		}
+		last = fork
+	}
+	// A fork's trace starts at its fork: its earlier turns are refused,
+	// naming the session that has them.
+	_, errs, code := e.run(t, ctx, "fork", last, "--at-turn", "2")
+	if want := "its trace does not start at turn 0 (it was forked from session bot:fork-2 at turn 2"; code != 1 || !strings.Contains(errs, want) ||
+		!strings.Contains(errs, "fork session bot:fork-2 for an earlier turn") {
+		t.Errorf("a fork's earlier turn: exit %d, stderr %q, want %q", code, errs, want)
 	}
 	if f, code := e.frame(t, ctx, "inspect", "bot:fork-2"); code != 0 || f["state"] != "greeted" || worldOf(f)["name"] != "Grace" ||
 		f["session"].(map[string]any)["turn"] != float64(len(inputs)) {

@@ -11,6 +11,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
 	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/run/runtime"
@@ -172,9 +173,19 @@ func (c *Client) snapshotAt(ctx context.Context, r ForkRequest, in *SessionInput
 		return nil, fmt.Errorf("fork session %s at turn %d: its trace does not start at turn 0 (it was forked from session %s at turn %d, and its trace starts there), so only its current turn %d can be forked; fork session %s for an earlier turn",
 			r.Ref, at, hdr.ForkedFrom, hdr.ForkedAtTurn, in.Carried.Turn, hdr.ForkedFrom)
 	}
-	rt, err := runtime.ReplayAt(ctx, st, runtime.Replay{ID: r.Ref, Events: evs, UpTo: at, Routing: routing(*in)})
+	snap, err := replayedSnapshot(ctx, st, r.Ref, evs, at, routing(*in))
 	if err != nil {
 		return nil, fmt.Errorf("fork session %s at turn %d: %w", r.Ref, at, err)
+	}
+	return snap, nil
+}
+
+// replayedSnapshot is what the carry query would have answered after turn
+// at of session id: its trace evs replayed through st (runtime.ReplayAt).
+func replayedSnapshot(ctx context.Context, st *story.Story, id string, evs []trace.Event, at int64, rc orchestrator.RoutingConfig) (*Snapshot, error) {
+	rt, err := runtime.ReplayAt(ctx, st, runtime.Replay{ID: id, Events: evs, UpTo: at, Routing: rc})
+	if err != nil {
+		return nil, err
 	}
 	defer rt.Close()
 	sess := rt.Session()

@@ -57,6 +57,8 @@ func (f *fakeCluster) Status(context.Context, string) (*cluster.SessionStatus, e
 
 func (f *fakeCluster) TraceJSONL(context.Context, string) ([]byte, error) { return nil, nil }
 
+func (f *fakeCluster) Audit(context.Context, string, cluster.Audit) error { return nil }
+
 // remoteHello starts the hello story behind a fake cluster and returns a
 // console of it, its turn 0 already printed.
 func remoteHello(t *testing.T) (*driver.Console, *fakeCluster, *bytes.Buffer, *bytes.Buffer) {

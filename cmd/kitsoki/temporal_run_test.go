@@ -229,3 +229,11 @@ func TestRemotePromptUnknownCommandMatchesLocal(t *testing.T) {
 		t.Errorf("stderr (-local +cluster):\n%s", d)
 	}
 }
+
+// TestClusterAuditKindIsTheLocalOne keeps a cluster session's record of
+// an MCP call the same event a local session writes.
+func TestClusterAuditKindIsTheLocalOne(t *testing.T) {
+	if cluster.KindAPICall != driver.KindAPICall {
+		t.Errorf("cluster.KindAPICall %q, driver.KindAPICall %q", cluster.KindAPICall, driver.KindAPICall)
+	}
+}

@@ -46,8 +46,8 @@ func TestAuditRecordsAreTraced(t *testing.T) {
 	var errs []string
 	cb := func(name string) *testsuite.TestUpdateCallback {
 		return &testsuite.TestUpdateCallback{
-			OnReject:   func(err error) { errs = append(errs, name+" rejected: "+err.Error()) },
-			OnAccept:   func() {},
+			OnReject: func(err error) { errs = append(errs, name+" rejected: "+err.Error()) },
+			OnAccept: func() {},
 			OnComplete: func(_ any, err error) {
 				if err != nil {
 					errs = append(errs, name+": "+err.Error())

@@ -1,12 +1,15 @@
 package cluster
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
 )
@@ -89,5 +92,35 @@ func TestAuditRecordsAreTraced(t *testing.T) {
 	}
 	if d := cmp.Diff(want, auditsOf(evs)); d != "" {
 		t.Errorf("audit events (-want +got):\n%s", d)
+	}
+}
+
+// TestContinueAsNewDropsTheAudit: the record of the call that created the
+// session is written once, by the first run; the next run's input does
+// not carry it.
+func TestContinueAsNewDropsTheAudit(t *testing.T) {
+	ref, _ := helloRef(t)
+	env := newEnv(t)
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(IntentUpdate, "u1", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { t.Errorf("rejected: %v", err) }, OnAccept: func() {},
+			OnComplete: func(_ any, err error) {
+				if err != nil {
+					t.Errorf("greet: %v", err)
+				}
+			}}, IntentRequest{Intent: "greet", Slots: Value{map[string]any{"name": "Ada"}}})
+	}, time.Minute)
+	env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Story: ref, SessionID: "s1", ContinueAsNewAfter: 1,
+		Audit: &Audit{Surface: "mcp", Tool: "session_new_kitsoki"}})
+	var can *workflow.ContinueAsNewError
+	if err := env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("want a continue-as-new, got %v", err)
+	}
+	var next SessionInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	if next.Audit != nil || next.Carried == nil {
+		t.Errorf("the next run's input: audit %+v, carried %v", next.Audit, next.Carried != nil)
 	}
 }

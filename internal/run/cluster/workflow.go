@@ -259,7 +259,7 @@ func (r *sessionRun) intent(uctx workflow.Context, req IntentRequest) (*TurnResu
 	out, err := takeTurn(r.sess, req)
 	if errors.Is(err, orchestrator.ErrNoHistory) {
 		// A back queued behind a turn that emptied the history:
-		// refused as the validator refuses it, nothing traced.
+		// refused as the validator refuses it, no turn traced.
 		return nil, temporal.NewApplicationError(err.Error(), NoHistoryError)
 	}
 	if err != nil {

@@ -13,10 +13,12 @@ import (
 // a Temporal cluster (kitsoki mcp serve --temporal): every call goes to
 // the cluster, through remote.Sessions, as kitsoki session … --temporal
 // does. Nothing is held live here (the workflow is the live session), so
-// continue reattaches and reports (outcome "resumed"). A call is not
-// written into the session's trace (that is the workflow's, in its
-// history); it is logged, and the update it sends is in the workflow's
-// history.
+// continue reattaches and reports (outcome "resumed"). The calls a local
+// Pool writes into a session's trace (new, submit, continue, inspect,
+// render) are written into the workflow's trace with the same event
+// (driver.KindAPICall, cluster.KindAPICall) and payload: new in the
+// session's input, submit in its intent update, the others in an audit
+// update. Every call is also logged.
 type mcpClusterSessions struct {
 	svc    *remote.Sessions
 	logger *slog.Logger
@@ -30,29 +32,29 @@ func (m mcpClusterSessions) log(c mcpserve.Caller, ref string) {
 
 func (m mcpClusterSessions) New(ctx context.Context, c mcpserve.Caller, r mcpserve.NewSessionRequest) (any, error) {
 	m.log(c, r.Key+r.ID)
-	return orErr(m.svc.Create(ctx, driver.CreateRequest{Story: r.Story, Key: r.Key, ID: r.ID, World: r.World}))
+	return orErr(m.svc.Create(ctx, driver.CreateRequest{Story: r.Story, Key: r.Key, ID: r.ID, World: r.World}, audit(c)))
 }
 
 func (m mcpClusterSessions) Submit(ctx context.Context, c mcpserve.Caller, ref string, in mcpserve.SessionInput) (any, error) {
 	m.log(c, ref)
-	return orErr(m.svc.Continue(ctx, ref, mcpInput(in)))
+	return orErr(m.svc.Continue(ctx, ref, mcpInput(in), audit(c)))
 }
 
 // Continue reattaches (waiting for a turn that runs) and reports where
 // the session stands, outcome "resumed".
 func (m mcpClusterSessions) Continue(ctx context.Context, c mcpserve.Caller, ref string) (any, error) {
 	m.log(c, ref)
-	return orErr(m.svc.Resume(ctx, ref))
+	return orErr(m.svc.Resume(ctx, ref, audit(c)))
 }
 
 func (m mcpClusterSessions) Inspect(ctx context.Context, c mcpserve.Caller, ref string) (any, error) {
 	m.log(c, ref)
-	return orErr(m.svc.Inspect(ctx, ref))
+	return orErr(m.svc.Inspect(ctx, ref, audit(c)))
 }
 
 func (m mcpClusterSessions) Render(ctx context.Context, c mcpserve.Caller, ref string) (string, error) {
 	m.log(c, ref)
-	f, err := m.svc.Inspect(ctx, ref)
+	f, err := m.svc.Inspect(ctx, ref, audit(c))
 	if err != nil {
 		return "", err
 	}

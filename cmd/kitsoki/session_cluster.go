@@ -65,7 +65,7 @@ func (c *sessionCmd) clusterCreate(cmd *cobra.Command, r driver.CreateRequest) e
 		return err
 	}
 	defer done()
-	f, err := svc.Create(cmd.Context(), r)
+	f, err := svc.Create(cmd.Context(), r, driver.Audit{})
 	if err != nil {
 		return c.fail(cmd, r.Key+r.ID, err)
 	}
@@ -82,7 +82,7 @@ func (c *sessionCmd) clusterContinue(cmd *cobra.Command, ref string, in driver.I
 		return err
 	}
 	defer done()
-	f, err := svc.Continue(cmd.Context(), ref, in)
+	f, err := svc.Continue(cmd.Context(), ref, in, driver.Audit{})
 	if err != nil {
 		return c.fail(cmd, ref, err)
 	}
@@ -96,7 +96,7 @@ func (c *sessionCmd) clusterInspect(cmd *cobra.Command, ref string) (*driver.Fra
 		return nil, err
 	}
 	defer done()
-	f, err := svc.Inspect(cmd.Context(), ref)
+	f, err := svc.Inspect(cmd.Context(), ref, driver.Audit{})
 	if err != nil {
 		return nil, c.fail(cmd, ref, err)
 	}

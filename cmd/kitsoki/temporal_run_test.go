@@ -19,8 +19,9 @@ import (
 // fakeCluster answers the driver as the session workflow does, from a
 // session in this process: the validator's check, then the turn.
 type fakeCluster struct {
-	sess *orchestrator.Session
-	reqs []cluster.IntentRequest
+	sess   *orchestrator.Session
+	reqs   []cluster.IntentRequest
+	audits []cluster.Audit // the audit updates
 }
 
 func (f *fakeCluster) Intent(ctx context.Context, _ string, req cluster.IntentRequest) (*cluster.TurnResult, error) {
@@ -56,6 +57,11 @@ func (f *fakeCluster) Status(context.Context, string) (*cluster.SessionStatus, e
 }
 
 func (f *fakeCluster) TraceJSONL(context.Context, string) ([]byte, error) { return nil, nil }
+
+func (f *fakeCluster) Audit(_ context.Context, _ string, a cluster.Audit) error {
+	f.audits = append(f.audits, a)
+	return nil
+}
 
 // remoteHello starts the hello story behind a fake cluster and returns a
 // console of it, its turn 0 already printed.
@@ -225,5 +231,53 @@ func TestRemotePromptUnknownCommandMatchesLocal(t *testing.T) {
 	}
 	if d := cmp.Diff(wantErr, errb.String()); d != "" {
 		t.Errorf("stderr (-local +cluster):\n%s", d)
+	}
+}
+
+// TestClusterAuditKindIsTheLocalOne keeps a cluster session's record of
+// an MCP call the same event a local session writes.
+func TestClusterAuditKindIsTheLocalOne(t *testing.T) {
+	if cluster.KindAPICall != driver.KindAPICall {
+		t.Errorf("cluster.KindAPICall %q, driver.KindAPICall %q", cluster.KindAPICall, driver.KindAPICall)
+	}
+}
+
+// TestTakeAuditedCarriesTheRecord: an input's record travels in its
+// intent update; an input refused before a turn (by the validator, or a
+// line that does not parse) sends it in an audit update instead.
+func TestTakeAuditedCarriesTheRecord(t *testing.T) {
+	con, f, _, _ := remoteHello(t)
+	d := con.D.(*remote.Driver)
+	a := &cluster.Audit{Surface: "mcp", Tool: "session_submit_kitsoki", Client: "stdio"}
+	steps := []struct {
+		in                 driver.Input
+		outcome            string
+		inUpdate, onItsOwn int
+	}{
+		{driver.Intent("greet", map[string]any{"name": "Ada"}), orchestrator.OutcomeTransitioned, 1, 0},
+		{driver.Intent("greet", map[string]any{"name": "Bob"}), orchestrator.OutcomeRejected, 2, 1},
+		{driver.Line("greet name=Bob style=nope extra"), "", 2, 2},
+	}
+	for i, s := range steps {
+		out, err := d.TakeAudited(t.Context(), s.in, a)
+		if s.outcome == "" {
+			if err == nil {
+				t.Errorf("step %d: no error for %+v", i, s.in)
+			}
+		} else if err != nil || out.Outcome != s.outcome {
+			t.Fatalf("step %d: %+v %v, want %s", i, out, err, s.outcome)
+		}
+		carried := 0
+		for _, r := range f.reqs {
+			if r.Audit != nil && *r.Audit == *a {
+				carried++
+			}
+		}
+		if carried != s.inUpdate || len(f.audits) != s.onItsOwn {
+			t.Errorf("step %d: %d records in intent updates, %d on their own; want %d, %d", i, carried, len(f.audits), s.inUpdate, s.onItsOwn)
+		}
+	}
+	if _, err := d.TakeAudited(t.Context(), driver.Intent("bye", nil), nil); err != nil || f.reqs[len(f.reqs)-1].Audit != nil {
+		t.Errorf("no record: %v, %+v", err, f.reqs[len(f.reqs)-1])
 	}
 }

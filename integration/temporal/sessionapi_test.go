@@ -410,6 +410,7 @@ func TestMCPSessionToolsOnTheCluster(t *testing.T) {
 	if text, isErr := call("session_list_kitsoki", nil); isErr || !strings.Contains(text, `"mcp:cluster-1"`) {
 		t.Errorf("list: %v %q", isErr, text)
 	}
+	checkClusterAudits(t, ctx, e, "mcp:cluster-1")
 	fork := frame("session_fork_kitsoki", map[string]any{"session": "mcp:cluster-1", "at_turn": turn})
 	if fork["forked_from"] != "mcp:cluster-1" || fork["state"] != "greeted" {
 		t.Fatalf("fork: %v", fork)
@@ -424,6 +425,59 @@ func TestMCPSessionToolsOnTheCluster(t *testing.T) {
 		if f := frame("session_delete_kitsoki", map[string]any{"session": id}); f["deleted"] != id {
 			t.Errorf("delete %s: %v", id, f)
 		}
+	}
+}
+
+// apiCall is what a test compares of a kitsoki.api.call event.
+type apiCall struct {
+	Turn    int64
+	State   string
+	Payload map[string]any
+}
+
+// checkClusterAudits reads the session's trace through kitsoki session
+// trace --temporal: the calls a local session records (new, submit, the
+// rejected submit, continue, inspect, render; not trace, list, fork or
+// delete) are there as kitsoki.api.call events, with the fields a local
+// trace has and none of the calls' arguments.
+func checkClusterAudits(t *testing.T, ctx context.Context, e apiEnv, ref string) {
+	t.Helper()
+	out, errs, code := e.run(t, ctx, "trace", ref)
+	if code != 0 {
+		t.Fatalf("trace: exit %d: %s", code, errs)
+	}
+	var got []apiCall
+	for line := range strings.Lines(out) {
+		var ev struct {
+			Kind      string         `json:"kind"`
+			Turn      int64          `json:"turn"`
+			StatePath string         `json:"state_path"`
+			Payload   map[string]any `json:"payload"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("trace line %q: %v", line, err)
+		}
+		if ev.Kind == cluster.KindAPICall {
+			got = append(got, apiCall{Turn: ev.Turn, State: ev.StatePath, Payload: ev.Payload})
+			if strings.Contains(line, "Ada") || strings.Contains(line, "Bob") {
+				t.Errorf("an audit event holds a call's argument: %s", line)
+			}
+		}
+	}
+	// On stdio the MCP client's session id is "stdio", as a local trace has it.
+	mcp := func(tool string) map[string]any {
+		return map[string]any{"surface": "mcp", "tool": tool, "client": "stdio"}
+	}
+	want := []apiCall{
+		{0, "lobby", mcp("session_new_kitsoki")},
+		{0, "lobby", mcp("session_submit_kitsoki")},
+		{1, "greeted", mcp("session_submit_kitsoki")},
+		{1, "greeted", mcp("session_continue_kitsoki")},
+		{1, "greeted", mcp("session_inspect_kitsoki")},
+		{1, "greeted", mcp("session_render_kitsoki")},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("the session's audit events (-want +got):\n%s\ntrace:\n%s", d, out)
 	}
 }
 

@@ -43,6 +43,7 @@ func (v sessionView) carry() *SessionInput {
 	next := *v.in
 	next.World = Value{}
 	next.Root = ""
+	next.Audit = nil
 	next.Carried = &Snapshot{State: v.sess.State(), World: Value{orchestrator.DeepCopy(v.sess.World())}, Turn: v.sess.TurnNumber(),
 		Timeouts: v.sess.Timeouts(), Handover: v.sess.Handover()}
 	return &next

@@ -60,6 +60,10 @@ type SessionInput struct {
 	// Fork names the session and turn this one was forked from (nil for
 	// a session that was not); its trace's header says so.
 	Fork *ForkOrigin `json:"fork,omitempty"`
+	// Audit is the record of the call that created the session (an MCP
+	// tool call), written into its trace after turn 0; nil writes none.
+	// A continue-as-new does not carry it.
+	Audit *Audit `json:"audit,omitempty"`
 }
 
 // Snapshot is what a continue-as-new carries: the story hash is the
@@ -82,6 +86,9 @@ type IntentRequest struct {
 	// Back returns to the previous room (a local run's :back,
 	// Session.Back); Intent, Slots and Input are then empty.
 	Back bool `json:"back,omitempty"`
+	// Audit is the record of the call that sent the input (an MCP tool
+	// call), written into the trace before the turn; nil writes none.
+	Audit *Audit `json:"audit,omitempty"`
 }
 
 // TurnResult is a turn's outcome as the update returns it.
@@ -233,6 +240,9 @@ func (r *sessionRun) register() error {
 	if err := registerStatus(r.ctx, v, r.ready); err != nil {
 		return err
 	}
+	if err := r.registerAudit(); err != nil {
+		return err
+	}
 	return workflow.SetUpdateHandlerWithOptions(r.ctx, IntentUpdate, r.intent,
 		workflow.UpdateHandlerOptions{Validator: r.validateIntent})
 }
@@ -245,10 +255,11 @@ func (r *sessionRun) intent(uctx workflow.Context, req IntentRequest) (*TurnResu
 	}
 	r.busy, r.cur = true, uctx
 	defer func() { r.busy, r.cur = false, r.ctx }()
+	r.audit(req.Audit)
 	out, err := takeTurn(r.sess, req)
 	if errors.Is(err, orchestrator.ErrNoHistory) {
 		// A back queued behind a turn that emptied the history:
-		// refused as the validator refuses it, nothing traced.
+		// refused as the validator refuses it, no turn traced.
 		return nil, temporal.NewApplicationError(err.Error(), NoHistoryError)
 	}
 	if err != nil {
@@ -292,6 +303,7 @@ func (r *sessionRun) begin() error {
 		return err
 	} else {
 		r.last = turnResult(out, r.sess.TurnNumber())
+		r.audit(r.in.Audit)
 	}
 	r.started = true
 	return nil
@@ -351,6 +363,7 @@ func (r *sessionRun) continueAsNew() error {
 	next := r.in
 	next.World = Value{}
 	next.Root = ""
+	next.Audit = nil
 	next.Carried = &Snapshot{State: r.sess.State(), World: Value{orchestrator.DeepCopy(r.sess.World())}, Turn: r.sess.TurnNumber(),
 		Timeouts: r.sess.Timeouts(), Handover: r.sess.Handover()}
 	return workflow.NewContinueAsNewError(r.ctx, SessionWorkflowName, next)

@@ -27,6 +27,7 @@ type ClusterSession interface {
 	Intent(ctx context.Context, id string, req cluster.IntentRequest) (*cluster.TurnResult, error)
 	Status(ctx context.Context, id string) (*cluster.SessionStatus, error)
 	TraceJSONL(ctx context.Context, id string) ([]byte, error)
+	Audit(ctx context.Context, id string, a cluster.Audit) error
 }
 
 // Request says which session on a cluster a run is: a new one of
@@ -43,6 +44,9 @@ type Request struct {
 	Routing orchestrator.RoutingConfig
 	// Stderr receives what the driver tells the person running it.
 	Stderr io.Writer
+	// Audit is the record of the call that starts a new session, written
+	// into its trace after turn 0; nil writes none.
+	Audit *cluster.Audit
 }
 
 // Driver is a session that is a workflow on a Temporal cluster: every
@@ -75,7 +79,7 @@ func Open(ctx context.Context, c *cluster.Client, r Request) (*Driver, error) {
 	}
 	stderr := r.Stderr
 	if !reattach {
-		in := cluster.SessionInput{Story: r.Ref, SessionID: id, World: cluster.Value{V: r.World}, Root: r.Root}
+		in := cluster.SessionInput{Story: r.Ref, SessionID: id, World: cluster.Value{V: r.World}, Root: r.Root, Audit: r.Audit}
 		if r.Routing != (orchestrator.RoutingConfig{}) {
 			in.Routing = &r.Routing
 		}
@@ -187,6 +191,15 @@ func (d *Driver) closeParser() {
 // IntentRequest.Input alone, a typed line parsed into intent and slots
 // (with the line as its input text).
 func (d *Driver) Take(ctx context.Context, in driver.Input) (*orchestrator.Outcome, error) {
+	return d.TakeAudited(ctx, in, nil)
+}
+
+// TakeAudited is Take with the record of the call that sent the input
+// (nil: none): the update carries it, and the workflow writes it into the
+// trace before the turn. An input the update's validator refuses enters
+// no history, so its record is then sent on its own (AuditUpdate), as a
+// local session writes the record of a call it rejects.
+func (d *Driver) TakeAudited(ctx context.Context, in driver.Input, a *cluster.Audit) (*orchestrator.Outcome, error) {
 	req := cluster.IntentRequest{Input: in.Text}
 	switch in.Kind {
 	case driver.KindIntent:
@@ -199,12 +212,21 @@ func (d *Driver) Take(ctx context.Context, in driver.Input) (*orchestrator.Outco
 		if in.Kind == driver.KindLine || !sess.IsFreeText(in.Text) {
 			intent, slots, err := sess.ParseInput(in.Text)
 			if err != nil {
+				if aerr := d.audit(ctx, a); aerr != nil {
+					return nil, aerr
+				}
 				return nil, &driver.InputError{Err: err}
 			}
 			req.Intent, req.Slots = intent, cluster.Value{V: slots}
 		}
 	}
+	req.Audit = a
 	tr, err := d.c.Intent(ctx, d.id, req)
+	if _, ok := errors.AsType[*cluster.RejectedError](err); ok {
+		if aerr := d.audit(ctx, a); aerr != nil {
+			return nil, aerr
+		}
+	}
 	return d.result(ctx, tr, err)
 }
 
@@ -224,6 +246,14 @@ func (d *Driver) result(ctx context.Context, tr *cluster.TurnResult, err error) 
 		}
 	}
 	return tr.Orchestrator(), nil
+}
+
+// audit sends a's record on its own (nil sends nothing).
+func (d *Driver) audit(ctx context.Context, a *cluster.Audit) error {
+	if a == nil {
+		return nil
+	}
+	return d.c.Audit(ctx, d.id, *a)
 }
 
 // Back sends a back update.

@@ -47,8 +47,10 @@ type Sessions struct {
 
 // Create starts a session of r.Story on the cluster (turn 0 runs on a
 // worker) and reports it. Its workflow id is r.Key, else r.ID, else a
-// generated id; one in use is refused.
-func (s *Sessions) Create(ctx context.Context, r driver.CreateRequest) (_ *driver.Frame, err error) {
+// generated id; one in use is refused. a names the caller for the
+// session's trace (its zero value writes no record); the record follows
+// turn 0, as a local Pool writes it.
+func (s *Sessions) Create(ctx context.Context, r driver.CreateRequest, a driver.Audit) (_ *driver.Frame, err error) {
 	id := r.ID
 	if r.Key != "" {
 		if r.ID != "" {
@@ -76,7 +78,7 @@ func (s *Sessions) Create(ctx context.Context, r driver.CreateRequest) (_ *drive
 	if err != nil {
 		return nil, driver.Exit(driver.ExitFailure, err)
 	}
-	d, err := Open(ctx, s.Client, Request{Story: st, Ref: ref, ID: id, World: r.World, Root: r.Root, Routing: r.Routing, Stderr: s.stderr()})
+	d, err := Open(ctx, s.Client, Request{Story: st, Ref: ref, ID: id, World: r.World, Root: r.Root, Routing: r.Routing, Stderr: s.stderr(), Audit: auditOf(a)})
 	if err != nil {
 		return nil, err
 	}
@@ -106,14 +108,17 @@ func (s *Sessions) Open(ctx context.Context, ref string) (*Driver, cluster.Story
 	return d, si.Story, nil
 }
 
-// Continue takes one input in the session ref names and reports the turn.
-func (s *Sessions) Continue(ctx context.Context, ref string, in driver.Input) (*driver.Frame, error) {
+// Continue takes one input in the session ref names and reports the
+// turn. a names the caller for the session's trace (its zero value writes
+// no record): the intent update carries the record, written before the
+// turn.
+func (s *Sessions) Continue(ctx context.Context, ref string, in driver.Input, a driver.Audit) (*driver.Frame, error) {
 	d, sref, err := s.Open(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
 	defer d.Close()
-	out, err := d.Take(ctx, in)
+	out, err := d.TakeAudited(ctx, in, auditOf(a))
 	if ie, ok := errors.AsType[*driver.InputError](err); ok {
 		return nil, driver.Exit(driver.ExitRejected, ie)
 	}
@@ -124,24 +129,39 @@ func (s *Sessions) Continue(ctx context.Context, ref string, in driver.Input) (*
 }
 
 // Inspect reports where the session ref names stands; no turn is taken.
-func (s *Sessions) Inspect(ctx context.Context, ref string) (*driver.Frame, error) {
-	return s.report(ctx, ref, "status")
+// a names the caller for the session's trace (its zero value writes no
+// record): a running session is live, so, as a live local session's
+// inspect is, the call is written (cluster.AuditUpdate).
+func (s *Sessions) Inspect(ctx context.Context, ref string, a driver.Audit) (*driver.Frame, error) {
+	return s.report(ctx, ref, "status", a)
 }
 
 // Resume reattaches to the session ref names (waiting for a turn that
 // runs) and reports it with the outcome "resumed", as picking up a local
-// session does; nothing is held: the workflow is the live session.
-func (s *Sessions) Resume(ctx context.Context, ref string) (*driver.Frame, error) {
-	return s.report(ctx, ref, "resumed")
+// session does; nothing is held: the workflow is the live session. a is
+// written into the trace as Inspect writes it.
+func (s *Sessions) Resume(ctx context.Context, ref string, a driver.Audit) (*driver.Frame, error) {
+	return s.report(ctx, ref, "resumed", a)
 }
 
-func (s *Sessions) report(ctx context.Context, ref, outcome string) (*driver.Frame, error) {
+func (s *Sessions) report(ctx context.Context, ref, outcome string, a driver.Audit) (*driver.Frame, error) {
 	d, sref, err := s.Open(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
 	defer d.Close()
+	if err := d.audit(ctx, auditOf(a)); err != nil {
+		return nil, driver.Exit(driver.ExitFailure, err)
+	}
 	return s.frame(ctx, d, sref, keyOf(ref), nil, outcome)
+}
+
+// auditOf is a as the cluster carries it; nil when it names no tool.
+func auditOf(a driver.Audit) *cluster.Audit {
+	if a.Tool == "" {
+		return nil
+	}
+	return &cluster.Audit{Surface: a.Surface, Tool: a.Tool, Client: a.Client}
 }
 
 // frame is the session's frame after out (nil: none taken).

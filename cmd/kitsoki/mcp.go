@@ -57,7 +57,7 @@ With --temporal HOST:PORT (and --namespace, --task-queue, --blobs, the TLS
 flags) the session tools drive sessions on that Temporal cluster instead
 of the sessions directory, as kitsoki session … --temporal does: a new
 session's story travels as a bundle in the blob store, session_fork_kitsoki
-forks a running session at its current turn, and nothing is held live
+forks a running session at any finished turn, and nothing is held live
 here (--max-live-sessions does not apply).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -77,7 +77,7 @@ func (m mcpClusterSessions) List(ctx context.Context) (any, error) {
 }
 
 func (m mcpClusterSessions) Fork(ctx context.Context, ref string, at int64) (any, error) {
-	fi, err := m.svc.Fork(ctx, ref, at, "")
+	fi, err := m.svc.Fork(ctx, ref, &at, "")
 	if err != nil {
 		return nil, err
 	}

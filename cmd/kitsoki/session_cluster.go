@@ -118,9 +118,9 @@ func (c *sessionCmd) clusterDelete(cmd *cobra.Command, ref string) error {
 	return nil
 }
 
-// clusterFork forks a running session on the cluster at its current turn
-// (at < 0: not given).
-func (c *sessionCmd) clusterFork(cmd *cobra.Command, ref string, at int64, id string) error {
+// clusterFork forks a running session on the cluster after turn *at (nil:
+// its current turn).
+func (c *sessionCmd) clusterFork(cmd *cobra.Command, ref string, at *int64, id string) error {
 	svc, done, err := clusterSessions(cmd.Context(), c.g, &c.tf, cmd)
 	if err != nil {
 		return err

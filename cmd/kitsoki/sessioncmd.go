@@ -521,16 +521,19 @@ kitsoki run <its story> --session <new id>, or kitsoki session continue
 <new id>. The id goes to stdout.
 
 With --temporal HOST:PORT a running session on the cluster is forked at
-its current turn (--at-turn, when given, must be that turn) into a new
+--at-turn N (any finished turn; without it, the current turn) into a new
 workflow that runs the same story bundle: state, world, turn, armed
-timeouts, room history and open overlays carried over.`,
+timeouts, room history and open overlays carried over. An earlier turn
+is found by replaying the session's trace through its story bundle, every
+call answered from the trace.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if c.tf.addr != "" {
-				if !cmd.Flags().Changed("at-turn") {
-					at = -1
+				var turn *int64
+				if cmd.Flags().Changed("at-turn") {
+					turn = &at
 				}
-				return c.clusterFork(cmd, args[0], at, "")
+				return c.clusterFork(cmd, args[0], turn, "")
 			}
 			if err := c.tf.refuseWithout(cmd); err != nil {
 				return err
@@ -551,7 +554,7 @@ timeouts, room history and open overlays carried over.`,
 			return nil
 		},
 	}
-	cmd.Flags().Int64Var(&at, "at-turn", 0, "the turn to fork from (0 is the session's start; with --temporal, the current turn)")
+	cmd.Flags().Int64Var(&at, "at-turn", 0, "the turn to fork from (0 is the session's start; with --temporal, the current turn when not given)")
 	addTemporalFlags(cmd, &c.tf, false)
 	return cmd
 }

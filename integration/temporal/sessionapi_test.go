@@ -70,7 +70,8 @@ func worldOf(f map[string]any) map[string]any {
 }
 
 // TestSessionForkOnTheCluster forks a running cluster session at its
-// current turn with `kitsoki session fork --temporal`: the fork goes on
+// current turn (TestSessionForkOnTheClusterAtAnEarlierTurn at earlier
+// ones) with `kitsoki session fork --temporal`: the fork goes on
 // from the old session's state and world on the same story bundle, the
 // old session is left as it was, and the refusals say what to do.
 func TestSessionForkOnTheCluster(t *testing.T) {
@@ -135,8 +136,10 @@ func TestSessionForkOnTheCluster(t *testing.T) {
 	}{
 		{"an unknown key", []string{"fork", "bot:nope"}, 1,
 			[]string{"kitsoki: session bot:nope: no such session on the cluster", "kitsoki session list --temporal " + server.Addr + " shows them"}},
-		{"another turn", []string{"fork", "bot:fork-1", "--at-turn", "0"}, 2,
-			[]string{"session bot:fork-1 is at turn " + strconv.FormatInt(turn, 10) + ": a session on a cluster is forked at its current turn", "give --at-turn " + strconv.FormatInt(turn, 10)}},
+		{"a turn not taken", []string{"fork", "bot:fork-1", "--at-turn", "9"}, 2,
+			[]string{"session bot:fork-1 has no finished turn 9: its turns are 0 to " + strconv.FormatInt(turn, 10), "give --at-turn from 0 to " + strconv.FormatInt(turn, 10)}},
+		{"a negative turn", []string{"fork", "bot:fork-1", "--at-turn", "-1"}, 2,
+			[]string{"session bot:fork-1 has no finished turn -1: its turns are 0 to " + strconv.FormatInt(turn, 10)}},
 	} {
 		_, errs, code := e.run(t, ctx, tc.args...)
 		for _, w := range tc.want {
@@ -151,6 +154,100 @@ func TestSessionForkOnTheCluster(t *testing.T) {
 	_, errs, code = e.run(t, ctx, "fork", fork)
 	if want := "cannot fork session " + fork + ": session " + fork + " finished in state \"farewell\""; code != 1 || !strings.Contains(errs, want) {
 		t.Errorf("a finished fork: exit %d, stderr %q, want %q", code, errs, want)
+	}
+}
+
+// TestSessionForkOnTheClusterAtAnEarlierTurn forks a cluster session at
+// turns before its current one: each fork stands where a local run of the
+// same inputs stood after that turn (state and world), its header names
+// the turn, and it goes on from there; the old session is left as it is.
+func TestSessionForkOnTheClusterAtAnEarlierTurn(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	e := newAPIEnv(t, "")
+	inputs := []string{"greet name=Ada style=formal", "again", "greet name=Grace"}
+
+	// The local run of the same inputs, inspected after every turn.
+	dir := t.TempDir()
+	local := func(args ...string) map[string]any {
+		t.Helper()
+		out, errs, code := kitsokiRun(t, ctx, e.story, append(append([]string{"session"}, args...), "--sessions-dir", dir, "--json")...)
+		var f map[string]any
+		if err := json.Unmarshal([]byte(out), &f); code != 0 || err != nil {
+			t.Fatalf("local %v: exit %d, %v\n%s", args, code, err, errs)
+		}
+		return f
+	}
+	atTurn := []map[string]any{local("create", "app.yaml", "--key", "bot:local")}
+	for _, in := range inputs {
+		local("continue", "bot:local", "--intent", in)
+		atTurn = append(atTurn, local("inspect", "bot:local"))
+	}
+
+	if _, code := e.frame(t, ctx, "create", "app.yaml", "--key", "bot:fork-2"); code != 0 {
+		t.Fatalf("create: exit %d", code)
+	}
+	for _, in := range inputs {
+		if _, code := e.frame(t, ctx, "continue", "bot:fork-2", "--intent", in); code != 0 {
+			t.Fatalf("continue %q: exit %d", in, code)
+		}
+	}
+	var last string // the fork at the last turn before the current one
+	for n := range int64(len(inputs)) {
+		at := strconv.FormatInt(n, 10)
+		out, errs, code := e.run(t, ctx, "fork", "bot:fork-2", "--at-turn", at)
+		fork := strings.TrimSpace(out)
+		if code != 0 || !strings.Contains(errs, "kitsoki: forked session "+fork+" from turn "+at+" of bot:fork-2") {
+			t.Fatalf("fork at turn %d: exit %d, stdout %q, stderr %q", n, code, out, errs)
+		}
+		f, code := e.frame(t, ctx, "inspect", fork)
+		if code != 0 || f["session"].(map[string]any)["turn"] != float64(n) {
+			t.Fatalf("fork at turn %d: inspect: exit %d, %v", n, code, f)
+		}
+		if f["state"] != atTurn[n]["state"] {
+			t.Errorf("fork at turn %d is in %v, the local run was in %v", n, f["state"], atTurn[n]["state"])
+		}
+		// session_id is the id the session started with: a fork keeps
+		// it, as a local fork does.
+		lw, fw := worldOf(atTurn[n]), worldOf(f)
+		if fw["session_id"] != "bot:fork-2" {
+			t.Errorf("fork at turn %d: world.session_id %v, want the session it came from", n, fw["session_id"])
+		}
+		delete(lw, "session_id")
+		delete(fw, "session_id")
+		if d := cmp.Diff(lw, fw); d != "" {
+			t.Errorf("fork at turn %d: world (-local +fork):\n%s", n, d)
+		}
+		out, errs, code = e.run(t, ctx, "trace", fork)
+		var head map[string]any
+		if err := json.Unmarshal([]byte(firstLine(out)), &head); code != 0 || err != nil {
+			t.Fatalf("fork at turn %d: trace: exit %d, %v\n%s", n, code, err, errs)
+		}
+		want := any(float64(n))
+		if n == 0 {
+			want = nil // forked_at_turn is left out at 0
+		}
+		if head["forked_from"] != "bot:fork-2" || head["forked_at_turn"] != want {
+			t.Errorf("fork at turn %d: header %v", n, head)
+		}
+		// The fork goes on from its turn.
+		next := map[string]any{"greeted": "again", "lobby": "greet name=Bob"}[f["state"].(string)]
+		g, code := e.frame(t, ctx, "continue", fork, "--intent", next.(string))
+		if code != 0 || g["session"].(map[string]any)["turn"] != float64(n+1) {
+			t.Fatalf("fork at turn %d: continue %q: exit %d, %v", n, next, code, g)
+		}
+		last = fork
+	}
+	// A fork's trace starts at its fork: its earlier turns are refused,
+	// naming the session that has them.
+	_, errs, code := e.run(t, ctx, "fork", last, "--at-turn", "2")
+	if want := "its trace does not start at turn 0 (it was forked from session bot:fork-2 at turn 2"; code != 1 || !strings.Contains(errs, want) ||
+		!strings.Contains(errs, "fork session bot:fork-2 for an earlier turn") {
+		t.Errorf("a fork's earlier turn: exit %d, stderr %q, want %q", code, errs, want)
+	}
+	if f, code := e.frame(t, ctx, "inspect", "bot:fork-2"); code != 0 || f["state"] != "greeted" || worldOf(f)["name"] != "Grace" ||
+		f["session"].(map[string]any)["turn"] != float64(len(inputs)) {
+		t.Errorf("the forked session changed: exit %d, %v", code, f)
 	}
 }
 

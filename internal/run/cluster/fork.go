@@ -11,7 +11,10 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
 	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
+	"github.com/kitsoki/kitsoki/internal/run/runtime"
 )
 
 // QueryCarry answers the SessionInput a new workflow needs to go on from
@@ -79,50 +82,63 @@ func (v sessionView) lastTurnAt() time.Time {
 	return workflow.GetInfo(v.ctx).WorkflowStartTime.UTC()
 }
 
-// ForkRequest asks for a fork of a running session at its current turn.
+// ForkRequest asks for a fork of a running session at one of its
+// finished turns.
 type ForkRequest struct {
 	// Ref is the session to fork (its id, which is its key for a keyed
 	// session).
 	Ref string
 	// ID names the fork; it must be free on the cluster.
 	ID string
-	// AtTurn, when set, is the turn the caller means to fork at: a
-	// session at another turn is refused (*TurnError), nothing started.
+	// AtTurn, when set, is the turn to fork at: the session's current turn
+	// or an earlier one (0 to current; any other is refused with a
+	// *TurnError, nothing started). Nil is the current turn.
 	AtTurn *int64
+	// Stories reads the session's story bundle, which an earlier turn is
+	// found by replaying the session's trace through. Only a fork at an
+	// earlier turn needs it.
+	Stories *Stories
 }
 
-// TurnError is a fork asked at a turn other than the session's current
-// one.
+// TurnError is a fork asked at a turn the session has not finished.
 type TurnError struct {
 	ID         string
 	At, Actual int64
 }
 
 func (e *TurnError) Error() string {
-	return fmt.Sprintf("session %s is at turn %d: a session on a cluster is forked at its current turn (its earlier turns are in its workflow's history, not in a journal kitsoki can copy); give --at-turn %d or leave it out", e.ID, e.Actual, e.Actual)
+	return fmt.Sprintf("session %s has no finished turn %d: its turns are 0 to %d; give --at-turn from 0 to %d, or leave it out to fork at turn %d", e.ID, e.At, e.Actual, e.Actual, e.Actual)
 }
 
-// Fork starts a new session from where the running session r.Ref stands
-// (its current turn: the cluster keeps no journal to fork an earlier one
-// from): the same story bundle, routing, state, world, turn, armed
-// timeouts, room history and overlays, as a workflow of its own on the
-// same task queue. The old session is not changed. The fork's trace
-// starts at the fork, its header naming the session and turn it came
-// from.
+// Fork starts a new session from where the running session r.Ref stood
+// after turn r.AtTurn (its current turn when nil): the same story bundle
+// and routing, and that turn's state, world, turn, armed timeouts, room
+// history and overlays, as a workflow of its own on the same task queue.
+// The current turn's come from the carry query; an earlier turn's from
+// replaying the session's trace through its story (ReplayAt). The old
+// session is not changed. The fork's trace starts at the fork, its header
+// naming the session and turn it came from.
 func (c *Client) Fork(ctx context.Context, r ForkRequest) (*SessionInfo, error) {
 	si, err := c.Describe(ctx, r.Ref)
 	if err != nil {
 		return nil, err
 	}
 	if !si.Running() {
-		return nil, fmt.Errorf("cannot fork session %s: %w; a session on a cluster is forked at its current turn, so only a running one can be", r.Ref, &ClosedError{Info: si})
+		return nil, fmt.Errorf("cannot fork session %s: %w; a session on a cluster is forked from its running workflow, so only a running one can be", r.Ref, &ClosedError{Info: si})
 	}
 	in, err := c.carry(ctx, r.Ref)
 	if err != nil {
 		return nil, err
 	}
-	if r.AtTurn != nil && *r.AtTurn != in.Carried.Turn {
+	if r.AtTurn != nil && (*r.AtTurn < 0 || *r.AtTurn > in.Carried.Turn) {
 		return nil, &TurnError{ID: r.Ref, At: *r.AtTurn, Actual: in.Carried.Turn}
+	}
+	if r.AtTurn != nil && *r.AtTurn < in.Carried.Turn {
+		snap, err := c.snapshotAt(ctx, r, in)
+		if err != nil {
+			return nil, err
+		}
+		in.Carried = snap
 	}
 	in.SessionID = r.ID
 	in.Fork = &ForkOrigin{SessionID: r.Ref, Turn: in.Carried.Turn}
@@ -132,6 +148,50 @@ func (c *Client) Fork(ctx context.Context, r ForkRequest) (*SessionInfo, error) 
 		return nil, fmt.Errorf("fork session %s: %w", r.Ref, err)
 	}
 	return c.Describe(ctx, r.ID)
+}
+
+// snapshotAt is where session r.Ref stood after turn *r.AtTurn: its trace
+// (every run's, TraceJSONL) replayed through the story bundle it runs,
+// every call answered from the trace.
+func (c *Client) snapshotAt(ctx context.Context, r ForkRequest, in *SessionInput) (*Snapshot, error) {
+	at := *r.AtTurn
+	if r.Stories == nil {
+		return nil, fmt.Errorf("fork session %s at turn %d: no story store to replay its trace through (the blob store the workers share)", r.Ref, at)
+	}
+	st, err := r.Stories.Load(in.Story)
+	if err != nil {
+		return nil, fmt.Errorf("fork session %s at turn %d: %w", r.Ref, at, err)
+	}
+	b, err := c.TraceJSONL(ctx, r.Ref)
+	if err != nil {
+		return nil, err
+	}
+	hdr, evs, err := trace.ReadAll(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("fork session %s at turn %d: its trace: %w", r.Ref, at, err)
+	}
+	if hdr.ForkedFrom != "" || len(evs) == 0 || evs[0].Turn != 0 {
+		return nil, fmt.Errorf("fork session %s at turn %d: its trace does not start at turn 0 (it was forked from session %s at turn %d, and its trace starts there), so only its current turn %d can be forked; fork session %s for an earlier turn",
+			r.Ref, at, hdr.ForkedFrom, hdr.ForkedAtTurn, in.Carried.Turn, hdr.ForkedFrom)
+	}
+	snap, err := replayedSnapshot(ctx, st, r.Ref, evs, at, routing(*in))
+	if err != nil {
+		return nil, fmt.Errorf("fork session %s at turn %d: %w", r.Ref, at, err)
+	}
+	return snap, nil
+}
+
+// replayedSnapshot is what the carry query would have answered after turn
+// at of session id: its trace evs replayed through st (runtime.ReplayAt).
+func replayedSnapshot(ctx context.Context, st *story.Story, id string, evs []trace.Event, at int64, rc orchestrator.RoutingConfig) (*Snapshot, error) {
+	rt, err := runtime.ReplayAt(ctx, st, runtime.Replay{ID: id, Events: evs, UpTo: at, Routing: rc})
+	if err != nil {
+		return nil, err
+	}
+	defer rt.Close()
+	sess := rt.Session()
+	return &Snapshot{State: sess.State(), World: Value{orchestrator.DeepCopy(sess.World())}, Turn: at,
+		Timeouts: sess.Timeouts(), Handover: sess.Handover()}, nil
 }
 
 // carry waits for a running turn (the attach update), then reads the

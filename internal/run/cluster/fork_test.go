@@ -1,10 +1,12 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +17,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
+	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/run/runtime"
 )
 
@@ -114,4 +118,94 @@ func stepAndCarry(t *testing.T, in SessionInput, s carryStep, i int) (next, carr
 		t.Fatal(err)
 	}
 	return next, carried
+}
+
+// TestReplayedSnapshotIsTheCarry replays the carry story's trace (every
+// run's, as TraceJSONL joins them) to each turn it reached: the snapshot
+// is the one the carry query answered after that turn (state, world,
+// timeouts, room history, open and kept overlays), so a fork at an
+// earlier turn starts where a fork at that turn would have started.
+func TestReplayedSnapshotIsTheCarry(t *testing.T) {
+	st, err := story.Load(filepath.Join("testdata", "carry/app.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := StoryRef{Path: "carry/app.yaml", Hash: st.ContentHash}
+	in := SessionInput{Story: ref, SessionID: "s1", ContinueAsNewAfter: 1}
+	var jsonl []byte
+	var carried []*Snapshot
+	for k := range carrySteps[:len(carrySteps)-1] {
+		next, carry, text := stepCarryAndTrace(t, in, carrySteps[k], k)
+		if k > 0 { // a later run's header line is dropped
+			_, text, _ = strings.Cut(text, "\n")
+		}
+		jsonl = append(jsonl, text...)
+		carried = append(carried, carry.Carried)
+		in = *next
+	}
+	_, evs, err := trace.ReadAll(bytes.NewReader(jsonl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range carried {
+		got, err := replayedSnapshot(context.Background(), st, "s1", evs, want.Turn, orchestrator.RoutingConfig{})
+		if err != nil {
+			t.Fatalf("turn %d: %v", want.Turn, err)
+		}
+		if d := cmp.Diff(want, roundTrip(t, got)); d != "" {
+			t.Errorf("turn %d (-carry +replayed):\n%s", want.Turn, d)
+		}
+	}
+}
+
+// stepCarryAndTrace is stepAndCarry that also returns the run's trace.
+func stepCarryAndTrace(t *testing.T, in SessionInput, s carryStep, i int) (next, carried *SessionInput, jsonl string) {
+	t.Helper()
+	env := loadedEnv()
+	stories := &Stories{Dir: "testdata"}
+	env.RegisterWorkflowWithOptions((&Workflow{Stories: stories}).Session, workflow.RegisterOptions{Name: SessionWorkflowName})
+	env.RegisterActivityWithOptions((&Activities{Stories: stories, Config: carryConfig}).Invoke, activity.RegisterOptions{Name: InvokeActivity})
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(IntentUpdate, fmt.Sprint("u", i), &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { t.Errorf("step %d rejected: %v", i, err) }, OnAccept: func() {},
+			OnComplete: func(_ any, err error) {
+				if err != nil {
+					t.Errorf("step %d: %v", i, err)
+				}
+			}}, s.request())
+	}, time.Minute)
+	env.ExecuteWorkflow(SessionWorkflowName, in)
+	var can *workflow.ContinueAsNewError
+	if err := env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("step %d: the run did not continue as new: %v", i, err)
+	}
+	next = new(SessionInput)
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, next); err != nil {
+		t.Fatal(err)
+	}
+	for q, dst := range map[string]any{QueryCarry: &carried, QueryTraceJSONL: &jsonl} {
+		v, err := env.QueryWorkflow(q)
+		if err != nil {
+			t.Fatalf("%s after step %d: %v", q, i, err)
+		}
+		if err := v.Get(dst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return next, carried, jsonl
+}
+
+// roundTrip is s as a workflow's input carries it (through the data
+// converter), so it compares with what a query answered.
+func roundTrip(t *testing.T, s *Snapshot) *Snapshot {
+	t.Helper()
+	p, err := converter.GetDefaultDataConverter().ToPayload(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := new(Snapshot)
+	if err := converter.GetDefaultDataConverter().FromPayload(p, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

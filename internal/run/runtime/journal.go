@@ -3,6 +3,8 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/kitsoki/kitsoki/internal/load/story"
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
@@ -17,29 +19,84 @@ import (
 // journal's. It returns the first difference, nil when every turn
 // matches; matched is the last turn that matched (-1: not even turn 0).
 func CheckJournal(ctx context.Context, st *story.Story, id string, evs []trace.Event) (div *session.Divergence, matched int64, err error) {
-	turns := session.Turns(evs)
+	rt, div, matched, err := replayJournal(ctx, st, Replay{ID: id, Events: evs, UpTo: math.MaxInt64})
+	if rt != nil {
+		rt.Close()
+	}
+	return div, matched, err
+}
+
+// Replay is what ReplayAt replays: a session's trace (a local journal's
+// events, or a cluster session's trace, which has the same events) up to
+// and including turn UpTo.
+type Replay struct {
+	ID      string
+	Events  []trace.Event
+	UpTo    int64
+	Routing orchestrator.RoutingConfig
+}
+
+// ReplayAt replays the finished turns 0 to r.UpTo of a trace against st,
+// in memory, every call answered from the trace (as CheckJournal does),
+// and returns the runtime whose session stands where turn r.UpTo left it:
+// its state, world, turn, armed timeouts (due as the trace's clock armed
+// them) and room history. A turn whose decisions differ from the trace's,
+// or a trace with no finished turn r.UpTo, is an error. The caller closes
+// the runtime.
+func ReplayAt(ctx context.Context, st *story.Story, r Replay) (*Runtime, error) {
+	rt, div, matched, err := replayJournal(ctx, st, r)
+	switch {
+	case err != nil:
+	case div != nil:
+		err = fmt.Errorf("replaying the trace: %w", div)
+	case matched < r.UpTo:
+		err = fmt.Errorf("turn %d is not a finished turn of the trace (the last is %d)", r.UpTo, matched)
+	}
+	if err != nil {
+		if rt != nil {
+			rt.Close()
+		}
+		return nil, err
+	}
+	return rt, nil
+}
+
+// traceClock is the replay's time: the time the trace says the turn being
+// replayed began, so timeouts arm as they armed then.
+type traceClock struct{ now *time.Time }
+
+func (c traceClock) Now() time.Time { return *c.now }
+
+// replayJournal replays r's finished turns up to r.UpTo, comparing each
+// turn's decisions with the trace's, and returns the runtime it replayed
+// in (nil when it could not open one), the first difference and the last
+// turn that matched.
+func replayJournal(ctx context.Context, st *story.Story, r Replay) (rt *Runtime, div *session.Divergence, matched int64, err error) {
+	turns := session.Turns(r.Events)
 	matched = -1
 	if len(turns) == 0 || turns[0].Turn != 0 {
-		return nil, matched, fmt.Errorf("the journal has no turn 0")
+		return nil, nil, matched, fmt.Errorf("the journal has no turn 0")
 	}
 	root, world := session.Seed(turns[0])
 	if st.States[root] == nil {
-		return &session.Divergence{Turn: 0, State: root, Journal: &session.Decision{State: root, Target: root}}, matched,
+		return nil, &session.Divergence{Turn: 0, State: root, Journal: &session.Decision{State: root, Target: root}}, matched,
 			fmt.Errorf("turn 0: the journal started in state %q, which the story no longer has", root)
 	}
-	rt, err := Open(st, Config{IgnorePins: true, Session: &Session{ID: id, World: world, Root: root, Journal: true,
+	now := turnStart(turns[0])
+	rt, err = Open(st, Config{IgnorePins: true, Clock: traceClock{now: &now}, Session: &Session{ID: r.ID, World: world, Root: root, Journal: true,
+		Routing:  r.Routing,
 		dispatch: func(orchestrator.Dispatcher) orchestrator.Dispatcher { return session.Replaying(turns) }}})
 	if err != nil {
-		return nil, matched, err
+		return nil, nil, matched, err
 	}
-	defer rt.Close()
 	sess, mem := rt.Session(), rt.Memory()
 	seen := 0
 	for _, t := range turns {
-		if !t.Finished() {
+		if t.Turn > r.UpTo || !t.Finished() {
 			break
 		}
 		state := sess.State()
+		now = turnStart(t)
 		if t.Turn == 0 {
 			_, err = sess.Start(ctx)
 		} else {
@@ -50,15 +107,26 @@ func CheckJournal(ctx context.Context, st *story.Story, id string, evs []trace.E
 			_, err = session.Take(ctx, sess, t.Turn, in)
 		}
 		if err != nil {
-			return nil, matched, fmt.Errorf("replaying turn %d: %w", t.Turn, err)
+			return rt, nil, matched, fmt.Errorf("replaying turn %d: %w", t.Turn, err)
 		}
 		all := mem.Events()
 		got := session.Decisions(all[seen:])
 		seen = len(all)
 		if d := session.Compare(t.Turn, state, session.Decisions(t.Events), got); d != nil {
-			return d, matched, nil
+			return rt, d, matched, nil
 		}
 		matched = t.Turn
 	}
-	return nil, matched, nil
+	return rt, nil, matched, nil
+}
+
+// turnStart is the time of a turn's first event that has one (the zero
+// time when none has).
+func turnStart(t session.TurnEvents) time.Time {
+	for i := range t.Events {
+		if ts, err := time.Parse(time.RFC3339Nano, t.Events[i].TS); err == nil {
+			return ts.UTC()
+		}
+	}
+	return time.Time{}
 }

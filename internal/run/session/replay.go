@@ -202,11 +202,15 @@ func (r *replaying) Dispatch(_ context.Context, call *host.Call) (*host.Result, 
 }
 
 // Take runs one recorded input as turn n of sess: free text through Say,
-// a typed line parsed by the story, a bare "[intent] name" as that intent.
+// a typed line parsed by the story, a bare "[intent] name" as that intent,
+// a back (":back") through Back.
 func Take(ctx context.Context, sess *orchestrator.Session, n int64, in Input) (*orchestrator.Outcome, error) {
 	sess.SetTurnNumber(n - 1)
 	if in.Intent == "" {
 		return sess.Say(ctx, in.Text)
+	}
+	if in.Intent == orchestrator.BackIntent && in.Text == ":back" {
+		return sess.Back(ctx)
 	}
 	if name, ok := strings.CutPrefix(in.Text, "[intent] "); ok && name == in.Intent {
 		return sess.Turn(ctx, in.Intent, nil, "")

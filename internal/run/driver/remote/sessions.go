@@ -194,18 +194,17 @@ func (s *Sessions) List(ctx context.Context) ([]cluster.SessionInfo, error) {
 	return all, nil
 }
 
-// Fork starts a new session from where the running session ref stands
-// (its current turn), on the story bundle it runs; at, when not
-// negative, must be that turn. id names the fork ("" generates one). The
-// old session is left as it is.
-func (s *Sessions) Fork(ctx context.Context, ref string, at int64, id string) (*cluster.SessionInfo, error) {
+// Fork starts a new session from where the running session ref stood
+// after turn *at (nil: its current turn; an earlier turn is found by
+// replaying the session's trace through its story bundle,
+// cluster.Client.Fork), on the story bundle it runs. A turn the session
+// has not finished is a usage error. id names the fork ("" generates
+// one). The old session is left as it is.
+func (s *Sessions) Fork(ctx context.Context, ref string, at *int64, id string) (*cluster.SessionInfo, error) {
 	if id == "" {
 		id = driver.NewID()
 	}
-	req := cluster.ForkRequest{Ref: ref, ID: id}
-	if at >= 0 {
-		req.AtTurn = &at
-	}
+	req := cluster.ForkRequest{Ref: ref, ID: id, AtTurn: at, Stories: s.Stories}
 	fi, err := s.Client.Fork(ctx, req)
 	if _, ok := errors.AsType[*cluster.TurnError](err); ok {
 		return nil, driver.Exit(driver.ExitUsage, err)

@@ -225,3 +225,35 @@ func awaitFile(t *testing.T, path string) {
 	}
 	t.Fatalf("%s did not appear", path)
 }
+
+// TestSessionInspectNamesALostJob: a continue that started a background
+// job and exited leaves the job not ended in the journal; an inspect
+// from another process names it lost, in the text form and the frame.
+func TestSessionInspectNamesALostJob(t *testing.T) {
+	dir := t.TempDir()
+	app, err := filepath.Abs("../../internal/run/driver/testdata/bgjob/app.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &botCLI{t: t, dir: dir, sessions: filepath.Join(dir, "sessions")}
+	if code, f := b.frame("session", "create", app, "--key", "bot:1"); code != 0 {
+		t.Fatalf("create: exit %d %+v\n%s", code, f, b.stderr.String())
+	}
+	code, f := b.frame("session", "continue", "bot:1", "--intent", "go")
+	if code != 0 || len(f.Jobs) != 1 || f.Jobs[0].Status != "running" {
+		t.Fatalf("continue: exit %d, jobs %+v\n%s", code, f.Jobs, b.stderr.String())
+	}
+	id := f.Jobs[0].ID
+	code, f = b.frame("session", "inspect", "bot:1")
+	want := []driver.FrameJob{{ID: id, Handler: "host.run", Status: "lost"}}
+	if diff := cmp.Diff(want, f.Jobs); code != 0 || diff != "" {
+		t.Errorf("inspect --json: exit %d, jobs (-want +got):\n%s", code, diff)
+	}
+	c := b.cmd("session", "inspect", "bot:1")
+	if err := c.Run(); err != nil {
+		t.Fatal(err, b.stderr.String())
+	}
+	if line := "job " + id + " (host.run): lost\n"; !strings.Contains(b.stdout.String(), line) {
+		t.Errorf("inspect's text lacks %q:\n%s", line, b.stdout.String())
+	}
+}

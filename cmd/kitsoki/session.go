@@ -14,9 +14,9 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/base/workspace"
 	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
 	"github.com/kitsoki/kitsoki/internal/run/driver"
 	"github.com/kitsoki/kitsoki/internal/run/session"
-	"github.com/kitsoki/kitsoki/internal/view/traceview"
 )
 
 // sessionFlags are kitsoki run's durable-session flags.
@@ -116,7 +116,7 @@ func runStatus(path string, j *session.Journal, indexed *session.Meta) string {
 	switch {
 	case j.Done:
 		return "finished"
-	case traceview.WriterActive(path):
+	case trace.WriterActive(path):
 		return "running"
 	case j.Partial != nil:
 		return "interrupted"

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -287,6 +288,7 @@ func (c *sessionCmd) inspectCmd() *cobra.Command {
 			}
 			fmt.Fprintf(out, ", turn %d, %s\n", f.Session.Turn, finishedText(f.Done))
 			c.describe(out, f)
+			writeJobs(out, f.Jobs)
 			return nil
 		},
 	}
@@ -370,6 +372,18 @@ func (c *sessionCmd) print(cmd *cobra.Command, f *driver.Frame) error {
 func (c *sessionCmd) describe(w io.Writer, f *driver.Frame) {
 	st := &driver.Status{State: f.State, Description: f.Description, Intents: f.AllowedIntents}
 	driver.Describe(w, st)
+}
+
+// writeJobs lists the background jobs not ended, one line each:
+// "job ID (handler): status", with a question's prompt.
+func writeJobs(w io.Writer, js []driver.FrameJob) {
+	for _, j := range js {
+		fmt.Fprintf(w, "job %s (%s): %s", j.ID, j.Handler, strings.ReplaceAll(j.Status, "_", " "))
+		if j.Question != nil && j.Question.Prompt != "" {
+			fmt.Fprintf(w, ": %s", j.Question.Prompt)
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 // fail reports a call that could not run: with --json as an error frame

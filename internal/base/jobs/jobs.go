@@ -33,6 +33,10 @@ const (
 	Done          Status = "done"
 	Failed        Status = "failed"
 	Cancelled     Status = "cancelled"
+	// Lost is never a scheduler's: a reader of a session's journal says it
+	// of a job the journal shows as not ended once the process that ran
+	// it is gone (no process holds the journal). The job will not end.
+	Lost Status = "lost"
 )
 
 // Terminal reports whether the status is final.

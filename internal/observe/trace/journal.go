@@ -30,14 +30,78 @@ const (
 )
 
 // Snapshot is kitsoki.snapshot: where a turn left the session. Exit names
-// the @exit: target of a turn that reached a terminal state (Done).
+// the @exit: target of a turn that reached a terminal state (Done). Jobs
+// are the background jobs that had not ended when the turn did, so a
+// reader of the journal alone (an inspect from another process) knows
+// them; journals written before the field read as having none.
 type Snapshot struct {
 	Done      bool           `json:"done,omitempty"`
 	Exit      string         `json:"exit,omitempty"`
+	Jobs      []SnapshotJob  `json:"jobs,omitempty"`
 	State     string         `json:"state"`
 	StoryHash string         `json:"story_hash,omitempty"`
 	Turn      int64          `json:"turn"`
 	World     map[string]any `json:"world"`
+}
+
+// SnapshotJob is a background job a snapshot records as not ended: its
+// id, handler, the state that started it, its status (running or
+// awaiting_input) and, while it awaits input, its question's prompt.
+type SnapshotJob struct {
+	Handler string `json:"handler"`
+	JobID   string `json:"job_id"`
+	Prompt  string `json:"prompt,omitempty"`
+	State   string `json:"state"`
+	Status  string `json:"status"`
+}
+
+// OpenJobs is the list of jobs not ended that a session's job events
+// describe, in start order: job.started adds one (running),
+// job.awaiting_input marks it awaiting_input with its prompt,
+// job.completed removes it. The orchestrator keeps one to write into its
+// snapshots; a journal's reader folds the events after the last
+// snapshot into the snapshot's.
+type OpenJobs []SnapshotJob
+
+// Apply returns the list after event payload p; a payload of another kind
+// leaves it as it is.
+func (o OpenJobs) Apply(p Payload) OpenJobs {
+	switch p := p.(type) {
+	case *JobStarted:
+		return o.Apply(*p)
+	case *JobAwaitingInput:
+		return o.Apply(*p)
+	case *JobCompleted:
+		return o.Apply(*p)
+	case JobStarted:
+		o = o.without(p.JobID)
+		return append(o[:len(o):len(o)], SnapshotJob{JobID: p.JobID, Handler: p.Handler, State: p.State, Status: "running"})
+	case JobAwaitingInput:
+		for i := range o {
+			if o[i].JobID == p.JobID {
+				o = slices.Clone(o) // a list handed out (a snapshot's) stays as it was
+				o[i].Status, o[i].Prompt = "awaiting_input", p.Prompt
+				return o
+			}
+		}
+		return append(o[:len(o):len(o)], SnapshotJob{JobID: p.JobID, Handler: p.Handler, State: p.State, Status: "awaiting_input", Prompt: p.Prompt})
+	case JobCompleted:
+		return o.without(p.JobID)
+	}
+	return o
+}
+
+func (o OpenJobs) without(id string) OpenJobs {
+	out := o[:0:0]
+	for _, j := range o {
+		if j.JobID != id {
+			out = append(out, j)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // Decisions is kitsoki.decisions: a turn's decisions in the order it made

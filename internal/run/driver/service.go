@@ -8,9 +8,11 @@ import (
 	"os"
 	"time"
 
+	"github.com/kitsoki/kitsoki/internal/base/jobs"
 	"github.com/kitsoki/kitsoki/internal/base/secret"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
 	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
 	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
 	"github.com/kitsoki/kitsoki/internal/run/runtime"
 	"github.com/kitsoki/kitsoki/internal/run/session"
@@ -244,8 +246,9 @@ func (s *Sessions) Continue(ctx context.Context, r ResumeRequest, in Input) (_ *
 // Inspect reports where a session stands without taking its writer lock:
 // the journal's last finished turn, read in the story as it is now (a
 // session a process holds is inspected as its last finished turn left
-// it). Background jobs live in the process that runs the session, so
-// none are reported.
+// it). Its jobs are the background jobs the journal shows as not ended:
+// with the status the journal last recorded while a process holds the
+// session, else lost (journalJobs).
 func (s *Sessions) Inspect(ctx context.Context, ref string) (*Frame, error) {
 	m, status, secrets, err := s.look(ctx, ref)
 	if err != nil {
@@ -303,7 +306,30 @@ func (s *Sessions) look(ctx context.Context, ref string) (session.Meta, *Status,
 			return m, nil, nil, err
 		}
 	}
+	status.Jobs = journalJobs(j, m.Trace)
 	return m, status, st.Secrets, nil
+}
+
+// journalJobs are the background jobs the journal shows as not ended, as
+// its last turn recorded them while a process still holds the journal
+// (the session is live there), else lost: their process is gone.
+func journalJobs(j *session.Journal, path string) []jobs.Info {
+	if len(j.Jobs) == 0 {
+		return nil
+	}
+	live := trace.WriterActive(path)
+	out := make([]jobs.Info, 0, len(j.Jobs))
+	for _, sj := range j.Jobs {
+		in := jobs.Info{ID: sj.JobID, Handler: sj.Handler, Origin: sj.State, Status: jobs.Status(sj.Status)}
+		if sj.Prompt != "" {
+			in.Question = &jobs.Question{Prompt: sj.Prompt}
+		}
+		if !live {
+			in.Status, in.Question = jobs.Lost, nil
+		}
+		out = append(out, in)
+	}
+	return out
 }
 
 // Trace is a session's journal (the JSONL trace, secrets masked as it was

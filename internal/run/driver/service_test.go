@@ -3,10 +3,13 @@ package driver
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/kitsoki/kitsoki/internal/agents/cassette"
 	"github.com/kitsoki/kitsoki/internal/hosts/host"
 	"github.com/kitsoki/kitsoki/internal/load/story"
@@ -79,5 +82,83 @@ func TestSessionsHooksAndFinish(t *testing.T) {
 	if _, _, err := svc.Resume(ctx, ResumeRequest{Ref: "s1"}); !errors.Is(err, ErrFinished) ||
 		!strings.Contains(err.Error(), `session s1 finished in state "farewell" at turn 2; fork it to go on`) {
 		t.Errorf("resume of a finished session: %v", err)
+	}
+}
+
+// TestInspectReportsTheJournalsJobs: a background job still running is
+// reported by an inspect from outside the process that runs it (the
+// journal's snapshot records it), with its status while that process
+// holds the session, and as lost once the process is gone with the job
+// not ended; a session with no job reports none.
+func TestInspectReportsTheJournalsJobs(t *testing.T) {
+	ctx := context.Background()
+	app, err := filepath.Abs("testdata/bgjob/app.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "sessions")
+	svc := &Sessions{Store: session.Store{Dir: dir}, Load: func(path string) (*story.Story, error) { return story.Load(path) },
+		Config: func(*story.Story) (runtime.Config, func() error, error) { return runtime.Config{}, nil, nil }}
+	o, _, err := svc.Create(ctx, CreateRequest{Story: app, ID: "bg1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	if f, err := svc.Inspect(ctx, "bg1"); err != nil || len(f.Jobs) != 0 {
+		t.Fatalf("inspect before the job: %v %+v", err, f.Jobs)
+	}
+	if _, err := o.Continue(ctx, Intent("go", nil)); err != nil {
+		t.Fatal(err)
+	}
+	f, err := svc.Inspect(ctx, "bg1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []FrameJob{{Handler: "host.run", Status: "running"}}
+	if diff := cmp.Diff(want, f.Jobs, cmpopts.IgnoreFields(FrameJob{}, "ID")); diff != "" || len(f.Jobs) != 1 || f.Jobs[0].ID == "" {
+		t.Errorf("jobs while the session is held, from the job's event (-want +got):\n%s", diff)
+	}
+	// Turn 64 writes a snapshot: the journal is read from it on, so the
+	// job is known from the snapshot alone.
+	for range 63 {
+		if _, err := o.Continue(ctx, Intent("wait", nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr, err := o.Trace()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(tr), `"turn":64,"seq"`) || !strings.Contains(string(tr), `"jobs":[{"handler":"host.run","job_id":"`+f.Jobs[0].ID+`","state":"waiting","status":"running"}]`) {
+		t.Fatalf("turn 64's snapshot does not record the job:\n%s", tr[max(0, len(tr)-600):])
+	}
+	f, err = svc.Inspect(ctx, "bg1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, f.Jobs, cmpopts.IgnoreFields(FrameJob{}, "ID")); diff != "" {
+		t.Errorf("jobs while the session is held, from the snapshot (-want +got):\n%s", diff)
+	}
+
+	// The process is gone: a copy of the journal as it stood, in a store
+	// of its own, is what a crash leaves (no process holds it).
+	m := o.Meta()
+	crashed := &Sessions{Store: session.Store{Dir: filepath.Join(t.TempDir(), "sessions")}, Load: svc.Load, Config: svc.Config}
+	m.Trace = filepath.Join(crashed.Store.Dir, "bg1.jsonl")
+	if err := os.MkdirAll(crashed.Store.Dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(m.Trace, tr, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := crashed.Store.Put(m); err != nil {
+		t.Fatal(err)
+	}
+	f, err = crashed.Inspect(ctx, "bg1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Jobs) != 1 || f.Jobs[0].Status != "lost" || f.Jobs[0].Handler != "host.run" {
+		t.Errorf("jobs of a session whose process is gone = %+v, want the job lost", f.Jobs)
 	}
 }

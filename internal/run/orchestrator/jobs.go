@@ -94,9 +94,11 @@ func (s *Session) startJob(t *turnCtx, inv *story.Invoke, name string, args map[
 		s.runningJobs = map[string]*running{}
 	}
 	s.runningJobs[id] = &running{inv: inv, name: name, buf: buf, where: where}
-	if err := s.emit(t, trace.JobStarted{Call: inv.ID, Handler: name, JobID: id, State: s.state}); err != nil {
+	started := trace.JobStarted{Call: inv.ID, Handler: name, JobID: id, State: s.state}
+	if err := s.emit(t, started); err != nil {
 		return err
 	}
+	s.openJobs = s.openJobs.Apply(started)
 	keys := []string{}
 	for _, b := range inv.Bind {
 		if b.Template == nil && b.Path == "job_id" && b.Key != WorldLastJobID {
@@ -209,6 +211,7 @@ func (s *Session) jobAsks(t *turnCtx, n jobs.Notice) error {
 	if err := s.emit(t, p); err != nil {
 		return err
 	}
+	s.openJobs = s.openJobs.Apply(p)
 	s.post(inbox.Notification{Severity: inbox.ActionRequired, Kind: "job", Title: fmt.Sprintf("Job %s needs an answer: %s", n.Job.ID, p.Prompt),
 		State: n.Job.Origin, JobID: n.Job.ID})
 	return nil
@@ -284,7 +287,11 @@ func (s *Session) traceJobEnd(t *turnCtx, n jobs.Notice, name string, callErr er
 	if callErr != nil {
 		done.Error = callErr.Error()
 	}
-	return s.emit(t, done)
+	if err := s.emit(t, done); err != nil {
+		return err
+	}
+	s.openJobs = s.openJobs.Apply(done)
+	return nil
 }
 
 // applyJobResult writes what a job's end puts in the world, each key with

@@ -89,7 +89,7 @@ func (s *Session) endTurn(t *turnCtx) error {
 	}
 	done, exit := s.Done()
 	if s.journal > 0 && (t.n%int64(s.journal) == 0 || done) {
-		p := trace.Snapshot{State: s.state, Turn: t.n, World: s.lendWorld(), StoryHash: s.story.ContentHash, Done: done}
+		p := trace.Snapshot{State: s.state, Turn: t.n, World: s.lendWorld(), StoryHash: s.story.ContentHash, Done: done, Jobs: s.openJobs}
 		if done {
 			p.Exit = exit
 		}

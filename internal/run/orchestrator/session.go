@@ -100,6 +100,7 @@ type Session struct {
 	jobs        *jobs.Scheduler
 	inbox       *inbox.Inbox
 	runningJobs map[string]*running // started jobs whose completion is not delivered yet
+	openJobs    trace.OpenJobs      // the jobs not ended as this session's job events tell it (snapshots record it)
 	jobsStarted int                 // background jobs this session started
 
 	ev plugin.Event // the envelope emit hands the sink

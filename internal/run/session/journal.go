@@ -56,6 +56,11 @@ type Journal struct {
 	// LastTS is the time of the last event; LastError the world's
 	// last_error after the last finished turn.
 	LastTS time.Time
+	// Jobs are the background jobs the journal shows as not ended: the
+	// last snapshot's, then the job events after it. They ran in the
+	// process that wrote the journal; a session resumed in another
+	// process does not have them.
+	Jobs trace.OpenJobs
 }
 
 // Input is a turn's input as turn.input recorded it.
@@ -280,6 +285,12 @@ func (j *Journal) turnDone(n int64, attempts []attempt) error {
 			finished, snap = true, true
 		case trace.KindTurnEnd:
 			finished = true
+		case trace.KindJobStarted, trace.KindJobAwaitingInput, trace.KindJobCompleted:
+			p, _ := trace.NewPayload(ev.Kind)
+			if err := trace.Decode(ev, p); err != nil {
+				return fmt.Errorf("turn %d: %w", ev.Turn, err)
+			}
+			j.Jobs = j.Jobs.Apply(p)
 		}
 	}
 	var in *Input
@@ -346,6 +357,7 @@ func (j *Journal) applySnapshot(ev *trace.Event) error {
 	j.State, j.Turn = p.State, ev.Turn
 	j.World = Normalize(p.World).(map[string]any)
 	j.Done, j.Exit = p.Done, p.Exit
+	j.Jobs = p.Jobs
 	if p.StoryHash != "" {
 		j.StoryHash = p.StoryHash
 	}

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
 )
 
 // FollowOptions drive Follow.
@@ -30,7 +32,7 @@ type FollowOptions struct {
 func Follow(ctx context.Context, w io.Writer, path string, o FollowOptions) error {
 	writing := o.Writing
 	if writing == nil {
-		writing = WriterActive
+		writing = trace.WriterActive
 	}
 	ew := &errWriter{w: w}
 	printed, header := 0, false

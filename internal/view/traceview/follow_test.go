@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kitsoki/kitsoki/internal/observe/trace"
 	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 )
 
@@ -82,27 +81,5 @@ func TestFollowCancel(t *testing.T) {
 	err := Follow(ctx, &bytes.Buffer{}, filepath.Join(t.TempDir(), "none.jsonl"), FollowOptions{Tick: make(chan time.Time), Writing: func(string) bool { return true }})
 	if err != nil {
 		t.Errorf("Follow after Ctrl-C = %v, want nil", err)
-	}
-}
-
-// TestWriterActive: the probe sees the trace writer's lock while it is
-// open, and not after Close.
-func TestWriterActive(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "w.jsonl")
-	if WriterActive(path) {
-		t.Error("a missing file is not being written")
-	}
-	w, err := trace.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !WriterActive(path) {
-		t.Error("open writer not seen")
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if WriterActive(path) {
-		t.Error("closed writer still seen")
 	}
 }

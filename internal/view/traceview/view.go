@@ -15,6 +15,8 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/base/bidi"
 	"github.com/kitsoki/kitsoki/internal/base/loopback"
+
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
 )
 
 //go:embed page/trace.html
@@ -42,7 +44,7 @@ func HTML(w io.Writer, r *Run, live bool) error {
 // request, so an open page follows a run that is still appending.
 type Server struct {
 	Path string
-	// Writing says whether a run still holds the trace (nil: WriterActive).
+	// Writing says whether a run still holds the trace (nil: trace.WriterActive).
 	Writing func(path string) bool
 	Log     *slog.Logger
 }
@@ -50,7 +52,7 @@ type Server struct {
 func (s *Server) load() (*Run, error) {
 	writing := s.Writing
 	if writing == nil {
-		writing = WriterActive
+		writing = trace.WriterActive
 	}
 	active := writing(s.Path)
 	r, err := Load(s.Path)

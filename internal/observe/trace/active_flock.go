@@ -1,6 +1,6 @@
 //go:build linux || darwin || dragonfly || freebsd || netbsd || openbsd
 
-package traceview
+package trace
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 
 // WriterActive reports whether a trace writer holds path open: the
 // writer keeps an exclusive flock(2) on its file for as long as it is
-// open (internal/observe/trace), so a shared non-blocking lock that fails means a
+// open (Create), so a shared non-blocking lock that fails means a
 // run is still writing. The probe holds its lock for the length of two
 // system calls; a missing file is not being written.
 func WriterActive(path string) bool {

@@ -10,6 +10,7 @@ import (
 	"github.com/kitsoki/kitsoki/internal/base/number"
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
 	"github.com/kitsoki/kitsoki/internal/testsupport/fakeanthropic"
+	"github.com/kitsoki/kitsoki/internal/testsupport/fakeopenai"
 )
 
 // TestRunAnthropicProfileTracesUsageAndCost: the demo story on a
@@ -60,5 +61,32 @@ func TestRunAnthropicProfileTracesUsageAndCost(t *testing.T) {
 	raw, _ := os.ReadFile(tr)
 	if strings.Contains(string(raw)+out+errs, testKey) {
 		t.Error("the API key is in the trace or the output")
+	}
+}
+
+// TestEvalMaxCostStopsTheRun: kitsoki eval run --live --max-cost refuses
+// the calls after the one that reached the cap, says so in one line,
+// fails, and writes no report. One call at a time: with --parallel N the
+// calls already in flight when the cap is reached finish.
+func TestEvalMaxCostStopsTheRun(t *testing.T) {
+	f := fakeopenai.NewFunc(t, greeter)
+	dir := helloCopy(t, profileYAML(f))
+	if err := os.WriteFile(filepath.Join(dir, "evals", "quick.yaml"), []byte(quickEval), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KITSOKI_TEST_OPENAI_KEY", testKey)
+	reports := t.TempDir()
+	// A greeting costs $0.000864 (see TestMaxCostStopsTheRun), over $0.0005.
+	code, out, errs := runCLI(t, "", "eval", "run", "--live", "--profile", "fast", "--max-cost", "0.0005", "--parallel", "1",
+		"--report-dir", reports, filepath.Join(dir, "evals", "quick.yaml"))
+	want := "eval run stopped, no report written: cost cap reached: --max-cost is $0.0005 and this run's agent calls have cost $0.0009 (1 call); raise --max-cost to go on"
+	if code != exitFailure || !strings.Contains(errs, want) {
+		t.Errorf("exit %d (want %d)\nstderr:\n%s\nwant it to contain:\n%s\nstdout:\n%s", code, exitFailure, errs, want, out)
+	}
+	if f.Count() != 1 {
+		t.Errorf("%d requests: the second call must not go out", f.Count())
+	}
+	if ents, _ := os.ReadDir(reports); len(ents) != 0 {
+		t.Errorf("a report was written: %v", ents)
 	}
 }

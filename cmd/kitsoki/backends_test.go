@@ -320,9 +320,10 @@ func TestHostsAndValidateListTheAgentTypes(t *testing.T) {
 	}
 }
 
-// TestLiveSwitchReachesTheNextCall: at the terminal prompt, :model
-// changes the model of the next agent call on the wire, and :provider
-// none gives the story's own agent back; both switches are in the trace.
+// TestLiveSwitchReachesTheNextCall: at the terminal prompt, :model and
+// :effort change the model and the reasoning effort of the next agent
+// call on the wire, and :provider none gives the story's own agent back;
+// every switch is in the trace.
 // The prompt is wired as runStory wires it (the plan of --profile fast,
 // its selection in the runtime, the switches recording into the trace);
 // a test's stdin is no terminal, so the loop is fed from a reader.
@@ -356,13 +357,13 @@ func TestLiveSwitchReachesTheNextCall(t *testing.T) {
 	if code, stop := con.Begin(context.Background()); stop {
 		t.Fatalf("the story stopped on entry: exit %d\n%s", code, errb.String())
 	}
-	in := "greet name=Ada\nagain\n:model gpt-5-mini\ngreet name=Bob\nagain\n:provider none\ngreet name=Cy\nbye\n"
+	in := "greet name=Ada\nagain\n:model gpt-5-mini\n:effort low\ngreet name=Bob\nagain\n:provider none\ngreet name=Cy\nbye\n"
 	code := con.Prompt(context.Background(), driver.NewLines(strings.NewReader(in)))
 	rt.Close()
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
 	}
-	if !strings.Contains(out.String(), "agent: profile fast (model gpt-5-mini)") || !strings.Contains(out.String(), "Cy was greeted") {
+	if !strings.Contains(out.String(), "agent: profile fast (model gpt-5-mini)\n") || !strings.Contains(out.String(), "agent: profile fast (model gpt-5-mini, effort low)\n") || !strings.Contains(out.String(), "Cy was greeted") {
 		t.Errorf("stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
 	}
 	if f.Count() != 2 {
@@ -370,6 +371,9 @@ func TestLiveSwitchReachesTheNextCall(t *testing.T) {
 	}
 	if m0, m1 := f.Request(0).Body["model"], f.Request(1).Body["model"]; m0 != "gpt-4.1-mini" || m1 != "gpt-5-mini" {
 		t.Errorf("models on the wire: %v then %v", m0, m1)
+	}
+	if e0, e1 := f.Request(0).Body["reasoning_effort"], f.Request(1).Body["reasoning_effort"]; e0 != nil || e1 != "low" {
+		t.Errorf("reasoning_effort on the wire: %v then %v, want none then low", e0, e1)
 	}
 	var got []trace.AgentSwitched
 	for _, ev := range events(t, tr, trace.KindAgentSwitched) {
@@ -381,7 +385,8 @@ func TestLiveSwitchReachesTheNextCall(t *testing.T) {
 	}
 	want := []trace.AgentSwitched{
 		{Command: ":model gpt-5-mini", Switch: "model", Profile: "fast", Model: "gpt-5-mini", PreviousProfile: "fast", PreviousModel: "gpt-4.1-mini"},
-		{Command: ":provider none", Switch: "provider", PreviousProfile: "fast", PreviousModel: "gpt-5-mini"},
+		{Command: ":effort low", Switch: "effort", Profile: "fast", Model: "gpt-5-mini", Effort: "low", PreviousProfile: "fast", PreviousModel: "gpt-5-mini"},
+		{Command: ":provider none", Switch: "provider", PreviousProfile: "fast", PreviousModel: "gpt-5-mini", PreviousEffort: "low"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("kitsoki.agent.switched (-want +got):\n%s", diff)

@@ -214,3 +214,32 @@ func TestRealCodexUnreachableBaseURL(t *testing.T) {
 		t.Fatalf("error:\n%v\nwant:\n%s", err, want)
 	}
 }
+
+// TestRealCodexInvalidSubmitIsSentBack: a submission that does not match
+// the call's schema is refused by kitsoki's submit tool, codex hands the
+// refusal back to the model, and the model's corrected submission is the
+// answer.
+func TestRealCodexInvalidSubmitIsSentBack(t *testing.T) {
+	f := fakeopenai.New(t,
+		fakeopenai.Reply{Calls: []fakeopenai.Call{mcpCall("call_1", "submit_kitsoki", `{"verdict":"perhaps"}`)}, In: 100, Out: 5},
+		fakeopenai.Reply{Calls: []fakeopenai.Call{mcpCall("call_2", "submit_kitsoki", `{"verdict":"no"}`)}, In: 200, Out: 5},
+		fakeopenai.Reply{Text: "Submitted: no.", In: 300, Out: 4},
+	)
+	a := realAgent(t, f, agent.Declaration{}, nil)
+	resp, err := a.Ask(context.Background(), call(plugin.VerbTask, "Judge pull request 7.", true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(resp.Submission) != `{"verdict":"no"}` {
+		t.Errorf("submission %s, want the corrected one", resp.Submission)
+	}
+	var refusal string
+	for _, it := range f.Request(1).List("input") {
+		if it["type"] == "function_call_output" && it["call_id"] == "call_1" {
+			refusal = mustString(it["output"])
+		}
+	}
+	if !strings.Contains(refusal, "does not match the schema") || !strings.Contains(refusal, "verdict") {
+		t.Errorf("the submit tool's refusal did not go back to the model: %q", refusal)
+	}
+}

@@ -202,3 +202,28 @@ func TestRealCopilotUnreachableBaseURL(t *testing.T) {
 		t.Fatalf("error:\n%v\nwant:\n%s", err, want)
 	}
 }
+
+// TestRealCopilotInvalidSubmitIsSentBack: a submission that does not
+// match the call's schema is refused by kitsoki's submit tool, copilot
+// hands the refusal back to the model as the tool's result, and the
+// model's corrected submission is the answer.
+func TestRealCopilotInvalidSubmitIsSentBack(t *testing.T) {
+	f := fakeopenai.New(t,
+		fakeopenai.Reply{Calls: []fakeopenai.Call{{ID: "call_1", Name: mcpTool("submit_kitsoki"), Args: `{"verdict":"perhaps"}`}}, In: 100, Out: 5},
+		fakeopenai.Reply{Calls: []fakeopenai.Call{{ID: "call_2", Name: mcpTool("submit_kitsoki"), Args: `{"verdict":"no"}`}}, In: 200, Out: 5},
+		fakeopenai.Reply{Text: "Submitted: no.", In: 300, Out: 4},
+	)
+	a := realAgent(t, f, agent.Declaration{}, nil)
+	resp, err := a.Ask(context.Background(), call(plugin.VerbTask, "Judge pull request 7.", true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(resp.Submission) != `{"verdict":"no"}` {
+		t.Errorf("submission %s, want the corrected one", resp.Submission)
+	}
+	msgs := f.Request(1).List("messages")
+	last := msgs[len(msgs)-1]
+	if last["role"] != "tool" || last["tool_call_id"] != "call_1" || !strings.Contains(mustString(last["content"]), "does not match the schema") {
+		t.Errorf("the submit tool's refusal did not go back to the model: %v", last)
+	}
+}

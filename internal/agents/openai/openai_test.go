@@ -267,13 +267,18 @@ func TestRateLimitThenSuccess(t *testing.T) {
 }
 
 func TestServerErrorExhausted(t *testing.T) {
-	fail := fakeopenai.Reply{Status: 500, Body: `{"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}`}
-	e := setup(t, variants[0], agent.Declaration{}, fail, fail, fail)
-	_, err := e.agent.Ask(context.Background(), decideCall("agent.gpt"))
-	want := "agent: transport_error: openai API: http 500 server_error: The server had an error while processing your request. (after 3 attempts): the provider failed; run again later (retries: under agent_plugins.agent.gpt sets how often kitsoki retries)"
-	if err == nil || err.Error() != want {
-		t.Fatalf("error:\n%v\nwant:\n%s", err, want)
-	}
+	each(t, func(t *testing.T, v variant) {
+		fail := fakeopenai.Reply{Status: 500, Body: `{"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}`}
+		e := setup(t, v, agent.Declaration{}, fail, fail, fail)
+		_, err := e.agent.Ask(context.Background(), decideCall("agent.gpt"))
+		want := "agent: transport_error: openai API: http 500 server_error: The server had an error while processing your request. (after 3 attempts): the provider failed; run again later (retries: under agent_plugins.agent.gpt sets how often kitsoki retries)"
+		if err == nil || err.Error() != want {
+			t.Fatalf("error:\n%v\nwant:\n%s", err, want)
+		}
+		if e.fake.Count() != 3 || e.clock.Now().Sub(start) != 3*time.Second {
+			t.Errorf("%d requests, backoff waited %s on the clock; want 3 and 1s+2s", e.fake.Count(), e.clock.Now().Sub(start))
+		}
+	})
 }
 
 func TestCostCap(t *testing.T) {

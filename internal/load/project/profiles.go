@@ -188,16 +188,51 @@ func (p *parser) profileKey(pr *Profile, key, path string, v *yaml.Node) {
 }
 
 // check reports what is wrong with a profile before any run uses it: no
-// backend, or one kitsoki does not know.
+// backend, one kitsoki does not know, a key its backend does not take
+// (which would be ignored), or a mode its backend does not know.
 func (pr *Profile) check() *Error {
 	where := pr.Block + "." + pr.Name
 	pos, ok := pr.keys["backend"]
 	if !ok {
 		return &Error{File: pr.file(), Path: where, Msg: fmt.Sprintf("the profile names no backend: (one of %s)", strings.Join(BackendNames(), ", "))}
 	}
-	if _, ok := Backend(pr.Backend); !ok {
+	typ, ok := Backend(pr.Backend)
+	if !ok {
 		return &Error{File: pos.File, Line: pos.Line, Col: pos.Col, Path: where + ".backend",
 			Msg: fmt.Sprintf("unknown backend %q (known: %s)", pr.Backend, strings.Join(BackendNames(), ", "))}
+	}
+	at := func(key, msg string) *Error {
+		p := pr.keys[key]
+		return &Error{File: p.File, Line: p.Line, Col: p.Col, Path: where + "." + key, Msg: msg}
+	}
+	for _, key := range sortedKeys(pr.keys) {
+		if types := profileKeyTypes(key); types != nil && !slices.Contains(types, typ) {
+			return at(key, fmt.Sprintf("%s: does not apply to backend %s (%s); it is a key of %s; remove it", key, pr.Backend, typ, strings.Join(types, ", ")))
+		}
+	}
+	for key, val := range map[string]string{"api": pr.API, "sandbox": pr.Sandbox, "approval": pr.Approval} {
+		if allowed := agent.BackendValues(typ, key); val != "" && allowed != nil && !slices.Contains(allowed, val) {
+			return at(key, fmt.Sprintf("%s %q: backend %s takes %s", key, val, pr.Backend, strings.Join(allowed, ", ")))
+		}
+	}
+	return nil
+}
+
+// profileKeyTypes is the plugin types a profile's key applies to; nil
+// for a key every backend takes. A claude profile hands the story's
+// claude agent its model, effort and env only.
+func profileKeyTypes(key string) []string {
+	switch key {
+	case "effort":
+		return append([]string{agent.PluginClaudeCLI}, agent.BackendKeyTypes[key]...)
+	case "base_url", "api", "sandbox", "approval", "pricing":
+		return agent.BackendKeyTypes[key]
+	case "api_key_env":
+		return []string{agent.PluginAnthropic, agent.PluginOpenAI, agent.PluginCodexCLI, agent.PluginCopilotCLI, agent.PluginLocalLLM}
+	case "endpoint":
+		return []string{agent.PluginLocalLLM}
+	case "command", "args":
+		return []string{agent.PluginCodexCLI, agent.PluginCopilotCLI}
 	}
 	return nil
 }

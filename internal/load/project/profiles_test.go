@@ -119,3 +119,38 @@ story_profiles: {hello: missing}
 		}
 	}
 }
+
+// TestProfileKeysOfAnotherBackend: a key the profile's backend does not
+// take would be ignored, so it is refused at its position, and a sandbox,
+// approval or api mode the backend does not know is refused with the
+// ones it does, as in a story's agent_plugins:.
+func TestProfileKeysOfAnotherBackend(t *testing.T) {
+	cases := []struct{ yaml, want string }{
+		{"profiles:\n  cp: {backend: copilot, sandbox: read-only}\n",
+			`.kitsoki.yaml:2:35: profiles.cp.sandbox: sandbox "read-only": backend copilot takes on, off`},
+		{"profiles:\n  cx: {backend: codex, approval: maybe}\n",
+			`.kitsoki.yaml:2:34: profiles.cx.approval: approval "maybe": backend codex takes untrusted, on-failure, on-request, never`},
+		{"profiles:\n  gpt: {backend: openai, api: completions}\n",
+			`.kitsoki.yaml:2:31: profiles.gpt.api: api "completions": backend openai takes chat, responses`},
+		{"profiles:\n  gpt: {backend: openai, sandbox: read-only}\n",
+			`.kitsoki.yaml:2:35: profiles.gpt.sandbox: sandbox: does not apply to backend openai (builtin.openai); it is a key of builtin.codex_cli, builtin.copilot_cli; remove it`},
+		{"profiles:\n  cl: {backend: claude, command: /opt/claude}\n",
+			`.kitsoki.yaml:2:34: profiles.cl.command: command: does not apply to backend claude (builtin.claude_cli); it is a key of builtin.codex_cli, builtin.copilot_cli; remove it`},
+		{"profiles:\n  an: {backend: anthropic, endpoint: http://127.0.0.1:8080}\n",
+			`.kitsoki.yaml:2:38: profiles.an.endpoint: endpoint: does not apply to backend anthropic (builtin.anthropic); it is a key of builtin.local_llm; remove it`},
+	}
+	for _, tc := range cases {
+		dir := t.TempDir()
+		write(t, dir, File, tc.yaml)
+		_, err := Load(dir)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error\n%v\nwant it to contain\n%s", tc.yaml, err, tc.want)
+		}
+	}
+	dir := t.TempDir()
+	write(t, dir, File, "profiles:\n  cx: {backend: codex, sandbox: workspace-write, approval: on-request, command: codex, args: [--strict-config]}\n"+
+		"  cl: {backend: claude, model: opus, effort: high, env: {A: b}}\n  lo: {backend: local_llm, endpoint: http://127.0.0.1:8080, api_key_env: K}\n")
+	if _, err := Load(dir); err != nil {
+		t.Errorf("keys their backends take: %v", err)
+	}
+}

@@ -9,22 +9,10 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agents/agent"
 )
 
-// The keys of the API backends and the agent CLIs (docs/agents): which
-// plugin types take each, so a key written for another type is refused
-// instead of ignored.
-var backendKeyTypes = map[string][]string{
-	"base_url":   {agent.PluginAnthropic, agent.PluginOpenAI, agent.PluginCodexCLI, agent.PluginCopilotCLI},
-	"api":        {agent.PluginAnthropic, agent.PluginOpenAI, agent.PluginCodexCLI, agent.PluginCopilotCLI},
-	"stream":     {agent.PluginAnthropic, agent.PluginOpenAI, agent.PluginLocalLLM},
-	"max_tokens": {agent.PluginAnthropic, agent.PluginOpenAI},
-	"max_turns":  {agent.PluginAnthropic, agent.PluginOpenAI},
-	"effort":     {agent.PluginAnthropic, agent.PluginOpenAI, agent.PluginCodexCLI, agent.PluginCopilotCLI},
-	"timeout":    {agent.PluginAnthropic, agent.PluginOpenAI, agent.PluginLocalLLM},
-	"retries":    {agent.PluginAnthropic, agent.PluginOpenAI, agent.PluginLocalLLM},
-	"sandbox":    {agent.PluginCodexCLI, agent.PluginCopilotCLI},
-	"approval":   {agent.PluginCodexCLI, agent.PluginCopilotCLI},
-	"pricing":    {agent.PluginAnthropic, agent.PluginOpenAI, agent.PluginCodexCLI, agent.PluginCopilotCLI},
-}
+// backendKeyTypes are the keys of the API backends and the agent CLIs
+// and the plugin types that take each (shared with .kitsoki.yaml's
+// profiles).
+var backendKeyTypes = agent.BackendKeyTypes
 
 var pricingKeys = &keySpec{v1: []string{"input_per_mtok", "output_per_mtok", "cache_read_per_mtok", "cache_write_per_mtok"}}
 
@@ -130,25 +118,13 @@ func (l *loader) checkBackendKeys(f *file, fs fieldSet, path string, d *agent.De
 		}
 		l.errAt(f, e.key, joinPath(path, key), "%s: does not apply to %s (it is a key of %s); remove it", key, d.Plugin, strings.Join(types, ", "))
 	}
-	check := func(key, val string, allowed []string) {
-		if val == "" || slices.Contains(allowed, val) {
-			return
+	for _, key := range []string{"api", "sandbox", "approval"} {
+		val := map[string]string{"api": d.API, "sandbox": d.Sandbox, "approval": d.Approval}[key]
+		allowed := agent.BackendValues(d.Plugin, key)
+		if val == "" || allowed == nil || slices.Contains(allowed, val) {
+			continue
 		}
 		e, _ := fs.get(key)
 		l.errAt(f, e.val, joinPath(path, key), "%s %q: %s takes %s", key, val, d.Plugin, strings.Join(allowed, ", "))
-	}
-	switch d.Plugin {
-	case agent.PluginAnthropic:
-		check("api", d.API, []string{"messages"})
-	case agent.PluginOpenAI:
-		check("api", d.API, []string{"chat", "responses"})
-	case agent.PluginCodexCLI:
-		check("api", d.API, []string{"responses"})
-		check("sandbox", d.Sandbox, []string{"read-only", "workspace-write", "danger-full-access"})
-		check("approval", d.Approval, []string{"untrusted", "on-failure", "on-request", "never"})
-	case agent.PluginCopilotCLI:
-		check("api", d.API, []string{"chat", "responses"})
-		check("sandbox", d.Sandbox, []string{"on", "off"})
-		check("approval", d.Approval, []string{"read-only", "edit", "all"})
 	}
 }

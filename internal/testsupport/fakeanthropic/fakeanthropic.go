@@ -42,6 +42,9 @@ type Reply struct {
 	StreamErr string
 	// ChunkInput is the input_json_delta chunk size (default 7).
 	ChunkInput int
+	// Cut ends the event stream after the content blocks, before
+	// message_delta and message_stop (a connection dropped mid-answer).
+	Cut bool
 }
 
 func New(t *testing.T, replies ...Reply) *Server {
@@ -165,6 +168,9 @@ func writeStream(w http.ResponseWriter, rep Reply) {
 			}
 		}
 		send("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
+	}
+	if rep.Cut {
+		return
 	}
 	send("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": msg["stop_reason"], "stop_sequence": nil},
 		"usage": map[string]any{"output_tokens": u["output_tokens"]}})

@@ -45,7 +45,9 @@ func TestCorpusStoriesLoadForALiveRun(t *testing.T) {
 	if len(apps) < 30 {
 		t.Fatalf("found %d corpus stories under %s; the walk is broken", len(apps), root)
 	}
-	if !slices.ContainsFunc(apps, func(a string) bool { return strings.HasSuffix(a, filepath.FromSlash(".kitsoki/stories/kitsoki-dev/app.yaml")) }) {
+	if !slices.ContainsFunc(apps, func(a string) bool {
+		return strings.HasSuffix(a, filepath.FromSlash(".kitsoki/stories/kitsoki-dev/app.yaml"))
+	}) {
 		t.Errorf("the walk did not reach .kitsoki/stories/kitsoki-dev")
 	}
 	products := map[string]bool{}

@@ -46,12 +46,12 @@ func (o *opHandler) agentOp(ctx context.Context, call *host.Call, st *store, a a
 	}
 	enq := o.hd.cfg.Clock.Now().UnixMicro()
 	t := turnReq{chatID: c.ID, text: payload, wait: wait, transport: a.str("transport"), thread: a.str("thread"), actor: a.str("actor"),
-		with: map[string]any{"agent": a["agent"], "working_dir": a["working_dir"]}}
+		correlationID: a.str("correlation_id"), with: map[string]any{"agent": a["agent"], "working_dir": a["working_dir"]}}
 	if t.transport == "" {
 		t.transport = "state_machine"
 	}
 	res, seq, err := o.hd.turn(ctx, call, st, t)
-	data := map[string]any{"chat_id": c.ID, "drive_id": fmt.Sprintf("%s#%d", c.ID, seq), "enqueued_at": enq, "status": "done"}
+	data := map[string]any{"chat_id": c.ID, "drive_id": fmt.Sprintf("%s#%d", c.ID, seq), "enqueued_at": enq, "status": "done", "correlation_id": t.correlationID}
 	if err != nil {
 		data["status"], data["error"] = "failed", err.Error()
 		return data, err
@@ -65,6 +65,7 @@ type turnReq struct {
 	chatID, text             string
 	wait                     time.Duration
 	transport, thread, actor string
+	correlationID            string
 	with                     map[string]any // what the agent call is given besides the conversation
 }
 
@@ -87,7 +88,7 @@ func (hd *Handler) turn(ctx context.Context, call *host.Call, st *store, t turnR
 	c, err := st.get(t.chatID)
 	if err == nil {
 		seq := c.latest() + 1
-		c.Messages = append(c.Messages, Message{Seq: seq, Role: "user", Text: t.text, At: hd.now(), Transport: t.transport, Thread: t.thread, Actor: t.actor})
+		c.Messages = append(c.Messages, Message{Seq: seq, Role: "user", Text: t.text, At: hd.now(), Transport: t.transport, Thread: t.thread, Actor: t.actor, CorrelationID: t.correlationID})
 		c.Updated = hd.now()
 		err = st.put(c)
 	}

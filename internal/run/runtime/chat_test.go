@@ -128,6 +128,16 @@ func TestChatsLiveAndReplayed(t *testing.T) {
 	if w["drive_text"] != `you said "for demo videos" after 2 messages` || w["drive_id"] != "chat-1#3" {
 		t.Errorf("drive: %v %v", w["drive_text"], w["drive_id"])
 	}
+	// drive's transport, thread, actor and correlation_id are kept on the
+	// turn's user message; correlation_id is returned too.
+	if w["drive_corr"] != "c-7" {
+		t.Errorf("drive's correlation_id = %v, want c-7", w["drive_corr"])
+	}
+	if raw, err := os.ReadFile(filepath.Join(dir, "sessions", "chat-run.chats", "chat-1.json")); err != nil ||
+		!strings.Contains(string(raw), `"transport": "slack"`) || !strings.Contains(string(raw), `"thread": "T1"`) ||
+		!strings.Contains(string(raw), `"actor": "ana"`) || !strings.Contains(string(raw), `"correlation_id": "c-7"`) {
+		t.Errorf("the driven message does not keep transport, thread, actor and correlation_id: %s %v", raw, err)
+	}
 	w = do("read", nil)
 	wantRendered := "**assistant:** you said \"a tour command?\" after 0 messages\n\n**user:** for demo videos\n\n**assistant:** you said \"for demo videos\" after 2 messages"
 	if w["rendered"] != wantRendered || w["latest"] != int64(4) {

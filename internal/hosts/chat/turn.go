@@ -38,6 +38,9 @@ func (o *opHandler) agentOp(ctx context.Context, call *host.Call, st *store, a a
 	if payload == "" {
 		return nil, errors.New("with.payload is required: the user's message of the turn")
 	}
+	if err := a.await(); err != nil {
+		return nil, err
+	}
 	wait := defaultLockWait
 	if n, err := a.int("timeout_seconds", 0); err != nil {
 		return nil, err
@@ -58,6 +61,23 @@ func (o *opHandler) agentOp(ctx context.Context, call *host.Call, st *store, a a
 	}
 	data["result_seq"], data["result_text"] = int64(res.seq), res.text
 	return data, nil
+}
+
+// await checks with.await: a turn always runs in the call, so true (or
+// leaving it out) is what kitsoki does and false, a turn queued to answer
+// later, is refused with the way to get it.
+func (a args) await() error {
+	if v, ok := a["await"]; !ok || v == nil || v == "" {
+		return nil
+	}
+	wait, err := a.flag("await")
+	if err != nil {
+		return fmt.Errorf("with.await must be true or false, got %v", a["await"])
+	}
+	if !wait {
+		return errors.New("with.await false is not supported: kitsoki runs a chat's turn in the call; put background: true on the invoke to go on without waiting for it")
+	}
+	return nil
 }
 
 // turnReq is one user message to answer in a chat.

@@ -19,7 +19,7 @@ func chatSpecs() []Spec {
 		{Name: "payload", Type: "string", Required: true, Doc: "the user's message of the turn"},
 		{Name: "agent", Type: "string", Doc: "persona from agents: that answers"},
 		{Name: "working_dir", Type: "string", Doc: "the agent's working directory"},
-		{Name: "await", Type: "bool", Doc: "accepted for Kitsoki's stories: the turn always runs in the call (use background: true on the invoke to not wait)"},
+		{Name: "await", Type: "bool", Doc: "true (the default): the turn runs in the call; false is refused (put background: true on the invoke to not wait)"},
 		{Name: "timeout_seconds", Type: "int", Doc: "how long to wait for a chat another call is driving (default 300)"},
 		{Name: "transport", Type: "string", Doc: "where the message came from (tui, mcp, state_machine, …; default state_machine)"},
 		{Name: "thread", Type: "string", Doc: "kept on the turn's user message"}, {Name: "actor", Type: "string", Doc: "kept on the turn's user message"},

@@ -169,6 +169,16 @@ func TestChatsLiveAndReplayed(t *testing.T) {
 	if _, err := sess.Turn(ctx, "find", map[string]any{"ref": "nothing like it"}, ""); err != nil || !strings.Contains(fmt.Sprint(sess.World()["error"]), `chat_not_found: no chat of chatty/idle matches "nothing like it"`) {
 		t.Errorf("an unknown ref: %v %v", err, sess.World()["error"])
 	}
+	// await: false (a turn queued for later) is refused, naming the way.
+	before := len(readChat(t, dir, "chat-1").Messages)
+	do("reenter", nil) // out of failed, where the unknown ref left the session
+	if _, err := sess.Turn(ctx, "nowait", nil, ""); err != nil || sess.State() != "failed" ||
+		!strings.Contains(fmt.Sprint(sess.World()["error"]), "with.await false is not supported: kitsoki runs a chat's turn in the call; put background: true on the invoke") {
+		t.Errorf("await false: %v state %s error %v", err, sess.State(), sess.World()["error"])
+	}
+	if after := len(readChat(t, dir, "chat-1").Messages); after != before {
+		t.Errorf("a refused drive changed the transcript: %d messages, had %d", after, before)
+	}
 	live := readChat(t, dir, "chat-1")
 	rt.Close()
 

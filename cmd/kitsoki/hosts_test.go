@@ -221,7 +221,30 @@ func TestHostsListing(t *testing.T) {
 	}
 	// The handlers of the vcs, ci, chat and IDE families and the GitHub
 	// and workspace-manager ones are listed with their fields and results,
-	// and are no longer among the refused.
+	// and are no longer among the refused. Each is named here, so one
+	// missing from the catalog (which the loop below walks) fails too.
+	var required []string
+	for _, op := range []string{"branch", "diff", "commit", "push", "open_pr", "pr_status", "pr_comment", "merge"} {
+		required = append(required, "host.git."+op, "host.github."+op)
+	}
+	for _, op := range []string{"run_tests", "build", "remote_status"} {
+		required = append(required, "host.local."+op)
+	}
+	for _, op := range []string{"create", "resolve", "drive", "transcript", "fork", "rename", "archive", "list", "suggest_title", "resolve_ref"} {
+		required = append(required, "host.chat."+op)
+	}
+	for _, op := range []string{"open_file", "open_diff", "get_selection", "get_open_editors", "get_diagnostics"} {
+		required = append(required, "host.ide."+op)
+	}
+	for _, op := range []string{"create", "search", "get", "comment", "transition", "list_mine"} {
+		required = append(required, "host.gh.ticket."+op)
+	}
+	required = append(required, "host.git", "host.github", "host.local", "host.gh.ticket", "host.workspace_manager.get")
+	for _, name := range required {
+		if !strings.Contains(out, "\n"+name+"  ") {
+			t.Errorf("kitsoki hosts does not list %s", name)
+		}
+	}
 	for _, spec := range catalog.Builtins() {
 		for _, prefix := range []string{"host.git.", "host.github.", "host.local.", "host.chat.", "host.ide.", "host.gh.ticket", "host.workspace_manager."} {
 			if !strings.HasPrefix(spec.Name, prefix) {

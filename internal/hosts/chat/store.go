@@ -37,6 +37,9 @@ type Message struct {
 	Transport string `json:"transport,omitempty"`
 	Thread    string `json:"thread,omitempty"`
 	Actor     string `json:"actor,omitempty"`
+	// CorrelationID is the caller's id of a driven turn (host.chat.drive's
+	// with.correlation_id), kept on its user message.
+	CorrelationID string `json:"correlation_id,omitempty"`
 }
 
 // Chat statuses.

@@ -38,6 +38,9 @@ func (o *opHandler) agentOp(ctx context.Context, call *host.Call, st *store, a a
 	if payload == "" {
 		return nil, errors.New("with.payload is required: the user's message of the turn")
 	}
+	if err := a.await(); err != nil {
+		return nil, err
+	}
 	wait := defaultLockWait
 	if n, err := a.int("timeout_seconds", 0); err != nil {
 		return nil, err
@@ -46,12 +49,12 @@ func (o *opHandler) agentOp(ctx context.Context, call *host.Call, st *store, a a
 	}
 	enq := o.hd.cfg.Clock.Now().UnixMicro()
 	t := turnReq{chatID: c.ID, text: payload, wait: wait, transport: a.str("transport"), thread: a.str("thread"), actor: a.str("actor"),
-		with: map[string]any{"agent": a["agent"], "working_dir": a["working_dir"]}}
+		correlationID: a.str("correlation_id"), with: map[string]any{"agent": a["agent"], "working_dir": a["working_dir"]}}
 	if t.transport == "" {
 		t.transport = "state_machine"
 	}
 	res, seq, err := o.hd.turn(ctx, call, st, t)
-	data := map[string]any{"chat_id": c.ID, "drive_id": fmt.Sprintf("%s#%d", c.ID, seq), "enqueued_at": enq, "status": "done"}
+	data := map[string]any{"chat_id": c.ID, "drive_id": fmt.Sprintf("%s#%d", c.ID, seq), "enqueued_at": enq, "status": "done", "correlation_id": t.correlationID}
 	if err != nil {
 		data["status"], data["error"] = "failed", err.Error()
 		return data, err
@@ -60,11 +63,29 @@ func (o *opHandler) agentOp(ctx context.Context, call *host.Call, st *store, a a
 	return data, nil
 }
 
+// await checks with.await: a turn always runs in the call, so true (or
+// leaving it out) is what kitsoki does and false, a turn queued to answer
+// later, is refused with the way to get it.
+func (a args) await() error {
+	if v, ok := a["await"]; !ok || v == nil || v == "" {
+		return nil
+	}
+	wait, err := a.flag("await")
+	if err != nil {
+		return fmt.Errorf("with.await must be true or false, got %v", a["await"])
+	}
+	if !wait {
+		return errors.New("with.await false is not supported: kitsoki runs a chat's turn in the call; put background: true on the invoke to go on without waiting for it")
+	}
+	return nil
+}
+
 // turnReq is one user message to answer in a chat.
 type turnReq struct {
 	chatID, text             string
 	wait                     time.Duration
 	transport, thread, actor string
+	correlationID            string
 	with                     map[string]any // what the agent call is given besides the conversation
 }
 
@@ -87,7 +108,7 @@ func (hd *Handler) turn(ctx context.Context, call *host.Call, st *store, t turnR
 	c, err := st.get(t.chatID)
 	if err == nil {
 		seq := c.latest() + 1
-		c.Messages = append(c.Messages, Message{Seq: seq, Role: "user", Text: t.text, At: hd.now(), Transport: t.transport, Thread: t.thread, Actor: t.actor})
+		c.Messages = append(c.Messages, Message{Seq: seq, Role: "user", Text: t.text, At: hd.now(), Transport: t.transport, Thread: t.thread, Actor: t.actor, CorrelationID: t.correlationID})
 		c.Updated = hd.now()
 		err = st.put(c)
 	}

@@ -279,3 +279,68 @@ func TestRemoteStatus(t *testing.T) {
 		t.Errorf("after a failing run: %v", s)
 	}
 }
+
+// with.max_output caps the log the call returns (truncated true), while the
+// counts are read from all of the output.
+func TestMaxOutputCapsTheLogNotTheCounts(t *testing.T) {
+	hd := newHandler(t, t.TempDir())
+	cmd := "for i in 1 2 3 4 5 6 7 8 9 10; do echo \"--- PASS: Test$i (0.00s)\"; done; echo '--- FAIL: TestLast (0.00s)'; exit 1"
+	r := invoke(hd, "run_tests", map[string]any{"test_cmd": cmd, "max_output": 40})
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	d := r.Data
+	if log := d["log"].(string); log != "--- PASS: Test1 (0.00s)\n--- PASS: Test2 " {
+		t.Errorf("log %q, want the first 40 bytes of the output", log)
+	}
+	if d["truncated"] != true || d["passed"] != int64(10) || d["failed"] != int64(1) || d["ok"] != false {
+		t.Errorf("truncated %v passed %v failed %v ok %v, want true 10 1 false", d["truncated"], d["passed"], d["failed"], d["ok"])
+	}
+	full := invoke(hd, "run_tests", map[string]any{"test_cmd": "echo short"}).Data
+	if full["truncated"] != false || full["log"] != "short\n" {
+		t.Errorf("an output under the cap: truncated %v log %q", full["truncated"], full["log"])
+	}
+	for _, bad := range []any{0, -5, "lots"} {
+		r := invoke(hd, "run_tests", map[string]any{"test_cmd": "true", "max_output": bad})
+		if r.Err == nil || !strings.Contains(r.Err.Error(), "with.max_output must be a positive whole number of bytes") {
+			t.Errorf("max_output %v: %v", bad, r.Err)
+		}
+	}
+}
+
+// On a repository whose forge is GitHub (git config kitsoki.forge github)
+// remote_status reads the pull request's checks through gh, and a test run
+// records no check on the local forge (the repository's CI is GitHub's).
+func TestRemoteStatusOnGitHub(t *testing.T) {
+	bin, err := filepath.Abs(filepath.Join("..", "vcs", "testdata"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("FAKE_GH_LOG", filepath.Join(tmp, "gh.log"))
+	t.Setenv("FAKE_GH_STATE", filepath.Join(tmp, "state"))
+	repo := gitfixture.New(t, nil)
+	repo.Git("config", forge.Setting, forge.KindGitHub)
+	hd := newHandler(t, repo.Dir)
+
+	s := invoke(hd, "remote_status", map[string]any{"pr_id": "7"})
+	if s.Err != nil {
+		t.Fatal(s.Err)
+	}
+	if s.Data["state"] != "failure" || s.Data["checks"] != "lint" || s.Data["head_sha"] != "f00d" || s.Data["pr_state"] != "open" ||
+		s.Data["url"] != "https://github.com/acme/widgets/pull/7" || len(s.Data["check_runs"].([]any)) != 3 {
+		t.Errorf("remote_status on GitHub = %v", s.Data)
+	}
+	if log, _ := os.ReadFile(filepath.Join(tmp, "gh.log")); !strings.Contains(string(log), "pr view 7 --json ") {
+		t.Errorf("gh was not asked for the pull request: %s", log)
+	}
+
+	r := invoke(hd, "run_tests", map[string]any{"test_cmd": "echo '--- PASS: TestX (0.00s)'"})
+	if r.Err != nil || r.Data["ok"] != true {
+		t.Fatalf("run_tests: %v %v", r.Data, r.Err)
+	}
+	if checks := recorded(t, repo.Dir, repo.Git("rev-parse", "HEAD")); len(checks) != 0 {
+		t.Errorf("a GitHub repository's test run was recorded on the local forge: %+v", checks)
+	}
+}

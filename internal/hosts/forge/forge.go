@@ -65,6 +65,7 @@ type PR struct {
 	Base      string    `json:"base"`
 	Head      string    `json:"head"`
 	State     string    `json:"state"`
+	Draft     bool      `json:"draft,omitempty"`
 	URL       string    `json:"url,omitempty"`
 	Author    string    `json:"author,omitempty"`
 	Created   string    `json:"created_at,omitempty"`
@@ -241,6 +242,6 @@ func (pr *PR) Data() map[string]any {
 		"pr_id": pr.ID, "url": pr.URL, "title": pr.Title, "body": pr.Body, "base": pr.Base, "head": pr.Head,
 		"head_sha": pr.HeadSHA, "pr_state": pr.State, "state": Rollup(pr.Checks), "checks": strings.Join(failing, ","),
 		"check_runs": runs, "comments": strings.Join(text, "\n"), "comment_list": list, "comment_count": int64(len(pr.Comments)),
-		"review_decision": pr.ReviewDecision, "merged_sha": pr.MergedSHA, "merge_strategy": pr.Strategy,
+		"review_decision": pr.ReviewDecision, "merged_sha": pr.MergedSHA, "merge_strategy": pr.Strategy, "draft": pr.Draft,
 	}
 }

@@ -105,6 +105,7 @@ type ghPR struct {
 	Title          string `json:"title"`
 	Body           string `json:"body"`
 	State          string `json:"state"`
+	IsDraft        bool   `json:"isDraft"`
 	BaseRefName    string `json:"baseRefName"`
 	HeadRefName    string `json:"headRefName"`
 	HeadRefOid     string `json:"headRefOid"`
@@ -141,7 +142,7 @@ type ghActor struct {
 	Login string `json:"login"`
 }
 
-const ghFields = "number,url,title,body,state,baseRefName,headRefName,headRefOid,reviewDecision,mergeCommit,author,comments,reviews,statusCheckRollup"
+const ghFields = "number,url,title,body,state,isDraft,baseRefName,headRefName,headRefOid,reviewDecision,mergeCommit,author,comments,reviews,statusCheckRollup"
 
 func (g *GitHub) view(ctx context.Context, id string) (*PR, error) {
 	if _, err := strconv.Atoi(id); err != nil {
@@ -161,7 +162,7 @@ func (g *GitHub) view(ctx context.Context, id string) (*PR, error) {
 // pr converts gh's view of a pull request.
 func (p *ghPR) pr() *PR {
 	pr := &PR{ID: strconv.Itoa(p.Number), URL: p.URL, Title: p.Title, Body: p.Body, Base: p.BaseRefName, Head: p.HeadRefName,
-		HeadSHA: p.HeadRefOid, State: strings.ToLower(p.State), Author: p.Author.Login, Comments: []Comment{}}
+		HeadSHA: p.HeadRefOid, State: strings.ToLower(p.State), Draft: p.IsDraft, Author: p.Author.Login, Comments: []Comment{}}
 	if p.MergeCommit != nil {
 		pr.MergedSHA = p.MergeCommit.Oid
 	}

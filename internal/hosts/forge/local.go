@@ -78,7 +78,7 @@ func (l *Local) Open(ctx context.Context, repo *gitrepo.Repo, req OpenRequest) (
 		}
 	}
 	now := l.now()
-	pr := &PR{Title: req.Title, Body: req.Body, Base: req.Base, Head: req.Head, State: StateOpen, Author: l.env.Author,
+	pr := &PR{Title: req.Title, Body: req.Body, Base: req.Base, Head: req.Head, State: StateOpen, Draft: req.Draft, Author: l.env.Author,
 		Created: now, Updated: now, Comments: []Comment{}}
 	for ; ; next++ {
 		pr.ID = strconv.Itoa(next)

@@ -179,3 +179,33 @@ func TestErrors(t *testing.T) {
 		}
 	}
 }
+
+// The editor is the first of KITSOKI_EDITOR, git config kitsoki.editor,
+// $VISUAL and $EDITOR; a terminal editor is no editor (the terminal is the
+// surface), any other command is handed the file.
+func TestEditorOrder(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		env     map[string]string
+		setting string
+		source  string
+		kind    string
+	}{
+		{"kitsoki editor first", map[string]string{EnvEditor: "cursor", "VISUAL": "code", "EDITOR": "nano"}, "codium", EnvEditor, "vscode"},
+		{"the setting next", map[string]string{"VISUAL": "code", "EDITOR": "nano"}, "codium --wait", "git config " + Setting, "vscode"},
+		{"visual before editor", map[string]string{"VISUAL": "gedit", "EDITOR": "code"}, "", "$VISUAL", "other"},
+		{"editor last", map[string]string{"EDITOR": "nvim"}, "", "$EDITOR", "terminal"},
+		{"none", nil, "", "", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, tt.env, true)
+			if tt.setting != "" {
+				f.repo.Git("config", Setting, tt.setting)
+			}
+			e := f.hd.editor(context.Background())
+			if e.source != tt.source || e.kind != tt.kind {
+				t.Errorf("editor from %q kind %q, want %q %q", e.source, e.kind, tt.source, tt.kind)
+			}
+		})
+	}
+}

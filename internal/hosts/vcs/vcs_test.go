@@ -119,7 +119,7 @@ func TestLocalForgeRoundTrip(t *testing.T) {
 	}
 
 	pr := f.do(f.git, "open_pr", map[string]any{"workdir": wt, "title": "Fix a", "body": "Closes #1", "base": "main"})
-	if pr["pr_id"] != "1" || pr["created"] != true || pr["state"] != "success" || pr["pr_state"] != "open" {
+	if pr["pr_id"] != "1" || pr["created"] != true || pr["state"] != "success" || pr["pr_state"] != "open" || pr["draft"] != false {
 		t.Fatalf("open_pr = %v", pr)
 	}
 	if again := f.do(f.git, "open_pr", map[string]any{"workdir": wt, "base": "main"}); again["pr_id"] != "1" || again["created"] != false {
@@ -165,6 +165,26 @@ func TestLocalForgeRoundTrip(t *testing.T) {
 	}
 	if changes := f.repo.Git("status", "--porcelain"); changes != "" {
 		t.Errorf("the workspace is not clean after the round trip (kitsoki's files must not show):\n%s", changes)
+	}
+}
+
+// open_pr's draft on the local forge is recorded with the pull request
+// and read back by pr_status, as GitHub keeps it.
+func TestLocalDraftPullRequest(t *testing.T) {
+	f := newFixture(t)
+	wt := f.worktree("w1", "fix/draft")
+	f.write(filepath.Join(wt, "a.txt"), "draft\n")
+	f.do(f.git, "commit", map[string]any{"workdir": wt, "message": "wip", "stage_all": true})
+	pr := f.do(f.git, "open_pr", map[string]any{"workdir": wt, "title": "WIP", "draft": "true"})
+	if pr["draft"] != true {
+		t.Errorf("open_pr draft = %v, want true", pr["draft"])
+	}
+	if s := f.do(f.git, "pr_status", map[string]any{"pr_id": pr["pr_id"]}); s["draft"] != true {
+		t.Errorf("pr_status draft = %v, want true", s["draft"])
+	}
+	rec, err := os.ReadFile(filepath.Join(f.repo.Dir, ".kitsoki", "forge", "pulls", "1.json"))
+	if err != nil || !strings.Contains(string(rec), `"draft": true`) {
+		t.Errorf("the pull request's record does not keep draft: %s %v", rec, err)
 	}
 }
 
@@ -336,8 +356,8 @@ func TestGitHubForge(t *testing.T) {
 	f.write(filepath.Join(wt, "a.txt"), "two\n")
 	f.do(f.gh, "commit", map[string]any{"workdir": wt, "message": "Fix it", "stage_all": true})
 
-	pr := f.do(f.gh, "open_pr", map[string]any{"workdir": wt, "title": "Fix it", "body": "Closes #1", "base": "main"})
-	want := map[string]any{"pr_id": "7", "url": "https://github.com/acme/widgets/pull/7", "state": "failure", "checks": "lint",
+	pr := f.do(f.gh, "open_pr", map[string]any{"workdir": wt, "title": "Fix it", "body": "Closes #1", "base": "main", "draft": true})
+	want := map[string]any{"pr_id": "7", "draft": true, "url": "https://github.com/acme/widgets/pull/7", "state": "failure", "checks": "lint",
 		"comments": "ana: please add a test\nbo (approve): lgtm", "review_decision": "approved", "pr_state": "open", "created": true}
 	for k, v := range want {
 		if pr[k] != v {
@@ -372,7 +392,7 @@ func TestGitHubForge(t *testing.T) {
 	}
 	calls := readLog(t, log)
 	for _, want := range []string{
-		"pr create --base main --head fix/a --title Fix it --body Closes #1\n",
+		"pr create --base main --head fix/a --title Fix it --body Closes #1 --draft\n",
 		"pr review 7 --request-changes --body needs work\n",
 		"pr comment 7 --body thanks\n",
 		"pr merge 7 --squash\n",

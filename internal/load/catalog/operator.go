@@ -19,10 +19,11 @@ func chatSpecs() []Spec {
 		{Name: "payload", Type: "string", Required: true, Doc: "the user's message of the turn"},
 		{Name: "agent", Type: "string", Doc: "persona from agents: that answers"},
 		{Name: "working_dir", Type: "string", Doc: "the agent's working directory"},
-		{Name: "await", Type: "bool", Doc: "accepted for Kitsoki's stories: the turn always runs in the call (use background: true on the invoke to not wait)"},
+		{Name: "await", Type: "bool", Doc: "true (the default): the turn runs in the call; false is refused (put background: true on the invoke to not wait)"},
 		{Name: "timeout_seconds", Type: "int", Doc: "how long to wait for a chat another call is driving (default 300)"},
 		{Name: "transport", Type: "string", Doc: "where the message came from (tui, mcp, state_machine, …; default state_machine)"},
-		{Name: "thread", Type: "string"}, {Name: "actor", Type: "string"}, {Name: "correlation_id", Type: "string"},
+		{Name: "thread", Type: "string", Doc: "kept on the turn's user message"}, {Name: "actor", Type: "string", Doc: "kept on the turn's user message"},
+		{Name: "correlation_id", Type: "string", Doc: "the caller's id of the turn: kept on its user message and returned"},
 	}
 	return []Spec{
 		{Name: "host.chat.resolve", Summary: "Get or create the session's chat for (app, room, scope_key).", CheckFields: true,
@@ -54,7 +55,8 @@ func chatSpecs() []Spec {
 			Fields: driveFields,
 			Results: []Field{{Name: "ok", Type: "bool"}, {Name: "drive_id", Type: "string", Doc: "<chat_id>#<seq of the user message>"},
 				{Name: "chat_id", Type: "string"}, {Name: "enqueued_at", Type: "int", Doc: "Unix microseconds"},
-				{Name: "status", Type: "string", Doc: "done or failed"}, {Name: "result_seq", Type: "int"}, {Name: "result_text", Type: "string"}, {Name: "error", Type: "string"}}},
+				{Name: "status", Type: "string", Doc: "done or failed"}, {Name: "result_seq", Type: "int"}, {Name: "result_text", Type: "string"}, {Name: "error", Type: "string"},
+				{Name: "correlation_id", Type: "string", Doc: "with.correlation_id as given"}}},
 	}
 }
 

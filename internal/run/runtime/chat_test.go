@@ -34,12 +34,18 @@ var chatAgent = agent.AgentFunc(func(_ context.Context, c *agent.Call) (*agent.A
 // cassette's) and a recorder or a cassette.
 func chatRun(t *testing.T, dir string, cfg runtime.Config) *runtime.Runtime {
 	t.Helper()
+	return chatRunAs(t, dir, "chat-run", cfg)
+}
+
+// chatRunAs is chatRun under session id.
+func chatRunAs(t *testing.T, dir, id string, cfg runtime.Config) *runtime.Runtime {
+	t.Helper()
 	st, err := story.Load(filepath.Join(dir, "app.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	cfg.Session = &runtime.Session{ID: "chat-run"}
+	cfg.Session = &runtime.Session{ID: id}
 	cfg.Clock = clock.NewFake(time.Date(2026, 4, 1, 10, 0, 0, 0, time.UTC))
 	cfg.SessionsDir = filepath.Join(dir, "sessions")
 	rt, err := runtime.Open(st, cfg)
@@ -122,6 +128,16 @@ func TestChatsLiveAndReplayed(t *testing.T) {
 	if w["drive_text"] != `you said "for demo videos" after 2 messages` || w["drive_id"] != "chat-1#3" {
 		t.Errorf("drive: %v %v", w["drive_text"], w["drive_id"])
 	}
+	// drive's transport, thread, actor and correlation_id are kept on the
+	// turn's user message; correlation_id is returned too.
+	if w["drive_corr"] != "c-7" {
+		t.Errorf("drive's correlation_id = %v, want c-7", w["drive_corr"])
+	}
+	if raw, err := os.ReadFile(filepath.Join(dir, "sessions", "chat-run.chats", "chat-1.json")); err != nil ||
+		!strings.Contains(string(raw), `"transport": "slack"`) || !strings.Contains(string(raw), `"thread": "T1"`) ||
+		!strings.Contains(string(raw), `"actor": "ana"`) || !strings.Contains(string(raw), `"correlation_id": "c-7"`) {
+		t.Errorf("the driven message does not keep transport, thread, actor and correlation_id: %s %v", raw, err)
+	}
 	w = do("read", nil)
 	wantRendered := "**assistant:** you said \"a tour command?\" after 0 messages\n\n**user:** for demo videos\n\n**assistant:** you said \"for demo videos\" after 2 messages"
 	if w["rendered"] != wantRendered || w["latest"] != int64(4) {
@@ -153,6 +169,16 @@ func TestChatsLiveAndReplayed(t *testing.T) {
 	if _, err := sess.Turn(ctx, "find", map[string]any{"ref": "nothing like it"}, ""); err != nil || !strings.Contains(fmt.Sprint(sess.World()["error"]), `chat_not_found: no chat of chatty/idle matches "nothing like it"`) {
 		t.Errorf("an unknown ref: %v %v", err, sess.World()["error"])
 	}
+	// await: false (a turn queued for later) is refused, naming the way.
+	before := len(readChat(t, dir, "chat-1").Messages)
+	do("reenter", nil) // out of failed, where the unknown ref left the session
+	if _, err := sess.Turn(ctx, "nowait", nil, ""); err != nil || sess.State() != "failed" ||
+		!strings.Contains(fmt.Sprint(sess.World()["error"]), "with.await false is not supported: kitsoki runs a chat's turn in the call; put background: true on the invoke") {
+		t.Errorf("await false: %v state %s error %v", err, sess.State(), sess.World()["error"])
+	}
+	if after := len(readChat(t, dir, "chat-1").Messages); after != before {
+		t.Errorf("a refused drive changed the transcript: %d messages, had %d", after, before)
+	}
 	live := readChat(t, dir, "chat-1")
 	rt.Close()
 
@@ -181,5 +207,45 @@ func TestChatsLiveAndReplayed(t *testing.T) {
 	replayed := readChat(t, dir2, "chat-1")
 	if d := cmp.Diff(live.Messages, replayed.Messages); d != "" {
 		t.Errorf("the replayed transcript differs (-live +replayed):\n%s", d)
+	}
+}
+
+// A chat is kept beside its session: a later run under the same session id
+// (what a resume is) finds it with its transcript and goes on with it; a run of
+// another session in the same sessions directory starts with none.
+func TestChatsOutliveTheRunWithinTheirSession(t *testing.T) {
+	dir := chatDir(t)
+	ctx := context.Background()
+	ask := func(rt *runtime.Runtime, q string) map[string]any {
+		t.Helper()
+		if _, err := rt.Session().Turn(ctx, "ask", map[string]any{"q": q}, ""); err != nil {
+			t.Fatal(err)
+		}
+		return rt.Session().World()
+	}
+	first := chatRun(t, dir, runtime.Config{Agents: runtime.Agents{Builtin: chatAgent}})
+	ask(first, "a tour command?")
+	first.Close()
+
+	again := chatRun(t, dir, runtime.Config{Agents: runtime.Agents{Builtin: chatAgent}})
+	w := again.Session().World()
+	if w["chat_id"] != "chat-1" || w["is_new"] != false {
+		t.Fatalf("the session's next run resolved %v (is_new %v), want its chat-1", w["chat_id"], w["is_new"])
+	}
+	w = ask(again, "for demo videos?")
+	if w["answer"] != `you said "for demo videos?" after 2 messages` || w["seq"] != int64(4) {
+		t.Errorf("the next run's turn: %v seq %v, want the two earlier messages carried", w["answer"], w["seq"])
+	}
+	again.Close()
+	if c := readChat(t, dir, "chat-1"); len(c.Messages) != 4 {
+		t.Errorf("chat-1 has %d messages, want 4", len(c.Messages))
+	}
+
+	other := chatRunAs(t, dir, "another-run", runtime.Config{Agents: runtime.Agents{Builtin: chatAgent}})
+	if w := other.Session().World(); w["chat_id"] != "chat-1" || w["is_new"] != true {
+		t.Errorf("another session resolved %v (is_new %v), want a new chat of its own", w["chat_id"], w["is_new"])
+	}
+	if _, err := os.Stat(filepath.Join(dir, "sessions", "another-run.chats", "chat-1.json")); err != nil {
+		t.Errorf("the other session's chat is not beside it: %v", err)
 	}
 }

@@ -82,7 +82,7 @@ func runFlows(cmd *cobra.Command, g *globals, o *flowsOpts, app string) error {
 	if err := storyFileErr(app); err != nil {
 		return setupErr(err)
 	}
-	fixtures, err := testrunner.LoadFixtures(app, o.flows)
+	files, app, err := testrunner.FixtureFiles(app, o.flows)
 	if err != nil {
 		return setupErr(err)
 	}
@@ -96,7 +96,10 @@ func runFlows(cmd *cobra.Command, g *globals, o *flowsOpts, app string) error {
 	opts = append(opts, testrunner.WithFlowWorkspace(g.workspace), testrunner.WithStoriesPath(g.storiesPath...))
 	r := testrunner.NewRunner(opts...)
 	defer r.Close()
-	rep, err := r.RunFixtures(cmd.Context(), fixtures, o.failFast, func(res *testrunner.FlowResult) {
+	// Each fixture file is parsed when its flows run (RunFiles): a story
+	// with many flows holds one file's fixtures at a time, which lowers
+	// the run's peak memory (docs/performance.md, "Peak memory").
+	rep, err := r.RunFiles(cmd.Context(), app, files, o.failFast, func(res *testrunner.FlowResult) {
 		testrunner.WriteResult(stdout, res, o.verbose)
 	})
 	if err != nil {

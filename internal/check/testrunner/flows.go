@@ -1000,35 +1000,52 @@ func isDir(p string) bool {
 	return err == nil && fi.IsDir()
 }
 
+// FixtureFiles finds the fixture files matching glob ("" = the default
+// for appPath), sorted by name; appPath is returned as the story file it
+// names (a story directory means its app.yaml).
+func FixtureFiles(appPath, glob string) (files []string, app string, err error) {
+	app = story.RootFile(appPath)
+	if glob == "" {
+		glob = DefaultFlowsGlob(app)
+	}
+	files, err = filepath.Glob(glob)
+	if err != nil {
+		return nil, app, fmt.Errorf("--flows %q: %w", glob, err)
+	}
+	sort.Strings(files)
+	if len(files) == 0 {
+		return nil, app, fmt.Errorf("no flow fixtures match %q", glob)
+	}
+	return files, app, nil
+}
+
 // LoadFixtures finds the fixture files matching glob ("" = the default for
 // appPath), sorted by name, and parses them; appPath is the story of the
 // fixtures that name no app:.
 func LoadFixtures(appPath, glob string) ([]*Fixture, error) {
-	appPath = story.RootFile(appPath) // a story directory means its app.yaml
-	if glob == "" {
-		glob = DefaultFlowsGlob(appPath)
-	}
-	files, err := filepath.Glob(glob)
+	files, app, err := FixtureFiles(appPath, glob)
 	if err != nil {
-		return nil, fmt.Errorf("--flows %q: %w", glob, err)
-	}
-	sort.Strings(files)
-	if len(files) == 0 {
-		return nil, fmt.Errorf("no flow fixtures match %q", glob)
+		return nil, err
 	}
 	var out []*Fixture
 	for _, file := range files {
-		b, err := cassette.ReadFile(file)
-		if err != nil {
-			return nil, err
-		}
-		fxs, err := ParseFixtures(b, file, appPath)
+		fxs, err := ParseFixtureFile(file, app)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, fxs...)
 	}
 	return out, nil
+}
+
+// ParseFixtureFile reads and parses one fixture file; appPath is the
+// story of the fixtures that name no app:.
+func ParseFixtureFile(file, appPath string) ([]*Fixture, error) {
+	b, err := cassette.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFixtures(b, file, appPath)
 }
 
 // tick fires the timeouts due once a turn moved the clock; the turn's

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/kitsoki/kitsoki/internal/base/outfile"
@@ -34,7 +35,7 @@ func (r *Report) SetupErrors() []string {
 	return out
 }
 
-// RunFixtures prepares every fixture first, then runs them in order. A
+// RunFixtures runs fixtures in order, each prepared as it is run. A
 // fixture that cannot be prepared (a setup error) does not run: its result
 // fails with SetupError, and the other fixtures still run. each, when not
 // nil, sees every result as soon as it is known. With failFast the run
@@ -42,42 +43,74 @@ func (r *Report) SetupErrors() []string {
 // today nothing returns one.
 func (r *Runner) RunFixtures(ctx context.Context, fixtures []*Fixture, failFast bool, each func(*FlowResult)) (*Report, error) {
 	rep := &Report{Results: []*FlowResult{}}
-	// Each flow is prepared as it is run, and dropped once it ran, so a
-	// run holds one flow's cassette and session at a time.
 	for _, fx := range fixtures {
-		f, err := r.Prepare(fx)
-		if err != nil {
-			res := &FlowResult{File: fx.File, Name: fx.Name, SetupError: err.Error()}
-			rep.Results = append(rep.Results, res)
-			rep.Failed++
-			if each != nil {
-				each(res)
-			}
-			if failFast {
-				break
-			}
-			continue
-		}
-		res := f.Run(ctx)
-		if f.Story != nil {
-			maskFlowResult(secret.New(f.Story.Secrets), res)
-		}
-		rep.Results = append(rep.Results, res)
-		switch {
-		case res.Skipped:
-		case res.Passed:
-			rep.Passed++
-		default:
-			rep.Failed++
-		}
-		if each != nil {
-			each(res)
-		}
-		if failFast && !res.Skipped && !res.Passed {
+		if !r.runOne(ctx, rep, fx, failFast, each) {
 			break
 		}
 	}
 	return rep, nil
+}
+
+// RunFiles is RunFixtures over fixture files (FixtureFiles), each file
+// parsed when its turn comes and dropped once its flows ran, so a run
+// holds one file's fixtures at a time, not every file's. A file that does
+// not parse is reported as a fixture that could not run, named by its
+// file, and the other files still run. appPath is the story of the
+// fixtures that name no app:.
+func (r *Runner) RunFiles(ctx context.Context, appPath string, files []string, failFast bool, each func(*FlowResult)) (*Report, error) {
+	rep := &Report{Results: []*FlowResult{}}
+	for _, file := range files {
+		fxs, err := ParseFixtureFile(file, appPath)
+		if err != nil {
+			if !rep.setupFailed(&FlowResult{File: file, Name: filepath.Base(file), SetupError: err.Error()}, failFast, each) {
+				break
+			}
+			continue
+		}
+		for _, fx := range fxs {
+			if !r.runOne(ctx, rep, fx, failFast, each) {
+				return rep, nil
+			}
+		}
+	}
+	return rep, nil
+}
+
+// runOne prepares and runs one fixture into rep (the flow is dropped once
+// it ran, so a run holds one flow's cassette and session at a time); it
+// reports whether the run goes on.
+func (r *Runner) runOne(ctx context.Context, rep *Report, fx *Fixture, failFast bool, each func(*FlowResult)) bool {
+	f, err := r.Prepare(fx)
+	if err != nil {
+		return rep.setupFailed(&FlowResult{File: fx.File, Name: fx.Name, SetupError: err.Error()}, failFast, each)
+	}
+	res := f.Run(ctx)
+	if f.Story != nil {
+		maskFlowResult(secret.New(f.Story.Secrets), res)
+	}
+	rep.Results = append(rep.Results, res)
+	switch {
+	case res.Skipped:
+	case res.Passed:
+		rep.Passed++
+	default:
+		rep.Failed++
+	}
+	if each != nil {
+		each(res)
+	}
+	return !failFast || res.Skipped || res.Passed
+}
+
+// setupFailed records a fixture that could not run; it reports whether
+// the run goes on.
+func (rep *Report) setupFailed(res *FlowResult, failFast bool, each func(*FlowResult)) bool {
+	rep.Results = append(rep.Results, res)
+	rep.Failed++
+	if each != nil {
+		each(res)
+	}
+	return !failFast
 }
 
 // WriteResult prints one flow as the report does:

@@ -3,8 +3,8 @@ package toolserver
 import (
 	"bytes"
 	"context"
+	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -45,21 +45,18 @@ func storyFilesTools(s *Session, _ Profile) []Tool {
 
 func (s *Session) handleListStoryFiles(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	dir := req.GetString("dir", ".")
-	start, err := Confine(s.cfg.StoryDir, dir)
-	if err != nil {
-		return ToolError("dir: %v", err), nil
-	}
-	base, _ := filepath.Abs(s.cfg.StoryDir)
 	var files []string
-	truncated := false
-	err = filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
+	truncated, first := false, true
+	err := WalkConfined(s.cfg.StoryDir, dir, func(r string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if p != start && strings.HasPrefix(d.Name(), ".") {
+		start := first
+		first = false
+		if !start && strings.HasPrefix(d.Name(), ".") {
 			if d.IsDir() {
 				return filepath.SkipDir
 			}
@@ -72,7 +69,6 @@ func (s *Session) handleListStoryFiles(ctx context.Context, req mcp.CallToolRequ
 			truncated = true
 			return filepath.SkipAll
 		}
-		r, _ := filepath.Rel(base, p)
 		files = append(files, filepath.ToSlash(r))
 		return nil
 	})
@@ -90,11 +86,12 @@ func (s *Session) handleReadStoryFile(_ context.Context, req mcp.CallToolRequest
 	if err != nil {
 		return ToolError("%v", err), nil
 	}
-	path, err := Confine(s.cfg.StoryDir, p)
+	f, err := OpenConfined(s.cfg.StoryDir, p)
 	if err != nil {
 		return ToolError("path: %v", err), nil
 	}
-	fi, err := os.Stat(path)
+	defer f.Close()
+	fi, err := f.Stat()
 	switch {
 	case err != nil:
 		return ToolError("path: %v", err), nil
@@ -103,9 +100,12 @@ func (s *Session) handleReadStoryFile(_ context.Context, req mcp.CallToolRequest
 	case fi.Size() > maxReadBytes:
 		return ToolError("path: %s is %d bytes, more than the %d this tool reads", p, fi.Size(), maxReadBytes), nil
 	}
-	b, err := os.ReadFile(path)
+	b, err := io.ReadAll(io.LimitReader(f, maxReadBytes+1))
 	if err != nil {
 		return ToolError("path: %v", err), nil
+	}
+	if int64(len(b)) > maxReadBytes {
+		return ToolError("path: %s grew past the %d bytes this tool reads", p, maxReadBytes), nil
 	}
 	if bytes.IndexByte(b, 0) >= 0 {
 		return ToolError("path: %s is not a text file", p), nil

@@ -196,3 +196,20 @@ func (r Root) StatInside(path string) (fs.FileInfo, error) {
 	})
 	return fi, err
 }
+
+// Mkdir is os.Mkdir of path through the workspace root.
+func (r Root) Mkdir(path string, perm fs.FileMode) error {
+	if err := r.writable(path); err != nil {
+		return err
+	}
+	return r.do(path, func(root *os.Root, rel string) error { return root.Mkdir(rel, perm) })
+}
+
+// RemoveAll is os.RemoveAll of path through the workspace root: nothing a
+// symlink swapped into the path leads to outside the workspace is removed.
+func (r Root) RemoveAll(path string) error {
+	if err := r.writable(path); err != nil {
+		return err
+	}
+	return r.do(path, func(root *os.Root, rel string) error { return root.RemoveAll(rel) })
+}

@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kitsoki/kitsoki/internal/base/yamlnode"
 	"github.com/kitsoki/kitsoki/internal/load/story"
 )
 
@@ -88,6 +89,9 @@ func LoadFixtures(path string, st *story.Story) ([]*FixtureFile, error) {
 		}
 		if err != nil {
 			return nil, fmt.Errorf("intents fixture %s: YAML syntax error: %w", path, err)
+		}
+		if err := yamlnode.CheckExpansion(&doc, 0); err != nil {
+			return nil, fmt.Errorf("intents fixture %s: %w", path, err)
 		}
 		if len(doc.Content) == 0 {
 			continue

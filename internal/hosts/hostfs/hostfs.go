@@ -1,18 +1,21 @@
 // Package hostfs is where the handlers of the vcs, ci, chat and ide
 // families touch files: every path is checked to lie inside the workspace
-// (internal/base/workspace resolves it, symlinks included) and every write
-// replaces its file through a temporary file in the same directory, so a
-// reader never sees half a record. Keeping the file access of those
-// handlers in this one place is what lets it move onto an os.Root opened at
-// the workspace without touching the handlers.
+// (internal/base/workspace resolves it, symlinks included) and then opened
+// through the workspace root (an os.Root), so a directory of it swapped for
+// a symlink leading out after the check is refused when it is met; every
+// write replaces its file through a temporary file in the same directory,
+// so a reader never sees half a record.
 package hostfs
 
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/kitsoki/kitsoki/internal/base/workspace"
 )
@@ -75,7 +78,29 @@ func (f FS) ReadFile(path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return os.ReadFile(p)
+	if !f.rooted(p) {
+		return os.ReadFile(p)
+	}
+	fh, err := f.ws.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	return io.ReadAll(fh)
+}
+
+// rooted reports whether p (checked) is opened through the workspace root
+// (an os.Root), so that a directory of it swapped for a symlink leading
+// out between the check and the open is refused when it is met: every
+// path under the workspace directory when the workspace is the operating
+// system's files. A path of a read-only directory the workspace also
+// holds (Root.With) is opened as checked.
+func (f FS) rooted(p string) bool {
+	if fsys, _ := f.ws.FS(); fsys != nil {
+		return false
+	}
+	rel, err := filepath.Rel(f.ws.Dir(), p)
+	return err == nil && (rel == "." || filepath.IsLocal(rel))
 }
 
 // Stat describes a path inside the workspace.
@@ -84,7 +109,10 @@ func (f FS) Stat(path string) (fs.FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	return os.Stat(p)
+	if !f.rooted(p) {
+		return os.Stat(p)
+	}
+	return f.ws.StatInside(p)
 }
 
 // ReadDir lists a directory inside the workspace; a missing one is empty.
@@ -93,7 +121,12 @@ func (f FS) ReadDir(path string) ([]fs.DirEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	es, err := os.ReadDir(p)
+	var es []fs.DirEntry
+	if f.rooted(p) {
+		es, err = f.ws.ReadDir(p)
+	} else {
+		es, err = os.ReadDir(p)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -106,7 +139,29 @@ func (f FS) MkdirAll(path string) error {
 	if err != nil {
 		return err
 	}
-	return os.MkdirAll(p, 0o755)
+	return f.mkdirAll(p)
+}
+
+func (f FS) mkdirAll(p string) error {
+	if !f.rooted(p) {
+		return os.MkdirAll(p, 0o755)
+	}
+	return f.ws.MkdirAll(p, 0o755)
+}
+
+// create opens a new file at p (O_EXCL).
+func (f FS) create(p string) (*os.File, error) {
+	if !f.rooted(p) {
+		return os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	}
+	return f.ws.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+}
+
+func (f FS) remove(p string) error {
+	if !f.rooted(p) {
+		return os.Remove(p)
+	}
+	return f.ws.Remove(p)
 }
 
 // WriteFile replaces the file at path with data, through a temporary file
@@ -116,21 +171,33 @@ func (f FS) WriteFile(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	if err := f.mkdirAll(filepath.Dir(p)); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".tmp-*")
+	var tmp *os.File
+	var name string
+	for range 100 {
+		name = filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+".tmp-"+strconv.FormatUint(uint64(rand.Uint32()), 10))
+		if tmp, err = f.create(name); !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
 	if err != nil {
 		return err
 	}
 	_, werr := tmp.Write(data)
 	cerr := tmp.Close()
 	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(tmp.Name())
+		f.remove(name)
 		return err
 	}
-	if err := os.Rename(tmp.Name(), p); err != nil {
-		os.Remove(tmp.Name())
+	if f.rooted(p) {
+		err = f.ws.Rename(name, p)
+	} else {
+		err = os.Rename(name, p)
+	}
+	if err != nil {
+		f.remove(name)
 		return err
 	}
 	return nil
@@ -144,16 +211,16 @@ func (f FS) CreateExclusive(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	if err := f.mkdirAll(filepath.Dir(p)); err != nil {
 		return err
 	}
-	fh, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	fh, err := f.create(p)
 	if err != nil {
 		return err
 	}
 	_, werr := fh.Write(data)
 	if err := errors.Join(werr, fh.Close()); err != nil {
-		os.Remove(p)
+		f.remove(p)
 		return fmt.Errorf("write %s: %w", p, err)
 	}
 	return nil
@@ -166,7 +233,7 @@ func (f FS) Remove(path string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := f.remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return nil
@@ -179,10 +246,19 @@ func (f FS) MkdirTemp(dir, pattern string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(p, 0o755); err != nil {
+	if err := f.mkdirAll(p); err != nil {
 		return "", err
 	}
-	return os.MkdirTemp(p, pattern)
+	if !f.rooted(p) {
+		return os.MkdirTemp(p, pattern)
+	}
+	for range 100 {
+		name := filepath.Join(p, pattern+strconv.FormatUint(uint64(rand.Uint32()), 10))
+		if err = f.ws.Mkdir(name, 0o700); !errors.Is(err, fs.ErrExist) {
+			return name, err
+		}
+	}
+	return "", err
 }
 
 // RemoveAll removes path and what it holds, inside the workspace.
@@ -194,5 +270,8 @@ func (f FS) RemoveAll(path string) error {
 	if p == f.ws.Dir() {
 		return fmt.Errorf("refusing to remove the workspace directory %s", p)
 	}
-	return os.RemoveAll(p)
+	if !f.rooted(p) {
+		return os.RemoveAll(p)
+	}
+	return f.ws.RemoveAll(p)
 }

@@ -18,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kitsoki/kitsoki/internal/base/nearmiss"
+	"github.com/kitsoki/kitsoki/internal/base/yamlnode"
 )
 
 // File and LocalFile are the names Load looks for.
@@ -135,6 +136,9 @@ func Parse(b []byte, path string) (*Config, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		return nil, fmt.Errorf("%s: YAML syntax error: %w", path, err)
+	}
+	if err := yamlnode.CheckExpansion(&doc, 0); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	cfg := &Config{Path: path}
 	if len(doc.Content) == 0 {

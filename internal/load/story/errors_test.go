@@ -80,6 +80,15 @@ func TestLoadErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "state names that a configuration cannot hold",
+			file: "errors/statenames.yaml",
+			want: []string{
+				`statenames.yaml:9:3: states.a#b: state name "a#b" contains "#", which writes a parallel state's configuration (p#a|b, nested in parentheses); rename the state without any of #|()`,
+				`statenames.yaml:10:3: states.x|y: state name "x|y" contains "|", which writes a parallel state's configuration (p#a|b, nested in parentheses); rename the state without any of #|()`,
+				`statenames.yaml:14:7: states.p.states.(r): state name "(r)" contains "(", which writes a parallel state's configuration (p#a|b, nested in parentheses); rename the state without any of #|()`,
+			},
+		},
+		{
 			name: "hosts allow-list",
 			file: "errors/hosts.yaml",
 			want: []string{

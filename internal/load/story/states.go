@@ -50,6 +50,10 @@ func (l *loader) loadStates(f *file, e entry) {
 
 // loadStateMap reads a states: mapping: the top-level one (parent nil) or
 // a compound or parallel state's children, named parent.child.
+// configChars are the characters of a configuration's printed form
+// (config.go): a state name holding one could not be read back.
+const configChars = "#|()"
+
 func (l *loader) loadStateMap(f *file, n *yaml.Node, base string, parent *State) {
 	es, _ := l.entries(f, n, base)
 	for _, se := range es {
@@ -57,6 +61,10 @@ func (l *loader) loadStateMap(f *file, n *yaml.Node, base string, parent *State)
 		name := normStateName(se.name)
 		if name == "" || strings.HasPrefix(name, ExitStatePrefix) {
 			l.errAt(f, se.key, path, "invalid state name %q (empty, or using the reserved prefix %q)", se.name, ExitStatePrefix)
+			continue
+		}
+		if i := strings.IndexAny(name, configChars); i >= 0 {
+			l.errAt(f, se.key, path, "state name %q contains %q, which writes a parallel state's configuration (p#a|b, nested in parentheses); rename the state without any of %s", se.name, name[i:i+1], configChars)
 			continue
 		}
 		if parent != nil {

@@ -70,3 +70,23 @@ func TestNULFailsTheCallNotTheRun(t *testing.T) {
 	}
 	check("resume of an unfinished turn", code, out, errs)
 }
+
+// A NUL byte in a typed line is refused before a turn starts, as a line
+// that does not parse is (exit 3, the message on stderr): the journal
+// keeps every turn before it and the session resumes. Before, the turn's
+// first event failed and the run ended with exit 1 (issue 28, item 5).
+func TestNULInATypedLineIsRefused(t *testing.T) {
+	dir := copyFixture(t, "nul")
+	app, tr := filepath.Join(dir, "app.yaml"), filepath.Join(dir, "t.jsonl")
+	code, out, errs := runCLI(t, "clean\nclean\x00\nclean\n", "run", app, "--trace", tr, "--no-tui")
+	if code != exitRejected || !strings.Contains(errs, `the input holds a NUL byte (\x00), which a session cannot record: remove it`) {
+		t.Fatalf("exit %d, want %d with the refusal\n%s\n%s", code, exitRejected, out, errs)
+	}
+	if strings.Contains(errs, "trace:") {
+		t.Errorf("the refusal reached the trace writer:\n%s", errs)
+	}
+	code, out, errs = runCLI(t, "clean\nclean\n", "run", app, "--trace", tr, "--continue", "--no-tui")
+	if code != exitIncomplete || !strings.Contains(out, "out=clean") {
+		t.Errorf("resume: exit %d\n%s\n%s", code, out, errs)
+	}
+}

@@ -17,9 +17,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/kitsoki/kitsoki/internal/base/jobs"
 	"github.com/kitsoki/kitsoki/internal/load/story"
+	"github.com/kitsoki/kitsoki/internal/observe/trace"
 	"github.com/kitsoki/kitsoki/internal/run/orchestrator"
 )
 
@@ -95,6 +99,22 @@ func Intent(name string, slots map[string]any) Input {
 
 // Text is free text.
 func Text(text string) Input { return Input{Kind: KindText, Text: text} }
+
+// Recordable is in as a session can record it: its text put in Unicode
+// NFC (a terminal may send decomposed accents; they read the same), and an
+// *InputError for a NUL byte in its text or a slot value, which no journal
+// can hold, so that the input is refused before a turn starts instead of
+// failing the turn's first event.
+func (in Input) Recordable() (Input, error) {
+	if strings.IndexByte(in.Text, 0) >= 0 || strings.IndexByte(in.Intent, 0) >= 0 {
+		return in, &InputError{Err: errors.New(`the input holds a NUL byte (\x00), which a session cannot record: remove it`)}
+	}
+	if se, ok := errors.AsType[*trace.StorableError](trace.Storable(map[string]any(in.Slots))); ok && errors.Is(se, trace.ErrNULByte) {
+		return in, &InputError{Err: fmt.Errorf(`slot %s holds a NUL byte (\x00), which a session cannot record: remove it`, se.Path)}
+	}
+	in.Text = norm.NFC.String(in.Text)
+	return in, nil
+}
 
 // InputError is an input line that does not parse ("slots are written
 // key=value"): no turn was taken.

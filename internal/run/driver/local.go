@@ -86,6 +86,10 @@ func (l *Local) Begin(ctx context.Context) (*orchestrator.Outcome, error) {
 // Take takes one input: free text is routed (Session.Say), a typed line
 // is parsed with the intent's slot types and taken (Session.Turn).
 func (l *Local) Take(ctx context.Context, in Input) (*orchestrator.Outcome, error) {
+	in, err := in.Recordable()
+	if err != nil {
+		return nil, err
+	}
 	l.mark = l.traceLen()
 	out, err := l.take(ctx, in)
 	if err == nil {

@@ -200,6 +200,13 @@ func (d *Driver) Take(ctx context.Context, in driver.Input) (*orchestrator.Outco
 // no history, so its record is then sent on its own (AuditUpdate), as a
 // local session writes the record of a call it rejects.
 func (d *Driver) TakeAudited(ctx context.Context, in driver.Input, a *cluster.Audit) (*orchestrator.Outcome, error) {
+	in, err := in.Recordable()
+	if err != nil {
+		if aerr := d.audit(ctx, a); aerr != nil {
+			return nil, aerr
+		}
+		return nil, err
+	}
 	req := cluster.IntentRequest{Input: in.Text}
 	switch in.Kind {
 	case driver.KindIntent:

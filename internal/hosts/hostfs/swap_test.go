@@ -4,46 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/kitsoki/kitsoki/internal/base/workspace"
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 )
-
-// swapDir swaps dir for a symlink to outside and back until stop is
-// called, as testkit.SwapDir does, and copes with an operation under test
-// making dir again while it is away (MkdirAll of a file's directory): the
-// directory made is removed and the original put back.
-func swapDir(t *testing.T, dir, outside string) (stop func() int) {
-	t.Helper()
-	hold, evil := dir+".hold", dir+".evil"
-	if err := os.Symlink(outside, evil); err != nil {
-		t.Fatal(err)
-	}
-	done, flips := make(chan struct{}), make(chan int)
-	go func() {
-		n := 0
-		for {
-			select {
-			case <-done:
-				flips <- n
-				return
-			default:
-			}
-			if os.Rename(dir, hold) == nil {
-				if os.Rename(evil, dir) == nil {
-					n++
-					_ = os.Rename(dir, evil)
-				}
-				if os.Rename(hold, dir) != nil {
-					_ = os.RemoveAll(dir) // made again meanwhile (inside: the symlink is back at evil)
-					_ = os.Rename(hold, dir)
-				}
-			}
-			time.Sleep(20 * time.Microsecond)
-		}
-	}()
-	return func() int { close(done); return <-flips }
-}
 
 // Writes, reads and removals under a directory a goroutine keeps swapping
 // for a symlink to outside the workspace never touch the outside (an
@@ -66,7 +30,7 @@ func TestOpsUnderASwappedDirectory(t *testing.T) {
 		}
 	}
 	data := filepath.Join(ws.Dir(), "data")
-	stop := swapDir(t, data, outside)
+	stop := testkit.SwapDir(t, data, outside)
 	var done, refused, escaped, removedOutside int
 	for i := range 10_000 {
 		var err error

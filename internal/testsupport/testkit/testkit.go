@@ -260,7 +260,13 @@ func SwapDir(t testing.TB, dir, outside string) (stop func() int) {
 					n++
 					_ = os.Rename(dir, evil)
 				}
-				_ = os.Rename(hold, dir)
+				if os.Rename(hold, dir) != nil {
+					// The code under test made dir again while it was
+					// away (a MkdirAll of a file's directory): that one
+					// is inside, and goes.
+					_ = os.RemoveAll(dir)
+					_ = os.Rename(hold, dir)
+				}
 			}
 			// Leave the directory in place a moment, so that checks
 			// pass as often as not.

@@ -155,11 +155,20 @@ func (s *shellWriter) step(c byte) {
 
 // doubleStep follows a byte inside "…".
 func (s *shellWriter) doubleStep(c byte, dollar bool) {
+	if c == '"' {
+		s.pop()
+		return
+	}
+	s.expandStep(c, dollar)
+}
+
+// expandStep follows a byte of text in which the shell expands: inside
+// "…" and in an unquoted here-document, a backslash escapes the next
+// byte, and $( and ` open a substitution.
+func (s *shellWriter) expandStep(c byte, dollar bool) {
 	switch c {
 	case '\\':
 		s.escape = true
-	case '"':
-		s.pop()
 	case '$':
 		s.dollar = true
 	case '(':
@@ -325,19 +334,7 @@ func (s *shellWriter) heredocStep(f *shellFrame, c byte) {
 	}
 	dollar := s.dollar
 	s.dollar = false
-	switch c {
-	case '\\':
-		s.escape = true
-	case '$':
-		s.dollar = true
-	case '(':
-		if dollar {
-			s.push(shSubst)
-			s.opened = true
-		}
-	case '`':
-		s.push(shBacktick)
-	}
+	s.expandStep(c, dollar)
 }
 
 func (s *shellWriter) fail(h *heredoc) {

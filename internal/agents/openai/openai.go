@@ -78,6 +78,7 @@ type Agent struct {
 	official bool // the OpenAI API itself, not a compatible server
 
 	schemas sync.Map // schema text → *Structured, as sent
+	clients sync.Map // API key → *httpllm.Client
 
 	mu      sync.Mutex
 	threads map[string]*thread // converse's, by session, persona and alias
@@ -151,12 +152,21 @@ func (a *Agent) endpoint(key string) *Endpoint {
 	for k, v := range a.decl.Headers {
 		h.Set(k, v)
 	}
+	return &Endpoint{Client: a.client(key), BaseURL: a.base, Header: h, Stream: a.decl.StreamOr(true)}
+}
+
+// client is the HTTP client of the calls sent with key, made once per
+// key (a Client does not change once made).
+func (a *Agent) client(key string) *httpllm.Client {
+	if c, ok := a.clients.Load(key); ok {
+		return c.(*httpllm.Client)
+	}
 	name, retries := apiName, httpllm.DefaultRetries
 	if f := a.cfg.Flavor; f != nil {
 		name, retries = f.Server, f.Retries
 	}
-	return &Endpoint{Client: NewClient(a.decl, a.cfg, a.logger, name, retries, key), BaseURL: a.base,
-		Header: h, Stream: a.decl.StreamOr(true)}
+	c, _ := a.clients.LoadOrStore(key, NewClient(a.decl, a.cfg, a.logger, name, retries, key))
+	return c.(*httpllm.Client)
 }
 
 // hints are what the call's failure messages name.

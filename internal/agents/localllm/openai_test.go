@@ -120,3 +120,29 @@ func TestEndpointGrammarSkipped(t *testing.T) {
 		t.Errorf("submission %s, meta %v", resp.Submission, resp.Meta)
 	}
 }
+
+// TestEndpointConverseKeepsTheThread: a converse call continues the
+// session's thread, as builtin.openai keeps it.
+func TestEndpointConverseKeepsTheThread(t *testing.T) {
+	f := fakeopenai.New(t, fakeopenai.Reply{Text: "Hello.", Model: "qwen"}, fakeopenai.Reply{Text: "Again.", Model: "qwen"})
+	a := newEndpointAgent(t, agent.Declaration{Endpoint: f.URL(), Model: "qwen"}, Config{})
+	for i, prompt := range []string{"hi", "once more"} {
+		c := agent.NewCall(&agent.AskRequest{SessionID: "s1", CallID: "c", Verb: plugin.VerbConverse, Prompt: prompt})
+		c.Alias, c.Model = "agent.local", "qwen"
+		resp, err := a.Ask(context.Background(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Meta["session_resumed"] != (i == 1) {
+			t.Errorf("call %d: meta %v", i, resp.Meta)
+		}
+	}
+	msgs := f.Request(1).List("messages")
+	var got []string
+	for _, m := range msgs {
+		got = append(got, m["role"].(string)+":"+m["content"].(string))
+	}
+	if strings.Join(got, "|") != "user:hi|assistant:Hello.|user:once more" {
+		t.Errorf("second request's thread: %v", got)
+	}
+}

@@ -8,14 +8,14 @@ var BackendKeyTypes = map[string][]string{
 	"base_url":   {PluginAnthropic, PluginOpenAI, PluginCodexCLI, PluginCopilotCLI},
 	"api":        {PluginAnthropic, PluginOpenAI, PluginCodexCLI, PluginCopilotCLI},
 	"stream":     {PluginAnthropic, PluginOpenAI, PluginLocalLLM},
-	"max_tokens": {PluginAnthropic, PluginOpenAI},
-	"max_turns":  {PluginAnthropic, PluginOpenAI},
+	"max_tokens": {PluginAnthropic, PluginOpenAI, PluginLocalLLM},
+	"max_turns":  {PluginAnthropic, PluginOpenAI, PluginLocalLLM},
 	"effort":     {PluginAnthropic, PluginOpenAI, PluginCodexCLI, PluginCopilotCLI},
 	"timeout":    {PluginAnthropic, PluginOpenAI, PluginLocalLLM},
 	"retries":    {PluginAnthropic, PluginOpenAI, PluginLocalLLM},
 	"sandbox":    {PluginCodexCLI, PluginCopilotCLI},
 	"approval":   {PluginCodexCLI, PluginCopilotCLI},
-	"pricing":    {PluginAnthropic, PluginOpenAI, PluginCodexCLI, PluginCopilotCLI},
+	"pricing":    {PluginAnthropic, PluginOpenAI, PluginLocalLLM, PluginCodexCLI, PluginCopilotCLI},
 }
 
 // BackendValues is what a plugin type's api:, sandbox: or approval: may

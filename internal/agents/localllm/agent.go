@@ -3,10 +3,8 @@ package localllm
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	schemapkg "github.com/kitsoki/kitsoki/internal/base/schema"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -18,7 +16,6 @@ import (
 	"github.com/kitsoki/kitsoki/internal/agents/agent"
 	"github.com/kitsoki/kitsoki/internal/agents/httpllm"
 	"github.com/kitsoki/kitsoki/internal/agents/openai"
-	"github.com/kitsoki/kitsoki/internal/base/secret"
 )
 
 // DefaultParallel is the --parallel slot count of a managed sidecar: routing
@@ -39,7 +36,8 @@ type Config struct {
 	// HTTPClient sends chat requests (nil → a client with keep-alive and no
 	// timeout: the call's context bounds each request).
 	HTTPClient *http.Client
-	// MaxTokens is sent as max_tokens (0 → DefaultMaxTokens).
+	// MaxTokens is sent as max_tokens when the declaration sets no
+	// max_tokens: (0 → DefaultMaxTokens).
 	MaxTokens int
 	// Parallel is the sidecar's --parallel (0 → DefaultParallel).
 	Parallel int
@@ -73,20 +71,23 @@ func NewBuilder(cfg Config) agent.Builder {
 	}
 }
 
-// Agent is a builtin.local_llm agent.
+// Agent is a builtin.local_llm agent. Its calls run through the
+// builtin.openai agent (Chat Completions) with the local_llm flavor: one
+// agent on the endpoint in endpoint mode, one per sidecar process in
+// managed mode.
 type Agent struct {
-	decl      agent.Declaration
-	cfg       Config
-	logger    *slog.Logger
-	http      *http.Client
-	client    *httpllm.Client // sends through builtin.openai's Endpoint
-	maxTokens int
-	baseURL   string // endpoint mode: the API root, <endpoint>/v1
+	decl    agent.Declaration
+	cfg     Config
+	logger  *slog.Logger
+	http    *http.Client
+	baseURL string // endpoint mode: the API root, <endpoint>/v1
+	flavor  *openai.Flavor
 
 	sidecarHold // managed mode: the sidecar, acquired on first Ask
 
-	subset  sync.Map // schema text → []Violation (grammar gate cache)
-	compact sync.Map // schema text → the schema compacted, as sent
+	omu    sync.Mutex
+	oa     *openai.Agent // the calls' agent: the endpoint's, or oaProc's
+	oaProc *process      // managed mode: the sidecar process oa talks to
 }
 
 // New validates decl and returns an agent that does nothing until asked.
@@ -112,10 +113,7 @@ func New(decl agent.Declaration, cfg Config, logger *slog.Logger) (*Agent, error
 	if cfg.StopGrace <= 0 {
 		cfg.StopGrace = defaultStopGrace
 	}
-	a := &Agent{decl: decl, cfg: cfg, logger: logger, http: cfg.HTTPClient, maxTokens: cfg.MaxTokens}
-	if a.maxTokens <= 0 {
-		a.maxTokens = DefaultMaxTokens
-	}
+	a := &Agent{decl: decl, cfg: cfg, logger: logger, http: cfg.HTTPClient}
 	if a.http == nil {
 		a.http = &http.Client{Transport: &http.Transport{
 			Proxy:               nil, // a local model server is never reached through a proxy
@@ -144,99 +142,97 @@ func New(decl agent.Declaration, cfg Config, logger *slog.Logger) (*Agent, error
 			}
 		}
 	}
-	a.client = a.newClient()
+	a.flavor = a.newFlavor()
+	if a.baseURL != "" {
+		oa, err := a.openaiAgent(a.baseURL)
+		if err != nil {
+			return nil, err
+		}
+		a.oa = oa
+	}
 	return a, nil
 }
 
-// newClient is the agent's HTTP client: an endpoint someone else runs is
-// retried on 429 and 5xx like any API (retries:, default 2); a managed
-// sidecar is not (kitsoki owns it: a failure is its crash, reported as
-// one).
-func (a *Agent) newClient() *httpllm.Client {
-	retries := httpllm.DefaultRetries
+// newFlavor is how this agent's calls differ from builtin.openai's: an
+// endpoint someone else runs is retried on 429 and 5xx like any API
+// (retries:, default 2); a managed sidecar is not (kitsoki owns it: a
+// failure is its crash, reported as one). json_schema: true constrains
+// any schema, grammar: true only one inside the llama.cpp grammar subset.
+func (a *Agent) newFlavor() *openai.Flavor {
+	f := &openai.Flavor{API: "local_llm agent", Server: "local model server", Provider: "local_llm",
+		Retries: httpllm.DefaultRetries, Constraint: openai.ConstrainNever, FailOpen: true, CallModel: true, Describe: a.describe}
 	if a.baseURL == "" {
-		retries = 0
+		f.Retries = 0
 	}
+	switch {
+	case a.decl.JSONSchema:
+		f.Constraint = openai.ConstrainAlways
+	case a.decl.Grammar:
+		f.Constraint = openai.ConstrainGrammar
+	}
+	return f
+}
+
+// openaiAgent is the builtin.openai agent of the declaration on the API
+// root base: its timeout (default DefaultTimeout), a whole answer unless
+// stream: true, max_tokens (default Config.MaxTokens, else
+// DefaultMaxTokens).
+func (a *Agent) openaiAgent(base string) (*openai.Agent, error) {
 	d := a.decl
+	d.BaseURL, d.API = base, openai.APIChat
 	if d.Timeout <= 0 {
 		d.Timeout = DefaultTimeout
 	}
-	return openai.NewClient(d, openai.Config{HTTP: a.http, Clock: a.cfg.Clock, Backoff: a.cfg.Backoff}, a.logger, "local model server", retries)
+	if d.Stream == nil {
+		off := false
+		d.Stream = &off
+	}
+	if d.MaxTokens <= 0 {
+		d.MaxTokens = a.cfg.MaxTokens
+	}
+	if d.MaxTokens <= 0 {
+		d.MaxTokens = DefaultMaxTokens
+	}
+	oa, err := openai.New(d, openai.Config{HTTP: a.http, Clock: a.cfg.Clock, LookupEnv: a.cfg.LookupEnv, Backoff: a.cfg.Backoff, Flavor: a.flavor}, a.logger)
+	if err != nil {
+		return nil, fmt.Errorf("builtin.local_llm: %w", err)
+	}
+	return oa, nil
 }
 
-// FallbackEligible reports that a submission of this agent rejected by
-// kitsoki's validation may be retried once on agent.claude: a local model's
-// schema failure is deterministic, so the same backend would fail again.
+// FallbackEligible reports that a call of this agent that ends
+// schema_invalid (its repairs did not help) may be retried once on
+// agent.claude: a small local model that failed three times would fail
+// again.
 func (a *Agent) FallbackEligible() bool { return true }
 
-// Ask sends the call to the model and returns its answer as the
-// submission. The model is the call's (call.Model, as the host resolved it):
-// an endpoint is asked for it by name, and a managed sidecar, which serves
-// its one pinned model, refuses any other. The exchange goes through the
-// builtin.openai transport's Endpoint: one chat completion, constrained by
-// the schema when the declaration says so, unconstrained again when the
-// server refuses the constraint (fail open).
+// Ask runs the call through the builtin.openai agent on the endpoint
+// (or the managed sidecar): every verb as builtin.openai runs it, tools
+// and repairs included. The model is the call's (call.Model, as the host
+// resolved it): an endpoint is asked for it by name, and a managed
+// sidecar, which serves its one pinned model, refuses any other.
 func (a *Agent) Ask(ctx context.Context, call *agent.Call) (*agent.AskResponse, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, agent.Errorf(agent.KindDeadlineExceeded, "local_llm agent: context already done: %w", err)
 	}
-	req, model := call.Request, call.Model
 	if a.baseURL == "" { // managed: the sidecar serves its pinned model
-		if model != "" && model != a.decl.Model {
-			return nil, agent.Errorf(agent.KindTransportError, "local_llm agent: model %q is not served here: a managed sidecar serves its pinned model %q only (declare another alias for %q)", model, a.decl.Model, model)
+		if call.Model != "" && call.Model != a.decl.Model {
+			return nil, agent.Errorf(agent.KindTransportError, "local_llm agent: model %q is not served here: a managed sidecar serves its pinned model %q only (declare another alias for %q)", call.Model, a.decl.Model, call.Model)
 		}
-		model = a.decl.Model
+		cp := *call
+		cp.Model = a.decl.Model
+		call = &cp
 	}
-	if req.Deadline != "" { // the request's own soft deadline bounds the call too
-		if d, err := time.Parse(time.RFC3339Nano, req.Deadline); err == nil {
-			if cur, ok := ctx.Deadline(); !ok || d.Before(cur) {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithDeadline(ctx, d)
-				defer cancel()
-			}
-		}
-	}
-	var key string
 	if name := a.decl.APIKeyEnv; name != "" {
-		v, ok := a.cfg.LookupEnv(name)
-		if !ok || v == "" {
+		if _, v := httpllm.Key(a.decl, "", a.cfg.LookupEnv); v == "" {
 			return nil, agent.Errorf(agent.KindTransportError, "local_llm agent: api_key_env %s is not set: refusing to send an unauthenticated request (export %s or remove api_key_env:)", name, name)
 		}
-		key = v
 	}
-
-	base := a.baseURL
-	var proc *process
-	meta := make(map[string]any, 8)
-	if base == "" {
-		p, restarted, err := a.managedEndpoint(ctx)
-		if err != nil {
-			return nil, err
-		}
-		proc = p
-		base = p.baseURL + "/v1"
-		if restarted != "" {
-			meta["sidecar_restarted"] = restarted
-		}
+	oa, proc, restarted, err := a.agentFor(ctx)
+	if err != nil {
+		return nil, err
 	}
-
-	ep := a.endpoint(base, key)
-	body, c := a.buildRequest(req, call.Persona, model, meta)
-	st := &httpllm.Stats{}
-	resp, err := ep.Chat(ctx, &body, st)
-	var ae *httpllm.APIError
-	if errors.As(err, &ae) && body.ResponseFormat != nil && isFailOpen(ae.Status, ae.Body) {
-		// The server could not apply the constraint: answer unconstrained,
-		// record it, and let validation be the guarantee.
-		reply := agent.Clip(a.scrub(ae.Body, key))
-		a.logger.Warn("local_llm: server refused the schema constraint; retrying unconstrained", "status", ae.Status, "reply", reply)
-		meta["fail_open"] = fmt.Sprintf("http %d: %s", ae.Status, reply)
-		body.ResponseFormat, c.grammar, c.jsonSchema = nil, false, false
-		resp, err = ep.Chat(ctx, &body, st)
-	}
-	if st.Retries > 0 {
-		meta["http_retries"] = st.Retries
-	}
+	resp, err := oa.Ask(ctx, call)
 	if err != nil {
 		var ce *httpllm.ConnError
 		if proc != nil && errors.As(err, &ce) {
@@ -244,27 +240,44 @@ func (a *Agent) Ask(ctx context.Context, call *agent.Call) (*agent.AskResponse, 
 				return nil, crash
 			}
 		}
-		return nil, a.exchangeError(ctx, err, key)
+		return nil, err
 	}
-	return a.parseReply(resp, model, c, meta)
+	if restarted != "" {
+		resp.Meta["sidecar_restarted"] = restarted
+	}
+	return resp, nil
 }
 
-// endpoint is the call's endpoint: the agent's client, with the key (if
-// any) masked and sent as a bearer token.
-func (a *Agent) endpoint(base, key string) *openai.Endpoint {
-	client := a.client
-	if key != "" {
-		cp := *client
-		cp.Mask = secret.New(append([]string{key}, a.decl.Secrets...))
-		client = &cp
+// agentFor is the openai agent of the call: the endpoint's, or the one
+// of the managed sidecar's current process (started when needed).
+func (a *Agent) agentFor(ctx context.Context) (*openai.Agent, *process, string, error) {
+	if a.baseURL != "" {
+		return a.oa, nil, "", nil
 	}
-	return &openai.Endpoint{Client: client, BaseURL: base, Header: openai.AuthHeader(key), Stream: a.decl.StreamOr(false)}
+	p, restarted, err := a.managedEndpoint(ctx)
+	if err != nil {
+		return nil, nil, restarted, err
+	}
+	a.omu.Lock()
+	defer a.omu.Unlock()
+	if a.oa == nil || a.oaProc != p {
+		oa, err := a.openaiAgent(p.baseURL + "/v1")
+		if err != nil {
+			return nil, nil, restarted, err
+		}
+		if a.oa != nil {
+			_ = a.oa.Close()
+		}
+		a.oa, a.oaProc = oa, p
+	}
+	return a.oa, p, restarted, nil
 }
 
-// exchangeError is the call's failure when the exchange failed: the
-// server's refusal with its body, a connection that failed, the call's
-// end.
-func (a *Agent) exchangeError(ctx context.Context, err error, key string) error {
+// describe words a failed exchange the way this backend's errors read
+// (docs/agents/local-llm.md): the server's refusal with its body, a
+// connection that failed, the call's end; anything else as
+// builtin.openai words it.
+func (a *Agent) describe(ctx context.Context, err error, h httpllm.Hints) *agent.AskError {
 	var (
 		ae *httpllm.APIError
 		ce *httpllm.ConnError
@@ -273,101 +286,15 @@ func (a *Agent) exchangeError(ctx context.Context, err error, key string) error 
 	case ctx.Err() != nil:
 		return agent.Errorf(agent.KindDeadlineExceeded, "local_llm agent: the call ended before the answer came: %w", context.Cause(ctx))
 	case errors.As(err, &ae):
-		msg := fmt.Sprintf("local_llm agent: http %d: %s", ae.Status, agent.Clip(a.scrub(bytes.TrimSpace(ae.Body), key)))
+		msg := fmt.Sprintf("local_llm agent: http %d: %s", ae.Status, agent.Clip(bytes.TrimSpace(ae.Body)))
 		if ae.Attempts > 1 {
 			msg += fmt.Sprintf(" (after %d attempts)", ae.Attempts)
 		}
-		return agent.Errorf(agent.KindTransportError, "%s", msg)
+		return &agent.AskError{Kind: agent.KindTransportError, Detail: msg, Err: ae}
 	case errors.As(err, &ce):
-		return agent.Errorf(agent.KindTransportError, "local_llm agent: %v: check endpoint: under %s (and that the server is up)", ce, a.decl.Where())
+		return agent.Errorf(agent.KindTransportError, "local_llm agent: %w: check endpoint: under %s (and that the server is up)", ce, a.decl.Where())
 	}
-	return agent.Errorf(agent.KindTransportError, "local_llm agent: %s", a.scrub([]byte(err.Error()), key))
-}
-
-// constraint is what a request asked of the server.
-type constraint struct {
-	hasSchema, grammar, jsonSchema bool
-}
-
-// buildRequest assembles the chat request: the model, the persona's
-// system prompt and the prompt as messages, max_tokens, and response_format
-// when the declaration and the schema call for it.
-func (a *Agent) buildRequest(req *agent.AskRequest, persona *agent.Persona, model string, meta map[string]any) (openai.ChatRequest, constraint) {
-	body := openai.ChatRequest{Model: model, MaxTokens: a.maxTokens, Messages: make([]openai.ChatMessage, 0, 2)}
-	if persona != nil && persona.SystemPrompt != "" {
-		body.Messages = append(body.Messages, openai.ChatMessage{Role: "system", Content: persona.SystemPrompt})
-	}
-	body.Messages = append(body.Messages, openai.ChatMessage{Role: "user", Content: req.Prompt})
-	c := constraint{hasSchema: hasSchema(req.Schema)}
-	switch {
-	case !c.hasSchema:
-	case a.decl.JSONSchema:
-		body.ResponseFormat, c.jsonSchema = newResponseFormat(a.compacted(req.Schema)), true
-	case a.decl.Grammar:
-		if vs := a.subsetViolations(req.Schema); len(vs) > 0 {
-			meta["grammar_skipped"] = vs[0].String() + " is outside the llama.cpp grammar subset"
-		} else {
-			body.ResponseFormat, c.grammar = newResponseFormat(a.compacted(req.Schema)), true
-		}
-	}
-	return body, c
-}
-
-// parseReply turns a completion into the response, or names what is
-// wrong with it.
-func (a *Agent) parseReply(cr *openai.ChatResponse, model string, c constraint, meta map[string]any) (*agent.AskResponse, error) {
-	raw := cr.Raw
-	if len(cr.Choices) == 0 {
-		return nil, agent.Errorf(agent.KindTransportError, "local_llm agent: response has no choices (raw: %s)", agent.Clip(raw))
-	}
-	first := cr.Choices[0]
-	if first.FinishReason == "length" {
-		return nil, agent.Errorf(agent.KindTransportError, "local_llm agent: answer truncated at max_tokens %d (finish_reason \"length\"): the JSON is incomplete; shorten the expected answer or raise max_tokens", a.maxTokens)
-	}
-	if first.Message.Content == nil || strings.TrimSpace(*first.Message.Content) == "" {
-		return nil, agent.Errorf(agent.KindTransportError, "local_llm agent: first choice has empty content (raw: %s)", agent.Clip(raw))
-	}
-	if model == "" { // the call named none: the server's
-		model = cr.Model
-	}
-	meta["model"] = model
-	meta["prompt_tokens"] = int(cr.Usage.PromptTokens)
-	meta["completion_tokens"] = int(cr.Usage.CompletionTokens)
-	meta["grammar"] = c.grammar
-	meta["json_schema"] = c.jsonSchema
-	return &agent.AskResponse{Submission: submissionFrom(*first.Message.Content, c.hasSchema), Meta: meta}, nil
-}
-
-// scrub removes the bearer token from server text quoted in an error, in
-// case a server echoes the request headers.
-func (a *Agent) scrub(b []byte, key string) []byte {
-	if key == "" {
-		return b
-	}
-	return bytes.ReplaceAll(b, []byte(key), []byte("[redacted]"))
-}
-
-// subsetViolations caches the grammar-subset check per schema text.
-func (a *Agent) subsetViolations(schema json.RawMessage) []schemapkg.Violation {
-	if v, ok := a.subset.Load(string(schema)); ok {
-		return v.([]schemapkg.Violation)
-	}
-	vs, err := schemapkg.GrammarSubsetViolations(schema)
-	if err != nil {
-		vs = []schemapkg.Violation{{Construct: "invalid JSON", Pointer: ""}}
-	}
-	a.subset.Store(string(schema), vs)
-	return vs
-}
-
-// compacted caches the compacted form of each schema text sent.
-func (a *Agent) compacted(schema json.RawMessage) json.RawMessage {
-	if v, ok := a.compact.Load(string(schema)); ok {
-		return v.(json.RawMessage)
-	}
-	c := compactSchema(schema)
-	a.compact.Store(string(schema), c)
-	return c
+	return httpllm.Describe(ctx, err, h)
 }
 
 // managedEndpoint acquires (once) and starts (when needed) the sidecar.
@@ -425,5 +352,12 @@ func (a *Agent) crashed(p *process) error {
 
 // Close releases this agent's hold on the sidecar; the last holder stops it
 // (SIGTERM, then SIGKILL after the grace period). Endpoint mode only drops
-// idle connections.
-func (a *Agent) Close() error { return a.sidecarHold.close(a.http, a.cfg.Pool) }
+// idle connections. The openai agent forgets its conversations.
+func (a *Agent) Close() error {
+	a.omu.Lock()
+	if a.oa != nil {
+		_ = a.oa.Close()
+	}
+	a.omu.Unlock()
+	return a.sidecarHold.close(a.http, a.cfg.Pool)
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kitsoki/kitsoki/internal/agents/agent"
 	"github.com/kitsoki/kitsoki/internal/agents/openai"
+	"github.com/kitsoki/kitsoki/internal/base/schema"
 	"github.com/kitsoki/kitsoki/internal/testsupport/servertime"
 )
 
@@ -24,7 +25,8 @@ import (
 // the kernel's loopback transit included. The raw_roundtrip sub-benchmark
 // is the floor: the same POST made with bare net/http, so ask minus
 // raw_roundtrip is what kitsoki's request building, reply parsing and
-// checks cost on top of the socket; codec measures that work alone.
+// checks (the builtin.openai agent's, which local_llm runs through) cost
+// on top of the socket.
 func BenchmarkLocalLLMAsk(b *testing.B) {
 	canned := []byte(`{"model":"m","choices":[{"finish_reason":"stop","message":{"content":"{\"verdict\":\"approve\"}"}}],"usage":{"prompt_tokens":300,"completion_tokens":6}}`)
 	var clk servertime.Clock
@@ -44,6 +46,11 @@ func BenchmarkLocalLLMAsk(b *testing.B) {
 	ctx := context.Background()
 	req := &agent.AskRequest{Verb: "decide", Prompt: strings.Repeat("Decide whether this change is safe. ", 30), Schema: json.RawMessage(inSubsetSchema), CallID: "c"}
 	call := &agent.Call{Request: req, Persona: &agent.Persona{SystemPrompt: "You judge pull requests strictly."}, Model: "m"}
+	sc, err := schema.CompileDocument("bench", req.Schema) // the host compiles the schema once, as here
+	if err != nil {
+		b.Fatal(err)
+	}
+	call.Validate = sc.Check()
 
 	run := func(b *testing.B, op func() error) {
 		if err := op(); err != nil { // warm the connection
@@ -62,27 +69,8 @@ func BenchmarkLocalLLMAsk(b *testing.B) {
 	b.Run("ask", func(b *testing.B) {
 		run(b, func() error { _, err := a.Ask(ctx, call); return err })
 	})
-	// codec is kitsoki's own work per call with no socket at all: building
-	// and encoding the request, decoding and checking the reply.
-	b.Run("codec", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			meta := make(map[string]any, 8)
-			body, c := a.buildRequest(req, call.Persona, call.Model, meta)
-			if _, err := json.Marshal(&body); err != nil {
-				b.Fatal(err)
-			}
-			var cr openai.ChatResponse
-			if err := json.Unmarshal(canned, &cr); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := a.parseReply(&cr, call.Model, c, meta); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
 	b.Run("raw_roundtrip", func(b *testing.B) {
-		body, _ := json.Marshal(openai.ChatRequest{Model: "m", MaxTokens: DefaultMaxTokens, Messages: []openai.ChatMessage{{Role: "user", Content: req.Prompt}}, ResponseFormat: newResponseFormat(req.Schema)})
+		body, _ := json.Marshal(openai.ChatRequest{Model: "m", MaxTokens: DefaultMaxTokens, Messages: []openai.ChatMessage{{Role: "user", Content: req.Prompt}}, ResponseFormat: &openai.ResponseFormat{Type: "json_schema", JSONSchema: &openai.SchemaSpec{Name: "submission", Strict: true, Schema: req.Schema}}})
 		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 		defer client.CloseIdleConnections()
 		run(b, func() error {

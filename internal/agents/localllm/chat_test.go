@@ -89,8 +89,11 @@ func decode(t *testing.T, s string) any {
 }
 
 func TestAskRequestShapes(t *testing.T) {
+	// strict is builtin.openai's: true only for a schema strict mode takes
+	// (every object closed, every property required); llama-server
+	// ignores it either way.
 	rf := func(schema string) any {
-		return map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "submission", "strict": true, "schema": decode(t, schema)}}
+		return map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "submission", "strict": schema == inSubsetSchema, "schema": decode(t, schema)}}
 	}
 	tests := []struct {
 		name        string
@@ -119,7 +122,7 @@ func TestAskRequestShapes(t *testing.T) {
 			if tc.schema != "" {
 				req.Schema = json.RawMessage(tc.schema)
 			}
-			call := &agent.Call{Request: req, Model: "qwen"}
+			call := &agent.Call{Request: req, Model: "qwen", Alias: "agent.local"}
 			if tc.persona != "" {
 				call.Persona = &agent.Persona{Name: "judge", SystemPrompt: tc.persona}
 			}
@@ -152,18 +155,34 @@ func TestAskRequestShapes(t *testing.T) {
 			if d := cmp.Diff(want, reqs[0].Body); d != "" {
 				t.Errorf("request body (-want +got):\n%s", d)
 			}
-			wantMeta := map[string]any{"model": "qwen", "prompt_tokens": 12, "completion_tokens": 5, "grammar": tc.wantGrammar, "json_schema": tc.wantJSON}
+			wantMeta := map[string]any{"provider": "local_llm", "model": "qwen", "grammar": tc.wantGrammar, "json_schema": tc.wantJSON,
+				"usage": map[string]any{"input_tokens": int64(12), "output_tokens": int64(5), "cached_input_tokens": int64(0)}}
 			if tc.wantSkipped != "" {
 				wantMeta["grammar_skipped"] = tc.wantSkipped
 			}
-			if d := cmp.Diff(wantMeta, resp.Meta); d != "" {
+			if d := cmp.Diff(wantMeta, pick(resp.Meta, "provider", "model", "grammar", "json_schema", "grammar_skipped", "usage")); d != "" {
 				t.Errorf("meta (-want +got):\n%s", d)
 			}
-			if got := string(resp.Submission); got != `{"verdict":"approve"}` {
-				t.Errorf("submission = %s", got)
+			wantSub := `{"verdict":"approve"}`
+			if tc.schema == "" { // a free-form answer is the text, as a JSON string
+				wantSub = `"{\"verdict\":\"approve\"}"`
+			}
+			if got := string(resp.Submission); got != wantSub {
+				t.Errorf("submission = %s, want %s", got, wantSub)
 			}
 		})
 	}
+}
+
+// pick is the keys of meta that are set.
+func pick(meta map[string]any, keys ...string) map[string]any {
+	out := map[string]any{}
+	for _, k := range keys {
+		if v, ok := meta[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 func TestAskAPIKey(t *testing.T) {
@@ -176,7 +195,7 @@ func TestAskAPIKey(t *testing.T) {
 		vals := map[string]string{}
 		a := newEndpointAgent(t, agent.Declaration{Endpoint: cs.URL, APIKeyEnv: "GLM_API_KEY"}, Config{LookupEnv: env(vals)})
 		vals["GLM_API_KEY"] = secret // set after the build: read per call
-		if _, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: "hi"})); err != nil {
+		if _, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Verb: "ask", Prompt: "hi"})); err != nil {
 			t.Fatal(err)
 		}
 		if got := cs.requests()[0].Header.Get("Authorization"); got != "Bearer "+secret {
@@ -190,7 +209,7 @@ func TestAskAPIKey(t *testing.T) {
 		t.Run(tc.name+" is a hard error, nothing sent", func(t *testing.T) {
 			cs := newChatServer(t, nil)
 			a := newEndpointAgent(t, agent.Declaration{Endpoint: cs.URL, APIKeyEnv: "GLM_API_KEY"}, Config{LookupEnv: env(tc.vals)})
-			_, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: "hi"}))
+			_, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Verb: "ask", Prompt: "hi"}))
 			wantErr(t, err, agent.KindTransportError, "agent: transport_error: local_llm agent: api_key_env GLM_API_KEY is not set: refusing to send an unauthenticated request (export GLM_API_KEY or remove api_key_env:)")
 			if n := len(cs.requests()); n != 0 {
 				t.Errorf("server saw %d requests, want 0", n)
@@ -203,7 +222,7 @@ func TestAskAPIKey(t *testing.T) {
 			_, _ = io.WriteString(w, "bad key Bearer "+secret)
 		})
 		a := newEndpointAgent(t, agent.Declaration{Endpoint: cs.URL, APIKeyEnv: "K"}, Config{LookupEnv: env(map[string]string{"K": secret})})
-		_, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: "hi"}))
+		_, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Verb: "ask", Prompt: "hi"}))
 		wantErr(t, err, agent.KindTransportError, "agent: transport_error: local_llm agent: http 401: bad key Bearer REDACTED")
 	})
 }
@@ -234,11 +253,9 @@ func TestAskReplyErrors(t *testing.T) {
 		{"4xx", 400, "bad request", "agent: transport_error: local_llm agent: http 400: bad request"},
 		{"5xx, retried", 503, "loading", "agent: transport_error: local_llm agent: http 503: loading (after 3 attempts)"},
 		{"unparseable", 200, "not json", "agent: transport_error: local_llm agent: the answer is not a chat completion: invalid character 'o' in literal null (expecting 'u') (raw: not json)"},
-		{"missing choices", 200, `{"usage":{}}`, `agent: transport_error: local_llm agent: response has no choices (raw: {"usage":{}})`},
-		{"empty choices", 200, `{"choices":[]}`, `agent: transport_error: local_llm agent: response has no choices (raw: {"choices":[]})`},
-		{"empty content", 200, `{"choices":[{"message":{"content":"  "}}]}`, `agent: transport_error: local_llm agent: first choice has empty content (raw: {"choices":[{"message":{"content":"  "}}]})`},
-		{"null content", 200, `{"choices":[{"message":{"content":null}}]}`, `agent: transport_error: local_llm agent: first choice has empty content (raw: {"choices":[{"message":{"content":null}}]})`},
-		{"truncated", 200, `{"choices":[{"finish_reason":"length","message":{"content":"{\"verdict\":\"appr"}}]}`, `agent: transport_error: local_llm agent: answer truncated at max_tokens 1024 (finish_reason "length"): the JSON is incomplete; shorten the expected answer or raise max_tokens`},
+		{"missing choices", 200, `{"usage":{}}`, `agent: transport_error: local_llm agent: the completion has no choices (raw: {"id":"","model":"","choices":null,"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0,"prompt_tokens_details":{"cached_tokens":0}}})`},
+		{"empty choices", 200, `{"choices":[]}`, `agent: transport_error: local_llm agent: the completion has no choices (raw: {"id":"","model":"","choices":[],"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0,"prompt_tokens_details":{"cached_tokens":0}}})`},
+		{"truncated", 200, `{"choices":[{"finish_reason":"length","message":{"content":"{\"verdict\":\"appr"}}]}`, `agent: transport_error: local_llm agent: the answer was cut off at max_tokens 1024: raise max_tokens: under agent_plugins.`},
 		{"body over 16 MiB", 200, big, "agent: transport_error: local_llm agent: the answer is larger than 16 MiB: refused"},
 		{"long body is clipped", 500, strings.Repeat("e", 300), "agent: transport_error: local_llm agent: http 500: " + strings.Repeat("e", 256) + "... (after 3 attempts)"},
 	}
@@ -249,7 +266,7 @@ func TestAskReplyErrors(t *testing.T) {
 				_, _ = io.WriteString(w, tc.body)
 			})
 			a := newEndpointAgent(t, agent.Declaration{Endpoint: cs.URL}, Config{})
-			_, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: "p"}))
+			_, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Verb: "ask", Prompt: "p"}))
 			wantErr(t, err, agent.KindTransportError, tc.want)
 		})
 	}
@@ -262,10 +279,10 @@ func TestAskFailOpen(t *testing.T) {
 			_, _ = io.WriteString(w, `{"error":{"code":400,"message":"JSON schema conversion failed"}}`)
 			return
 		}
-		_, _ = io.WriteString(w, `{"choices":[{"finish_reason":"stop","message":{"content":"{\"verdict\":\"maybe\"}"}}],"usage":{"prompt_tokens":1,"completion_tokens":2}}`)
+		_, _ = io.WriteString(w, `{"choices":[{"finish_reason":"stop","message":{"content":"{\"verdict\":\"reject\"}"}}],"usage":{"prompt_tokens":1,"completion_tokens":2}}`)
 	})
 	a := newEndpointAgent(t, agent.Declaration{Endpoint: cs.URL, Model: "m", Grammar: true}, Config{})
-	resp, err := a.Ask(context.Background(), &agent.Call{Request: &agent.AskRequest{Prompt: "p", Schema: json.RawMessage(inSubsetSchema)}, Model: "m"})
+	resp, err := a.Ask(context.Background(), &agent.Call{Request: &agent.AskRequest{Verb: "decide", Prompt: "p", Schema: json.RawMessage(inSubsetSchema)}, Model: "m"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,30 +293,10 @@ func TestAskFailOpen(t *testing.T) {
 	if _, ok := reqs[1].Body["response_format"]; ok {
 		t.Error("the retry still carried response_format")
 	}
-	want := map[string]any{"model": "m", "prompt_tokens": 1, "completion_tokens": 2, "grammar": false, "json_schema": false,
+	want := map[string]any{"model": "m", "grammar": false, "json_schema": false,
 		"fail_open": `http 400: {"error":{"code":400,"message":"JSON schema conversion failed"}}`}
-	if d := cmp.Diff(want, resp.Meta); d != "" {
+	if d := cmp.Diff(want, pick(resp.Meta, "model", "grammar", "json_schema", "fail_open")); d != "" {
 		t.Errorf("meta (-want +got):\n%s", d)
-	}
-}
-
-func TestSubmissionFrom(t *testing.T) {
-	tests := []struct {
-		content   string
-		hasSchema bool
-		want      string
-	}{
-		{"  {\"a\":1}\n", true, `{"a":1}`},
-		{"```json\n{\"a\":1}\n```", true, `{"a":1}`},
-		{"{\n\t\"a\" :\n 1 }", true, `{"a":1}`},
-		{"```\n[1,2]\n```  ", true, `[1,2]`},
-		{"plain words", false, `"plain words"`},
-		{"plain words", true, `plain words`}, // left for validation to reject
-	}
-	for _, tc := range tests {
-		if got := string(submissionFrom(tc.content, tc.hasSchema)); got != tc.want {
-			t.Errorf("submissionFrom(%q, %v) = %s, want %s", tc.content, tc.hasSchema, got, tc.want)
-		}
 	}
 }
 
@@ -311,19 +308,19 @@ func TestAskDeadlines(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := a.Ask(ctx, agent.NewCall(&agent.AskRequest{Prompt: "p"}))
+	_, err := a.Ask(ctx, agent.NewCall(&agent.AskRequest{Verb: "ask", Prompt: "p"}))
 	wantErr(t, err, agent.KindDeadlineExceeded, "agent: deadline_exceeded: local_llm agent: context already done: context canceled")
 
 	ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err = a.Ask(ctx, agent.NewCall(&agent.AskRequest{Prompt: "p"}))
+	_, err = a.Ask(ctx, agent.NewCall(&agent.AskRequest{Verb: "ask", Prompt: "p"}))
 	if ae, ok := agent.AsAskError(err); !ok || ae.Kind != agent.KindDeadlineExceeded || ae.Detail != "local_llm agent: the call ended before the answer came: context deadline exceeded" {
 		t.Errorf("hung server: got %v", err)
 	}
 
 	// The request's own deadline bounds the call too.
 	dl := time.Now().Add(50 * time.Millisecond).Format(time.RFC3339Nano)
-	_, err = a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: "p", Deadline: dl}))
+	_, err = a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Verb: "ask", Prompt: "p", Deadline: dl}))
 	if ae, ok := agent.AsAskError(err); !ok || ae.Kind != agent.KindDeadlineExceeded {
 		t.Errorf("request deadline: got %v", err)
 	}
@@ -334,7 +331,7 @@ func TestAskConnectionRefused(t *testing.T) {
 	url := cs.URL
 	cs.Close()
 	a := newEndpointAgent(t, agent.Declaration{Endpoint: url}, Config{})
-	_, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: "p"}))
+	_, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Verb: "ask", Prompt: "p"}))
 	ae, ok := agent.AsAskError(err)
 	if !ok || ae.Kind != agent.KindTransportError || !strings.HasPrefix(ae.Detail, "local_llm agent: local model server at "+url+"/v1/chat/completions is unreachable after 3 attempts (") ||
 		!strings.HasSuffix(ae.Detail, "): check endpoint: under agent_plugins. (and that the server is up)") {
@@ -394,17 +391,5 @@ func TestTheCallsModelReachesTheEndpoint(t *testing.T) {
 	}
 	if diff := cmp.Diff([]any{"declared", "pinned-small", "served-model"}, metas); diff != "" {
 		t.Errorf("meta.model (-want +got):\n%s", diff)
-	}
-}
-
-// TestCompactSchema: the schema is sent without its layout whitespace,
-// and one that is not JSON is sent as it is (the server reports it).
-func TestCompactSchema(t *testing.T) {
-	schema := compactSchema(json.RawMessage("{\n  \"type\": \"object\",\n  \"properties\": {\"v\": {\"enum\": [\"a\", \"b\"]}}\n}"))
-	if string(schema) != `{"type":"object","properties":{"v":{"enum":["a","b"]}}}` {
-		t.Fatalf("compactSchema = %s", schema)
-	}
-	if got := string(compactSchema(json.RawMessage(`{not json`))); got != `{not json` {
-		t.Errorf("compactSchema(invalid) = %s, want it unchanged", got)
 	}
 }

@@ -1,8 +1,11 @@
 // Package localllm is the builtin.local_llm transport: an Agent that answers
 // agent calls from a local llama.cpp llama-server (or any OpenAI-compatible
-// chat endpoint) over HTTP.
+// chat endpoint) over HTTP. Its calls run through the builtin.openai agent
+// (internal/agents/openai, Chat Completions) with the local_llm
+// openai.Flavor: every verb, tool loop, repairs, usage and cost are that
+// agent's; the grammar:/json_schema: rule is its Flavor.Constraint.
 //
-// Two modes share one Ask path:
+// Two modes share that path; they differ in where the server is:
 //
 //   - Endpoint mode (endpoint: set) attaches to a server someone else runs
 //     and never fetches, spawns or owns anything.

@@ -40,7 +40,7 @@ func TestEndpointModeThroughTheOpenAIEndpoint(t *testing.T) {
 		if req := f.Request(1); req.Path != "/v1/chat/completions" || req.Body["stream"] != true {
 			t.Errorf("request %s %v", req.Path, req.Body)
 		}
-		if resp.Meta["prompt_tokens"] != 30 || resp.Meta["completion_tokens"] != 6 {
+		if u, _ := resp.Meta["usage"].(map[string]any); u["input_tokens"] != int64(30) || u["output_tokens"] != int64(6) {
 			t.Errorf("the stream's usage chunk is not read: %v", resp.Meta)
 		}
 	})

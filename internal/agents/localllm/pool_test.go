@@ -42,7 +42,7 @@ func TestPoolsShareNothing(t *testing.T) {
 	if !alive(gotB.PID) {
 		t.Fatal("closing pool A stopped pool B's server")
 	}
-	_, err = a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: "x"}))
+	_, err = a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Verb: "ask", Prompt: "x"}))
 	ae, ok := agent.AsAskError(err)
 	want := "local_llm agent: managed mode: its local model servers were stopped: the run that owned them has ended"
 	if !ok || ae.Kind != agent.KindTransportError || !strings.Contains(err.Error(), want) {
@@ -88,7 +88,7 @@ func TestPoolCloseStopsWhatIsLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer late.Close()
-	if _, err := late.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: "x"})); err == nil ||
+	if _, err := late.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Verb: "ask", Prompt: "x"})); err == nil ||
 		!strings.Contains(err.Error(), "the run that owned them has ended") {
 		t.Errorf("an agent built after the pool closed: %v", err)
 	}

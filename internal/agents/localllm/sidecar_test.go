@@ -44,7 +44,9 @@ func askFake(t *testing.T, a agent.Agent, prompt string) (struct {
 	Args []string `json:"args"`
 }, *agent.AskResponse) {
 	t.Helper()
-	resp, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: prompt}))
+	call := agent.NewCall(&agent.AskRequest{Verb: "ask", Prompt: prompt})
+	call.Alias = "agent.local"
+	resp, err := a.Ask(context.Background(), call)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +54,11 @@ func askFake(t *testing.T, a agent.Agent, prompt string) (struct {
 		PID  int      `json:"pid"`
 		Args []string `json:"args"`
 	}
-	if err := json.Unmarshal(resp.Submission, &out); err != nil {
+	var text string // a free-form answer is its text, as a JSON string
+	if err := json.Unmarshal(resp.Submission, &text); err != nil {
+		t.Fatalf("submission %s: %v", resp.Submission, err)
+	}
+	if err := json.Unmarshal([]byte(text), &out); err != nil {
 		t.Fatalf("submission %s: %v", resp.Submission, err)
 	}
 	return out, resp
@@ -199,13 +205,14 @@ func TestManagedSharedAcrossAgents(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, err := agents[i%2].Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: "x"}))
+			resp, err := agents[i%2].Ask(context.Background(), agent.NewCall(&agent.AskRequest{Verb: "ask", Prompt: "x"}))
 			if err != nil {
 				t.Error(err)
 				return
 			}
 			var out struct{ PID int }
-			_ = json.Unmarshal(resp.Submission, &out)
+			text, _ := resp.Meta["result"].(string) // the free-form answer's text
+			_ = json.Unmarshal([]byte(text), &out)
 			pids[i] = out.PID
 		}()
 	}
@@ -238,7 +245,7 @@ func TestManagedRestartAfterCrash(t *testing.T) {
 	first, _ := askFake(t, a, "hi")
 
 	// Crash during a call: the call fails with the crash.
-	_, err = a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: "die"}))
+	_, err = a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Verb: "ask", Prompt: "die"}))
 	ae, ok := agent.AsAskError(err)
 	if !ok || ae.Kind != agent.KindPluginCrash ||
 		!strings.HasPrefix(ae.Detail, "local_llm agent: llama-server died during the call: exit status 3; last output: fatal: segfault in the fake model") {
@@ -271,7 +278,7 @@ func TestManagedStartFailures(t *testing.T) {
 		m := newManagedSetup(t, "FAKE_FAIL_START=1")
 		a, _ := newManaged(t, agent.Declaration{Model: "test-chat"}, m.cfg)
 		defer a.Close()
-		_, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: "x"}))
+		_, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Verb: "ask", Prompt: "x"}))
 		model := filepath.Join(m.env.cache, "models", "test-chat.gguf")
 		wantErr(t, err, agent.KindPluginCrash, "agent: plugin_crash: local_llm agent: managed mode: llama-server exited before becoming healthy: exit status 1; last output: error: failed to load model '"+model+"'")
 	})
@@ -280,7 +287,7 @@ func TestManagedStartFailures(t *testing.T) {
 		m.cfg.HealthTimeout = 300 * time.Millisecond
 		a, _ := newManaged(t, agent.Declaration{Model: "test-chat"}, m.cfg)
 		defer a.Close()
-		_, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: "x"}))
+		_, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Verb: "ask", Prompt: "x"}))
 		ae, ok := agent.AsAskError(err)
 		if !ok || ae.Kind != agent.KindPluginCrash || !strings.Contains(ae.Detail, "did not report healthy on http://127.0.0.1:") {
 			t.Fatalf("got %v", err)
@@ -298,7 +305,7 @@ func TestManagedStartFailures(t *testing.T) {
 		m.env.pins.Models["test-chat"] = mod
 		a, _ := newManaged(t, agent.Declaration{Model: "test-chat"}, m.cfg)
 		defer a.Close()
-		_, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Prompt: "x"}))
+		_, err := a.Ask(context.Background(), agent.NewCall(&agent.AskRequest{Verb: "ask", Prompt: "x"}))
 		ae, ok := agent.AsAskError(err)
 		if !ok || ae.Kind != agent.KindTransportError || !errors.Is(err, ErrChecksum) ||
 			!strings.HasPrefix(ae.Detail, "local_llm agent: managed mode: model test-chat: sha256 mismatch: want "+strings.Repeat("a", 64)+", got ") {

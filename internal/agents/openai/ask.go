@@ -46,6 +46,9 @@ type state struct {
 	threadKey string
 	thread    *thread
 	resumed   bool
+
+	constrained bool           // response_format is sent
+	meta        map[string]any // a flavor's own keys
 }
 
 // Ask answers one agent call on the model the host resolved (call.Model;
@@ -67,7 +70,7 @@ func (a *Agent) Ask(ctx context.Context, call *agent.Call) (*agent.AskResponse, 
 		defer s.tools.Close()
 	}
 	if err := s.run(ctx); err != nil {
-		ae := httpllm.Describe(ctx, err, s.hints)
+		ae := a.describe(ctx, err, s.hints)
 		ae.CostUSD = s.cost // what the turns that were answered cost
 		return nil, ae
 	}
@@ -78,12 +81,12 @@ func (a *Agent) Ask(ctx context.Context, call *agent.Call) (*agent.AskResponse, 
 // prepare finds the key, builds the endpoint and the thread, and opens
 // the tools of the verbs that use them.
 func (a *Agent) prepare(ctx context.Context, call *agent.Call) (*state, error) {
-	keyEnv, key := httpllm.Key(a.decl, DefaultKeyEnv, a.cfg.LookupEnv)
-	model := call.Model
-	if model == "" {
-		model = agent.DefaultModel(agent.PluginOpenAI)
+	defKey, model := a.defaults()
+	keyEnv, key := httpllm.Key(a.decl, defKey, a.cfg.LookupEnv)
+	if call.Model != "" {
+		model = call.Model
 	}
-	s := &state{a: a, call: call, hints: a.hints(keyEnv, model), model: model, maxTurns: a.decl.MaxTurns}
+	s := &state{a: a, call: call, hints: a.hints(keyEnv, model), model: model, maxTurns: a.decl.MaxTurns, meta: a.flavorMeta()}
 	if key == "" && (a.decl.APIKeyEnv != "" || a.official) {
 		return nil, httpllm.MissingKey(s.hints)
 	}
@@ -98,8 +101,7 @@ func (a *Agent) prepare(ctx context.Context, call *agent.Call) (*state, error) {
 		s.d = &chatDialect{e: e, req: ChatRequest{Model: model}, official: a.official}
 	}
 	if hasSchema(req.Schema) {
-		st := Prepare(req.Schema)
-		s.structured, s.validate = &st, call.Validate
+		s.structured, s.validate = a.prepared(req.Schema), call.Validate
 		if s.validate == nil {
 			sc, err := schemapkg.CompileDocument("call schema", req.Schema)
 			if err != nil {
@@ -113,7 +115,12 @@ func (a *Agent) prepare(ctx context.Context, call *agent.Call) (*state, error) {
 		system = p.SystemPrompt
 	}
 	s.d.begin(system, req.Prompt, s.converse())
-	s.d.format(s.structured, call.Effort, a.decl.MaxTokens)
+	format := s.structured
+	if format != nil && !a.constrain(req.Schema, s.meta) {
+		format = nil
+	}
+	s.constrained = format != nil
+	s.d.format(format, call.Effort, a.decl.MaxTokens)
 	if req.Verb == plugin.VerbDecide || req.Verb == plugin.VerbExtract {
 		return s, nil
 	}
@@ -133,6 +140,17 @@ func (a *Agent) prepare(ctx context.Context, call *agent.Call) (*state, error) {
 	s.tools = tools
 	s.d.tools(defs)
 	return s, nil
+}
+
+// prepared is Prepare of a schema text, once per text (a story's calls
+// reuse a handful of schemas).
+func (a *Agent) prepared(schema json.RawMessage) *Structured {
+	if v, ok := a.schemas.Load(string(schema)); ok {
+		return v.(*Structured)
+	}
+	st := Prepare(schema)
+	a.schemas.Store(string(schema), &st)
+	return &st
 }
 
 // converse finds the thread a converse call continues (nil for a new one
@@ -167,6 +185,18 @@ func (s *state) run(ctx context.Context) error {
 			return err
 		}
 		t, err := s.d.send(ctx, &s.stats)
+		if ae, ok := s.a.failOpen(err, s.constrained); ok {
+			// The server could not apply the constraint: answer
+			// unconstrained, record it, and let validation be the
+			// guarantee.
+			reply := agent.Clip(ae.Body)
+			s.a.logger.Warn(s.hints.API+": server refused the schema constraint; retrying unconstrained", "status", ae.Status, "reply", reply)
+			s.meta["fail_open"] = fmt.Sprintf("http %d: %s", ae.Status, reply)
+			s.meta["grammar"], s.meta["json_schema"] = false, false
+			s.constrained = false
+			s.d.unconstrain()
+			t, err = s.d.send(ctx, &s.stats)
+		}
 		if err != nil {
 			return err
 		}
@@ -239,7 +269,7 @@ func (s *state) useTools(ctx context.Context, calls []funcCall) ([]toolResult, e
 func (s *state) account(t *turn) {
 	s.turns++
 	s.finish, s.id = t.finish, t.id
-	if t.model != "" {
+	if t.model != "" && (s.a.cfg.Flavor == nil || !s.a.cfg.Flavor.CallModel || s.call.Model == "") {
 		s.model = t.model
 	}
 	s.tokens = s.tokens.Add(t.tokens)
@@ -269,8 +299,12 @@ func (a *Agent) keep(s *state) {
 // response is the call's answer and its meta.
 func (s *state) response() *agent.AskResponse {
 	t := s.tokens
+	provider := "openai"
+	if f := s.a.cfg.Flavor; f != nil {
+		provider = f.Provider
+	}
 	meta := map[string]any{
-		"provider": "openai", "api": s.a.api, "model": s.model, "result": s.text, "exit_code": 0,
+		"provider": provider, "api": s.a.api, "model": s.model, "result": s.text, "exit_code": 0,
 		"finish_reason": s.finish, "num_turns": s.turns, "session_id": s.id,
 		"usage": map[string]any{"input_tokens": t.Input + t.CacheRead, "output_tokens": t.Output, "cached_input_tokens": t.CacheRead},
 	}
@@ -291,6 +325,9 @@ func (s *state) response() *agent.AskResponse {
 	}
 	if s.threadKey != "" {
 		meta["session_id"], meta["session_resumed"] = s.thread.id, s.resumed
+	}
+	for k, v := range s.meta {
+		meta[k] = v
 	}
 	resp := &agent.AskResponse{Meta: meta, Submission: s.submission}
 	if s.tools != nil {

@@ -18,6 +18,8 @@ type dialect interface {
 	begin(system, prompt string, prior *thread)
 	tools(defs []toolloop.Def)
 	format(st *Structured, effort string, maxTokens int)
+	// unconstrain drops the schema constraint (a server refused it).
+	unconstrain()
 	// send makes one request and adds the model's answer to the thread.
 	send(ctx context.Context, st *httpllm.Stats) (*turn, error)
 	// results adds the results of the turn's function calls.
@@ -83,6 +85,8 @@ func (d *chatDialect) format(st *Structured, effort string, maxTokens int) {
 		}
 	}
 }
+
+func (d *chatDialect) unconstrain() { d.req.ResponseFormat = nil }
 
 func (d *chatDialect) send(ctx context.Context, st *httpllm.Stats) (*turn, error) {
 	resp, err := d.e.Chat(ctx, &d.req, st)
@@ -155,6 +159,8 @@ func (d *responsesDialect) format(st *Structured, effort string, maxTokens int) 
 	}
 	d.req.MaxOutputTokens = maxTokens
 }
+
+func (d *responsesDialect) unconstrain() { d.req.Text = nil }
 
 func (d *responsesDialect) send(ctx context.Context, st *httpllm.Stats) (*turn, error) {
 	resp, err := d.e.Responses(ctx, &d.req, st)

@@ -11,6 +11,7 @@
 package openai
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -50,6 +51,9 @@ type Config struct {
 	LookupEnv func(string) (string, bool)
 	// Backoff is the first retry wait (0: httpllm.DefaultBackoff).
 	Backoff time.Duration
+	// Flavor is another transport's way of running its calls through
+	// this agent (nil: builtin.openai).
+	Flavor *Flavor
 }
 
 // Build is the builtin.openai transport builder.
@@ -72,6 +76,9 @@ type Agent struct {
 	base     string
 	api      string
 	official bool // the OpenAI API itself, not a compatible server
+
+	schemas sync.Map // schema text → *Structured, as sent
+	clients sync.Map // API key → *httpllm.Client
 
 	mu      sync.Mutex
 	threads map[string]*thread // converse's, by session, persona and alias
@@ -114,7 +121,7 @@ func New(decl agent.Declaration, cfg Config, logger *slog.Logger) (*Agent, error
 		return nil, fmt.Errorf("builtin.openai api: %q: want %s (Chat Completions) or %s (the Responses API)", decl.API, APIChat, APIResponses)
 	}
 	return &Agent{decl: decl, cfg: cfg, logger: logger, base: strings.TrimRight(base, "/"), api: api,
-		official: u.Host == "api.openai.com", threads: map[string]*thread{}}, nil
+		official: u.Host == "api.openai.com" && cfg.Flavor == nil, threads: map[string]*thread{}}, nil
 }
 
 // Close forgets the conversations kept for converse.
@@ -145,11 +152,45 @@ func (a *Agent) endpoint(key string) *Endpoint {
 	for k, v := range a.decl.Headers {
 		h.Set(k, v)
 	}
-	return &Endpoint{Client: NewClient(a.decl, a.cfg, a.logger, apiName, httpllm.DefaultRetries, key), BaseURL: a.base,
-		Header: h, Stream: a.decl.StreamOr(true)}
+	return &Endpoint{Client: a.client(key), BaseURL: a.base, Header: h, Stream: a.decl.StreamOr(true)}
+}
+
+// client is the HTTP client of the calls sent with key, made once per
+// key (a Client does not change once made).
+func (a *Agent) client(key string) *httpllm.Client {
+	if c, ok := a.clients.Load(key); ok {
+		return c.(*httpllm.Client)
+	}
+	name, retries := apiName, httpllm.DefaultRetries
+	if f := a.cfg.Flavor; f != nil {
+		name, retries = f.Server, f.Retries
+	}
+	c, _ := a.clients.LoadOrStore(key, NewClient(a.decl, a.cfg, a.logger, name, retries, key))
+	return c.(*httpllm.Client)
 }
 
 // hints are what the call's failure messages name.
 func (a *Agent) hints(keyEnv, model string) httpllm.Hints {
+	if f := a.cfg.Flavor; f != nil {
+		return httpllm.Hints{API: f.API, Where: a.decl.Where(), KeyEnv: keyEnv, Model: model}
+	}
 	return httpllm.Hints{API: apiName, Where: a.decl.Where(), KeyEnv: keyEnv, Model: model, ModelExample: agent.DefaultModel(agent.PluginOpenAI)}
+}
+
+// describe words a failed call.
+func (a *Agent) describe(ctx context.Context, err error, h httpllm.Hints) *agent.AskError {
+	if f := a.cfg.Flavor; f != nil && f.Describe != nil {
+		return f.Describe(ctx, err, h)
+	}
+	return httpllm.Describe(ctx, err, h)
+}
+
+// keyEnv is the variable the key is read from when api_key_env: names
+// none, and the model asked for when the call names none ("" for a
+// flavor: a compatible server may need no key, and serves its own model).
+func (a *Agent) defaults() (keyEnv, model string) {
+	if a.cfg.Flavor != nil {
+		return "", ""
+	}
+	return DefaultKeyEnv, agent.DefaultModel(agent.PluginOpenAI)
 }

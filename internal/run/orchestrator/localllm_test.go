@@ -61,9 +61,11 @@ var localFallbackStory = strings.Replace(fallbackStory, "agent.local: {plugin: b
 
 // TestFallbackFromLocalLLM runs the real builtin.local_llm transport (the
 // registry builds it from the story's declaration) against an in-test
-// server whose answer violates the schema: the host retries once on
-// agent.claude under the same call_id, never asks the local server again,
-// and records the substitution on the closing event.
+// server whose answer violates the schema: the agent sends the answer
+// back with the violations twice (builtin.openai's repairs, which
+// local_llm's calls run through), then the host retries once on
+// agent.claude under the same call_id and records the substitution on
+// the closing event.
 func TestFallbackFromLocalLLM(t *testing.T) {
 	for _, claudeOK := range []bool{true, false} {
 		name := map[bool]string{true: "claude answers", false: "claude fails too"}[claudeOK]
@@ -84,8 +86,8 @@ func TestFallbackFromLocalLLM(t *testing.T) {
 			if ok := len(out.HostErrors) == 0; ok != claudeOK {
 				t.Fatalf("ok = %v, want %v (errors %v)", ok, claudeOK, out.HostErrors)
 			}
-			if n := len(local.requests()); n != 1 {
-				t.Errorf("the local server was asked %d times, want 1 (no same-backend retry)", n)
+			if n := len(local.requests()); n != 3 {
+				t.Errorf("the local server was asked %d times, want 3 (the answer and two repairs)", n)
 			}
 			starts := r.events(trace.KindAgentCallStart)
 			closing := r.events(trace.KindAgentCallComplete, trace.KindAgentCallError)

@@ -2,9 +2,11 @@ package supervise
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"runtime"
 	"strconv"
@@ -107,5 +109,32 @@ func TestDoubleForkedDescendantIsReaped(t *testing.T) {
 		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
 			t.Errorf("%s (pid %d) is still there after the child was reaped: kill(0) = %v", name, pid, err)
 		}
+	}
+}
+
+// Another child of the program that has exited and is not waited for yet
+// (a zombie: a server's plugin, a parallel test's command) makes the sweep
+// wait a moment, but is no descendant that keeps starting others: the
+// sweep after a child that left nothing behind says nothing. It warned
+// when its waits used up its rounds (seen under load in CI).
+func TestSweepBesideAnotherChildsZombie(t *testing.T) {
+	pid, err := syscall.ForkExec("/bin/true", []string{"true"}, &syscall.ProcAttr{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reap(pid) })
+	for { // until it is a zombie
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err != nil || bytes.Contains(b, []byte(") Z ")) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	var log bytes.Buffer
+	cfg := helper(t, "exit", "0")
+	cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	p := start(t, cfg)
+	within(t, "Done", func() { <-p.Done() })
+	if log.Len() != 0 {
+		t.Errorf("the sweep warned:\n%s", log.String())
 	}
 }

@@ -77,8 +77,12 @@ func (p *Process) sweep() {
 		own[sid] = true
 	}
 	groups := map[int]bool{p.pid: true} // the child led a process group of its own
-	settles := 0
-	for range 64 {
+	// Rounds that killed something and waits for exiting children are
+	// counted apart: a program with other children exiting all the time
+	// (a server's plugins, parallel tests) makes the sweep wait, which
+	// is no sign that p's descendants keep starting others.
+	rounds, settles := 0, 0
+	for rounds < maxRounds {
 		kids := children()
 		exiting := 0
 		for _, k := range kids {
@@ -123,6 +127,7 @@ func (p *Process) sweep() {
 		if doomed == 0 {
 			return
 		}
+		rounds++
 	}
 	p.logger.Warn(p.name+" left descendants that keep starting others; gave up reaping them", "pid", p.pid)
 }
@@ -235,10 +240,14 @@ func leadingFields(s []byte) ([4][]byte, bool) {
 	return f, true
 }
 
+// maxRounds bounds the sweep's rounds that killed something: a tree that
+// still grows after that many is left, with a warning.
+const maxRounds = 64
+
 // maxSettles bounds the sweep's waits for exiting children (a
 // millisecond each): a live child with an empty environment, or another
 // child's zombie not yet waited for, costs a sweep that long at most.
-const maxSettles = 200
+const maxSettles = 64
 
 // carries reports whether process pid's environment holds token in
 // markerEnv, and whether that is known: a process that is exiting (not

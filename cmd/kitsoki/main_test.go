@@ -1,42 +1,21 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/kitsoki/kitsoki/internal/observe/trace"
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 )
 
 // runCLI runs the CLI in-process with stdin from a string.
 func runCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	var out, errb syncBuffer
+	var out, errb testkit.SyncBuffer // safe for concurrent writes, as the process's own stdout and stderr are
 	code = run(args, strings.NewReader(stdin), &out, &errb)
 	return code, out.String(), errb.String()
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writes, as the
-// process's own stdout and stderr are: the logger and a progress line may
-// write at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 const hello = "../../stories/hello/app.yaml"

@@ -161,6 +161,8 @@ func TestSessionForkOnTheCluster(t *testing.T) {
 // turns before its current one: each fork stands where a local run of the
 // same inputs stood after that turn (state and world), its header names
 // the turn, and it goes on from there; the old session is left as it is.
+// A fork of a fork is forked at a turn before its fork, at its fork and
+// after it.
 func TestSessionForkOnTheClusterAtAnEarlierTurn(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -238,16 +240,52 @@ func TestSessionForkOnTheClusterAtAnEarlierTurn(t *testing.T) {
 		}
 		last = fork
 	}
-	// A fork's trace starts at its fork: its earlier turns are refused,
-	// naming the session that has them.
-	_, errs, code := e.run(t, ctx, "fork", last, "--at-turn", "2")
-	if want := "its trace does not start at turn 0 (it was forked from session bot:fork-2 at turn 2"; code != 1 || !strings.Contains(errs, want) ||
-		!strings.Contains(errs, "fork session bot:fork-2 for an earlier turn") {
-		t.Errorf("a fork's earlier turn: exit %d, stderr %q, want %q", code, errs, want)
+	// A fork of that fork, at each of its turns: the one before its fork
+	// (its parent's), its fork turn, and one it took after the fork (its
+	// trace, which starts at the fork, replayed from where it was forked).
+	g, code := e.frame(t, ctx, "inspect", last)
+	if code != 0 {
+		t.Fatalf("inspect %s: exit %d", last, code)
+	}
+	atTurn = append(atTurn[:len(inputs)], g) // last's turn 3
+	next := map[string]any{"greeted": "again", "lobby": "greet name=Bob"}[g["state"].(string)]
+	if _, code := e.frame(t, ctx, "continue", last, "--intent", next.(string)); code != 0 {
+		t.Fatalf("continue %s: exit %d", last, code)
+	}
+	for _, n := range []int64{1, 2, 3} {
+		at := strconv.FormatInt(n, 10)
+		out, errs, code := e.run(t, ctx, "fork", last, "--at-turn", at)
+		fork := strings.TrimSpace(out)
+		if code != 0 {
+			t.Errorf("fork of a fork at turn %d: exit %d, stderr %q", n, code, errs)
+			continue
+		}
+		f, code := e.frame(t, ctx, "inspect", fork)
+		if code != 0 || f["session"].(map[string]any)["turn"] != float64(n) || f["state"] != atTurn[n]["state"] {
+			t.Errorf("fork of a fork at turn %d: exit %d, turn %v, state %v, want %v", n, code, f["session"], f["state"], atTurn[n]["state"])
+		}
+		lw, fw := worldOf(atTurn[n]), worldOf(f)
+		delete(lw, "session_id")
+		delete(fw, "session_id")
+		if d := cmp.Diff(lw, fw); d != "" {
+			t.Errorf("fork of a fork at turn %d: world (-want +fork):\n%s", n, d)
+		}
 	}
 	if f, code := e.frame(t, ctx, "inspect", "bot:fork-2"); code != 0 || f["state"] != "greeted" || worldOf(f)["name"] != "Grace" ||
 		f["session"].(map[string]any)["turn"] != float64(len(inputs)) {
 		t.Errorf("the forked session changed: exit %d, %v", code, f)
+	}
+	// With the parent deleted, a turn before the fork is refused, naming
+	// the parent; a turn after the fork needs only the fork's own trace.
+	if _, errs, code := e.run(t, ctx, "delete", "bot:fork-2"); code != 0 {
+		t.Fatalf("delete bot:fork-2: exit %d: %s", code, errs)
+	}
+	_, errs, code := e.run(t, ctx, "fork", last, "--at-turn", "1")
+	if want := "at turn 1, which it has from session bot:fork-2 (it was forked from it at turn 2): session bot:fork-2: no such session"; code != 1 || !strings.Contains(errs, want) {
+		t.Errorf("a fork's turn before its fork, its parent deleted: exit %d, stderr %q, want %q", code, errs, want)
+	}
+	if _, errs, code := e.run(t, ctx, "fork", last, "--at-turn", "3"); code != 0 {
+		t.Errorf("a fork's turn after its fork, its parent deleted: exit %d, stderr %q", code, errs)
 	}
 }
 

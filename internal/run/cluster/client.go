@@ -56,6 +56,7 @@ type ClientOptions struct {
 // lists them and fetches their traces.
 type Client struct {
 	c         client.Client
+	dc        converter.DataConverter // the payloads' encoding, as Dial was given it
 	namespace string
 	queue     string
 	hostPort  string
@@ -107,7 +108,11 @@ func Dial(ctx context.Context, o ClientOptions) (*Client, error) {
 		}
 		return nil, &UnreachableError{HostPort: o.HostPort, Err: err}
 	}
-	return &Client{c: c, namespace: ns, queue: q, hostPort: o.HostPort}, nil
+	dc := o.DataConverter
+	if dc == nil {
+		dc = converter.GetDefaultDataConverter()
+	}
+	return &Client{c: c, dc: dc, namespace: ns, queue: q, hostPort: o.HostPort}, nil
 }
 
 // Temporal is the SDK client (a worker is built on it).
@@ -478,21 +483,9 @@ func (c *Client) intent(ctx context.Context, id string, req IntentRequest) (*Tur
 // holds it: the first run's session.header, then the events of every run
 // of the workflow in order (a continue-as-new starts a new run).
 func (c *Client) TraceJSONL(ctx context.Context, id string) ([]byte, error) {
-	resp, err := c.c.DescribeWorkflowExecution(ctx, id, "")
-	if _, ok := errors.AsType[*serviceerror.NotFound](err); ok {
-		return nil, fmt.Errorf("session %s: %w (namespace %s at %s)", id, ErrNoSession, c.namespace, c.hostPort)
-	}
+	runs, err := c.runs(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("session %s: %w", id, err)
-	}
-	var runs []string // newest first
-	for run := resp.GetWorkflowExecutionInfo().GetExecution().GetRunId(); run != ""; {
-		runs = append(runs, run)
-		prev, err := c.previousRun(ctx, id, run)
-		if err != nil {
-			return nil, err
-		}
-		run = prev
+		return nil, err
 	}
 	var out []byte
 	for i := len(runs) - 1; i >= 0; i-- {
@@ -513,6 +506,51 @@ func (c *Client) TraceJSONL(ctx context.Context, id string) ([]byte, error) {
 		out = append(out, b...)
 	}
 	return out, nil
+}
+
+// runs is the run ids of session id, newest first: its current run, then
+// each run a continue-as-new started from, back to its first.
+func (c *Client) runs(ctx context.Context, id string) ([]string, error) {
+	resp, err := c.c.DescribeWorkflowExecution(ctx, id, "")
+	if _, ok := errors.AsType[*serviceerror.NotFound](err); ok {
+		return nil, fmt.Errorf("session %s: %w (namespace %s at %s)", id, ErrNoSession, c.namespace, c.hostPort)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("session %s: %w", id, err)
+	}
+	var runs []string
+	for run := resp.GetWorkflowExecutionInfo().GetExecution().GetRunId(); run != ""; {
+		runs = append(runs, run)
+		prev, err := c.previousRun(ctx, id, run)
+		if err != nil {
+			return nil, err
+		}
+		run = prev
+	}
+	return runs, nil
+}
+
+// startInput is the input session id's first run started with: a fork's
+// carries the session as it stood at the fork.
+func (c *Client) startInput(ctx context.Context, id string) (*SessionInput, error) {
+	runs, err := c.runs(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	first := runs[len(runs)-1]
+	it := c.c.GetWorkflowHistory(ctx, id, first, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	if !it.HasNext() {
+		return nil, fmt.Errorf("session %s: run %s has no history", id, first)
+	}
+	ev, err := it.Next()
+	if err != nil {
+		return nil, fmt.Errorf("session %s: history of run %s: %w", id, first, err)
+	}
+	var in SessionInput
+	if err := c.dc.FromPayloads(ev.GetWorkflowExecutionStartedEventAttributes().GetInput(), &in); err != nil {
+		return nil, fmt.Errorf("session %s: the input of run %s: %w", id, first, err)
+	}
+	return &in, nil
 }
 
 // previousRun is the run a continue-as-new started run from ("" for the

@@ -152,7 +152,10 @@ func (c *Client) Fork(ctx context.Context, r ForkRequest) (*SessionInfo, error) 
 
 // snapshotAt is where session r.Ref stood after turn *r.AtTurn: its trace
 // (every run's, TraceJSONL) replayed through the story bundle it runs,
-// every call answered from the trace.
+// every call answered from the trace. A fork's trace starts at its fork:
+// it is replayed from the session its first run was started with (the
+// carried snapshot), and a turn before the fork is the parent's, found in
+// the parent's trace the same way.
 func (c *Client) snapshotAt(ctx context.Context, r ForkRequest, in *SessionInput) (*Snapshot, error) {
 	at := *r.AtTurn
 	if r.Stories == nil {
@@ -170,21 +173,51 @@ func (c *Client) snapshotAt(ctx context.Context, r ForkRequest, in *SessionInput
 	if err != nil {
 		return nil, fmt.Errorf("fork session %s at turn %d: its trace: %w", r.Ref, at, err)
 	}
-	if hdr.ForkedFrom != "" || len(evs) == 0 || evs[0].Turn != 0 {
-		return nil, fmt.Errorf("fork session %s at turn %d: its trace does not start at turn 0 (it was forked from session %s at turn %d, and its trace starts there), so only its current turn %d can be forked; fork session %s for an earlier turn",
-			r.Ref, at, hdr.ForkedFrom, hdr.ForkedAtTurn, in.Carried.Turn, hdr.ForkedFrom)
+	var from *runtime.Seed
+	switch {
+	case hdr.ForkedFrom != "" && at < hdr.ForkedAtTurn:
+		parent := r
+		parent.Ref = hdr.ForkedFrom
+		snap, err := c.snapshotAt(ctx, parent, in)
+		if err != nil {
+			return nil, fmt.Errorf("fork session %s at turn %d, which it has from session %s (it was forked from it at turn %d): %w",
+				r.Ref, at, hdr.ForkedFrom, hdr.ForkedAtTurn, err)
+		}
+		return snap, nil
+	case hdr.ForkedFrom != "":
+		if from, err = c.forkSeed(ctx, r.Ref, hdr.ForkedAtTurn); err != nil {
+			return nil, fmt.Errorf("fork session %s at turn %d: %w", r.Ref, at, err)
+		}
+	case len(evs) == 0 || evs[0].Turn != 0:
+		return nil, fmt.Errorf("fork session %s at turn %d: its trace does not start at turn 0 and names no session it was forked from, so only its current turn %d can be forked",
+			r.Ref, at, in.Carried.Turn)
 	}
-	snap, err := replayedSnapshot(ctx, st, r.Ref, evs, at, routing(*in))
+	snap, err := replayedSnapshot(ctx, st, r.Ref, evs, at, routing(*in), from)
 	if err != nil {
 		return nil, fmt.Errorf("fork session %s at turn %d: %w", r.Ref, at, err)
 	}
 	return snap, nil
 }
 
+// forkSeed is where fork id's replay starts: the session its first run
+// was started with, which stands after turn turn of its parent.
+func (c *Client) forkSeed(ctx context.Context, id string, turn int64) (*runtime.Seed, error) {
+	start, err := c.startInput(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	snap := start.Carried
+	if snap == nil || snap.Turn != turn {
+		return nil, fmt.Errorf("its first run did not start from turn %d, where its trace's header says it was forked", turn)
+	}
+	return &runtime.Seed{Turn: snap.Turn, Restore: func(s *orchestrator.Session) error { return restore(s, snap) }}, nil
+}
+
 // replayedSnapshot is what the carry query would have answered after turn
-// at of session id: its trace evs replayed through st (runtime.ReplayAt).
-func replayedSnapshot(ctx context.Context, st *story.Story, id string, evs []trace.Event, at int64, rc orchestrator.RoutingConfig) (*Snapshot, error) {
-	rt, err := runtime.ReplayAt(ctx, st, runtime.Replay{ID: id, Events: evs, UpTo: at, Routing: rc})
+// at of session id: its trace evs replayed through st (runtime.ReplayAt),
+// from turn 0, or from seed when the trace starts after it.
+func replayedSnapshot(ctx context.Context, st *story.Story, id string, evs []trace.Event, at int64, rc orchestrator.RoutingConfig, seed *runtime.Seed) (*Snapshot, error) {
+	rt, err := runtime.ReplayAt(ctx, st, runtime.Replay{ID: id, Events: evs, UpTo: at, Routing: rc, From: seed})
 	if err != nil {
 		return nil, err
 	}

@@ -132,10 +132,66 @@ func TestReplayedSnapshotIsTheCarry(t *testing.T) {
 	}
 	ref := StoryRef{Path: "carry/app.yaml", Hash: st.ContentHash}
 	in := SessionInput{Story: ref, SessionID: "s1", ContinueAsNewAfter: 1}
+	evs, carried, _ := tracedRuns(t, in, carrySteps[:len(carrySteps)-1], 0)
+	for _, want := range carried {
+		got, err := replayedSnapshot(context.Background(), st, "s1", evs, want.Turn, orchestrator.RoutingConfig{}, nil)
+		if err != nil {
+			t.Fatalf("turn %d: %v", want.Turn, err)
+		}
+		if d := cmp.Diff(want, roundTrip(t, got)); d != "" {
+			t.Errorf("turn %d (-carry +replayed):\n%s", want.Turn, d)
+		}
+	}
+}
+
+// TestReplayedSnapshotOfAFork replays the trace of a fork, which starts
+// at the fork, from the session its first run was started with (the
+// carried snapshot): after each of its turns the snapshot is the one its
+// carry query answered, and at the fork's own turn it is the carried one.
+func TestReplayedSnapshotOfAFork(t *testing.T) {
+	st, err := story.Load(filepath.Join("testdata", "carry/app.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := StoryRef{Path: "carry/app.yaml", Hash: st.ContentHash}
+	in := SessionInput{Story: ref, SessionID: "s1", ContinueAsNewAfter: 1}
+	const k = 2 // the parent's steps before the fork
+	_, carried, next := tracedRuns(t, in, carrySteps[:k], 0)
+	fork := *next
+	fork.SessionID = "f1"
+	fork.Fork = &ForkOrigin{SessionID: "s1", Turn: next.Carried.Turn}
+	evs, forkCarried, _ := tracedRuns(t, fork, carrySteps[k:len(carrySteps)-1], k)
+	if len(evs) == 0 || evs[0].Turn == 0 {
+		t.Fatalf("the fork's trace starts at turn 0: %+v", evs[:min(len(evs), 1)])
+	}
+	seedSnap := carried[len(carried)-1]
+	seed := &runtime.Seed{Turn: seedSnap.Turn, Restore: func(s *orchestrator.Session) error { return restore(s, seedSnap) }}
+	for _, want := range append([]*Snapshot{seedSnap}, forkCarried...) {
+		got, err := replayedSnapshot(context.Background(), st, "f1", evs, want.Turn, orchestrator.RoutingConfig{}, seed)
+		if err != nil {
+			t.Fatalf("turn %d: %v", want.Turn, err)
+		}
+		if d := cmp.Diff(want, roundTrip(t, got)); d != "" {
+			t.Errorf("turn %d (-carry +replayed):\n%s", want.Turn, d)
+		}
+	}
+	// Without the seed the trace cannot be replayed: it has no turn 0.
+	if _, err := replayedSnapshot(context.Background(), st, "f1", evs, forkCarried[0].Turn, orchestrator.RoutingConfig{}, nil); err == nil ||
+		!strings.Contains(err.Error(), "the journal has no turn 0") {
+		t.Errorf("a fork's trace replayed from turn 0: %v", err)
+	}
+}
+
+// tracedRuns takes steps in session in, one run each (in continues as new
+// after every step), and returns the runs' trace as TraceJSONL joins it,
+// the carry query's snapshot after each step and the input the last run
+// continued with. first is the first step's index, for messages.
+func tracedRuns(t *testing.T, in SessionInput, steps []carryStep, first int) ([]trace.Event, []*Snapshot, *SessionInput) {
+	t.Helper()
 	var jsonl []byte
 	var carried []*Snapshot
-	for k := range carrySteps[:len(carrySteps)-1] {
-		next, carry, text := stepCarryAndTrace(t, in, carrySteps[k], k)
+	for k, s := range steps {
+		next, carry, text := stepCarryAndTrace(t, in, s, first+k)
 		if k > 0 { // a later run's header line is dropped
 			_, text, _ = strings.Cut(text, "\n")
 		}
@@ -147,15 +203,7 @@ func TestReplayedSnapshotIsTheCarry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range carried {
-		got, err := replayedSnapshot(context.Background(), st, "s1", evs, want.Turn, orchestrator.RoutingConfig{})
-		if err != nil {
-			t.Fatalf("turn %d: %v", want.Turn, err)
-		}
-		if d := cmp.Diff(want, roundTrip(t, got)); d != "" {
-			t.Errorf("turn %d (-carry +replayed):\n%s", want.Turn, d)
-		}
-	}
+	return evs, carried, &in
 }
 
 // stepCarryAndTrace is stepAndCarry that also returns the run's trace.

@@ -34,6 +34,19 @@ type Replay struct {
 	Events  []trace.Event
 	UpTo    int64
 	Routing orchestrator.RoutingConfig
+	// From, when set, is where a trace that does not start at turn 0
+	// stands before its first turn it replays (a cluster fork's trace
+	// starts at the fork); nil replays from turn 0.
+	From *Seed
+}
+
+// Seed is where a replay starts when its trace does not hold turn 0:
+// Restore brings the freshly opened session to the end of turn Turn (its
+// state, world, timeouts, room history), and the trace's turns after Turn
+// are replayed on it.
+type Seed struct {
+	Turn    int64
+	Restore func(*orchestrator.Session) error
 }
 
 // ReplayAt replays the finished turns 0 to r.UpTo of a trace against st,
@@ -74,24 +87,32 @@ func (c traceClock) Now() time.Time { return *c.now }
 func replayJournal(ctx context.Context, st *story.Story, r Replay) (rt *Runtime, div *session.Divergence, matched int64, err error) {
 	turns := session.Turns(r.Events)
 	matched = -1
-	if len(turns) == 0 || turns[0].Turn != 0 {
-		return nil, nil, matched, fmt.Errorf("the journal has no turn 0")
+	root, world, div, err := replayStart(st, turns, r.From)
+	if err != nil {
+		return nil, div, matched, err
 	}
-	root, world := session.Seed(turns[0])
-	if st.States[root] == nil {
-		return nil, &session.Divergence{Turn: 0, State: root, Journal: &session.Decision{State: root, Target: root}}, matched,
-			fmt.Errorf("turn 0: the journal started in state %q, which the story no longer has", root)
+	var now time.Time
+	if len(turns) > 0 {
+		now = turnStart(turns[0])
 	}
-	now := turnStart(turns[0])
 	rt, err = Open(st, Config{IgnorePins: true, Clock: traceClock{now: &now}, Session: &Session{ID: r.ID, World: world, Root: root, Journal: true,
 		Routing:  r.Routing,
 		dispatch: func(orchestrator.Dispatcher) orchestrator.Dispatcher { return session.Replaying(turns) }}})
 	if err != nil {
 		return nil, nil, matched, err
 	}
+	if r.From != nil {
+		if err := r.From.Restore(rt.Session()); err != nil {
+			return rt, nil, matched, fmt.Errorf("restoring the session at turn %d: %w", r.From.Turn, err)
+		}
+		matched = r.From.Turn
+	}
 	sess, mem := rt.Session(), rt.Memory()
 	seen := 0
 	for _, t := range turns {
+		if r.From != nil && t.Turn <= r.From.Turn {
+			continue // the seed stands after it
+		}
 		if t.Turn > r.UpTo || !t.Finished() {
 			break
 		}
@@ -118,6 +139,24 @@ func replayJournal(ctx context.Context, st *story.Story, r Replay) (rt *Runtime,
 		matched = t.Turn
 	}
 	return rt, nil, matched, nil
+}
+
+// replayStart is the state and world a replay opens its session with:
+// turn 0's, or (a seeded replay) the story's own, which the seed then
+// restores over.
+func replayStart(st *story.Story, turns []session.TurnEvents, from *Seed) (root string, world map[string]any, div *session.Divergence, err error) {
+	if from != nil {
+		return "", nil, nil, nil
+	}
+	if len(turns) == 0 || turns[0].Turn != 0 {
+		return "", nil, nil, fmt.Errorf("the journal has no turn 0")
+	}
+	root, world = session.Seed(turns[0])
+	if st.States[root] == nil {
+		return "", nil, &session.Divergence{Turn: 0, State: root, Journal: &session.Decision{State: root, Target: root}},
+			fmt.Errorf("turn 0: the journal started in state %q, which the story no longer has", root)
+	}
+	return root, world, nil, nil
 }
 
 // turnStart is the time of a turn's first event that has one (the zero

@@ -13,11 +13,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	ks "github.com/kitsoki/kitsoki"
 	kcluster "github.com/kitsoki/kitsoki/cluster"
 	"github.com/kitsoki/kitsoki/internal/run/cluster"
+	"github.com/kitsoki/kitsoki/internal/testsupport/testkit"
 )
 
 // pruneNamespace is the dev server's namespace that only
@@ -390,7 +392,9 @@ func TestMCPSessionToolsOnTheCluster(t *testing.T) {
 	defer cancel()
 	e := newAPIEnv(t, "")
 	args := append([]string{"mcp", "serve", "--surface", "external", "--stdio", "--root", e.story}, e.flags...)
-	c, err := client.NewStdioMCPClient(kitsoki(t), []string{"KITSOKI_SESSIONS_DIR=" + t.TempDir()}, args...)
+	var stderr testkit.SyncBuffer // the server's log
+	c, err := client.NewStdioMCPClientWithOptions(kitsoki(t), []string{"KITSOKI_SESSIONS_DIR=" + t.TempDir()}, args,
+		transport.WithCommandStderrWriter(&stderr))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -455,6 +459,28 @@ func TestMCPSessionToolsOnTheCluster(t *testing.T) {
 	}
 	if f := frame("session_submit_kitsoki", map[string]any{"session": fork["id"], "raw": "again"}); f["state"] != "lobby" {
 		t.Errorf("submit to the fork: %v", f)
+	}
+	// The fork finishes and its workflow closes: a submit to it is the
+	// tool's error, and since a closed history takes no audit record, the
+	// server's log has the call, as a warning.
+	if f := frame("session_submit_kitsoki", map[string]any{"session": fork["id"], "raw": "bye"}); f["state"] != "farewell" {
+		t.Errorf("bye in the fork: %v", f)
+	}
+	text, isErr := call("session_submit_kitsoki", map[string]any{"session": fork["id"], "raw": "again"})
+	if want := "session " + fork["id"].(string) + " finished in state \"farewell\""; !isErr || !strings.Contains(text, want) {
+		t.Errorf("a submit to a finished session: error %v, %q, want %q", isErr, text, want)
+	}
+	// The server writes the line before it answers; the client copies its
+	// stderr on its own goroutine, so the line may come a moment later.
+	const refused = "mcp session tool refused: the session's workflow has closed"
+	for !strings.Contains(stderr.String(), refused) && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, want := range []string{"mcp session tool refused: the session's workflow has closed, so the call is not in its trace",
+		"tool=session_submit_kitsoki", "client=stdio", "session=" + fork["id"].(string)} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("the server's log has no %q:\n%s", want, stderr.String())
+		}
 	}
 	if text, isErr := call("session_fork_kitsoki", map[string]any{"session": "mcp:nope", "at_turn": 0}); !isErr || !strings.Contains(text, "session mcp:nope: no such session on the cluster") {
 		t.Errorf("fork of an unknown key: %v %q", isErr, text)

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -226,34 +227,95 @@ func awaitFile(t *testing.T, path string) {
 	t.Fatalf("%s did not appear", path)
 }
 
-// TestSessionInspectNamesALostJob: a continue that started a background
-// job and exited leaves the job not ended in the journal; an inspect
-// from another process names it lost, in the text form and the frame.
+// TestSessionInspectNamesALostJob: a one-shot continue whose turn starts
+// a background job waits for it (the job runs in its process), and an
+// inspect from another process meanwhile reports it running. The waiting
+// process is killed, or stopped with SIGTERM (exit 1, saying so): the job
+// never ends, and inspect names it lost, in the frame and in its text.
 func TestSessionInspectNamesALostJob(t *testing.T) {
-	dir := t.TempDir()
 	app, err := filepath.Abs("../../internal/run/driver/testdata/bgjob/app.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, sig := range []os.Signal{os.Kill, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			b := &botCLI{t: t, dir: dir, sessions: filepath.Join(dir, "sessions")}
+			if code, f := b.frame("session", "create", app, "--key", "bot:1"); code != 0 {
+				t.Fatalf("create: exit %d %+v\n%s", code, f, b.stderr.String())
+			}
+			waiting := &botCLI{t: t, dir: dir, sessions: b.sessions}
+			cont := waiting.cmd("session", "continue", "bot:1", "--intent", "go")
+			if err := cont.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cont.Wait() }()
+			id := runningJob(t, b, exited, waiting)
+			if err := cont.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			err := <-exited
+			if ee, ok := errors.AsType[*exec.ExitError](err); !ok || (sig == syscall.SIGTERM && ee.ExitCode() != 1) {
+				t.Fatalf("the continue, sent %v: %v\n%s", sig, err, waiting.stderr.String())
+			}
+			if want := "kitsoki: interrupted while waiting for the session's background jobs: they stop with this process, and session inspect names them lost"; sig == syscall.SIGTERM && !strings.Contains(waiting.stderr.String(), want) {
+				t.Errorf("stderr %q, want %q", waiting.stderr.String(), want)
+			}
+			code, f := b.frame("session", "inspect", "bot:1")
+			want := []driver.FrameJob{{ID: id, Handler: "host.run", Status: "lost"}}
+			if diff := cmp.Diff(want, f.Jobs); code != 0 || diff != "" {
+				t.Errorf("inspect --json: exit %d, jobs (-want +got):\n%s", code, diff)
+			}
+			c := b.cmd("session", "inspect", "bot:1")
+			if err := c.Run(); err != nil {
+				t.Fatal(err, b.stderr.String())
+			}
+			if line := "job " + id + " (host.run): lost\n"; !strings.Contains(b.stdout.String(), line) {
+				t.Errorf("inspect's text lacks %q:\n%s", line, b.stdout.String())
+			}
+		})
+	}
+}
+
+// runningJob inspects session bot:1 until its job runs (the continue
+// writes the job's start into the journal, then waits for it) and returns
+// the job's id; the continue ending first fails the test.
+func runningJob(t *testing.T, b *botCLI, exited <-chan error, waiting *botCLI) string {
+	t.Helper()
+	for {
+		select {
+		case err := <-exited:
+			t.Fatalf("the continue ended while its job runs: %v\n%s", err, waiting.stderr.String())
+		default:
+		}
+		code, f := b.frame("session", "inspect", "bot:1")
+		if code != 0 {
+			t.Fatalf("inspect while the continue waits: exit %d\n%s", code, b.stderr.String())
+		}
+		if len(f.Jobs) == 1 && f.Jobs[0].Status == "running" {
+			return f.Jobs[0].ID
+		}
+	}
+}
+
+// TestOneShotSessionCommandsWaitForTheirJobs: session create and session
+// continue wait for the background jobs their turns started, so each
+// answers the session as its jobs left it and none is left to be lost.
+func TestOneShotSessionCommandsWaitForTheirJobs(t *testing.T) {
+	dir := t.TempDir()
+	app, err := filepath.Abs("../../internal/run/driver/testdata/bgquick/app.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
 	b := &botCLI{t: t, dir: dir, sessions: filepath.Join(dir, "sessions")}
-	if code, f := b.frame("session", "create", app, "--key", "bot:1"); code != 0 {
-		t.Fatalf("create: exit %d %+v\n%s", code, f, b.stderr.String())
+	if code, f := b.frame("session", "create", app, "--key", "bot:q"); code != 0 || f.State != "idle" || len(f.Jobs) != 0 || f.Outcome != "started" {
+		t.Fatalf("create: exit %d, state %q, jobs %+v, outcome %q; want idle after turn 0's job\n%s", code, f.State, f.Jobs, f.Outcome, b.stderr.String())
 	}
-	code, f := b.frame("session", "continue", "bot:1", "--intent", "go")
-	if code != 0 || len(f.Jobs) != 1 || f.Jobs[0].Status != "running" {
-		t.Fatalf("continue: exit %d, jobs %+v\n%s", code, f.Jobs, b.stderr.String())
+	if code, f := b.frame("session", "continue", "bot:q", "--intent", "build"); code != 0 || f.State != "done" || len(f.Jobs) != 0 || !strings.Contains(string(f.Events), `"Build done."`) {
+		t.Fatalf("continue: exit %d, state %q, jobs %+v; want done after the build's job\n%s", code, f.State, f.Jobs, b.stderr.String())
 	}
-	id := f.Jobs[0].ID
-	code, f = b.frame("session", "inspect", "bot:1")
-	want := []driver.FrameJob{{ID: id, Handler: "host.run", Status: "lost"}}
-	if diff := cmp.Diff(want, f.Jobs); code != 0 || diff != "" {
-		t.Errorf("inspect --json: exit %d, jobs (-want +got):\n%s", code, diff)
-	}
-	c := b.cmd("session", "inspect", "bot:1")
-	if err := c.Run(); err != nil {
-		t.Fatal(err, b.stderr.String())
-	}
-	if line := "job " + id + " (host.run): lost\n"; !strings.Contains(b.stdout.String(), line) {
-		t.Errorf("inspect's text lacks %q:\n%s", line, b.stdout.String())
+	if code, f := b.frame("session", "inspect", "bot:q"); code != 0 || f.State != "done" || len(f.Jobs) != 0 {
+		t.Errorf("inspect: exit %d, state %q, jobs %+v", code, f.State, f.Jobs)
 	}
 }

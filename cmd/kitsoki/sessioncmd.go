@@ -171,6 +171,10 @@ func (c *sessionCmd) createCmd() *cobra.Command {
 			if err != nil {
 				return c.fail(cmd, key+id, err)
 			}
+			// A background job turn 0 started runs in this process: wait for it.
+			if f, err = o.Settled(ctx, f); err != nil {
+				return errors.Join(c.fail(cmd, key+id, err), o.Close())
+			}
 			if err := o.Close(); err != nil {
 				return exitWith(exitFailure, err)
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/base/jobs"
@@ -73,6 +74,7 @@ type Open struct {
 	*Local
 	meta session.Meta
 	done func() error
+	last *orchestrator.Outcome // the turn the last frame reported (Settled reports it again)
 }
 
 // Create starts a new session: turn 0 runs, and the frame reports it.
@@ -215,7 +217,31 @@ func (o *Open) frame(ctx context.Context, out *orchestrator.Outcome, outcome str
 	}
 	f := NewFrame(o.Meta(), st, out, outcome, events)
 	f.Mask(secret.New(o.Story().Secrets))
+	o.last = out
 	return f, nil
+}
+
+// Settled is what a call whose process exits once it answers does before
+// it answers (kitsoki session create and continue). The background jobs
+// its turn started run in this process, and one still running when the
+// process exits is lost: it never ends and a resume does not restart it.
+// So Settled waits until every job has ended or waits for an answer, each
+// job's delivery taken as its own turn, as a scripted kitsoki run does at
+// the end of its input. It returns f as the session then stands: f's
+// outcome (its view and says are the call's turn's), the turn, state,
+// world and jobs after the jobs, and the job turns among its events. With
+// no job running it returns f.
+func (o *Open) Settled(ctx context.Context, f *Frame) (*Frame, error) {
+	if !slices.ContainsFunc(f.Jobs, func(j FrameJob) bool { return j.Status == string(jobs.Running) }) {
+		return f, nil
+	}
+	if _, err := o.Local.Settle(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil, Exit(ExitFailure, fmt.Errorf("interrupted while waiting for the session's background jobs: they stop with this process, and session inspect names them lost (%w)", context.Cause(ctx)))
+		}
+		return nil, Exit(ExitFailure, fmt.Errorf("waiting for the session's background jobs: %w", err))
+	}
+	return o.frame(ctx, o.last, f.Outcome)
 }
 
 // Meta is the session's index entry.
@@ -240,7 +266,11 @@ func (s *Sessions) Continue(ctx context.Context, r ResumeRequest, in Input) (_ *
 		return nil, err
 	}
 	defer func() { err = errors.Join(err, o.Close()) }()
-	return o.Continue(ctx, in)
+	f, err := o.Continue(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return o.Settled(ctx, f)
 }
 
 // Inspect reports where a session stands without taking its writer lock:

@@ -162,3 +162,52 @@ func TestInspectReportsTheJournalsJobs(t *testing.T) {
 		t.Errorf("jobs of a session whose process is gone = %+v, want the job lost", f.Jobs)
 	}
 }
+
+// TestOneShotContinueWaitsForItsJobs: Sessions.Continue (kitsoki session
+// continue, whose process exits once it answers) waits for the
+// background job its turn started and answers the session as the job
+// left it; an open session's Continue (the pool's, whose process goes on)
+// answers at once with the job running, and Settled then waits for it.
+func TestOneShotContinueWaitsForItsJobs(t *testing.T) {
+	ctx := context.Background()
+	app, err := filepath.Abs("testdata/bgquick/app.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := &Sessions{Store: session.Store{Dir: filepath.Join(t.TempDir(), "sessions")}, Load: func(path string) (*story.Story, error) { return story.Load(path) },
+		Config: func(*story.Story) (runtime.Config, func() error, error) { return runtime.Config{}, nil, nil }}
+	o, f, err := svc.Create(ctx, CreateRequest{Story: app, ID: "q1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.State != "warming" || len(f.Jobs) != 1 || f.Jobs[0].Status != "running" {
+		t.Fatalf("create: state %q, jobs %+v; want warming with its job running", f.State, f.Jobs)
+	}
+	if f, err = o.Settled(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	if f.State != "idle" || len(f.Jobs) != 0 || f.Outcome != "started" || f.Session.Turn != 1 {
+		t.Errorf("create, settled: state %q, jobs %+v, outcome %q, turn %d; want idle, no job, started, turn 1", f.State, f.Jobs, f.Outcome, f.Session.Turn)
+	}
+	if g, err := o.Settled(ctx, f); err != nil || g != f {
+		t.Errorf("settling with no job running: %v, a new frame %v", err, g != f)
+	}
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	f, err = svc.Continue(ctx, ResumeRequest{Ref: "q1"}, Intent("build", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.State != "done" || !f.Done || len(f.Jobs) != 0 || f.Outcome != "transitioned" || f.From != "idle" || f.Session.Turn != 3 {
+		t.Errorf("continue: state %q done %v, jobs %+v, outcome %q from %q, turn %d; want done, no job, transitioned from idle, turn 3",
+			f.State, f.Done, f.Jobs, f.Outcome, f.From, f.Session.Turn)
+	}
+	if !strings.Contains(string(f.Events), `"Build done."`) {
+		t.Errorf("the frame's events lack the job turn's say:\n%s", f.Events)
+	}
+	if g, err := svc.Inspect(ctx, "q1"); err != nil || g.State != "done" || len(g.Jobs) != 0 {
+		t.Errorf("inspect after the continue: %v, state %q, jobs %+v", err, g.State, g.Jobs)
+	}
+}

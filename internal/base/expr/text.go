@@ -24,7 +24,7 @@ type Text struct {
 	// it again from src and renames (mapping) to point into src.
 	renames []splice
 	literal bool // src holds no "{": it renders as it is, without pongo2
-	menu    bool    // a tag reads the computed menu
+	menu    bool // a tag reads the computed menu
 	// reads are the world keys it reads (WorldReads), found on first ask.
 	reads     []WorldRead
 	readsOnce sync.Once

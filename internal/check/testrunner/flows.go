@@ -529,7 +529,7 @@ func (r *flowRun) installHosts(h *host.Host) {
 	if !r.dispatch {
 		drop := host.HandlerFunc(func(context.Context, *host.Call) (*host.Result, error) {
 			r.dropped.Add(1)
-			return &host.Result{}, nil
+			return &host.Result{KeptNoWorld: true}, nil
 		})
 		for _, name := range replay.InvokeNames(f.Story) {
 			if !bound(fx.HostBindings, name) {
@@ -961,7 +961,7 @@ func (s *stubHandler) Invoke(ctx context.Context, call *host.Call) (*host.Result
 	if env.InfraError != "" {
 		return nil, errors.New(env.InfraError)
 	}
-	res := &host.Result{}
+	res := &host.Result{KeptNoWorld: true} // a stub reads neither World nor Run
 	if env.HasData {
 		res.Data = replay.CopyMap(env.Data)
 	}

@@ -89,6 +89,10 @@ func runFlows(cmd *cobra.Command, g *globals, o *flowsOpts, app string) error {
 	opts := []testrunner.FlowOption{testrunner.WithFlowLogger(g.logger(cmd.ErrOrStderr())), testrunner.WithCassetteStrict(o.strict)}
 	if o.json != "" {
 		opts = append(opts, testrunner.WithEvents())
+	} else {
+		// Each result is printed as it comes; without --json the report
+		// is read for its summary only.
+		opts = append(opts, testrunner.WithSummaryReport())
 	}
 	if o.traceOut != "" {
 		opts = append(opts, testrunner.WithTrace())

@@ -186,3 +186,35 @@ func TestNamesErrorPositions(t *testing.T) {
 		t.Errorf("guard err = %#v, want col 12", err)
 	}
 }
+
+// A render error of a renamed text points into the source as written,
+// although the text pongo2 ran had the longer names (the rewritten text is
+// made again for the error, not kept with the template).
+func TestNamesTextRenderErrorPosition(t *testing.T) {
+	tests := []struct {
+		name      string
+		src       string
+		line, col int
+	}{
+		{"one line", "{{ world.k }} {{ world.k|col }}", 1, 26},
+		{"second line", "line one\n{{ world.n }} {{ world.k|col }}", 2, 26},
+		{"after a renamed intent", `{{ intent_status("go") }} {{ world.k|wordwrap }}`, 1, 38},
+	}
+	env := Env{"world": map[string]any{"kid__k": "K", "kid__n": 2}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			x, err := CompileText(tt.src, WithNames(kidNames))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = x.Render(env)
+			var ee *EvalError
+			if !errors.As(err, &ee) {
+				t.Fatalf("Render error = %v (%T), want an *EvalError", err, err)
+			}
+			if diff := cmp.Diff([2]int{tt.line, tt.col}, [2]int{ee.Line, ee.Col}); diff != "" {
+				t.Errorf("position (line, col) (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

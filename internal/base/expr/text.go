@@ -16,11 +16,15 @@ import (
 // Text is a compiled text template (view, say, prompt files): pongo2, i.e.
 // Django syntax, with autoescape off (story-format.md §11).
 type Text struct {
-	src     string
-	tpl     *pongo2.Template
-	m       *mapped // the source as handed to pongo2, for error positions
-	literal bool    // src holds no "{": it renders as it is, without pongo2
-	menu    bool    // a tag reads the computed menu
+	src string
+	tpl *pongo2.Template
+	// renames are the references WithNames renamed, as replacements in
+	// the rewritten source (nil for none). The source as handed to pongo2,
+	// which pongo2 keeps its own copy of, is not kept: a render error makes
+	// it again from src and renames (mapping) to point into src.
+	renames []splice
+	literal bool // src holds no "{": it renders as it is, without pongo2
+	menu    bool // a tag reads the computed menu
 	// reads are the world keys it reads (WorldReads), found on first ask.
 	reads     []WorldRead
 	readsOnce sync.Once
@@ -164,8 +168,9 @@ func CompileText(src string, opts ...CompileOption) (*Text, error) {
 	}
 	defer pool.Put(set)
 	m := rewriteText(src, true)
+	var reps []splice
 	if names := configOf(opts).names; names != nil && mayRefer(src) {
-		if reps := textRenames(set, m.String(), names); len(reps) > 0 {
+		if reps = textRenames(set, m.String(), names); len(reps) > 0 {
 			m = m.splice(reps)
 		}
 	}
@@ -182,7 +187,17 @@ func CompileText(src string, opts ...CompileOption) (*Text, error) {
 		}
 		return nil, &CompileError{Line: line, Col: col, Msg: msg}
 	}
-	return &Text{src: src, tpl: tpl, m: m, menu: textUsesMenu(src)}, nil
+	return &Text{src: src, tpl: tpl, renames: reps, menu: textUsesMenu(src)}, nil
+}
+
+// mapping is the text as CompileText handed it to pongo2, made again, with
+// where each byte came from in the source: for a render error's position.
+func (t *Text) mapping() *mapped {
+	m := rewriteText(t.src, true)
+	if len(t.renames) > 0 {
+		m = m.splice(t.renames)
+	}
+	return m
 }
 
 // textUsesMenu reports whether a {{ }} or {% %} tag of src reads the menu.
@@ -243,7 +258,7 @@ func (t *Text) Render(env Env) (out string, err error) {
 	// wrapping the template swaps the whole Env in.
 	out, err = t.tpl.Execute(pongo2.Context{envKey: env})
 	if err != nil {
-		line, col, msg := t.m.locate(t.src, err)
+		line, col, msg := t.mapping().locate(t.src, err)
 		return "", &EvalError{Line: line, Col: col, Msg: msg, Err: err}
 	}
 	return out, nil

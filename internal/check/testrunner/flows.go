@@ -89,6 +89,7 @@ type flowConfig struct {
 	logger      *slog.Logger
 	keepEvents  bool
 	keepTrace   bool
+	summary     bool // WithSummaryReport
 	strict      bool
 	start       time.Time
 }
@@ -122,6 +123,14 @@ func WithCassetteStrict(strict bool) FlowOption { return func(c *flowConfig) { c
 
 // WithTrace keeps each flow's JSONL trace in FlowResult.Trace.
 func WithTrace() FlowOption { return func(c *flowConfig) { c.keepTrace = true } }
+
+// WithSummaryReport makes RunFixtures and RunFiles keep in the report only
+// each flow's outcome (its file, name, pass, skip and setup error, and its
+// trace with WithTrace), not its turns, warnings and host errors: once each
+// has seen the result, what else it holds is not needed. For a caller that
+// prints every result as it comes and reads the summary (kitsoki test flows
+// without --json), so a run's memory does not grow with its flows' views.
+func WithSummaryReport() FlowOption { return func(c *flowConfig) { c.summary = true } }
 
 // FlowEpoch is where a flow's clock starts. Flows run on a fake clock, so
 // their traces are reproducible and cassette delays are instant.
@@ -520,7 +529,7 @@ func (r *flowRun) installHosts(h *host.Host) {
 	if !r.dispatch {
 		drop := host.HandlerFunc(func(context.Context, *host.Call) (*host.Result, error) {
 			r.dropped.Add(1)
-			return &host.Result{}, nil
+			return &host.Result{KeptNoWorld: true}, nil
 		})
 		for _, name := range replay.InvokeNames(f.Story) {
 			if !bound(fx.HostBindings, name) {
@@ -952,7 +961,7 @@ func (s *stubHandler) Invoke(ctx context.Context, call *host.Call) (*host.Result
 	if env.InfraError != "" {
 		return nil, errors.New(env.InfraError)
 	}
-	res := &host.Result{}
+	res := &host.Result{KeptNoWorld: true} // a stub reads neither World nor Run
 	if env.HasData {
 		res.Data = replay.CopyMap(env.Data)
 	}

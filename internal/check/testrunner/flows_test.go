@@ -624,3 +624,52 @@ func TestSetupErrorDoesNotStopTheRun(t *testing.T) {
 		t.Errorf("report (-want +got):\n%s", diff)
 	}
 }
+
+// WithSummaryReport: each still sees every result whole, while the report
+// keeps each flow's outcome only; the counts and the summary are the same.
+func TestSummaryReportKeepsOutcomes(t *testing.T) {
+	fxs, err := LoadFixtures(shopApp, "testdata/shop/failing/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type outcome struct {
+		Name                 string
+		Passed, Skipped      bool
+		SetupError           string
+		Turns, SeenTurns     int
+		Warnings, HostErrors int
+	}
+	run := func(opts ...FlowOption) ([]outcome, string) {
+		r := NewRunner(append([]FlowOption{WithFlowGetenv(testkit.NoEnv)}, opts...)...)
+		defer r.Close()
+		seen := map[string]int{}
+		rep, err := r.RunFixtures(context.Background(), fxs, false, func(res *FlowResult) { seen[res.Name] = len(res.Turns) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []outcome
+		for _, res := range rep.Results {
+			out = append(out, outcome{Name: res.Name, Passed: res.Passed, Skipped: res.Skipped, SetupError: res.SetupError,
+				Turns: len(res.Turns), SeenTurns: seen[res.Name], Warnings: len(res.Warnings), HostErrors: len(res.HostErrors)})
+		}
+		var b bytes.Buffer
+		rep.WriteSummary(&b)
+		return out, b.String()
+	}
+	full, fullSummary := run()
+	summary, summarySummary := run(WithSummaryReport())
+	want := make([]outcome, len(full))
+	for i, o := range full {
+		if o.Turns == 0 {
+			t.Fatalf("%s: no turns in the full report; the test needs flows that ran", o.Name)
+		}
+		o.Turns, o.Warnings, o.HostErrors = 0, 0, 0
+		want[i] = o
+	}
+	if diff := cmp.Diff(want, summary); diff != "" {
+		t.Errorf("summary report (-want +got):\n%s", diff)
+	}
+	if summarySummary != fullSummary {
+		t.Errorf("summary = %q, want %q", summarySummary, fullSummary)
+	}
+}

@@ -99,6 +99,9 @@ func (r *Runner) runOne(ctx context.Context, rep *Report, fx *Fixture, failFast 
 	if each != nil {
 		each(res)
 	}
+	if r.cfg.summary {
+		res.Turns, res.Warnings, res.HostErrors = nil, nil, nil
+	}
 	return !failFast || res.Skipped || res.Passed
 }
 

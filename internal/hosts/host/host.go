@@ -101,6 +101,14 @@ type Result struct {
 	// answered a host.agent.* invoke, when its transport gave one: a
 	// recorder keeps it in the episode's agent block. It is never bound.
 	Transcript *plugin.Transcript
+	// KeptNoWorld says the call's World and Run were not kept: the handler
+	// that answered read them at most while it ran, and holds nothing of
+	// them now. The dispatching session then writes its world in place
+	// instead of copying it first (Session.setWorld). Set it only in a
+	// handler that answers itself (a fixture's stub, a cassette's
+	// episode); a handler that hands the call to another and returns its
+	// Result keeps the flag only if it keeps nothing of the call either.
+	KeptNoWorld bool
 }
 
 // Handler answers invokes. A returned error is an infrastructure failure

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -294,7 +295,7 @@ type loader struct {
 	fileOrder map[string]int  // rel path -> load order, for sorting diagnostics
 	loaded    map[string]bool // abs paths already loaded
 	queue     []*file         // included files waiting to be loaded
-	hashed    []*file         // every file loaded, in load order (ContentHash)
+	hash      hash.Hash       // Story.ContentHash, summed as the story's own files are read
 	declared  map[string]bool // "app", "root": declared once across files
 
 	stateOrder []string // declaration order of States keys
@@ -401,15 +402,13 @@ type exitDecl struct {
 func (l *loader) run(abs string) {
 	l.lookahead = runtime.GOMAXPROCS(0)
 	l.work = startWorkers(l.lookahead)
+	l.hash = sha256.New()
 	root := l.newFile(abs)
 	if l.opts.promptOverlay != "" {
 		l.setOverlay(nil, nil, l.opts.promptOverlay)
 	}
 	root.parse()
-	l.hashed = append(l.hashed, root)
-	l.loadFile(root, true)
-	l.flushJobs()
-	root.doc = nil // loaded: what the checks and jobs need they hold themselves
+	l.loadOwn(root, true)
 	// Included files are read a generation at a time, in order (files
 	// included by included files form the next one).
 	for len(l.queue) > 0 {
@@ -418,10 +417,7 @@ func (l *loader) run(abs string) {
 		for i, f := range batch {
 			l.parseAhead(batch[i+1:])
 			f.parse()
-			l.hashed = append(l.hashed, f)
-			l.loadFile(f, false)
-			l.flushJobs()
-			f.doc = nil
+			l.loadOwn(f, false)
 		}
 	}
 	l.expandPhases()
@@ -432,17 +428,22 @@ func (l *loader) run(abs string) {
 	l.loadContext()
 	l.runJobs()
 	l.finish()
-	l.st.ContentHash = contentHash(l.hashed)
+	l.st.ContentHash = "sha256:" + hex.EncodeToString(l.hash.Sum(nil))
 }
 
-// contentHash is Story.ContentHash over the files in load order.
-func contentHash(files []*file) string {
-	h := sha256.New()
-	for _, f := range files {
-		fmt.Fprintf(h, "%s\x00%d\x00", f.rel, len(f.data))
-		h.Write(f.data)
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+// loadOwn loads one of the story's own files (parsed): it adds the file's
+// content to the content hash, reads the file into the story, hands its
+// compilations to the workers and drops its tree and content. What the
+// checks and jobs need they hold themselves; a diagnostic that needs a line
+// of the file reads it again (file.line).
+func (l *loader) loadOwn(f *file, isRoot bool) {
+	// Story.ContentHash: the files in load order, each as its name, its
+	// length and its bytes.
+	fmt.Fprintf(l.hash, "%s\x00%d\x00", f.rel, len(f.data))
+	l.hash.Write(f.data)
+	l.loadFile(f, isRoot)
+	l.flushJobs()
+	f.doc, f.data = nil, nil
 }
 
 func (l *loader) newFile(abs string) *file {
@@ -697,6 +698,14 @@ func (l *loader) loadImported() {
 	for k := range l.st.States {
 		l.rootStates[k] = true
 	}
+	// An imported file's content is parsed again for each import folding
+	// it (unitDoc); it is dropped after the last.
+	reparses := map[*file]int{}
+	for _, uf := range l.importFiles {
+		if uf.doc == nil {
+			reparses[uf.f]++
+		}
+	}
 	// Each imported file is parsed, folded and loaded in turn, and dropped
 	// once loaded, so the collector takes its tree back while the rest
 	// loads.
@@ -705,17 +714,30 @@ func (l *loader) loadImported() {
 		l.importFiles[i] = nil
 		if uf.wrapper != "" && l.rootStates[uf.wrapper] {
 			l.errAt(uf.f, uf.key, uf.path, "import alias %q is also a state of this story: rename the alias or the state", uf.wrapper)
+			dropReparsed(uf, reparses)
 			continue
 		}
 		doc := l.foldedDoc(uf)
+		dropReparsed(uf, reparses)
 		l.rewritePaths(doc, uf.dir)
-		f := &file{rel: uf.f.rel, abs: uf.f.abs, data: uf.f.data, ws: uf.f.ws, doc: doc, dir: uf.dir, imported: true, chain: uf.chain}
+		f := &file{rel: uf.f.rel, abs: uf.f.abs, ws: uf.f.ws, doc: doc, dir: uf.dir, imported: true, chain: uf.chain}
 		f.parseOnce.Do(func() {})
 		l.loadFile(f, false)
 		l.flushJobs()
 		f.doc = nil
 	}
 	l.importFiles = nil
+}
+
+// dropReparsed counts uf's parse of its file as done, and drops the file's
+// content once no import is left to parse it.
+func dropReparsed(uf *unitFile, reparses map[*file]int) {
+	if uf.doc != nil {
+		return
+	}
+	if reparses[uf.f]--; reparses[uf.f] == 0 {
+		uf.f.data = nil
+	}
 }
 
 // once records that a single-valued top-level key (app, root) is declared,

@@ -14,9 +14,12 @@ import (
 
 // file is one YAML file of the story.
 type file struct {
-	rel  string // relative to the story directory, slash-separated
-	abs  string
-	data []byte // the file's content
+	rel string // relative to the story directory, slash-separated
+	abs string
+	// data is the file's content, held while the file is parsed (and, for
+	// an imported file, until the last import folding it parsed it again):
+	// the loaded story keeps what it needs of it, and the checks keep nodes.
+	data []byte
 
 	ws workspace.Root // where it is read from (its Read)
 
@@ -31,18 +34,25 @@ type file struct {
 	submitted bool // its parse is queued on the workers (parseAhead)
 
 	linesOnce sync.Once
-	lines     []string // data split into lines on first use, by line
+	lines     []string // the file read again and split into lines on first use (line)
 
 	parseOnce  sync.Once
 	doc        *yaml.Node   // parsed top-level node, nil if empty or broken
 	parseDiags []Diagnostic // read and syntax errors
 }
 
-// line returns line n (1-based) of the file, or "". Only error reporting
-// needs the lines (to map template error columns), so they are split on
-// first use; compile jobs may ask concurrently.
+// line returns line n (1-based) of the file, or "". Only diagnostics need
+// the lines (to point inside a template or expression), and the content is
+// not kept once the file is parsed, so the file is read again on first use
+// and split into lines; compile jobs may ask concurrently. Should the file
+// have changed since, the callers' check of the line against the node's
+// value fails and they point at the node instead.
 func (f *file) line(n int) string {
-	f.linesOnce.Do(func() { f.lines = strings.Split(string(f.data), "\n") })
+	f.linesOnce.Do(func() {
+		if data, err := f.ws.Read(f.abs, f.rel); err == nil {
+			f.lines = strings.Split(string(data), "\n")
+		}
+	})
 	if n < 1 || n > len(f.lines) {
 		return ""
 	}

@@ -244,6 +244,7 @@ func (s *Session) dispatchOne(ctx context.Context, t *turnCtx, q *queued) (faile
 		Namespace: name, Args: args, RerenderFellBack: fellBack, Background: false}); err != nil {
 		return false, err
 	}
+	wasLent := s.worldLent
 	world := s.lendWorld()
 	var res *host.Result
 	derr := checkRendered(q.inv, name)
@@ -254,6 +255,11 @@ func (s *Session) dispatchOne(ctx context.Context, t *turnCtx, q *queued) (faile
 		if derr != nil && q.inv.NameTemplate != nil && !isTraceErr(derr) {
 			derr = fmt.Errorf("invoke %q rendered %q: %w", q.inv.Name, name, derr)
 		}
+	}
+	if !wasLent && res != nil && res.KeptNoWorld {
+		// Lent to this call alone, and not kept: the next write need not
+		// copy it.
+		s.worldLent = false
 	}
 	var data map[string]any
 	var callErr error

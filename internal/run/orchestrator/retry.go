@@ -36,11 +36,22 @@ func FailureKind(err error) string {
 // the session's clock (a Temporal session's clock sleeps on a workflow
 // timer). A trace error is never retried. The last attempt's answer is
 // the call's. A failure answered from a journal is not retried.
-func (s *Session) dispatchRetrying(ctx context.Context, t *turnCtx, inv *story.Invoke, call *host.Call) (*host.Result, error) {
+func (s *Session) dispatchRetrying(ctx context.Context, t *turnCtx, inv *story.Invoke, call *host.Call) (res *host.Result, derr error) {
+	// Every attempt saw the same World: it was kept unless no attempt
+	// kept it.
+	kept := false
+	defer func() {
+		if kept && res != nil && res.KeptNoWorld {
+			r := *res
+			r.KeptNoWorld = false
+			res = &r
+		}
+	}()
 	for n := 1; ; n++ {
 		c := *call
 		c.Attempt = n
-		res, derr := s.host.Dispatch(ctx, &c)
+		res, derr = s.host.Dispatch(ctx, &c)
+		kept = kept || res == nil || !res.KeptNoWorld
 		failure := derr
 		if derr == nil && res != nil {
 			failure = res.Err

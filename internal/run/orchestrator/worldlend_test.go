@@ -98,3 +98,55 @@ var errFetch = fetchError("fetch failed")
 type fetchError string
 
 func (e fetchError) Error() string { return string(e) }
+
+// A call whose handler kept nothing of the world (Result.KeptNoWorld, a
+// fixture's stub or a cassette's episode) gives the map back: the next
+// write goes to it in place. The map stays lent when any call handed it
+// kept it, and what such a call holds never changes.
+func TestHostCallsGiveBackAWorldTheyDidNotKeep(t *testing.T) {
+	tests := []struct {
+		name                  string
+		lookKeeps, fetchKeeps bool // the handler says it may keep the world (no KeptNoWorld)
+		wantCopy              bool // turn 2's calls get another map than turn 1's
+	}{
+		{name: "no call kept it", wantCopy: false},
+		{name: "the last call kept it", fetchKeeps: true, wantCopy: true},
+		{name: "an earlier call kept it", lookKeeps: true, wantCopy: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, files{"app.yaml": lendStory})
+			var seen, kept []map[string]any
+			var keptNone []bool
+			handler := func(keptNoWorld bool, data map[string]any) host.Handler {
+				return host.HandlerFunc(func(_ context.Context, c *host.Call) (*host.Result, error) {
+					seen, kept, keptNone = append(seen, c.World), append(kept, maps.Clone(c.World)), append(keptNone, keptNoWorld)
+					return &host.Result{Data: data, KeptNoWorld: keptNoWorld}, nil
+				})
+			}
+			r.host.Register("host.look", handler(!tt.lookKeeps, map[string]any{}))
+			r.host.Register("host.fetch", handler(!tt.fetchKeeps, map[string]any{"said": "hello"}))
+			r.do("go")
+			r.do("go")
+			if len(seen) != 6 {
+				t.Fatalf("%d calls, want 6", len(seen))
+			}
+			same := reflect.ValueOf(seen[2]).Pointer() == reflect.ValueOf(seen[3]).Pointer()
+			if same == tt.wantCopy {
+				t.Errorf("turn 2's first call got the map turn 1's last call got: %v, want %v", same, !tt.wantCopy)
+			}
+			for i := range seen {
+				if keptNone[i] {
+					continue
+				}
+				if d := cmp.Diff(kept[i], seen[i]); d != "" {
+					t.Errorf("call %d kept the world, and it changed after the call returned (-then +now):\n%s", i, d)
+				}
+			}
+			w := r.sess.World()
+			if w["n"] != int64(2) || w["got"] != "hello" {
+				t.Errorf("world n = %v, got = %v; want 2 and hello", w["n"], w["got"])
+			}
+		})
+	}
+}

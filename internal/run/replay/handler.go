@@ -69,7 +69,7 @@ func (h *cassetteHandler) Invoke(ctx context.Context, call *host.Call) (*host.Re
 			return nil, &host.TraceError{Err: err}
 		}
 	}
-	res := &host.Result{}
+	res := &host.Result{KeptNoWorld: true} // an episode answers from its args alone
 	if r.HasData {
 		res.Data = CopyMap(r.Data)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/kitsoki/kitsoki/internal/base/jobs"
@@ -229,17 +228,20 @@ func (o *Open) frame(ctx context.Context, out *orchestrator.Outcome, outcome str
 // job's delivery taken as its own turn, as a scripted kitsoki run does at
 // the end of its input. It returns f as the session then stands: f's
 // outcome (its view and says are the call's turn's), the turn, state,
-// world and jobs after the jobs, and the job turns among its events. With
-// no job running it returns f.
+// world and jobs after the jobs, and the job turns among its events. When
+// no job ran it returns f.
 func (o *Open) Settled(ctx context.Context, f *Frame) (*Frame, error) {
-	if !slices.ContainsFunc(f.Jobs, func(j FrameJob) bool { return j.Status == string(jobs.Running) }) {
-		return f, nil
-	}
-	if _, err := o.Local.Settle(ctx); err != nil {
+	// A job may have ended before f was made (it is not in f.Jobs then)
+	// and still wait to be delivered, so Settle runs whatever f says.
+	outs, err := o.Local.Settle(ctx)
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil, Exit(ExitFailure, fmt.Errorf("interrupted while waiting for the session's background jobs: they stop with this process, and session inspect names them lost (%w)", context.Cause(ctx)))
 		}
 		return nil, Exit(ExitFailure, fmt.Errorf("waiting for the session's background jobs: %w", err))
+	}
+	if len(outs) == 0 && len(f.Jobs) == 0 {
+		return f, nil // no job ran
 	}
 	return o.frame(ctx, o.last, f.Outcome)
 }

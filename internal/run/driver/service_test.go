@@ -167,7 +167,8 @@ func TestInspectReportsTheJournalsJobs(t *testing.T) {
 // continue, whose process exits once it answers) waits for the
 // background job its turn started and answers the session as the job
 // left it; an open session's Continue (the pool's, whose process goes on)
-// answers at once with the job running, and Settled then waits for it.
+// answers at once, the job not delivered, and Settled then waits for it
+// and delivers it (also when the job ended before the frame was made).
 func TestOneShotContinueWaitsForItsJobs(t *testing.T) {
 	ctx := context.Background()
 	app, err := filepath.Abs("testdata/bgquick/app.yaml")
@@ -180,8 +181,10 @@ func TestOneShotContinueWaitsForItsJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.State != "warming" || len(f.Jobs) != 1 || f.Jobs[0].Status != "running" {
-		t.Fatalf("create: state %q, jobs %+v; want warming with its job running", f.State, f.Jobs)
+	// The job may have ended already (it echoes), but only Settled
+	// delivers it.
+	if f.State != "warming" {
+		t.Fatalf("create: state %q, jobs %+v; want warming, its job not delivered", f.State, f.Jobs)
 	}
 	if f, err = o.Settled(ctx, f); err != nil {
 		t.Fatal(err)

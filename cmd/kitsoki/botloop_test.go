@@ -318,4 +318,11 @@ func TestOneShotSessionCommandsWaitForTheirJobs(t *testing.T) {
 	if code, f := b.frame("session", "inspect", "bot:q"); code != 0 || f.State != "done" || len(f.Jobs) != 0 {
 		t.Errorf("inspect: exit %d, state %q, jobs %+v", code, f.State, f.Jobs)
 	}
+	// Without --json the job turn's say is printed, as kitsoki run prints it.
+	if code, _ := b.frame("session", "create", app, "--key", "bot:r"); code != 0 {
+		t.Fatalf("create bot:r: exit %d\n%s", code, b.stderr.String())
+	}
+	if err := b.cmd("session", "continue", "bot:r", "--intent", "build").Run(); err != nil || !strings.Contains(b.stdout.String(), "Build done.") {
+		t.Errorf("continue without --json: %v, stdout %q, stderr %q", err, b.stdout.String(), b.stderr.String())
+	}
 }

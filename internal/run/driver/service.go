@@ -227,8 +227,9 @@ func (o *Open) frame(ctx context.Context, out *orchestrator.Outcome, outcome str
 // So Settled waits until every job has ended or waits for an answer, each
 // job's delivery taken as its own turn, as a scripted kitsoki run does at
 // the end of its input. It returns f as the session then stands: f's
-// outcome (its view and says are the call's turn's), the turn, state,
-// world and jobs after the jobs, and the job turns among its events. When
+// outcome, the turn, state, view, world and jobs after the jobs, the job
+// turns' says and call failures after the call's own, and the job turns
+// among its events. When
 // no job ran it returns f.
 func (o *Open) Settled(ctx context.Context, f *Frame) (*Frame, error) {
 	// A job may have ended before f was made (it is not in f.Jobs then)
@@ -243,7 +244,16 @@ func (o *Open) Settled(ctx context.Context, f *Frame) (*Frame, error) {
 	if len(outs) == 0 && len(f.Jobs) == 0 {
 		return f, nil // no job ran
 	}
-	return o.frame(ctx, o.last, f.Outcome)
+	nf, err := o.frame(ctx, o.last, f.Outcome)
+	if err != nil {
+		return nil, err
+	}
+	for _, out := range outs { // the job turns' says and call failures follow the call's
+		nf.Says = append(nf.Says, out.Says...)
+		nf.fillCalls(out)
+	}
+	nf.Mask(secret.New(o.Story().Secrets))
+	return nf, nil
 }
 
 // Meta is the session's index entry.

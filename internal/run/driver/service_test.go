@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -207,8 +208,8 @@ func TestOneShotContinueWaitsForItsJobs(t *testing.T) {
 		t.Errorf("continue: state %q done %v, jobs %+v, outcome %q from %q, turn %d; want done, no job, transitioned from idle, turn 3",
 			f.State, f.Done, f.Jobs, f.Outcome, f.From, f.Session.Turn)
 	}
-	if !strings.Contains(string(f.Events), `"Build done."`) {
-		t.Errorf("the frame's events lack the job turn's say:\n%s", f.Events)
+	if !strings.Contains(string(f.Events), `"Build done."`) || !slices.Equal(f.Says, []string{"Build done."}) {
+		t.Errorf("the frame's says %q, or its events, lack the job turn's say:\n%s", f.Says, f.Events)
 	}
 	if g, err := svc.Inspect(ctx, "q1"); err != nil || g.State != "done" || len(g.Jobs) != 0 {
 		t.Errorf("inspect after the continue: %v, state %q, jobs %+v", err, g.State, g.Jobs)

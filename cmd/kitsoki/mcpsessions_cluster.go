@@ -38,7 +38,7 @@ func (m mcpClusterSessions) log(c mcpserve.Caller, ref string) {
 // workflow refused: the call is not in the session's trace, so the
 // server's log is its only record. It returns err.
 func (m mcpClusterSessions) refused(c mcpserve.Caller, ref string, err error) error {
-	if _, closed := errors.AsType[*cluster.ClosedError](err); closed || errors.Is(err, driver.ErrFinished) {
+	if _, closed := errors.AsType[*cluster.ClosedError](err); closed {
 		m.logger.Warn("mcp session tool refused: the session's workflow has closed, so the call is not in its trace",
 			"tool", c.Tool, "client", c.Client, "session", ref, "error", err.Error())
 	}
